@@ -1,0 +1,32 @@
+// Experiment: one YAML experiment file parsed into the plain structs each module owns.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint_config.h"
+#include "data/data_config.h"
+#include "log/log_config.h"
+#include "model/layer_spec.h"
+#include "optim/optimizer_config.h"
+#include "pipeline/pipeline_config.h"
+#include "train/train_config.h"
+
+namespace mpipe::config {
+
+struct Experiment {
+  std::string source;  // the file it was read from
+  model::ModelSpec model;
+  data::DataConfig data;
+  train::TrainConfig train;
+  optim::OptimizerConfig optimizer;
+  pipeline::PipelineConfig pipeline;
+  checkpoint::CheckpointConfig checkpoint;
+  log::LogConfig log;
+};
+
+// Reads and validates an experiment file. `overrides` are "key.path=value" strings from
+// --set, applied before validation. Throws InputError "file:line: key.path: message".
+Experiment load_experiment(const std::string& path, const std::vector<std::string>& overrides);
+
+}  // namespace mpipe::config

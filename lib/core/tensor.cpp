@@ -1,0 +1,68 @@
+// Tensor storage: aligned allocation, copies, reshapes and row slices.
+#include "core/tensor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/error.h"
+
+namespace mpipe {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+float* allocate(int64_t numel) {
+  if (numel <= 0) return nullptr;
+  size_t bytes = (static_cast<size_t>(numel) * sizeof(float) + kAlignment - 1) / kAlignment *
+                 kAlignment;
+  void* p = std::aligned_alloc(kAlignment, bytes);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  return static_cast<float*>(p);
+}
+
+}  // namespace
+
+void Tensor::FreeDeleter::operator()(float* p) const { std::free(p); }
+
+Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
+  for (int64_t d : shape_.dims()) check(d >= 0, "negative dimension in shape {}", shape_);
+  data_.reset(allocate(shape_.numel()));
+}
+
+Tensor::Tensor(Shape shape, std::span<const float> values) : Tensor(std::move(shape)) {
+  check(static_cast<int64_t>(values.size()) == numel(), "Tensor {} given {} values", shape_,
+        values.size());
+  std::copy(values.begin(), values.end(), data());
+}
+
+Tensor::Tensor(const Tensor& other) : Tensor(other.shape_) {
+  if (numel() > 0) std::memcpy(data(), other.data(), bytes());
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) *this = Tensor(other);
+  return *this;
+}
+
+Tensor Tensor::reshaped(Shape shape) && {
+  check(shape.numel() == numel(), "cannot reshape {} to {}", shape_, shape);
+  Tensor out = std::move(*this);
+  out.shape_ = std::move(shape);
+  return out;
+}
+
+void Tensor::fill(float value) { std::fill_n(data(), numel(), value); }
+
+Tensor Tensor::slice_rows(int64_t begin, int64_t count) const {
+  check(shape_.rank() >= 1 && begin >= 0 && count >= 0 && begin + count <= shape_[0],
+        "slice_rows({}, {}) out of range for {}", begin, count, shape_);
+  Tensor out(shape_.with_batch(count));
+  const int64_t row = shape_[0] == 0 ? 0 : numel() / shape_[0];
+  if (out.numel() > 0) std::memcpy(out.data(), data() + begin * row, out.bytes());
+  return out;
+}
+
+}  // namespace mpipe

@@ -1,0 +1,51 @@
+// Tensor: an owning, 64-byte aligned, row-major f32 array with a shape.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "core/shape.h"
+
+namespace mpipe {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled tensor of the given shape.
+  explicit Tensor(Shape shape);
+  Tensor(Shape shape, std::span<const float> values);
+
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return shape_.numel(); }
+  int64_t dim(int axis) const { return shape_[axis]; }
+  bool empty() const { return numel() == 0 || !data_; }
+  size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
+
+  float* data() { return data_.get(); }
+  const float* data() const { return data_.get(); }
+  std::span<float> span() { return {data_.get(), static_cast<size_t>(numel())}; }
+  std::span<const float> span() const { return {data_.get(), static_cast<size_t>(numel())}; }
+  float& operator[](int64_t i) { return data_.get()[i]; }
+  float operator[](int64_t i) const { return data_.get()[i]; }
+
+  // Same data, new shape with the same number of elements.
+  Tensor reshaped(Shape shape) &&;
+  void fill(float value);
+  // Rows [begin, begin + count) of the outermost dimension, copied.
+  Tensor slice_rows(int64_t begin, int64_t count) const;
+
+ private:
+  struct FreeDeleter {
+    void operator()(float* p) const;
+  };
+  Shape shape_;
+  std::unique_ptr<float[], FreeDeleter> data_;
+};
+
+}  // namespace mpipe

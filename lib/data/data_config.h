@@ -1,0 +1,31 @@
+// Dataset settings (the `data:` section of an experiment).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mpipe::data {
+
+enum class DatasetKind { kFashionMnist, kSynthetic, kText };
+
+struct DataConfig {
+  DatasetKind kind = DatasetKind::kFashionMnist;
+  // kFashionMnist: folder with the four gzipped IDX files (Debian: dataset-fashion-mnist).
+  // kText: a file or a folder of text files (default: Debian's fortunes).
+  std::string path;
+  bool flatten = true;  // kFashionMnist: examples as [784] (true) or [1, 28, 28] (false)
+  bool normalize = true;  // kFashionMnist: (x/255 - mean) / std
+  int64_t augment_crop_padding = 0;  // kFashionMnist images: random crop after zero padding
+  bool augment_flip = false;         // kFashionMnist images: random horizontal flip
+  // kSynthetic: a fixed random teacher network labels Gaussian inputs.
+  int64_t num_examples = 4096;
+  int64_t features = 64;
+  int64_t classes = 10;  // 0 = regression with one target per example
+  // kText: windows of seq_len bytes; the last val_fraction of the corpus is validation.
+  int64_t seq_len = 64;
+  double val_fraction = 0.05;
+  int64_t vocab = 256;  // kSynthetic tokens when > 0 with seq_len: language-model shaped data
+  bool tokens = false;  // kSynthetic: token sequences instead of feature vectors
+};
+
+}  // namespace mpipe::data

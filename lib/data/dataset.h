@@ -1,0 +1,40 @@
+// Dataset: an in-memory labelled dataset with a train and a test split.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/shape.h"
+#include "core/tensor.h"
+#include "data/data_config.h"
+
+namespace mpipe::data {
+
+enum class Split { kTrain, kTest };
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual Shape input_shape() const = 0;   // one example, e.g. [784] or [1, 28, 28] or [seq_len]
+  virtual Shape target_shape() const = 0;  // one example: [] for a class label, [seq_len], ...
+  virtual int64_t num_classes() const = 0;  // 0 for regression
+  virtual int64_t size(Split split) const = 0;
+  // Examples `indices` of `split`, stacked: [indices.size(), ...input_shape()]. Training-time
+  // augmentation (if configured, train split only) is keyed by (seed, step, example index).
+  virtual Tensor inputs(Split split, std::span<const int64_t> indices, uint64_t seed,
+                        int64_t step) const = 0;
+  // [indices.size(), ...target_shape()]; class indices are stored as floats.
+  virtual Tensor targets(Split split, std::span<const int64_t> indices) const = 0;
+};
+
+// Builds the configured dataset; `seed` fixes synthetic data. Throws InputError naming the
+// file for unreadable or malformed data.
+std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed);
+
+// The example indices of training step `step`: positions [step*batch, (step+1)*batch) of an
+// endless sequence of epochs, each a permutation of [0, dataset_size) drawn from the seed.
+std::vector<int64_t> batch_indices(uint64_t seed, int64_t step, int64_t batch_size,
+                                   int64_t dataset_size);
+
+}  // namespace mpipe::data

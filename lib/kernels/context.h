@@ -1,0 +1,39 @@
+// KernelContext: the oneDNN CPU engine and stream, and the cache of primitives built per shape.
+#pragma once
+
+#include <dnnl.hpp>
+
+#include <any>
+#include <functional>
+#include <map>
+#include <string>
+
+namespace mpipe::kernels {
+
+// One per process, created in main (or a test) and passed down; never a global.
+// Primitives are created once per (operation, shapes) key and reused.
+class KernelContext {
+ public:
+  KernelContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+  KernelContext(const KernelContext&) = delete;
+  KernelContext& operator=(const KernelContext&) = delete;
+
+  const dnnl::engine& engine() const { return engine_; }
+  dnnl::stream& stream() { return stream_; }
+
+  // The cached value for `key`, built by `make` on first use. T is copyable (oneDNN
+  // primitives and primitive descriptors are reference-counted handles).
+  template <typename T>
+  T& cached(const std::string& key, const std::function<T()>& make) {
+    auto it = cache_.find(key);
+    if (it == cache_.end()) it = cache_.emplace(key, std::any(make())).first;
+    return std::any_cast<T&>(it->second);
+  }
+
+ private:
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::map<std::string, std::any> cache_;
+};
+
+}  // namespace mpipe::kernels

@@ -1,0 +1,43 @@
+// LayerSpec and ModelSpec: a model as the experiment file describes it, before any layer is
+// built. Attributes stay generic here so new layer kinds need no change to the config parser;
+// the model builder validates them per kind and reports errors with the YAML file and line.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace mpipe::model {
+
+// Where a value came from, for error messages: "exp.yaml:14: model.layers[3].units".
+struct SourceRef {
+  std::string file;
+  int line = 0;      // 1-based; 0 when unknown (e.g. a --set override)
+  std::string path;  // the key path
+  std::string prefix() const {  // "exp.yaml:14: model.layers[3].units"
+    return file + ":" + std::to_string(line) + ": " + path;
+  }
+};
+
+using AttrValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>>;
+
+struct Attr {
+  AttrValue value;
+  SourceRef where;
+};
+
+struct LayerSpec {
+  std::string kind;  // "linear", "relu", "conv2d", "transformer_block", ...
+  std::map<std::string, Attr> attrs;
+  SourceRef where;  // the layer entry itself: model.layers[3]
+};
+
+struct ModelSpec {
+  std::vector<LayerSpec> layers;  // `repeat:` blocks already expanded
+  std::string loss = "cross_entropy";
+  SourceRef where;
+};
+
+}  // namespace mpipe::model

@@ -1,0 +1,99 @@
+// Layer: the interface every pipeline-placeable layer implements. Layers hold parameters
+// (as views into their stage's parameter buffer), never activations: forward returns what
+// backward needs, and the caller (a pipeline stage) stores it per micro-batch.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/shape.h"
+#include "core/tensor.h"
+#include "kernels/context.h"
+
+namespace mpipe::nn {
+
+// How a parameter or buffer is initialized. Draws come from the counter RNG keyed by
+// (seed, global layer index, parameter index), so the values never depend on the partition.
+enum class Init {
+  kZeros,
+  kOnes,
+  kKaimingUniform,  // U(-b, b), b = sqrt(6 / fan_in): for layers followed by ReLU
+  kXavierUniform,   // U(-b, b), b = sqrt(6 / (fan_in + fan_out))
+  kNormal,          // N(0, std^2)
+};
+
+struct ParamSpec {
+  std::string name;  // "weight", "bias", ...; exported as layers.<global index>.<name>
+  Shape shape;
+  Init init = Init::kZeros;
+  int64_t fan_in = 0;
+  int64_t fan_out = 0;
+  float std = 0.02f;  // for kNormal
+};
+
+// Everything a forward or backward call needs besides the tensors.
+struct LayerContext {
+  kernels::KernelContext& kernels;
+  uint64_t seed = 0;
+  int64_t step = 0;           // optimizer step (0-based)
+  int64_t first_example = 0;  // index in the global mini-batch of this micro-batch's first example
+  bool training = true;
+  bool recompute = false;  // a re-materialization: must have no side effects (running stats)
+  bool need_input_grad = true;  // false for the model's first layer: backward may skip dx
+};
+
+// What a forward pass keeps for the backward pass of the same micro-batch.
+struct Saved {
+  std::vector<Tensor> tensors;
+  size_t bytes() const {
+    size_t n = 0;
+    for (const Tensor& t : tensors) n += t.bytes();
+    return n;
+  }
+};
+
+struct Forward {
+  Tensor output;
+  Saved saved;
+};
+
+class Layer {
+ public:
+  explicit Layer(int global_index) : global_index_(global_index) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  int global_index() const { return global_index_; }
+  virtual std::string_view kind() const = 0;
+  // Shape of one example's output. Constructors take one example's input shape and throw
+  // InputError (without file or line; the model builder adds those) when it does not fit.
+  virtual Shape output_shape() const = 0;
+
+  // Trainable parameters and non-trainable buffers (e.g. batch-norm running statistics),
+  // in the order bind() receives their views.
+  virtual std::vector<ParamSpec> param_specs() const { return {}; }
+  virtual std::vector<ParamSpec> buffer_specs() const { return {}; }
+  // Called once, before any forward: views into the stage's contiguous buffers.
+  virtual void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+                    std::vector<std::span<float>> buffers) {
+    (void)params, (void)grads, (void)buffers;
+  }
+
+  // x: [batch, ...input shape]. Returns the output and what backward needs.
+  virtual Forward forward(const Tensor& x, const LayerContext& ctx) = 0;
+  // dy: [batch, ...output shape] → dx: [batch, ...input shape] (empty when
+  // !ctx.need_input_grad). Adds this micro-batch's parameter gradients into the grad views.
+  virtual Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) = 0;
+
+  // Forward floating-point operations for one example (for the cost model and benchmarks).
+  virtual double forward_flops_per_example() const { return 0.0; }
+
+ private:
+  int global_index_;
+};
+
+}  // namespace mpipe::nn

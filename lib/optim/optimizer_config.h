@@ -1,0 +1,32 @@
+// Optimizer and learning-rate schedule settings (the `optimizer:` section of an experiment).
+#pragma once
+
+#include <cstdint>
+
+namespace mpipe::optim {
+
+enum class OptimizerKind { kSgd, kAdam, kAdamW };
+enum class LrScheduleKind { kConstant, kStep, kCosine };
+
+struct LrScheduleConfig {
+  LrScheduleKind kind = LrScheduleKind::kConstant;
+  int64_t warmup_steps = 0;  // linear warm-up from 0 (all kinds)
+  int64_t step_size = 1000;  // kStep: multiply by gamma every step_size steps
+  double gamma = 0.1;        // kStep
+  double min_lr = 0.0;       // kCosine: the value reached at total_steps
+};
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kAdam;
+  double lr = 1e-3;
+  double momentum = 0.0;  // SGD
+  bool nesterov = false;  // SGD
+  double weight_decay = 0.0;
+  double beta1 = 0.9;  // Adam, AdamW
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double clip_norm = 0.0;  // global gradient-norm clipping; 0 = off
+  LrScheduleConfig schedule;
+};
+
+}  // namespace mpipe::optim
