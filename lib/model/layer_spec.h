@@ -16,7 +16,10 @@ struct SourceRef {
   std::string file;
   int line = 0;      // 1-based; 0 when unknown (e.g. a --set override)
   std::string path;  // the key path
-  std::string prefix() const {  // "exp.yaml:14: model.layers[3].units"
+  // "exp.yaml:14: model.layers[3].units", or "--set model.layers[3].units" for a value that
+  // came from the command line.
+  std::string prefix() const {
+    if (line == 0) return file + " " + path;
     return file + ":" + std::to_string(line) + ": " + path;
   }
 };

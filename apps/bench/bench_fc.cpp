@@ -1,0 +1,100 @@
+// Benchmark of the fully connected path: raw oneDNN matmul vs Linear forward vs forward+backward,
+// in GFLOP/s. Prints a table; asserts nothing about time.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <dnnl.hpp>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/context.h"
+#include "nn/linear.h"
+#include "nn/param_buffer.h"
+
+namespace {
+
+using namespace mpipe;
+
+struct Size {
+  int64_t batch, in, out;
+};
+
+// Seconds per call: warm up twice, then repeat until at least `min_seconds` have passed.
+double seconds_per_call(const std::function<void()>& call, double min_seconds = 0.5) {
+  call();
+  call();
+  using Clock = std::chrono::steady_clock;
+  int calls = 0;
+  const auto start = Clock::now();
+  double elapsed = 0.0;
+  do {
+    call();
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (elapsed < min_seconds || calls < 3);
+  return elapsed / calls;
+}
+
+// (a) A plain oneDNN matmul y[batch, out] = x[batch, in] · w[in, out], built directly.
+double raw_matmul_seconds(kernels::KernelContext& ctx, const Size& s) {
+  using dnnl::memory;
+  const memory::desc a({s.batch, s.in}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc b({s.in, s.out}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc c({s.batch, s.out}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::matmul primitive(
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), ctx.engine()));
+  Tensor x(Shape{s.batch, s.in}), w(Shape{s.in, s.out}), y(Shape{s.batch, s.out});
+  x.fill(0.5f);
+  w.fill(0.25f);
+  const memory xm(a, ctx.engine(), x.data()), wm(b, ctx.engine(), w.data()),
+      ym(c, ctx.engine(), y.data());
+  return seconds_per_call([&] {
+    primitive.execute(ctx.stream(),
+                      {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}});
+    ctx.stream().wait();
+  });
+}
+
+std::string thread_count() {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (env && *env) return env;
+  return fmt::format("{} (all cores; OMP_NUM_THREADS unset)", std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+int main() {
+  kernels::KernelContext kernels;
+  const std::vector<Size> sizes = {{256, 1024, 1024}, {2048, 2048, 2048}};
+  fmt::print("bench_fc: f32, threads {}\n", thread_count());
+  fmt::print("{:>22} {:>14} {:>14} {:>14}\n", "batch x in -> out", "matmul GF/s", "fwd GF/s",
+             "fwd+bwd GF/s");
+  for (const Size& s : sizes) {
+    const double flops =
+        2.0 * static_cast<double>(s.batch) * static_cast<double>(s.in) * static_cast<double>(s.out);
+    const double raw = raw_matmul_seconds(kernels, s);
+
+    nn::Linear layer(0, Shape{s.in}, s.out, /*bias=*/false);
+    nn::Layer* layers[] = {&layer};
+    nn::ParamBuffer params(layers);
+    params.initialize(1);
+    Tensor x(Shape{s.batch, s.in}), dy(Shape{s.batch, s.out});
+    x.fill(0.5f);
+    dy.fill(0.01f);
+    const nn::LayerContext ctx{.kernels = kernels};
+    const double forward = seconds_per_call([&] { (void)layer.forward(x, ctx); });
+    const double forward_backward = seconds_per_call([&] {
+      const nn::Forward f = layer.forward(x, ctx);
+      (void)layer.backward(dy, f.saved, ctx);
+    });
+    fmt::print("{:>22} {:>14.1f} {:>14.1f} {:>14.1f}\n",
+               fmt::format("{} x {} -> {}", s.batch, s.in, s.out), flops / raw * 1e-9,
+               flops / forward * 1e-9, 3.0 * flops / forward_backward * 1e-9);
+  }
+  return 0;
+}

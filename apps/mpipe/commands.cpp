@@ -1,0 +1,161 @@
+// Subcommand implementations: train, schedule, plan.
+#include "commands.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include "config/experiment.h"
+#include "core/error.h"
+#include "data/dataset.h"
+#include "kernels/context.h"
+#include "log/logging.h"
+#include "model/model_builder.h"
+#include "model/partition.h"
+#include "pipeline/grid.h"
+#include "pipeline/schedule.h"
+#include "train/training_run.h"
+
+namespace mpipe::app {
+namespace {
+
+// Set by SIGTERM/SIGUSR1 (Slurm's warning before a time limit or preemption); the training
+// loop checkpoints and stops at the next step boundary. A signal handler can only reach
+// process-wide state, hence this one global.
+std::atomic<bool> g_stop_requested{false};
+
+extern "C" void request_stop(int) { g_stop_requested.store(true); }
+
+std::string default_run_dir(const std::string& config_path) {
+  return (std::filesystem::path("runs") / std::filesystem::path(config_path).stem()).string();
+}
+
+// Refuses to start a fresh run on top of an earlier one (its metrics and checkpoints would mix).
+void check_run_dir_is_fresh(const std::string& run_dir) {
+  namespace fs = std::filesystem;
+  for (const char* entry : {"metrics.jsonl", "checkpoints", "summary.json"}) {
+    check_input(!fs::exists(fs::path(run_dir) / entry),
+                "{}: already holds a run ({} exists); pass --resume to continue it or "
+                "--run-dir for a new one",
+                run_dir, entry);
+  }
+}
+
+}  // namespace
+
+Commands::Commands(CLI::App& app) {
+  train_ = app.add_subcommand("train", "Train a model described by an experiment YAML file");
+  train_->add_option("config", config_path_, "Experiment YAML file")->required();
+  train_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
+  train_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<config name>)");
+  train_->add_option("--export-weights", export_path_,
+                     "Write all weights to this safetensors file at the end");
+  train_->add_flag("--resume", resume_, "Continue from the newest checkpoint in the run directory");
+
+  schedule_ = app.add_subcommand("schedule", "Print a pipeline schedule as a grid");
+  schedule_->add_option("--schedule", schedule_kind_, "gpipe or 1f1b")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}));
+  schedule_->add_option("--stages", stages_, "Pipeline stages K")->check(CLI::Range(1, 64));
+  schedule_->add_option("--micro-batches", micro_batches_, "Micro-batches M")
+      ->check(CLI::Range(1, 1024));
+
+  plan_ = app.add_subcommand("plan", "Print the model's layers, shapes and stage partition");
+  plan_->add_option("config", config_path_, "Experiment YAML file")->required();
+  plan_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
+  plan_->add_option("--stages", stages_, "Pipeline stages K (default: from the config)");
+}
+
+int Commands::run(const comm::Communicator& world) {
+  try {
+    if (*train_) return train(world);
+    if (*schedule_) return schedule();
+    if (*plan_) return plan();
+    return 1;
+  } catch (const InputError& e) {
+    // Bad input is usually seen by every rank alike: if all ranks fail, each exits cleanly and
+    // rank 0 alone prints the message. If only some fail, the others would wait forever in
+    // a collective, so the failing rank aborts the whole job.
+    spdlog::error("{}", e.what());
+    if (world.size() > 1) world.abort(2);
+    return 2;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    if (world.size() > 1) world.abort(1);
+    return 1;
+  }
+}
+
+int Commands::train(const comm::Communicator& world) {
+  config::Experiment experiment;
+  std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
+  std::string error;
+  try {
+    experiment = config::load_experiment(config_path_, overrides_);
+    if (!resume_) check_run_dir_is_fresh(run_dir);
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  // Every rank reads the same files; agree before anyone starts a collective.
+  if (!world.all_true(error.empty())) {
+    if (world.rank() == 0) spdlog::error("{}", error.empty() ? "another rank failed" : error);
+    return 2;
+  }
+  log::setup_logging(world.rank(), world.size(), experiment.log.level);
+  std::signal(SIGTERM, request_stop);
+  std::signal(SIGUSR1, request_stop);
+
+  kernels::KernelContext kernels;
+  train::RunOptions options{.run_dir = run_dir,
+                            .export_weights = export_path_,
+                            .resume = resume_,
+                            .progress = stdout,
+                            .stop_requested = &g_stop_requested};
+  train::RunResult result = train::run_training(experiment, options, world, kernels);
+  if (world.rank() == 0) {
+    if (result.preempted) {
+      spdlog::warn("stopped at step {} by a signal; checkpoint saved in {}; continue with --resume",
+                   result.steps_done, run_dir);
+    } else {
+      std::printf("final: train loss %.4f | test loss %.4f | test accuracy %.2f%% | run dir %s\n",
+                  result.final_train_loss, result.final_eval_loss,
+                  100.0 * result.final_eval_accuracy, run_dir.c_str());
+    }
+  }
+  return 0;
+}
+
+int Commands::schedule() {
+  std::fputs(pipeline::describe_schedule(pipeline::parse_schedule_kind(schedule_kind_), stages_,
+                                         micro_batches_)
+                 .c_str(),
+             stdout);
+  return 0;
+}
+
+int Commands::plan() {
+  config::Experiment experiment = config::load_experiment(config_path_, overrides_);
+  auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
+  model::ModelPlan plan = model::plan_model(experiment.model, dataset->input_shape());
+  const int stages = plan_->count("--stages") ? stages_ : std::max(1, experiment.pipeline.stages);
+  auto ranges = model::partition_layers(static_cast<int>(plan.layers.size()), stages,
+                                        plan_->count("--stages") ? std::vector<int>{}
+                                                                 : experiment.pipeline.partition,
+                                        experiment.source + ": pipeline.partition");
+  std::printf("%-6s %-5s %-20s %-18s %-18s %12s %14s\n", "stage", "layer", "kind", "input",
+              "output", "params", "fwd MFLOP/ex");
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    for (int i = ranges[s].begin; i < ranges[s].end; ++i) {
+      const auto& layer = plan.layers[static_cast<size_t>(i)];
+      std::printf("%-6zu %-5d %-20s %-18s %-18s %12lld %14.3f\n", s, layer.index,
+                  layer.kind.c_str(), layer.input.str().c_str(), layer.output.str().c_str(),
+                  static_cast<long long>(layer.num_params), layer.forward_flops / 1e6);
+    }
+  }
+  std::printf("total parameters: %lld\n", static_cast<long long>(plan.num_params()));
+  return 0;
+}
+
+}  // namespace mpipe::app

@@ -1,0 +1,39 @@
+// The subcommands of the mpipe program and their options.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace mpipe::app {
+
+class Commands {
+ public:
+  explicit Commands(CLI::App& app);
+  // Runs the parsed subcommand on this rank; returns the process exit code.
+  int run(const comm::Communicator& world);
+
+ private:
+  int train(const comm::Communicator& world);
+  int schedule();
+  int plan();
+
+  CLI::App* train_ = nullptr;
+  CLI::App* schedule_ = nullptr;
+  CLI::App* plan_ = nullptr;
+
+  std::string config_path_;
+  std::vector<std::string> overrides_;
+  std::string run_dir_;
+  std::string export_path_;
+  bool resume_ = false;
+
+  std::string schedule_kind_ = "gpipe";
+  int stages_ = 4;
+  int micro_batches_ = 8;
+};
+
+}  // namespace mpipe::app

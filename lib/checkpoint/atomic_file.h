@@ -1,0 +1,38 @@
+// AtomicFile: write a file under a temporary name, then fsync and rename it into place.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace mpipe::checkpoint {
+
+// Writes `<path>.tmp-<pid>`; commit() fsyncs it, renames it to `path` and fsyncs the
+// directory. A writer destroyed before commit() (an error, an exception) removes the
+// temporary file, so `path` is never left partially written. Failures throw mpipe::Error.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(std::span<const std::byte> bytes);
+  void write(std::string_view text);
+  void commit();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  void discard() noexcept;
+
+  std::string path_;
+  std::string temp_path_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// Replaces the file at `path` with `contents` atomically.
+void write_file_atomically(const std::string& path, std::string_view contents);
+
+}  // namespace mpipe::checkpoint

@@ -1,0 +1,212 @@
+// Safetensors writer and validating reader (F32 only), built on nlohmann-json for the header.
+#include "checkpoint/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <span>
+
+#include "checkpoint/atomic_file.h"
+#include "core/error.h"
+
+namespace mpipe::checkpoint {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; this build writes host order");
+
+using nlohmann::json;
+
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the limit the reference implementation uses
+constexpr uint64_t kBytesPerValue = sizeof(float);
+constexpr const char* kMetadataKey = "__metadata__";
+
+// One tensor's entry in the header, validated.
+struct Entry {
+  std::string name;
+  Shape shape;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+void check_writable(const std::string& path, const std::vector<NamedTensor>& tensors) {
+  std::set<std::string> names;
+  for (const NamedTensor& t : tensors) {
+    check(!t.name.empty() && t.name != kMetadataKey, "{}: invalid tensor name '{}'", path, t.name);
+    check(names.insert(t.name).second, "{}: duplicate tensor name '{}'", path, t.name);
+    for (int64_t d : t.shape.dims()) {
+      check(d >= 0, "{}: tensor '{}' has negative dimension in {}", path, t.name, t.shape);
+    }
+    check(static_cast<int64_t>(t.values.size()) == t.shape.numel(),
+          "{}: tensor '{}' has {} values, shape {} needs {}", path, t.name, t.values.size(),
+          t.shape, t.shape.numel());
+  }
+}
+
+// The JSON header, padded with spaces to a multiple of 8 bytes.
+std::string make_header(const std::vector<NamedTensor>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  json header = json::object();
+  if (!metadata.empty()) header[kMetadataKey] = metadata;
+  uint64_t offset = 0;
+  for (const NamedTensor& t : tensors) {
+    const uint64_t bytes = t.values.size() * kBytesPerValue;
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape.dims()}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  return text;
+}
+
+// Reads exactly `bytes` bytes at `offset` into `out`.
+void read_at(std::ifstream& in, const std::string& path, uint64_t offset, void* out,
+             uint64_t bytes) {
+  if (bytes == 0) return;
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(static_cast<char*>(out), static_cast<std::streamsize>(bytes));
+  check_input(static_cast<bool>(in), "{}: read failed at byte {}", path, offset);
+}
+
+std::map<std::string, std::string> parse_metadata(const std::string& path, const json& value) {
+  check_input(value.is_object(), "{}: {} must be an object of strings", path, kMetadataKey);
+  std::map<std::string, std::string> metadata;
+  for (const auto& [key, item] : value.items()) {
+    check_input(item.is_string(), "{}: {}.{}: value must be a string", path, kMetadataKey, key);
+    metadata[key] = item.get<std::string>();
+  }
+  return metadata;
+}
+
+Entry parse_entry(const std::string& path, const std::string& name, const json& value) {
+  check_input(value.is_object(), "{}: tensor '{}': entry must be an object", path, name);
+  const auto dtype = value.find("dtype");
+  check_input(dtype != value.end() && dtype->is_string(), "{}: tensor '{}': missing dtype", path,
+              name);
+  check_input(*dtype == "F32", "{}: tensor '{}': dtype {} is not supported (only F32)", path, name,
+              dtype->get<std::string>());
+
+  const auto shape = value.find("shape");
+  check_input(shape != value.end() && shape->is_array(),
+              "{}: tensor '{}': shape must be an array of non-negative integers", path, name);
+  std::vector<int64_t> dims;
+  uint64_t numel = 1;
+  for (const json& d : *shape) {
+    check_input(d.is_number_unsigned(),
+                "{}: tensor '{}': shape must be an array of non-negative integers", path, name);
+    const uint64_t dim = d.get<uint64_t>();
+    check_input(!__builtin_mul_overflow(numel, dim, &numel) && numel <= (1ull << 60),
+                "{}: tensor '{}': shape is too large", path, name);
+    dims.push_back(static_cast<int64_t>(dim));
+  }
+
+  const auto offsets = value.find("data_offsets");
+  const bool offsets_ok = offsets != value.end() && offsets->is_array() && offsets->size() == 2 &&
+                          (*offsets)[0].is_number_unsigned() &&
+                          (*offsets)[1].is_number_unsigned() &&
+                          (*offsets)[0].get<uint64_t>() <= (*offsets)[1].get<uint64_t>();
+  check_input(offsets_ok, "{}: tensor '{}': data_offsets must be [begin, end] with begin <= end",
+              path, name);
+  Entry entry{name, Shape(std::move(dims)), (*offsets)[0].get<uint64_t>(),
+              (*offsets)[1].get<uint64_t>()};
+  check_input(entry.end - entry.begin == numel * kBytesPerValue,
+              "{}: tensor '{}': shape {} needs {} bytes, data_offsets [{}, {}] hold {}", path, name,
+              entry.shape, numel * kBytesPerValue, entry.begin, entry.end, entry.end - entry.begin);
+  return entry;
+}
+
+// The tensors' data must exactly tile [0, data_bytes): no gap, no overlap, nothing after.
+void check_layout(const std::string& path, std::vector<Entry>& entries, uint64_t data_bytes) {
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t needed = 0;
+  for (const Entry& e : entries) needed = std::max(needed, e.end);
+  check_input(needed <= data_bytes, "{}: truncated: header says {} bytes of data, file has {}",
+              path, needed, data_bytes);
+  uint64_t expected = 0;
+  for (const Entry& e : entries) {
+    check_input(e.begin >= expected,
+                "{}: tensor '{}': data_offsets [{}, {}] overlap the previous tensor (ends at {})",
+                path, e.name, e.begin, e.end, expected);
+    check_input(e.begin == expected,
+                "{}: tensor '{}': gap in data: starts at byte {}, previous tensor ends at {}", path,
+                e.name, e.begin, expected);
+    expected = e.end;
+  }
+  check_input(expected == data_bytes, "{}: {} bytes after the last tensor's data", path,
+              data_bytes - expected);
+}
+
+}  // namespace
+
+void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  check_writable(path, tensors);
+  const std::string header = make_header(tensors, metadata);
+  const uint64_t header_bytes = header.size();
+  AtomicFile file(path);
+  file.write(std::as_bytes(std::span<const uint64_t>(&header_bytes, 1)));
+  file.write(header);
+  for (const NamedTensor& t : tensors) file.write(std::as_bytes(std::span<const float>(t.values)));
+  file.commit();
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  std::error_code ec;
+  const uint64_t file_bytes = std::filesystem::file_size(path, ec);
+  check_input(!ec, "{}: cannot read: {}", path, ec.message());
+  std::ifstream in(path, std::ios::binary);
+  check_input(in.is_open(), "{}: cannot open", path);
+
+  check_input(file_bytes >= 8,
+              "{}: truncated: file has {} bytes, a safetensors file starts with an 8-byte length",
+              path, file_bytes);
+  uint64_t header_bytes = 0;
+  read_at(in, path, 0, &header_bytes, 8);
+  check_input(header_bytes <= kMaxHeaderBytes, "{}: header length {} is implausible (limit {})",
+              path, header_bytes, kMaxHeaderBytes);
+  check_input(header_bytes <= file_bytes - 8,
+              "{}: truncated: header says {} bytes of header, file has {} after the length", path,
+              header_bytes, file_bytes - 8);
+  std::string header_text(header_bytes, '\0');
+  read_at(in, path, 8, header_text.data(), header_bytes);
+
+  json header;
+  try {
+    header = json::parse(header_text);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: header is not valid JSON: {}", path, e.what()));
+  }
+  check_input(header.is_object(), "{}: header is not a JSON object", path);
+
+  SafetensorsFile file;
+  std::vector<Entry> entries;
+  for (const auto& [key, value] : header.items()) {
+    if (key == kMetadataKey) {
+      file.metadata = parse_metadata(path, value);
+    } else {
+      entries.push_back(parse_entry(path, key, value));
+    }
+  }
+  const uint64_t data_start = 8 + header_bytes;
+  check_layout(path, entries, file_bytes - data_start);
+
+  file.tensors.reserve(entries.size());
+  for (Entry& e : entries) {
+    NamedTensor& t = file.tensors.emplace_back();
+    t.name = std::move(e.name);
+    t.shape = std::move(e.shape);
+    t.values.resize((e.end - e.begin) / kBytesPerValue);
+    read_at(in, path, data_start + e.begin, t.values.data(), e.end - e.begin);
+  }
+  return file;
+}
+
+}  // namespace mpipe::checkpoint

@@ -1,0 +1,37 @@
+// load_experiment: file → YAML tree → --set overrides → section parsers → cross-section checks.
+#include "config/experiment.h"
+
+#include "config/cross_checks.h"
+#include "config/map_reader.h"
+#include "config/overrides.h"
+#include "config/sections.h"
+#include "config/yaml_file.h"
+
+namespace mpipe::config {
+
+Experiment load_experiment(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node tree = read_yaml_file(path);
+  if (!tree.IsNull() && !tree.IsMap()) {
+    const Source file_only(path, {});
+    const Field whole(file_only, tree, tree.Mark(), "");
+    whole.fail("expected a map of sections, got " + whole.describe());
+  }
+  const Source source(path, apply_overrides(tree, overrides));
+  const Field root(source, tree, tree.Mark(), "");
+  const MapReader sections(
+      root, {"model", "data", "train", "optimizer", "pipeline", "checkpoint", "log"});
+
+  Experiment experiment;
+  experiment.source = path;
+  experiment.model = parse_model(sections.child("model"));
+  experiment.data = parse_data(sections.child("data"));
+  experiment.train = parse_train(sections.child("train"));
+  experiment.optimizer = parse_optimizer(sections.child("optimizer"));
+  experiment.pipeline = parse_pipeline(sections.child("pipeline"));
+  experiment.checkpoint = parse_checkpoint(sections.child("checkpoint"));
+  experiment.log = parse_log(sections.child("log"));
+  check_cross_sections(root, experiment);
+  return experiment;
+}
+
+}  // namespace mpipe::config

@@ -1,0 +1,68 @@
+// Field: one value of the experiment tree with its key path and position, and readers that
+// convert it to a C++ type or throw an InputError naming the file, line and key path.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/source.h"
+
+namespace mpipe::config {
+
+class Field {
+ public:
+  // An absent value: a key the file does not have (`node` undefined, `mark` null).
+  Field(const Source& source, std::string path);
+  Field(const Source& source, YAML::Node node, YAML::Mark mark, std::string path);
+
+  const Source& source() const { return *source_; }
+  const YAML::Node& node() const { return node_; }
+  const YAML::Mark& mark() const { return mark_; }
+  const std::string& path() const { return path_; }
+  bool absent() const { return !node_.IsDefined(); }
+  bool is_null() const { return node_.IsDefined() && node_.IsNull(); }
+
+  [[noreturn]] void fail(std::string_view message) const;
+  // The scalar as written, for range errors: "got -1".
+  const std::string& text() const { return node_.Scalar(); }
+  // What the value is, for type errors: "'abc'", "a list", "a map" or "nothing".
+  std::string describe() const;
+
+  int64_t as_int() const;
+  uint64_t as_uint() const;
+  double as_double() const;
+  bool as_bool() const;
+  std::string as_string() const;
+  // The entries of a list, with paths "<path>[i]"; fails "expected <what>, got ..." otherwise.
+  std::vector<Field> elements(std::string_view what) const;
+
+  // One of the named options; fails "expected one of a, b, c, got 'x'".
+  template <typename T>
+  T as_choice(std::initializer_list<std::pair<std::string_view, T>> options) const {
+    if (node_.IsScalar()) {
+      for (const auto& [name, value] : options) {
+        if (node_.Scalar() == name) return value;
+      }
+    }
+    std::string names;
+    for (const auto& option : options) {
+      if (!names.empty()) names += ", ";
+      names += option.first;
+    }
+    fail("expected one of " + names + ", got " + describe());
+  }
+
+ private:
+  const Source* source_;
+  YAML::Node node_;
+  YAML::Mark mark_;
+  std::string path_;
+};
+
+}  // namespace mpipe::config

@@ -1,0 +1,20 @@
+// The `model:` section: the loss and the list of layers.
+#include "config/layer_list.h"
+#include "config/map_reader.h"
+#include "config/sections.h"
+
+namespace mpipe::config {
+
+model::ModelSpec parse_model(const Field& section) {
+  const MapReader map(section, {"loss", "layers"});
+  model::ModelSpec spec;
+  if (auto f = map.get("loss")) {
+    spec.loss = std::string(
+        f->as_choice<std::string_view>({{"cross_entropy", "cross_entropy"}, {"mse", "mse"}}));
+  }
+  spec.layers = expand_layers(map.required("layers"));
+  spec.where = section.source().ref(section.path(), section.mark());
+  return spec;
+}
+
+}  // namespace mpipe::config

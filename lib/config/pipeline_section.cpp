@@ -1,0 +1,73 @@
+// The `pipeline:` section: stages, data parallelism, micro-batches, schedule, re-materialization
+// and the partition of layers into stages.
+#include <fmt/format.h>
+
+#include "config/bounded.h"
+#include "config/map_reader.h"
+#include "config/sections.h"
+
+namespace mpipe::config {
+namespace {
+
+// A count >= 1, or `auto` (returned as 0).
+int read_count_or_auto(const Field& field) {
+  if (field.node().IsScalar() && field.text() == "auto") return 0;
+  int64_t value = 0;
+  if (!field.node().IsScalar() || !YAML::convert<int64_t>::decode(field.node(), value)) {
+    field.fail("expected an integer or 'auto', got " + field.describe());
+  }
+  if (value < 1) field.fail("must be >= 1 or 'auto', got " + field.text());
+  return read_int32(field);
+}
+
+// `uniform` (returned empty) or a list of layer counts, each >= 1.
+std::vector<int> read_partition(const Field& field) {
+  if (field.node().IsScalar() && field.text() == "uniform") return {};
+  if (!field.node().IsSequence()) {
+    field.fail("expected 'uniform' or a list of integers, got " + field.describe());
+  }
+  if (field.node().size() == 0) field.fail("must not be an empty list (use 'uniform')");
+  std::vector<int> layers_per_stage;
+  for (const Field& entry : field.elements("a list")) {
+    layers_per_stage.push_back(read_int32(entry, at_least(1)));
+  }
+  return layers_per_stage;
+}
+
+}  // namespace
+
+pipeline::PipelineConfig parse_pipeline(const Field& section) {
+  using pipeline::Recompute;
+  using pipeline::ScheduleKind;
+  const MapReader map(
+      section, {"stages", "data_parallel", "micro_batches", "schedule", "recompute", "partition"});
+  pipeline::PipelineConfig config;
+  if (auto f = map.get("stages")) config.stages = read_count_or_auto(*f);
+  if (auto f = map.get("data_parallel")) {
+    config.data_parallel = read_count_or_auto(*f);
+    if (config.data_parallel == 0 && config.stages == 0) {
+      f->fail("cannot be 'auto' when pipeline.stages is 'auto'");
+    }
+  }
+  if (auto f = map.get("micro_batches")) config.micro_batches = read_int32(*f, at_least(1));
+  if (auto f = map.get("schedule")) {
+    config.schedule = f->as_choice<ScheduleKind>(
+        {{"gpipe", ScheduleKind::kGpipe}, {"1f1b", ScheduleKind::kOneFOneB}});
+  }
+  if (auto f = map.get("recompute")) {
+    config.recompute = f->as_choice<Recompute>({{"always", Recompute::kAlways},
+                                                {"except_last", Recompute::kExceptLast},
+                                                {"never", Recompute::kNever}});
+  }
+  if (auto f = map.get("partition")) {
+    config.partition = read_partition(*f);
+    const auto entries = static_cast<int>(config.partition.size());
+    if (config.stages > 0 && entries > 0 && entries != config.stages) {
+      f->fail(fmt::format("must have as many entries as pipeline.stages = {}, got {}",
+                          config.stages, entries));
+    }
+  }
+  return config;
+}
+
+}  // namespace mpipe::config

@@ -1,0 +1,23 @@
+// The dataset factory: DataConfig -> the configured Dataset.
+#include "data/dataset.h"
+
+#include "core/error.h"
+#include "data/fashion_mnist.h"
+#include "data/synthetic.h"
+#include "data/text_corpus.h"
+
+namespace mpipe::data {
+
+std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed) {
+  switch (config.kind) {
+    case DatasetKind::kFashionMnist:
+      return std::make_unique<FashionMnist>(config);
+    case DatasetKind::kSynthetic:
+      return std::make_unique<SyntheticDataset>(config, seed);
+    case DatasetKind::kText:
+      return std::make_unique<TextCorpus>(config);
+  }
+  throw Error("make_dataset: unknown dataset kind");
+}
+
+}  // namespace mpipe::data

@@ -1,0 +1,62 @@
+// A character-level (byte) language-modelling corpus read from a text file or a folder of them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/data_config.h"
+#include "data/dataset.h"
+
+namespace mpipe::data {
+
+inline constexpr const char* kDefaultTextPath = "/usr/share/games/fortunes";
+
+// The files a corpus at `path` is read from: `path` itself if it is a file; for a folder, its
+// regular files found recursively, sorted, skipping symbolic links and names ending in ".dat"
+// (fortune's index files). Throws InputError when `path` does not exist or holds no file.
+std::vector<std::string> corpus_files(const std::string& path);
+
+// Bytes as token ids, [text.size()], and back (ids rounded and clamped to [0, 255]).
+std::vector<float> encode_text(std::string_view text);
+std::string decode_text(std::span<const float> tokens);
+
+// The files' bytes concatenated; the last val_fraction of them is the test (validation) split.
+// Example i of a split is the window at byte i: inputs [seq_len] = bytes[i, i + seq_len),
+// targets [seq_len] = bytes[i + 1, i + seq_len + 1), both as floats; a split of L bytes has
+// L - seq_len examples.
+class TextCorpus : public Dataset {
+ public:
+  static constexpr int64_t kVocab = 256;
+
+  // Reads config.path (default kDefaultTextPath). Throws InputError naming the path when it
+  // cannot be read or a split is shorter than seq_len + 1 bytes.
+  explicit TextCorpus(const DataConfig& config);
+
+  Shape input_shape() const override { return Shape{seq_len_}; }
+  Shape target_shape() const override { return Shape{seq_len_}; }
+  int64_t num_classes() const override { return kVocab; }
+  int64_t size(Split split) const override;
+  Tensor inputs(Split split, std::span<const int64_t> indices, uint64_t seed,
+                int64_t step) const override;
+  Tensor targets(Split split, std::span<const int64_t> indices) const override;
+
+  // The bytes of a split.
+  std::string_view text(Split split) const;
+  // Entropy of the split's byte distribution in bits per character: the loss (over ln 2) of the
+  // best model that ignores context.
+  double unigram_entropy_bits(Split split) const;
+
+ private:
+  // Windows at `indices` starting `offset` bytes in: [n, seq_len] floats.
+  Tensor windows(Split split, std::span<const int64_t> indices, int64_t offset) const;
+
+  std::string path_;
+  int64_t seq_len_;
+  std::string bytes_;
+  int64_t train_bytes_ = 0;  // bytes_[0, train_bytes_) is training text, the rest validation
+};
+
+}  // namespace mpipe::data

@@ -1,0 +1,122 @@
+// Matrix products through the oneDNN matmul primitive, cached per shape; transposes are expressed
+// as memory-descriptor strides (no copies) and accumulation (beta = 1) as a sum post-op.
+#include "kernels/matmul.h"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace mpipe::kernels {
+namespace {
+
+using dnnl::memory;
+
+// A primitive with the memory descriptors its arguments are wrapped in.
+struct MatmulPrimitive {
+  dnnl::matmul primitive;
+  memory::desc a, b, c, bias;
+};
+
+// Logical [batch, rows, cols] (or [rows, cols] when batch == 1), stored transposed if asked.
+memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed) {
+  const memory::dim row_stride = transposed ? 1 : cols;
+  const memory::dim col_stride = transposed ? rows : 1;
+  if (batch == 1) return {{rows, cols}, memory::data_type::f32, {row_stride, col_stride}};
+  return {{batch, rows, cols}, memory::data_type::f32, {rows * cols, row_stride, col_stride}};
+}
+
+MatmulPrimitive make_matmul(const dnnl::engine& engine, const MatmulShape& s, float alpha,
+                            float beta, bool with_bias) {
+  MatmulPrimitive p;
+  p.a = operand_desc(s.batch, s.m, s.k, s.transpose_a);
+  p.b = operand_desc(s.batch, s.k, s.n, s.transpose_b);
+  p.c = operand_desc(s.batch, s.m, s.n, false);
+  dnnl::primitive_attr attr;
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops ops;
+    ops.append_sum(beta);
+    attr.set_post_ops(ops);
+  }
+  if (with_bias) {
+    // bias: [1, n] (or [1, 1, n]), broadcast over rows and batch.
+    p.bias = s.batch == 1 ? memory::desc({1, s.n}, memory::data_type::f32, {s.n, 1})
+                          : memory::desc({1, 1, s.n}, memory::data_type::f32, {s.n, s.n, 1});
+    dnnl::matmul::desc desc(p.a, p.b, p.bias, p.c);
+    p.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine));
+  } else {
+    dnnl::matmul::desc desc(p.a, p.b, p.c);
+    p.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine));
+  }
+  return p;
+}
+
+memory wrap(const memory::desc& desc, const dnnl::engine& engine, const float* data) {
+  return memory(desc, engine, const_cast<float*>(data));
+}
+
+void run_matmul(KernelContext& ctx, const MatmulShape& s, const float* a, const float* b,
+                const float* bias, float* c, float alpha, float beta) {
+  check(s.batch >= 0 && s.m >= 0 && s.k >= 0 && s.n >= 0, "matmul: negative size");
+  check(beta == 0.0f || beta == 1.0f, "matmul: beta must be 0 or 1, got {}", beta);
+  if (s.batch == 0 || s.m == 0 || s.n == 0) return;
+  if (s.k == 0) {  // empty sum: c = beta * c + bias
+    for (int64_t i = 0; i < s.batch * s.m; ++i) {
+      for (int64_t j = 0; j < s.n; ++j) {
+        c[i * s.n + j] = (beta == 0.0f ? 0.0f : c[i * s.n + j]) + (bias ? bias[j] : 0.0f);
+      }
+    }
+    return;
+  }
+  const std::string key =
+      fmt::format("matmul b{} m{} k{} n{} ta{} tb{} alpha{} beta{} bias{}", s.batch, s.m, s.k, s.n,
+                  s.transpose_a, s.transpose_b, alpha, beta, bias != nullptr);
+  const auto& p = ctx.cached<MatmulPrimitive>(
+      key, [&] { return make_matmul(ctx.engine(), s, alpha, beta, bias != nullptr); });
+  const dnnl::engine& engine = ctx.engine();
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p.a, engine, a)},
+                                       {DNNL_ARG_WEIGHTS, wrap(p.b, engine, b)},
+                                       {DNNL_ARG_DST, wrap(p.c, engine, c)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, wrap(p.bias, engine, bias));
+  p.primitive.execute(ctx.stream(), args);
+  ctx.stream().wait();
+}
+
+}  // namespace
+
+void matmul(KernelContext& ctx, const MatmulShape& shape, const float* a, const float* b, float* c,
+            float alpha, float beta) {
+  run_matmul(ctx, shape, a, b, nullptr, c, alpha, beta);
+}
+
+void linear_forward(KernelContext& ctx, const float* x, const float* w, const float* bias, float* y,
+                    int64_t rows, int64_t in, int64_t out) {
+  // y[rows, out] = x[rows, in] · w^T (w stored [out, in]) + bias.
+  const MatmulShape shape{.m = rows, .k = in, .n = out, .transpose_b = true};
+  run_matmul(ctx, shape, x, w, bias, y, 1.0f, 0.0f);
+}
+
+void linear_backward_data(KernelContext& ctx, const float* dy, const float* w, float* dx,
+                          int64_t rows, int64_t in, int64_t out) {
+  // dx[rows, in] = dy[rows, out] · w[out, in].
+  const MatmulShape shape{.m = rows, .k = out, .n = in};
+  run_matmul(ctx, shape, dy, w, nullptr, dx, 1.0f, 0.0f);
+}
+
+void linear_backward_weights(KernelContext& ctx, const float* x, const float* dy, float* dw,
+                             float* dbias, int64_t rows, int64_t in, int64_t out) {
+  // dw[out, in] += dy^T (dy stored [rows, out]) · x[rows, in].
+  const MatmulShape shape{.m = out, .k = rows, .n = in, .transpose_a = true};
+  run_matmul(ctx, shape, dy, x, nullptr, dw, 1.0f, 1.0f);
+  if (!dbias) return;
+  // dbias[out] += column sums of dy, rows in ascending order (deterministic, vectorized).
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = dy + r * out;
+    for (int64_t o = 0; o < out; ++o) dbias[o] += row[o];
+  }
+}
+
+}  // namespace mpipe::kernels

@@ -1,0 +1,77 @@
+// Fused softmax + cross-entropy: oneDNN logsoftmax over the last axis, then the loss picked at
+// the targets and the gradient scale * (exp(logsoftmax) - onehot).
+#include "kernels/softmax_cross_entropy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+
+namespace mpipe::kernels {
+namespace {
+
+using dnnl::memory;
+
+memory::desc rows_desc(int64_t rows, int64_t classes) {
+  return {{rows, classes}, memory::data_type::f32, memory::format_tag::ab};
+}
+
+// log_probs: [rows, classes] = logsoftmax(logits) over the last axis.
+void log_softmax(KernelContext& ctx, const float* logits, float* log_probs, int64_t rows,
+                 int64_t classes) {
+  const dnnl::engine& engine = ctx.engine();
+  const auto& primitive =
+      ctx.cached<dnnl::logsoftmax_forward>(fmt::format("logsoftmax r{} c{}", rows, classes), [&] {
+        dnnl::logsoftmax_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                            rows_desc(rows, classes), 1);
+        return dnnl::logsoftmax_forward(dnnl::logsoftmax_forward::primitive_desc(desc, engine));
+      });
+  const memory::desc desc = rows_desc(rows, classes);
+  primitive.execute(ctx.stream(), {{DNNL_ARG_SRC, memory(desc, engine, const_cast<float*>(logits))},
+                                   {DNNL_ARG_DST, memory(desc, engine, log_probs)}});
+  ctx.stream().wait();
+}
+
+int64_t class_index(float target, int64_t row, int64_t classes) {
+  const auto index = static_cast<int64_t>(target);
+  check_input(target == static_cast<float>(index) && index >= 0 && index < classes,
+              "target {} of row {} is not a class index in [0, {})", target, row, classes);
+  return index;
+}
+
+}  // namespace
+
+SoftmaxCrossEntropyResult softmax_cross_entropy(KernelContext& ctx, const float* logits,
+                                                const float* targets, int64_t rows, int64_t classes,
+                                                float grad_scale, float* grad) {
+  check(rows >= 0 && classes > 0, "softmax_cross_entropy: bad size [{}, {}]", rows, classes);
+  SoftmaxCrossEntropyResult result;
+  if (rows == 0) return result;
+  std::vector<float> scratch;
+  float* log_probs = grad;
+  if (!log_probs) {
+    scratch.resize(static_cast<size_t>(rows * classes));
+    log_probs = scratch.data();
+  }
+  log_softmax(ctx, logits, log_probs, rows, classes);
+
+  std::vector<int64_t> target_of(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t t = class_index(targets[r], r, classes);
+    target_of[static_cast<size_t>(r)] = t;
+    result.loss_sum -= log_probs[r * classes + t];
+    const float* z = logits + r * classes;
+    if (std::max_element(z, z + classes) - z == t) ++result.correct;
+  }
+  if (grad) {
+    for (int64_t i = 0; i < rows * classes; ++i) grad[i] = grad_scale * std::exp(grad[i]);
+    for (int64_t r = 0; r < rows; ++r)
+      grad[r * classes + target_of[static_cast<size_t>(r)]] -= grad_scale;
+  }
+  return result;
+}
+
+}  // namespace mpipe::kernels

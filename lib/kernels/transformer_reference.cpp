@@ -1,0 +1,139 @@
+// Naive loops in double for layer norm and causal attention, written for clarity, not speed.
+#include "kernels/transformer_reference.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace mpipe::kernels::reference {
+namespace {
+
+using Matrix = std::vector<double>;  // row-major [seq, seq]
+
+// Probabilities of one (batch, head) slice: softmax over j <= i of q_i · k_j / sqrt(head_dim).
+// q, k: [seq, head_dim] → p: [seq, seq].
+Matrix causal_probs(const float* q, const float* k, int64_t seq, int64_t head_dim) {
+  Matrix p(static_cast<size_t>(seq * seq), 0.0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  for (int64_t i = 0; i < seq; ++i) {
+    double max = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j <= i; ++j) {
+      double s = 0.0;
+      for (int64_t e = 0; e < head_dim; ++e) s += double(q[i * head_dim + e]) * k[j * head_dim + e];
+      p[i * seq + j] = s * scale;
+      max = std::max(max, p[i * seq + j]);
+    }
+    double sum = 0.0;
+    for (int64_t j = 0; j <= i; ++j) sum += p[i * seq + j] = std::exp(p[i * seq + j] - max);
+    for (int64_t j = 0; j <= i; ++j) p[i * seq + j] /= sum;
+  }
+  return p;
+}
+
+double mask_at(const float* mask, int64_t i) { return mask ? double(mask[i]) : 1.0; }
+
+}  // namespace
+
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
+                        float* mean, float* variance, int64_t rows, int64_t dim, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;
+    double mu = 0.0, var = 0.0;
+    for (int64_t j = 0; j < dim; ++j) mu += xr[j];
+    mu /= double(dim);
+    for (int64_t j = 0; j < dim; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+    var /= double(dim);
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    for (int64_t j = 0; j < dim; ++j) {
+      y[r * dim + j] = static_cast<float>((xr[j] - mu) * rstd * gamma[j] + beta[j]);
+    }
+    mean[r] = static_cast<float>(mu);
+    variance[r] = static_cast<float>(var);
+  }
+}
+
+void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
+                         const float* variance, float* dx, float* dgamma, float* dbeta,
+                         int64_t rows, int64_t dim, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;
+    const float* dyr = dy + r * dim;
+    const double rstd = 1.0 / std::sqrt(double(variance[r]) + eps);
+    // xhat = (x - mean) * rstd; g = dy * gamma; dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+    double mean_g = 0.0, mean_g_xhat = 0.0;
+    for (int64_t j = 0; j < dim; ++j) {
+      const double xhat = (xr[j] - double(mean[r])) * rstd;
+      const double g = double(dyr[j]) * gamma[j];
+      mean_g += g;
+      mean_g_xhat += g * xhat;
+      dgamma[j] += static_cast<float>(dyr[j] * xhat);
+      dbeta[j] += dyr[j];
+    }
+    mean_g /= double(dim);
+    mean_g_xhat /= double(dim);
+    for (int64_t j = 0; j < dim; ++j) {
+      const double xhat = (xr[j] - double(mean[r])) * rstd;
+      const double g = double(dyr[j]) * gamma[j];
+      dx[r * dim + j] = static_cast<float>(rstd * (g - mean_g - xhat * mean_g_xhat));
+    }
+  }
+}
+
+void causal_attention_forward(const AttentionShape& shape, const float* q, const float* k,
+                              const float* v, const float* dropout_mask, float* probs, float* out) {
+  const int64_t T = shape.seq, D = shape.head_dim;
+  for (int64_t s = 0; s < shape.batch * shape.heads; ++s) {
+    const Matrix p = causal_probs(q + s * T * D, k + s * T * D, T, D);
+    const float* mask = dropout_mask ? dropout_mask + s * T * T : nullptr;
+    for (int64_t i = 0; i < T * T; ++i) probs[s * T * T + i] = static_cast<float>(p[i]);
+    for (int64_t i = 0; i < T; ++i) {
+      for (int64_t e = 0; e < D; ++e) {
+        double acc = 0.0;
+        for (int64_t j = 0; j < T; ++j) {
+          acc += p[i * T + j] * mask_at(mask, i * T + j) * v[s * T * D + j * D + e];
+        }
+        out[s * T * D + i * D + e] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+void causal_attention_backward(const AttentionShape& shape, const float* q, const float* k,
+                               const float* v, const float* dropout_mask, const float* dout,
+                               float* dq, float* dk, float* dv) {
+  const int64_t T = shape.seq, D = shape.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  for (int64_t s = 0; s < shape.batch * shape.heads; ++s) {
+    const float *qs = q + s * T * D, *ks = k + s * T * D, *vs = v + s * T * D;
+    const float* dos = dout + s * T * D;
+    const float* mask = dropout_mask ? dropout_mask + s * T * T : nullptr;
+    const Matrix p = causal_probs(qs, ks, T, D);
+    // dp[i][j] = mask[i][j] * (dout_i · v_j); ds = p * (dp - sum_j p * dp).
+    Matrix ds(static_cast<size_t>(T * T), 0.0);
+    for (int64_t i = 0; i < T; ++i) {
+      double row = 0.0;
+      for (int64_t j = 0; j < T; ++j) {
+        double dp = 0.0;
+        for (int64_t e = 0; e < D; ++e) dp += double(dos[i * D + e]) * vs[j * D + e];
+        ds[i * T + j] = dp * mask_at(mask, i * T + j);
+        row += p[i * T + j] * ds[i * T + j];
+      }
+      for (int64_t j = 0; j < T; ++j) ds[i * T + j] = p[i * T + j] * (ds[i * T + j] - row);
+    }
+    for (int64_t i = 0; i < T; ++i) {
+      for (int64_t e = 0; e < D; ++e) {
+        double gq = 0.0, gk = 0.0, gv = 0.0;
+        for (int64_t j = 0; j < T; ++j) {
+          gq += ds[i * T + j] * ks[j * D + e];
+          gk += ds[j * T + i] * qs[j * D + e];
+          gv += p[j * T + i] * mask_at(mask, j * T + i) * dos[j * D + e];
+        }
+        dq[s * T * D + i * D + e] = static_cast<float>(gq * scale);
+        dk[s * T * D + i * D + e] = static_cast<float>(gk * scale);
+        dv[s * T * D + i * D + e] = static_cast<float>(gv);
+      }
+    }
+  }
+}
+
+}  // namespace mpipe::kernels::reference

@@ -1,0 +1,77 @@
+// MetricsWriter: lazily opened JSON-lines metrics log and atomically replaced summary.
+#include "log/metrics_writer.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace mpipe::log {
+namespace {
+
+namespace fs = std::filesystem;
+
+}  // namespace
+
+MetricsWriter::MetricsWriter(const std::string& run_dir) : run_dir_(run_dir) {}
+
+std::string MetricsWriter::metrics_path() const {
+  return (fs::path(run_dir_) / "metrics.jsonl").string();
+}
+
+std::string MetricsWriter::summary_path() const {
+  return (fs::path(run_dir_) / "summary.json").string();
+}
+
+void MetricsWriter::create_run_dir() const {
+  std::error_code ec;
+  fs::create_directories(run_dir_, ec);
+  check(!ec, "{}: cannot create run directory: {}", run_dir_, ec.message());
+}
+
+void MetricsWriter::append(const nlohmann::ordered_json& record) {
+  if (!metrics_.is_open()) {
+    create_run_dir();
+    metrics_.open(metrics_path(), std::ios::app);
+    check(metrics_.is_open(), "{}: cannot open for appending", metrics_path());
+  }
+  metrics_ << record.dump() << '\n' << std::flush;
+  check(metrics_.good(), "{}: write failed", metrics_path());
+}
+
+void MetricsWriter::train(int64_t step, double loss, double lr, double samples_per_s) {
+  append({{"step", step}, {"loss", loss}, {"lr", lr}, {"samples_per_s", samples_per_s}});
+}
+
+void MetricsWriter::eval(int64_t step, const std::string& split, double loss, double accuracy,
+                         std::optional<double> bits_per_char) {
+  nlohmann::ordered_json record = {
+      {"step", step}, {"split", split}, {"loss", loss}, {"accuracy", accuracy}};
+  if (bits_per_char) record["bits_per_char"] = *bits_per_char;
+  append(record);
+}
+
+void MetricsWriter::write_summary(const nlohmann::json& summary) {
+  create_run_dir();
+  const std::string path = summary_path();
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << summary.dump(2) << '\n';
+    out.close();
+    if (!out) {
+      std::remove(temp.c_str());
+      throw Error(fmt::format("{}: write failed", path));
+    }
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) {
+    std::remove(temp.c_str());
+    throw Error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
+  }
+}
+
+}  // namespace mpipe::log

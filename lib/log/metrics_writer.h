@@ -1,0 +1,39 @@
+// MetricsWriter: metrics.jsonl (one JSON record per line) and summary.json in a run directory.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace mpipe::log {
+
+// Appends to <run_dir>/metrics.jsonl, one object per line, flushed per line:
+//   train: {"step":120,"loss":0.41,"lr":0.001,"samples_per_s":5321.0}
+//   eval:  {"step":120,"split":"test","loss":0.45,"accuracy":0.87[,"bits_per_char":1.9]}
+// Non-finite numbers are written as null. The run directory is created on the first
+// write, so a run that fails before that leaves nothing behind. Throws mpipe::Error on
+// I/O failure.
+class MetricsWriter {
+ public:
+  explicit MetricsWriter(const std::string& run_dir);
+
+  void train(int64_t step, double loss, double lr, double samples_per_s);
+  void eval(int64_t step, const std::string& split, double loss, double accuracy,
+            std::optional<double> bits_per_char = {});
+  // Replaces <run_dir>/summary.json atomically (temporary file + rename).
+  void write_summary(const nlohmann::json& summary);
+
+  std::string metrics_path() const;
+  std::string summary_path() const;
+
+ private:
+  void append(const nlohmann::ordered_json& record);
+  void create_run_dir() const;
+
+  std::string run_dir_;
+  std::ofstream metrics_;
+};
+
+}  // namespace mpipe::log

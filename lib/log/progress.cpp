@@ -1,0 +1,67 @@
+// ProgressLine: formats progress records and writes them in place or as plain lines.
+#include "log/progress.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mpipe::log {
+namespace {
+
+constexpr const char* kReturnAndClearLine = "\r\x1b[2K";
+
+}  // namespace
+
+std::string format_duration(double seconds) {
+  const int64_t total = std::llround(std::max(seconds, 0.0));
+  const int64_t h = total / 3600;
+  const int64_t m = total / 60 % 60;
+  const int64_t s = total % 60;
+  if (h > 0) return fmt::format("{}h{:02}m{:02}s", h, m, s);
+  if (m > 0) return fmt::format("{}m{:02}s", m, s);
+  return fmt::format("{}s", s);
+}
+
+std::string format_progress(const ProgressRecord& record, int64_t total_steps,
+                            std::optional<double> eta_s) {
+  return fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} samples/s | ETA {}",
+                     record.step, total_steps, record.loss, record.lr, record.samples_per_s,
+                     eta_s ? format_duration(*eta_s) : "--");
+}
+
+bool stream_is_terminal(std::FILE* stream) { return ::isatty(::fileno(stream)) == 1; }
+
+ProgressLine::ProgressLine(std::FILE* out, bool is_terminal, int64_t total_steps,
+                           int64_t start_step)
+    : out_(out), is_terminal_(is_terminal), total_steps_(total_steps), start_step_(start_step) {}
+
+ProgressLine::~ProgressLine() { finish(); }
+
+std::optional<double> ProgressLine::eta_s(const ProgressRecord& record) const {
+  const int64_t steps_done = record.step - start_step_;
+  if (steps_done <= 0 || record.elapsed_s <= 0) return std::nullopt;
+  const int64_t steps_left = std::max<int64_t>(total_steps_ - record.step, 0);
+  return static_cast<double>(steps_left) * record.elapsed_s / static_cast<double>(steps_done);
+}
+
+void ProgressLine::update(const ProgressRecord& record) {
+  const std::string text = format_progress(record, total_steps_, eta_s(record));
+  if (is_terminal_) {
+    fmt::print(out_, "{}{}", kReturnAndClearLine, text);
+    line_open_ = true;
+  } else {
+    fmt::print(out_, "{}\n", text);
+  }
+  std::fflush(out_);
+}
+
+void ProgressLine::finish() {
+  if (!line_open_) return;
+  std::fputc('\n', out_);
+  std::fflush(out_);
+  line_open_ = false;
+}
+
+}  // namespace mpipe::log

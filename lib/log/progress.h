@@ -1,0 +1,55 @@
+// ProgressLine: the one-line training progress display (in place on a terminal, plain lines
+// otherwise).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace mpipe::log {
+
+struct ProgressRecord {
+  int64_t step = 0;  // steps completed
+  double loss = 0;
+  double lr = 0;
+  double samples_per_s = 0;
+  double elapsed_s = 0;  // seconds since this run started training (at start_step)
+};
+
+// "7s", "1m23s", "2h05m07s" (rounded to whole seconds).
+std::string format_duration(double seconds);
+
+// "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 1m23s"; "ETA --" when
+// `eta_s` is unknown.
+std::string format_progress(const ProgressRecord& record, int64_t total_steps,
+                            std::optional<double> eta_s);
+
+// True when `stream` is a terminal (isatty).
+bool stream_is_terminal(std::FILE* stream);
+
+class ProgressLine {
+ public:
+  // start_step: the step training started from (a resumed run's checkpoint step), so the
+  // ETA uses the speed of this run only.
+  ProgressLine(std::FILE* out, bool is_terminal, int64_t total_steps, int64_t start_step = 0);
+  ~ProgressLine();
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+  // Terminal: rewrites the current line ("\r", clear line, text). Otherwise: one line.
+  void update(const ProgressRecord& record);
+  // Ends an in-place line with a newline. Idempotent; also called by the destructor.
+  void finish();
+
+ private:
+  std::optional<double> eta_s(const ProgressRecord& record) const;
+
+  std::FILE* out_;
+  bool is_terminal_;
+  int64_t total_steps_;
+  int64_t start_step_;
+  bool line_open_ = false;
+};
+
+}  // namespace mpipe::log

@@ -1,0 +1,39 @@
+// Model builder: turns a ModelSpec into layers with shapes inferred and checked layer by layer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/shape.h"
+#include "model/layer_spec.h"
+#include "nn/layer.h"
+
+namespace mpipe::model {
+
+// One layer as planned: its global index, kind, shapes of one example, size and cost.
+struct LayerPlan {
+  int index = 0;
+  std::string kind;
+  Shape input;
+  Shape output;
+  int64_t num_params = 0;
+  double forward_flops = 0.0;  // per example
+  int64_t output_bytes = 0;    // per example: the activation this layer hands on
+};
+
+struct ModelPlan {
+  Shape input;
+  std::vector<LayerPlan> layers;
+  int64_t num_params() const;
+};
+
+// Builds layers [begin, end) of the model (global indices begin..end-1). Every layer is
+// constructed to infer its input shape, which is cheap: layers allocate nothing until bound.
+// Errors name the YAML file, line and layer: "exp.yaml:12: model.layers[3] (linear): ...".
+std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, const Shape& input,
+                                                     int begin, int end);
+
+ModelPlan plan_model(const ModelSpec& spec, const Shape& input);
+
+}  // namespace mpipe::model

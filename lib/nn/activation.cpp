@@ -1,0 +1,41 @@
+// Activation layer on the oneDNN eltwise kernels; backward uses the saved input.
+#include "nn/activation.h"
+
+#include "core/error.h"
+
+namespace mpipe::nn {
+
+Activation::Activation(int global_index, const Shape& input_shape, kernels::EltwiseKind kind)
+    : Layer(global_index), input_shape_(input_shape), kind_(kind) {
+  check_input(input_shape.numel() > 0, "{} needs a non-empty input, got {}",
+              kernels::eltwise_kind_name(kind), input_shape);
+}
+
+Forward Activation::forward(const Tensor& x, const LayerContext& ctx) {
+  check(x.shape().rank() >= 1 && x.shape().per_example() == input_shape_,
+        "{}: input {} does not match the layer's input shape {}", kind(), x.shape(), input_shape_);
+  Forward result{.output = Tensor(x.shape()), .saved = {}};
+  kernels::eltwise_forward(ctx.kernels, kind_, x.data(), result.output.data(), x.numel());
+  if (ctx.training) result.saved.tensors.push_back(x);
+  return result;
+}
+
+Tensor Activation::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  check(saved.tensors.size() == 1, "{}::backward: nothing saved (forward not in training?)",
+        kind());
+  const Tensor& x = saved.tensors[0];
+  check(dy.shape() == x.shape(), "{}::backward: dy {} does not match x {}", kind(), dy.shape(),
+        x.shape());
+  if (!ctx.need_input_grad) return {};
+  Tensor dx(x.shape());
+  kernels::eltwise_backward(ctx.kernels, kind_, x.data(), dy.data(), dx.data(), x.numel());
+  return dx;
+}
+
+double Activation::forward_flops_per_example() const {
+  // Rough per-element costs: a compare for ReLU, a polynomial and an exp for GELU and tanh.
+  const double per_element = kind_ == kernels::EltwiseKind::kRelu ? 1.0 : 10.0;
+  return per_element * static_cast<double>(input_shape_.numel());
+}
+
+}  // namespace mpipe::nn

@@ -1,0 +1,203 @@
+// CausalSelfAttention layer: projections through the linear kernels, heads split and merged
+// around the causal attention kernel; dropout masks from the counter RNG.
+#include "nn/attention.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+
+namespace mpipe::nn {
+
+void fill_dropout_mask(const LayerContext& ctx, int global_index, DropoutSite site, double rate,
+                       int64_t batch, int64_t per_example, float* mask) {
+  check(rate >= 0.0 && rate < 1.0, "dropout rate must be in [0, 1), got {}", rate);
+  const uint64_t first_draw = static_cast<uint64_t>(site) << 58;
+  const auto threshold = static_cast<float>(rate);
+  const auto scale = static_cast<float>(1.0 / (1.0 - rate));
+  for (int64_t e = 0; e < batch; ++e) {
+    const uint64_t example = static_cast<uint64_t>(ctx.first_example + e);
+    const CounterRng rng(ctx.seed, RngPurpose::kDropout, static_cast<uint32_t>(global_index),
+                         (static_cast<uint64_t>(ctx.step) << 32) | example);
+    std::span<float> out(mask + e * per_example, static_cast<size_t>(per_example));
+    rng.fill_uniform(out, first_draw);
+    for (float& m : out) m = m >= threshold ? scale : 0.0f;
+  }
+}
+
+namespace {
+
+// Sizes of one call: batch, sequence, model width, heads.
+struct Dims {
+  int64_t batch, seq, dim, heads;
+  int64_t head_dim() const { return dim / heads; }
+  int64_t rows() const { return batch * seq; }
+  kernels::AttentionShape attention() const {
+    return {.batch = batch, .heads = heads, .seq = seq, .head_dim = head_dim()};
+  }
+};
+
+// heads[b, h, t, e] = rows[b * seq + t, offset + h * head_dim + e].
+// rows: [batch * seq, stride] → heads: [batch, heads, seq, head_dim].
+void to_heads(const Dims& s, const float* rows, int64_t stride, int64_t offset, float* heads) {
+  const int64_t hd = s.head_dim();
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      for (int64_t t = 0; t < s.seq; ++t) {
+        const float* src = rows + (b * s.seq + t) * stride + offset + h * hd;
+        std::copy(src, src + hd, heads + ((b * s.heads + h) * s.seq + t) * hd);
+      }
+    }
+  }
+}
+
+// The inverse of to_heads: heads: [batch, heads, seq, head_dim] → columns [offset, offset + dim)
+// of rows: [batch * seq, stride].
+void from_heads(const Dims& s, const float* heads, int64_t stride, int64_t offset, float* rows) {
+  const int64_t hd = s.head_dim();
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      for (int64_t t = 0; t < s.seq; ++t) {
+        const float* src = heads + ((b * s.heads + h) * s.seq + t) * hd;
+        std::copy(src, src + hd, rows + (b * s.seq + t) * stride + offset + h * hd);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+CausalSelfAttention::CausalSelfAttention(int global_index, const Shape& input_shape, int64_t heads,
+                                         double dropout)
+    : Layer(global_index), seq_(0), dim_(0), heads_(heads), dropout_(dropout) {
+  check_input(input_shape.rank() == 2 && input_shape[0] > 0 && input_shape[1] > 0,
+              "attention needs an input [T, d], got {}", input_shape);
+  seq_ = input_shape[0];
+  dim_ = input_shape[1];
+  check_input(heads > 0 && dim_ % heads == 0, "attention heads must divide d = {}, got {}", dim_,
+              heads);
+  check_input(dropout >= 0.0 && dropout < 1.0, "attention dropout must be in [0, 1), got {}",
+              dropout);
+}
+
+std::vector<ParamSpec> CausalSelfAttention::param_specs() const {
+  const int64_t d = dim_;
+  return {{.name = "qkv.weight",
+           .shape = {3 * d, d},
+           .init = Init::kNormal,
+           .fan_in = d,
+           .fan_out = 3 * d,
+           .std = 0.02f},
+          {.name = "qkv.bias", .shape = {3 * d}, .init = Init::kZeros},
+          {.name = "proj.weight",
+           .shape = {d, d},
+           .init = Init::kNormal,
+           .fan_in = d,
+           .fan_out = d,
+           .std = 0.02f},
+          {.name = "proj.bias", .shape = {d}, .init = Init::kZeros}};
+}
+
+void CausalSelfAttention::bind(std::vector<std::span<float>> params,
+                               std::vector<std::span<float>> grads,
+                               std::vector<std::span<float>> buffers) {
+  check(params.size() == 4 && grads.size() == 4 && buffers.empty(),
+        "CausalSelfAttention::bind: expected 4 params");
+  qkv_weight_ = params[0], qkv_bias_ = params[1], proj_weight_ = params[2], proj_bias_ = params[3];
+  qkv_weight_grad_ = grads[0], qkv_bias_grad_ = grads[1];
+  proj_weight_grad_ = grads[2], proj_bias_grad_ = grads[3];
+}
+
+Forward CausalSelfAttention::forward(const Tensor& x, const LayerContext& ctx) {
+  check(x.shape().rank() == 3 && x.dim(1) == seq_ && x.dim(2) == dim_,
+        "CausalSelfAttention: input {} is not [batch, {}, {}]", x.shape(), seq_, dim_);
+  check(!qkv_weight_.empty(), "CausalSelfAttention: forward before bind");
+  const Dims s{.batch = x.dim(0), .seq = seq_, .dim = dim_, .heads = heads_};
+  const Shape head_shape{s.batch, s.heads, s.seq, s.head_dim()};
+  // qkv: [rows, 3d] = x · qkv.weight^T + qkv.bias, then split into q, k, v per head.
+  Tensor qkv(Shape{s.rows(), 3 * dim_});
+  kernels::linear_forward(ctx.kernels, x.data(), qkv_weight_.data(), qkv_bias_.data(), qkv.data(),
+                          s.rows(), dim_, 3 * dim_);
+  Tensor q(head_shape), k(head_shape), v(head_shape);
+  to_heads(s, qkv.data(), 3 * dim_, 0, q.data());
+  to_heads(s, qkv.data(), 3 * dim_, dim_, k.data());
+  to_heads(s, qkv.data(), 3 * dim_, 2 * dim_, v.data());
+
+  Tensor probs(Shape{s.batch, s.heads, s.seq, s.seq}), heads_out(head_shape), mask;
+  if (ctx.training && dropout_ > 0.0) {
+    mask = Tensor(probs.shape());
+    fill_dropout_mask(ctx, global_index(), DropoutSite::kAttentionProbs, dropout_, s.batch,
+                      s.heads * s.seq * s.seq, mask.data());
+  }
+  kernels::causal_attention_forward(ctx.kernels, s.attention(), q.data(), k.data(), v.data(),
+                                    mask.empty() ? nullptr : mask.data(), probs.data(),
+                                    heads_out.data());
+  // merged: [rows, d] (heads side by side); y = merged · proj.weight^T + proj.bias.
+  Tensor merged(x.shape());
+  from_heads(s, heads_out.data(), dim_, 0, merged.data());
+  Forward result{.output = Tensor(x.shape()), .saved = {}};
+  kernels::linear_forward(ctx.kernels, merged.data(), proj_weight_.data(), proj_bias_.data(),
+                          result.output.data(), s.rows(), dim_, dim_);
+  if (ctx.training) {
+    result.saved.tensors = {
+        x, std::move(q), std::move(k), std::move(v), std::move(probs), std::move(merged)};
+  }
+  return result;
+}
+
+Tensor CausalSelfAttention::backward(const Tensor& dy, const Saved& saved,
+                                     const LayerContext& ctx) {
+  return backward_from(dy, saved.tensors, ctx);
+}
+
+Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tensor> saved,
+                                          const LayerContext& ctx) const {
+  check(saved.size() == kSavedTensors, "CausalSelfAttention::backward: nothing saved");
+  const Tensor &x = saved[0], &q = saved[1], &k = saved[2], &v = saved[3];
+  const Tensor &probs = saved[4], &merged = saved[5];
+  check(dy.shape() == x.shape(), "CausalSelfAttention::backward: dy {} does not match x {}",
+        dy.shape(), x.shape());
+  const Dims s{.batch = x.dim(0), .seq = seq_, .dim = dim_, .heads = heads_};
+  // Output projection: dproj.weight += dy^T · merged, dmerged = dy · proj.weight.
+  kernels::linear_backward_weights(ctx.kernels, merged.data(), dy.data(), proj_weight_grad_.data(),
+                                   proj_bias_grad_.data(), s.rows(), dim_, dim_);
+  Tensor dmerged(x.shape());
+  kernels::linear_backward_data(ctx.kernels, dy.data(), proj_weight_.data(), dmerged.data(),
+                                s.rows(), dim_, dim_);
+  Tensor dheads(q.shape());
+  to_heads(s, dmerged.data(), dim_, 0, dheads.data());
+
+  Tensor mask;
+  if (ctx.training && dropout_ > 0.0) {
+    mask = Tensor(probs.shape());
+    fill_dropout_mask(ctx, global_index(), DropoutSite::kAttentionProbs, dropout_, s.batch,
+                      s.heads * s.seq * s.seq, mask.data());
+  }
+  Tensor dq(q.shape()), dk(q.shape()), dv(q.shape());
+  kernels::causal_attention_backward(ctx.kernels, s.attention(), q.data(), k.data(), v.data(),
+                                     probs.data(), mask.empty() ? nullptr : mask.data(),
+                                     dheads.data(), dq.data(), dk.data(), dv.data());
+  // dqkv: [rows, 3d]; dqkv.weight += dqkv^T · x, dx = dqkv · qkv.weight.
+  Tensor dqkv(Shape{s.rows(), 3 * dim_});
+  from_heads(s, dq.data(), 3 * dim_, 0, dqkv.data());
+  from_heads(s, dk.data(), 3 * dim_, dim_, dqkv.data());
+  from_heads(s, dv.data(), 3 * dim_, 2 * dim_, dqkv.data());
+  kernels::linear_backward_weights(ctx.kernels, x.data(), dqkv.data(), qkv_weight_grad_.data(),
+                                   qkv_bias_grad_.data(), s.rows(), dim_, 3 * dim_);
+  if (!ctx.need_input_grad) return {};
+  Tensor dx(x.shape());
+  kernels::linear_backward_data(ctx.kernels, dqkv.data(), qkv_weight_.data(), dx.data(), s.rows(),
+                                dim_, 3 * dim_);
+  return dx;
+}
+
+double CausalSelfAttention::forward_flops_per_example() const {
+  const auto t = static_cast<double>(seq_), d = static_cast<double>(dim_);
+  // q/k/v projection 2·T·d·3d, q·k^T and probs·v 2·T·T·d each, output projection 2·T·d·d.
+  return 2.0 * t * d * 3.0 * d + 4.0 * t * t * d + 2.0 * t * d * d;
+}
+
+}  // namespace mpipe::nn

@@ -1,0 +1,62 @@
+// CausalSelfAttention layer: fused q/k/v projection, causal multi-head attention, output
+// projection; and the dropout masks of the attention and transformer-block dropout sites.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "nn/layer.h"
+
+namespace mpipe::nn {
+
+// Where in a layer a dropout mask is applied. Each site draws from its own part of the counter
+// stream of (seed, step, global example, global layer), so a layer may hold several sites.
+enum class DropoutSite : uint32_t {
+  kAttentionProbs = 0,   // attention probabilities (the same draws as a Dropout layer's)
+  kAttentionOutput = 1,  // transformer block: attention branch before the residual add
+  kMlpOutput = 2,        // transformer block: MLP branch before the residual add
+};
+
+// mask: [batch, per_example], mask[e, j] = 0 with probability `rate`, else 1 / (1 - rate), drawn
+// from CounterRng(seed, kDropout, global_index, (step << 32) | (first_example + e)) at index
+// (site << 58) + j. A pure function of the counters: recomputes and any micro-batch split give
+// the same mask for the same global example.
+void fill_dropout_mask(const LayerContext& ctx, int global_index, DropoutSite site, double rate,
+                       int64_t batch, int64_t per_example, float* mask);
+
+// Input one example [T, d], output [T, d]; heads divides d. Params: "qkv.weight" [3d, d]
+// (rows: q, then k, then v; head h uses rows h*d/heads .. (h+1)*d/heads - 1 of each),
+// "qkv.bias" [3d], "proj.weight" [d, d], "proj.bias" [d]. Weights N(0, 0.02^2), biases zero.
+// Dropout (rate `dropout`, training only) applies to the attention probabilities.
+class CausalSelfAttention : public Layer {
+ public:
+  CausalSelfAttention(int global_index, const Shape& input_shape, int64_t heads,
+                      double dropout = 0.0);
+
+  std::string_view kind() const override { return "attention"; }
+  Shape output_shape() const override { return {seq_, dim_}; }
+  std::vector<ParamSpec> param_specs() const override;
+  void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+            std::vector<std::span<float>> buffers) override;
+
+  // x: [batch, T, d] → y: [batch, T, d]. Saves x, q, k, v ([batch, heads, T, d / heads]), the
+  // probabilities [batch, heads, T, T] and the merged head outputs [batch, T, d] when training.
+  Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // backward() with the saved tensors given as a span, for composite layers that keep several
+  // sub-layers' tensors in one Saved.
+  Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
+                       const LayerContext& ctx) const;
+  // Matrix products: q/k/v and output projections, q·k^T and probs·v (all T x T entries).
+  double forward_flops_per_example() const override;
+
+  static constexpr size_t kSavedTensors = 6;
+
+ private:
+  int64_t seq_, dim_, heads_;
+  double dropout_;
+  std::span<float> qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
+  std::span<float> qkv_weight_grad_, qkv_bias_grad_, proj_weight_grad_, proj_bias_grad_;
+};
+
+}  // namespace mpipe::nn

@@ -1,0 +1,48 @@
+// BatchNorm2d layer: per-channel normalization over batch, height and width of [C, H, W] inputs.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "nn/layer.h"
+
+namespace mpipe::nn {
+
+// Training: normalizes with the statistics of this micro-batch (GPipe) and, on a first forward
+// (ctx.training && !ctx.recompute), updates the running statistics PyTorch's way:
+// running = (1 - momentum) · running + momentum · batch statistic, with the unbiased variance.
+// Eval: normalizes with the running statistics. Params: "weight" [C] (ones), "bias" [C]
+// (zeros). Buffers: "running_mean" [C] (zeros), "running_var" [C] (ones).
+class BatchNorm2d : public Layer {
+ public:
+  BatchNorm2d(int global_index, const Shape& input_shape, double momentum = 0.1, double eps = 1e-5);
+
+  std::string_view kind() const override { return "batch_norm2d"; }
+  Shape output_shape() const override { return input_shape_; }
+  std::vector<ParamSpec> param_specs() const override;
+  std::vector<ParamSpec> buffer_specs() const override;
+  void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+            std::vector<std::span<float>> buffers) override;
+
+  // x: [batch, C, H, W] → y: same shape. Saves x, the batch mean and the biased batch
+  // variance ([C] each) when training.
+  Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  // Backward of the training-mode forward: dx, and dweight, dbias added into the grad views.
+  Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  double forward_flops_per_example() const override;
+
+  // backward() with the saved tensors given as a span, for composite layers.
+  Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
+                       const LayerContext& ctx) const;
+  static constexpr size_t kSavedTensors = 3;
+
+ private:
+  void update_running_statistics(const Tensor& mean, const Tensor& variance, int64_t count);
+
+  Shape input_shape_;
+  int64_t channels_;
+  float momentum_, eps_;
+  std::span<float> weight_, bias_, weight_grad_, bias_grad_, running_mean_, running_var_;
+};
+
+}  // namespace mpipe::nn

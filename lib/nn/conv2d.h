@@ -1,0 +1,50 @@
+// Conv2d layer: 2-D convolution with stride, padding, dilation and groups over [C, H, W] inputs.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kernels/conv.h"
+#include "nn/layer.h"
+
+namespace mpipe::nn {
+
+// One example: [in_channels, H, W] → [out_channels, Ho, Wo] with square kernel, stride, padding
+// (both sides) and dilation. Params: "weight" [out_channels, in_channels / groups, kernel,
+// kernel] (Kaiming uniform, fan_in = in_channels / groups · kernel²), "bias" [out_channels]
+// (zeros; only when bias is true).
+class Conv2d : public Layer {
+ public:
+  Conv2d(int global_index, const Shape& input_shape, int64_t out_channels, int64_t kernel,
+         int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1,
+         bool bias = true);
+
+  std::string_view kind() const override { return "conv2d"; }
+  Shape output_shape() const override { return output_shape_; }
+  std::vector<ParamSpec> param_specs() const override;
+  void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+            std::vector<std::span<float>> buffers) override;
+
+  // x: [batch, C, H, W] → y: [batch, O, Ho, Wo]. Saves x when training.
+  Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  // dy: [batch, O, Ho, Wo] → dx: [batch, C, H, W]; adds dweight (and dbias) into the grad views.
+  Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  double forward_flops_per_example() const override;
+
+  // For composite layers that keep the input themselves: forward without saving anything, and
+  // backward() with the saved tensors (just x) given as a span.
+  Tensor apply(const Tensor& x, const LayerContext& ctx) const;
+  Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
+                       const LayerContext& ctx) const;
+  static constexpr size_t kSavedTensors = 1;
+
+ private:
+  kernels::Conv2dShape kernel_shape(int64_t batch) const;
+
+  Shape input_shape_, output_shape_;
+  int64_t out_channels_, kernel_, stride_, padding_, dilation_, groups_;
+  bool has_bias_;
+  std::span<float> weight_, bias_, weight_grad_, bias_grad_;
+};
+
+}  // namespace mpipe::nn

@@ -1,0 +1,68 @@
+// LayerNorm layer: shape checks, parameters and the oneDNN layer-norm kernels.
+#include "nn/layer_norm.h"
+
+#include "core/error.h"
+#include "kernels/layer_norm.h"
+
+namespace mpipe::nn {
+
+LayerNorm::LayerNorm(int global_index, const Shape& input_shape, double eps)
+    : Layer(global_index), input_shape_(input_shape), dim_(0), eps_(static_cast<float>(eps)) {
+  check_input(input_shape.rank() >= 1 && input_shape[input_shape.rank() - 1] > 0,
+              "layer_norm needs a non-empty last input axis, got {}", input_shape);
+  check_input(eps > 0.0, "layer_norm eps must be > 0, got {}", eps);
+  dim_ = input_shape[input_shape.rank() - 1];
+}
+
+std::vector<ParamSpec> LayerNorm::param_specs() const {
+  return {{.name = "weight", .shape = {dim_}, .init = Init::kOnes},
+          {.name = "bias", .shape = {dim_}, .init = Init::kZeros}};
+}
+
+void LayerNorm::bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+                     std::vector<std::span<float>> buffers) {
+  check(params.size() == 2 && grads.size() == 2 && buffers.empty(),
+        "LayerNorm::bind: expected 2 params");
+  weight_ = params[0], bias_ = params[1];
+  weight_grad_ = grads[0], bias_grad_ = grads[1];
+}
+
+Forward LayerNorm::forward(const Tensor& x, const LayerContext& ctx) {
+  check(x.shape().rank() >= 1 && x.shape().per_example() == input_shape_,
+        "LayerNorm: input {} does not match the layer's input shape {}", x.shape(), input_shape_);
+  check(!weight_.empty(), "LayerNorm: forward before bind");
+  const int64_t rows = x.numel() / dim_;
+  Tensor y(x.shape()), mean(Shape{rows}), variance(Shape{rows});
+  // x, y: [rows, dim]; mean, variance: [rows]
+  kernels::layer_norm_forward(ctx.kernels, x.data(), weight_.data(), bias_.data(), y.data(),
+                              mean.data(), variance.data(), rows, dim_, eps_);
+  Forward result{.output = std::move(y), .saved = {}};
+  if (ctx.training) result.saved.tensors = {x, std::move(mean), std::move(variance)};
+  return result;
+}
+
+Tensor LayerNorm::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  return backward_from(dy, saved.tensors, ctx);
+}
+
+Tensor LayerNorm::backward_from(const Tensor& dy, std::span<const Tensor> saved,
+                                const LayerContext& ctx) const {
+  check(saved.size() == kSavedTensors, "LayerNorm::backward: nothing saved (not training?)");
+  const Tensor &x = saved[0], &mean = saved[1], &variance = saved[2];
+  check(dy.shape() == x.shape(), "LayerNorm::backward: dy {} does not match x {}", dy.shape(),
+        x.shape());
+  Tensor dx(x.shape());
+  // x, dy, dx: [rows, dim]; dweight, dbias: [dim] accumulated.
+  kernels::layer_norm_backward(ctx.kernels, x.data(), dy.data(), weight_.data(), mean.data(),
+                               variance.data(), dx.data(), weight_grad_.data(), bias_grad_.data(),
+                               mean.numel(), dim_, eps_);
+  if (!ctx.need_input_grad) return {};
+  return dx;
+}
+
+double LayerNorm::forward_flops_per_example() const {
+  // Mean, variance, normalize, scale and shift: about 8 operations per element.
+  return 8.0 * static_cast<double>(input_shape_.numel());
+}
+
+}  // namespace mpipe::nn

@@ -1,0 +1,39 @@
+// LayerNorm layer: normalizes the last axis of every row, then scales and shifts it.
+#pragma once
+
+#include <span>
+
+#include "nn/layer.h"
+
+namespace mpipe::nn {
+
+// Params: "weight" [dim] (ones), "bias" [dim] (zeros), dim = the last input axis.
+class LayerNorm : public Layer {
+ public:
+  LayerNorm(int global_index, const Shape& input_shape, double eps = 1e-5);
+
+  std::string_view kind() const override { return "layer_norm"; }
+  Shape output_shape() const override { return input_shape_; }
+  std::vector<ParamSpec> param_specs() const override;
+  void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+            std::vector<std::span<float>> buffers) override;
+
+  // x: [batch, ..., dim] → y: same shape. Saves x, mean and variance ([rows]) when training.
+  Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // backward() with the saved tensors given as a span, for composite layers that keep several
+  // sub-layers' tensors in one Saved.
+  Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
+                       const LayerContext& ctx) const;
+  double forward_flops_per_example() const override;
+
+  static constexpr size_t kSavedTensors = 3;
+
+ private:
+  Shape input_shape_;
+  int64_t dim_;
+  float eps_;
+  std::span<float> weight_, bias_, weight_grad_, bias_grad_;
+};
+
+}  // namespace mpipe::nn

@@ -1,0 +1,89 @@
+// Linear layer: shape checks, parameter specs and the oneDNN linear kernels.
+#include "nn/linear.h"
+
+#include "core/error.h"
+#include "kernels/matmul.h"
+
+namespace mpipe::nn {
+
+Linear::Linear(int global_index, const Shape& input_shape, int64_t units, bool bias, Init init)
+    : Layer(global_index),
+      input_shape_(input_shape),
+      in_(0),
+      units_(units),
+      has_bias_(bias),
+      init_(init) {
+  check_input(input_shape.rank() >= 1, "linear needs an input with at least one axis, got {}",
+              input_shape);
+  in_ = input_shape[input_shape.rank() - 1];
+  check_input(in_ > 0, "linear needs a non-empty last input axis, got {}", input_shape);
+  check_input(units > 0, "linear units must be >= 1, got {}", units);
+  output_shape_ = input_shape;
+  output_shape_[output_shape_.rank() - 1] = units;
+}
+
+std::vector<ParamSpec> Linear::param_specs() const {
+  std::vector<ParamSpec> specs = {
+      {.name = "weight", .shape = {units_, in_}, .init = init_, .fan_in = in_, .fan_out = units_}};
+  if (has_bias_) {
+    specs.push_back({.name = "bias",
+                     .shape = {units_},
+                     .init = Init::kZeros,
+                     .fan_in = in_,
+                     .fan_out = units_});
+  }
+  return specs;
+}
+
+void Linear::bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+                  std::vector<std::span<float>> buffers) {
+  const size_t expected = has_bias_ ? 2 : 1;
+  check(params.size() == expected && grads.size() == expected && buffers.empty(),
+        "Linear::bind: expected {} params", expected);
+  weight_ = params[0];
+  weight_grad_ = grads[0];
+  if (has_bias_) {
+    bias_ = params[1];
+    bias_grad_ = grads[1];
+  }
+}
+
+Forward Linear::forward(const Tensor& x, const LayerContext& ctx) {
+  check(x.shape().rank() >= 1 && x.shape().per_example() == input_shape_,
+        "Linear: input {} does not match the layer's input shape {}", x.shape(), input_shape_);
+  check(!weight_.empty(), "Linear: forward before bind");
+  const int64_t rows = x.numel() / in_;
+  Shape out_shape = x.shape();
+  out_shape[out_shape.rank() - 1] = units_;
+  Forward result{.output = Tensor(out_shape), .saved = {}};
+  // x: [rows, in], weight: [units, in], bias: [units] → y: [rows, units]
+  kernels::linear_forward(ctx.kernels, x.data(), weight_.data(), has_bias_ ? bias_.data() : nullptr,
+                          result.output.data(), rows, in_, units_);
+  if (ctx.training) result.saved.tensors.push_back(x);
+  return result;
+}
+
+Tensor Linear::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  check(saved.tensors.size() == 1, "Linear::backward: nothing saved (forward not in training?)");
+  const Tensor& x = saved.tensors[0];
+  const int64_t rows = x.numel() / in_;
+  check(dy.numel() == rows * units_, "Linear::backward: dy {} does not match x {}", dy.shape(),
+        x.shape());
+  // dW[units, in] += dy^T · x, db[units] += column sums of dy.
+  kernels::linear_backward_weights(ctx.kernels, x.data(), dy.data(), weight_grad_.data(),
+                                   has_bias_ ? bias_grad_.data() : nullptr, rows, in_, units_);
+  if (!ctx.need_input_grad) return {};
+  Tensor dx(x.shape());
+  // dx[rows, in] = dy[rows, units] · W[units, in]
+  kernels::linear_backward_data(ctx.kernels, dy.data(), weight_.data(), dx.data(), rows, in_,
+                                units_);
+  return dx;
+}
+
+double Linear::forward_flops_per_example() const {
+  const double rows = static_cast<double>(input_shape_.numel() / in_);
+  return rows * (2.0 * static_cast<double>(in_) * static_cast<double>(units_) +
+                 (has_bias_ ? static_cast<double>(units_) : 0.0));
+}
+
+}  // namespace mpipe::nn

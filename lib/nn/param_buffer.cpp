@@ -1,0 +1,98 @@
+// ParamBuffer layout, binding, initialization and per-layer gradient statistics.
+#include "nn/param_buffer.h"
+
+#include "core/error.h"
+#include "nn/init.h"
+
+namespace mpipe::nn {
+namespace {
+
+// Every tensor starts on a 64-byte boundary, so kernels see the same alignment (and take the
+// same code paths, with the same rounding) whichever other layers share the buffer.
+constexpr int64_t kAlignFloats = 16;
+
+int64_t aligned(int64_t offset) { return (offset + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
+
+}  // namespace
+
+ParamBuffer::ParamBuffer(std::span<Layer* const> layers) : layers_(layers.begin(), layers.end()) {
+  int64_t num_values = 0, num_buffers = 0;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = *layers_[l];
+    check(l == 0 || layers_[l - 1]->global_index() < layer.global_index(),
+          "ParamBuffer: layers must be in ascending global order ({} after {})",
+          layer.global_index(), l == 0 ? -1 : layers_[l - 1]->global_index());
+    const int64_t begin = num_values;
+    for (const ParamSpec& spec : layer.param_specs()) {
+      num_values = aligned(num_values);
+      entries_.push_back({layer.global_index(), spec.name, spec.shape, num_values, true});
+      num_values += spec.shape.numel();
+    }
+    for (const ParamSpec& spec : layer.buffer_specs()) {
+      num_buffers = aligned(num_buffers);
+      entries_.push_back({layer.global_index(), spec.name, spec.shape, num_buffers, false});
+      num_buffers += spec.shape.numel();
+    }
+    ranges_.push_back({layer.global_index(), begin, num_values});
+  }
+  values_ = Tensor(Shape{num_values});
+  grads_ = Tensor(Shape{num_values});
+  buffers_ = Tensor(Shape{num_buffers});
+
+  size_t e = 0;
+  for (Layer* layer : layers_) {
+    std::vector<std::span<float>> params, grads, buffers;
+    for (; e < entries_.size() && entries_[e].global_layer == layer->global_index(); ++e) {
+      const Entry& entry = entries_[e];
+      const auto offset = static_cast<size_t>(entry.offset);
+      const auto size = static_cast<size_t>(entry.shape.numel());
+      if (entry.trainable) {
+        params.push_back(values().subspan(offset, size));
+        grads.push_back(this->grads().subspan(offset, size));
+      } else {
+        buffers.push_back(this->buffers().subspan(offset, size));
+      }
+    }
+    layer->bind(std::move(params), std::move(grads), std::move(buffers));
+  }
+}
+
+void ParamBuffer::initialize(uint64_t seed) {
+  size_t e = 0;
+  for (Layer* layer : layers_) {
+    const std::vector<ParamSpec> params = layer->param_specs();
+    const std::vector<ParamSpec> buffers = layer->buffer_specs();
+    for (size_t p = 0; p < params.size(); ++p, ++e) {
+      const Entry& entry = entries_[e];
+      initialize_param(values().subspan(static_cast<size_t>(entry.offset),
+                                        static_cast<size_t>(entry.shape.numel())),
+                       params[p], seed, layer->global_index(), static_cast<int>(p));
+    }
+    for (size_t b = 0; b < buffers.size(); ++b, ++e) {
+      const Entry& entry = entries_[e];
+      initialize_param(this->buffers().subspan(static_cast<size_t>(entry.offset),
+                                               static_cast<size_t>(entry.shape.numel())),
+                       buffers[b], seed, layer->global_index(), -1 - static_cast<int>(b));
+    }
+  }
+}
+
+void ParamBuffer::zero_grads() {
+  if (grads_.numel() > 0) grads_.fill(0.0f);
+}
+
+std::vector<std::pair<int, double>> ParamBuffer::grad_square_sums_per_layer() const {
+  std::vector<std::pair<int, double>> sums;
+  const std::span<const float> g = grads();
+  for (const LayerRange& range : ranges_) {
+    double sum = 0.0;
+    for (int64_t i = range.begin; i < range.end; ++i) {
+      const double v = g[static_cast<size_t>(i)];
+      sum += v * v;
+    }
+    sums.emplace_back(range.global_layer, sum);
+  }
+  return sums;
+}
+
+}  // namespace mpipe::nn

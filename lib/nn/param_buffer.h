@@ -1,0 +1,65 @@
+// ParamBuffer: all parameters of a list of layers in one contiguous buffer, gradients in a
+// second buffer of the same layout, non-trainable buffers (running statistics) in a third.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/shape.h"
+#include "core/tensor.h"
+#include "nn/layer.h"
+
+namespace mpipe::nn {
+
+class ParamBuffer {
+ public:
+  struct Entry {
+    int global_layer;
+    std::string name;
+    Shape shape;
+    int64_t offset;  // into values()/grads() when trainable, into buffers() otherwise
+    bool trainable;
+  };
+
+  // Lays out the layers' params and buffers in layer order, each tensor starting on a 64-byte
+  // boundary (zero padding between them), so a layer's kernels see the same alignment in every
+  // partition. The layers must be in strictly ascending global index. Binds each layer's views. Values and grads are zero
+  // until initialize(). The layers keep views into this object: it must outlive them.
+  explicit ParamBuffer(std::span<Layer* const> layers);
+  ParamBuffer(const ParamBuffer&) = delete;
+  ParamBuffer& operator=(const ParamBuffer&) = delete;
+
+  // Params and buffers per their ParamSpec, from (seed, global layer, index): see init.h.
+  void initialize(uint64_t seed);
+
+  std::span<float> values() { return values_.span(); }
+  std::span<const float> values() const { return values_.span(); }
+  std::span<float> grads() { return grads_.span(); }
+  std::span<const float> grads() const { return grads_.span(); }
+  std::span<float> buffers() { return buffers_.span(); }
+  std::span<const float> buffers() const { return buffers_.span(); }
+  void zero_grads();
+
+  // Per layer: its params (trainable, in param_specs() order), then its buffers.
+  const std::vector<Entry>& entries() const { return entries_; }
+  // (global layer, sum of squares of its grads in double), one pair per layer, ascending.
+  std::vector<std::pair<int, double>> grad_square_sums_per_layer() const;
+  int64_t num_params() const { return values_.numel(); }  // including alignment padding
+  int64_t num_buffer_values() const { return buffers_.numel(); }
+
+ private:
+  struct LayerRange {
+    int global_layer;
+    int64_t begin, end;  // [begin, end) in values()/grads()
+  };
+
+  std::vector<Layer*> layers_;
+  std::vector<Entry> entries_;
+  std::vector<LayerRange> ranges_;
+  Tensor values_, grads_, buffers_;
+};
+
+}  // namespace mpipe::nn

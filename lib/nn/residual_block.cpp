@@ -1,0 +1,218 @@
+// ResidualBlock layer: Conv2d and BatchNorm2d sub-layers, ReLUs through the eltwise kernel, the
+// shortcut sum, and one Saved holding every sub-layer's tensors without duplicates.
+#include "nn/residual_block.h"
+
+#include "core/error.h"
+#include "kernels/eltwise.h"
+
+namespace mpipe::nn {
+namespace {
+
+constexpr int64_t kBottleneckExpansion = 4;
+
+const Shape& checked_input(const Shape& input_shape) {
+  check_input(input_shape.rank() == 3 && input_shape.numel() > 0,
+              "residual_block needs an input [channels, height, width], got {}", input_shape);
+  return input_shape;
+}
+
+void append_prefixed(std::vector<ParamSpec>& out, std::vector<ParamSpec> specs,
+                     const std::string& prefix) {
+  for (ParamSpec& spec : specs) {
+    spec.name = prefix + spec.name;
+    out.push_back(std::move(spec));
+  }
+}
+
+// Views [begin, begin + count) of a list of views.
+std::vector<std::span<float>> views(const std::vector<std::span<float>>& all, size_t begin,
+                                    size_t count) {
+  return {all.begin() + static_cast<ptrdiff_t>(begin),
+          all.begin() + static_cast<ptrdiff_t>(begin + count)};
+}
+
+void relu_in_place(kernels::KernelContext& ctx, Tensor& t) {
+  kernels::eltwise_forward(ctx, kernels::EltwiseKind::kRelu, t.data(), t.data(), t.numel());
+}
+
+// y += x, element-wise; both of the same shape.
+void add_into(Tensor& y, const Tensor& x) {
+  float* out = y.data();
+  const float* in = x.data();
+  for (int64_t i = 0; i < y.numel(); ++i) out[i] += in[i];
+}
+
+}  // namespace
+
+ResidualBlock::ResidualBlock(int global_index, const Shape& input_shape, int64_t out_channels,
+                             int64_t stride, bool bottleneck)
+    : Layer(global_index) {
+  const Shape& input = checked_input(input_shape);
+  check_input(out_channels >= 1, "residual_block: channels must be >= 1, got {}", out_channels);
+  check_input(stride >= 1, "residual_block: stride must be >= 1, got {}", stride);
+  if (bottleneck) {
+    check_input(out_channels % kBottleneckExpansion == 0,
+                "residual_block: a bottleneck block needs channels divisible by {}, got {}",
+                kBottleneckExpansion, out_channels);
+    const int64_t width = out_channels / kBottleneckExpansion;
+    path_.push_back(make_conv_bn(input, width, 1, 1, "conv1", "bn1"));
+    path_.push_back(
+        make_conv_bn(path_.back().conv->output_shape(), width, 3, stride, "conv2", "bn2"));
+    path_.push_back(
+        make_conv_bn(path_.back().conv->output_shape(), out_channels, 1, 1, "conv3", "bn3"));
+  } else {
+    path_.push_back(make_conv_bn(input, out_channels, 3, stride, "conv1", "bn1"));
+    path_.push_back(
+        make_conv_bn(path_.back().conv->output_shape(), out_channels, 3, 1, "conv2", "bn2"));
+  }
+  if (stride != 1 || out_channels != input[0]) {
+    shortcut_ = make_conv_bn(input, out_channels, 1, stride, "shortcut.conv", "shortcut.bn");
+  }
+}
+
+ResidualBlock::ConvBn ResidualBlock::make_conv_bn(const Shape& input, int64_t out_channels,
+                                                  int64_t kernel, int64_t stride,
+                                                  std::string conv_name,
+                                                  std::string bn_name) const {
+  ConvBn pair;
+  pair.conv = std::make_unique<Conv2d>(global_index(), input, out_channels, kernel, stride,
+                                       /*padding=*/kernel / 2, /*dilation=*/1, /*groups=*/1,
+                                       /*bias=*/false);
+  pair.bn = std::make_unique<BatchNorm2d>(global_index(), pair.conv->output_shape());
+  pair.conv_name = std::move(conv_name);
+  pair.bn_name = std::move(bn_name);
+  return pair;
+}
+
+Shape ResidualBlock::output_shape() const { return path_.back().bn->output_shape(); }
+
+std::vector<std::pair<std::string, Layer*>> ResidualBlock::sub_layers() const {
+  std::vector<const ConvBn*> pairs;
+  for (const ConvBn& pair : path_) pairs.push_back(&pair);
+  if (has_projection()) pairs.push_back(&shortcut_);
+  std::vector<std::pair<std::string, Layer*>> out;
+  for (const ConvBn* pair : pairs) {
+    out.emplace_back(pair->conv_name + ".", pair->conv.get());
+    out.emplace_back(pair->bn_name + ".", pair->bn.get());
+  }
+  return out;
+}
+
+std::vector<ParamSpec> ResidualBlock::param_specs() const {
+  std::vector<ParamSpec> specs;
+  for (const auto& [prefix, layer] : sub_layers()) {
+    append_prefixed(specs, layer->param_specs(), prefix);
+  }
+  return specs;
+}
+
+std::vector<ParamSpec> ResidualBlock::buffer_specs() const {
+  std::vector<ParamSpec> specs;
+  for (const auto& [prefix, layer] : sub_layers()) {
+    append_prefixed(specs, layer->buffer_specs(), prefix);
+  }
+  return specs;
+}
+
+void ResidualBlock::bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+                         std::vector<std::span<float>> buffers) {
+  check(params.size() == param_specs().size() && grads.size() == params.size() &&
+            buffers.size() == buffer_specs().size(),
+        "ResidualBlock::bind: expected {} params and {} buffers", param_specs().size(),
+        buffer_specs().size());
+  size_t param_at = 0, buffer_at = 0;
+  for (const auto& [prefix, layer] : sub_layers()) {
+    const size_t num_params = layer->param_specs().size();
+    const size_t num_buffers = layer->buffer_specs().size();
+    layer->bind(views(params, param_at, num_params), views(grads, param_at, num_params),
+                views(buffers, buffer_at, num_buffers));
+    param_at += num_params;
+    buffer_at += num_buffers;
+  }
+}
+
+size_t ResidualBlock::num_saved() const {
+  return path_.size() * kSavedPerConvBn + (has_projection() ? BatchNorm2d::kSavedTensors : 0) + 1;
+}
+
+Forward ResidualBlock::forward(const Tensor& x, const LayerContext& ctx) {
+  Forward result;
+  std::vector<Tensor>& saved = result.saved.tensors;
+  // Main path; `current` is the input of pair i > 0, then the main path's output.
+  Tensor current;
+  for (size_t i = 0; i < path_.size(); ++i) {
+    const Tensor& input = i == 0 ? x : current;
+    Forward normed = path_[i].bn->forward(path_[i].conv->apply(input, ctx), ctx);
+    if (ctx.training) {
+      saved.push_back(i == 0 ? x : std::move(current));
+      for (Tensor& t : normed.saved.tensors) saved.push_back(std::move(t));
+    }
+    current = std::move(normed.output);
+    if (i + 1 < path_.size()) relu_in_place(ctx.kernels, current);
+  }
+  if (has_projection()) {
+    Forward projected = shortcut_.bn->forward(shortcut_.conv->apply(x, ctx), ctx);
+    if (ctx.training) {
+      for (Tensor& t : projected.saved.tensors) saved.push_back(std::move(t));
+    }
+    add_into(current, projected.output);
+  } else {
+    add_into(current, x);
+  }
+  relu_in_place(ctx.kernels, current);
+  if (ctx.training) saved.push_back(current);
+  result.output = std::move(current);
+  return result;
+}
+
+Tensor ResidualBlock::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  check(saved.tensors.size() == num_saved(),
+        "ResidualBlock::backward: nothing saved (forward not in training?)");
+  const std::span<const Tensor> all(saved.tensors);
+  const Tensor& y = all.back();
+  check(dy.shape() == y.shape(), "ResidualBlock::backward: dy {} does not match y {}", dy.shape(),
+        y.shape());
+  LayerContext inner = ctx;
+  inner.need_input_grad = true;
+  // Through the final ReLU (its output is positive exactly where its input is).
+  Tensor dsum(dy.shape());
+  kernels::eltwise_backward(ctx.kernels, kernels::EltwiseKind::kRelu, y.data(), dy.data(),
+                            dsum.data(), dsum.numel());
+  // Main path, last pair first; pair i's conv input is also the output of the ReLU before it.
+  Tensor grad = dsum;
+  for (size_t i = path_.size(); i-- > 0;) {
+    const auto pair_saved = all.subspan(i * kSavedPerConvBn, kSavedPerConvBn);
+    const Tensor dconv = path_[i].bn->backward_from(
+        grad, pair_saved.subspan(Conv2d::kSavedTensors, BatchNorm2d::kSavedTensors), inner);
+    grad = path_[i].conv->backward_from(dconv, pair_saved.subspan(0, Conv2d::kSavedTensors),
+                                        i == 0 ? ctx : inner);
+    if (i > 0) {
+      kernels::eltwise_backward(ctx.kernels, kernels::EltwiseKind::kRelu, pair_saved[0].data(),
+                                grad.data(), grad.data(), grad.numel());
+    }
+  }
+  if (has_projection()) {
+    const auto bn_saved = all.subspan(path_.size() * kSavedPerConvBn, BatchNorm2d::kSavedTensors);
+    const Tensor dconv = shortcut_.bn->backward_from(dsum, bn_saved, inner);
+    const Tensor dx_shortcut =
+        shortcut_.conv->backward_from(dconv, all.subspan(0, Conv2d::kSavedTensors), ctx);
+    if (!ctx.need_input_grad) return {};
+    add_into(grad, dx_shortcut);
+  } else {
+    if (!ctx.need_input_grad) return {};
+    add_into(grad, dsum);
+  }
+  return grad;
+}
+
+double ResidualBlock::forward_flops_per_example() const {
+  double flops = 0.0;
+  for (const auto& [prefix, layer] : sub_layers()) flops += layer->forward_flops_per_example();
+  // ReLUs, the shortcut sum and the final ReLU: about one operation per element each.
+  for (size_t i = 0; i + 1 < path_.size(); ++i) {
+    flops += static_cast<double>(path_[i].bn->output_shape().numel());
+  }
+  return flops + 2.0 * static_cast<double>(output_shape().numel());
+}
+
+}  // namespace mpipe::nn

@@ -1,0 +1,47 @@
+// SeparableCell layer: ReLU → depthwise conv → pointwise conv → batch norm (+ residual), the
+// separable-convolution unit of AmoebaNet/NASNet cells, as one pipeline-placeable layer.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "nn/batch_norm2d.h"
+#include "nn/conv2d.h"
+
+namespace mpipe::nn {
+
+// One example [C, H, W] → [out_channels, Ho, Wo], Ho = (H − 1) / stride + 1:
+//   y = bn(pointwise(depthwise(ReLU(x)))) (+ x when the shapes match),
+// depthwise: kernel × kernel, groups C, padding kernel / 2 (kernel odd), the given stride;
+// pointwise: 1 × 1, C → out_channels. Convolutions have no bias. Params, in order:
+// "depthwise.weight" [C, 1, k, k], "pointwise.weight" [out, C, 1, 1], "bn.weight", "bn.bias";
+// buffers "bn.running_mean", "bn.running_var". Sub-layers share the cell's global index.
+class SeparableCell : public Layer {
+ public:
+  SeparableCell(int global_index, const Shape& input_shape, int64_t out_channels,
+                int64_t kernel = 3, int64_t stride = 1);
+
+  std::string_view kind() const override { return "separable_cell"; }
+  Shape output_shape() const override { return bn_.output_shape(); }
+  std::vector<ParamSpec> param_specs() const override;
+  std::vector<ParamSpec> buffer_specs() const override;
+  void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+            std::vector<std::span<float>> buffers) override;
+
+  // x: [batch, C, H, W] → y: [batch, out_channels, Ho, Wo]. Saves x, the depthwise output and
+  // the bn's saved tensors (the ReLU output is recomputed in backward).
+  Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  double forward_flops_per_example() const override;
+
+  bool has_residual() const { return residual_; }
+
+ private:
+  static constexpr size_t kSavedTensors = 2 + BatchNorm2d::kSavedTensors;
+
+  Conv2d depthwise_, pointwise_;
+  BatchNorm2d bn_;
+  bool residual_;
+};
+
+}  // namespace mpipe::nn

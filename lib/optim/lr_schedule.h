@@ -1,0 +1,19 @@
+// Learning-rate schedule: the rate of each optimizer step as a pure function of the step.
+#pragma once
+
+#include <cstdint>
+
+#include "optim/optimizer_config.h"
+
+namespace mpipe::optim {
+
+// The learning rate of step `step` (0-based) of a run of `total_steps` steps: a linear warm-up
+// (step+1)/warmup_steps * lr over the first warmup_steps steps, then
+//   constant: lr
+//   step:     lr * gamma^floor((step - warmup_steps) / step_size)
+//   cosine:   min_lr + (lr - min_lr) * (1 + cos(pi * progress)) / 2, where progress =
+//             (step - warmup_steps) / (total_steps - warmup_steps), clamped to [0, 1]
+//             (min_lr is reached at step total_steps).
+double learning_rate(const OptimizerConfig& config, int64_t step, int64_t total_steps);
+
+}  // namespace mpipe::optim

@@ -1,0 +1,49 @@
+// Sgd: g = grad + wd * p; buf = mu * buf + g; p -= lr * (nesterov ? g + mu * buf : buf).
+#include "optim/sgd.h"
+
+namespace mpipe::optim {
+
+Sgd::Sgd(const OptimizerConfig& config, int64_t num_params)
+    : Optimizer(num_params),
+      momentum_(static_cast<float>(config.momentum)),
+      nesterov_(config.nesterov),
+      weight_decay_(static_cast<float>(config.weight_decay)) {
+  if (momentum_ != 0.0f) momentum_buffer_.assign(static_cast<size_t>(num_params), 0.0f);
+}
+
+std::vector<std::pair<std::string, std::span<float>>> Sgd::state() {
+  if (momentum_buffer_.empty()) return {};
+  return {{"momentum", std::span<float>(momentum_buffer_)}};
+}
+
+void Sgd::update(std::span<float> params, std::span<const float> grads, double lr,
+                 int64_t /*step_number*/) {
+  // PyTorch sets buf = g on the first step; with the buffer starting at zero, mu * 0 + g is the
+  // same value, and a restored checkpoint needs no special case.
+  const float rate = static_cast<float>(lr);
+  const float wd = weight_decay_;
+  const float mu = momentum_;
+  const size_t n = params.size();
+  float* p = params.data();
+  const float* g_in = grads.data();
+  if (momentum_buffer_.empty()) {
+    for (size_t i = 0; i < n; ++i) p[i] -= rate * (g_in[i] + wd * p[i]);
+    return;
+  }
+  float* buf = momentum_buffer_.data();
+  if (nesterov_) {
+    for (size_t i = 0; i < n; ++i) {
+      const float g = g_in[i] + wd * p[i];
+      buf[i] = mu * buf[i] + g;
+      p[i] -= rate * (g + mu * buf[i]);
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      const float g = g_in[i] + wd * p[i];
+      buf[i] = mu * buf[i] + g;
+      p[i] -= rate * buf[i];
+    }
+  }
+}
+
+}  // namespace mpipe::optim

@@ -1,0 +1,146 @@
+// The op loop: early-posted receives, nonblocking sends, forward/backward, and the loss.
+#include "pipeline/executor.h"
+
+#include "core/error.h"
+
+namespace mpipe::pipeline {
+namespace {
+
+// How many receives are posted ahead of the op that consumes them, so the transfer of the
+// next micro-batch overlaps the compute of the current one.
+constexpr size_t kReceiveLookahead = 2;
+
+bool is_receive(OpKind kind) {
+  return kind == OpKind::kRecvActivation || kind == OpKind::kRecvGrad;
+}
+
+Tensor take(std::map<int, Tensor>& tensors, int micro_batch, const char* what) {
+  auto it = tensors.find(micro_batch);
+  check(it != tensors.end(), "{} of micro-batch {} is missing: the program is out of order", what,
+        micro_batch);
+  Tensor tensor = std::move(it->second);
+  tensors.erase(it);
+  return tensor;
+}
+
+}  // namespace
+
+Executor::Executor(Stage& stage, Link& link, int stage_index, int num_stages,
+                   const nn::Loss& loss, kernels::KernelContext& kernels)
+    : stage_(stage),
+      link_(link),
+      stage_index_(stage_index),
+      num_stages_(num_stages),
+      loss_(loss),
+      kernels_(kernels) {}
+
+nn::LayerContext Executor::layer_context(const RoundPlan& plan, int micro_batch,
+                                         bool training) const {
+  return nn::LayerContext{.kernels = kernels_,
+                          .seed = plan.seed,
+                          .step = plan.round,
+                          .first_example = plan.first_example.at(static_cast<size_t>(micro_batch)),
+                          .training = training,
+                          .recompute = false,
+                          .need_input_grad = true};
+}
+
+void Executor::post_recv(const Op& op, const RoundPlan& plan) {
+  const int64_t rows = plan.rows.at(static_cast<size_t>(op.micro_batch));
+  if (op.kind == OpKind::kRecvActivation) {
+    link_.post_recv(Direction::kActivation, plan.round, op.micro_batch,
+                    plan.stage_input.with_batch(rows));
+  } else {
+    link_.post_recv(Direction::kGradient, plan.round, op.micro_batch,
+                    plan.stage_output.with_batch(rows));
+  }
+}
+
+LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
+                                const MicroBatchData& data) {
+  std::vector<size_t> receives;
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (is_receive(program[i].kind)) receives.push_back(i);
+  }
+  LossTotals totals;
+  size_t posted = 0, consumed = 0;
+  for (size_t i = 0; i < program.size(); ++i) {
+    while (posted < receives.size() &&
+           (posted - consumed < kReceiveLookahead || receives[posted] <= i)) {
+      post_recv(program[receives[posted++]], plan);
+    }
+    if (is_receive(program[i].kind)) ++consumed;
+    run_op(program[i], plan, data, totals);
+  }
+  link_.wait_sends();
+  check(inputs_.empty() && outputs_.empty() && grad_outputs_.empty() && grad_inputs_.empty(),
+        "stage {}: the program left tensors unconsumed", stage_index_);
+  return totals;
+}
+
+void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data,
+                      LossTotals& totals) {
+  const int m = op.micro_batch;
+  switch (op.kind) {
+    case OpKind::kRecvActivation:
+      inputs_[m] = link_.wait_recv(Direction::kActivation, m);
+      break;
+    case OpKind::kForward: {
+      Tensor input = is_first() ? data.inputs(m) : take(inputs_, m, "input");
+      Tensor output = stage_.forward(m, std::move(input), layer_context(plan, m, true));
+      if (is_last()) {
+        nn::LossOutput loss =
+            loss_.compute(kernels_, output, data.targets(m), plan.grad_scale, /*want_grad=*/true);
+        totals.sum += loss.sum;
+        totals.rows += loss.rows;
+        totals.correct += loss.correct;
+        grad_outputs_[m] = std::move(loss.grad);
+      } else {
+        outputs_[m] = std::move(output);
+      }
+      break;
+    }
+    case OpKind::kSendActivation:
+      link_.send(Direction::kActivation, plan.round, m, take(outputs_, m, "output"));
+      break;
+    case OpKind::kRecvGrad:
+      grad_outputs_[m] = link_.wait_recv(Direction::kGradient, m);
+      break;
+    case OpKind::kBackward: {
+      Tensor grad_input =
+          stage_.backward(m, take(grad_outputs_, m, "output gradient"), layer_context(plan, m, true));
+      if (!is_first()) grad_inputs_[m] = std::move(grad_input);
+      break;
+    }
+    case OpKind::kSendGrad:
+      link_.send(Direction::kGradient, plan.round, m, take(grad_inputs_, m, "input gradient"));
+      break;
+  }
+}
+
+LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data) {
+  const int num_micro_batches = static_cast<int>(plan.rows.size());
+  if (!is_first()) {
+    for (int m = 0; m < num_micro_batches; ++m) {
+      link_.post_recv(Direction::kEvalActivation, plan.round, m,
+                      plan.stage_input.with_batch(plan.rows[static_cast<size_t>(m)]));
+    }
+  }
+  LossTotals totals;
+  for (int m = 0; m < num_micro_batches; ++m) {
+    Tensor input = is_first() ? data.inputs(m) : link_.wait_recv(Direction::kEvalActivation, m);
+    Tensor output = stage_.evaluate(input, layer_context(plan, m, false));
+    if (is_last()) {
+      nn::LossOutput loss = loss_.compute(kernels_, output, data.targets(m), 1.0f, false);
+      totals.sum += loss.sum;
+      totals.rows += loss.rows;
+      totals.correct += loss.correct;
+    } else {
+      link_.send(Direction::kEvalActivation, plan.round, m, output);
+    }
+  }
+  link_.wait_sends();
+  return totals;
+}
+
+}  // namespace mpipe::pipeline

@@ -1,0 +1,71 @@
+// Executor: runs a stage's program op by op, mapping compute ops to the stage and
+// communication ops to the link; the last stage turns outputs into loss gradients.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "kernels/context.h"
+#include "nn/loss.h"
+#include "pipeline/link.h"
+#include "pipeline/op.h"
+#include "pipeline/stage.h"
+
+namespace mpipe::pipeline {
+
+// The micro-batches of one round (a training step or an evaluation batch).
+struct RoundPlan {
+  int64_t round = 0;                  // the step, or the evaluation batch number
+  uint64_t seed = 0;
+  std::vector<int64_t> rows;           // examples in each micro-batch
+  std::vector<int64_t> first_example;  // global mini-batch index of each one's first example
+  Shape stage_input;                   // one example's input shape at this stage
+  Shape stage_output;                  // one example's output shape at this stage
+  float grad_scale = 1.0f;             // multiplies the loss gradient (1 / rows of the batch)
+};
+
+// Reads data only where it is needed: inputs on the first stage, targets on the last.
+struct MicroBatchData {
+  std::function<Tensor(int micro_batch)> inputs;
+  std::function<Tensor(int micro_batch)> targets;
+};
+
+// Loss totals of the micro-batches this stage saw (non-zero on the last stage only).
+struct LossTotals {
+  double sum = 0.0;
+  int64_t rows = 0;
+  int64_t correct = 0;
+};
+
+class Executor {
+ public:
+  Executor(Stage& stage, Link& link, int stage_index, int num_stages, const nn::Loss& loss,
+           kernels::KernelContext& kernels);
+
+  // Runs one training step. Gradients are accumulated into the stage's parameter buffer.
+  LossTotals train_step(const Program& program, const RoundPlan& plan, const MicroBatchData& data);
+  // Forward-only pass of every micro-batch in ascending order (evaluation mode).
+  LossTotals evaluate(const RoundPlan& plan, const MicroBatchData& data);
+
+ private:
+  bool is_first() const { return stage_index_ == 0; }
+  bool is_last() const { return stage_index_ == num_stages_ - 1; }
+  nn::LayerContext layer_context(const RoundPlan& plan, int micro_batch, bool training) const;
+  void post_recv(const Op& op, const RoundPlan& plan);
+  void run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data, LossTotals& totals);
+
+  Stage& stage_;
+  Link& link_;
+  int stage_index_;
+  int num_stages_;
+  const nn::Loss& loss_;
+  kernels::KernelContext& kernels_;
+  // Tensors between the op that produces them and the op that consumes them.
+  std::map<int, Tensor> inputs_;        // RA → F
+  std::map<int, Tensor> outputs_;       // F → SA
+  std::map<int, Tensor> grad_outputs_;  // RG (or the loss) → B
+  std::map<int, Tensor> grad_inputs_;   // B → SG
+};
+
+}  // namespace mpipe::pipeline

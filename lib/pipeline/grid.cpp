@@ -1,0 +1,95 @@
+// Text rendering of schedules: op strings, stage x time grids and the `mpipe schedule` report.
+#include "pipeline/grid.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "pipeline/schedule.h"
+
+namespace mpipe::pipeline {
+
+namespace {
+
+// The label of the compute op covering the middle of column `column`, or "." if idle.
+std::string cell_label(const StageTimeline& timeline, int column) {
+  const double middle = column + 0.5;
+  for (const TimedOp& timed : timeline.compute) {
+    if (timed.start <= middle && middle < timed.end) return to_string(timed.op);
+  }
+  return ".";
+}
+
+}  // namespace
+
+std::string program_to_string(const Program& program) {
+  std::vector<std::string> names;
+  names.reserve(program.size());
+  for (const Op& op : program) names.push_back(to_string(op));
+  return fmt::format("{}", fmt::join(names, " "));
+}
+
+std::string render_grid(const SimulationResult& result) {
+  const int num_columns = static_cast<int>(std::ceil(result.makespan));
+  std::size_t width = fmt::format("{}", std::max(num_columns - 1, 0)).size();
+  for (const StageTimeline& timeline : result.stages) {
+    for (const TimedOp& timed : timeline.compute) {
+      width = std::max(width, to_string(timed.op).size());
+    }
+  }
+  ++width;  // one space between cells
+  const std::size_t stage_digits = fmt::format("{}", result.stages.size() - 1).size();
+  const std::size_t title_width = std::string("stage ").size() + stage_digits;
+
+  std::string text = fmt::format("{:<{}}", "time", title_width);
+  for (int c = 0; c < num_columns; ++c) text += fmt::format("{:>{}}", c, width);
+  text += '\n';
+  for (std::size_t s = 0; s < result.stages.size(); ++s) {
+    text += fmt::format("stage {:<{}}", s, stage_digits);
+    for (int c = 0; c < num_columns; ++c) {
+      text += fmt::format("{:>{}}", cell_label(result.stages[s], c), width);
+    }
+    text += '\n';
+  }
+  return text;
+}
+
+std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_batches) {
+  std::vector<Program> programs;
+  for (int s = 0; s < num_stages; ++s) {
+    programs.push_back(make_program(kind, num_stages, num_micro_batches, s));
+  }
+  const SimulationOptions options;
+  const SimulationResult result = simulate(programs, options);
+  check(!result.deadlocked(), "{} schedule: {}", to_string(kind), result.deadlock_report());
+  check(result.orders_match(), "{} schedule: {}", to_string(kind),
+        fmt::join(result.order_mismatches, "; "));
+
+  std::vector<int> peaks;
+  for (const StageTimeline& timeline : result.stages) peaks.push_back(timeline.peak_in_flight);
+  const double gpipe_bound =
+      static_cast<double>(num_stages - 1) / (num_micro_batches + num_stages - 1);
+  std::string text = fmt::format(
+      "{} schedule: {} stages, {} micro-batches, F = {} and B = {} time units\n\n", to_string(kind),
+      num_stages, num_micro_batches, options.forward_time, options.backward_time);
+  text += render_grid(result);
+  text += fmt::format("\nmakespan: {} time units\n", result.makespan);
+  text += fmt::format("bubble fraction: {:.3f} (GPipe bound (K-1)/(M+K-1) = {:.3f})\n",
+                      result.bubble_fraction, gpipe_bound);
+  text += fmt::format("peak in-flight micro-batches per stage: {}\n", fmt::join(peaks, " "));
+  text += fmt::format("ideal speedup over one stage: {:.2f}x (K*M/(M+K-1))\n",
+                      ideal_speedup(num_stages, num_micro_batches));
+  return text;
+}
+
+double ideal_speedup(int num_stages, int num_micro_batches) {
+  check(num_stages >= 1 && num_micro_batches >= 1,
+        "ideal_speedup: stages and micro-batches must be >= 1, got {} and {}", num_stages,
+        num_micro_batches);
+  return static_cast<double>(num_stages) * num_micro_batches / (num_micro_batches + num_stages - 1);
+}
+
+}  // namespace mpipe::pipeline

@@ -1,0 +1,28 @@
+// Text rendering of schedules: programs as op strings, simulated timelines as stage x time grids.
+#pragma once
+
+#include <string>
+
+#include "pipeline/op.h"
+#include "pipeline/pipeline_config.h"
+#include "pipeline/simulator.h"
+
+namespace mpipe::pipeline {
+
+// "RA0 F0 SA0 RG0 B0 SG0": the ops of a program separated by single spaces.
+std::string program_to_string(const Program& program);
+
+// One row per stage, one column per time unit; a compute op fills every column whose midpoint
+// it covers ("F0", "B3"), idle columns show ".". A header row numbers the columns. Ends with \n.
+std::string render_grid(const SimulationResult& result);
+
+// Everything `mpipe schedule` prints: a title line, the grid of the simulated schedule
+// (F = 1, B = 2 time units), makespan, bubble fraction, peak in-flight micro-batches per stage
+// and the ideal speedup. Throws mpipe::Error for invalid K, M.
+std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_batches);
+
+// Speedup of a K-stage GPipe pipeline over one stage with M micro-batches and no
+// communication cost: K*M / (M+K-1).
+double ideal_speedup(int num_stages, int num_micro_batches);
+
+}  // namespace mpipe::pipeline

@@ -1,0 +1,54 @@
+// Point-to-point transfers between neighbouring stages.
+#include "pipeline/link.h"
+
+#include "core/error.h"
+
+namespace mpipe::pipeline {
+
+int message_tag(int64_t round, int micro_batch, Direction direction) {
+  check(micro_batch >= 0 && micro_batch < 4096, "micro-batch {} out of tag range", micro_batch);
+  return static_cast<int>(((round % 4096) * 4096 + micro_batch) * 4 + static_cast<int>(direction));
+}
+
+Link::Link(const comm::Communicator& pipeline, int stage, int num_stages)
+    : pipeline_(pipeline), stage_(stage), num_stages_(num_stages) {}
+
+int Link::peer(Direction direction, bool receiving) const {
+  // Activations move forward (s-1 → s → s+1), gradients backward.
+  bool from_previous = (direction != Direction::kGradient) == receiving;
+  int peer = from_previous ? stage_ - 1 : stage_ + 1;
+  check(peer >= 0 && peer < num_stages_, "stage {} has no neighbour {}", stage_, peer);
+  return peer;
+}
+
+void Link::post_recv(Direction direction, int64_t round, int micro_batch, Shape shape) {
+  auto key = std::make_pair(direction, micro_batch);
+  check(!receives_.contains(key), "receive of micro-batch {} posted twice", micro_batch);
+  PendingRecv pending{.buffer = Tensor(std::move(shape)), .request = {}};
+  pending.request = pipeline_.irecv(pending.buffer.span(), peer(direction, true),
+                                    message_tag(round, micro_batch, direction));
+  receives_.emplace(key, std::move(pending));
+}
+
+Tensor Link::wait_recv(Direction direction, int micro_batch) {
+  auto it = receives_.find({direction, micro_batch});
+  check(it != receives_.end(), "waiting for micro-batch {} that was never posted", micro_batch);
+  PendingRecv pending = std::move(it->second);
+  receives_.erase(it);
+  pending.request.wait();  // throws unless exactly the expected number of values arrived
+  return std::move(pending.buffer);
+}
+
+void Link::send(Direction direction, int64_t round, int micro_batch, const Tensor& tensor) {
+  sends_.push_back(pipeline_.isend(tensor.span(), peer(direction, false),
+                                   message_tag(round, micro_batch, direction)));
+  // Retire completed sends so their buffers are freed early.
+  while (!sends_.empty() && sends_.front().test()) sends_.pop_front();
+}
+
+void Link::wait_sends() {
+  for (comm::Request& request : sends_) request.wait();
+  sends_.clear();
+}
+
+}  // namespace mpipe::pipeline

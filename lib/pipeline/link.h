@@ -1,0 +1,49 @@
+// Link: a stage's nonblocking connections to its pipeline neighbours. Receives are posted
+// before they are needed; a send's buffer belongs to its request until it completes.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <utility>
+
+#include "comm/communicator.h"
+#include "core/tensor.h"
+
+namespace mpipe::pipeline {
+
+// What a message carries: activations flow to stage s+1, gradients back to s-1.
+enum class Direction { kActivation = 0, kGradient = 1, kEvalActivation = 2 };
+
+// Message tag for (round, micro-batch, direction); a round is a training step or an evaluation
+// batch. Rounds wrap at 4096 and micro-batches must be < 4096, so tags stay below 2^26.
+int message_tag(int64_t round, int micro_batch, Direction direction);
+
+class Link {
+ public:
+  Link(const comm::Communicator& pipeline, int stage, int num_stages);
+
+  // Posts the receive of micro-batch `micro_batch` of `round`: activations come from the
+  // previous stage, gradients from the next. `shape` is what must arrive.
+  void post_recv(Direction direction, int64_t round, int micro_batch, Shape shape);
+  // Waits for a posted receive; throws if the message does not have the expected size
+  // (the shape check on arrival: both sides derive the shape from the model plan).
+  Tensor wait_recv(Direction direction, int micro_batch);
+  void send(Direction direction, int64_t round, int micro_batch, const Tensor& tensor);
+  // Completes every pending send (end of a step).
+  void wait_sends();
+
+ private:
+  struct PendingRecv {
+    Tensor buffer;
+    comm::Request request;
+  };
+  int peer(Direction direction, bool receiving) const;
+
+  const comm::Communicator& pipeline_;
+  int stage_;
+  int num_stages_;
+  std::map<std::pair<Direction, int>, PendingRecv> receives_;
+  std::deque<comm::Request> sends_;
+};
+
+}  // namespace mpipe::pipeline

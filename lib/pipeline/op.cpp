@@ -1,0 +1,32 @@
+// Op: the short textual names of pipeline ops ("F3", "RA2", ...).
+#include "pipeline/op.h"
+
+#include <fmt/format.h>
+
+namespace mpipe::pipeline {
+
+namespace {
+
+const char* prefix(OpKind kind) {
+  switch (kind) {
+    case OpKind::kRecvActivation:
+      return "RA";
+    case OpKind::kForward:
+      return "F";
+    case OpKind::kSendActivation:
+      return "SA";
+    case OpKind::kRecvGrad:
+      return "RG";
+    case OpKind::kBackward:
+      return "B";
+    case OpKind::kSendGrad:
+      return "SG";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string to_string(const Op& op) { return fmt::format("{}{}", prefix(op.kind), op.micro_batch); }
+
+}  // namespace mpipe::pipeline

@@ -1,0 +1,62 @@
+// Timeline simulator: runs all K stage programs in simulated time, without MPI, to measure
+// makespan, bubble fraction and in-flight micro-batches, and to find deadlocks.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "pipeline/op.h"
+
+namespace mpipe::pipeline {
+
+struct SimulationOptions {
+  double forward_time = 1.0;   // time units one F takes
+  double backward_time = 2.0;  // time units one B takes (recompute included)
+  double send_latency = 0.0;   // a message sent at t can be received from t + send_latency
+};
+
+// One compute op (F or B) as it ran: [start, end) in time units.
+struct TimedOp {
+  Op op;
+  double start = 0.0;
+  double end = 0.0;
+};
+
+struct StageTimeline {
+  std::vector<TimedOp> compute;  // in program order
+  double busy_time = 0.0;        // sum of compute durations
+  int peak_in_flight = 0;        // most micro-batches forwarded but not yet backwarded
+};
+
+// Where a stage stopped when no stage could make progress.
+struct StuckStage {
+  int stage = 0;
+  std::size_t op_index = 0;  // index into that stage's program
+  Op op;                     // the receive it waits on
+};
+
+struct SimulationResult {
+  std::vector<StageTimeline> stages;  // one per stage
+  double makespan = 0.0;              // time the last op ends
+  // 1 - (sum of busy time over stages) / (K * makespan): the idle share of the pipeline.
+  double bubble_fraction = 0.0;
+  std::vector<StuckStage> stuck;  // empty unless the programs deadlock
+  // One line per neighbour pair whose send order differs from the peer's receive order
+  // (activations s -> s+1 and gradients s+1 -> s); empty when all agree.
+  std::vector<std::string> order_mismatches;
+
+  bool deadlocked() const { return !stuck.empty(); }
+  bool orders_match() const { return order_mismatches.empty(); }
+  // "deadlock: stage 0 waits at op 3 (RG0); stage 1 waits at op 0 (RA1)", or "" if none.
+  std::string deadlock_report() const;
+};
+
+// Runs programs[s] as stage s. Compute ops take the configured time; sends never block;
+// a receive (matched by micro-batch with the neighbour's send of the same kind) blocks until
+// that message has arrived. Throws mpipe::Error for a program that sends to or receives from
+// a stage that does not exist. A deadlock is reported in the result, not thrown.
+SimulationResult simulate(const std::vector<Program>& programs,
+                          const SimulationOptions& options = {});
+
+}  // namespace mpipe::pipeline

@@ -1,0 +1,98 @@
+// Stage forward/backward with per-micro-batch stashes and re-materialization.
+#include "pipeline/stage.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace mpipe::pipeline {
+namespace {
+
+std::vector<nn::Layer*> raw_pointers(const std::vector<std::unique_ptr<nn::Layer>>& layers) {
+  std::vector<nn::Layer*> out;
+  for (const auto& layer : layers) out.push_back(layer.get());
+  return out;
+}
+
+}  // namespace
+
+size_t Stage::Stash::bytes() const {
+  size_t n = input.bytes();
+  for (const nn::Saved& s : saved) n += s.bytes();
+  return n;
+}
+
+Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute,
+             int num_micro_batches)
+    : layers_(std::move(layers)), recompute_(recompute), num_micro_batches_(num_micro_batches) {
+  check(!layers_.empty(), "a stage needs at least one layer");
+  auto pointers = raw_pointers(layers_);
+  params_ = std::make_unique<nn::ParamBuffer>(std::span<nn::Layer* const>(pointers));
+}
+
+bool Stage::recomputes(int micro_batch) const {
+  switch (recompute_) {
+    case Recompute::kAlways:
+      return true;
+    case Recompute::kExceptLast:
+      return micro_batch != num_micro_batches_ - 1;
+    case Recompute::kNever:
+      return false;
+  }
+  return false;
+}
+
+Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
+                          std::vector<nn::Saved>* saved) {
+  const Tensor* x = &input;
+  Tensor current;
+  for (const auto& layer : layers_) {
+    nn::Forward result = layer->forward(*x, ctx);
+    if (saved) saved->push_back(std::move(result.saved));
+    current = std::move(result.output);
+    x = &current;
+  }
+  return current;
+}
+
+Tensor Stage::forward(int micro_batch, Tensor input, const nn::LayerContext& ctx) {
+  check(!stash_.contains(micro_batch), "micro-batch {} forwarded twice", micro_batch);
+  Stash stash;
+  Tensor output;
+  if (recomputes(micro_batch)) {
+    output = run_forward(input, ctx, nullptr);
+    stash.input = std::move(input);
+  } else {
+    output = run_forward(input, ctx, &stash.saved);
+  }
+  stored_bytes_ += stash.bytes();
+  peak_stored_bytes_ = std::max(peak_stored_bytes_, stored_bytes_);
+  stash_.emplace(micro_batch, std::move(stash));
+  return output;
+}
+
+Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::LayerContext& ctx) {
+  auto it = stash_.find(micro_batch);
+  check(it != stash_.end(), "backward of micro-batch {} before its forward", micro_batch);
+  Stash stash = std::move(it->second);
+  stash_.erase(it);
+  stored_bytes_ -= stash.bytes();
+  if (stash.saved.empty()) {
+    nn::LayerContext recompute_ctx = ctx;
+    recompute_ctx.recompute = true;
+    run_forward(stash.input, recompute_ctx, &stash.saved);
+  }
+  Tensor grad = grad_output;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    nn::LayerContext layer_ctx = ctx;
+    layer_ctx.need_input_grad = layers_[i]->global_index() != 0;
+    grad = layers_[i]->backward(grad, stash.saved[i], layer_ctx);
+  }
+  return grad;
+}
+
+Tensor Stage::evaluate(const Tensor& input, const nn::LayerContext& ctx) {
+  return run_forward(input, ctx, nullptr);
+}
+
+}  // namespace mpipe::pipeline

@@ -1,0 +1,115 @@
+// Naming, packing and restoring a stage's weights and optimizer state.
+#include "train/stage_tensors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace mpipe::train {
+namespace {
+
+std::string weight_name(int layer, const std::string& name) {
+  return fmt::format("layers.{}.{}", layer, name);
+}
+
+// Calls visit(name, values) for every weight of the stage in weight_layout order.
+template <typename Stage, typename Visit>
+void for_each_weight(Stage& stage, Visit visit) {
+  auto& params = stage.params();
+  for (const auto& layer : stage.layers()) {
+    for (bool trainable : {true, false}) {
+      for (const auto& entry : params.entries()) {
+        if (entry.global_layer != layer->global_index() || entry.trainable != trainable) continue;
+        auto storage = trainable ? params.values() : params.buffers();
+        visit(weight_name(entry.global_layer, entry.name), entry.shape,
+              storage.subspan(static_cast<size_t>(entry.offset),
+                              static_cast<size_t>(entry.shape.numel())));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<TensorSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers) {
+  std::vector<TensorSlot> layout;
+  for (const auto& layer : layers) {
+    for (const auto& spec : layer->param_specs()) {
+      layout.push_back({weight_name(layer->global_index(), spec.name), spec.shape});
+    }
+    for (const auto& spec : layer->buffer_specs()) {
+      layout.push_back({weight_name(layer->global_index(), spec.name), spec.shape});
+    }
+  }
+  return layout;
+}
+
+std::vector<float> pack_weights(const pipeline::Stage& stage) {
+  std::vector<float> flat;
+  for_each_weight(stage, [&flat](const std::string&, const Shape&, auto values) {
+    flat.insert(flat.end(), values.begin(), values.end());
+  });
+  return flat;
+}
+
+std::vector<checkpoint::NamedTensor> unpack_weights(const std::vector<TensorSlot>& layout,
+                                                    const std::vector<float>& flat) {
+  std::vector<checkpoint::NamedTensor> tensors;
+  size_t offset = 0;
+  for (const TensorSlot& slot : layout) {
+    const auto n = static_cast<size_t>(slot.shape.numel());
+    check(offset + n <= flat.size(), "gathered weights too short for {}", slot.name);
+    tensors.push_back({slot.name, slot.shape,
+                       std::vector<float>(flat.begin() + static_cast<ptrdiff_t>(offset),
+                                          flat.begin() + static_cast<ptrdiff_t>(offset + n))});
+    offset += n;
+  }
+  check(offset == flat.size(), "gathered {} weights, the model has {}", flat.size(), offset);
+  return tensors;
+}
+
+std::vector<checkpoint::NamedTensor> stage_state(const pipeline::Stage& stage,
+                                                 optim::Optimizer& optimizer) {
+  std::vector<checkpoint::NamedTensor> tensors;
+  for_each_weight(stage, [&tensors](const std::string& name, const Shape& shape, auto values) {
+    tensors.push_back({name, shape, std::vector<float>(values.begin(), values.end())});
+  });
+  for (const auto& [slot, state] : optimizer.state()) {
+    for (const auto& entry : stage.params().entries()) {
+      if (!entry.trainable) continue;
+      auto values = state.subspan(static_cast<size_t>(entry.offset),
+                                  static_cast<size_t>(entry.shape.numel()));
+      tensors.push_back({fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
+                         entry.shape, std::vector<float>(values.begin(), values.end())});
+    }
+  }
+  return tensors;
+}
+
+void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
+                      const std::vector<checkpoint::NamedTensor>& tensors,
+                      const std::string& source) {
+  std::map<std::string, const checkpoint::NamedTensor*> by_name;
+  for (const auto& tensor : tensors) by_name[tensor.name] = &tensor;
+  auto restore = [&](const std::string& name, const Shape& shape, std::span<float> values) {
+    auto it = by_name.find(name);
+    check_input(it != by_name.end(), "{}: tensor {} is missing", source, name);
+    check_input(it->second->shape == shape, "{}: tensor {} has shape {}, the model needs {}",
+                source, name, it->second->shape, shape);
+    std::copy(it->second->values.begin(), it->second->values.end(), values.begin());
+  };
+  for_each_weight(stage, restore);
+  for (const auto& [slot, state] : optimizer.state()) {
+    for (const auto& entry : stage.params().entries()) {
+      if (!entry.trainable) continue;
+      restore(fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
+              entry.shape,
+              state.subspan(static_cast<size_t>(entry.offset),
+                            static_cast<size_t>(entry.shape.numel())));
+    }
+  }
+}
+
+}  // namespace mpipe::train

@@ -1,0 +1,41 @@
+// Stage tensors: a stage's weights, buffers and optimizer state as named tensors whose names
+// depend only on global layer indices ("layers.3.weight", "optim.exp_avg.layers.3.weight"),
+// so files written by a run with K stages load into a run with any other K.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "checkpoint/safetensors.h"
+#include "nn/layer.h"
+#include "optim/optimizer.h"
+#include "pipeline/stage.h"
+
+namespace mpipe::train {
+
+// One tensor of the model: "layers.<global layer>.<param or buffer name>".
+struct TensorSlot {
+  std::string name;
+  Shape shape;
+};
+
+// The weight tensors of `layers` in a fixed order: per layer, its parameters then its buffers.
+std::vector<TensorSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers);
+
+// The stage's weights in weight_layout order, as one flat array (for gathering).
+std::vector<float> pack_weights(const pipeline::Stage& stage);
+// Splits flat weights (pack_weights of consecutive stages, concatenated) into named tensors.
+std::vector<checkpoint::NamedTensor> unpack_weights(const std::vector<TensorSlot>& layout,
+                                                    const std::vector<float>& flat);
+
+// Weights and optimizer state of the stage, for its checkpoint shard.
+std::vector<checkpoint::NamedTensor> stage_state(const pipeline::Stage& stage,
+                                                 optim::Optimizer& optimizer);
+// Restores what stage_state wrote (from any partition's shards, merged). Throws InputError
+// naming `source` when a tensor is missing or has another shape.
+void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
+                      const std::vector<checkpoint::NamedTensor>& tensors,
+                      const std::string& source);
+
+}  // namespace mpipe::train

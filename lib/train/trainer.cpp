@@ -1,0 +1,197 @@
+// The synchronous pipeline-parallel training step and the pipelined evaluation.
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/error.h"
+#include "optim/clipping.h"
+#include "optim/lr_schedule.h"
+#include "pipeline/schedule.h"
+
+namespace mpipe::train {
+
+comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int world_rank,
+                                int world_size) {
+  int stages = config.stages;
+  int replicas = config.data_parallel;
+  if (stages == 0) {
+    check_input(world_size % replicas == 0,
+                "pipeline.stages: auto needs the world size ({}) to be divisible by "
+                "pipeline.data_parallel ({})",
+                world_size, replicas);
+    stages = world_size / replicas;
+  }
+  if (replicas == 0) {
+    check_input(world_size % stages == 0,
+                "pipeline.data_parallel: auto needs the world size ({}) to be divisible by "
+                "pipeline.stages ({})",
+                world_size, stages);
+    replicas = world_size / stages;
+  }
+  return comm::make_topology(world_rank, world_size, stages, replicas);
+}
+
+Trainer::Trainer(const config::Experiment& experiment, const comm::Communicator& world,
+                 kernels::KernelContext& kernels, const data::Dataset& dataset)
+    : experiment_(experiment),
+      world_(world),
+      kernels_(kernels),
+      dataset_(dataset),
+      topology_(resolve_topology(experiment.pipeline, world.rank(), world.size())),
+      groups_(comm::split_world(world, topology_)),
+      plan_(model::plan_model(experiment.model, dataset.input_shape())),
+      sampler_(experiment.train.seed, dataset.size(data::Split::kTrain)) {
+  const auto& pipe = experiment.pipeline;
+  const int64_t divisor = int64_t{pipe.micro_batches} * topology_.num_replicas;
+  check_input(experiment.train.batch_size % divisor == 0,
+              "{}: train.batch_size: must be divisible by pipeline.micro_batches * "
+              "pipeline.data_parallel = {}, got {}",
+              experiment.source, divisor, experiment.train.batch_size);
+  auto ranges = model::partition_layers(static_cast<int>(plan_.layers.size()),
+                                        topology_.num_stages, pipe.partition,
+                                        experiment.source + ": pipeline.partition");
+  range_ = ranges[static_cast<size_t>(topology_.stage)];
+  stage_ = std::make_unique<pipeline::Stage>(
+      model::build_layers(experiment.model, dataset.input_shape(), range_.begin, range_.end),
+      pipe.recompute, pipe.micro_batches);
+  stage_->params().initialize(experiment.train.seed);
+  loss_ = nn::make_loss(experiment.model.loss);
+  if (experiment.model.loss == "cross_entropy") {
+    loss_rows_per_example_ = std::max<int64_t>(1, dataset.target_shape().numel());
+  }
+  optimizer_ = optim::Optimizer::make(experiment.optimizer, stage_->params().num_params());
+  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages);
+  executor_ = std::make_unique<pipeline::Executor>(*stage_, *link_, topology_.stage,
+                                                   topology_.num_stages, *loss_, kernels_);
+  program_ = pipeline::make_program(pipe.schedule, topology_.num_stages, pipe.micro_batches,
+                                    topology_.stage);
+}
+
+pipeline::RoundPlan Trainer::round_plan(int64_t round, int64_t first_row,
+                                        const std::vector<int64_t>& rows) const {
+  pipeline::RoundPlan plan{.round = round,
+                           .seed = experiment_.train.seed,
+                           .rows = rows,
+                           .first_example = {},
+                           .stage_input = plan_.layers[static_cast<size_t>(range_.begin)].input,
+                           .stage_output = plan_.layers[static_cast<size_t>(range_.end - 1)].output,
+                           .grad_scale = 1.0f};
+  int64_t first = first_row;
+  for (int64_t r : rows) {
+    plan.first_example.push_back(first);
+    first += r;
+  }
+  return plan;
+}
+
+pipeline::MicroBatchData Trainer::micro_batch_data(data::Split split,
+                                                   const std::vector<int64_t>& indices,
+                                                   const pipeline::RoundPlan& plan,
+                                                   int64_t step) const {
+  // indices: the whole round's examples; micro-batch m takes plan.rows[m] of them starting at
+  // plan.first_example[m].
+  auto slice = [&indices, &plan](int m) {
+    const auto begin = static_cast<size_t>(plan.first_example[static_cast<size_t>(m)]);
+    return std::span<const int64_t>(indices).subspan(
+        begin, static_cast<size_t>(plan.rows[static_cast<size_t>(m)]));
+  };
+  const uint64_t seed = experiment_.train.seed;
+  return {
+      .inputs = [this, split, slice, seed, step](
+                    int m) { return dataset_.inputs(split, slice(m), seed, step); },
+      .targets = [this, split, slice](int m) { return dataset_.targets(split, slice(m)); },
+  };
+}
+
+StepReport Trainer::step(int64_t step) {
+  const auto& train = experiment_.train;
+  const int num_micro_batches = experiment_.pipeline.micro_batches;
+  const int64_t replica_rows = train.batch_size / topology_.num_replicas;
+
+  stage_->params().zero_grads();
+  const bool needs_data = topology_.stage == 0 || topology_.stage == topology_.num_stages - 1;
+  std::vector<int64_t> indices;
+  if (needs_data) {
+    indices = sampler_.batch(step, train.batch_size);
+  }
+  pipeline::RoundPlan plan =
+      round_plan(step, topology_.replica * replica_rows,
+                 std::vector<int64_t>(static_cast<size_t>(num_micro_batches),
+                                      replica_rows / num_micro_batches));
+  plan.grad_scale = 1.0f / static_cast<float>(train.batch_size * loss_rows_per_example_);
+  pipeline::LossTotals totals =
+      executor_->train_step(program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step));
+
+  auto grads = stage_->params().grads();
+  if (topology_.num_replicas > 1) groups_.data_parallel.allreduce_sum(grads);
+  StepReport report;
+  report.grad_norm = global_grad_norm();
+  optim::scale(grads, optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm));
+  report.lr = optim::learning_rate(experiment_.optimizer, step, train.steps);
+  optimizer_->step(stage_->params().values(), grads, report.lr);
+
+  pipeline::LossTotals sum = sum_over_world(totals);
+  report.loss = sum.rows > 0 ? sum.sum / static_cast<double>(sum.rows) : 0.0;
+  return report;
+}
+
+double Trainer::global_grad_norm() const {
+  // Per-layer partial sums from every stage, combined in global layer order, so the norm is
+  // the same for every partition.
+  std::vector<double> mine;
+  for (const auto& [layer, square_sum] : stage_->params().grad_square_sums_per_layer()) {
+    mine.push_back(static_cast<double>(layer));
+    mine.push_back(square_sum);
+  }
+  std::vector<double> all = groups_.pipeline.allgatherv(mine);
+  std::vector<std::pair<int, double>> per_layer;
+  for (size_t i = 0; i + 1 < all.size(); i += 2) {
+    per_layer.emplace_back(static_cast<int>(all[i]), all[i + 1]);
+  }
+  return optim::global_norm(per_layer);
+}
+
+pipeline::LossTotals Trainer::sum_over_world(const pipeline::LossTotals& mine) const {
+  std::vector<double> values = {mine.sum, static_cast<double>(mine.rows),
+                                static_cast<double>(mine.correct)};
+  world_.allreduce_sum(std::span<double>(values));
+  return {.sum = values[0],
+          .rows = static_cast<int64_t>(values[1]),
+          .correct = static_cast<int64_t>(values[2])};
+}
+
+EvalReport Trainer::evaluate(int64_t step) {
+  const auto& train = experiment_.train;
+  const int64_t batch = train.eval_batch_size > 0 ? train.eval_batch_size : train.batch_size;
+  const int64_t size = dataset_.size(data::Split::kTest);
+  int64_t num_batches = (size + batch - 1) / batch;
+  if (train.eval_batches > 0) num_batches = std::min(num_batches, train.eval_batches);
+  pipeline::LossTotals totals;
+  // Replicas take turns: batch j is evaluated by replica j % D.
+  for (int64_t j = topology_.replica; j < num_batches; j += topology_.num_replicas) {
+    const int64_t first = j * batch;
+    const int64_t rows = std::min(batch, size - first);
+    const int64_t parts = std::min<int64_t>(experiment_.pipeline.micro_batches, rows);
+    std::vector<int64_t> micro_rows;
+    for (int64_t m = 0; m < parts; ++m) micro_rows.push_back(rows / parts + (m < rows % parts));
+    pipeline::RoundPlan plan = round_plan(j, 0, micro_rows);
+    std::vector<int64_t> indices(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) indices[static_cast<size_t>(i)] = first + i;
+    pipeline::LossTotals part =
+        executor_->evaluate(plan, micro_batch_data(data::Split::kTest, indices, plan, step));
+    totals.sum += part.sum;
+    totals.rows += part.rows;
+    totals.correct += part.correct;
+  }
+  pipeline::LossTotals sum = sum_over_world(totals);
+  EvalReport report;
+  report.rows = sum.rows;
+  if (sum.rows > 0) {
+    report.loss = sum.sum / static_cast<double>(sum.rows);
+    report.accuracy = static_cast<double>(sum.correct) / static_cast<double>(sum.rows);
+  }
+  return report;
+}
+
+}  // namespace mpipe::train

@@ -1,0 +1,86 @@
+// Trainer: one rank's part of a synchronous pipeline-parallel training run. Trainer::step reads
+// like the algorithm: zero grads → run the stage program → allreduce → clip → optimizer step.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/topology.h"
+#include "config/experiment.h"
+#include "data/dataset.h"
+#include "data/sampler.h"
+#include "kernels/context.h"
+#include "model/model_builder.h"
+#include "model/partition.h"
+#include "nn/loss.h"
+#include "optim/optimizer.h"
+#include "pipeline/executor.h"
+#include "pipeline/link.h"
+#include "pipeline/op.h"
+#include "pipeline/stage.h"
+
+namespace mpipe::train {
+
+// What one step or evaluation produced, identical on every rank.
+struct StepReport {
+  double loss = 0.0;       // mean over the mini-batch
+  double lr = 0.0;
+  double grad_norm = 0.0;  // before clipping
+};
+
+struct EvalReport {
+  double loss = 0.0;  // mean over all evaluated rows
+  double accuracy = 0.0;
+  int64_t rows = 0;
+};
+
+// K and D from the config, resolving `auto` (0) from the world size.
+comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int world_rank,
+                                int world_size);
+
+class Trainer {
+ public:
+  // Collective over `world`: splits it into pipeline and data-parallel groups, builds this
+  // rank's stage and initializes its weights from the seed.
+  Trainer(const config::Experiment& experiment, const comm::Communicator& world,
+          kernels::KernelContext& kernels, const data::Dataset& dataset);
+
+  StepReport step(int64_t step);
+  EvalReport evaluate(int64_t step);
+
+  const comm::Topology& topology() const { return topology_; }
+  const comm::Groups& groups() const { return groups_; }
+  const model::ModelPlan& plan() const { return plan_; }
+  const model::LayerRange& layer_range() const { return range_; }
+  pipeline::Stage& stage() { return *stage_; }
+  optim::Optimizer& optimizer() { return *optimizer_; }
+
+ private:
+  pipeline::RoundPlan round_plan(int64_t round, int64_t first_row,
+                                 const std::vector<int64_t>& rows) const;
+  pipeline::MicroBatchData micro_batch_data(data::Split split, const std::vector<int64_t>& indices,
+                                            const pipeline::RoundPlan& plan, int64_t step) const;
+  double global_grad_norm() const;
+  // Sums [loss sum, rows, correct] of the last stages over the world.
+  pipeline::LossTotals sum_over_world(const pipeline::LossTotals& mine) const;
+
+  const config::Experiment& experiment_;
+  const comm::Communicator& world_;
+  kernels::KernelContext& kernels_;
+  const data::Dataset& dataset_;
+  comm::Topology topology_;
+  comm::Groups groups_;
+  model::ModelPlan plan_;
+  model::LayerRange range_;
+  std::unique_ptr<pipeline::Stage> stage_;
+  std::unique_ptr<nn::Loss> loss_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<pipeline::Link> link_;
+  std::unique_ptr<pipeline::Executor> executor_;
+  pipeline::Program program_;
+  int64_t loss_rows_per_example_ = 1;
+  data::EpochSampler sampler_;  // the order of training examples, cached per epoch
+};
+
+}  // namespace mpipe::train

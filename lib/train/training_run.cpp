@@ -1,0 +1,170 @@
+// The training loop around Trainer::step: logging, evaluation, checkpoints, resume, export.
+#include "train/training_run.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <numbers>
+#include <optional>
+
+#include "checkpoint/checkpoint_store.h"
+#include "core/error.h"
+#include "data/dataset.h"
+#include "log/metrics_writer.h"
+#include "log/progress.h"
+#include "train/stage_tensors.h"
+#include "train/trainer.h"
+#include "train/weight_export.h"
+
+namespace mpipe::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Writes this rank's shard (first replica only), then rank 0 commits the step.
+void save_checkpoint(Trainer& trainer, checkpoint::CheckpointStore& store,
+                     const config::Experiment& experiment, const comm::Communicator& world,
+                     int64_t steps_done) {
+  if (trainer.topology().replica == 0) {
+    store.write_shard(steps_done, trainer.topology().stage,
+                      stage_state(trainer.stage(), trainer.optimizer()));
+  }
+  world.barrier();
+  if (world.rank() == 0) {
+    store.commit(steps_done, {{"num_stages", trainer.topology().num_stages},
+                              {"optimizer_steps", trainer.optimizer().steps_taken()},
+                              {"seed", experiment.train.seed},
+                              {"config", experiment.source}});
+  }
+  world.barrier();
+}
+
+// Loads the newest committed checkpoint; returns the number of steps it had done.
+int64_t resume_from(Trainer& trainer, checkpoint::CheckpointStore& store) {
+  std::optional<int64_t> latest = store.latest_committed();
+  if (!latest) return 0;
+  load_stage_state(trainer.stage(), trainer.optimizer(), store.read_all(*latest),
+                   store.step_dir(*latest));
+  trainer.optimizer().set_steps_taken(store.read_meta(*latest).at("optimizer_steps").get<int64_t>());
+  return *latest;
+}
+
+}  // namespace
+
+RunResult run_training(const config::Experiment& experiment, const RunOptions& options,
+                       const comm::Communicator& world, kernels::KernelContext& kernels) {
+  const auto& train = experiment.train;
+  const bool is_root = world.rank() == 0;
+  std::unique_ptr<data::Dataset> dataset = data::make_dataset(experiment.data, train.seed);
+  Trainer trainer(experiment, world, kernels, *dataset);
+  const auto& topo = trainer.topology();
+  if (is_root) {
+    spdlog::info("{}: {} layers, {} parameters, {} stages x {} replicas, {} micro-batches of {}",
+                 experiment.source, trainer.plan().layers.size(), trainer.plan().num_params(),
+                 topo.num_stages, topo.num_replicas, experiment.pipeline.micro_batches,
+                 train.batch_size / topo.num_replicas / experiment.pipeline.micro_batches);
+  }
+
+  checkpoint::CheckpointStore store(options.run_dir, experiment.checkpoint.keep);
+  int64_t first_step = options.resume ? resume_from(trainer, store) : 0;
+  if (first_step > 0 && is_root) spdlog::info("resumed from step {}", first_step);
+
+  std::optional<log::MetricsWriter> metrics;
+  std::optional<log::ProgressLine> progress;
+  if (is_root) {
+    metrics.emplace(options.run_dir);
+    if (options.progress) {
+      progress.emplace(options.progress, log::stream_is_terminal(options.progress), train.steps,
+                       first_step);
+    }
+  }
+
+  RunResult result;
+  const auto start = Clock::now();
+  auto window_start = start;
+  int64_t window_steps = 0;
+  StepReport report;
+  int64_t step = first_step;
+  for (; step < train.steps; ++step) {
+    report = trainer.step(step);
+    ++window_steps;
+    const int64_t done = step + 1;
+    if (done % experiment.log.every == 0 || done == train.steps) {
+      const double samples_per_s =
+          static_cast<double>(window_steps * train.batch_size) / seconds_since(window_start);
+      if (is_root) {
+        metrics->train(done, report.loss, report.lr, samples_per_s);
+        if (progress) {
+          progress->update({.step = done,
+                            .loss = report.loss,
+                            .lr = report.lr,
+                            .samples_per_s = samples_per_s,
+                            .elapsed_s = seconds_since(start)});
+        }
+      }
+      window_start = Clock::now();
+      window_steps = 0;
+    }
+    if (train.eval_every > 0 && done % train.eval_every == 0 && done != train.steps) {
+      EvalReport eval = trainer.evaluate(step);
+      if (is_root) metrics->eval(done, "test", eval.loss, eval.accuracy);
+    }
+    if (experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0) {
+      save_checkpoint(trainer, store, experiment, world, done);
+    }
+    const bool stop = options.stop_requested && options.stop_requested->load();
+    if (!world.all_true(!stop)) {  // any rank asked to stop: all stop here, together
+      if (!(experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0)) {
+        save_checkpoint(trainer, store, experiment, world, done);
+      }
+      result.preempted = true;
+      ++step;
+      break;
+    }
+  }
+  if (progress) progress->finish();
+  result.steps_done = step;
+  result.final_train_loss = report.loss;
+  const double wall_s = seconds_since(start);
+
+  if (!result.preempted) {
+    EvalReport eval = trainer.evaluate(step);
+    result.final_eval_loss = eval.loss;
+    result.final_eval_accuracy = eval.accuracy;
+    const bool saved_last_step =
+        experiment.checkpoint.every > 0 && step % experiment.checkpoint.every == 0;
+    if (step > first_step && !saved_last_step) {
+      save_checkpoint(trainer, store, experiment, world, step);
+    }
+    if (!options.export_weights.empty()) {
+      export_weights(trainer, experiment, *dataset, options.export_weights);
+    }
+    if (is_root) {
+      std::optional<double> bits_per_char;
+      if (experiment.data.kind == data::DatasetKind::kText) {
+        bits_per_char = eval.loss / std::numbers::ln2;
+      }
+      metrics->eval(step, "test", eval.loss, eval.accuracy, bits_per_char);
+      const int64_t steps_run = step - first_step;
+      metrics->write_summary({
+          {"steps", step},
+          {"final_train_loss", result.final_train_loss},
+          {"final_eval_loss", eval.loss},
+          {"final_eval_accuracy", eval.accuracy},
+          {"wall_time_s", wall_s},
+          {"samples_per_s", static_cast<double>(steps_run * train.batch_size) / wall_s},
+          {"stages", topo.num_stages},
+          {"data_parallel", topo.num_replicas},
+          {"micro_batches", experiment.pipeline.micro_batches},
+      });
+    }
+  }
+  return result;
+}
+
+}  // namespace mpipe::train

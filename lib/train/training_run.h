@@ -1,0 +1,36 @@
+// A whole training run: resume, the step loop with progress, metrics, evaluation, checkpoints
+// and preemption, then the final evaluation, weight export and summary.
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+
+#include "comm/communicator.h"
+#include "config/experiment.h"
+#include "kernels/context.h"
+
+namespace mpipe::train {
+
+struct RunOptions {
+  std::string run_dir;         // metrics.jsonl, summary.json, checkpoints/
+  std::string export_weights;  // safetensors path written at the end; empty = none
+  bool resume = true;          // continue from the newest committed checkpoint in run_dir
+  std::FILE* progress = nullptr;  // where rank 0 prints progress (stdout from main); null = none
+  // Set (e.g. by a SIGTERM handler) to stop at the next step boundary with a checkpoint.
+  const std::atomic<bool>* stop_requested = nullptr;
+};
+
+struct RunResult {
+  int64_t steps_done = 0;  // the step count reached (== train.steps unless preempted)
+  bool preempted = false;
+  double final_train_loss = 0.0;
+  double final_eval_loss = 0.0;
+  double final_eval_accuracy = 0.0;
+};
+
+// Collective over `world`; every rank returns the same result.
+RunResult run_training(const config::Experiment& experiment, const RunOptions& options,
+                       const comm::Communicator& world, kernels::KernelContext& kernels);
+
+}  // namespace mpipe::train

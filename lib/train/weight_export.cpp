@@ -1,0 +1,27 @@
+// Gathering weights to rank 0 and writing them as safetensors.
+#include "train/weight_export.h"
+
+#include "checkpoint/safetensors.h"
+#include "model/model_builder.h"
+#include "train/stage_tensors.h"
+
+namespace mpipe::train {
+
+void export_weights(Trainer& trainer, const config::Experiment& experiment,
+                    const data::Dataset& dataset, const std::string& path) {
+  if (trainer.topology().replica == 0) {
+    std::vector<float> flat = trainer.groups().pipeline.gatherv(pack_weights(trainer.stage()), 0);
+    if (trainer.topology().stage == 0) {
+      // Rank 0 rebuilds the whole layer list (cheap: layers allocate nothing until bound) to
+      // name what the stages sent, in stage order = global layer order.
+      auto layers = model::build_layers(experiment.model, dataset.input_shape(), 0,
+                                        static_cast<int>(experiment.model.layers.size()));
+      checkpoint::write_safetensors(path, unpack_weights(weight_layout(layers), flat),
+                                    {{"format", "pt"}, {"producer", "mpipe"},
+                                     {"config", experiment.source}});
+    }
+  }
+  trainer.groups().pipeline.barrier();
+}
+
+}  // namespace mpipe::train

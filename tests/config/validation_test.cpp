@@ -1,0 +1,307 @@
+// Tests for the value rules of every section: one small bad file per rule, exact message.
+#include <gtest/gtest.h>
+
+#include "experiment_file.h"
+
+namespace mpipe::config {
+namespace {
+
+// The error of a file holding `yaml` (lines from 1) followed by a valid model section.
+std::string error_of(const std::string& yaml) { return ExperimentFile().error(yaml + kModel); }
+
+// train
+
+TEST(TrainSection, StepsMustBeAtLeastOne) {
+  EXPECT_EQ(error_of("train:\n  steps: 0\n"), "exp.yaml:2: train.steps: must be >= 1, got 0");
+}
+
+TEST(TrainSection, StepsMustBeAnInteger) {
+  EXPECT_EQ(error_of("train:\n  steps: abc\n"),
+            "exp.yaml:2: train.steps: expected an integer, got 'abc'");
+  EXPECT_EQ(error_of("train:\n  steps: 1.5\n"),
+            "exp.yaml:2: train.steps: expected an integer, got '1.5'");
+  EXPECT_EQ(error_of("train:\n  steps:\n"),
+            "exp.yaml:2: train.steps: expected an integer, got nothing");
+}
+
+TEST(TrainSection, BatchSizeMustBeAtLeastOne) {
+  EXPECT_EQ(error_of("train:\n  batch_size: -4\n"),
+            "exp.yaml:2: train.batch_size: must be >= 1, got -4");
+}
+
+TEST(TrainSection, SeedMustBeANonNegativeInteger) {
+  EXPECT_EQ(error_of("train:\n  seed: -1\n"),
+            "exp.yaml:2: train.seed: expected a non-negative integer, got '-1'");
+}
+
+TEST(TrainSection, EvalCountsMustBeNonNegative) {
+  EXPECT_EQ(error_of("train:\n  eval_every: -1\n"),
+            "exp.yaml:2: train.eval_every: must be >= 0, got -1");
+  EXPECT_EQ(error_of("train:\n  eval_batches: -1\n"),
+            "exp.yaml:2: train.eval_batches: must be >= 0, got -1");
+  EXPECT_EQ(error_of("train:\n  eval_batch_size: -1\n"),
+            "exp.yaml:2: train.eval_batch_size: must be >= 0, got -1");
+}
+
+TEST(TrainSection, UnknownKeyListsTheKnownKeys) {
+  EXPECT_EQ(error_of("train:\n  steps: 3\n  stepz: 4\n"),
+            "exp.yaml:3: train.stepz: unknown key (known: steps, batch_size, seed, eval_every, "
+            "eval_batches, eval_batch_size)");
+}
+
+TEST(TrainSection, MustBeAMap) {
+  EXPECT_EQ(error_of("train: 5\n"), "exp.yaml:1: train: expected a map, got '5'");
+}
+
+// optimizer
+
+TEST(OptimizerSection, KindMustBeSgdAdamOrAdamw) {
+  EXPECT_EQ(error_of("optimizer:\n  kind: rmsprop\n"),
+            "exp.yaml:2: optimizer.kind: expected one of sgd, adam, adamw, got 'rmsprop'");
+}
+
+TEST(OptimizerSection, LrMustBePositive) {
+  EXPECT_EQ(error_of("optimizer:\n  lr: -1\n"), "exp.yaml:2: optimizer.lr: must be > 0, got -1");
+  EXPECT_EQ(error_of("optimizer:\n  lr: 0\n"), "exp.yaml:2: optimizer.lr: must be > 0, got 0");
+}
+
+TEST(OptimizerSection, LrMustBeANumber) {
+  EXPECT_EQ(error_of("optimizer:\n  lr: fast\n"),
+            "exp.yaml:2: optimizer.lr: expected a number, got 'fast'");
+  EXPECT_EQ(error_of("optimizer:\n  lr: [1]\n"),
+            "exp.yaml:2: optimizer.lr: expected a number, got a list");
+}
+
+TEST(OptimizerSection, MomentumMustBeInZeroToOneExcludingOne) {
+  EXPECT_EQ(error_of("optimizer:\n  momentum: 1\n"),
+            "exp.yaml:2: optimizer.momentum: must be in [0, 1), got 1");
+  EXPECT_EQ(error_of("optimizer:\n  momentum: -0.5\n"),
+            "exp.yaml:2: optimizer.momentum: must be in [0, 1), got -0.5");
+}
+
+TEST(OptimizerSection, NesterovRequiresMomentum) {
+  EXPECT_EQ(error_of("optimizer:\n  kind: sgd\n  nesterov: true\n"),
+            "exp.yaml:3: optimizer.nesterov: requires optimizer.momentum > 0, got "
+            "optimizer.momentum = 0");
+}
+
+TEST(OptimizerSection, NesterovMustBeABoolean) {
+  EXPECT_EQ(error_of("optimizer:\n  nesterov: maybe\n"),
+            "exp.yaml:2: optimizer.nesterov: expected true or false, got 'maybe'");
+}
+
+TEST(OptimizerSection, WeightDecayMustBeNonNegative) {
+  EXPECT_EQ(error_of("optimizer:\n  weight_decay: -0.1\n"),
+            "exp.yaml:2: optimizer.weight_decay: must be >= 0, got -0.1");
+}
+
+TEST(OptimizerSection, BetasMustBeInZeroToOneExcludingOne) {
+  EXPECT_EQ(error_of("optimizer:\n  beta1: 1.0\n"),
+            "exp.yaml:2: optimizer.beta1: must be in [0, 1), got 1.0");
+  EXPECT_EQ(error_of("optimizer:\n  beta2: -0.1\n"),
+            "exp.yaml:2: optimizer.beta2: must be in [0, 1), got -0.1");
+}
+
+TEST(OptimizerSection, EpsMustBePositive) {
+  EXPECT_EQ(error_of("optimizer:\n  eps: 0\n"), "exp.yaml:2: optimizer.eps: must be > 0, got 0");
+}
+
+TEST(OptimizerSection, ClipNormMustBeNonNegative) {
+  EXPECT_EQ(error_of("optimizer:\n  clip_norm: -1\n"),
+            "exp.yaml:2: optimizer.clip_norm: must be >= 0, got -1");
+}
+
+TEST(OptimizerSection, ScheduleKindMustBeConstantStepOrCosine) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    kind: linear\n"),
+            "exp.yaml:3: optimizer.schedule.kind: expected one of constant, step, cosine, got "
+            "'linear'");
+}
+
+TEST(OptimizerSection, ScheduleWarmupStepsMustBeNonNegative) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule: {warmup_steps: -1}\n"),
+            "exp.yaml:2: optimizer.schedule.warmup_steps: must be >= 0, got -1");
+}
+
+TEST(OptimizerSection, ScheduleStepSizeMustBeAtLeastOne) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    step_size: 0\n"),
+            "exp.yaml:3: optimizer.schedule.step_size: must be >= 1, got 0");
+}
+
+TEST(OptimizerSection, ScheduleGammaMustBePositive) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    gamma: 0\n"),
+            "exp.yaml:3: optimizer.schedule.gamma: must be > 0, got 0");
+}
+
+TEST(OptimizerSection, ScheduleMinLrMustBeNonNegative) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    min_lr: -0.001\n"),
+            "exp.yaml:3: optimizer.schedule.min_lr: must be >= 0, got -0.001");
+}
+
+TEST(OptimizerSection, ScheduleUnknownKeyListsTheKnownKeys) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    warmup: 5\n"),
+            "exp.yaml:3: optimizer.schedule.warmup: unknown key (known: kind, warmup_steps, "
+            "step_size, gamma, min_lr)");
+}
+
+// pipeline
+
+TEST(PipelineSection, StagesMustBeAtLeastOneOrAuto) {
+  EXPECT_EQ(error_of("pipeline:\n  stages: 0\n"),
+            "exp.yaml:2: pipeline.stages: must be >= 1 or 'auto', got 0");
+  EXPECT_EQ(error_of("pipeline:\n  stages: many\n"),
+            "exp.yaml:2: pipeline.stages: expected an integer or 'auto', got 'many'");
+}
+
+TEST(PipelineSection, StagesMustFitAnInt) {
+  EXPECT_EQ(error_of("pipeline:\n  stages: 3000000000\n"),
+            "exp.yaml:2: pipeline.stages: must be <= 2147483647, got 3000000000");
+}
+
+TEST(PipelineSection, DataParallelMustBeAtLeastOneOrAuto) {
+  EXPECT_EQ(error_of("pipeline:\n  data_parallel: -2\n"),
+            "exp.yaml:2: pipeline.data_parallel: must be >= 1 or 'auto', got -2");
+}
+
+TEST(PipelineSection, StagesAndDataParallelCannotBothBeAuto) {
+  EXPECT_EQ(error_of("pipeline:\n  stages: auto\n  data_parallel: auto\n"),
+            "exp.yaml:3: pipeline.data_parallel: cannot be 'auto' when pipeline.stages is "
+            "'auto'");
+}
+
+TEST(PipelineSection, MicroBatchesMustBeAtLeastOne) {
+  EXPECT_EQ(error_of("pipeline:\n  micro_batches: 0\n"),
+            "exp.yaml:2: pipeline.micro_batches: must be >= 1, got 0");
+}
+
+TEST(PipelineSection, ScheduleMustBeGpipeOr1f1b) {
+  EXPECT_EQ(error_of("pipeline:\n  schedule: zigzag\n"),
+            "exp.yaml:2: pipeline.schedule: expected one of gpipe, 1f1b, got 'zigzag'");
+}
+
+TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastOrNever) {
+  EXPECT_EQ(error_of("pipeline:\n  recompute: sometimes\n"),
+            "exp.yaml:2: pipeline.recompute: expected one of always, except_last, never, got "
+            "'sometimes'");
+}
+
+TEST(PipelineSection, PartitionMustBeUniformOrAList) {
+  EXPECT_EQ(error_of("pipeline:\n  partition: even\n"),
+            "exp.yaml:2: pipeline.partition: expected 'uniform' or a list of integers, got "
+            "'even'");
+  EXPECT_EQ(error_of("pipeline:\n  partition: []\n"),
+            "exp.yaml:2: pipeline.partition: must not be an empty list (use 'uniform')");
+}
+
+TEST(PipelineSection, PartitionEntriesMustBeAtLeastOne) {
+  EXPECT_EQ(error_of("pipeline:\n  stages: 2\n  partition:\n    - 2\n    - 0\n"),
+            "exp.yaml:5: pipeline.partition[1]: must be >= 1, got 0");
+  EXPECT_EQ(error_of("pipeline:\n  stages: 2\n  partition: [2, x]\n"),
+            "exp.yaml:3: pipeline.partition[1]: expected an integer, got 'x'");
+}
+
+TEST(PipelineSection, PartitionLengthMustEqualStages) {
+  EXPECT_EQ(error_of("pipeline:\n  stages: 2\n  partition: [1, 1, 1]\n"),
+            "exp.yaml:3: pipeline.partition: must have as many entries as pipeline.stages = 2, "
+            "got 3");
+}
+
+TEST(PipelineSection, PartitionOfAnyLengthIsAcceptedWhenStagesIsAuto) {
+  const Experiment e =
+      ExperimentFile().load("pipeline:\n  stages: auto\n  partition: [1, 2, 3]\n" + kModel);
+  EXPECT_EQ(e.pipeline.partition, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(CrossSections, BatchSizeMustDivideByMicroBatchesTimesDataParallel) {
+  EXPECT_EQ(error_of("train:\n  batch_size: 100\npipeline:\n  micro_batches: 4\n"
+                     "  data_parallel: 2\n"),
+            "exp.yaml:2: train.batch_size: must be divisible by pipeline.micro_batches * "
+            "pipeline.data_parallel = 8, got 100");
+}
+
+TEST(CrossSections, BatchSizeMustDivideByMicroBatchesWhenDataParallelIsAuto) {
+  EXPECT_EQ(error_of("train:\n  batch_size: 10\npipeline:\n  micro_batches: 4\n"
+                     "  data_parallel: auto\n  stages: 2\n"),
+            "exp.yaml:2: train.batch_size: must be divisible by pipeline.micro_batches = 4, got "
+            "10");
+}
+
+TEST(CrossSections, DefaultBatchSizeIsCheckedWithoutALine) {
+  EXPECT_EQ(error_of("pipeline:\n  micro_batches: 5\n"),
+            "exp.yaml: train.batch_size: must be divisible by pipeline.micro_batches * "
+            "pipeline.data_parallel = 5, got 64");
+}
+
+// checkpoint, log
+
+TEST(CheckpointSection, EveryMustBeNonNegative) {
+  EXPECT_EQ(error_of("checkpoint:\n  every: -10\n"),
+            "exp.yaml:2: checkpoint.every: must be >= 0, got -10");
+}
+
+TEST(CheckpointSection, KeepMustBeAtLeastOne) {
+  EXPECT_EQ(error_of("checkpoint:\n  keep: 0\n"),
+            "exp.yaml:2: checkpoint.keep: must be >= 1, got 0");
+}
+
+TEST(LogSection, EveryMustBeAtLeastOne) {
+  EXPECT_EQ(error_of("log:\n  every: 0\n"), "exp.yaml:2: log.every: must be >= 1, got 0");
+}
+
+TEST(LogSection, LevelMustBeAKnownLevel) {
+  EXPECT_EQ(error_of("log:\n  level: loud\n"),
+            "exp.yaml:2: log.level: expected one of trace, debug, info, warn, error, got 'loud'");
+}
+
+// data
+
+TEST(DataSection, DatasetMustBeAKnownKind) {
+  EXPECT_EQ(error_of("data:\n  dataset: cifar10\n"),
+            "exp.yaml:2: data.dataset: expected one of fashion_mnist, synthetic, text, got "
+            "'cifar10'");
+}
+
+TEST(DataSection, PathMustBeAString) {
+  EXPECT_EQ(error_of("data:\n  path: {a: 1}\n"),
+            "exp.yaml:2: data.path: expected a string, got a map");
+}
+
+TEST(DataSection, FlagsMustBeBooleans) {
+  EXPECT_EQ(error_of("data:\n  flatten: 2\n"),
+            "exp.yaml:2: data.flatten: expected true or false, got '2'");
+  EXPECT_EQ(error_of("data:\n  normalize: x\n"),
+            "exp.yaml:2: data.normalize: expected true or false, got 'x'");
+  EXPECT_EQ(error_of("data:\n  augment_flip: x\n"),
+            "exp.yaml:2: data.augment_flip: expected true or false, got 'x'");
+  EXPECT_EQ(error_of("data:\n  tokens: x\n"),
+            "exp.yaml:2: data.tokens: expected true or false, got 'x'");
+}
+
+TEST(DataSection, AugmentCropPaddingMustBeNonNegative) {
+  EXPECT_EQ(error_of("data:\n  augment_crop_padding: -1\n"),
+            "exp.yaml:2: data.augment_crop_padding: must be >= 0, got -1");
+}
+
+TEST(DataSection, SizesMustBeAtLeastOne) {
+  EXPECT_EQ(error_of("data:\n  num_examples: 0\n"),
+            "exp.yaml:2: data.num_examples: must be >= 1, got 0");
+  EXPECT_EQ(error_of("data:\n  features: 0\n"), "exp.yaml:2: data.features: must be >= 1, got 0");
+  EXPECT_EQ(error_of("data:\n  seq_len: 0\n"), "exp.yaml:2: data.seq_len: must be >= 1, got 0");
+}
+
+TEST(DataSection, ClassesMustBeNonNegative) {
+  EXPECT_EQ(error_of("data:\n  classes: -1\n"), "exp.yaml:2: data.classes: must be >= 0, got -1");
+}
+
+TEST(DataSection, ValFractionMustBeStrictlyBetweenZeroAndOne) {
+  EXPECT_EQ(error_of("data:\n  val_fraction: 0\n"),
+            "exp.yaml:2: data.val_fraction: must be in (0, 1), got 0");
+  EXPECT_EQ(error_of("data:\n  val_fraction: 1\n"),
+            "exp.yaml:2: data.val_fraction: must be in (0, 1), got 1");
+}
+
+TEST(DataSection, VocabMustBeAtLeastTwo) {
+  EXPECT_EQ(error_of("data:\n  vocab: 1\n"), "exp.yaml:2: data.vocab: must be >= 2, got 1");
+}
+
+}  // namespace
+}  // namespace mpipe::config

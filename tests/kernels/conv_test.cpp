@@ -1,0 +1,220 @@
+// oneDNN convolution kernels against the naive reference: forward, backward data and weights.
+#include "kernels/conv.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/conv_reference.h"
+#include "random_values.h"
+
+namespace mpipe::kernels {
+namespace {
+
+using testing::random_values;
+
+void expect_near_all(const std::vector<float>& actual, const std::vector<float>& expected,
+                     const char* what) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    ASSERT_NEAR(actual[i], expected[i], 1e-4 * (1.0 + std::abs(expected[i])))
+        << what << "[" << i << "]";
+  }
+}
+
+struct Case {
+  const char* name;
+  Conv2dShape shape;
+};
+
+std::vector<Case> cases() {
+  return {
+      {"plain 3x3",
+       {.batch = 2,
+        .in_channels = 3,
+        .height = 7,
+        .width = 6,
+        .out_channels = 4,
+        .kernel_h = 3,
+        .kernel_w = 3}},
+      {"padding 1",
+       {.batch = 2,
+        .in_channels = 3,
+        .height = 5,
+        .width = 5,
+        .out_channels = 2,
+        .kernel_h = 3,
+        .kernel_w = 3,
+        .pad_h = 1,
+        .pad_w = 1}},
+      {"stride 2 odd size",
+       {.batch = 1,
+        .in_channels = 2,
+        .height = 9,
+        .width = 8,
+        .out_channels = 3,
+        .kernel_h = 3,
+        .kernel_w = 3,
+        .stride_h = 2,
+        .stride_w = 2,
+        .pad_h = 1,
+        .pad_w = 1}},
+      {"dilation 2",
+       {.batch = 2,
+        .in_channels = 2,
+        .height = 8,
+        .width = 8,
+        .out_channels = 3,
+        .kernel_h = 3,
+        .kernel_w = 3,
+        .pad_h = 2,
+        .pad_w = 2,
+        .dilation_h = 2,
+        .dilation_w = 2}},
+      {"groups 2",
+       {.batch = 2,
+        .in_channels = 4,
+        .height = 5,
+        .width = 5,
+        .out_channels = 6,
+        .kernel_h = 3,
+        .kernel_w = 3,
+        .pad_h = 1,
+        .pad_w = 1,
+        .groups = 2}},
+      {"depthwise",
+       {.batch = 2,
+        .in_channels = 5,
+        .height = 6,
+        .width = 6,
+        .out_channels = 5,
+        .kernel_h = 3,
+        .kernel_w = 3,
+        .stride_h = 2,
+        .stride_w = 2,
+        .pad_h = 1,
+        .pad_w = 1,
+        .groups = 5}},
+      {"pointwise", {.batch = 3, .in_channels = 6, .height = 4, .width = 3, .out_channels = 7}},
+      {"rectangular kernel",
+       {.batch = 1,
+        .in_channels = 2,
+        .height = 6,
+        .width = 7,
+        .out_channels = 2,
+        .kernel_h = 1,
+        .kernel_w = 3,
+        .stride_h = 1,
+        .stride_w = 2,
+        .pad_h = 0,
+        .pad_w = 1}},
+  };
+}
+
+int64_t x_count(const Conv2dShape& s) { return s.batch * s.in_channels * s.height * s.width; }
+int64_t w_count(const Conv2dShape& s) {
+  return s.out_channels * (s.in_channels / s.groups) * s.kernel_h * s.kernel_w;
+}
+int64_t y_count(const Conv2dShape& s) {
+  return s.batch * s.out_channels * s.out_height() * s.out_width();
+}
+
+TEST(Conv2dKernel, ForwardMatchesReference) {
+  KernelContext ctx;
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const Conv2dShape& s = c.shape;
+    const auto x = random_values(x_count(s), 1);
+    const auto w = random_values(w_count(s), 2);
+    const auto bias = random_values(s.out_channels, 3);
+    for (bool with_bias : {true, false}) {
+      std::vector<float> y(static_cast<size_t>(y_count(s))), expected(y.size());
+      conv2d_forward(ctx, s, x.data(), w.data(), with_bias ? bias.data() : nullptr, y.data());
+      reference::conv2d_forward(s, x.data(), w.data(), with_bias ? bias.data() : nullptr,
+                                expected.data());
+      expect_near_all(y, expected, "y");
+    }
+  }
+}
+
+TEST(Conv2dKernel, BackwardDataMatchesReference) {
+  KernelContext ctx;
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const Conv2dShape& s = c.shape;
+    const auto dy = random_values(y_count(s), 4);
+    const auto w = random_values(w_count(s), 2);
+    std::vector<float> dx(static_cast<size_t>(x_count(s)), 5.0f), expected(dx.size());
+    conv2d_backward_data(ctx, s, dy.data(), w.data(), dx.data());
+    reference::conv2d_backward_data(s, dy.data(), w.data(), expected.data());
+    expect_near_all(dx, expected, "dx");
+  }
+}
+
+TEST(Conv2dKernel, BackwardWeightsAccumulatesLikeReference) {
+  KernelContext ctx;
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const Conv2dShape& s = c.shape;
+    const auto x = random_values(x_count(s), 1);
+    const auto dy = random_values(y_count(s), 4);
+    // Both start from the same non-zero gradients, so a kernel that overwrites fails.
+    std::vector<float> dw = random_values(w_count(s), 5), dbias = random_values(s.out_channels, 6);
+    std::vector<float> expected_dw = dw, expected_dbias = dbias;
+    conv2d_backward_weights(ctx, s, x.data(), dy.data(), dw.data(), dbias.data());
+    reference::conv2d_backward_weights(s, x.data(), dy.data(), expected_dw.data(),
+                                       expected_dbias.data());
+    expect_near_all(dw, expected_dw, "dw");
+    expect_near_all(dbias, expected_dbias, "dbias");
+    std::vector<float> dw_no_bias = random_values(w_count(s), 5);
+    conv2d_backward_weights(ctx, s, x.data(), dy.data(), dw_no_bias.data(), nullptr);
+    expect_near_all(dw_no_bias, expected_dw, "dw without bias");
+  }
+}
+
+TEST(Conv2dKernel, OutputSizeFollowsPyTorchFormula) {
+  const Conv2dShape s{.batch = 1,
+                      .in_channels = 1,
+                      .height = 10,
+                      .width = 11,
+                      .out_channels = 1,
+                      .kernel_h = 3,
+                      .kernel_w = 3,
+                      .stride_h = 2,
+                      .stride_w = 3,
+                      .pad_h = 1,
+                      .pad_w = 0,
+                      .dilation_h = 2,
+                      .dilation_w = 1};
+  EXPECT_EQ(s.out_height(), (10 + 2 - 2 * 2 - 1) / 2 + 1);
+  EXPECT_EQ(s.out_width(), (11 - 2 - 1) / 3 + 1);
+}
+
+TEST(Conv2dKernel, RejectsChannelsNotDivisibleByGroups) {
+  const Conv2dShape s{.batch = 1,
+                      .in_channels = 3,
+                      .height = 4,
+                      .width = 4,
+                      .out_channels = 4,
+                      .kernel_h = 1,
+                      .kernel_w = 1,
+                      .groups = 2};
+  EXPECT_THROW(s.validate(), Error);
+}
+
+TEST(Conv2dKernel, RejectsKernelLargerThanPaddedInput) {
+  const Conv2dShape s{.batch = 1,
+                      .in_channels = 1,
+                      .height = 2,
+                      .width = 4,
+                      .out_channels = 1,
+                      .kernel_h = 3,
+                      .kernel_w = 3,
+                      .dilation_h = 2};
+  EXPECT_THROW(s.validate(), Error);
+}
+
+}  // namespace
+}  // namespace mpipe::kernels

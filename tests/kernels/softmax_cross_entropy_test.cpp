@@ -1,0 +1,83 @@
+// Tests for the fused softmax + cross-entropy kernel against the naive reference.
+#include "kernels/softmax_cross_entropy.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/reference.h"
+#include "random_values.h"
+
+namespace mpipe::kernels {
+namespace {
+
+using testing::random_values;
+
+std::vector<float> random_targets(int64_t rows, int64_t classes) {
+  std::vector<float> targets = random_values(rows, 99, 0.0f, static_cast<float>(classes));
+  for (float& t : targets) t = std::floor(t);
+  return targets;
+}
+
+TEST(SoftmaxCrossEntropy, MatchesReference) {
+  KernelContext ctx;
+  for (auto [rows, classes] : {std::pair<int64_t, int64_t>{1, 1}, {7, 10}, {33, 129}}) {
+    const auto logits = random_values(rows * classes, 1, -4.0f, 4.0f);
+    const auto targets = random_targets(rows, classes);
+    std::vector<float> grad(logits.size()), expected_grad(logits.size());
+    const auto result = softmax_cross_entropy(ctx, logits.data(), targets.data(), rows, classes,
+                                              0.25f, grad.data());
+    const auto expected = reference::softmax_cross_entropy(logits.data(), targets.data(), rows,
+                                                           classes, 0.25f, expected_grad.data());
+    EXPECT_NEAR(result.loss_sum, expected.loss_sum, 1e-5 * rows);
+    EXPECT_EQ(result.correct, expected.correct);
+    for (size_t i = 0; i < grad.size(); ++i) ASSERT_NEAR(grad[i], expected_grad[i], 1e-6f);
+  }
+}
+
+TEST(SoftmaxCrossEntropy, IsStableForHugeLogits) {
+  KernelContext ctx;
+  const std::vector<float> logits = {1000.0f, 0.0f, -1000.0f, 1e30f, 1e30f, -1e30f};
+  const std::vector<float> targets = {1.0f, 0.0f};
+  std::vector<float> grad(6);
+  const auto result =
+      softmax_cross_entropy(ctx, logits.data(), targets.data(), 2, 3, 1.0f, grad.data());
+  EXPECT_TRUE(std::isfinite(result.loss_sum));
+  EXPECT_NEAR(result.loss_sum, 1000.0 + std::log(2.0), 1e-3);
+  for (float g : grad) EXPECT_TRUE(std::isfinite(g));
+  EXPECT_NEAR(grad[3], -0.5f, 1e-6f);
+  EXPECT_EQ(result.correct, 1);  // row 1: first maximum is class 0
+}
+
+TEST(SoftmaxCrossEntropy, GradientRowsSumToZeroAndLossNeedsNoGradBuffer) {
+  KernelContext ctx;
+  const int64_t rows = 5, classes = 6;
+  const auto logits = random_values(rows * classes, 3);
+  const auto targets = random_targets(rows, classes);
+  std::vector<float> grad(logits.size());
+  const auto with_grad =
+      softmax_cross_entropy(ctx, logits.data(), targets.data(), rows, classes, 1.0f, grad.data());
+  const auto without =
+      softmax_cross_entropy(ctx, logits.data(), targets.data(), rows, classes, 1.0f, nullptr);
+  EXPECT_EQ(with_grad.loss_sum, without.loss_sum);
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c) sum += grad[r * classes + c];
+    EXPECT_NEAR(sum, 0.0, 1e-5);
+  }
+}
+
+TEST(SoftmaxCrossEntropy, RejectsTargetsThatAreNotClassIndices) {
+  KernelContext ctx;
+  const std::vector<float> logits(6, 0.0f);
+  for (float bad : {3.0f, -1.0f, 0.5f}) {
+    const std::vector<float> targets = {0.0f, bad};
+    EXPECT_THROW(softmax_cross_entropy(ctx, logits.data(), targets.data(), 2, 3, 1.0f, nullptr),
+                 InputError);
+  }
+}
+
+}  // namespace
+}  // namespace mpipe::kernels

@@ -1,0 +1,89 @@
+// Tests for MetricsWriter: JSON lines read back, lazy run directory, appends, atomic summary.
+#include "log/metrics_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "temp_dir.h"
+
+namespace mpipe::log {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(MetricsWriter, NothingIsCreatedBeforeTheFirstRecord) {
+  testing::TempDir dir;
+  const MetricsWriter writer(dir.file("run"));
+  EXPECT_FALSE(fs::exists(dir.file("run")));
+}
+
+TEST(MetricsWriter, EachRecordIsOneJsonLineWithTheDocumentedKeys) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.file("run"));
+  writer.train(10, 0.5, 1e-3, 100.0);
+  writer.eval(10, "test", 0.75, 0.875);
+  writer.eval(20, "valid", 1.25, 0.5, 1.8);
+
+  const std::vector<std::string> lines = read_lines(writer.metrics_path());  // still open
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], R"({"step":10,"loss":0.5,"lr":0.001,"samples_per_s":100.0})");
+  EXPECT_EQ(lines[1], R"({"step":10,"split":"test","loss":0.75,"accuracy":0.875})");
+  const auto eval = nlohmann::json::parse(lines[2]);
+  EXPECT_EQ(eval, (nlohmann::json{{"step", 20},
+                                  {"split", "valid"},
+                                  {"loss", 1.25},
+                                  {"accuracy", 0.5},
+                                  {"bits_per_char", 1.8}}));
+}
+
+TEST(MetricsWriter, NonFiniteLossIsWrittenAsNull) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.path().string());
+  writer.train(1, std::nan(""), 0.1, 1.0);
+  EXPECT_TRUE(nlohmann::json::parse(read_lines(writer.metrics_path()).at(0))["loss"].is_null());
+}
+
+TEST(MetricsWriter, ANewWriterAppendsToTheExistingLog) {
+  testing::TempDir dir;
+  MetricsWriter(dir.path().string()).train(1, 2.0, 0.1, 1.0);
+  MetricsWriter(dir.path().string()).train(2, 1.0, 0.1, 1.0);
+  const std::vector<std::string> lines = read_lines(dir.file("metrics.jsonl"));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["step"], 2);
+}
+
+TEST(MetricsWriter, SummaryIsReplacedWholeWithNoTemporaryLeft) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.file("run"));
+  writer.write_summary({{"final_loss", 0.25}, {"steps", 100}});
+  writer.write_summary({{"final_loss", 0.125}});
+  std::ifstream in(writer.summary_path());
+  EXPECT_EQ(nlohmann::json::parse(in), (nlohmann::json{{"final_loss", 0.125}}));
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir.file("run"))) {
+    names.push_back(entry.path().filename());
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"summary.json"});
+}
+
+TEST(MetricsWriter, RunDirectoryThatCannotBeCreatedThrows) {
+  testing::TempDir dir;
+  std::ofstream(dir.file("file")) << "x";
+  MetricsWriter writer(dir.file("file/run"));
+  EXPECT_THROW(writer.train(1, 1.0, 0.1, 1.0), Error);
+  EXPECT_THROW(writer.write_summary({{"a", 1}}), Error);
+}
+
+}  // namespace
+}  // namespace mpipe::log

@@ -1,0 +1,99 @@
+// Tests for the progress line: exact text, in-place terminal updates, plain lines, ETA.
+#include "log/progress.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+namespace mpipe::log {
+namespace {
+
+// A temporary FILE* whose whole contents can be read back.
+class CapturedFile {
+ public:
+  CapturedFile() : file_(std::tmpfile(), &std::fclose) {}
+  std::FILE* get() const { return file_.get(); }
+  std::string contents() const {
+    std::fflush(file_.get());
+    std::rewind(file_.get());
+    std::string text;
+    for (int c = std::fgetc(file_.get()); c != EOF; c = std::fgetc(file_.get())) {
+      text.push_back(static_cast<char>(c));
+    }
+    return text;
+  }
+
+ private:
+  std::unique_ptr<std::FILE, decltype(&std::fclose)> file_;
+};
+
+ProgressRecord record(int64_t step, double elapsed_s) {
+  return {
+      .step = step, .loss = 0.41234, .lr = 1e-3, .samples_per_s = 5321.4, .elapsed_s = elapsed_s};
+}
+
+TEST(Progress, DurationsReadAsHoursMinutesSeconds) {
+  EXPECT_EQ(format_duration(0), "0s");
+  EXPECT_EQ(format_duration(7.4), "7s");
+  EXPECT_EQ(format_duration(59.6), "1m00s");
+  EXPECT_EQ(format_duration(83), "1m23s");
+  EXPECT_EQ(format_duration(2 * 3600 + 5 * 60 + 7), "2h05m07s");
+  EXPECT_EQ(format_duration(-3), "0s");
+}
+
+TEST(Progress, LineShowsStepLossLrThroughputAndEta) {
+  EXPECT_EQ(format_progress(record(120, 10), 1000, 83.0),
+            "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 1m23s");
+  EXPECT_EQ(format_progress(record(0, 0), 1000, std::nullopt),
+            "step 0/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA --");
+}
+
+TEST(Progress, PlainStreamGetsOneLinePerUpdate) {
+  CapturedFile out;
+  {
+    ProgressLine line(out.get(), false, 100);
+    line.update(record(10, 1.0));
+    line.update(record(20, 2.0));
+    line.finish();
+  }
+  EXPECT_EQ(out.contents(),
+            "step 10/100 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 9s\n"
+            "step 20/100 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 8s\n");
+}
+
+TEST(Progress, TerminalLineIsRewrittenInPlaceAndEndedOnce) {
+  CapturedFile out;
+  ProgressLine line(out.get(), true, 100);
+  line.update(record(10, 1.0));
+  line.update(record(100, 10.0));
+  line.finish();
+  line.finish();
+  EXPECT_EQ(out.contents(),
+            "\r\x1b[2Kstep 10/100 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 9s"
+            "\r\x1b[2Kstep 100/100 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 0s\n");
+}
+
+TEST(Progress, DestroyingAnOpenTerminalLineEndsIt) {
+  CapturedFile out;
+  { ProgressLine(out.get(), true, 10).update(record(1, 1.0)); }
+  EXPECT_EQ(out.contents().back(), '\n');
+  CapturedFile untouched;
+  { ProgressLine line(untouched.get(), true, 10); }
+  EXPECT_EQ(untouched.contents(), "");
+}
+
+TEST(Progress, ResumedRunEstimatesFromItsOwnSteps) {
+  CapturedFile out;
+  ProgressLine line(out.get(), false, 1000, 500);
+  line.update(record(510, 10.0));  // 10 steps in 10 s, 490 left
+  EXPECT_EQ(out.contents(),
+            "step 510/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 8m10s\n");
+}
+
+TEST(Progress, RegularFileIsNotATerminal) {
+  CapturedFile out;
+  EXPECT_FALSE(stream_is_terminal(out.get()));
+}
+
+}  // namespace
+}  // namespace mpipe::log

@@ -1,0 +1,191 @@
+// Tests for CausalSelfAttention and the per-site dropout masks: reference composition, gradients,
+// causality and mask reproducibility.
+#include "nn/attention.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "gradient_check.h"
+#include "kernels/reference.h"
+#include "kernels/transformer_reference.h"
+#include "nn/dropout.h"
+#include "nn/param_buffer.h"
+
+namespace mpipe::nn {
+namespace {
+
+Tensor random_tensor(Shape shape, uint64_t stream = 0) {
+  Tensor t(std::move(shape));
+  const CounterRng rng(31, RngPurpose::kData, 4, stream);
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
+  return t;
+}
+
+// Parameters of `layer` in a buffer, every value U(-0.5, 0.5) so biases are non-zero.
+struct RandomParams {
+  explicit RandomParams(Layer& layer) : layers{&layer}, buffer(layers) {
+    const CounterRng rng(32, RngPurpose::kInit, 4, 0);
+    const std::span<float> values = buffer.values();
+    for (size_t i = 0; i < values.size(); ++i) values[i] = rng.uniform(i) - 0.5f;
+  }
+  Layer* layers[1];
+  ParamBuffer buffer;
+};
+
+constexpr int64_t kSeq = 5, kDim = 8, kHeads = 2;
+
+TEST(CausalSelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
+  kernels::KernelContext kernels;
+  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
+  RandomParams params(layer);
+  const Tensor x = random_tensor({2, kSeq, kDim});
+  const Tensor y = layer.forward(x, {.kernels = kernels, .training = false}).output;
+
+  const std::span<const float> p = params.buffer.values();
+  const float* qkv_weight = p.data();
+  const float* qkv_bias = qkv_weight + 3 * kDim * kDim;
+  const float* proj_weight = qkv_bias + 3 * kDim;
+  const float* proj_bias = proj_weight + kDim * kDim;
+  constexpr int64_t rows = 2 * kSeq, hd = kDim / kHeads;
+  std::vector<float> qkv(rows * 3 * kDim);
+  kernels::reference::linear_forward(x.data(), qkv_weight, qkv_bias, qkv.data(), rows, kDim,
+                                     3 * kDim);
+  // q, k, v: [2, heads, T, hd] from columns [0, d), [d, 2d), [2d, 3d), head h at h * hd.
+  std::vector<float> q(rows * kDim), k(rows * kDim), v(rows * kDim);
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t h = 0; h < kHeads; ++h) {
+      for (int64_t t = 0; t < kSeq; ++t) {
+        for (int64_t e = 0; e < hd; ++e) {
+          const int64_t to = ((b * kHeads + h) * kSeq + t) * hd + e;
+          const int64_t from = (b * kSeq + t) * 3 * kDim + h * hd + e;
+          q[to] = qkv[from], k[to] = qkv[from + kDim], v[to] = qkv[from + 2 * kDim];
+        }
+      }
+    }
+  }
+  std::vector<float> probs(2 * kHeads * kSeq * kSeq), heads(rows * kDim), merged(rows * kDim);
+  kernels::reference::causal_attention_forward(
+      {.batch = 2, .heads = kHeads, .seq = kSeq, .head_dim = hd}, q.data(), k.data(), v.data(),
+      nullptr, probs.data(), heads.data());
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t h = 0; h < kHeads; ++h) {
+      for (int64_t t = 0; t < kSeq; ++t) {
+        for (int64_t e = 0; e < hd; ++e) {
+          merged[(b * kSeq + t) * kDim + h * hd + e] =
+              heads[((b * kHeads + h) * kSeq + t) * hd + e];
+        }
+      }
+    }
+  }
+  std::vector<float> expected(rows * kDim);
+  kernels::reference::linear_forward(merged.data(), proj_weight, proj_bias, expected.data(), rows,
+                                     kDim, kDim);
+  ASSERT_EQ(y.shape(), x.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(y[i], expected[i], 1e-5) << i;
+}
+
+TEST(CausalSelfAttention, BackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
+  testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
+}
+
+TEST(CausalSelfAttention, BackwardMatchesFiniteDifferencesWithDropoutOnTheProbabilities) {
+  kernels::KernelContext ctx;
+  CausalSelfAttention layer(4, Shape{kSeq, kDim}, kHeads, 0.3);
+  testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
+}
+
+TEST(CausalSelfAttention, OutputAtPositionIDoesNotDependOnLaterTokens) {
+  kernels::KernelContext kernels;
+  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
+  RandomParams params(layer);
+  const LayerContext ctx{.kernels = kernels, .training = false};
+  const Tensor x = random_tensor({2, kSeq, kDim});
+  const Tensor y = layer.forward(x, ctx).output;
+  for (int64_t i = 0; i + 1 < kSeq; ++i) {
+    Tensor changed = x;
+    const Tensor noise = random_tensor({2, kSeq, kDim}, 1 + static_cast<uint64_t>(i));
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t t = i + 1; t < kSeq; ++t) {
+        for (int64_t j = 0; j < kDim; ++j) changed[(b * kSeq + t) * kDim + j] += noise[j];
+      }
+    }
+    const Tensor y_changed = layer.forward(changed, ctx).output;
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t t = 0; t < kSeq; ++t) {
+        for (int64_t j = 0; j < kDim; ++j) {
+          const int64_t at = (b * kSeq + t) * kDim + j;
+          if (t <= i) {
+            ASSERT_EQ(y_changed[at], y[at]) << "position " << t << " after changing > " << i;
+          } else {
+            ASSERT_NE(y_changed[at], y[at]) << "position " << t << " after changing > " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CausalSelfAttention, RejectsBadShapesHeadsAndRates) {
+  EXPECT_THROW(CausalSelfAttention(0, Shape{kSeq, kDim}, 3), InputError);
+  EXPECT_THROW(CausalSelfAttention(0, Shape{kDim}, 2), InputError);
+  EXPECT_THROW(CausalSelfAttention(0, Shape{kSeq, kDim}, 2, 1.0), InputError);
+  const CausalSelfAttention layer(0, Shape{kSeq, kDim}, 4);
+  const auto specs = layer.param_specs();
+  ASSERT_EQ(specs.size(), 4u);
+  EXPECT_EQ(specs[0].name, "qkv.weight");
+  EXPECT_EQ(specs[0].shape, Shape({3 * kDim, kDim}));
+  EXPECT_EQ(specs[1].name, "qkv.bias");
+  EXPECT_EQ(specs[2].name, "proj.weight");
+  EXPECT_EQ(specs[3].name, "proj.bias");
+}
+
+TEST(FillDropoutMask, GivesAGlobalExampleTheSameMaskWhateverTheMicroBatch) {
+  kernels::KernelContext kernels;
+  constexpr int64_t per_example = 40;
+  const LayerContext whole{.kernels = kernels, .seed = 3, .step = 7, .first_example = 0};
+  LayerContext tail = whole;
+  tail.first_example = 2;
+  std::vector<float> all(4 * per_example), part(2 * per_example);
+  fill_dropout_mask(whole, 5, DropoutSite::kMlpOutput, 0.5, 4, per_example, all.data());
+  fill_dropout_mask(tail, 5, DropoutSite::kMlpOutput, 0.5, 2, per_example, part.data());
+  for (int64_t i = 0; i < 2 * per_example; ++i) ASSERT_EQ(part[i], all[2 * per_example + i]);
+}
+
+TEST(FillDropoutMask, SiteZeroDrawsTheMaskOfADropoutLayer) {
+  kernels::KernelContext kernels;
+  const LayerContext ctx{.kernels = kernels, .seed = 3, .step = 2, .first_example = 9};
+  Dropout dropout(6, Shape{64}, 0.25);
+  Tensor ones(Shape{3, 64});
+  ones.fill(1.0f);
+  const Tensor expected = dropout.forward(ones, ctx).output;
+  std::vector<float> mask(3 * 64);
+  fill_dropout_mask(ctx, 6, DropoutSite::kAttentionProbs, 0.25, 3, 64, mask.data());
+  for (int64_t i = 0; i < 3 * 64; ++i) ASSERT_EQ(mask[i], expected[i]) << i;
+}
+
+TEST(FillDropoutMask, SitesDrawIndependentMasksWithAboutTheRateOfZeros) {
+  kernels::KernelContext kernels;
+  const LayerContext ctx{.kernels = kernels, .seed = 1, .step = 0, .first_example = 0};
+  constexpr int64_t n = 4096;
+  std::vector<float> a(n), b(n), c(n);
+  fill_dropout_mask(ctx, 1, DropoutSite::kAttentionProbs, 0.5, 1, n, a.data());
+  fill_dropout_mask(ctx, 1, DropoutSite::kAttentionOutput, 0.5, 1, n, b.data());
+  fill_dropout_mask(ctx, 1, DropoutSite::kMlpOutput, 0.5, 1, n, c.data());
+  int64_t zeros = 0, same_ab = 0, same_bc = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    zeros += b[i] == 0.0f;
+    same_ab += a[i] == b[i];
+    same_bc += b[i] == c[i];
+    ASSERT_TRUE(b[i] == 0.0f || b[i] == 2.0f) << i;
+  }
+  // Independent masks at rate 0.5 agree on about half the elements.
+  EXPECT_NEAR(static_cast<double>(zeros) / n, 0.5, 0.05);
+  EXPECT_NEAR(static_cast<double>(same_ab) / n, 0.5, 0.05);
+  EXPECT_NEAR(static_cast<double>(same_bc) / n, 0.5, 0.05);
+}
+
+}  // namespace
+}  // namespace mpipe::nn

@@ -1,0 +1,42 @@
+// Tests for Flatten: shapes, round trip and gradients.
+#include "nn/flatten.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "gradient_check.h"
+
+namespace mpipe::nn {
+namespace {
+
+Tensor random_tensor(Shape shape) {
+  Tensor t(std::move(shape));
+  const CounterRng rng(4, RngPurpose::kData, 2, 0);
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
+  return t;
+}
+
+TEST(Flatten, BackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  Flatten layer(0, Shape{2, 3, 4});
+  testing::expect_gradients_match(layer, random_tensor({2, 2, 3, 4}), ctx);
+}
+
+TEST(Flatten, ReshapesToBatchByNumelAndBack) {
+  kernels::KernelContext kernels;
+  Flatten layer(0, Shape{3, 2, 2});
+  EXPECT_EQ(layer.output_shape(), Shape({12}));
+  const Tensor x = random_tensor({5, 3, 2, 2});
+  const LayerContext ctx{.kernels = kernels};
+  const Forward forward = layer.forward(x, ctx);
+  ASSERT_EQ(forward.output.shape(), Shape({5, 12}));
+  const Tensor dx = layer.backward(forward.output, forward.saved, ctx);
+  ASSERT_EQ(dx.shape(), x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(dx[i], x[i]);
+}
+
+TEST(Flatten, RejectsEmptyInput) { EXPECT_THROW(Flatten(0, Shape{}), InputError); }
+
+}  // namespace
+}  // namespace mpipe::nn

@@ -1,0 +1,119 @@
+// Tests for ParamBuffer: contiguous layout, bound views, buffers, zeroing and gradient sums.
+#include "nn/param_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/error.h"
+
+namespace mpipe::nn {
+namespace {
+
+// A layer that only records the views it is bound to.
+class RecordingLayer : public Layer {
+ public:
+  RecordingLayer(int global_index, std::vector<ParamSpec> params, std::vector<ParamSpec> buffers)
+      : Layer(global_index), params_(std::move(params)), buffers_(std::move(buffers)) {}
+  std::string_view kind() const override { return "recording"; }
+  Shape output_shape() const override { return {1}; }
+  std::vector<ParamSpec> param_specs() const override { return params_; }
+  std::vector<ParamSpec> buffer_specs() const override { return buffers_; }
+  void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+            std::vector<std::span<float>> buffers) override {
+    bound_params = std::move(params);
+    bound_grads = std::move(grads);
+    bound_buffers = std::move(buffers);
+  }
+  Forward forward(const Tensor& x, const LayerContext&) override { return {x, {}}; }
+  Tensor backward(const Tensor& dy, const Saved&, const LayerContext&) override { return dy; }
+
+  std::vector<std::span<float>> bound_params, bound_grads, bound_buffers;
+
+ private:
+  std::vector<ParamSpec> params_, buffers_;
+};
+
+TEST(ParamBuffer, LaysOutParamsInLayerOrderEachOnA64ByteBoundaryAndBindsViews) {
+  RecordingLayer first(2, {{.name = "weight", .shape = {2, 3}}, {.name = "bias", .shape = {2}}},
+                       {});
+  RecordingLayer empty(3, {}, {});
+  RecordingLayer last(5, {{.name = "gamma", .shape = {4}, .init = Init::kOnes}},
+                      {{.name = "running_var", .shape = {4}, .init = Init::kOnes},
+                       {.name = "running_mean", .shape = {4}}});
+  Layer* layers[] = {&first, &empty, &last};
+  ParamBuffer buffer(layers);
+
+  // Offsets are rounded up to 16 floats (64 bytes); the padding stays zero.
+  EXPECT_EQ(buffer.num_params(), 36);
+  EXPECT_EQ(buffer.values().size(), 36u);
+  EXPECT_EQ(buffer.grads().size(), 36u);
+  EXPECT_EQ(buffer.buffers().size(), 20u);
+  const auto& entries = buffer.entries();
+  ASSERT_EQ(entries.size(), 5u);
+  EXPECT_EQ(entries[0].global_layer, 2);
+  EXPECT_EQ(entries[0].name, "weight");
+  EXPECT_EQ(entries[0].offset, 0);
+  EXPECT_EQ(entries[1].name, "bias");
+  EXPECT_EQ(entries[1].offset, 16);
+  EXPECT_EQ(entries[2].global_layer, 5);
+  EXPECT_EQ(entries[2].offset, 32);
+  EXPECT_TRUE(entries[2].trainable);
+  EXPECT_EQ(entries[3].name, "running_var");
+  EXPECT_FALSE(entries[3].trainable);
+  EXPECT_EQ(entries[3].offset, 0);
+  EXPECT_EQ(entries[4].offset, 16);
+
+  ASSERT_EQ(first.bound_params.size(), 2u);
+  EXPECT_EQ(first.bound_params[1].data(), buffer.values().data() + 16);
+  EXPECT_EQ(first.bound_grads[1].data(), buffer.grads().data() + 16);
+  EXPECT_EQ(first.bound_params[1].size(), 2u);
+  EXPECT_EQ(last.bound_params[0].data(), buffer.values().data() + 32);
+  ASSERT_EQ(last.bound_buffers.size(), 2u);
+  EXPECT_EQ(last.bound_buffers[1].data(), buffer.buffers().data() + 16);
+  EXPECT_TRUE(empty.bound_params.empty());
+}
+
+TEST(ParamBuffer, InitializesParamsAndBuffersPerSpec) {
+  RecordingLayer layer(0, {{.name = "gamma", .shape = {3}, .init = Init::kOnes}},
+                       {{.name = "running_var", .shape = {3}, .init = Init::kOnes},
+                        {.name = "running_mean", .shape = {3}}});
+  Layer* layers[] = {&layer};
+  ParamBuffer buffer(layers);
+  buffer.initialize(1);
+  EXPECT_EQ(std::vector<float>(buffer.values().begin(), buffer.values().end()),
+            std::vector<float>(3, 1.0f));
+  EXPECT_EQ(std::vector<float>(buffer.buffers().begin(), buffer.buffers().end()),
+            (std::vector<float>{1, 1, 1, 0, 0, 0}));
+}
+
+TEST(ParamBuffer, ZeroGradsClearsEveryGradient) {
+  RecordingLayer layer(0, {{.name = "w", .shape = {5}}}, {});
+  Layer* layers[] = {&layer};
+  ParamBuffer buffer(layers);
+  for (float& g : layer.bound_grads[0]) g = 3.0f;
+  buffer.zero_grads();
+  for (float g : buffer.grads()) EXPECT_EQ(g, 0.0f);
+}
+
+TEST(ParamBuffer, SumsSquaredGradientsPerLayerInGlobalOrder) {
+  RecordingLayer a(1, {{.name = "w", .shape = {2}}}, {});
+  RecordingLayer b(4, {{.name = "w", .shape = {1}}, {.name = "b", .shape = {2}}}, {});
+  Layer* layers[] = {&a, &b};
+  ParamBuffer buffer(layers);
+  const std::vector<float> grads = {1, 2, 3, 4, 5};
+  std::copy(grads.begin(), grads.end(), buffer.grads().begin());
+  const auto sums = buffer.grad_square_sums_per_layer();
+  ASSERT_EQ(sums.size(), 2u);
+  EXPECT_EQ(sums[0], (std::pair<int, double>{1, 5.0}));
+  EXPECT_EQ(sums[1], (std::pair<int, double>{4, 50.0}));
+}
+
+TEST(ParamBuffer, RejectsLayersOutOfGlobalOrder) {
+  RecordingLayer a(3, {}, {}), b(1, {}, {});
+  Layer* layers[] = {&a, &b};
+  EXPECT_THROW(ParamBuffer buffer(layers), Error);
+}
+
+}  // namespace
+}  // namespace mpipe::nn

@@ -1,0 +1,172 @@
+// Tests for ResidualBlock: finite-difference gradients of the basic and bottleneck blocks, the
+// prefixed specs, agreement with the composed sub-layers and batch-norm state under recompute.
+#include "nn/residual_block.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "gradient_check.h"
+#include "kernels/eltwise.h"
+#include "nn/param_buffer.h"
+
+namespace mpipe::nn {
+namespace {
+
+Tensor random_tensor(Shape shape, uint64_t stream) {
+  Tensor t(std::move(shape));
+  const CounterRng rng(31, RngPurpose::kData, 7, stream);
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
+  return t;
+}
+
+std::vector<std::string> names(const std::vector<ParamSpec>& specs) {
+  std::vector<std::string> out;
+  for (const ParamSpec& spec : specs) out.push_back(spec.name);
+  return out;
+}
+
+// A step of 1e-2 moves many ReLU inputs across zero at once (a weight feeds a whole channel
+// that batch norm then centres on zero), so these checks use a step of 1e-3.
+TEST(ResidualBlock, BasicIdentityBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  ResidualBlock block(0, Shape{3, 4, 4}, 3);
+  ASSERT_FALSE(block.has_projection());
+  testing::expect_gradients_match(block, random_tensor({2, 3, 4, 4}, 1), ctx,
+                                  {.epsilon = 1e-3, .max_checks = 24});
+}
+
+TEST(ResidualBlock, BasicDownsamplingBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  ResidualBlock block(1, Shape{2, 5, 5}, 4, /*stride=*/2);
+  ASSERT_TRUE(block.has_projection());
+  EXPECT_EQ(block.output_shape(), Shape({4, 3, 3}));
+  testing::expect_gradients_match(block, random_tensor({3, 2, 5, 5}, 2), ctx,
+                                  {.epsilon = 1e-3, .max_checks = 24});
+}
+
+TEST(ResidualBlock, BottleneckBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  ResidualBlock block(2, Shape{4, 4, 4}, 8, /*stride=*/2, /*bottleneck=*/true);
+  EXPECT_EQ(block.output_shape(), Shape({8, 2, 2}));
+  testing::expect_gradients_match(block, random_tensor({3, 4, 4, 4}, 3), ctx,
+                                  {.epsilon = 1e-3, .max_checks = 24});
+}
+
+TEST(ResidualBlock, NamesParamsAndBuffersBySubLayer) {
+  const ResidualBlock basic(0, Shape{2, 4, 4}, 4, 2);
+  EXPECT_EQ(names(basic.param_specs()),
+            (std::vector<std::string>{"conv1.weight", "bn1.weight", "bn1.bias", "conv2.weight",
+                                      "bn2.weight", "bn2.bias", "shortcut.conv.weight",
+                                      "shortcut.bn.weight", "shortcut.bn.bias"}));
+  EXPECT_EQ(names(basic.buffer_specs()),
+            (std::vector<std::string>{"bn1.running_mean", "bn1.running_var", "bn2.running_mean",
+                                      "bn2.running_var", "shortcut.bn.running_mean",
+                                      "shortcut.bn.running_var"}));
+  EXPECT_EQ(basic.param_specs()[0].shape, Shape({4, 2, 3, 3}));
+  EXPECT_EQ(basic.param_specs()[6].shape, Shape({4, 2, 1, 1}));
+  const ResidualBlock bottleneck(0, Shape{8, 4, 4}, 8, 1, true);
+  EXPECT_FALSE(bottleneck.has_projection());
+  EXPECT_EQ(names(bottleneck.param_specs()),
+            (std::vector<std::string>{"conv1.weight", "bn1.weight", "bn1.bias", "conv2.weight",
+                                      "bn2.weight", "bn2.bias", "conv3.weight", "bn3.weight",
+                                      "bn3.bias"}));
+  EXPECT_EQ(bottleneck.param_specs()[3].shape, Shape({2, 2, 3, 3}));
+  EXPECT_EQ(bottleneck.kind(), "residual_block");
+  EXPECT_GT(bottleneck.forward_flops_per_example(), 0.0);
+}
+
+TEST(ResidualBlock, ForwardEqualsTheComposedSubLayers) {
+  kernels::KernelContext ctx;
+  ResidualBlock block(0, Shape{2, 5, 5}, 3, 2);
+  const int global_index = 0;
+  Layer* layer = &block;
+  ParamBuffer buffer(std::span<Layer* const>(&layer, 1));
+  buffer.initialize(5);
+  // The same parameters, bound to standalone layers in spec order.
+  Conv2d conv1(global_index, Shape{2, 5, 5}, 3, 3, 2, 1, 1, 1, false);
+  BatchNorm2d bn1(global_index, conv1.output_shape());
+  Conv2d conv2(global_index, conv1.output_shape(), 3, 3, 1, 1, 1, 1, false);
+  BatchNorm2d bn2(global_index, conv2.output_shape());
+  Conv2d shortcut_conv(global_index, Shape{2, 5, 5}, 3, 1, 2, 0, 1, 1, false);
+  BatchNorm2d shortcut_bn(global_index, shortcut_conv.output_shape());
+  std::vector<std::span<float>> params, grads, buffers;
+  for (const ParamBuffer::Entry& e : buffer.entries()) {
+    const auto n = static_cast<size_t>(e.shape.numel());
+    const auto offset = static_cast<size_t>(e.offset);
+    if (e.trainable) {
+      params.push_back(buffer.values().subspan(offset, n));
+      grads.push_back(buffer.grads().subspan(offset, n));
+    } else {
+      buffers.push_back(buffer.buffers().subspan(offset, n));
+    }
+  }
+  Tensor scratch_buffers(Shape{12});  // standalone running statistics, not the block's
+  auto stats = [&](size_t i) {
+    return std::vector<std::span<float>>{scratch_buffers.span().subspan(i * 6, 3),
+                                         scratch_buffers.span().subspan(i * 6 + 3, 3)};
+  };
+  conv1.bind({params[0]}, {grads[0]}, {});
+  bn1.bind({params[1], params[2]}, {grads[1], grads[2]}, stats(0));
+  conv2.bind({params[3]}, {grads[3]}, {});
+  bn2.bind({params[4], params[5]}, {grads[4], grads[5]}, stats(1));
+  shortcut_conv.bind({params[6]}, {grads[6]}, {});
+  shortcut_bn.bind({params[7], params[8]}, {grads[7], grads[8]}, {buffers[4], buffers[5]});
+
+  const LayerContext lctx{.kernels = ctx, .recompute = true};
+  const Tensor x = random_tensor({2, 2, 5, 5}, 4);
+  const Tensor y = block.forward(x, lctx).output;
+  Tensor a = bn1.forward(conv1.forward(x, lctx).output, lctx).output;
+  kernels::eltwise_forward(ctx, kernels::EltwiseKind::kRelu, a.data(), a.data(), a.numel());
+  Tensor main = bn2.forward(conv2.forward(a, lctx).output, lctx).output;
+  const Tensor shortcut = shortcut_bn.forward(shortcut_conv.forward(x, lctx).output, lctx).output;
+  ASSERT_EQ(y.shape(), main.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const float expected = std::max(0.0f, main[i] + shortcut[i]);
+    EXPECT_NEAR(y[i], expected, 1e-5) << i;
+  }
+}
+
+TEST(ResidualBlock, RecomputeLeavesRunningStatisticsUnchangedAndFirstForwardUpdatesThem) {
+  kernels::KernelContext ctx;
+  ResidualBlock block(0, Shape{2, 4, 4}, 4, 2);
+  Layer* layer = &block;
+  ParamBuffer buffer(std::span<Layer* const>(&layer, 1));
+  buffer.initialize(3);
+  const std::vector<float> initial(buffer.buffers().begin(), buffer.buffers().end());
+  const Tensor x = random_tensor({2, 2, 4, 4}, 5);
+  block.forward(x, LayerContext{.kernels = ctx, .recompute = true});
+  EXPECT_TRUE(std::equal(initial.begin(), initial.end(), buffer.buffers().begin()));
+  block.forward(x, LayerContext{.kernels = ctx, .training = false});
+  EXPECT_TRUE(std::equal(initial.begin(), initial.end(), buffer.buffers().begin()));
+  block.forward(x, LayerContext{.kernels = ctx, .recompute = false});
+  // Every running statistic of the three batch norms moved.
+  for (size_t i = 0; i < initial.size(); ++i) {
+    EXPECT_NE(buffer.buffers()[i], initial[i]) << buffer.entries().size() << " entry value " << i;
+  }
+}
+
+TEST(ResidualBlock, SkipsTheInputGradientWhenNotNeededButStillAccumulatesParameters) {
+  kernels::KernelContext ctx;
+  ResidualBlock block(0, Shape{2, 4, 4}, 2);
+  Layer* layer = &block;
+  ParamBuffer buffer(std::span<Layer* const>(&layer, 1));
+  buffer.initialize(3);
+  const LayerContext lctx{.kernels = ctx, .need_input_grad = false};
+  const Forward out = block.forward(random_tensor({2, 2, 4, 4}, 6), lctx);
+  EXPECT_TRUE(block.backward(random_tensor(out.output.shape(), 7), out.saved, lctx).empty());
+  double sum = 0.0;
+  for (float g : buffer.grads()) sum += std::abs(g);
+  EXPECT_GT(sum, 0.0);
+}
+
+TEST(ResidualBlock, RejectsBadSettings) {
+  EXPECT_THROW(ResidualBlock(0, Shape{4, 4}, 4), InputError);
+  EXPECT_THROW(ResidualBlock(0, Shape{4, 4, 4}, 6, 1, /*bottleneck=*/true), InputError);
+  EXPECT_THROW(ResidualBlock(0, Shape{4, 4, 4}, 4, /*stride=*/0), InputError);
+}
+
+}  // namespace
+}  // namespace mpipe::nn

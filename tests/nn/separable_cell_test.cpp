@@ -1,0 +1,62 @@
+// Tests for SeparableCell: finite-difference gradients with and without the residual sum,
+// prefixed specs and input validation.
+#include "nn/separable_cell.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "gradient_check.h"
+
+namespace mpipe::nn {
+namespace {
+
+Tensor random_tensor(Shape shape, uint64_t stream) {
+  Tensor t(std::move(shape));
+  const CounterRng rng(37, RngPurpose::kData, 8, stream);
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
+  return t;
+}
+
+TEST(SeparableCell, BackwardMatchesFiniteDifferencesWithResidual) {
+  kernels::KernelContext ctx;
+  SeparableCell cell(0, Shape{3, 5, 5}, 3);
+  ASSERT_TRUE(cell.has_residual());
+  testing::expect_gradients_match(cell, random_tensor({2, 3, 5, 5}, 1), ctx, {.max_checks = 32});
+}
+
+TEST(SeparableCell, BackwardMatchesFiniteDifferencesWithStrideAndNewWidth) {
+  kernels::KernelContext ctx;
+  SeparableCell cell(1, Shape{2, 6, 6}, 4, /*kernel=*/5, /*stride=*/2);
+  ASSERT_FALSE(cell.has_residual());
+  EXPECT_EQ(cell.output_shape(), Shape({4, 3, 3}));
+  testing::expect_gradients_match(cell, random_tensor({2, 2, 6, 6}, 2), ctx, {.max_checks = 32});
+}
+
+TEST(SeparableCell, NamesParamsAndBuffersBySubLayer) {
+  const SeparableCell cell(0, Shape{3, 4, 4}, 5, 3);
+  EXPECT_EQ(cell.kind(), "separable_cell");
+  const auto params = cell.param_specs();
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_EQ(params[0].name, "depthwise.weight");
+  EXPECT_EQ(params[0].shape, Shape({3, 1, 3, 3}));
+  EXPECT_EQ(params[0].fan_in, 9);
+  EXPECT_EQ(params[1].name, "pointwise.weight");
+  EXPECT_EQ(params[1].shape, Shape({5, 3, 1, 1}));
+  EXPECT_EQ(params[2].name, "bn.weight");
+  EXPECT_EQ(params[3].name, "bn.bias");
+  const auto buffers = cell.buffer_specs();
+  ASSERT_EQ(buffers.size(), 2u);
+  EXPECT_EQ(buffers[0].name, "bn.running_mean");
+  EXPECT_EQ(buffers[1].name, "bn.running_var");
+}
+
+TEST(SeparableCell, RejectsEvenKernelsAndNonImageInputs) {
+  EXPECT_THROW(SeparableCell(0, Shape{3, 4, 4}, 3, 2), InputError);
+  EXPECT_THROW(SeparableCell(0, Shape{3, 4}, 3), InputError);
+}
+
+}  // namespace
+}  // namespace mpipe::nn

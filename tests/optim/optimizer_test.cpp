@@ -1,0 +1,157 @@
+// Tests for Optimizer: SGD, Adam and AdamW updates against hand-computed values, state slots
+// and checkpoint restore.
+#include "optim/optimizer.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/error.h"
+
+namespace mpipe::optim {
+namespace {
+
+constexpr double kTolerance = 2e-6;
+
+const std::vector<std::vector<float>> kGrads = {
+    {0.5f, -1.0f, 2.0f}, {0.25f, 0.5f, -1.0f}, {1.0f, 0.0f, 0.5f}};
+
+OptimizerConfig config_of(OptimizerKind kind, double momentum = 0.0, bool nesterov = false,
+                          double weight_decay = 0.0) {
+  OptimizerConfig config;
+  config.kind = kind;
+  config.lr = 0.1;
+  config.momentum = momentum;
+  config.nesterov = nesterov;
+  config.weight_decay = weight_decay;
+  return config;
+}
+
+// Runs one step per expected row from p = [1, 2, -3] with kGrads and lr 0.1; checks each row.
+void expect_trajectory(const OptimizerConfig& config,
+                       const std::vector<std::vector<double>>& expected) {
+  std::vector<float> params = {1.0f, 2.0f, -3.0f};
+  auto optimizer = Optimizer::make(config, 3);
+  for (size_t s = 0; s < expected.size(); ++s) {
+    optimizer->step(params, kGrads[s], 0.1);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_NEAR(params[i], expected[s][i], kTolerance) << "step " << s << " element " << i;
+    }
+  }
+  EXPECT_EQ(optimizer->steps_taken(), static_cast<int64_t>(expected.size()));
+}
+
+TEST(Sgd, PlainStepSubtractsLearningRateTimesGradient) {
+  // p - 0.1 g, twice.
+  expect_trajectory(config_of(OptimizerKind::kSgd), {{0.95, 2.1, -3.2}, {0.925, 2.05, -3.1}});
+}
+
+TEST(Sgd, MomentumAccumulatesBufferStartingWithTheFirstGradient) {
+  // buf1 = g1; buf2 = 0.9 g1 + g2 = [0.7, -0.4, 0.8]; buf3 = 0.9 buf2 + g3 = [1.63, -0.36, 1.22].
+  expect_trajectory(config_of(OptimizerKind::kSgd, 0.9),
+                    {{0.95, 2.1, -3.2}, {0.88, 2.14, -3.28}, {0.717, 2.176, -3.402}});
+}
+
+TEST(Sgd, NesterovStepsAlongGradientPlusMomentumTimesBuffer) {
+  // step 1: g + 0.9 g = 1.9 g; step 2: g2 + 0.9 buf2 = [0.88, 0.14, -0.28].
+  expect_trajectory(config_of(OptimizerKind::kSgd, 0.9, /*nesterov=*/true),
+                    {{0.905, 2.19, -3.38}, {0.817, 2.176, -3.352}, {0.5703, 2.2084, -3.5118}});
+}
+
+TEST(Sgd, WeightDecayAddsL2TermToGradient) {
+  // step 1: g + 0.5 p = [1, 0, 0.5].
+  expect_trajectory(config_of(OptimizerKind::kSgd, 0.0, false, 0.5),
+                    {{0.9, 2.0, -3.05}, {0.83, 1.85, -2.7975}});
+}
+
+TEST(Sgd, WithoutMomentumHasNoState) {
+  auto optimizer = Optimizer::make(config_of(OptimizerKind::kSgd), 3);
+  EXPECT_TRUE(optimizer->state().empty());
+}
+
+TEST(Sgd, WithMomentumExposesMomentumSlot) {
+  auto optimizer = Optimizer::make(config_of(OptimizerKind::kSgd, 0.9), 3);
+  auto state = optimizer->state();
+  ASSERT_EQ(state.size(), 1u);
+  EXPECT_EQ(state[0].first, "momentum");
+  EXPECT_EQ(state[0].second.size(), 3u);
+}
+
+TEST(Adam, FirstStepMovesEachParameterByLearningRateAgainstGradientSign) {
+  // Bias correction makes m/sqrt(v) = g/|g| on step 1; later steps hand-computed, e.g. element 0
+  // of step 2: m = 0.07, v = 3.1225e-4, bc1 = 0.19, bc2 = 0.001999 -> 0.9 - 0.1 * 0.932178.
+  expect_trajectory(config_of(OptimizerKind::kAdam), {{0.9, 2.1, -3.1},
+                                                      {0.80678204, 2.1266337, -3.1266337},
+                                                      {0.715873406, 2.14722163, -3.16067662}});
+}
+
+TEST(Adam, WeightDecayIsAddedToGradient) {
+  // step 1: g + 0.5 p = [1, 0, 0.5]: element 1 has zero gradient and does not move.
+  expect_trajectory(config_of(OptimizerKind::kAdam, 0.0, false, 0.5),
+                    {{0.9, 2.0, -3.1}, {0.802427952, 1.92558632, -3.03986216}});
+}
+
+TEST(AdamW, WeightDecayShrinksParametersBeforeTheAdamStep) {
+  // step 1: p * (1 - 0.1 * 0.5) = [0.95, 1.9, -2.85], then -0.1 * sign(g).
+  expect_trajectory(config_of(OptimizerKind::kAdamW, 0.0, false, 0.5),
+                    {{0.85, 2.0, -2.95}, {0.71428204, 1.9266337, -2.8291337}});
+}
+
+TEST(Adam, ExposesExpAvgAndExpAvgSqSlots) {
+  auto optimizer = Optimizer::make(config_of(OptimizerKind::kAdamW), 3);
+  auto state = optimizer->state();
+  ASSERT_EQ(state.size(), 2u);
+  EXPECT_EQ(state[0].first, "exp_avg");
+  EXPECT_EQ(state[1].first, "exp_avg_sq");
+  EXPECT_EQ(state[1].second.size(), 3u);
+}
+
+TEST(Optimizer, RestoredStateAndStepCountContinueTheSameTrajectory) {
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+    const OptimizerConfig config = config_of(kind, kind == OptimizerKind::kSgd ? 0.9 : 0.0);
+    std::vector<float> params = {1.0f, 2.0f, -3.0f};
+    auto original = Optimizer::make(config, 3);
+    original->step(params, kGrads[0], 0.1);
+    original->step(params, kGrads[1], 0.1);
+
+    std::vector<float> restored_params = params;
+    auto restored = Optimizer::make(config, 3);
+    auto from = original->state();
+    auto to = restored->state();
+    ASSERT_EQ(from.size(), to.size());
+    for (size_t s = 0; s < from.size(); ++s) {
+      std::copy(from[s].second.begin(), from[s].second.end(), to[s].second.begin());
+    }
+    restored->set_steps_taken(original->steps_taken());
+
+    original->step(params, kGrads[2], 0.1);
+    restored->step(restored_params, kGrads[2], 0.1);
+    EXPECT_EQ(params, restored_params);
+  }
+}
+
+TEST(Optimizer, UpdateOfEachElementDoesNotDependOnHowParametersAreSplit) {
+  const OptimizerConfig config = config_of(OptimizerKind::kAdamW, 0.0, false, 0.1);
+  std::vector<float> whole = {1.0f, 2.0f, -3.0f};
+  auto one = Optimizer::make(config, 3);
+  std::vector<float> head = {1.0f}, tail = {2.0f, -3.0f};
+  auto first = Optimizer::make(config, 1);
+  auto second = Optimizer::make(config, 2);
+  for (const auto& g : kGrads) {
+    one->step(whole, g, 0.1);
+    first->step(head, std::span<const float>(g).subspan(0, 1), 0.1);
+    second->step(tail, std::span<const float>(g).subspan(1, 2), 0.1);
+  }
+  EXPECT_EQ(whole[0], head[0]);
+  EXPECT_EQ(whole[1], tail[0]);
+  EXPECT_EQ(whole[2], tail[1]);
+}
+
+TEST(Optimizer, StepRejectsSpansOfTheWrongSize) {
+  auto optimizer = Optimizer::make(config_of(OptimizerKind::kSgd), 3);
+  std::vector<float> params = {1.0f, 2.0f};
+  EXPECT_THROW(optimizer->step(params, kGrads[0], 0.1), Error);
+}
+
+}  // namespace
+}  // namespace mpipe::optim

@@ -1,0 +1,143 @@
+// Tests for pipeline schedules: golden programs and invariants over many (K, M).
+#include "pipeline/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+#include "pipeline/grid.h"
+
+namespace mpipe::pipeline {
+namespace {
+
+constexpr ScheduleKind kKinds[] = {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB};
+
+std::vector<int> micro_batches_of(const Program& program, OpKind kind) {
+  std::vector<int> result;
+  for (const Op& op : program) {
+    if (op.kind == kind) result.push_back(op.micro_batch);
+  }
+  return result;
+}
+
+std::vector<int> ascending(int count) {
+  std::vector<int> result(static_cast<std::size_t>(count));
+  for (int m = 0; m < count; ++m) result[static_cast<std::size_t>(m)] = m;
+  return result;
+}
+
+TEST(Op, PrintsShortNames) {
+  EXPECT_EQ(to_string(Op{OpKind::kRecvActivation, 2}), "RA2");
+  EXPECT_EQ(to_string(Op{OpKind::kForward, 3}), "F3");
+  EXPECT_EQ(to_string(Op{OpKind::kSendActivation, 2}), "SA2");
+  EXPECT_EQ(to_string(Op{OpKind::kRecvGrad, 1}), "RG1");
+  EXPECT_EQ(to_string(Op{OpKind::kBackward, 0}), "B0");
+  EXPECT_EQ(to_string(Op{OpKind::kSendGrad, 11}), "SG11");
+}
+
+TEST(Schedule, GpipeTwoStagesTwoMicroBatchesMatchesGolden) {
+  EXPECT_EQ(program_to_string(make_program(ScheduleKind::kGpipe, 2, 2, 0)),
+            "F0 SA0 F1 SA1 RG0 B0 RG1 B1");
+  EXPECT_EQ(program_to_string(make_program(ScheduleKind::kGpipe, 2, 2, 1)),
+            "RA0 F0 RA1 F1 B0 SG0 B1 SG1");
+}
+
+TEST(Schedule, OneFOneBThreeStagesFourMicroBatchesMatchesGolden) {
+  EXPECT_EQ(program_to_string(make_program(ScheduleKind::kOneFOneB, 3, 4, 0)),
+            "F0 SA0 F1 SA1 F2 SA2 RG0 B0 F3 SA3 RG1 B1 RG2 B2 RG3 B3");
+  EXPECT_EQ(program_to_string(make_program(ScheduleKind::kOneFOneB, 3, 4, 1)),
+            "RA0 F0 SA0 RA1 F1 SA1 RG0 B0 SG0 RA2 F2 SA2 RG1 B1 SG1 RA3 F3 SA3 RG2 B2 SG2 "
+            "RG3 B3 SG3");
+  EXPECT_EQ(program_to_string(make_program(ScheduleKind::kOneFOneB, 3, 4, 2)),
+            "RA0 F0 B0 SG0 RA1 F1 B1 SG1 RA2 F2 B2 SG2 RA3 F3 B3 SG3");
+}
+
+TEST(Schedule, OneStageHasNoCommunication) {
+  EXPECT_EQ(program_to_string(make_program(ScheduleKind::kGpipe, 1, 3, 0)), "F0 F1 F2 B0 B1 B2");
+  EXPECT_EQ(program_to_string(make_program(ScheduleKind::kOneFOneB, 1, 3, 0)), "F0 B0 F1 B1 F2 B2");
+}
+
+TEST(Schedule, OneFOneBWithFewMicroBatchesEqualsGpipe) {
+  // With M <= K-s-1 the warm-up already holds every forward.
+  EXPECT_EQ(make_program(ScheduleKind::kOneFOneB, 4, 2, 0),
+            make_program(ScheduleKind::kGpipe, 4, 2, 0));
+}
+
+TEST(Schedule, EveryMicroBatchRunsForwardThenBackwardOnceInAscendingOrder) {
+  for (ScheduleKind kind : kKinds) {
+    for (int k = 1; k <= 8; ++k) {
+      for (int m = 1; m <= 16; ++m) {
+        for (int s = 0; s < k; ++s) {
+          SCOPED_TRACE(fmt::format("{} K={} M={} stage={}", to_string(kind), k, m, s));
+          const Program program = make_program(kind, k, m, s);
+          // Backwards ascending is what fixes the gradient accumulation order.
+          EXPECT_EQ(micro_batches_of(program, OpKind::kForward), ascending(m));
+          EXPECT_EQ(micro_batches_of(program, OpKind::kBackward), ascending(m));
+          std::map<int, std::size_t> forward_at;
+          for (std::size_t i = 0; i < program.size(); ++i) {
+            if (program[i].kind == OpKind::kForward) forward_at[program[i].micro_batch] = i;
+            if (program[i].kind == OpKind::kBackward) {
+              ASSERT_TRUE(forward_at.count(program[i].micro_batch))
+                  << "B" << program[i].micro_batch << " before its F";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Schedule, CommunicationSurroundsComputeOnlyWhereANeighbourExists) {
+  for (ScheduleKind kind : kKinds) {
+    for (int k = 1; k <= 8; ++k) {
+      for (int s = 0; s < k; ++s) {
+        const Program program = make_program(kind, k, 5, s);
+        const std::vector<int> all = ascending(5);
+        const std::vector<int> none;
+        EXPECT_EQ(micro_batches_of(program, OpKind::kRecvActivation), s > 0 ? all : none);
+        EXPECT_EQ(micro_batches_of(program, OpKind::kSendActivation), s < k - 1 ? all : none);
+        EXPECT_EQ(micro_batches_of(program, OpKind::kRecvGrad), s < k - 1 ? all : none);
+        EXPECT_EQ(micro_batches_of(program, OpKind::kSendGrad), s > 0 ? all : none);
+        for (std::size_t i = 0; i < program.size(); ++i) {
+          const Op& op = program[i];
+          if (op.kind == OpKind::kRecvActivation || op.kind == OpKind::kRecvGrad) {
+            ASSERT_LT(i + 1, program.size());
+            const OpKind next =
+                op.kind == OpKind::kRecvActivation ? OpKind::kForward : OpKind::kBackward;
+            EXPECT_EQ(program[i + 1], (Op{next, op.micro_batch}));
+          }
+          if (op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGrad) {
+            ASSERT_GT(i, 0u);
+            const OpKind previous =
+                op.kind == OpKind::kSendActivation ? OpKind::kForward : OpKind::kBackward;
+            EXPECT_EQ(program[i - 1], (Op{previous, op.micro_batch}));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Schedule, RejectsInvalidArguments) {
+  EXPECT_THROW(make_program(ScheduleKind::kGpipe, 0, 4, 0), Error);
+  EXPECT_THROW(make_program(ScheduleKind::kGpipe, 2, 0, 0), Error);
+  EXPECT_THROW(make_program(ScheduleKind::kOneFOneB, 2, 4, 2), Error);
+  EXPECT_THROW(make_program(ScheduleKind::kOneFOneB, 2, 4, -1), Error);
+}
+
+TEST(Schedule, ParsesAndPrintsScheduleNames) {
+  EXPECT_EQ(parse_schedule_kind("gpipe"), ScheduleKind::kGpipe);
+  EXPECT_EQ(parse_schedule_kind("1f1b"), ScheduleKind::kOneFOneB);
+  for (ScheduleKind kind : kKinds) EXPECT_EQ(parse_schedule_kind(to_string(kind)), kind);
+  try {
+    parse_schedule_kind("pipedream");
+    FAIL() << "no exception";
+  } catch (const InputError& error) {
+    EXPECT_STREQ(error.what(), "unknown schedule \"pipedream\" (expected gpipe or 1f1b)");
+  }
+}
+
+}  // namespace
+}  // namespace mpipe::pipeline

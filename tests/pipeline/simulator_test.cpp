@@ -1,0 +1,146 @@
+// Tests for the timeline simulator: schedule invariants, bubble fractions and deadlock detection.
+#include "pipeline/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "pipeline/schedule.h"
+
+namespace mpipe::pipeline {
+namespace {
+
+constexpr ScheduleKind kKinds[] = {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB};
+
+std::vector<Program> programs_for(ScheduleKind kind, int num_stages, int num_micro_batches) {
+  std::vector<Program> programs;
+  for (int s = 0; s < num_stages; ++s) {
+    programs.push_back(make_program(kind, num_stages, num_micro_batches, s));
+  }
+  return programs;
+}
+
+constexpr Op F(int m) { return {OpKind::kForward, m}; }
+constexpr Op B(int m) { return {OpKind::kBackward, m}; }
+constexpr Op RA(int m) { return {OpKind::kRecvActivation, m}; }
+constexpr Op SA(int m) { return {OpKind::kSendActivation, m}; }
+constexpr Op RG(int m) { return {OpKind::kRecvGrad, m}; }
+constexpr Op SG(int m) { return {OpKind::kSendGrad, m}; }
+
+TEST(Simulator, BothSchedulesRunWithoutDeadlockAndWithMatchingMessageOrders) {
+  for (ScheduleKind kind : kKinds) {
+    for (int k = 1; k <= 8; ++k) {
+      for (int m = 1; m <= 16; ++m) {
+        SCOPED_TRACE(fmt::format("{} K={} M={}", to_string(kind), k, m));
+        const SimulationResult result = simulate(programs_for(kind, k, m));
+        EXPECT_FALSE(result.deadlocked()) << result.deadlock_report();
+        EXPECT_TRUE(result.orders_match()) << result.order_mismatches.front();
+        ASSERT_EQ(result.stages.size(), static_cast<std::size_t>(k));
+        for (const StageTimeline& stage : result.stages) {
+          EXPECT_EQ(stage.compute.size(), static_cast<std::size_t>(2 * m));
+          EXPECT_DOUBLE_EQ(stage.busy_time, m * 3.0);
+        }
+      }
+    }
+  }
+}
+
+TEST(Simulator, GpipeKeepsAllMicroBatchesInFlight) {
+  for (int k = 1; k <= 8; ++k) {
+    for (int m = 1; m <= 16; ++m) {
+      const SimulationResult result = simulate(programs_for(ScheduleKind::kGpipe, k, m));
+      for (const StageTimeline& stage : result.stages) EXPECT_EQ(stage.peak_in_flight, m);
+    }
+  }
+}
+
+TEST(Simulator, OneFOneBKeepsAtMostKMinusStageMicroBatchesInFlight) {
+  for (int k = 1; k <= 8; ++k) {
+    for (int m = 1; m <= 16; ++m) {
+      const SimulationResult result = simulate(programs_for(ScheduleKind::kOneFOneB, k, m));
+      for (int s = 0; s < k; ++s) {
+        EXPECT_EQ(result.stages[static_cast<std::size_t>(s)].peak_in_flight, std::min(k - s, m))
+            << "K=" << k << " M=" << m << " stage=" << s;
+      }
+    }
+  }
+}
+
+TEST(Simulator, GpipeBubbleFractionIsKMinusOneOverMPlusKMinusOne) {
+  const SimulationOptions equal_cost{.forward_time = 1.0, .backward_time = 1.0};
+  for (int k = 1; k <= 8; ++k) {
+    for (int m = 1; m <= 16; ++m) {
+      const SimulationResult result =
+          simulate(programs_for(ScheduleKind::kGpipe, k, m), equal_cost);
+      EXPECT_NEAR(result.bubble_fraction, (k - 1.0) / (m + k - 1.0), 1e-12)
+          << "K=" << k << " M=" << m;
+      EXPECT_DOUBLE_EQ(result.makespan, 2.0 * (m + k - 1));
+    }
+  }
+}
+
+TEST(Simulator, OneFOneBHasTheSameBubbleAsGpipe) {
+  for (int k = 1; k <= 8; ++k) {
+    for (int m = 1; m <= 16; ++m) {
+      const double gpipe = simulate(programs_for(ScheduleKind::kGpipe, k, m)).makespan;
+      const double one_f_one_b = simulate(programs_for(ScheduleKind::kOneFOneB, k, m)).makespan;
+      EXPECT_DOUBLE_EQ(one_f_one_b, gpipe) << "K=" << k << " M=" << m;
+    }
+  }
+}
+
+TEST(Simulator, SendLatencyDelaysEachStageBoundaryCrossing) {
+  // Forward fill crosses K-1 boundaries, backward drain crosses them again.
+  const SimulationOptions options{.forward_time = 1.0, .backward_time = 2.0, .send_latency = 0.5};
+  const SimulationResult result = simulate(programs_for(ScheduleKind::kGpipe, 4, 8), options);
+  EXPECT_DOUBLE_EQ(result.makespan, (8 + 4 - 1) * 3.0 + 2 * 3 * 0.5);
+}
+
+TEST(Simulator, RecordsComputeTimesOfTwoStageGpipe) {
+  const SimulationResult result = simulate(programs_for(ScheduleKind::kGpipe, 2, 2));
+  ASSERT_EQ(result.stages.size(), 2u);
+  const std::vector<TimedOp>& stage1 = result.stages[1].compute;
+  ASSERT_EQ(stage1.size(), 4u);
+  EXPECT_EQ(stage1[0].op, F(0));
+  EXPECT_DOUBLE_EQ(stage1[0].start, 1.0);
+  EXPECT_EQ(stage1[2].op, B(0));
+  EXPECT_DOUBLE_EQ(stage1[2].start, 3.0);
+  EXPECT_DOUBLE_EQ(stage1[2].end, 5.0);
+  const std::vector<TimedOp>& stage0 = result.stages[0].compute;
+  EXPECT_EQ(stage0[2].op, B(0));
+  EXPECT_DOUBLE_EQ(stage0[2].start, 5.0);  // waits for stage 1's B0
+  EXPECT_DOUBLE_EQ(result.makespan, 9.0);
+  EXPECT_NEAR(result.bubble_fraction, 1.0 / 3.0, 1e-12);
+}
+
+TEST(Simulator, DetectsADeadlockAndNamesWhereEachStageWaits) {
+  // Stage 0 waits for a gradient before sending the activation stage 1 waits for.
+  const std::vector<Program> programs = {{F(0), RG(0), B(0), SA(0)}, {RA(0), F(0), B(0), SG(0)}};
+  const SimulationResult result = simulate(programs);
+  ASSERT_TRUE(result.deadlocked());
+  ASSERT_EQ(result.stuck.size(), 2u);
+  EXPECT_EQ(result.stuck[0].stage, 0);
+  EXPECT_EQ(result.stuck[0].op_index, 1u);
+  EXPECT_EQ(result.stuck[1].op, RA(0));
+  EXPECT_EQ(result.deadlock_report(),
+            "deadlock: stage 0 waits at op 1 (RG0); stage 1 waits at op 0 (RA0)");
+}
+
+TEST(Simulator, ReportsASendOrderThatDiffersFromTheReceiveOrder) {
+  const std::vector<Program> programs = {{F(0), F(1), SA(1), SA(0), RG(0), B(0), RG(1), B(1)},
+                                         {RA(0), F(0), RA(1), F(1), B(0), SG(0), B(1), SG(1)}};
+  const SimulationResult result = simulate(programs);
+  EXPECT_FALSE(result.deadlocked());
+  ASSERT_EQ(result.order_mismatches.size(), 1u);
+  EXPECT_EQ(result.order_mismatches[0],
+            "stage 0 sends activations in order [1 0] but stage 1 receives [0 1]");
+}
+
+TEST(Simulator, RejectsCommunicationWithAStageThatDoesNotExist) {
+  EXPECT_THROW(simulate({{RA(0), F(0), B(0)}}), Error);
+  EXPECT_THROW(simulate({{F(0), B(0)}, {F(0), SA(0), B(0)}}), Error);
+}
+
+}  // namespace
+}  // namespace mpipe::pipeline
