@@ -6,17 +6,22 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
+#include "checkpoint/safetensors.h"
+#include "checkpoint/weight_diff.h"
 #include "config/experiment.h"
 #include "core/error.h"
 #include "data/dataset.h"
 #include "kernels/context.h"
 #include "log/logging.h"
+#include "log/progress.h"
 #include "model/model_builder.h"
 #include "model/partition.h"
 #include "pipeline/grid.h"
 #include "pipeline/schedule.h"
+#include "train/generator.h"
 #include "train/training_run.h"
 
 namespace mpipe::app {
@@ -44,6 +49,12 @@ void check_run_dir_is_fresh(const std::string& run_dir) {
   }
 }
 
+// In place on a terminal; but under mpirun a rank's stdout is a pseudo-terminal even when
+// mpirun's own output goes to a file, so there we print plain lines.
+bool progress_in_place() {
+  return log::stream_is_terminal(stdout) && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr;
+}
+
 }  // namespace
 
 Commands::Commands(CLI::App& app) {
@@ -52,7 +63,8 @@ Commands::Commands(CLI::App& app) {
   train_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
   train_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<config name>)");
   train_->add_option("--export-weights", export_path_,
-                     "Write all weights to this safetensors file at the end");
+                     "Write all weights to this safetensors file at the end "
+                     "(default: RUN_DIR/weights.safetensors)");
   train_->add_flag("--resume", resume_, "Continue from the newest checkpoint in the run directory");
 
   schedule_ = app.add_subcommand("schedule", "Print a pipeline schedule as a grid");
@@ -66,6 +78,25 @@ Commands::Commands(CLI::App& app) {
   plan_->add_option("config", config_path_, "Experiment YAML file")->required();
   plan_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
   plan_->add_option("--stages", stages_, "Pipeline stages K (default: from the config)");
+
+  generate_ = app.add_subcommand("generate", "Sample text from a trained character-level model");
+  generate_->add_option("config", config_path_, "The experiment YAML file it was trained with")
+      ->required();
+  generate_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")->required();
+  generate_->add_option("--prompt", generate_options_.prompt, "Text to continue");
+  generate_->add_option("--length", generate_options_.length, "Bytes to generate")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  generate_->add_option("--temperature", generate_options_.temperature, "Sampling temperature")
+      ->check(CLI::PositiveNumber);
+  generate_->add_option("--seed", generate_options_.seed, "Random seed");
+  generate_->add_option("--set", overrides_, "Override a config key: key.path=value");
+
+  compare_ = app.add_subcommand("compare", "Compare two safetensors weight files");
+  compare_->add_option("files", compare_paths_, "Two .safetensors files")->required()->expected(2);
+  compare_
+      ->add_option("--rtol", rtol_,
+                   "Largest relative difference accepted (0: must be bit-identical)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 int Commands::run(const comm::Communicator& world) {
@@ -73,6 +104,8 @@ int Commands::run(const comm::Communicator& world) {
     if (*train_) return train(world);
     if (*schedule_) return schedule();
     if (*plan_) return plan();
+    if (*compare_) return compare();
+    if (*generate_) return generate();
     return 1;
   } catch (const InputError& e) {
     // Bad input is usually seen by every rank alike: if all ranks fail, each exits cleanly and
@@ -108,17 +141,20 @@ int Commands::train(const comm::Communicator& world) {
   std::signal(SIGUSR1, request_stop);
 
   kernels::KernelContext kernels;
-  train::RunOptions options{.run_dir = run_dir,
-                            .export_weights = export_path_,
-                            .resume = resume_,
-                            .progress = stdout,
-                            .stop_requested = &g_stop_requested};
+  train::RunOptions options{
+      .run_dir = run_dir,
+      .export_weights = export_path_.empty() ? run_dir + "/weights.safetensors" : export_path_,
+      .resume = resume_,
+      .progress = stdout,
+      .progress_in_place = progress_in_place(),
+      .stop_requested = &g_stop_requested};
   train::RunResult result = train::run_training(experiment, options, world, kernels);
   if (world.rank() == 0) {
     if (result.preempted) {
       spdlog::warn("stopped at step {} by a signal; checkpoint saved in {}; continue with --resume",
                    result.steps_done, run_dir);
     } else {
+      if (!result.sample.empty()) std::printf("sample:\n%s\n", result.sample.c_str());
       std::printf("final: train loss %.4f | test loss %.4f | test accuracy %.2f%% | run dir %s\n",
                   result.final_train_loss, result.final_eval_loss,
                   100.0 * result.final_eval_accuracy, run_dir.c_str());
@@ -140,10 +176,10 @@ int Commands::plan() {
   auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   model::ModelPlan plan = model::plan_model(experiment.model, dataset->input_shape());
   const int stages = plan_->count("--stages") ? stages_ : std::max(1, experiment.pipeline.stages);
-  auto ranges = model::partition_layers(static_cast<int>(plan.layers.size()), stages,
-                                        plan_->count("--stages") ? std::vector<int>{}
-                                                                 : experiment.pipeline.partition,
-                                        experiment.source + ": pipeline.partition");
+  auto ranges = model::partition_layers(
+      static_cast<int>(plan.layers.size()), stages,
+      plan_->count("--stages") ? std::vector<int>{} : experiment.pipeline.partition,
+      experiment.source + ": pipeline.partition");
   std::printf("%-6s %-5s %-20s %-18s %-18s %12s %14s\n", "stage", "layer", "kind", "input",
               "output", "params", "fwd MFLOP/ex");
   for (size_t s = 0; s < ranges.size(); ++s) {
@@ -156,6 +192,38 @@ int Commands::plan() {
   }
   std::printf("total parameters: %lld\n", static_cast<long long>(plan.num_params()));
   return 0;
+}
+
+int Commands::generate() {
+  config::Experiment experiment = config::load_experiment(config_path_, overrides_);
+  check_input(experiment.model.layers.front().kind == "embedding",
+              "{}: generate needs a language model (its first layer must be an embedding)",
+              config_path_);
+  kernels::KernelContext kernels;
+  std::string text = train::generate_text(experiment.model, experiment.data.seq_len,
+                                          checkpoint::read_safetensors(weights_path_).tensors,
+                                          weights_path_, generate_options_, kernels);
+  std::printf("%s\n", text.c_str());
+  return 0;
+}
+
+int Commands::compare() {
+  const auto& [a, b] = std::pair(compare_paths_.at(0), compare_paths_.at(1));
+  auto diffs = checkpoint::diff_weights(checkpoint::read_safetensors(a), a,
+                                        checkpoint::read_safetensors(b), b);
+  bool ok = true;
+  double worst = 0.0;
+  for (const auto& d : diffs) {
+    const bool within = rtol_ == 0.0 ? d.identical : d.max_rel <= rtol_;
+    ok = ok && within;
+    worst = std::max(worst, d.max_rel);
+    if (!within) {
+      std::printf("%-40s max abs %.3e  max rel %.3e\n", d.name.c_str(), d.max_abs, d.max_rel);
+    }
+  }
+  std::printf("%s: %zu tensors, max relative difference %.3e (%s)\n", ok ? "same" : "DIFFERENT",
+              diffs.size(), worst, rtol_ == 0.0 ? "bit-identical required" : "rtol given");
+  return ok ? 0 : 1;
 }
 
 }  // namespace mpipe::app

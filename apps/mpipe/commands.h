@@ -2,11 +2,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "train/generator.h"
 
 namespace mpipe::app {
 
@@ -20,10 +20,14 @@ class Commands {
   int train(const comm::Communicator& world);
   int schedule();
   int plan();
+  int compare();
+  int generate();
 
   CLI::App* train_ = nullptr;
   CLI::App* schedule_ = nullptr;
   CLI::App* plan_ = nullptr;
+  CLI::App* compare_ = nullptr;
+  CLI::App* generate_ = nullptr;
 
   std::string config_path_;
   std::vector<std::string> overrides_;
@@ -34,6 +38,12 @@ class Commands {
   std::string schedule_kind_ = "gpipe";
   int stages_ = 4;
   int micro_batches_ = 8;
+
+  std::vector<std::string> compare_paths_;
+  double rtol_ = 0.0;
+
+  std::string weights_path_;
+  train::GenerateOptions generate_options_;
 };
 
 }  // namespace mpipe::app

@@ -1,12 +1,12 @@
 // mpipe: the command-line program. Sets up MPI and logging, parses the subcommands and turns
 // any error into a one-line message and a non-zero exit on every rank.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "commands.h"
 #include "comm/communicator.h"
+#include "commands.h"
 #include "core/error.h"
 #include "log/logging.h"
 

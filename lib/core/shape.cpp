@@ -20,6 +20,12 @@ Shape Shape::with_batch(int64_t batch) const {
   return out;
 }
 
+Shape Shape::batched(int64_t batch) const {
+  std::vector<int64_t> dims{batch};
+  dims.insert(dims.end(), dims_.begin(), dims_.end());
+  return Shape(std::move(dims));
+}
+
 Shape Shape::per_example() const {
   check(!dims_.empty(), "per_example on a scalar shape");
   return Shape(std::vector<int64_t>(dims_.begin() + 1, dims_.end()));

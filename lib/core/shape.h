@@ -23,6 +23,8 @@ class Shape {
   int64_t numel() const;
   // The same shape with the outermost (batch) dimension replaced.
   Shape with_batch(int64_t batch) const;
+  // [batch, ...this]: a batch of examples of this shape.
+  Shape batched(int64_t batch) const;
   // The shape without its outermost dimension: the shape of one example.
   Shape per_example() const;
   std::string str() const;  // "[2, 3, 4]"

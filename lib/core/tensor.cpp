@@ -15,8 +15,8 @@ constexpr size_t kAlignment = 64;
 
 float* allocate(int64_t numel) {
   if (numel <= 0) return nullptr;
-  size_t bytes = (static_cast<size_t>(numel) * sizeof(float) + kAlignment - 1) / kAlignment *
-                 kAlignment;
+  size_t bytes =
+      (static_cast<size_t>(numel) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, bytes);
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, bytes);
@@ -38,8 +38,10 @@ Tensor::Tensor(Shape shape, std::span<const float> values) : Tensor(std::move(sh
   std::copy(values.begin(), values.end(), data());
 }
 
-Tensor::Tensor(const Tensor& other) : Tensor(other.shape_) {
-  if (numel() > 0) std::memcpy(data(), other.data(), bytes());
+Tensor::Tensor(const Tensor& other) : shape_(other.shape_) {
+  if (!other.data_) return;  // an empty (default) tensor copies as empty
+  data_.reset(allocate(shape_.numel()));
+  std::memcpy(data(), other.data(), bytes());
 }
 
 Tensor& Tensor::operator=(const Tensor& other) {

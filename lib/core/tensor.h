@@ -22,7 +22,7 @@ class Tensor {
   Tensor& operator=(Tensor&&) noexcept = default;
 
   const Shape& shape() const { return shape_; }
-  int64_t numel() const { return shape_.numel(); }
+  int64_t numel() const { return data_ ? shape_.numel() : 0; }  // 0 when default-constructed
   int64_t dim(int axis) const { return shape_[axis]; }
   bool empty() const { return numel() == 0 || !data_; }
   size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }

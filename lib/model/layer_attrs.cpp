@@ -35,13 +35,13 @@ const Attr* LayerAttrs::find(const std::string& key) {
 }
 
 void LayerAttrs::fail(const Attr& attr, const std::string& message) const {
-  throw InputError(fmt::format("{}: {}", attr.where.prefix(), message));
+  throw AttributeError(fmt::format("{}: {}", attr.where.prefix(), message));
 }
 
 int64_t LayerAttrs::integer(const std::string& key, int64_t min) {
   if (!find(key)) {
-    throw InputError(fmt::format("{}.{}: required for layer '{}'", spec_.where.prefix(), key,
-                                 spec_.kind));
+    throw InputError(
+        fmt::format("{}.{}: required for layer '{}'", spec_.where.prefix(), key, spec_.kind));
   }
   return integer(key, 0, min);
 }
@@ -95,10 +95,10 @@ std::string LayerAttrs::text(const std::string& key, const std::string& fallback
 void LayerAttrs::finish() const {
   for (const auto& [key, attr] : spec_.attrs) {
     if (!read_.contains(key)) {
-      fail(attr, read_.empty() ? fmt::format("unknown key: layer '{}' takes no attributes",
-                                             spec_.kind)
-                               : fmt::format("unknown key for layer '{}' (known: {})", spec_.kind,
-                                             fmt::join(read_, ", ")));
+      fail(attr, read_.empty()
+                     ? fmt::format("unknown key: layer '{}' takes no attributes", spec_.kind)
+                     : fmt::format("unknown key for layer '{}' (known: {})", spec_.kind,
+                                   fmt::join(read_, ", ")));
     }
   }
 }

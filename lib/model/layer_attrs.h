@@ -7,9 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "model/layer_spec.h"
 
 namespace mpipe::model {
+
+// An attribute error; its message already names the attribute's own file, line and key.
+class AttributeError : public InputError {
+ public:
+  using InputError::InputError;
+};
 
 class LayerAttrs {
  public:

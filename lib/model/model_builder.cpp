@@ -15,8 +15,8 @@ int64_t ModelPlan::num_params() const {
 std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, const Shape& input,
                                                      int begin, int end) {
   const int num_layers = static_cast<int>(spec.layers.size());
-  check(0 <= begin && begin <= end && end <= num_layers, "layer range [{}, {}) of {} layers",
-        begin, end, num_layers);
+  check(0 <= begin && begin <= end && end <= num_layers, "layer range [{}, {}) of {} layers", begin,
+        end, num_layers);
   std::vector<std::unique_ptr<nn::Layer>> layers;
   Shape shape = input;
   for (int i = 0; i < end; ++i) {
@@ -32,14 +32,14 @@ ModelPlan plan_model(const ModelSpec& spec, const Shape& input) {
   auto layers = build_layers(spec, input, 0, static_cast<int>(spec.layers.size()));
   Shape shape = input;
   for (const auto& layer : layers) {
-    LayerPlan entry{.index = layer->global_index(),
-                    .kind = std::string(layer->kind()),
-                    .input = shape,
-                    .output = layer->output_shape(),
-                    .num_params = 0,
-                    .forward_flops = layer->forward_flops_per_example(),
-                    .output_bytes = layer->output_shape().numel() *
-                                    static_cast<int64_t>(sizeof(float))};
+    LayerPlan entry{
+        .index = layer->global_index(),
+        .kind = std::string(layer->kind()),
+        .input = shape,
+        .output = layer->output_shape(),
+        .num_params = 0,
+        .forward_flops = layer->forward_flops_per_example(),
+        .output_bytes = layer->output_shape().numel() * static_cast<int64_t>(sizeof(float))};
     for (const nn::ParamSpec& param : layer->param_specs()) entry.num_params += param.shape.numel();
     shape = entry.output;
     plan.layers.push_back(std::move(entry));

@@ -2,6 +2,9 @@
 // linear and GELU kernels, residual additions and per-site dropout.
 #include "nn/transformer_block.h"
 
+#include <string>
+#include <vector>
+
 #include "core/error.h"
 #include "kernels/eltwise.h"
 #include "kernels/matmul.h"

@@ -25,8 +25,8 @@ Tensor take(std::map<int, Tensor>& tensors, int micro_batch, const char* what) {
 
 }  // namespace
 
-Executor::Executor(Stage& stage, Link& link, int stage_index, int num_stages,
-                   const nn::Loss& loss, kernels::KernelContext& kernels)
+Executor::Executor(Stage& stage, Link& link, int stage_index, int num_stages, const nn::Loss& loss,
+                   kernels::KernelContext& kernels)
     : stage_(stage),
       link_(link),
       stage_index_(stage_index),
@@ -49,10 +49,10 @@ void Executor::post_recv(const Op& op, const RoundPlan& plan) {
   const int64_t rows = plan.rows.at(static_cast<size_t>(op.micro_batch));
   if (op.kind == OpKind::kRecvActivation) {
     link_.post_recv(Direction::kActivation, plan.round, op.micro_batch,
-                    plan.stage_input.with_batch(rows));
+                    plan.stage_input.batched(rows));
   } else {
     link_.post_recv(Direction::kGradient, plan.round, op.micro_batch,
-                    plan.stage_output.with_batch(rows));
+                    plan.stage_output.batched(rows));
   }
 }
 
@@ -107,8 +107,8 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
       grad_outputs_[m] = link_.wait_recv(Direction::kGradient, m);
       break;
     case OpKind::kBackward: {
-      Tensor grad_input =
-          stage_.backward(m, take(grad_outputs_, m, "output gradient"), layer_context(plan, m, true));
+      Tensor grad_input = stage_.backward(m, take(grad_outputs_, m, "output gradient"),
+                                          layer_context(plan, m, true));
       if (!is_first()) grad_inputs_[m] = std::move(grad_input);
       break;
     }
@@ -123,7 +123,7 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data)
   if (!is_first()) {
     for (int m = 0; m < num_micro_batches; ++m) {
       link_.post_recv(Direction::kEvalActivation, plan.round, m,
-                      plan.stage_input.with_batch(plan.rows[static_cast<size_t>(m)]));
+                      plan.stage_input.batched(plan.rows[static_cast<size_t>(m)]));
     }
   }
   LossTotals totals;

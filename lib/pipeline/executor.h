@@ -16,7 +16,7 @@ namespace mpipe::pipeline {
 
 // The micro-batches of one round (a training step or an evaluation batch).
 struct RoundPlan {
-  int64_t round = 0;                  // the step, or the evaluation batch number
+  int64_t round = 0;  // the step, or the evaluation batch number
   uint64_t seed = 0;
   std::vector<int64_t> rows;           // examples in each micro-batch
   std::vector<int64_t> first_example;  // global mini-batch index of each one's first example

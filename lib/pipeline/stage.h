@@ -16,8 +16,7 @@ namespace mpipe::pipeline {
 class Stage {
  public:
   // `layers` are this stage's contiguous layers in global order.
-  Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute,
-        int num_micro_batches);
+  Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute, int num_micro_batches);
 
   nn::ParamBuffer& params() { return *params_; }
   const nn::ParamBuffer& params() const { return *params_; }

@@ -81,25 +81,47 @@ std::vector<checkpoint::NamedTensor> stage_state(const pipeline::Stage& stage,
       if (!entry.trainable) continue;
       auto values = state.subspan(static_cast<size_t>(entry.offset),
                                   static_cast<size_t>(entry.shape.numel()));
-      tensors.push_back({fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
-                         entry.shape, std::vector<float>(values.begin(), values.end())});
+      tensors.push_back(
+          {fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
+           entry.shape, std::vector<float>(values.begin(), values.end())});
     }
   }
   return tensors;
 }
 
+namespace {
+
+// Copies the named tensor into `values`, checking that it exists and has the expected shape.
+class Restorer {
+ public:
+  Restorer(const std::vector<checkpoint::NamedTensor>& tensors, const std::string& source)
+      : source_(source) {
+    for (const auto& tensor : tensors) by_name_[tensor.name] = &tensor;
+  }
+  void operator()(const std::string& name, const Shape& shape, std::span<float> values) const {
+    auto it = by_name_.find(name);
+    check_input(it != by_name_.end(), "{}: tensor {} is missing", source_, name);
+    check_input(it->second->shape == shape, "{}: tensor {} has shape {}, the model needs {}",
+                source_, name, it->second->shape, shape);
+    std::copy(it->second->values.begin(), it->second->values.end(), values.begin());
+  }
+
+ private:
+  const std::string& source_;
+  std::map<std::string, const checkpoint::NamedTensor*> by_name_;
+};
+
+}  // namespace
+
+void load_stage_weights(pipeline::Stage& stage, const std::vector<checkpoint::NamedTensor>& tensors,
+                        const std::string& source) {
+  for_each_weight(stage, Restorer(tensors, source));
+}
+
 void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
                       const std::vector<checkpoint::NamedTensor>& tensors,
                       const std::string& source) {
-  std::map<std::string, const checkpoint::NamedTensor*> by_name;
-  for (const auto& tensor : tensors) by_name[tensor.name] = &tensor;
-  auto restore = [&](const std::string& name, const Shape& shape, std::span<float> values) {
-    auto it = by_name.find(name);
-    check_input(it != by_name.end(), "{}: tensor {} is missing", source, name);
-    check_input(it->second->shape == shape, "{}: tensor {} has shape {}, the model needs {}",
-                source, name, it->second->shape, shape);
-    std::copy(it->second->values.begin(), it->second->values.end(), values.begin());
-  };
+  const Restorer restore(tensors, source);
   for_each_weight(stage, restore);
   for (const auto& [slot, state] : optimizer.state()) {
     for (const auto& entry : stage.params().entries()) {

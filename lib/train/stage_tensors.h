@@ -32,6 +32,10 @@ std::vector<checkpoint::NamedTensor> unpack_weights(const std::vector<TensorSlot
 // Weights and optimizer state of the stage, for its checkpoint shard.
 std::vector<checkpoint::NamedTensor> stage_state(const pipeline::Stage& stage,
                                                  optim::Optimizer& optimizer);
+// Restores the stage's weights (params and buffers) from named tensors, e.g. exported weights.
+// Throws InputError naming `source` when a tensor is missing or has another shape.
+void load_stage_weights(pipeline::Stage& stage, const std::vector<checkpoint::NamedTensor>& tensors,
+                        const std::string& source);
 // Restores what stage_state wrote (from any partition's shards, merged). Throws InputError
 // naming `source` when a tensor is missing or has another shape.
 void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,

@@ -48,9 +48,8 @@ Trainer::Trainer(const config::Experiment& experiment, const comm::Communicator&
               "{}: train.batch_size: must be divisible by pipeline.micro_batches * "
               "pipeline.data_parallel = {}, got {}",
               experiment.source, divisor, experiment.train.batch_size);
-  auto ranges = model::partition_layers(static_cast<int>(plan_.layers.size()),
-                                        topology_.num_stages, pipe.partition,
-                                        experiment.source + ": pipeline.partition");
+  auto ranges = model::partition_layers(static_cast<int>(plan_.layers.size()), topology_.num_stages,
+                                        pipe.partition, experiment.source + ": pipeline.partition");
   range_ = ranges[static_cast<size_t>(topology_.stage)];
   stage_ = std::make_unique<pipeline::Stage>(
       model::build_layers(experiment.model, dataset.input_shape(), range_.begin, range_.end),
@@ -98,8 +97,8 @@ pipeline::MicroBatchData Trainer::micro_batch_data(data::Split split,
   };
   const uint64_t seed = experiment_.train.seed;
   return {
-      .inputs = [this, split, slice, seed, step](
-                    int m) { return dataset_.inputs(split, slice(m), seed, step); },
+      .inputs = [this, split, slice, seed,
+                 step](int m) { return dataset_.inputs(split, slice(m), seed, step); },
       .targets = [this, split, slice](int m) { return dataset_.targets(split, slice(m)); },
   };
 }
@@ -115,13 +114,12 @@ StepReport Trainer::step(int64_t step) {
   if (needs_data) {
     indices = sampler_.batch(step, train.batch_size);
   }
-  pipeline::RoundPlan plan =
-      round_plan(step, topology_.replica * replica_rows,
-                 std::vector<int64_t>(static_cast<size_t>(num_micro_batches),
-                                      replica_rows / num_micro_batches));
+  pipeline::RoundPlan plan = round_plan(step, topology_.replica * replica_rows,
+                                        std::vector<int64_t>(static_cast<size_t>(num_micro_batches),
+                                                             replica_rows / num_micro_batches));
   plan.grad_scale = 1.0f / static_cast<float>(train.batch_size * loss_rows_per_example_);
-  pipeline::LossTotals totals =
-      executor_->train_step(program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step));
+  pipeline::LossTotals totals = executor_->train_step(
+      program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step));
 
   auto grads = stage_->params().grads();
   if (topology_.num_replicas > 1) groups_.data_parallel.allreduce_sum(grads);

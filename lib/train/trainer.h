@@ -24,7 +24,7 @@ namespace mpipe::train {
 
 // What one step or evaluation produced, identical on every rank.
 struct StepReport {
-  double loss = 0.0;       // mean over the mini-batch
+  double loss = 0.0;  // mean over the mini-batch
   double lr = 0.0;
   double grad_norm = 0.0;  // before clipping
 };

@@ -13,6 +13,7 @@
 #include "data/dataset.h"
 #include "log/metrics_writer.h"
 #include "log/progress.h"
+#include "train/generator.h"
 #include "train/stage_tensors.h"
 #include "train/trainer.h"
 #include "train/weight_export.h"
@@ -50,7 +51,8 @@ int64_t resume_from(Trainer& trainer, checkpoint::CheckpointStore& store) {
   if (!latest) return 0;
   load_stage_state(trainer.stage(), trainer.optimizer(), store.read_all(*latest),
                    store.step_dir(*latest));
-  trainer.optimizer().set_steps_taken(store.read_meta(*latest).at("optimizer_steps").get<int64_t>());
+  trainer.optimizer().set_steps_taken(
+      store.read_meta(*latest).at("optimizer_steps").get<int64_t>());
   return *latest;
 }
 
@@ -79,8 +81,7 @@ RunResult run_training(const config::Experiment& experiment, const RunOptions& o
   if (is_root) {
     metrics.emplace(options.run_dir);
     if (options.progress) {
-      progress.emplace(options.progress, log::stream_is_terminal(options.progress), train.steps,
-                       first_step);
+      progress.emplace(options.progress, options.progress_in_place, train.steps, first_step);
     }
   }
 
@@ -143,6 +144,13 @@ RunResult run_training(const config::Experiment& experiment, const RunOptions& o
     }
     if (!options.export_weights.empty()) {
       export_weights(trainer, experiment, *dataset, options.export_weights);
+      if (is_root && experiment.data.kind == data::DatasetKind::kText &&
+          options.sample_length > 0) {
+        result.sample = generate_text(
+            experiment.model, experiment.data.seq_len,
+            checkpoint::read_safetensors(options.export_weights).tensors, options.export_weights,
+            {.prompt = "\n", .length = options.sample_length, .seed = train.seed}, kernels);
+      }
     }
     if (is_root) {
       std::optional<double> bits_per_char;

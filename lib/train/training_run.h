@@ -13,10 +13,12 @@
 namespace mpipe::train {
 
 struct RunOptions {
-  std::string run_dir;         // metrics.jsonl, summary.json, checkpoints/
-  std::string export_weights;  // safetensors path written at the end; empty = none
-  bool resume = true;          // continue from the newest committed checkpoint in run_dir
-  std::FILE* progress = nullptr;  // where rank 0 prints progress (stdout from main); null = none
+  std::string run_dir;             // metrics.jsonl, summary.json, checkpoints/
+  std::string export_weights;      // safetensors path written at the end; empty = none
+  int64_t sample_length = 300;     // text datasets: bytes generated at the end from the weights
+  bool resume = true;              // continue from the newest committed checkpoint in run_dir
+  std::FILE* progress = nullptr;   // where rank 0 prints progress (stdout from main); null = none
+  bool progress_in_place = false;  // rewrite one line ('\r') instead of printing one per update
   // Set (e.g. by a SIGTERM handler) to stop at the next step boundary with a checkpoint.
   const std::atomic<bool>* stop_requested = nullptr;
 };
@@ -27,6 +29,7 @@ struct RunResult {
   double final_train_loss = 0.0;
   double final_eval_loss = 0.0;
   double final_eval_accuracy = 0.0;
+  std::string sample;  // text datasets: bytes generated from the final weights (rank 0 only)
 };
 
 // Collective over `world`; every rank returns the same result.

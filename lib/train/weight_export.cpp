@@ -16,9 +16,9 @@ void export_weights(Trainer& trainer, const config::Experiment& experiment,
       // name what the stages sent, in stage order = global layer order.
       auto layers = model::build_layers(experiment.model, dataset.input_shape(), 0,
                                         static_cast<int>(experiment.model.layers.size()));
-      checkpoint::write_safetensors(path, unpack_weights(weight_layout(layers), flat),
-                                    {{"format", "pt"}, {"producer", "mpipe"},
-                                     {"config", experiment.source}});
+      checkpoint::write_safetensors(
+          path, unpack_weights(weight_layout(layers), flat),
+          {{"format", "pt"}, {"producer", "mpipe"}, {"config", experiment.source}});
     }
   }
   trainer.groups().pipeline.barrier();

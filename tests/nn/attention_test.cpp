@@ -42,11 +42,11 @@ TEST(CausalSelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
   const Tensor x = random_tensor({2, kSeq, kDim});
   const Tensor y = layer.forward(x, {.kernels = kernels, .training = false}).output;
 
-  const std::span<const float> p = params.buffer.values();
-  const float* qkv_weight = p.data();
-  const float* qkv_bias = qkv_weight + 3 * kDim * kDim;
-  const float* proj_weight = qkv_bias + 3 * kDim;
-  const float* proj_bias = proj_weight + kDim * kDim;
+  auto param = [&](size_t index) {
+    return params.buffer.values().data() + params.buffer.entries().at(index).offset;
+  };
+  const float *qkv_weight = param(0), *qkv_bias = param(1);
+  const float *proj_weight = param(2), *proj_bias = param(3);
   constexpr int64_t rows = 2 * kSeq, hd = kDim / kHeads;
   std::vector<float> qkv(rows * 3 * kDim);
   kernels::reference::linear_forward(x.data(), qkv_weight, qkv_bias, qkv.data(), rows, kDim,

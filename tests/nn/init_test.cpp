@@ -21,11 +21,17 @@ TEST(Init, LayerValuesDoNotDependOnWhichOtherLayersShareTheBuffer) {
   ParamBuffer whole(both), stage(alone);
   whole.initialize(17);
   stage.initialize(17);
-  const int64_t offset = 8 * 6 + 6;  // layer 1 starts after layer 0's weight and bias
-  ASSERT_EQ(stage.num_params(), whole.num_params() - offset);
-  for (int64_t i = 0; i < stage.num_params(); ++i) {
-    ASSERT_EQ(stage.values()[static_cast<size_t>(i)],
-              whole.values()[static_cast<size_t>(offset + i)]);
+  // Layer 1's weight and bias hold the same values in both buffers.
+  ASSERT_EQ(stage.entries().size(), 2u);
+  ASSERT_EQ(whole.entries().size(), 4u);
+  for (size_t e = 0; e < 2; ++e) {
+    const auto& mine = stage.entries()[e];
+    const auto& theirs = whole.entries()[e + 2];
+    ASSERT_EQ(mine.name, theirs.name);
+    for (int64_t i = 0; i < mine.shape.numel(); ++i) {
+      ASSERT_EQ(stage.values()[static_cast<size_t>(mine.offset + i)],
+                whole.values()[static_cast<size_t>(theirs.offset + i)]);
+    }
   }
 }
 

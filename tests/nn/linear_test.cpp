@@ -72,12 +72,13 @@ TEST(Linear, ForwardMatchesReferenceOnInitializedParams) {
   ParamBuffer buffer(layers);
   buffer.initialize(3);
   // Non-zero bias so it is tested too.
-  for (int64_t i = 45; i < 50; ++i) buffer.values()[static_cast<size_t>(i)] = 0.1f * i;
+  const int64_t bias = buffer.entries()[1].offset;
+  for (int64_t i = 0; i < 5; ++i) buffer.values()[static_cast<size_t>(bias + i)] = 0.1f * i;
   const Tensor x = random_tensor({6, 9}, 4);
   const Forward forward = layer.forward(x, training_context(kernels));
   std::vector<float> expected(30);
-  kernels::reference::linear_forward(x.data(), buffer.values().data(), buffer.values().data() + 45,
-                                     expected.data(), 6, 9, 5);
+  kernels::reference::linear_forward(x.data(), buffer.values().data(),
+                                     buffer.values().data() + bias, expected.data(), 6, 9, 5);
   ASSERT_EQ(forward.output.shape(), Shape({6, 5}));
   for (int64_t i = 0; i < 30; ++i) EXPECT_NEAR(forward.output[i], expected[i], 1e-5f);
 }

@@ -83,8 +83,11 @@ TEST(ParamBuffer, InitializesParamsAndBuffersPerSpec) {
   buffer.initialize(1);
   EXPECT_EQ(std::vector<float>(buffer.values().begin(), buffer.values().end()),
             std::vector<float>(3, 1.0f));
-  EXPECT_EQ(std::vector<float>(buffer.buffers().begin(), buffer.buffers().end()),
-            (std::vector<float>{1, 1, 1, 0, 0, 0}));
+  ASSERT_EQ(layer.bound_buffers.size(), 2u);
+  EXPECT_EQ(std::vector<float>(layer.bound_buffers[0].begin(), layer.bound_buffers[0].end()),
+            std::vector<float>(3, 1.0f));
+  EXPECT_EQ(std::vector<float>(layer.bound_buffers[1].begin(), layer.bound_buffers[1].end()),
+            std::vector<float>(3, 0.0f));
 }
 
 TEST(ParamBuffer, ZeroGradsClearsEveryGradient) {
@@ -101,8 +104,9 @@ TEST(ParamBuffer, SumsSquaredGradientsPerLayerInGlobalOrder) {
   RecordingLayer b(4, {{.name = "w", .shape = {1}}, {.name = "b", .shape = {2}}}, {});
   Layer* layers[] = {&a, &b};
   ParamBuffer buffer(layers);
-  const std::vector<float> grads = {1, 2, 3, 4, 5};
-  std::copy(grads.begin(), grads.end(), buffer.grads().begin());
+  a.bound_grads[0][0] = 1, a.bound_grads[0][1] = 2;
+  b.bound_grads[0][0] = 3;
+  b.bound_grads[1][0] = 4, b.bound_grads[1][1] = 5;
   const auto sums = buffer.grad_square_sums_per_layer();
   ASSERT_EQ(sums.size(), 2u);
   EXPECT_EQ(sums[0], (std::pair<int, double>{1, 5.0}));

@@ -1,0 +1,22 @@
+# Shared helpers for the multi-rank end-to-end tests: run mpipe under mpirun with a timeout.
+set -euo pipefail
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
+MPIPE=${MPIPE:?path of the mpipe binary}
+WORK=$(mktemp -d /tmp/mpipe-e2e.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+# train RANKS NAME CONFIG [--set ...]: trains into $WORK/NAME and exports $WORK/NAME.safetensors.
+train() {
+  local ranks=$1 name=$2 config=$3
+  shift 3
+  timeout 120 mpirun -n "$ranks" --oversubscribe --bind-to none "$MPIPE" train "$config" \
+    --run-dir "$WORK/$name" --export-weights "$WORK/$name.safetensors" "$@" \
+    > "$WORK/$name.log" 2>&1 || { cat "$WORK/$name.log"; echo "FAILED: $name"; exit 1; }
+}
+
+# same A B [RTOL]: the exported weights of runs A and B agree (bit-identical when RTOL is 0).
+same() {
+  "$MPIPE" compare "$WORK/$1.safetensors" "$WORK/$2.safetensors" --rtol "${3:-0}" \
+    || { echo "FAILED: $1 vs $2"; exit 1; }
+}

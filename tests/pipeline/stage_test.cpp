@@ -1,0 +1,293 @@
+// Tests for pipeline::Stage: stored activation bytes per recompute mode, recompute changing no
+// number, micro-batch accumulation equal to the full batch, and misuse errors.
+#include "pipeline/stage.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "kernels/context.h"
+#include "kernels/eltwise.h"
+#include "nn/activation.h"
+#include "nn/dropout.h"
+#include "nn/linear.h"
+
+namespace mpipe::pipeline {
+namespace {
+
+constexpr int64_t kIn = 6, kHidden = 5, kOut = 3;
+// The stage's first layer is global layer 1, so its backward returns an input gradient.
+constexpr int kFirstLayer = 1;
+
+// Linear(6 → 5) → ReLU → Dropout → Linear(5 → 3), global layers 1..4.
+std::vector<std::unique_ptr<nn::Layer>> small_stack(double dropout_rate) {
+  std::vector<std::unique_ptr<nn::Layer>> layers;
+  layers.push_back(std::make_unique<nn::Linear>(kFirstLayer, Shape{kIn}, kHidden));
+  layers.push_back(std::make_unique<nn::Activation>(kFirstLayer + 1, Shape{kHidden},
+                                                    kernels::EltwiseKind::kRelu));
+  layers.push_back(std::make_unique<nn::Dropout>(kFirstLayer + 2, Shape{kHidden}, dropout_rate));
+  layers.push_back(std::make_unique<nn::Linear>(kFirstLayer + 3, Shape{kHidden}, kOut));
+  return layers;
+}
+
+std::unique_ptr<Stage> make_stage(Recompute recompute, int num_micro_batches,
+                                  double dropout_rate = 0.3) {
+  auto stage = std::make_unique<Stage>(small_stack(dropout_rate), recompute, num_micro_batches);
+  stage->params().initialize(17);
+  return stage;
+}
+
+Tensor random_tensor(Shape shape, uint64_t stream) {
+  Tensor t(std::move(shape));
+  const CounterRng rng(31, RngPurpose::kData, 7, stream);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t[i] = 2.0f * rng.uniform(static_cast<uint64_t>(i)) - 1.0f;
+  return t;
+}
+
+nn::LayerContext context(kernels::KernelContext& kernels, int64_t first_example) {
+  return nn::LayerContext{
+      .kernels = kernels, .seed = 99, .step = 3, .first_example = first_example};
+}
+
+// Floats per example a layer keeps for its backward, predicted from its kind alone: Linear and
+// ReLU keep their input, Dropout regenerates its mask and keeps nothing.
+int64_t predicted_saved_floats(std::string_view kind, const Shape& input) {
+  if (kind == "linear" || kind == "relu") return input.numel();
+  if (kind == "dropout") return 0;
+  ADD_FAILURE() << "no prediction for layer kind " << kind;
+  return 0;
+}
+
+// Bytes a micro-batch of `rows` examples keeps when nothing is recomputed.
+size_t predicted_full_bytes(const Stage& stage, int64_t rows) {
+  Shape shape{kIn};
+  int64_t floats = 0;
+  for (const auto& layer : stage.layers()) {
+    floats += predicted_saved_floats(layer->kind(), shape);
+    shape = layer->output_shape();
+  }
+  return static_cast<size_t>(floats * rows) * sizeof(float);
+}
+
+constexpr int kMicroBatches = 3;
+constexpr int64_t kRows = 4;
+
+// Forwards micro-batches 0..M-1 of kRows rows, returning stored_bytes() after each; then runs
+// every backward (ascending) and checks that nothing stays stored.
+std::vector<size_t> stored_bytes_after_each_forward(Stage& stage) {
+  kernels::KernelContext kernels;
+  std::vector<size_t> stored;
+  for (int m = 0; m < kMicroBatches; ++m) {
+    stage.forward(m, random_tensor({kRows, kIn}, m), context(kernels, m * kRows));
+    stored.push_back(stage.stored_bytes());
+  }
+  EXPECT_EQ(stage.peak_stored_bytes(), stored.back());
+  for (int m = 0; m < kMicroBatches; ++m) {
+    stage.backward(m, random_tensor({kRows, kOut}, 100 + m), context(kernels, m * kRows));
+  }
+  EXPECT_EQ(stage.stored_bytes(), 0u);
+  EXPECT_EQ(stage.peak_stored_bytes(), stored.back());
+  return stored;
+}
+
+const size_t kInputBytes = static_cast<size_t>(kRows * kIn) * sizeof(float);
+
+TEST(Stage, PredictionOfSavedBytesCountsLinearAndReluInputsOnly) {
+  const auto stage = make_stage(Recompute::kNever, kMicroBatches);
+  // Linear keeps [4, 6], ReLU [4, 5], Dropout nothing, Linear [4, 5].
+  EXPECT_EQ(predicted_full_bytes(*stage, kRows), static_cast<size_t>(4 * (6 + 5 + 5) * 4));
+}
+
+TEST(Stage, RecomputeAlwaysStoresOnlyTheBoundaryInputs) {
+  const auto stage = make_stage(Recompute::kAlways, kMicroBatches);
+  const std::vector<size_t> stored = stored_bytes_after_each_forward(*stage);
+  for (int m = 0; m < kMicroBatches; ++m) {
+    EXPECT_EQ(stored[static_cast<size_t>(m)], static_cast<size_t>(m + 1) * kInputBytes) << m;
+  }
+}
+
+TEST(Stage, RecomputeNeverStoresWhatEveryLayerSaves) {
+  const auto stage = make_stage(Recompute::kNever, kMicroBatches);
+  const size_t full = predicted_full_bytes(*stage, kRows);
+  const std::vector<size_t> stored = stored_bytes_after_each_forward(*stage);
+  for (int m = 0; m < kMicroBatches; ++m) {
+    EXPECT_EQ(stored[static_cast<size_t>(m)], static_cast<size_t>(m + 1) * full) << m;
+  }
+}
+
+TEST(Stage, RecomputeExceptLastStoresInputsAndTheLastMicroBatchInFull) {
+  const auto stage = make_stage(Recompute::kExceptLast, kMicroBatches);
+  const size_t full = predicted_full_bytes(*stage, kRows);
+  const std::vector<size_t> stored = stored_bytes_after_each_forward(*stage);
+  EXPECT_EQ(stored[0], kInputBytes);
+  EXPECT_EQ(stored[1], 2 * kInputBytes);
+  EXPECT_EQ(stored[2], (kMicroBatches - 1) * kInputBytes + full);
+}
+
+TEST(Stage, RecomputesReportsWhichMicroBatchesAreRecomputed) {
+  EXPECT_TRUE(make_stage(Recompute::kAlways, 3)->recomputes(2));
+  EXPECT_FALSE(make_stage(Recompute::kNever, 3)->recomputes(0));
+  const auto except_last = make_stage(Recompute::kExceptLast, 3);
+  EXPECT_TRUE(except_last->recomputes(0));
+  EXPECT_TRUE(except_last->recomputes(1));
+  EXPECT_FALSE(except_last->recomputes(2));
+}
+
+TEST(Stage, PeakTracksTheMostMicroBatchesInFlight) {
+  kernels::KernelContext kernels;
+  const auto stage = make_stage(Recompute::kNever, 3);
+  const size_t full = predicted_full_bytes(*stage, kRows);
+  auto forward = [&](int m) {
+    stage->forward(m, random_tensor({kRows, kIn}, m), context(kernels, m * kRows));
+  };
+  auto backward = [&](int m) {
+    stage->backward(m, random_tensor({kRows, kOut}, 100 + m), context(kernels, m * kRows));
+  };
+  // 1F1B-like order: at most two micro-batches are stored at once.
+  forward(0);
+  forward(1);
+  backward(0);
+  EXPECT_EQ(stage->stored_bytes(), full);
+  forward(2);
+  backward(1);
+  backward(2);
+  EXPECT_EQ(stage->stored_bytes(), 0u);
+  EXPECT_EQ(stage->peak_stored_bytes(), 2 * full);
+  stage->reset_peak();
+  EXPECT_EQ(stage->peak_stored_bytes(), 0u);
+}
+
+TEST(Stage, EvaluateStoresNothing) {
+  kernels::KernelContext kernels;
+  const auto stage = make_stage(Recompute::kNever, 1);
+  nn::LayerContext ctx = context(kernels, 0);
+  ctx.training = false;
+  const Tensor y = stage->evaluate(random_tensor({kRows, kIn}, 0), ctx);
+  EXPECT_EQ(y.shape(), (Shape{kRows, kOut}));
+  EXPECT_EQ(stage->stored_bytes(), 0u);
+  EXPECT_EQ(stage->peak_stored_bytes(), 0u);
+}
+
+struct Gradients {
+  std::vector<float> params;
+  std::vector<Tensor> inputs;  // one per micro-batch
+};
+
+// Forwards micro-batches of the given row counts (consecutive examples of one mini-batch), then
+// runs their backwards in ascending order; returns the accumulated parameter gradients and the
+// input gradient of every micro-batch.
+Gradients run_micro_batches(Recompute recompute, const std::vector<int64_t>& rows) {
+  kernels::KernelContext kernels;
+  const int num_micro_batches = static_cast<int>(rows.size());
+  int64_t total = 0;
+  for (int64_t r : rows) total += r;
+  const Tensor x = random_tensor({total, kIn}, 1);
+  const Tensor dy = random_tensor({total, kOut}, 2);
+  const auto stage = make_stage(recompute, num_micro_batches);
+  std::vector<int64_t> first(rows.size(), 0);
+  for (size_t m = 1; m < rows.size(); ++m) first[m] = first[m - 1] + rows[m - 1];
+  for (int m = 0; m < num_micro_batches; ++m) {
+    const auto i = static_cast<size_t>(m);
+    stage->forward(m, x.slice_rows(first[i], rows[i]), context(kernels, first[i]));
+  }
+  Gradients grads;
+  for (int m = 0; m < num_micro_batches; ++m) {
+    const auto i = static_cast<size_t>(m);
+    grads.inputs.push_back(
+        stage->backward(m, dy.slice_rows(first[i], rows[i]), context(kernels, first[i])));
+  }
+  const auto span = stage->params().grads();
+  grads.params.assign(span.begin(), span.end());
+  return grads;
+}
+
+void expect_bit_identical(const Gradients& a, const Gradients& b) {
+  ASSERT_EQ(a.params.size(), b.params.size());
+  EXPECT_EQ(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)), 0);
+  ASSERT_EQ(a.inputs.size(), b.inputs.size());
+  for (size_t m = 0; m < a.inputs.size(); ++m) {
+    ASSERT_EQ(a.inputs[m].shape(), b.inputs[m].shape()) << m;
+    EXPECT_EQ(std::memcmp(a.inputs[m].data(), b.inputs[m].data(), a.inputs[m].bytes()), 0) << m;
+  }
+}
+
+TEST(Stage, RecomputeChangesNoGradientBit) {
+  const std::vector<int64_t> rows = {4, 4, 4};
+  const Gradients never = run_micro_batches(Recompute::kNever, rows);
+  // The gradients are not trivially zero and dropout actually zeroed something.
+  EXPECT_TRUE(
+      std::any_of(never.params.begin(), never.params.end(), [](float g) { return g != 0; }));
+  ASSERT_EQ(never.inputs.size(), 3u);
+  EXPECT_EQ(never.inputs[0].shape(), (Shape{4, kIn}));
+  expect_bit_identical(run_micro_batches(Recompute::kAlways, rows), never);
+  expect_bit_identical(run_micro_batches(Recompute::kExceptLast, rows), never);
+}
+
+TEST(Stage, DropoutMasksTheForwardInTraining) {
+  kernels::KernelContext kernels;
+  const Tensor x = random_tensor({8, kIn}, 1);
+  const auto with_dropout = make_stage(Recompute::kNever, 1, 0.3);
+  const auto without = make_stage(Recompute::kNever, 1, 0.0);
+  const Tensor a = with_dropout->forward(0, x, context(kernels, 0));
+  const Tensor b = without->forward(0, x, context(kernels, 0));
+  int differ = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) differ += a[i] != b[i];
+  EXPECT_GT(differ, 0);
+}
+
+void expect_close(std::span<const float> actual, std::span<const float> expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const float scale = std::max({std::abs(actual[i]), std::abs(expected[i]), 1e-2f});
+    EXPECT_NEAR(actual[i], expected[i], 1e-5f * scale) << i;
+  }
+}
+
+TEST(Stage, TwoMicroBatchesAccumulateTheFullBatchGradient) {
+  for (Recompute recompute : {Recompute::kAlways, Recompute::kNever}) {
+    const Gradients split = run_micro_batches(recompute, {4, 4});
+    const Gradients whole = run_micro_batches(recompute, {8});
+    expect_close(split.params, whole.params);
+    ASSERT_EQ(split.inputs.size(), 2u);
+    const Tensor& dx = whole.inputs[0];
+    expect_close(split.inputs[0].span(), dx.slice_rows(0, 4).span());
+    expect_close(split.inputs[1].span(), dx.slice_rows(4, 4).span());
+  }
+}
+
+TEST(Stage, BackwardBeforeForwardThrows) {
+  kernels::KernelContext kernels;
+  const auto stage = make_stage(Recompute::kAlways, 2);
+  EXPECT_THROW(stage->backward(0, random_tensor({kRows, kOut}, 0), context(kernels, 0)), Error);
+}
+
+TEST(Stage, BackwardTwiceThrows) {
+  kernels::KernelContext kernels;
+  const auto stage = make_stage(Recompute::kNever, 1);
+  stage->forward(0, random_tensor({kRows, kIn}, 0), context(kernels, 0));
+  stage->backward(0, random_tensor({kRows, kOut}, 1), context(kernels, 0));
+  EXPECT_THROW(stage->backward(0, random_tensor({kRows, kOut}, 1), context(kernels, 0)), Error);
+}
+
+TEST(Stage, ForwardingTheSameMicroBatchTwiceThrows) {
+  kernels::KernelContext kernels;
+  const auto stage = make_stage(Recompute::kExceptLast, 2);
+  stage->forward(1, random_tensor({kRows, kIn}, 0), context(kernels, kRows));
+  const size_t stored = stage->stored_bytes();
+  EXPECT_THROW(stage->forward(1, random_tensor({kRows, kIn}, 0), context(kernels, kRows)), Error);
+  EXPECT_EQ(stage->stored_bytes(), stored);
+}
+
+TEST(Stage, NeedsAtLeastOneLayer) { EXPECT_THROW(Stage({}, Recompute::kAlways, 1), Error); }
+
+}  // namespace
+}  // namespace mpipe::pipeline
