@@ -95,7 +95,8 @@ Commands::Commands(CLI::App& app) {
   compare_->add_option("files", compare_paths_, "Two .safetensors files")->required()->expected(2);
   compare_
       ->add_option("--rtol", rtol_,
-                   "Largest relative difference accepted (0: must be bit-identical)")
+                   "Largest relative L2 difference per tensor, ||a-b||/max(||a||,||b||), accepted "
+                   "(0: must be bit-identical)")
       ->check(CLI::NonNegativeNumber);
 }
 
@@ -214,15 +215,16 @@ int Commands::compare() {
   bool ok = true;
   double worst = 0.0;
   for (const auto& d : diffs) {
-    const bool within = rtol_ == 0.0 ? d.identical : d.max_rel <= rtol_;
+    const bool within = rtol_ == 0.0 ? d.identical : d.rel <= rtol_;
     ok = ok && within;
-    worst = std::max(worst, d.max_rel);
+    worst = std::max(worst, d.rel);
     if (!within) {
-      std::printf("%-40s max abs %.3e  max rel %.3e\n", d.name.c_str(), d.max_abs, d.max_rel);
+      std::printf("%-40s max abs %.3e  relative L2 %.3e\n", d.name.c_str(), d.max_abs, d.rel);
     }
   }
-  std::printf("%s: %zu tensors, max relative difference %.3e (%s)\n", ok ? "same" : "DIFFERENT",
-              diffs.size(), worst, rtol_ == 0.0 ? "bit-identical required" : "rtol given");
+  std::printf("%s: %zu tensors, largest relative L2 difference %.3e (%s)\n",
+              ok ? "same" : "DIFFERENT", diffs.size(), worst,
+              rtol_ == 0.0 ? "bit-identical required" : "rtol given");
   return ok ? 0 : 1;
 }
 

@@ -26,13 +26,16 @@ std::vector<TensorDiff> diff_weights(const SafetensorsFile& a, const std::string
     TensorDiff d{.name = t.name};
     d.identical =
         std::memcmp(t.values.data(), u.values.data(), t.values.size() * sizeof(float)) == 0;
+    double diff_squares = 0.0, a_squares = 0.0, b_squares = 0.0;
     for (size_t i = 0; i < t.values.size(); ++i) {
       const double x = t.values[i], y = u.values[i];
-      const double abs = std::abs(x - y);
-      const double scale = std::max(std::abs(x), std::abs(y));
-      d.max_abs = std::max(d.max_abs, abs);
-      if (scale > 0) d.max_rel = std::max(d.max_rel, abs / scale);
+      d.max_abs = std::max(d.max_abs, std::abs(x - y));
+      diff_squares += (x - y) * (x - y);
+      a_squares += x * x;
+      b_squares += y * y;
     }
+    const double scale = std::sqrt(std::max(a_squares, b_squares));
+    if (scale > 0) d.rel = std::sqrt(diff_squares) / scale;
     diffs.push_back(std::move(d));
   }
   return diffs;

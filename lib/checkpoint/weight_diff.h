@@ -11,7 +11,7 @@ namespace mpipe::checkpoint {
 struct TensorDiff {
   std::string name;
   double max_abs = 0.0;   // max |a - b|
-  double max_rel = 0.0;   // max |a - b| / max(|a|, |b|), 0 where both are 0
+  double rel = 0.0;       // ||a - b|| / max(||a||, ||b||) (L2 norms; 0 when both are zero)
   bool identical = true;  // bit-identical
 };
 

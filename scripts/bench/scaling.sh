@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Pipeline scaling table: training throughput of configs/scaling_mlp.yaml for K stages x M micro-batches.
+#
+#   scripts/bench/scaling.sh                       # K = 1 2, M = 1 4 8 16 (a 2-core machine)
+#   STAGES="1 2 4 8" MICRO="1 4 8 16 32" scripts/bench/scaling.sh     # a bigger machine
+#
+# Environment: STAGES, MICRO (lists), REPEATS (runs per cell, the median is shown; default 3),
+# STEPS (default: the config's), THREADS (OpenMP threads per rank, default 1), MPIPE_BIN
+# (default build/release/apps/mpipe), CONFIG (default configs/scaling_mlp.yaml), MPIRUN_ARGS
+# (replaces the binding options), UNIFORM_PARTITION=1 (don't balance the stages), KEEP_RUNS=1 (keep the run directories; they hold a 34 MB
+# final checkpoint each). Extra arguments go to every `mpipe train` (e.g. --set
+# pipeline.recompute=always).
+#
+# Throughput of a run: the logged windows of metrics.jsonl after the first (warm-up: primitive
+# creation, first touches), combined as total samples / total time (harmonic mean of the
+# windows' samples/s, which all cover log.every steps). The global batch is fixed, so M only
+# changes the micro-batch size (256/M rows). "ideal" is K*M/(M+K-1), the GPipe bubble bound on
+# the speedup over one stage at the same M, for balanced stages and free communication.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+stages_list=${STAGES:-1 2}
+micro_list=${MICRO:-1 4 8 16}
+repeats=${REPEATS:-3}
+threads=${THREADS:-1}
+bin=${MPIPE_BIN:-build/release/apps/mpipe}
+config=${CONFIG:-configs/scaling_mlp.yaml}
+[[ -x "$bin" ]] || { echo "scaling.sh: $bin is not an executable (build it or set MPIPE_BIN)" >&2; exit 2; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE
+
+work=$(mktemp -d /tmp/mpipe-scaling.XXXXXX)
+if [[ "${KEEP_RUNS:-0}" == 1 ]]; then
+  trap 'echo "run directories kept in $work"' EXIT
+else
+  trap 'rm -rf "$work"' EXIT
+fi
+
+# Layer counts per stage that give each stage the same number of (linear, relu) blocks of the
+# default config (8 blocks + 1 head layer, which goes to the last stage); uniform otherwise.
+partition_args() {  # K
+  local k=$1 blocks=8 counts=() s
+  [[ "$config" == configs/scaling_mlp.yaml && "${UNIFORM_PARTITION:-0}" != 1 ]] || return 0
+  for ((s = 0; s < k; ++s)); do counts+=($((2 * (blocks / k + (s < blocks % k ? 1 : 0))))); done
+  counts[k - 1]=$((counts[k - 1] + 1))
+  local IFS=,
+  echo "--set pipeline.partition=[${counts[*]}]"
+}
+
+mpirun_args() {  # K
+  if [[ -n "${MPIRUN_ARGS:-}" ]]; then
+    echo "$MPIRUN_ARGS"
+  elif (($1 * threads > $(nproc))); then
+    echo "--oversubscribe --bind-to none"
+  elif ((threads == 1)); then
+    echo "--bind-to core"
+  else
+    echo "--bind-to none"
+  fi
+}
+
+# Sets `cmd` to the command of one run.
+make_cmd() {  # K M dir
+  # shellcheck disable=SC2046,SC2207  # the helpers print word lists
+  cmd=(mpirun -n "$1" $(mpirun_args "$1") "$bin" train "$config" --run-dir "$3"
+    --set pipeline.stages="$1" --set pipeline.micro_batches="$2" $(partition_args "$1"))
+  if [[ -n "${STEPS:-}" ]]; then cmd+=(--set train.steps="$STEPS"); fi
+  cmd+=("${extra[@]}")
+}
+
+# Throughput of a finished run: samples/s over the logged windows after the first.
+throughput() {  # run dir
+  python3 - "$1/metrics.jsonl" <<'EOF'
+import json, sys
+windows = [json.loads(l) for l in open(sys.argv[1])]
+sps = [w["samples_per_s"] for w in windows if "samples_per_s" in w][1:]
+if not sps:
+    sys.exit("scaling.sh: need at least two logged windows (raise train.steps or lower log.every)")
+print(len(sps) / sum(1.0 / s for s in sps))
+EOF
+}
+
+extra=("$@")
+for k in $stages_list; do
+  if [[ "$config" == configs/scaling_mlp.yaml ]] && ((k > 8)); then
+    echo "scaling.sh: $config has 8 blocks: at most 8 stages" >&2
+    exit 2
+  fi
+done
+echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+echo "load before: $(uptime)"
+echo "commands (each repeated $repeats times, interleaved; median shown):"
+declare -A samples
+for ((r = 1; r <= repeats; ++r)); do
+  for k in $stages_list; do
+    for m in $micro_list; do
+      dir=$work/k$k-m$m-r$r
+      make_cmd "$k" "$m" "$dir"
+      if ((r == 1)); then echo "  OMP_NUM_THREADS=$threads ${cmd[*]}"; fi
+      "${cmd[@]}" >"$dir.log" 2>&1 || { echo "scaling.sh: run failed:" >&2; tail "$dir.log" >&2; exit 1; }
+      samples[$k,$m]+="$(throughput "$dir") "
+    done
+  done
+done
+echo "load after:  $(uptime)"
+
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+first_k=${stages_list%% *}
+first_m=${micro_list%% *}
+base=$(median <<<"${samples[$first_k,$first_m]}")
+echo
+printf '%3s %4s %12s %14s %16s %8s   %s\n' K M samples/s "vs K=$first_k" "vs K=$first_k,M=$first_m" ideal \
+  "runs (samples/s)"
+for k in $stages_list; do
+  for m in $micro_list; do
+    med=$(median <<<"${samples[$k,$m]}")
+    same_m=$(median <<<"${samples[$first_k,$m]}")
+    awk -v k="$k" -v m="$m" -v s="$med" -v a="$same_m" -v b="$base" -v k0="$first_k" \
+      -v runs="${samples[$k,$m]}" 'BEGIN {
+        ideal = (k * m / (m + k - 1)) / (k0 * m / (m + k0 - 1))
+        n = split(runs, v, " "); list = ""
+        for (i = 1; i <= n; ++i) list = list sprintf("%s%.0f", i > 1 ? " " : "", v[i])
+        printf "%3d %4d %12.0f %13.2fx %15.2fx %7.2fx   %s\n", k, m, s, s / a, s / b, ideal, list
+      }'
+  done
+done
