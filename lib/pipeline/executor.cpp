@@ -57,10 +57,13 @@ void Executor::post_recv(const Op& op, const RoundPlan& plan) {
 }
 
 LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
-                                const MicroBatchData& data) {
+                                const MicroBatchData& data,
+                                const std::function<void()>& gradients_ready) {
   std::vector<size_t> receives;
+  size_t last_backward = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     if (is_receive(program[i].kind)) receives.push_back(i);
+    if (program[i].kind == OpKind::kBackward) last_backward = i;
   }
   LossTotals totals;
   size_t posted = 0, consumed = 0;
@@ -71,6 +74,7 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
     }
     if (is_receive(program[i].kind)) ++consumed;
     run_op(program[i], plan, data, totals);
+    if (i == last_backward && gradients_ready) gradients_ready();
   }
   link_.wait_sends();
   check(inputs_.empty() && outputs_.empty() && grad_outputs_.empty() && grad_inputs_.empty(),

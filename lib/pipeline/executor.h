@@ -44,7 +44,10 @@ class Executor {
            kernels::KernelContext& kernels);
 
   // Runs one training step. Gradients are accumulated into the stage's parameter buffer.
-  LossTotals train_step(const Program& program, const RoundPlan& plan, const MicroBatchData& data);
+  // `gradients_ready` (optional) is called as soon as the stage's last backward is done, before
+  // the remaining sends complete, so the caller can start reducing the gradients early.
+  LossTotals train_step(const Program& program, const RoundPlan& plan, const MicroBatchData& data,
+                        const std::function<void()>& gradients_ready = {});
   // Forward-only pass of every micro-batch in ascending order (evaluation mode).
   LossTotals evaluate(const RoundPlan& plan, const MicroBatchData& data);
 

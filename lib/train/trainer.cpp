@@ -2,6 +2,7 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "core/error.h"
@@ -118,11 +119,16 @@ StepReport Trainer::step(int64_t step) {
                                         std::vector<int64_t>(static_cast<size_t>(num_micro_batches),
                                                              replica_rows / num_micro_batches));
   plan.grad_scale = 1.0f / static_cast<float>(train.batch_size * loss_rows_per_example_);
-  pipeline::LossTotals totals = executor_->train_step(
-      program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step));
-
+  // With data parallelism, the gradient allreduce starts as soon as this stage's last
+  // backward is done and overlaps the remaining sends of the step.
   auto grads = stage_->params().grads();
-  if (topology_.num_replicas > 1) groups_.data_parallel.allreduce_sum(grads);
+  comm::Request allreduce;
+  auto start_allreduce = [&] { allreduce = groups_.data_parallel.iallreduce_sum(grads); };
+  pipeline::LossTotals totals = executor_->train_step(
+      program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step),
+      topology_.num_replicas > 1 ? std::function<void()>(start_allreduce) : nullptr);
+  allreduce.wait();
+
   StepReport report;
   report.grad_norm = global_grad_norm();
   optim::scale(grads, optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm));

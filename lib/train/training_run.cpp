@@ -152,6 +152,11 @@ RunResult run_training(const config::Experiment& experiment, const RunOptions& o
             {.prompt = "\n", .length = options.sample_length, .seed = train.seed}, kernels);
       }
     }
+    // Peak bytes of activations each stage stored between forward and backward (replica 0's
+    // stages come first in world rank order).
+    const double peak = static_cast<double>(trainer.stage().peak_stored_bytes());
+    std::vector<double> peaks = world.allgatherv(std::span<const double>(&peak, 1));
+    peaks.resize(static_cast<size_t>(topo.num_stages));
     if (is_root) {
       std::optional<double> bits_per_char;
       if (experiment.data.kind == data::DatasetKind::kText) {
@@ -169,6 +174,7 @@ RunResult run_training(const config::Experiment& experiment, const RunOptions& o
           {"stages", topo.num_stages},
           {"data_parallel", topo.num_replicas},
           {"micro_batches", experiment.pipeline.micro_batches},
+          {"peak_activation_bytes_per_stage", peaks},
       });
     }
   }

@@ -11,9 +11,8 @@
 # final checkpoint each). Extra arguments go to every `mpipe train` (e.g. --set
 # pipeline.recompute=always).
 #
-# Throughput of a run: the logged windows of metrics.jsonl after the first (warm-up: primitive
-# creation, first touches), combined as total samples / total time (harmonic mean of the
-# windows' samples/s, which all cover log.every steps). The global batch is fixed, so M only
+# Throughput of a run (scripts/bench/throughput.py): the logged windows of metrics.jsonl after
+# the first (warm-up), combined as total samples / total time. The global batch is fixed, so M only
 # changes the micro-batch size (256/M rows). "ideal" is K*M/(M+K-1), the GPipe bubble bound on
 # the speedup over one stage at the same M, for balanced stages and free communication.
 set -euo pipefail
@@ -26,6 +25,7 @@ threads=${THREADS:-1}
 bin=${MPIPE_BIN:-build/release/apps/mpipe}
 config=${CONFIG:-configs/scaling_mlp.yaml}
 [[ -x "$bin" ]] || { echo "scaling.sh: $bin is not an executable (build it or set MPIPE_BIN)" >&2; exit 2; }
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc obeys OMP_NUM_THREADS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE
 
@@ -50,7 +50,7 @@ partition_args() {  # K
 mpirun_args() {  # K
   if [[ -n "${MPIRUN_ARGS:-}" ]]; then
     echo "$MPIRUN_ARGS"
-  elif (($1 * threads > $(nproc))); then
+  elif (($1 * threads > cores)); then
     echo "--oversubscribe --bind-to none"
   elif ((threads == 1)); then
     echo "--bind-to core"
@@ -68,18 +68,6 @@ make_cmd() {  # K M dir
   cmd+=("${extra[@]}")
 }
 
-# Throughput of a finished run: samples/s over the logged windows after the first.
-throughput() {  # run dir
-  python3 - "$1/metrics.jsonl" <<'EOF'
-import json, sys
-windows = [json.loads(l) for l in open(sys.argv[1])]
-sps = [w["samples_per_s"] for w in windows if "samples_per_s" in w][1:]
-if not sps:
-    sys.exit("scaling.sh: need at least two logged windows (raise train.steps or lower log.every)")
-print(len(sps) / sum(1.0 / s for s in sps))
-EOF
-}
-
 extra=("$@")
 for k in $stages_list; do
   if [[ "$config" == configs/scaling_mlp.yaml ]] && ((k > 8)); then
@@ -87,7 +75,7 @@ for k in $stages_list; do
     exit 2
   fi
 done
-echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+echo "machine: $cores cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "load before: $(uptime)"
 echo "commands (each repeated $repeats times, interleaved; median shown):"
 declare -A samples
@@ -98,7 +86,7 @@ for ((r = 1; r <= repeats; ++r)); do
       make_cmd "$k" "$m" "$dir"
       if ((r == 1)); then echo "  OMP_NUM_THREADS=$threads ${cmd[*]}"; fi
       "${cmd[@]}" >"$dir.log" 2>&1 || { echo "scaling.sh: run failed:" >&2; tail "$dir.log" >&2; exit 1; }
-      samples[$k,$m]+="$(throughput "$dir") "
+      samples[$k,$m]+="$(python3 scripts/bench/throughput.py "$dir") "
     done
   done
 done

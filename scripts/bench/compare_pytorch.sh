@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# mpipe vs PyTorch on one process: the same MLP training step (configs/scaling_mlp.yaml, K=1 M=1).
+#
+#   scripts/bench/compare_pytorch.sh          # 1 and 2 threads
+#
+# Environment: THREADS (list, default "1 2"), REPEATS (default 3; the median is shown),
+# MPIPE_BIN (default build/release/apps/mpipe). Needs /usr/bin/python3 with Debian's
+# python3-torch and libopenblas0-openmp (scripts/bench/pytorch_mlp.py). Both sides time 25
+# steps after 5 warm-up steps: mpipe runs the config's 30 steps logged every 5 and drops the
+# first window (scripts/bench/throughput.py); the model keeps its activations
+# (pipeline.recompute: never), as PyTorch does.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+threads_list=${THREADS:-1 2}
+repeats=${REPEATS:-3}
+bin=${MPIPE_BIN:-build/release/apps/mpipe}
+config=configs/scaling_mlp.yaml
+batch=256
+[[ -x "$bin" ]] || { echo "compare_pytorch.sh: $bin is not an executable (set MPIPE_BIN)" >&2; exit 2; }
+/usr/bin/python3 -c 'import torch' 2>/dev/null || {
+  echo "compare_pytorch.sh: /usr/bin/python3 cannot import torch (apt-get install python3-torch" \
+    "libopenblas0-openmp)" >&2
+  exit 2
+}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+work=$(mktemp -d /tmp/mpipe-compare.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+echo "load before: $(uptime)"
+echo "commands (each repeated $repeats times, interleaved; median shown):"
+declare -A mpipe torch
+for ((r = 1; r <= repeats; ++r)); do
+  for t in $threads_list; do
+    dir=$work/t$t-r$r
+    cmd=(mpirun -n 1 --bind-to none "$bin" train "$config" --run-dir "$dir"
+      --set pipeline.stages=1 --set pipeline.micro_batches=1)
+    pt=(env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/bench/pytorch_mlp.py --threads "$t"
+      --steps 25 --warmup 5)
+    if ((r == 1)); then
+      echo "  OMP_NUM_THREADS=$t ${cmd[*]}"
+      echo "  ${pt[*]}"
+    fi
+    OMP_NUM_THREADS=$t "${cmd[@]}" >"$dir.log" 2>&1 ||
+      { echo "compare_pytorch.sh: mpipe failed:" >&2; tail "$dir.log" >&2; exit 1; }
+    mpipe[$t]+="$(python3 scripts/bench/throughput.py "$dir") "
+    torch[$t]+="$("${pt[@]}" | sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p') "
+  done
+done
+echo "load after:  $(uptime)"
+echo
+printf '%7s %14s %12s %16s %12s %16s\n' threads "mpipe ms/step" samples/s "pytorch ms/step" \
+  samples/s "mpipe/pytorch"
+for t in $threads_list; do
+  a=$(median <<<"${mpipe[$t]}")
+  b=$(median <<<"${torch[$t]}")
+  awk -v t="$t" -v a="$a" -v b="$b" -v n="$batch" 'BEGIN {
+    printf "%7d %14.1f %12.0f %16.1f %12.0f %15.2fx\n", t, 1e3 * n / a, a, 1e3 * n / b, b, a / b
+  }'
+  echo "        runs: mpipe ${mpipe[$t]}| pytorch ${torch[$t]}"
+done
+echo "(mpipe/pytorch > 1: mpipe trains faster)"
