@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
@@ -22,6 +23,7 @@
 #include "pipeline/grid.h"
 #include "pipeline/schedule.h"
 #include "train/generator.h"
+#include "train/trainer.h"
 #include "train/training_run.h"
 
 namespace mpipe::app {
@@ -123,16 +125,22 @@ int Commands::run(const comm::Communicator& world) {
 }
 
 int Commands::train(const comm::Communicator& world) {
+  // Everything that can fail on bad input is checked before the first collective, on every
+  // rank alike (same files, same command line); the ranks then agree, so a bad input gives one
+  // line from rank 0 and a clean non-zero exit everywhere, with nothing written.
   config::Experiment experiment;
+  std::unique_ptr<data::Dataset> dataset;
   std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
   std::string error;
   try {
     experiment = config::load_experiment(config_path_, overrides_);
     if (!resume_) check_run_dir_is_fresh(run_dir);
+    train::resolve_topology(experiment.pipeline, world.rank(), world.size());
+    dataset = data::make_dataset(experiment.data, experiment.train.seed);
+    model::plan_model(experiment.model, dataset->input_shape());
   } catch (const InputError& e) {
     error = e.what();
   }
-  // Every rank reads the same files; agree before anyone starts a collective.
   if (!world.all_true(error.empty())) {
     if (world.rank() == 0) spdlog::error("{}", error.empty() ? "another rank failed" : error);
     return 2;
@@ -149,7 +157,7 @@ int Commands::train(const comm::Communicator& world) {
       .progress = stdout,
       .progress_in_place = progress_in_place(),
       .stop_requested = &g_stop_requested};
-  train::RunResult result = train::run_training(experiment, options, world, kernels);
+  train::RunResult result = train::run_training(experiment, *dataset, options, world, kernels);
   if (world.rank() == 0) {
     if (result.preempted) {
       spdlog::warn("stopped at step {} by a signal; checkpoint saved in {}; continue with --resume",

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "kernels/eltwise.h"
+#include "nn/composite.h"
 
 namespace mpipe::nn {
 namespace {
@@ -14,21 +15,6 @@ const Shape& checked_input(const Shape& input_shape) {
   check_input(input_shape.rank() == 3 && input_shape.numel() > 0,
               "residual_block needs an input [channels, height, width], got {}", input_shape);
   return input_shape;
-}
-
-void append_prefixed(std::vector<ParamSpec>& out, std::vector<ParamSpec> specs,
-                     const std::string& prefix) {
-  for (ParamSpec& spec : specs) {
-    spec.name = prefix + spec.name;
-    out.push_back(std::move(spec));
-  }
-}
-
-// Views [begin, begin + count) of a list of views.
-std::vector<std::span<float>> views(const std::vector<std::span<float>>& all, size_t begin,
-                                    size_t count) {
-  return {all.begin() + static_cast<ptrdiff_t>(begin),
-          all.begin() + static_cast<ptrdiff_t>(begin + count)};
 }
 
 void relu_in_place(kernels::KernelContext& ctx, Tensor& t) {

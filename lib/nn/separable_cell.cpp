@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "kernels/eltwise.h"
+#include "nn/composite.h"
 
 namespace mpipe::nn {
 namespace {
@@ -14,14 +15,6 @@ const Shape& checked_input(const Shape& input_shape, int64_t kernel) {
               "separable_cell needs an input [channels, height, width], got {}", input_shape);
   check_input(kernel >= 1 && kernel % 2 == 1, "separable_cell: kernel must be odd, got {}", kernel);
   return input_shape;
-}
-
-void append_prefixed(std::vector<ParamSpec>& out, std::vector<ParamSpec> specs,
-                     const std::string& prefix) {
-  for (ParamSpec& spec : specs) {
-    spec.name = prefix + spec.name;
-    out.push_back(std::move(spec));
-  }
 }
 
 Tensor relu(kernels::KernelContext& ctx, const Tensor& x) {

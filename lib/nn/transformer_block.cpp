@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "kernels/eltwise.h"
 #include "kernels/matmul.h"
+#include "nn/composite.h"
 
 namespace mpipe::nn {
 namespace {
@@ -17,22 +18,6 @@ const Shape& checked_input(const Shape& input_shape) {
   check_input(input_shape.rank() == 2 && input_shape[0] > 0 && input_shape[1] > 0,
               "transformer_block needs an input [T, d], got {}", input_shape);
   return input_shape;
-}
-
-// Sub-layer parameter specs under a name prefix ("attn." + "qkv.weight").
-void append_prefixed(std::vector<ParamSpec>& out, std::vector<ParamSpec> specs,
-                     const std::string& prefix) {
-  for (ParamSpec& spec : specs) {
-    spec.name = prefix + spec.name;
-    out.push_back(std::move(spec));
-  }
-}
-
-// Views [begin, begin + count) of a list of views.
-std::vector<std::span<float>> views(const std::vector<std::span<float>>& all, size_t begin,
-                                    size_t count) {
-  return {all.begin() + static_cast<ptrdiff_t>(begin),
-          all.begin() + static_cast<ptrdiff_t>(begin + count)};
 }
 
 // y += x, element-wise; both of the same shape.

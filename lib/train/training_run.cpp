@@ -58,12 +58,12 @@ int64_t resume_from(Trainer& trainer, checkpoint::CheckpointStore& store) {
 
 }  // namespace
 
-RunResult run_training(const config::Experiment& experiment, const RunOptions& options,
-                       const comm::Communicator& world, kernels::KernelContext& kernels) {
+RunResult run_training(const config::Experiment& experiment, const data::Dataset& dataset,
+                       const RunOptions& options, const comm::Communicator& world,
+                       kernels::KernelContext& kernels) {
   const auto& train = experiment.train;
   const bool is_root = world.rank() == 0;
-  std::unique_ptr<data::Dataset> dataset = data::make_dataset(experiment.data, train.seed);
-  Trainer trainer(experiment, world, kernels, *dataset);
+  Trainer trainer(experiment, world, kernels, dataset);
   const auto& topo = trainer.topology();
   if (is_root) {
     spdlog::info("{}: {} layers, {} parameters, {} stages x {} replicas, {} micro-batches of {}",
@@ -143,7 +143,7 @@ RunResult run_training(const config::Experiment& experiment, const RunOptions& o
       save_checkpoint(trainer, store, experiment, world, step);
     }
     if (!options.export_weights.empty()) {
-      export_weights(trainer, experiment, *dataset, options.export_weights);
+      export_weights(trainer, experiment, dataset, options.export_weights);
       if (is_root && experiment.data.kind == data::DatasetKind::kText &&
           options.sample_length > 0) {
         result.sample = generate_text(

@@ -8,6 +8,7 @@
 
 #include "comm/communicator.h"
 #include "config/experiment.h"
+#include "data/dataset.h"
 #include "kernels/context.h"
 
 namespace mpipe::train {
@@ -33,7 +34,8 @@ struct RunResult {
 };
 
 // Collective over `world`; every rank returns the same result.
-RunResult run_training(const config::Experiment& experiment, const RunOptions& options,
-                       const comm::Communicator& world, kernels::KernelContext& kernels);
+RunResult run_training(const config::Experiment& experiment, const data::Dataset& dataset,
+                       const RunOptions& options, const comm::Communicator& world,
+                       kernels::KernelContext& kernels);
 
 }  // namespace mpipe::train

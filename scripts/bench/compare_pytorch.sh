@@ -4,6 +4,7 @@
 #   scripts/bench/compare_pytorch.sh          # 1 and 2 threads
 #
 # Environment: THREADS (list, default "1 2"), REPEATS (default 3; the median is shown),
+# WAIT_IDLE (before each run, wait up to this many seconds for idle CPUs; default 120, 0 = no),
 # MPIPE_BIN (default build/release/apps/mpipe). Needs /usr/bin/python3 with Debian's
 # python3-torch and libopenblas0-openmp (scripts/bench/pytorch_mlp.py). Both sides time 25
 # steps after 5 warm-up steps: mpipe runs the config's 30 steps logged every 5 and drops the
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/../.."
 
 threads_list=${THREADS:-1 2}
 repeats=${REPEATS:-3}
+wait_idle=${WAIT_IDLE:-120}
 bin=${MPIPE_BIN:-build/release/apps/mpipe}
 config=configs/scaling_mlp.yaml
 batch=256
@@ -45,9 +47,11 @@ for ((r = 1; r <= repeats; ++r)); do
       echo "  OMP_NUM_THREADS=$t ${cmd[*]}"
       echo "  ${pt[*]}"
     fi
+    if ((wait_idle > 0)); then scripts/bench/wait_for_idle.sh "$wait_idle"; fi
     OMP_NUM_THREADS=$t "${cmd[@]}" >"$dir.log" 2>&1 ||
       { echo "compare_pytorch.sh: mpipe failed:" >&2; tail "$dir.log" >&2; exit 1; }
     mpipe[$t]+="$(python3 scripts/bench/throughput.py "$dir") "
+    if ((wait_idle > 0)); then scripts/bench/wait_for_idle.sh "$wait_idle"; fi
     torch[$t]+="$("${pt[@]}" | sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p') "
   done
 done

@@ -5,22 +5,24 @@
 #   STAGES="1 2 4 8" MICRO="1 4 8 16 32" scripts/bench/scaling.sh     # a bigger machine
 #
 # Environment: STAGES, MICRO (lists), REPEATS (runs per cell, the median is shown; default 3),
+# WAIT_IDLE (before each run, wait up to this many seconds for idle CPUs; default 120, 0 = no),
 # STEPS (default: the config's), THREADS (OpenMP threads per rank, default 1), MPIPE_BIN
 # (default build/release/apps/mpipe), CONFIG (default configs/scaling_mlp.yaml), MPIRUN_ARGS
-# (replaces the binding options), UNIFORM_PARTITION=1 (don't balance the stages), KEEP_RUNS=1 (keep the run directories; they hold a 34 MB
-# final checkpoint each). Extra arguments go to every `mpipe train` (e.g. --set
-# pipeline.recompute=always).
+# (replaces the binding options), UNIFORM_PARTITION=1 (don't balance the stages), KEEP_RUNS=1
+# (keep the run directories; each holds a 34 MB final checkpoint). Extra arguments go to every
+# `mpipe train` (e.g. --set pipeline.recompute=always).
 #
 # Throughput of a run (scripts/bench/throughput.py): the logged windows of metrics.jsonl after
-# the first (warm-up), combined as total samples / total time. The global batch is fixed, so M only
-# changes the micro-batch size (256/M rows). "ideal" is K*M/(M+K-1), the GPipe bubble bound on
-# the speedup over one stage at the same M, for balanced stages and free communication.
+# the first (warm-up), combined as total samples / total time. The global batch is fixed, so M
+# only changes the micro-batch size (256/M rows). "ideal" is K*M/(M+K-1), the GPipe bubble bound
+# on the speedup over one stage at the same M, for balanced stages and free communication.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 stages_list=${STAGES:-1 2}
 micro_list=${MICRO:-1 4 8 16}
 repeats=${REPEATS:-3}
+wait_idle=${WAIT_IDLE:-120}
 threads=${THREADS:-1}
 bin=${MPIPE_BIN:-build/release/apps/mpipe}
 config=${CONFIG:-configs/scaling_mlp.yaml}
@@ -85,6 +87,7 @@ for ((r = 1; r <= repeats; ++r)); do
       dir=$work/k$k-m$m-r$r
       make_cmd "$k" "$m" "$dir"
       if ((r == 1)); then echo "  OMP_NUM_THREADS=$threads ${cmd[*]}"; fi
+      if ((wait_idle > 0)); then scripts/bench/wait_for_idle.sh "$wait_idle"; fi
       "${cmd[@]}" >"$dir.log" 2>&1 || { echo "scaling.sh: run failed:" >&2; tail "$dir.log" >&2; exit 1; }
       samples[$k,$m]+="$(python3 scripts/bench/throughput.py "$dir") "
     done

@@ -8,7 +8,7 @@
 #include <iterator>
 
 #include "core/error.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace mpipe::checkpoint {
 namespace {

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace mpipe::checkpoint {
 namespace {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace mpipe::checkpoint {
 namespace {
