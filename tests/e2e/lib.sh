@@ -4,7 +4,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 MPIPE=${MPIPE:?path of the mpipe binary}
 WORK=$(mktemp -d /tmp/mpipe-e2e.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+trap '[[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
 
 # train RANKS NAME CONFIG [--set ...]: trains into $WORK/NAME and exports $WORK/NAME.safetensors.
 train() {

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Preemption: SIGUSR1 to mpirun (what Slurm's --signal sends before a time limit) makes every
+# rank checkpoint and exit at the next step boundary; --resume then finishes the run, with the
+# same weights as a run that was never interrupted. Usage: preempt.sh CONFIG
+source "$(dirname "$0")/lib.sh"
+config=$1
+steps=400
+train 2 straight "$config" --set train.steps=$steps --set log.every=1
+
+timeout 120 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" \
+  --set train.steps=$steps --set log.every=1 --run-dir "$WORK/cut" \
+  --export-weights "$WORK/cut.safetensors" > "$WORK/cut.log" 2>&1 &
+launcher=$!
+for _ in $(seq 200); do  # wait until a few steps are logged
+  [[ -f "$WORK/cut/metrics.jsonl" && $(wc -l < "$WORK/cut/metrics.jsonl") -ge 5 ]] && break
+  sleep 0.05
+done
+pkill -USR1 -P "$launcher" -x mpirun  # mpirun forwards SIGUSR1 to every rank
+wait "$launcher" || { cat "$WORK/cut.log"; echo "FAILED: preempted run exited non-zero"; exit 1; }
+stop=$(grep -o "stopped at step [0-9]*" "$WORK/cut.log") || { cat "$WORK/cut.log"; echo "FAILED: no stop"; exit 1; }
+[[ ! -e "$WORK/cut.safetensors" ]] || { echo "FAILED: a preempted run exported weights"; exit 1; }
+ls "$WORK/cut/checkpoints" | grep -q step_ || { echo "FAILED: no checkpoint"; exit 1; }
+
+train 2 cut "$config" --set train.steps=$steps --set log.every=1 --resume
+same straight cut
+echo "preempt: $stop of $steps by SIGUSR1, resumed, same weights as the uninterrupted run"
