@@ -164,6 +164,10 @@ int Commands::train(const comm::Communicator& world) {
                    result.steps_done, run_dir);
     } else {
       if (!result.sample.empty()) std::printf("sample:\n%s\n", result.sample.c_str());
+      if (result.final_bits_per_char && result.unigram_entropy_bits) {
+        std::printf("validation: %.3f bits/char (unigram entropy %.3f bits/char)\n",
+                    *result.final_bits_per_char, *result.unigram_entropy_bits);
+      }
       std::printf("final: train loss %.4f | test loss %.4f | test accuracy %.2f%% | run dir %s\n",
                   result.final_train_loss, result.final_eval_loss,
                   100.0 * result.final_eval_accuracy, run_dir.c_str());

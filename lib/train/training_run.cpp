@@ -11,6 +11,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "core/error.h"
 #include "data/dataset.h"
+#include "data/text_corpus.h"
 #include "log/metrics_writer.h"
 #include "log/progress.h"
 #include "train/generator.h"
@@ -22,6 +23,12 @@ namespace mpipe::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Bits per character of a text model's loss (nats per byte); empty for other datasets.
+std::optional<double> bits_per_char(const config::Experiment& experiment, double loss) {
+  if (experiment.data.kind != data::DatasetKind::kText) return std::nullopt;
+  return loss / std::numbers::ln2;
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -75,6 +82,14 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   checkpoint::CheckpointStore store(options.run_dir, experiment.checkpoint.keep);
   int64_t first_step = options.resume ? resume_from(trainer, store) : 0;
   if (first_step > 0 && is_root) spdlog::info("resumed from step {}", first_step);
+  std::optional<double> unigram_bits;
+  if (const auto* text = dynamic_cast<const data::TextCorpus*>(&dataset)) {
+    unigram_bits = text->unigram_entropy_bits(data::Split::kTest);
+    if (is_root) {
+      spdlog::info("validation text: unigram entropy {:.3f} bits/char (a model must beat this)",
+                   *unigram_bits);
+    }
+  }
 
   std::optional<log::MetricsWriter> metrics;
   std::optional<log::ProgressLine> progress;
@@ -113,7 +128,13 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
     }
     if (train.eval_every > 0 && done % train.eval_every == 0 && done != train.steps) {
       EvalReport eval = trainer.evaluate(step);
-      if (is_root) metrics->eval(done, "test", eval.loss, eval.accuracy);
+      if (is_root) {
+        metrics->eval(done, "test", eval.loss, eval.accuracy, bits_per_char(experiment, eval.loss));
+        if (unigram_bits) {
+          spdlog::info("step {}: validation {:.3f} bits/char (unigram entropy {:.3f})", done,
+                       *bits_per_char(experiment, eval.loss), *unigram_bits);
+        }
+      }
     }
     if (experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0) {
       save_checkpoint(trainer, store, experiment, world, done);
@@ -137,6 +158,8 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
     EvalReport eval = trainer.evaluate(step);
     result.final_eval_loss = eval.loss;
     result.final_eval_accuracy = eval.accuracy;
+    result.final_bits_per_char = bits_per_char(experiment, eval.loss);
+    result.unigram_entropy_bits = unigram_bits;
     const bool saved_last_step =
         experiment.checkpoint.every > 0 && step % experiment.checkpoint.every == 0;
     if (step > first_step && !saved_last_step) {
@@ -158,13 +181,9 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
     std::vector<double> peaks = world.allgatherv(std::span<const double>(&peak, 1));
     peaks.resize(static_cast<size_t>(topo.num_stages));
     if (is_root) {
-      std::optional<double> bits_per_char;
-      if (experiment.data.kind == data::DatasetKind::kText) {
-        bits_per_char = eval.loss / std::numbers::ln2;
-      }
-      metrics->eval(step, "test", eval.loss, eval.accuracy, bits_per_char);
+      metrics->eval(step, "test", eval.loss, eval.accuracy, bits_per_char(experiment, eval.loss));
       const int64_t steps_run = step - first_step;
-      metrics->write_summary({
+      nlohmann::json summary = {
           {"steps", step},
           {"final_train_loss", result.final_train_loss},
           {"final_eval_loss", eval.loss},
@@ -175,7 +194,12 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
           {"data_parallel", topo.num_replicas},
           {"micro_batches", experiment.pipeline.micro_batches},
           {"peak_activation_bytes_per_stage", peaks},
-      });
+      };
+      if (unigram_bits) {
+        summary["final_eval_bits_per_char"] = *bits_per_char(experiment, eval.loss);
+        summary["unigram_entropy_bits"] = *unigram_bits;
+      }
+      metrics->write_summary(summary);
     }
   }
   return result;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "comm/communicator.h"
@@ -30,6 +31,8 @@ struct RunResult {
   double final_train_loss = 0.0;
   double final_eval_loss = 0.0;
   double final_eval_accuracy = 0.0;
+  std::optional<double> final_bits_per_char;   // text datasets
+  std::optional<double> unigram_entropy_bits;  // text datasets: validation split
   std::string sample;  // text datasets: bytes generated from the final weights (rank 0 only)
 };
 
