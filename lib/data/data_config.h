@@ -13,7 +13,7 @@ struct DataConfig {
   // kFashionMnist: folder with the four gzipped IDX files (Debian: dataset-fashion-mnist).
   // kText: a file or a folder of text files (default: Debian's fortunes).
   std::string path;
-  bool flatten = true;  // kFashionMnist: examples as [784] (true) or [1, 28, 28] (false)
+  bool flatten = true;    // kFashionMnist: examples as [784] (true) or [1, 28, 28] (false)
   bool normalize = true;  // kFashionMnist: (x/255 - mean) / std
   int64_t augment_crop_padding = 0;  // kFashionMnist images: random crop after zero padding
   bool augment_flip = false;         // kFashionMnist images: random horizontal flip

@@ -17,8 +17,8 @@ enum class Split { kTrain, kTest };
 class Dataset {
  public:
   virtual ~Dataset() = default;
-  virtual Shape input_shape() const = 0;   // one example, e.g. [784] or [1, 28, 28] or [seq_len]
-  virtual Shape target_shape() const = 0;  // one example: [] for a class label, [seq_len], ...
+  virtual Shape input_shape() const = 0;    // one example, e.g. [784] or [1, 28, 28] or [seq_len]
+  virtual Shape target_shape() const = 0;   // one example: [] for a class label, [seq_len], ...
   virtual int64_t num_classes() const = 0;  // 0 for regression
   virtual int64_t size(Split split) const = 0;
   // Examples `indices` of `split`, stacked: [indices.size(), ...input_shape()]. Training-time

@@ -7,7 +7,6 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "data/batch_shape.h"
 #include "data/idx_reader.h"
 #include "data/image_augment.h"
 
@@ -81,7 +80,7 @@ Tensor FashionMnist::inputs(Split split, std::span<const int64_t> indices, uint6
   const auto count = static_cast<int64_t>(indices.size());
   const bool augment =
       split == Split::kTrain && (config_.augment_crop_padding > 0 || config_.augment_flip);
-  Tensor out(batch_shape(count, input_shape()));  // [n, 784] or [n, 1, 28, 28]
+  Tensor out(input_shape().batched(count));  // [n, 784] or [n, 1, 28, 28]
   std::array<uint8_t, kPixels> augmented{};
   for (int64_t row = 0; row < count; ++row) {
     std::span<const uint8_t> image = pixels(split, indices[static_cast<size_t>(row)]);

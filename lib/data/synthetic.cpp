@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "data/batch_shape.h"
 
 namespace mpipe::data {
 namespace {
@@ -129,7 +128,7 @@ int64_t SyntheticDataset::row(Split split, int64_t index) const {
 Tensor SyntheticDataset::inputs(Split split, std::span<const int64_t> indices, uint64_t /*seed*/,
                                 int64_t /*step*/) const {
   const auto count = static_cast<int64_t>(indices.size());
-  Tensor out(batch_shape(count, input_shape()));  // [n, features] or [n, seq_len]
+  Tensor out(input_shape().batched(count));  // [n, features] or [n, seq_len]
   for (int64_t r = 0; r < count; ++r) {
     const float* src = inputs_.data() + row(split, indices[static_cast<size_t>(r)]) * input_size_;
     std::copy_n(src, input_size_, out.data() + r * input_size_);
@@ -140,7 +139,7 @@ Tensor SyntheticDataset::inputs(Split split, std::span<const int64_t> indices, u
 Tensor SyntheticDataset::targets(Split split, std::span<const int64_t> indices) const {
   const auto count = static_cast<int64_t>(indices.size());
   const int64_t width = std::max<int64_t>(target_size_, 1);
-  Tensor out(batch_shape(count, target_shape()));  // [n], [n, 1] or [n, seq_len]
+  Tensor out(target_shape().batched(count));  // [n], [n, 1] or [n, seq_len]
   for (int64_t r = 0; r < count; ++r) {
     const float* src = targets_.data() + row(split, indices[static_cast<size_t>(r)]) * width;
     std::copy_n(src, width, out.data() + r * width);

@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "data/batch_shape.h"
 
 namespace mpipe::data {
 namespace {

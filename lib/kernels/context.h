@@ -1,9 +1,8 @@
 // KernelContext: the oneDNN CPU engine and stream, and the cache of primitives built per shape.
 #pragma once
 
-#include <dnnl.hpp>
-
 #include <any>
+#include <dnnl.hpp>
 #include <functional>
 #include <map>
 #include <string>

@@ -41,7 +41,7 @@ struct LayerContext {
   int64_t step = 0;           // optimizer step (0-based)
   int64_t first_example = 0;  // index in the global mini-batch of this micro-batch's first example
   bool training = true;
-  bool recompute = false;  // a re-materialization: must have no side effects (running stats)
+  bool recompute = false;       // a re-materialization: must have no side effects (running stats)
   bool need_input_grad = true;  // false for the model's first layer: backward may skip dx
 };
 

@@ -11,7 +11,9 @@ namespace {
 // same code paths, with the same rounding) whichever other layers share the buffer.
 constexpr int64_t kAlignFloats = 16;
 
-int64_t aligned(int64_t offset) { return (offset + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
+int64_t aligned(int64_t offset) {
+  return (offset + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+}
 
 }  // namespace
 

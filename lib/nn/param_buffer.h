@@ -26,8 +26,9 @@ class ParamBuffer {
 
   // Lays out the layers' params and buffers in layer order, each tensor starting on a 64-byte
   // boundary (zero padding between them), so a layer's kernels see the same alignment in every
-  // partition. The layers must be in strictly ascending global index. Binds each layer's views. Values and grads are zero
-  // until initialize(). The layers keep views into this object: it must outlive them.
+  // partition. The layers must be in strictly ascending global index. Binds each layer's views.
+  // Values and grads are zero until initialize(). The layers keep views into this object: it must
+  // outlive them.
   explicit ParamBuffer(std::span<Layer* const> layers);
   ParamBuffer(const ParamBuffer&) = delete;
   ParamBuffer& operator=(const ParamBuffer&) = delete;
