@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "core/error.h"
 
@@ -30,6 +31,7 @@ void Tensor::FreeDeleter::operator()(float* p) const { std::free(p); }
 Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
   for (int64_t d : shape_.dims()) check(d >= 0, "negative dimension in shape {}", shape_);
   data_.reset(allocate(shape_.numel()));
+  numel_ = data_ ? shape_.numel() : 0;
 }
 
 Tensor::Tensor(Shape shape, std::span<const float> values) : Tensor(std::move(shape)) {
@@ -41,7 +43,20 @@ Tensor::Tensor(Shape shape, std::span<const float> values) : Tensor(std::move(sh
 Tensor::Tensor(const Tensor& other) : shape_(other.shape_) {
   if (!other.data_) return;  // an empty (default) tensor copies as empty
   data_.reset(allocate(shape_.numel()));
+  numel_ = other.numel_;
   std::memcpy(data(), other.data(), bytes());
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : shape_(std::move(other.shape_)),
+      numel_(std::exchange(other.numel_, 0)),
+      data_(std::move(other.data_)) {}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  shape_ = std::move(other.shape_);
+  numel_ = std::exchange(other.numel_, 0);
+  data_ = std::move(other.data_);
+  return *this;
 }
 
 Tensor& Tensor::operator=(const Tensor& other) {

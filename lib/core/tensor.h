@@ -18,11 +18,11 @@ class Tensor {
 
   Tensor(const Tensor& other);
   Tensor& operator=(const Tensor& other);
-  Tensor(Tensor&&) noexcept = default;
-  Tensor& operator=(Tensor&&) noexcept = default;
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(Tensor&& other) noexcept;
 
   const Shape& shape() const { return shape_; }
-  int64_t numel() const { return data_ ? shape_.numel() : 0; }  // 0 when default-constructed
+  int64_t numel() const { return numel_; }  // 0 when default-constructed
   int64_t dim(int axis) const { return shape_[axis]; }
   bool empty() const { return numel() == 0 || !data_; }
   size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
@@ -45,6 +45,7 @@ class Tensor {
     void operator()(float* p) const;
   };
   Shape shape_;
+  int64_t numel_ = 0;  // cached: element loops call numel() often
   std::unique_ptr<float[], FreeDeleter> data_;
 };
 
