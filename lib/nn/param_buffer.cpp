@@ -1,6 +1,8 @@
 // ParamBuffer layout, binding, initialization and per-layer gradient statistics.
 #include "nn/param_buffer.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "nn/init.h"
 
@@ -87,11 +89,24 @@ std::vector<std::pair<int, double>> ParamBuffer::grad_square_sums_per_layer() co
   std::vector<std::pair<int, double>> sums;
   const std::span<const float> g = grads();
   for (const LayerRange& range : ranges_) {
-    double sum = 0.0;
-    for (int64_t i = range.begin; i < range.end; ++i) {
-      const double v = g[static_cast<size_t>(i)];
-      sum += v * v;
+    // Fixed chunks summed in parallel, then the chunk sums in order: the result depends on
+    // neither the thread count nor the partition (OpenMP's own reduction order is unspecified).
+    constexpr int64_t kChunk = 1 << 16;
+    const int64_t num_chunks = (range.end - range.begin + kChunk - 1) / kChunk;
+    std::vector<double> chunk_sums(static_cast<size_t>(num_chunks), 0.0);
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < num_chunks; ++c) {
+      const int64_t begin = range.begin + c * kChunk;
+      const int64_t end = std::min(range.end, begin + kChunk);
+      double chunk = 0.0;
+      for (int64_t i = begin; i < end; ++i) {
+        const double v = g[static_cast<size_t>(i)];
+        chunk += v * v;
+      }
+      chunk_sums[static_cast<size_t>(c)] = chunk;
     }
+    double sum = 0.0;
+    for (double chunk : chunk_sums) sum += chunk;
     sums.emplace_back(range.global_layer, sum);
   }
   return sums;

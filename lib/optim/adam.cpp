@@ -39,6 +39,8 @@ void Adam::update(std::span<float> params, std::span<const float> grads, double 
   const float* g_in = grads.data();
   float* m = exp_avg_.data();
   float* v = exp_avg_sq_.data();
+  // Element-wise, so the result does not depend on the number of threads.
+#pragma omp parallel for simd schedule(static)
   for (size_t i = 0; i < n; ++i) {
     const float g = g_in[i] + l2 * p[i];
     m[i] = b1 * m[i] + one_minus_b1 * g;

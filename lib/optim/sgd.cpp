@@ -27,17 +27,20 @@ void Sgd::update(std::span<float> params, std::span<const float> grads, double l
   float* p = params.data();
   const float* g_in = grads.data();
   if (momentum_buffer_.empty()) {
+#pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; ++i) p[i] -= rate * (g_in[i] + wd * p[i]);
     return;
   }
   float* buf = momentum_buffer_.data();
   if (nesterov_) {
+#pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; ++i) {
       const float g = g_in[i] + wd * p[i];
       buf[i] = mu * buf[i] + g;
       p[i] -= rate * (g + mu * buf[i]);
     }
   } else {
+#pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; ++i) {
       const float g = g_in[i] + wd * p[i];
       buf[i] = mu * buf[i] + g;

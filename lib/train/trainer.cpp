@@ -130,8 +130,10 @@ StepReport Trainer::step(int64_t step) {
   allreduce.wait();
 
   StepReport report;
-  report.grad_norm = global_grad_norm();
-  optim::scale(grads, optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm));
+  if (experiment_.optimizer.clip_norm > 0) {  // the norm costs a pass over all gradients
+    report.grad_norm = global_grad_norm();
+    optim::scale(grads, optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm));
+  }
   report.lr = optim::learning_rate(experiment_.optimizer, step, train.steps);
   optimizer_->step(stage_->params().values(), grads, report.lr);
 

@@ -26,7 +26,7 @@ namespace mpipe::train {
 struct StepReport {
   double loss = 0.0;  // mean over the mini-batch
   double lr = 0.0;
-  double grad_norm = 0.0;  // before clipping
+  double grad_norm = 0.0;  // before clipping (computed only when clipping is on)
 };
 
 struct EvalReport {

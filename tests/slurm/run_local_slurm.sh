@@ -13,7 +13,8 @@
 #      reaches mpipe through srun: it checkpoints and stops, the job ends COMPLETED, and with
 #      MPIPE_RESUBMIT=1 a follow-up job resumes from that checkpoint;
 #   3. SIGTERM stops the follow-up the same way and does not resubmit;
-#   4. the printed MPIPE_RESUME=1 command (with a step count within reach) finishes the run.
+#   4. the printed MPIPE_RESUME=1 command (with a step count within reach) finishes the run;
+#   5. a bad experiment file makes the job FAILED, with mpipe's error in the output.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -211,6 +212,13 @@ state=$(wait_until_done "$job")
 grep -q "\"steps\": $final" "$run_dir/summary.json" 2>/dev/null ||
   fail "no summary.json with $final steps in $run_dir"
 echo "ok 4: job $job resumed at $step2 and finished at step $final"
+
+# --- 5. a bad experiment fails the job ----------------------------------------------------------
+job=$(sbatch --parsable --ntasks 2 "$sbatch_script" "$config" --set train.steps=0)
+state=$(wait_until_done "$job")
+[[ "$state" == FAILED ]] || fail "job $job with train.steps=0 ended $state, not FAILED"
+grep -q 'train.steps: must be >= 1' "$(out "$job")" || fail "job $job did not report the bad key"
+echo "ok 5: job $job with a bad config FAILED and named the key"
 
 failed=0
 echo "PASS: local Slurm checks of scripts/slurm/train.sbatch"
