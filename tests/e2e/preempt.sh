@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Preemption: SIGUSR1 to mpirun (what Slurm's --signal sends before a time limit) makes every
 # rank checkpoint and exit at the next step boundary; --resume then finishes the run, with the
-# same weights as a run that was never interrupted. Usage: preempt.sh CONFIG
+# same weights as a run that was never interrupted. Usage: preempt.sh CONFIG (constant LR, so
+# the trajectory does not depend on train.steps).
 source "$(dirname "$0")/lib.sh"
 config=$1
-steps=400
-train 2 straight "$config" --set train.steps=$steps --set log.every=1
 
+# A run far too long to finish, stopped by the signal once a few steps are logged.
 timeout 120 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" \
-  --set train.steps=$steps --set log.every=1 --run-dir "$WORK/cut" \
+  --set train.steps=100000000 --set log.every=1 --run-dir "$WORK/cut" \
   --export-weights "$WORK/cut.safetensors" > "$WORK/cut.log" 2>&1 &
 launcher=$!
-for _ in $(seq 200); do  # wait until a few steps are logged
+for _ in $(seq 600); do
   [[ -f "$WORK/cut/metrics.jsonl" && $(wc -l < "$WORK/cut/metrics.jsonl") -ge 5 ]] && break
   sleep 0.05
 done
@@ -21,6 +21,9 @@ stop=$(grep -o "stopped at step [0-9]*" "$WORK/cut.log") || { cat "$WORK/cut.log
 [[ ! -e "$WORK/cut.safetensors" ]] || { echo "FAILED: a preempted run exported weights"; exit 1; }
 ls "$WORK/cut/checkpoints" | grep -q step_ || { echo "FAILED: no checkpoint"; exit 1; }
 
-train 2 cut "$config" --set train.steps=$steps --set log.every=1 --resume
+# Finish 10 steps past the stop, and compare with the same number of steps in one go.
+steps=$((${stop##* } + 10))
+train 2 cut "$config" --set train.steps=$steps --resume
+train 2 straight "$config" --set train.steps=$steps
 same straight cut
-echo "preempt: $stop of $steps by SIGUSR1, resumed, same weights as the uninterrupted run"
+echo "preempt: $stop by SIGUSR1, resumed to $steps, same weights as the uninterrupted run"
