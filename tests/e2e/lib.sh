@@ -1,7 +1,7 @@
 # Shared helpers for the multi-rank end-to-end tests: run mpipe under mpirun with a timeout.
 set -euo pipefail
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
+export OMP_NUM_THREADS=${MPIPE_TEST_THREADS:-1} OMP_WAIT_POLICY=PASSIVE  # threads per rank
 MPIPE=${MPIPE:?path of the mpipe binary}
 WORK=$(mktemp -d /tmp/mpipe-e2e.XXXXXX)
 trap '[[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
