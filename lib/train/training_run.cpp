@@ -63,6 +63,38 @@ int64_t resume_from(Trainer& trainer, checkpoint::CheckpointStore& store) {
   return *latest;
 }
 
+// The summary.json of a finished run.
+nlohmann::json make_summary(const config::Experiment& experiment, const comm::Topology& topo,
+                            const RunResult& result, int64_t steps_run, double wall_s,
+                            const std::vector<double>& peak_bytes) {
+  nlohmann::json summary = {
+      {"steps", result.steps_done},
+      {"final_train_loss", result.final_train_loss},
+      {"final_eval_loss", result.final_eval_loss},
+      {"final_eval_accuracy", result.final_eval_accuracy},
+      {"wall_time_s", wall_s},
+      {"samples_per_s", static_cast<double>(steps_run * experiment.train.batch_size) / wall_s},
+      {"stages", topo.num_stages},
+      {"data_parallel", topo.num_replicas},
+      {"micro_batches", experiment.pipeline.micro_batches},
+      {"peak_activation_bytes_per_stage", peak_bytes},
+  };
+  if (result.final_bits_per_char && result.unigram_entropy_bits) {
+    summary["final_eval_bits_per_char"] = *result.final_bits_per_char;
+    summary["unigram_entropy_bits"] = *result.unigram_entropy_bits;
+  }
+  return summary;
+}
+
+// Peak bytes of activations each stage stored between forward and backward, in stage order
+// (collective: replica 0's stages come first in world rank order).
+std::vector<double> peak_activation_bytes(Trainer& trainer, const comm::Communicator& world) {
+  const double peak = static_cast<double>(trainer.stage().peak_stored_bytes());
+  std::vector<double> peaks = world.allgatherv(std::span<const double>(&peak, 1));
+  peaks.resize(static_cast<size_t>(trainer.topology().num_stages));
+  return peaks;
+}
+
 }  // namespace
 
 RunResult run_training(const config::Experiment& experiment, const data::Dataset& dataset,
@@ -175,31 +207,11 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
             {.prompt = "\n", .length = options.sample_length, .seed = train.seed}, kernels);
       }
     }
-    // Peak bytes of activations each stage stored between forward and backward (replica 0's
-    // stages come first in world rank order).
-    const double peak = static_cast<double>(trainer.stage().peak_stored_bytes());
-    std::vector<double> peaks = world.allgatherv(std::span<const double>(&peak, 1));
-    peaks.resize(static_cast<size_t>(topo.num_stages));
+    const std::vector<double> peaks = peak_activation_bytes(trainer, world);
     if (is_root) {
-      metrics->eval(step, "test", eval.loss, eval.accuracy, bits_per_char(experiment, eval.loss));
-      const int64_t steps_run = step - first_step;
-      nlohmann::json summary = {
-          {"steps", step},
-          {"final_train_loss", result.final_train_loss},
-          {"final_eval_loss", eval.loss},
-          {"final_eval_accuracy", eval.accuracy},
-          {"wall_time_s", wall_s},
-          {"samples_per_s", static_cast<double>(steps_run * train.batch_size) / wall_s},
-          {"stages", topo.num_stages},
-          {"data_parallel", topo.num_replicas},
-          {"micro_batches", experiment.pipeline.micro_batches},
-          {"peak_activation_bytes_per_stage", peaks},
-      };
-      if (unigram_bits) {
-        summary["final_eval_bits_per_char"] = *bits_per_char(experiment, eval.loss);
-        summary["unigram_entropy_bits"] = *unigram_bits;
-      }
-      metrics->write_summary(summary);
+      metrics->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char);
+      metrics->write_summary(
+          make_summary(experiment, topo, result, step - first_step, wall_s, peaks));
     }
   }
   return result;
