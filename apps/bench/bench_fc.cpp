@@ -2,15 +2,13 @@
 // in GFLOP/s. Prints a table; asserts nothing about time.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <dnnl.hpp>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "bench_timing.h"
 #include "core/tensor.h"
 #include "kernels/context.h"
 #include "nn/linear.h"
@@ -24,20 +22,11 @@ struct Size {
   int64_t batch, in, out;
 };
 
-// Seconds per call: warm up twice, then repeat until at least `min_seconds` have passed.
-double seconds_per_call(const std::function<void()>& call, double min_seconds = 0.5) {
-  call();
-  call();
-  using Clock = std::chrono::steady_clock;
-  int calls = 0;
-  const auto start = Clock::now();
-  double elapsed = 0.0;
-  do {
-    call();
-    ++calls;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (elapsed < min_seconds || calls < 3);
-  return elapsed / calls;
+// Each timing repeats for at least this long.
+constexpr double kMinSeconds = 0.5;
+
+double seconds_per_call(const std::function<void()>& call) {
+  return bench::seconds_per_call(call, kMinSeconds);
 }
 
 // (a) A plain oneDNN matmul y[batch, out] = x[batch, in] · w[in, out], built directly.
@@ -60,18 +49,12 @@ double raw_matmul_seconds(kernels::KernelContext& ctx, const Size& s) {
   });
 }
 
-std::string thread_count() {
-  const char* env = std::getenv("OMP_NUM_THREADS");
-  if (env && *env) return env;
-  return fmt::format("{} (all cores; OMP_NUM_THREADS unset)", std::thread::hardware_concurrency());
-}
-
 }  // namespace
 
 int main() {
   kernels::KernelContext kernels;
   const std::vector<Size> sizes = {{256, 1024, 1024}, {2048, 2048, 2048}};
-  fmt::print("bench_fc: f32, threads {}\n", thread_count());
+  fmt::print("bench_fc: f32, threads {}\n", bench::thread_count());
   fmt::print("{:>22} {:>14} {:>14} {:>14}\n", "batch x in -> out", "matmul GF/s", "fwd GF/s",
              "fwd+bwd GF/s");
   for (const Size& s : sizes) {

@@ -2,14 +2,12 @@
 // GEMM peak at the same thread count. Prints a table; asserts nothing about time.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "bench_timing.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "kernels/context.h"
@@ -21,20 +19,11 @@ namespace {
 
 using namespace mpipe;
 
-// Seconds per call: warm up twice, then repeat until at least `min_seconds` have passed.
-double seconds_per_call(const std::function<void()>& call, double min_seconds = 1.0) {
-  call();
-  call();
-  using Clock = std::chrono::steady_clock;
-  int calls = 0;
-  const auto start = Clock::now();
-  double elapsed = 0.0;
-  do {
-    call();
-    ++calls;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (elapsed < min_seconds || calls < 3);
-  return elapsed / calls;
+// Each timing repeats for at least this long.
+constexpr double kMinSeconds = 1.0;
+
+double seconds_per_call(const std::function<void()>& call) {
+  return bench::seconds_per_call(call, kMinSeconds);
 }
 
 Tensor random_tensor(Shape shape, uint64_t stream) {
@@ -53,13 +42,6 @@ double gemm_gflops(kernels::KernelContext& ctx, int64_t n) {
   return 2.0 * static_cast<double>(n * n * n) / seconds * 1e-9;
 }
 
-// oneDNN runs on OpenMP: its thread count is OMP_NUM_THREADS, else one per hardware thread.
-std::string thread_count() {
-  const char* env = std::getenv("OMP_NUM_THREADS");
-  if (env && *env) return env;
-  return fmt::format("{} (OMP_NUM_THREADS unset)", std::thread::hardware_concurrency());
-}
-
 struct BlockSize {
   int64_t batch, seq, width, heads;
 };
@@ -70,7 +52,7 @@ int main() {
   kernels::KernelContext kernels;
   constexpr int64_t kGemmSize = 2048;
   const double peak = gemm_gflops(kernels, kGemmSize);
-  fmt::print("bench_transformer: f32, threads {}\n", thread_count());
+  fmt::print("bench_transformer: f32, threads {}\n", bench::thread_count());
   fmt::print("oneDNN GEMM {}^3: {:.1f} GFLOP/s\n", kGemmSize, peak);
   fmt::print("{:>28} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "block (batch x T x d, heads)",
              "fwd ms", "fwd GF/s", "f+b ms", "f+b GF/s", "% of GEMM");

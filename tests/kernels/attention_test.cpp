@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "expect_near.h"
 #include "kernels/transformer_reference.h"
 
 namespace mpipe::kernels {
@@ -27,14 +28,7 @@ std::vector<float> random_mask(int64_t n, float p) {
   return out;
 }
 
-void expect_near_all(const std::vector<float>& actual, const std::vector<float>& expected,
-                     float tolerance, const char* what) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    EXPECT_NEAR(actual[i], expected[i], tolerance * (1.0f + std::abs(expected[i])))
-        << what << "[" << i << "]";
-  }
-}
+using testing::expect_near_all;
 
 constexpr AttentionShape kShape{.batch = 2, .heads = 3, .seq = 7, .head_dim = 4};
 constexpr int64_t kDataSize = 2 * 3 * 7 * 4, kProbsSize = 2 * 3 * 7 * 7;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "expect_near.h"
 #include "kernels/conv_reference.h"
 #include "random_values.h"
 
@@ -14,13 +15,10 @@ namespace {
 
 using testing::random_values;
 
+// This kernel's tolerance against its reference.
 void expect_near_all(const std::vector<float>& actual, const std::vector<float>& expected,
                      const char* what) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    ASSERT_NEAR(actual[i], expected[i], 2e-4 * (1.0 + std::abs(expected[i])))
-        << what << "[" << i << "]";
-  }
+  testing::expect_near_all(actual, expected, 2e-4, what);
 }
 
 std::vector<BatchNormShape> shapes() {

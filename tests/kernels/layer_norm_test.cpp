@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "expect_near.h"
 #include "kernels/transformer_reference.h"
 
 namespace mpipe::kernels {
@@ -20,14 +21,7 @@ std::vector<float> random_values(int64_t n, uint32_t stream, float scale = 1.0f,
   return out;
 }
 
-void expect_near_all(const std::vector<float>& actual, const std::vector<float>& expected,
-                     float tolerance, const char* what) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    EXPECT_NEAR(actual[i], expected[i], tolerance * (1.0f + std::abs(expected[i])))
-        << what << "[" << i << "]";
-  }
-}
+using testing::expect_near_all;
 
 constexpr int64_t kRows = 13, kDim = 37;
 constexpr float kEps = 1e-5f;

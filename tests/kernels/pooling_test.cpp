@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "expect_near.h"
 #include "kernels/conv_reference.h"
 #include "random_values.h"
 
@@ -15,13 +16,10 @@ namespace {
 
 using testing::random_values;
 
+// This kernel's tolerance against its reference.
 void expect_near_all(const std::vector<float>& actual, const std::vector<float>& expected,
                      const char* what) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    ASSERT_NEAR(actual[i], expected[i], 1e-5 * (1.0 + std::abs(expected[i])))
-        << what << "[" << i << "]";
-  }
+  testing::expect_near_all(actual, expected, 1e-5, what);
 }
 
 std::vector<Pool2dShape> shapes(PoolKind kind) {

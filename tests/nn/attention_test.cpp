@@ -11,15 +11,13 @@
 #include "kernels/transformer_reference.h"
 #include "nn/dropout.h"
 #include "nn/param_buffer.h"
+#include "support/random_tensor.h"
 
 namespace mpipe::nn {
 namespace {
 
 Tensor random_tensor(Shape shape, uint64_t stream = 0) {
-  Tensor t(std::move(shape));
-  const CounterRng rng(31, RngPurpose::kData, 4, stream);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
-  return t;
+  return testing::uniform_tensor(std::move(shape), CounterRng(31, RngPurpose::kData, 4, stream));
 }
 
 // Parameters of `layer` in a buffer, every value U(-0.5, 0.5) so biases are non-zero.

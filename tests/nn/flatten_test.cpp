@@ -6,15 +6,13 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "gradient_check.h"
+#include "support/random_tensor.h"
 
 namespace mpipe::nn {
 namespace {
 
 Tensor random_tensor(Shape shape) {
-  Tensor t(std::move(shape));
-  const CounterRng rng(4, RngPurpose::kData, 2, 0);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
-  return t;
+  return testing::uniform_tensor(std::move(shape), CounterRng(4, RngPurpose::kData, 2, 0));
 }
 
 TEST(Flatten, BackwardMatchesFiniteDifferences) {

@@ -7,14 +7,14 @@
 #include "core/rng.h"
 #include "gradient_check.h"
 #include "nn/param_buffer.h"
+#include "support/random_tensor.h"
 
 namespace mpipe::nn {
 namespace {
 
 Tensor random_tensor(Shape shape, float scale = 1.0f, float offset = 0.0f) {
-  Tensor t(std::move(shape));
-  const CounterRng rng(21, RngPurpose::kData, 3, 0);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = offset + scale * (2.0f * rng.uniform(i) - 1.0f);
+  Tensor t = testing::uniform_tensor(std::move(shape), CounterRng(21, RngPurpose::kData, 3, 0));
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = offset + scale * t[i];
   return t;
 }
 

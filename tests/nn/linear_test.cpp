@@ -10,15 +10,13 @@
 #include "gradient_check.h"
 #include "kernels/reference.h"
 #include "nn/param_buffer.h"
+#include "support/random_tensor.h"
 
 namespace mpipe::nn {
 namespace {
 
 Tensor random_tensor(Shape shape, uint64_t stream) {
-  Tensor t(std::move(shape));
-  const CounterRng rng(11, RngPurpose::kData, 3, stream);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
-  return t;
+  return testing::uniform_tensor(std::move(shape), CounterRng(11, RngPurpose::kData, 3, stream));
 }
 
 LayerContext training_context(kernels::KernelContext& kernels) {

@@ -10,15 +10,13 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "gradient_check.h"
+#include "support/random_tensor.h"
 
 namespace mpipe::nn {
 namespace {
 
 Tensor random_tensor(Shape shape, uint64_t stream) {
-  Tensor t(std::move(shape));
-  const CounterRng rng(23, RngPurpose::kData, 6, stream);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
-  return t;
+  return testing::uniform_tensor(std::move(shape), CounterRng(23, RngPurpose::kData, 6, stream));
 }
 
 // Values 0.1 apart in a shuffled order: no two elements of a window within twice the

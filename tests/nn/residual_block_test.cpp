@@ -11,15 +11,13 @@
 #include "gradient_check.h"
 #include "kernels/eltwise.h"
 #include "nn/param_buffer.h"
+#include "support/random_tensor.h"
 
 namespace mpipe::nn {
 namespace {
 
 Tensor random_tensor(Shape shape, uint64_t stream) {
-  Tensor t(std::move(shape));
-  const CounterRng rng(31, RngPurpose::kData, 7, stream);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
-  return t;
+  return testing::uniform_tensor(std::move(shape), CounterRng(31, RngPurpose::kData, 7, stream));
 }
 
 std::vector<std::string> names(const std::vector<ParamSpec>& specs) {

@@ -9,15 +9,13 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "gradient_check.h"
+#include "support/random_tensor.h"
 
 namespace mpipe::nn {
 namespace {
 
 Tensor random_tensor(Shape shape, uint64_t stream) {
-  Tensor t(std::move(shape));
-  const CounterRng rng(37, RngPurpose::kData, 8, stream);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
-  return t;
+  return testing::uniform_tensor(std::move(shape), CounterRng(37, RngPurpose::kData, 8, stream));
 }
 
 TEST(SeparableCell, BackwardMatchesFiniteDifferencesWithResidual) {

@@ -10,15 +10,13 @@
 #include "core/rng.h"
 #include "gradient_check.h"
 #include "nn/param_buffer.h"
+#include "support/random_tensor.h"
 
 namespace mpipe::nn {
 namespace {
 
 Tensor random_tensor(Shape shape) {
-  Tensor t(std::move(shape));
-  const CounterRng rng(41, RngPurpose::kData, 5, 0);
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = 2.0f * rng.uniform(i) - 1.0f;
-  return t;
+  return testing::uniform_tensor(std::move(shape), CounterRng(41, RngPurpose::kData, 5, 0));
 }
 
 // Parameters of `layer` in a buffer: the layer's own initialization, then every value moved by

@@ -19,6 +19,7 @@
 #include "nn/activation.h"
 #include "nn/dropout.h"
 #include "nn/linear.h"
+#include "support/random_tensor.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -46,11 +47,7 @@ std::unique_ptr<Stage> make_stage(Recompute recompute, int num_micro_batches,
 }
 
 Tensor random_tensor(Shape shape, uint64_t stream) {
-  Tensor t(std::move(shape));
-  const CounterRng rng(31, RngPurpose::kData, 7, stream);
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t[i] = 2.0f * rng.uniform(static_cast<uint64_t>(i)) - 1.0f;
-  return t;
+  return testing::uniform_tensor(std::move(shape), CounterRng(31, RngPurpose::kData, 7, stream));
 }
 
 nn::LayerContext context(kernels::KernelContext& kernels, int64_t first_example) {
