@@ -198,12 +198,11 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
       save_checkpoint(trainer, store, experiment, world, step);
     }
     if (!options.export_weights.empty()) {
-      export_weights(trainer, experiment, dataset, options.export_weights);
+      const auto weights = export_weights(trainer, experiment, dataset, options.export_weights);
       if (is_root && experiment.data.kind == data::DatasetKind::kText &&
           options.sample_length > 0) {
         result.sample = generate_text(
-            experiment.model, experiment.data.seq_len,
-            checkpoint::read_safetensors(options.export_weights).tensors, options.export_weights,
+            experiment.model, experiment.data.seq_len, weights, options.export_weights,
             {.prompt = "\n", .length = options.sample_length, .seed = train.seed}, kernels);
       }
     }

@@ -7,8 +7,11 @@
 
 namespace mpipe::train {
 
-void export_weights(Trainer& trainer, const config::Experiment& experiment,
-                    const data::Dataset& dataset, const std::string& path) {
+std::vector<checkpoint::NamedTensor> export_weights(Trainer& trainer,
+                                                    const config::Experiment& experiment,
+                                                    const data::Dataset& dataset,
+                                                    const std::string& path) {
+  std::vector<checkpoint::NamedTensor> weights;
   if (trainer.topology().replica == 0) {
     std::vector<float> flat = trainer.groups().pipeline.gatherv(pack_weights(trainer.stage()), 0);
     if (trainer.topology().stage == 0) {
@@ -16,12 +19,13 @@ void export_weights(Trainer& trainer, const config::Experiment& experiment,
       // name what the stages sent, in stage order = global layer order.
       auto layers = model::build_layers(experiment.model, dataset.input_shape(), 0,
                                         static_cast<int>(experiment.model.layers.size()));
+      weights = unpack_weights(weight_layout(layers), flat);
       checkpoint::write_safetensors(
-          path, unpack_weights(weight_layout(layers), flat),
-          {{"format", "pt"}, {"producer", "mpipe"}, {"config", experiment.source}});
+          path, weights, {{"format", "pt"}, {"producer", "mpipe"}, {"config", experiment.source}});
     }
   }
   trainer.groups().pipeline.barrier();
+  return weights;
 }
 
 }  // namespace mpipe::train
