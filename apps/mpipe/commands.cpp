@@ -12,6 +12,7 @@
 
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
+#include "comm/agree.h"
 #include "config/experiment.h"
 #include "core/error.h"
 #include "data/dataset.h"
@@ -67,7 +68,13 @@ Commands::Commands(CLI::App& app) {
   train_->add_option("--export-weights", export_path_,
                      "Write all weights to this safetensors file at the end "
                      "(default: RUN_DIR/weights.safetensors)");
-  train_->add_flag("--resume", resume_, "Continue from the newest checkpoint in the run directory");
+  auto* resume = train_->add_flag(
+      "--resume", resume_, "Continue from the newest committed checkpoint in the run directory");
+  train_
+      ->add_flag("--resume-or-start", resume_or_start_,
+                 "Continue from the newest committed checkpoint if there is one, else start a "
+                 "new run (for requeued batch jobs)")
+      ->excludes(resume);
 
   schedule_ = app.add_subcommand("schedule", "Print a pipeline schedule as a grid");
   schedule_->add_option("--schedule", schedule_kind_, "gpipe or 1f1b")
@@ -110,6 +117,10 @@ int Commands::run(const comm::Communicator& world) {
     if (*compare_) return compare();
     if (*generate_) return generate();
     return 1;
+  } catch (const AgreedError& e) {
+    // Every rank has this error (they agreed on it): each exits, rank 0 alone reports.
+    if (world.rank() == 0) spdlog::error("{}", e.what());
+    return e.exit_code();
   } catch (const InputError& e) {
     // Bad input is usually seen by every rank alike: if all ranks fail, each exits cleanly and
     // rank 0 alone prints the message. If only some fail, the others would wait forever in
@@ -131,20 +142,14 @@ int Commands::train(const comm::Communicator& world) {
   config::Experiment experiment;
   std::unique_ptr<data::Dataset> dataset;
   std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
-  std::string error;
-  try {
+  const bool resuming = resume_ || resume_or_start_;
+  comm::agree(world, [&] {
     experiment = config::load_experiment(config_path_, overrides_);
-    if (!resume_) check_run_dir_is_fresh(run_dir);
+    if (!resuming) check_run_dir_is_fresh(run_dir);
     train::resolve_topology(experiment.pipeline, world.rank(), world.size());
     dataset = data::make_dataset(experiment.data, experiment.train.seed);
     model::plan_model(experiment.model, dataset->input_shape());
-  } catch (const InputError& e) {
-    error = e.what();
-  }
-  if (!world.all_true(error.empty())) {
-    if (world.rank() == 0) spdlog::error("{}", error.empty() ? "another rank failed" : error);
-    return 2;
-  }
+  });
   log::setup_logging(world.rank(), world.size(), experiment.log.level);
   std::signal(SIGTERM, request_stop);
   std::signal(SIGUSR1, request_stop);
@@ -153,7 +158,9 @@ int Commands::train(const comm::Communicator& world) {
   train::RunOptions options{
       .run_dir = run_dir,
       .export_weights = export_path_.empty() ? run_dir + "/weights.safetensors" : export_path_,
-      .resume = resume_,
+      .resume = resume_            ? train::ResumeMode::kRequired
+                : resume_or_start_ ? train::ResumeMode::kIfPresent
+                                   : train::ResumeMode::kNever,
       .progress = stdout,
       .progress_in_place = progress_in_place(),
       .stop_requested = &g_stop_requested};

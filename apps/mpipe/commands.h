@@ -34,6 +34,7 @@ class Commands {
   std::string run_dir_;
   std::string export_path_;
   bool resume_ = false;
+  bool resume_or_start_ = false;
 
   std::string schedule_kind_ = "gpipe";
   int stages_ = 4;

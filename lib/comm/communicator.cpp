@@ -168,6 +168,19 @@ bool Communicator::all_true(bool mine) const {
   return value != 0;
 }
 
+std::pair<int, std::string> Communicator::first_error(int code, const std::string& message) const {
+  int first_rank = code != 0 ? rank() : size();
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first_rank, 1, MPI_INT, MPI_MIN, handle_->comm),
+            "MPI_Allreduce");
+  if (first_rank == size()) return {0, ""};
+  int header[2] = {code, static_cast<int>(message.size())};
+  check_mpi(MPI_Bcast(header, 2, MPI_INT, first_rank, handle_->comm), "MPI_Bcast");
+  std::string text =
+      rank() == first_rank ? message : std::string(static_cast<size_t>(header[1]), ' ');
+  check_mpi(MPI_Bcast(text.data(), header[1], MPI_CHAR, first_rank, handle_->comm), "MPI_Bcast");
+  return {header[0], text};
+}
+
 void Communicator::abort(int code) const {
   MPI_Abort(handle_ ? handle_->comm : MPI_COMM_WORLD, code);
   std::abort();

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace mpipe::comm {
@@ -69,6 +71,9 @@ class Communicator {
   void broadcast(std::span<double> data, int root) const;
   // Logical AND / max over ranks (for agreeing on errors and end conditions).
   bool all_true(bool mine) const;
+  // Collective: the (code, message) of the lowest rank whose code is non-zero, the same on every
+  // rank; {0, ""} when every rank passed 0. For agreeing on errors after start-up.
+  std::pair<int, std::string> first_error(int code, const std::string& message) const;
   // MPI_Abort on this communicator.
   [[noreturn]] void abort(int code) const;
 

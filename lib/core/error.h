@@ -20,6 +20,18 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// An error that every rank of the job knows about (the ranks agreed on it collectively, e.g.
+// with comm::agree): each rank can exit non-zero cleanly, rank 0 alone prints the message,
+// and no MPI_Abort is needed. `exit_code` is 2 for bad input, 1 otherwise.
+class AgreedError : public Error {
+ public:
+  AgreedError(const std::string& message, int exit_code) : Error(message), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
 // Throws Error with a formatted message unless `condition` holds.
 template <typename... Args>
 void check(bool condition, fmt::format_string<Args...> format, Args&&... args) {

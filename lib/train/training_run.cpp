@@ -15,7 +15,7 @@
 #include "log/metrics_writer.h"
 #include "log/progress.h"
 #include "train/generator.h"
-#include "train/stage_tensors.h"
+#include "train/run_checkpoint.h"
 #include "train/trainer.h"
 #include "train/weight_export.h"
 
@@ -32,35 +32,6 @@ std::optional<double> bits_per_char(const config::Experiment& experiment, double
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Writes this rank's shard (first replica only), then rank 0 commits the step.
-void save_checkpoint(Trainer& trainer, checkpoint::CheckpointStore& store,
-                     const config::Experiment& experiment, const comm::Communicator& world,
-                     int64_t steps_done) {
-  if (trainer.topology().replica == 0) {
-    store.write_shard(steps_done, trainer.topology().stage,
-                      stage_state(trainer.stage(), trainer.optimizer()));
-  }
-  world.barrier();
-  if (world.rank() == 0) {
-    store.commit(steps_done, {{"num_stages", trainer.topology().num_stages},
-                              {"optimizer_steps", trainer.optimizer().steps_taken()},
-                              {"seed", experiment.train.seed},
-                              {"config", experiment.source}});
-  }
-  world.barrier();
-}
-
-// Loads the newest committed checkpoint; returns the number of steps it had done.
-int64_t resume_from(Trainer& trainer, checkpoint::CheckpointStore& store) {
-  std::optional<int64_t> latest = store.latest_committed();
-  if (!latest) return 0;
-  load_stage_state(trainer.stage(), trainer.optimizer(), store.read_all(*latest),
-                   store.step_dir(*latest));
-  trainer.optimizer().set_steps_taken(
-      store.read_meta(*latest).at("optimizer_steps").get<int64_t>());
-  return *latest;
 }
 
 // The summary.json of a finished run.
@@ -112,7 +83,7 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   }
 
   checkpoint::CheckpointStore store(options.run_dir, experiment.checkpoint.keep);
-  int64_t first_step = options.resume ? resume_from(trainer, store) : 0;
+  int64_t first_step = options.resume != ResumeMode::kNever ? resume_from(trainer, store) : 0;
   if (first_step > 0 && is_root) spdlog::info("resumed from step {}", first_step);
   std::optional<double> unigram_bits;
   if (const auto* text = dynamic_cast<const data::TextCorpus*>(&dataset)) {

@@ -14,11 +14,18 @@
 
 namespace mpipe::train {
 
+// What --resume asked for.
+enum class ResumeMode {
+  kNever,      // a fresh run (the run directory must not hold one)
+  kRequired,   // --resume: continue the newest committed checkpoint; an error if there is none
+  kIfPresent,  // --resume-or-start: continue it if there is one, else start (and say so)
+};
+
 struct RunOptions {
-  std::string run_dir;             // metrics.jsonl, summary.json, checkpoints/
-  std::string export_weights;      // safetensors path written at the end; empty = none
-  int64_t sample_length = 300;     // text datasets: bytes generated at the end from the weights
-  bool resume = true;              // continue from the newest committed checkpoint in run_dir
+  std::string run_dir;          // metrics.jsonl, summary.json, checkpoints/
+  std::string export_weights;   // safetensors path written at the end; empty = none
+  int64_t sample_length = 300;  // text datasets: bytes generated at the end from the weights
+  ResumeMode resume = ResumeMode::kNever;
   std::FILE* progress = nullptr;   // where rank 0 prints progress (stdout from main); null = none
   bool progress_in_place = false;  // rewrite one line ('\r') instead of printing one per update
   // Set (e.g. by a SIGTERM handler) to stop at the next step boundary with a checkpoint.

@@ -3,6 +3,7 @@
 
 #include <numeric>
 
+#include "comm/agree.h"
 #include "comm/communicator.h"
 #include "comm/topology.h"
 #include "core/error.h"
@@ -171,6 +172,28 @@ TEST(Topology, SplitWorldGivesPipelineAndDataParallelGroups) {
       groups.data_parallel.allgatherv(std::vector<double>{double(world.rank())});
   EXPECT_EQ(data_parallel_members,
             (std::vector<double>{double(topology.stage), topology.stage + 2.0}));
+}
+
+TEST(Agree, EveryRankThrowsTheLowestFailingRanksMessage) {
+  const Communicator world = Communicator::world();
+  try {
+    agree(world, [&] {
+      if (world.rank() == 3) throw Error("rank 3: disk full");
+      if (world.rank() == 2) throw InputError("rank 2: bad shard");
+    });
+    FAIL() << "agree did not throw";
+  } catch (const AgreedError& e) {
+    EXPECT_STREQ(e.what(), "rank 2: bad shard");
+    EXPECT_EQ(e.exit_code(), 2);
+  }
+}
+
+TEST(Agree, PassesWhenNoRankFails) {
+  const Communicator world = Communicator::world();
+  int ran = 0;
+  EXPECT_NO_THROW(agree(world, [&] { ++ran; }));
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(world.first_error(0, "ignored"), std::make_pair(0, std::string()));
 }
 
 }  // namespace
