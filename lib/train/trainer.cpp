@@ -1,7 +1,10 @@
 // The synchronous pipeline-parallel training step and the pipelined evaluation.
 #include "train/trainer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <utility>
 
@@ -9,6 +12,7 @@
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
 #include "pipeline/schedule.h"
+#include "train/finite_check.h"
 
 namespace mpipe::train {
 
@@ -129,17 +133,51 @@ StepReport Trainer::step(int64_t step) {
       topology_.num_replicas > 1 ? std::function<void()>(start_allreduce) : nullptr);
   allreduce.wait();
 
+  // Every rank learns the step's loss and whether any gradient is non-finite before any
+  // update, in the one allreduce the loss needs anyway.
+  const bool grads_finite = all_finite(grads);
+  std::vector<double> sums = {totals.sum, static_cast<double>(totals.rows),
+                              grads_finite ? 0.0 : 1.0};
+  world_.allreduce_sum(std::span<double>(sums));
   StepReport report;
+  report.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  report.lr = optim::learning_rate(experiment_.optimizer, step, train.steps);
+  if (sums[2] > 0 || !std::isfinite(report.loss)) {
+    report.finite = false;
+    report.nonfinite = describe_nonfinite(step, report.loss);
+    return report;
+  }
   if (experiment_.optimizer.clip_norm > 0) {  // the norm costs a pass over all gradients
     report.grad_norm = global_grad_norm();
     optim::scale(grads, optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm));
   }
-  report.lr = optim::learning_rate(experiment_.optimizer, step, train.steps);
   optimizer_->step(stage_->params().values(), grads, report.lr);
-
-  pipeline::LossTotals sum = sum_over_world(totals);
-  report.loss = sum.rows > 0 ? sum.sum / static_cast<double>(sum.rows) : 0.0;
   return report;
+}
+
+std::string Trainer::describe_nonfinite(int64_t step, double loss) const {
+  // (stage, global layer) of every layer with a non-finite gradient, from every stage. The
+  // replicas hold the same summed gradients, so replica 0's pipeline speaks for all.
+  std::vector<double> mine;
+  if (topology_.replica == 0) {
+    for (int layer : layers_with_nonfinite(stage_->params(), stage_->params().grads())) {
+      mine.push_back(static_cast<double>(topology_.stage));
+      mine.push_back(static_cast<double>(layer));
+    }
+  }
+  const std::vector<double> all = world_.allgatherv(mine);
+  std::string text = fmt::format("step {}: ", step + 1);
+  if (!std::isfinite(loss)) text += std::isnan(loss) ? "loss is nan; " : "loss is infinite; ";
+  if (all.empty()) return text + "every gradient is finite";
+  // In backward order (descending layer): the first one is where the fault showed up first.
+  const auto num_layers = all.size() / 2;
+  const int last_stage = static_cast<int>(all[all.size() - 2]);
+  const auto last_layer = static_cast<size_t>(all.back());
+  return text + fmt::format(
+                    "non-finite gradients in {} layer{}, first in backward order: layer {} ({}) "
+                    "on stage {}",
+                    num_layers, num_layers == 1 ? "" : "s", last_layer,
+                    plan_.layers[last_layer].kind, last_stage);
 }
 
 double Trainer::global_grad_norm() const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -27,6 +28,10 @@ struct StepReport {
   double loss = 0.0;  // mean over the mini-batch
   double lr = 0.0;
   double grad_norm = 0.0;  // before clipping (computed only when clipping is on)
+  // False when the loss or a gradient was NaN or infinite: then no update was applied and
+  // `nonfinite` says where ("step 17: loss nan; non-finite gradients in 3 layers ...").
+  bool finite = true;
+  std::string nonfinite;
 };
 
 struct EvalReport {
@@ -64,6 +69,8 @@ class Trainer {
   double global_grad_norm() const;
   // Sums [loss sum, rows, correct] of the last stages over the world.
   pipeline::LossTotals sum_over_world(const pipeline::LossTotals& mine) const;
+  // Collective: which layers of the model have non-finite gradients, said in one line.
+  std::string describe_nonfinite(int64_t step, double loss) const;
 
   const config::Experiment& experiment_;
   const comm::Communicator& world_;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <optional>
 
@@ -15,6 +16,7 @@
 #include "log/metrics_writer.h"
 #include "log/progress.h"
 #include "train/generator.h"
+#include "train/nonfinite_policy.h"
 #include "train/run_checkpoint.h"
 #include "train/trainer.h"
 #include "train/weight_export.h"
@@ -33,6 +35,24 @@ std::optional<double> bits_per_char(const config::Experiment& experiment, double
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+
+// The mean training loss over the steps of one logging window (finite steps only).
+class LossWindow {
+ public:
+  void add(double loss) {
+    sum_ += loss;
+    ++count_;
+  }
+  // NaN for a window without a finite step (written as null).
+  double mean() const {
+    return count_ > 0 ? sum_ / static_cast<double>(count_)
+                      : std::numeric_limits<double>::quiet_NaN();
+  }
+
+ private:
+  double sum_ = 0.0;
+  int64_t count_ = 0;
+};
 
 // The summary.json of a finished run.
 nlohmann::json make_summary(const config::Experiment& experiment, const comm::Topology& topo,
@@ -107,20 +127,25 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   const auto start = Clock::now();
   auto window_start = start;
   int64_t window_steps = 0;
+  LossWindow window;
+  NonFiniteSteps nonfinite(train);
   StepReport report;
   int64_t step = first_step;
   for (; step < train.steps; ++step) {
     report = trainer.step(step);
+    nonfinite.record(report, is_root);  // throws when the run must stop
+    if (report.finite) window.add(report.loss);
     ++window_steps;
     const int64_t done = step + 1;
     if (done % experiment.log.every == 0 || done == train.steps) {
       const double samples_per_s =
           static_cast<double>(window_steps * train.batch_size) / seconds_since(window_start);
+      result.final_train_loss = window.mean();
       if (is_root) {
-        metrics->train(done, report.loss, report.lr, samples_per_s);
+        metrics->train(done, result.final_train_loss, report.lr, samples_per_s, nonfinite.total());
         if (progress) {
           progress->update({.step = done,
-                            .loss = report.loss,
+                            .loss = result.final_train_loss,
                             .lr = report.lr,
                             .samples_per_s = samples_per_s,
                             .elapsed_s = seconds_since(start)});
@@ -128,6 +153,7 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
       }
       window_start = Clock::now();
       window_steps = 0;
+      window = {};
     }
     if (train.eval_every > 0 && done % train.eval_every == 0 && done != train.steps) {
       EvalReport eval = trainer.evaluate(step);
@@ -154,7 +180,6 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   }
   if (progress) progress->finish();
   result.steps_done = step;
-  result.final_train_loss = report.loss;
   const double wall_s = seconds_since(start);
 
   if (!result.preempted) {
