@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <utility>
@@ -15,6 +16,15 @@
 #include "train/finite_check.h"
 
 namespace mpipe::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
 
 comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int world_rank,
                                 int world_size) {
@@ -109,6 +119,7 @@ pipeline::MicroBatchData Trainer::micro_batch_data(data::Split split,
 }
 
 StepReport Trainer::step(int64_t step) {
+  const auto step_start = Clock::now();
   const auto& train = experiment_.train;
   const int num_micro_batches = experiment_.pipeline.micro_batches;
   const int64_t replica_rows = train.batch_size / topology_.num_replicas;
@@ -131,7 +142,9 @@ StepReport Trainer::step(int64_t step) {
   pipeline::LossTotals totals = executor_->train_step(
       program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step),
       topology_.num_replicas > 1 ? std::function<void()>(start_allreduce) : nullptr);
+  const auto allreduce_start = Clock::now();
   allreduce.wait();
+  const double allreduce_s = seconds_since(allreduce_start);
 
   // Every rank learns the step's loss and whether any gradient is non-finite before any
   // update, in the one allreduce the loss needs anyway.
@@ -140,11 +153,14 @@ StepReport Trainer::step(int64_t step) {
                               grads_finite ? 0.0 : 1.0};
   world_.allreduce_sum(std::span<double>(sums));
   StepReport report;
+  report.times = executor_->last_step_times();
+  report.allreduce_s = allreduce_s;
   report.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
   report.lr = optim::learning_rate(experiment_.optimizer, step, train.steps);
   if (sums[2] > 0 || !std::isfinite(report.loss)) {
     report.finite = false;
     report.nonfinite = describe_nonfinite(step, report.loss);
+    report.step_s = seconds_since(step_start);
     return report;
   }
   if (experiment_.optimizer.clip_norm > 0) {  // the norm costs a pass over all gradients
@@ -152,6 +168,7 @@ StepReport Trainer::step(int64_t step) {
     optim::scale(grads, optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm));
   }
   optimizer_->step(stage_->params().values(), grads, report.lr);
+  report.step_s = seconds_since(step_start);
   return report;
 }
 

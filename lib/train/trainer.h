@@ -32,6 +32,10 @@ struct StepReport {
   // `nonfinite` says where ("step 17: loss nan; non-finite gradients in 3 layers ...").
   bool finite = true;
   std::string nonfinite;
+  // This rank's share of the step's wall time (log.level: debug prints it per stage).
+  pipeline::StepTimes times;
+  double allreduce_s = 0.0;  // waiting for the data-parallel gradient allreduce
+  double step_s = 0.0;       // the whole step
 };
 
 struct EvalReport {
@@ -55,6 +59,7 @@ class Trainer {
   EvalReport evaluate(int64_t step);
 
   const comm::Topology& topology() const { return topology_; }
+  const comm::Communicator& world() const { return world_; }
   const comm::Groups& groups() const { return groups_; }
   const model::ModelPlan& plan() const { return plan_; }
   const model::LayerRange& layer_range() const { return range_; }
