@@ -11,6 +11,23 @@
 #include "pipeline/schedule.h"
 
 namespace mpipe::train {
+namespace {
+
+// The buffer updates (batch-norm running statistics) of every micro-batch of this step on every
+// replica of this stage, in global micro-batch order: replica r's micro-batch j is global
+// micro-batch r·M + j, and allgatherv concatenates in replica order. Applying them on every
+// replica gives buffers that are the same everywhere and do not depend on D.
+std::vector<float> gather_buffer_updates(pipeline::Stage& stage,
+                                         const comm::Communicator& data_parallel) {
+  std::vector<float> mine = stage.take_buffer_updates();
+  if (data_parallel.size() == 1 || stage.buffer_update_size() == 0) return mine;
+  // float → double → float is exact.
+  const std::vector<double> all =
+      data_parallel.allgatherv(std::vector<double>(mine.begin(), mine.end()));
+  return {all.begin(), all.end()};
+}
+
+}  // namespace
 
 comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int world_rank,
                                 int world_size) {
@@ -128,6 +145,7 @@ StepReport Trainer::step(int64_t step) {
       program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step),
       topology_.num_replicas > 1 ? std::function<void()>(start_allreduce) : nullptr);
   allreduce.wait();
+  const std::vector<float> buffer_updates = gather_buffer_updates(*stage_, groups_.data_parallel);
 
   StepReport report;
   if (experiment_.optimizer.clip_norm > 0) {  // the norm costs a pass over all gradients
@@ -136,6 +154,7 @@ StepReport Trainer::step(int64_t step) {
   }
   report.lr = optim::learning_rate(experiment_.optimizer, step, train.steps);
   optimizer_->step(stage_->params().values(), grads, report.lr);
+  stage_->apply_buffer_updates(buffer_updates);
 
   pipeline::LossTotals sum = sum_over_world(totals);
   report.loss = sum.rows > 0 ? sum.sum / static_cast<double>(sum.rows) : 0.0;
