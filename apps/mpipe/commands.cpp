@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <regex>
 
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
@@ -47,6 +48,21 @@ std::string default_run_dir(const std::string& config_path) {
 // mpirun's own output goes to a file, so there we print plain lines.
 bool progress_in_place() {
   return log::stream_is_terminal(stdout) && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr;
+}
+
+// The diffs whose tensor name matches `pattern` (all of them when it is empty); at least one.
+std::vector<checkpoint::TensorDiff> only_matching(std::vector<checkpoint::TensorDiff> diffs,
+                                                  const std::string& pattern) {
+  if (pattern.empty()) return diffs;
+  std::regex regex;
+  try {
+    regex = std::regex(pattern);
+  } catch (const std::regex_error&) {
+    throw InputError(fmt::format("--only '{}': not a valid regular expression", pattern));
+  }
+  std::erase_if(diffs, [&](const auto& d) { return !std::regex_search(d.name, regex); });
+  check_input(!diffs.empty(), "--only '{}': no tensor name matches", pattern);
+  return diffs;
 }
 
 }  // namespace
@@ -107,6 +123,9 @@ Commands::Commands(CLI::App& app) {
                    "Largest relative L2 difference per tensor, ||a-b||/max(||a||,||b||), accepted "
                    "(0: must be bit-identical)")
       ->check(CLI::NonNegativeNumber);
+  compare_->add_option("--only", compare_only_,
+                       "Compare only the tensors whose name matches this regular expression "
+                       "(ECMAScript, anywhere in the name), e.g. 'running_'");
 }
 
 int Commands::run(const comm::Communicator& world) {
@@ -225,8 +244,9 @@ int Commands::generate() {
 
 int Commands::compare() {
   const auto& [a, b] = std::pair(compare_paths_.at(0), compare_paths_.at(1));
-  auto diffs = checkpoint::diff_weights(checkpoint::read_safetensors(a), a,
-                                        checkpoint::read_safetensors(b), b);
+  auto diffs = only_matching(checkpoint::diff_weights(checkpoint::read_safetensors(a), a,
+                                                      checkpoint::read_safetensors(b), b),
+                             compare_only_);
   bool ok = true;
   double worst = 0.0;
   for (const auto& d : diffs) {

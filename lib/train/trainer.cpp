@@ -24,6 +24,20 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The buffer updates (batch-norm running statistics) of every micro-batch of this step on every
+// replica of this stage, in global micro-batch order: replica r's micro-batch j is global
+// micro-batch r·M + j, and allgatherv concatenates in replica order. Applying them on every
+// replica gives buffers that are the same everywhere and do not depend on D.
+std::vector<float> gather_buffer_updates(pipeline::Stage& stage,
+                                         const comm::Communicator& data_parallel) {
+  std::vector<float> mine = stage.take_buffer_updates();
+  if (data_parallel.size() == 1 || stage.buffer_update_size() == 0) return mine;
+  // float → double → float is exact.
+  const std::vector<double> all =
+      data_parallel.allgatherv(std::vector<double>(mine.begin(), mine.end()));
+  return {all.begin(), all.end()};
+}
+
 }  // namespace
 
 comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int world_rank,
@@ -145,6 +159,7 @@ StepReport Trainer::step(int64_t step) {
   const auto allreduce_start = Clock::now();
   allreduce.wait();
   const double allreduce_s = seconds_since(allreduce_start);
+  const std::vector<float> buffer_updates = gather_buffer_updates(*stage_, groups_.data_parallel);
 
   // Every rank learns the step's loss and whether any gradient is non-finite before any
   // update, in the one allreduce the loss needs anyway.
@@ -168,6 +183,7 @@ StepReport Trainer::step(int64_t step) {
     optim::scale(grads, optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm));
   }
   optimizer_->step(stage_->params().values(), grads, report.lr);
+  stage_->apply_buffer_updates(buffer_updates);
   report.step_s = seconds_since(step_start);
   return report;
 }
