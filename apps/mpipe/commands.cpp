@@ -15,6 +15,7 @@
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
 #include "comm/agree.h"
+#include "comm/watchdog.h"
 #include "config/experiment.h"
 #include "core/error.h"
 #include "data/dataset.h"
@@ -26,6 +27,7 @@
 #include "pipeline/grid.h"
 #include "pipeline/schedule.h"
 #include "preflight.h"
+#include "startup.h"
 #include "train/generator.h"
 #include "train/trainer.h"
 #include "train/training_run.h"
@@ -130,6 +132,7 @@ Commands::Commands(CLI::App& app) {
 
 int Commands::run(const comm::Communicator& world) {
   try {
+    start_up(world);  // the first collective: every rank runs the same mpipe version
     if (*train_) return train(world);
     if (*schedule_) return schedule();
     if (*plan_) return plan();
@@ -140,6 +143,11 @@ int Commands::run(const comm::Communicator& world) {
     // Every rank has this error (they agreed on it): each exits, rank 0 alone reports.
     if (world.rank() == 0) spdlog::error("{}", e.what());
     return e.exit_code();
+  } catch (const comm::WatchdogTimeout& e) {
+    // A peer is lost (or hangs while a stop was requested): no agreement is possible.
+    spdlog::error("{}", e.what());
+    spdlog::default_logger()->flush();
+    world.abort(comm::kWatchdogExitCode);
   } catch (const InputError& e) {
     // Bad input is usually seen by every rank alike: if all ranks fail, each exits cleanly and
     // rank 0 alone prints the message. If only some fail, the others would wait forever in
@@ -166,6 +174,10 @@ int Commands::train(const comm::Communicator& world) {
                                             world);
   const config::Experiment& experiment = checked.experiment;
   log::setup_logging(world.rank(), world.size(), experiment.log.level);
+  if (comm::Watchdog* watchdog = world.watchdog()) {
+    watchdog->configure(experiment.comm);
+    watchdog->set_stop_flag(&g_stop_requested);  // a stop during a hung wait ends the job
+  }
   std::signal(SIGTERM, request_stop);
   std::signal(SIGUSR1, request_stop);
 

@@ -1,21 +1,28 @@
-// mpipe: the command-line program. Sets up MPI and logging, parses the subcommands and turns
-// any error into a one-line message and a non-zero exit on every rank.
+// mpipe: the command-line program. Sets up MPI, the watchdog and logging, parses the subcommands
+// and turns any error into a one-line message and a non-zero exit on every rank.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "comm/communicator.h"
+#include "comm/watchdog.h"
 #include "commands.h"
 #include "core/error.h"
 #include "log/logging.h"
+#include "startup.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
   mpipe::comm::Environment mpi(&argc, &argv);
-  const mpipe::comm::Communicator world = mpipe::comm::Communicator::world();
+  mpipe::comm::Communicator world = mpipe::comm::Communicator::world();
   mpipe::log::setup_logging(world.rank(), world.size(), "info");
+  // Every wait on a peer has a deadline from here on (the config's comm: section, once read).
+  mpipe::comm::Watchdog watchdog(world);
+  world.set_watchdog(&watchdog);
 
   CLI::App app{"mpipe: GPipe-style pipeline-parallel training over MPI"};
+  app.set_version_flag("--version", mpipe::app::build_version());
   app.require_subcommand(1);
   mpipe::app::Commands commands(app);
   try {
@@ -24,5 +31,5 @@ int main(int argc, char** argv) {
     // Every rank parses the same command line; only rank 0 reports.
     return world.rank() == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
   }
-  return commands.run(world);
+  return mpipe::app::leave(world, commands.run(world));
 }

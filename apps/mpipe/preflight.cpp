@@ -6,7 +6,9 @@
 #include <filesystem>
 
 #include "comm/agree.h"
+#include "comm/handshake.h"
 #include "config/experiment.h"
+#include "config/settings.h"
 #include "core/error.h"
 #include "core/system_memory.h"
 #include "model/memory_check.h"
@@ -136,6 +138,19 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
                             experiment.pipeline.partition, experiment.where("pipeline.partition"));
     check_memory(experiment, plan, topology);
   });
+  // Start-up agreement: every rank must run rank 0's resolved config and rank layout.
+  const comm::Topology topology = resolve_topology(result.experiment, world);
+  comm::require_same_as_rank0(
+      world,
+      {{.what = "config",
+        .mine = result.experiment.settings,
+        .difference =
+            [](const std::string& mine, const std::string& theirs) {
+              return config::describe_settings_difference(mine, theirs, "rank 0");
+            }},
+       {.what = "world layout",
+        .mine = fmt::format("{} stages x {} replicas", topology.num_stages, topology.num_replicas),
+        .difference = {}}});
   return result;
 }
 

@@ -27,7 +27,7 @@ struct PreflightResult {
 };
 
 // Collective over `world` (through comm::agree): throws AgreedError on every rank when any
-// rank finds a problem.
+// rank finds a problem, or when a rank's resolved config or rank layout differs from rank 0's.
 PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communicator& world);
 
 }  // namespace mpipe::app

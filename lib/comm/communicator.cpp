@@ -1,9 +1,12 @@
-// comm::Communicator: MPI communicators whose errors are thrown, with typed-span operations.
+// comm::Communicator: MPI communicators whose errors are thrown, with typed-span operations; every
+// operation is nonblocking underneath and waits under the watchdog.
 #include "comm/communicator.h"
 
 #include <cstdlib>
+#include <numeric>
 
 #include "comm/mpi_handles.h"
+#include "comm/watchdog.h"
 #include "core/error.h"
 
 namespace mpipe::comm {
@@ -22,13 +25,44 @@ std::vector<int> displacements(const std::vector<int>& counts, const char* call)
   return offsets;
 }
 
+// The world rank of each rank of `comm`.
+std::vector<int> world_ranks_of(MPI_Comm comm) {
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  check_mpi(MPI_Comm_group(comm, &group), "MPI_Comm_group");
+  check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+  int size = 0;
+  check_mpi(MPI_Group_size(group, &size), "MPI_Group_size");
+  std::vector<int> ranks(static_cast<size_t>(size)), translated(ranks.size());
+  std::iota(ranks.begin(), ranks.end(), 0);
+  check_mpi(MPI_Group_translate_ranks(group, size, ranks.data(), world, translated.data()),
+            "MPI_Group_translate_ranks");
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  return translated;
+}
+
 }  // namespace
+
+std::string describe_call(const PendingOp& op) {
+  const std::string group = op.group ? op.group->name : "a communicator";
+  if (op.peer >= 0) {
+    const bool receive = op.expected_count >= 0;
+    return fmt::format("{} {} rank {} tag {}", op.call, receive ? "from" : "to",
+                       op.group ? op.group->world_ranks.at(static_cast<size_t>(op.peer)) : op.peer,
+                       op.tag);
+  }
+  return fmt::format("{} over {}", op.call, group);
+}
 
 Communicator::Communicator(std::unique_ptr<Handle> handle) : handle_(std::move(handle)) {}
 
 Communicator Communicator::world() {
   check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  return Communicator(std::make_unique<Handle>(Handle{MPI_COMM_WORLD, false}));
+  auto handle = std::make_unique<Handle>(
+      Handle{.comm = MPI_COMM_WORLD, .owned = false, .group = {}, .watchdog = nullptr});
+  handle->group =
+      std::make_shared<GroupInfo>(GroupInfo{"the world", world_ranks_of(MPI_COMM_WORLD)});
+  return Communicator(std::move(handle));
 }
 
 Communicator::~Communicator() {
@@ -59,126 +93,193 @@ int Communicator::size() const {
   return size;
 }
 
-Communicator Communicator::split(int color, int key) const {
+int Communicator::world_rank(int rank) const {
+  check(handle_ != nullptr, "Communicator::world_rank: communicator was moved from");
+  return handle_->group->world_ranks.at(static_cast<size_t>(rank));
+}
+
+Communicator Communicator::split(int color, int key, std::string name) const {
   check(handle_ != nullptr, "Communicator::split: communicator was moved from");
-  auto handle = std::make_unique<Handle>(Handle{MPI_COMM_NULL, true});
+  barrier();  // MPI_Comm_split has no nonblocking form: once every rank is here, it cannot hang
+  auto handle = std::make_unique<Handle>(
+      Handle{.comm = MPI_COMM_NULL, .owned = true, .group = {}, .watchdog = nullptr});
   check_mpi(MPI_Comm_split(handle_->comm, color, key, &handle->comm), "MPI_Comm_split");
   Communicator result(std::move(handle));
   check_mpi(MPI_Comm_set_errhandler(result.handle_->comm, MPI_ERRORS_RETURN),
             "MPI_Comm_set_errhandler");
+  result.handle_->group =
+      std::make_shared<GroupInfo>(GroupInfo{std::move(name), world_ranks_of(result.handle_->comm)});
+  result.handle_->watchdog = handle_->watchdog;
   return result;
 }
 
-void Communicator::barrier() const { check_mpi(MPI_Barrier(handle_->comm), "MPI_Barrier"); }
+void Communicator::set_watchdog(Watchdog* watchdog) { handle_->watchdog = watchdog; }
 
-Request Communicator::isend(std::span<const float> data, int dest, int tag) const {
+Watchdog* Communicator::watchdog() const { return handle_ ? handle_->watchdog : nullptr; }
+
+Request Communicator::start(const char* call, int peer, int tag, int root,
+                            std::string label) const {
+  check(handle_ != nullptr, "{}: communicator was moved from", call);
   Request request;
   request.state_ = std::make_unique<Request::State>();
+  PendingOp& op = request.state_->op;
+  op.call = call;
+  op.peer = peer;
+  op.tag = tag;
+  op.root = root;
+  op.label = std::move(label);
+  op.watchdog = handle_->watchdog;
+  op.group = handle_->group;
+  return request;
+}
+
+void Communicator::barrier() const {
+  Request request = start("MPI_Ibarrier", -1, -1, -1, {});
+  check_mpi(MPI_Ibarrier(handle_->comm, &request.state_->op.request), "MPI_Ibarrier");
+  request.wait();
+}
+
+Request Communicator::isend(std::span<const float> data, int dest, int tag,
+                            std::string label) const {
+  Request request = start("MPI_Isend", dest, tag, -1, std::move(label));
   PendingOp& op = request.state_->op;
   op.send_buffer.assign(data.begin(), data.end());
-  op.description = fmt::format("MPI_Isend to rank {} tag {}", dest, tag);
   check_mpi(MPI_Isend(op.send_buffer.data(), to_mpi_count(data.size(), "MPI_Isend"), MPI_FLOAT,
                       dest, tag, handle_->comm, &op.request),
-            op.description.c_str());
+            "MPI_Isend");
   return request;
 }
 
-Request Communicator::irecv(std::span<float> data, int source, int tag) const {
-  Request request;
-  request.state_ = std::make_unique<Request::State>();
+Request Communicator::irecv(std::span<float> data, int source, int tag, std::string label) const {
+  Request request = start("MPI_Irecv", source, tag, -1, std::move(label));
   PendingOp& op = request.state_->op;
   op.expected_count = to_mpi_count(data.size(), "MPI_Irecv");
-  op.description = fmt::format("MPI_Irecv from rank {} tag {}", source, tag);
   check_mpi(
       MPI_Irecv(data.data(), op.expected_count, MPI_FLOAT, source, tag, handle_->comm, &op.request),
-      op.description.c_str());
+      "MPI_Irecv");
   return request;
 }
 
-void Communicator::allreduce_sum(std::span<float> data) const {
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data(), to_mpi_count(data.size(), "MPI_Allreduce"),
-                          MPI_FLOAT, MPI_SUM, handle_->comm),
-            "MPI_Allreduce");
-}
+void Communicator::allreduce_sum(std::span<float> data) const { iallreduce_sum(data).wait(); }
 
 void Communicator::allreduce_sum(std::span<double> data) const {
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data(), to_mpi_count(data.size(), "MPI_Allreduce"),
-                          MPI_DOUBLE, MPI_SUM, handle_->comm),
-            "MPI_Allreduce");
+  Request request = start("MPI_Iallreduce", -1, -1, -1, {});
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), to_mpi_count(data.size(), "MPI_Iallreduce"),
+                           MPI_DOUBLE, MPI_SUM, handle_->comm, &request.state_->op.request),
+            "MPI_Iallreduce");
+  request.wait();
 }
 
 Request Communicator::iallreduce_sum(std::span<float> data) const {
-  Request request;
-  request.state_ = std::make_unique<Request::State>();
-  PendingOp& op = request.state_->op;
-  op.description = "MPI_Iallreduce";
+  Request request = start("MPI_Iallreduce", -1, -1, -1, {});
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), to_mpi_count(data.size(), "MPI_Iallreduce"),
-                           MPI_FLOAT, MPI_SUM, handle_->comm, &op.request),
+                           MPI_FLOAT, MPI_SUM, handle_->comm, &request.state_->op.request),
             "MPI_Iallreduce");
   return request;
 }
 
 std::vector<double> Communicator::allgatherv(std::span<const double> mine) const {
-  int my_count = to_mpi_count(mine.size(), "MPI_Allgatherv");
+  int my_count = to_mpi_count(mine.size(), "MPI_Iallgatherv");
   std::vector<int> counts(static_cast<std::size_t>(size()));
-  check_mpi(MPI_Allgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, handle_->comm),
-            "MPI_Allgather");
-  const std::vector<int> offsets = displacements(counts, "MPI_Allgatherv");
+  Request count_request = start("MPI_Iallgather", -1, -1, -1, {});
+  check_mpi(MPI_Iallgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, handle_->comm,
+                           &count_request.state_->op.request),
+            "MPI_Iallgather");
+  count_request.wait();
+  const std::vector<int> offsets = displacements(counts, "MPI_Iallgatherv");
   std::vector<double> all(static_cast<std::size_t>(offsets.back() + counts.back()));
-  check_mpi(MPI_Allgatherv(mine.data(), my_count, MPI_DOUBLE, all.data(), counts.data(),
-                           offsets.data(), MPI_DOUBLE, handle_->comm),
-            "MPI_Allgatherv");
+  Request request = start("MPI_Iallgatherv", -1, -1, -1, {});
+  check_mpi(MPI_Iallgatherv(mine.data(), my_count, MPI_DOUBLE, all.data(), counts.data(),
+                            offsets.data(), MPI_DOUBLE, handle_->comm, &request.state_->op.request),
+            "MPI_Iallgatherv");
+  request.wait();
   return all;
 }
 
 std::vector<float> Communicator::gatherv(std::span<const float> mine, int root) const {
-  int my_count = to_mpi_count(mine.size(), "MPI_Gatherv");
+  int my_count = to_mpi_count(mine.size(), "MPI_Igatherv");
   const bool is_root = rank() == root;
   std::vector<int> counts(is_root ? static_cast<std::size_t>(size()) : 0);
-  check_mpi(MPI_Gather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, root, handle_->comm),
-            "MPI_Gather");
+  Request count_request = start("MPI_Igather", -1, -1, root, {});
+  check_mpi(MPI_Igather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, root, handle_->comm,
+                        &count_request.state_->op.request),
+            "MPI_Igather");
+  count_request.wait();
   std::vector<int> offsets;
   std::vector<float> all;
   if (is_root) {
-    offsets = displacements(counts, "MPI_Gatherv");
+    offsets = displacements(counts, "MPI_Igatherv");
     all.resize(static_cast<std::size_t>(offsets.back() + counts.back()));
   }
-  check_mpi(MPI_Gatherv(mine.data(), my_count, MPI_FLOAT, all.data(), counts.data(), offsets.data(),
-                        MPI_FLOAT, root, handle_->comm),
-            "MPI_Gatherv");
+  Request request = start("MPI_Igatherv", -1, -1, root, {});
+  check_mpi(
+      MPI_Igatherv(mine.data(), my_count, MPI_FLOAT, all.data(), counts.data(), offsets.data(),
+                   MPI_FLOAT, root, handle_->comm, &request.state_->op.request),
+      "MPI_Igatherv");
+  request.wait();
   return all;
 }
 
 void Communicator::broadcast(std::span<float> data, int root) const {
-  check_mpi(MPI_Bcast(data.data(), to_mpi_count(data.size(), "MPI_Bcast"), MPI_FLOAT, root,
-                      handle_->comm),
-            "MPI_Bcast");
+  Request request = start("MPI_Ibcast", -1, -1, root, {});
+  check_mpi(MPI_Ibcast(data.data(), to_mpi_count(data.size(), "MPI_Ibcast"), MPI_FLOAT, root,
+                       handle_->comm, &request.state_->op.request),
+            "MPI_Ibcast");
+  request.wait();
 }
 
 void Communicator::broadcast(std::span<double> data, int root) const {
-  check_mpi(MPI_Bcast(data.data(), to_mpi_count(data.size(), "MPI_Bcast"), MPI_DOUBLE, root,
-                      handle_->comm),
-            "MPI_Bcast");
+  Request request = start("MPI_Ibcast", -1, -1, root, {});
+  check_mpi(MPI_Ibcast(data.data(), to_mpi_count(data.size(), "MPI_Ibcast"), MPI_DOUBLE, root,
+                       handle_->comm, &request.state_->op.request),
+            "MPI_Ibcast");
+  request.wait();
+}
+
+std::string Communicator::broadcast(const std::string& text, int root) const {
+  double length = static_cast<double>(text.size());  // exact below 2^53
+  broadcast(std::span<double>(&length, 1), root);
+  std::string result = rank() == root ? text : std::string(static_cast<size_t>(length), ' ');
+  Request request = start("MPI_Ibcast", -1, -1, root, {});
+  check_mpi(MPI_Ibcast(result.data(), to_mpi_count(result.size(), "MPI_Ibcast"), MPI_CHAR, root,
+                       handle_->comm, &request.state_->op.request),
+            "MPI_Ibcast");
+  request.wait();
+  return result;
+}
+
+std::vector<char> Communicator::allgather(std::span<const char> mine) const {
+  const int count = to_mpi_count(mine.size(), "MPI_Iallgather");
+  std::vector<char> all(mine.size() * static_cast<size_t>(size()));
+  Request request = start("MPI_Iallgather", -1, -1, -1, {});
+  check_mpi(MPI_Iallgather(mine.data(), count, MPI_CHAR, all.data(), count, MPI_CHAR, handle_->comm,
+                           &request.state_->op.request),
+            "MPI_Iallgather");
+  request.wait();
+  return all;
 }
 
 bool Communicator::all_true(bool mine) const {
   int value = mine ? 1 : 0;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_LAND, handle_->comm),
-            "MPI_Allreduce");
+  Request request = start("MPI_Iallreduce", -1, -1, -1, {});
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_LAND, handle_->comm,
+                           &request.state_->op.request),
+            "MPI_Iallreduce");
+  request.wait();
   return value != 0;
 }
 
 std::pair<int, std::string> Communicator::first_error(int code, const std::string& message) const {
   int first_rank = code != 0 ? rank() : size();
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first_rank, 1, MPI_INT, MPI_MIN, handle_->comm),
-            "MPI_Allreduce");
+  Request request = start("MPI_Iallreduce", -1, -1, -1, {});
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &first_rank, 1, MPI_INT, MPI_MIN, handle_->comm,
+                           &request.state_->op.request),
+            "MPI_Iallreduce");
+  request.wait();
   if (first_rank == size()) return {0, ""};
-  int header[2] = {code, static_cast<int>(message.size())};
-  check_mpi(MPI_Bcast(header, 2, MPI_INT, first_rank, handle_->comm), "MPI_Bcast");
-  std::string text =
-      rank() == first_rank ? message : std::string(static_cast<size_t>(header[1]), ' ');
-  check_mpi(MPI_Bcast(text.data(), header[1], MPI_CHAR, first_rank, handle_->comm), "MPI_Bcast");
-  return {header[0], text};
+  double agreed_code = code;
+  broadcast(std::span<double>(&agreed_code, 1), first_rank);
+  return {static_cast<int>(agreed_code), broadcast(message, first_rank)};
 }
 
 void Communicator::abort(int code) const {

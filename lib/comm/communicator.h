@@ -1,5 +1,6 @@
 // MPI wrappers: the only code in mpipe that includes <mpi.h>. RAII environment,
-// communicators whose errors become exceptions, move-only requests, typed spans.
+// communicators whose errors become exceptions, move-only requests, typed spans, and waits
+// that a Watchdog gives a deadline.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,8 @@
 #include <vector>
 
 namespace mpipe::comm {
+
+class Watchdog;
 
 // MPI_Init_thread / MPI_Finalize. Requests MPI_THREAD_FUNNELED: only the main thread calls
 // MPI (oneDNN's OpenMP threads never do).
@@ -22,7 +25,10 @@ class Environment {
 };
 
 // A pending nonblocking operation. Move-only; it owns the buffer it was given (a send
-// buffer is kept alive until completion). The destructor waits if still pending.
+// buffer is kept alive until completion). The destructor waits if still pending, except while an
+// exception unwinds the stack or after the watchdog fired: then it abandons the operation (a
+// receive is cancelled; a send or collective is left to MPI, its buffer kept), because the job is
+// ending and the peer may never answer.
 class Request {
  public:
   Request();
@@ -33,12 +39,16 @@ class Request {
   Request& operator=(const Request&) = delete;
 
   bool active() const;
+  // Completes the operation. With a watchdog on the communicator that made it, the wait has a
+  // deadline (Watchdog): one MPI_Test, then polling with a short back-off; past the deadline it
+  // throws WatchdogTimeout. Without one it waits as long as it takes.
   void wait();
   bool test();  // true when complete
 
+  struct State;  // internal to lib/comm
+
  private:
   friend class Communicator;
-  struct State;
   std::unique_ptr<State> state_;
 };
 
@@ -52,13 +62,24 @@ class Communicator {
 
   int rank() const;
   int size() const;
-  // MPI_Comm_split: ranks with the same color form a communicator, ordered by key.
-  Communicator split(int color, int key) const;
+  // The world rank of this communicator's rank `rank`.
+  int world_rank(int rank) const;
+  // MPI_Comm_split: ranks with the same color form a communicator, ordered by key. `name` says
+  // which group it is in watchdog messages ("the pipeline of replica 0"). The new communicator
+  // shares this one's watchdog. (A watched barrier first, so a lost peer cannot hang the split.)
+  Communicator split(int color, int key, std::string name = "a group") const;
 
+  // Every wait of this communicator and of those split from it gets the watchdog's deadline
+  // (null: none). The watchdog must outlive them.
+  void set_watchdog(Watchdog* watchdog);
+  Watchdog* watchdog() const;
+
+  // All operations below wait under the watchdog (collectives use their nonblocking forms).
   void barrier() const;
   // Point-to-point, float payloads. The send copies `data` into a buffer the request owns.
-  Request isend(std::span<const float> data, int dest, int tag) const;
-  Request irecv(std::span<float> data, int source, int tag) const;
+  // `label` says what the message carries in watchdog messages ("the gradient of micro-batch 3").
+  Request isend(std::span<const float> data, int dest, int tag, std::string label = {}) const;
+  Request irecv(std::span<float> data, int source, int tag, std::string label = {}) const;
   // In-place sum over all ranks; nonblocking form keeps `data` alive until wait().
   void allreduce_sum(std::span<float> data) const;
   void allreduce_sum(std::span<double> data) const;
@@ -74,12 +95,18 @@ class Communicator {
   // Collective: the (code, message) of the lowest rank whose code is non-zero, the same on every
   // rank; {0, ""} when every rank passed 0. For agreeing on errors after start-up.
   std::pair<int, std::string> first_error(int code, const std::string& message) const;
+  // Every rank contributes `mine` (the same size on every rank); returns all, in rank order.
+  std::vector<char> allgather(std::span<const char> mine) const;
+  // Rank `root`'s text on every rank (any length).
+  std::string broadcast(const std::string& text, int root) const;
   // MPI_Abort on this communicator.
   [[noreturn]] void abort(int code) const;
 
  private:
+  friend class Watchdog;
   struct Handle;
   explicit Communicator(std::unique_ptr<Handle> handle);
+  Request start(const char* call, int peer, int tag, int root, std::string label) const;
   std::unique_ptr<Handle> handle_;
 };
 

@@ -1,6 +1,9 @@
 // Rank layout: world rank -> (stage, replica) and the communicator split that follows from it.
 #include "comm/topology.h"
 
+#include <fmt/format.h>
+
+#include "comm/watchdog.h"
 #include "core/error.h"
 
 namespace mpipe::comm {
@@ -26,8 +29,13 @@ Groups split_world(const Communicator& world, const Topology& topology) {
   check(expected.stage == topology.stage && expected.replica == topology.replica,
         "split_world: topology (stage {}, replica {}) is not the one of world rank {}",
         topology.stage, topology.replica, world.rank());
-  Groups groups{.pipeline = world.split(topology.replica, topology.stage),
-                .data_parallel = world.split(topology.stage, topology.replica)};
+  if (Watchdog* watchdog = world.watchdog()) watchdog->set_topology(topology);
+  Groups groups{
+      .pipeline = world.split(topology.replica, topology.stage,
+                              fmt::format("the pipeline of replica {}", topology.replica)),
+      .data_parallel =
+          world.split(topology.stage, topology.replica,
+                      fmt::format("the data-parallel group of stage {}", topology.stage))};
   check(groups.pipeline.size() == topology.num_stages &&
             groups.data_parallel.size() == topology.num_replicas,
         "split_world: got groups of {} and {} ranks, expected {} and {}", groups.pipeline.size(),

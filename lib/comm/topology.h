@@ -28,7 +28,8 @@ struct Groups {
 };
 
 // Collective over `world`: MPI_Comm_split into the pipeline group (color = replica,
-// key = stage) and the data-parallel group (color = stage, key = replica).
+// key = stage) and the data-parallel group (color = stage, key = replica). Tells the world's
+// watchdog the layout (so its messages name each rank's stage).
 Groups split_world(const Communicator& world, const Topology& topology);
 
 }  // namespace mpipe::comm

@@ -5,6 +5,7 @@
 #include "config/map_reader.h"
 #include "config/overrides.h"
 #include "config/sections.h"
+#include "config/settings.h"
 #include "config/yaml_file.h"
 
 namespace mpipe::config {
@@ -32,10 +33,11 @@ Experiment load_experiment(const std::string& path, const std::vector<std::strin
   const Source source(path, apply_overrides(tree, overrides));
   const Field root(source, tree, tree.Mark(), "");
   const MapReader sections(
-      root, {"model", "data", "train", "optimizer", "pipeline", "checkpoint", "log"});
+      root, {"model", "data", "train", "optimizer", "pipeline", "checkpoint", "log", "comm"});
 
   Experiment experiment;
   experiment.source = path;
+  experiment.settings = flatten_settings(tree);
   experiment.model = parse_model(sections.child("model"));
   experiment.data = parse_data(sections.child("data"));
   experiment.train = parse_train(sections.child("train"));
@@ -43,6 +45,7 @@ Experiment load_experiment(const std::string& path, const std::vector<std::strin
   experiment.pipeline = parse_pipeline(sections.child("pipeline"));
   experiment.checkpoint = parse_checkpoint(sections.child("checkpoint"));
   experiment.log = parse_log(sections.child("log"));
+  experiment.comm = parse_comm(sections.child("comm"));
   check_cross_sections(root, experiment);
   if (tree.IsMap()) {
     for (const auto& section : tree) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_config.h"
+#include "comm/comm_config.h"
 #include "data/data_config.h"
 #include "log/log_config.h"
 #include "model/layer_spec.h"
@@ -24,6 +25,10 @@ struct Experiment {
   pipeline::PipelineConfig pipeline;
   checkpoint::CheckpointConfig checkpoint;
   log::LogConfig log;
+  comm::CommConfig comm;
+  // Every value of the file after --set, one "key.path: value" line each, sorted by key
+  // ("model.layers[0].units: 64"): what ranks compare at start-up to refuse differing configs.
+  std::string settings;
   // Where each key outside `model:` was set (file and line, or --set), for errors found later.
   std::map<std::string, model::SourceRef> refs;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "checkpoint/checkpoint_config.h"
+#include "comm/comm_config.h"
 #include "config/field.h"
 #include "data/data_config.h"
 #include "log/log_config.h"
@@ -20,5 +21,6 @@ optim::OptimizerConfig parse_optimizer(const Field& section);
 pipeline::PipelineConfig parse_pipeline(const Field& section);
 checkpoint::CheckpointConfig parse_checkpoint(const Field& section);
 log::LogConfig parse_log(const Field& section);
+comm::CommConfig parse_comm(const Field& section);
 
 }  // namespace mpipe::config

@@ -1,9 +1,22 @@
 // Point-to-point transfers between neighbouring stages.
 #include "pipeline/link.h"
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace mpipe::pipeline {
+namespace {
+
+// What a message carries, for watchdog messages: "the gradient of micro-batch 3".
+std::string message_label(Direction direction, int micro_batch) {
+  const char* what = direction == Direction::kActivation ? "activations"
+                     : direction == Direction::kGradient ? "gradient"
+                                                         : "evaluation activations";
+  return fmt::format("the {} of micro-batch {}", what, micro_batch);
+}
+
+}  // namespace
 
 int message_tag(int64_t round, int micro_batch, Direction direction) {
   check(micro_batch >= 0 && micro_batch < 4096, "micro-batch {} out of tag range", micro_batch);
@@ -26,7 +39,8 @@ void Link::post_recv(Direction direction, int64_t round, int micro_batch, Shape 
   check(!receives_.contains(key), "receive of micro-batch {} posted twice", micro_batch);
   PendingRecv pending{.buffer = Tensor(std::move(shape)), .request = {}};
   pending.request = pipeline_.irecv(pending.buffer.span(), peer(direction, true),
-                                    message_tag(round, micro_batch, direction));
+                                    message_tag(round, micro_batch, direction),
+                                    message_label(direction, micro_batch));
   receives_.emplace(key, std::move(pending));
 }
 
@@ -41,7 +55,8 @@ Tensor Link::wait_recv(Direction direction, int micro_batch) {
 
 void Link::send(Direction direction, int64_t round, int micro_batch, const Tensor& tensor) {
   sends_.push_back(pipeline_.isend(tensor.span(), peer(direction, false),
-                                   message_tag(round, micro_batch, direction)));
+                                   message_tag(round, micro_batch, direction),
+                                   message_label(direction, micro_batch)));
   // Retire completed sends so their buffers are freed early.
   while (!sends_.empty() && sends_.front().test()) sends_.pop_front();
 }

@@ -26,7 +26,9 @@ class Link {
   // previous stage, gradients from the next. `shape` is what must arrive.
   void post_recv(Direction direction, int64_t round, int micro_batch, Shape shape);
   // Waits for a posted receive; throws if the message does not have the expected size
-  // (the shape check on arrival: both sides derive the shape from the model plan).
+  // (the shape check on arrival: both sides derive the shape from the model plan). Like every
+  // wait here, it has the watchdog's deadline (comm::WatchdogTimeout names the micro-batch,
+  // the direction and the peer).
   Tensor wait_recv(Direction direction, int micro_batch);
   void send(Direction direction, int64_t round, int micro_batch, const Tensor& tensor);
   // Completes every pending send (end of a step).

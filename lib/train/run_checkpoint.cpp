@@ -3,6 +3,7 @@
 
 #include <optional>
 
+#include "comm/watchdog.h"
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
@@ -10,6 +11,7 @@ namespace mpipe::train {
 void save_checkpoint(Trainer& trainer, checkpoint::CheckpointStore& store,
                      const config::Experiment& experiment, const comm::Communicator& world,
                      int64_t steps_done) {
+  const comm::WatchScope watch(world, "checkpoint", comm::WaitPhase::kLong);
   if (trainer.topology().replica == 0) {
     store.write_shard(steps_done, trainer.topology().stage,
                       stage_state(trainer.stage(), trainer.optimizer()));

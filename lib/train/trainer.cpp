@@ -9,6 +9,7 @@
 #include <functional>
 #include <utility>
 
+#include "comm/watchdog.h"
 #include "core/error.h"
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
@@ -239,6 +240,7 @@ pipeline::LossTotals Trainer::sum_over_world(const pipeline::LossTotals& mine) c
 }
 
 EvalReport Trainer::evaluate(int64_t step) {
+  const comm::WatchScope watch(world_, "evaluation", comm::WaitPhase::kLong);
   const auto& train = experiment_.train;
   const int64_t batch = train.eval_batch_size > 0 ? train.eval_batch_size : train.batch_size;
   const int64_t size = dataset_.size(data::Split::kTest);

@@ -11,6 +11,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "comm/agree.h"
+#include "comm/watchdog.h"
 #include "core/error.h"
 #include "data/dataset.h"
 #include "data/text_corpus.h"
@@ -142,6 +143,9 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   StepReport report;
   int64_t step = first_step;
   for (; step < train.steps; ++step) {
+    // The step's waits (and its logging and stop check) get comm.timeout; the evaluations and
+    // checkpoints inside take their own, longer deadline.
+    const comm::WatchScope watch(world, fmt::format("step {}", step + 1), comm::WaitPhase::kStep);
     report = trainer.step(step);
     if (spdlog::should_log(spdlog::level::debug)) log_step_times(report, step, topo);
     nonfinite.record(report, is_root);  // throws when the run must stop

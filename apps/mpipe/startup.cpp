@@ -1,0 +1,44 @@
+// The start-up handshake (versions and hosts of every rank) and the end-of-job barrier.
+#include "startup.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+#include "comm/handshake.h"
+#include "comm/watchdog.h"
+#include "core/error.h"
+#include "version.h"
+
+namespace mpipe::app {
+
+std::string running_version() {
+  const char* test_version = std::getenv("MPIPE_TEST_VERSION");
+  return test_version && *test_version ? test_version : build_version();
+}
+
+void start_up(const comm::Communicator& world) {
+  const std::vector<comm::RankIdentity> ranks =
+      comm::exchange_identities(world, comm::own_identity(running_version()));
+  // Every rank holds the same table, so every rank finds the same mismatch: agreed by construction.
+  if (auto mismatch = comm::identity_mismatch(ranks)) throw AgreedError(*mismatch, 2);
+  if (comm::Watchdog* watchdog = world.watchdog()) {
+    std::vector<std::string> hosts;
+    for (const comm::RankIdentity& rank : ranks) hosts.push_back(rank.host);
+    watchdog->set_hosts(std::move(hosts));
+    watchdog->enable_roll_call(world);
+  }
+}
+
+int leave(const comm::Communicator& world, int code) {
+  try {
+    world.barrier();
+  } catch (const comm::WatchdogTimeout& e) {
+    spdlog::error("{}", e.what());
+    spdlog::default_logger()->flush();
+    world.abort(comm::kWatchdogExitCode);
+  }
+  return code;
+}
+
+}  // namespace mpipe::app

@@ -1,0 +1,18 @@
+// Watchdog settings (the `comm:` section of an experiment): the deadlines of waits on peers.
+#pragma once
+
+namespace mpipe::comm {
+
+struct CommConfig {
+  // Deadline of each wait during a training step; 0 = auto: max(5 min, 20 x the slowest step
+  // measured after the warm-up steps).
+  double timeout_s = 0.0;
+  // Deadline of each wait at start-up, in the warm-up steps, evaluations, checkpoints and at the
+  // end of the run.
+  double startup_timeout_s = 600.0;
+  // After a stop is requested (SIGTERM/SIGUSR1), how long a wait in a training step may still
+  // take before the job ends without a checkpoint; 0 = auto: max(10 s, 2 x the slowest step).
+  double stop_grace_s = 0.0;
+};
+
+}  // namespace mpipe::comm

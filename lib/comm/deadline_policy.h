@@ -1,0 +1,44 @@
+// DeadlinePolicy: how long a wait on a peer may take, from the settings and the measured step time.
+#pragma once
+
+#include "comm/comm_config.h"
+
+namespace mpipe::comm {
+
+// What a rank is doing while it waits: a training step, or anything slower and rarer (start-up,
+// evaluation, checkpoints, the end of the run).
+enum class WaitPhase { kStep, kLong };
+
+// Pure: no MPI, no clock.
+class DeadlinePolicy {
+ public:
+  static constexpr int kWarmupSteps = 3;  // steps not measured (and given the long deadline)
+  static constexpr double kMinAutoTimeout = 300.0;   // auto timeout: at least 5 min ...
+  static constexpr double kAutoTimeoutSteps = 20.0;  // ... and 20 step times
+  static constexpr double kMinAutoGrace = 10.0;      // auto stop grace: at least 10 s ...
+  static constexpr double kAutoGraceSteps = 2.0;     // ... and 2 step times
+
+  explicit DeadlinePolicy(const CommConfig& config = {});
+
+  // A finished training step of `seconds` (its waits included); the first kWarmupSteps (oneDNN
+  // primitive creation, first touch of memory) are counted but not measured.
+  void record_step(double seconds);
+  bool warmed_up() const { return steps_ >= kWarmupSteps; }
+  // The slowest step measured after the warm-up; 0 before.
+  double step_time() const { return slowest_step_s_; }
+
+  // Seconds a wait may take: in a step after the warm-up, comm.timeout (or auto); otherwise
+  // comm.startup_timeout.
+  double timeout(WaitPhase phase) const;
+  // Seconds a wait in a training step may still take once a stop was requested (at most its
+  // timeout).
+  double stop_grace() const;
+  const CommConfig& config() const { return config_; }
+
+ private:
+  CommConfig config_;
+  int steps_ = 0;
+  double slowest_step_s_ = 0.0;
+};
+
+}  // namespace mpipe::comm

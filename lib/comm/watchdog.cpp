@@ -1,0 +1,258 @@
+// comm::Watchdog: deadlines for waits on peers, the wait loop, and the one-line report on expiry.
+#include "comm/watchdog.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <exception>
+#include <thread>
+
+#include "comm/watchdog_state.h"
+#include "core/error.h"
+
+namespace mpipe::comm {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr double kSpinSeconds = 0.05;        // poll without sleeping this long first
+constexpr auto kFirstPause = 20us;           // then sleep between polls, doubling ...
+constexpr auto kLongestPause = 1ms;          // ... up to this
+constexpr double kMinRollCallSeconds = 1.0;  // how long a roll call waits for answers:
+constexpr double kMaxRollCallSeconds = 5.0;  // a tenth of the timeout, in [1 s, 5 s]
+constexpr size_t kMembersListed = 3;         // ranks named in a description, then "N more"
+
+double seconds_between(WatchClock::time_point from, WatchClock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// "an allreduce", "a broadcast from rank 0", from the MPI call that started a collective.
+std::string collective_kind(const PendingOp& op) {
+  const std::string call = op.call;
+  const int root =
+      op.root >= 0 && op.group ? op.group->world_ranks.at(static_cast<size_t>(op.root)) : op.root;
+  if (call == "MPI_Iallreduce") return "an allreduce";
+  if (call == "MPI_Ibarrier") return "a barrier";
+  if (call == "MPI_Iallgather" || call == "MPI_Iallgatherv") return "an allgather";
+  if (call == "MPI_Igather" || call == "MPI_Igatherv")
+    return fmt::format("a gather to rank {}", root);
+  if (call == "MPI_Ibcast") return fmt::format("a broadcast from rank {}", root);
+  return call;
+}
+
+// "(stage 1, host a)" of a world rank; empty when nothing is known about it.
+std::string rank_details(const Watchdog::State& state, int world_rank) {
+  std::vector<std::string> parts;
+  if (const auto& topology = state.topology) {
+    parts.push_back(fmt::format("stage {}", world_rank % topology->num_stages));
+    if (topology->num_replicas > 1) {
+      parts.push_back(fmt::format("replica {}", world_rank / topology->num_stages));
+    }
+  }
+  if (world_rank >= 0 && static_cast<size_t>(world_rank) < state.hosts.size()) {
+    parts.push_back("host " + state.hosts[static_cast<size_t>(world_rank)]);
+  }
+  return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
+}
+
+// "rank 1 (stage 1, host a)", "ranks 1 (...) and 2 (...)", "ranks 1 (...), 2 (...), 3 (...) and 5
+// more".
+std::string describe_ranks(const Watchdog::State& state, const std::vector<int>& world_ranks) {
+  std::string text = world_ranks.size() == 1 ? "rank " : "ranks ";
+  const size_t listed = std::min(world_ranks.size(), kMembersListed);
+  for (size_t i = 0; i < listed; ++i) {
+    if (i > 0) text += i + 1 == listed && listed == world_ranks.size() ? " and " : ", ";
+    text += std::to_string(world_ranks[i]) + rank_details(state, world_ranks[i]);
+  }
+  if (listed < world_ranks.size()) text += fmt::format(" and {} more", world_ranks.size() - listed);
+  return text;
+}
+
+// The peer of a point-to-point operation, as a world rank; -1 for a collective.
+int peer_world_rank(const PendingOp& op) {
+  if (op.peer < 0) return -1;
+  return op.group ? op.group->world_ranks.at(static_cast<size_t>(op.peer)) : op.peer;
+}
+
+// The line a wait that expired ends the job with.
+std::string expiry_message(Watchdog& watchdog, const PendingOp& op, double waited_s,
+                           bool stop_requested,
+                           const std::vector<std::optional<std::string>>& answers) {
+  const Watchdog::State& state = WatchdogInternals::state(watchdog);
+  std::string text =
+      stop_requested
+          ? fmt::format("watchdog: {}: stop requested, but still waiting after {:.1f} s for {}",
+                        state.activity(), waited_s, describe_wait(state, op))
+          : fmt::format("watchdog: {}: waited {:.1f} s for {}", state.activity(), waited_s,
+                        describe_wait(state, op));
+  const int peer = peer_world_rank(op);
+  std::vector<int> silent;
+  for (size_t r = 0; r < answers.size(); ++r) {
+    if (static_cast<int>(r) == state.rank) continue;
+    if (!answers[r] && static_cast<int>(r) != peer) silent.push_back(static_cast<int>(r));
+  }
+  if (peer >= 0 && !answers.empty()) {
+    const auto& answer = answers.at(static_cast<size_t>(peer));
+    text += answer ? ", which is " + *answer : ", which does not answer";
+  }
+  if (!silent.empty()) {
+    text += fmt::format("; {} {}", describe_ranks(state, silent),
+                        silent.size() == 1 ? "does not answer" : "do not answer");
+  } else if (!answers.empty() && (peer < 0 || answers.at(static_cast<size_t>(peer)))) {
+    text += "; every rank answers";
+  }
+  return text + (stop_requested ? "; cannot checkpoint; ending the job" : "; ending the job");
+}
+
+// Asks who is there, then throws the report.
+[[noreturn]] void expire(Watchdog& watchdog, const PendingOp& op, double waited_s, double timeout_s,
+                         bool stop_requested) {
+  WatchdogInternals::state(watchdog).fired = true;
+  const double window_s = std::clamp(0.1 * timeout_s, kMinRollCallSeconds, kMaxRollCallSeconds);
+  const auto answers = roll_call(watchdog, window_s);
+  throw WatchdogTimeout(expiry_message(watchdog, op, waited_s, stop_requested, answers));
+}
+
+// Clears the wait in progress when the wait ends, however it ends.
+class WaitingOn {
+ public:
+  WaitingOn(Watchdog::State& state, const PendingOp& op) : state_(state) {
+    state_.waiting = &op;
+    state_.wait_start = WatchClock::now();
+  }
+  ~WaitingOn() { state_.waiting = nullptr; }
+  WaitingOn(const WaitingOn&) = delete;
+  WaitingOn& operator=(const WaitingOn&) = delete;
+
+ private:
+  Watchdog::State& state_;
+};
+
+}  // namespace
+
+Watchdog::Watchdog(const Communicator& world, const CommConfig& config)
+    : state_(std::make_unique<State>()) {
+  state_->rank = world.rank();
+  state_->size = world.size();
+  state_->policy = DeadlinePolicy(config);
+}
+
+Watchdog::~Watchdog() {
+  if (state_->roll_comm != MPI_COMM_NULL && !mpi_finalized()) MPI_Comm_free(&state_->roll_comm);
+}
+
+void Watchdog::configure(const CommConfig& config) { state_->policy = DeadlinePolicy(config); }
+
+const DeadlinePolicy& Watchdog::policy() const { return state_->policy; }
+
+void Watchdog::set_stop_flag(const std::atomic<bool>* stop_requested) {
+  state_->stop_requested = stop_requested;
+}
+
+void Watchdog::set_hosts(std::vector<std::string> hosts) { state_->hosts = std::move(hosts); }
+
+void Watchdog::set_topology(const Topology& topology) { state_->topology = topology; }
+
+std::string Watchdog::describe_rank(int world_rank) const {
+  return comm::describe_rank(*state_, world_rank);
+}
+
+void Watchdog::enable_roll_call(const Communicator& world) {
+  if (state_->roll_comm != MPI_COMM_NULL) return;
+  PendingOp op;
+  op.call = "MPI_Comm_idup";
+  op.watchdog = this;
+  op.group = world.handle_->group;
+  check_mpi(MPI_Comm_idup(world.handle_->comm, &state_->roll_comm, &op.request), "MPI_Comm_idup");
+  MPI_Status status;
+  int done = 0;
+  check_mpi(MPI_Test(&op.request, &done, &status), "MPI_Comm_idup");
+  if (!done) wait_watched(*this, op, status);
+  check_mpi(MPI_Comm_set_errhandler(state_->roll_comm, MPI_ERRORS_RETURN),
+            "MPI_Comm_set_errhandler");
+}
+
+std::string Watchdog::activity() const { return state_->activity(); }
+
+bool Watchdog::fired() const { return state_->fired; }
+
+WatchScope::WatchScope(const Communicator& comm, std::string activity, WaitPhase phase)
+    : watchdog_(comm.watchdog()), uncaught_(std::uncaught_exceptions()) {
+  if (!watchdog_) return;
+  watchdog_->state_->activities.push_back(
+      {.text = std::move(activity), .phase = phase, .start = WatchClock::now()});
+}
+
+WatchScope::~WatchScope() {
+  if (!watchdog_) return;
+  Watchdog::State& state = *watchdog_->state_;
+  const Activity done = std::move(state.activities.back());
+  state.activities.pop_back();
+  const double elapsed = seconds_between(done.start, WatchClock::now());
+  if (done.phase == WaitPhase::kStep) {
+    state.base_activity = "after " + done.text;
+    if (std::uncaught_exceptions() == uncaught_) {
+      state.policy.record_step(elapsed - done.nested_long_s);
+    }
+  } else if (!state.activities.empty()) {
+    state.activities.back().nested_long_s += elapsed;
+  }
+}
+
+std::string describe_rank(const Watchdog::State& state, int world_rank) {
+  return fmt::format("rank {}{}", world_rank, rank_details(state, world_rank));
+}
+
+std::string describe_wait(const Watchdog::State& state, const PendingOp& op) {
+  if (op.peer >= 0) {
+    const std::string what =
+        op.label.empty() ? fmt::format("a message (tag {})", op.tag) : op.label;
+    const std::string peer = describe_rank(state, peer_world_rank(op));
+    return op.expected_count >= 0 ? fmt::format("{} from {}", what, peer)
+                                  : fmt::format("the send of {} to {}", what, peer);
+  }
+  std::string text = collective_kind(op) + " over " + (op.group ? op.group->name : "a group");
+  if (op.group) text += fmt::format(" ({} ranks)", op.group->world_ranks.size());
+  return text;
+}
+
+void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
+  Watchdog::State& state = WatchdogInternals::state(watchdog);
+  const WaitPhase phase = state.phase();
+  const double timeout_s = state.policy.timeout(phase);
+  const WaitingOn waiting(state, op);
+  const auto start = state.wait_start;
+  std::optional<WatchClock::time_point> stop_seen;
+  auto pause = std::chrono::duration_cast<WatchClock::duration>(kFirstPause);
+  while (true) {
+    int done = 0;
+    check_mpi(MPI_Test(&op.request, &done, &status), op.call);
+    if (done) return;
+    const auto now = WatchClock::now();
+    const double waited_s = seconds_between(start, now);
+    if (waited_s >= timeout_s) expire(watchdog, op, waited_s, timeout_s, false);
+    if (waited_s < kSpinSeconds) {
+      std::this_thread::yield();
+      continue;
+    }
+    answer_roll_calls(watchdog);
+    if (state.stop_requested && state.stop_requested->load()) {
+      if (!stop_seen) {
+        stop_seen = now;
+        if (phase == WaitPhase::kLong) {
+          spdlog::warn(
+              "watchdog: {}: stop requested while waiting {:.1f} s for {}; waiting up to "
+              "{:.0f} s more (comm.startup_timeout)",
+              state.activity(), waited_s, describe_wait(state, op), timeout_s - waited_s);
+        }
+      } else if (phase == WaitPhase::kStep &&
+                 seconds_between(*stop_seen, now) >= state.policy.stop_grace()) {
+        expire(watchdog, op, waited_s, timeout_s, true);
+      }
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<WatchClock::duration>(2 * pause, kLongestPause);
+  }
+}
+
+}  // namespace mpipe::comm

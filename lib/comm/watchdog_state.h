@@ -1,0 +1,83 @@
+// Internal to lib/comm: the state behind a Watchdog, shared by its wait loop and its roll call.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/mpi_handles.h"
+#include "comm/watchdog.h"
+
+namespace mpipe::comm {
+
+using WatchClock = std::chrono::steady_clock;
+
+// One WatchScope in progress.
+struct Activity {
+  std::string text;  // "step 12"
+  WaitPhase phase = WaitPhase::kLong;
+  WatchClock::time_point start;
+  double nested_long_s = 0.0;  // time spent in long scopes inside this one
+};
+
+// An answer to a roll call, in flight (its text must stay put until the send completes).
+struct RollCallAnswer {
+  std::string text;
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
+struct Watchdog::State {
+  int rank = 0;
+  int size = 1;
+  DeadlinePolicy policy;
+  const std::atomic<bool>* stop_requested = nullptr;
+  std::vector<std::string> hosts;  // by world rank; empty until the handshake
+  std::optional<Topology> topology;
+  std::vector<Activity> activities;  // innermost last
+  std::string base_activity = "start-up";
+  bool fired = false;
+  // The wait in progress, for answers to roll calls.
+  const PendingOp* waiting = nullptr;
+  WatchClock::time_point wait_start;
+  // Roll call: a communicator of its own (a duplicate of the world).
+  MPI_Comm roll_comm = MPI_COMM_NULL;
+  int roll_calls = 0;    // started by this rank (numbers the answer tags)
+  int ping_payload = 0;  // sent with every ping; lives as long as the pings may
+  std::vector<std::unique_ptr<RollCallAnswer>> answers;
+
+  WaitPhase phase() const {
+    return activities.empty() ? WaitPhase::kLong : activities.back().phase;
+  }
+  // "step 12", "step 10: checkpoint", "after step 100: evaluation", "start-up".
+  std::string activity() const {
+    std::string text;
+    if (activities.empty() || activities.front().phase != WaitPhase::kStep) text = base_activity;
+    for (const Activity& activity : activities) {
+      text += (text.empty() ? "" : ": ") + activity.text;
+    }
+    return text;
+  }
+};
+
+struct WatchdogInternals {
+  static Watchdog::State& state(Watchdog& watchdog) { return *watchdog.state_; }
+};
+
+// "rank 1 (stage 1, host node7)".
+std::string describe_rank(const Watchdog::State& state, int world_rank);
+
+// What `op` waits for: "the gradient of micro-batch 3 from rank 1 (stage 1, host node7)",
+// "an allreduce over the world, with rank 1 (stage 1, host node7)".
+std::string describe_wait(const Watchdog::State& state, const PendingOp& op);
+
+// Answers the roll calls that arrived (what this rank waits for), and reaps finished answers.
+void answer_roll_calls(Watchdog& watchdog);
+
+// Asks every other rank what it waits for and collects the answers for up to `window_s` seconds
+// (answering others meanwhile). By world rank: the answer, or nothing for a rank that did not
+// answer (and for this rank). Empty when roll calls are not enabled.
+std::vector<std::optional<std::string>> roll_call(Watchdog& watchdog, double window_s);
+
+}  // namespace mpipe::comm

@@ -1,0 +1,17 @@
+// The `comm:` section: the watchdog's deadlines for waits on peers.
+#include "config/duration.h"
+#include "config/map_reader.h"
+#include "config/sections.h"
+
+namespace mpipe::config {
+
+comm::CommConfig parse_comm(const Field& section) {
+  const MapReader map(section, {"timeout", "startup_timeout", "stop_grace"});
+  comm::CommConfig config;
+  if (auto f = map.get("timeout")) config.timeout_s = read_duration_or_auto(*f);
+  if (auto f = map.get("startup_timeout")) config.startup_timeout_s = read_duration(*f);
+  if (auto f = map.get("stop_grace")) config.stop_grace_s = read_duration_or_auto(*f);
+  return config;
+}
+
+}  // namespace mpipe::config
