@@ -48,6 +48,13 @@ train 2 done "$config" --set train.steps=6 --set checkpoint.every=3 --set log.ev
   --set pipeline.micro_batches=2 --resume
 info_line "$WORK/done.log" "$WORK/done: resuming with changed settings: checkpoint.every: 2 → 3; log.every: 1 → 2; pipeline.data_parallel: 1 → 2; pipeline.micro_batches: 4 → 2; pipeline.stages: auto → 1; train.eval_every: 0 → 5; train.steps: 4 → 6"
 
+# A checkpoint from before meta.json recorded the settings: resumed, with a warning.
+meta=$WORK/done/checkpoints/step_00000006/meta.json
+sed -i '/^  "settings": {$/,/^  },$/d' "$meta"
+! grep -q settings "$meta" || { echo "FAILED: settings still in $meta"; exit 1; }
+train 2 done "$config" --set train.steps=7 --set optimizer.lr=0.02 --resume
+info_line "$WORK/done.log" "$meta: written by an mpipe that did not record the settings; resuming without checking that the experiment is unchanged"
+
 # Each step once in metrics.jsonl: steps 5 and 6 were logged, but their checkpoint is lost
 # (and the last line torn), so the resume from step 4 runs them again.
 train 2 cut "$config" --set train.steps=6 --set checkpoint.every=4
