@@ -72,10 +72,11 @@ std::vector<ShardRecord> parse_shards(const nlohmann::json& meta, const std::str
     const nlohmann::json& entry = (*shards)[static_cast<size_t>(stage)];
     const auto crc =
         entry.is_object() && entry.contains("crc32") ? parse_crc32(entry["crc32"]) : std::nullopt;
-    const bool ok = crc && entry.value("file", "") == shard_file_name(stage) &&
-                    entry.value("stage", -1) == stage && entry.contains("step") &&
-                    entry["step"].is_number_integer() && entry.contains("size") &&
-                    entry["size"].is_number_unsigned();
+    // Each field as json (null when missing), compared without converting: a value of
+    // another type is simply unequal.
+    const auto field = [&entry](const char* key) { return entry.value(key, nlohmann::json()); };
+    const bool ok = crc && field("file") == shard_file_name(stage) && field("stage") == stage &&
+                    field("step").is_number_integer() && field("size").is_number_unsigned();
     check_input(ok,
                 "{}: shards[{}] must be {{\"file\": \"{}\", \"stage\": {}, \"step\": <integer>, "
                 "\"size\": <bytes>, \"crc32\": <8 hex digits>}}",

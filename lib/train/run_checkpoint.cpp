@@ -89,13 +89,12 @@ void RunCheckpoints::save(int64_t steps_done) {
     const auto shards = gather_shard_records(writer ? &mine : nullptr, steps_done);
     comm::agree(world_, [&] {
       if (world_.rank() != 0) return;
-      store_.commit(steps_done,
-                    {{"num_stages", topo.num_stages},
-                     {"optimizer_steps", trainer_.optimizer().steps_taken()},
-                     {"seed", experiment_.train.seed},
-                     {"config", experiment_.source},
-                     {"settings", settings()}},
-                    shards);
+      nlohmann::json meta = {{"num_stages", topo.num_stages},
+                             {"optimizer_steps", trainer_.optimizer().steps_taken()},
+                             {"seed", experiment_.train.seed},
+                             {"config", experiment_.source}};
+      if (!options_.settings.empty()) meta["settings"] = settings();
+      store_.commit(steps_done, meta, shards);
     });
   } catch (const AgreedError&) {
     if (writer) store_.discard_shard(steps_done, topo.stage);  // the step is not committed

@@ -285,6 +285,14 @@ TEST(CheckpointStore, MalformedShardListIsRefusedNamingMetaJson) {
                 R"(: shards[1] must be {"file": "stage_1.safetensors", "stage": 1, "step": )"
                 R"(<integer>, "size": <bytes>, "crc32": <8 hex digits>})" +
                 kNoIntact);
+  meta["shards"][1]["crc32"] = crc32_hex(0);
+  meta["shards"][1]["stage"] = "1";  // a string
+  write_json(store.meta_path(10), meta);
+  EXPECT_TRUE(read_all_error(store, 10).starts_with(store.meta_path(10) + ": shards[1] must be"));
+  meta["shards"][1].erase("size");
+  meta["shards"][1]["stage"] = 1;
+  write_json(store.meta_path(10), meta);
+  EXPECT_TRUE(read_all_error(store, 10).starts_with(store.meta_path(10) + ": shards[1] must be"));
   meta["shards"].erase(1);
   write_json(store.meta_path(10), meta);
   EXPECT_EQ(read_all_error(store, 10),
