@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -248,6 +249,35 @@ TEST(Safetensors, InvalidTensorsAreRejectedBeforeTouchingTheFile) {
   EXPECT_THROW(write_safetensors(path, {{"__metadata__", Shape{1}, {1.f}}}), Error);
   EXPECT_EQ(read_safetensors(path).tensors.at(0).name, "old");
   EXPECT_EQ(folder_listing(dir.path()), std::vector<std::string>{"x.safetensors"});
+}
+
+TEST(Safetensors, WriteReturnsTheSizeAndCrc32OfTheFile) {
+  testing::TempDir dir;
+  const std::string path = dir.file("x.safetensors");
+  const FileDigest digest = write_safetensors(path, {{"w", Shape{2}, {1.f, 2.f}}}, {{"step", "3"}});
+  EXPECT_EQ(digest, digest_file(path));
+  EXPECT_EQ(digest.size, fs::file_size(path));
+}
+
+TEST(Safetensors, MetadataCanBeReadWithoutTheTensors) {
+  testing::TempDir dir;
+  const std::string path = dir.file("x.safetensors");
+  write_safetensors(path, {{"w", Shape{2}, {1.f, 2.f}}}, {{"step", "3"}, {"stage", "1"}});
+  fs::resize_file(path, fs::file_size(path) - 4);  // the data no longer fits; the header does
+  EXPECT_EQ(read_safetensors_metadata(path),
+            (std::map<std::string, std::string>{{"stage", "1"}, {"step", "3"}}));
+  EXPECT_NE(read_error(path), "");
+}
+
+TEST(Safetensors, FirstNonFiniteNamesTheFirstTensorWithANanOrAnInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(first_non_finite({{"a", Shape{2}, {1.f, -2.f}}}), std::nullopt);
+  EXPECT_EQ(first_non_finite(
+                {{"a", Shape{1}, {1.f}}, {"b", Shape{2}, {0.f, -inf}}, {"c", Shape{1}, {nan}}}),
+            "b");
+  EXPECT_EQ(first_non_finite({{"a", Shape{1}, {1.f}}, {"c", Shape{1}, {nan}}}), "c");
+  EXPECT_EQ(first_non_finite({}), std::nullopt);
 }
 
 }  // namespace
