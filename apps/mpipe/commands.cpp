@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <regex>
 
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
@@ -23,6 +25,7 @@
 #include "model/partition.h"
 #include "pipeline/grid.h"
 #include "pipeline/schedule.h"
+#include "preflight.h"
 #include "train/generator.h"
 #include "train/trainer.h"
 #include "train/training_run.h"
@@ -41,21 +44,25 @@ std::string default_run_dir(const std::string& config_path) {
   return (std::filesystem::path("runs") / std::filesystem::path(config_path).stem()).string();
 }
 
-// Refuses to start a fresh run on top of an earlier one (its metrics and checkpoints would mix).
-void check_run_dir_is_fresh(const std::string& run_dir) {
-  namespace fs = std::filesystem;
-  for (const char* entry : {"metrics.jsonl", "checkpoints", "summary.json"}) {
-    check_input(!fs::exists(fs::path(run_dir) / entry),
-                "{}: already holds a run ({} exists); pass --resume to continue it or "
-                "--run-dir for a new one",
-                run_dir, entry);
-  }
-}
-
 // In place on a terminal; but under mpirun a rank's stdout is a pseudo-terminal even when
 // mpirun's own output goes to a file, so there we print plain lines.
 bool progress_in_place() {
   return log::stream_is_terminal(stdout) && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr;
+}
+
+// The diffs whose tensor name matches `pattern` (all of them when it is empty); at least one.
+std::vector<checkpoint::TensorDiff> only_matching(std::vector<checkpoint::TensorDiff> diffs,
+                                                  const std::string& pattern) {
+  if (pattern.empty()) return diffs;
+  std::regex regex;
+  try {
+    regex = std::regex(pattern);
+  } catch (const std::regex_error&) {
+    throw InputError(fmt::format("--only '{}': not a valid regular expression", pattern));
+  }
+  std::erase_if(diffs, [&](const auto& d) { return !std::regex_search(d.name, regex); });
+  check_input(!diffs.empty(), "--only '{}': no tensor name matches", pattern);
+  return diffs;
 }
 
 }  // namespace
@@ -95,8 +102,17 @@ Commands::Commands(CLI::App& app) {
   generate_->add_option("--prompt", generate_options_.prompt, "Text to continue");
   generate_->add_option("--length", generate_options_.length, "Bytes to generate")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  generate_->add_option("--temperature", generate_options_.temperature, "Sampling temperature")
-      ->check(CLI::PositiveNumber);
+  generate_
+      ->add_option("--temperature", generate_options_.temperature,
+                   "Sampling temperature (0 = greedy: always the most likely byte)")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            double value = 0;
+            return CLI::detail::lexical_cast(text, value) && value >= 0 && std::isfinite(value)
+                       ? std::string()
+                       : "must be a number >= 0 (0 = greedy), got " + text;
+          },
+          "NUMBER >= 0"));
   generate_->add_option("--seed", generate_options_.seed, "Random seed");
   generate_->add_option("--set", overrides_, "Override a config key: key.path=value");
 
@@ -107,6 +123,9 @@ Commands::Commands(CLI::App& app) {
                    "Largest relative L2 difference per tensor, ||a-b||/max(||a||,||b||), accepted "
                    "(0: must be bit-identical)")
       ->check(CLI::NonNegativeNumber);
+  compare_->add_option("--only", compare_only_,
+                       "Compare only the tensors whose name matches this regular expression "
+                       "(ECMAScript, anywhere in the name), e.g. 'running_'");
 }
 
 int Commands::run(const comm::Communicator& world) {
@@ -136,35 +155,31 @@ int Commands::run(const comm::Communicator& world) {
 }
 
 int Commands::train(const comm::Communicator& world) {
-  // Everything that can fail on bad input is checked before the first collective, on every
-  // rank alike (same files, same command line); the ranks then agree, so a bad input gives one
-  // line from rank 0 and a clean non-zero exit everywhere, with nothing written.
-  config::Experiment experiment;
-  std::unique_ptr<data::Dataset> dataset;
-  std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
-  const bool resuming = resume_ || resume_or_start_;
-  comm::agree(world, [&] {
-    experiment = config::load_experiment(config_path_, overrides_);
-    if (!resuming) check_run_dir_is_fresh(run_dir);
-    train::resolve_topology(experiment.pipeline, world.rank(), world.size());
-    dataset = data::make_dataset(experiment.data, experiment.train.seed);
-    model::plan_model(experiment.model, dataset->input_shape());
-  });
+  const std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
+  const std::string export_path =
+      export_path_.empty() ? run_dir + "/weights.safetensors" : export_path_;
+  PreflightResult checked = preflight_train({.config_path = config_path_,
+                                             .overrides = overrides_,
+                                             .run_dir = run_dir,
+                                             .export_path = export_path,
+                                             .resuming = resume_ || resume_or_start_},
+                                            world);
+  const config::Experiment& experiment = checked.experiment;
   log::setup_logging(world.rank(), world.size(), experiment.log.level);
   std::signal(SIGTERM, request_stop);
   std::signal(SIGUSR1, request_stop);
 
   kernels::KernelContext kernels;
-  train::RunOptions options{
-      .run_dir = run_dir,
-      .export_weights = export_path_.empty() ? run_dir + "/weights.safetensors" : export_path_,
-      .resume = resume_            ? train::ResumeMode::kRequired
-                : resume_or_start_ ? train::ResumeMode::kIfPresent
-                                   : train::ResumeMode::kNever,
-      .progress = stdout,
-      .progress_in_place = progress_in_place(),
-      .stop_requested = &g_stop_requested};
-  train::RunResult result = train::run_training(experiment, *dataset, options, world, kernels);
+  train::RunOptions options{.run_dir = run_dir,
+                            .export_weights = export_path,
+                            .resume = resume_            ? train::ResumeMode::kRequired
+                                      : resume_or_start_ ? train::ResumeMode::kIfPresent
+                                                         : train::ResumeMode::kNever,
+                            .progress = stdout,
+                            .progress_in_place = progress_in_place(),
+                            .stop_requested = &g_stop_requested};
+  train::RunResult result =
+      train::run_training(experiment, *checked.dataset, options, world, kernels);
   if (world.rank() == 0) {
     if (result.preempted) {
       spdlog::warn("stopped at step {} by a signal; checkpoint saved in {}; continue with --resume",
@@ -229,8 +244,9 @@ int Commands::generate() {
 
 int Commands::compare() {
   const auto& [a, b] = std::pair(compare_paths_.at(0), compare_paths_.at(1));
-  auto diffs = checkpoint::diff_weights(checkpoint::read_safetensors(a), a,
-                                        checkpoint::read_safetensors(b), b);
+  auto diffs = only_matching(checkpoint::diff_weights(checkpoint::read_safetensors(a), a,
+                                                      checkpoint::read_safetensors(b), b),
+                             compare_only_);
   bool ok = true;
   double worst = 0.0;
   for (const auto& d : diffs) {

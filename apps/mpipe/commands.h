@@ -42,6 +42,7 @@ class Commands {
 
   std::vector<std::string> compare_paths_;
   double rtol_ = 0.0;
+  std::string compare_only_;  // a regular expression: compare only the tensors it matches
 
   std::string weights_path_;
   train::GenerateOptions generate_options_;

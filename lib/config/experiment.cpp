@@ -8,6 +8,19 @@
 #include "config/yaml_file.h"
 
 namespace mpipe::config {
+namespace {
+
+// Records where every key below `node` (a map) came from, recursing into maps.
+void record_refs(const Source& source, const YAML::Node& node, const std::string& path,
+                 std::map<std::string, model::SourceRef>& refs) {
+  for (const auto& entry : node) {
+    const std::string key = path + "." + entry.first.Scalar();
+    refs[key] = source.ref(key, entry.second.Mark());
+    if (entry.second.IsMap()) record_refs(source, entry.second, key, refs);
+  }
+}
+
+}  // namespace
 
 Experiment load_experiment(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node tree = read_yaml_file(path);
@@ -31,6 +44,13 @@ Experiment load_experiment(const std::string& path, const std::vector<std::strin
   experiment.checkpoint = parse_checkpoint(sections.child("checkpoint"));
   experiment.log = parse_log(sections.child("log"));
   check_cross_sections(root, experiment);
+  if (tree.IsMap()) {
+    for (const auto& section : tree) {
+      if (section.second.IsMap() && section.first.Scalar() != "model") {
+        record_refs(source, section.second, section.first.Scalar(), experiment.refs);
+      }
+    }
+  }
   return experiment;
 }
 

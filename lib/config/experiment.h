@@ -1,6 +1,7 @@
 // Experiment: one YAML experiment file parsed into the plain structs each module owns.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,15 @@ struct Experiment {
   pipeline::PipelineConfig pipeline;
   checkpoint::CheckpointConfig checkpoint;
   log::LogConfig log;
+  // Where each key outside `model:` was set (file and line, or --set), for errors found later.
+  std::map<std::string, model::SourceRef> refs;
+
+  // "exp.yaml:9: train.batch_size" (or "--set train.batch_size"; "exp.yaml: train.batch_size"
+  // for a key left at its default).
+  std::string where(const std::string& key) const {
+    const auto found = refs.find(key);
+    return found != refs.end() ? found->second.prefix() : source + ": " + key;
+  }
 };
 
 // Reads and validates an experiment file. `overrides` are "key.path=value" strings from

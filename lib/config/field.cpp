@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace mpipe::config {
 
 Field::Field(const Source& source, std::string path)
@@ -44,6 +46,9 @@ double Field::as_double() const {
   if (!node_.IsScalar() || !YAML::convert<double>::decode(node_, value)) {
     fail("expected a number, got " + describe());
   }
+  // yaml-cpp reads .inf, .nan and numbers beyond double's range (1e999 -> inf): none is a
+  // setting anyone means.
+  if (!std::isfinite(value)) fail("expected a finite number, got " + describe());
   return value;
 }
 

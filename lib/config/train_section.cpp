@@ -1,4 +1,4 @@
-// The `train:` section: steps, batch size, seed and evaluation cadence.
+// The `train:` section: steps, batch size, seed, evaluation cadence, non-finite policy.
 #include "config/bounded.h"
 #include "config/map_reader.h"
 #include "config/sections.h"
@@ -6,15 +6,20 @@
 namespace mpipe::config {
 
 train::TrainConfig parse_train(const Field& section) {
-  const MapReader map(
-      section, {"steps", "batch_size", "seed", "eval_every", "eval_batches", "eval_batch_size"});
+  const MapReader map(section, {"steps", "batch_size", "seed", "eval_every", "eval_batches",
+                                "eval_batch_size", "on_nonfinite", "max_skips_in_a_row"});
   train::TrainConfig config;
-  if (auto f = map.get("steps")) config.steps = read_int(*f, at_least(1));
+  if (auto f = map.get("steps")) config.steps = read_int(*f, at_least(0));
   if (auto f = map.get("batch_size")) config.batch_size = read_int(*f, at_least(1));
   if (auto f = map.get("seed")) config.seed = f->as_uint();
   if (auto f = map.get("eval_every")) config.eval_every = read_int(*f, at_least(0));
   if (auto f = map.get("eval_batches")) config.eval_batches = read_int(*f, at_least(0));
   if (auto f = map.get("eval_batch_size")) config.eval_batch_size = read_int(*f, at_least(0));
+  if (auto f = map.get("on_nonfinite")) {
+    config.on_nonfinite = f->as_choice<train::OnNonFinite>(
+        {{"stop", train::OnNonFinite::kStop}, {"skip", train::OnNonFinite::kSkip}});
+  }
+  if (auto f = map.get("max_skips_in_a_row")) config.max_skips_in_a_row = read_int(*f, at_least(1));
   return config;
 }
 

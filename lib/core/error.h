@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +20,29 @@ class InputError : public Error {
  public:
   using Error::Error;
 };
+
+// A size that does not fit in 64 bits (a shape's element count, a byte count): bad input, since
+// only absurd settings get there. The model builder adds the layer's file, line and key.
+class SizeError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// a * b and a + b for non-negative sizes, or SizeError naming `what` on overflow.
+inline int64_t checked_mul(int64_t a, int64_t b, const char* what) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    throw SizeError(fmt::format("{} overflows 64 bits ({} x {})", what, a, b));
+  }
+  return product;
+}
+inline int64_t checked_add(int64_t a, int64_t b, const char* what) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) {
+    throw SizeError(fmt::format("{} overflows 64 bits ({} + {})", what, a, b));
+  }
+  return sum;
+}
 
 // An error that every rank of the job knows about (the ranks agreed on it collectively, e.g.
 // with comm::agree): each rank can exit non-zero cleanly, rank 0 alone prints the message,

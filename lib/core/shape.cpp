@@ -9,7 +9,7 @@ namespace mpipe {
 
 int64_t Shape::numel() const {
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  for (int64_t d : dims_) n = checked_mul(n, d, "element count");
   return n;
 }
 

@@ -20,4 +20,12 @@ std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed) {
   throw Error("make_dataset: unknown dataset kind");
 }
 
+double configured_dataset_bytes(const DataConfig& config) {
+  if (config.kind != DatasetKind::kSynthetic) return 0.0;
+  // Inputs and targets of every example, as floats.
+  const double per_example = config.tokens ? 2.0 * static_cast<double>(config.seq_len)
+                                           : static_cast<double>(config.features) + 1.0;
+  return static_cast<double>(config.num_examples) * per_example * sizeof(float);
+}
+
 }  // namespace mpipe::data

@@ -33,6 +33,11 @@ class Dataset {
 // file for unreadable or malformed data.
 std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed);
 
+// Bytes the configured dataset will hold in memory when its size is set by the config
+// (synthetic data: num_examples x example size); 0 for datasets read from files. A double:
+// absurd settings must be reportable, not overflow.
+double configured_dataset_bytes(const DataConfig& config);
+
 // The example indices of training step `step`: positions [step*batch, (step+1)*batch) of an
 // endless sequence of epochs, each a permutation of [0, dataset_size) drawn from the seed.
 std::vector<int64_t> batch_indices(uint64_t seed, int64_t step, int64_t batch_size,

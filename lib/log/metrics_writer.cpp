@@ -41,8 +41,12 @@ void MetricsWriter::append(const nlohmann::ordered_json& record) {
   check(metrics_.good(), "{}: write failed", metrics_path());
 }
 
-void MetricsWriter::train(int64_t step, double loss, double lr, double samples_per_s) {
-  append({{"step", step}, {"loss", loss}, {"lr", lr}, {"samples_per_s", samples_per_s}});
+void MetricsWriter::train(int64_t step, double loss, double lr, double samples_per_s,
+                          int64_t skipped_steps) {
+  nlohmann::ordered_json record = {
+      {"step", step}, {"loss", loss}, {"lr", lr}, {"samples_per_s", samples_per_s}};
+  if (skipped_steps > 0) record["skipped_steps"] = skipped_steps;
+  append(record);
 }
 
 void MetricsWriter::eval(int64_t step, const std::string& split, double loss, double accuracy,

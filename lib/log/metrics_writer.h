@@ -10,7 +10,7 @@
 namespace mpipe::log {
 
 // Appends to <run_dir>/metrics.jsonl, one object per line, flushed per line:
-//   train: {"step":120,"loss":0.41,"lr":0.001,"samples_per_s":5321.0}
+//   train: {"step":120,"loss":0.41,"lr":0.001,"samples_per_s":5321.0[,"skipped_steps":2]}
 //   eval:  {"step":120,"split":"test","loss":0.45,"accuracy":0.87[,"bits_per_char":1.9]}
 // Non-finite numbers are written as null. The run directory is created on the first
 // write, so a run that fails before that leaves nothing behind. Throws mpipe::Error on
@@ -19,7 +19,9 @@ class MetricsWriter {
  public:
   explicit MetricsWriter(const std::string& run_dir);
 
-  void train(int64_t step, double loss, double lr, double samples_per_s);
+  // loss: the mean over the logging window; skipped_steps (written when > 0): steps of the run
+  // so far whose update was dropped for a non-finite loss or gradient.
+  void train(int64_t step, double loss, double lr, double samples_per_s, int64_t skipped_steps = 0);
   void eval(int64_t step, const std::string& split, double loss, double accuracy,
             std::optional<double> bits_per_char = {});
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).

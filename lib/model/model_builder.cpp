@@ -5,10 +5,29 @@
 #include "model/layer_factory.h"
 
 namespace mpipe::model {
+namespace {
+
+// One layer's row of the plan; SizeError when a count overflows.
+LayerPlan plan_layer(const nn::Layer& layer, const Shape& input) {
+  LayerPlan entry{
+      .index = layer.global_index(),
+      .kind = std::string(layer.kind()),
+      .input = input,
+      .output = layer.output_shape(),
+      .num_params = 0,
+      .forward_flops = layer.forward_flops_per_example(),
+      .output_bytes = checked_mul(layer.output_shape().numel(), sizeof(float), "output bytes")};
+  for (const nn::ParamSpec& param : layer.param_specs()) {
+    entry.num_params = checked_add(entry.num_params, param.shape.numel(), "parameter count");
+  }
+  return entry;
+}
+
+}  // namespace
 
 int64_t ModelPlan::num_params() const {
   int64_t n = 0;
-  for (const LayerPlan& layer : layers) n += layer.num_params;
+  for (const LayerPlan& layer : layers) n = checked_add(n, layer.num_params, "parameter count");
   return n;
 }
 
@@ -20,9 +39,16 @@ std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, cons
   std::vector<std::unique_ptr<nn::Layer>> layers;
   Shape shape = input;
   for (int i = 0; i < end; ++i) {
-    auto layer = make_layer(spec.layers[static_cast<size_t>(i)], shape, i);
-    shape = layer->output_shape();
-    if (i >= begin) layers.push_back(std::move(layer));
+    const LayerSpec& layer_spec = spec.layers[static_cast<size_t>(i)];
+    try {
+      auto layer = make_layer(layer_spec, shape, i);
+      shape = layer->output_shape();
+      shape.numel();  // its size must be countable too
+      if (i >= begin) layers.push_back(std::move(layer));
+    } catch (const SizeError& e) {
+      throw InputError(
+          fmt::format("{} ({}): {}", layer_spec.where.prefix(), layer_spec.kind, e.what()));
+    }
   }
   return layers;
 }
@@ -32,17 +58,19 @@ ModelPlan plan_model(const ModelSpec& spec, const Shape& input) {
   auto layers = build_layers(spec, input, 0, static_cast<int>(spec.layers.size()));
   Shape shape = input;
   for (const auto& layer : layers) {
-    LayerPlan entry{
-        .index = layer->global_index(),
-        .kind = std::string(layer->kind()),
-        .input = shape,
-        .output = layer->output_shape(),
-        .num_params = 0,
-        .forward_flops = layer->forward_flops_per_example(),
-        .output_bytes = layer->output_shape().numel() * static_cast<int64_t>(sizeof(float))};
-    for (const nn::ParamSpec& param : layer->param_specs()) entry.num_params += param.shape.numel();
-    shape = entry.output;
-    plan.layers.push_back(std::move(entry));
+    const LayerSpec& layer_spec = spec.layers[static_cast<size_t>(layer->global_index())];
+    try {
+      plan.layers.push_back(plan_layer(*layer, shape));
+    } catch (const SizeError& e) {
+      throw InputError(
+          fmt::format("{} ({}): {}", layer_spec.where.prefix(), layer_spec.kind, e.what()));
+    }
+    shape = plan.layers.back().output;
+  }
+  try {
+    plan.num_params();  // the total must be countable too
+  } catch (const SizeError& e) {
+    throw InputError(fmt::format("{}: {}", spec.where.prefix(), e.what()));
   }
   return plan;
 }

@@ -65,19 +65,34 @@ Forward BatchNorm2d::forward(const Tensor& x, const LayerContext& ctx) {
   // x, y: [batch, C, H, W]; weight, bias, mean, variance: [C]
   kernels::batch_norm_forward_training(ctx.kernels, shape, x.data(), weight_.data(), bias_.data(),
                                        result.output.data(), mean.data(), variance.data());
-  // A re-materialization repeats a forward already counted: it must leave the state alone.
-  if (!ctx.recompute) update_running_statistics(mean, variance, shape.per_channel());
+  // A re-materialization repeats a forward already counted: it records nothing.
+  if (!ctx.recompute) {
+    result.buffer_update = make_buffer_update(mean, variance, shape.per_channel());
+  }
   result.saved.tensors = {x, std::move(mean), std::move(variance)};
   return result;
 }
 
-void BatchNorm2d::update_running_statistics(const Tensor& mean, const Tensor& variance,
-                                            int64_t count) {
-  const float unbias = static_cast<float>(count) / static_cast<float>(count - 1);
-  for (int64_t c = 0; c < channels_; ++c) {
-    const auto i = static_cast<size_t>(c);
-    running_mean_[i] = (1.0f - momentum_) * running_mean_[i] + momentum_ * mean[c];
-    running_var_[i] = (1.0f - momentum_) * running_var_[i] + momentum_ * variance[c] * unbias;
+std::vector<float> BatchNorm2d::make_buffer_update(const Tensor& mean, const Tensor& variance,
+                                                   int64_t count) const {
+  std::vector<float> update(mean.span().begin(), mean.span().end());
+  update.insert(update.end(), variance.span().begin(), variance.span().end());
+  update.push_back(static_cast<float>(count) / static_cast<float>(count - 1));
+  return update;
+}
+
+void BatchNorm2d::apply_buffer_update(std::span<const float> update) {
+  check(update.size() == static_cast<size_t>(buffer_update_size()),
+        "BatchNorm2d: a buffer update of {} floats, expected {}", update.size(),
+        buffer_update_size());
+  check(!running_mean_.empty(), "BatchNorm2d: buffer update before bind");
+  const auto channels = static_cast<size_t>(channels_);
+  const std::span<const float> mean = update.first(channels);
+  const std::span<const float> variance = update.subspan(channels, channels);
+  const float unbias = update.back();
+  for (size_t c = 0; c < channels; ++c) {
+    running_mean_[c] = (1.0f - momentum_) * running_mean_[c] + momentum_ * mean[c];
+    running_var_[c] = (1.0f - momentum_) * running_var_[c] + momentum_ * variance[c] * unbias;
   }
 }
 

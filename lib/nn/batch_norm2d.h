@@ -3,16 +3,18 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "nn/layer.h"
 
 namespace mpipe::nn {
 
-// Training: normalizes with the statistics of this micro-batch (GPipe) and, on a first forward
-// (ctx.training && !ctx.recompute), updates the running statistics PyTorch's way:
-// running = (1 - momentum) · running + momentum · batch statistic, with the unbiased variance.
-// Eval: normalizes with the running statistics. Params: "weight" [C] (ones), "bias" [C]
-// (zeros). Buffers: "running_mean" [C] (zeros), "running_var" [C] (ones).
+// Training: normalizes with the statistics of this micro-batch (GPipe). A first forward
+// (ctx.training && !ctx.recompute) returns them as its buffer update; applying it updates the
+// running statistics PyTorch's way: running = (1 - momentum) · running + momentum · batch
+// statistic, with the unbiased variance. Eval: normalizes with the running statistics. Params:
+// "weight" [C] (ones), "bias" [C] (zeros). Buffers: "running_mean" [C] (zeros), "running_var" [C]
+// (ones).
 class BatchNorm2d : public Layer {
  public:
   BatchNorm2d(int global_index, const Shape& input_shape, double momentum = 0.1, double eps = 1e-5);
@@ -27,6 +29,10 @@ class BatchNorm2d : public Layer {
   // x: [batch, C, H, W] → y: same shape. Saves x, the batch mean and the biased batch
   // variance ([C] each) when training.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  // One update: the micro-batch's mean [C], biased variance [C], then the factor
+  // count / (count - 1) that makes the variance unbiased.
+  int64_t buffer_update_size() const override { return 2 * channels_ + 1; }
+  void apply_buffer_update(std::span<const float> update) override;
   // Backward of the training-mode forward: dx, and dweight, dbias added into the grad views.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
@@ -37,7 +43,8 @@ class BatchNorm2d : public Layer {
   static constexpr size_t kSavedTensors = 3;
 
  private:
-  void update_running_statistics(const Tensor& mean, const Tensor& variance, int64_t count);
+  std::vector<float> make_buffer_update(const Tensor& mean, const Tensor& variance,
+                                        int64_t count) const;
 
   Shape input_shape_;
   int64_t channels_;

@@ -1,4 +1,4 @@
-// Prefixed parameter specs and view slicing for composite layers.
+// Prefixed parameter specs, buffer updates and view slicing for composite layers.
 #include "nn/composite.h"
 
 namespace mpipe::nn {
@@ -9,6 +9,11 @@ void append_prefixed(std::vector<ParamSpec>& out, std::vector<ParamSpec> specs,
     spec.name = prefix + spec.name;
     out.push_back(std::move(spec));
   }
+}
+
+void append_buffer_update(Forward& composite, const Forward& sub_layer) {
+  composite.buffer_update.insert(composite.buffer_update.end(), sub_layer.buffer_update.begin(),
+                                 sub_layer.buffer_update.end());
 }
 
 std::vector<std::span<float>> views(const std::vector<std::span<float>>& all, size_t begin,

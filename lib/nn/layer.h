@@ -41,7 +41,7 @@ struct LayerContext {
   int64_t step = 0;           // optimizer step (0-based)
   int64_t first_example = 0;  // index in the global mini-batch of this micro-batch's first example
   bool training = true;
-  bool recompute = false;       // a re-materialization: must have no side effects (running stats)
+  bool recompute = false;       // a re-materialization: records no buffer update (see Layer)
   bool need_input_grad = true;  // false for the model's first layer: backward may skip dx
 };
 
@@ -58,6 +58,10 @@ struct Saved {
 struct Forward {
   Tensor output;
   Saved saved;
+  // What this forward changes in the layer's buffers, for the caller to apply later with
+  // Layer::apply_buffer_update: buffer_update_size() floats from a first training forward, else
+  // empty.
+  std::vector<float> buffer_update = {};
 };
 
 class Layer {
@@ -88,6 +92,16 @@ class Layer {
   // dy: [batch, ...output shape] → dx: [batch, ...input shape] (empty when
   // !ctx.need_input_grad). Adds this micro-batch's parameter gradients into the grad views.
   virtual Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) = 0;
+
+  // Deferred buffer updates. A forward never changes the layer's buffers (batch-norm running
+  // statistics) itself: a first training forward (ctx.training && !ctx.recompute) returns the
+  // change in Forward::buffer_update, and whoever runs the layer applies it. A pipeline stage
+  // records one per micro-batch; after the step every data-parallel replica applies all
+  // replicas' updates in global micro-batch order, so the buffers do not depend on D.
+  // Floats in one update (0: this layer never updates its buffers).
+  virtual int64_t buffer_update_size() const { return 0; }
+  // Applies an update returned by a forward of this layer (on this replica or another one).
+  virtual void apply_buffer_update(std::span<const float> update) { (void)update; }
 
   // Forward floating-point operations for one example (for the cost model and benchmarks).
   virtual double forward_flops_per_example() const { return 0.0; }

@@ -129,6 +129,7 @@ Forward ResidualBlock::forward(const Tensor& x, const LayerContext& ctx) {
   for (size_t i = 0; i < path_.size(); ++i) {
     const Tensor& input = i == 0 ? x : current;
     Forward normed = path_[i].bn->forward(path_[i].conv->apply(input, ctx), ctx);
+    append_buffer_update(result, normed);
     if (ctx.training) {
       saved.push_back(i == 0 ? x : std::move(current));
       for (Tensor& t : normed.saved.tensors) saved.push_back(std::move(t));
@@ -138,6 +139,7 @@ Forward ResidualBlock::forward(const Tensor& x, const LayerContext& ctx) {
   }
   if (has_projection()) {
     Forward projected = shortcut_.bn->forward(shortcut_.conv->apply(x, ctx), ctx);
+    append_buffer_update(result, projected);
     if (ctx.training) {
       for (Tensor& t : projected.saved.tensors) saved.push_back(std::move(t));
     }
@@ -189,6 +191,23 @@ Tensor ResidualBlock::backward(const Tensor& dy, const Saved& saved, const Layer
     add_into(grad, dsum);
   }
   return grad;
+}
+
+int64_t ResidualBlock::buffer_update_size() const {
+  int64_t size = 0;
+  for (const auto& [prefix, layer] : sub_layers()) size += layer->buffer_update_size();
+  return size;
+}
+
+void ResidualBlock::apply_buffer_update(std::span<const float> update) {
+  check(update.size() == static_cast<size_t>(buffer_update_size()),
+        "ResidualBlock: a buffer update of {} floats, expected {}", update.size(),
+        buffer_update_size());
+  for (const auto& [prefix, layer] : sub_layers()) {
+    const auto size = static_cast<size_t>(layer->buffer_update_size());
+    layer->apply_buffer_update(update.first(size));
+    update = update.subspan(size);
+  }
 }
 
 double ResidualBlock::forward_flops_per_example() const {

@@ -40,6 +40,10 @@ class ResidualBlock : public Layer {
   // main path, the conv input and the bn's saved tensors; then the shortcut bn's; then y.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // One update: the batch norms' updates in sub-layer order (bn1, bn2, ..., shortcut.bn), the
+  // order in which forward meets them.
+  int64_t buffer_update_size() const override;
+  void apply_buffer_update(std::span<const float> update) override;
   double forward_flops_per_example() const override;
 
   bool has_projection() const { return shortcut_.conv != nullptr; }

@@ -70,7 +70,9 @@ Forward SeparableCell::forward(const Tensor& x, const LayerContext& ctx) {
   Tensor depthwise = depthwise_.apply(relu(ctx.kernels, x), ctx);
   Forward normed = bn_.forward(pointwise_.apply(depthwise, ctx), ctx);
   if (residual_) add_into(normed.output, x);
-  Forward result{.output = std::move(normed.output), .saved = {}};
+  Forward result{.output = std::move(normed.output),
+                 .saved = {},
+                 .buffer_update = std::move(normed.buffer_update)};
   if (ctx.training) {
     result.saved.tensors.reserve(kSavedTensors);
     result.saved.tensors.push_back(x);

@@ -32,6 +32,11 @@ class SeparableCell : public Layer {
   // the bn's saved tensors (the ReLU output is recomputed in backward).
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // The batch norm's (its only sub-layer with buffers).
+  int64_t buffer_update_size() const override { return bn_.buffer_update_size(); }
+  void apply_buffer_update(std::span<const float> update) override {
+    bn_.apply_buffer_update(update);
+  }
   double forward_flops_per_example() const override;
 
   bool has_residual() const { return residual_; }

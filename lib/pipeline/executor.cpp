@@ -1,6 +1,10 @@
 // The op loop: early-posted receives, nonblocking sends, forward/backward, and the loss.
 #include "pipeline/executor.h"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
 #include "core/error.h"
 
 namespace mpipe::pipeline {
@@ -23,7 +27,28 @@ Tensor take(std::map<int, Tensor>& tensors, int micro_batch, const char* what) {
   return tensor;
 }
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 }  // namespace
+
+double& Executor::time_slot(OpKind kind) {
+  switch (kind) {
+    case OpKind::kRecvActivation:
+    case OpKind::kRecvGrad:
+      return times_.wait_s;
+    case OpKind::kSendActivation:
+    case OpKind::kSendGrad:
+      return times_.send_s;
+    case OpKind::kForward:
+    case OpKind::kBackward:
+      break;
+  }
+  return times_.compute_s;
+}
 
 Executor::Executor(Stage& stage, Link& link, int stage_index, int num_stages, const nn::Loss& loss,
                    kernels::KernelContext& kernels)
@@ -66,6 +91,7 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
     if (program[i].kind == OpKind::kBackward) last_backward = i;
   }
   LossTotals totals;
+  times_ = {};
   size_t posted = 0, consumed = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     while (posted < receives.size() &&
@@ -73,10 +99,19 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
       post_recv(program[receives[posted++]], plan);
     }
     if (is_receive(program[i].kind)) ++consumed;
+    const auto start = Clock::now();
     run_op(program[i], plan, data, totals);
+    const double seconds = seconds_since(start);
+    time_slot(program[i].kind) += seconds;
+    if (spdlog::should_log(spdlog::level::trace)) {
+      spdlog::trace("step {} stage {}: {} {:.3f} ms", plan.round + 1, stage_index_,
+                    to_string(program[i]), 1e3 * seconds);
+    }
     if (i == last_backward && gradients_ready) gradients_ready();
   }
+  const auto start = Clock::now();
   link_.wait_sends();
+  times_.send_s += seconds_since(start);
   check(inputs_.empty() && outputs_.empty() && grad_outputs_.empty() && grad_inputs_.empty(),
         "stage {}: the program left tensors unconsumed", stage_index_);
   return totals;

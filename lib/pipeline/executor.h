@@ -38,6 +38,13 @@ struct LossTotals {
   int64_t correct = 0;
 };
 
+// Where one training step's wall time went on this stage, in seconds.
+struct StepTimes {
+  double compute_s = 0.0;  // forward, backward (with recompute) and the loss
+  double wait_s = 0.0;     // waiting for a neighbour's activations or gradients
+  double send_s = 0.0;     // posting sends and completing them at the end of the step
+};
+
 class Executor {
  public:
   Executor(Stage& stage, Link& link, int stage_index, int num_stages, const nn::Loss& loss,
@@ -48,6 +55,8 @@ class Executor {
   // the remaining sends complete, so the caller can start reducing the gradients early.
   LossTotals train_step(const Program& program, const RoundPlan& plan, const MicroBatchData& data,
                         const std::function<void()>& gradients_ready = {});
+  // The times of the last train_step.
+  const StepTimes& last_step_times() const { return times_; }
   // Forward-only pass of every micro-batch in ascending order (evaluation mode).
   LossTotals evaluate(const RoundPlan& plan, const MicroBatchData& data);
 
@@ -65,6 +74,9 @@ class Executor {
   const nn::Loss& loss_;
   kernels::KernelContext& kernels_;
   // Tensors between the op that produces them and the op that consumes them.
+  double& time_slot(OpKind kind);  // the StepTimes field an op's time goes to
+
+  StepTimes times_;
   std::map<int, Tensor> inputs_;        // RA → F
   std::map<int, Tensor> outputs_;       // F → SA
   std::map<int, Tensor> grad_outputs_;  // RG (or the loss) → B

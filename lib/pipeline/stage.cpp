@@ -43,12 +43,15 @@ bool Stage::recomputes(int micro_batch) const {
 }
 
 Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
-                          std::vector<nn::Saved>* saved) {
+                          std::vector<nn::Saved>* saved, std::vector<float>* update) {
   const Tensor* x = &input;
   Tensor current;
   for (const auto& layer : layers_) {
     nn::Forward result = layer->forward(*x, ctx);
     if (saved) saved->push_back(std::move(result.saved));
+    if (update) {
+      update->insert(update->end(), result.buffer_update.begin(), result.buffer_update.end());
+    }
     current = std::move(result.output);
     x = &current;
   }
@@ -57,14 +60,21 @@ Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
 
 Tensor Stage::forward(int micro_batch, Tensor input, const nn::LayerContext& ctx) {
   check(!stash_.contains(micro_batch), "micro-batch {} forwarded twice", micro_batch);
+  check(!buffer_updates_.contains(micro_batch),
+        "micro-batch {} forwarded again before its buffer updates were taken", micro_batch);
   Stash stash;
   Tensor output;
+  std::vector<float> update;
   if (recomputes(micro_batch)) {
-    output = run_forward(input, ctx, nullptr);
+    output = run_forward(input, ctx, nullptr, &update);
     stash.input = std::move(input);
   } else {
-    output = run_forward(input, ctx, &stash.saved);
+    output = run_forward(input, ctx, &stash.saved, &update);
   }
+  check(update.empty() || std::ssize(update) == buffer_update_size(),
+        "micro-batch {}: the layers' buffer updates have {} floats, expected {}", micro_batch,
+        update.size(), buffer_update_size());
+  if (!update.empty()) buffer_updates_.emplace(micro_batch, std::move(update));
   stored_bytes_ += stash.bytes();
   peak_stored_bytes_ = std::max(peak_stored_bytes_, stored_bytes_);
   stash_.emplace(micro_batch, std::move(stash));
@@ -93,6 +103,35 @@ Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::Lay
 
 Tensor Stage::evaluate(const Tensor& input, const nn::LayerContext& ctx) {
   return run_forward(input, ctx, nullptr);
+}
+
+int64_t Stage::buffer_update_size() const {
+  int64_t size = 0;
+  for (const auto& layer : layers_) size += layer->buffer_update_size();
+  return size;
+}
+
+std::vector<float> Stage::take_buffer_updates() {
+  std::vector<float> updates;
+  for (const auto& [micro_batch, update] : buffer_updates_) {
+    updates.insert(updates.end(), update.begin(), update.end());
+  }
+  buffer_updates_.clear();
+  return updates;
+}
+
+void Stage::apply_buffer_updates(std::span<const float> updates) {
+  const auto size = static_cast<size_t>(buffer_update_size());
+  check(size > 0 ? updates.size() % size == 0 : updates.empty(),
+        "Stage::apply_buffer_updates: {} floats are not whole updates of {}", updates.size(), size);
+  for (; !updates.empty(); updates = updates.subspan(size)) {
+    std::span<const float> update = updates.first(size);
+    for (const auto& layer : layers_) {
+      const auto layer_size = static_cast<size_t>(layer->buffer_update_size());
+      layer->apply_buffer_update(update.first(layer_size));
+      update = update.subspan(layer_size);
+    }
+  }
 }
 
 }  // namespace mpipe::pipeline

@@ -1,9 +1,11 @@
 // Stage: one pipeline position: its layer range, its parameter buffer, and what it stores per
-// micro-batch between forward and backward (all of it, or only its input under recompute).
+// micro-batch between forward and backward (all of it, or only its input under recompute), and
+// the buffer updates of its micro-batches until the step applies them.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/tensor.h"
@@ -31,6 +33,16 @@ class Stage {
   // Forward in evaluation mode; stores nothing.
   Tensor evaluate(const Tensor& input, const nn::LayerContext& ctx);
 
+  // Deferred buffer updates (nn::Layer::buffer_update_size): forward() keeps the update of each
+  // micro-batch's first forward over all layers, buffer_update_size() floats (none when 0).
+  int64_t buffer_update_size() const;
+  // The kept updates in ascending micro-batch order, [micro-batches, buffer_update_size()]; clears
+  // them. Every forward's update must be taken before that micro-batch is forwarded again.
+  std::vector<float> take_buffer_updates();
+  // Applies updates laid out as take_buffer_updates() returns them (any number of micro-batches,
+  // of this or other replicas), in the order given.
+  void apply_buffer_updates(std::span<const float> updates);
+
   // Bytes of activations stored for pending backwards, now and at most since reset_peak().
   size_t stored_bytes() const { return stored_bytes_; }
   size_t peak_stored_bytes() const { return peak_stored_bytes_; }
@@ -43,15 +55,17 @@ class Stage {
     std::vector<nn::Saved> saved;  // one per layer, kept when it is not
     size_t bytes() const;
   };
-  // Runs all layers; appends each layer's Saved to `saved` unless it is null.
+  // Runs all layers; appends each layer's Saved to `saved` and its buffer update to `update`
+  // unless they are null.
   Tensor run_forward(const Tensor& input, const nn::LayerContext& ctx,
-                     std::vector<nn::Saved>* saved);
+                     std::vector<nn::Saved>* saved, std::vector<float>* update = nullptr);
 
   std::vector<std::unique_ptr<nn::Layer>> layers_;
   std::unique_ptr<nn::ParamBuffer> params_;
   Recompute recompute_;
   int num_micro_batches_;
   std::map<int, Stash> stash_;
+  std::map<int, std::vector<float>> buffer_updates_;  // per micro-batch, until taken
   size_t stored_bytes_ = 0;
   size_t peak_stored_bytes_ = 0;
 };

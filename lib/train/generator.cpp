@@ -12,15 +12,13 @@
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
-namespace {
-
-// Draws an index from softmax(logits / temperature) with the uniform number u in [0, 1).
-int64_t sample(std::span<const float> logits, double temperature, float u) {
-  const float top = *std::max_element(logits.begin(), logits.end());
+int64_t sample_index(std::span<const float> logits, double temperature, float u) {
+  const auto top = std::max_element(logits.begin(), logits.end());
+  if (temperature == 0.0) return top - logits.begin();  // greedy
   std::vector<double> weights(logits.size());
   double total = 0.0;
   for (size_t i = 0; i < logits.size(); ++i) {
-    weights[i] = std::exp((logits[i] - top) / temperature);
+    weights[i] = std::exp((logits[i] - *top) / temperature);
     total += weights[i];
   }
   double threshold = u * total;
@@ -31,13 +29,12 @@ int64_t sample(std::span<const float> logits, double temperature, float u) {
   return static_cast<int64_t>(weights.size()) - 1;
 }
 
-}  // namespace
-
 std::string generate_text(const model::ModelSpec& spec, int64_t seq_len,
                           const std::vector<checkpoint::NamedTensor>& weights,
                           const std::string& weights_source, const GenerateOptions& options,
                           kernels::KernelContext& kernels) {
-  check_input(options.temperature > 0, "--temperature: must be > 0, got {}", options.temperature);
+  check_input(options.temperature >= 0, "--temperature: must be >= 0 (0 = greedy), got {}",
+              options.temperature);
   pipeline::Stage model(
       model::build_layers(spec, Shape{seq_len}, 0, static_cast<int>(spec.layers.size())),
       pipeline::Recompute::kNever, 1);
@@ -61,7 +58,7 @@ std::string generate_text(const model::ModelSpec& spec, int64_t seq_len,
     const auto row =
         std::span<const float>(logits.data() + (count - 1) * vocab, static_cast<size_t>(vocab));
     tokens.push_back(static_cast<float>(
-        sample(row, options.temperature, rng.uniform(static_cast<uint64_t>(n)))));
+        sample_index(row, options.temperature, rng.uniform(static_cast<uint64_t>(n)))));
   }
   return data::decode_text(tokens);
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,13 @@ namespace mpipe::train {
 struct GenerateOptions {
   std::string prompt = "\n";
   int64_t length = 200;      // bytes to generate
-  double temperature = 0.8;  // > 0; lower is more conservative
+  double temperature = 0.8;  // >= 0; lower is more conservative, 0 = greedy (most likely byte)
   uint64_t seed = 1;
 };
+
+// An index drawn from softmax(logits / temperature) with the uniform number u in [0, 1); the
+// first largest logit when temperature is 0 (greedy decoding).
+int64_t sample_index(std::span<const float> logits, double temperature, float u);
 
 // Builds the whole model for inputs of `seq_len` tokens, loads `weights` (exported names
 // "layers.<i>.<name>") and returns the prompt followed by `length` sampled bytes.

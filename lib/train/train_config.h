@@ -5,13 +5,21 @@
 
 namespace mpipe::train {
 
+// What a step with a non-finite loss or gradient does.
+enum class OnNonFinite {
+  kStop,  // end the run with an error naming the step, stage and first layer affected
+  kSkip,  // drop that step's update (counted in metrics); stop after max_skips_in_a_row
+};
+
 struct TrainConfig {
-  int64_t steps = 100;          // optimizer steps
+  int64_t steps = 100;          // optimizer steps; 0 = export the initial weights only
   int64_t batch_size = 64;      // global mini-batch: all micro-batches of all replicas
   uint64_t seed = 1;            // init, data order, dropout
   int64_t eval_every = 0;       // 0 = evaluate at the end only
   int64_t eval_batches = 0;     // 0 = the whole evaluation split
   int64_t eval_batch_size = 0;  // 0 = batch_size
+  OnNonFinite on_nonfinite = OnNonFinite::kStop;
+  int64_t max_skips_in_a_row = 10;  // kSkip: this many non-finite steps in a row end the run
 };
 
 }  // namespace mpipe::train

@@ -1,7 +1,11 @@
 // The synchronous pipeline-parallel training step and the pipelined evaluation.
 #include "train/trainer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <functional>
 #include <utility>
 
@@ -9,8 +13,32 @@
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
 #include "pipeline/schedule.h"
+#include "train/finite_check.h"
 
 namespace mpipe::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The buffer updates (batch-norm running statistics) of every micro-batch of this step on every
+// replica of this stage, in global micro-batch order: replica r's micro-batch j is global
+// micro-batch r·M + j, and allgatherv concatenates in replica order. Applying them on every
+// replica gives buffers that are the same everywhere and do not depend on D.
+std::vector<float> gather_buffer_updates(pipeline::Stage& stage,
+                                         const comm::Communicator& data_parallel) {
+  std::vector<float> mine = stage.take_buffer_updates();
+  if (data_parallel.size() == 1 || stage.buffer_update_size() == 0) return mine;
+  // float → double → float is exact.
+  const std::vector<double> all =
+      data_parallel.allgatherv(std::vector<double>(mine.begin(), mine.end()));
+  return {all.begin(), all.end()};
+}
+
+}  // namespace
 
 comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int world_rank,
                                 int world_size) {
@@ -105,6 +133,7 @@ pipeline::MicroBatchData Trainer::micro_batch_data(data::Split split,
 }
 
 StepReport Trainer::step(int64_t step) {
+  const auto step_start = Clock::now();
   const auto& train = experiment_.train;
   const int num_micro_batches = experiment_.pipeline.micro_batches;
   const int64_t replica_rows = train.batch_size / topology_.num_replicas;
@@ -127,19 +156,61 @@ StepReport Trainer::step(int64_t step) {
   pipeline::LossTotals totals = executor_->train_step(
       program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step),
       topology_.num_replicas > 1 ? std::function<void()>(start_allreduce) : nullptr);
+  const auto allreduce_start = Clock::now();
   allreduce.wait();
+  const double allreduce_s = seconds_since(allreduce_start);
+  const std::vector<float> buffer_updates = gather_buffer_updates(*stage_, groups_.data_parallel);
 
+  // Every rank learns the step's loss and whether any gradient is non-finite before any
+  // update, in the one allreduce the loss needs anyway.
+  const bool grads_finite = all_finite(grads);
+  std::vector<double> sums = {totals.sum, static_cast<double>(totals.rows),
+                              grads_finite ? 0.0 : 1.0};
+  world_.allreduce_sum(std::span<double>(sums));
   StepReport report;
+  report.times = executor_->last_step_times();
+  report.allreduce_s = allreduce_s;
+  report.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  report.lr = optim::learning_rate(experiment_.optimizer, step, train.steps);
+  if (sums[2] > 0 || !std::isfinite(report.loss)) {
+    report.finite = false;
+    report.nonfinite = describe_nonfinite(step, report.loss);
+    report.step_s = seconds_since(step_start);
+    return report;
+  }
   if (experiment_.optimizer.clip_norm > 0) {  // the norm costs a pass over all gradients
     report.grad_norm = global_grad_norm();
     optim::scale(grads, optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm));
   }
-  report.lr = optim::learning_rate(experiment_.optimizer, step, train.steps);
   optimizer_->step(stage_->params().values(), grads, report.lr);
-
-  pipeline::LossTotals sum = sum_over_world(totals);
-  report.loss = sum.rows > 0 ? sum.sum / static_cast<double>(sum.rows) : 0.0;
+  stage_->apply_buffer_updates(buffer_updates);
+  report.step_s = seconds_since(step_start);
   return report;
+}
+
+std::string Trainer::describe_nonfinite(int64_t step, double loss) const {
+  // (stage, global layer) of every layer with a non-finite gradient, from every stage. The
+  // replicas hold the same summed gradients, so replica 0's pipeline speaks for all.
+  std::vector<double> mine;
+  if (topology_.replica == 0) {
+    for (int layer : layers_with_nonfinite(stage_->params(), stage_->params().grads())) {
+      mine.push_back(static_cast<double>(topology_.stage));
+      mine.push_back(static_cast<double>(layer));
+    }
+  }
+  const std::vector<double> all = world_.allgatherv(mine);
+  std::string text = fmt::format("step {}: ", step + 1);
+  if (!std::isfinite(loss)) text += std::isnan(loss) ? "loss is nan; " : "loss is infinite; ";
+  if (all.empty()) return text + "every gradient is finite";
+  // In backward order (descending layer): the first one is where the fault showed up first.
+  const auto num_layers = all.size() / 2;
+  const int last_stage = static_cast<int>(all[all.size() - 2]);
+  const auto last_layer = static_cast<size_t>(all.back());
+  return text + fmt::format(
+                    "non-finite gradients in {} layer{}, first in backward order: layer {} ({}) "
+                    "on stage {}",
+                    num_layers, num_layers == 1 ? "" : "s", last_layer,
+                    plan_.layers[last_layer].kind, last_stage);
 }
 
 double Trainer::global_grad_norm() const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -27,6 +28,14 @@ struct StepReport {
   double loss = 0.0;  // mean over the mini-batch
   double lr = 0.0;
   double grad_norm = 0.0;  // before clipping (computed only when clipping is on)
+  // False when the loss or a gradient was NaN or infinite: then no update was applied and
+  // `nonfinite` says where ("step 17: loss nan; non-finite gradients in 3 layers ...").
+  bool finite = true;
+  std::string nonfinite;
+  // This rank's share of the step's wall time (log.level: debug prints it per stage).
+  pipeline::StepTimes times;
+  double allreduce_s = 0.0;  // waiting for the data-parallel gradient allreduce
+  double step_s = 0.0;       // the whole step
 };
 
 struct EvalReport {
@@ -50,6 +59,7 @@ class Trainer {
   EvalReport evaluate(int64_t step);
 
   const comm::Topology& topology() const { return topology_; }
+  const comm::Communicator& world() const { return world_; }
   const comm::Groups& groups() const { return groups_; }
   const model::ModelPlan& plan() const { return plan_; }
   const model::LayerRange& layer_range() const { return range_; }
@@ -64,6 +74,8 @@ class Trainer {
   double global_grad_norm() const;
   // Sums [loss sum, rows, correct] of the last stages over the world.
   pipeline::LossTotals sum_over_world(const pipeline::LossTotals& mine) const;
+  // Collective: which layers of the model have non-finite gradients, said in one line.
+  std::string describe_nonfinite(int64_t step, double loss) const;
 
   const config::Experiment& experiment_;
   const comm::Communicator& world_;

@@ -5,16 +5,19 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <optional>
 
 #include "checkpoint/checkpoint_store.h"
+#include "comm/agree.h"
 #include "core/error.h"
 #include "data/dataset.h"
 #include "data/text_corpus.h"
 #include "log/metrics_writer.h"
 #include "log/progress.h"
 #include "train/generator.h"
+#include "train/nonfinite_policy.h"
 #include "train/run_checkpoint.h"
 #include "train/trainer.h"
 #include "train/weight_export.h"
@@ -32,6 +35,33 @@ std::optional<double> bits_per_char(const config::Experiment& experiment, double
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The mean training loss over the steps of one logging window (finite steps only).
+class LossWindow {
+ public:
+  void add(double loss) {
+    sum_ += loss;
+    ++count_;
+  }
+  // NaN for a window without a finite step (written as null).
+  double mean() const {
+    return count_ > 0 ? sum_ / static_cast<double>(count_)
+                      : std::numeric_limits<double>::quiet_NaN();
+  }
+
+ private:
+  double sum_ = 0.0;
+  int64_t count_ = 0;
+};
+
+// log.level: debug: where this rank's step time went, so a slow stage shows.
+void log_step_times(const StepReport& report, int64_t step, const comm::Topology& topo) {
+  spdlog::debug(
+      "step {} stage {} replica {}: compute {:.2f} ms | waiting {:.2f} ms | sending {:.2f} ms | "
+      "allreduce {:.2f} ms | step {:.2f} ms",
+      step + 1, topo.stage, topo.replica, 1e3 * report.times.compute_s, 1e3 * report.times.wait_s,
+      1e3 * report.times.send_s, 1e3 * report.allreduce_s, 1e3 * report.step_s);
 }
 
 // The summary.json of a finished run.
@@ -107,37 +137,46 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   const auto start = Clock::now();
   auto window_start = start;
   int64_t window_steps = 0;
+  LossWindow window;
+  NonFiniteSteps nonfinite(train);
   StepReport report;
   int64_t step = first_step;
   for (; step < train.steps; ++step) {
     report = trainer.step(step);
+    if (spdlog::should_log(spdlog::level::debug)) log_step_times(report, step, topo);
+    nonfinite.record(report, is_root);  // throws when the run must stop
+    if (report.finite) window.add(report.loss);
     ++window_steps;
     const int64_t done = step + 1;
     if (done % experiment.log.every == 0 || done == train.steps) {
       const double samples_per_s =
           static_cast<double>(window_steps * train.batch_size) / seconds_since(window_start);
-      if (is_root) {
-        metrics->train(done, report.loss, report.lr, samples_per_s);
+      result.final_train_loss = window.mean();
+      comm::agree(world, [&] {  // rank 0 writes; a full disk stops every rank with its message
+        if (!is_root) return;
+        metrics->train(done, result.final_train_loss, report.lr, samples_per_s, nonfinite.total());
         if (progress) {
           progress->update({.step = done,
-                            .loss = report.loss,
+                            .loss = result.final_train_loss,
                             .lr = report.lr,
                             .samples_per_s = samples_per_s,
                             .elapsed_s = seconds_since(start)});
         }
-      }
+      });
       window_start = Clock::now();
       window_steps = 0;
+      window = {};
     }
     if (train.eval_every > 0 && done % train.eval_every == 0 && done != train.steps) {
       EvalReport eval = trainer.evaluate(step);
-      if (is_root) {
+      comm::agree(world, [&] {
+        if (!is_root) return;
         metrics->eval(done, "test", eval.loss, eval.accuracy, bits_per_char(experiment, eval.loss));
         if (unigram_bits) {
           spdlog::info("step {}: validation {:.3f} bits/char (unigram entropy {:.3f})", done,
                        *bits_per_char(experiment, eval.loss), *unigram_bits);
         }
-      }
+      });
     }
     if (experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0) {
       save_checkpoint(trainer, store, experiment, world, done);
@@ -154,7 +193,6 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   }
   if (progress) progress->finish();
   result.steps_done = step;
-  result.final_train_loss = report.loss;
   const double wall_s = seconds_since(start);
 
   if (!result.preempted) {
@@ -178,11 +216,12 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
       }
     }
     const std::vector<double> peaks = peak_activation_bytes(trainer, world);
-    if (is_root) {
+    comm::agree(world, [&] {
+      if (!is_root) return;
       metrics->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char);
       metrics->write_summary(
           make_summary(experiment, topo, result, step - first_step, wall_s, peaks));
-    }
+    });
   }
   return result;
 }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -35,7 +36,7 @@ struct RunOptions {
 struct RunResult {
   int64_t steps_done = 0;  // the step count reached (== train.steps unless preempted)
   bool preempted = false;
-  double final_train_loss = 0.0;
+  double final_train_loss = std::numeric_limits<double>::quiet_NaN();  // last window mean
   double final_eval_loss = 0.0;
   double final_eval_accuracy = 0.0;
   std::optional<double> final_bits_per_char;   // text datasets

@@ -2,7 +2,10 @@
 #include "train/weight_export.h"
 
 #include "checkpoint/safetensors.h"
+#include "comm/agree.h"
+#include "core/error.h"
 #include "model/model_builder.h"
+#include "train/finite_check.h"
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
@@ -20,11 +23,18 @@ std::vector<checkpoint::NamedTensor> export_weights(Trainer& trainer,
       auto layers = model::build_layers(experiment.model, dataset.input_shape(), 0,
                                         static_cast<int>(experiment.model.layers.size()));
       weights = unpack_weights(weight_layout(layers), flat);
-      checkpoint::write_safetensors(
-          path, weights, {{"format", "pt"}, {"producer", "mpipe"}, {"config", experiment.source}});
     }
   }
-  trainer.groups().pipeline.barrier();
+  // Rank 0 writes; every rank learns whether that worked (a full disk, a vanished folder).
+  comm::agree(trainer.world(), [&] {
+    if (weights.empty()) return;
+    for (const checkpoint::NamedTensor& tensor : weights) {
+      check(all_finite(tensor.values), "{}: not exporting weights: {} holds a non-finite value",
+            path, tensor.name);
+    }
+    checkpoint::write_safetensors(
+        path, weights, {{"format", "pt"}, {"producer", "mpipe"}, {"config", experiment.source}});
+  });
   return weights;
 }
 

@@ -109,6 +109,16 @@ TEST(LoadExperiment, MissingFileIsReportedWithItsName) {
   }
 }
 
+TEST(LoadExperiment, DirectoryIsNotAnExperimentFile) {
+  const std::string dir = std::string(MPIPE_TEST_DATA_DIR);
+  try {
+    load_experiment(dir, {});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), dir + ": is a directory, not an experiment file");
+  }
+}
+
 TEST(LoadExperiment, YamlSyntaxErrorNamesLineAndYamlCppMessage) {
   ExperimentFile file;
   EXPECT_EQ(file.error("train:\n  steps: [1, 2\n  seed: 3\n"),

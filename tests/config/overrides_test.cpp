@@ -70,8 +70,8 @@ TEST(Overrides, CrossSectionErrorNamesSetWhenTheBatchSizeWasOverridden) {
 }
 
 TEST(Overrides, FileValuesNextToAnOverrideKeepTheirLines) {
-  EXPECT_EQ(ExperimentFile().error("train:\n  steps: 0\n" + kModel, {"train.seed=3"}),
-            "exp.yaml:2: train.steps: must be >= 1, got 0");
+  EXPECT_EQ(ExperimentFile().error("train:\n  steps: -1\n" + kModel, {"train.seed=3"}),
+            "exp.yaml:2: train.steps: must be >= 0, got -1");
 }
 
 TEST(Overrides, WithoutEqualsSignIsMalformed) {

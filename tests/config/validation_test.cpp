@@ -11,8 +11,23 @@ std::string error_of(const std::string& yaml) { return ExperimentFile().error(ya
 
 // train
 
-TEST(TrainSection, StepsMustBeAtLeastOne) {
-  EXPECT_EQ(error_of("train:\n  steps: 0\n"), "exp.yaml:2: train.steps: must be >= 1, got 0");
+TEST(TrainSection, StepsMustBeNonNegative) {
+  EXPECT_EQ(error_of("train:\n  steps: -1\n"), "exp.yaml:2: train.steps: must be >= 0, got -1");
+}
+
+TEST(TrainSection, ZeroStepsIsAllowed) {
+  EXPECT_EQ(ExperimentFile().load("train:\n  steps: 0\n" + kModel).train.steps, 0);
+}
+
+TEST(TrainSection, OnNonFiniteIsStopOrSkip) {
+  EXPECT_EQ(error_of("train:\n  on_nonfinite: ignore\n"),
+            "exp.yaml:2: train.on_nonfinite: expected one of stop, skip, got 'ignore'");
+  EXPECT_EQ(error_of("train:\n  max_skips_in_a_row: 0\n"),
+            "exp.yaml:2: train.max_skips_in_a_row: must be >= 1, got 0");
+  const Experiment experiment =
+      ExperimentFile().load("train:\n  on_nonfinite: skip\n  max_skips_in_a_row: 3\n" + kModel);
+  EXPECT_EQ(experiment.train.on_nonfinite, train::OnNonFinite::kSkip);
+  EXPECT_EQ(experiment.train.max_skips_in_a_row, 3);
 }
 
 TEST(TrainSection, StepsMustBeAnInteger) {
@@ -46,7 +61,7 @@ TEST(TrainSection, EvalCountsMustBeNonNegative) {
 TEST(TrainSection, UnknownKeyListsTheKnownKeys) {
   EXPECT_EQ(error_of("train:\n  steps: 3\n  stepz: 4\n"),
             "exp.yaml:3: train.stepz: unknown key (known: steps, batch_size, seed, eval_every, "
-            "eval_batches, eval_batch_size)");
+            "eval_batches, eval_batch_size, on_nonfinite, max_skips_in_a_row)");
 }
 
 TEST(TrainSection, MustBeAMap) {
@@ -54,6 +69,17 @@ TEST(TrainSection, MustBeAMap) {
 }
 
 // optimizer
+
+TEST(OptimizerSection, NumbersMustBeFinite) {
+  EXPECT_EQ(error_of("optimizer:\n  lr: .inf\n"),
+            "exp.yaml:2: optimizer.lr: expected a finite number, got '.inf'");
+  EXPECT_EQ(error_of("optimizer:\n  eps: .inf\n"),
+            "exp.yaml:2: optimizer.eps: expected a finite number, got '.inf'");
+  EXPECT_EQ(error_of("optimizer:\n  weight_decay: .nan\n"),
+            "exp.yaml:2: optimizer.weight_decay: expected a finite number, got '.nan'");
+  EXPECT_EQ(error_of("optimizer:\n  clip_norm: 1e999\n"),
+            "exp.yaml:2: optimizer.clip_norm: expected a number, got '1e999'");
+}
 
 TEST(OptimizerSection, KindMustBeSgdAdamOrAdamw) {
   EXPECT_EQ(error_of("optimizer:\n  kind: rmsprop\n"),

@@ -1,23 +1,66 @@
 #!/usr/bin/env bash
-# Bad input on 2 ranks: a one-line error naming file, line and key, a non-zero exit, no hang,
-# and nothing written into the run directory.
+# Bad input on 2 ranks: a one-line error naming file, line and key, a non-zero exit on every
+# rank, no hang, no MPI_ABORT banner, and nothing written into the run directory. Covers the
+# config, the world layout, the partition, paths, and sizes that cannot fit in memory.
 source "$(dirname "$0")/lib.sh"
-printf 'model:\n  layers:\n    - {type: linear, units: 4}\noptimizer:\n  lr: -1\n' > "$WORK/bad.yaml"
-status=0
-timeout 60 mpirun -n 2 --oversubscribe "$MPIPE" train "$WORK/bad.yaml" --run-dir "$WORK/run" \
-  > "$WORK/out" 2>&1 || status=$?
-cat "$WORK/out"
-[[ $status -ne 0 && $status -ne 124 ]] || { echo "FAILED: exit status $status"; exit 1; }
-grep -q "bad.yaml:5: optimizer.lr: must be > 0, got -1" "$WORK/out" || { echo "FAILED: message"; exit 1; }
-[[ $(grep -c "optimizer.lr" "$WORK/out") -eq 1 ]] || { echo "FAILED: not one line"; exit 1; }
-[[ ! -e "$WORK/run" ]] || { echo "FAILED: run directory was written"; exit 1; }
+mlp=$(dirname "$0")/files/mlp.yaml
 
-# World size and config disagree: every rank stops with the message.
+# rejected NAME MESSAGE CONFIG [mpipe train args...]: the run fails (not by timeout) with
+# MESSAGE on exactly one line, never aborts, and leaves no run directory ($RUN_DIR if set,
+# else $WORK/NAME).
+rejected() {
+  local name=$1 message=$2 config=$3 status=0 run_dir=${RUN_DIR:-$WORK/$1}
+  shift 3
+  timeout 60 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" \
+    --run-dir "$run_dir" "$@" > "$WORK/$name.out" 2>&1 || status=$?
+  cat "$WORK/$name.out"
+  [[ $status -ne 0 && $status -ne 124 ]] || { echo "FAILED: $name: exit status $status"; exit 1; }
+  [[ $(grep -cF -- "$message" "$WORK/$name.out") -eq 1 ]] || { echo "FAILED: $name: message"; exit 1; }
+  [[ $(grep -c "\[error\]" "$WORK/$name.out") -eq 1 ]] || { echo "FAILED: $name: not one line"; exit 1; }
+  ! grep -q "MPI_ABORT" "$WORK/$name.out" || { echo "FAILED: $name: MPI_ABORT banner"; exit 1; }
+  [[ ! -e "$run_dir" ]] || { echo "FAILED: $name: run directory was written"; exit 1; }
+}
+
+printf 'model:\n  layers:\n    - {type: linear, units: 4}\noptimizer:\n  lr: -1\n' > "$WORK/bad.yaml"
+rejected config "bad.yaml:5: optimizer.lr: must be > 0, got -1" "$WORK/bad.yaml"
+printf 'model:\n  layers:\n    - {type: linear, units: 4}\noptimizer:\n  lr: .inf\n' > "$WORK/inf.yaml"
+rejected infinite "inf.yaml:5: optimizer.lr: expected a finite number, got '.inf'" "$WORK/inf.yaml"
+rejected directory "$WORK: is a directory, not an experiment file" "$WORK"
+
+# World size and config disagree; partition sums; more stages than layers.
+rejected topology "pipeline.stages (4) x pipeline.data_parallel (1) = 4 ranks, but mpirun started 2" \
+  "$mlp" --set pipeline.stages=4
+rejected partition "--set pipeline.partition: [2, 2] sums to 4 layers, but the model has 6" \
+  "$mlp" --set 'pipeline.partition=[2,2]'
+printf 'model:\n  layers:\n    - {type: linear, units: 4}\ndata: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}\npipeline: {stages: 2}\n' \
+  > "$WORK/one_layer.yaml"
+rejected stages "the model has 1 layers, fewer than the 2 pipeline stages" "$WORK/one_layer.yaml"
+
+# Paths: checked before training, not after it.
+rejected export_missing "$WORK/nowhere/w.safetensors: --export-weights: the folder $WORK/nowhere does not exist" \
+  "$mlp" --export-weights "$WORK/nowhere/w.safetensors"
+rejected export_folder "$WORK: --export-weights is a directory, not a file" "$mlp" --export-weights "$WORK"
+touch "$WORK/file"
+RUN_DIR=$WORK/file/run rejected run_dir_file \
+  "$WORK/file/run: cannot create run directory: $WORK/file is not a directory" "$mlp"
+
+# Sizes: overflow and memory, at preflight with the key.
+printf 'model:\n  layers:\n    - {type: linear, units: 9223372036854775807}\n    - {type: linear, units: 4}\ndata: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}\npipeline: {stages: 2}\n' \
+  > "$WORK/overflow.yaml"
+rejected overflow "overflow.yaml:3: model.layers[0] (linear): output bytes overflows 64 bits" "$WORK/overflow.yaml"
+printf 'model:\n  layers:\n    - {type: linear, units: 100000000000}\n    - {type: linear, units: 4}\ndata: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}\npipeline: {stages: 2}\n' \
+  > "$WORK/huge_layer.yaml"
+rejected huge_layer "huge_layer.yaml:3: model.layers[0] (linear): needs 13.1 TiB for its parameters, gradients and optimizer state; this machine has" \
+  "$WORK/huge_layer.yaml"
+rejected huge_batch "--set train.batch_size: one micro-batch of 1000000000 examples needs" \
+  "$mlp" --set train.batch_size=4000000000
+printf 'model:\n  layers:\n    - {type: linear, units: 4}\n    - {type: linear, units: 4}\ndata: {dataset: synthetic, num_examples: 100000000000, features: 8, classes: 4}\npipeline: {stages: 2}\n' \
+  > "$WORK/huge_data.yaml"
+rejected huge_data "huge_data.yaml:5: data.num_examples: the dataset needs 3.3 TiB in memory" "$WORK/huge_data.yaml"
+
+# plan reports the overflow too, instead of printing a wrapped total.
 status=0
-timeout 60 mpirun -n 2 --oversubscribe "$MPIPE" train "$(dirname "$0")/files/mlp.yaml" \
-  --set pipeline.stages=4 --run-dir "$WORK/run2" > "$WORK/out2" 2>&1 || status=$?
-cat "$WORK/out2"
-[[ $status -ne 0 && $status -ne 124 ]] || { echo "FAILED: exit status $status"; exit 1; }
-grep -q "pipeline.stages (4) x pipeline.data_parallel (1) = 4 ranks, but mpirun started 2" \
-  "$WORK/out2" || { echo "FAILED: topology message"; exit 1; }
+"$MPIPE" plan "$WORK/overflow.yaml" > "$WORK/plan.out" 2>&1 || status=$?
+[[ $status -eq 2 ]] && grep -q "output bytes overflows 64 bits" "$WORK/plan.out" ||
+  { cat "$WORK/plan.out"; echo "FAILED: plan of an overflowing model"; exit 1; }
 echo "bad input: one-line errors, non-zero exit, nothing written"

@@ -1,5 +1,5 @@
-// Tests for the BatchNorm2d layer: gradients, micro-batch statistics, running statistics (never
-// touched by a recompute) and eval mode.
+// Tests for the BatchNorm2d layer: gradients, micro-batch statistics, running statistics (updates
+// from first forwards only, applied in order) and eval mode.
 #include "nn/batch_norm2d.h"
 
 #include <gtest/gtest.h>
@@ -97,12 +97,19 @@ TEST(BatchNorm2d, TrainingNormalizesWithTheMicroBatchStatistics) {
   ASSERT_EQ(out.saved.tensors.size(), BatchNorm2d::kSavedTensors);
 }
 
-TEST(BatchNorm2d, FirstForwardUpdatesRunningStatisticsWithUnbiasedVariance) {
+TEST(BatchNorm2d, FirstForwardReturnsAnUpdateThatMovesRunningStatisticsWithUnbiasedVariance) {
   kernels::KernelContext ctx;
   BatchNorm2d layer(0, Shape{3, 2, 2}, /*momentum=*/0.25);
   Bound bound(layer, 3);
   const Tensor x = random_tensor({4, 3, 2, 2}, 4);
-  layer.forward(x, LayerContext{.kernels = ctx, .training = true, .recompute = false});
+  const Forward out =
+      layer.forward(x, LayerContext{.kernels = ctx, .training = true, .recompute = false});
+  ASSERT_EQ(std::ssize(out.buffer_update), layer.buffer_update_size());
+  EXPECT_EQ(layer.buffer_update_size(), 2 * 3 + 1);
+  // The forward itself leaves the running statistics alone.
+  EXPECT_EQ(bound.running_mean[0], 0.0f);
+  EXPECT_EQ(bound.running_var[0], 1.0f);
+  layer.apply_buffer_update(out.buffer_update);
   std::vector<double> mean, var;
   channel_statistics(x, mean, var);
   for (int64_t c = 0; c < 3; ++c) {
@@ -112,21 +119,65 @@ TEST(BatchNorm2d, FirstForwardUpdatesRunningStatisticsWithUnbiasedVariance) {
   }
 }
 
-TEST(BatchNorm2d, RecomputeLeavesRunningStatisticsUnchanged) {
+TEST(BatchNorm2d, RecomputeAndEvalReturnNoUpdateAndLeaveRunningStatisticsUnchanged) {
   kernels::KernelContext ctx;
   BatchNorm2d layer(0, Shape{3, 2, 2});
   Bound bound(layer, 3);
   const Tensor x = random_tensor({4, 3, 2, 2}, 5);
   const Forward first = layer.forward(x, LayerContext{.kernels = ctx, .recompute = false});
+  EXPECT_FALSE(first.buffer_update.empty());
+  layer.apply_buffer_update(first.buffer_update);
   const Tensor mean_after_first = bound.running_mean, var_after_first = bound.running_var;
   EXPECT_NE(mean_after_first[0], 0.0f);
   const Forward again = layer.forward(x, LayerContext{.kernels = ctx, .recompute = true});
+  EXPECT_TRUE(again.buffer_update.empty());
+  const Forward eval = layer.forward(x, LayerContext{.kernels = ctx, .training = false});
+  EXPECT_TRUE(eval.buffer_update.empty());
   for (int64_t c = 0; c < 3; ++c) {
     EXPECT_EQ(bound.running_mean[c], mean_after_first[c]);
     EXPECT_EQ(bound.running_var[c], var_after_first[c]);
   }
   // A recompute still produces the same output and saved tensors as the first forward.
   for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(again.output[i], first.output[i]);
+}
+
+// Running statistics after applying the updates of forwards of `micro_batches`, in that order.
+std::vector<float> statistics_after(const std::vector<Tensor>& micro_batches,
+                                    const std::vector<size_t>& order) {
+  kernels::KernelContext ctx;
+  BatchNorm2d layer(0, Shape{2, 3, 3}, /*momentum=*/0.5);
+  Bound bound(layer, 2);
+  std::vector<std::vector<float>> updates;
+  for (const Tensor& x : micro_batches) {
+    updates.push_back(layer.forward(x, LayerContext{.kernels = ctx}).buffer_update);
+  }
+  for (size_t m : order) layer.apply_buffer_update(updates[m]);
+  std::vector<float> stats(bound.running_mean.span().begin(), bound.running_mean.span().end());
+  stats.insert(stats.end(), bound.running_var.span().begin(), bound.running_var.span().end());
+  return stats;
+}
+
+TEST(BatchNorm2d, UpdatesAppliedInMicroBatchOrderFollowTheMomentumRecurrence) {
+  const std::vector<Tensor> xs = {random_tensor({3, 2, 3, 3}, 7), random_tensor({3, 2, 3, 3}, 8),
+                                  random_tensor({3, 2, 3, 3}, 9)};
+  // What updating at each forward (PyTorch's way) gives: the recurrence over the micro-batches
+  // in order, on each micro-batch's own statistics.
+  double mean[2] = {0.0, 0.0}, var[2] = {1.0, 1.0};
+  for (const Tensor& x : xs) {
+    std::vector<double> m, v;
+    channel_statistics(x, m, v);
+    for (size_t c = 0; c < 2; ++c) {
+      mean[c] = 0.5 * mean[c] + 0.5 * m[c];
+      var[c] = 0.5 * var[c] + 0.5 * v[c];
+    }
+  }
+  const std::vector<float> in_order = statistics_after(xs, {0, 1, 2});
+  for (size_t c = 0; c < 2; ++c) {
+    EXPECT_NEAR(in_order[c], mean[c], 1e-6) << c;
+    EXPECT_NEAR(in_order[2 + c], var[c], 1e-6) << c;
+  }
+  // The order matters, so replicas must agree on it.
+  EXPECT_NE(statistics_after(xs, {2, 1, 0}), in_order);
 }
 
 TEST(BatchNorm2d, EvalUsesRunningStatisticsAndSavesNothing) {
@@ -166,6 +217,13 @@ TEST(BatchNorm2d, ReportsSpecsInitsAndShape) {
   EXPECT_EQ(buffers[1].name, "running_var");
   EXPECT_EQ(buffers[1].init, Init::kOnes);
   EXPECT_EQ(buffers[1].shape, Shape({5}));
+}
+
+TEST(BatchNorm2d, RejectsAnUpdateOfTheWrongSize) {
+  BatchNorm2d layer(0, Shape{2, 1, 1});
+  Bound bound(layer, 2);
+  const std::vector<float> update(4, 0.0f);
+  EXPECT_THROW(layer.apply_buffer_update(update), Error);
 }
 
 TEST(BatchNorm2d, RejectsBadShapesAndSettings) {

@@ -1,9 +1,12 @@
 // Tests for ResidualBlock: finite-difference gradients of the basic and bottleneck blocks, the
-// prefixed specs, agreement with the composed sub-layers and batch-norm state under recompute.
+// prefixed specs, agreement with the composed sub-layers and the batch norms' buffer updates.
 #include "nn/residual_block.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -127,7 +130,7 @@ TEST(ResidualBlock, ForwardEqualsTheComposedSubLayers) {
   }
 }
 
-TEST(ResidualBlock, RecomputeLeavesRunningStatisticsUnchangedAndFirstForwardUpdatesThem) {
+TEST(ResidualBlock, OnlyAFirstForwardReturnsABufferUpdateAndApplyingItMovesEveryStatistic) {
   kernels::KernelContext ctx;
   ResidualBlock block(0, Shape{2, 4, 4}, 4, 2);
   Layer* layer = &block;
@@ -135,17 +138,57 @@ TEST(ResidualBlock, RecomputeLeavesRunningStatisticsUnchangedAndFirstForwardUpda
   buffer.initialize(3);
   const std::vector<float> initial(buffer.buffers().begin(), buffer.buffers().end());
   const Tensor x = random_tensor({2, 2, 4, 4}, 5);
-  block.forward(x, LayerContext{.kernels = ctx, .recompute = true});
+  EXPECT_TRUE(
+      block.forward(x, LayerContext{.kernels = ctx, .recompute = true}).buffer_update.empty());
+  EXPECT_TRUE(
+      block.forward(x, LayerContext{.kernels = ctx, .training = false}).buffer_update.empty());
+  const Forward first = block.forward(x, LayerContext{.kernels = ctx, .recompute = false});
+  // Three batch norms of 4 channels: mean, variance and the unbiasing factor each.
+  EXPECT_EQ(block.buffer_update_size(), 3 * (2 * 4 + 1));
+  ASSERT_EQ(std::ssize(first.buffer_update), block.buffer_update_size());
   EXPECT_TRUE(std::equal(initial.begin(), initial.end(), buffer.buffers().begin()));
-  block.forward(x, LayerContext{.kernels = ctx, .training = false});
-  EXPECT_TRUE(std::equal(initial.begin(), initial.end(), buffer.buffers().begin()));
-  block.forward(x, LayerContext{.kernels = ctx, .recompute = false});
+  block.apply_buffer_update(first.buffer_update);
   // Every running statistic of the three batch norms moved.
   for (const ParamBuffer::Entry& e : buffer.entries()) {
     if (e.trainable) continue;
     for (int64_t j = 0; j < e.shape.numel(); ++j) {
       const auto i = static_cast<size_t>(e.offset + j);
       EXPECT_NE(buffer.buffers()[i], initial[i]) << e.name << "[" << j << "]";
+    }
+  }
+  EXPECT_THROW(block.apply_buffer_update(std::span(first.buffer_update).first(9)), Error);
+}
+
+TEST(ResidualBlock, BufferUpdateGivesEachBatchNormItsOwnStatistics) {
+  kernels::KernelContext ctx;
+  ResidualBlock block(0, Shape{2, 4, 4}, 3, 2);
+  Layer* layer = &block;
+  ParamBuffer buffer(std::span<Layer* const>(&layer, 1));
+  buffer.initialize(3);
+  const Forward first = block.forward(random_tensor({2, 2, 4, 4}, 6), LayerContext{.kernels = ctx});
+  block.apply_buffer_update(first.buffer_update);
+  // Saved: per main-path pair the conv's then the bn's tensors (x, mean, variance), then the
+  // shortcut bn's; each bn normalizes 2 examples of 2 x 2 pixels per channel.
+  const size_t per_pair = Conv2d::kSavedTensors + BatchNorm2d::kSavedTensors;
+  const std::vector<std::pair<std::string, size_t>> batch_norms = {
+      {"bn1", Conv2d::kSavedTensors},
+      {"bn2", per_pair + Conv2d::kSavedTensors},
+      {"shortcut.bn", 2 * per_pair}};
+  const float unbias = 8.0f / 7.0f;
+  auto stat = [&](const std::string& name, int64_t c) {
+    for (const ParamBuffer::Entry& e : buffer.entries()) {
+      if (e.name == name) return buffer.buffers()[static_cast<size_t>(e.offset + c)];
+    }
+    ADD_FAILURE() << "no buffer " << name;
+    return 0.0f;
+  };
+  for (const auto& [name, at] : batch_norms) {
+    const Tensor& mean = first.saved.tensors[at + 1];
+    const Tensor& variance = first.saved.tensors[at + 2];
+    for (int64_t c = 0; c < 3; ++c) {
+      EXPECT_FLOAT_EQ(stat(name + ".running_mean", c), 0.1f * mean[c]) << name << c;
+      EXPECT_FLOAT_EQ(stat(name + ".running_var", c), 0.9f + 0.1f * variance[c] * unbias)
+          << name << c;
     }
   }
 }

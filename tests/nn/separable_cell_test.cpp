@@ -1,5 +1,5 @@
 // Tests for SeparableCell: finite-difference gradients with and without the residual sum,
-// prefixed specs and input validation.
+// prefixed specs, the batch norm's buffer update and input validation.
 #include "nn/separable_cell.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "gradient_check.h"
+#include "nn/param_buffer.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -49,6 +50,29 @@ TEST(SeparableCell, NamesParamsAndBuffersBySubLayer) {
   ASSERT_EQ(buffers.size(), 2u);
   EXPECT_EQ(buffers[0].name, "bn.running_mean");
   EXPECT_EQ(buffers[1].name, "bn.running_var");
+}
+
+TEST(SeparableCell, BufferUpdateIsItsBatchNormsStatisticsFromAFirstForwardOnly) {
+  kernels::KernelContext ctx;
+  SeparableCell cell(0, Shape{2, 3, 3}, 2);
+  Layer* layer = &cell;
+  ParamBuffer buffer(std::span<Layer* const>(&layer, 1));
+  buffer.initialize(4);
+  const Tensor x = random_tensor({2, 2, 3, 3}, 3);
+  EXPECT_TRUE(
+      cell.forward(x, LayerContext{.kernels = ctx, .recompute = true}).buffer_update.empty());
+  const Forward first = cell.forward(x, LayerContext{.kernels = ctx});
+  EXPECT_EQ(cell.buffer_update_size(), 2 * 2 + 1);
+  ASSERT_EQ(std::ssize(first.buffer_update), cell.buffer_update_size());
+  cell.apply_buffer_update(first.buffer_update);
+  // Saved: x, the depthwise output, then the bn's x, mean and variance; buffers: running mean
+  // then running variance, each [2].
+  const Tensor& mean = first.saved.tensors[3];
+  const ParamBuffer::Entry& running_mean = buffer.entries()[4];
+  ASSERT_EQ(running_mean.name, "bn.running_mean");
+  for (int64_t c = 0; c < 2; ++c) {
+    EXPECT_FLOAT_EQ(buffer.buffers()[static_cast<size_t>(running_mean.offset + c)], 0.1f * mean[c]);
+  }
 }
 
 TEST(SeparableCell, RejectsEvenKernelsAndNonImageInputs) {

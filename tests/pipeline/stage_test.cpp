@@ -1,5 +1,6 @@
 // Tests for pipeline::Stage: stored activation bytes per recompute mode, recompute changing no
-// number, micro-batch accumulation equal to the full batch, and misuse errors.
+// number, micro-batch accumulation equal to the full batch, buffer updates (batch norm) kept per
+// micro-batch and applied in global order, and misuse errors.
 #include "pipeline/stage.h"
 
 #include <gtest/gtest.h>
@@ -17,8 +18,10 @@
 #include "kernels/context.h"
 #include "kernels/eltwise.h"
 #include "nn/activation.h"
+#include "nn/batch_norm2d.h"
 #include "nn/dropout.h"
 #include "nn/linear.h"
+#include "nn/residual_block.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::pipeline {
@@ -282,6 +285,94 @@ TEST(Stage, ForwardingTheSameMicroBatchTwiceThrows) {
   const size_t stored = stage->stored_bytes();
   EXPECT_THROW(stage->forward(1, random_tensor({kRows, kIn}, 0), context(kernels, kRows)), Error);
   EXPECT_EQ(stage->stored_bytes(), stored);
+}
+
+// BatchNorm2d → ResidualBlock (two more batch norms) on [2, 3, 3] images, global layers 1..2.
+const Shape kImage{2, 3, 3};
+
+std::unique_ptr<Stage> make_batch_norm_stage(Recompute recompute, int num_micro_batches) {
+  std::vector<std::unique_ptr<nn::Layer>> layers;
+  layers.push_back(std::make_unique<nn::BatchNorm2d>(kFirstLayer, kImage));
+  layers.push_back(std::make_unique<nn::ResidualBlock>(kFirstLayer + 1, kImage, kImage[0]));
+  auto stage = std::make_unique<Stage>(std::move(layers), recompute, num_micro_batches);
+  stage->params().initialize(17);
+  return stage;
+}
+
+// Global micro-batch g of a mini-batch of images.
+Tensor image_micro_batch(int64_t g) { return random_tensor(kImage.batched(kRows), 200 + g); }
+
+// Runs a training step's forwards (in the given order) and backwards (ascending) of micro-batches
+// `global[0], global[1], ...` as this stage's micro-batches 0, 1, ...
+void run_images(Stage& stage, const std::vector<int64_t>& global,
+                const std::vector<int>& forward_order) {
+  kernels::KernelContext kernels;
+  for (int m : forward_order) {
+    const int64_t g = global[static_cast<size_t>(m)];
+    stage.forward(m, image_micro_batch(g), context(kernels, g * kRows));
+  }
+  for (int m = 0; m < std::ssize(global); ++m) {
+    const int64_t g = global[static_cast<size_t>(m)];
+    stage.backward(m, random_tensor(kImage.batched(kRows), 300 + g), context(kernels, g * kRows));
+  }
+}
+
+std::vector<float> buffers_of(const Stage& stage) {
+  return {stage.params().buffers().begin(), stage.params().buffers().end()};
+}
+
+TEST(Stage, KeepsOneBufferUpdatePerMicroBatchFromFirstForwardsInMicroBatchOrder) {
+  const auto recomputed = make_batch_norm_stage(Recompute::kAlways, 3);
+  const std::vector<float> initial = buffers_of(*recomputed);
+  EXPECT_EQ(recomputed->buffer_update_size(), 3 * (2 * 2 + 1));  // three batch norms
+  run_images(*recomputed, {0, 1, 2}, {1, 0, 2});
+  // Forwards and recomputes leave the buffers alone until the updates are applied.
+  EXPECT_EQ(buffers_of(*recomputed), initial);
+  const std::vector<float> updates = recomputed->take_buffer_updates();
+  EXPECT_EQ(std::ssize(updates), 3 * recomputed->buffer_update_size());
+  EXPECT_TRUE(recomputed->take_buffer_updates().empty());
+  // The same as without recomputation, forwarded in order.
+  const auto stored = make_batch_norm_stage(Recompute::kNever, 3);
+  run_images(*stored, {0, 1, 2}, {0, 1, 2});
+  EXPECT_EQ(stored->take_buffer_updates(), updates);
+}
+
+TEST(Stage, ReplicasApplyingAllUpdatesInGlobalOrderMatchOneStageRunningEveryMicroBatch) {
+  const auto whole = make_batch_norm_stage(Recompute::kExceptLast, 4);
+  run_images(*whole, {0, 1, 2, 3}, {0, 1, 2, 3});
+  whole->apply_buffer_updates(whole->take_buffer_updates());
+  // Two replicas of two micro-batches each: replica r's micro-batch j is global 2r + j.
+  const auto first = make_batch_norm_stage(Recompute::kExceptLast, 2);
+  const auto second = make_batch_norm_stage(Recompute::kExceptLast, 2);
+  run_images(*first, {0, 1}, {0, 1});
+  run_images(*second, {2, 3}, {0, 1});
+  std::vector<float> all = first->take_buffer_updates();
+  const std::vector<float> second_updates = second->take_buffer_updates();
+  all.insert(all.end(), second_updates.begin(), second_updates.end());
+  first->apply_buffer_updates(all);
+  second->apply_buffer_updates(all);
+  EXPECT_NE(buffers_of(*whole), buffers_of(*make_batch_norm_stage(Recompute::kNever, 1)));
+  EXPECT_EQ(buffers_of(*first), buffers_of(*whole));
+  EXPECT_EQ(buffers_of(*second), buffers_of(*whole));
+}
+
+TEST(Stage, ForwardingAMicroBatchAgainBeforeItsBufferUpdateIsTakenThrows) {
+  const auto stage = make_batch_norm_stage(Recompute::kAlways, 1);
+  run_images(*stage, {0}, {0});
+  kernels::KernelContext kernels;
+  EXPECT_THROW(stage->forward(0, image_micro_batch(0), context(kernels, 0)), Error);
+  stage->take_buffer_updates();
+  stage->forward(0, image_micro_batch(0), context(kernels, 0));
+}
+
+TEST(Stage, ApplyingPartOfAnUpdateThrows) {
+  const auto stage = make_batch_norm_stage(Recompute::kAlways, 1);
+  run_images(*stage, {0}, {0});
+  const std::vector<float> updates = stage->take_buffer_updates();
+  EXPECT_THROW(stage->apply_buffer_updates(std::span(updates).first(updates.size() - 1)), Error);
+  // A stage without buffers takes no updates.
+  EXPECT_EQ(make_stage(Recompute::kNever, 1)->buffer_update_size(), 0);
+  EXPECT_THROW(make_stage(Recompute::kNever, 1)->apply_buffer_updates(updates), Error);
 }
 
 TEST(Stage, NeedsAtLeastOneLayer) { EXPECT_THROW(Stage({}, Recompute::kAlways, 1), Error); }

@@ -1,0 +1,142 @@
+// Preflight checks of `mpipe train`: config, topology, partition, memory, data, paths.
+#include "preflight.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "comm/agree.h"
+#include "config/experiment.h"
+#include "core/error.h"
+#include "core/system_memory.h"
+#include "model/memory_check.h"
+#include "model/model_builder.h"
+#include "model/partition.h"
+#include "optim/optimizer_config.h"
+#include "train/trainer.h"
+
+namespace mpipe::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Refuses to start a fresh run on top of an earlier one (its metrics and checkpoints would mix).
+void check_run_dir_is_fresh(const std::string& run_dir) {
+  for (const char* entry : {"metrics.jsonl", "checkpoints", "summary.json"}) {
+    check_input(!fs::exists(fs::path(run_dir) / entry),
+                "{}: already holds a run ({} exists); pass --resume to continue it or "
+                "--run-dir for a new one",
+                run_dir, entry);
+  }
+}
+
+// The nearest folder of `path` (itself or an ancestor) that exists.
+fs::path existing_ancestor(const fs::path& path) {
+  fs::path folder = fs::absolute(path);
+  std::error_code ec;
+  while (!fs::exists(folder, ec) && folder.has_parent_path() && folder != folder.parent_path()) {
+    folder = folder.parent_path();
+  }
+  return folder;
+}
+
+// A folder that the run creates (if needed) and writes into: `what` names it in errors.
+void check_writable_folder(const fs::path& folder, const std::string& what) {
+  std::error_code ec;
+  if (fs::exists(folder, ec)) {
+    check_input(fs::is_directory(folder, ec), "{}: {} is not a directory", folder.string(), what);
+    check_input(::access(folder.c_str(), W_OK | X_OK) == 0, "{}: {} is not writable",
+                folder.string(), what);
+    return;
+  }
+  const fs::path ancestor = existing_ancestor(folder);
+  check_input(fs::is_directory(ancestor, ec), "{}: cannot create {}: {} is not a directory",
+              folder.string(), what, ancestor.string());
+  check_input(::access(ancestor.c_str(), W_OK | X_OK) == 0,
+              "{}: cannot create {}: {} is not writable", folder.string(), what, ancestor.string());
+}
+
+// The export file: not a folder, in a folder that exists (or is the run directory) and can be
+// written; checked now, not after training.
+void check_export_path(const std::string& path, const std::string& run_dir) {
+  const fs::path file(path);
+  std::error_code ec;
+  check_input(!fs::is_directory(file, ec), "{}: --export-weights is a directory, not a file", path);
+  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  const bool in_run_dir = fs::weakly_canonical(folder, ec) == fs::weakly_canonical(run_dir, ec);
+  if (!in_run_dir) {
+    check_input(fs::is_directory(folder, ec), "{}: --export-weights: the folder {} does not exist",
+                path, folder.string());
+  }
+  check_writable_folder(folder, "--export-weights folder");
+}
+
+int optimizer_slots(const optim::OptimizerConfig& optimizer) {
+  if (optimizer.kind == optim::OptimizerKind::kSgd) return optimizer.momentum > 0 ? 1 : 0;
+  return 2;
+}
+
+void check_memory(const config::Experiment& experiment, const model::ModelPlan& plan,
+                  const comm::Topology& topology) {
+  const int64_t micro_batch_rows =
+      experiment.train.batch_size / topology.num_replicas / experiment.pipeline.micro_batches;
+  const model::MemoryDemands demands{.optimizer_slots = optimizer_slots(experiment.optimizer),
+                                     .micro_batch_rows = micro_batch_rows,
+                                     .batch_key = experiment.where("train.batch_size"),
+                                     .dataset_bytes = 0,
+                                     .dataset_key = {},
+                                     .available_bytes = usable_memory_bytes()};
+  if (auto problem = model::memory_problem(experiment.model, plan, demands)) {
+    throw InputError(*problem);
+  }
+}
+
+// Synthetic data too large for memory, before it is generated.
+void check_dataset_memory(const config::Experiment& experiment) {
+  const double bytes = data::configured_dataset_bytes(experiment.data);
+  const auto available = static_cast<double>(usable_memory_bytes());
+  check_input(bytes <= available, "{}: the dataset needs {} in memory; this machine has {}",
+              experiment.where("data.num_examples"), model::format_bytes(bytes),
+              model::format_bytes(available));
+}
+
+// K and D from the config and the world size; errors name the file.
+comm::Topology resolve_topology(const config::Experiment& experiment,
+                                const comm::Communicator& world) {
+  try {
+    return train::resolve_topology(experiment.pipeline, world.rank(), world.size());
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", experiment.source, e.what()));
+  }
+}
+
+}  // namespace
+
+PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communicator& world) {
+  PreflightResult result;
+  comm::agree(world, [&] {
+    config::Experiment& experiment = result.experiment;
+    experiment = config::load_experiment(inputs.config_path, inputs.overrides);
+    if (!inputs.resuming) check_run_dir_is_fresh(inputs.run_dir);
+    check_writable_folder(inputs.run_dir, "run directory");
+    if (world.rank() == 0) check_export_path(inputs.export_path, inputs.run_dir);
+    const comm::Topology topology = resolve_topology(experiment, world);
+    check_input(experiment.train.batch_size %
+                        (int64_t{experiment.pipeline.micro_batches} * topology.num_replicas) ==
+                    0,
+                "{}: must be divisible by pipeline.micro_batches * data parallel replicas = {} x "
+                "{}, got {}",
+                experiment.where("train.batch_size"), experiment.pipeline.micro_batches,
+                topology.num_replicas, experiment.train.batch_size);
+    check_dataset_memory(experiment);
+    result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
+    const model::ModelPlan plan =
+        model::plan_model(experiment.model, result.dataset->input_shape());
+    model::partition_layers(static_cast<int>(plan.layers.size()), topology.num_stages,
+                            experiment.pipeline.partition, experiment.where("pipeline.partition"));
+    check_memory(experiment, plan, topology);
+  });
+  return result;
+}
+
+}  // namespace mpipe::app

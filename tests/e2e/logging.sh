@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# What a run logs and exports: log.level debug prints each stage's step time split into compute,
+# waiting, sending and allreduce; the logged train loss is the mean over the logging window;
+# train.steps 0 exports the initial weights (the same on any number of stages).
+# Usage: logging.sh CONFIG
+source "$(dirname "$0")/lib.sh"
+config=$1
+
+train 2 debug "$config" --set log.level=debug --set train.steps=2
+for stage in 0 1; do
+  grep -qE "\[debug\] step 2 stage $stage replica 0: compute [0-9.]+ ms \| waiting [0-9.]+ ms \| sending [0-9.]+ ms \| allreduce [0-9.]+ ms \| step [0-9.]+ ms" \
+    "$WORK/debug.log" || { cat "$WORK/debug.log"; echo "FAILED: debug timings of stage $stage"; exit 1; }
+done
+
+train 2 every1 "$config" --set train.steps=4 --set log.every=1
+train 2 every4 "$config" --set train.steps=4 --set log.every=4
+/usr/bin/python3 - "$WORK/every1/metrics.jsonl" "$WORK/every4/metrics.jsonl" <<'PY' || { echo "FAILED: window mean"; exit 1; }
+import json, sys
+def train_losses(path):
+    return [r["loss"] for r in map(json.loads, open(path)) if "lr" in r]
+per_step, windowed = train_losses(sys.argv[1]), train_losses(sys.argv[2])
+mean = sum(per_step) / len(per_step)
+assert len(per_step) == 4 and len(windowed) == 1, (per_step, windowed)
+assert abs(windowed[0] - mean) <= 1e-12 * abs(mean), (windowed, mean)
+assert windowed[0] != per_step[-1], "the window logged its last step only"
+PY
+
+train 1 init1 "$config" --set train.steps=0
+train 2 init2 "$config" --set train.steps=0
+same init1 init2
+train 1 step1 "$config" --set train.steps=1
+! "$MPIPE" compare "$WORK/init1.safetensors" "$WORK/step1.safetensors" > /dev/null ||
+  { echo "FAILED: steps 0 exported trained weights"; exit 1; }
+[[ ! -e "$WORK/init1/checkpoints" ]] || { echo "FAILED: steps 0 wrote a checkpoint"; exit 1; }
+echo "logging: debug timings per stage, window-mean loss, steps 0 exports the initial weights"
