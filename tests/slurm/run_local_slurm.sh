@@ -227,7 +227,7 @@ for field in JobName Account Comment TimeLimit MinMemoryNode NumTasks StdOut Req
 done
 [[ "${before[Comment]}" == requeue-check && "${before[MinMemoryNode]}" == 1000M ]] ||
   fail "job $job was not submitted with the extra options: $(scontrol show job "$job")"
-training_after "$log" "(restart 0)"
+training_after "$log" "train.sbatch: job $job "
 scancel --signal=USR1 --batch "$job"
 wait_for_line "$log" "requeueing job $job"
 step1=$(newest_checkpoint_step runs/requeued) || fail "no checkpoint after the first stop"
@@ -263,7 +263,7 @@ echo "ok 2 (${SECONDS} s): scontrol requeue $job finished the run: weights bit-i
 long=("${model[@]}" --set train.steps=1000000)
 job=$(MPIPE_RESUBMIT=5 sbatch --parsable --ntasks 2 "$sbatch_script" "$config" "${long[@]}")
 run_dir=runs/mlp-$job
-training_after "$(out "$job")" "(restart 0)"
+training_after "$(out "$job")" "train.sbatch: job $job "
 scancel --signal=TERM --batch "$job"
 state=$(wait_until_done "$job")
 [[ "$state" == COMPLETED ]] || fail "job $job ended $state"
