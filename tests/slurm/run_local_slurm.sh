@@ -8,13 +8,16 @@
 # under /tmp that is removed afterwards (kept, and its path printed, when a check fails or
 # MPIPE_KEEP_SCRATCH=1); the daemons are stopped on every exit. They listen on two free TCP
 # ports, so another Slurm on the machine is not disturbed. Slurm holds a requeued job for its
-# credential lifetime plus 1 s (2 min by default); this one uses 5 s (AuthInfo cred_expire).
+# credential lifetime plus 1 s (2 min by default); here 5 + 1 s (AuthInfo cred_expire), and the
+# schedulers look every second. A 240 s deadline of its own (MPIPE_SLURM_BUDGET) ends it, and
+# stops the daemons, before ctest's timeout would kill it with SIGKILL.
 # Checks (about 45 s on 2 idle cores):
-#   1. an uninterrupted run of $steps steps ends COMPLETED with summary.json and its weights;
+#   1. an uninterrupted run of 400 steps ends COMPLETED with summary.json and its weights;
 #   2. a job submitted with extra options (--job-name, --mem, --time, --comment, --account,
 #      --signal, --output elsewhere) and MPIPE_RESUBMIT=1, stopped by SIGUSR1 to the batch
 #      shell (what --signal=B:USR1@120 sends before the time limit), checkpoints, stops and
-#      requeues itself: the same job restarts with every option (scontrol show job) and
+#      requeues itself: the same job restarts with every option (scontrol show job, which
+#      does not show --signal; --qos is dropped without accounting, and there is no GRES) and
 #      continues from the checkpoint; stopped again, it does not requeue a second time
 #      (MPIPE_RESUBMIT=1); `scontrol requeue` of the finished job continues it to the end,
 #      with the weights of run 1, bit for bit, and all three runs' logs in its output file;
