@@ -159,6 +159,9 @@ int Commands::run(const comm::Communicator& world) {
 }
 
 int Commands::train(const comm::Communicator& world) {
+  // First, so a stop request during start-up is not fatal: it is seen after the first step.
+  std::signal(SIGTERM, request_stop);
+  std::signal(SIGUSR1, request_stop);
   const std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
   const std::string export_path =
       export_path_.empty() ? run_dir + "/weights.safetensors" : export_path_;
@@ -171,8 +174,6 @@ int Commands::train(const comm::Communicator& world) {
                                             world);
   const config::Experiment& experiment = checked.experiment;
   log::setup_logging(world.rank(), world.size(), experiment.log.level);
-  std::signal(SIGTERM, request_stop);
-  std::signal(SIGUSR1, request_stop);
   // One job per run directory: rank 0 holds <run_dir>/.lock until the run ends (--resume on a
   // run directory that does not exist fails first, so a mistyped one is not created).
   std::optional<checkpoint::RunLock> lock;
