@@ -35,28 +35,31 @@ struct Entry {
   uint64_t end = 0;
 };
 
-void check_writable(const std::string& path, const std::vector<NamedTensor>& tensors) {
+void check_names(const std::string& path, const std::vector<TensorInfo>& layout) {
   std::set<std::string> names;
-  for (const NamedTensor& t : tensors) {
+  for (const TensorInfo& t : layout) {
     check(!t.name.empty() && t.name != kMetadataKey, "{}: invalid tensor name '{}'", path, t.name);
     check(names.insert(t.name).second, "{}: duplicate tensor name '{}'", path, t.name);
     for (int64_t d : t.shape.dims()) {
       check(d >= 0, "{}: tensor '{}' has negative dimension in {}", path, t.name, t.shape);
     }
-    check(static_cast<int64_t>(t.values.size()) == t.shape.numel(),
-          "{}: tensor '{}' has {} values, shape {} needs {}", path, t.name, t.values.size(),
-          t.shape, t.shape.numel());
   }
 }
 
+void check_size(const std::string& path, const TensorInfo& tensor, size_t num_values) {
+  check(static_cast<int64_t>(num_values) == tensor.shape.numel(),
+        "{}: tensor '{}' has {} values, shape {} needs {}", path, tensor.name, num_values,
+        tensor.shape, tensor.shape.numel());
+}
+
 // The JSON header, padded with spaces to a multiple of 8 bytes.
-std::string make_header(const std::vector<NamedTensor>& tensors,
+std::string make_header(const std::vector<TensorInfo>& layout,
                         const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   if (!metadata.empty()) header[kMetadataKey] = metadata;
   uint64_t offset = 0;
-  for (const NamedTensor& t : tensors) {
-    const uint64_t bytes = t.values.size() * kBytesPerValue;
+  for (const TensorInfo& t : layout) {
+    const uint64_t bytes = static_cast<uint64_t>(t.shape.numel()) * kBytesPerValue;
     header[t.name] = {
         {"dtype", "F32"}, {"shape", t.shape.dims()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -147,17 +150,55 @@ void check_layout(const std::string& path, std::vector<Entry>& entries, uint64_t
 
 }  // namespace
 
+struct SafetensorsWriter::Impl {
+  Impl(std::string path, std::vector<TensorInfo> tensors)
+      : layout(std::move(tensors)), file(std::move(path)) {}
+  std::vector<TensorInfo> layout;
+  size_t next = 0;
+  AtomicFile file;
+};
+
+SafetensorsWriter::SafetensorsWriter(std::string path, std::vector<TensorInfo> layout,
+                                     const std::map<std::string, std::string>& metadata) {
+  check_names(path, layout);
+  const std::string header = make_header(layout, metadata);
+  impl_ = std::make_unique<Impl>(std::move(path), std::move(layout));
+  const uint64_t header_bytes = header.size();
+  impl_->file.write(std::as_bytes(std::span<const uint64_t>(&header_bytes, 1)));
+  impl_->file.write(header);
+}
+
+SafetensorsWriter::~SafetensorsWriter() = default;
+
+const TensorInfo& SafetensorsWriter::next() const {
+  check(impl_->next < impl_->layout.size(), "{}: every tensor is already written",
+        impl_->file.path());
+  return impl_->layout[impl_->next];
+}
+
+void SafetensorsWriter::write(std::span<const float> values) {
+  check_size(impl_->file.path(), next(), values.size());
+  impl_->file.write(std::as_bytes(values));
+  ++impl_->next;
+}
+
+FileDigest SafetensorsWriter::commit() {
+  check(impl_->next == impl_->layout.size(), "{}: {} of {} tensors written", impl_->file.path(),
+        impl_->next, impl_->layout.size());
+  impl_->file.commit();
+  return impl_->file.digest();
+}
+
 FileDigest write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                              const std::map<std::string, std::string>& metadata) {
-  check_writable(path, tensors);
-  const std::string header = make_header(tensors, metadata);
-  const uint64_t header_bytes = header.size();
-  AtomicFile file(path);
-  file.write(std::as_bytes(std::span<const uint64_t>(&header_bytes, 1)));
-  file.write(header);
-  for (const NamedTensor& t : tensors) file.write(std::as_bytes(std::span<const float>(t.values)));
-  file.commit();
-  return file.digest();
+  std::vector<TensorInfo> layout;
+  for (const NamedTensor& t : tensors) {
+    check_size(path, {t.name, t.shape}, t.values.size());
+    layout.push_back({t.name, t.shape});
+  }
+  SafetensorsWriter writer(path, std::move(layout), metadata);
+  for (const NamedTensor& t : tensors) writer.write(t.values);
+  return writer.commit();
 }
 
 namespace {

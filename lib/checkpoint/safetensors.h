@@ -2,7 +2,9 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,35 @@ std::optional<std::string> first_non_finite(const std::vector<NamedTensor>& tens
 struct SafetensorsFile {
   std::vector<NamedTensor> tensors;  // in the order of their data in the file
   std::map<std::string, std::string> metadata;
+};
+
+// A tensor's name and shape, without its values: the layout of a file written piece by piece.
+struct TensorInfo {
+  std::string name;
+  Shape shape;
+};
+
+// Writes a safetensors file one tensor at a time, so the writer never holds more than the
+// tensor it is given: the header (from `layout`) first, then each tensor's values in layout
+// order. Atomic like write_safetensors: the file appears at `path` only on commit(), and a
+// writer destroyed before that (an error, an exception) leaves nothing.
+class SafetensorsWriter {
+ public:
+  SafetensorsWriter(std::string path, std::vector<TensorInfo> layout,
+                    const std::map<std::string, std::string>& metadata = {});
+  ~SafetensorsWriter();
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
+
+  // The next tensor of the layout; its size must match its shape.
+  const TensorInfo& next() const;
+  void write(std::span<const float> values);
+  // Checks every tensor was written, then moves the file into place.
+  FileDigest commit();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Writes `tensors` (data in the given order) and `metadata` as a safetensors file:

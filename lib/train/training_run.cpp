@@ -9,6 +9,7 @@
 #include <numbers>
 #include <optional>
 
+#include "checkpoint/safetensors.h"
 #include "comm/agree.h"
 #include "core/error.h"
 #include "data/dataset.h"
@@ -212,11 +213,12 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
       checkpoints.save(step);
     }
     if (!options.export_weights.empty()) {
-      const auto weights = export_weights(trainer, experiment, dataset, options.export_weights);
+      export_weights(trainer, experiment, dataset, options.export_weights);
       if (is_root && experiment.data.kind == data::DatasetKind::kText &&
           options.sample_length > 0) {
         result.sample = generate_text(
-            experiment.model, experiment.data.seq_len, weights, options.export_weights,
+            experiment.model, experiment.data.seq_len,
+            checkpoint::read_safetensors(options.export_weights).tensors, options.export_weights,
             {.prompt = "\n", .length = options.sample_length, .seed = train.seed}, kernels);
       }
     }

@@ -77,6 +77,53 @@ TEST(Safetensors, RoundTripKeepsNamesShapesValuesAndMetadata) {
   EXPECT_EQ(file.metadata, (std::map<std::string, std::string>{{"format", "pt"}, {"step", "7"}}));
 }
 
+TEST(SafetensorsWriter, TensorByTensorWritesTheSameBytesAsTheWholeList) {
+  testing::TempDir dir;
+  const std::vector<NamedTensor> tensors = {
+      {"layers.0.weight", Shape{2, 2}, {1.f, 2.f, 3.f, 4.f}},
+      {"layers.0.bias", Shape{2}, {0.5f, -0.5f}},
+  };
+  write_safetensors(dir.file("whole.safetensors"), tensors, {{"format", "pt"}});
+  SafetensorsWriter writer(dir.file("streamed.safetensors"),
+                           {{"layers.0.weight", Shape{2, 2}}, {"layers.0.bias", Shape{2}}},
+                           {{"format", "pt"}});
+  EXPECT_EQ(writer.next().name, "layers.0.weight");
+  writer.write(tensors[0].values);
+  EXPECT_EQ(writer.next().name, "layers.0.bias");
+  writer.write(tensors[1].values);
+  writer.commit();
+  EXPECT_EQ(read_bytes(dir.file("streamed.safetensors")),
+            read_bytes(dir.file("whole.safetensors")));
+}
+
+TEST(SafetensorsWriter, AWriterLeftBeforeEveryTensorLeavesNoFile) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.safetensors");
+  {
+    SafetensorsWriter writer(path, {{"a", Shape{2}}, {"b", Shape{1}}});
+    writer.write(std::vector<float>{1.f, 2.f});
+    try {
+      writer.commit();
+      FAIL() << "commit of a partial file";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), path + ": 1 of 2 tensors written");
+    }
+  }
+  EXPECT_TRUE(folder_listing(dir.path()).empty());
+}
+
+TEST(SafetensorsWriter, RefusesATensorOfTheWrongSize) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.safetensors");
+  SafetensorsWriter writer(path, {{"a", Shape{2, 3}}});
+  try {
+    writer.write(std::vector<float>{1.f});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": tensor 'a' has 1 values, shape [2, 3] needs 6");
+  }
+}
+
 TEST(Safetensors, FileIsLengthPrefixThenSpacePaddedJsonThenLittleEndianData) {
   testing::TempDir dir;
   const std::string path = dir.file("one.safetensors");
