@@ -100,6 +100,13 @@ void RunCheckpoints::save(int64_t steps_done) {
     if (writer) store_.discard_shard(steps_done, topo.stage);  // the step is not committed
     throw;
   }
+  // Rank 0's commit pruned its disk to the newest checkpoint.keep; the other writers drop their
+  // shards of the same old steps (a no-op where they share rank 0's disk).
+  committed_.push_back(steps_done);
+  while (committed_.size() > static_cast<size_t>(experiment_.checkpoint.keep)) {
+    if (writer && world_.rank() != 0) store_.discard_shard(committed_.front(), topo.stage);
+    committed_.pop_front();
+  }
 }
 
 std::vector<checkpoint::ShardRecord> RunCheckpoints::gather_shard_records(

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,9 @@ class RunCheckpoints {
   const RunOptions& options_;
   const comm::Communicator& world_;
   checkpoint::CheckpointStore store_;
+  // Steps this process committed, oldest first: a writer other than rank 0 prunes its own
+  // shards by them, since its folder may be a node-local disk that rank 0's pruning never sees.
+  std::deque<int64_t> committed_;
 };
 
 }  // namespace mpipe::train
