@@ -10,13 +10,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <regex>
 
+#include "checkpoint/run_lock.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
 #include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "config/experiment.h"
+#include "config/resolved_settings.h"
 #include "core/error.h"
 #include "data/dataset.h"
 #include "kernels/context.h"
@@ -29,6 +32,7 @@
 #include "preflight.h"
 #include "startup.h"
 #include "train/generator.h"
+#include "train/run_checkpoint.h"
 #include "train/trainer.h"
 #include "train/training_run.h"
 
@@ -163,14 +167,18 @@ int Commands::run(const comm::Communicator& world) {
 }
 
 int Commands::train(const comm::Communicator& world) {
+  // First, so a stop request during start-up is not fatal: it is seen after the first step.
+  std::signal(SIGTERM, request_stop);
+  std::signal(SIGUSR1, request_stop);
   const std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
   const std::string export_path =
       export_path_.empty() ? run_dir + "/weights.safetensors" : export_path_;
+  const bool resuming = resume_ || resume_or_start_;
   PreflightResult checked = preflight_train({.config_path = config_path_,
                                              .overrides = overrides_,
                                              .run_dir = run_dir,
                                              .export_path = export_path,
-                                             .resuming = resume_ || resume_or_start_},
+                                             .resuming = resuming},
                                             world);
   const config::Experiment& experiment = checked.experiment;
   log::setup_logging(world.rank(), world.size(), experiment.log.level);
@@ -178,8 +186,15 @@ int Commands::train(const comm::Communicator& world) {
     watchdog->configure(experiment.comm);
     watchdog->set_stop_flag(&g_stop_requested);  // a stop during a hung wait ends the job
   }
-  std::signal(SIGTERM, request_stop);
-  std::signal(SIGUSR1, request_stop);
+  // One job per run directory: rank 0 holds <run_dir>/.lock until the run ends (--resume on a
+  // run directory that does not exist fails first, so a mistyped one is not created).
+  std::optional<checkpoint::RunLock> lock;
+  comm::agree(world, [&] {
+    if (world.rank() != 0) return;
+    if (resume_ && !std::filesystem::exists(run_dir)) train::require_committed_checkpoint(run_dir);
+    lock.emplace(run_dir);
+    if (!resuming) check_run_dir_is_fresh(run_dir);  // again: no other job can start one now
+  });
 
   kernels::KernelContext kernels;
   train::RunOptions options{.run_dir = run_dir,
@@ -187,6 +202,7 @@ int Commands::train(const comm::Communicator& world) {
                             .resume = resume_            ? train::ResumeMode::kRequired
                                       : resume_or_start_ ? train::ResumeMode::kIfPresent
                                                          : train::ResumeMode::kNever,
+                            .settings = config::resolved_settings(experiment),
                             .progress = stdout,
                             .progress_in_place = progress_in_place(),
                             .stop_requested = &g_stop_requested};
@@ -196,7 +212,7 @@ int Commands::train(const comm::Communicator& world) {
     if (result.preempted) {
       spdlog::warn("stopped at step {} by a signal; checkpoint saved in {}; continue with --resume",
                    result.steps_done, run_dir);
-    } else {
+    } else if (!result.already_finished) {
       if (!result.sample.empty()) std::printf("sample:\n%s\n", result.sample.c_str());
       if (result.final_bits_per_char && result.unigram_entropy_bits) {
         std::printf("validation: %.3f bits/char (unigram entropy %.3f bits/char)\n",

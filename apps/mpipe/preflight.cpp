@@ -8,7 +8,8 @@
 #include "comm/agree.h"
 #include "comm/handshake.h"
 #include "config/experiment.h"
-#include "config/settings.h"
+#include "config/resolved_settings.h"
+#include "config/settings_text.h"
 #include "core/error.h"
 #include "core/system_memory.h"
 #include "model/memory_check.h"
@@ -21,16 +22,6 @@ namespace mpipe::app {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Refuses to start a fresh run on top of an earlier one (its metrics and checkpoints would mix).
-void check_run_dir_is_fresh(const std::string& run_dir) {
-  for (const char* entry : {"metrics.jsonl", "checkpoints", "summary.json"}) {
-    check_input(!fs::exists(fs::path(run_dir) / entry),
-                "{}: already holds a run ({} exists); pass --resume to continue it or "
-                "--run-dir for a new one",
-                run_dir, entry);
-  }
-}
 
 // The nearest folder of `path` (itself or an ancestor) that exists.
 fs::path existing_ancestor(const fs::path& path) {
@@ -114,6 +105,15 @@ comm::Topology resolve_topology(const config::Experiment& experiment,
 
 }  // namespace
 
+void check_run_dir_is_fresh(const std::string& run_dir) {
+  for (const char* entry : {"metrics.jsonl", "checkpoints", "summary.json"}) {
+    check_input(!fs::exists(fs::path(run_dir) / entry),
+                "{}: already holds a run ({} exists); pass --resume to continue it or "
+                "--run-dir for a new one",
+                run_dir, entry);
+  }
+}
+
 PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communicator& world) {
   PreflightResult result;
   comm::agree(world, [&] {
@@ -143,7 +143,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
   comm::require_same_as_rank0(
       world,
       {{.what = "config",
-        .mine = result.experiment.settings,
+        .mine = config::settings_text(config::resolved_settings(result.experiment)),
         .difference =
             [](const std::string& mine, const std::string& theirs) {
               return config::describe_settings_difference(mine, theirs, "rank 0");

@@ -21,6 +21,10 @@ constexpr auto kLongestPause = 1ms;          // ... up to this
 constexpr double kMinRollCallSeconds = 1.0;  // how long a roll call waits for answers:
 constexpr double kMaxRollCallSeconds = 5.0;  // a tenth of the timeout, in [1 s, 5 s]
 constexpr size_t kMembersListed = 3;         // ranks named in a description, then "N more"
+// A gap this long between two polls (which are at most 1 ms apart) means this process itself was
+// stopped (SIGSTOP, a paused VM): that time is not counted as waiting, so a rank that is resumed
+// does not blame its peers for its own absence.
+constexpr double kSuspendedSeconds = 1.0;
 
 double seconds_between(WatchClock::time_point from, WatchClock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
@@ -221,7 +225,8 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
   const WaitPhase phase = state.phase();
   const double timeout_s = state.policy.timeout(phase);
   const WaitingOn waiting(state, op);
-  const auto start = state.wait_start;
+  auto start = state.wait_start;
+  auto last_poll = start;
   std::optional<WatchClock::time_point> stop_seen;
   auto pause = std::chrono::duration_cast<WatchClock::duration>(kFirstPause);
   while (true) {
@@ -229,6 +234,8 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
     check_mpi(MPI_Test(&op.request, &done, &status), op.call);
     if (done) return;
     const auto now = WatchClock::now();
+    if (seconds_between(last_poll, now) >= kSuspendedSeconds) start += now - last_poll;
+    last_poll = now;
     const double waited_s = seconds_between(start, now);
     if (waited_s >= timeout_s) expire(watchdog, op, waited_s, timeout_s, false);
     if (waited_s < kSpinSeconds) {

@@ -5,7 +5,6 @@
 #include "config/map_reader.h"
 #include "config/overrides.h"
 #include "config/sections.h"
-#include "config/settings.h"
 #include "config/yaml_file.h"
 
 namespace mpipe::config {
@@ -37,7 +36,6 @@ Experiment load_experiment(const std::string& path, const std::vector<std::strin
 
   Experiment experiment;
   experiment.source = path;
-  experiment.settings = flatten_settings(tree);
   experiment.model = parse_model(sections.child("model"));
   experiment.data = parse_data(sections.child("data"));
   experiment.train = parse_train(sections.child("train"));

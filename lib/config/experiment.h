@@ -26,9 +26,6 @@ struct Experiment {
   checkpoint::CheckpointConfig checkpoint;
   log::LogConfig log;
   comm::CommConfig comm;
-  // Every value of the file after --set, one "key.path: value" line each, sorted by key
-  // ("model.layers[0].units: 64"): what ranks compare at start-up to refuse differing configs.
-  std::string settings;
   // Where each key outside `model:` was set (file and line, or --set), for errors found later.
   std::map<std::string, model::SourceRef> refs;
 

@@ -1,9 +1,8 @@
-// Experiment settings flattened to sorted "key.path: value" lines, and their first difference.
-#include "config/settings.h"
+// Resolved settings written as sorted "key: value" lines, and the first key where two differ.
+#include "config/settings_text.h"
 
 #include <fmt/format.h>
 
-#include <map>
 #include <sstream>
 
 namespace mpipe::config {
@@ -11,34 +10,15 @@ namespace {
 
 using Settings = std::map<std::string, std::string>;
 
-void flatten(const YAML::Node& node, const std::string& path, Settings& out) {
-  if (node.IsMap()) {
-    if (node.size() == 0) out.insert_or_assign(path, std::string("{}"));
-    for (const auto& entry : node) {
-      const std::string key = entry.first.Scalar();
-      flatten(entry.second, path.empty() ? key : path + "." + key, out);
-    }
-  } else if (node.IsSequence()) {
-    if (node.size() == 0) out.insert_or_assign(path, std::string("[]"));
-    for (size_t i = 0; i < node.size(); ++i) {
-      flatten(node[i], fmt::format("{}[{}]", path, i), out);
-    }
-  } else if (node.IsScalar()) {
-    std::string value;
-    for (char c : node.Scalar()) value += c == '\n' ? std::string("\\n") : std::string(1, c);
-    out.insert_or_assign(path, std::move(value));
-  } else {
-    out.insert_or_assign(path, std::string("~"));  // null
-  }
-}
-
 Settings parse(const std::string& text) {
   Settings settings;
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
     const size_t colon = line.find(": ");
-    if (colon != std::string::npos) settings[line.substr(0, colon)] = line.substr(colon + 2);
+    if (colon != std::string::npos) {
+      settings.insert_or_assign(line.substr(0, colon), line.substr(colon + 2));
+    }
   }
   return settings;
 }
@@ -51,11 +31,13 @@ std::string shown(const std::string& value) {
 
 }  // namespace
 
-std::string flatten_settings(const YAML::Node& tree) {
-  Settings settings;
-  if (tree.IsDefined() && !tree.IsNull()) flatten(tree, "", settings);
+std::string settings_text(const Settings& settings) {
   std::string text;
-  for (const auto& [key, value] : settings) text += key + ": " + value + "\n";
+  for (const auto& [key, value] : settings) {
+    text += key + ": ";
+    for (char c : value) text += c == '\n' ? std::string("\\n") : std::string(1, c);
+    text += '\n';
+  }
   return text;
 }
 
