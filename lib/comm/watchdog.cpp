@@ -167,13 +167,15 @@ void Watchdog::enable_roll_call(const Communicator& world) {
   op.call = "MPI_Comm_idup";
   op.watchdog = this;
   op.group = world.handle_->group;
-  check_mpi(MPI_Comm_idup(world.handle_->comm, &state_->roll_comm, &op.request), "MPI_Comm_idup");
+  // Usable only once the duplication completes (the wait answers no roll call before that).
+  MPI_Comm roll_comm = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_idup(world.handle_->comm, &roll_comm, &op.request), "MPI_Comm_idup");
   MPI_Status status;
   int done = 0;
   check_mpi(MPI_Test(&op.request, &done, &status), "MPI_Comm_idup");
   if (!done) wait_watched(*this, op, status);
-  check_mpi(MPI_Comm_set_errhandler(state_->roll_comm, MPI_ERRORS_RETURN),
-            "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_set_errhandler(roll_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  state_->roll_comm = roll_comm;
 }
 
 std::string Watchdog::activity() const { return state_->activity(); }

@@ -116,6 +116,27 @@ TEST(Communicator, BroadcastCopiesTheRootsData) {
   EXPECT_EQ(floats[0], 3.f);
 }
 
+TEST(Communicator, BroadcastOfTextGivesEveryRankTheRootsText) {
+  const Communicator world = Communicator::world();
+  const std::string mine = world.rank() == 1 ? std::string(1000, 'x') + "\n" : "short";
+  EXPECT_EQ(world.broadcast(mine, 1), std::string(1000, 'x') + "\n");
+  EXPECT_EQ(world.broadcast(std::string(), 0), "");
+}
+
+TEST(Communicator, AllgatherOfEqualBlocksIsInRankOrder) {
+  const Communicator world = Communicator::world();
+  const std::vector<char> mine = {char('a' + world.rank()), '-'};
+  const std::vector<char> all = world.allgather(mine);
+  EXPECT_EQ(std::string(all.begin(), all.end()), "a-b-c-d-");
+}
+
+TEST(Communicator, SplitKnowsTheWorldRankOfEachMember) {
+  const Communicator world = Communicator::world();
+  const Communicator odd_even = world.split(world.rank() % 2, world.rank(), "the odd or even");
+  EXPECT_EQ(world.world_rank(3), 3);
+  EXPECT_EQ(odd_even.world_rank(1), 2 + world.rank() % 2);
+}
+
 TEST(Communicator, AllTrueIsFalseIfAnyRankSaysFalse) {
   const Communicator world = Communicator::world();
   EXPECT_TRUE(world.all_true(true));
@@ -129,7 +150,7 @@ TEST(Communicator, MpiErrorsBecomeExceptionsNamingTheCall) {
     world.broadcast(data, 99);  // no such root
     FAIL() << "no exception";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("MPI_Bcast failed: "), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("MPI_Ibcast failed: "), std::string::npos)
         << error.what();
   }
 }

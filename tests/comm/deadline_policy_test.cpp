@@ -1,0 +1,62 @@
+// Tests of the watchdog's deadlines (pure: no MPI): warm-up, the automatic timeout from the
+// slowest measured step, configured values and the stop grace.
+#include "comm/deadline_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace mpipe::comm {
+namespace {
+
+CommConfig config(double timeout_s, double startup_s, double stop_grace_s) {
+  return {.timeout_s = timeout_s, .startup_timeout_s = startup_s, .stop_grace_s = stop_grace_s};
+}
+
+// A policy that has seen the warm-up steps (not measured) and then steps of `seconds` each.
+DeadlinePolicy after_steps(const CommConfig& settings, std::initializer_list<double> seconds) {
+  DeadlinePolicy policy(settings);
+  for (int i = 0; i < DeadlinePolicy::kWarmupSteps; ++i) policy.record_step(1000.0);
+  for (double s : seconds) policy.record_step(s);
+  return policy;
+}
+
+TEST(DeadlinePolicy, DefaultsAreTenMinutesAtStartUpAndAutoInSteps) {
+  const CommConfig defaults;
+  EXPECT_EQ(defaults.startup_timeout_s, 600.0);
+  EXPECT_EQ(defaults.timeout_s, 0.0);
+  EXPECT_EQ(defaults.stop_grace_s, 0.0);
+}
+
+TEST(DeadlinePolicy, WarmUpStepsHaveTheStartUpDeadlineAndAreNotMeasured) {
+  DeadlinePolicy policy(config(3.0, 600.0, 0.0));
+  for (int i = 0; i < DeadlinePolicy::kWarmupSteps; ++i) {
+    EXPECT_FALSE(policy.warmed_up());
+    EXPECT_EQ(policy.timeout(WaitPhase::kStep), 600.0);
+    policy.record_step(50.0);  // a slow first step (primitive creation) must not count
+  }
+  EXPECT_TRUE(policy.warmed_up());
+  EXPECT_EQ(policy.step_time(), 0.0);
+  EXPECT_EQ(policy.timeout(WaitPhase::kStep), 3.0);
+}
+
+TEST(DeadlinePolicy, AutoTimeoutIsFiveMinutesOrTwentySlowestSteps) {
+  EXPECT_EQ(after_steps({}, {0.1, 0.3, 0.2}).timeout(WaitPhase::kStep), 300.0);
+  const DeadlinePolicy slow = after_steps({}, {20.0, 30.0, 25.0});
+  EXPECT_EQ(slow.step_time(), 30.0);
+  EXPECT_EQ(slow.timeout(WaitPhase::kStep), 600.0);
+}
+
+TEST(DeadlinePolicy, LongWaitsAlwaysHaveTheStartUpDeadline) {
+  const DeadlinePolicy policy = after_steps(config(3.0, 900.0, 0.0), {0.1});
+  EXPECT_EQ(policy.timeout(WaitPhase::kStep), 3.0);
+  EXPECT_EQ(policy.timeout(WaitPhase::kLong), 900.0);
+}
+
+TEST(DeadlinePolicy, StopGraceIsTenSecondsOrTwoStepsAndNeverPastTheTimeout) {
+  EXPECT_EQ(after_steps({}, {0.5}).stop_grace(), 10.0);
+  EXPECT_EQ(after_steps({}, {8.0}).stop_grace(), 16.0);
+  EXPECT_EQ(after_steps(config(3.0, 600.0, 0.0), {0.5}).stop_grace(), 3.0);
+  EXPECT_EQ(after_steps(config(0.0, 600.0, 2.5), {8.0}).stop_grace(), 2.5);
+}
+
+}  // namespace
+}  // namespace mpipe::comm

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Start-up agreement: ranks that run different configs or different mpipe builds (an MPMD command
+# line, one binary faked with MPIPE_TEST_VERSION) are refused before the first step with one line
+# saying what differs; every rank exits non-zero, nobody aborts or hangs, nothing is written.
+# Usage: startup_mismatch.sh CONFIG
+source "$(dirname "$0")/lib.sh"
+config=$1
+version=$("$MPIPE" --version)
+[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || { echo "FAILED: --version printed '$version'"; exit 1; }
+
+# refused NAME MESSAGE [second rank's mpipe train arguments...]: rank 0 runs `train CONFIG`, rank 1
+# the given arguments (both into $WORK/NAME); the job fails with MESSAGE on one line.
+refused() {
+  local name=$1 message=$2 status=0
+  shift 2
+  timeout 60 mpirun --oversubscribe --bind-to none \
+    -n 1 "$MPIPE" train "$config" --run-dir "$WORK/$name" : \
+    -n 1 "$@" --run-dir "$WORK/$name" > "$WORK/$name.out" 2>&1 || status=$?
+  cat "$WORK/$name.out"
+  [[ $status -ne 0 && $status -ne 124 ]] || { echo "FAILED: $name: exit status $status"; exit 1; }
+  [[ $(grep -cF -- "$message" "$WORK/$name.out") -eq 1 ]] || { echo "FAILED: $name: message"; exit 1; }
+  [[ $(grep -c "\[error\]" "$WORK/$name.out") -eq 1 ]] || { echo "FAILED: $name: not one line"; exit 1; }
+  ! grep -q "MPI_ABORT" "$WORK/$name.out" || { echo "FAILED: $name: MPI_ABORT banner"; exit 1; }
+  [[ ! -e "$WORK/$name" ]] || { echo "FAILED: $name: run directory was written"; exit 1; }
+}
+
+host=$(hostname)
+refused steps "[rank 0/2] [error] rank 1 (host $host): config differs from rank 0's: train.steps is 7 here, 3 on rank 0" \
+  "$MPIPE" train "$config" --set train.steps=7
+sed 's/units: 48/units: 40/' "$config" > "$WORK/narrow.yaml"
+refused layer "rank 1 (host $host): config differs from rank 0's: model.layers[3].units is 40 here, 48 on rank 0" \
+  "$MPIPE" train "$WORK/narrow.yaml"
+refused version "rank 1 (host $host): mpipe version 0.0.1-other differs from rank 0's $version (host $host)" \
+  env MPIPE_TEST_VERSION=0.0.1-other "$MPIPE" train "$config"
+echo "startup_mismatch: a different config or mpipe version on one rank is refused at start-up"
