@@ -134,7 +134,7 @@ TEST(LoadExperiment, UnknownSectionListsTheKnownOnes) {
   ExperimentFile file;
   EXPECT_EQ(file.error(kModel + "trainer:\n  steps: 3\n"),
             "exp.yaml:4: trainer: unknown key (known: model, data, train, optimizer, pipeline, "
-            "checkpoint, log)");
+            "checkpoint, log, comm)");
 }
 
 TEST(LoadExperiment, EmptyFileLacksTheRequiredLayers) {

@@ -60,7 +60,7 @@ TEST(Overrides, OfAnUnknownKeyNameIt) {
             "schedule, recompute, partition)");
   EXPECT_EQ(ExperimentFile().error(kBase, {"pipe.stages=4"}),
             "--set pipe: unknown key (known: model, data, train, optimizer, pipeline, "
-            "checkpoint, log)");
+            "checkpoint, log, comm)");
 }
 
 TEST(Overrides, CrossSectionErrorNamesSetWhenTheBatchSizeWasOverridden) {
