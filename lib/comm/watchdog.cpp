@@ -78,16 +78,23 @@ int peer_world_rank(const PendingOp& op) {
   return op.group ? op.group->world_ranks.at(static_cast<size_t>(op.peer)) : op.peer;
 }
 
+// How a wait ended without its operation completing.
+struct Expiry {
+  double waited_s = 0.0;        // seconds waited (time this process was stopped not counted)
+  double suspended_s = 0.0;     // seconds this process was stopped during the wait
+  double timeout_s = 0.0;       // its deadline
+  bool stop_requested = false;  // ended by a stop request after the grace, not by the deadline
+};
+
 // The line a wait that expired ends the job with.
-std::string expiry_message(Watchdog& watchdog, const PendingOp& op, double waited_s,
-                           bool stop_requested,
+std::string expiry_message(Watchdog& watchdog, const PendingOp& op, const Expiry& expiry,
                            const std::vector<std::optional<std::string>>& answers) {
   const Watchdog::State& state = WatchdogInternals::state(watchdog);
   std::string text =
-      stop_requested
+      expiry.stop_requested
           ? fmt::format("watchdog: {}: stop requested, but still waiting after {:.1f} s for {}",
-                        state.activity(), waited_s, describe_wait(state, op))
-          : fmt::format("watchdog: {}: waited {:.1f} s for {}", state.activity(), waited_s,
+                        state.activity(), expiry.waited_s, describe_wait(state, op))
+          : fmt::format("watchdog: {}: waited {:.1f} s for {}", state.activity(), expiry.waited_s,
                         describe_wait(state, op));
   const int peer = peer_world_rank(op);
   std::vector<int> silent;
@@ -105,16 +112,22 @@ std::string expiry_message(Watchdog& watchdog, const PendingOp& op, double waite
   } else if (!answers.empty() && (peer < 0 || answers.at(static_cast<size_t>(peer)))) {
     text += "; every rank answers";
   }
-  return text + (stop_requested ? "; cannot checkpoint; ending the job" : "; ending the job");
+  // A rank that was itself stopped (and resumed, e.g. by mpirun tearing the job down) says so:
+  // its peers may have given up on it.
+  if (expiry.suspended_s > 0) {
+    text += fmt::format("; this rank was itself stopped for {:.1f} s", expiry.suspended_s);
+  }
+  return text +
+         (expiry.stop_requested ? "; cannot checkpoint; ending the job" : "; ending the job");
 }
 
 // Asks who is there, then throws the report.
-[[noreturn]] void expire(Watchdog& watchdog, const PendingOp& op, double waited_s, double timeout_s,
-                         bool stop_requested) {
+[[noreturn]] void expire(Watchdog& watchdog, const PendingOp& op, const Expiry& expiry) {
   WatchdogInternals::state(watchdog).fired = true;
-  const double window_s = std::clamp(0.1 * timeout_s, kMinRollCallSeconds, kMaxRollCallSeconds);
+  const double window_s =
+      std::clamp(0.1 * expiry.timeout_s, kMinRollCallSeconds, kMaxRollCallSeconds);
   const auto answers = roll_call(watchdog, window_s);
-  throw WatchdogTimeout(expiry_message(watchdog, op, waited_s, stop_requested, answers));
+  throw WatchdogTimeout(expiry_message(watchdog, op, expiry, answers));
 }
 
 // Clears the wait in progress when the wait ends, however it ends.
@@ -229,6 +242,7 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
   const WaitingOn waiting(state, op);
   auto start = state.wait_start;
   auto last_poll = start;
+  double suspended_s = 0.0;
   std::optional<WatchClock::time_point> stop_seen;
   auto pause = std::chrono::duration_cast<WatchClock::duration>(kFirstPause);
   while (true) {
@@ -236,10 +250,13 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
     check_mpi(MPI_Test(&op.request, &done, &status), op.call);
     if (done) return;
     const auto now = WatchClock::now();
-    if (seconds_between(last_poll, now) >= kSuspendedSeconds) start += now - last_poll;
+    if (seconds_between(last_poll, now) >= kSuspendedSeconds) {
+      start += now - last_poll;
+      suspended_s += seconds_between(last_poll, now);
+    }
     last_poll = now;
     const double waited_s = seconds_between(start, now);
-    if (waited_s >= timeout_s) expire(watchdog, op, waited_s, timeout_s, false);
+    if (waited_s >= timeout_s) expire(watchdog, op, {waited_s, suspended_s, timeout_s, false});
     if (waited_s < kSpinSeconds) {
       std::this_thread::yield();
       continue;
@@ -256,7 +273,7 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
         }
       } else if (phase == WaitPhase::kStep &&
                  seconds_between(*stop_seen, now) >= state.policy.stop_grace()) {
-        expire(watchdog, op, waited_s, timeout_s, true);
+        expire(watchdog, op, {waited_s, suspended_s, timeout_s, true});
       }
     }
     std::this_thread::sleep_for(pause);

@@ -174,23 +174,45 @@ TEST(Watchdog, AStopRequestDoesNotCutShortAWaitOutsideSteps) {
   w.world.barrier();
 }
 
+// Rank 1 stops rank 0 (SIGSTOP) 0.2 s into its wait for tag `tag`, resumes it 1.5 s later and
+// sends the message `send_after` after the wait began.
+void stop_rank0_during_a_wait(WatchedWorld& w, int tag, std::chrono::milliseconds send_after) {
+  std::vector<double> pids = w.world.allgatherv(std::vector<double>{double(getpid())});
+  if (w.world.rank() != 1) return;
+  const auto rank0 = static_cast<pid_t>(pids[0]);
+  std::this_thread::sleep_for(200ms);
+  kill(rank0, SIGSTOP);
+  std::this_thread::sleep_for(1500ms);
+  kill(rank0, SIGCONT);
+  std::this_thread::sleep_for(send_after - 1700ms);
+  w.world.isend(std::vector<float>{1.f}, 0, tag).wait();
+}
+
 TEST(Watchdog, TimeThisProcessWasStoppedIsNotWaiting) {
-  // Rank 1 stops rank 0 for 1.5 s during a wait with a 1-s deadline: rank 0 waited only ~0.4 s.
+  // A 1-s deadline; rank 0 is stopped for 1.5 s and has the message 0.4 s of its own time later.
   WatchedWorld w(deadlines(world_rank() == 0 ? 1.0 : 30.0));
-  std::vector<double> pids = {double(getpid())};
-  pids = w.world.allgatherv(pids);
   std::vector<float> got(1);
+  Request receive;
+  if (w.world.rank() == 0) receive = w.world.irecv(got, 1, 8);
+  stop_rank0_during_a_wait(w, 8, 1900ms);
   if (w.world.rank() == 0) {
-    Request receive = w.world.irecv(got, 1, 8);
     EXPECT_NO_THROW(receive.wait());
-  } else if (w.world.rank() == 1) {
-    std::this_thread::sleep_for(200ms);
-    const auto rank0 = static_cast<pid_t>(pids[0]);
-    kill(rank0, SIGSTOP);
-    std::this_thread::sleep_for(1500ms);
-    kill(rank0, SIGCONT);
-    std::this_thread::sleep_for(200ms);
-    w.world.isend(std::vector<float>{1.f}, 0, 8).wait();
+  }
+  w.world.barrier();
+}
+
+TEST(Watchdog, ARankThatWasStoppedSaysSoWhenItsWaitExpires) {
+  WatchedWorld w(deadlines(world_rank() == 0 ? 1.0 : 30.0));
+  std::vector<float> got(1);
+  Request receive;
+  if (w.world.rank() == 0) receive = w.world.irecv(got, 1, 10);
+  stop_rank0_during_a_wait(w, 10, 5000ms);  // after rank 0's roll call (1 s) is over
+  if (w.world.rank() == 0) {
+    EXPECT_EQ(timeout_message([&] { receive.wait(); }),
+              "watchdog: start-up: waited S s for a message (tag 10) from rank 1 (host h1), which "
+              "does not answer; this rank was itself stopped for S s; ending the job");
+    w.watchdog.configure(deadlines(30.0));
+    receive.wait();
   }
   w.world.barrier();
 }
