@@ -161,6 +161,15 @@ void Communicator::broadcast(std::span<double> data, int root) const {
             "MPI_Bcast");
 }
 
+void Communicator::broadcast(std::string& text, int root) const {
+  int64_t size = static_cast<int64_t>(text.size());
+  check_mpi(MPI_Bcast(&size, 1, MPI_INT64_T, root, handle_->comm), "MPI_Bcast");
+  text.resize(static_cast<size_t>(size));
+  check_mpi(
+      MPI_Bcast(text.data(), to_mpi_count(text.size(), "MPI_Bcast"), MPI_CHAR, root, handle_->comm),
+      "MPI_Bcast");
+}
+
 bool Communicator::all_true(bool mine) const {
   int value = mine ? 1 : 0;
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_LAND, handle_->comm),

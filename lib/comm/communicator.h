@@ -69,6 +69,8 @@ class Communicator {
   std::vector<float> gatherv(std::span<const float> mine, int root) const;
   void broadcast(std::span<float> data, int root) const;
   void broadcast(std::span<double> data, int root) const;
+  // The root's `text` (any bytes) replaces every other rank's.
+  void broadcast(std::string& text, int root) const;
   // Logical AND / max over ranks (for agreeing on errors and end conditions).
   bool all_true(bool mine) const;
   // Collective: the (code, message) of the lowest rank whose code is non-zero, the same on every

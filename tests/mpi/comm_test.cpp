@@ -116,6 +116,17 @@ TEST(Communicator, BroadcastCopiesTheRootsData) {
   EXPECT_EQ(floats[0], 3.f);
 }
 
+TEST(Communicator, BroadcastOfAStringCopiesTheRootsBytesWhateverTheirLength) {
+  const Communicator world = Communicator::world();
+  std::string text =
+      world.rank() == 1 ? std::string("name\0{\"yaml\": 1}", 16) : "longer text here";
+  world.broadcast(text, 1);
+  EXPECT_EQ(text, std::string("name\0{\"yaml\": 1}", 16));
+  std::string empty = world.rank() == 0 ? "" : "not empty";
+  world.broadcast(empty, 0);
+  EXPECT_EQ(empty, "");
+}
+
 TEST(Communicator, AllTrueIsFalseIfAnyRankSaysFalse) {
   const Communicator world = Communicator::world();
   EXPECT_TRUE(world.all_true(true));

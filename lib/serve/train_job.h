@@ -1,0 +1,23 @@
+// One training run the way `mpipe train` runs it: preflight on every rank, logging at the
+// experiment's level, then the run. `mpipe train` runs one; the daemon runs one per experiment.
+#pragma once
+
+#include "comm/communicator.h"
+#include "config/experiment.h"
+#include "serve/preflight.h"
+#include "train/training_run.h"
+
+namespace mpipe::serve {
+
+struct TrainOutcome {
+  config::Experiment experiment;
+  train::RunResult result;
+};
+
+// Collective over `world`. `options.run_dir` and `options.export_weights` are taken from
+// `inputs`. Throws AgreedError on every rank for bad input and for a run that fails (a
+// non-finite loss, a damaged checkpoint, a full disk).
+TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
+                           const comm::Communicator& world);
+
+}  // namespace mpipe::serve
