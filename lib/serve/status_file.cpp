@@ -2,8 +2,11 @@
 // table of `mpipe status`.
 #include "serve/status_file.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +16,7 @@
 #include "checkpoint/atomic_file.h"
 #include "core/error.h"
 #include "log/progress.h"
+#include "serve/host_clock.h"
 #include "serve/spool.h"
 
 namespace mpipe::serve {
@@ -115,6 +119,12 @@ std::string format_daemon(const std::optional<DaemonStatus>& daemon) {
     return fmt::format("daemon: serving on {} ranks, pid {} on host {}, since {} (updated {})",
                        daemon->ranks, daemon->pid, daemon->host, daemon->since, daemon->updated);
   }
+  if (daemon->state == "gone") {
+    return fmt::format(
+        "daemon: gone (pid {} on host {} ended without stopping; last update {}): start it again "
+        "to resume",
+        daemon->pid, daemon->host, daemon->updated);
+  }
   return fmt::format("daemon: {}{} at {} (pid {} on host {})", daemon->state,
                      daemon->reason.empty() ? "" : " (" + daemon->reason + ")", daemon->updated,
                      daemon->pid, daemon->host);
@@ -213,6 +223,14 @@ void merge_spool(SpoolStatus& status, const Spool& spool) {
     ExperimentStatus& e = add_entry(status, entry, spool);
     e.state = ExperimentState::kCancelled;
   }
+}
+
+void note_dead_daemon(SpoolStatus& status) {
+  if (!status.daemon || status.daemon->state != "serving" || status.daemon->host != this_host() ||
+      status.daemon->pid <= 0) {
+    return;
+  }
+  if (::kill(status.daemon->pid, 0) != 0 && errno == ESRCH) status.daemon->state = "gone";
 }
 
 std::string format_status_table(const SpoolStatus& status) {

@@ -79,6 +79,10 @@ void write_status_file(const std::string& path, const SpoolStatus& status);
 // looked yet): queued experiments, and cancel requests of experiments that never started.
 void merge_spool(SpoolStatus& status, const Spool& spool);
 
+// A daemon recorded as serving on this host whose process no longer exists (killed without a
+// chance to record its stop) becomes "gone". Daemons on other hosts are left as recorded.
+void note_dead_daemon(SpoolStatus& status);
+
 // The table `mpipe status` prints: a line about the daemon, then one line per experiment
 // (name, state, step/steps, loss, samples/s, and the ETA, or the error of a failed one).
 std::string format_status_table(const SpoolStatus& status);

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 config=$1
-long=(--set train.steps=3000 --set checkpoint.every=100 --set log.every=1)
+long=(--set train.steps=10000 --set checkpoint.every=200 --set log.every=1)
 
 submit "$config" --name long "${long[@]}"
 submit "$config" --name next --set train.steps=5
@@ -19,7 +19,7 @@ cat "$WORK/first.log" | grep -v "^step "
 [[ $(field long state) == interrupted && $(field next state) == queued ]] ||
   { "$MPIPE" status "$SPOOL"; echo "FAILED: states after SIGTERM"; exit 1; }
 stopped=$(field long step)
-((stopped > 0 && stopped < 3000)) || { echo "FAILED: stopped at step $stopped"; exit 1; }
+((stopped > 0 && stopped < 10000)) || { echo "FAILED: stopped at step $stopped"; exit 1; }
 [[ -f $SPOOL/runs/long/checkpoints/step_$(printf %08d "$stopped")/meta.json ]] ||
   { ls "$SPOOL/runs/long/checkpoints"; echo "FAILED: no checkpoint at step $stopped"; exit 1; }
 [[ ! -e $SPOOL/runs/long/weights.safetensors ]] || { echo "FAILED: interrupted run exported"; exit 1; }
@@ -36,12 +36,21 @@ for _ in $(seq 1200); do
   sleep 0.05
 done
 ((newest > stopped)) || { echo "FAILED: no checkpoint after the restart"; exit 1; }
+ranks=$(daemon_ranks)
 signal_daemon KILL
 wait "$DAEMON" || true
+for _ in $(seq 200); do  # mpirun may end before its ranks
+  alive=0
+  for pid in $ranks; do kill -0 "$pid" 2> /dev/null && alive=1; done
+  ((alive)) || break
+  sleep 0.05
+done
 grep -v "^step " "$WORK/second.log"
 grep -q "resumed from step $stopped" "$WORK/second.log" || { echo "FAILED: not resumed"; exit 1; }
 ! grep -q "next: starting" "$WORK/second.log" || { echo "FAILED: next ran before long"; exit 1; }
 [[ $(field long state) == running ]] || { echo "FAILED: long not running after kill -9"; exit 1; }
+"$MPIPE" status "$SPOOL" | grep -q "^daemon: gone (pid [0-9]* on host $(hostname) ended without stopping" ||
+  { "$MPIPE" status "$SPOOL"; echo "FAILED: status of a killed daemon"; exit 1; }
 
 # The third daemon finds the experiment of a daemon that died, resumes it from its newest
 # committed checkpoint, runs the queue, and ends by itself once idle.
@@ -53,7 +62,7 @@ resumed=$(sed -nE 's/.*resumed from step ([0-9]+).*/\1/p' "$WORK/third.log")
 ((resumed >= newest)) || { echo "FAILED: resumed from $resumed, not the newest checkpoint $newest"; exit 1; }
 [[ $(grep -n "long: starting" "$WORK/third.log" | cut -d: -f1) -lt $(grep -n "next: starting" "$WORK/third.log" | cut -d: -f1) ]] ||
   { echo "FAILED: the interrupted experiment did not come first"; exit 1; }
-[[ $(field long state) == done && $(field long step) == 3000 && $(field next state) == done ]] ||
+[[ $(field long state) == done && $(field long step) == 10000 && $(field next state) == done ]] ||
   { "$MPIPE" status "$SPOOL"; echo "FAILED: states after the restart"; exit 1; }
 grep -q "idle for 1 s (--idle-exit): stopping" "$WORK/third.log" || { echo "FAILED: idle exit line"; exit 1; }
 grep -q '"reason": "idle"' "$SPOOL/status.json" || { echo "FAILED: idle reason"; exit 1; }

@@ -3,12 +3,15 @@
 #include "serve/status_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <limits>
 
 #include "core/error.h"
+#include "serve/host_clock.h"
 #include "serve/spool.h"
 #include "serve/status_board.h"
 #include "support/temp_dir.h"
@@ -161,6 +164,34 @@ TEST(StatusFile, TableShowsProgressAndTheEtaOrTheError) {
                                .updated = "T1"};
   EXPECT_TRUE(format_status_table(status).starts_with(
       "daemon: stopped (signal) at T1 (pid 7 on host h)\n"));
+}
+
+TEST(StatusFile, ADaemonWhoseProcessEndedWithoutStoppingIsGone) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // its pid now names no process
+  SpoolStatus status;
+  status.daemon = DaemonStatus{.state = "serving",
+                               .reason = "",
+                               .pid = child,
+                               .host = this_host(),
+                               .ranks = 2,
+                               .since = "T0",
+                               .updated = "T1"};
+  SpoolStatus elsewhere = status;
+  elsewhere.daemon->host = "another-host";
+  SpoolStatus alive = status;
+  alive.daemon->pid = this_pid();
+  note_dead_daemon(status);
+  note_dead_daemon(elsewhere);
+  note_dead_daemon(alive);
+  EXPECT_EQ(status.daemon->state, "gone");
+  EXPECT_EQ(elsewhere.daemon->state, "serving");
+  EXPECT_EQ(alive.daemon->state, "serving");
+  EXPECT_TRUE(format_status_table(status).starts_with(fmt::format(
+      "daemon: gone (pid {} on host {} ended without stopping; last update T1): start it again "
+      "to resume\n",
+      child, this_host())));
 }
 
 TEST(StatusBoard, ARunningExperimentOfADeadDaemonBecomesInterrupted) {
