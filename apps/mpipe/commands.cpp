@@ -205,6 +205,8 @@ int Commands::run(const comm::Communicator& world) {
 }
 
 int Commands::train(const comm::Communicator& world) {
+  // First, so a stop request during start-up is not fatal: it is seen after the first step.
+  const std::atomic<bool>* stop_requested = stop_on_signals();
   const std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
   const std::string export_path =
       export_path_.empty() ? run_dir + "/weights.safetensors" : export_path_;
@@ -213,9 +215,10 @@ int Commands::train(const comm::Communicator& world) {
                             .resume = resume_            ? train::ResumeMode::kRequired
                                       : resume_or_start_ ? train::ResumeMode::kIfPresent
                                                          : train::ResumeMode::kNever,
+                            .settings = {},  // run_train_job records the resolved experiment
                             .progress = stdout,
                             .progress_in_place = progress_in_place(),
-                            .stop_requested = stop_on_signals()};
+                            .stop_requested = stop_requested};
   const train::RunResult result = serve::run_train_job({.config_path = config_path_,
                                                         .overrides = overrides_,
                                                         .run_dir = run_dir,
@@ -227,7 +230,7 @@ int Commands::train(const comm::Communicator& world) {
     if (result.preempted) {
       spdlog::warn("stopped at step {} by a signal; checkpoint saved in {}; continue with --resume",
                    result.steps_done, run_dir);
-    } else {
+    } else if (!result.already_finished) {
       if (!result.sample.empty()) std::printf("sample:\n%s\n", result.sample.c_str());
       if (result.final_bits_per_char && result.unigram_entropy_bits) {
         std::printf("validation: %.3f bits/char (unigram entropy %.3f bits/char)\n",

@@ -19,13 +19,17 @@ std::string errno_text() { return std::strerror(errno); }
 void sync_parent_directory(const std::string& path) {
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (parent.empty()) parent = ".";
-  const int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return;  // the data is in place; only durability of the rename is weaker
-  ::fsync(fd);
-  ::close(fd);
+  sync_directory(parent.string());
 }
 
 }  // namespace
+
+void sync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // the data is in place; only durability of the entry is weaker
+  ::fsync(fd);
+  ::close(fd);
+}
 
 AtomicFile::AtomicFile(std::string path)
     : path_(std::move(path)), temp_path_(path_ + ".tmp-" + std::to_string(::getpid())) {
@@ -39,6 +43,7 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::write(std::span<const std::byte> bytes) {
   check(fd_ >= 0 && !committed_, "{}: write after commit", path_);
+  digest_.update(bytes);
   const std::byte* data = bytes.data();
   size_t left = bytes.size();
   while (left > 0) {
@@ -56,12 +61,15 @@ void AtomicFile::write(std::string_view text) {
 
 void AtomicFile::commit() {
   check(fd_ >= 0 && !committed_, "{}: commit twice", path_);
-  check(::fsync(fd_) == 0, "{}: fsync failed: {}", path_, errno_text());
+  // Each call before its check: errno must be read after the call, and the arguments of
+  // check() are evaluated in no fixed order.
+  const int synced = ::fsync(fd_);
+  check(synced == 0, "{}: fsync failed: {}", path_, errno_text());
   const int closed = ::close(fd_);
   fd_ = -1;
   check(closed == 0, "{}: close failed: {}", path_, errno_text());
-  check(::rename(temp_path_.c_str(), path_.c_str()) == 0, "{}: cannot rename into place: {}", path_,
-        errno_text());
+  const int renamed = ::rename(temp_path_.c_str(), path_.c_str());
+  check(renamed == 0, "{}: cannot rename into place: {}", path_, errno_text());
   committed_ = true;
   sync_parent_directory(path_);
 }

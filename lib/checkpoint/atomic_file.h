@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "checkpoint/file_digest.h"
+
 namespace mpipe::checkpoint {
 
 // Writes `<path>.tmp-<pid>`; commit() fsyncs it, renames it to `path` and fsyncs the
@@ -22,6 +24,8 @@ class AtomicFile {
   void commit();
 
   const std::string& path() const { return path_; }
+  // Size and crc32 of everything written so far.
+  FileDigest digest() const { return digest_.digest(); }
 
  private:
   void discard() noexcept;
@@ -30,9 +34,14 @@ class AtomicFile {
   std::string temp_path_;
   int fd_ = -1;
   bool committed_ = false;
+  DigestBuilder digest_;
 };
 
 // Replaces the file at `path` with `contents` atomically.
 void write_file_atomically(const std::string& path, std::string_view contents);
+
+// fsyncs the directory `dir`, so entries just created or renamed in it survive a crash
+// (best effort: a directory that cannot be opened is skipped).
+void sync_directory(const std::string& dir);
 
 }  // namespace mpipe::checkpoint

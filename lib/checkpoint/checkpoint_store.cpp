@@ -1,7 +1,9 @@
-// CheckpointStore: step folders, shard files, meta.json commit and pruning to the newest `keep`.
+// CheckpointStore: step folders, shard files, meta.json commit with checksums, verified reads,
+// and pruning to the newest `keep`.
 #include "checkpoint/checkpoint_store.h"
 
 #include <fmt/chrono.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -37,6 +39,93 @@ std::string utc_now_iso8601() {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(now));
 }
 
+std::string shard_file_name(int stage) { return fmt::format("stage_{}.safetensors", stage); }
+
+nlohmann::json shard_json(const ShardRecord& shard) {
+  return {{"file", shard_file_name(shard.stage)},
+          {"stage", shard.stage},
+          {"step", shard.step},
+          {"size", shard.digest.size},
+          {"crc32", crc32_hex(shard.digest.crc32)}};
+}
+
+std::optional<uint32_t> parse_crc32(const nlohmann::json& value) {
+  if (!value.is_string() || value.get<std::string>().size() != 8) return std::nullopt;
+  const std::string text = value.get<std::string>();
+  uint32_t crc = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), crc, 16);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return crc;
+}
+
+// The "shards" list of meta.json `path`, validated; empty for a checkpoint written before
+// meta.json recorded its shards.
+std::vector<ShardRecord> parse_shards(const nlohmann::json& meta, const std::string& path,
+                                      int64_t step) {
+  const auto shards = meta.find("shards");
+  if (shards == meta.end()) return {};
+  const auto num_stages = meta["num_stages"].get<int64_t>();
+  check_input(shards->is_array() && static_cast<int64_t>(shards->size()) == num_stages,
+              "{}: shards must be a list of {} entries (num_stages)", path, num_stages);
+  std::vector<ShardRecord> records;
+  for (int stage = 0; stage < static_cast<int>(num_stages); ++stage) {
+    const nlohmann::json& entry = (*shards)[static_cast<size_t>(stage)];
+    const auto crc =
+        entry.is_object() && entry.contains("crc32") ? parse_crc32(entry["crc32"]) : std::nullopt;
+    // Each field as json (null when missing), compared without converting: a value of
+    // another type is simply unequal.
+    const auto field = [&entry](const char* key) { return entry.value(key, nlohmann::json()); };
+    const bool ok = crc && field("file") == shard_file_name(stage) && field("stage") == stage &&
+                    field("step").is_number_integer() && field("size").is_number_unsigned();
+    check_input(ok,
+                "{}: shards[{}] must be {{\"file\": \"{}\", \"stage\": {}, \"step\": <integer>, "
+                "\"size\": <bytes>, \"crc32\": <8 hex digits>}}",
+                path, stage, shard_file_name(stage), stage);
+    records.push_back({.stage = stage,
+                       .step = entry["step"].get<int64_t>(),
+                       .digest = {.size = entry["size"].get<uint64_t>(), .crc32 = *crc}});
+    check_input(records.back().step == step, "{}: shards[{}].step is {}, the folder's step is {}",
+                path, stage, records.back().step, step);
+  }
+  return records;
+}
+
+// Why the shard's own metadata does not name the step and stage it is read as, if it doesn't.
+std::optional<std::string> identity_mismatch(const std::string& path,
+                                             const std::map<std::string, std::string>& meta,
+                                             int64_t step, int stage) {
+  const auto held_step = meta.find("step");
+  if (held_step == meta.end()) return fmt::format("{}: has no step in its metadata", path);
+  if (held_step->second != std::to_string(step)) {
+    return fmt::format("{}: holds step {}, meta.json says step {}", path, held_step->second, step);
+  }
+  const auto held_stage = meta.find("stage");
+  if (held_stage == meta.end() || held_stage->second != std::to_string(stage)) {
+    return fmt::format("{}: holds stage {}, meta.json says stage {}", path,
+                       held_stage == meta.end() ? "(none)" : held_stage->second, stage);
+  }
+  return std::nullopt;
+}
+
+// Why a shard does not match its record in meta.json. A shard copied from another step or
+// stage is named as such when its header still reads; otherwise the size or the checksum.
+std::string describe_mismatch(const std::string& path, const FileDigest& actual,
+                              const ShardRecord& expected) {
+  try {
+    const auto mismatch =
+        identity_mismatch(path, read_safetensors_metadata(path), expected.step, expected.stage);
+    if (mismatch) return *mismatch;
+  } catch (const InputError&) {
+    // the header itself is damaged: the size or the checksum tells
+  }
+  if (actual.size != expected.digest.size) {
+    return fmt::format("{}: size mismatch ({} bytes, meta.json says {})", path, actual.size,
+                       expected.digest.size);
+  }
+  return fmt::format("{}: checksum mismatch (crc32 {}, meta.json says {})", path,
+                     crc32_hex(actual.crc32), crc32_hex(expected.digest.crc32));
+}
+
 }  // namespace
 
 CheckpointStore::CheckpointStore(std::string run_dir, int keep)
@@ -62,35 +151,63 @@ std::string CheckpointStore::meta_path(int64_t step) const {
   return (fs::path(step_dir(step)) / "meta.json").string();
 }
 
-void CheckpointStore::write_shard(int64_t step, int stage, const std::vector<NamedTensor>& tensors,
-                                  const std::map<std::string, std::string>& metadata) {
+ShardRecord CheckpointStore::write_shard(int64_t step, int stage,
+                                         const std::vector<NamedTensor>& tensors,
+                                         const std::map<std::string, std::string>& metadata) {
   const std::string dir = step_dir(step);
   std::error_code ec;
   fs::create_directories(dir, ec);
   check(!ec, "{}: cannot create checkpoint folder: {}", dir, ec.message());
+  sync_directory(run_dir_);  // the entries of checkpoints/ and of the step folder
+  sync_directory(checkpoints_dir());
   fs::remove(meta_path(step), ec);  // a step being rewritten is no longer committed
   check(!ec, "{}: cannot remove: {}", meta_path(step), ec.message());
 
   std::map<std::string, std::string> shard_metadata = metadata;
   shard_metadata["step"] = std::to_string(step);
   shard_metadata["stage"] = std::to_string(stage);
-  write_safetensors(shard_path(step, stage), tensors, shard_metadata);
+  return {.stage = stage,
+          .step = step,
+          .digest = write_safetensors(shard_path(step, stage), tensors, shard_metadata)};
 }
 
-void CheckpointStore::commit(int64_t step, const nlohmann::json& meta) {
+void CheckpointStore::discard_shard(int64_t step, int stage) const {
+  std::error_code ec;
+  fs::remove(shard_path(step, stage), ec);
+  fs::remove(step_dir(step), ec);  // only if nothing else is left in it
+}
+
+void CheckpointStore::commit(int64_t step, const nlohmann::json& meta,
+                             const std::vector<ShardRecord>& shards) {
   check(meta.is_object() && meta.contains("num_stages") && meta["num_stages"].is_number_integer() &&
             meta["num_stages"].get<int64_t>() >= 1,
         "checkpoint meta for step {} needs an integer num_stages >= 1", step);
   const int64_t num_stages = meta["num_stages"].get<int64_t>();
-  for (int64_t stage = 0; stage < num_stages; ++stage) {
-    const std::string shard = shard_path(step, static_cast<int>(stage));
-    check(fs::exists(shard), "{}: missing, cannot commit step {}", shard, step);
+  std::vector<ShardRecord> sorted = shards;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ShardRecord& a, const ShardRecord& b) { return a.stage < b.stage; });
+  check(static_cast<int64_t>(sorted.size()) == num_stages,
+        "{}: cannot commit step {}: {} of {} shards reported written", step_dir(step), step,
+        sorted.size(), num_stages);
+  nlohmann::json records = nlohmann::json::array();
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    check(sorted[i].stage == static_cast<int>(i) && sorted[i].step == step,
+          "{}: cannot commit step {}: no report for stage {}", step_dir(step), step, i);
+    records.push_back(shard_json(sorted[i]));
   }
   nlohmann::json full = meta;
   full["step"] = step;
+  full["shards"] = std::move(records);
   if (!full.contains("time")) full["time"] = utc_now_iso8601();
+  std::error_code ec;
+  fs::create_directories(step_dir(step), ec);  // rank 0's own disk may not have it yet
+  check(!ec, "{}: cannot create checkpoint folder: {}", step_dir(step), ec.message());
   write_file_atomically(meta_path(step), full.dump(2) + "\n");
-  prune(step);
+  try {
+    prune(step);
+  } catch (const Error& e) {  // the commit stands; old checkpoints merely stay
+    spdlog::warn("{}", e.what());
+  }
 }
 
 std::vector<int64_t> CheckpointStore::step_folders() const {
@@ -109,7 +226,7 @@ std::vector<int64_t> CheckpointStore::step_folders() const {
 std::vector<int64_t> CheckpointStore::committed_steps() const {
   std::vector<int64_t> committed;
   for (int64_t step : step_folders()) {
-    if (fs::exists(meta_path(step))) committed.push_back(step);
+    if (fs::is_regular_file(meta_path(step))) committed.push_back(step);
   }
   return committed;
 }
@@ -127,7 +244,7 @@ void CheckpointStore::prune(int64_t committed_step) const {
                              : 0;
   std::vector<int64_t> doomed(committed.begin(), committed.begin() + static_cast<long>(num_old));
   for (int64_t step : step_folders()) {
-    if (step < committed_step && !fs::exists(meta_path(step))) doomed.push_back(step);
+    if (step < committed_step && !fs::is_regular_file(meta_path(step))) doomed.push_back(step);
   }
   for (int64_t step : doomed) {
     std::error_code ec;
@@ -157,17 +274,35 @@ nlohmann::json CheckpointStore::read_meta(int64_t step) const {
   check_input(stored_step != meta.end() && stored_step->is_number_integer() &&
                   stored_step->get<int64_t>() == step,
               "{}: step must be {} (the folder's step)", path, step);
+  parse_shards(meta, path, step);  // validates the list
   return meta;
 }
 
-std::vector<NamedTensor> CheckpointStore::read_all(int64_t step) const {
-  const int64_t num_stages = read_meta(step)["num_stages"].get<int64_t>();
+SafetensorsFile CheckpointStore::read_shard(int64_t step, int stage, const ShardRecord* expected,
+                                            int64_t num_stages) const {
+  const std::string path = shard_path(step, stage);
+  check_input(fs::exists(path), "{}: missing (meta.json says {} stages)", path, num_stages);
+  if (expected) {
+    const FileDigest actual = digest_file(path);
+    if (actual != expected->digest) throw InputError(describe_mismatch(path, actual, *expected));
+  }
+  SafetensorsFile file = read_safetensors(path);
+  if (auto mismatch = identity_mismatch(path, file.metadata, step, stage)) {
+    throw InputError(*mismatch);
+  }
+  return file;
+}
+
+std::vector<NamedTensor> CheckpointStore::read_verified(int64_t step) const {
+  const nlohmann::json meta = read_meta(step);
+  const int64_t num_stages = meta["num_stages"].get<int64_t>();
+  const std::vector<ShardRecord> records = parse_shards(meta, meta_path(step), step);
   std::vector<NamedTensor> merged;
   std::unordered_map<std::string, int64_t> stage_of;
   for (int64_t stage = 0; stage < num_stages; ++stage) {
+    const ShardRecord* expected = records.empty() ? nullptr : &records[static_cast<size_t>(stage)];
     const std::string path = shard_path(step, static_cast<int>(stage));
-    check_input(fs::exists(path), "{}: missing (meta.json says {} stages)", path, num_stages);
-    for (NamedTensor& t : read_safetensors(path).tensors) {
+    for (NamedTensor& t : read_shard(step, static_cast<int>(stage), expected, num_stages).tensors) {
       const auto [it, inserted] = stage_of.emplace(t.name, stage);
       check_input(inserted, "{}: tensor '{}' is also in stage_{}.safetensors", path, t.name,
                   it->second);
@@ -175,6 +310,38 @@ std::vector<NamedTensor> CheckpointStore::read_all(int64_t step) const {
     }
   }
   return merged;
+}
+
+std::vector<NamedTensor> CheckpointStore::read_all(int64_t step) const {
+  try {
+    return read_verified(step);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}; {}", e.what(), intact_hint(step)));
+  }
+}
+
+void CheckpointStore::verify(int64_t step) const { read_verified(step); }
+
+std::string CheckpointStore::intact_hint(int64_t broken_step) const {
+  const std::vector<int64_t> committed = committed_steps();
+  for (auto it = committed.rbegin(); it != committed.rend(); ++it) {
+    if (*it >= broken_step) continue;
+    try {
+      verify(*it);
+    } catch (const InputError&) {
+      continue;
+    }
+    std::vector<std::string> newer;
+    for (int64_t step : committed) {
+      if (step > *it) newer.push_back(fs::path(step_dir(step)).filename().string());
+    }
+    if (std::find(committed.begin(), committed.end(), broken_step) == committed.end()) {
+      newer.push_back(fs::path(step_dir(broken_step)).filename().string());
+    }
+    return fmt::format("the newest intact checkpoint is step {} ({}): remove {} to resume from it",
+                       *it, step_dir(*it), fmt::join(newer, ", "));
+  }
+  return "no earlier committed checkpoint is intact";
 }
 
 }  // namespace mpipe::checkpoint

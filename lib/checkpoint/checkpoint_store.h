@@ -1,5 +1,5 @@
 // CheckpointStore: the checkpoints/ folder of a run directory (sharded by stage, committed by
-// meta.json).
+// meta.json, verified by the checksums meta.json records).
 #pragma once
 
 #include <cstdint>
@@ -9,53 +9,83 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/file_digest.h"
 #include "checkpoint/safetensors.h"
 
 namespace mpipe::checkpoint {
 
+// What meta.json records for one shard: the file stage_<stage>.safetensors of `step`, its size
+// and crc32.
+struct ShardRecord {
+  int stage = 0;
+  int64_t step = 0;
+  FileDigest digest;
+};
+
 // Layout: <run_dir>/checkpoints/step_<NNNNNNNN>/stage_<s>.safetensors, one per pipeline
-// stage, written by that stage's rank, plus meta.json written last by one rank after every
-// shard is complete. A step folder without meta.json is incomplete and is ignored.
-// Tensor names are global (`layers.<global layer>.<param>`, `buffers.<global layer>.<name>`,
-// `optim.<slot>.layers.<global layer>.<param>`), so a run with another number of stages can
-// pick out its own.
+// stage, written by that stage's rank, plus meta.json written last by one rank once every
+// rank has reported its shard written (see train::RunCheckpoints). A step folder without
+// meta.json is incomplete and is ignored. meta.json lists every shard with its size, crc32 and
+// step, and reading verifies all three. Tensor names are global (`layers.<global
+// layer>.<param>`, `buffers.<global layer>.<name>`, `optim.<slot>.layers.<global
+// layer>.<param>`), so a run with another number of stages can pick out its own.
 class CheckpointStore {
  public:
   // keep: how many committed checkpoints commit() leaves in place (>= 1).
   CheckpointStore(std::string run_dir, int keep);
 
+  const std::string& run_dir() const { return run_dir_; }
+  std::string checkpoints_dir() const;
   std::string step_dir(int64_t step) const;
   std::string shard_path(int64_t step, int stage) const;
   std::string meta_path(int64_t step) const;
 
-  // Writes this stage's shard atomically (creating folders as needed). Rewriting a step
-  // first removes its meta.json, so a half-rewritten checkpoint is never seen as committed.
-  // `metadata` is stored in the shard; the keys "step" and "stage" are added.
-  void write_shard(int64_t step, int stage, const std::vector<NamedTensor>& tensors,
-                   const std::map<std::string, std::string>& metadata = {});
+  // Writes this stage's shard durably (temporary file, fsync, rename, fsync of the folders),
+  // creating folders as needed, and returns what meta.json must record for it. Rewriting a
+  // step first removes its meta.json, so a half-rewritten checkpoint is never seen as
+  // committed. `metadata` is stored in the shard; the keys "step" and "stage" are added.
+  ShardRecord write_shard(int64_t step, int stage, const std::vector<NamedTensor>& tensors,
+                          const std::map<std::string, std::string>& metadata = {});
+  // Removes this stage's shard of an uncommitted step (after a failed commit); best effort.
+  void discard_shard(int64_t step, int stage) const;
 
-  // Call once every shard of `step` is written. `meta` must hold "num_stages"; "step" is
-  // set (and "time", UTC ISO 8601, if absent). Checks that every shard exists, writes
-  // meta.json atomically, then deletes all but the `keep` newest committed checkpoints and
-  // every incomplete step folder older than `step`.
-  void commit(int64_t step, const nlohmann::json& meta);
+  // Commits `step` once every shard is written: `shards` holds one record per stage 0..K-1,
+  // as the writing ranks reported them (this rank need not see the files). `meta` must hold
+  // "num_stages" (K); "step", "shards" and "time" (UTC ISO 8601, if absent) are set. Writes
+  // meta.json atomically, and only then deletes all but the `keep` newest committed
+  // checkpoints and every incomplete step folder older than `step`.
+  void commit(int64_t step, const nlohmann::json& meta, const std::vector<ShardRecord>& shards);
 
-  // Committed steps, ascending.
+  // Committed steps (those with a meta.json), ascending.
   std::vector<int64_t> committed_steps() const;
   std::optional<int64_t> latest_committed() const;
 
   // meta.json of a committed step. Throws InputError naming the file if missing or corrupt.
   nlohmann::json read_meta(int64_t step) const;
 
-  // Every shard's tensors merged (in stage order). Throws InputError naming the file on a
-  // missing or corrupt shard, or a tensor name present in two shards.
+  // Every shard's tensors merged (in stage order), each shard verified against meta.json
+  // (size, crc32, and the step in its own metadata). Throws InputError with one line naming
+  // the file on a missing, corrupt or foreign shard, or a tensor name present in two shards,
+  // followed by which earlier committed checkpoint is intact, e.g.
+  // ".../step_00000020/stage_1.safetensors: checksum mismatch (crc32 1a2b3c4d, meta.json says
+  // 5e6f7a8b); the newest intact checkpoint is step 10 (.../step_00000010): remove
+  // step_00000020 to resume from it".
   std::vector<NamedTensor> read_all(int64_t step) const;
 
+  // Throws InputError (as read_all, without the hint) unless every shard of `step` is intact.
+  void verify(int64_t step) const;
+
  private:
-  std::string checkpoints_dir() const;
   // Step folders found on disk (committed or not), ascending.
   std::vector<int64_t> step_folders() const;
   void prune(int64_t committed_step) const;
+  // Reads and verifies one shard; `expected` is null for a checkpoint written before meta.json
+  // recorded shards (then only the shard's own step and stage are checked).
+  SafetensorsFile read_shard(int64_t step, int stage, const ShardRecord* expected,
+                             int64_t num_stages) const;
+  std::vector<NamedTensor> read_verified(int64_t step) const;
+  // "the newest intact checkpoint is step ..." or "no earlier committed checkpoint is intact".
+  std::string intact_hint(int64_t broken_step) const;
 
   std::string run_dir_;
   int keep_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -34,28 +35,31 @@ struct Entry {
   uint64_t end = 0;
 };
 
-void check_writable(const std::string& path, const std::vector<NamedTensor>& tensors) {
+void check_names(const std::string& path, const std::vector<TensorInfo>& layout) {
   std::set<std::string> names;
-  for (const NamedTensor& t : tensors) {
+  for (const TensorInfo& t : layout) {
     check(!t.name.empty() && t.name != kMetadataKey, "{}: invalid tensor name '{}'", path, t.name);
     check(names.insert(t.name).second, "{}: duplicate tensor name '{}'", path, t.name);
     for (int64_t d : t.shape.dims()) {
       check(d >= 0, "{}: tensor '{}' has negative dimension in {}", path, t.name, t.shape);
     }
-    check(static_cast<int64_t>(t.values.size()) == t.shape.numel(),
-          "{}: tensor '{}' has {} values, shape {} needs {}", path, t.name, t.values.size(),
-          t.shape, t.shape.numel());
   }
 }
 
+void check_size(const std::string& path, const TensorInfo& tensor, size_t num_values) {
+  check(static_cast<int64_t>(num_values) == tensor.shape.numel(),
+        "{}: tensor '{}' has {} values, shape {} needs {}", path, tensor.name, num_values,
+        tensor.shape, tensor.shape.numel());
+}
+
 // The JSON header, padded with spaces to a multiple of 8 bytes.
-std::string make_header(const std::vector<NamedTensor>& tensors,
+std::string make_header(const std::vector<TensorInfo>& layout,
                         const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   if (!metadata.empty()) header[kMetadataKey] = metadata;
   uint64_t offset = 0;
-  for (const NamedTensor& t : tensors) {
-    const uint64_t bytes = t.values.size() * kBytesPerValue;
+  for (const TensorInfo& t : layout) {
+    const uint64_t bytes = static_cast<uint64_t>(t.shape.numel()) * kBytesPerValue;
     header[t.name] = {
         {"dtype", "F32"}, {"shape", t.shape.dims()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -146,57 +150,131 @@ void check_layout(const std::string& path, std::vector<Entry>& entries, uint64_t
 
 }  // namespace
 
-void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  check_writable(path, tensors);
-  const std::string header = make_header(tensors, metadata);
+struct SafetensorsWriter::Impl {
+  Impl(std::string path, std::vector<TensorInfo> tensors)
+      : layout(std::move(tensors)), file(std::move(path)) {}
+  std::vector<TensorInfo> layout;
+  size_t next = 0;
+  AtomicFile file;
+};
+
+SafetensorsWriter::SafetensorsWriter(std::string path, std::vector<TensorInfo> layout,
+                                     const std::map<std::string, std::string>& metadata) {
+  check_names(path, layout);
+  const std::string header = make_header(layout, metadata);
+  impl_ = std::make_unique<Impl>(std::move(path), std::move(layout));
   const uint64_t header_bytes = header.size();
-  AtomicFile file(path);
-  file.write(std::as_bytes(std::span<const uint64_t>(&header_bytes, 1)));
-  file.write(header);
-  for (const NamedTensor& t : tensors) file.write(std::as_bytes(std::span<const float>(t.values)));
-  file.commit();
+  impl_->file.write(std::as_bytes(std::span<const uint64_t>(&header_bytes, 1)));
+  impl_->file.write(header);
 }
 
-SafetensorsFile read_safetensors(const std::string& path) {
-  std::error_code ec;
-  const uint64_t file_bytes = std::filesystem::file_size(path, ec);
-  check_input(!ec, "{}: cannot read: {}", path, ec.message());
-  std::ifstream in(path, std::ios::binary);
-  check_input(in.is_open(), "{}: cannot open", path);
+SafetensorsWriter::~SafetensorsWriter() = default;
 
+const TensorInfo& SafetensorsWriter::next() const {
+  check(impl_->next < impl_->layout.size(), "{}: every tensor is already written",
+        impl_->file.path());
+  return impl_->layout[impl_->next];
+}
+
+void SafetensorsWriter::write(std::span<const float> values) {
+  check_size(impl_->file.path(), next(), values.size());
+  impl_->file.write(std::as_bytes(values));
+  ++impl_->next;
+}
+
+FileDigest SafetensorsWriter::commit() {
+  check(impl_->next == impl_->layout.size(), "{}: {} of {} tensors written", impl_->file.path(),
+        impl_->next, impl_->layout.size());
+  impl_->file.commit();
+  return impl_->file.digest();
+}
+
+FileDigest write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorInfo> layout;
+  for (const NamedTensor& t : tensors) {
+    check_size(path, {t.name, t.shape}, t.values.size());
+    layout.push_back({t.name, t.shape});
+  }
+  SafetensorsWriter writer(path, std::move(layout), metadata);
+  for (const NamedTensor& t : tensors) writer.write(t.values);
+  return writer.commit();
+}
+
+namespace {
+
+// An opened file and its parsed JSON header.
+struct Header {
+  std::ifstream in;
+  uint64_t file_bytes = 0;
+  uint64_t data_start = 0;  // where the tensors' data begins
+  json fields;
+};
+
+Header read_header(const std::string& path) {
+  Header header;
+  std::error_code ec;
+  header.file_bytes = std::filesystem::file_size(path, ec);
+  check_input(!ec, "{}: cannot read: {}", path, ec.message());
+  header.in.open(path, std::ios::binary);
+  check_input(header.in.is_open(), "{}: cannot open", path);
+
+  const uint64_t file_bytes = header.file_bytes;
   check_input(file_bytes >= 8,
               "{}: truncated: file has {} bytes, a safetensors file starts with an 8-byte length",
               path, file_bytes);
   uint64_t header_bytes = 0;
-  read_at(in, path, 0, &header_bytes, 8);
+  read_at(header.in, path, 0, &header_bytes, 8);
   check_input(header_bytes <= kMaxHeaderBytes, "{}: header length {} is implausible (limit {})",
               path, header_bytes, kMaxHeaderBytes);
   check_input(header_bytes <= file_bytes - 8,
               "{}: truncated: header says {} bytes of header, file has {} after the length", path,
               header_bytes, file_bytes - 8);
   std::string header_text(header_bytes, '\0');
-  read_at(in, path, 8, header_text.data(), header_bytes);
+  read_at(header.in, path, 8, header_text.data(), header_bytes);
 
-  json header;
   try {
-    header = json::parse(header_text);
+    header.fields = json::parse(header_text);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: header is not valid JSON: {}", path, e.what()));
   }
-  check_input(header.is_object(), "{}: header is not a JSON object", path);
+  check_input(header.fields.is_object(), "{}: header is not a JSON object", path);
+  header.data_start = 8 + header_bytes;
+  return header;
+}
 
+}  // namespace
+
+std::optional<std::string> first_non_finite(const std::vector<NamedTensor>& tensors) {
+  for (const NamedTensor& t : tensors) {
+    if (!std::all_of(t.values.begin(), t.values.end(), [](float v) { return std::isfinite(v); })) {
+      return t.name;
+    }
+  }
+  return std::nullopt;
+}
+
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
+  const Header header = read_header(path);
+  const auto metadata = header.fields.find(kMetadataKey);
+  if (metadata == header.fields.end()) return {};
+  return parse_metadata(path, *metadata);
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  Header header = read_header(path);
+  std::ifstream& in = header.in;
   SafetensorsFile file;
   std::vector<Entry> entries;
-  for (const auto& [key, value] : header.items()) {
+  for (const auto& [key, value] : header.fields.items()) {
     if (key == kMetadataKey) {
       file.metadata = parse_metadata(path, value);
     } else {
       entries.push_back(parse_entry(path, key, value));
     }
   }
-  const uint64_t data_start = 8 + header_bytes;
-  check_layout(path, entries, file_bytes - data_start);
+  const uint64_t data_start = header.data_start;
+  check_layout(path, entries, header.file_bytes - data_start);
 
   file.tensors.reserve(entries.size());
   for (Entry& e : entries) {

@@ -2,9 +2,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "checkpoint/file_digest.h"
 #include "core/shape.h"
 
 namespace mpipe::checkpoint {
@@ -15,21 +19,58 @@ struct NamedTensor {
   std::vector<float> values;  // row-major, shape.numel() values
 };
 
+// The name of the first tensor holding a NaN or an infinity, if any.
+std::optional<std::string> first_non_finite(const std::vector<NamedTensor>& tensors);
+
 struct SafetensorsFile {
   std::vector<NamedTensor> tensors;  // in the order of their data in the file
   std::map<std::string, std::string> metadata;
+};
+
+// A tensor's name and shape, without its values: the layout of a file written piece by piece.
+struct TensorInfo {
+  std::string name;
+  Shape shape;
+};
+
+// Writes a safetensors file one tensor at a time, so the writer never holds more than the
+// tensor it is given: the header (from `layout`) first, then each tensor's values in layout
+// order. Atomic like write_safetensors: the file appears at `path` only on commit(), and a
+// writer destroyed before that (an error, an exception) leaves nothing.
+class SafetensorsWriter {
+ public:
+  SafetensorsWriter(std::string path, std::vector<TensorInfo> layout,
+                    const std::map<std::string, std::string>& metadata = {});
+  ~SafetensorsWriter();
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
+
+  // The next tensor of the layout; its size must match its shape.
+  const TensorInfo& next() const;
+  void write(std::span<const float> values);
+  // Checks every tensor was written, then moves the file into place.
+  FileDigest commit();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Writes `tensors` (data in the given order) and `metadata` as a safetensors file:
 // u64 little-endian header length, JSON header padded with spaces to a multiple of 8,
 // then the raw little-endian f32 data. Atomic: `path` is either the whole new file or
 // untouched. Throws mpipe::Error on duplicate names, values/shape mismatch or I/O failure.
-void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+// Returns the size and crc32 of the file written.
+FileDigest write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata = {});
 
 // Reads and validates a safetensors file holding only F32 tensors. Throws
 // mpipe::InputError with a one-line message naming the file, e.g.
 // "ckpt.safetensors: truncated: header says 1024 bytes of data, file has 512".
 SafetensorsFile read_safetensors(const std::string& path);
+
+// Only the metadata of a safetensors file (reads and checks the header, not the data). Throws
+// InputError like read_safetensors.
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
 
 }  // namespace mpipe::checkpoint

@@ -13,6 +13,34 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Replaces the file at `path` with `contents`: written to a temporary file, then renamed.
+void replace_file(const std::string& path, const std::string& contents) {
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << contents;
+    out.close();
+    if (!out) {
+      std::remove(temp.c_str());
+      throw Error(fmt::format("{}: write failed", path));
+    }
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) {
+    std::remove(temp.c_str());
+    throw Error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
+  }
+}
+
+// Whether `line` is a metrics record of a step <= `step`.
+bool is_record_through(const std::string& line, int64_t step) {
+  const nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object()) return false;
+  const auto found = record.find("step");
+  return found != record.end() && found->is_number_integer() && found->get<int64_t>() <= step;
+}
+
 }  // namespace
 
 MetricsWriter::MetricsWriter(const std::string& run_dir) : run_dir_(run_dir) {}
@@ -59,23 +87,26 @@ void MetricsWriter::eval(int64_t step, const std::string& split, double loss, do
 
 void MetricsWriter::write_summary(const nlohmann::json& summary) {
   create_run_dir();
-  const std::string path = summary_path();
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << summary.dump(2) << '\n';
-    out.close();
-    if (!out) {
-      std::remove(temp.c_str());
-      throw Error(fmt::format("{}: write failed", path));
+  replace_file(summary_path(), summary.dump(2) + "\n");
+}
+
+int64_t MetricsWriter::keep_records_through(int64_t step) {
+  if (metrics_.is_open()) metrics_.close();
+  const std::string path = metrics_path();
+  std::ifstream in(path);
+  if (!in.is_open()) return 0;
+  std::string kept;
+  int64_t dropped = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (is_record_through(line, step)) {
+      kept += line + '\n';
+    } else {
+      ++dropped;
     }
   }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) {
-    std::remove(temp.c_str());
-    throw Error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
-  }
+  check(in.eof(), "{}: read failed", path);
+  if (dropped > 0) replace_file(path, kept);
+  return dropped;
 }
 
 }  // namespace mpipe::log

@@ -26,6 +26,11 @@ class MetricsWriter {
             std::optional<double> bits_per_char = {});
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).
   void write_summary(const nlohmann::json& summary);
+  // For a run resumed from a checkpoint at `step`: rewrites metrics.jsonl atomically with only
+  // the records of steps <= `step` (those after it are redone, and would appear twice), and
+  // drops lines that are not a JSON record (the torn last line of a killed run). Call before
+  // the first record; no file, nothing to do. Returns how many lines it dropped.
+  int64_t keep_records_through(int64_t step);
 
   std::string metrics_path() const;
   std::string summary_path() const;

@@ -100,7 +100,8 @@ class Daemon {
   bool is_root() const { return world_.rank() == 0; }
 
   // Collective: rank 0 looks at the spool and every rank gets the same action: {"action": "run",
-  // "name", "config", "overrides"}, {"action": "idle"} or {"action": "exit"}.
+  // "name", "yaml" (the experiment file's text), "overrides"}, {"action": "idle"} or
+  // {"action": "exit"}. Rank 0 has written runs/<name>/experiment.yaml.
   nlohmann::json next_action() {
     nlohmann::json action = {{"action", "idle"}};
     comm::agree(world_, [&] {
@@ -115,9 +116,11 @@ class Daemon {
           spdlog::info("{}: cancelled", entry->name);
           continue;
         }
+        const std::string yaml = spool_.experiment_text(*entry);
+        spool_.write_experiment_file(entry->name, yaml);
         action = {{"action", "run"},
                   {"name", entry->name},
-                  {"config", spool_.write_experiment_file(*entry)},
+                  {"yaml", yaml},
                   {"overrides", entry->overrides}};
         board_->started(*entry);
         return;
@@ -156,15 +159,21 @@ class Daemon {
         board_->progress(name, record, eta_s);
       };
     }
-    const TrainInputs inputs{
-        .config_path = action["config"].get<std::string>(),
-        .overrides = action["overrides"].get<std::vector<std::string>>(),
-        .run_dir = run_dir,
-        .export_path = (std::filesystem::path(run_dir) / "weights.safetensors").string(),
-        .resuming = true,
-        .any_world = true};
     Ending ending;
     try {
+      // Each rank runs its own copy of the experiment file: on a shared file system it is rank
+      // 0's (written before the broadcast), on node-local disks each rank writes one.
+      std::string config_path;
+      comm::agree(world_, [&] {
+        config_path = spool_.write_experiment_file(name, action["yaml"].get<std::string>());
+      });
+      const TrainInputs inputs{
+          .config_path = config_path,
+          .overrides = action["overrides"].get<std::vector<std::string>>(),
+          .run_dir = run_dir,
+          .export_path = (std::filesystem::path(run_dir) / "weights.safetensors").string(),
+          .resuming = true,
+          .any_world = true};
       const TrainOutcome outcome = run_train_job(inputs, run_options, world_);
       ending = ending_of(outcome.result, !world_.all_true(!cancel_seen));
     } catch (const AgreedError& e) {
@@ -183,6 +192,9 @@ class Daemon {
     if (result.preempted) {
       return {.state = cancelled ? ExperimentState::kCancelled : ExperimentState::kInterrupted,
               .step = result.steps_done};
+    }
+    if (result.already_finished) {  // its daemon stopped after the last checkpoint
+      return {.state = ExperimentState::kDone, .step = result.steps_done};
     }
     return {.state = ExperimentState::kDone,
             .step = result.steps_done,

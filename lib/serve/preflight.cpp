@@ -20,16 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Refuses to start a fresh run on top of an earlier one (its metrics and checkpoints would mix).
-void check_run_dir_is_fresh(const std::string& run_dir) {
-  for (const char* entry : {"metrics.jsonl", "checkpoints", "summary.json"}) {
-    check_input(!fs::exists(fs::path(run_dir) / entry),
-                "{}: already holds a run ({} exists); pass --resume to continue it or "
-                "--run-dir for a new one",
-                run_dir, entry);
-  }
-}
-
 // The nearest folder of `path` (itself or an ancestor) that exists.
 fs::path existing_ancestor(const fs::path& path) {
   fs::path folder = fs::absolute(path);
@@ -113,6 +103,15 @@ comm::Topology resolve_topology(const config::Experiment& experiment,
 }
 
 }  // namespace
+
+void check_run_dir_is_fresh(const std::string& run_dir) {
+  for (const char* entry : {"metrics.jsonl", "checkpoints", "summary.json"}) {
+    check_input(!fs::exists(fs::path(run_dir) / entry),
+                "{}: already holds a run ({} exists); pass --resume to continue it or "
+                "--run-dir for a new one",
+                run_dir, entry);
+  }
+}
 
 PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communicator& world) {
   PreflightResult result;

@@ -30,6 +30,9 @@ struct PreflightResult {
   std::unique_ptr<data::Dataset> dataset;
 };
 
+// Refuses to start a fresh run on top of an earlier one (its metrics and checkpoints would mix).
+void check_run_dir_is_fresh(const std::string& run_dir);
+
 // Collective over `world` (through comm::agree): throws AgreedError on every rank when any
 // rank finds a problem.
 PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communicator& world);

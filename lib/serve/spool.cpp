@@ -256,13 +256,19 @@ std::vector<QueueEntry> Spool::cancelled() const {
   return entries;
 }
 
-std::string Spool::write_experiment_file(const QueueEntry& entry) const {
+std::string Spool::experiment_text(const QueueEntry& entry) const {
   const std::string path = experiment_file(entry.name);
   std::error_code ec;
-  if (fs::exists(path, ec)) return path;
-  fs::create_directories(run_dir(entry.name), ec);
-  check(!ec, "{}: cannot create: {}", run_dir(entry.name), ec.message());
-  checkpoint::write_file_atomically(path, entry.yaml);
+  return fs::exists(path, ec) ? read_text(path) : entry.yaml;
+}
+
+std::string Spool::write_experiment_file(const std::string& name, const std::string& yaml) const {
+  const std::string path = experiment_file(name);
+  std::error_code ec;
+  if (fs::exists(path, ec) && read_text(path) == yaml) return path;
+  fs::create_directories(run_dir(name), ec);
+  check(!ec, "{}: cannot create: {}", run_dir(name), ec.message());
+  checkpoint::write_file_atomically(path, yaml);
   return path;
 }
 

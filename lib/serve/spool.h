@@ -75,8 +75,12 @@ class Spool {
   bool cancel_requested(const std::string& name) const;
   // The experiments with a cancel request.
   std::vector<QueueEntry> cancelled() const;
-  // Writes runs/<name>/experiment.yaml from the entry (unless it exists) and returns its path.
-  std::string write_experiment_file(const QueueEntry& entry) const;
+  // What the experiment runs: runs/<name>/experiment.yaml if it exists (a resumed experiment
+  // keeps the file it started with), else the submitted text.
+  std::string experiment_text(const QueueEntry& entry) const;
+  // Makes runs/<name>/experiment.yaml hold `yaml` (written only if it does not already) and
+  // returns its path.
+  std::string write_experiment_file(const std::string& name, const std::string& yaml) const;
 
  private:
   std::string folder(const char* name) const;

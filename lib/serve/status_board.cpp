@@ -75,8 +75,8 @@ void StatusBoard::ended(const std::string& name, const Ending& ending) {
   e->state = ending.state;
   e->step = ending.step;
   if (ending.loss) e->loss = ending.loss;
-  e->eval_loss = ending.eval_loss;
-  e->eval_accuracy = ending.eval_accuracy;
+  if (ending.eval_loss) e->eval_loss = ending.eval_loss;
+  if (ending.eval_accuracy) e->eval_accuracy = ending.eval_accuracy;
   e->error = ending.error;
   e->eta_s.reset();
   if (has_ended(ending.state)) e->ended = utc_now();

@@ -1,5 +1,6 @@
 // One training run the way `mpipe train` runs it: preflight on every rank, logging at the
-// experiment's level, then the run. `mpipe train` runs one; the daemon runs one per experiment.
+// experiment's level, the run directory's lock, then the run. `mpipe train` runs one; the daemon
+// runs one per experiment.
 #pragma once
 
 #include "comm/communicator.h"
@@ -15,8 +16,10 @@ struct TrainOutcome {
 };
 
 // Collective over `world`. `options.run_dir` and `options.export_weights` are taken from
-// `inputs`. Throws AgreedError on every rank for bad input and for a run that fails (a
-// non-finite loss, a damaged checkpoint, a full disk).
+// `inputs`, `options.settings` from the resolved experiment. Rank 0 holds the run directory's
+// lock (checkpoint::RunLock) for the whole run. Throws AgreedError on every rank for bad input,
+// a run directory another job holds, and a run that fails (a non-finite loss, a damaged
+// checkpoint, a full disk).
 TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
                            const comm::Communicator& world);
 

@@ -1,37 +1,219 @@
-// Run checkpoints: every stage's shard written, then the step committed; resume from the newest.
+// Run checkpoints: non-finite guard, shard writes, the agreed commit, and the checks of a resume.
 #include "train/run_checkpoint.h"
 
-#include <optional>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
+#include <filesystem>
+#include <span>
+
+#include "comm/agree.h"
+#include "core/error.h"
+#include "log/metrics_writer.h"
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
+namespace {
 
-void save_checkpoint(Trainer& trainer, checkpoint::CheckpointStore& store,
-                     const config::Experiment& experiment, const comm::Communicator& world,
-                     int64_t steps_done) {
-  if (trainer.topology().replica == 0) {
-    store.write_shard(steps_done, trainer.topology().stage,
-                      stage_state(trainer.stage(), trainer.optimizer()));
+namespace fs = std::filesystem;
+
+constexpr size_t kReportSize = 3;  // stage, crc32, size: exact in doubles (sizes below 2^53)
+
+checkpoint::Settings saved_settings(const nlohmann::json& meta, const std::string& path) {
+  checkpoint::Settings settings;
+  for (const auto& [key, value] : meta["settings"].items()) {
+    check_input(value.is_string(), "{}: settings.{}: must be a string", path, key);
+    settings[key] = value.get<std::string>();
   }
-  world.barrier();
-  if (world.rank() == 0) {
-    store.commit(steps_done, {{"num_stages", trainer.topology().num_stages},
-                              {"optimizer_steps", trainer.optimizer().steps_taken()},
-                              {"seed", experiment.train.seed},
-                              {"config", experiment.source}});
-  }
-  world.barrier();
+  return settings;
 }
 
-int64_t resume_from(Trainer& trainer, checkpoint::CheckpointStore& store) {
-  std::optional<int64_t> latest = store.latest_committed();
-  if (!latest) return 0;
-  load_stage_state(trainer.stage(), trainer.optimizer(), store.read_all(*latest),
-                   store.step_dir(*latest));
-  trainer.optimizer().set_steps_taken(
-      store.read_meta(*latest).at("optimizer_steps").get<int64_t>());
-  return *latest;
+int64_t optimizer_steps(const nlohmann::json& meta, const std::string& path) {
+  const auto steps = meta.find("optimizer_steps");
+  check_input(steps != meta.end() && steps->is_number_integer() && steps->get<int64_t>() >= 0,
+              "{}: optimizer_steps must be an integer >= 0", path);
+  return steps->get<int64_t>();
+}
+
+}  // namespace
+
+void require_committed_checkpoint(const std::string& run_dir) {
+  std::error_code ec;
+  const fs::path checkpoints = fs::path(run_dir) / "checkpoints";
+  std::string found;
+  if (!fs::exists(run_dir, ec)) {
+    found = "the directory does not exist";
+  } else if (!fs::is_directory(run_dir, ec)) {
+    found = "it is not a directory";
+  } else if (!fs::is_directory(checkpoints, ec)) {
+    found = "it has no checkpoints/ folder";
+  } else if (!checkpoint::CheckpointStore(run_dir, 1).latest_committed()) {
+    found = "checkpoints/ holds no committed step";
+  } else {
+    return;
+  }
+  throw InputError(fmt::format("{}: --resume: no committed checkpoint ({})", run_dir, found));
+}
+
+RunCheckpoints::RunCheckpoints(Trainer& trainer, const config::Experiment& experiment,
+                               const RunOptions& options, const comm::Communicator& world)
+    : trainer_(trainer),
+      experiment_(experiment),
+      options_(options),
+      world_(world),
+      store_(options.run_dir, experiment.checkpoint.keep) {}
+
+checkpoint::Settings RunCheckpoints::settings() const {
+  checkpoint::Settings settings = options_.settings;
+  settings[checkpoint::kGlobalMicroBatchesKey] = std::to_string(
+      int64_t{experiment_.pipeline.micro_batches} * trainer_.topology().num_replicas);
+  return settings;
+}
+
+void RunCheckpoints::save(int64_t steps_done) {
+  const comm::Topology& topo = trainer_.topology();
+  const bool writer = topo.replica == 0;  // the other replicas hold the same stages
+  std::vector<checkpoint::NamedTensor> tensors;
+  if (writer) tensors = stage_state(trainer_.stage(), trainer_.optimizer());
+  comm::agree(world_, [&] {
+    if (auto name = checkpoint::first_non_finite(tensors)) {
+      throw Error(fmt::format("step {}: not saving a checkpoint: non-finite value in {} (stage {})",
+                              steps_done, *name, topo.stage));
+    }
+  });
+  checkpoint::ShardRecord mine;
+  try {
+    comm::agree(world_, [&] {
+      if (writer) mine = store_.write_shard(steps_done, topo.stage, tensors);
+    });
+    const auto shards = gather_shard_records(writer ? &mine : nullptr, steps_done);
+    comm::agree(world_, [&] {
+      if (world_.rank() != 0) return;
+      nlohmann::json meta = {{"num_stages", topo.num_stages},
+                             {"optimizer_steps", trainer_.optimizer().steps_taken()},
+                             {"seed", experiment_.train.seed},
+                             {"config", experiment_.source}};
+      if (!options_.settings.empty()) meta["settings"] = settings();
+      store_.commit(steps_done, meta, shards);
+    });
+  } catch (const AgreedError&) {
+    if (writer) store_.discard_shard(steps_done, topo.stage);  // the step is not committed
+    throw;
+  }
+  // Rank 0's commit pruned its disk to the newest checkpoint.keep; the other writers drop their
+  // shards of the same old steps (a no-op where they share rank 0's disk).
+  committed_.push_back(steps_done);
+  while (committed_.size() > static_cast<size_t>(experiment_.checkpoint.keep)) {
+    if (writer && world_.rank() != 0) store_.discard_shard(committed_.front(), topo.stage);
+    committed_.pop_front();
+  }
+}
+
+std::vector<checkpoint::ShardRecord> RunCheckpoints::gather_shard_records(
+    const checkpoint::ShardRecord* mine, int64_t step) const {
+  std::vector<double> report;
+  if (mine) {
+    report = {static_cast<double>(mine->stage), static_cast<double>(mine->digest.crc32),
+              static_cast<double>(mine->digest.size)};
+  }
+  const std::vector<double> all = world_.allgatherv(report);
+  std::vector<checkpoint::ShardRecord> records;
+  for (size_t i = 0; i + kReportSize <= all.size(); i += kReportSize) {
+    records.push_back({.stage = static_cast<int>(all[i]),
+                       .step = step,
+                       .digest = {.size = static_cast<uint64_t>(all[i + 2]),
+                                  .crc32 = static_cast<uint32_t>(all[i + 1])}});
+  }
+  return records;
+}
+
+ResumePoint RunCheckpoints::resume() {
+  if (options_.resume == ResumeMode::kNever) return {};
+  const bool is_root = world_.rank() == 0;
+  double latest = -1;  // rank 0 picks the step, so every rank loads the same one
+  comm::agree(world_, [&] {
+    if (!is_root) return;
+    if (auto step = store_.latest_committed()) {
+      latest = static_cast<double>(*step);
+    } else if (options_.resume == ResumeMode::kRequired) {
+      require_committed_checkpoint(options_.run_dir);
+    }
+  });
+  world_.broadcast(std::span<double>(&latest, 1), 0);
+  if (latest < 0) {
+    if (is_root) {
+      spdlog::info("{}: no committed checkpoint; starting a new run from step 0", options_.run_dir);
+    }
+    drop_metrics_after(0);
+    return {};
+  }
+
+  const auto step = static_cast<int64_t>(latest);
+  nlohmann::json meta;
+  comm::agree(world_, [&] {
+    meta = store_.read_meta(step);
+    check_settings(meta, step);
+  });
+  if (step >= experiment_.train.steps) {
+    if (is_root) {
+      spdlog::info("{}: already finished at step {} (train.steps = {}); nothing to do",
+                   options_.run_dir, step, experiment_.train.steps);
+    }
+    return {.step = step, .finished = true};
+  }
+  comm::agree(world_, [&] {
+    load_stage_state(trainer_.stage(), trainer_.optimizer(), store_.read_all(step),
+                     store_.step_dir(step));
+    trainer_.optimizer().set_steps_taken(optimizer_steps(meta, store_.meta_path(step)));
+  });
+  drop_metrics_after(step);
+  if (is_root) spdlog::info("resumed from step {} ({})", step, store_.step_dir(step));
+  return {.step = step};
+}
+
+void RunCheckpoints::check_settings(const nlohmann::json& meta, int64_t step) const {
+  const bool is_root = world_.rank() == 0;
+  const std::string path = store_.meta_path(step);
+  if (!meta.contains("settings") || !meta["settings"].is_object() || meta["settings"].empty()) {
+    if (is_root) {
+      spdlog::warn(
+          "{}: written by an mpipe that did not record the settings; resuming without "
+          "checking that the experiment is unchanged",
+          path);
+    }
+    return;
+  }
+  const checkpoint::Settings saved = saved_settings(meta, path);
+  const checkpoint::SettingChanges changes = checkpoint::compare_settings(saved, settings());
+  check_input(changes.refused.empty(),
+              "{}: cannot resume step {} with other settings: {} (a resumed run may change only "
+              "train.steps, train.eval_*, log.*, checkpoint.* and the pipeline layout, keeping "
+              "pipeline.micro_batches × data_parallel; start a new run with another --run-dir)",
+              options_.run_dir, step, fmt::join(changes.refused, "; "));
+  if (!is_root || changes.allowed.empty()) return;
+  spdlog::info("{}: resuming with changed settings: {}", options_.run_dir,
+               fmt::join(changes.allowed, "; "));
+  const auto schedule = saved.find("optimizer.schedule.kind");
+  const auto steps = saved.find("train.steps");
+  if (schedule != saved.end() && schedule->second == "cosine" && steps != saved.end() &&
+      steps->second != std::to_string(experiment_.train.steps)) {
+    spdlog::warn(
+        "{}: train.steps changed from {} to {}: the cosine learning-rate schedule ends "
+        "at train.steps, so from step {} on it differs from the original run's",
+        options_.run_dir, steps->second, experiment_.train.steps, step);
+  }
+}
+
+void RunCheckpoints::drop_metrics_after(int64_t step) const {
+  int64_t dropped = 0;
+  log::MetricsWriter metrics(options_.run_dir);
+  comm::agree(world_, [&] {
+    if (world_.rank() == 0) dropped = metrics.keep_records_through(step);
+  });
+  if (dropped > 0) {
+    spdlog::info("{}: dropped {} records after step {} (those steps are run again)",
+                 metrics.metrics_path(), dropped, step);
+  }
 }
 
 }  // namespace mpipe::train

@@ -1,23 +1,68 @@
-// Run checkpoints: saving every stage's shard as one committed step, and resuming from the newest.
+// Run checkpoints: every stage's shard written and committed by agreement among the ranks, and
+// resuming from the newest committed step after checking it and the experiment's settings.
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
 
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint/resume_settings.h"
 #include "comm/communicator.h"
 #include "config/experiment.h"
 #include "train/trainer.h"
+#include "train/training_run.h"
 
 namespace mpipe::train {
 
-// Collective over `world`: writes this rank's shard (first replica only), then rank 0 commits
-// the step.
-void save_checkpoint(Trainer& trainer, checkpoint::CheckpointStore& store,
-                     const config::Experiment& experiment, const comm::Communicator& world,
-                     int64_t steps_done);
+// Where a run starts.
+struct ResumePoint {
+  int64_t step = 0;       // steps already done: 0 for a new run
+  bool finished = false;  // the checkpoint has train.steps steps (or more): nothing to do
+};
 
-// Loads the newest committed checkpoint into the trainer; returns the number of steps it had
-// done (0 when there is none).
-int64_t resume_from(Trainer& trainer, checkpoint::CheckpointStore& store);
+// --resume needs a committed checkpoint in `run_dir`. Throws InputError saying what was found:
+// "runs/typo: --resume: no committed checkpoint (the directory does not exist)", "(it has no
+// checkpoints/ folder)" or "(checkpoints/ holds no committed step)".
+void require_committed_checkpoint(const std::string& run_dir);
+
+// The checkpoints of one run. Every method is collective over `world`; failures are agreed
+// (comm::agree), so every rank throws the same AgreedError and none is left waiting.
+class RunCheckpoints {
+ public:
+  RunCheckpoints(Trainer& trainer, const config::Experiment& experiment, const RunOptions& options,
+                 const comm::Communicator& world);
+
+  // What options.resume asks for. kNever: a new run. Otherwise rank 0 picks the newest
+  // committed step (none: an error for kRequired, an info line for kIfPresent), every rank
+  // checks the settings it was saved with against this run's (refusing changes the training
+  // depends on), and unless it already has train.steps steps, loads it, verified, and drops
+  // metrics.jsonl's records after it.
+  ResumePoint resume();
+
+  // Saves the state after `steps_done` steps. Nothing is written if any stage holds a
+  // non-finite value. Each stage of replica 0 writes its shard durably and reports its size
+  // and crc32 through an allgather; rank 0 writes meta.json with them (this commits the step)
+  // and only then prunes old checkpoints. Any rank's failure fails every rank, and the
+  // uncommitted shards are removed.
+  void save(int64_t steps_done);
+
+ private:
+  checkpoint::Settings settings() const;
+  void check_settings(const nlohmann::json& meta, int64_t step) const;
+  std::vector<checkpoint::ShardRecord> gather_shard_records(const checkpoint::ShardRecord* mine,
+                                                            int64_t step) const;
+  void drop_metrics_after(int64_t step) const;
+
+  Trainer& trainer_;
+  const config::Experiment& experiment_;
+  const RunOptions& options_;
+  const comm::Communicator& world_;
+  checkpoint::CheckpointStore store_;
+  // Steps this process committed, oldest first: a writer other than rank 0 prunes its own
+  // shards by them, since its folder may be a node-local disk that rank 0's pruning never sees.
+  std::deque<int64_t> committed_;
+};
 
 }  // namespace mpipe::train

@@ -1,4 +1,4 @@
-// Naming, packing and restoring a stage's weights and optimizer state.
+// Naming, listing and restoring a stage's weights and optimizer state.
 #include "train/stage_tensors.h"
 
 #include <fmt/format.h>
@@ -33,41 +33,26 @@ void for_each_weight(Stage& stage, Visit visit) {
 
 }  // namespace
 
-std::vector<TensorSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers) {
-  std::vector<TensorSlot> layout;
+std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers) {
+  std::vector<WeightSlot> layout;
   for (const auto& layer : layers) {
+    const int index = layer->global_index();
     for (const auto& spec : layer->param_specs()) {
-      layout.push_back({weight_name(layer->global_index(), spec.name), spec.shape});
+      layout.push_back({index, {weight_name(index, spec.name), spec.shape}});
     }
     for (const auto& spec : layer->buffer_specs()) {
-      layout.push_back({weight_name(layer->global_index(), spec.name), spec.shape});
+      layout.push_back({index, {weight_name(index, spec.name), spec.shape}});
     }
   }
   return layout;
 }
 
-std::vector<float> pack_weights(const pipeline::Stage& stage) {
-  std::vector<float> flat;
-  for_each_weight(stage, [&flat](const std::string&, const Shape&, auto values) {
-    flat.insert(flat.end(), values.begin(), values.end());
+std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage) {
+  std::vector<std::span<const float>> values;
+  for_each_weight(stage, [&values](const std::string&, const Shape&, auto view) {
+    values.emplace_back(view.data(), view.size());
   });
-  return flat;
-}
-
-std::vector<checkpoint::NamedTensor> unpack_weights(const std::vector<TensorSlot>& layout,
-                                                    const std::vector<float>& flat) {
-  std::vector<checkpoint::NamedTensor> tensors;
-  size_t offset = 0;
-  for (const TensorSlot& slot : layout) {
-    const auto n = static_cast<size_t>(slot.shape.numel());
-    check(offset + n <= flat.size(), "gathered weights too short for {}", slot.name);
-    tensors.push_back({slot.name, slot.shape,
-                       std::vector<float>(flat.begin() + static_cast<ptrdiff_t>(offset),
-                                          flat.begin() + static_cast<ptrdiff_t>(offset + n))});
-    offset += n;
-  }
-  check(offset == flat.size(), "gathered {} weights, the model has {}", flat.size(), offset);
-  return tensors;
+  return values;
 }
 
 std::vector<checkpoint::NamedTensor> stage_state(const pipeline::Stage& stage,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,20 +15,17 @@
 
 namespace mpipe::train {
 
-// One tensor of the model: "layers.<global layer>.<param or buffer name>".
-struct TensorSlot {
-  std::string name;
-  Shape shape;
+// One tensor of the model's weights: "layers.<global layer>.<param or buffer name>".
+struct WeightSlot {
+  int global_layer;
+  checkpoint::TensorInfo tensor;
 };
 
 // The weight tensors of `layers` in a fixed order: per layer, its parameters then its buffers.
-std::vector<TensorSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers);
+std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers);
 
-// The stage's weights in weight_layout order, as one flat array (for gathering).
-std::vector<float> pack_weights(const pipeline::Stage& stage);
-// Splits flat weights (pack_weights of consecutive stages, concatenated) into named tensors.
-std::vector<checkpoint::NamedTensor> unpack_weights(const std::vector<TensorSlot>& layout,
-                                                    const std::vector<float>& flat);
+// The stage's weights in weight_layout order, as views into its parameters and buffers.
+std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage);
 
 // Weights and optimizer state of the stage, for its checkpoint shard.
 std::vector<checkpoint::NamedTensor> stage_state(const pipeline::Stage& stage,

@@ -9,7 +9,7 @@
 #include <numbers>
 #include <optional>
 
-#include "checkpoint/checkpoint_store.h"
+#include "checkpoint/safetensors.h"
 #include "comm/agree.h"
 #include "core/error.h"
 #include "data/dataset.h"
@@ -112,9 +112,15 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
                  train.batch_size / topo.num_replicas / experiment.pipeline.micro_batches);
   }
 
-  checkpoint::CheckpointStore store(options.run_dir, experiment.checkpoint.keep);
-  int64_t first_step = options.resume != ResumeMode::kNever ? resume_from(trainer, store) : 0;
-  if (first_step > 0 && is_root) spdlog::info("resumed from step {}", first_step);
+  RunCheckpoints checkpoints(trainer, experiment, options, world);
+  const ResumePoint resumed = checkpoints.resume();
+  if (resumed.finished) {
+    RunResult finished;
+    finished.steps_done = resumed.step;
+    finished.already_finished = true;
+    return finished;
+  }
+  const int64_t first_step = resumed.step;
   std::optional<double> unigram_bits;
   if (const auto* text = dynamic_cast<const data::TextCorpus*>(&dataset)) {
     unigram_bits = text->unigram_entropy_bits(data::Split::kTest);
@@ -181,13 +187,13 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
       });
     }
     if (experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0) {
-      save_checkpoint(trainer, store, experiment, world, done);
+      checkpoints.save(done);
     }
     const bool stop = (options.stop_requested && options.stop_requested->load()) ||
                       (options.cancel_requested && options.cancel_requested());
     if (!world.all_true(!stop)) {  // any rank asked to stop: all stop here, together
       if (!(experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0)) {
-        save_checkpoint(trainer, store, experiment, world, done);
+        checkpoints.save(done);
       }
       result.preempted = true;
       ++step;
@@ -207,14 +213,15 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
     const bool saved_last_step =
         experiment.checkpoint.every > 0 && step % experiment.checkpoint.every == 0;
     if (step > first_step && !saved_last_step) {
-      save_checkpoint(trainer, store, experiment, world, step);
+      checkpoints.save(step);
     }
     if (!options.export_weights.empty()) {
-      const auto weights = export_weights(trainer, experiment, dataset, options.export_weights);
+      export_weights(trainer, experiment, dataset, options.export_weights);
       if (is_root && experiment.data.kind == data::DatasetKind::kText &&
           options.sample_length > 0) {
         result.sample = generate_text(
-            experiment.model, experiment.data.seq_len, weights, options.export_weights,
+            experiment.model, experiment.data.seq_len,
+            checkpoint::read_safetensors(options.export_weights).tensors, options.export_weights,
             {.prompt = "\n", .length = options.sample_length, .seed = train.seed}, kernels);
       }
     }

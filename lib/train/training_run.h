@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,9 @@ struct RunOptions {
   std::string export_weights;   // safetensors path written at the end; empty = none
   int64_t sample_length = 300;  // text datasets: bytes generated at the end from the weights
   ResumeMode resume = ResumeMode::kNever;
+  // Every resolved setting ("optimizer.lr" -> "0.001": config::resolved_settings), recorded in
+  // each checkpoint and compared on resume.
+  std::map<std::string, std::string> settings;
   std::FILE* progress = nullptr;   // where rank 0 prints progress (stdout from main); null = none
   bool progress_in_place = false;  // rewrite one line ('\r') instead of printing one per update
   // Set (e.g. by a SIGTERM handler) to stop at the next step boundary with a checkpoint.
@@ -43,6 +47,7 @@ struct RunOptions {
 struct RunResult {
   int64_t steps_done = 0;  // the step count reached (== train.steps unless preempted)
   bool preempted = false;
+  bool already_finished = false;  // resumed at train.steps or later: nothing was run or written
   double final_train_loss = std::numeric_limits<double>::quiet_NaN();  // last window mean
   double final_eval_loss = 0.0;
   double final_eval_accuracy = 0.0;

@@ -1,5 +1,12 @@
-// Gathering weights to rank 0 and writing them as safetensors.
+// Streaming the first replica's weights, tensor by tensor, into one safetensors file on rank 0.
 #include "train/weight_export.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "checkpoint/safetensors.h"
 #include "comm/agree.h"
@@ -9,33 +16,97 @@
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
+namespace {
 
-std::vector<checkpoint::NamedTensor> export_weights(Trainer& trainer,
-                                                    const config::Experiment& experiment,
-                                                    const data::Dataset& dataset,
-                                                    const std::string& path) {
-  std::vector<checkpoint::NamedTensor> weights;
+// Tags of the export's messages: above every pipeline message tag (those stay below 2^26).
+constexpr int kExportTag = 1 << 27;
+
+// Stage s > 0 of the first replica: its tensors to stage 0, one at a time (the send owns a
+// copy of one tensor only).
+void send_weights(const pipeline::Stage& stage, const comm::Communicator& pipeline) {
+  int index = 0;
+  for (std::span<const float> values : weight_values(stage)) {
+    comm::Request send = pipeline.isend(values, 0, kExportTag + index++);
+    send.wait();
+  }
+}
+
+// Stage 0 of the first replica: writes the model's tensors in global layer order, its own from
+// memory and every other stage's as they arrive. A failure (a non-finite value, a full disk)
+// stops the writing but not the receiving, so no sender waits forever; it is returned.
+std::string write_weights(Trainer& trainer, const config::Experiment& experiment,
+                          const data::Dataset& dataset, const std::string& path,
+                          const std::vector<int>& first_layer_of_stage) {
+  const auto layers = model::build_layers(experiment.model, dataset.input_shape(), 0,
+                                          static_cast<int>(experiment.model.layers.size()));
+  const std::vector<WeightSlot> layout = weight_layout(layers);
+  const std::vector<std::span<const float>> own = weight_values(trainer.stage());
+  std::vector<checkpoint::TensorInfo> tensors;
+  for (const WeightSlot& slot : layout) tensors.push_back(slot.tensor);
+
+  std::string error;
+  std::optional<checkpoint::SafetensorsWriter> writer;
+  auto attempt = [&error](auto&& action) {
+    if (!error.empty()) return;
+    try {
+      action();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  };
+  attempt([&] {
+    writer.emplace(path, tensors,
+                   std::map<std::string, std::string>{
+                       {"format", "pt"}, {"producer", "mpipe"}, {"config", experiment.source}});
+  });
+  std::vector<int> sent(first_layer_of_stage.size(), 0);  // tensors received per stage
+  std::vector<float> buffer;
+  for (size_t t = 0; t < layout.size(); ++t) {
+    const auto stage =
+        static_cast<int>(std::upper_bound(first_layer_of_stage.begin(), first_layer_of_stage.end(),
+                                          layout[t].global_layer) -
+                         first_layer_of_stage.begin() - 1);
+    const int index = sent[static_cast<size_t>(stage)]++;
+    std::span<const float> values;
+    if (stage == 0) {
+      values = own.at(static_cast<size_t>(index));
+    } else {
+      buffer.resize(static_cast<size_t>(layout[t].tensor.shape.numel()));
+      trainer.groups().pipeline.irecv(buffer, stage, kExportTag + index).wait();
+      values = buffer;
+    }
+    attempt([&] {
+      check(all_finite(values), "{}: not exporting weights: {} holds a non-finite value", path,
+            layout[t].tensor.name);
+      writer->write(values);
+    });
+  }
+  attempt([&] { writer->commit(); });
+  return error;
+}
+
+}  // namespace
+
+void export_weights(Trainer& trainer, const config::Experiment& experiment,
+                    const data::Dataset& dataset, const std::string& path) {
+  std::string error;
   if (trainer.topology().replica == 0) {
-    std::vector<float> flat = trainer.groups().pipeline.gatherv(pack_weights(trainer.stage()), 0);
+    // Where each stage's layers begin, so stage 0 knows who sends which tensor.
+    const double mine = trainer.layer_range().begin;
+    std::vector<int> first_layer_of_stage;
+    for (double begin : trainer.groups().pipeline.allgatherv(std::span<const double>(&mine, 1))) {
+      first_layer_of_stage.push_back(static_cast<int>(begin));
+    }
     if (trainer.topology().stage == 0) {
-      // Rank 0 rebuilds the whole layer list (cheap: layers allocate nothing until bound) to
-      // name what the stages sent, in stage order = global layer order.
-      auto layers = model::build_layers(experiment.model, dataset.input_shape(), 0,
-                                        static_cast<int>(experiment.model.layers.size()));
-      weights = unpack_weights(weight_layout(layers), flat);
+      error = write_weights(trainer, experiment, dataset, path, first_layer_of_stage);
+    } else {
+      send_weights(trainer.stage(), trainer.groups().pipeline);
     }
   }
-  // Rank 0 writes; every rank learns whether that worked (a full disk, a vanished folder).
+  // Every rank learns whether the file was written.
   comm::agree(trainer.world(), [&] {
-    if (weights.empty()) return;
-    for (const checkpoint::NamedTensor& tensor : weights) {
-      check(all_finite(tensor.values), "{}: not exporting weights: {} holds a non-finite value",
-            path, tensor.name);
-    }
-    checkpoint::write_safetensors(
-        path, weights, {{"format", "pt"}, {"producer", "mpipe"}, {"config", experiment.source}});
+    if (!error.empty()) throw Error(error);
   });
-  return weights;
 }
 
 }  // namespace mpipe::train

@@ -1,4 +1,4 @@
-// Weight export: gathers every stage's weights into one safetensors file whose tensor names
+// Weight export: every stage's weights into one safetensors file whose tensor names
 // ("layers.<global layer>.<name>") do not depend on the number of stages.
 #pragma once
 
@@ -12,11 +12,11 @@
 
 namespace mpipe::train {
 
-// Collective over the world: the first replica's stages send their weights to world rank 0,
-// which writes `path` atomically. Returns the weights on world rank 0, nothing elsewhere.
-std::vector<checkpoint::NamedTensor> export_weights(Trainer& trainer,
-                                                    const config::Experiment& experiment,
-                                                    const data::Dataset& dataset,
-                                                    const std::string& path);
+// Collective over the world: the first replica's stages stream their weights, one tensor at a
+// time, to world rank 0, which writes `path` atomically as they arrive; no rank ever holds more
+// than its own stage plus one tensor. Refuses non-finite weights. Throws AgreedError on every
+// rank when the file could not be written.
+void export_weights(Trainer& trainer, const config::Experiment& experiment,
+                    const data::Dataset& dataset, const std::string& path);
 
 }  // namespace mpipe::train

@@ -58,5 +58,28 @@ TEST(AtomicFile, MissingDirectoryThrowsNamingThePath) {
   }
 }
 
+TEST(AtomicFile, FailedRenameNamesTheReasonOfTheRenameItself) {
+  testing::TempDir dir;
+  const std::string path = dir.file("stage_1.safetensors");
+  std::filesystem::create_directories(path + "/in_the_way");
+  try {
+    write_file_atomically(path, "x");
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": cannot rename into place: Is a directory");
+  }
+  EXPECT_EQ(num_files(dir.path()), 1u);
+}
+
+TEST(AtomicFile, DigestCoversEveryByteWritten) {
+  testing::TempDir dir;
+  AtomicFile file(dir.file("x"));
+  file.write("1234");
+  file.write("56789");
+  file.commit();
+  EXPECT_EQ(file.digest(), (FileDigest{.size = 9, .crc32 = 0xcbf43926u}));
+  EXPECT_EQ(digest_file(dir.file("x")), file.digest());
+}
+
 }  // namespace
 }  // namespace mpipe::checkpoint

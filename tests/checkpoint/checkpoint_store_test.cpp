@@ -1,9 +1,11 @@
-// Tests for CheckpointStore: layout, commit by meta.json, pruning, merged reads and their errors.
+// Tests for CheckpointStore: layout, commit by meta.json with shard records, pruning, verified
+// merged reads and their errors.
 #include "checkpoint/checkpoint_store.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
 #include "support/temp_dir.h"
@@ -18,11 +20,11 @@ std::vector<NamedTensor> stage_tensors(int stage, float value) {
           {fmt::format("layers.{}.bias", 2 * stage + 1), Shape{1}, {-value}}};
 }
 
-// Writes both shards of a two-stage checkpoint and commits it.
+// Writes both shards of a two-stage checkpoint and commits it with their records.
 void save_two_stage(CheckpointStore& store, int64_t step) {
-  store.write_shard(step, 0, stage_tensors(0, static_cast<float>(step)));
-  store.write_shard(step, 1, stage_tensors(1, static_cast<float>(step)));
-  store.commit(step, {{"num_stages", 2}, {"seed", 7}, {"config", "exp.yaml"}});
+  const ShardRecord first = store.write_shard(step, 0, stage_tensors(0, static_cast<float>(step)));
+  const ShardRecord second = store.write_shard(step, 1, stage_tensors(1, static_cast<float>(step)));
+  store.commit(step, {{"num_stages", 2}, {"seed", 7}, {"config", "exp.yaml"}}, {first, second});
 }
 
 std::string read_all_error(const CheckpointStore& store, int64_t step) {
@@ -33,6 +35,27 @@ std::string read_all_error(const CheckpointStore& store, int64_t step) {
   }
   return "";
 }
+
+// Flips one bit of the byte `from_end` bytes before the end of the file (tensor data).
+void flip_bit(const std::string& path, std::streamoff from_end) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekg(-from_end, std::ios::end);
+  char byte = 0;
+  file.get(byte);
+  file.seekp(-from_end, std::ios::end);
+  file.put(static_cast<char>(byte ^ 0x10));
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+void write_json(const std::string& path, const nlohmann::json& value) {
+  std::ofstream(path) << value.dump(2);
+}
+
+constexpr const char* kNoIntact = "; no earlier committed checkpoint is intact";
 
 TEST(CheckpointStore, StepFolderIsZeroPaddedUnderCheckpoints) {
   const CheckpointStore store("/runs/a", 3);
@@ -76,23 +99,214 @@ TEST(CheckpointStore, CommitRemovesIncompleteFoldersOlderThanItself) {
   EXPECT_EQ(store.committed_steps(), std::vector<int64_t>{20});
 }
 
-TEST(CheckpointStore, CommitRefusesWhileAShardIsMissing) {
+TEST(CheckpointStore, CommitRefusesWhileAShardIsUnreported) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
-  store.write_shard(10, 0, stage_tensors(0, 1.f));
-  EXPECT_THROW(store.commit(10, {{"num_stages", 2}}), Error);
+  const ShardRecord first = store.write_shard(10, 0, stage_tensors(0, 1.f));
+  store.write_shard(10, 1, stage_tensors(1, 1.f));  // written, but its report never came
+  try {
+    store.commit(10, {{"num_stages", 2}}, {first});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              store.step_dir(10) + ": cannot commit step 10: 1 of 2 shards reported written");
+  }
   EXPECT_FALSE(fs::exists(store.meta_path(10)));
   EXPECT_EQ(store.latest_committed(), std::nullopt);
+}
+
+TEST(CheckpointStore, CommitRefusesTwoReportsForOneStage) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  const ShardRecord first = store.write_shard(10, 0, stage_tensors(0, 1.f));
+  EXPECT_THROW(store.commit(10, {{"num_stages", 2}}, {first, first}), Error);
+  EXPECT_FALSE(fs::exists(store.meta_path(10)));
+}
+
+TEST(CheckpointStore, CommitTrustsTheReportsWithoutLookingForOtherRanksFiles) {
+  // Another rank's shard may be on its own node-local disk: rank 0 commits what was reported.
+  testing::TempDir dir;
+  CheckpointStore elsewhere(dir.file("node1"), 3);
+  CheckpointStore here(dir.file("node0"), 3);
+  const ShardRecord first = here.write_shard(10, 0, stage_tensors(0, 1.f));
+  const ShardRecord second = elsewhere.write_shard(10, 1, stage_tensors(1, 1.f));
+  here.commit(10, {{"num_stages", 2}}, {second, first});
+  EXPECT_EQ(here.latest_committed(), 10);
+  EXPECT_FALSE(fs::exists(here.shard_path(10, 1)));
+}
+
+TEST(CheckpointStore, MetaRecordsEachShardsFileSizeCrc32AndStep) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 20);
+  const nlohmann::json shards = store.read_meta(20)["shards"];
+  ASSERT_EQ(shards.size(), 2u);
+  for (int stage = 0; stage < 2; ++stage) {
+    const FileDigest digest = digest_file(store.shard_path(20, stage));
+    EXPECT_EQ(shards[static_cast<size_t>(stage)],
+              (nlohmann::json{{"file", fmt::format("stage_{}.safetensors", stage)},
+                              {"stage", stage},
+                              {"step", 20},
+                              {"size", digest.size},
+                              {"crc32", crc32_hex(digest.crc32)}}));
+  }
+}
+
+TEST(CheckpointStore, FailedCommitKeepsEveryEarlierCheckpoint) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 1);
+  save_two_stage(store, 10);
+  const ShardRecord first = store.write_shard(20, 0, stage_tensors(0, 2.f));
+  const ShardRecord second = store.write_shard(20, 1, stage_tensors(1, 2.f));
+  fs::create_directories(store.meta_path(20) + "/blocked");  // meta.json cannot be written
+  EXPECT_THROW(store.commit(20, {{"num_stages", 2}}, {first, second}), Error);
+  EXPECT_EQ(store.committed_steps(), std::vector<int64_t>{10});
+  EXPECT_EQ(store.read_all(10).at(0).values, (std::vector<float>{10.f, 10.f}));
+}
+
+TEST(CheckpointStore, DiscardShardRemovesItAndTheFolderOnceEmpty) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  store.write_shard(20, 0, stage_tensors(0, 2.f));
+  store.write_shard(20, 1, stage_tensors(1, 2.f));
+  store.discard_shard(20, 1);
+  EXPECT_FALSE(fs::exists(store.shard_path(20, 1)));
+  EXPECT_TRUE(fs::exists(store.shard_path(20, 0)));
+  store.discard_shard(20, 0);
+  EXPECT_FALSE(fs::exists(store.step_dir(20)));
+}
+
+TEST(CheckpointStore, BitFlipInTensorDataIsAChecksumMismatchNamingTheIntactCheckpoint) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  save_two_stage(store, 20);
+  const std::string path = store.shard_path(20, 1);
+  const FileDigest before = digest_file(path);
+  flip_bit(path, 2);
+  const FileDigest after = digest_file(path);
+  ASSERT_NE(after.crc32, before.crc32);
+  EXPECT_EQ(read_all_error(store, 20),
+            fmt::format("{}: checksum mismatch (crc32 {}, meta.json says {}); the newest intact "
+                        "checkpoint is step 10 ({}): remove step_00000020 to resume from it",
+                        path, crc32_hex(after.crc32), crc32_hex(before.crc32), store.step_dir(10)));
+}
+
+TEST(CheckpointStore, ShardCopiedFromAnotherStepIsNamedAsSuch) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  save_two_stage(store, 20);
+  fs::copy_file(store.shard_path(10, 1), store.shard_path(20, 1),
+                fs::copy_options::overwrite_existing);
+  EXPECT_EQ(
+      read_all_error(store, 20),
+      store.shard_path(20, 1) +
+          ": holds step 10, meta.json says step 20; the newest intact checkpoint is step 10 (" +
+          store.step_dir(10) + "): remove step_00000020 to resume from it");
+}
+
+TEST(CheckpointStore, ShardCopiedFromAnotherStageIsNamedAsSuch) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  fs::copy_file(store.shard_path(10, 0), store.shard_path(10, 1),
+                fs::copy_options::overwrite_existing);
+  EXPECT_EQ(read_all_error(store, 10),
+            store.shard_path(10, 1) + ": holds stage 0, meta.json says stage 1" + kNoIntact);
+}
+
+TEST(CheckpointStore, TruncatedShardIsASizeMismatch) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  const std::string path = store.shard_path(10, 0);
+  const uintmax_t size = fs::file_size(path);
+  fs::resize_file(path, size - 4);
+  EXPECT_EQ(read_all_error(store, 10),
+            fmt::format("{}: size mismatch ({} bytes, meta.json says {}){}", path, size - 4, size,
+                        kNoIntact));
+}
+
+TEST(CheckpointStore, HintSkipsBrokenEarlierCheckpointsAndListsEveryNewerOne) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 5);
+  for (int64_t step : {10, 20, 30, 40}) save_two_stage(store, step);
+  flip_bit(store.shard_path(40, 0), 1);
+  flip_bit(store.shard_path(30, 1), 1);
+  const std::string message = read_all_error(store, 40);
+  EXPECT_TRUE(message.ends_with("; the newest intact checkpoint is step 20 (" + store.step_dir(20) +
+                                "): remove step_00000030, step_00000040 to resume from it"))
+      << message;
+}
+
+TEST(CheckpointStore, HintSaysWhenNoEarlierCheckpointIsIntact) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  save_two_stage(store, 20);
+  flip_bit(store.shard_path(10, 0), 1);
+  flip_bit(store.shard_path(20, 0), 1);
+  EXPECT_TRUE(read_all_error(store, 20).ends_with(kNoIntact));
+}
+
+TEST(CheckpointStore, VerifyAcceptsAnIntactCheckpointAndRefusesADamagedOne) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  EXPECT_NO_THROW(store.verify(10));
+  flip_bit(store.shard_path(10, 1), 1);
+  EXPECT_THROW(store.verify(10), InputError);
+}
+
+TEST(CheckpointStore, CheckpointWrittenBeforeShardRecordsStillLoads) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  nlohmann::json meta = read_json(store.meta_path(10));
+  meta.erase("shards");
+  write_json(store.meta_path(10), meta);
+  EXPECT_EQ(store.read_all(10).size(), 4u);
+  fs::copy_file(store.shard_path(10, 0), store.shard_path(10, 1),
+                fs::copy_options::overwrite_existing);  // its own metadata still tells
+  EXPECT_EQ(read_all_error(store, 10),
+            store.shard_path(10, 1) + ": holds stage 0, meta.json says stage 1" + kNoIntact);
+}
+
+TEST(CheckpointStore, MalformedShardListIsRefusedNamingMetaJson) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  nlohmann::json meta = read_json(store.meta_path(10));
+  meta["shards"][1]["crc32"] = "xyz";
+  write_json(store.meta_path(10), meta);
+  EXPECT_EQ(read_all_error(store, 10),
+            store.meta_path(10) +
+                R"(: shards[1] must be {"file": "stage_1.safetensors", "stage": 1, "step": )"
+                R"(<integer>, "size": <bytes>, "crc32": <8 hex digits>})" +
+                kNoIntact);
+  meta["shards"][1]["crc32"] = crc32_hex(0);
+  meta["shards"][1]["stage"] = "1";  // a string
+  write_json(store.meta_path(10), meta);
+  EXPECT_TRUE(read_all_error(store, 10).starts_with(store.meta_path(10) + ": shards[1] must be"));
+  meta["shards"][1].erase("size");
+  meta["shards"][1]["stage"] = 1;
+  write_json(store.meta_path(10), meta);
+  EXPECT_TRUE(read_all_error(store, 10).starts_with(store.meta_path(10) + ": shards[1] must be"));
+  meta["shards"].erase(1);
+  write_json(store.meta_path(10), meta);
+  EXPECT_EQ(read_all_error(store, 10),
+            store.meta_path(10) + ": shards must be a list of 2 entries (num_stages)" + kNoIntact);
 }
 
 TEST(CheckpointStore, RewritingAStepUncommitsItUntilCommittedAgain) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
   save_two_stage(store, 10);
-  store.write_shard(10, 0, stage_tensors(0, 5.f));
+  const ShardRecord first = store.write_shard(10, 0, stage_tensors(0, 5.f));
   EXPECT_EQ(store.latest_committed(), std::nullopt);
-  store.write_shard(10, 1, stage_tensors(1, 5.f));
-  store.commit(10, {{"num_stages", 2}});
+  const ShardRecord second = store.write_shard(10, 1, stage_tensors(1, 5.f));
+  store.commit(10, {{"num_stages", 2}}, {first, second});
   EXPECT_EQ(store.read_all(10).at(0).values, (std::vector<float>{5.f, 5.f}));
 }
 
@@ -128,26 +342,31 @@ TEST(CheckpointStore, ReadAllNamesAMissingShard) {
   save_two_stage(store, 10);
   fs::remove(store.shard_path(10, 1));
   EXPECT_EQ(read_all_error(store, 10),
-            store.shard_path(10, 1) + ": missing (meta.json says 2 stages)");
+            store.shard_path(10, 1) + ": missing (meta.json says 2 stages)" + kNoIntact);
 }
 
 TEST(CheckpointStore, ReadAllNamesACorruptShard) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
   save_two_stage(store, 10);
+  nlohmann::json meta = read_json(store.meta_path(10));
+  meta.erase("shards");  // no checksums to compare: the reader's own checks find it
+  write_json(store.meta_path(10), meta);
   fs::resize_file(store.shard_path(10, 0), fs::file_size(store.shard_path(10, 0)) - 4);
-  EXPECT_EQ(read_all_error(store, 10),
-            store.shard_path(10, 0) + ": truncated: header says 12 bytes of data, file has 8");
+  EXPECT_EQ(read_all_error(store, 10), store.shard_path(10, 0) +
+                                           ": truncated: header says 12 bytes of data, file has 8" +
+                                           kNoIntact);
 }
 
 TEST(CheckpointStore, ReadAllRejectsATensorInTwoShards) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
-  store.write_shard(10, 0, stage_tensors(0, 1.f));
-  store.write_shard(10, 1, stage_tensors(0, 2.f));
-  store.commit(10, {{"num_stages", 2}});
+  const ShardRecord first = store.write_shard(10, 0, stage_tensors(0, 1.f));
+  const ShardRecord second = store.write_shard(10, 1, stage_tensors(0, 2.f));
+  store.commit(10, {{"num_stages", 2}}, {first, second});
   EXPECT_EQ(read_all_error(store, 10),
-            store.shard_path(10, 1) + ": tensor 'layers.0.weight' is also in stage_0.safetensors");
+            store.shard_path(10, 1) + ": tensor 'layers.0.weight' is also in stage_0.safetensors" +
+                kNoIntact);
 }
 
 TEST(CheckpointStore, ReadingAnUncommittedStepIsAnInputError) {
@@ -155,7 +374,7 @@ TEST(CheckpointStore, ReadingAnUncommittedStepIsAnInputError) {
   CheckpointStore store(dir.file("run"), 3);
   store.write_shard(10, 0, stage_tensors(0, 1.f));
   EXPECT_EQ(read_all_error(store, 10),
-            store.meta_path(10) + ": missing: step 10 is not a committed checkpoint");
+            store.meta_path(10) + ": missing: step 10 is not a committed checkpoint" + kNoIntact);
 }
 
 TEST(CheckpointStore, KeepBelowOneIsRejected) {

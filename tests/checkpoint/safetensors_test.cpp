@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -74,6 +75,53 @@ TEST(Safetensors, RoundTripKeepsNamesShapesValuesAndMetadata) {
     EXPECT_EQ(file.tensors[i].values, tensors[i].values);
   }
   EXPECT_EQ(file.metadata, (std::map<std::string, std::string>{{"format", "pt"}, {"step", "7"}}));
+}
+
+TEST(SafetensorsWriter, TensorByTensorWritesTheSameBytesAsTheWholeList) {
+  testing::TempDir dir;
+  const std::vector<NamedTensor> tensors = {
+      {"layers.0.weight", Shape{2, 2}, {1.f, 2.f, 3.f, 4.f}},
+      {"layers.0.bias", Shape{2}, {0.5f, -0.5f}},
+  };
+  write_safetensors(dir.file("whole.safetensors"), tensors, {{"format", "pt"}});
+  SafetensorsWriter writer(dir.file("streamed.safetensors"),
+                           {{"layers.0.weight", Shape{2, 2}}, {"layers.0.bias", Shape{2}}},
+                           {{"format", "pt"}});
+  EXPECT_EQ(writer.next().name, "layers.0.weight");
+  writer.write(tensors[0].values);
+  EXPECT_EQ(writer.next().name, "layers.0.bias");
+  writer.write(tensors[1].values);
+  writer.commit();
+  EXPECT_EQ(read_bytes(dir.file("streamed.safetensors")),
+            read_bytes(dir.file("whole.safetensors")));
+}
+
+TEST(SafetensorsWriter, AWriterLeftBeforeEveryTensorLeavesNoFile) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.safetensors");
+  {
+    SafetensorsWriter writer(path, {{"a", Shape{2}}, {"b", Shape{1}}});
+    writer.write(std::vector<float>{1.f, 2.f});
+    try {
+      writer.commit();
+      FAIL() << "commit of a partial file";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), path + ": 1 of 2 tensors written");
+    }
+  }
+  EXPECT_TRUE(folder_listing(dir.path()).empty());
+}
+
+TEST(SafetensorsWriter, RefusesATensorOfTheWrongSize) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.safetensors");
+  SafetensorsWriter writer(path, {{"a", Shape{2, 3}}});
+  try {
+    writer.write(std::vector<float>{1.f});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": tensor 'a' has 1 values, shape [2, 3] needs 6");
+  }
 }
 
 TEST(Safetensors, FileIsLengthPrefixThenSpacePaddedJsonThenLittleEndianData) {
@@ -248,6 +296,35 @@ TEST(Safetensors, InvalidTensorsAreRejectedBeforeTouchingTheFile) {
   EXPECT_THROW(write_safetensors(path, {{"__metadata__", Shape{1}, {1.f}}}), Error);
   EXPECT_EQ(read_safetensors(path).tensors.at(0).name, "old");
   EXPECT_EQ(folder_listing(dir.path()), std::vector<std::string>{"x.safetensors"});
+}
+
+TEST(Safetensors, WriteReturnsTheSizeAndCrc32OfTheFile) {
+  testing::TempDir dir;
+  const std::string path = dir.file("x.safetensors");
+  const FileDigest digest = write_safetensors(path, {{"w", Shape{2}, {1.f, 2.f}}}, {{"step", "3"}});
+  EXPECT_EQ(digest, digest_file(path));
+  EXPECT_EQ(digest.size, fs::file_size(path));
+}
+
+TEST(Safetensors, MetadataCanBeReadWithoutTheTensors) {
+  testing::TempDir dir;
+  const std::string path = dir.file("x.safetensors");
+  write_safetensors(path, {{"w", Shape{2}, {1.f, 2.f}}}, {{"step", "3"}, {"stage", "1"}});
+  fs::resize_file(path, fs::file_size(path) - 4);  // the data no longer fits; the header does
+  EXPECT_EQ(read_safetensors_metadata(path),
+            (std::map<std::string, std::string>{{"stage", "1"}, {"step", "3"}}));
+  EXPECT_NE(read_error(path), "");
+}
+
+TEST(Safetensors, FirstNonFiniteNamesTheFirstTensorWithANanOrAnInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(first_non_finite({{"a", Shape{2}, {1.f, -2.f}}}), std::nullopt);
+  EXPECT_EQ(first_non_finite(
+                {{"a", Shape{1}, {1.f}}, {"b", Shape{2}, {0.f, -inf}}, {"c", Shape{1}, {nan}}}),
+            "b");
+  EXPECT_EQ(first_non_finite({{"a", Shape{1}, {1.f}}, {"c", Shape{1}, {nan}}}), "c");
+  EXPECT_EQ(first_non_finite({}), std::nullopt);
 }
 
 }  // namespace

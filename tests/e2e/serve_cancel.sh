@@ -48,6 +48,7 @@ expect_refused "$WORK/none: not a spool (no queue/ folder)" "$WORK/none" endless
 
 submit "$config" --name after --set train.steps=5
 wait_state after done "$WORK/serve.log"
-signal_daemon USR1
+signal_mpirun USR1  # what docs/signals.md recommends under mpirun
 wait_daemon "$WORK/serve.log"
+grep -q "stopped by a signal" "$WORK/serve.log" || { echo "FAILED: no stop line"; exit 1; }
 echo "serve_cancel: queued one dropped, running one stopped at step $step with a checkpoint, daemon still serving"

@@ -24,6 +24,11 @@ signal_daemon() {
   kill -"$1" $ranks
 }
 
+# signal_mpirun SIGNAL: sends SIGNAL to the daemon's mpirun (which forwards SIGUSR1 to every rank).
+signal_mpirun() {
+  kill -"$1" "$(pgrep -P "$DAEMON" -x mpirun)"
+}
+
 # wait_daemon LOG: the daemon ends with status 0 (not by the timeout).
 wait_daemon() {
   local status=0

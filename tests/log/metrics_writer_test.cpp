@@ -85,5 +85,50 @@ TEST(MetricsWriter, RunDirectoryThatCannotBeCreatedThrows) {
   EXPECT_THROW(writer.write_summary({{"a", 1}}), Error);
 }
 
+TEST(MetricsWriter, KeepRecordsThroughDropsLaterStepsAndTornLines) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.path().string());
+  for (int64_t step = 1; step <= 6; ++step) writer.train(step, 1.0, 0.1, 1.0);
+  writer.eval(4, "test", 0.5, 0.75);
+  writer.eval(6, "test", 0.5, 0.75);
+  std::ofstream(writer.metrics_path(), std::ios::app) << R"({"step":7,"lo)";  // killed mid-line
+
+  MetricsWriter resumed(dir.path().string());
+  EXPECT_EQ(resumed.keep_records_through(4), 4);  // steps 5 and 6, eval 6, the torn line
+  resumed.train(5, 2.0, 0.1, 1.0);
+  std::vector<int64_t> steps;
+  for (const std::string& line : read_lines(writer.metrics_path())) {
+    steps.push_back(nlohmann::json::parse(line)["step"].get<int64_t>());
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4, 4, 5}));
+}
+
+TEST(MetricsWriter, KeepRecordsThroughLeavesAnUntouchedLogAlone) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.path().string());
+  writer.train(1, 1.0, 0.1, 1.0);
+  const auto before = fs::last_write_time(writer.metrics_path());
+  EXPECT_EQ(MetricsWriter(dir.path().string()).keep_records_through(1), 0);
+  EXPECT_EQ(fs::last_write_time(writer.metrics_path()), before);
+  EXPECT_EQ(read_lines(writer.metrics_path()).size(), 1u);
+}
+
+TEST(MetricsWriter, KeepRecordsThroughWithoutALogCreatesNothing) {
+  testing::TempDir dir;
+  EXPECT_EQ(MetricsWriter(dir.file("run")).keep_records_through(0), 0);
+  EXPECT_FALSE(fs::exists(dir.file("run")));
+}
+
+TEST(MetricsWriter, KeepRecordsThroughZeroEmptiesTheLog) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.path().string());
+  writer.train(1, 1.0, 0.1, 1.0);
+  writer.train(2, 1.0, 0.1, 1.0);
+  EXPECT_EQ(writer.keep_records_through(0), 2);
+  EXPECT_TRUE(read_lines(writer.metrics_path()).empty());
+  writer.train(1, 1.0, 0.1, 1.0);  // appends again after the rewrite
+  EXPECT_EQ(read_lines(writer.metrics_path()).size(), 1u);
+}
+
 }  // namespace
 }  // namespace mpipe::log

@@ -167,18 +167,21 @@ TEST(Spool, CancelOfAnUnknownOrEndedExperimentSaysSo) {
             d + ": 'a' is neither queued nor running (it has ended)");
 }
 
-TEST(Spool, ExperimentFileIsTheSubmittedTextAndIsWrittenOnce) {
+TEST(Spool, ExperimentFileIsTheSubmittedTextUntilOneIsWritten) {
   testing::TempDir dir;
   const Spool spool(dir.file("spool"));
   const QueueEntry a = spool.submit(entry("a", "train: {steps: 7}\n"), "x");
-  const std::string path = spool.write_experiment_file(a);
+  EXPECT_EQ(spool.experiment_text(a), "train: {steps: 7}\n");
+  const std::string path = spool.write_experiment_file("a", spool.experiment_text(a));
   EXPECT_EQ(path, dir.file("spool/runs/a/experiment.yaml"));
+  std::ofstream(path) << "started with";
+  EXPECT_EQ(spool.experiment_text(a), "started with");  // a resumed experiment keeps its file
+  const auto modified = std::filesystem::last_write_time(path);
+  spool.write_experiment_file("a", "started with");  // the same text: not written again
+  EXPECT_EQ(std::filesystem::last_write_time(path), modified);
+  spool.write_experiment_file("a", "broadcast text");  // another rank's own folder
   std::ifstream in(path);
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "train: {steps: 7}\n");
-  std::ofstream(path) << "changed";
-  spool.write_experiment_file(a);  // a resumed experiment keeps the file it started with
-  std::ifstream again(path);
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(again), {}), "changed");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "broadcast text");
 }
 
 TEST(Spool, DamagedQueueEntryIsNamed) {

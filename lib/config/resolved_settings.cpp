@@ -1,0 +1,168 @@
+// Resolved settings: each section's struct written out key by key, with YAML spellings.
+#include "config/resolved_settings.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <type_traits>
+#include <variant>
+
+namespace mpipe::config {
+namespace {
+
+using Settings = std::map<std::string, std::string>;
+
+std::string text(bool value) { return value ? "true" : "false"; }
+std::string text(const std::string& value) { return value; }
+std::string text(const std::vector<int64_t>& values) {
+  return fmt::format("[{}]", fmt::join(values, ", "));
+}
+template <typename Number>
+requires std::is_arithmetic_v<Number> std::string text(Number value) {
+  return fmt::format("{}", value);  // doubles: the shortest text that reads back exactly
+}
+std::string count_or_auto(int count) { return count == 0 ? "auto" : std::to_string(count); }
+
+std::string text(data::DatasetKind kind) {
+  switch (kind) {
+    case data::DatasetKind::kFashionMnist:
+      return "fashion_mnist";
+    case data::DatasetKind::kSynthetic:
+      return "synthetic";
+    case data::DatasetKind::kText:
+      return "text";
+  }
+  return "?";
+}
+
+std::string text(optim::OptimizerKind kind) {
+  switch (kind) {
+    case optim::OptimizerKind::kSgd:
+      return "sgd";
+    case optim::OptimizerKind::kAdam:
+      return "adam";
+    case optim::OptimizerKind::kAdamW:
+      return "adamw";
+  }
+  return "?";
+}
+
+std::string text(optim::LrScheduleKind kind) {
+  switch (kind) {
+    case optim::LrScheduleKind::kConstant:
+      return "constant";
+    case optim::LrScheduleKind::kStep:
+      return "step";
+    case optim::LrScheduleKind::kCosine:
+      return "cosine";
+  }
+  return "?";
+}
+
+std::string text(pipeline::ScheduleKind kind) {
+  switch (kind) {
+    case pipeline::ScheduleKind::kGpipe:
+      return "gpipe";
+    case pipeline::ScheduleKind::kOneFOneB:
+      return "1f1b";
+  }
+  return "?";
+}
+
+std::string text(pipeline::Recompute recompute) {
+  switch (recompute) {
+    case pipeline::Recompute::kAlways:
+      return "always";
+    case pipeline::Recompute::kExceptLast:
+      return "except_last";
+    case pipeline::Recompute::kNever:
+      return "never";
+  }
+  return "?";
+}
+
+void add_model(const model::ModelSpec& model, Settings& out) {
+  out["model.loss"] = model.loss;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const model::LayerSpec& layer = model.layers[i];
+    const std::string prefix = fmt::format("model.layers[{}].", i);
+    out[prefix + "type"] = layer.kind;
+    for (const auto& [name, attr] : layer.attrs) {
+      out[prefix + name] = std::visit([](const auto& value) { return text(value); }, attr.value);
+    }
+  }
+}
+
+void add_data(const data::DataConfig& data, Settings& out) {
+  out["data.dataset"] = text(data.kind);
+  out["data.path"] = data.path;
+  out["data.flatten"] = text(data.flatten);
+  out["data.normalize"] = text(data.normalize);
+  out["data.augment_crop_padding"] = text(data.augment_crop_padding);
+  out["data.augment_flip"] = text(data.augment_flip);
+  out["data.num_examples"] = text(data.num_examples);
+  out["data.features"] = text(data.features);
+  out["data.classes"] = text(data.classes);
+  out["data.seq_len"] = text(data.seq_len);
+  out["data.val_fraction"] = text(data.val_fraction);
+  out["data.vocab"] = text(data.vocab);
+  out["data.tokens"] = text(data.tokens);
+}
+
+void add_train(const train::TrainConfig& train, Settings& out) {
+  out["train.steps"] = text(train.steps);
+  out["train.batch_size"] = text(train.batch_size);
+  out["train.seed"] = text(train.seed);
+  out["train.eval_every"] = text(train.eval_every);
+  out["train.eval_batches"] = text(train.eval_batches);
+  out["train.eval_batch_size"] = text(train.eval_batch_size);
+  out["train.on_nonfinite"] = train.on_nonfinite == train::OnNonFinite::kStop ? "stop" : "skip";
+  out["train.max_skips_in_a_row"] = text(train.max_skips_in_a_row);
+}
+
+void add_optimizer(const optim::OptimizerConfig& optimizer, Settings& out) {
+  out["optimizer.kind"] = text(optimizer.kind);
+  out["optimizer.lr"] = text(optimizer.lr);
+  out["optimizer.momentum"] = text(optimizer.momentum);
+  out["optimizer.nesterov"] = text(optimizer.nesterov);
+  out["optimizer.weight_decay"] = text(optimizer.weight_decay);
+  out["optimizer.beta1"] = text(optimizer.beta1);
+  out["optimizer.beta2"] = text(optimizer.beta2);
+  out["optimizer.eps"] = text(optimizer.eps);
+  out["optimizer.clip_norm"] = text(optimizer.clip_norm);
+  out["optimizer.schedule.kind"] = text(optimizer.schedule.kind);
+  out["optimizer.schedule.warmup_steps"] = text(optimizer.schedule.warmup_steps);
+  out["optimizer.schedule.step_size"] = text(optimizer.schedule.step_size);
+  out["optimizer.schedule.gamma"] = text(optimizer.schedule.gamma);
+  out["optimizer.schedule.min_lr"] = text(optimizer.schedule.min_lr);
+}
+
+void add_pipeline(const pipeline::PipelineConfig& pipeline, Settings& out) {
+  out["pipeline.stages"] = count_or_auto(pipeline.stages);
+  out["pipeline.data_parallel"] = count_or_auto(pipeline.data_parallel);
+  out["pipeline.micro_batches"] = text(pipeline.micro_batches);
+  out["pipeline.schedule"] = text(pipeline.schedule);
+  out["pipeline.recompute"] = text(pipeline.recompute);
+  out["pipeline.partition"] =
+      pipeline.partition.empty()
+          ? "uniform"
+          : text(std::vector<int64_t>(pipeline.partition.begin(), pipeline.partition.end()));
+}
+
+}  // namespace
+
+std::map<std::string, std::string> resolved_settings(const Experiment& experiment) {
+  Settings out;
+  add_model(experiment.model, out);
+  add_data(experiment.data, out);
+  add_train(experiment.train, out);
+  add_optimizer(experiment.optimizer, out);
+  add_pipeline(experiment.pipeline, out);
+  out["checkpoint.every"] = text(experiment.checkpoint.every);
+  out["checkpoint.keep"] = text(experiment.checkpoint.keep);
+  out["log.every"] = text(experiment.log.every);
+  out["log.level"] = experiment.log.level;
+  return out;
+}
+
+}  // namespace mpipe::config
