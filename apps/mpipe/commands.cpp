@@ -279,8 +279,10 @@ int Commands::cancel() {
   if (spool.cancel(experiment_name_) == serve::CancelResult::kRemovedFromQueue) {
     std::printf("cancelled %s (it was queued)\n", experiment_name_.c_str());
   } else {
-    std::printf("cancelling %s: the daemon stops it with a checkpoint at its next step\n",
-                experiment_name_.c_str());
+    std::printf(
+        "cancelling %s: it stops with a checkpoint at its next step (if no daemon runs it now, "
+        "the next one records it as cancelled instead of resuming it)\n",
+        experiment_name_.c_str());
   }
   return 0;
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The daemon on 2 ranks: a bad file is refused by `submit` at once and never queued; of three
 # experiments, the one that cannot run on this world (3 stages) fails alone with its error in
-# status.json while the two others finish like `train` runs; the daemon keeps serving (a fourth,
-# submitted afterwards, runs); a second daemon on the same spool is refused with one line naming
-# the first; SIGTERM ends an idle daemon with status 0. Usage: serve.sh CONFIG
+# status.json while the two others finish like `train` runs (a fourth, whose loss becomes
+# non-finite, fails alone too); the daemon keeps serving (one more, submitted afterwards, runs);
+# a second daemon on the same spool is refused with one line naming the first; SIGTERM ends an
+# idle daemon with status 0. Usage: serve.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 config=$1
@@ -26,15 +27,20 @@ timeout 30 "$MPIPE" status "$SPOOL" > "$WORK/nospool.out" 2>&1 || status=$?
 submit "$config" --set train.steps=20 > "$WORK/submit.out"
 grep -qx "queued mlp-1 (#1) in $SPOOL" "$WORK/submit.out" || { cat "$WORK/submit.out"; echo "FAILED: default name"; exit 1; }
 submit "$config" --name three-stages --set pipeline.stages=3
+submit "$config" --name diverging --set optimizer.kind=sgd --set optimizer.lr=1e3 \
+  --set optimizer.clip_norm=0 --set train.steps=300
 submit "$config" --name b --set train.steps=30 --set optimizer.lr=0.02
 "$MPIPE" status "$SPOOL" > "$WORK/queued.out"
-[[ $(grep -cE "^(mlp-1|three-stages|b) +queued " "$WORK/queued.out") -eq 3 ]] ||
+[[ $(grep -cE "^(mlp-1|three-stages|diverging|b) +queued " "$WORK/queued.out") -eq 4 ]] ||
   { cat "$WORK/queued.out"; echo "FAILED: status before the daemon"; exit 1; }
 
 start_daemon "$WORK/serve.log"
 wait_state mlp-1 done "$WORK/serve.log"
 wait_state three-stages failed "$WORK/serve.log"
+wait_state diverging failed "$WORK/serve.log"
 wait_state b done "$WORK/serve.log"
+[[ $(field diverging error) =~ ^step\ [0-9]+:\ loss\ is\ (nan|infinite) ]] ||
+  { field diverging error; echo "FAILED: non-finite loss not recorded"; exit 1; }
 error="$SPOOL/runs/three-stages/experiment.yaml: pipeline.data_parallel: auto needs the world size (2) to be divisible by pipeline.stages (3)"
 [[ $(field three-stages error) == "$error" ]] || { field three-stages error; echo "FAILED: error in status.json"; exit 1; }
 [[ $(field b step) == 30 && $(field mlp-1 step) == 20 ]] || { echo "FAILED: steps in status.json"; exit 1; }
@@ -66,4 +72,4 @@ grep -qE "^d +done +5/5 +[0-9.]+ +[0-9]+ +-$" "$WORK/status.out" || { echo "FAIL
 signal_daemon TERM
 wait_daemon "$WORK/serve.log"
 grep -q '"reason": "signal"' "$SPOOL/status.json" || { echo "FAILED: daemon not recorded as stopped"; exit 1; }
-echo "serve: 3 experiments (1 failed alone), a 4th after them, a second daemon refused, SIGTERM exits 0"
+echo "serve: bad file refused by submit; 3 experiments + 1 diverging (2 failed alone), one more after them, a second daemon refused, SIGTERM exits 0"
