@@ -134,31 +134,35 @@ class Daemon {
     return nlohmann::json::parse(text);
   }
 
+  // How every rank runs an experiment; rank 0 also answers the step loop's cancel question from
+  // cancel/NAME (looked at every 0.2 s; `cancel_seen` says whether it did) and records progress.
+  train::RunOptions run_options(const std::string& name, bool& cancel_seen) {
+    train::RunOptions options;
+    options.resume = train::ResumeMode::kIfPresent;
+    options.progress = options_.progress;
+    options.progress_in_place = options_.progress_in_place;
+    options.stop_requested = options_.stop_signal;
+    if (!is_root()) return options;
+    options.cancel_requested = [this, name, &cancel_seen, next_check = Clock::now()]() mutable {
+      if (!cancel_seen && Clock::now() >= next_check) {
+        cancel_seen = spool_.cancel_requested(name);
+        next_check = Clock::now() + kCancelCheckInterval;
+      }
+      return cancel_seen;
+    };
+    options.on_progress = [this, name](const log::ProgressRecord& record,
+                                       std::optional<double> eta_s) {
+      board_->progress(name, record, eta_s);
+    };
+    return options;
+  }
+
   // Collective: runs one experiment on every rank and records how it ended.
   void run_experiment(const nlohmann::json& action) {
     const std::string name = action["name"].get<std::string>();
     const std::string run_dir = spool_.run_dir(name);
     if (is_root()) spdlog::info("{}: starting ({})", name, run_dir);
     bool cancel_seen = false;
-    Clock::time_point next_cancel_check = Clock::now();
-    train::RunOptions run_options;
-    run_options.resume = train::ResumeMode::kIfPresent;
-    run_options.progress = options_.progress;
-    run_options.progress_in_place = options_.progress_in_place;
-    run_options.stop_requested = options_.stop_signal;
-    if (is_root()) {
-      run_options.cancel_requested = [&] {
-        if (!cancel_seen && Clock::now() >= next_cancel_check) {
-          cancel_seen = spool_.cancel_requested(name);
-          next_cancel_check = Clock::now() + kCancelCheckInterval;
-        }
-        return cancel_seen;
-      };
-      run_options.on_progress = [&](const log::ProgressRecord& record,
-                                    std::optional<double> eta_s) {
-        board_->progress(name, record, eta_s);
-      };
-    }
     Ending ending;
     try {
       // Each rank runs its own copy of the experiment file: on a shared file system it is rank
@@ -174,7 +178,7 @@ class Daemon {
           .export_path = (std::filesystem::path(run_dir) / "weights.safetensors").string(),
           .resuming = true,
           .any_world = true};
-      const TrainOutcome outcome = run_train_job(inputs, run_options, world_);
+      const TrainOutcome outcome = run_train_job(inputs, run_options(name, cancel_seen), world_);
       ending = ending_of(outcome.result, !world_.all_true(!cancel_seen));
     } catch (const AgreedError& e) {
       ending = {.state = ExperimentState::kFailed, .error = e.what()};
@@ -206,10 +210,13 @@ class Daemon {
   void report(const std::string& name, const Ending& ending) const {
     switch (ending.state) {
       case ExperimentState::kDone:
+        if (!ending.eval_loss) {
+          spdlog::info("{}: done at step {} (already finished)", name, ending.step);
+          break;
+        }
         spdlog::info(
-            "{}: done at step {}: train loss {:.4f} | test loss {:.4f} | test accuracy "
-            "{:.2f}%",
-            name, ending.step, ending.loss.value_or(0), ending.eval_loss.value_or(0),
+            "{}: done at step {}: train loss {:.4f} | test loss {:.4f} | test accuracy {:.2f}%",
+            name, ending.step, ending.loss.value_or(0), *ending.eval_loss,
             100.0 * ending.eval_accuracy.value_or(0));
         break;
       case ExperimentState::kFailed:
