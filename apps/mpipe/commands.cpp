@@ -81,9 +81,17 @@ const std::atomic<bool>* stop_on_signals() {
 
 // "30s", "5m", "1.5h" or plain seconds, as seconds > 0.
 CLI::Validator duration_in_seconds() {
+  const CLI::Validator positive(
+      [](const std::string& seconds) {
+        double value = 0;
+        return CLI::detail::lexical_cast(seconds, value) && value > 0
+                   ? std::string()
+                   : "must be longer than 0 s, got " + seconds + " s";
+      },
+      "DURATION > 0");
   return CLI::AsNumberWithUnit(std::map<std::string, double>{{"s", 1}, {"m", 60}, {"h", 3600}},
                                CLI::AsNumberWithUnit::CASE_SENSITIVE) &
-         CLI::PositiveNumber;
+         positive;
 }
 
 }  // namespace

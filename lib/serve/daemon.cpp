@@ -88,7 +88,7 @@ class Daemon {
       if (!is_root()) return;
       board_->stopped(reason == StopReason::kIdle ? "idle" : "signal");
       if (reason == StopReason::kIdle) {
-        spdlog::info("idle for {:.0f} s (--idle-exit): stopping", *options_.idle_exit_s);
+        spdlog::info("idle for {:g} s (--idle-exit): stopping", *options_.idle_exit_s);
       } else {
         spdlog::info("stopped by a signal");
       }

@@ -20,6 +20,10 @@ cat "$WORK/bad.out"
 [[ ! -e $SPOOL ]] || { echo "FAILED: a refused submit wrote $SPOOL"; exit 1; }
 
 status=0
+timeout 30 "$MPIPE" serve --spool "$SPOOL" --idle-exit 0 > "$WORK/idle0.out" 2>&1 || status=$?
+[[ $status -ne 0 && $status -ne 124 && $(head -1 "$WORK/idle0.out") == "--idle-exit: must be longer than 0 s, got 0 s" ]] ||
+  { cat "$WORK/idle0.out"; echo "FAILED: --idle-exit 0"; exit 1; }
+status=0
 timeout 30 "$MPIPE" status "$SPOOL" > "$WORK/nospool.out" 2>&1 || status=$?
 [[ $status -eq 2 && $(cat "$WORK/nospool.out") == *"[error] $SPOOL: not a spool (no queue/ folder)" ]] ||
   { cat "$WORK/nospool.out"; echo "FAILED: status of no spool"; exit 1; }
