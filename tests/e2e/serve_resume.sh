@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 config=$1
-long=(--set train.steps=2000 --set checkpoint.every=100 --set log.every=10)
+long=(--set train.steps=1000 --set checkpoint.every=50 --set log.every=10)
 
 submit "$config" --name long "${long[@]}"
 submit "$config" --name next --set train.steps=5
@@ -19,7 +19,7 @@ cat "$WORK/first.log" | grep -v "^step "
 [[ $(field long state) == interrupted && $(field next state) == queued ]] ||
   { "$MPIPE" status "$SPOOL"; echo "FAILED: states after SIGTERM"; exit 1; }
 stopped=$(field long step)
-((stopped > 0 && stopped < 2000)) || { echo "FAILED: stopped at step $stopped"; exit 1; }
+((stopped > 0 && stopped < 1000)) || { echo "FAILED: stopped at step $stopped"; exit 1; }
 [[ -f $SPOOL/runs/long/checkpoints/step_$(printf %08d "$stopped")/meta.json ]] ||
   { ls "$SPOOL/runs/long/checkpoints"; echo "FAILED: no checkpoint at step $stopped"; exit 1; }
 [[ ! -e $SPOOL/runs/long/weights.safetensors ]] || { echo "FAILED: interrupted run exported"; exit 1; }
@@ -62,7 +62,7 @@ resumed=$(sed -nE 's/.*resumed from step ([0-9]+).*/\1/p' "$WORK/third.log")
 ((resumed >= newest)) || { echo "FAILED: resumed from $resumed, not the newest checkpoint $newest"; exit 1; }
 [[ $(grep -n "long: starting" "$WORK/third.log" | cut -d: -f1) -lt $(grep -n "next: starting" "$WORK/third.log" | cut -d: -f1) ]] ||
   { echo "FAILED: the interrupted experiment did not come first"; exit 1; }
-[[ $(field long state) == done && $(field long step) == 2000 && $(field next state) == done ]] ||
+[[ $(field long state) == done && $(field long step) == 1000 && $(field next state) == done ]] ||
   { "$MPIPE" status "$SPOOL"; echo "FAILED: states after the restart"; exit 1; }
 grep -q "idle for 1 s (--idle-exit): stopping" "$WORK/third.log" || { echo "FAILED: idle exit line"; exit 1; }
 grep -q '"reason": "idle"' "$SPOOL/status.json" || { echo "FAILED: idle reason"; exit 1; }
