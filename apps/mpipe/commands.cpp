@@ -1,4 +1,5 @@
-// Subcommand implementations: train, schedule, plan.
+// Subcommand implementations: train, schedule, plan, compare, generate, and the daemon's serve,
+// submit, status and cancel.
 #include "commands.h"
 
 #include <spdlog/spdlog.h>
@@ -9,17 +10,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <regex>
 
-#include "checkpoint/run_lock.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
 #include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "config/experiment.h"
-#include "config/resolved_settings.h"
 #include "core/error.h"
 #include "data/dataset.h"
 #include "kernels/context.h"
@@ -29,10 +29,13 @@
 #include "model/partition.h"
 #include "pipeline/grid.h"
 #include "pipeline/schedule.h"
-#include "preflight.h"
+#include "serve/daemon.h"
+#include "serve/spool.h"
+#include "serve/status_file.h"
+#include "serve/submit.h"
+#include "serve/train_job.h"
 #include "startup.h"
 #include "train/generator.h"
-#include "train/run_checkpoint.h"
 #include "train/trainer.h"
 #include "train/training_run.h"
 
@@ -69,6 +72,28 @@ std::vector<checkpoint::TensorDiff> only_matching(std::vector<checkpoint::Tensor
   std::erase_if(diffs, [&](const auto& d) { return !std::regex_search(d.name, regex); });
   check_input(!diffs.empty(), "--only '{}': no tensor name matches", pattern);
   return diffs;
+}
+
+// Installs SIGTERM and SIGUSR1 handlers that set g_stop_requested.
+const std::atomic<bool>* stop_on_signals() {
+  std::signal(SIGTERM, request_stop);
+  std::signal(SIGUSR1, request_stop);
+  return &g_stop_requested;
+}
+
+// "30s", "5m", "1.5h" or plain seconds, as seconds > 0.
+CLI::Validator duration_in_seconds() {
+  const CLI::Validator positive(
+      [](const std::string& seconds) {
+        double value = 0;
+        return CLI::detail::lexical_cast(seconds, value) && value > 0
+                   ? std::string()
+                   : "must be longer than 0 s, got " + seconds + " s";
+      },
+      "DURATION > 0");
+  return CLI::AsNumberWithUnit(std::map<std::string, double>{{"s", 1}, {"m", 60}, {"h", 3600}},
+                               CLI::AsNumberWithUnit::CASE_SENSITIVE) &
+         positive;
 }
 
 }  // namespace
@@ -122,6 +147,29 @@ Commands::Commands(CLI::App& app) {
   generate_->add_option("--seed", generate_options_.seed, "Random seed");
   generate_->add_option("--set", overrides_, "Override a config key: key.path=value");
 
+  serve_ = app.add_subcommand(
+      "serve", "Run the experiments submitted to a spool, one after another (under mpirun/srun)");
+  serve_->add_option("--spool", spool_dir_, "Spool directory (created if needed)")->required();
+  serve_
+      ->add_option("--idle-exit", idle_exit_s_,
+                   "Stop after this long with nothing to run: 30s, 5m, 1h (default: never)")
+      ->transform(duration_in_seconds());
+
+  submit_ = app.add_subcommand("submit", "Check an experiment file and queue it in a spool");
+  submit_->add_option("spool", spool_dir_, "Spool directory (created if needed)")->required();
+  submit_->add_option("config", config_path_, "Experiment YAML file")->required();
+  submit_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
+  submit_->add_option("--name", experiment_name_,
+                      "Unique name in the spool (default: <config name>-<n>)");
+
+  status_ = app.add_subcommand("status", "Print the state of a spool's experiments");
+  status_->add_option("spool", spool_dir_, "Spool directory")->required();
+
+  cancel_ = app.add_subcommand(
+      "cancel", "Cancel a queued experiment, or stop the running one with a checkpoint");
+  cancel_->add_option("spool", spool_dir_, "Spool directory")->required();
+  cancel_->add_option("name", experiment_name_, "Experiment name")->required();
+
   compare_ = app.add_subcommand("compare", "Compare two safetensors weight files");
   compare_->add_option("files", compare_paths_, "Two .safetensors files")->required()->expected(2);
   compare_
@@ -142,6 +190,12 @@ int Commands::run(const comm::Communicator& world) {
     if (*plan_) return plan();
     if (*compare_) return compare();
     if (*generate_) return generate();
+    if (*serve_) return serve(world);
+    // The companion commands are single processes (started under mpirun by mistake: rank 0).
+    if (world.rank() != 0) return 0;
+    if (*submit_) return submit();
+    if (*status_) return status();
+    if (*cancel_) return cancel();
     return 1;
   } catch (const AgreedError& e) {
     // Every rank has this error (they agreed on it): each exits, rank 0 alone reports.
@@ -168,46 +222,26 @@ int Commands::run(const comm::Communicator& world) {
 
 int Commands::train(const comm::Communicator& world) {
   // First, so a stop request during start-up is not fatal: it is seen after the first step.
-  std::signal(SIGTERM, request_stop);
-  std::signal(SIGUSR1, request_stop);
+  const std::atomic<bool>* stop_requested = stop_on_signals();
   const std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
   const std::string export_path =
       export_path_.empty() ? run_dir + "/weights.safetensors" : export_path_;
-  const bool resuming = resume_ || resume_or_start_;
-  PreflightResult checked = preflight_train({.config_path = config_path_,
-                                             .overrides = overrides_,
-                                             .run_dir = run_dir,
-                                             .export_path = export_path,
-                                             .resuming = resuming},
-                                            world);
-  const config::Experiment& experiment = checked.experiment;
-  log::setup_logging(world.rank(), world.size(), experiment.log.level);
-  if (comm::Watchdog* watchdog = world.watchdog()) {
-    watchdog->configure(experiment.comm);
-    watchdog->set_stop_flag(&g_stop_requested);  // a stop during a hung wait ends the job
-  }
-  // One job per run directory: rank 0 holds <run_dir>/.lock until the run ends (--resume on a
-  // run directory that does not exist fails first, so a mistyped one is not created).
-  std::optional<checkpoint::RunLock> lock;
-  comm::agree(world, [&] {
-    if (world.rank() != 0) return;
-    if (resume_ && !std::filesystem::exists(run_dir)) train::require_committed_checkpoint(run_dir);
-    lock.emplace(run_dir);
-    if (!resuming) check_run_dir_is_fresh(run_dir);  // again: no other job can start one now
-  });
-
-  kernels::KernelContext kernels;
   train::RunOptions options{.run_dir = run_dir,
                             .export_weights = export_path,
                             .resume = resume_            ? train::ResumeMode::kRequired
                                       : resume_or_start_ ? train::ResumeMode::kIfPresent
                                                          : train::ResumeMode::kNever,
-                            .settings = config::resolved_settings(experiment),
+                            .settings = {},  // run_train_job records the resolved experiment
                             .progress = stdout,
                             .progress_in_place = progress_in_place(),
-                            .stop_requested = &g_stop_requested};
-  train::RunResult result =
-      train::run_training(experiment, *checked.dataset, options, world, kernels);
+                            .stop_requested = stop_requested};
+  const train::RunResult result = serve::run_train_job({.config_path = config_path_,
+                                                        .overrides = overrides_,
+                                                        .run_dir = run_dir,
+                                                        .export_path = export_path,
+                                                        .resuming = resume_ || resume_or_start_},
+                                                       std::move(options), world)
+                                      .result;
   if (world.rank() == 0) {
     if (result.preempted) {
       spdlog::warn("stopped at step {} by a signal; checkpoint saved in {}; continue with --resume",
@@ -222,6 +256,49 @@ int Commands::train(const comm::Communicator& world) {
                   result.final_train_loss, result.final_eval_loss,
                   100.0 * result.final_eval_accuracy, run_dir.c_str());
     }
+  }
+  return 0;
+}
+
+int Commands::serve(const comm::Communicator& world) {
+  serve::serve({.spool_dir = spool_dir_,
+                .idle_exit_s = idle_exit_s_ > 0 ? std::optional(idle_exit_s_) : std::nullopt,
+                .stop_signal = stop_on_signals(),
+                .progress = stdout,
+                .progress_in_place = progress_in_place()},
+               world);
+  return 0;
+}
+
+int Commands::submit() {
+  const serve::QueueEntry entry = serve::submit_experiment({.spool_dir = spool_dir_,
+                                                            .config_path = config_path_,
+                                                            .overrides = overrides_,
+                                                            .name = experiment_name_});
+  std::printf("queued %s (#%lld) in %s\n", entry.name.c_str(), static_cast<long long>(entry.seq),
+              spool_dir_.c_str());
+  return 0;
+}
+
+int Commands::status() {
+  const serve::Spool spool(spool_dir_);
+  check_input(spool.exists(), "{}: not a spool (no queue/ folder)", spool_dir_);
+  serve::SpoolStatus status = serve::read_status_file(spool.status_path());
+  serve::merge_spool(status, spool);
+  serve::note_dead_daemon(status);
+  std::fputs(serve::format_status_table(status).c_str(), stdout);
+  return 0;
+}
+
+int Commands::cancel() {
+  const serve::Spool spool(spool_dir_);
+  if (spool.cancel(experiment_name_) == serve::CancelResult::kRemovedFromQueue) {
+    std::printf("cancelled %s (it was queued)\n", experiment_name_.c_str());
+  } else {
+    std::printf(
+        "cancelling %s: it stops with a checkpoint at its next step (if no daemon runs it now, "
+        "the next one records it as cancelled instead of resuming it)\n",
+        experiment_name_.c_str());
   }
   return 0;
 }

@@ -22,12 +22,20 @@ class Commands {
   int plan();
   int compare();
   int generate();
+  int serve(const comm::Communicator& world);
+  int submit();
+  int status();
+  int cancel();
 
   CLI::App* train_ = nullptr;
   CLI::App* schedule_ = nullptr;
   CLI::App* plan_ = nullptr;
   CLI::App* compare_ = nullptr;
   CLI::App* generate_ = nullptr;
+  CLI::App* serve_ = nullptr;
+  CLI::App* submit_ = nullptr;
+  CLI::App* status_ = nullptr;
+  CLI::App* cancel_ = nullptr;
 
   std::string config_path_;
   std::vector<std::string> overrides_;
@@ -46,6 +54,10 @@ class Commands {
 
   std::string weights_path_;
   train::GenerateOptions generate_options_;
+
+  std::string spool_dir_;
+  double idle_exit_s_ = 0.0;  // 0 = never
+  std::string experiment_name_;
 };
 
 }  // namespace mpipe::app

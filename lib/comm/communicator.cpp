@@ -236,18 +236,6 @@ void Communicator::broadcast(std::span<double> data, int root) const {
   request.wait();
 }
 
-std::string Communicator::broadcast(const std::string& text, int root) const {
-  double length = static_cast<double>(text.size());  // exact below 2^53
-  broadcast(std::span<double>(&length, 1), root);
-  std::string result = rank() == root ? text : std::string(static_cast<size_t>(length), ' ');
-  Request request = start("MPI_Ibcast", -1, -1, root, {});
-  check_mpi(MPI_Ibcast(result.data(), to_mpi_count(result.size(), "MPI_Ibcast"), MPI_CHAR, root,
-                       handle_->comm, &request.state_->op.request),
-            "MPI_Ibcast");
-  request.wait();
-  return result;
-}
-
 std::vector<char> Communicator::allgather(std::span<const char> mine) const {
   const int count = to_mpi_count(mine.size(), "MPI_Iallgather");
   std::vector<char> all(mine.size() * static_cast<size_t>(size()));
@@ -257,6 +245,17 @@ std::vector<char> Communicator::allgather(std::span<const char> mine) const {
             "MPI_Iallgather");
   request.wait();
   return all;
+}
+
+void Communicator::broadcast(std::string& text, int root) const {
+  double length = static_cast<double>(text.size());  // exact below 2^53
+  broadcast(std::span<double>(&length, 1), root);
+  text.resize(static_cast<size_t>(length));
+  Request request = start("MPI_Ibcast", -1, -1, root, {});
+  check_mpi(MPI_Ibcast(text.data(), to_mpi_count(text.size(), "MPI_Ibcast"), MPI_CHAR, root,
+                       handle_->comm, &request.state_->op.request),
+            "MPI_Ibcast");
+  request.wait();
 }
 
 bool Communicator::all_true(bool mine) const {
@@ -279,7 +278,9 @@ std::pair<int, std::string> Communicator::first_error(int code, const std::strin
   if (first_rank == size()) return {0, ""};
   double agreed_code = code;
   broadcast(std::span<double>(&agreed_code, 1), first_rank);
-  return {static_cast<int>(agreed_code), broadcast(message, first_rank)};
+  std::string agreed_message = message;
+  broadcast(agreed_message, first_rank);
+  return {static_cast<int>(agreed_code), agreed_message};
 }
 
 void Communicator::abort(int code) const {

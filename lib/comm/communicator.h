@@ -90,6 +90,8 @@ class Communicator {
   std::vector<float> gatherv(std::span<const float> mine, int root) const;
   void broadcast(std::span<float> data, int root) const;
   void broadcast(std::span<double> data, int root) const;
+  // The root's `text` (any bytes) replaces every other rank's.
+  void broadcast(std::string& text, int root) const;
   // Logical AND / max over ranks (for agreeing on errors and end conditions).
   bool all_true(bool mine) const;
   // Collective: the (code, message) of the lowest rank whose code is non-zero, the same on every
@@ -97,8 +99,6 @@ class Communicator {
   std::pair<int, std::string> first_error(int code, const std::string& message) const;
   // Every rank contributes `mine` (the same size on every rank); returns all, in rank order.
   std::vector<char> allgather(std::span<const char> mine) const;
-  // Rank `root`'s text on every rank (any length).
-  std::string broadcast(const std::string& text, int root) const;
   // MPI_Abort on this communicator.
   [[noreturn]] void abort(int code) const;
 

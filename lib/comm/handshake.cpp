@@ -78,7 +78,10 @@ std::optional<std::string> identity_mismatch(const std::vector<RankIdentity>& ra
 void require_same_as_rank0(const Communicator& world, const std::vector<SameEverywhere>& things) {
   // Every rank takes part in every broadcast before anyone compares (and perhaps throws).
   std::vector<std::string> rank0;
-  for (const SameEverywhere& thing : things) rank0.push_back(world.broadcast(thing.mine, 0));
+  for (const SameEverywhere& thing : things) {
+    rank0.push_back(thing.mine);
+    world.broadcast(rank0.back(), 0);
+  }
   agree(world, [&] {
     for (size_t i = 0; i < things.size(); ++i) {
       const SameEverywhere& thing = things[i];

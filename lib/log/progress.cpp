@@ -39,11 +39,16 @@ ProgressLine::ProgressLine(std::FILE* out, bool is_terminal, int64_t total_steps
 
 ProgressLine::~ProgressLine() { finish(); }
 
-std::optional<double> ProgressLine::eta_s(const ProgressRecord& record) const {
-  const int64_t steps_done = record.step - start_step_;
+std::optional<double> estimate_eta_s(const ProgressRecord& record, int64_t total_steps,
+                                     int64_t start_step) {
+  const int64_t steps_done = record.step - start_step;
   if (steps_done <= 0 || record.elapsed_s <= 0) return std::nullopt;
-  const int64_t steps_left = std::max<int64_t>(total_steps_ - record.step, 0);
+  const int64_t steps_left = std::max<int64_t>(total_steps - record.step, 0);
   return static_cast<double>(steps_left) * record.elapsed_s / static_cast<double>(steps_done);
+}
+
+std::optional<double> ProgressLine::eta_s(const ProgressRecord& record) const {
+  return estimate_eta_s(record, total_steps_, start_step_);
 }
 
 void ProgressLine::update(const ProgressRecord& record) {

@@ -25,6 +25,10 @@ std::string format_duration(double seconds);
 std::string format_progress(const ProgressRecord& record, int64_t total_steps,
                             std::optional<double> eta_s);
 
+// Seconds left at the speed since `start_step` (where this run started); empty before any step.
+std::optional<double> estimate_eta_s(const ProgressRecord& record, int64_t total_steps,
+                                     int64_t start_step);
+
 // True when `stream` is a terminal (isatty).
 bool stream_is_terminal(std::FILE* stream);
 

@@ -165,12 +165,14 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
       comm::agree(world, [&] {  // rank 0 writes; a full disk stops every rank with its message
         if (!is_root) return;
         metrics->train(done, result.final_train_loss, report.lr, samples_per_s, nonfinite.total());
-        if (progress) {
-          progress->update({.step = done,
-                            .loss = result.final_train_loss,
-                            .lr = report.lr,
-                            .samples_per_s = samples_per_s,
-                            .elapsed_s = seconds_since(start)});
+        const log::ProgressRecord record{.step = done,
+                                         .loss = result.final_train_loss,
+                                         .lr = report.lr,
+                                         .samples_per_s = samples_per_s,
+                                         .elapsed_s = seconds_since(start)};
+        if (progress) progress->update(record);
+        if (options.on_progress) {
+          options.on_progress(record, log::estimate_eta_s(record, train.steps, first_step));
         }
       });
       window_start = Clock::now();
@@ -191,7 +193,8 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
     if (experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0) {
       checkpoints.save(done);
     }
-    const bool stop = options.stop_requested && options.stop_requested->load();
+    const bool stop = (options.stop_requested && options.stop_requested->load()) ||
+                      (options.cancel_requested && options.cancel_requested());
     if (!world.all_true(!stop)) {  // any rank asked to stop: all stop here, together
       if (!(experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0)) {
         checkpoints.save(done);

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "config/experiment.h"
 #include "data/dataset.h"
 #include "kernels/context.h"
+#include "log/progress.h"
 
 namespace mpipe::train {
 
@@ -35,6 +37,11 @@ struct RunOptions {
   bool progress_in_place = false;  // rewrite one line ('\r') instead of printing one per update
   // Set (e.g. by a SIGTERM handler) to stop at the next step boundary with a checkpoint.
   const std::atomic<bool>* stop_requested = nullptr;
+  // Asked at every step boundary; true stops the run like stop_requested (the daemon's rank 0:
+  // `mpipe cancel`). Empty = never.
+  std::function<bool()> cancel_requested = {};
+  // Rank 0, after every logged step: its record and the ETA (the daemon's status file).
+  std::function<void(const log::ProgressRecord&, std::optional<double> eta_s)> on_progress = {};
 };
 
 struct RunResult {

@@ -12,7 +12,12 @@ train() {
   shift 3
   timeout 120 mpirun -n "$ranks" --oversubscribe --bind-to none "$MPIPE" train "$config" \
     --run-dir "$WORK/$name" --export-weights "$WORK/$name.safetensors" "$@" \
-    > "$WORK/$name.log" 2>&1 || { cat "$WORK/$name.log"; echo "FAILED: $name"; exit 1; }
+    > "$WORK/$name.log" 2>&1 || {
+    local status=$?
+    cat "$WORK/$name.log"
+    echo "FAILED: $name (exit status $status)"
+    exit 1
+  }
 }
 
 # same A B [RTOL]: the exported weights of runs A and B agree (bit-identical when RTOL is 0).

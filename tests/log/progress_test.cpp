@@ -90,6 +90,13 @@ TEST(Progress, ResumedRunEstimatesFromItsOwnSteps) {
             "step 510/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 8m10s\n");
 }
 
+TEST(Progress, EtaIsTheTimeLeftAtThisRunsSpeedAndUnknownBeforeItsFirstStep) {
+  EXPECT_EQ(estimate_eta_s(record(510, 10.0), 1000, 500), 490.0);
+  EXPECT_EQ(estimate_eta_s(record(1000, 10.0), 1000, 500), 0.0);
+  EXPECT_FALSE(estimate_eta_s(record(500, 10.0), 1000, 500));
+  EXPECT_FALSE(estimate_eta_s(record(510, 0.0), 1000, 500));
+}
+
 TEST(Progress, RegularFileIsNotATerminal) {
   CapturedFile out;
   EXPECT_FALSE(stream_is_terminal(out.get()));

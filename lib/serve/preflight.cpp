@@ -1,5 +1,5 @@
-// Preflight checks of `mpipe train`: config, topology, partition, memory, data, paths.
-#include "preflight.h"
+// Preflight checks of a training run: config, topology, partition, memory, data, paths.
+#include "serve/preflight.h"
 
 #include <unistd.h>
 
@@ -18,7 +18,7 @@
 #include "optim/optimizer_config.h"
 #include "train/trainer.h"
 
-namespace mpipe::app {
+namespace mpipe::serve {
 namespace {
 
 namespace fs = std::filesystem;
@@ -69,10 +69,12 @@ int optimizer_slots(const optim::OptimizerConfig& optimizer) {
   return 2;
 }
 
+// `replicas`: the data-parallel replicas, or 0 when not known yet (the smallest micro-batch,
+// one example, is checked then).
 void check_memory(const config::Experiment& experiment, const model::ModelPlan& plan,
-                  const comm::Topology& topology) {
+                  int replicas) {
   const int64_t micro_batch_rows =
-      experiment.train.batch_size / topology.num_replicas / experiment.pipeline.micro_batches;
+      replicas > 0 ? experiment.train.batch_size / replicas / experiment.pipeline.micro_batches : 1;
   const model::MemoryDemands demands{.optimizer_slots = optimizer_slots(experiment.optimizer),
                                      .micro_batch_rows = micro_batch_rows,
                                      .batch_key = experiment.where("train.batch_size"),
@@ -119,6 +121,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
   comm::agree(world, [&] {
     config::Experiment& experiment = result.experiment;
     experiment = config::load_experiment(inputs.config_path, inputs.overrides);
+    if (inputs.any_world) plan_for_any_world(experiment);
     if (!inputs.resuming) check_run_dir_is_fresh(inputs.run_dir);
     check_writable_folder(inputs.run_dir, "run directory");
     if (world.rank() == 0) check_export_path(inputs.export_path, inputs.run_dir);
@@ -136,7 +139,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
         model::plan_model(experiment.model, result.dataset->input_shape());
     model::partition_layers(static_cast<int>(plan.layers.size()), topology.num_stages,
                             experiment.pipeline.partition, experiment.where("pipeline.partition"));
-    check_memory(experiment, plan, topology);
+    check_memory(experiment, plan, topology.num_replicas);
   });
   // Start-up agreement: every rank must run rank 0's resolved config and rank layout.
   const comm::Topology topology = resolve_topology(result.experiment, world);
@@ -154,4 +157,30 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
   return result;
 }
 
-}  // namespace mpipe::app
+void plan_for_any_world(config::Experiment& experiment) {
+  pipeline::PipelineConfig& pipeline = experiment.pipeline;
+  const bool stages_given = experiment.refs.contains("pipeline.stages");
+  const bool replicas_given = experiment.refs.contains("pipeline.data_parallel");
+  if (!stages_given && pipeline.data_parallel != 0) {
+    pipeline.stages = 0;
+  } else if (!replicas_given && pipeline.stages != 0) {
+    pipeline.data_parallel = 0;
+  }
+}
+
+config::Experiment check_experiment_for_any_world(const std::string& config_path,
+                                                  const std::vector<std::string>& overrides) {
+  config::Experiment experiment = config::load_experiment(config_path, overrides);
+  plan_for_any_world(experiment);
+  check_dataset_memory(experiment);
+  const auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
+  const model::ModelPlan plan = model::plan_model(experiment.model, dataset->input_shape());
+  if (experiment.pipeline.stages > 0) {
+    model::partition_layers(static_cast<int>(plan.layers.size()), experiment.pipeline.stages,
+                            experiment.pipeline.partition, experiment.where("pipeline.partition"));
+  }
+  check_memory(experiment, plan, experiment.pipeline.data_parallel);
+  return experiment;
+}
+
+}  // namespace mpipe::serve

@@ -1,0 +1,252 @@
+// The daemon loop: agree on the next action (rank 0 decides from the spool), run the experiment
+// on every rank, record how it ended; exit on a signal or after the idle timeout.
+#include "serve/daemon.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "comm/agree.h"
+#include "core/error.h"
+#include "log/logging.h"
+#include "serve/file_lock.h"
+#include "serve/host_clock.h"
+#include "serve/spool.h"
+#include "serve/status_board.h"
+#include "serve/train_job.h"
+
+namespace mpipe::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kCancelCheckInterval = std::chrono::milliseconds(200);
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// "pid 12 on host h since T" from the lock file's contents, or "another daemon".
+std::string describe_holder(const std::string& contents) {
+  const nlohmann::json holder = nlohmann::json::parse(contents, nullptr, false);
+  if (!holder.is_object() || !holder.value("pid", nlohmann::json()).is_number_integer()) {
+    return "another daemon";
+  }
+  return fmt::format("mpipe serve pid {} on host {} since {}", holder["pid"].get<int64_t>(),
+                     holder.value("host", "?"), holder.value("since", "?"));
+}
+
+// The spool's lock, held for the daemon's life (the kernel releases it however the process ends).
+FileLock lock_spool(const Spool& spool) {
+  std::optional<FileLock> lock = FileLock::try_lock(spool.lock_path());
+  if (!lock) {
+    throw InputError(fmt::format("{}: in use by {} (lock {})", spool.dir(),
+                                 describe_holder(read_lock_contents(spool.lock_path())),
+                                 spool.lock_path()));
+  }
+  lock->write_contents(
+      nlohmann::json{{"pid", this_pid()}, {"host", this_host()}, {"since", utc_now()}}.dump() +
+      "\n");
+  return std::move(*lock);
+}
+
+class Daemon {
+ public:
+  Daemon(const ServeOptions& options, const comm::Communicator& world)
+      : options_(options), world_(world), spool_(options.spool_dir) {
+    comm::agree(world_, [&] {
+      if (!is_root()) return;
+      spool_.create();
+      lock_.emplace(lock_spool(spool_));
+      board_.emplace(spool_, world_.size());
+      spdlog::info("serving spool {} on {} ranks (pid {} on host {})", spool_.dir(), world_.size(),
+                   this_pid(), this_host());
+    });
+  }
+
+  StopReason run() {
+    idle_since_ = Clock::now();
+    StopReason reason = StopReason::kSignal;
+    while (true) {
+      const bool signalled = options_.stop_signal && options_.stop_signal->load();
+      if (!world_.all_true(!signalled)) break;
+      const nlohmann::json action = next_action();
+      if (action["action"] == "run") {
+        run_experiment(action);
+        idle_since_ = Clock::now();
+      } else if (action["action"] == "exit") {
+        reason = StopReason::kIdle;
+        break;
+      } else {
+        std::this_thread::sleep_for(std::chrono::duration<double>(options_.poll_s));
+      }
+    }
+    comm::agree(world_, [&] {
+      if (!is_root()) return;
+      board_->stopped(reason == StopReason::kIdle ? "idle" : "signal");
+      if (reason == StopReason::kIdle) {
+        spdlog::info("idle for {:g} s (--idle-exit): stopping", *options_.idle_exit_s);
+      } else {
+        spdlog::info("stopped by a signal");
+      }
+    });
+    return reason;
+  }
+
+ private:
+  bool is_root() const { return world_.rank() == 0; }
+
+  // Collective: rank 0 looks at the spool and every rank gets the same action: {"action": "run",
+  // "name", "yaml" (the experiment file's text), "overrides"}, {"action": "idle"} or
+  // {"action": "exit"}. Rank 0 has written runs/<name>/experiment.yaml.
+  nlohmann::json next_action() {
+    nlohmann::json action = {{"action", "idle"}};
+    comm::agree(world_, [&] {
+      if (!is_root()) return;
+      board_->refresh();
+      while (const std::optional<QueueEntry> entry = spool_.take_next()) {
+        if (spool_.cancel_requested(entry->name)) {  // cancelled while no daemon ran it
+          const ExperimentStatus* known = board_->status().find(entry->name);
+          board_->ended(entry->name,
+                        {.state = ExperimentState::kCancelled, .step = known ? known->step : 0});
+          spool_.finish_active();
+          spdlog::info("{}: cancelled", entry->name);
+          continue;
+        }
+        const std::string yaml = spool_.experiment_text(*entry);
+        spool_.write_experiment_file(entry->name, yaml);
+        action = {{"action", "run"},
+                  {"name", entry->name},
+                  {"yaml", yaml},
+                  {"overrides", entry->overrides}};
+        board_->started(*entry);
+        return;
+      }
+      if (options_.idle_exit_s && seconds_since(idle_since_) >= *options_.idle_exit_s) {
+        action = {{"action", "exit"}};
+      }
+    });
+    std::string text = action.dump();
+    world_.broadcast(text, 0);
+    return nlohmann::json::parse(text);
+  }
+
+  // How every rank runs an experiment; rank 0 also answers the step loop's cancel question from
+  // cancel/NAME (looked at every 0.2 s; `cancel_seen` says whether it did) and records progress.
+  train::RunOptions run_options(const std::string& name, bool& cancel_seen) {
+    train::RunOptions options;
+    options.resume = train::ResumeMode::kIfPresent;
+    options.progress = options_.progress;
+    options.progress_in_place = options_.progress_in_place;
+    options.stop_requested = options_.stop_signal;
+    if (!is_root()) return options;
+    options.cancel_requested = [this, name, &cancel_seen, next_check = Clock::now()]() mutable {
+      if (!cancel_seen && Clock::now() >= next_check) {
+        cancel_seen = spool_.cancel_requested(name);
+        next_check = Clock::now() + kCancelCheckInterval;
+      }
+      return cancel_seen;
+    };
+    options.on_progress = [this, name](const log::ProgressRecord& record,
+                                       std::optional<double> eta_s) {
+      board_->progress(name, record, eta_s);
+    };
+    return options;
+  }
+
+  // Collective: runs one experiment on every rank and records how it ended.
+  void run_experiment(const nlohmann::json& action) {
+    const std::string name = action["name"].get<std::string>();
+    const std::string run_dir = spool_.run_dir(name);
+    if (is_root()) spdlog::info("{}: starting ({})", name, run_dir);
+    bool cancel_seen = false;
+    Ending ending;
+    try {
+      // Each rank runs its own copy of the experiment file: on a shared file system it is rank
+      // 0's (written before the broadcast), on node-local disks each rank writes one.
+      std::string config_path;
+      comm::agree(world_, [&] {
+        config_path = spool_.write_experiment_file(name, action["yaml"].get<std::string>());
+      });
+      const TrainInputs inputs{
+          .config_path = config_path,
+          .overrides = action["overrides"].get<std::vector<std::string>>(),
+          .run_dir = run_dir,
+          .export_path = (std::filesystem::path(run_dir) / "weights.safetensors").string(),
+          .resuming = true,
+          .any_world = true};
+      const TrainOutcome outcome = run_train_job(inputs, run_options(name, cancel_seen), world_);
+      ending = ending_of(outcome.result, !world_.all_true(!cancel_seen));
+    } catch (const AgreedError& e) {
+      ending = {.state = ExperimentState::kFailed, .error = e.what()};
+    }
+    log::setup_logging(world_.rank(), world_.size(), "info");
+    comm::agree(world_, [&] {
+      if (!is_root()) return;
+      board_->ended(name, ending);
+      if (ending.state != ExperimentState::kInterrupted) spool_.finish_active();
+      report(name, ending);
+    });
+  }
+
+  static Ending ending_of(const train::RunResult& result, bool cancelled) {
+    if (result.preempted) {
+      return {.state = cancelled ? ExperimentState::kCancelled : ExperimentState::kInterrupted,
+              .step = result.steps_done};
+    }
+    if (result.already_finished) {  // its daemon stopped after the last checkpoint
+      return {.state = ExperimentState::kDone, .step = result.steps_done};
+    }
+    return {.state = ExperimentState::kDone,
+            .step = result.steps_done,
+            .loss = result.final_train_loss,
+            .eval_loss = result.final_eval_loss,
+            .eval_accuracy = result.final_eval_accuracy};
+  }
+
+  void report(const std::string& name, const Ending& ending) const {
+    switch (ending.state) {
+      case ExperimentState::kDone:
+        if (!ending.eval_loss) {
+          spdlog::info("{}: done at step {} (already finished)", name, ending.step);
+          break;
+        }
+        spdlog::info(
+            "{}: done at step {}: train loss {:.4f} | test loss {:.4f} | test accuracy {:.2f}%",
+            name, ending.step, ending.loss.value_or(0), *ending.eval_loss,
+            100.0 * ending.eval_accuracy.value_or(0));
+        break;
+      case ExperimentState::kFailed:
+        spdlog::error("{}: failed: {}", name, ending.error);
+        break;
+      case ExperimentState::kCancelled:
+        spdlog::info("{}: cancelled at step {} (checkpoint in {})", name, ending.step,
+                     spool_.run_dir(name));
+        break;
+      default:
+        spdlog::warn(
+            "{}: interrupted at step {}; checkpoint saved, the next daemon on {} "
+            "resumes it",
+            name, ending.step, spool_.dir());
+    }
+  }
+
+  const ServeOptions& options_;
+  const comm::Communicator& world_;
+  Spool spool_;
+  std::optional<FileLock> lock_;      // rank 0
+  std::optional<StatusBoard> board_;  // rank 0
+  Clock::time_point idle_since_;
+};
+
+}  // namespace
+
+StopReason serve(const ServeOptions& options, const comm::Communicator& world) {
+  Daemon daemon(options, world);
+  return daemon.run();
+}
+
+}  // namespace mpipe::serve

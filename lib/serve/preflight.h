@@ -1,0 +1,53 @@
+// Preflight of a training run (`mpipe train` and each experiment of `mpipe serve`): every check
+// of the command line, config, data, model and paths that can fail, done on every rank before
+// the first collective, so a bad input ends the job with one line and nothing written. Also the
+// same checks without a world (what `mpipe submit` can know before the experiment runs).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "config/experiment.h"
+#include "data/dataset.h"
+
+namespace mpipe::serve {
+
+struct TrainInputs {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string run_dir;
+  std::string export_path;
+  bool resuming = false;  // --resume or --resume-or-start: the run directory may hold a run
+  // The daemon: pipeline.stages and pipeline.data_parallel that the experiment does not fix are
+  // planned for the world size (see plan_for_any_world).
+  bool any_world = false;
+};
+
+struct PreflightResult {
+  config::Experiment experiment;
+  std::unique_ptr<data::Dataset> dataset;
+};
+
+// Refuses to start a fresh run on top of an earlier one (its metrics and checkpoints would mix).
+void check_run_dir_is_fresh(const std::string& run_dir);
+
+// Collective over `world` (through comm::agree): throws AgreedError on every rank when any
+// rank finds a problem, or when a rank's resolved config or rank layout differs from rank 0's.
+PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communicator& world);
+
+// What the daemon runs: pipeline keys the experiment (file or --set) leaves out become `auto`,
+// so it fits the world it gets. No stages: stages auto (world / data_parallel), unless
+// data_parallel is auto (then stages stays 1); stages given but no data_parallel: data_parallel
+// auto (world / stages).
+void plan_for_any_world(config::Experiment& experiment);
+
+// The checks of preflight_train that do not depend on the world size, run on one process for an
+// experiment the daemon will run (plan_for_any_world applied): the config, the data, the model's
+// shapes, the partition when the stages are fixed, and sizes that cannot fit in memory. Throws
+// InputError with the same one-line messages as preflight_train.
+config::Experiment check_experiment_for_any_world(const std::string& config_path,
+                                                  const std::vector<std::string>& overrides);
+
+}  // namespace mpipe::serve

@@ -1,0 +1,275 @@
+// Spool: queue entries as JSON files, moved between queue/ and active/ under .queue.lock.
+#include "serve/spool.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "checkpoint/atomic_file.h"
+#include "core/error.h"
+#include "serve/file_lock.h"
+#include "serve/host_clock.h"
+
+namespace mpipe::serve {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kMaxNameLength = 100;
+
+// "000042-name.json": the sequence number, then the name.
+std::string entry_file_name(const QueueEntry& entry) {
+  return fmt::format("{:06d}-{}.json", entry.seq, entry.name);
+}
+
+bool is_entry_file_name(const std::string& file_name) {
+  static const std::regex pattern(R"(\d+-[A-Za-z0-9][A-Za-z0-9._-]*\.json)");
+  return std::regex_match(file_name, pattern);
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  check(in.good(), "{}: cannot read", path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+nlohmann::json to_json(const QueueEntry& entry) {
+  return {{"seq", entry.seq},
+          {"name", entry.name},
+          {"config", entry.config},
+          {"yaml", entry.yaml},
+          {"overrides", entry.overrides},
+          {"steps", entry.steps},
+          {"submitted", entry.submitted}};
+}
+
+QueueEntry entry_from_file(const fs::path& path) {
+  try {
+    const nlohmann::json json = nlohmann::json::parse(read_text(path));
+    return {.seq = json.at("seq").get<int64_t>(),
+            .name = json.at("name").get<std::string>(),
+            .config = json.at("config").get<std::string>(),
+            .yaml = json.at("yaml").get<std::string>(),
+            .overrides = json.at("overrides").get<std::vector<std::string>>(),
+            .steps = json.at("steps").get<int64_t>(),
+            .submitted = json.at("submitted").get<std::string>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not a queue entry: {}", path.string(), e.what()));
+  }
+}
+
+// The stem as a name: characters a name may not hold become '_'; "exp" if nothing is left.
+std::string name_from_stem(const std::string& stem) {
+  std::string name;
+  for (const char c : stem) {
+    const bool allowed =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    name += allowed ? c : '_';
+  }
+  while (!name.empty() && !std::isalnum(static_cast<unsigned char>(name.front()))) {
+    name.erase(0, 1);
+  }
+  name = name.substr(0, kMaxNameLength - 8);
+  return name.empty() ? "exp" : name;
+}
+
+}  // namespace
+
+void check_experiment_name(const std::string& name) {
+  static const std::regex pattern(R"([A-Za-z0-9][A-Za-z0-9._-]*)");
+  check_input(std::regex_match(name, pattern) && name.size() <= kMaxNameLength,
+              "--name '{}': must start with a letter or digit and hold only letters, digits, "
+              "'.', '_' and '-' (at most {} characters)",
+              name, kMaxNameLength);
+}
+
+Spool::Spool(std::string dir) : dir_(std::move(dir)) {}
+
+std::string Spool::folder(const char* name) const { return (fs::path(dir_) / name).string(); }
+
+std::string Spool::status_path() const { return folder("status.json"); }
+
+std::string Spool::lock_path() const { return folder(".lock"); }
+
+std::string Spool::run_dir(const std::string& name) const {
+  return (fs::path(dir_) / "runs" / name).string();
+}
+
+std::string Spool::experiment_file(const std::string& name) const {
+  return (fs::path(run_dir(name)) / "experiment.yaml").string();
+}
+
+void Spool::create() const {
+  for (const char* name : {"queue", "active", "cancel", "runs"}) {
+    std::error_code ec;
+    fs::create_directories(folder(name), ec);
+    if (ec) throw Error(fmt::format("{}: cannot create: {}", folder(name), ec.message()));
+  }
+}
+
+bool Spool::exists() const {
+  std::error_code ec;
+  return fs::is_directory(folder("queue"), ec);
+}
+
+std::vector<QueueEntry> Spool::entries_in(const std::string& folder) const {
+  std::vector<QueueEntry> entries;
+  std::error_code ec;
+  for (const auto& file : fs::directory_iterator(folder, ec)) {
+    if (is_entry_file_name(file.path().filename().string())) {
+      entries.push_back(entry_from_file(file.path()));
+    }
+  }
+  check(!ec, "{}: cannot list: {}", folder, ec.message());
+  std::sort(entries.begin(), entries.end(),
+            [](const QueueEntry& a, const QueueEntry& b) { return a.seq < b.seq; });
+  return entries;
+}
+
+std::vector<QueueEntry> Spool::queued() const { return entries_in(folder("queue")); }
+
+std::optional<QueueEntry> Spool::active() const {
+  const std::vector<QueueEntry> entries = entries_in(folder("active"));
+  if (entries.empty()) return std::nullopt;
+  return entries.front();
+}
+
+bool Spool::name_taken(const std::string& name) const {
+  std::error_code ec;
+  const auto named = [&](const QueueEntry& entry) { return entry.name == name; };
+  return fs::exists(run_dir(name), ec) || fs::exists(fs::path(folder("cancel")) / name, ec) ||
+         std::ranges::any_of(queued(), named) ||
+         std::ranges::any_of(entries_in(folder("active")), named);
+}
+
+std::string Spool::unique_name(const std::string& stem) const {
+  const std::string base = name_from_stem(stem);
+  for (int n = 1;; ++n) {
+    std::string name = fmt::format("{}-{}", base, n);
+    if (!name_taken(name)) return name;
+  }
+}
+
+int64_t Spool::next_sequence_number() const {
+  int64_t last = 0;
+  const fs::path counter = fs::path(dir_) / ".sequence";
+  std::error_code ec;
+  if (fs::exists(counter, ec)) {
+    try {
+      last = std::stoll(read_text(counter));
+    } catch (const std::logic_error&) {
+      last = 0;  // unreadable: the entries below still keep the order
+    }
+  }
+  for (const auto& entry : queued()) last = std::max(last, entry.seq);
+  for (const auto& entry : entries_in(folder("active"))) last = std::max(last, entry.seq);
+  checkpoint::write_file_atomically(counter.string(), std::to_string(last + 1) + "\n");
+  return last + 1;
+}
+
+QueueEntry Spool::submit(QueueEntry entry, const std::string& stem) const {
+  create();
+  const FileLock lock = FileLock::wait(folder(".queue.lock"));
+  if (entry.name.empty()) {
+    entry.name = unique_name(stem);
+  } else {
+    check_experiment_name(entry.name);
+    check_input(!name_taken(entry.name),
+                "{}: an experiment named '{}' exists already (pick another --name)", dir_,
+                entry.name);
+  }
+  entry.seq = next_sequence_number();
+  entry.submitted = utc_now();
+  checkpoint::write_file_atomically((fs::path(folder("queue")) / entry_file_name(entry)).string(),
+                                    to_json(entry).dump(2) + "\n");
+  return entry;
+}
+
+std::optional<QueueEntry> Spool::take_next() const {
+  const FileLock lock = FileLock::wait(folder(".queue.lock"));
+  if (auto running = active()) return running;
+  const std::vector<QueueEntry> waiting = queued();
+  if (waiting.empty()) return std::nullopt;
+  const QueueEntry& next = waiting.front();
+  const fs::path from = fs::path(folder("queue")) / entry_file_name(next);
+  const fs::path to = fs::path(folder("active")) / entry_file_name(next);
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  check(!ec, "{}: cannot move to {}: {}", from.string(), to.string(), ec.message());
+  return next;
+}
+
+void Spool::finish_active() const {
+  const FileLock lock = FileLock::wait(folder(".queue.lock"));
+  if (auto running = active()) {
+    const fs::path path = fs::path(folder("active")) / entry_file_name(*running);
+    std::error_code ec;
+    fs::remove(path, ec);
+    check(!ec, "{}: cannot remove: {}", path.string(), ec.message());
+  }
+}
+
+CancelResult Spool::cancel(const std::string& name) const {
+  check_input(exists(), "{}: not a spool (no queue/ folder)", dir_);
+  const FileLock lock = FileLock::wait(folder(".queue.lock"));
+  const std::string marker = (fs::path(folder("cancel")) / name).string();
+  const auto named = [&](const QueueEntry& entry) { return entry.name == name; };
+  const std::vector<QueueEntry> waiting = queued();
+  if (const auto found = std::ranges::find_if(waiting, named); found != waiting.end()) {
+    checkpoint::write_file_atomically(marker, to_json(*found).dump(2) + "\n");
+    const fs::path path = fs::path(folder("queue")) / entry_file_name(*found);
+    std::error_code ec;
+    fs::remove(path, ec);
+    check(!ec, "{}: cannot remove: {}", path.string(), ec.message());
+    return CancelResult::kRemovedFromQueue;
+  }
+  if (const auto running = active(); running && running->name == name) {
+    checkpoint::write_file_atomically(marker, to_json(*running).dump(2) + "\n");
+    return CancelResult::kStopRequested;
+  }
+  check_input(!name_taken(name), "{}: '{}' is neither queued nor running (it has ended)", dir_,
+              name);
+  throw InputError(fmt::format("{}: no experiment named '{}'", dir_, name));
+}
+
+bool Spool::cancel_requested(const std::string& name) const {
+  std::error_code ec;
+  return fs::exists(fs::path(folder("cancel")) / name, ec);
+}
+
+std::vector<QueueEntry> Spool::cancelled() const {
+  std::vector<QueueEntry> entries;
+  std::error_code ec;
+  for (const auto& file : fs::directory_iterator(folder("cancel"), ec)) {
+    if (file.path().filename().string().find(".tmp-") == std::string::npos) {
+      entries.push_back(entry_from_file(file.path()));
+    }
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const QueueEntry& a, const QueueEntry& b) { return a.seq < b.seq; });
+  return entries;
+}
+
+std::string Spool::experiment_text(const QueueEntry& entry) const {
+  const std::string path = experiment_file(entry.name);
+  std::error_code ec;
+  return fs::exists(path, ec) ? read_text(path) : entry.yaml;
+}
+
+std::string Spool::write_experiment_file(const std::string& name, const std::string& yaml) const {
+  const std::string path = experiment_file(name);
+  std::error_code ec;
+  if (fs::exists(path, ec) && read_text(path) == yaml) return path;
+  fs::create_directories(run_dir(name), ec);
+  check(!ec, "{}: cannot create: {}", run_dir(name), ec.message());
+  checkpoint::write_file_atomically(path, yaml);
+  return path;
+}
+
+}  // namespace mpipe::serve

@@ -1,0 +1,95 @@
+// Spool: the folder a daemon serves and the queue operations on it. Layout of DIR:
+//   queue/<seq>-<name>.json   submitted experiments waiting to run, lowest sequence number first
+//   active/<seq>-<name>.json  the experiment the daemon runs (or ran when it was stopped: a new
+//                             daemon resumes it first)
+//   cancel/<name>             cancel requests: the experiment's queue entry (kept, so a name
+//                             once used stays taken)
+//   runs/<name>/              each experiment's run directory, laid out like a `train` run, with
+//                             the experiment file it ran (experiment.yaml)
+//   status.json               the daemon's record of every experiment (rank 0 its only writer)
+//   .lock                     held by the daemon's rank 0 for its whole life: one daemon a spool
+//   .queue.lock               held for each change of queue/ and active/ (submit, take, cancel)
+//   .sequence                 the last sequence number given out
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpipe::serve {
+
+// One submitted experiment.
+struct QueueEntry {
+  int64_t seq = 0;                     // submission order, from 1
+  std::string name;                    // unique in the spool
+  std::string config;                  // the submitted file (absolute path), for display
+  std::string yaml;                    // its text when submitted: what runs
+  std::vector<std::string> overrides;  // --set key=value, applied to `yaml`
+  int64_t steps = 0;                   // train.steps after the overrides
+  std::string submitted;               // UTC time
+};
+
+// Names are file names: a letter or digit first, then letters, digits, '.', '_', '-'; at most
+// 100 characters. Throws InputError "--name 'a/b': must ...".
+void check_experiment_name(const std::string& name);
+
+enum class CancelResult {
+  kRemovedFromQueue,  // it was waiting: it will never run
+  kStopRequested,     // it is the active one: the daemon stops it at its next step
+};
+
+class Spool {
+ public:
+  explicit Spool(std::string dir);
+
+  const std::string& dir() const { return dir_; }
+  std::string status_path() const;
+  std::string lock_path() const;
+  std::string run_dir(const std::string& name) const;
+  // runs/<name>/experiment.yaml: the experiment file the daemon runs.
+  std::string experiment_file(const std::string& name) const;
+
+  // Creates the folders (those that exist are kept). Throws Error naming the folder.
+  void create() const;
+  // Whether DIR holds a spool (its queue/ folder exists).
+  bool exists() const;
+
+  // Adds `entry` at the end of the queue and returns it with its sequence number and name (an
+  // empty name becomes "<stem>-<n>" with the smallest free n). Throws InputError if the name is
+  // invalid or already used by an experiment of this spool (queued, active, run or cancelled).
+  QueueEntry submit(QueueEntry entry, const std::string& stem) const;
+  // The waiting experiments, in submission order.
+  std::vector<QueueEntry> queued() const;
+  // The experiment the daemon runs (or ran when it stopped).
+  std::optional<QueueEntry> active() const;
+  // The active experiment if there is one, else the oldest queued one, which becomes active.
+  std::optional<QueueEntry> take_next() const;
+  // Removes the active experiment (it has ended).
+  void finish_active() const;
+  // Cancels `name`: removes it from the queue, or asks the daemon to stop it if it is active.
+  // Throws InputError "DIR: no experiment named 'x'" or "DIR: 'x' is neither queued nor
+  // running (it has ended)".
+  CancelResult cancel(const std::string& name) const;
+  // Whether `name` has a cancel request.
+  bool cancel_requested(const std::string& name) const;
+  // The experiments with a cancel request.
+  std::vector<QueueEntry> cancelled() const;
+  // What the experiment runs: runs/<name>/experiment.yaml if it exists (a resumed experiment
+  // keeps the file it started with), else the submitted text.
+  std::string experiment_text(const QueueEntry& entry) const;
+  // Makes runs/<name>/experiment.yaml hold `yaml` (written only if it does not already) and
+  // returns its path.
+  std::string write_experiment_file(const std::string& name, const std::string& yaml) const;
+
+ private:
+  std::string folder(const char* name) const;
+  std::vector<QueueEntry> entries_in(const std::string& folder) const;
+  bool name_taken(const std::string& name) const;
+  std::string unique_name(const std::string& stem) const;
+  int64_t next_sequence_number() const;
+
+  std::string dir_;
+};
+
+}  // namespace mpipe::serve

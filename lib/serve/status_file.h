@@ -1,0 +1,90 @@
+// The spool's status.json: every experiment's state (queued, running with its progress, done,
+// failed with its error line, cancelled, interrupted) and the daemon's, as written by the
+// daemon's rank 0 (atomically) and read by `mpipe status`.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpipe::serve {
+
+class Spool;
+
+enum class ExperimentState {
+  kQueued,       // waiting in queue/
+  kRunning,      // the daemon runs it
+  kInterrupted,  // stopped by a signal with a checkpoint: the next daemon resumes it first
+  kDone,
+  kFailed,     // `error` says why
+  kCancelled,  // by `mpipe cancel` (a running one stopped with a checkpoint)
+};
+
+// "queued", "running", "interrupted", "done", "failed", "cancelled".
+std::string state_name(ExperimentState state);
+// The inverse; throws InputError "state 'x': unknown".
+ExperimentState parse_state(const std::string& name);
+// Done, failed or cancelled: nothing more happens to it.
+bool has_ended(ExperimentState state);
+
+struct ExperimentStatus {
+  std::string name;
+  int64_t seq = 0;
+  ExperimentState state = ExperimentState::kQueued;
+  std::string config;  // the submitted file
+  std::string run_dir;
+  int64_t step = 0;                     // steps done
+  int64_t steps = 0;                    // train.steps
+  std::optional<double> loss;           // the last logged training loss (window mean)
+  std::optional<double> samples_per_s;  // of the last logged window
+  std::optional<double> eta_s;          // while running
+  std::optional<double> eval_loss;      // done: the final evaluation
+  std::optional<double> eval_accuracy;
+  std::string error;                      // failed: the one-line error
+  std::string submitted, started, ended;  // UTC times ("" = not yet)
+};
+
+struct DaemonStatus {
+  std::string state;   // "serving" or "stopped"
+  std::string reason;  // why it stopped: "signal", "idle"
+  int pid = 0;
+  std::string host;
+  int ranks = 0;
+  std::string since;    // UTC start time
+  std::string updated;  // UTC time of the last write
+};
+
+struct SpoolStatus {
+  std::optional<DaemonStatus> daemon;
+  std::vector<ExperimentStatus> experiments;  // in submission order
+
+  ExperimentStatus* find(const std::string& name);
+  const ExperimentStatus* find(const std::string& name) const;
+  // The experiment named `name`, added (in submission order, by `seq`) if it is not there.
+  ExperimentStatus& upsert(const std::string& name, int64_t seq);
+};
+
+nlohmann::json to_json(const SpoolStatus& status);
+// Throws InputError "`where`: not a status file: <reason>".
+SpoolStatus status_from_json(const nlohmann::json& json, const std::string& where);
+
+// The file's status; empty when it does not exist yet. Throws InputError for a damaged file.
+SpoolStatus read_status_file(const std::string& path);
+// Replaces the file atomically (readers see the old or the new one, whole).
+void write_status_file(const std::string& path, const SpoolStatus& status);
+
+// Adds what the spool's folders know and the file may not yet (no daemon running, or it has not
+// looked yet): queued experiments, and cancel requests of experiments that never started.
+void merge_spool(SpoolStatus& status, const Spool& spool);
+
+// A daemon recorded as serving on this host whose process no longer exists (killed without a
+// chance to record its stop) becomes "gone". Daemons on other hosts are left as recorded.
+void note_dead_daemon(SpoolStatus& status);
+
+// The table `mpipe status` prints: a line about the daemon, then one line per experiment
+// (name, state, step/steps, loss, samples/s, and the ETA, or the error of a failed one).
+std::string format_status_table(const SpoolStatus& status);
+
+}  // namespace mpipe::serve

@@ -1,0 +1,32 @@
+// submit_experiment: validation, then Spool::submit with the file's text.
+#include "serve/submit.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "serve/preflight.h"
+
+namespace mpipe::serve {
+
+QueueEntry submit_experiment(const Submission& submission) {
+  if (!submission.name.empty()) check_experiment_name(submission.name);
+  const config::Experiment experiment =
+      check_experiment_for_any_world(submission.config_path, submission.overrides);
+  std::ifstream in(submission.config_path);
+  check_input(in.good(), "{}: cannot open file", submission.config_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::filesystem::path path(submission.config_path);
+  QueueEntry entry{.seq = 0,
+                   .name = submission.name,
+                   .config = std::filesystem::absolute(path).lexically_normal().string(),
+                   .yaml = text.str(),
+                   .overrides = submission.overrides,
+                   .steps = experiment.train.steps,
+                   .submitted = {}};
+  return Spool(submission.spool_dir).submit(std::move(entry), path.stem().string());
+}
+
+}  // namespace mpipe::serve

@@ -1,0 +1,47 @@
+// run_train_job: preflight_train, the run directory's lock, then train::run_training with the
+// experiment's log level.
+#include "serve/train_job.h"
+
+#include <filesystem>
+#include <optional>
+
+#include "checkpoint/run_lock.h"
+#include "comm/agree.h"
+#include "comm/watchdog.h"
+#include "config/resolved_settings.h"
+#include "kernels/context.h"
+#include "log/logging.h"
+#include "train/run_checkpoint.h"
+
+namespace mpipe::serve {
+
+TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
+                           const comm::Communicator& world) {
+  PreflightResult checked = preflight_train(inputs, world);
+  log::setup_logging(world.rank(), world.size(), checked.experiment.log.level);
+  if (comm::Watchdog* watchdog = world.watchdog()) {  // this experiment's deadlines
+    watchdog->configure(checked.experiment.comm);
+    watchdog->set_stop_flag(options.stop_requested);  // a stop during a hung wait ends the job
+  }
+  // One job per run directory: rank 0 holds <run_dir>/.lock until the run ends (--resume on a
+  // run directory that does not exist fails first, so a mistyped one is not created).
+  std::optional<checkpoint::RunLock> lock;
+  comm::agree(world, [&] {
+    if (world.rank() != 0) return;
+    if (options.resume == train::ResumeMode::kRequired &&
+        !std::filesystem::exists(inputs.run_dir)) {
+      train::require_committed_checkpoint(inputs.run_dir);
+    }
+    lock.emplace(inputs.run_dir);
+    if (!inputs.resuming) check_run_dir_is_fresh(inputs.run_dir);  // again, under the lock
+  });
+  options.run_dir = inputs.run_dir;
+  options.export_weights = inputs.export_path;
+  options.settings = config::resolved_settings(checked.experiment);
+  kernels::KernelContext kernels;
+  train::RunResult result =
+      train::run_training(checked.experiment, *checked.dataset, options, world, kernels);
+  return {.experiment = std::move(checked.experiment), .result = std::move(result)};
+}
+
+}  // namespace mpipe::serve

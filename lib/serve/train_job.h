@@ -1,0 +1,26 @@
+// One training run the way `mpipe train` runs it: preflight on every rank, logging at the
+// experiment's level, the run directory's lock, then the run. `mpipe train` runs one; the daemon
+// runs one per experiment.
+#pragma once
+
+#include "comm/communicator.h"
+#include "config/experiment.h"
+#include "serve/preflight.h"
+#include "train/training_run.h"
+
+namespace mpipe::serve {
+
+struct TrainOutcome {
+  config::Experiment experiment;
+  train::RunResult result;
+};
+
+// Collective over `world`. `options.run_dir` and `options.export_weights` are taken from
+// `inputs`, `options.settings` from the resolved experiment. Rank 0 holds the run directory's
+// lock (checkpoint::RunLock) for the whole run. Throws AgreedError on every rank for bad input,
+// a run directory another job holds, and a run that fails (a non-finite loss, a damaged
+// checkpoint, a full disk).
+TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
+                           const comm::Communicator& world);
+
+}  // namespace mpipe::serve

@@ -1,0 +1,122 @@
+// Tests for the world-independent side of preflight: how the daemon plans an experiment for any
+// world, and what `mpipe submit` can refuse before the experiment runs.
+#include "serve/preflight.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "config/experiment.h"
+#include "core/error.h"
+#include "support/temp_dir.h"
+
+namespace mpipe::serve {
+namespace {
+
+const std::string kMlp =
+    "model:\n"
+    "  layers:\n"
+    "    - {type: linear, units: 8}\n"
+    "    - {type: relu}\n"
+    "    - {type: linear, units: 4}\n"
+    "data: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}\n"
+    "train: {steps: 2, batch_size: 16}\n";
+
+class Planned {
+ public:
+  // The pipeline of kMlp + `pipeline` after plan_for_any_world.
+  pipeline::PipelineConfig operator()(const std::string& pipeline,
+                                      const std::vector<std::string>& overrides = {}) {
+    const std::string path = dir_.file("exp.yaml");
+    std::ofstream(path) << kMlp << pipeline;
+    config::Experiment experiment = config::load_experiment(path, overrides);
+    plan_for_any_world(experiment);
+    return experiment.pipeline;
+  }
+
+ private:
+  testing::TempDir dir_;
+};
+
+TEST(PlanForAnyWorld, WithoutPipelineKeysStagesFillTheWorld) {
+  Planned planned;
+  const auto pipeline = planned("");
+  EXPECT_EQ(pipeline.stages, 0);  // auto
+  EXPECT_EQ(pipeline.data_parallel, 1);
+}
+
+TEST(PlanForAnyWorld, FixedStagesMakeDataParallelAuto) {
+  Planned planned;
+  EXPECT_EQ(planned("pipeline: {stages: 3}\n").data_parallel, 0);
+  EXPECT_EQ(planned("", {"pipeline.stages=3"}).data_parallel, 0);
+  EXPECT_EQ(planned("", {"pipeline.stages=3"}).stages, 3);
+}
+
+TEST(PlanForAnyWorld, FixedDataParallelMakesStagesAuto) {
+  Planned planned;
+  const auto pipeline = planned("pipeline: {data_parallel: 2}\n");
+  EXPECT_EQ(pipeline.stages, 0);
+  EXPECT_EQ(pipeline.data_parallel, 2);
+}
+
+TEST(PlanForAnyWorld, WhatTheExperimentFixesIsKept) {
+  Planned planned;
+  auto pipeline = planned("pipeline: {stages: 2, data_parallel: 1}\n");
+  EXPECT_EQ(pipeline.stages, 2);
+  EXPECT_EQ(pipeline.data_parallel, 1);
+  pipeline = planned("pipeline: {stages: auto}\n");
+  EXPECT_EQ(pipeline.stages, 0);
+  EXPECT_EQ(pipeline.data_parallel, 1);
+  pipeline = planned("pipeline: {data_parallel: auto}\n");  // both auto is not a plan
+  EXPECT_EQ(pipeline.stages, 1);
+  EXPECT_EQ(pipeline.data_parallel, 0);
+}
+
+class SubmitCheck : public ::testing::Test {
+ protected:
+  // The InputError of checking kMlp + `extra`, with the folder removed; "(no error)" if none.
+  std::string error(const std::string& extra, const std::vector<std::string>& overrides = {}) {
+    const std::string path = dir_.file("exp.yaml");
+    std::ofstream(path) << kMlp << extra;
+    try {
+      check_experiment_for_any_world(path, overrides);
+    } catch (const InputError& e) {
+      std::string message = e.what();
+      const std::string folder = dir_.path().string() + "/";
+      if (message.starts_with(folder)) message.erase(0, folder.size());
+      return message;
+    }
+    return "(no error)";
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(SubmitCheck, AValidExperimentPassesWhateverTheWorld) {
+  EXPECT_EQ(error(""), "(no error)");
+  EXPECT_EQ(error("pipeline: {stages: 3}\n"), "(no error)");  // the world must be 3, 6, ...
+}
+
+TEST_F(SubmitCheck, ConfigErrorsAreTheLinesTrainPrints) {
+  EXPECT_EQ(error("optimizer: {lr: -1}\n"), "exp.yaml:8: optimizer.lr: must be > 0, got -1");
+  EXPECT_EQ(error("", {"pipeline.micro_batches=0"}),
+            "--set pipeline.micro_batches: must be >= 1, got 0");
+}
+
+TEST_F(SubmitCheck, FixedStagesAreCheckedAgainstTheModel) {
+  EXPECT_EQ(error("pipeline: {stages: 4}\n"),
+            "exp.yaml: pipeline.partition: the model has 3 layers, fewer than the 4 pipeline "
+            "stages");
+  EXPECT_EQ(error("pipeline: {stages: 2, partition: [1, 1]}\n"),
+            "exp.yaml:8: pipeline.partition: [1, 1] sums to 2 layers, but the model has 3");
+}
+
+TEST_F(SubmitCheck, SizesThatCannotFitAnyWorldAreRefused) {
+  EXPECT_TRUE(error("", {"model.layers=[{type: linear, units: 100000000000}]"})
+                  .starts_with("--set model.layers[0] (linear): needs "));
+  EXPECT_TRUE(error("", {"data.num_examples=100000000000"})
+                  .starts_with("--set data.num_examples: the dataset needs "));
+}
+
+}  // namespace
+}  // namespace mpipe::serve

@@ -1,0 +1,199 @@
+// Tests for Spool: submission order, unique names, the active experiment, cancel requests.
+#include "serve/spool.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+
+#include "core/error.h"
+#include "support/temp_dir.h"
+
+namespace mpipe::serve {
+namespace {
+
+namespace fs = std::filesystem;
+
+QueueEntry entry(const std::string& name = "", const std::string& yaml = "train: {steps: 3}\n") {
+  return {.seq = 0,
+          .name = name,
+          .config = "/x/exp.yaml",
+          .yaml = yaml,
+          .overrides = {"train.steps=3"},
+          .steps = 3,
+          .submitted = {}};
+}
+
+std::vector<std::string> names(const std::vector<QueueEntry>& entries) {
+  std::vector<std::string> result;
+  for (const auto& e : entries) result.push_back(e.name);
+  return result;
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Spool, SubmitGivesIncreasingSequenceNumbersAndNamesFromTheConfigStem) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  const QueueEntry first = spool.submit(entry(), "mlp");
+  const QueueEntry second = spool.submit(entry(), "mlp");
+  const QueueEntry named = spool.submit(entry("mine"), "mlp");
+  EXPECT_EQ(first.name, "mlp-1");
+  EXPECT_EQ(second.name, "mlp-2");
+  EXPECT_EQ(named.name, "mine");
+  EXPECT_EQ(first.seq, 1);
+  EXPECT_EQ(second.seq, 2);
+  EXPECT_EQ(named.seq, 3);
+  EXPECT_FALSE(first.submitted.empty());
+  EXPECT_TRUE(fs::exists(dir.path() / "spool/queue/000001-mlp-1.json"));
+  EXPECT_EQ(names(spool.queued()), (std::vector<std::string>{"mlp-1", "mlp-2", "mine"}));
+}
+
+TEST(Spool, AStemThatIsNoNameIsMadeOne) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  EXPECT_EQ(spool.submit(entry(), "_my exp/1").name, "my_exp_1-1");
+  EXPECT_EQ(spool.submit(entry(), "...").name, "exp-1");
+}
+
+TEST(Spool, QueueEntriesKeepEverythingSubmitted) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("a", "model: {}\n# text kept as is\n"), "x");
+  const QueueEntry read = spool.queued().at(0);
+  EXPECT_EQ(read.name, "a");
+  EXPECT_EQ(read.config, "/x/exp.yaml");
+  EXPECT_EQ(read.yaml, "model: {}\n# text kept as is\n");
+  EXPECT_EQ(read.overrides, std::vector<std::string>{"train.steps=3"});
+  EXPECT_EQ(read.steps, 3);
+}
+
+TEST(Spool, TakeNextMakesTheOldestActiveAndOffersItAgainUntilFinished) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("a"), "x");
+  spool.submit(entry("b"), "x");
+  EXPECT_FALSE(spool.active());
+  EXPECT_EQ(spool.take_next()->name, "a");
+  EXPECT_EQ(spool.active()->name, "a");
+  EXPECT_EQ(names(spool.queued()), std::vector<std::string>{"b"});
+  EXPECT_EQ(spool.take_next()->name, "a");  // a stopped daemon's experiment comes first
+  spool.finish_active();
+  EXPECT_FALSE(spool.active());
+  EXPECT_EQ(spool.take_next()->name, "b");
+  spool.finish_active();
+  EXPECT_FALSE(spool.take_next());
+}
+
+TEST(Spool, SequenceNumbersKeepGrowingAfterTheQueueEmpties) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("a"), "x");
+  spool.take_next();
+  spool.finish_active();
+  EXPECT_EQ(spool.submit(entry("b"), "x").seq, 2);
+}
+
+TEST(Spool, NamesAreUniqueOverQueuedActiveRunAndCancelledExperiments) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  const std::string d = dir.file("spool");
+  spool.submit(entry("queued"), "x");
+  EXPECT_EQ(error_of([&] { spool.submit(entry("queued"), "x"); }),
+            d + ": an experiment named 'queued' exists already (pick another --name)");
+  spool.take_next();
+  EXPECT_NE(error_of([&] { spool.submit(entry("queued"), "x"); }), "(no error)");  // active now
+  fs::create_directories(dir.path() / "spool/runs/ran");
+  EXPECT_NE(error_of([&] { spool.submit(entry("ran"), "x"); }), "(no error)");
+  spool.submit(entry("gone"), "x");
+  spool.cancel("gone");
+  EXPECT_NE(error_of([&] { spool.submit(entry("gone"), "x"); }), "(no error)");
+  fs::create_directories(dir.path() / "spool/runs/x-1");
+  EXPECT_EQ(spool.submit(entry(), "x").name, "x-2");  // the default skips taken names
+}
+
+TEST(Spool, NamesThatAreNotPlainFileNamesAreRefused) {
+  const std::string rule =
+      "must start with a letter or digit and hold only letters, digits, '.', '_' and '-' (at most "
+      "100 characters)";
+  EXPECT_EQ(error_of([] { check_experiment_name("a/b"); }), "--name 'a/b': " + rule);
+  EXPECT_EQ(error_of([] { check_experiment_name(".hidden"); }), "--name '.hidden': " + rule);
+  EXPECT_EQ(error_of([] { check_experiment_name(""); }), "--name '': " + rule);
+  EXPECT_NE(error_of([] { check_experiment_name(std::string(101, 'a')); }), "(no error)");
+  EXPECT_EQ(error_of([] { check_experiment_name("mlp_v2.lr-0.1"); }), "(no error)");
+}
+
+TEST(Spool, CancelOfAQueuedExperimentRemovesItAndKeepsItsEntry) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("a"), "x");
+  spool.submit(entry("b"), "x");
+  EXPECT_EQ(spool.cancel("b"), CancelResult::kRemovedFromQueue);
+  EXPECT_EQ(names(spool.queued()), std::vector<std::string>{"a"});
+  EXPECT_TRUE(spool.cancel_requested("b"));
+  EXPECT_FALSE(spool.cancel_requested("a"));
+  EXPECT_EQ(names(spool.cancelled()), std::vector<std::string>{"b"});
+  EXPECT_EQ(spool.cancelled().at(0).seq, 2);
+}
+
+TEST(Spool, CancelOfTheActiveExperimentAsksForAStopAndLeavesItActive) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("a"), "x");
+  spool.take_next();
+  EXPECT_EQ(spool.cancel("a"), CancelResult::kStopRequested);
+  EXPECT_EQ(spool.active()->name, "a");
+  EXPECT_TRUE(spool.cancel_requested("a"));
+}
+
+TEST(Spool, CancelOfAnUnknownOrEndedExperimentSaysSo) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  const std::string d = dir.file("spool");
+  EXPECT_EQ(error_of([&] { spool.cancel("a"); }), d + ": not a spool (no queue/ folder)");
+  spool.create();
+  EXPECT_EQ(error_of([&] { spool.cancel("a"); }), d + ": no experiment named 'a'");
+  fs::create_directories(dir.path() / "spool/runs/a");
+  EXPECT_EQ(error_of([&] { spool.cancel("a"); }),
+            d + ": 'a' is neither queued nor running (it has ended)");
+}
+
+TEST(Spool, ExperimentFileIsTheSubmittedTextUntilOneIsWritten) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  const QueueEntry a = spool.submit(entry("a", "train: {steps: 7}\n"), "x");
+  EXPECT_EQ(spool.experiment_text(a), "train: {steps: 7}\n");
+  const std::string path = spool.write_experiment_file("a", spool.experiment_text(a));
+  EXPECT_EQ(path, dir.file("spool/runs/a/experiment.yaml"));
+  std::ofstream(path) << "started with";
+  EXPECT_EQ(spool.experiment_text(a), "started with");  // a resumed experiment keeps its file
+  const auto modified = std::filesystem::last_write_time(path);
+  spool.write_experiment_file("a", "started with");  // the same text: not written again
+  EXPECT_EQ(std::filesystem::last_write_time(path), modified);
+  spool.write_experiment_file("a", "broadcast text");  // another rank's own folder
+  std::ifstream in(path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "broadcast text");
+}
+
+TEST(Spool, DamagedQueueEntryIsNamed) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.create();
+  std::ofstream(dir.file("spool/queue/000001-a.json")) << "{\"seq\": 1}";
+  std::ofstream(dir.file("spool/queue/notes.txt")) << "ignored";
+  EXPECT_TRUE(error_of([&] {
+                spool.queued();
+              }).starts_with(dir.file("spool/queue/000001-a.json") + ": not a queue entry: "));
+}
+
+}  // namespace
+}  // namespace mpipe::serve

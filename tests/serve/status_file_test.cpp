@@ -1,0 +1,255 @@
+// Tests for status.json: its JSON form, the merge with the spool's folders, the status table and
+// the daemon's StatusBoard.
+#include "serve/status_file.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "core/error.h"
+#include "serve/host_clock.h"
+#include "serve/spool.h"
+#include "serve/status_board.h"
+#include "support/temp_dir.h"
+
+namespace mpipe::serve {
+namespace {
+
+ExperimentStatus experiment(const std::string& name, int64_t seq, ExperimentState state) {
+  ExperimentStatus e;
+  e.name = name;
+  e.seq = seq;
+  e.state = state;
+  e.steps = 100;
+  return e;
+}
+
+QueueEntry entry(const std::string& name) {
+  return {.seq = 0,
+          .name = name,
+          .config = "/x/" + name + ".yaml",
+          .yaml = "",
+          .overrides = {},
+          .steps = 50,
+          .submitted = {}};
+}
+
+TEST(StatusFile, EveryStateHasANameThatParsesBack) {
+  for (const auto state :
+       {ExperimentState::kQueued, ExperimentState::kRunning, ExperimentState::kInterrupted,
+        ExperimentState::kDone, ExperimentState::kFailed, ExperimentState::kCancelled}) {
+    EXPECT_EQ(parse_state(state_name(state)), state);
+  }
+  EXPECT_EQ(state_name(ExperimentState::kInterrupted), "interrupted");
+  EXPECT_THROW(parse_state("paused"), InputError);
+  EXPECT_TRUE(has_ended(ExperimentState::kFailed));
+  EXPECT_FALSE(has_ended(ExperimentState::kInterrupted));
+}
+
+TEST(StatusFile, WrittenFileReadsBackWithEveryField) {
+  testing::TempDir dir;
+  SpoolStatus status;
+  status.daemon = DaemonStatus{.state = "serving",
+                               .reason = "",
+                               .pid = 12,
+                               .host = "h",
+                               .ranks = 4,
+                               .since = "2026-01-01T00:00:00Z",
+                               .updated = "2026-01-01T00:00:05Z"};
+  ExperimentStatus running = experiment("a", 1, ExperimentState::kRunning);
+  running.step = 40;
+  running.loss = 0.25;
+  running.samples_per_s = 1000;
+  running.eta_s = 12;
+  running.config = "/x/a.yaml";
+  running.run_dir = "spool/runs/a";
+  running.started = "2026-01-01T00:00:01Z";
+  status.experiments.push_back(running);
+  ExperimentStatus failed = experiment("b", 2, ExperimentState::kFailed);
+  failed.error = "exp.yaml:3: train.steps: must be >= 1, got 0";
+  failed.loss = std::numeric_limits<double>::quiet_NaN();  // a window without a finite step
+  status.experiments.push_back(failed);
+  write_status_file(dir.file("status.json"), status);
+
+  const SpoolStatus read = read_status_file(dir.file("status.json"));
+  ASSERT_TRUE(read.daemon);
+  EXPECT_EQ(read.daemon->pid, 12);
+  EXPECT_EQ(read.daemon->ranks, 4);
+  ASSERT_EQ(read.experiments.size(), 2u);
+  EXPECT_EQ(to_json(read), to_json(status));
+  EXPECT_EQ(read.experiments[0].eta_s, 12);
+  EXPECT_FALSE(read.experiments[1].loss);
+  EXPECT_EQ(read.experiments[1].error, failed.error);
+}
+
+TEST(StatusFile, MissingFileIsAnEmptyStatusAndADamagedOneIsNamed) {
+  testing::TempDir dir;
+  EXPECT_TRUE(read_status_file(dir.file("status.json")).experiments.empty());
+  std::ofstream(dir.file("status.json")) << "{\"experiments\": [{\"name\": 1}]";
+  try {
+    read_status_file(dir.file("status.json"));
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              dir.file("status.json") + ": not a status file: not valid JSON");
+  }
+  std::ofstream(dir.file("status.json")) << "{\"experiments\": [{\"name\": \"a\", \"seq\": 1, "
+                                            "\"state\": \"paused\"}]}";
+  EXPECT_THROW(read_status_file(dir.file("status.json")), InputError);
+}
+
+TEST(StatusFile, UpsertKeepsSubmissionOrder) {
+  SpoolStatus status;
+  status.upsert("c", 3);
+  status.upsert("a", 1);
+  status.upsert("b", 2).state = ExperimentState::kDone;
+  status.upsert("b", 2);
+  ASSERT_EQ(status.experiments.size(), 3u);
+  EXPECT_EQ(status.experiments[0].name, "a");
+  EXPECT_EQ(status.experiments[1].name, "b");
+  EXPECT_EQ(status.experiments[1].state, ExperimentState::kDone);
+  EXPECT_EQ(status.experiments[2].name, "c");
+}
+
+TEST(StatusFile, MergeAddsWhatOnlyTheSpoolKnows) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("running"), "x");
+  spool.submit(entry("waiting"), "x");
+  spool.submit(entry("dropped"), "x");
+  spool.take_next();
+  spool.cancel("dropped");
+  spool.cancel("running");
+  SpoolStatus status;
+  status.upsert("running", 1).state = ExperimentState::kRunning;
+  merge_spool(status, spool);
+  ASSERT_EQ(status.experiments.size(), 3u);
+  EXPECT_EQ(status.experiments[0].state, ExperimentState::kRunning);  // the daemon stops it
+  EXPECT_EQ(status.experiments[1].name, "waiting");
+  EXPECT_EQ(status.experiments[1].state, ExperimentState::kQueued);
+  EXPECT_EQ(status.experiments[1].steps, 50);
+  EXPECT_EQ(status.experiments[1].config, "/x/waiting.yaml");
+  EXPECT_EQ(status.experiments[2].name, "dropped");
+  EXPECT_EQ(status.experiments[2].state, ExperimentState::kCancelled);
+}
+
+TEST(StatusFile, TableShowsProgressAndTheEtaOrTheError) {
+  SpoolStatus status;
+  ExperimentStatus running = experiment("long-name", 1, ExperimentState::kRunning);
+  running.step = 40;
+  running.loss = 0.25;
+  running.samples_per_s = 1234.4;
+  running.eta_s = 83;
+  status.experiments.push_back(running);
+  ExperimentStatus failed = experiment("b", 2, ExperimentState::kFailed);
+  failed.error = "exp.yaml: bad";
+  status.experiments.push_back(failed);
+  status.experiments.push_back(experiment("c", 3, ExperimentState::kQueued));
+  EXPECT_EQ(format_status_table(status),
+            "daemon: none has served this spool yet\n"
+            "NAME       STATE      STEP    LOSS  SAMPLES/S  ETA / ERROR\n"
+            "long-name  running  40/100  0.2500       1234  1m23s\n"
+            "b          failed    0/100       -          -  exp.yaml: bad\n"
+            "c          queued    0/100       -          -  -\n");
+  status.daemon = DaemonStatus{.state = "stopped",
+                               .reason = "signal",
+                               .pid = 7,
+                               .host = "h",
+                               .ranks = 2,
+                               .since = "T0",
+                               .updated = "T1"};
+  EXPECT_TRUE(format_status_table(status).starts_with(
+      "daemon: stopped (signal) at T1 (pid 7 on host h)\n"));
+}
+
+TEST(StatusFile, ADaemonWhoseProcessEndedWithoutStoppingIsGone) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // its pid now names no process
+  SpoolStatus status;
+  status.daemon = DaemonStatus{.state = "serving",
+                               .reason = "",
+                               .pid = child,
+                               .host = this_host(),
+                               .ranks = 2,
+                               .since = "T0",
+                               .updated = "T1"};
+  SpoolStatus elsewhere = status;
+  elsewhere.daemon->host = "another-host";
+  SpoolStatus alive = status;
+  alive.daemon->pid = this_pid();
+  note_dead_daemon(status);
+  note_dead_daemon(elsewhere);
+  note_dead_daemon(alive);
+  EXPECT_EQ(status.daemon->state, "gone");
+  EXPECT_EQ(elsewhere.daemon->state, "serving");
+  EXPECT_EQ(alive.daemon->state, "serving");
+  EXPECT_TRUE(format_status_table(status).starts_with(fmt::format(
+      "daemon: gone (pid {} on host {} ended without stopping; last update T1): start it again "
+      "to resume\n",
+      child, this_host())));
+}
+
+TEST(StatusBoard, ARunningExperimentOfADeadDaemonBecomesInterrupted) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.create();
+  SpoolStatus before;
+  before.upsert("a", 1).state = ExperimentState::kRunning;
+  write_status_file(spool.status_path(), before);
+  const StatusBoard board(spool, 2);
+  EXPECT_EQ(board.status().experiments.at(0).state, ExperimentState::kInterrupted);
+  const SpoolStatus written = read_status_file(spool.status_path());
+  EXPECT_EQ(written.experiments.at(0).state, ExperimentState::kInterrupted);
+  EXPECT_EQ(written.daemon->state, "serving");
+  EXPECT_EQ(written.daemon->ranks, 2);
+}
+
+TEST(StatusBoard, RecordsAnExperimentFromStartToEnd) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  const QueueEntry a = spool.submit(entry("a"), "x");
+  StatusBoard board(spool, 1, /*min_interval_s=*/0.0);
+  EXPECT_EQ(read_status_file(spool.status_path()).experiments.at(0).state,
+            ExperimentState::kQueued);
+  board.started(a);
+  board.progress("a", {.step = 10, .loss = 0.5, .lr = 0.1, .samples_per_s = 99, .elapsed_s = 1},
+                 9.0);
+  SpoolStatus written = read_status_file(spool.status_path());
+  EXPECT_EQ(written.experiments.at(0).state, ExperimentState::kRunning);
+  EXPECT_EQ(written.experiments.at(0).step, 10);
+  EXPECT_EQ(written.experiments.at(0).eta_s, 9.0);
+  board.ended("a", {.state = ExperimentState::kDone,
+                    .step = 50,
+                    .loss = 0.1,
+                    .eval_loss = 0.2,
+                    .eval_accuracy = 0.9});
+  board.stopped("idle");
+  written = read_status_file(spool.status_path());
+  EXPECT_EQ(written.experiments.at(0).state, ExperimentState::kDone);
+  EXPECT_EQ(written.experiments.at(0).step, 50);
+  EXPECT_FALSE(written.experiments.at(0).eta_s);
+  EXPECT_EQ(written.experiments.at(0).eval_accuracy, 0.9);
+  EXPECT_FALSE(written.experiments.at(0).ended.empty());
+  EXPECT_EQ(written.daemon->state, "stopped");
+  EXPECT_EQ(written.daemon->reason, "idle");
+}
+
+TEST(StatusBoard, ProgressIsWrittenAtMostOncePerInterval) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  const QueueEntry a = spool.submit(entry("a"), "x");
+  StatusBoard board(spool, 1, /*min_interval_s=*/3600.0);
+  board.started(a);
+  board.progress("a", {.step = 10, .loss = 0.5, .lr = 0.1, .samples_per_s = 99, .elapsed_s = 1},
+                 9.0);
+  EXPECT_EQ(read_status_file(spool.status_path()).experiments.at(0).step, 0);
+  EXPECT_EQ(board.status().experiments.at(0).step, 10);
+}
+
+}  // namespace
+}  // namespace mpipe::serve
