@@ -7,9 +7,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
-#include <regex>
 #include <thread>
 
 #include "comm/communicator.h"
@@ -43,13 +44,33 @@ struct WatchedWorld {
   Watchdog watchdog;
 };
 
-// The message of the WatchdogTimeout `action` throws, with the seconds replaced by "S".
+// `text` with every number of seconds ("12.3 s") written "S s".
+std::string without_seconds(const std::string& text) {
+  std::string result;
+  for (size_t i = 0; i < text.size();) {
+    size_t end = i;
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    const bool seconds = end > i && text.compare(end, 1, ".") == 0 && end + 1 < text.size() &&
+                         std::isdigit(static_cast<unsigned char>(text[end + 1])) &&
+                         text.compare(end + 2, 2, " s") == 0;
+    if (seconds) {
+      result += "S";
+      i = end + 2;
+    } else {
+      result += text.substr(i, std::max<size_t>(end - i, 1));
+      i = std::max(end, i + 1);
+    }
+  }
+  return result;
+}
+
+// The message of the WatchdogTimeout `action` throws, with the seconds written "S".
 template <typename Action>
 std::string timeout_message(Action&& action) {
   try {
     action();
   } catch (const WatchdogTimeout& e) {
-    return std::regex_replace(e.what(), std::regex("[0-9]+\\.[0-9] s"), "S s");
+    return without_seconds(e.what());
   }
   return "(no timeout)";
 }
