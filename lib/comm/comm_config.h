@@ -11,7 +11,8 @@ struct CommConfig {
   // end of the run.
   double startup_timeout_s = 600.0;
   // After a stop is requested (SIGTERM/SIGUSR1), how long a wait in a training step may still
-  // take before the job ends without a checkpoint; 0 = auto: max(10 s, 2 x the slowest step).
+  // take before the job ends without a checkpoint; 0 = auto: max(10 s, 2 x the slowest step),
+  // after the warm-up steps only.
   double stop_grace_s = 0.0;
 };
 

@@ -18,11 +18,11 @@ double DeadlinePolicy::timeout(WaitPhase phase) const {
   return std::max(kMinAutoTimeout, kAutoTimeoutSteps * slowest_step_s_);
 }
 
-double DeadlinePolicy::stop_grace() const {
-  const double grace = config_.stop_grace_s > 0
-                           ? config_.stop_grace_s
-                           : std::max(kMinAutoGrace, kAutoGraceSteps * slowest_step_s_);
-  return std::min(grace, timeout(WaitPhase::kStep));
+std::optional<double> DeadlinePolicy::stop_grace(WaitPhase phase) const {
+  if (phase == WaitPhase::kLong) return std::nullopt;
+  if (config_.stop_grace_s > 0) return std::min(config_.stop_grace_s, timeout(phase));
+  if (!warmed_up()) return std::nullopt;
+  return std::min(std::max(kMinAutoGrace, kAutoGraceSteps * slowest_step_s_), timeout(phase));
 }
 
 }  // namespace mpipe::comm

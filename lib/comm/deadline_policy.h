@@ -1,6 +1,8 @@
 // DeadlinePolicy: how long a wait on a peer may take, from the settings and the measured step time.
 #pragma once
 
+#include <optional>
+
 #include "comm/comm_config.h"
 
 namespace mpipe::comm {
@@ -30,9 +32,10 @@ class DeadlinePolicy {
   // Seconds a wait may take: in a step after the warm-up, comm.timeout (or auto); otherwise
   // comm.startup_timeout.
   double timeout(WaitPhase phase) const;
-  // Seconds a wait in a training step may still take once a stop was requested (at most its
-  // timeout).
-  double stop_grace() const;
+  // Seconds a wait may still take once a stop was requested (at most its timeout); nothing when
+  // it keeps its deadline: outside steps (a checkpoint in progress should finish), and in the
+  // warm-up steps unless comm.stop_grace is set (no step time is known yet).
+  std::optional<double> stop_grace(WaitPhase phase) const;
   const CommConfig& config() const { return config_; }
 
  private:

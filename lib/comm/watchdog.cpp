@@ -263,16 +263,16 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
     }
     answer_roll_calls(watchdog);
     if (state.stop_requested && state.stop_requested->load()) {
+      const std::optional<double> grace_s = state.policy.stop_grace(phase);
       if (!stop_seen) {
         stop_seen = now;
-        if (phase == WaitPhase::kLong) {
+        if (!grace_s) {
           spdlog::warn(
               "watchdog: {}: stop requested while waiting {:.1f} s for {}; waiting up to "
-              "{:.0f} s more (comm.startup_timeout)",
+              "{:.0f} s more",
               state.activity(), waited_s, describe_wait(state, op), timeout_s - waited_s);
         }
-      } else if (phase == WaitPhase::kStep &&
-                 seconds_between(*stop_seen, now) >= state.policy.stop_grace()) {
+      } else if (grace_s && seconds_between(*stop_seen, now) >= *grace_s) {
         expire(watchdog, op, {waited_s, suspended_s, timeout_s, true});
       }
     }

@@ -52,10 +52,18 @@ TEST(DeadlinePolicy, LongWaitsAlwaysHaveTheStartUpDeadline) {
 }
 
 TEST(DeadlinePolicy, StopGraceIsTenSecondsOrTwoStepsAndNeverPastTheTimeout) {
-  EXPECT_EQ(after_steps({}, {0.5}).stop_grace(), 10.0);
-  EXPECT_EQ(after_steps({}, {8.0}).stop_grace(), 16.0);
-  EXPECT_EQ(after_steps(config(3.0, 600.0, 0.0), {0.5}).stop_grace(), 3.0);
-  EXPECT_EQ(after_steps(config(0.0, 600.0, 2.5), {8.0}).stop_grace(), 2.5);
+  EXPECT_EQ(after_steps({}, {0.5}).stop_grace(WaitPhase::kStep), 10.0);
+  EXPECT_EQ(after_steps({}, {8.0}).stop_grace(WaitPhase::kStep), 16.0);
+  EXPECT_EQ(after_steps(config(3.0, 600.0, 0.0), {0.5}).stop_grace(WaitPhase::kStep), 3.0);
+  EXPECT_EQ(after_steps(config(0.0, 600.0, 2.5), {8.0}).stop_grace(WaitPhase::kStep), 2.5);
+}
+
+TEST(DeadlinePolicy, AStopNeverCutsShortALongWaitNorAnUnmeasuredWarmUpStep) {
+  EXPECT_EQ(after_steps({}, {0.5}).stop_grace(WaitPhase::kLong), std::nullopt);
+  EXPECT_EQ(DeadlinePolicy().stop_grace(WaitPhase::kStep), std::nullopt);
+  // A grace the user set applies from the first step (capped by its deadline).
+  EXPECT_EQ(DeadlinePolicy(config(0.0, 600.0, 2.5)).stop_grace(WaitPhase::kStep), 2.5);
+  EXPECT_EQ(DeadlinePolicy(config(0.0, 2.0, 2.5)).stop_grace(WaitPhase::kStep), 2.0);
 }
 
 }  // namespace
