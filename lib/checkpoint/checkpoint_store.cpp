@@ -2,13 +2,11 @@
 // and pruning to the newest `keep`.
 #include "checkpoint/checkpoint_store.h"
 
-#include <fmt/chrono.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <unordered_map>

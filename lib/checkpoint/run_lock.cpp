@@ -2,14 +2,12 @@
 #include "checkpoint/run_lock.h"
 
 #include <fcntl.h>
-#include <fmt/chrono.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
