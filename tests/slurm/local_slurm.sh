@@ -169,8 +169,10 @@ wait_until_done() {  # job id -> prints the final state
 }
 
 wait_for_line() {  # file, fixed string[, nth]: wait until the file has it (at least nth times)
-  local deadline=$((SECONDS + timeout_s))
-  until (($(grep -cF -- "$2" "$1" 2>/dev/null || true) >= ${3:-1})); do
+  local deadline=$((SECONDS + timeout_s)) n
+  while :; do
+    n=$(grep -cF -- "$2" "$1" 2>/dev/null || true)  # nothing when the file is not there yet
+    ((${n:-0} >= ${3:-1})) && return 0
     ((SECONDS < deadline)) || fail "timed out waiting for '$2' in $1"
     sleep 0.2
   done

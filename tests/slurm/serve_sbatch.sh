@@ -11,7 +11,8 @@
 # daemon checkpoints it and exits, and the job requeues itself (same job id, restart 1); the
 # daemon of the restarted job resumes `long` first, `bad` fails alone with its error in
 # status.json, `short` is done, the daemon stops once idle and the job ends COMPLETED. `long`'s
-# weights are bit-identical to an uninterrupted train.sbatch run of the same experiment.
+# weights are bit-identical to an uninterrupted train.sbatch run of the same experiment. A job
+# stopped the same way while the spool holds no work ends without a requeue.
 # About 60 s on 2 idle cores.
 set -euo pipefail
 
@@ -85,6 +86,19 @@ state=$(wait_until_done "$ref")
 "$MPIPE_BIN" compare runs/straight.safetensors "$spool/runs/long/weights.safetensors" ||
   fail "long's weights differ from the uninterrupted run's"
 echo "ok 3 (${SECONDS} s): long's weights are bit-identical to an uninterrupted train.sbatch run"
+
+# --- 4. stopped while the spool holds no work: no requeue ------------------------------------------
+job=$(MPIPE_RESUBMIT=1 sbatch --parsable --ntasks 2 "$repo/scripts/slurm/serve.sbatch" "$spool" \
+  --idle-exit 60s)
+log=runs/slurm-$job.out
+wait_for_line "$log" "serving spool $spool"
+scancel --signal=USR1 --batch "$job"
+state=$(wait_until_done "$job")
+[[ "$state" == COMPLETED ]] || fail "idle job $job ended $state"
+grep -q "serve.sbatch: daemon stopped by SIGUSR1" "$log" || fail "job $job: no stop line"
+if grep -q "requeueing" "$log"; then fail "job $job requeued with nothing left to run"; fi
+[[ $(job_field "$job" Restarts) == 0 ]] || fail "job $job was restarted"
+echo "ok 4 (${SECONDS} s): job $job stopped by SIGUSR1 with an empty spool ended without a requeue"
 
 failed=0
 echo "PASS: local Slurm checks of scripts/slurm/serve.sbatch (${SECONDS} s)"
