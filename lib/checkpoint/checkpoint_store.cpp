@@ -2,19 +2,18 @@
 // and pruning to the newest `keep`.
 #include "checkpoint/checkpoint_store.h"
 
-#include <fmt/chrono.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <unordered_map>
 
 #include "checkpoint/atomic_file.h"
 #include "core/error.h"
+#include "core/host_clock.h"
 
 namespace mpipe::checkpoint {
 namespace {
@@ -32,11 +31,6 @@ std::optional<int64_t> parse_step_folder(const std::string& name) {
   const auto [end, ec] = std::from_chars(first, last, step);
   if (ec != std::errc() || end != last || *first == '-' || *first == '+') return std::nullopt;
   return step;
-}
-
-std::string utc_now_iso8601() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(now));
 }
 
 std::string shard_file_name(int stage) { return fmt::format("stage_{}.safetensors", stage); }
@@ -198,7 +192,7 @@ void CheckpointStore::commit(int64_t step, const nlohmann::json& meta,
   nlohmann::json full = meta;
   full["step"] = step;
   full["shards"] = std::move(records);
-  if (!full.contains("time")) full["time"] = utc_now_iso8601();
+  if (!full.contains("time")) full["time"] = utc_now();
   std::error_code ec;
   fs::create_directories(step_dir(step), ec);  // rank 0's own disk may not have it yet
   check(!ec, "{}: cannot create checkpoint folder: {}", step_dir(step), ec.message());

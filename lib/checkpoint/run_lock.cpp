@@ -2,19 +2,18 @@
 #include "checkpoint/run_lock.h"
 
 #include <fcntl.h>
-#include <fmt/chrono.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/host_clock.h"
 
 namespace mpipe::checkpoint {
 namespace {
@@ -24,17 +23,6 @@ namespace fs = std::filesystem;
 constexpr int kMaxAttempts = 100;  // the lock file replaced under us this often: give up
 
 std::string errno_text(int err) { return std::strerror(err); }
-
-std::string this_host() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
-std::string utc_now_iso8601() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(now));
-}
 
 // The lock file's contents (at most 4 KiB).
 std::string read_contents(int fd) {
@@ -67,8 +55,7 @@ bool is_file_at(int fd, const std::string& path) {
 
 void write_holder(int fd, const std::string& path) {
   const std::string text =
-      nlohmann::json{{"pid", ::getpid()}, {"host", this_host()}, {"since", utc_now_iso8601()}}
-          .dump() +
+      nlohmann::json{{"pid", ::getpid()}, {"host", this_host()}, {"since", utc_now()}}.dump() +
       "\n";
   const bool written = ::ftruncate(fd, 0) == 0 && ::pwrite(fd, text.data(), text.size(), 0) ==
                                                       static_cast<ssize_t>(text.size());

@@ -11,9 +11,9 @@
 
 #include "comm/agree.h"
 #include "core/error.h"
+#include "core/host_clock.h"
 #include "log/logging.h"
 #include "serve/file_lock.h"
-#include "serve/host_clock.h"
 #include "serve/spool.h"
 #include "serve/status_board.h"
 #include "serve/train_job.h"

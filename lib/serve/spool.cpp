@@ -11,8 +11,8 @@
 
 #include "checkpoint/atomic_file.h"
 #include "core/error.h"
+#include "core/host_clock.h"
 #include "serve/file_lock.h"
-#include "serve/host_clock.h"
 
 namespace mpipe::serve {
 namespace {

@@ -4,7 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
-#include "serve/host_clock.h"
+#include "core/host_clock.h"
 
 namespace mpipe::serve {
 

@@ -15,8 +15,8 @@
 
 #include "checkpoint/atomic_file.h"
 #include "core/error.h"
+#include "core/host_clock.h"
 #include "log/progress.h"
-#include "serve/host_clock.h"
 #include "serve/spool.h"
 
 namespace mpipe::serve {

@@ -11,7 +11,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "serve/host_clock.h"
+#include "core/host_clock.h"
 #include "serve/spool.h"
 #include "serve/status_board.h"
 #include "support/temp_dir.h"

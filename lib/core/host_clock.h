@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace mpipe::serve {
+namespace mpipe {
 
 // The host name (gethostname), or "unknown".
 std::string this_host();
@@ -15,4 +15,4 @@ std::string utc_now();
 // The process id.
 int this_pid();
 
-}  // namespace mpipe::serve
+}  // namespace mpipe

@@ -1,5 +1,5 @@
 // this_host, utc_now and this_pid from the C library and <chrono>.
-#include "serve/host_clock.h"
+#include "core/host_clock.h"
 
 #include <fmt/chrono.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <chrono>
 #include <ctime>
 
-namespace mpipe::serve {
+namespace mpipe {
 
 std::string this_host() {
   char name[256] = {};
@@ -22,4 +22,4 @@ std::string utc_now() {
 
 int this_pid() { return static_cast<int>(::getpid()); }
 
-}  // namespace mpipe::serve
+}  // namespace mpipe
