@@ -11,8 +11,7 @@
 #include "core/system_memory.h"
 #include "model/memory_check.h"
 #include "model/model_builder.h"
-#include "model/partition.h"
-#include "optim/optimizer_config.h"
+#include "train/pipeline_plan.h"
 #include "train/trainer.h"
 
 namespace mpipe::app {
@@ -71,21 +70,17 @@ void check_export_path(const std::string& path, const std::string& run_dir) {
   check_writable_folder(folder, "--export-weights folder");
 }
 
-int optimizer_slots(const optim::OptimizerConfig& optimizer) {
-  if (optimizer.kind == optim::OptimizerKind::kSgd) return optimizer.momentum > 0 ? 1 : 0;
-  return 2;
-}
-
 void check_memory(const config::Experiment& experiment, const model::ModelPlan& plan,
                   const comm::Topology& topology) {
   const int64_t micro_batch_rows =
       experiment.train.batch_size / topology.num_replicas / experiment.pipeline.micro_batches;
-  const model::MemoryDemands demands{.optimizer_slots = optimizer_slots(experiment.optimizer),
-                                     .micro_batch_rows = micro_batch_rows,
-                                     .batch_key = experiment.where("train.batch_size"),
-                                     .dataset_bytes = 0,
-                                     .dataset_key = {},
-                                     .available_bytes = usable_memory_bytes()};
+  const model::MemoryDemands demands{
+      .optimizer_slots = train::optimizer_slots(experiment.optimizer),
+      .micro_batch_rows = micro_batch_rows,
+      .batch_key = experiment.where("train.batch_size"),
+      .dataset_bytes = 0,
+      .dataset_key = {},
+      .available_bytes = usable_memory_bytes()};
   if (auto problem = model::memory_problem(experiment.model, plan, demands)) {
     throw InputError(*problem);
   }
@@ -132,9 +127,10 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
     const model::ModelPlan plan =
         model::plan_model(experiment.model, result.dataset->input_shape());
-    model::partition_layers(static_cast<int>(plan.layers.size()), topology.num_stages,
-                            experiment.pipeline.partition, experiment.where("pipeline.partition"));
     check_memory(experiment, plan, topology);
+    const pipeline::PipelinePlan pipeline_plan =
+        train::plan_experiment(experiment, plan, topology.num_stages, topology.num_replicas);
+    check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
   });
   return result;
 }
