@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "core/error.h"
 #include "model/memory_check.h"
@@ -84,14 +86,23 @@ struct Context {
   model::MemoryModel memory;
   StageTimes times;
   std::optional<double> limit;
+  std::vector<std::vector<model::StashProfile>> moments;  // per stage: stash_profiles
 
   double stage_time(int begin, int end, int) const { return times.total(begin, end); }
+  // The stage's largest candidate moment (stash_profiles), and that moment.
+  std::pair<model::StageMemory, model::StashProfile> peak(int begin, int end, int stage) const {
+    std::pair<model::StageMemory, model::StashProfile> largest;
+    bool first = true;
+    for (const model::StashProfile& moment : moments[static_cast<size_t>(stage)]) {
+      const model::StageMemory m =
+          memory.stage(begin, end, moment, stage == 0, stage == num_stages - 1);
+      if (first || m.total() > largest.first.total()) largest = {m, moment};
+      first = false;
+    }
+    return largest;
+  }
   model::StageMemory stage_memory(int begin, int end, int stage) const {
-    const PipelineConfig& pipe = request.pipeline;
-    return memory.stage(
-        begin, end,
-        stash_profile(pipe.schedule, pipe.recompute, num_stages, pipe.micro_batches, stage),
-        stage == 0, stage == num_stages - 1);
+    return peak(begin, end, stage).first;
   }
   model::PartitionProblem problem(bool with_limit) const {
     return {.num_layers = num_layers,
@@ -182,8 +193,7 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
   }
   s.compute_s = c.times.compute(range.begin, range.end);
   s.optimizer_s = c.times.optimizer(range.begin, range.end);
-  s.stash = stash_profile(pipe.schedule, pipe.recompute, c.num_stages, pipe.micro_batches, stage);
-  s.memory = c.stage_memory(range.begin, range.end, stage);
+  std::tie(s.memory, s.stash) = c.peak(range.begin, range.end, stage);
   s.fits = !c.limit || s.memory.total() <= *c.limit;
   return s;
 }
@@ -253,16 +263,21 @@ PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& pla
   const int64_t rows = request.batch_size / per_micro_batch;
   model::MemoryModel memory(model::layer_costs(spec, plan), rows, request.optimizer_slots);
   StageTimes times(memory.costs(), rows, request);
-  const Context c{.plan = plan,
-                  .request = request,
-                  .num_layers = static_cast<int>(plan.layers.size()),
-                  .num_stages = pipe.stages,
-                  .rows = rows,
-                  .memory = std::move(memory),
-                  .times = std::move(times),
-                  .limit = pipe.memory_limit > 0
-                               ? std::optional<double>(static_cast<double>(pipe.memory_limit))
-                               : std::nullopt};
+  Context c{.plan = plan,
+            .request = request,
+            .num_layers = static_cast<int>(plan.layers.size()),
+            .num_stages = pipe.stages,
+            .rows = rows,
+            .memory = std::move(memory),
+            .times = std::move(times),
+            .limit = pipe.memory_limit > 0
+                         ? std::optional<double>(static_cast<double>(pipe.memory_limit))
+                         : std::nullopt,
+            .moments = {}};
+  for (int s = 0; s < pipe.stages; ++s) {
+    c.moments.push_back(
+        stash_profiles(pipe.schedule, pipe.recompute, pipe.stages, pipe.micro_batches, s));
+  }
   PipelinePlan out;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
@@ -364,36 +379,34 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
 
 }  // namespace
 
-model::StashProfile stash_profile(ScheduleKind schedule, Recompute recompute, int num_stages,
-                                  int num_micro_batches, int stage) {
+std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute recompute,
+                                                int num_stages, int num_micro_batches, int stage) {
   const int in_flight = schedule == ScheduleKind::kGpipe
                             ? num_micro_batches
                             : std::min(num_stages - stage, num_micro_batches);
-  model::StashProfile p;
-  p.loss_grads = stage == num_stages - 1 ? in_flight : 0;
+  const int loss_grads = stage == num_stages - 1 ? in_flight : 0;
   switch (recompute) {
     case Recompute::kNever:
-      p.full = in_flight;
-      break;
+      return {{.inputs = 0, .full = in_flight, .recompute = false, .loss_grads = loss_grads}};
     case Recompute::kAlways:
-      p.inputs = in_flight;
-      p.recompute = true;
-      break;
+      return {{.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads}};
     case Recompute::kExceptLast:
-      if (num_micro_batches == 1) {
-        p.full = 1;  // the only micro-batch is the last: nothing is recomputed
-      } else if (in_flight == 1) {
-        p.inputs = 1;  // one at a time: the largest is a recomputed one with its input
-        p.recompute = true;
-      } else {
-        // The last micro-batch in full while an earlier one is recomputed.
-        p.inputs = in_flight - 1;
-        p.full = 1;
-        p.recompute = true;
-      }
       break;
   }
-  return p;
+  // The last micro-batch alone, in full, during its backward (its own recompute is skipped).
+  std::vector<model::StashProfile> moments = {
+      {.inputs = 0, .full = 1, .recompute = false, .loss_grads = loss_grads}};
+  if (in_flight < num_micro_batches) {
+    // `in_flight` recomputed micro-batches, before the last one is forwarded.
+    moments.push_back(
+        {.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads});
+  }
+  if (in_flight > 1) {
+    // The last one in full while an earlier one is recomputed.
+    moments.push_back(
+        {.inputs = in_flight - 1, .full = 1, .recompute = true, .loss_grads = loss_grads});
+  }
+  return moments;
 }
 
 PipelinePlan plan_pipeline(const model::ModelSpec& spec, const model::ModelPlan& plan,

@@ -45,7 +45,7 @@ struct StagePlan {
   double recompute_flops = 0.0;
   double compute_s = 0.0;    // forwards, backwards and recomputes
   double optimizer_s = 0.0;  // zeroing, clipping and the optimizer update of its parameters
-  model::StashProfile stash;
+  model::StashProfile stash;  // the moment of the peak
   model::StageMemory memory;
   bool fits = true;  // within the memory limit (always without one)
 };
@@ -65,12 +65,15 @@ struct PipelinePlan {
   bool fits() const { return problem.empty(); }
 };
 
-// How stage `stage` of `num_stages` holds micro-batches at its peak: `in_flight` =
-// M (GPipe) or min(K - stage, M) (1F1B) micro-batches forwarded and not yet backwarded, kept as
-// inputs (recompute: always), in full (never), or inputs and the last one in full (except_last);
-// a recompute's internals are alive while one runs; the last stage holds in_flight loss gradients.
-model::StashProfile stash_profile(ScheduleKind schedule, Recompute recompute, int num_stages,
-                                  int num_micro_batches, int stage);
+// How stage `stage` of `num_stages` may hold micro-batches at its peak: the candidate moments,
+// of which the stage's peak is the largest. `in_flight` = M (GPipe) or min(K - stage, M) (1F1B)
+// micro-batches are forwarded and not yet backwarded: kept as inputs with one of them being
+// recomputed (recompute: always), in full (never); for except_last, either `in_flight`
+// recomputed ones (while the last is not yet forwarded), or the last in full beside
+// in_flight - 1 inputs and a recompute, or the last alone during its backward. The last stage
+// also holds in_flight loss gradients.
+std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute recompute,
+                                                int num_stages, int num_micro_batches, int stage);
 
 // Throws InputError for a partition that cannot be (counts, more stages than layers), naming
 // request.partition_where. A memory limit that cannot be met is reported in `problem`.
