@@ -27,13 +27,15 @@ LayerPlan plan_layer(const nn::Layer& layer, const Shape& input) {
       .input = input,
       .output = layer.output_shape(),
       .num_params = 0,
-      .param_bytes = aligned_bytes(layer.param_specs()),
-      .buffer_bytes = aligned_bytes(layer.buffer_specs()),
+      .param_bytes = 0,
+      .buffer_bytes = 0,
       .forward_flops = layer.forward_flops_per_example(),
       .output_bytes = checked_mul(layer.output_shape().numel(), sizeof(float), "output bytes")};
   for (const nn::ParamSpec& param : layer.param_specs()) {
     entry.num_params = checked_add(entry.num_params, param.shape.numel(), "parameter count");
   }
+  entry.param_bytes = aligned_bytes(layer.param_specs());
+  entry.buffer_bytes = aligned_bytes(layer.buffer_specs());
   return entry;
 }
 
