@@ -3,6 +3,7 @@
 // hold micro-batches at the stage's peak. Pure; O(1) per query, so a partitioner can ask often.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -29,9 +30,15 @@ struct StageMemory {
   double recompute_workspace = 0.0;  // what one micro-batch's layers save, while recomputed
   double transient = 0.0;      // the largest layer's temporaries: its output, gradients, internals
   double communication = 0.0;  // receives posted ahead, sends in flight, loss gradients
+  // Writing a checkpoint shard copies the parameters, optimizer state and buffers
+  // (train/stage_tensors.cpp), between steps: while no activations are held.
+  double checkpoint_copy = 0.0;
   double state() const { return params + grads + optimizer_state + buffers; }
   double activations() const { return kept_activations + recompute_workspace + transient; }
-  double total() const { return state() + activations() + communication; }
+  // The larger of the training step's peak and the checkpoint write's.
+  double total() const {
+    return state() + std::max(activations() + communication, checkpoint_copy);
+  }
 };
 
 class MemoryModel {
