@@ -43,8 +43,8 @@ struct StagePlan {
   double forward_flops = 0.0;
   double backward_flops = 0.0;
   double recompute_flops = 0.0;
-  double compute_s = 0.0;    // forwards, backwards and recomputes
-  double optimizer_s = 0.0;  // zeroing, clipping and the optimizer update of its parameters
+  double compute_s = 0.0;     // forwards, backwards and recomputes
+  double optimizer_s = 0.0;   // zeroing, clipping and the optimizer update of its parameters
   model::StashProfile stash;  // the moment of the peak
   model::StageMemory memory;
   bool fits = true;  // within the memory limit (always without one)
