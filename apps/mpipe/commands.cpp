@@ -19,6 +19,7 @@
 #include "checkpoint/weight_diff.h"
 #include "comm/agree.h"
 #include "comm/watchdog.h"
+#include "config/byte_size.h"
 #include "config/experiment.h"
 #include "core/error.h"
 #include "data/dataset.h"
@@ -26,7 +27,6 @@
 #include "log/logging.h"
 #include "log/progress.h"
 #include "model/model_builder.h"
-#include "model/partition.h"
 #include "pipeline/grid.h"
 #include "pipeline/schedule.h"
 #include "serve/daemon.h"
@@ -36,6 +36,8 @@
 #include "serve/train_job.h"
 #include "startup.h"
 #include "train/generator.h"
+#include "train/pipeline_plan.h"
+#include "train/plan_report.h"
 #include "train/trainer.h"
 #include "train/training_run.h"
 
@@ -121,10 +123,22 @@ Commands::Commands(CLI::App& app) {
   schedule_->add_option("--micro-batches", micro_batches_, "Micro-batches M")
       ->check(CLI::Range(1, 1024));
 
-  plan_ = app.add_subcommand("plan", "Print the model's layers, shapes and stage partition");
+  plan_ = app.add_subcommand(
+      "plan",
+      "Predict each stage's layers, time and peak memory, the bubble, the step time and "
+      "samples/s (no MPI, no training)");
   plan_->add_option("config", config_path_, "Experiment YAML file")->required();
   plan_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
-  plan_->add_option("--stages", stages_, "Pipeline stages K (default: from the config)");
+  plan_
+      ->add_option("--stages", stages_,
+                   "Pipeline stages K (default: from the config; a manual partition becomes auto)")
+      ->check(CLI::Range(1, 1 << 20));
+  plan_->add_option("--micro-batches", micro_batches_, "Micro-batches M (default: from the config)")
+      ->check(CLI::Range(1, 1 << 20));
+  plan_->add_option("--memory-limit", plan_memory_limit_,
+                    "Predicted peak bytes allowed per rank, e.g. 6GiB, 512MiB, 2G, or none "
+                    "(default: pipeline.memory_limit)");
+  plan_->add_flag("--json", plan_json_, "Print the plan as one JSON object");
 
   generate_ = app.add_subcommand("generate", "Sample text from a trained character-level model");
   generate_->add_option("config", config_path_, "The experiment YAML file it was trained with")
@@ -313,24 +327,42 @@ int Commands::schedule() {
 
 int Commands::plan() {
   config::Experiment experiment = config::load_experiment(config_path_, overrides_);
-  auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
-  model::ModelPlan plan = model::plan_model(experiment.model, dataset->input_shape());
-  const int stages = plan_->count("--stages") ? stages_ : std::max(1, experiment.pipeline.stages);
-  auto ranges = model::partition_layers(
-      static_cast<int>(plan.layers.size()), stages,
-      plan_->count("--stages") ? std::vector<int>{} : experiment.pipeline.partition,
-      experiment.source + ": pipeline.partition");
-  std::printf("%-6s %-5s %-20s %-18s %-18s %12s %14s\n", "stage", "layer", "kind", "input",
-              "output", "params", "fwd MFLOP/ex");
-  for (size_t s = 0; s < ranges.size(); ++s) {
-    for (int i = ranges[s].begin; i < ranges[s].end; ++i) {
-      const auto& layer = plan.layers[static_cast<size_t>(i)];
-      std::printf("%-6zu %-5d %-20s %-18s %-18s %12lld %14.3f\n", s, layer.index,
-                  layer.kind.c_str(), layer.input.str().c_str(), layer.output.str().c_str(),
-                  static_cast<long long>(layer.num_params), layer.forward_flops / 1e6);
+  pipeline::PipelineConfig& pipe = experiment.pipeline;
+  if (plan_->count("--stages")) {
+    pipe.stages = stages_;
+    if (pipe.partition_mode == pipeline::PartitionMode::kManual) {
+      pipe.partition_mode = pipeline::PartitionMode::kAuto;
     }
   }
-  std::printf("total parameters: %lld\n", static_cast<long long>(plan.num_params()));
+  pipe.stages = std::max(1, pipe.stages);                // `auto` without a world: 1
+  pipe.data_parallel = std::max(1, pipe.data_parallel);  // likewise
+  if (plan_->count("--micro-batches")) pipe.micro_batches = micro_batches_;
+  if (plan_->count("--memory-limit")) {
+    try {
+      pipe.memory_limit =
+          plan_memory_limit_ == "none" ? 0 : config::parse_byte_size(plan_memory_limit_);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--memory-limit: {}", e.what()));
+    }
+    experiment.refs["pipeline.memory_limit"] = {
+        .file = "--memory-limit", .line = 0, .path = plan_memory_limit_};
+  }
+  const int64_t divisor = int64_t{pipe.micro_batches} * pipe.data_parallel;
+  check_input(experiment.train.batch_size % divisor == 0,
+              "{}: must be divisible by micro-batches x data-parallel replicas = {} x {}, got {}",
+              experiment.where("train.batch_size"), pipe.micro_batches, pipe.data_parallel,
+              experiment.train.batch_size);
+  auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
+  const model::ModelPlan model = model::plan_model(experiment.model, dataset->input_shape());
+  const pipeline::PipelinePlan plan =
+      train::plan_experiment(experiment, model, pipe.stages, pipe.data_parallel);
+  const train::PlanReport report{
+      .experiment = experiment, .model = model, .plan = plan, .pipeline = pipe};
+  if (plan_json_) {
+    std::printf("%s\n", train::plan_json(report).dump(2).c_str());
+  } else {
+    std::fputs(train::plan_text(report).c_str(), stdout);
+  }
   return 0;
 }
 

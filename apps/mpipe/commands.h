@@ -47,6 +47,8 @@ class Commands {
   std::string schedule_kind_ = "gpipe";
   int stages_ = 4;
   int micro_batches_ = 8;
+  std::string plan_memory_limit_;
+  bool plan_json_ = false;
 
   std::vector<std::string> compare_paths_;
   double rtol_ = 0.0;

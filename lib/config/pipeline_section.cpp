@@ -1,10 +1,12 @@
-// The `pipeline:` section: stages, data parallelism, micro-batches, schedule, re-materialization
-// and the partition of layers into stages.
+// The `pipeline:` section: stages, data parallelism, micro-batches, schedule, re-materialization,
+// the partition of layers into stages and the memory limit per rank.
 #include <fmt/format.h>
 
 #include "config/bounded.h"
+#include "config/byte_size.h"
 #include "config/map_reader.h"
 #include "config/sections.h"
+#include "core/error.h"
 
 namespace mpipe::config {
 namespace {
@@ -20,18 +22,38 @@ int read_count_or_auto(const Field& field) {
   return read_int32(field);
 }
 
-// `uniform` (returned empty) or a list of layer counts, each >= 1.
-std::vector<int> read_partition(const Field& field) {
-  if (field.node().IsScalar() && field.text() == "uniform") return {};
+// `auto`, `uniform`, or a list of layer counts (each >= 1) into config.partition.
+void read_partition(const Field& field, pipeline::PipelineConfig& config) {
+  using pipeline::PartitionMode;
+  if (field.node().IsScalar() && field.text() == "auto") {
+    config.partition_mode = PartitionMode::kAuto;
+    return;
+  }
+  if (field.node().IsScalar() && field.text() == "uniform") {
+    config.partition_mode = PartitionMode::kUniform;
+    return;
+  }
   if (!field.node().IsSequence()) {
-    field.fail("expected 'uniform' or a list of integers, got " + field.describe());
+    field.fail("expected 'auto', 'uniform' or a list of integers, got " + field.describe());
   }
-  if (field.node().size() == 0) field.fail("must not be an empty list (use 'uniform')");
-  std::vector<int> layers_per_stage;
+  if (field.node().size() == 0) field.fail("must not be an empty list (use 'auto' or 'uniform')");
+  config.partition_mode = PartitionMode::kManual;
   for (const Field& entry : field.elements("a list")) {
-    layers_per_stage.push_back(read_int32(entry, at_least(1)));
+    config.partition.push_back(read_int32(entry, at_least(1)));
   }
-  return layers_per_stage;
+}
+
+// A byte size ("6GiB", "512MiB", "2G", bytes as an integer), or `none` (returned as 0).
+int64_t read_memory_limit(const Field& field) {
+  if (!field.node().IsScalar()) {
+    field.fail("expected a size such as 6GiB, 512MiB or 2G, got " + field.describe());
+  }
+  if (field.text() == "none") return 0;
+  try {
+    return parse_byte_size(field.text());
+  } catch (const InputError& e) {
+    field.fail(e.what());
+  }
 }
 
 }  // namespace
@@ -39,8 +61,8 @@ std::vector<int> read_partition(const Field& field) {
 pipeline::PipelineConfig parse_pipeline(const Field& section) {
   using pipeline::Recompute;
   using pipeline::ScheduleKind;
-  const MapReader map(
-      section, {"stages", "data_parallel", "micro_batches", "schedule", "recompute", "partition"});
+  const MapReader map(section, {"stages", "data_parallel", "micro_batches", "schedule", "recompute",
+                                "partition", "memory_limit"});
   pipeline::PipelineConfig config;
   if (auto f = map.get("stages")) config.stages = read_count_or_auto(*f);
   if (auto f = map.get("data_parallel")) {
@@ -59,8 +81,9 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
                                                 {"except_last", Recompute::kExceptLast},
                                                 {"never", Recompute::kNever}});
   }
+  if (auto f = map.get("memory_limit")) config.memory_limit = read_memory_limit(*f);
   if (auto f = map.get("partition")) {
-    config.partition = read_partition(*f);
+    read_partition(*f, config);
     const auto entries = static_cast<int>(config.partition.size());
     if (config.stages > 0 && entries > 0 && entries != config.stages) {
       f->fail(fmt::format("must have as many entries as pipeline.stages = {}, got {}",

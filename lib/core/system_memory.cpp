@@ -1,6 +1,7 @@
-// Reads physical memory (sysconf) and the cgroup v2 limit (/sys/fs/cgroup/memory.max).
+// Reads physical memory (sysconf), the cgroup v2 limit (/sys/fs/cgroup/memory.max) and getrusage.
 #include "core/system_memory.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,12 @@ int64_t usable_memory_bytes() {
     }
   }
   return bytes;
+}
+
+int64_t peak_rss_bytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
 }  // namespace mpipe

@@ -1,4 +1,5 @@
-// The memory one process can use on this machine: physical memory, or the cgroup's limit if lower.
+// Memory of this machine and process: what one process can use (physical memory, or the cgroup's
+// limit if lower) and the process's peak resident set.
 #pragma once
 
 #include <cstdint>
@@ -6,5 +7,8 @@
 namespace mpipe {
 
 int64_t usable_memory_bytes();
+
+// This process's peak resident set size so far (getrusage ru_maxrss).
+int64_t peak_rss_bytes();
 
 }  // namespace mpipe

@@ -7,6 +7,18 @@
 namespace mpipe::model {
 namespace {
 
+// Bytes of `specs` in a ParamBuffer: every tensor starts on a 64-byte boundary.
+int64_t aligned_bytes(const std::vector<nn::ParamSpec>& specs) {
+  constexpr int64_t kAlign = 64;
+  int64_t bytes = 0;
+  for (const nn::ParamSpec& spec : specs) {
+    const int64_t tensor = checked_mul(spec.shape.numel(), sizeof(float), "parameter bytes");
+    bytes = checked_add(bytes, checked_add(tensor, kAlign - 1, "parameter bytes") / kAlign * kAlign,
+                        "parameter bytes");
+  }
+  return bytes;
+}
+
 // One layer's row of the plan; SizeError when a count overflows.
 LayerPlan plan_layer(const nn::Layer& layer, const Shape& input) {
   LayerPlan entry{
@@ -15,11 +27,15 @@ LayerPlan plan_layer(const nn::Layer& layer, const Shape& input) {
       .input = input,
       .output = layer.output_shape(),
       .num_params = 0,
+      .param_bytes = 0,
+      .buffer_bytes = 0,
       .forward_flops = layer.forward_flops_per_example(),
       .output_bytes = checked_mul(layer.output_shape().numel(), sizeof(float), "output bytes")};
   for (const nn::ParamSpec& param : layer.param_specs()) {
     entry.num_params = checked_add(entry.num_params, param.shape.numel(), "parameter count");
   }
+  entry.param_bytes = aligned_bytes(layer.param_specs());
+  entry.buffer_bytes = aligned_bytes(layer.buffer_specs());
   return entry;
 }
 

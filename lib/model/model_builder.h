@@ -18,6 +18,8 @@ struct LayerPlan {
   Shape input;
   Shape output;
   int64_t num_params = 0;
+  int64_t param_bytes = 0;     // trainable values as ParamBuffer lays them out (64-byte aligned)
+  int64_t buffer_bytes = 0;    // non-trainable buffers, laid out the same way
   double forward_flops = 0.0;  // per example
   int64_t output_bytes = 0;    // per example: the activation this layer hands on
 };

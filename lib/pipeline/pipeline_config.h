@@ -14,13 +14,22 @@ enum class Recompute {
   kNever,       // everything the layers return from forward
 };
 
+// How the layers are split into stages.
+enum class PartitionMode {
+  kAuto,     // the exact min-max partition of the predicted stage times, within memory_limit
+  kUniform,  // by layer count: counts differ by at most one, earlier stages get the extra layers
+  kManual,   // the counts in `partition`
+};
+
 struct PipelineConfig {
   int stages = 1;         // K; 0 = auto (world size / data_parallel)
   int data_parallel = 1;  // D; 0 = auto (world size / stages)
   int micro_batches = 1;  // M
   ScheduleKind schedule = ScheduleKind::kGpipe;
   Recompute recompute = Recompute::kAlways;
-  std::vector<int> partition;  // layers per stage; empty = uniform
+  PartitionMode partition_mode = PartitionMode::kAuto;
+  std::vector<int> partition;  // layers per stage (kManual only)
+  int64_t memory_limit = 0;    // predicted peak bytes allowed per rank; 0 = no limit
 };
 
 }  // namespace mpipe::pipeline

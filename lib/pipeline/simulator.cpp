@@ -54,7 +54,7 @@ bool advance(int stage, const Program& program, std::vector<StageState>& states,
       case OpKind::kForward:
       case OpKind::kBackward: {
         const bool forward = op.kind == OpKind::kForward;
-        const double duration = forward ? options.forward_time : options.backward_time;
+        const double duration = forward ? options.forward(stage) : options.backward(stage);
         timeline.compute.push_back({op, self.clock, self.clock + duration});
         timeline.busy_time += duration;
         self.clock += duration;
@@ -117,6 +117,16 @@ void check_orders(const std::vector<StageState>& states, SimulationResult& resul
 
 }  // namespace
 
+double SimulationOptions::forward(int stage) const {
+  return stage_forward_times.empty() ? forward_time
+                                     : stage_forward_times.at(static_cast<size_t>(stage));
+}
+
+double SimulationOptions::backward(int stage) const {
+  return stage_backward_times.empty() ? backward_time
+                                      : stage_backward_times.at(static_cast<size_t>(stage));
+}
+
 std::string SimulationResult::deadlock_report() const {
   if (stuck.empty()) return "";
   std::vector<std::string> parts;
@@ -131,6 +141,12 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
   check(!programs.empty(), "simulate: no stage programs");
   check(options.forward_time >= 0 && options.backward_time >= 0 && options.send_latency >= 0,
         "simulate: op times must be >= 0");
+  for (const auto* times : {&options.stage_forward_times, &options.stage_backward_times}) {
+    check(times->empty() || times->size() == programs.size(),
+          "simulate: {} per-stage times for {} stages", times->size(), programs.size());
+    check(std::all_of(times->begin(), times->end(), [](double t) { return t >= 0; }),
+          "simulate: op times must be >= 0");
+  }
   const int num_stages = static_cast<int>(programs.size());
   std::vector<StageState> states(programs.size());
   SimulationResult result;

@@ -14,6 +14,12 @@ struct SimulationOptions {
   double forward_time = 1.0;   // time units one F takes
   double backward_time = 2.0;  // time units one B takes (recompute included)
   double send_latency = 0.0;   // a message sent at t can be received from t + send_latency
+  // Per stage (when not empty, one entry per stage): F and B times of stage s, instead of the
+  // uniform ones above (a partition's stages differ).
+  std::vector<double> stage_forward_times = {};
+  std::vector<double> stage_backward_times = {};
+  double forward(int stage) const;
+  double backward(int stage) const;
 };
 
 // One compute op (F or B) as it ran: [start, end) in time units.

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "comm/agree.h"
@@ -14,8 +15,7 @@
 #include "core/system_memory.h"
 #include "model/memory_check.h"
 #include "model/model_builder.h"
-#include "model/partition.h"
-#include "optim/optimizer_config.h"
+#include "train/pipeline_plan.h"
 #include "train/trainer.h"
 
 namespace mpipe::serve {
@@ -64,23 +64,19 @@ void check_export_path(const std::string& path, const std::string& run_dir) {
   check_writable_folder(folder, "--export-weights folder");
 }
 
-int optimizer_slots(const optim::OptimizerConfig& optimizer) {
-  if (optimizer.kind == optim::OptimizerKind::kSgd) return optimizer.momentum > 0 ? 1 : 0;
-  return 2;
-}
-
 // `replicas`: the data-parallel replicas, or 0 when not known yet (the smallest micro-batch,
 // one example, is checked then).
 void check_memory(const config::Experiment& experiment, const model::ModelPlan& plan,
                   int replicas) {
   const int64_t micro_batch_rows =
       replicas > 0 ? experiment.train.batch_size / replicas / experiment.pipeline.micro_batches : 1;
-  const model::MemoryDemands demands{.optimizer_slots = optimizer_slots(experiment.optimizer),
-                                     .micro_batch_rows = micro_batch_rows,
-                                     .batch_key = experiment.where("train.batch_size"),
-                                     .dataset_bytes = 0,
-                                     .dataset_key = {},
-                                     .available_bytes = usable_memory_bytes()};
+  const model::MemoryDemands demands{
+      .optimizer_slots = train::optimizer_slots(experiment.optimizer),
+      .micro_batch_rows = micro_batch_rows,
+      .batch_key = experiment.where("train.batch_size"),
+      .dataset_bytes = 0,
+      .dataset_key = {},
+      .available_bytes = usable_memory_bytes()};
   if (auto problem = model::memory_problem(experiment.model, plan, demands)) {
     throw InputError(*problem);
   }
@@ -137,9 +133,10 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
     const model::ModelPlan plan =
         model::plan_model(experiment.model, result.dataset->input_shape());
-    model::partition_layers(static_cast<int>(plan.layers.size()), topology.num_stages,
-                            experiment.pipeline.partition, experiment.where("pipeline.partition"));
     check_memory(experiment, plan, topology.num_replicas);
+    const pipeline::PipelinePlan pipeline_plan =
+        train::plan_experiment(experiment, plan, topology.num_stages, topology.num_replicas);
+    check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
   });
   // Start-up agreement: every rank must run rank 0's resolved config and rank layout.
   const comm::Topology topology = resolve_topology(result.experiment, world);
@@ -176,8 +173,10 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
   const auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   const model::ModelPlan plan = model::plan_model(experiment.model, dataset->input_shape());
   if (experiment.pipeline.stages > 0) {
-    model::partition_layers(static_cast<int>(plan.layers.size()), experiment.pipeline.stages,
-                            experiment.pipeline.partition, experiment.where("pipeline.partition"));
+    const pipeline::PipelinePlan pipeline_plan =
+        train::plan_experiment(experiment, plan, experiment.pipeline.stages,
+                               std::max(1, experiment.pipeline.data_parallel));
+    check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
   }
   check_memory(experiment, plan, experiment.pipeline.data_parallel);
   return experiment;

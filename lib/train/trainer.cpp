@@ -15,6 +15,7 @@
 #include "optim/lr_schedule.h"
 #include "pipeline/schedule.h"
 #include "train/finite_check.h"
+#include "train/pipeline_plan.h"
 
 namespace mpipe::train {
 namespace {
@@ -78,9 +79,9 @@ Trainer::Trainer(const config::Experiment& experiment, const comm::Communicator&
               "{}: train.batch_size: must be divisible by pipeline.micro_batches * "
               "pipeline.data_parallel = {}, got {}",
               experiment.source, divisor, experiment.train.batch_size);
-  auto ranges = model::partition_layers(static_cast<int>(plan_.layers.size()), topology_.num_stages,
-                                        pipe.partition, experiment.source + ": pipeline.partition");
-  range_ = ranges[static_cast<size_t>(topology_.stage)];
+  pipeline_plan_ = plan_experiment(experiment, plan_, topology_.num_stages, topology_.num_replicas);
+  check_input(pipeline_plan_.fits(), "{}", pipeline_plan_.problem);
+  range_ = pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers;
   stage_ = std::make_unique<pipeline::Stage>(
       model::build_layers(experiment.model, dataset.input_shape(), range_.begin, range_.end),
       pipe.recompute, pipe.micro_batches);

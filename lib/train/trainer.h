@@ -19,6 +19,7 @@
 #include "pipeline/executor.h"
 #include "pipeline/link.h"
 #include "pipeline/op.h"
+#include "pipeline/planner.h"
 #include "pipeline/stage.h"
 
 namespace mpipe::train {
@@ -63,6 +64,8 @@ class Trainer {
   const comm::Groups& groups() const { return groups_; }
   const model::ModelPlan& plan() const { return plan_; }
   const model::LayerRange& layer_range() const { return range_; }
+  // The partition and the predicted time and memory of every stage (pipeline/planner.h).
+  const pipeline::PipelinePlan& pipeline_plan() const { return pipeline_plan_; }
   pipeline::Stage& stage() { return *stage_; }
   optim::Optimizer& optimizer() { return *optimizer_; }
 
@@ -84,6 +87,7 @@ class Trainer {
   comm::Topology topology_;
   comm::Groups groups_;
   model::ModelPlan plan_;
+  pipeline::PipelinePlan pipeline_plan_;
   model::LayerRange range_;
   std::unique_ptr<pipeline::Stage> stage_;
   std::unique_ptr<nn::Loss> loss_;

@@ -13,6 +13,7 @@
 #include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "core/error.h"
+#include "core/system_memory.h"
 #include "data/dataset.h"
 #include "data/text_corpus.h"
 #include "log/metrics_writer.h"
@@ -66,9 +67,23 @@ void log_step_times(const StepReport& report, int64_t step, const comm::Topology
 }
 
 // The summary.json of a finished run.
-nlohmann::json make_summary(const config::Experiment& experiment, const comm::Topology& topo,
+// Measured memory per stage of the first replica, in stage order.
+struct StageMemoryUse {
+  std::vector<double> activation_bytes;  // the peak of activations stored between F and B
+  std::vector<double> rss_bytes;         // the process's peak resident set
+};
+
+// The summary.json of a finished run: results, speed, and memory measured next to the
+// planner's prediction.
+nlohmann::json make_summary(const config::Experiment& experiment, const Trainer& trainer,
                             const RunResult& result, int64_t steps_run, double wall_s,
-                            const std::vector<double>& peak_bytes) {
+                            const StageMemoryUse& measured) {
+  const comm::Topology& topo = trainer.topology();
+  std::vector<double> predicted_kept, predicted_peak;
+  for (const pipeline::StagePlan& stage : trainer.pipeline_plan().stages) {
+    predicted_kept.push_back(stage.memory.kept_activations);
+    predicted_peak.push_back(stage.memory.total());
+  }
   nlohmann::json summary = {
       {"steps", result.steps_done},
       {"final_train_loss", result.final_train_loss},
@@ -79,7 +94,11 @@ nlohmann::json make_summary(const config::Experiment& experiment, const comm::To
       {"stages", topo.num_stages},
       {"data_parallel", topo.num_replicas},
       {"micro_batches", experiment.pipeline.micro_batches},
-      {"peak_activation_bytes_per_stage", peak_bytes},
+      {"predicted_samples_per_s", trainer.pipeline_plan().samples_per_s},
+      {"peak_activation_bytes_per_stage", measured.activation_bytes},
+      {"predicted_kept_activation_bytes_per_stage", predicted_kept},
+      {"peak_rss_bytes_per_stage", measured.rss_bytes},
+      {"predicted_peak_bytes_per_stage", predicted_peak},
   };
   if (result.final_bits_per_char && result.unigram_entropy_bits) {
     summary["final_eval_bits_per_char"] = *result.final_bits_per_char;
@@ -88,13 +107,17 @@ nlohmann::json make_summary(const config::Experiment& experiment, const comm::To
   return summary;
 }
 
-// Peak bytes of activations each stage stored between forward and backward, in stage order
-// (collective: replica 0's stages come first in world rank order).
-std::vector<double> peak_activation_bytes(Trainer& trainer, const comm::Communicator& world) {
-  const double peak = static_cast<double>(trainer.stage().peak_stored_bytes());
-  std::vector<double> peaks = world.allgatherv(std::span<const double>(&peak, 1));
-  peaks.resize(static_cast<size_t>(trainer.topology().num_stages));
-  return peaks;
+// Collective: each stage's measured memory (replica 0's stages come first in world rank order).
+StageMemoryUse measure_memory(Trainer& trainer, const comm::Communicator& world) {
+  const double mine[2] = {static_cast<double>(trainer.stage().peak_stored_bytes()),
+                          static_cast<double>(peak_rss_bytes())};
+  const std::vector<double> all = world.allgatherv(std::span<const double>(mine, 2));
+  StageMemoryUse use;
+  for (int s = 0; s < trainer.topology().num_stages; ++s) {
+    use.activation_bytes.push_back(all[2 * static_cast<size_t>(s)]);
+    use.rss_bytes.push_back(all[2 * static_cast<size_t>(s) + 1]);
+  }
+  return use;
 }
 
 }  // namespace
@@ -229,12 +252,12 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
             {.prompt = "\n", .length = options.sample_length, .seed = train.seed}, kernels);
       }
     }
-    const std::vector<double> peaks = peak_activation_bytes(trainer, world);
+    const StageMemoryUse memory = measure_memory(trainer, world);
     comm::agree(world, [&] {
       if (!is_root) return;
       metrics->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char);
       metrics->write_summary(
-          make_summary(experiment, topo, result, step - first_step, wall_s, peaks));
+          make_summary(experiment, trainer, result, step - first_step, wall_s, memory));
     });
   }
   return result;

@@ -39,10 +39,12 @@ else
 fi
 
 # Layer counts per stage that give each stage the same number of (linear, relu) blocks of the
-# default config (8 blocks + 1 head layer, which goes to the last stage); uniform otherwise.
+# default config (8 blocks + 1 head layer, which goes to the last stage); uniform with
+# UNIFORM_PARTITION=1; the config's own partition (by default the planner's, auto) otherwise.
 partition_args() {  # K
   local k=$1 blocks=8 counts=() s
-  [[ "$config" == configs/scaling_mlp.yaml && "${UNIFORM_PARTITION:-0}" != 1 ]] || return 0
+  if [[ "${UNIFORM_PARTITION:-0}" == 1 ]]; then echo "--set pipeline.partition=uniform"; return 0; fi
+  [[ "$config" == configs/scaling_mlp.yaml ]] || return 0
   for ((s = 0; s < k; ++s)); do counts+=($((2 * (blocks / k + (s < blocks % k ? 1 : 0))))); done
   counts[k - 1]=$((counts[k - 1] + 1))
   local IFS=,

@@ -62,6 +62,7 @@ TEST(LoadExperiment, FullFileParsesEveryKeyIntoTheModuleStructs) {
   EXPECT_EQ(e.pipeline.schedule, pipeline::ScheduleKind::kOneFOneB);
   EXPECT_EQ(e.pipeline.recompute, pipeline::Recompute::kExceptLast);
   EXPECT_EQ(e.pipeline.partition, (std::vector<int>{1, 1}));
+  EXPECT_EQ(e.pipeline.memory_limit, int64_t{3} << 30);
 
   EXPECT_EQ(e.checkpoint.every, 100);
   EXPECT_EQ(e.checkpoint.keep, 5);
@@ -79,6 +80,8 @@ TEST(LoadExperiment, MissingSectionsTakeTheStructDefaults) {
   EXPECT_DOUBLE_EQ(e.optimizer.lr, optim::OptimizerConfig{}.lr);
   EXPECT_EQ(e.pipeline.stages, 1);
   EXPECT_TRUE(e.pipeline.partition.empty());
+  EXPECT_EQ(e.pipeline.partition_mode, pipeline::PartitionMode::kAuto);
+  EXPECT_EQ(e.pipeline.memory_limit, 0);
   EXPECT_EQ(e.data.kind, data::DatasetKind::kFashionMnist);
   EXPECT_EQ(e.checkpoint.keep, 3);
   EXPECT_EQ(e.log.level, "info");
@@ -91,13 +94,14 @@ TEST(LoadExperiment, EmptySectionsTakeTheStructDefaults) {
   EXPECT_EQ(e.optimizer.schedule.kind, optim::LrScheduleKind::kConstant);
 }
 
-TEST(LoadExperiment, PartitionUniformAndAutoCountsMapToEmptyAndZero) {
+TEST(LoadExperiment, PartitionUniformAndAutoCountsMapToUniformModeAndZero) {
   ExperimentFile file;
   const Experiment e =
       file.load("pipeline:\n  stages: auto\n  data_parallel: 2\n  partition: uniform\n" + kModel);
   EXPECT_EQ(e.pipeline.stages, 0);
   EXPECT_EQ(e.pipeline.data_parallel, 2);
   EXPECT_TRUE(e.pipeline.partition.empty());
+  EXPECT_EQ(e.pipeline.partition_mode, pipeline::PartitionMode::kUniform);
 }
 
 TEST(LoadExperiment, MissingFileIsReportedWithItsName) {

@@ -210,12 +210,83 @@ TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastOrNever) {
             "'sometimes'");
 }
 
-TEST(PipelineSection, PartitionMustBeUniformOrAList) {
+TEST(PipelineSection, PartitionMustBeAutoUniformOrAList) {
   EXPECT_EQ(error_of("pipeline:\n  partition: even\n"),
-            "exp.yaml:2: pipeline.partition: expected 'uniform' or a list of integers, got "
-            "'even'");
+            "exp.yaml:2: pipeline.partition: expected 'auto', 'uniform' or a list of integers, "
+            "got 'even'");
+  EXPECT_EQ(error_of("pipeline:\n  partition: {a: 1}\n"),
+            "exp.yaml:2: pipeline.partition: expected 'auto', 'uniform' or a list of integers, "
+            "got a map");
   EXPECT_EQ(error_of("pipeline:\n  partition: []\n"),
-            "exp.yaml:2: pipeline.partition: must not be an empty list (use 'uniform')");
+            "exp.yaml:2: pipeline.partition: must not be an empty list (use 'auto' or 'uniform')");
+}
+
+TEST(PipelineSection, PartitionModeIsAutoByDefaultAndSetByTheKey) {
+  using pipeline::PartitionMode;
+  EXPECT_EQ(ExperimentFile().load(kModel).pipeline.partition_mode, PartitionMode::kAuto);
+  EXPECT_EQ(
+      ExperimentFile().load("pipeline:\n  partition: auto\n" + kModel).pipeline.partition_mode,
+      PartitionMode::kAuto);
+  EXPECT_EQ(
+      ExperimentFile().load("pipeline:\n  partition: uniform\n" + kModel).pipeline.partition_mode,
+      PartitionMode::kUniform);
+  const Experiment manual =
+      ExperimentFile().load("pipeline:\n  stages: 2\n  partition: [1, 2]\n" + kModel);
+  EXPECT_EQ(manual.pipeline.partition_mode, PartitionMode::kManual);
+  EXPECT_EQ(manual.pipeline.partition, (std::vector<int>{1, 2}));
+}
+
+// The memory limit as parsed from `memory_limit: <text>`.
+int64_t memory_limit_of(const std::string& text) {
+  return ExperimentFile()
+      .load("pipeline:\n  memory_limit: " + text + "\n" + kModel)
+      .pipeline.memory_limit;
+}
+
+TEST(PipelineSection, MemoryLimitTakesBinaryUnitsInAnyCase) {
+  EXPECT_EQ(ExperimentFile().load(kModel).pipeline.memory_limit, 0);  // none by default
+  EXPECT_EQ(memory_limit_of("6GiB"), int64_t{6} << 30);
+  EXPECT_EQ(memory_limit_of("512MiB"), int64_t{512} << 20);
+  EXPECT_EQ(memory_limit_of("2G"), int64_t{2} << 30);
+  EXPECT_EQ(memory_limit_of("2GB"), int64_t{2} << 30);
+  EXPECT_EQ(memory_limit_of("2gib"), int64_t{2} << 30);
+  EXPECT_EQ(memory_limit_of("1.5 TiB"), int64_t{3} << 39);
+  EXPECT_EQ(memory_limit_of("64k"), int64_t{64} << 10);
+  EXPECT_EQ(memory_limit_of("1048576"), int64_t{1} << 20);
+  EXPECT_EQ(memory_limit_of("100B"), 100);
+  EXPECT_EQ(memory_limit_of("0.5KiB"), 512);
+  EXPECT_EQ(memory_limit_of("none"), 0);
+}
+
+TEST(PipelineSection, MemoryLimitMustBeAPositiveSize) {
+  EXPECT_EQ(error_of("pipeline:\n  memory_limit: lots\n"),
+            "exp.yaml:2: pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got "
+            "'lots'");
+  EXPECT_EQ(error_of("pipeline:\n  memory_limit: 6 GiBs\n"),
+            "exp.yaml:2: pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got "
+            "'6 GiBs'");
+  EXPECT_EQ(error_of("pipeline:\n  memory_limit: -1GiB\n"),
+            "exp.yaml:2: pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got "
+            "'-1GiB'");
+  EXPECT_EQ(error_of("pipeline:\n  memory_limit: 1.2.3G\n"),
+            "exp.yaml:2: pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got "
+            "'1.2.3G'");
+  EXPECT_EQ(error_of("pipeline:\n  memory_limit: [1, 2]\n"),
+            "exp.yaml:2: pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got "
+            "a list");
+  EXPECT_EQ(error_of("pipeline:\n  memory_limit: 0GiB\n"),
+            "exp.yaml:2: pipeline.memory_limit: must be > 0, got 0GiB");
+  EXPECT_EQ(error_of("pipeline:\n  memory_limit: 0.1B\n"),
+            "exp.yaml:2: pipeline.memory_limit: must be > 0, got 0.1B");
+  EXPECT_EQ(error_of("pipeline:\n  memory_limit: 9000000TiB\n"),
+            "exp.yaml:2: pipeline.memory_limit: must be < 8 EiB, got 9000000TiB");
+}
+
+TEST(PipelineSection, MemoryLimitFromTheCommandLineNamesTheOverride) {
+  EXPECT_EQ(ExperimentFile().error(kModel, {"pipeline.memory_limit=big"}),
+            "--set pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got 'big'");
+  EXPECT_EQ(ExperimentFile().load(kModel, {"pipeline.memory_limit=3MiB"}).pipeline.memory_limit,
+            int64_t{3} << 20);
 }
 
 TEST(PipelineSection, PartitionEntriesMustBeAtLeastOne) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bad input on 2 ranks: a one-line error naming file, line and key, a non-zero exit on every
 # rank, no hang, no MPI_ABORT banner, and nothing written into the run directory. Covers the
-# config, the world layout, the partition, paths, and sizes that cannot fit in memory.
+# config, the world layout, the partition, the memory limit, paths, and sizes that cannot fit in
+# memory.
 source "$(dirname "$0")/lib.sh"
 mlp=$(dirname "$0")/files/mlp.yaml
 
@@ -35,6 +36,17 @@ rejected partition "--set pipeline.partition: [2, 2] sums to 4 layers, but the m
 printf 'model:\n  layers:\n    - {type: linear, units: 4}\ndata: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}\npipeline: {stages: 2}\n' \
   > "$WORK/one_layer.yaml"
 rejected stages "the model has 1 layers, fewer than the 2 pipeline stages" "$WORK/one_layer.yaml"
+
+# A memory limit no partition meets: a layer too large alone, or the smallest limit that fits;
+# a limit that is not a size.
+rejected limit_layer "--set pipeline.memory_limit: layer 3 (linear) alone needs 85.3 KiB (parameters, gradients, optimizer state, and activations or a checkpoint copy), over the limit of 60.0 KiB" \
+  "$mlp" --set pipeline.memory_limit=60KiB
+rejected limit_smallest "--set pipeline.memory_limit: no partition of 6 layers into 2 stages fits 88.0 KiB per rank; the smallest limit that fits is 91.0 KiB" \
+  "$mlp" --set pipeline.memory_limit=88KiB
+rejected limit_manual "--set pipeline.memory_limit: stage 1 (layers 3-5) needs 91.0 KiB, over the limit of 88.0 KiB" \
+  "$mlp" --set pipeline.memory_limit=88KiB --set pipeline.partition=uniform
+rejected limit_size "--set pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
+  "$mlp" --set pipeline.memory_limit=lots
 
 # Paths: checked before training, not after it.
 rejected export_missing "$WORK/nowhere/w.safetensors: --export-weights: the folder $WORK/nowhere does not exist" \

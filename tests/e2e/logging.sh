@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a run logs and exports: log.level debug prints each stage's step time split into compute,
-# waiting, sending and allreduce; the logged train loss is the mean over the logging window;
+# waiting, sending and allreduce; summary.json puts measured memory next to the prediction; the logged train loss is the mean over the logging window;
 # train.steps 0 exports the initial weights (the same on any number of stages).
 # Usage: logging.sh CONFIG
 source "$(dirname "$0")/lib.sh"
@@ -11,6 +11,15 @@ for stage in 0 1; do
   grep -qE "\[debug\] step 2 stage $stage replica 0: compute [0-9.]+ ms \| waiting [0-9.]+ ms \| sending [0-9.]+ ms \| allreduce [0-9.]+ ms \| step [0-9.]+ ms" \
     "$WORK/debug.log" || { cat "$WORK/debug.log"; echo "FAILED: debug timings of stage $stage"; exit 1; }
 done
+
+# summary.json: the planner's prediction next to the measurement; stored activations are exact.
+/usr/bin/python3 - "$WORK/debug/summary.json" <<'PY' || { echo "FAILED: summary memory"; exit 1; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["predicted_kept_activation_bytes_per_stage"] == s["peak_activation_bytes_per_stage"], s
+assert len(s["peak_rss_bytes_per_stage"]) == 2 and min(s["peak_rss_bytes_per_stage"]) > 0, s
+assert len(s["predicted_peak_bytes_per_stage"]) == 2 and s["predicted_samples_per_s"] > 0, s
+PY
 
 train 2 every1 "$config" --set train.steps=4 --set log.every=1
 train 2 every4 "$config" --set train.steps=4 --set log.every=4

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Transparency: after 3 steps the exported weights of K = 1, 2, 4 stages are bit-identical,
-# for both schedules and all three recompute modes. Usage: transparency.sh CONFIG
+# for both schedules and all three recompute modes, with the default partition (auto: the
+# planner's, which differs from uniform for every model here at K = 4) and with uniform.
+# Usage: transparency.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
 train 1 k1 "$config"
@@ -13,4 +15,8 @@ for schedule in gpipe 1f1b; do
     done
   done
 done
-echo "transparency: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never} bit-identical"
+for k in 2 4; do
+  train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform
+  same k1 "k$k-uniform"
+done
+echo "transparency: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never} (auto) and uniform bit-identical"

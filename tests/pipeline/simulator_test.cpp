@@ -114,6 +114,25 @@ TEST(Simulator, RecordsComputeTimesOfTwoStageGpipe) {
   EXPECT_NEAR(result.bubble_fraction, 1.0 / 3.0, 1e-12);
 }
 
+TEST(Simulator, PerStageTimesReplaceTheUniformOnes) {
+  SimulationOptions options;
+  options.stage_forward_times = {1.0, 3.0};
+  options.stage_backward_times = {2.0, 1.0};
+  const SimulationResult result = simulate(programs_for(ScheduleKind::kGpipe, 2, 2), options);
+  // Stage 1: F0 [1, 4], F1 [4, 7], B0 [7, 8], B1 [8, 9]; stage 0: B0 [8, 10], B1 [10, 12].
+  EXPECT_DOUBLE_EQ(result.stages[1].compute[1].end, 7.0);
+  EXPECT_DOUBLE_EQ(result.makespan, 12.0);
+  EXPECT_DOUBLE_EQ(result.stages[0].busy_time, 6.0);
+  EXPECT_DOUBLE_EQ(result.stages[1].busy_time, 8.0);
+  EXPECT_NEAR(result.bubble_fraction, 1.0 - 14.0 / 24.0, 1e-12);
+}
+
+TEST(Simulator, RejectsPerStageTimesForAnotherNumberOfStages) {
+  SimulationOptions options;
+  options.stage_forward_times = {1.0, 1.0, 1.0};
+  EXPECT_THROW(simulate(programs_for(ScheduleKind::kGpipe, 2, 2), options), Error);
+}
+
 TEST(Simulator, DetectsADeadlockAndNamesWhereEachStageWaits) {
   // Stage 0 waits for a gradient before sending the activation stage 1 waits for.
   const std::vector<Program> programs = {{F(0), RG(0), B(0), SA(0)}, {RA(0), F(0), B(0), SG(0)}};

@@ -1,0 +1,157 @@
+// Per-layer FLOPs and bytes: what each layer kind's forward keeps for its backward (mirrors the
+// tensors lib/nn layers put in nn::Saved; tests/model/cost_model_test.cpp runs every kind and
+// checks the prediction against the real forward).
+#include "model/cost_model.h"
+
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+#include "model/layer_attrs.h"
+
+namespace mpipe::model {
+namespace {
+
+constexpr double kFloat = sizeof(float);
+
+// Layers whose backward computes an input gradient and a weight gradient by matrix products.
+bool is_matmul_like(const std::string& kind) {
+  static const std::set<std::string> kinds = {
+      "linear", "conv2d", "attention", "transformer_block", "residual_block", "separable_cell"};
+  return kinds.contains(kind);
+}
+
+// What forward keeps, in floats: per example, per micro-batch, and bytes packed into floats.
+struct Kept {
+  double per_example = 0.0;
+  double fixed = 0.0;
+  double packed_bytes = 0.0;
+};
+
+// [C, H, W] → channels, and the spatial size H·W.
+double channels(const Shape& s) { return static_cast<double>(s[0]); }
+double spatial(const Shape& s) { return static_cast<double>(s[1] * s[2]); }
+
+// Residual block: per conv-bn pair of the main path the conv input and the bn's (its input,
+// then mean and variance per channel), the projection's bn, and the block output.
+Kept residual_block_kept(const LayerSpec& spec, const Shape& in, const Shape& out) {
+  LayerAttrs attrs(spec);
+  const bool bottleneck = attrs.flag("bottleneck", false);
+  const bool projection = !(in == out);
+  const double x = static_cast<double>(in.numel()), y = static_cast<double>(out.numel());
+  Kept kept;
+  if (bottleneck) {
+    const double width = channels(out) / 4.0;
+    const double wide_in = width * spatial(in), wide_out = width * spatial(out);
+    // conv1 input x, bn1 input; conv2 input, bn2 input; conv3 input, bn3 input.
+    kept.per_example = x + 2.0 * wide_in + 2.0 * wide_out + y;
+    kept.fixed = 2.0 * (width + width + channels(out));
+  } else {
+    // conv1 input x, bn1 input; conv2 input, bn2 input.
+    kept.per_example = x + 3.0 * y;
+    kept.fixed = 2.0 * (2.0 * channels(out));
+  }
+  if (projection) {
+    kept.per_example += y;
+    kept.fixed += 2.0 * channels(out);
+  }
+  kept.per_example += y;  // the block output (for the final ReLU)
+  return kept;
+}
+
+// Floats forward keeps for backward, by layer kind (see each layer's forward in lib/nn).
+Kept kept_by_kind(const LayerSpec& spec, const LayerPlan& plan) {
+  const std::string& kind = plan.kind;
+  const Shape& in = plan.input;
+  const Shape& out = plan.output;
+  const auto x = static_cast<double>(in.numel());
+  if (kind == "linear" || kind == "relu" || kind == "gelu" || kind == "tanh" || kind == "conv2d" ||
+      kind == "embedding") {
+    return {.per_example = x};  // the input (token ids for the embedding)
+  }
+  if (kind == "dropout" || kind == "flatten" || kind == "avg_pool2d" || kind == "global_avg_pool") {
+    return {};  // masks are regenerated from counters; the others need no input
+  }
+  if (kind == "batch_norm2d") return {.per_example = x, .fixed = 2.0 * channels(in)};
+  if (kind == "layer_norm") {
+    const double rows = x / static_cast<double>(in[in.rank() - 1]);
+    return {.per_example = x + 2.0 * rows};  // input, mean and variance per row
+  }
+  if (kind == "max_pool2d") {
+    // oneDNN's workspace: the position of each maximum, u8 while the window has < 256 taps.
+    const int64_t taps = LayerAttrs(spec).integer("kernel", 1);
+    const double bytes_per_output = taps * taps < 256 ? 1.0 : 4.0;
+    return {.packed_bytes = static_cast<double>(out.numel()) * bytes_per_output};
+  }
+  if (kind == "attention" || kind == "transformer_block") {
+    LayerAttrs attrs(spec);
+    const auto heads = static_cast<double>(attrs.integer("heads", 1));
+    const auto t = static_cast<double>(in[0]), d = static_cast<double>(in[1]);
+    // x, q, k, v, merged heads [T, d] each, probabilities [heads, T, T].
+    const double attention = 5.0 * t * d + heads * t * t;
+    if (kind == "attention") return {.per_example = attention};
+    const auto ratio = static_cast<double>(attrs.integer("mlp_ratio", 4, 1));
+    // ln1 and ln2 (input, mean, variance per row), the attention's, the ln2 output, and the
+    // MLP's hidden layer before and after GELU.
+    return {.per_example = 2.0 * (t * d + 2.0 * t) + attention + t * d + 2.0 * t * ratio * d};
+  }
+  if (kind == "residual_block") return residual_block_kept(spec, in, out);
+  if (kind == "separable_cell") {
+    // Input, depthwise output [C, Ho, Wo], the bn's input [out, Ho, Wo] and statistics.
+    return {.per_example = x + channels(in) * spatial(out) + static_cast<double>(out.numel()),
+            .fixed = 2.0 * channels(out)};
+  }
+  throw Error(fmt::format("cost model: no memory model for layer kind '{}'", kind));
+}
+
+double backward_factor(const LayerPlan& plan) {
+  if (plan.kind == "flatten") return 0.0;
+  if (!is_matmul_like(plan.kind)) return 1.0;
+  return plan.index == 0 ? 1.0 : 2.0;  // the first layer computes no input gradient
+}
+
+}  // namespace
+
+double LayerCost::kept_bytes(int64_t rows) const {
+  const auto r = static_cast<double>(rows);
+  const double packed = std::ceil(r * saved_packed_bytes / kFloat) * kFloat;
+  return r * saved_bytes + saved_fixed_bytes + packed;
+}
+
+double LayerCost::forward_traffic_bytes() const {
+  return input_bytes + output_bytes + saved_bytes + saved_packed_bytes;
+}
+
+double LayerCost::backward_traffic_bytes() const {
+  // Reads what was saved and the output gradient, writes the input gradient.
+  return saved_bytes + saved_packed_bytes + output_bytes + (index == 0 ? 0.0 : input_bytes);
+}
+
+LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan) {
+  const Kept kept = kept_by_kind(spec, plan);
+  return LayerCost{.index = plan.index,
+                   .kind = plan.kind,
+                   .forward_flops = plan.forward_flops,
+                   .backward_flops = plan.forward_flops * backward_factor(plan),
+                   .num_params = plan.num_params,
+                   .param_bytes = static_cast<double>(plan.param_bytes),
+                   .buffer_bytes = static_cast<double>(plan.buffer_bytes),
+                   .input_bytes = static_cast<double>(plan.input.numel()) * kFloat,
+                   .output_bytes = static_cast<double>(plan.output_bytes),
+                   .saved_bytes = kept.per_example * kFloat,
+                   .saved_fixed_bytes = kept.fixed * kFloat,
+                   .saved_packed_bytes = kept.packed_bytes};
+}
+
+std::vector<LayerCost> layer_costs(const ModelSpec& spec, const ModelPlan& plan) {
+  check(spec.layers.size() == plan.layers.size(), "layer_costs: {} specs for {} planned layers",
+        spec.layers.size(), plan.layers.size());
+  std::vector<LayerCost> costs;
+  costs.reserve(plan.layers.size());
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    costs.push_back(cost_of(spec.layers[i], plan.layers[i]));
+  }
+  return costs;
+}
+
+}  // namespace mpipe::model

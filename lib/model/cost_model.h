@@ -1,0 +1,49 @@
+// Cost model: what one layer costs in compute and memory, predicted from the model plan alone
+// (shapes, parameter specs and the layer's attributes), without building or running it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/layer_spec.h"
+#include "model/model_builder.h"
+
+namespace mpipe::model {
+
+// One layer's costs. Per-example figures scale with the rows of a micro-batch; bytes are f32.
+struct LayerCost {
+  int index = 0;
+  std::string kind;
+  double forward_flops = 0.0;   // per example
+  double backward_flops = 0.0;  // per example: input and parameter gradients (see cost_of)
+  int64_t num_params = 0;
+  double param_bytes = 0.0;   // trainable values, laid out as ParamBuffer does (64-byte aligned)
+  double buffer_bytes = 0.0;  // non-trainable buffers (batch-norm running statistics)
+  double input_bytes = 0.0;   // per example: the activation it receives
+  double output_bytes = 0.0;  // per example: the activation it hands on (a stage boundary)
+  double saved_bytes = 0.0;   // per example: what forward keeps for backward (nn::Saved)
+  double saved_fixed_bytes = 0.0;   // per micro-batch, whatever its rows (batch-norm statistics)
+  double saved_packed_bytes = 0.0;  // per example, packed into floats per micro-batch (max-pool
+                                    // positions: oneDNN's workspace, 1 or 4 bytes per output)
+
+  // Bytes forward keeps for backward for a micro-batch of `rows` examples: exactly what
+  // nn::Saved::bytes() reports for this layer's training forward.
+  double kept_bytes(int64_t rows) const;
+  // Bytes a forward or backward reads and writes (outputs, saved copies, gradients), per example:
+  // the memory-traffic part of the time model.
+  double forward_traffic_bytes() const;
+  double backward_traffic_bytes() const;
+};
+
+// The cost of layer `plan.layers[i]` built from `spec.layers[i]`. Backward FLOPs: matrix-product
+// layers (linear, conv2d, attention, transformer_block, residual_block, separable_cell) compute
+// the input gradient and the weight gradient, 2x their forward; the model's first layer skips
+// the input gradient (1x); element-wise layers, norms, pooling and the embedding cost about what
+// their forward does; flatten nothing.
+LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan);
+
+// Every layer's cost, in model order.
+std::vector<LayerCost> layer_costs(const ModelSpec& spec, const ModelPlan& plan);
+
+}  // namespace mpipe::model

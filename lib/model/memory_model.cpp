@@ -1,0 +1,83 @@
+// Stage peak memory from prefix sums of the layers' costs.
+#include "model/memory_model.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "core/error.h"
+
+namespace mpipe::model {
+namespace {
+
+std::vector<double> prefix_sums(const std::vector<LayerCost>& costs, auto value) {
+  std::vector<double> prefix(costs.size() + 1, 0.0);
+  for (size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + value(costs[i]);
+  return prefix;
+}
+
+}  // namespace
+
+MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots)
+    : costs_(std::move(costs)), rows_(rows), optimizer_slots_(optimizer_slots) {
+  check(rows_ >= 1 && optimizer_slots_ >= 0, "MemoryModel: rows {} and optimizer slots {}", rows_,
+        optimizer_slots_);
+  params_ = prefix_sums(costs_, [](const LayerCost& c) { return c.param_bytes; });
+  buffers_ = prefix_sums(costs_, [](const LayerCost& c) { return c.buffer_bytes; });
+  kept_ = prefix_sums(costs_, [this](const LayerCost& c) { return c.kept_bytes(rows_); });
+  // A layer's temporaries while it runs: its output (forward) or its input and output gradients
+  // (backward), and internals about as large as what it saves.
+  const auto r = static_cast<double>(rows_);
+  std::vector<double> level;
+  for (const LayerCost& c : costs_) {
+    level.push_back(r * (c.input_bytes + c.output_bytes) + c.kept_bytes(rows_));
+  }
+  transient_.push_back(std::move(level));
+  for (size_t width = 2; width <= costs_.size(); width *= 2) {
+    const std::vector<double>& prev = transient_.back();
+    std::vector<double> next(costs_.size() - width + 1);
+    for (size_t i = 0; i < next.size(); ++i) next[i] = std::max(prev[i], prev[i + width / 2]);
+    transient_.push_back(std::move(next));
+  }
+}
+
+double MemoryModel::sum(const std::vector<double>& prefix, int begin, int end) const {
+  return prefix[static_cast<size_t>(end)] - prefix[static_cast<size_t>(begin)];
+}
+
+double MemoryModel::transient_max(int begin, int end) const {
+  const auto width = static_cast<unsigned>(end - begin);
+  const auto level = static_cast<size_t>(std::bit_width(width) - 1);
+  const std::vector<double>& row = transient_[level];
+  return std::max(row[static_cast<size_t>(begin)],
+                  row[static_cast<size_t>(end) - (size_t{1} << level)]);
+}
+
+double MemoryModel::full_micro_batch(int begin, int end) const { return sum(kept_, begin, end); }
+
+StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bool first_stage,
+                               bool last_stage) const {
+  check(0 <= begin && begin < end && end <= num_layers(),
+        "MemoryModel::stage: layers [{}, {}) of {}", begin, end, num_layers());
+  const auto r = static_cast<double>(rows_);
+  const LayerCost& first = costs_[static_cast<size_t>(begin)];
+  const LayerCost& last = costs_[static_cast<size_t>(end - 1)];
+  const double input = r * first.input_bytes;  // one micro-batch's stage input
+  const double output = r * last.output_bytes;
+  const double full = full_micro_batch(begin, end);
+  StageMemory m;
+  m.params = sum(params_, begin, end);
+  m.grads = m.params;
+  m.optimizer_state = optimizer_slots_ * m.params;
+  m.buffers = sum(buffers_, begin, end);
+  m.kept_activations = stash.inputs * input + stash.full * full;
+  m.recompute_workspace = stash.recompute ? full : 0.0;
+  m.transient = transient_max(begin, end);
+  // Receives of activations (from the previous stage) and gradients (from the next) posted
+  // ahead, as many sends in flight, and the loss gradients the last stage holds.
+  const double boundary = std::max(first_stage ? 0.0 : input, last_stage ? 0.0 : output);
+  m.communication = 2.0 * kReceivesAhead * boundary + stash.loss_grads * output;
+  m.checkpoint_copy = m.params + m.optimizer_state + m.buffers;
+  return m;
+}
+
+}  // namespace mpipe::model

@@ -1,0 +1,74 @@
+// Memory model: the predicted peak bytes of one pipeline stage (a contiguous layer range) from
+// the layers' costs, the micro-batch size, the optimizer and how the schedule and recompute mode
+// hold micro-batches at the stage's peak. Pure; O(1) per query, so a partitioner can ask often.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "model/cost_model.h"
+
+namespace mpipe::model {
+
+// How a stage holds micro-batches at its peak (the pipeline derives it from the schedule and the
+// recompute mode: see pipeline/planner.h).
+struct StashProfile {
+  int inputs = 0;          // micro-batches kept as their stage input only (recomputed later)
+  int full = 0;            // micro-batches kept with everything their layers saved
+  bool recompute = false;  // one micro-batch's recompute (all its internals) is alive at the peak
+  int loss_grads = 0;      // last stage: loss gradients waiting for their backward
+};
+
+// Predicted peak bytes of one stage, by kind.
+struct StageMemory {
+  double params = 0.0;
+  double grads = 0.0;
+  double optimizer_state = 0.0;      // optimizer_slots x params (SGD momentum 1, Adam/AdamW 2)
+  double buffers = 0.0;              // non-trainable (batch-norm running statistics)
+  double kept_activations = 0.0;     // inputs and saved tensors of the micro-batches in flight
+  double recompute_workspace = 0.0;  // what one micro-batch's layers save, while recomputed
+  double transient = 0.0;      // the largest layer's temporaries: its output, gradients, internals
+  double communication = 0.0;  // receives posted ahead, sends in flight, loss gradients
+  // Writing a checkpoint shard copies the parameters, optimizer state and buffers
+  // (train/stage_tensors.cpp), between steps: while no activations are held.
+  double checkpoint_copy = 0.0;
+  double state() const { return params + grads + optimizer_state + buffers; }
+  double activations() const { return kept_activations + recompute_workspace + transient; }
+  // The larger of the training step's peak and the checkpoint write's.
+  double total() const {
+    return state() + std::max(activations() + communication, checkpoint_copy);
+  }
+};
+
+class MemoryModel {
+ public:
+  // `rows`: examples per micro-batch; `optimizer_slots`: floats of optimizer state per parameter.
+  MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots);
+
+  int num_layers() const { return static_cast<int>(costs_.size()); }
+  const std::vector<LayerCost>& costs() const { return costs_; }
+  int64_t rows() const { return rows_; }
+
+  // Layers [begin, end) as a stage that receives its input unless it is the first stage and
+  // sends its output unless it is the last.
+  StageMemory stage(int begin, int end, const StashProfile& stash, bool first_stage,
+                    bool last_stage) const;
+  // What one micro-batch's layers [begin, end) keep when not recomputed.
+  double full_micro_batch(int begin, int end) const;
+
+ private:
+  double transient_max(int begin, int end) const;  // range maximum (sparse table)
+  double sum(const std::vector<double>& prefix, int begin, int end) const;
+
+  std::vector<LayerCost> costs_;
+  int64_t rows_;
+  int optimizer_slots_;
+  std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
+  std::vector<std::vector<double>> transient_;   // transient_[k][i]: max over [i, i + 2^k)
+};
+
+// Reserved by the executor: receives posted this many ops ahead (pipeline/executor.cpp).
+inline constexpr int kReceivesAhead = 2;
+
+}  // namespace mpipe::model

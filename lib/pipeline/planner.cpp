@@ -1,0 +1,419 @@
+// Planner: partition choice, per-stage predictions, timeline simulation of the step, advice.
+#include "pipeline/planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "core/error.h"
+#include "model/memory_check.h"
+#include "model/partitioner.h"
+#include "pipeline/schedule.h"
+#include "pipeline/simulator.h"
+
+namespace mpipe::pipeline {
+namespace {
+
+using model::format_bytes;
+using model::LayerRange;
+
+// Micro-batches whose forward runs twice.
+int recomputed_micro_batches(Recompute recompute, int num_micro_batches) {
+  switch (recompute) {
+    case Recompute::kAlways:
+      return num_micro_batches;
+    case Recompute::kExceptLast:
+      return num_micro_batches - 1;
+    case Recompute::kNever:
+      return 0;
+  }
+  return 0;
+}
+
+// Predicted seconds of layer ranges, from prefix sums over the layers (O(1) per range).
+class StageTimes {
+ public:
+  StageTimes(const std::vector<model::LayerCost>& costs, int64_t rows, const PlanRequest& request)
+      : num_micro_batches_(request.pipeline.micro_batches),
+        recomputed_(recomputed_micro_batches(request.pipeline.recompute, num_micro_batches_)) {
+    const MachineRates& rates = request.rates;
+    const auto r = static_cast<double>(rows);
+    // Zeroing and clipping the gradients, and the update: reads and writes of values, gradients
+    // and the optimizer's slots.
+    const double optimizer_passes = 5.0 + 2.0 * request.optimizer_slots;
+    forward_.assign(costs.size() + 1, 0.0);
+    backward_ = optimizer_ = forward_;
+    for (size_t i = 0; i < costs.size(); ++i) {
+      const model::LayerCost& c = costs[i];
+      forward_[i + 1] = forward_[i] + r * (c.forward_flops / rates.flops_per_s +
+                                           c.forward_traffic_bytes() / rates.bytes_per_s);
+      backward_[i + 1] = backward_[i] + r * (c.backward_flops / rates.flops_per_s +
+                                             c.backward_traffic_bytes() / rates.bytes_per_s);
+      optimizer_[i + 1] = optimizer_[i] + optimizer_passes * c.param_bytes / rates.bytes_per_s;
+    }
+  }
+  // One micro-batch's forward, and its backward (with its share of recomputes).
+  double forward(int begin, int end) const { return sum(forward_, begin, end); }
+  double backward(int begin, int end) const {
+    return sum(backward_, begin, end) + forward(begin, end) * recomputed_ / num_micro_batches_;
+  }
+  // All micro-batches of a step.
+  double compute(int begin, int end) const {
+    return num_micro_batches_ * (forward(begin, end) + backward(begin, end));
+  }
+  double optimizer(int begin, int end) const { return sum(optimizer_, begin, end); }
+  double total(int begin, int end) const { return compute(begin, end) + optimizer(begin, end); }
+
+ private:
+  static double sum(const std::vector<double>& prefix, int begin, int end) {
+    return prefix[static_cast<size_t>(end)] - prefix[static_cast<size_t>(begin)];
+  }
+  int num_micro_batches_;
+  int recomputed_;
+  std::vector<double> forward_, backward_, optimizer_;
+};
+
+// Everything the plan of one request computes from, built once.
+struct Context {
+  const model::ModelPlan& plan;
+  const PlanRequest& request;
+  int num_layers;
+  int num_stages;
+  int64_t rows;
+  model::MemoryModel memory;
+  StageTimes times;
+  std::optional<double> limit;
+  std::vector<std::vector<model::StashProfile>> moments;  // per stage: stash_profiles
+
+  double stage_time(int begin, int end, int) const { return times.total(begin, end); }
+  // The stage's largest candidate moment (stash_profiles), and that moment.
+  std::pair<model::StageMemory, model::StashProfile> peak(int begin, int end, int stage) const {
+    std::pair<model::StageMemory, model::StashProfile> largest;
+    bool first = true;
+    for (const model::StashProfile& moment : moments[static_cast<size_t>(stage)]) {
+      const model::StageMemory m =
+          memory.stage(begin, end, moment, stage == 0, stage == num_stages - 1);
+      if (first || m.total() > largest.first.total()) largest = {m, moment};
+      first = false;
+    }
+    return largest;
+  }
+  model::StageMemory stage_memory(int begin, int end, int stage) const {
+    return peak(begin, end, stage).first;
+  }
+  model::PartitionProblem problem(bool with_limit) const {
+    return {.num_layers = num_layers,
+            .num_stages = num_stages,
+            .time = [this](int b, int e, int s) { return stage_time(b, e, s); },
+            .memory = [this](int b, int e, int s) { return stage_memory(b, e, s).total(); },
+            .memory_limit = with_limit ? limit : std::nullopt};
+  }
+  // Minimizes the largest stage's peak memory instead of its time.
+  model::PartitionProblem smallest_memory_problem() const {
+    model::PartitionProblem p = problem(false);
+    p.time = p.memory;
+    return p;
+  }
+};
+
+std::string layer_span(const LayerRange& r) {
+  return r.size() == 1 ? fmt::format("layer {}", r.begin)
+                       : fmt::format("layers {}-{}", r.begin, r.end - 1);
+}
+
+// Why no partition fits the limit: a layer too large for any stage, or the smallest limit.
+std::string infeasible_message(const Context& c) {
+  const std::string& where = c.request.memory_limit_where;
+  const double limit = *c.limit;
+  int worst = -1;
+  double worst_bytes = 0.0;
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    // The positions a single-layer stage holding it can take.
+    const int first = std::max(0, c.num_stages - (c.num_layers - layer));
+    const int last = std::min(layer, c.num_stages - 1);
+    double least = -1.0;
+    for (int s = first; s <= last; ++s) {
+      const double bytes = c.stage_memory(layer, layer + 1, s).total();
+      least = least < 0 ? bytes : std::min(least, bytes);
+    }
+    if (least > limit && least > worst_bytes) {
+      worst = layer;
+      worst_bytes = least;
+    }
+  }
+  if (worst >= 0) {
+    return fmt::format(
+        "{}: layer {} ({}) alone needs {} (parameters, gradients, optimizer state, and "
+        "activations or a checkpoint copy), over the limit of {}",
+        where, worst, c.plan.layers[static_cast<size_t>(worst)].kind, format_bytes(worst_bytes),
+        format_bytes(limit));
+  }
+  const model::PartitionProblem p = c.smallest_memory_problem();
+  const double smallest = model::largest_stage_cost(*model::best_partition(p), p.memory);
+  return fmt::format(
+      "{}: no partition of {} layers into {} stages fits {} per rank; the smallest limit that "
+      "fits is {}",
+      where, c.num_layers, c.num_stages, format_bytes(limit), model::format_bytes_up(smallest));
+}
+
+// The partition the request asks for; `problem` is set when auto finds none within the limit.
+std::vector<LayerRange> choose_partition(const Context& c, std::string& problem) {
+  const PipelineConfig& pipe = c.request.pipeline;
+  const std::string& where = c.request.partition_where;
+  switch (pipe.partition_mode) {
+    case PartitionMode::kUniform:
+      return model::partition_layers(c.num_layers, c.num_stages, {}, where);
+    case PartitionMode::kManual:
+      return model::partition_layers(c.num_layers, c.num_stages, pipe.partition, where);
+    case PartitionMode::kAuto:
+      break;
+  }
+  model::partition_layers(c.num_layers, c.num_stages, {}, where);  // at least one layer a stage
+  if (auto best = model::best_partition(c.problem(true))) return *best;
+  problem = infeasible_message(c);
+  return *model::best_partition(c.smallest_memory_problem());
+}
+
+StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
+  const PipelineConfig& pipe = c.request.pipeline;
+  StagePlan s;
+  s.layers = range;
+  const double m = pipe.micro_batches;
+  const double recomputed = recomputed_micro_batches(pipe.recompute, pipe.micro_batches);
+  const auto rows = static_cast<double>(c.rows);
+  for (int i = range.begin; i < range.end; ++i) {
+    const model::LayerCost& cost = c.memory.costs()[static_cast<size_t>(i)];
+    s.num_params += cost.num_params;
+    s.forward_flops += m * rows * cost.forward_flops;
+    s.backward_flops += m * rows * cost.backward_flops;
+    s.recompute_flops += recomputed * rows * cost.forward_flops;
+  }
+  s.compute_s = c.times.compute(range.begin, range.end);
+  s.optimizer_s = c.times.optimizer(range.begin, range.end);
+  std::tie(s.memory, s.stash) = c.peak(range.begin, range.end, stage);
+  s.fits = !c.limit || s.memory.total() <= *c.limit;
+  return s;
+}
+
+// The step's timeline: every stage's program in simulated time, F and B per stage.
+void simulate_step(const Context& c, PipelinePlan& out) {
+  const PipelineConfig& pipe = c.request.pipeline;
+  const MachineRates& rates = c.request.rates;
+  SimulationOptions options;
+  std::vector<Program> programs;
+  double largest_boundary = 0.0;
+  for (int s = 0; s < c.num_stages; ++s) {
+    const LayerRange& r = out.stages[static_cast<size_t>(s)].layers;
+    programs.push_back(make_program(pipe.schedule, c.num_stages, pipe.micro_batches, s));
+    options.stage_forward_times.push_back(c.times.forward(r.begin, r.end));
+    options.stage_backward_times.push_back(c.times.backward(r.begin, r.end));
+    if (s + 1 < c.num_stages) {
+      largest_boundary = std::max(
+          largest_boundary, static_cast<double>(c.rows) *
+                                c.memory.costs()[static_cast<size_t>(r.end - 1)].output_bytes);
+    }
+  }
+  if (c.num_stages > 1) {
+    options.send_latency = rates.link_latency_s + largest_boundary / rates.link_bytes_per_s;
+  }
+  const SimulationResult result = simulate(programs, options);
+  double optimizer_s = 0.0, param_bytes = 0.0, compute = 0.0, largest = 0.0;
+  for (const StagePlan& s : out.stages) {
+    optimizer_s = std::max(optimizer_s, s.optimizer_s);
+    param_bytes = std::max(param_bytes, s.memory.params);
+    compute += s.compute_s;
+    largest = std::max(largest, s.compute_s);
+  }
+  // Ring allreduce of the largest stage's gradients over the replicas.
+  const double replicas = pipe.data_parallel;
+  const double allreduce_s =
+      replicas > 1 ? 2.0 * (replicas - 1) / replicas * param_bytes / rates.link_bytes_per_s : 0.0;
+  out.bubble_fraction = result.bubble_fraction;
+  out.step_s = result.makespan + optimizer_s + allreduce_s;
+  out.samples_per_s = out.step_s > 0 ? static_cast<double>(c.request.batch_size) / out.step_s : 0.0;
+  out.largest_stage_share = compute > 0 ? largest / compute : 1.0;
+}
+
+// The first stage over the limit, as one line.
+std::string over_limit_message(const Context& c, const PipelinePlan& out) {
+  for (size_t s = 0; s < out.stages.size(); ++s) {
+    const StagePlan& stage = out.stages[s];
+    if (stage.fits) continue;
+    return fmt::format("{}: stage {} ({}) needs {}, over the limit of {}",
+                       c.request.memory_limit_where, s, layer_span(stage.layers),
+                       format_bytes(stage.memory.total()), format_bytes(*c.limit));
+  }
+  return "";
+}
+
+// The plan without advice.
+PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& plan,
+                       const PlanRequest& request) {
+  const PipelineConfig& pipe = request.pipeline;
+  check(pipe.stages >= 1 && pipe.data_parallel >= 1 && pipe.micro_batches >= 1,
+        "plan_pipeline: stages {}, data_parallel {} and micro_batches {} must be resolved",
+        pipe.stages, pipe.data_parallel, pipe.micro_batches);
+  const int64_t per_micro_batch = int64_t{pipe.data_parallel} * pipe.micro_batches;
+  check(request.batch_size >= per_micro_batch && request.batch_size % per_micro_batch == 0,
+        "plan_pipeline: batch size {} is not divisible by D x M = {}", request.batch_size,
+        per_micro_batch);
+  const int64_t rows = request.batch_size / per_micro_batch;
+  model::MemoryModel memory(model::layer_costs(spec, plan), rows, request.optimizer_slots);
+  StageTimes times(memory.costs(), rows, request);
+  Context c{.plan = plan,
+            .request = request,
+            .num_layers = static_cast<int>(plan.layers.size()),
+            .num_stages = pipe.stages,
+            .rows = rows,
+            .memory = std::move(memory),
+            .times = std::move(times),
+            .limit = pipe.memory_limit > 0
+                         ? std::optional<double>(static_cast<double>(pipe.memory_limit))
+                         : std::nullopt,
+            .moments = {}};
+  for (int s = 0; s < pipe.stages; ++s) {
+    c.moments.push_back(
+        stash_profiles(pipe.schedule, pipe.recompute, pipe.stages, pipe.micro_batches, s));
+  }
+  PipelinePlan out;
+  out.micro_batch_rows = rows;
+  out.rates = request.rates;
+  const std::vector<LayerRange> ranges = choose_partition(c, out.problem);
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    out.stages.push_back(plan_stage(c, ranges[s], static_cast<int>(s)));
+  }
+  if (out.problem.empty()) out.problem = over_limit_message(c, out);
+  simulate_step(c, out);
+  return out;
+}
+
+double slowest_stage_s(const PipelinePlan& p) {
+  double slowest = 0.0;
+  for (const StagePlan& s : p.stages) slowest = std::max(slowest, s.compute_s + s.optimizer_s);
+  return slowest;
+}
+
+double largest_peak(const PipelinePlan& p) {
+  double largest = 0.0;
+  for (const StagePlan& s : p.stages) largest = std::max(largest, s.memory.total());
+  return largest;
+}
+
+// Suggestions: more micro-batches for a large bubble, a setting that fits the limit, a better
+// balanced partition, and recompute: never when memory allows it.
+std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::ModelPlan& plan,
+                                     const PlanRequest& request, const PipelinePlan& out) {
+  std::vector<std::string> advice;
+  const PipelineConfig& pipe = request.pipeline;
+  const auto variant = [&](auto change) -> std::optional<PipelinePlan> {
+    PlanRequest other = request;
+    change(other.pipeline);
+    if (request.batch_size % (int64_t{other.pipeline.data_parallel} * other.pipeline.micro_batches))
+      return std::nullopt;
+    try {
+      return plan_core(spec, plan, other);
+    } catch (const InputError&) {
+      return std::nullopt;
+    }
+  };
+  const int k = pipe.stages;
+  if (k > 1 && pipe.micro_batches < 4 * k) {
+    std::string line = fmt::format(
+        "raise pipeline.micro_batches to >= 4 x stages = {}: the bubble is {:.0f}% of the step "
+        "at M = {}",
+        4 * k, 100.0 * out.bubble_fraction, pipe.micro_batches);
+    if (auto more = variant([k](PipelineConfig& p) { p.micro_batches = 4 * k; })) {
+      line += fmt::format(", {:.0f}% at M = {}", 100.0 * more->bubble_fraction, 4 * k);
+    } else {
+      line += fmt::format(" (train.batch_size must then be divisible by {} x D)", 4 * k);
+    }
+    advice.push_back(line);
+  }
+  if (!out.fits() && request.pipeline.memory_limit > 0) {
+    const auto limit = static_cast<double>(request.pipeline.memory_limit);
+    const double over = largest_peak(out) - limit;
+    std::string line = fmt::format("the largest stage exceeds the limit by {}", format_bytes(over));
+    if (pipe.partition_mode != PartitionMode::kAuto) {
+      if (auto a = variant([](PipelineConfig& p) { p.partition_mode = PartitionMode::kAuto; });
+          a && a->fits()) {
+        advice.push_back(line + "; with pipeline.partition: auto it fits");
+        line.clear();
+      }
+    }
+    if (!line.empty() && pipe.recompute != Recompute::kAlways) {
+      if (auto a = variant([](PipelineConfig& p) {
+            p.recompute = Recompute::kAlways;
+            p.partition_mode = PartitionMode::kAuto;
+          });
+          a && a->fits()) {
+        advice.push_back(line + "; with pipeline.recompute: always (and partition: auto) it fits");
+        line.clear();
+      }
+    }
+    if (!line.empty()) advice.push_back(line + "; more stages or a smaller micro-batch would help");
+  }
+  if (pipe.partition_mode != PartitionMode::kAuto && k > 1) {
+    if (auto a = variant([](PipelineConfig& p) { p.partition_mode = PartitionMode::kAuto; });
+        a && a->fits() && slowest_stage_s(*a) < 0.9 * slowest_stage_s(out)) {
+      advice.push_back(
+          fmt::format("pipeline.partition: auto would make the slowest stage {:.0f}% faster "
+                      "(predicted {:.1f} vs {:.1f} samples/s)",
+                      100.0 * (1.0 - slowest_stage_s(*a) / slowest_stage_s(out)), a->samples_per_s,
+                      out.samples_per_s));
+    }
+  }
+  if (pipe.recompute != Recompute::kNever && pipe.memory_limit > 0 && out.fits()) {
+    if (auto a = variant([](PipelineConfig& p) { p.recompute = Recompute::kNever; });
+        a && a->fits()) {
+      advice.push_back(fmt::format(
+          "pipeline.recompute: never also fits the limit (largest stage {}) and is predicted "
+          "{:.0f}% faster",
+          format_bytes(largest_peak(*a)), 100.0 * (out.step_s / a->step_s - 1.0)));
+    }
+  }
+  return advice;
+}
+
+}  // namespace
+
+std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute recompute,
+                                                int num_stages, int num_micro_batches, int stage) {
+  const int in_flight = schedule == ScheduleKind::kGpipe
+                            ? num_micro_batches
+                            : std::min(num_stages - stage, num_micro_batches);
+  const int loss_grads = stage == num_stages - 1 ? in_flight : 0;
+  switch (recompute) {
+    case Recompute::kNever:
+      return {{.inputs = 0, .full = in_flight, .recompute = false, .loss_grads = loss_grads}};
+    case Recompute::kAlways:
+      return {{.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads}};
+    case Recompute::kExceptLast:
+      break;
+  }
+  // The last micro-batch alone, in full, during its backward (its own recompute is skipped).
+  std::vector<model::StashProfile> moments = {
+      {.inputs = 0, .full = 1, .recompute = false, .loss_grads = loss_grads}};
+  if (in_flight < num_micro_batches) {
+    // `in_flight` recomputed micro-batches, before the last one is forwarded.
+    moments.push_back(
+        {.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads});
+  }
+  if (in_flight > 1) {
+    // The last one in full while an earlier one is recomputed.
+    moments.push_back(
+        {.inputs = in_flight - 1, .full = 1, .recompute = true, .loss_grads = loss_grads});
+  }
+  return moments;
+}
+
+PipelinePlan plan_pipeline(const model::ModelSpec& spec, const model::ModelPlan& plan,
+                           const PlanRequest& request) {
+  PipelinePlan out = plan_core(spec, plan, request);
+  out.advice = make_advice(spec, plan, request, out);
+  return out;
+}
+
+}  // namespace mpipe::pipeline

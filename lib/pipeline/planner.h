@@ -1,0 +1,83 @@
+// Planner: the one function that decides which layers each stage owns (uniform, manual, or the
+// exact min-max partition of predicted stage times under a memory limit) and predicts each
+// stage's compute and peak memory, the bubble, the step time and the throughput. Pure (no MPI):
+// `mpipe train` (every rank), its preflight and `mpipe plan` call it alike, so they agree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/cost_model.h"
+#include "model/layer_spec.h"
+#include "model/memory_model.h"
+#include "model/model_builder.h"
+#include "model/partition.h"
+#include "pipeline/pipeline_config.h"
+
+namespace mpipe::pipeline {
+
+// What the time model assumes one rank does per second. The defaults are one core of the
+// development machine (AVX-512, one OpenMP thread per rank); they set the predicted times, and
+// the ratio of the first two sets what `auto` balances (the same on every rank by construction).
+struct MachineRates {
+  double flops_per_s = 1.0e11;      // f32 matrix products
+  double bytes_per_s = 4.0e9;       // memory traffic of element-wise work, copies, allocation
+  double link_bytes_per_s = 4.0e9;  // activations and gradients between neighbouring stages
+  double link_latency_s = 2.0e-5;
+};
+
+struct PlanRequest {
+  PipelineConfig pipeline;  // stages and data_parallel resolved (>= 1)
+  int64_t batch_size = 1;   // the mini-batch over all replicas; divisible by D x M
+  int optimizer_slots = 0;  // floats of optimizer state per parameter
+  MachineRates rates = {};
+  std::string partition_where;     // "exp.yaml:20: pipeline.partition", for errors
+  std::string memory_limit_where;  // "exp.yaml:21: pipeline.memory_limit"
+};
+
+struct StagePlan {
+  model::LayerRange layers;
+  int64_t num_params = 0;
+  // Per step, over all micro-batches.
+  double forward_flops = 0.0;
+  double backward_flops = 0.0;
+  double recompute_flops = 0.0;
+  double compute_s = 0.0;     // forwards, backwards and recomputes
+  double optimizer_s = 0.0;   // zeroing, clipping and the optimizer update of its parameters
+  model::StashProfile stash;  // the moment of the peak
+  model::StageMemory memory;
+  bool fits = true;  // within the memory limit (always without one)
+};
+
+struct PipelinePlan {
+  std::vector<StagePlan> stages;
+  int64_t micro_batch_rows = 0;
+  double bubble_fraction = 0.0;  // idle share of the pipeline (timeline simulation)
+  double step_s = 0.0;           // simulated pipeline + slowest optimizer step + allreduce (D > 1)
+  double samples_per_s = 0.0;    // batch_size / step_s
+  double largest_stage_share = 0.0;  // the slowest stage's share of all compute
+  // One line when the plan cannot run within the memory limit (the partition shown is then the
+  // one with the smallest peak); empty when it can.
+  std::string problem;
+  std::vector<std::string> advice;  // short suggestions for `mpipe plan`
+  MachineRates rates;               // what the times assume
+  bool fits() const { return problem.empty(); }
+};
+
+// How stage `stage` of `num_stages` may hold micro-batches at its peak: the candidate moments,
+// of which the stage's peak is the largest. `in_flight` = M (GPipe) or min(K - stage, M) (1F1B)
+// micro-batches are forwarded and not yet backwarded: kept as inputs with one of them being
+// recomputed (recompute: always), in full (never); for except_last, either `in_flight`
+// recomputed ones (while the last is not yet forwarded), or the last in full beside
+// in_flight - 1 inputs and a recompute, or the last alone during its backward. The last stage
+// also holds in_flight loss gradients.
+std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute recompute,
+                                                int num_stages, int num_micro_batches, int stage);
+
+// Throws InputError for a partition that cannot be (counts, more stages than layers), naming
+// request.partition_where. A memory limit that cannot be met is reported in `problem`.
+PipelinePlan plan_pipeline(const model::ModelSpec& spec, const model::ModelPlan& plan,
+                           const PlanRequest& request);
+
+}  // namespace mpipe::pipeline

@@ -1,0 +1,25 @@
+// Experiment → planner request.
+#include "train/pipeline_plan.h"
+
+namespace mpipe::train {
+
+int optimizer_slots(const optim::OptimizerConfig& optimizer) {
+  if (optimizer.kind == optim::OptimizerKind::kSgd) return optimizer.momentum != 0.0 ? 1 : 0;
+  return 2;
+}
+
+pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                       const model::ModelPlan& plan, int num_stages,
+                                       int num_replicas) {
+  pipeline::PlanRequest request{.pipeline = experiment.pipeline,
+                                .batch_size = experiment.train.batch_size,
+                                .optimizer_slots = optimizer_slots(experiment.optimizer),
+                                .rates = {},
+                                .partition_where = experiment.where("pipeline.partition"),
+                                .memory_limit_where = experiment.where("pipeline.memory_limit")};
+  request.pipeline.stages = num_stages;
+  request.pipeline.data_parallel = num_replicas;
+  return pipeline::plan_pipeline(experiment.model, plan, request);
+}
+
+}  // namespace mpipe::train

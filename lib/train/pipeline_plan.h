@@ -1,0 +1,21 @@
+// The pipeline plan of an experiment: the single call through which `mpipe train` (every rank),
+// its preflight and `mpipe plan` choose the partition, so all three agree.
+#pragma once
+
+#include "config/experiment.h"
+#include "model/model_builder.h"
+#include "optim/optimizer_config.h"
+#include "pipeline/planner.h"
+
+namespace mpipe::train {
+
+// Floats of optimizer state per parameter: SGD 1 with momentum (else 0), Adam and AdamW 2.
+int optimizer_slots(const optim::OptimizerConfig& optimizer);
+
+// The plan for K = num_stages stages and D = num_replicas replicas (experiment.pipeline's
+// `auto` counts resolved by the caller). Errors name the experiment's keys.
+pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                       const model::ModelPlan& plan, int num_stages,
+                                       int num_replicas);
+
+}  // namespace mpipe::train

@@ -1,0 +1,187 @@
+// Rendering a pipeline plan for people (aligned tables) and for programs (JSON).
+#include "train/plan_report.h"
+
+#include <fmt/format.h>
+
+#include "model/memory_check.h"
+#include "pipeline/schedule.h"
+
+namespace mpipe::train {
+namespace {
+
+using model::format_bytes;
+
+std::string seconds(double s) {
+  if (s >= 1.0) return fmt::format("{:.2f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.1f} ms", s * 1e3);
+  return fmt::format("{:.0f} us", s * 1e6);
+}
+
+std::string layer_span(const model::LayerRange& r) {
+  return r.size() == 1 ? fmt::format("{}", r.begin) : fmt::format("{}-{}", r.begin, r.end - 1);
+}
+
+std::string header(const PlanReport& r) {
+  const pipeline::PipelineConfig& p = r.pipeline;
+  return fmt::format(
+      "{}: {} layers, {} parameters; {} stage{} x {} replica{}, {} micro-batches of {} examples, "
+      "{}, recompute: {}, partition: {}, memory limit: {}\n",
+      r.experiment.source, r.model.layers.size(), r.model.num_params(), p.stages,
+      p.stages == 1 ? "" : "s", p.data_parallel, p.data_parallel == 1 ? "" : "s", p.micro_batches,
+      r.plan.micro_batch_rows, pipeline::to_string(p.schedule), to_string(p.recompute),
+      to_string(p.partition_mode),
+      p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
+}
+
+std::string layer_table(const PlanReport& r) {
+  std::string out = fmt::format("{:<6} {:<5} {:<20} {:<18} {:<18} {:>12} {:>14}\n", "stage",
+                                "layer", "kind", "input", "output", "params", "fwd MFLOP/ex");
+  for (size_t s = 0; s < r.plan.stages.size(); ++s) {
+    const model::LayerRange& range = r.plan.stages[s].layers;
+    for (int i = range.begin; i < range.end; ++i) {
+      const model::LayerPlan& layer = r.model.layers[static_cast<size_t>(i)];
+      out += fmt::format("{:<6} {:<5} {:<20} {:<18} {:<18} {:>12} {:>14.3f}\n", s, layer.index,
+                         layer.kind, layer.input.str(), layer.output.str(), layer.num_params,
+                         layer.forward_flops / 1e6);
+    }
+  }
+  return out;
+}
+
+std::string stage_table(const PlanReport& r) {
+  std::string out =
+      fmt::format("{:<6} {:<8} {:>12} {:>11} {:>10} {:>11} {:>11} {:>12} {:>10} {:>11}\n", "stage",
+                  "layers", "params", "GFLOP/step", "time/step", "peak memory", "state",
+                  "activations", "buffers", "checkpoint");
+  for (size_t s = 0; s < r.plan.stages.size(); ++s) {
+    const pipeline::StagePlan& stage = r.plan.stages[s];
+    const model::StageMemory& m = stage.memory;
+    const double gflop = (stage.forward_flops + stage.backward_flops + stage.recompute_flops) / 1e9;
+    out += fmt::format("{:<6} {:<8} {:>12} {:>11.3f} {:>10} {:>11} {:>11} {:>12} {:>10} {:>11}{}\n",
+                       s, layer_span(stage.layers), stage.num_params, gflop,
+                       seconds(stage.compute_s + stage.optimizer_s), format_bytes(m.total()),
+                       format_bytes(m.state()), format_bytes(m.activations()),
+                       format_bytes(m.communication), format_bytes(m.checkpoint_copy),
+                       stage.fits ? "" : "  over the limit");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(pipeline::Recompute recompute) {
+  switch (recompute) {
+    case pipeline::Recompute::kAlways:
+      return "always";
+    case pipeline::Recompute::kExceptLast:
+      return "except_last";
+    case pipeline::Recompute::kNever:
+      return "never";
+  }
+  return "unknown";
+}
+
+std::string to_string(pipeline::PartitionMode mode) {
+  switch (mode) {
+    case pipeline::PartitionMode::kAuto:
+      return "auto";
+    case pipeline::PartitionMode::kUniform:
+      return "uniform";
+    case pipeline::PartitionMode::kManual:
+      return "manual";
+  }
+  return "unknown";
+}
+
+std::string plan_text(const PlanReport& r) {
+  const pipeline::PipelinePlan& plan = r.plan;
+  const pipeline::MachineRates& rates = plan.rates;
+  std::string out = header(r) + "\n" + layer_table(r) + "\n" + stage_table(r) + "\n";
+  out += fmt::format(
+      "predicted step {} | {:.1f} samples/s | bubble {:.1f}% | slowest stage {:.0f}% of the "
+      "compute\n",
+      seconds(plan.step_s), plan.samples_per_s, 100.0 * plan.bubble_fraction,
+      100.0 * plan.largest_stage_share);
+  out += fmt::format(
+      "(assumed per rank: {:.0f} GFLOP/s, {:.1f} GB/s of memory traffic, {:.1f} GB/s links; "
+      "memory: state = parameters, gradients, optimizer state; activations = kept, recompute, "
+      "temporaries; buffers = messages; checkpoint = the copy a checkpoint write makes between "
+      "steps; peak = state + the larger of activations + buffers and checkpoint)\n",
+      rates.flops_per_s / 1e9, rates.bytes_per_s / 1e9, rates.link_bytes_per_s / 1e9);
+  if (!plan.fits()) out += fmt::format("does not fit: {}\n", plan.problem);
+  for (const std::string& line : plan.advice) out += fmt::format("advice: {}\n", line);
+  return out;
+}
+
+nlohmann::ordered_json plan_json(const PlanReport& r) {
+  const pipeline::PipelineConfig& p = r.pipeline;
+  const pipeline::PipelinePlan& plan = r.plan;
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (const model::LayerPlan& layer : r.model.layers) {
+    layers.push_back({{"index", layer.index},
+                      {"kind", layer.kind},
+                      {"input", layer.input.dims()},
+                      {"output", layer.output.dims()},
+                      {"num_params", layer.num_params},
+                      {"forward_flops", layer.forward_flops}});
+  }
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const pipeline::StagePlan& stage = plan.stages[s];
+    const model::StageMemory& m = stage.memory;
+    stages.push_back({{"stage", s},
+                      {"first_layer", stage.layers.begin},
+                      {"last_layer", stage.layers.end - 1},
+                      {"num_params", stage.num_params},
+                      {"forward_flops", stage.forward_flops},
+                      {"backward_flops", stage.backward_flops},
+                      {"recompute_flops", stage.recompute_flops},
+                      {"compute_s", stage.compute_s},
+                      {"optimizer_s", stage.optimizer_s},
+                      {"peak_bytes", m.total()},
+                      {"fits", stage.fits},
+                      {"memory",
+                       {{"params", m.params},
+                        {"grads", m.grads},
+                        {"optimizer_state", m.optimizer_state},
+                        {"buffers", m.buffers},
+                        {"kept_activations", m.kept_activations},
+                        {"recompute_workspace", m.recompute_workspace},
+                        {"transient", m.transient},
+                        {"communication", m.communication},
+                        {"checkpoint_copy", m.checkpoint_copy}}}});
+  }
+  const pipeline::MachineRates& rates = plan.rates;
+  nlohmann::ordered_json out = {
+      {"config", r.experiment.source},
+      {"num_layers", r.model.layers.size()},
+      {"num_params", r.model.num_params()},
+      {"stages", p.stages},
+      {"data_parallel", p.data_parallel},
+      {"micro_batches", p.micro_batches},
+      {"micro_batch_rows", plan.micro_batch_rows},
+      {"batch_size", r.experiment.train.batch_size},
+      {"schedule", pipeline::to_string(p.schedule)},
+      {"recompute", to_string(p.recompute)},
+      {"partition", to_string(p.partition_mode)},
+      {"memory_limit_bytes", p.memory_limit > 0 ? nlohmann::ordered_json(p.memory_limit)
+                                                : nlohmann::ordered_json(nullptr)},
+      {"layers", layers},
+      {"stage_plans", stages},
+      {"bubble_fraction", plan.bubble_fraction},
+      {"step_s", plan.step_s},
+      {"samples_per_s", plan.samples_per_s},
+      {"largest_stage_share", plan.largest_stage_share},
+      {"fits", plan.fits()},
+      {"problem",
+       plan.fits() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(plan.problem)},
+      {"advice", plan.advice},
+      {"rates",
+       {{"flops_per_s", rates.flops_per_s},
+        {"bytes_per_s", rates.bytes_per_s},
+        {"link_bytes_per_s", rates.link_bytes_per_s},
+        {"link_latency_s", rates.link_latency_s}}}};
+  return out;
+}
+
+}  // namespace mpipe::train

@@ -1,0 +1,39 @@
+// What `mpipe plan` prints: the layer table, a table per stage with predicted time and memory,
+// the bubble, the step time, the throughput and advice; as text or as JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "config/experiment.h"
+#include "model/model_builder.h"
+#include "pipeline/planner.h"
+
+namespace mpipe::train {
+
+// `experiment.pipeline` as planned (stages and data_parallel resolved), for the header.
+struct PlanReport {
+  const config::Experiment& experiment;
+  const model::ModelPlan& model;
+  const pipeline::PipelinePlan& plan;
+  pipeline::PipelineConfig pipeline;
+};
+
+std::string plan_text(const PlanReport& report);
+
+// {"config", "num_layers", "num_params", "stages", "data_parallel", "micro_batches",
+//  "micro_batch_rows", "batch_size", "schedule", "recompute", "partition",
+//  "memory_limit_bytes" (null: none), "layers": [{"index", "kind", "input", "output",
+//  "num_params", "forward_flops"}], "stage_plans": [{"stage", "first_layer", "last_layer",
+//  "num_params", "forward_flops", "backward_flops", "recompute_flops", "compute_s",
+//  "optimizer_s", "peak_bytes", "fits", "memory": {"params", "grads", "optimizer_state",
+//  "buffers", "kept_activations", "recompute_workspace", "transient", "communication",
+//  "checkpoint_copy"}}],
+//  "bubble_fraction", "step_s", "samples_per_s", "largest_stage_share", "fits",
+//  "problem" (null when it fits), "advice": [...], "rates": {...}}; FLOPs and seconds per step.
+nlohmann::ordered_json plan_json(const PlanReport& report);
+
+std::string to_string(pipeline::Recompute recompute);
+std::string to_string(pipeline::PartitionMode mode);
+
+}  // namespace mpipe::train

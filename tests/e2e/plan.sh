@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# mpipe plan: --json parses with every stage and prediction, runs in well under a few seconds
+# without MPI, and its option errors are one line with exit status 2.
+source "$(dirname "$0")/lib.sh"
+configs=$(dirname "$0")/../../configs
+
+# The JSON of transformer_deep at K = 4: contiguous stages covering every layer, predictions.
+start=$(date +%s.%N)
+"$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --json > "$WORK/plan.json"
+elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+python3 - "$WORK/plan.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+stages = plan["stage_plans"]
+assert plan["stages"] == 4 and len(stages) == 4, plan["stages"]
+assert stages[0]["first_layer"] == 0 and stages[-1]["last_layer"] == plan["num_layers"] - 1
+for a, b in zip(stages, stages[1:]):
+    assert b["first_layer"] == a["last_layer"] + 1, (a, b)
+assert sum(s["num_params"] for s in stages) == plan["num_params"]
+for s in stages:
+    m = s["memory"]
+    state = m["params"] + m["grads"] + m["optimizer_state"] + m["buffers"]
+    step = m["kept_activations"] + m["recompute_workspace"] + m["transient"] + m["communication"]
+    expected = state + max(step, m["checkpoint_copy"])
+    assert abs(expected - s["peak_bytes"]) <= 1e-6 * s["peak_bytes"], s
+    assert m["optimizer_state"] == 2 * m["params"], m  # Adam
+    assert s["compute_s"] > 0 and s["fits"]
+assert 0 < plan["bubble_fraction"] < 1 and plan["step_s"] > 0
+assert abs(plan["samples_per_s"] - plan["batch_size"] / plan["step_s"]) < 1e-6 * plan["samples_per_s"]
+assert plan["fits"] and plan["problem"] is None and plan["memory_limit_bytes"] is None
+assert plan["partition"] == "auto" and plan["schedule"] == "1f1b"
+PY
+echo "plan --json of transformer_deep at K=4: ${elapsed}s"
+[[ $(echo "$elapsed < 5" | bc) -eq 1 ]] || { echo "FAILED: plan took ${elapsed}s"; exit 1; }
+
+# --micro-batches and --memory-limit override the config; a limit nothing meets is reported.
+"$MPIPE" plan "$configs/transformer_deep.yaml" --stages 2 --micro-batches 16 --memory-limit 64MiB \
+  --json > "$WORK/limited.json"
+python3 - "$WORK/limited.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+assert plan["micro_batches"] == 16 and plan["micro_batch_rows"] == 2, plan["micro_batches"]
+assert plan["memory_limit_bytes"] == 64 << 20 and not plan["fits"]
+assert plan["problem"].startswith("--memory-limit 64MiB: layer "), plan["problem"]
+PY
+
+# The text table.
+"$MPIPE" plan "$configs/fashion_mnist_cnn.yaml" --stages 2 > "$WORK/plan.txt"
+grep -q "^stage  layers " "$WORK/plan.txt" && grep -q "^predicted step " "$WORK/plan.txt" ||
+  { cat "$WORK/plan.txt"; echo "FAILED: plan text"; exit 1; }
+
+# plan_error MESSAGE ARGS...: exit status 2 and MESSAGE as the one output line.
+plan_error() {
+  local message=$1 status=0
+  shift
+  "$MPIPE" plan "$@" > "$WORK/error.out" 2>&1 || status=$?
+  [[ $status -eq 2 && $(wc -l < "$WORK/error.out") -eq 1 ]] && grep -qF -- "$message" "$WORK/error.out" ||
+    { cat "$WORK/error.out"; echo "FAILED: plan $*: status $status"; exit 1; }
+}
+plan_error "--memory-limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
+  "$configs/transformer_deep.yaml" --memory-limit lots
+plan_error "transformer_deep.yaml:16: train.batch_size: must be divisible by micro-batches x data-parallel replicas = 5 x 1, got 32" \
+  "$configs/transformer_deep.yaml" --micro-batches 5
+echo "plan: JSON, text and errors"

@@ -1,0 +1,158 @@
+// Tests for the cost model: for every layer kind, the bytes it predicts a training forward keeps
+// equal what the real layer's forward saves; backward FLOPs; parameter bytes as laid out.
+#include "model/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/context.h"
+#include "model/layer_factory.h"
+#include "nn/param_buffer.h"
+#include "support/random_tensor.h"
+
+namespace mpipe::model {
+namespace {
+
+struct Case {
+  std::string kind;
+  std::map<std::string, AttrValue> attrs;
+  Shape input;  // one example
+};
+
+LayerSpec spec_of(const Case& c) {
+  LayerSpec spec{.kind = c.kind, .attrs = {}, .where = {"exp.yaml", 3, "model.layers[0]"}};
+  for (const auto& [key, value] : c.attrs) {
+    spec.attrs[key] = Attr{.value = value, .where = {"exp.yaml", 4, "model.layers[0]." + key}};
+  }
+  return spec;
+}
+
+// Every layer kind, some in several configurations (identity and projection shortcuts,
+// bottlenecks, max-pool windows below and at 256 taps, MLP ratios, dropout).
+std::vector<Case> cases() {
+  using A = std::map<std::string, AttrValue>;
+  return {
+      {"linear", A{{"units", int64_t{5}}}, Shape{7}},
+      {"relu", {}, Shape{6}},
+      {"gelu", {}, Shape{2, 3}},
+      {"tanh", {}, Shape{6}},
+      {"dropout", A{{"rate", 0.5}}, Shape{6}},
+      {"flatten", {}, Shape{2, 3, 4}},
+      {"conv2d", A{{"channels", int64_t{4}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}},
+       Shape{3, 8, 8}},
+      {"batch_norm2d", {}, Shape{3, 5, 5}},
+      {"max_pool2d", A{{"kernel", int64_t{2}}}, Shape{3, 8, 8}},
+      {"max_pool2d", A{{"kernel", int64_t{16}}}, Shape{2, 16, 16}},
+      {"avg_pool2d", A{{"kernel", int64_t{2}}}, Shape{3, 8, 8}},
+      {"global_avg_pool", {}, Shape{3, 4, 4}},
+      {"residual_block", A{{"channels", int64_t{4}}}, Shape{4, 6, 6}},
+      {"residual_block", A{{"channels", int64_t{8}}, {"stride", int64_t{2}}}, Shape{4, 6, 6}},
+      {"residual_block", A{{"channels", int64_t{8}}, {"bottleneck", true}}, Shape{8, 6, 6}},
+      {"residual_block", A{{"channels", int64_t{8}}, {"bottleneck", true}, {"stride", int64_t{2}}},
+       Shape{4, 7, 7}},
+      {"separable_cell", A{{"channels", int64_t{4}}}, Shape{4, 6, 6}},
+      {"separable_cell", A{{"channels", int64_t{6}}, {"stride", int64_t{2}}}, Shape{4, 7, 7}},
+      {"embedding", A{{"vocab", int64_t{10}}, {"dim", int64_t{4}}}, Shape{5}},
+      {"layer_norm", {}, Shape{5, 6}},
+      {"attention", A{{"heads", int64_t{2}}}, Shape{4, 6}},
+      {"transformer_block", A{{"heads", int64_t{2}}}, Shape{4, 6}},
+      {"transformer_block", A{{"heads", int64_t{3}}, {"mlp_ratio", int64_t{2}}, {"dropout", 0.1}},
+       Shape{5, 6}},
+  };
+}
+
+// What the real layer's training forward saves for a micro-batch of `rows` examples.
+size_t measured_saved_bytes(const LayerSpec& spec, const Shape& input, int64_t rows) {
+  std::unique_ptr<nn::Layer> layer = make_layer(spec, input, 1);
+  nn::Layer* raw = layer.get();
+  nn::ParamBuffer params(std::span<nn::Layer* const>(&raw, 1));
+  params.initialize(5);
+  kernels::KernelContext kernels;
+  const nn::LayerContext ctx{.kernels = kernels, .seed = 1, .step = 0, .first_example = 0};
+  Tensor x = testing::uniform_tensor(input.batched(rows), CounterRng(3, RngPurpose::kData, 0, 0));
+  if (spec.kind == "embedding") x.fill(2.0f);  // token ids
+  return layer->forward(x, ctx).saved.bytes();
+}
+
+TEST(CostModel, PredictsExactlyWhatEveryLayerKindsForwardSaves) {
+  std::vector<std::string> covered;
+  for (const Case& c : cases()) {
+    ModelSpec spec;
+    spec.layers = {spec_of(c)};
+    // Layer 0 of the plan; built as layer 1 below so the first-layer shortcuts do not apply.
+    const ModelPlan plan = plan_model(spec, c.input);
+    const LayerCost cost = cost_of(spec.layers[0], plan.layers[0]);
+    for (int64_t rows : {1, 2, 5}) {
+      EXPECT_EQ(cost.kept_bytes(rows),
+                static_cast<double>(measured_saved_bytes(spec.layers[0], c.input, rows)))
+          << c.kind << " input " << c.input.str() << " rows " << rows;
+    }
+    covered.push_back(c.kind);
+  }
+  for (const std::string& kind : known_layer_kinds()) {
+    EXPECT_NE(std::find(covered.begin(), covered.end(), kind), covered.end())
+        << "no memory test case for layer kind " << kind;
+  }
+}
+
+TEST(CostModel, UnknownLayerKindHasNoMemoryModel) {
+  LayerPlan plan;
+  plan.kind = "mystery";
+  plan.input = plan.output = Shape{2};
+  LayerSpec spec;
+  spec.kind = "mystery";
+  try {
+    cost_of(spec, plan);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "cost model: no memory model for layer kind 'mystery'");
+  }
+}
+
+// linear(16) → relu → linear(4) on [8] inputs.
+ModelSpec small_mlp() {
+  ModelSpec spec;
+  spec.layers = {spec_of({"linear", {{"units", int64_t{16}}}, Shape{8}}),
+                 spec_of({"relu", {}, Shape{16}}),
+                 spec_of({"linear", {{"units", int64_t{4}}}, Shape{16}})};
+  return spec;
+}
+
+TEST(CostModel, BackwardIsTwiceTheForwardForMatrixProductsButOnceForTheFirstLayer) {
+  const ModelSpec spec = small_mlp();
+  const std::vector<LayerCost> costs = layer_costs(spec, plan_model(spec, Shape{8}));
+  ASSERT_EQ(costs.size(), 3u);
+  EXPECT_EQ(costs[0].backward_flops, costs[0].forward_flops);  // no input gradient
+  EXPECT_EQ(costs[1].backward_flops, costs[1].forward_flops);  // element-wise
+  EXPECT_EQ(costs[2].backward_flops, 2.0 * costs[2].forward_flops);
+  EXPECT_GT(costs[2].forward_flops, 0.0);
+}
+
+TEST(CostModel, ParameterBytesAreAlignedPerTensorLikeTheParameterBuffer) {
+  const ModelSpec spec = small_mlp();
+  const std::vector<LayerCost> costs = layer_costs(spec, plan_model(spec, Shape{8}));
+  // weight [16, 8] = 512 B, bias [16] = 64 B; weight [4, 16] = 256 B, bias [4] = 16 → 64 B.
+  EXPECT_EQ(costs[0].param_bytes, 576.0);
+  EXPECT_EQ(costs[1].param_bytes, 0.0);
+  EXPECT_EQ(costs[2].param_bytes, 320.0);
+  EXPECT_EQ(costs[2].num_params, 68);
+  EXPECT_EQ(costs[0].input_bytes, 32.0);
+  EXPECT_EQ(costs[0].output_bytes, 64.0);
+}
+
+TEST(CostModel, BatchNormBuffersAreCountedApartFromParameters) {
+  ModelSpec spec;
+  spec.layers = {spec_of({"batch_norm2d", {}, Shape{3, 5, 5}})};
+  const LayerCost cost = layer_costs(spec, plan_model(spec, Shape{3, 5, 5}))[0];
+  EXPECT_EQ(cost.param_bytes, 128.0);   // weight and bias [3], 64 B each
+  EXPECT_EQ(cost.buffer_bytes, 128.0);  // running mean and variance
+}
+
+}  // namespace
+}  // namespace mpipe::model

@@ -1,0 +1,401 @@
+// Tests for the planner: the stash it predicts equals what a real Stage stores under every
+// schedule and recompute mode; auto is the exact optimum over all partitions; memory limits,
+// their errors, and advice.
+#include "pipeline/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "kernels/context.h"
+#include "model/memory_check.h"
+#include "pipeline/schedule.h"
+#include "pipeline/stage.h"
+#include "support/random_tensor.h"
+
+namespace mpipe::pipeline {
+namespace {
+
+using model::AttrValue;
+using model::LayerRange;
+using model::ModelSpec;
+
+constexpr ScheduleKind kSchedules[] = {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB};
+constexpr Recompute kModes[] = {Recompute::kAlways, Recompute::kExceptLast, Recompute::kNever};
+
+ModelSpec model_of(
+    const std::vector<std::pair<std::string, std::map<std::string, AttrValue>>>& ls) {
+  ModelSpec spec;
+  spec.where = {"exp.yaml", 5, "model"};
+  for (size_t i = 0; i < ls.size(); ++i) {
+    const std::string path = "model.layers[" + std::to_string(i) + "]";
+    model::LayerSpec layer{
+        .kind = ls[i].first, .attrs = {}, .where = {"exp.yaml", 6 + static_cast<int>(i), path}};
+    for (const auto& [key, value] : ls[i].second) {
+      layer.attrs[key] = {.value = value, .where = {"exp.yaml", 6 + static_cast<int>(i), path}};
+    }
+    spec.layers.push_back(std::move(layer));
+  }
+  return spec;
+}
+
+// Keeps more than its input: every layer saves something.
+ModelSpec dense_model() {
+  return model_of(
+      {{"linear", {{"units", int64_t{6}}}}, {"relu", {}}, {"linear", {{"units", int64_t{3}}}}});
+}
+const Shape kDenseInput{5};
+
+// Keeps less than its input: average pooling saves nothing, the linear layer a quarter of it.
+ModelSpec pooling_model() {
+  return model_of({{"avg_pool2d", {{"kernel", int64_t{2}}}},
+                   {"flatten", {}},
+                   {"linear", {{"units", int64_t{3}}}}});
+}
+const Shape kPoolingInput{1, 4, 4};
+
+// Runs stage `stage`'s compute ops of one step on a real Stage holding all the model's layers and
+// returns its peak stored bytes.
+size_t measured_stash_peak(const ModelSpec& spec, const Shape& input, ScheduleKind schedule,
+                           Recompute recompute, int num_stages, int num_micro_batches, int stage,
+                           int64_t rows) {
+  const auto num_layers = static_cast<int>(spec.layers.size());
+  Stage real(model::build_layers(spec, input, 0, num_layers), recompute, num_micro_batches);
+  real.params().initialize(3);
+  const Shape output = real.layers().back()->output_shape();
+  kernels::KernelContext kernels;
+  const nn::LayerContext ctx{.kernels = kernels, .seed = 1, .step = 0, .first_example = 0};
+  const CounterRng rng(5, RngPurpose::kData, 1, 0);
+  for (const Op& op : make_program(schedule, num_stages, num_micro_batches, stage)) {
+    if (op.kind == OpKind::kForward) {
+      real.forward(op.micro_batch, testing::uniform_tensor(input.batched(rows), rng), ctx);
+    } else if (op.kind == OpKind::kBackward) {
+      real.backward(op.micro_batch, testing::uniform_tensor(output.batched(rows), rng), ctx);
+    }
+  }
+  return real.peak_stored_bytes();
+}
+
+TEST(Planner, PredictedKeptActivationsEqualARealStagesPeakUnderEverySchedule) {
+  constexpr int64_t kRows = 2;
+  for (const auto& [spec, input] :
+       {std::pair{dense_model(), kDenseInput}, std::pair{pooling_model(), kPoolingInput}}) {
+    const model::ModelPlan plan = model::plan_model(spec, input);
+    const model::MemoryModel memory(model::layer_costs(spec, plan), kRows, 0);
+    const int num_layers = static_cast<int>(plan.layers.size());
+    for (ScheduleKind schedule : kSchedules) {
+      for (Recompute recompute : kModes) {
+        for (int k = 1; k <= 3; ++k) {
+          for (int m : {1, 2, 3, 5}) {
+            for (int s = 0; s < k; ++s) {
+              double predicted = 0.0;
+              for (const model::StashProfile& moment :
+                   stash_profiles(schedule, recompute, k, m, s)) {
+                const auto mem = memory.stage(0, num_layers, moment, s == 0, s == k - 1);
+                predicted = std::max(predicted, mem.kept_activations);
+              }
+              EXPECT_EQ(predicted, static_cast<double>(measured_stash_peak(
+                                       spec, input, schedule, recompute, k, m, s, kRows)))
+                  << to_string(schedule) << " recompute " << static_cast<int>(recompute) << " K "
+                  << k << " M " << m << " stage " << s << " input " << input.str();
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
+  using P = model::StashProfile;
+  const auto one = [](ScheduleKind kind, Recompute r, int k, int m, int s) {
+    const auto moments = stash_profiles(kind, r, k, m, s);
+    EXPECT_EQ(moments.size(), 1u);
+    return moments.front();
+  };
+  const auto same = [](const P& a, const P& b) {
+    return a.inputs == b.inputs && a.full == b.full && a.recompute == b.recompute &&
+           a.loss_grads == b.loss_grads;
+  };
+  // GPipe keeps all M; 1F1B keeps min(K - s, M); the last stage holds as many loss gradients.
+  EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kAlways, 4, 8, 1), P{8, 0, true, 0}));
+  EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 1), P{3, 0, true, 0}));
+  EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 2, 0), P{2, 0, true, 0}));
+  EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kNever, 4, 8, 3), P{0, 1, false, 1}));
+  EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kNever, 4, 8, 3), P{0, 8, false, 8}));
+  // except_last under GPipe: the last micro-batch alone, or in full beside M - 1 inputs.
+  const auto moments = stash_profiles(ScheduleKind::kGpipe, Recompute::kExceptLast, 2, 4, 0);
+  ASSERT_EQ(moments.size(), 2u);
+  EXPECT_TRUE(same(moments[0], P{0, 1, false, 0}));
+  EXPECT_TRUE(same(moments[1], P{3, 1, true, 0}));
+}
+
+// An MLP whose first layer costs far more than the rest: uniform gives it company, auto not.
+ModelSpec uneven_model() {
+  return model_of({{"linear", {{"units", int64_t{512}}}},
+                   {"relu", {}},
+                   {"linear", {{"units", int64_t{16}}}},
+                   {"relu", {}},
+                   {"linear", {{"units", int64_t{16}}}},
+                   {"relu", {}},
+                   {"linear", {{"units", int64_t{10}}}}});
+}
+const Shape kUnevenInput{256};
+
+// Six equal layers without parameters: memory is all activations, which 1F1B keeps more of on
+// earlier stages, so a memory limit pulls layers towards the last stage.
+ModelSpec equal_model() {
+  return model_of(
+      {{"tanh", {}}, {"tanh", {}}, {"tanh", {}}, {"tanh", {}}, {"tanh", {}}, {"tanh", {}}});
+}
+const Shape kEqualInput{256};
+
+PlanRequest request(int stages, PartitionMode mode, std::vector<int> counts = {}) {
+  PlanRequest r;
+  r.pipeline.stages = stages;
+  r.pipeline.micro_batches = 4;
+  r.pipeline.schedule = ScheduleKind::kOneFOneB;
+  r.pipeline.partition_mode = mode;
+  r.pipeline.partition = std::move(counts);
+  r.batch_size = 32;
+  r.optimizer_slots = 2;
+  r.partition_where = "exp.yaml:20: pipeline.partition";
+  r.memory_limit_where = "exp.yaml:21: pipeline.memory_limit";
+  return r;
+}
+
+PipelinePlan plan_of(const ModelSpec& spec, const Shape& input, const PlanRequest& r) {
+  return plan_pipeline(spec, model::plan_model(spec, input), r);
+}
+
+double slowest(const PipelinePlan& p) {
+  double s = 0.0;
+  for (const StagePlan& stage : p.stages) s = std::max(s, stage.compute_s + stage.optimizer_s);
+  return s;
+}
+
+std::vector<LayerRange> ranges_of(const PipelinePlan& p) {
+  std::vector<LayerRange> ranges;
+  for (const StagePlan& s : p.stages) ranges.push_back(s.layers);
+  return ranges;
+}
+
+TEST(Planner, AutoIsTheBestOfEveryManualPartition) {
+  const ModelSpec spec = uneven_model();
+  for (int k = 2; k <= 3; ++k) {
+    const PipelinePlan best = plan_of(spec, kUnevenInput, request(k, PartitionMode::kAuto));
+    double best_manual = 1e300;
+    // Every composition of 7 layers into k parts.
+    std::vector<int> counts(static_cast<size_t>(k), 1);
+    const auto visit = [&](auto&& self, size_t at, int left) -> void {
+      if (at + 1 == counts.size()) {
+        counts[at] = left;
+        best_manual = std::min(
+            best_manual,
+            slowest(plan_of(spec, kUnevenInput, request(k, PartitionMode::kManual, counts))));
+        return;
+      }
+      for (int c = 1; c <= left - static_cast<int>(counts.size() - at - 1); ++c) {
+        counts[at] = c;
+        self(self, at + 1, left - c);
+      }
+    };
+    visit(visit, 0, 7);
+    EXPECT_EQ(slowest(best), best_manual) << k;
+    EXPECT_LT(slowest(best),
+              slowest(plan_of(spec, kUnevenInput, request(k, PartitionMode::kUniform))));
+  }
+}
+
+TEST(Planner, UniformAndManualPartitionsAreTakenAsGiven) {
+  const ModelSpec spec = uneven_model();
+  EXPECT_EQ(ranges_of(plan_of(spec, kUnevenInput, request(3, PartitionMode::kUniform))),
+            (std::vector<LayerRange>{{0, 3}, {3, 5}, {5, 7}}));
+  EXPECT_EQ(ranges_of(plan_of(spec, kUnevenInput, request(3, PartitionMode::kManual, {1, 1, 5}))),
+            (std::vector<LayerRange>{{0, 1}, {1, 2}, {2, 7}}));
+}
+
+TEST(Planner, PartitionErrorsNameThePartitionKey) {
+  const ModelSpec spec = dense_model();  // 3 layers
+  try {
+    plan_of(spec, kDenseInput, request(4, PartitionMode::kAuto));
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "exp.yaml:20: pipeline.partition: the model has 3 layers, fewer than the 4 "
+                 "pipeline stages");
+  }
+  try {
+    plan_of(spec, kDenseInput, request(2, PartitionMode::kManual, {1, 1}));
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "exp.yaml:20: pipeline.partition: [1, 1] sums to 2 layers, but the model has 3");
+  }
+}
+
+TEST(Planner, StageStateIsParametersGradientsAndOptimizerSlots) {
+  const ModelSpec spec = uneven_model();
+  const model::ModelPlan model = model::plan_model(spec, kUnevenInput);
+  const PipelinePlan p = plan_pipeline(spec, model, request(2, PartitionMode::kAuto));
+  int64_t params = 0;
+  for (const StagePlan& s : p.stages) {
+    params += s.num_params;
+    EXPECT_EQ(s.memory.grads, s.memory.params);
+    EXPECT_EQ(s.memory.optimizer_state, 2 * s.memory.params);  // Adam's two slots
+    EXPECT_GT(s.memory.kept_activations, 0.0);
+    EXPECT_GT(s.memory.recompute_workspace, 0.0);  // recompute: always
+    EXPECT_TRUE(s.fits);
+  }
+  EXPECT_EQ(params, model.num_params());
+  EXPECT_TRUE(p.fits());
+  EXPECT_EQ(p.micro_batch_rows, 8);
+  EXPECT_GT(p.step_s, 0.0);
+  EXPECT_DOUBLE_EQ(p.samples_per_s, 32.0 / p.step_s);
+  EXPECT_GT(p.bubble_fraction, 0.0);
+}
+
+TEST(Planner, MoreMicroBatchesShrinkTheBubble) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest few = request(3, PartitionMode::kAuto);
+  few.batch_size = 1024;
+  few.pipeline.micro_batches = 2;
+  PlanRequest many = few;
+  many.pipeline.micro_batches = 16;
+  EXPECT_GT(plan_of(spec, kUnevenInput, few).bubble_fraction,
+            plan_of(spec, kUnevenInput, many).bubble_fraction);
+}
+
+// The largest stage peak of a plan.
+double peak_of(const PipelinePlan& p) {
+  double peak = 0.0;
+  for (const StagePlan& s : p.stages) peak = std::max(peak, s.memory.total());
+  return peak;
+}
+
+// equal_model without recompute under 1F1B: stage s keeps K - s micro-batches in full.
+PlanRequest memory_request(int stages, int64_t limit) {
+  PlanRequest r = request(stages, PartitionMode::kAuto);
+  r.pipeline.recompute = Recompute::kNever;
+  r.batch_size = 64;
+  r.pipeline.memory_limit = limit;
+  return r;
+}
+
+TEST(Planner, AutoMeetsAMemoryLimitThatTheFastestPartitionExceeds) {
+  const ModelSpec spec = equal_model();
+  const PipelinePlan fastest = plan_of(spec, kEqualInput, memory_request(2, 0));
+  EXPECT_EQ(ranges_of(fastest), (std::vector<LayerRange>{{0, 3}, {3, 6}}));
+  // A limit below the fastest partition's peak (stage 0: two micro-batches of three layers).
+  const PipelinePlan limited =
+      plan_of(spec, kEqualInput, memory_request(2, static_cast<int64_t>(peak_of(fastest)) - 1));
+  EXPECT_TRUE(limited.fits()) << limited.problem;
+  EXPECT_EQ(ranges_of(limited), (std::vector<LayerRange>{{0, 2}, {2, 6}}));
+  EXPECT_LT(peak_of(limited), peak_of(fastest));
+  EXPECT_GT(slowest(limited), slowest(fastest));
+}
+
+TEST(Planner, NoPartitionWithinTheLimitNamesTheSmallestLimitThatFits) {
+  const ModelSpec spec = equal_model();
+  // [2, 4] has the smallest peak; a limit just below it fits no partition.
+  PlanRequest split = memory_request(2, 0);
+  split.pipeline.partition_mode = PartitionMode::kManual;
+  split.pipeline.partition = {2, 4};
+  const PipelinePlan smallest = plan_of(spec, kEqualInput, split);
+  const auto limit = static_cast<int64_t>(peak_of(smallest)) - 1;
+  const PipelinePlan p = plan_of(spec, kEqualInput, memory_request(2, limit));
+  ASSERT_FALSE(p.fits());
+  EXPECT_EQ(p.problem,
+            "exp.yaml:21: pipeline.memory_limit: no partition of 6 layers into 2 "
+            "stages fits " +
+                model::format_bytes(static_cast<double>(limit)) +
+                " per rank; the smallest limit that fits is " +
+                model::format_bytes_up(peak_of(smallest)));
+  // Shown with the smallest-peak partition; the limit it names does fit.
+  EXPECT_EQ(ranges_of(p), (std::vector<LayerRange>{{0, 2}, {2, 6}}));
+  EXPECT_TRUE(plan_of(spec, kEqualInput, memory_request(2, static_cast<int64_t>(peak_of(smallest))))
+                  .fits());
+}
+
+TEST(Planner, ALayerThatAloneExceedsTheLimitIsNamed) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest r = request(3, PartitionMode::kAuto);
+  r.pipeline.memory_limit = 1024 * 1024;
+  const PipelinePlan p = plan_of(spec, kUnevenInput, r);
+  ASSERT_FALSE(p.fits());
+  // linear(512) on 256 inputs: 512 KiB of weights, as much for gradients, twice for Adam, and
+  // the checkpoint copy of weights and Adam state.
+  EXPECT_TRUE(
+      p.problem.starts_with("exp.yaml:21: pipeline.memory_limit: layer 0 (linear) alone needs 3."))
+      << p.problem;
+  EXPECT_TRUE(
+      p.problem.ends_with(" MiB (parameters, gradients, optimizer state, and activations or a "
+                          "checkpoint copy), over the limit of 1.0 MiB"))
+      << p.problem;
+}
+
+TEST(Planner, AManualPartitionOverTheLimitNamesTheStage) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest r = request(2, PartitionMode::kManual, {6, 1});
+  const PipelinePlan unlimited = plan_of(spec, kUnevenInput, r);
+  const double stage0 = unlimited.stages[0].memory.total();
+  r.pipeline.memory_limit = static_cast<int64_t>(stage0) - 1;
+  const PipelinePlan p = plan_of(spec, kUnevenInput, r);
+  EXPECT_FALSE(p.stages[0].fits);
+  EXPECT_TRUE(p.stages[1].fits);
+  EXPECT_EQ(p.problem, "exp.yaml:21: pipeline.memory_limit: stage 0 (layers 0-5) needs " +
+                           model::format_bytes(stage0) + ", over the limit of " +
+                           model::format_bytes(stage0 - 1));
+}
+
+bool has_advice(const PipelinePlan& p, const std::string& start) {
+  return std::any_of(p.advice.begin(), p.advice.end(),
+                     [&](const std::string& line) { return line.starts_with(start); });
+}
+
+TEST(Planner, AdviseMoreMicroBatchesWhenTheBubbleIsLarge) {
+  const PipelinePlan p = plan_of(uneven_model(), kUnevenInput, request(2, PartitionMode::kAuto));
+  EXPECT_TRUE(has_advice(p, "raise pipeline.micro_batches to >= 4 x stages = 8: the bubble is "));
+  PlanRequest enough = request(2, PartitionMode::kAuto);
+  enough.pipeline.micro_batches = 8;
+  EXPECT_FALSE(has_advice(plan_of(uneven_model(), kUnevenInput, enough), "raise"));
+}
+
+TEST(Planner, AdviseAutoForAnUnbalancedManualPartition) {
+  const PipelinePlan p =
+      plan_of(uneven_model(), kUnevenInput, request(2, PartitionMode::kManual, {6, 1}));
+  EXPECT_TRUE(has_advice(p, "pipeline.partition: auto would make the slowest stage "));
+}
+
+TEST(Planner, AdviseRecomputeWhenNotRecomputingExceedsTheLimit) {
+  // One GPipe stage keeps all 4 micro-batches: in full, or as inputs and one recompute.
+  const ModelSpec spec = equal_model();
+  PlanRequest r = memory_request(1, 0);
+  r.pipeline.schedule = ScheduleKind::kGpipe;
+  r.pipeline.recompute = Recompute::kAlways;
+  const double always = peak_of(plan_of(spec, kEqualInput, r));
+  r.pipeline.recompute = Recompute::kNever;
+  r.pipeline.memory_limit = static_cast<int64_t>(always) + 1;
+  const PipelinePlan p = plan_of(spec, kEqualInput, r);
+  ASSERT_FALSE(p.fits());
+  EXPECT_TRUE(has_advice(p, "the largest stage exceeds the limit by "));
+  EXPECT_TRUE(std::any_of(p.advice.begin(), p.advice.end(), [](const std::string& line) {
+    return line.ends_with("; with pipeline.recompute: always (and partition: auto) it fits");
+  }));
+}
+
+TEST(Planner, AdviseRecomputeNeverWhenItAlsoFits) {
+  const ModelSpec spec = equal_model();
+  PlanRequest r = memory_request(2, int64_t{1} << 30);
+  r.pipeline.recompute = Recompute::kAlways;
+  EXPECT_TRUE(has_advice(plan_of(spec, kEqualInput, r),
+                         "pipeline.recompute: never also fits the limit (largest stage "));
+}
+
+}  // namespace
+}  // namespace mpipe::pipeline

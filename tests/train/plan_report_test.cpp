@@ -1,0 +1,145 @@
+// Tests for the experiment's pipeline plan and `mpipe plan`'s output: the JSON parses back with
+// every stage and the predictions; the text has the stage table and advice; the optimizer sets
+// the state slots; the limit's key names the problem.
+#include "train/plan_report.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "model/memory_check.h"
+#include "train/pipeline_plan.h"
+
+namespace mpipe::train {
+namespace {
+
+// linear(64) → relu → linear(10) on [32] inputs; K = 2, M = 2, batch 16, Adam.
+config::Experiment experiment() {
+  config::Experiment e;
+  e.source = "exp.yaml";
+  const auto layer = [](std::string kind, int line, int64_t units) {
+    model::LayerSpec spec{.kind = std::move(kind), .attrs = {}, .where = {"exp.yaml", line, "l"}};
+    if (units > 0) spec.attrs["units"] = {.value = units, .where = {"exp.yaml", line, "l.units"}};
+    return spec;
+  };
+  e.model.layers = {layer("linear", 3, 64), layer("relu", 4, 0), layer("linear", 5, 10)};
+  e.train.batch_size = 16;
+  e.pipeline.stages = 2;
+  e.pipeline.micro_batches = 2;
+  e.refs["pipeline.memory_limit"] = {
+      .file = "exp.yaml", .line = 21, .path = "pipeline.memory_limit"};
+  return e;
+}
+
+const Shape kInput{32};
+
+TEST(PipelinePlan, OptimizerSlotsFollowTheOptimizerKind) {
+  optim::OptimizerConfig config;
+  config.kind = optim::OptimizerKind::kAdamW;
+  EXPECT_EQ(optimizer_slots(config), 2);
+  config.kind = optim::OptimizerKind::kSgd;
+  EXPECT_EQ(optimizer_slots(config), 0);
+  config.momentum = 0.9;
+  EXPECT_EQ(optimizer_slots(config), 1);
+}
+
+TEST(PipelinePlan, ErrorsNameTheExperimentsKeys) {
+  config::Experiment e = experiment();
+  e.pipeline.memory_limit = 1024;
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1);
+  EXPECT_TRUE(plan.problem.starts_with("exp.yaml:21: pipeline.memory_limit: ")) << plan.problem;
+  e.pipeline.partition_mode = pipeline::PartitionMode::kManual;
+  e.pipeline.partition = {1, 1};
+  try {
+    plan_experiment(e, model, 2, 1);
+    FAIL() << "no error";
+  } catch (const InputError& err) {
+    EXPECT_STREQ(err.what(),
+                 "exp.yaml: pipeline.partition: [1, 1] sums to 2 layers, but the model has 3");
+  }
+}
+
+TEST(PlanReport, JsonHasEveryStageAndThePredictions) {
+  const config::Experiment e = experiment();
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1);
+  pipeline::PipelineConfig pipe = e.pipeline;
+  const PlanReport report{.experiment = e, .model = model, .plan = plan, .pipeline = pipe};
+  const nlohmann::json json = nlohmann::json::parse(plan_json(report).dump());
+  EXPECT_EQ(json["config"], "exp.yaml");
+  EXPECT_EQ(json["num_layers"], 3);
+  EXPECT_EQ(json["num_params"], model.num_params());
+  EXPECT_EQ(json["stages"], 2);
+  EXPECT_EQ(json["micro_batches"], 2);
+  EXPECT_EQ(json["micro_batch_rows"], 8);
+  EXPECT_EQ(json["schedule"], "gpipe");
+  EXPECT_EQ(json["recompute"], "always");
+  EXPECT_EQ(json["partition"], "auto");
+  EXPECT_TRUE(json["memory_limit_bytes"].is_null());
+  ASSERT_EQ(json["layers"].size(), 3u);
+  EXPECT_EQ(json["layers"][0]["kind"], "linear");
+  EXPECT_EQ(json["layers"][0]["output"], nlohmann::json::array({64}));
+  ASSERT_EQ(json["stage_plans"].size(), 2u);
+  int64_t params = 0;
+  for (size_t s = 0; s < 2; ++s) {
+    const nlohmann::json& stage = json["stage_plans"][s];
+    const pipeline::StagePlan& expected = plan.stages[s];
+    EXPECT_EQ(stage["stage"], s);
+    EXPECT_EQ(stage["first_layer"], expected.layers.begin);
+    EXPECT_EQ(stage["last_layer"], expected.layers.end - 1);
+    EXPECT_DOUBLE_EQ(stage["peak_bytes"].get<double>(), expected.memory.total());
+    EXPECT_DOUBLE_EQ(stage["memory"]["optimizer_state"].get<double>(),
+                     2 * stage["memory"]["params"].get<double>());
+    EXPECT_DOUBLE_EQ(stage["compute_s"].get<double>(), expected.compute_s);
+    EXPECT_EQ(stage["fits"], true);
+    params += stage["num_params"].get<int64_t>();
+  }
+  EXPECT_EQ(params, model.num_params());
+  EXPECT_EQ(json["stage_plans"][1]["last_layer"], 2);
+  EXPECT_DOUBLE_EQ(json["step_s"].get<double>(), plan.step_s);
+  EXPECT_DOUBLE_EQ(json["samples_per_s"].get<double>(), plan.samples_per_s);
+  EXPECT_DOUBLE_EQ(json["bubble_fraction"].get<double>(), plan.bubble_fraction);
+  EXPECT_EQ(json["fits"], true);
+  EXPECT_TRUE(json["problem"].is_null());
+  EXPECT_EQ(json["advice"].size(), plan.advice.size());
+  EXPECT_GT(json["rates"]["flops_per_s"].get<double>(), 0.0);
+}
+
+TEST(PlanReport, JsonNamesTheProblemWhenOverTheLimit) {
+  config::Experiment e = experiment();
+  e.pipeline.memory_limit = 4096;
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1);
+  const PlanReport report{.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline};
+  const nlohmann::json json = nlohmann::json::parse(plan_json(report).dump());
+  EXPECT_EQ(json["fits"], false);
+  EXPECT_EQ(json["memory_limit_bytes"], 4096);
+  EXPECT_EQ(json["problem"], plan.problem);
+  EXPECT_NE(plan_text(report).find("does not fit: " + plan.problem + "\n"), std::string::npos);
+}
+
+TEST(PlanReport, TextHasTheLayerAndStageTablesAndAdvice) {
+  const config::Experiment e = experiment();
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1);
+  const std::string text =
+      plan_text({.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline});
+  EXPECT_TRUE(text.starts_with(
+      "exp.yaml: 3 layers, 2762 parameters; 2 stages x 1 replica, 2 micro-batches of 8 examples, "
+      "gpipe, recompute: always, partition: auto, memory limit: none\n"))
+      << text;
+  EXPECT_NE(text.find("stage  layers         params  GFLOP/step  time/step peak memory"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(model::format_bytes(plan.stages[1].memory.total())), std::string::npos);
+  EXPECT_NE(text.find("predicted step "), std::string::npos);
+  EXPECT_NE(text.find(" samples/s | bubble "), std::string::npos);
+  EXPECT_NE(text.find("advice: raise pipeline.micro_batches to >= 4 x stages = 8"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace mpipe::train
