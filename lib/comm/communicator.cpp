@@ -196,30 +196,6 @@ std::vector<double> Communicator::allgatherv(std::span<const double> mine) const
   return all;
 }
 
-std::vector<float> Communicator::gatherv(std::span<const float> mine, int root) const {
-  int my_count = to_mpi_count(mine.size(), "MPI_Igatherv");
-  const bool is_root = rank() == root;
-  std::vector<int> counts(is_root ? static_cast<std::size_t>(size()) : 0);
-  Request count_request = start("MPI_Igather", -1, -1, root, {});
-  check_mpi(MPI_Igather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, root, handle_->comm,
-                        &count_request.state_->op.request),
-            "MPI_Igather");
-  count_request.wait();
-  std::vector<int> offsets;
-  std::vector<float> all;
-  if (is_root) {
-    offsets = displacements(counts, "MPI_Igatherv");
-    all.resize(static_cast<std::size_t>(offsets.back() + counts.back()));
-  }
-  Request request = start("MPI_Igatherv", -1, -1, root, {});
-  check_mpi(
-      MPI_Igatherv(mine.data(), my_count, MPI_FLOAT, all.data(), counts.data(), offsets.data(),
-                   MPI_FLOAT, root, handle_->comm, &request.state_->op.request),
-      "MPI_Igatherv");
-  request.wait();
-  return all;
-}
-
 void Communicator::broadcast(std::span<float> data, int root) const {
   Request request = start("MPI_Ibcast", -1, -1, root, {});
   check_mpi(MPI_Ibcast(data.data(), to_mpi_count(data.size(), "MPI_Ibcast"), MPI_FLOAT, root,

@@ -38,8 +38,6 @@ std::string collective_kind(const PendingOp& op) {
   if (call == "MPI_Iallreduce") return "an allreduce";
   if (call == "MPI_Ibarrier") return "a barrier";
   if (call == "MPI_Iallgather" || call == "MPI_Iallgatherv") return "an allgather";
-  if (call == "MPI_Igather" || call == "MPI_Igatherv")
-    return fmt::format("a gather to rank {}", root);
   if (call == "MPI_Ibcast") return fmt::format("a broadcast from rank {}", root);
   return call;
 }
