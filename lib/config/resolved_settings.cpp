@@ -7,6 +7,9 @@
 #include <type_traits>
 #include <variant>
 
+#include "pipeline/pipeline_config.h"
+#include "pipeline/schedule.h"
+
 namespace mpipe::config {
 namespace {
 
@@ -55,28 +58,6 @@ std::string text(optim::LrScheduleKind kind) {
       return "step";
     case optim::LrScheduleKind::kCosine:
       return "cosine";
-  }
-  return "?";
-}
-
-std::string text(pipeline::ScheduleKind kind) {
-  switch (kind) {
-    case pipeline::ScheduleKind::kGpipe:
-      return "gpipe";
-    case pipeline::ScheduleKind::kOneFOneB:
-      return "1f1b";
-  }
-  return "?";
-}
-
-std::string text(pipeline::Recompute recompute) {
-  switch (recompute) {
-    case pipeline::Recompute::kAlways:
-      return "always";
-    case pipeline::Recompute::kExceptLast:
-      return "except_last";
-    case pipeline::Recompute::kNever:
-      return "never";
   }
   return "?";
 }
@@ -141,8 +122,8 @@ void add_pipeline(const pipeline::PipelineConfig& pipeline, Settings& out) {
   out["pipeline.stages"] = count_or_auto(pipeline.stages);
   out["pipeline.data_parallel"] = count_or_auto(pipeline.data_parallel);
   out["pipeline.micro_batches"] = text(pipeline.micro_batches);
-  out["pipeline.schedule"] = text(pipeline.schedule);
-  out["pipeline.recompute"] = text(pipeline.recompute);
+  out["pipeline.schedule"] = pipeline::to_string(pipeline.schedule);
+  out["pipeline.recompute"] = pipeline::to_string(pipeline.recompute);
   out["pipeline.partition"] =
       pipeline.partition.empty()
           ? "uniform"

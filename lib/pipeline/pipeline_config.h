@@ -1,7 +1,8 @@
-// Pipeline settings (the `pipeline:` section of an experiment).
+// Pipeline settings (the `pipeline:` section of an experiment) and the names of their choices.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace mpipe::pipeline {
@@ -31,5 +32,9 @@ struct PipelineConfig {
   std::vector<int> partition;  // layers per stage (kManual only)
   int64_t memory_limit = 0;    // predicted peak bytes allowed per rank; 0 = no limit
 };
+
+// Their names in experiment files: "always", "except_last", "never"; "auto", "uniform", "manual".
+std::string to_string(Recompute recompute);
+std::string to_string(PartitionMode mode);
 
 }  // namespace mpipe::pipeline

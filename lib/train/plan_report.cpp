@@ -28,8 +28,8 @@ std::string header(const PlanReport& r) {
       "{}, recompute: {}, partition: {}, memory limit: {}\n",
       r.experiment.source, r.model.layers.size(), r.model.num_params(), p.stages,
       p.stages == 1 ? "" : "s", p.data_parallel, p.data_parallel == 1 ? "" : "s", p.micro_batches,
-      r.plan.micro_batch_rows, pipeline::to_string(p.schedule), to_string(p.recompute),
-      to_string(p.partition_mode),
+      r.plan.micro_batch_rows, pipeline::to_string(p.schedule), pipeline::to_string(p.recompute),
+      pipeline::to_string(p.partition_mode),
       p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
 }
 
@@ -68,30 +68,6 @@ std::string stage_table(const PlanReport& r) {
 }
 
 }  // namespace
-
-std::string to_string(pipeline::Recompute recompute) {
-  switch (recompute) {
-    case pipeline::Recompute::kAlways:
-      return "always";
-    case pipeline::Recompute::kExceptLast:
-      return "except_last";
-    case pipeline::Recompute::kNever:
-      return "never";
-  }
-  return "unknown";
-}
-
-std::string to_string(pipeline::PartitionMode mode) {
-  switch (mode) {
-    case pipeline::PartitionMode::kAuto:
-      return "auto";
-    case pipeline::PartitionMode::kUniform:
-      return "uniform";
-    case pipeline::PartitionMode::kManual:
-      return "manual";
-  }
-  return "unknown";
-}
 
 std::string plan_text(const PlanReport& r) {
   const pipeline::PipelinePlan& plan = r.plan;
@@ -162,8 +138,8 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"micro_batch_rows", plan.micro_batch_rows},
       {"batch_size", r.experiment.train.batch_size},
       {"schedule", pipeline::to_string(p.schedule)},
-      {"recompute", to_string(p.recompute)},
-      {"partition", to_string(p.partition_mode)},
+      {"recompute", pipeline::to_string(p.recompute)},
+      {"partition", pipeline::to_string(p.partition_mode)},
       {"memory_limit_bytes", p.memory_limit > 0 ? nlohmann::ordered_json(p.memory_limit)
                                                 : nlohmann::ordered_json(nullptr)},
       {"layers", layers},

@@ -33,7 +33,4 @@ std::string plan_text(const PlanReport& report);
 //  "problem" (null when it fits), "advice": [...], "rates": {...}}; FLOPs and seconds per step.
 nlohmann::ordered_json plan_json(const PlanReport& report);
 
-std::string to_string(pipeline::Recompute recompute);
-std::string to_string(pipeline::PartitionMode mode);
-
 }  // namespace mpipe::train
