@@ -125,9 +125,9 @@ void add_pipeline(const pipeline::PipelineConfig& pipeline, Settings& out) {
   out["pipeline.schedule"] = pipeline::to_string(pipeline.schedule);
   out["pipeline.recompute"] = pipeline::to_string(pipeline.recompute);
   out["pipeline.partition"] =
-      pipeline.partition.empty()
-          ? "uniform"
-          : text(std::vector<int64_t>(pipeline.partition.begin(), pipeline.partition.end()));
+      pipeline.partition_mode == pipeline::PartitionMode::kManual
+          ? text(std::vector<int64_t>(pipeline.partition.begin(), pipeline.partition.end()))
+          : pipeline::to_string(pipeline.partition_mode);
 }
 
 }  // namespace

@@ -82,7 +82,10 @@ TEST(ResolvedSettings, DefaultsAreIncluded) {
   EXPECT_EQ(settings.at("train.seed"), "1");
   EXPECT_EQ(settings.at("data.dataset"), "fashion_mnist");
   EXPECT_EQ(settings.at("data.path"), "");
-  EXPECT_EQ(settings.at("pipeline.partition"), "uniform");
+  EXPECT_EQ(settings.at("pipeline.partition"), "auto");  // the default mode
+  EXPECT_EQ(resolved_settings(file.load("pipeline:\n  partition: uniform\n" + kModel))
+                .at("pipeline.partition"),
+            "uniform");
   EXPECT_EQ(settings.at("pipeline.schedule"), "gpipe");
   EXPECT_EQ(settings.at("pipeline.recompute"), "always");
   EXPECT_EQ(settings.at("optimizer.schedule.kind"), "constant");
