@@ -38,16 +38,7 @@ wait_daemon() {
 
 # field NAME KEY: an experiment's KEY in status.json ("" when the file or experiment is missing).
 field() {
-  /usr/bin/python3 - "$SPOOL/status.json" "$1" "$2" <<'PY'
-import json, sys
-try:
-    status = json.load(open(sys.argv[1]))
-except (OSError, ValueError):
-    sys.exit(0)
-for e in status["experiments"]:
-    if e["name"] == sys.argv[2]:
-        print(e[sys.argv[3]])
-PY
+  /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/status_field.py" "$SPOOL/status.json" "$1" "$2"
 }
 
 # wait_state NAME STATE LOG: waits up to 120 s for status.json to say NAME is in STATE.

@@ -31,16 +31,7 @@ long=(--set train.batch_size=4096 --set data.num_examples=4096 --set log.every=2
 bad_error="pipeline.data_parallel: auto needs the world size (2) to be divisible by pipeline.stages (3)"
 
 field() {  # experiment name, key -> its value in the spool's status.json ("" when missing)
-  /usr/bin/python3 - "$spool/status.json" "$1" "$2" <<'PY'
-import json, sys
-try:
-    status = json.load(open(sys.argv[1]))
-except (OSError, ValueError):
-    sys.exit(0)
-for e in status["experiments"]:
-    if e["name"] == sys.argv[2]:
-        print(e.get(sys.argv[3], ""))
-PY
+  /usr/bin/python3 "$repo/tests/e2e/status_field.py" "$spool/status.json" "$1" "$2"
 }
 
 "$MPIPE_BIN" submit "$spool" "$config" --name long "${long[@]}" || fail "submit long"
