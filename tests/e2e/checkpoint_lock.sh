@@ -6,14 +6,8 @@ source "$(dirname "$0")/checkpoint_lib.sh"
 config=$1
 
 # A long run, holding the lock, until SIGUSR1 stops it.
-timeout 120 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" \
-  --set train.steps=100000000 --set log.every=1 --run-dir "$WORK/run" \
-  --export-weights "$WORK/run.safetensors" > "$WORK/long.log" 2>&1 &
-launcher=$!
-for _ in $(seq 600); do
-  [[ -f "$WORK/run/metrics.jsonl" && $(wc -l < "$WORK/run/metrics.jsonl") -ge 3 ]] && break
-  sleep 0.05
-done
+endless 2 run "$config" --export-weights "$WORK/run.safetensors"
+wait_for_steps run 3 30
 holder=$(tr -d '\n' < "$WORK/run/.lock")
 pid=$(sed 's/.*"pid":\([0-9]*\).*/\1/' <<< "$holder")
 since=$(sed 's/.*"since":"\([^"]*\)".*/\1/' <<< "$holder")
@@ -21,7 +15,7 @@ kill -0 "$pid" || { echo "FAILED: the lock names pid $pid, which is not running"
 fails second 2 "$WORK/run: in use by pid $pid on host $(hostname) since $since (lock $WORK/run/.lock); wait for it or use another --run-dir" \
   "$config" --run-dir "$WORK/run" --resume
 pkill -USR1 -P "$launcher" -x mpirun
-wait "$launcher" || { cat "$WORK/long.log"; echo "FAILED: the first job failed"; exit 1; }
+wait "$launcher" || { cat "$WORK/run.log"; echo "FAILED: the first job failed"; exit 1; }
 [[ ! -e "$WORK/run/.lock" ]] || { echo "FAILED: lock file left behind"; exit 1; }
 
 # A job killed without cleaning up leaves its lock file; the flock died with it.

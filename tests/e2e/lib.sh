@@ -25,3 +25,23 @@ same() {
   "$MPIPE" compare "$WORK/$1.safetensors" "$WORK/$2.safetensors" --rtol "${3:-0}" \
     || { echo "FAILED: $1 vs $2"; exit 1; }
 }
+
+# endless RANKS NAME CONFIG [--set ...]: starts a run too long to finish into $WORK/NAME in the
+# background (output in $WORK/NAME.log, one metrics line per step); $launcher is its process.
+endless() {
+  local ranks=$1 name=$2 config=$3
+  shift 3
+  timeout 120 mpirun -n "$ranks" --oversubscribe --bind-to none "$MPIPE" train "$config" \
+    --set train.steps=100000000 --set log.every=1 --run-dir "$WORK/$name" "$@" \
+    > "$WORK/$name.log" 2>&1 &
+  launcher=$!
+}
+
+# wait_for_steps NAME STEPS SECONDS: waits until run NAME has logged STEPS steps, or SECONDS pass.
+wait_for_steps() {
+  local metrics=$WORK/$1/metrics.jsonl
+  for _ in $(seq $(($3 * 20))); do
+    [[ -f "$metrics" && $(wc -l < "$metrics") -ge $2 ]] && return
+    sleep 0.05
+  done
+}

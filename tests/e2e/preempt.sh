@@ -7,14 +7,8 @@ source "$(dirname "$0")/lib.sh"
 config=$1
 
 # A run far too long to finish, stopped by the signal once a few steps are logged.
-timeout 120 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" \
-  --set train.steps=100000000 --set log.every=1 --run-dir "$WORK/cut" \
-  --export-weights "$WORK/cut.safetensors" > "$WORK/cut.log" 2>&1 &
-launcher=$!
-for _ in $(seq 600); do
-  [[ -f "$WORK/cut/metrics.jsonl" && $(wc -l < "$WORK/cut/metrics.jsonl") -ge 5 ]] && break
-  sleep 0.05
-done
+endless 2 cut "$config" --export-weights "$WORK/cut.safetensors"
+wait_for_steps cut 5 30
 pkill -USR1 -P "$launcher" -x mpirun  # mpirun forwards SIGUSR1 to every rank
 wait "$launcher" || { cat "$WORK/cut.log"; echo "FAILED: preempted run exited non-zero"; exit 1; }
 stop=$(grep -o "stopped at step [0-9]*" "$WORK/cut.log") || { cat "$WORK/cut.log"; echo "FAILED: no stop"; exit 1; }

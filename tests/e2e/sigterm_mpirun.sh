@@ -9,14 +9,8 @@ source "$(dirname "$0")/../../scripts/mpi_env.sh"
 grace=${OMPI_MCA_odls_base_sigkill_timeout:?set by scripts/mpi_env.sh}
 
 # A run far too long to finish; SIGTERM to mpirun as soon as the first step is logged.
-timeout 120 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" \
-  --set train.steps=100000000 --set log.every=1 --run-dir "$WORK/cut" \
-  --export-weights "$WORK/cut.safetensors" > "$WORK/cut.log" 2>&1 &
-launcher=$!
-for _ in $(seq 1200); do
-  [[ -s "$WORK/cut/metrics.jsonl" ]] && break
-  sleep 0.05
-done
+endless 2 cut "$config" --export-weights "$WORK/cut.safetensors"
+wait_for_steps cut 1 60
 [[ -s "$WORK/cut/metrics.jsonl" ]] || { cat "$WORK/cut.log"; echo "FAILED: no step logged"; exit 1; }
 batch=$(grep -o 'batch_size: [0-9]*' "$config" | head -n 1)
 step_s=$(awk -F'"samples_per_s":' -v b="${batch##* }" \

@@ -24,14 +24,8 @@ trap '[[ -z "$stopped" ]] || kill -KILL "$stopped" 2>/dev/null; [[ -n "${KEEP_WO
 hang() {
   local name=$1 signal=$2 launcher start
   shift 2
-  timeout 120 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" \
-    --set train.steps=100000000 --set log.every=1 --run-dir "$WORK/$name" "$@" \
-    > "$WORK/$name.log" 2>&1 &
-  launcher=$!
-  for _ in $(seq 1200); do
-    [[ -f "$WORK/$name/metrics.jsonl" && $(wc -l < "$WORK/$name/metrics.jsonl") -ge 5 ]] && break
-    sleep 0.05
-  done
+  endless 2 "$name" "$config" "$@"
+  wait_for_steps "$name" 5 60
   stopped=$(rank_pid 1 "$WORK/$name")
   [[ -n "$stopped" ]] || { cat "$WORK/$name.log"; echo "FAILED: $name: no rank 1"; exit 1; }
   start=$(date +%s.%N)
