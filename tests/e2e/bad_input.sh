@@ -14,12 +14,7 @@ rejected() {
   shift 3
   timeout 60 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" \
     --run-dir "$run_dir" "$@" > "$WORK/$name.out" 2>&1 || status=$?
-  cat "$WORK/$name.out"
-  [[ $status -ne 0 && $status -ne 124 ]] || { echo "FAILED: $name: exit status $status"; exit 1; }
-  [[ $(grep -cF -- "$message" "$WORK/$name.out") -eq 1 ]] || { echo "FAILED: $name: message"; exit 1; }
-  [[ $(grep -c "\[error\]" "$WORK/$name.out") -eq 1 ]] || { echo "FAILED: $name: not one line"; exit 1; }
-  ! grep -q "MPI_ABORT" "$WORK/$name.out" || { echo "FAILED: $name: MPI_ABORT banner"; exit 1; }
-  [[ ! -e "$run_dir" ]] || { echo "FAILED: $name: run directory was written"; exit 1; }
+  failed_in_one_line "$name" "$status" "$message" "$run_dir"
 }
 
 printf 'model:\n  layers:\n    - {type: linear, units: 4}\noptimizer:\n  lr: -1\n' > "$WORK/bad.yaml"

@@ -45,3 +45,16 @@ wait_for_steps() {
     sleep 0.05
   done
 }
+
+# failed_in_one_line NAME STATUS MESSAGE RUN_DIR: the run whose output is $WORK/NAME.out exited
+# with STATUS non-zero (not a timeout), has MESSAGE on exactly one line and one error line in
+# all, no MPI_ABORT banner, and wrote no RUN_DIR.
+failed_in_one_line() {
+  local name=$1 status=$2 message=$3 run_dir=$4
+  cat "$WORK/$name.out"
+  [[ $status -ne 0 && $status -ne 124 ]] || { echo "FAILED: $name: exit status $status"; exit 1; }
+  [[ $(grep -cF -- "$message" "$WORK/$name.out") -eq 1 ]] || { echo "FAILED: $name: message"; exit 1; }
+  [[ $(grep -c "\[error\]" "$WORK/$name.out") -eq 1 ]] || { echo "FAILED: $name: not one line"; exit 1; }
+  ! grep -q "MPI_ABORT" "$WORK/$name.out" || { echo "FAILED: $name: MPI_ABORT banner"; exit 1; }
+  [[ ! -e "$run_dir" ]] || { echo "FAILED: $name: run directory was written"; exit 1; }
+}

@@ -16,12 +16,7 @@ refused() {
   timeout 60 mpirun --oversubscribe --bind-to none \
     -n 1 "$MPIPE" train "$config" --run-dir "$WORK/$name" : \
     -n 1 "$@" --run-dir "$WORK/$name" > "$WORK/$name.out" 2>&1 || status=$?
-  cat "$WORK/$name.out"
-  [[ $status -ne 0 && $status -ne 124 ]] || { echo "FAILED: $name: exit status $status"; exit 1; }
-  [[ $(grep -cF -- "$message" "$WORK/$name.out") -eq 1 ]] || { echo "FAILED: $name: message"; exit 1; }
-  [[ $(grep -c "\[error\]" "$WORK/$name.out") -eq 1 ]] || { echo "FAILED: $name: not one line"; exit 1; }
-  ! grep -q "MPI_ABORT" "$WORK/$name.out" || { echo "FAILED: $name: MPI_ABORT banner"; exit 1; }
-  [[ ! -e "$WORK/$name" ]] || { echo "FAILED: $name: run directory was written"; exit 1; }
+  failed_in_one_line "$name" "$status" "$message" "$WORK/$name"
 }
 
 host=$(hostname)
