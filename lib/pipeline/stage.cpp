@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/memory_account.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -12,6 +13,16 @@ std::vector<nn::Layer*> raw_pointers(const std::vector<std::unique_ptr<nn::Layer
   std::vector<nn::Layer*> out;
   for (const auto& layer : layers) out.push_back(layer.get());
   return out;
+}
+
+// What a layer's forward is, for the memory limit's message.
+std::string_view forward_kind(const nn::LayerContext& ctx) {
+  if (!ctx.training) return "evaluation";
+  return ctx.recompute ? "recompute" : "forward";
+}
+
+MemoryActivity layer_activity(const nn::Layer& layer, std::string_view what) {
+  return {.what = what, .layer = layer.global_index(), .kind = layer.kind()};
 }
 
 }  // namespace
@@ -47,6 +58,8 @@ Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
   const Tensor* x = &input;
   Tensor current;
   for (const auto& layer : layers_) {
+    const MemoryActivity activity = layer_activity(*layer, forward_kind(ctx));
+    const MemoryActivityScope label(activity);
     nn::Forward result = layer->forward(*x, ctx);
     if (saved) saved->push_back(std::move(result.saved));
     if (update) {
@@ -96,6 +109,8 @@ Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::Lay
   for (size_t i = layers_.size(); i-- > 0;) {
     nn::LayerContext layer_ctx = ctx;
     layer_ctx.need_input_grad = layers_[i]->global_index() != 0;
+    const MemoryActivity activity = layer_activity(*layers_[i], "backward");
+    const MemoryActivityScope label(activity);
     grad = layers_[i]->backward(grad, stash.saved[i], layer_ctx);
   }
   return grad;
