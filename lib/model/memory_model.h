@@ -18,6 +18,16 @@ struct StashProfile {
   int full = 0;            // micro-batches kept with everything their layers saved
   bool recompute = false;  // one micro-batch's recompute (all its internals) is alive at the peak
   int loss_grads = 0;      // last stage: loss gradients waiting for their backward
+  // Messages at the peak (see pipeline::stash_profiles): receives posted ahead (activations from
+  // the previous stage among them or not), the received gradient a backward is using, and sends
+  // whose copies are not yet freed.
+  bool backward = true;
+  // A forward whose layers' saved tensors are dropped one by one (a recomputed micro-batch's
+  // first forward): the largest layer's saved tensors add to its temporaries.
+  bool discarding = false;
+  bool receiving_activations = false;
+  int receives_ahead = 0;
+  int sends = 0;
 };
 
 // Predicted peak bytes of one stage, by kind.
@@ -29,7 +39,7 @@ struct StageMemory {
   double kept_activations = 0.0;     // inputs and saved tensors of the micro-batches in flight
   double recompute_workspace = 0.0;  // what one micro-batch's layers save, while recomputed
   double transient = 0.0;      // the largest layer's temporaries: its output, gradients, internals
-  double communication = 0.0;  // receives posted ahead, sends in flight, loss gradients
+  double communication = 0.0;  // receives posted ahead, the gradient in use, a send, loss gradients
   // Writing a checkpoint shard copies the parameters, optimizer state and buffers
   // (train/stage_tensors.cpp), between steps: while no activations are held.
   double checkpoint_copy = 0.0;
@@ -58,17 +68,22 @@ class MemoryModel {
   double full_micro_batch(int begin, int end) const;
 
  private:
-  double transient_max(int begin, int end) const;  // range maximum (sparse table)
+  // The largest of `table`'s values over [begin, end) (a sparse table).
+  static double range_max(const std::vector<std::vector<double>>& table, int begin, int end);
   double sum(const std::vector<double>& prefix, int begin, int end) const;
 
   std::vector<LayerCost> costs_;
   int64_t rows_;
   int optimizer_slots_;
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
-  std::vector<std::vector<double>> transient_;   // transient_[k][i]: max over [i, i + 2^k)
+  // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
+  // discarding forward: [k][i] = max over layers [i, i + 2^k).
+  std::vector<std::vector<double>> backward_, forward_, discarding_;
 };
 
 // Reserved by the executor: receives posted this many ops ahead (pipeline/executor.cpp).
 inline constexpr int kReceivesAhead = 2;
+// Sends whose copies a link keeps at most (pipeline/link.cpp): a further send waits for the oldest.
+inline constexpr int kSendsInFlight = 2;
 
 }  // namespace mpipe::model

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "model/memory_model.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -50,19 +51,29 @@ Tensor Link::wait_recv(Direction direction, int micro_batch) {
   PendingRecv pending = std::move(it->second);
   receives_.erase(it);
   pending.request.wait();  // throws unless exactly the expected number of values arrived
+  retire_sends();
   return std::move(pending.buffer);
 }
 
 void Link::send(Direction direction, int64_t round, int micro_batch, const Tensor& tensor) {
-  sends_.push_back(pipeline_.isend(tensor.span(), peer(direction, false),
-                                   message_tag(round, micro_batch, direction),
-                                   message_label(direction, micro_batch)));
-  // Retire completed sends so their buffers are freed early.
-  while (!sends_.empty() && sends_.front().test()) sends_.pop_front();
+  MemoryCharge copy(tensor.bytes());
+  sends_.push_back({std::move(copy), pipeline_.isend(tensor.span(), peer(direction, false),
+                                                     message_tag(round, micro_batch, direction),
+                                                     message_label(direction, micro_batch))});
+  retire_sends();
+  // Bounded, so a fast stage does not pile up copies for a slow neighbour.
+  while (sends_.size() > static_cast<size_t>(model::kSendsInFlight)) {
+    sends_.front().request.wait();
+    sends_.pop_front();
+  }
+}
+
+void Link::retire_sends() {
+  while (!sends_.empty() && sends_.front().request.test()) sends_.pop_front();
 }
 
 void Link::wait_sends() {
-  for (comm::Request& request : sends_) request.wait();
+  for (PendingSend& send : sends_) send.request.wait();
   sends_.clear();
 }
 

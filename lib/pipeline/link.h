@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "comm/communicator.h"
+#include "core/memory_account.h"
 #include "core/tensor.h"
 
 namespace mpipe::pipeline {
@@ -40,12 +41,20 @@ class Link {
     comm::Request request;
   };
   int peer(Direction direction, bool receiving) const;
+  // Frees the copies of completed sends (in order), after every send and completed receive: a
+  // GPipe stage sends nothing during its backward phase, and would otherwise hold its last
+  // forward sends until the end of the step.
+  void retire_sends();
 
   const comm::Communicator& pipeline_;
   int stage_;
   int num_stages_;
   std::map<std::pair<Direction, int>, PendingRecv> receives_;
-  std::deque<comm::Request> sends_;
+  struct PendingSend {
+    MemoryCharge copy;  // isend keeps a copy of the payload until it completes: counted
+    comm::Request request;
+  };
+  std::deque<PendingSend> sends_;
 };
 
 }  // namespace mpipe::pipeline
