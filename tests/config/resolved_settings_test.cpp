@@ -66,6 +66,7 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"pipeline.schedule", "1f1b"},
                                             {"pipeline.recompute", "except_last"},
                                             {"pipeline.partition", "[1, 1]"},
+                                            {"pipeline.memory_limit", "3221225472"},
                                             {"checkpoint.every", "100"},
                                             {"checkpoint.keep", "5"},
                                             {"log.every", "25"},
@@ -88,6 +89,7 @@ TEST(ResolvedSettings, DefaultsAreIncluded) {
             "uniform");
   EXPECT_EQ(settings.at("pipeline.schedule"), "gpipe");
   EXPECT_EQ(settings.at("pipeline.recompute"), "always");
+  EXPECT_EQ(settings.at("pipeline.memory_limit"), "none");
   EXPECT_EQ(settings.at("optimizer.schedule.kind"), "constant");
   EXPECT_EQ(settings.at("model.loss"), "cross_entropy");
 }
