@@ -56,10 +56,10 @@ def plan(blocks, k, extra, work, verbose=False):
 
 
 def largest_fitting(k, extra, work):
-    """Binary search on the block count (fitting is monotone in it)."""
-    if not plan(1, k, extra, work)["fits"]:
+    """Binary search on the block count (fitting is monotone in it), from one block per stage."""
+    if not plan(k, k, extra, work)["fits"]:
         return 0
-    lo, hi = 1, 2
+    lo, hi = k, 2 * k
     while hi <= MAX_BLOCKS and plan(hi, k, extra, work)["fits"]:
         lo, hi = hi, hi * 2
     hi = min(hi, MAX_BLOCKS + 1)
