@@ -373,8 +373,9 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
             p.partition_mode = PartitionMode::kAuto;
           });
           a && a->fits()) {
-        advice.push_back(fmt::format("{}; with pipeline.recompute: {} (and partition: auto) it fits",
-                                     line, to_string(a->recompute)));
+        advice.push_back(
+            fmt::format("{}; with pipeline.recompute: {} (and partition: auto) it fits", line,
+                        to_string(a->recompute)));
         line.clear();
       }
     }

@@ -31,7 +31,8 @@ class Stage {
   Tensor forward(int micro_batch, Tensor input, const nn::LayerContext& ctx);
   // Backward of `micro_batch`: recomputes its forward first if only the input was stored; under
   // per-layer recompute, walks the layers from last to first, re-running one layer's forward from
-  // its kept input just before that layer's backward (and dropping the input after). Returns d loss / d input (empty on the stage that holds layer 0). Frees the stash.
+  // its kept input just before that layer's backward (and dropping the input after). Returns d loss
+  // / d input (empty on the stage that holds layer 0). Frees the stash.
   Tensor backward(int micro_batch, const Tensor& grad_output, const nn::LayerContext& ctx);
   // Forward in evaluation mode; stores nothing.
   Tensor evaluate(const Tensor& input, const nn::LayerContext& ctx);
@@ -54,8 +55,8 @@ class Stage {
 
  private:
   struct Stash {
-    Tensor input;                  // kept when the forward is recomputed
-    std::vector<nn::Saved> saved;  // one per layer, kept when it is not
+    Tensor input;                      // kept when the forward is recomputed
+    std::vector<nn::Saved> saved;      // one per layer, kept when it is not
     std::vector<Tensor> layer_inputs;  // one per layer under per-layer recompute
     size_t bytes() const;
   };

@@ -133,8 +133,8 @@ TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
   // per_layer: every layer's input of the micro-batches in flight, one layer recomputed.
   EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kPerLayer, 4, 8, 1),
                    P{0, 0, false, 0, 3, true}));
-  EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kPerLayer, 4, 8, 3),
-                   P{0, 0, false, 8, 8, true}));
+  EXPECT_TRUE(
+      same(one(ScheduleKind::kGpipe, Recompute::kPerLayer, 4, 8, 3), P{0, 0, false, 8, 8, true}));
   // except_last under GPipe: the last micro-batch alone, or in full beside M - 1 inputs.
   const auto moments = stash_profiles(ScheduleKind::kGpipe, Recompute::kExceptLast, 2, 4, 0);
   ASSERT_EQ(moments.size(), 2u);

@@ -188,9 +188,7 @@ TEST(Stage, RecomputePerLayerStoresEveryLayersInput) {
   EXPECT_FALSE(stage->recomputes(0));  // one layer at a time, never the whole stage
 }
 
-TEST(Stage, NeedsAResolvedRecomputeMode) {
-  EXPECT_THROW(make_stage(Recompute::kAuto, 1), Error);
-}
+TEST(Stage, NeedsAResolvedRecomputeMode) { EXPECT_THROW(make_stage(Recompute::kAuto, 1), Error); }
 
 struct Gradients {
   std::vector<float> params;
