@@ -15,6 +15,27 @@ std::vector<double> prefix_sums(const std::vector<LayerCost>& costs, auto value)
   return prefix;
 }
 
+// Sparse table of range maxima: table[k][i] = max of values[i, i + 2^k).
+std::vector<std::vector<double>> range_max_table(std::vector<double> values) {
+  std::vector<std::vector<double>> table;
+  table.push_back(std::move(values));
+  for (size_t width = 2; width <= table.front().size(); width *= 2) {
+    const std::vector<double>& prev = table.back();
+    std::vector<double> next(table.front().size() - width + 1);
+    for (size_t i = 0; i < next.size(); ++i) next[i] = std::max(prev[i], prev[i + width / 2]);
+    table.push_back(std::move(next));
+  }
+  return table;
+}
+
+double range_max(const std::vector<std::vector<double>>& table, int begin, int end) {
+  const auto width = static_cast<unsigned>(end - begin);
+  const auto level = static_cast<size_t>(std::bit_width(width) - 1);
+  const std::vector<double>& row = table[level];
+  return std::max(row[static_cast<size_t>(begin)],
+                  row[static_cast<size_t>(end) - (size_t{1} << level)]);
+}
+
 }  // namespace
 
 MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots)
@@ -38,6 +59,16 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
     for (size_t i = 0; i < next.size(); ++i) next[i] = std::max(prev[i], prev[i + width / 2]);
     transient_.push_back(std::move(next));
   }
+  inputs_ = prefix_sums(costs_, [r](const LayerCost& c) { return r * c.input_bytes; });
+  std::vector<double> layer_kept;
+  for (const LayerCost& c : costs_) layer_kept.push_back(c.kept_bytes(rows_));
+  layer_kept_ = range_max_table(std::move(layer_kept));
+}
+
+double MemoryModel::layer_inputs(int begin, int end) const { return sum(inputs_, begin, end); }
+
+double MemoryModel::largest_layer_kept(int begin, int end) const {
+  return range_max(layer_kept_, begin, end);
 }
 
 double MemoryModel::sum(const std::vector<double>& prefix, int begin, int end) const {
@@ -71,6 +102,8 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
   m.buffers = sum(buffers_, begin, end);
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;
+  m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);
+  if (stash.layer_recompute) m.recompute_workspace += largest_layer_kept(begin, end);
   m.transient = transient_max(begin, end);
   // Receives of activations (from the previous stage) and gradients (from the next) posted
   // ahead, as many sends in flight, and the loss gradients the last stage holds.

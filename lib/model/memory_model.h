@@ -18,6 +18,10 @@ struct StashProfile {
   int full = 0;            // micro-batches kept with everything their layers saved
   bool recompute = false;  // one micro-batch's recompute (all its internals) is alive at the peak
   int loss_grads = 0;      // last stage: loss gradients waiting for their backward
+  // Per-layer recompute (pipeline recompute: per_layer): micro-batches kept as every layer's
+  // input, and whether one layer's recompute (its internals) is alive at the peak.
+  int layer_inputs = 0;
+  bool layer_recompute = false;
 };
 
 // Predicted peak bytes of one stage, by kind.
@@ -56,6 +60,10 @@ class MemoryModel {
                     bool last_stage) const;
   // What one micro-batch's layers [begin, end) keep when not recomputed.
   double full_micro_batch(int begin, int end) const;
+  // One micro-batch's inputs of layers [begin, end) (what per-layer recompute keeps), and the
+  // most any one of them keeps when not recomputed (its recompute workspace).
+  double layer_inputs(int begin, int end) const;
+  double largest_layer_kept(int begin, int end) const;
 
  private:
   double transient_max(int begin, int end) const;  // range maximum (sparse table)
@@ -66,6 +74,8 @@ class MemoryModel {
   int optimizer_slots_;
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
   std::vector<std::vector<double>> transient_;   // transient_[k][i]: max over [i, i + 2^k)
+  std::vector<double> inputs_;                   // prefix sums of rows x input bytes
+  std::vector<std::vector<double>> layer_kept_;  // as transient_, of each layer's kept bytes
 };
 
 // Reserved by the executor: receives posted this many ops ahead (pipeline/executor.cpp).

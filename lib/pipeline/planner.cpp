@@ -24,13 +24,16 @@ using model::LayerRange;
 int recomputed_micro_batches(Recompute recompute, int num_micro_batches) {
   switch (recompute) {
     case Recompute::kAlways:
+    case Recompute::kPerLayer:
       return num_micro_batches;
     case Recompute::kExceptLast:
       return num_micro_batches - 1;
     case Recompute::kNever:
       return 0;
+    case Recompute::kAuto:
+      break;
   }
-  return 0;
+  throw Error("recomputed_micro_batches: recompute: auto is not resolved");
 }
 
 // Predicted seconds of layer ranges, from prefix sums over the layers (O(1) per range).
@@ -279,6 +282,7 @@ PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& pla
         stash_profiles(pipe.schedule, pipe.recompute, pipe.stages, pipe.micro_batches, s));
   }
   PipelinePlan out;
+  out.recompute = pipe.recompute;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
   const std::vector<LayerRange> ranges = choose_partition(c, out.problem);
@@ -302,6 +306,26 @@ double largest_peak(const PipelinePlan& p) {
   return largest;
 }
 
+// The plan with recompute: auto resolved (see plan_pipeline), without advice.
+PipelinePlan plan_resolved(const model::ModelSpec& spec, const model::ModelPlan& plan,
+                           const PlanRequest& request) {
+  if (request.pipeline.recompute != Recompute::kAuto) return plan_core(spec, plan, request);
+  PlanRequest r = request;
+  if (request.pipeline.memory_limit <= 0) {
+    r.pipeline.recompute = Recompute::kAlways;
+    return plan_core(spec, plan, r);
+  }
+  std::optional<PipelinePlan> fastest, smallest;
+  for (Recompute mode :
+       {Recompute::kNever, Recompute::kExceptLast, Recompute::kPerLayer, Recompute::kAlways}) {
+    r.pipeline.recompute = mode;
+    PipelinePlan p = plan_core(spec, plan, r);
+    if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
+    if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
+  }
+  return fastest ? *fastest : *smallest;
+}
+
 // Suggestions: more micro-batches for a large bubble, a setting that fits the limit, a better
 // balanced partition, and recompute: never when memory allows it.
 std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::ModelPlan& plan,
@@ -314,7 +338,7 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
     if (request.batch_size % (int64_t{other.pipeline.data_parallel} * other.pipeline.micro_batches))
       return std::nullopt;
     try {
-      return plan_core(spec, plan, other);
+      return plan_resolved(spec, plan, other);
     } catch (const InputError&) {
       return std::nullopt;
     }
@@ -343,13 +367,15 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
         line.clear();
       }
     }
-    if (!line.empty() && pipe.recompute != Recompute::kAlways) {
+    if (!line.empty() && pipe.recompute != Recompute::kAuto) {
       if (auto a = variant([](PipelineConfig& p) {
-            p.recompute = Recompute::kAlways;
+            p.recompute = Recompute::kAuto;
             p.partition_mode = PartitionMode::kAuto;
           });
           a && a->fits()) {
-        advice.push_back(line + "; with pipeline.recompute: always (and partition: auto) it fits");
+        advice.push_back(
+            fmt::format("{}; with pipeline.recompute: {} (and partition: auto) it fits", line,
+                        to_string(a->recompute)));
         line.clear();
       }
     }
@@ -365,7 +391,8 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
                       out.samples_per_s));
     }
   }
-  if (pipe.recompute != Recompute::kNever && pipe.memory_limit > 0 && out.fits()) {
+  if (pipe.recompute != Recompute::kNever && pipe.recompute != Recompute::kAuto &&
+      pipe.memory_limit > 0 && out.fits()) {
     if (auto a = variant([](PipelineConfig& p) { p.recompute = Recompute::kNever; });
         a && a->fits()) {
       advice.push_back(fmt::format(
@@ -390,8 +417,12 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
       return {{.inputs = 0, .full = in_flight, .recompute = false, .loss_grads = loss_grads}};
     case Recompute::kAlways:
       return {{.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads}};
+    case Recompute::kPerLayer:
+      return {{.loss_grads = loss_grads, .layer_inputs = in_flight, .layer_recompute = true}};
     case Recompute::kExceptLast:
       break;
+    case Recompute::kAuto:
+      throw Error("stash_profiles: recompute: auto is not resolved");
   }
   // The last micro-batch alone, in full, during its backward (its own recompute is skipped).
   std::vector<model::StashProfile> moments = {
@@ -411,7 +442,7 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
 
 PipelinePlan plan_pipeline(const model::ModelSpec& spec, const model::ModelPlan& plan,
                            const PlanRequest& request) {
-  PipelinePlan out = plan_core(spec, plan, request);
+  PipelinePlan out = plan_resolved(spec, plan, request);
   out.advice = make_advice(spec, plan, request, out);
   return out;
 }

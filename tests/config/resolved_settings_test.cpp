@@ -88,7 +88,10 @@ TEST(ResolvedSettings, DefaultsAreIncluded) {
                 .at("pipeline.partition"),
             "uniform");
   EXPECT_EQ(settings.at("pipeline.schedule"), "gpipe");
-  EXPECT_EQ(settings.at("pipeline.recompute"), "always");
+  EXPECT_EQ(settings.at("pipeline.recompute"), "auto");  // the default: the planner chooses
+  EXPECT_EQ(resolved_settings(file.load("pipeline:\n  recompute: per_layer\n" + kModel))
+                .at("pipeline.recompute"),
+            "per_layer");
   EXPECT_EQ(settings.at("pipeline.memory_limit"), "none");
   EXPECT_EQ(settings.at("optimizer.schedule.kind"), "constant");
   EXPECT_EQ(settings.at("model.loss"), "cross_entropy");
