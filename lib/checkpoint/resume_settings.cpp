@@ -11,7 +11,7 @@ namespace mpipe::checkpoint {
 namespace {
 
 // Keys (or, ending in '.', key prefixes) that do not change the trained weights' trajectory.
-constexpr std::array<std::string_view, 14> kMayChange = {
+constexpr std::array<std::string_view, 15> kMayChange = {
     "train.steps",
     "train.on_nonfinite",
     "train.max_skips_in_a_row",
@@ -26,6 +26,7 @@ constexpr std::array<std::string_view, 14> kMayChange = {
     "pipeline.schedule",
     "pipeline.recompute",
     "pipeline.partition",
+    "pipeline.memory_limit",
 };
 
 bool may_change(const std::string& key) {

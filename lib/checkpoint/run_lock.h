@@ -1,8 +1,11 @@
 // RunLock: one job per run directory, held with flock on <run_dir>/.lock for the whole run.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/file_lock.h"
 
 namespace mpipe::checkpoint {
 
@@ -30,7 +33,7 @@ class RunLock {
 
   std::string run_dir_;
   std::vector<std::string> created_dirs_;  // innermost first
-  int fd_ = -1;
+  std::optional<FileLock> lock_;
 };
 
 }  // namespace mpipe::checkpoint

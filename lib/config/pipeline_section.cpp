@@ -79,7 +79,9 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
   if (auto f = map.get("recompute")) {
     config.recompute = f->as_choice<Recompute>({{"always", Recompute::kAlways},
                                                 {"except_last", Recompute::kExceptLast},
-                                                {"never", Recompute::kNever}});
+                                                {"never", Recompute::kNever},
+                                                {"per_layer", Recompute::kPerLayer},
+                                                {"auto", Recompute::kAuto}});
   }
   if (auto f = map.get("memory_limit")) config.memory_limit = read_memory_limit(*f);
   if (auto f = map.get("partition")) {

@@ -128,6 +128,8 @@ void add_pipeline(const pipeline::PipelineConfig& pipeline, Settings& out) {
       pipeline.partition_mode == pipeline::PartitionMode::kManual
           ? text(std::vector<int64_t>(pipeline.partition.begin(), pipeline.partition.end()))
           : pipeline::to_string(pipeline.partition_mode);
+  // In bytes, as parse_byte_size reads it back: the limit changes the `auto` partition.
+  out["pipeline.memory_limit"] = pipeline.memory_limit == 0 ? "none" : text(pipeline.memory_limit);
 }
 
 }  // namespace

@@ -15,18 +15,25 @@ std::vector<double> prefix_sums(const std::vector<LayerCost>& costs, auto value)
   return prefix;
 }
 
-// Sparse table of range maxima over `level`.
-std::vector<std::vector<double>> sparse_table(std::vector<double> level) {
-  const size_t n = level.size();
+// Sparse table of range maxima: table[k][i] = max of values[i, i + 2^k).
+std::vector<std::vector<double>> range_max_table(std::vector<double> values) {
   std::vector<std::vector<double>> table;
-  table.push_back(std::move(level));
-  for (size_t width = 2; width <= n; width *= 2) {
+  table.push_back(std::move(values));
+  for (size_t width = 2; width <= table.front().size(); width *= 2) {
     const std::vector<double>& prev = table.back();
-    std::vector<double> next(n - width + 1);
+    std::vector<double> next(table.front().size() - width + 1);
     for (size_t i = 0; i < next.size(); ++i) next[i] = std::max(prev[i], prev[i + width / 2]);
     table.push_back(std::move(next));
   }
   return table;
+}
+
+double range_max(const std::vector<std::vector<double>>& table, int begin, int end) {
+  const auto width = static_cast<unsigned>(end - begin);
+  const auto level = static_cast<size_t>(std::bit_width(width) - 1);
+  const std::vector<double>& row = table[level];
+  return std::max(row[static_cast<size_t>(begin)],
+                  row[static_cast<size_t>(end) - (size_t{1} << level)]);
 }
 
 }  // namespace
@@ -49,21 +56,23 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
     forward.push_back(r * (c.input_bytes + c.output_bytes + c.forward_copy_bytes));
     discarding.push_back(forward.back() + c.kept_bytes(rows_));
   }
-  backward_ = sparse_table(std::move(backward));
-  forward_ = sparse_table(std::move(forward));
-  discarding_ = sparse_table(std::move(discarding));
+  backward_ = range_max_table(std::move(backward));
+  forward_ = range_max_table(std::move(forward));
+  discarding_ = range_max_table(std::move(discarding));
+  inputs_ = prefix_sums(costs_, [r](const LayerCost& c) { return r * c.input_bytes; });
+  std::vector<double> layer_kept;
+  for (const LayerCost& c : costs_) layer_kept.push_back(c.kept_bytes(rows_));
+  layer_kept_ = range_max_table(std::move(layer_kept));
+}
+
+double MemoryModel::layer_inputs(int begin, int end) const { return sum(inputs_, begin, end); }
+
+double MemoryModel::largest_layer_kept(int begin, int end) const {
+  return range_max(layer_kept_, begin, end);
 }
 
 double MemoryModel::sum(const std::vector<double>& prefix, int begin, int end) const {
   return prefix[static_cast<size_t>(end)] - prefix[static_cast<size_t>(begin)];
-}
-
-double MemoryModel::range_max(const std::vector<std::vector<double>>& table, int begin, int end) {
-  const auto width = static_cast<unsigned>(end - begin);
-  const auto level = static_cast<size_t>(std::bit_width(width) - 1);
-  const std::vector<double>& row = table[level];
-  return std::max(row[static_cast<size_t>(begin)],
-                  row[static_cast<size_t>(end) - (size_t{1} << level)]);
 }
 
 double MemoryModel::full_micro_batch(int begin, int end) const { return sum(kept_, begin, end); }
@@ -85,6 +94,8 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
   m.buffers = sum(buffers_, begin, end);
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;
+  m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);
+  if (stash.layer_recompute) m.recompute_workspace += largest_layer_kept(begin, end);
   // (A recompute's forward holds only part of the workspace: its backward is the larger.)
   if (stash.backward) {
     m.transient = range_max(backward_, begin, end);

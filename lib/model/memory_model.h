@@ -18,6 +18,10 @@ struct StashProfile {
   int full = 0;            // micro-batches kept with everything their layers saved
   bool recompute = false;  // one micro-batch's recompute (all its internals) is alive at the peak
   int loss_grads = 0;      // last stage: loss gradients waiting for their backward
+  // Per-layer recompute (pipeline recompute: per_layer): micro-batches kept as every layer's
+  // input, and whether one layer's recompute (its internals) is alive at the peak.
+  int layer_inputs = 0;
+  bool layer_recompute = false;
   // Messages at the peak (see pipeline::stash_profiles): receives posted ahead (activations from
   // the previous stage among them or not), the received gradient a backward is using, and sends
   // whose copies are not yet freed.
@@ -66,10 +70,12 @@ class MemoryModel {
                     bool last_stage) const;
   // What one micro-batch's layers [begin, end) keep when not recomputed.
   double full_micro_batch(int begin, int end) const;
+  // One micro-batch's inputs of layers [begin, end) (what per-layer recompute keeps), and the
+  // most any one of them keeps when not recomputed (its recompute workspace).
+  double layer_inputs(int begin, int end) const;
+  double largest_layer_kept(int begin, int end) const;
 
  private:
-  // The largest of `table`'s values over [begin, end) (a sparse table).
-  static double range_max(const std::vector<std::vector<double>>& table, int begin, int end);
   double sum(const std::vector<double>& prefix, int begin, int end) const;
 
   std::vector<LayerCost> costs_;
@@ -79,6 +85,8 @@ class MemoryModel {
   // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
   // discarding forward: [k][i] = max over layers [i, i + 2^k).
   std::vector<std::vector<double>> backward_, forward_, discarding_;
+  std::vector<double> inputs_;                   // prefix sums of rows x input bytes
+  std::vector<std::vector<double>> layer_kept_;  // as backward_, of each layer's kept bytes
 };
 
 // Reserved by the executor: receives posted this many ops ahead (pipeline/executor.cpp).

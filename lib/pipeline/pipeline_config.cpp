@@ -11,6 +11,10 @@ std::string to_string(Recompute recompute) {
       return "except_last";
     case Recompute::kNever:
       return "never";
+    case Recompute::kPerLayer:
+      return "per_layer";
+    case Recompute::kAuto:
+      return "auto";
   }
   return "unknown";
 }

@@ -13,6 +13,8 @@ enum class Recompute {
   kAlways,      // only the stage input; forward re-run before backward
   kExceptLast,  // like kAlways but the last micro-batch keeps everything
   kNever,       // everything the layers return from forward
+  kPerLayer,    // every layer's input; backward re-runs one layer's forward at a time
+  kAuto,        // the planner's choice (pipeline/planner.h); never reaches a Stage
 };
 
 // How the layers are split into stages.
@@ -27,13 +29,14 @@ struct PipelineConfig {
   int data_parallel = 1;  // D; 0 = auto (world size / stages)
   int micro_batches = 1;  // M
   ScheduleKind schedule = ScheduleKind::kGpipe;
-  Recompute recompute = Recompute::kAlways;
+  Recompute recompute = Recompute::kAuto;
   PartitionMode partition_mode = PartitionMode::kAuto;
   std::vector<int> partition;  // layers per stage (kManual only)
   int64_t memory_limit = 0;    // predicted peak bytes allowed per rank; 0 = no limit
 };
 
-// Their names in experiment files: "always", "except_last", "never"; "auto", "uniform", "manual".
+// Their names in experiment files: "always", "except_last", "never", "per_layer", "auto"; "auto",
+// "uniform", "manual".
 std::string to_string(Recompute recompute);
 std::string to_string(PartitionMode mode);
 

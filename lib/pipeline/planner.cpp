@@ -24,13 +24,16 @@ using model::LayerRange;
 int recomputed_micro_batches(Recompute recompute, int num_micro_batches) {
   switch (recompute) {
     case Recompute::kAlways:
+    case Recompute::kPerLayer:
       return num_micro_batches;
     case Recompute::kExceptLast:
       return num_micro_batches - 1;
     case Recompute::kNever:
       return 0;
+    case Recompute::kAuto:
+      break;
   }
-  return 0;
+  throw Error("recomputed_micro_batches: recompute: auto is not resolved");
 }
 
 // Predicted seconds of layer ranges, from prefix sums over the layers (O(1) per range).
@@ -279,6 +282,7 @@ PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& pla
         stash_profiles(pipe.schedule, pipe.recompute, pipe.stages, pipe.micro_batches, s));
   }
   PipelinePlan out;
+  out.recompute = pipe.recompute;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
   const std::vector<LayerRange> ranges = choose_partition(c, out.problem);
@@ -302,6 +306,26 @@ double largest_peak(const PipelinePlan& p) {
   return largest;
 }
 
+// The plan with recompute: auto resolved (see plan_pipeline), without advice.
+PipelinePlan plan_resolved(const model::ModelSpec& spec, const model::ModelPlan& plan,
+                           const PlanRequest& request) {
+  if (request.pipeline.recompute != Recompute::kAuto) return plan_core(spec, plan, request);
+  PlanRequest r = request;
+  if (request.pipeline.memory_limit <= 0) {
+    r.pipeline.recompute = Recompute::kAlways;
+    return plan_core(spec, plan, r);
+  }
+  std::optional<PipelinePlan> fastest, smallest;
+  for (Recompute mode :
+       {Recompute::kNever, Recompute::kExceptLast, Recompute::kPerLayer, Recompute::kAlways}) {
+    r.pipeline.recompute = mode;
+    PipelinePlan p = plan_core(spec, plan, r);
+    if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
+    if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
+  }
+  return fastest ? *fastest : *smallest;
+}
+
 // Suggestions: more micro-batches for a large bubble, a setting that fits the limit, a better
 // balanced partition, and recompute: never when memory allows it.
 std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::ModelPlan& plan,
@@ -314,7 +338,7 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
     if (request.batch_size % (int64_t{other.pipeline.data_parallel} * other.pipeline.micro_batches))
       return std::nullopt;
     try {
-      return plan_core(spec, plan, other);
+      return plan_resolved(spec, plan, other);
     } catch (const InputError&) {
       return std::nullopt;
     }
@@ -343,13 +367,15 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
         line.clear();
       }
     }
-    if (!line.empty() && pipe.recompute != Recompute::kAlways) {
+    if (!line.empty() && pipe.recompute != Recompute::kAuto) {
       if (auto a = variant([](PipelineConfig& p) {
-            p.recompute = Recompute::kAlways;
+            p.recompute = Recompute::kAuto;
             p.partition_mode = PartitionMode::kAuto;
           });
           a && a->fits()) {
-        advice.push_back(line + "; with pipeline.recompute: always (and partition: auto) it fits");
+        advice.push_back(
+            fmt::format("{}; with pipeline.recompute: {} (and partition: auto) it fits", line,
+                        to_string(a->recompute)));
         line.clear();
       }
     }
@@ -365,7 +391,8 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
                       out.samples_per_s));
     }
   }
-  if (pipe.recompute != Recompute::kNever && pipe.memory_limit > 0 && out.fits()) {
+  if (pipe.recompute != Recompute::kNever && pipe.recompute != Recompute::kAuto &&
+      pipe.memory_limit > 0 && out.fits()) {
     if (auto a = variant([](PipelineConfig& p) { p.recompute = Recompute::kNever; });
         a && a->fits()) {
       advice.push_back(fmt::format(
@@ -394,6 +421,9 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
     case Recompute::kAlways:
       moments = {{.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads}};
       break;
+    case Recompute::kPerLayer:
+      moments = {{.loss_grads = loss_grads, .layer_inputs = in_flight, .layer_recompute = true}};
+      break;
     case Recompute::kExceptLast:
       // The last micro-batch alone, in full, during its backward (its own recompute is skipped).
       moments = {{.inputs = 0, .full = 1, .recompute = false, .loss_grads = loss_grads}};
@@ -408,6 +438,8 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
             {.inputs = in_flight - 1, .full = 1, .recompute = true, .loss_grads = loss_grads});
       }
       break;
+    case Recompute::kAuto:
+      throw Error("stash_profiles: recompute: auto is not resolved");
   }
   // Messages, at a backward: under GPipe the first one (the next stage has received every
   // activation, Link has freed their copies, no gradient was sent yet); under 1F1B any one of the
@@ -431,13 +463,15 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
     // The last forward: every micro-batch stored (the last one in full unless recomputed),
     // gradient receives posted, and the latest outputs perhaps not yet received by a slower
     // next stage.
-    const int full = recompute == Recompute::kAlways  ? 0
-                     : recompute == Recompute::kNever ? num_micro_batches
-                                                      : 1;
-    moments.push_back({.inputs = num_micro_batches - full,
+    const bool per_layer = recompute == Recompute::kPerLayer;
+    const int full = recompute == Recompute::kNever        ? num_micro_batches
+                     : recompute == Recompute::kExceptLast ? 1
+                                                           : 0;
+    moments.push_back({.inputs = per_layer ? 0 : num_micro_batches - full,
                        .full = full,
                        .recompute = false,
                        .loss_grads = loss_grads,
+                       .layer_inputs = per_layer ? num_micro_batches : 0,
                        .backward = false,
                        .discarding = full == 0,
                        .receiving_activations = false,
@@ -449,7 +483,7 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
 
 PipelinePlan plan_pipeline(const model::ModelSpec& spec, const model::ModelPlan& plan,
                            const PlanRequest& request) {
-  PipelinePlan out = plan_core(spec, plan, request);
+  PipelinePlan out = plan_resolved(spec, plan, request);
   out.advice = make_advice(spec, plan, request, out);
   return out;
 }

@@ -51,6 +51,8 @@ struct StagePlan {
 };
 
 struct PipelinePlan {
+  // The recompute mode the stages run: the request's, or the one `auto` chose (never kAuto).
+  Recompute recompute = Recompute::kAlways;
   std::vector<StagePlan> stages;
   int64_t micro_batch_rows = 0;
   double bubble_fraction = 0.0;  // idle share of the pipeline (timeline simulation)
@@ -70,13 +72,18 @@ struct PipelinePlan {
 // micro-batches are forwarded and not yet backwarded: kept as inputs with one of them being
 // recomputed (recompute: always), in full (never); for except_last, either `in_flight`
 // recomputed ones (while the last is not yet forwarded), or the last in full beside
-// in_flight - 1 inputs and a recompute, or the last alone during its backward. The last stage
-// also holds in_flight loss gradients.
+// in_flight - 1 inputs and a recompute, or the last alone during its backward; for per_layer,
+// every layer's input of `in_flight` micro-batches and one layer's recompute. The last stage
+// also holds in_flight loss gradients. `recompute` is not kAuto.
 std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute recompute,
                                                 int num_stages, int num_micro_batches, int stage);
 
 // Throws InputError for a partition that cannot be (counts, more stages than layers), naming
 // request.partition_where. A memory limit that cannot be met is reported in `problem`.
+// recompute: auto is resolved here: without a memory limit to always (GPipe's choice); with one,
+// to the mode with the fastest predicted step among those whose plan fits, ties going to the
+// first of never, except_last, per_layer, always; when none fits, to the one with the smallest
+// largest stage (its problem is reported).
 PipelinePlan plan_pipeline(const model::ModelSpec& spec, const model::ModelPlan& plan,
                            const PlanRequest& request);
 

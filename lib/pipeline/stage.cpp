@@ -30,6 +30,7 @@ MemoryActivity layer_activity(const nn::Layer& layer, std::string_view what) {
 size_t Stage::Stash::bytes() const {
   size_t n = input.bytes();
   for (const nn::Saved& s : saved) n += s.bytes();
+  for (const Tensor& t : layer_inputs) n += t.bytes();
   return n;
 }
 
@@ -37,6 +38,7 @@ Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute
              int num_micro_batches)
     : layers_(std::move(layers)), recompute_(recompute), num_micro_batches_(num_micro_batches) {
   check(!layers_.empty(), "a stage needs at least one layer");
+  check(recompute_ != Recompute::kAuto, "a stage needs a resolved recompute mode, not auto");
   auto pointers = raw_pointers(layers_);
   params_ = std::make_unique<nn::ParamBuffer>(std::span<nn::Layer* const>(pointers));
 }
@@ -48,6 +50,8 @@ bool Stage::recomputes(int micro_batch) const {
     case Recompute::kExceptLast:
       return micro_batch != num_micro_batches_ - 1;
     case Recompute::kNever:
+    case Recompute::kPerLayer:  // recomputes one layer at a time, never the stage's forward
+    case Recompute::kAuto:
       return false;
   }
   return false;
@@ -71,6 +75,20 @@ Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
   return current;
 }
 
+Tensor Stage::forward_per_layer(Tensor input, const nn::LayerContext& ctx,
+                                std::vector<Tensor>& inputs, std::vector<float>& update) {
+  inputs.reserve(layers_.size());
+  inputs.push_back(std::move(input));
+  for (size_t i = 0;; ++i) {
+    const MemoryActivity activity = layer_activity(*layers_[i], forward_kind(ctx));
+    const MemoryActivityScope label(activity);
+    nn::Forward result = layers_[i]->forward(inputs.back(), ctx);
+    update.insert(update.end(), result.buffer_update.begin(), result.buffer_update.end());
+    if (i + 1 == layers_.size()) return std::move(result.output);
+    inputs.push_back(std::move(result.output));
+  }
+}
+
 Tensor Stage::forward(int micro_batch, Tensor input, const nn::LayerContext& ctx) {
   check(!stash_.contains(micro_batch), "micro-batch {} forwarded twice", micro_batch);
   check(!buffer_updates_.contains(micro_batch),
@@ -78,7 +96,9 @@ Tensor Stage::forward(int micro_batch, Tensor input, const nn::LayerContext& ctx
   Stash stash;
   Tensor output;
   std::vector<float> update;
-  if (recomputes(micro_batch)) {
+  if (recompute_ == Recompute::kPerLayer) {
+    output = forward_per_layer(std::move(input), ctx, stash.layer_inputs, update);
+  } else if (recomputes(micro_batch)) {
     output = run_forward(input, ctx, nullptr, &update);
     stash.input = std::move(input);
   } else {
@@ -100,6 +120,7 @@ Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::Lay
   Stash stash = std::move(it->second);
   stash_.erase(it);
   stored_bytes_ -= stash.bytes();
+  if (!stash.layer_inputs.empty()) return backward_per_layer(stash, grad_output, ctx);
   if (stash.saved.empty()) {
     nn::LayerContext recompute_ctx = ctx;
     recompute_ctx.recompute = true;
@@ -112,6 +133,23 @@ Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::Lay
     const MemoryActivity activity = layer_activity(*layers_[i], "backward");
     const MemoryActivityScope label(activity);
     grad = layers_[i]->backward(grad, stash.saved[i], layer_ctx);
+  }
+  return grad;
+}
+
+Tensor Stage::backward_per_layer(Stash& stash, const Tensor& grad_output,
+                                 const nn::LayerContext& ctx) {
+  nn::LayerContext recompute_ctx = ctx;
+  recompute_ctx.recompute = true;
+  Tensor grad = grad_output;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const MemoryActivity activity = layer_activity(*layers_[i], "backward");
+    const MemoryActivityScope label(activity);
+    nn::Saved saved = layers_[i]->forward(stash.layer_inputs[i], recompute_ctx).saved;
+    stash.layer_inputs[i] = Tensor();  // its internals now hold what backward needs
+    nn::LayerContext layer_ctx = ctx;
+    layer_ctx.need_input_grad = layers_[i]->global_index() != 0;
+    grad = layers_[i]->backward(grad, saved, layer_ctx);
   }
   return grad;
 }

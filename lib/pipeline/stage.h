@@ -1,6 +1,7 @@
 // Stage: one pipeline position: its layer range, its parameter buffer, and what it stores per
-// micro-batch between forward and backward (all of it, or only its input under recompute), and
-// the buffer updates of its micro-batches until the step applies them.
+// micro-batch between forward and backward (all of it, only its input under recompute, or every
+// layer's input under per-layer recompute), and the buffer updates of its micro-batches until the
+// step applies them.
 #pragma once
 
 #include <map>
@@ -17,7 +18,8 @@ namespace mpipe::pipeline {
 
 class Stage {
  public:
-  // `layers` are this stage's contiguous layers in global order.
+  // `layers` are this stage's contiguous layers in global order; `recompute` is not kAuto (the
+  // planner resolves it).
   Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute, int num_micro_batches);
 
   nn::ParamBuffer& params() { return *params_; }
@@ -27,8 +29,10 @@ class Stage {
   // Forward of micro-batch `micro_batch` in training mode; stores what its backward needs
   // (the input only when that micro-batch is recomputed).
   Tensor forward(int micro_batch, Tensor input, const nn::LayerContext& ctx);
-  // Backward of `micro_batch`: recomputes its forward first if only the input was stored.
-  // Returns d loss / d input (empty on the stage that holds layer 0). Frees the stash.
+  // Backward of `micro_batch`: recomputes its forward first if only the input was stored; under
+  // per-layer recompute, walks the layers from last to first, re-running one layer's forward from
+  // its kept input just before that layer's backward (and dropping the input after). Returns d loss
+  // / d input (empty on the stage that holds layer 0). Frees the stash.
   Tensor backward(int micro_batch, const Tensor& grad_output, const nn::LayerContext& ctx);
   // Forward in evaluation mode; stores nothing.
   Tensor evaluate(const Tensor& input, const nn::LayerContext& ctx);
@@ -51,14 +55,20 @@ class Stage {
 
  private:
   struct Stash {
-    Tensor input;                  // kept when the forward is recomputed
-    std::vector<nn::Saved> saved;  // one per layer, kept when it is not
+    Tensor input;                      // kept when the forward is recomputed
+    std::vector<nn::Saved> saved;      // one per layer, kept when it is not
+    std::vector<Tensor> layer_inputs;  // one per layer under per-layer recompute
     size_t bytes() const;
   };
+  // Backward of a per-layer stash: one layer's recompute and backward at a time.
+  Tensor backward_per_layer(Stash& stash, const Tensor& grad_output, const nn::LayerContext& ctx);
   // Runs all layers; appends each layer's Saved to `saved` and its buffer update to `update`
   // unless they are null.
   Tensor run_forward(const Tensor& input, const nn::LayerContext& ctx,
                      std::vector<nn::Saved>* saved, std::vector<float>* update = nullptr);
+  // Runs all layers, moving each layer's input into `inputs` (no copies); returns the output.
+  Tensor forward_per_layer(Tensor input, const nn::LayerContext& ctx, std::vector<Tensor>& inputs,
+                           std::vector<float>& update);
 
   std::vector<std::unique_ptr<nn::Layer>> layers_;
   std::unique_ptr<nn::ParamBuffer> params_;

@@ -11,9 +11,9 @@
 
 #include "comm/agree.h"
 #include "core/error.h"
+#include "core/file_lock.h"
 #include "core/host_clock.h"
 #include "log/logging.h"
-#include "serve/file_lock.h"
 #include "serve/spool.h"
 #include "serve/status_board.h"
 #include "serve/train_job.h"
@@ -29,27 +29,16 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// "pid 12 on host h since T" from the lock file's contents, or "another daemon".
-std::string describe_holder(const std::string& contents) {
-  const nlohmann::json holder = nlohmann::json::parse(contents, nullptr, false);
-  if (!holder.is_object() || !holder.value("pid", nlohmann::json()).is_number_integer()) {
-    return "another daemon";
-  }
-  return fmt::format("mpipe serve pid {} on host {} since {}", holder["pid"].get<int64_t>(),
-                     holder.value("host", "?"), holder.value("since", "?"));
-}
-
 // The spool's lock, held for the daemon's life (the kernel releases it however the process ends).
 FileLock lock_spool(const Spool& spool) {
   std::optional<FileLock> lock = FileLock::try_lock(spool.lock_path());
   if (!lock) {
+    const std::string holder = describe_lock_holder(read_lock_contents(spool.lock_path()));
     throw InputError(fmt::format("{}: in use by {} (lock {})", spool.dir(),
-                                 describe_holder(read_lock_contents(spool.lock_path())),
+                                 holder.empty() ? "another daemon" : "mpipe serve " + holder,
                                  spool.lock_path()));
   }
-  lock->write_contents(
-      nlohmann::json{{"pid", this_pid()}, {"host", this_host()}, {"since", utc_now()}}.dump() +
-      "\n");
+  lock->write_holder();
   return std::move(*lock);
 }
 

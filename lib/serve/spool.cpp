@@ -12,7 +12,7 @@
 #include "checkpoint/atomic_file.h"
 #include "core/error.h"
 #include "core/host_clock.h"
-#include "serve/file_lock.h"
+#include "core/file_lock.h"
 
 namespace mpipe::serve {
 namespace {

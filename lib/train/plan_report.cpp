@@ -21,6 +21,12 @@ std::string layer_span(const model::LayerRange& r) {
   return r.size() == 1 ? fmt::format("{}", r.begin) : fmt::format("{}-{}", r.begin, r.end - 1);
 }
 
+// The mode the stages run, and "(auto)" when the planner chose it.
+std::string recompute_name(const PlanReport& r) {
+  const std::string name = pipeline::to_string(r.plan.recompute);
+  return r.pipeline.recompute == pipeline::Recompute::kAuto ? name + " (auto)" : name;
+}
+
 std::string header(const PlanReport& r) {
   const pipeline::PipelineConfig& p = r.pipeline;
   return fmt::format(
@@ -28,7 +34,7 @@ std::string header(const PlanReport& r) {
       "{}, recompute: {}, partition: {}, memory limit: {}\n",
       r.experiment.source, r.model.layers.size(), r.model.num_params(), p.stages,
       p.stages == 1 ? "" : "s", p.data_parallel, p.data_parallel == 1 ? "" : "s", p.micro_batches,
-      r.plan.micro_batch_rows, pipeline::to_string(p.schedule), pipeline::to_string(p.recompute),
+      r.plan.micro_batch_rows, pipeline::to_string(p.schedule), recompute_name(r),
       pipeline::to_string(p.partition_mode),
       p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
 }
@@ -138,7 +144,8 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"micro_batch_rows", plan.micro_batch_rows},
       {"batch_size", r.experiment.train.batch_size},
       {"schedule", pipeline::to_string(p.schedule)},
-      {"recompute", pipeline::to_string(p.recompute)},
+      {"recompute", pipeline::to_string(plan.recompute)},
+      {"recompute_setting", pipeline::to_string(p.recompute)},
       {"partition", pipeline::to_string(p.partition_mode)},
       {"memory_limit_bytes", p.memory_limit > 0 ? nlohmann::ordered_json(p.memory_limit)
                                                 : nlohmann::ordered_json(nullptr)},

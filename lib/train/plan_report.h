@@ -22,7 +22,8 @@ struct PlanReport {
 std::string plan_text(const PlanReport& report);
 
 // {"config", "num_layers", "num_params", "stages", "data_parallel", "micro_batches",
-//  "micro_batch_rows", "batch_size", "schedule", "recompute", "partition",
+//  "micro_batch_rows", "batch_size", "schedule", "recompute" (the mode the stages run),
+//  "recompute_setting" (the experiment's: "auto" when the planner chose), "partition",
 //  "memory_limit_bytes" (null: none), "layers": [{"index", "kind", "input", "output",
 //  "num_params", "forward_flops"}], "stage_plans": [{"stage", "first_layer", "last_layer",
 //  "num_params", "forward_flops", "backward_flops", "recompute_flops", "compute_s",

@@ -7,14 +7,23 @@ namespace mpipe::checkpoint {
 namespace {
 
 Settings base() {
-  return {{"train.steps", "100"},          {"train.seed", "1"},
-          {"train.batch_size", "64"},      {"train.eval_every", "0"},
-          {"optimizer.lr", "0.001"},       {"optimizer.kind", "adam"},
-          {"data.path", "/data/a"},        {"log.every", "10"},
-          {"checkpoint.every", "50"},      {"pipeline.stages", "2"},
-          {"pipeline.data_parallel", "1"}, {"pipeline.micro_batches", "4"},
-          {"pipeline.schedule", "gpipe"},  {"pipeline.partition", "uniform"},
-          {kGlobalMicroBatchesKey, "4"},   {"model.layers[0].type", "linear"},
+  return {{"train.steps", "100"},
+          {"train.seed", "1"},
+          {"train.batch_size", "64"},
+          {"train.eval_every", "0"},
+          {"optimizer.lr", "0.001"},
+          {"optimizer.kind", "adam"},
+          {"data.path", "/data/a"},
+          {"log.every", "10"},
+          {"checkpoint.every", "50"},
+          {"pipeline.stages", "2"},
+          {"pipeline.data_parallel", "1"},
+          {"pipeline.micro_batches", "4"},
+          {"pipeline.schedule", "gpipe"},
+          {"pipeline.partition", "uniform"},
+          {"pipeline.memory_limit", "none"},
+          {kGlobalMicroBatchesKey, "4"},
+          {"model.layers[0].type", "linear"},
           {"model.layers[0].units", "64"}};
 }
 
@@ -47,9 +56,10 @@ TEST(CompareSettings, PipelineLayoutMayChangeWithTheSameGlobalMicroBatches) {
                                              {"pipeline.data_parallel", "2"},
                                              {"pipeline.micro_batches", "2"},
                                              {"pipeline.schedule", "1f1b"},
-                                             {"pipeline.partition", "[2, 4]"}}));
+                                             {"pipeline.partition", "[2, 4]"},
+                                             {"pipeline.memory_limit", "1073741824"}}));
   EXPECT_TRUE(changes.refused.empty());
-  EXPECT_EQ(changes.allowed.size(), 5u);
+  EXPECT_EQ(changes.allowed.size(), 6u);
 }
 
 TEST(CompareSettings, OtherGlobalMicroBatchesAreRefused) {

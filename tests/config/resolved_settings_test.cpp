@@ -66,6 +66,7 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"pipeline.schedule", "1f1b"},
                                             {"pipeline.recompute", "except_last"},
                                             {"pipeline.partition", "[1, 1]"},
+                                            {"pipeline.memory_limit", "3221225472"},
                                             {"checkpoint.every", "100"},
                                             {"checkpoint.keep", "5"},
                                             {"log.every", "25"},
@@ -87,7 +88,11 @@ TEST(ResolvedSettings, DefaultsAreIncluded) {
                 .at("pipeline.partition"),
             "uniform");
   EXPECT_EQ(settings.at("pipeline.schedule"), "gpipe");
-  EXPECT_EQ(settings.at("pipeline.recompute"), "always");
+  EXPECT_EQ(settings.at("pipeline.recompute"), "auto");  // the default: the planner chooses
+  EXPECT_EQ(resolved_settings(file.load("pipeline:\n  recompute: per_layer\n" + kModel))
+                .at("pipeline.recompute"),
+            "per_layer");
+  EXPECT_EQ(settings.at("pipeline.memory_limit"), "none");
   EXPECT_EQ(settings.at("optimizer.schedule.kind"), "constant");
   EXPECT_EQ(settings.at("model.loss"), "cross_entropy");
 }

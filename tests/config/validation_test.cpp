@@ -204,10 +204,10 @@ TEST(PipelineSection, ScheduleMustBeGpipeOr1f1b) {
             "exp.yaml:2: pipeline.schedule: expected one of gpipe, 1f1b, got 'zigzag'");
 }
 
-TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastOrNever) {
+TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastNeverPerLayerOrAuto) {
   EXPECT_EQ(error_of("pipeline:\n  recompute: sometimes\n"),
-            "exp.yaml:2: pipeline.recompute: expected one of always, except_last, never, got "
-            "'sometimes'");
+            "exp.yaml:2: pipeline.recompute: expected one of always, except_last, never, "
+            "per_layer, auto, got 'sometimes'");
 }
 
 TEST(PipelineSection, PartitionMustBeAutoUniformOrAList) {

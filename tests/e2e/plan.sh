@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# mpipe plan: --json parses with every stage and prediction (its run time is printed), and its
-# option errors are one line with exit status 2.
+# mpipe plan: --json parses with every stage and prediction (its run time is printed), recompute:
+# auto chooses the mode by the limit, and its option errors are one line with exit status 2.
 source "$(dirname "$0")/lib.sh"
 configs=$(dirname "$0")/../../configs
 
@@ -42,6 +42,26 @@ assert plan["micro_batches"] == 16 and plan["micro_batch_rows"] == 2, plan["micr
 assert plan["memory_limit_bytes"] == 64 << 20 and not plan["fits"]
 assert plan["problem"].startswith("--memory-limit 64MiB: layer "), plan["problem"]
 PY
+
+# recompute: auto (largest_model.yaml's) runs the fastest mode whose plan fits the limit, and an
+# explicit mode over the limit is told the one that fits (K = 1 GPipe, 16 blocks: per_layer
+# peaks at 85.4 MiB, always at 88.1, except_last at 124.4, never at 342.3).
+auto_mode() {  # LIMIT -> the chosen mode
+  "$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit "$1" \
+    --set pipeline.schedule=gpipe --json |
+    /usr/bin/python3 -c 'import json, sys; p = json.load(sys.stdin); assert p["fits"] and p["recompute_setting"] == "auto"; print(p["recompute"])'
+}
+for expected in 512MiB:never 128MiB:except_last 87MiB:per_layer; do
+  got=$(auto_mode "${expected%%:*}")
+  [[ $got == "${expected#*:}" ]] || { echo "FAILED: recompute auto at ${expected%%:*}: $got"; exit 1; }
+done
+"$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit 87MiB \
+  --set pipeline.schedule=gpipe > "$WORK/auto.txt"
+grep -q "recompute: per_layer (auto)," "$WORK/auto.txt" || { cat "$WORK/auto.txt"; echo "FAILED: auto text"; exit 1; }
+"$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit 87MiB \
+  --set pipeline.schedule=gpipe --set pipeline.recompute=always > "$WORK/always.txt"
+grep -q "^advice: the largest stage exceeds the limit by 1.1 MiB; with pipeline.recompute: per_layer (and partition: auto) it fits$" "$WORK/always.txt" ||
+  { cat "$WORK/always.txt"; echo "FAILED: recompute advice"; exit 1; }
 
 # The text table.
 "$MPIPE" plan "$configs/fashion_mnist_cnn.yaml" --stages 2 > "$WORK/plan.txt"

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Transparency: after 3 steps the exported weights of K = 1, 2, 4 stages are bit-identical,
-# for both schedules and all three recompute modes, with the default partition (auto: the
+# Transparency: after 3 steps the exported weights of K = 1, 2, 4 stages are bit-identical (and
+# K = 1 with per-layer recompute to K = 1 with the default),
+# for both schedules and all four recompute modes, with the default partition (auto: the
 # planner's, which differs from uniform for every model here at K = 4) and with uniform.
 # Usage: transparency.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
 train 1 k1 "$config"
+train 1 k1-per_layer "$config" --set pipeline.recompute=per_layer
+same k1 k1-per_layer
 for schedule in gpipe 1f1b; do
-  for recompute in always except_last never; do
+  for recompute in always except_last never per_layer; do
     for k in 2 4; do
       name=k$k-$schedule-$recompute
       train "$k" "$name" "$config" --set pipeline.schedule=$schedule --set pipeline.recompute=$recompute
@@ -19,4 +22,4 @@ for k in 2 4; do
   train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform
   same k1 "k$k-uniform"
 done
-echo "transparency: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never} (auto) and uniform bit-identical"
+echo "transparency: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never,per_layer} (auto) and uniform bit-identical"

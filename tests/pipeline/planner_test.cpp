@@ -26,7 +26,8 @@ using model::LayerRange;
 using model::ModelSpec;
 
 constexpr ScheduleKind kSchedules[] = {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB};
-constexpr Recompute kModes[] = {Recompute::kAlways, Recompute::kExceptLast, Recompute::kNever};
+constexpr Recompute kModes[] = {Recompute::kAlways, Recompute::kExceptLast, Recompute::kNever,
+                                Recompute::kPerLayer};
 
 ModelSpec model_of(
     const std::vector<std::pair<std::string, std::map<std::string, AttrValue>>>& ls) {
@@ -121,7 +122,8 @@ TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
   };
   const auto same = [](const P& a, const P& b) {
     return a.inputs == b.inputs && a.full == b.full && a.recompute == b.recompute &&
-           a.loss_grads == b.loss_grads;
+           a.loss_grads == b.loss_grads && a.layer_inputs == b.layer_inputs &&
+           a.layer_recompute == b.layer_recompute;
   };
   // GPipe keeps all M; 1F1B keeps min(K - s, M); the last stage holds as many loss gradients.
   EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kAlways, 4, 8, 1), P{8, 0, true, 0}));
@@ -129,6 +131,11 @@ TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
   EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 2, 0), P{2, 0, true, 0}));
   EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kNever, 4, 8, 3), P{0, 1, false, 1}));
   EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kNever, 4, 8, 3), P{0, 8, false, 8}));
+  // per_layer: every layer's input of the micro-batches in flight, one layer recomputed.
+  EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kPerLayer, 4, 8, 1),
+                   P{0, 0, false, 0, 3, true}));
+  EXPECT_TRUE(
+      same(one(ScheduleKind::kGpipe, Recompute::kPerLayer, 4, 8, 3), P{0, 0, false, 8, 8, true}));
   // except_last under GPipe: the last micro-batch alone, or in full beside M - 1 inputs.
   const auto moments = stash_profiles(ScheduleKind::kGpipe, Recompute::kExceptLast, 2, 4, 0);
   ASSERT_EQ(moments.size(), 3u);
@@ -419,6 +426,85 @@ TEST(Planner, AdviseRecomputeNeverWhenItAlsoFits) {
   r.pipeline.recompute = Recompute::kAlways;
   EXPECT_TRUE(has_advice(plan_of(spec, kEqualInput, r),
                          "pipeline.recompute: never also fits the limit (largest stage "));
+}
+
+// Four Transformer blocks: each keeps far more than its input (attention probabilities, the MLP).
+ModelSpec block_model() {
+  const std::pair<std::string, std::map<std::string, AttrValue>> block = {"transformer_block",
+                                                                          {{"heads", int64_t{2}}}};
+  return model_of({block, block, block, block});
+}
+const Shape kBlockInput{8, 16};
+
+// One GPipe stage of block_model with 4 micro-batches of 8 examples.
+PlanRequest block_request(Recompute recompute, double limit) {
+  PlanRequest r = request(1, PartitionMode::kAuto);
+  r.pipeline.schedule = ScheduleKind::kGpipe;
+  r.pipeline.recompute = recompute;
+  r.pipeline.memory_limit = static_cast<int64_t>(limit);
+  return r;
+}
+
+TEST(Planner, PerLayerRecomputeKeepsEveryLayersInputAndOneLayersWorkspace) {
+  const ModelSpec spec = block_model();
+  const std::vector<model::LayerCost> costs =
+      model::layer_costs(spec, model::plan_model(spec, kBlockInput));
+  double inputs = 0.0, largest = 0.0, full = 0.0;
+  for (const model::LayerCost& c : costs) {
+    inputs += 8 * c.input_bytes;
+    largest = std::max(largest, c.kept_bytes(8));
+    full += c.kept_bytes(8);
+  }
+  const model::StageMemory per_layer =
+      plan_of(spec, kBlockInput, block_request(Recompute::kPerLayer, 0)).stages[0].memory;
+  EXPECT_EQ(per_layer.kept_activations, 4 * inputs);
+  EXPECT_EQ(per_layer.recompute_workspace, largest);
+  const model::StageMemory always =
+      plan_of(spec, kBlockInput, block_request(Recompute::kAlways, 0)).stages[0].memory;
+  EXPECT_EQ(always.kept_activations, 4 * 8 * costs[0].input_bytes);
+  EXPECT_EQ(always.recompute_workspace, full);
+  EXPECT_EQ(per_layer.transient, always.transient);
+}
+
+TEST(Planner, RecomputeAutoChoosesTheFastestModeThatFits) {
+  const ModelSpec spec = block_model();
+  std::map<Recompute, double> peak;
+  std::map<Recompute, double> step;
+  for (Recompute mode : kModes) {
+    const PipelinePlan p = plan_of(spec, kBlockInput, block_request(mode, 0));
+    EXPECT_EQ(p.recompute, mode);
+    peak[mode] = peak_of(p);
+    step[mode] = p.step_s;
+  }
+  // The model's memory order is the reverse of its speed order (per_layer as fast as always).
+  EXPECT_LT(peak[Recompute::kPerLayer], peak[Recompute::kAlways]);
+  EXPECT_LT(peak[Recompute::kAlways], peak[Recompute::kExceptLast]);
+  EXPECT_LT(peak[Recompute::kExceptLast], peak[Recompute::kNever]);
+  EXPECT_LT(step[Recompute::kNever], step[Recompute::kExceptLast]);
+  EXPECT_LT(step[Recompute::kExceptLast], step[Recompute::kAlways]);
+  EXPECT_EQ(step[Recompute::kPerLayer], step[Recompute::kAlways]);
+  const auto chosen = [&](double limit) {
+    const PipelinePlan p = plan_of(spec, kBlockInput, block_request(Recompute::kAuto, limit));
+    return to_string(p.recompute) + (p.fits() ? "" : ": " + p.problem);
+  };
+  EXPECT_EQ(chosen(0), "always");  // no limit: GPipe's default
+  EXPECT_EQ(chosen(peak[Recompute::kNever]), "never");
+  EXPECT_EQ(chosen(peak[Recompute::kNever] - 1), "except_last");
+  EXPECT_EQ(chosen(peak[Recompute::kExceptLast] - 1), "per_layer");  // ties go to per_layer
+  EXPECT_EQ(chosen(peak[Recompute::kAlways] - 1), "per_layer");
+  EXPECT_TRUE(chosen(peak[Recompute::kPerLayer] - 1)
+                  .starts_with("per_layer: exp.yaml:21: pipeline.memory_limit: "));
+}
+
+TEST(Planner, AdviseTheRecomputeModeAutoWouldChoose) {
+  const ModelSpec spec = block_model();
+  const double always = peak_of(plan_of(spec, kBlockInput, block_request(Recompute::kAlways, 0)));
+  const PipelinePlan p = plan_of(spec, kBlockInput, block_request(Recompute::kAlways, always - 1));
+  ASSERT_FALSE(p.fits());
+  EXPECT_TRUE(std::any_of(p.advice.begin(), p.advice.end(), [](const std::string& line) {
+    return line.starts_with("the largest stage exceeds the limit by ") &&
+           line.ends_with("; with pipeline.recompute: per_layer (and partition: auto) it fits");
+  }));
 }
 
 }  // namespace

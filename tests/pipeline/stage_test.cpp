@@ -177,6 +177,19 @@ TEST(Stage, EvaluateStoresNothing) {
   EXPECT_EQ(stage->peak_stored_bytes(), 0u);
 }
 
+TEST(Stage, RecomputePerLayerStoresEveryLayersInput) {
+  const auto stage = make_stage(Recompute::kPerLayer, kMicroBatches);
+  // The inputs of Linear [4, 6], ReLU [4, 5], Dropout [4, 5] and Linear [4, 5].
+  const auto inputs = static_cast<size_t>(kRows * (kIn + 3 * kHidden)) * sizeof(float);
+  const std::vector<size_t> stored = stored_bytes_after_each_forward(*stage);
+  for (int m = 0; m < kMicroBatches; ++m) {
+    EXPECT_EQ(stored[static_cast<size_t>(m)], static_cast<size_t>(m + 1) * inputs) << m;
+  }
+  EXPECT_FALSE(stage->recomputes(0));  // one layer at a time, never the whole stage
+}
+
+TEST(Stage, NeedsAResolvedRecomputeMode) { EXPECT_THROW(make_stage(Recompute::kAuto, 1), Error); }
+
 struct Gradients {
   std::vector<float> params;
   std::vector<Tensor> inputs;  // one per micro-batch
@@ -230,6 +243,7 @@ TEST(Stage, RecomputeChangesNoGradientBit) {
   EXPECT_EQ(never.inputs[0].shape(), (Shape{4, kIn}));
   expect_bit_identical(run_micro_batches(Recompute::kAlways, rows), never);
   expect_bit_identical(run_micro_batches(Recompute::kExceptLast, rows), never);
+  expect_bit_identical(run_micro_batches(Recompute::kPerLayer, rows), never);
 }
 
 TEST(Stage, DropoutMasksTheForwardInTraining) {
@@ -253,7 +267,7 @@ void expect_close(std::span<const float> actual, std::span<const float> expected
 }
 
 TEST(Stage, TwoMicroBatchesAccumulateTheFullBatchGradient) {
-  for (Recompute recompute : {Recompute::kAlways, Recompute::kNever}) {
+  for (Recompute recompute : {Recompute::kAlways, Recompute::kNever, Recompute::kPerLayer}) {
     const Gradients split = run_micro_batches(recompute, {4, 4});
     const Gradients whole = run_micro_batches(recompute, {8});
     expect_close(split.params, whole.params);
@@ -335,6 +349,31 @@ TEST(Stage, KeepsOneBufferUpdatePerMicroBatchFromFirstForwardsInMicroBatchOrder)
   const auto stored = make_batch_norm_stage(Recompute::kNever, 3);
   run_images(*stored, {0, 1, 2}, {0, 1, 2});
   EXPECT_EQ(stored->take_buffer_updates(), updates);
+}
+
+// Input gradients of the batch-norm stage's micro-batches and its parameter gradients.
+std::vector<float> image_gradients(Stage& stage) {
+  kernels::KernelContext kernels;
+  std::vector<float> out;
+  for (int m = 0; m < 3; ++m) stage.forward(m, image_micro_batch(m), context(kernels, m * kRows));
+  for (int m = 0; m < 3; ++m) {
+    const Tensor dx = stage.backward(m, random_tensor(kImage.batched(kRows), 300 + m),
+                                     context(kernels, m * kRows));
+    out.insert(out.end(), dx.span().begin(), dx.span().end());
+  }
+  out.insert(out.end(), stage.params().grads().begin(), stage.params().grads().end());
+  return out;
+}
+
+TEST(Stage, PerLayerRecomputeOfBatchNormsGivesTheFirstForwardsUpdatesAndGradients) {
+  const auto per_layer = make_batch_norm_stage(Recompute::kPerLayer, 3);
+  const auto stored = make_batch_norm_stage(Recompute::kNever, 3);
+  const std::vector<float> initial = buffers_of(*per_layer);
+  const std::vector<float> grads = image_gradients(*per_layer);
+  // The recomputes record no update and change no buffer before the step applies them.
+  EXPECT_EQ(buffers_of(*per_layer), initial);
+  EXPECT_EQ(image_gradients(*stored), grads);  // bit for bit: EXPECT_EQ on floats
+  EXPECT_EQ(per_layer->take_buffer_updates(), stored->take_buffer_updates());
 }
 
 TEST(Stage, ReplicasApplyingAllUpdatesInGlobalOrderMatchOneStageRunningEveryMicroBatch) {

@@ -75,7 +75,8 @@ TEST(PlanReport, JsonHasEveryStageAndThePredictions) {
   EXPECT_EQ(json["micro_batches"], 2);
   EXPECT_EQ(json["micro_batch_rows"], 8);
   EXPECT_EQ(json["schedule"], "gpipe");
-  EXPECT_EQ(json["recompute"], "always");
+  EXPECT_EQ(json["recompute"], "always");  // what auto chooses without a memory limit
+  EXPECT_EQ(json["recompute_setting"], "auto");
   EXPECT_EQ(json["partition"], "auto");
   EXPECT_TRUE(json["memory_limit_bytes"].is_null());
   ASSERT_EQ(json["layers"].size(), 3u);
@@ -128,7 +129,7 @@ TEST(PlanReport, TextHasTheLayerAndStageTablesAndAdvice) {
       plan_text({.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline});
   EXPECT_TRUE(text.starts_with(
       "exp.yaml: 3 layers, 2762 parameters; 2 stages x 1 replica, 2 micro-batches of 8 examples, "
-      "gpipe, recompute: always, partition: auto, memory limit: none\n"))
+      "gpipe, recompute: always (auto), partition: auto, memory limit: none\n"))
       << text;
   EXPECT_NE(text.find("stage  layers         params  GFLOP/step  time/step peak memory"),
             std::string::npos)

@@ -1,11 +1,11 @@
 // FileLock: an exclusive flock on a file, held until destroyed (or until the process dies, however
-// it dies: the kernel releases it then).
+// it dies: the kernel releases it then), and the holder's description that locks write into it.
 #pragma once
 
 #include <optional>
 #include <string>
 
-namespace mpipe::serve {
+namespace mpipe {
 
 class FileLock {
  public:
@@ -21,10 +21,16 @@ class FileLock {
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
 
+  const std::string& path() const { return path_; }
   // The file's contents (at most 4 KiB): what its holder wrote about itself.
   std::string contents() const;
   // Replaces the file's contents. Throws Error on failure.
   void write_contents(const std::string& text) const;
+  // Writes this process as the holder: {"pid": 123, "host": "h", "since": "2026-...Z"}.
+  void write_holder() const;
+  // Whether the locked file is still the one at path() (a holder that removes the file on release
+  // lets a later process create a new one: a lock on the removed file would guard nothing).
+  bool still_at_path() const;
 
  private:
   FileLock(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
@@ -36,5 +42,8 @@ class FileLock {
 
 // The contents of the file at `path` (at most 4 KiB), without locking it; empty if unreadable.
 std::string read_lock_contents(const std::string& path);
+// "pid 123 on host h since 2026-11-23T20:00:00Z" from contents that write_holder() wrote; empty
+// when they are not such a description (a holder that has not written itself yet).
+std::string describe_lock_holder(const std::string& contents);
 
-}  // namespace mpipe::serve
+}  // namespace mpipe

@@ -1,17 +1,20 @@
-// FileLock: open + flock(LOCK_EX), released by close.
-#include "serve/file_lock.h"
+// FileLock: open + flock(LOCK_EX), released by close; the holder description in the file.
+#include "core/file_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "core/error.h"
+#include "core/host_clock.h"
 
-namespace mpipe::serve {
+namespace mpipe {
 namespace {
 
 constexpr size_t kMaxContents = 4096;
@@ -74,6 +77,19 @@ void FileLock::write_contents(const std::string& text) const {
   ::fsync(fd_);
 }
 
+void FileLock::write_holder() const {
+  write_contents(
+      nlohmann::json{{"pid", this_pid()}, {"host", this_host()}, {"since", utc_now()}}.dump() +
+      "\n");
+}
+
+bool FileLock::still_at_path() const {
+  struct stat held {};
+  struct stat current {};
+  return ::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &current) == 0 &&
+         held.st_dev == current.st_dev && held.st_ino == current.st_ino;
+}
+
 std::string read_lock_contents(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
@@ -82,4 +98,15 @@ std::string read_lock_contents(const std::string& path) {
   return text;
 }
 
-}  // namespace mpipe::serve
+std::string describe_lock_holder(const std::string& contents) {
+  const nlohmann::json holder = nlohmann::json::parse(contents, nullptr, false);
+  if (!holder.is_object() || !holder.value("pid", nlohmann::json()).is_number_integer() ||
+      !holder.value("host", nlohmann::json()).is_string() ||
+      !holder.value("since", nlohmann::json()).is_string()) {
+    return "";
+  }
+  return fmt::format("pid {} on host {} since {}", holder["pid"].get<int64_t>(),
+                     holder["host"].get<std::string>(), holder["since"].get<std::string>());
+}
+
+}  // namespace mpipe
