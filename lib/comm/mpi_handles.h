@@ -32,6 +32,7 @@ struct GroupInfo {
 struct PendingOp {
   MPI_Request request = MPI_REQUEST_NULL;
   std::vector<float> send_buffer;  // isend's copy of the payload, kept until completion
+  std::shared_ptr<const void> send_owner;  // or what keeps a payload sent in place alive
   int expected_count = -1;         // irecv: floats that must arrive; -1 = not checked
   const char* call = "";           // the MPI function that started it: "MPI_Irecv"
   int peer = -1;                   // point-to-point: the peer's rank in `group`; -1 otherwise

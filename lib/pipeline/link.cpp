@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+
 #include "core/error.h"
 
 namespace mpipe::pipeline {
@@ -53,11 +55,20 @@ Tensor Link::wait_recv(Direction direction, int micro_batch) {
   return std::move(pending.buffer);
 }
 
-void Link::send(Direction direction, int64_t round, int micro_batch, const Tensor& tensor) {
-  sends_.push_back(pipeline_.isend(tensor.span(), peer(direction, false),
+void Link::send(Direction direction, int64_t round, int micro_batch, Tensor tensor) {
+  auto owned = std::make_shared<const Tensor>(std::move(tensor));
+  const std::span<const float> data = owned->span();
+  sends_.push_back(pipeline_.isend(data, std::move(owned), peer(direction, false),
                                    message_tag(round, micro_batch, direction),
                                    message_label(direction, micro_batch)));
   // Retire completed sends so their buffers are freed early.
+  while (!sends_.empty() && sends_.front().test()) sends_.pop_front();
+}
+
+void Link::progress() {
+  for (auto& [key, pending] : receives_) {
+    if (!pending.request.test()) break;  // one MPI_Test drives the progress of every transfer
+  }
   while (!sends_.empty() && sends_.front().test()) sends_.pop_front();
 }
 

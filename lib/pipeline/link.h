@@ -30,7 +30,12 @@ class Link {
   // wait here, it has the watchdog's deadline (comm::WatchdogTimeout names the micro-batch,
   // the direction and the peer).
   Tensor wait_recv(Direction direction, int micro_batch);
-  void send(Direction direction, int64_t round, int micro_batch, const Tensor& tensor);
+  // Sends `tensor` without copying it: the pending send owns it until it completes.
+  void send(Direction direction, int64_t round, int micro_batch, Tensor tensor);
+  // Drives MPI's progress on the pending transfers without waiting (Open MPI moves a posted
+  // message only while some call into MPI is made) and frees the sends that completed. Cheap:
+  // one MPI_Test per pending request at most.
+  void progress();
   // Completes every pending send (end of a step).
   void wait_sends();
 

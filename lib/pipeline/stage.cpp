@@ -54,6 +54,7 @@ Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
     }
     current = std::move(result.output);
     x = &current;
+    if (layer_hook_) layer_hook_(layer->global_index(), false);
   }
   return current;
 }
@@ -97,6 +98,7 @@ Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::Lay
     nn::LayerContext layer_ctx = ctx;
     layer_ctx.need_input_grad = layers_[i]->global_index() != 0;
     grad = layers_[i]->backward(grad, stash.saved[i], layer_ctx);
+    if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
   }
   return grad;
 }
