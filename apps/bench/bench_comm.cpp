@@ -224,8 +224,8 @@ int main(int argc, char** argv) {
         "\noverlap with compute: {} x (Linear(1024,1024) + ReLU), {} rows; ms; hidden = 1 - "
         "(overlapped - compute) / transfer\n",
         blocks, rows);
-    fmt::print("{:<34} {:>10} {:>10} {:>12} {:>9} {:>12} {:>9}\n", "transfer", "alone",
-               "compute", "no progress", "hidden", "progress", "hidden");
+    fmt::print("{:<34} {:>10} {:>10} {:>12} {:>9} {:>12} {:>9}\n", "transfer", "alone", "compute",
+               "no progress", "hidden", "progress", "hidden");
     print_overlap(fmt::format("activations {} KB each way", rows * kWidth * 4 / 1024).c_str(),
                   exchange);
     print_overlap(

@@ -34,6 +34,12 @@ void BucketedAllreduce::progress() {
   }
 }
 
+size_t BucketedAllreduce::num_completed() const {
+  size_t done = 0;
+  for (const Request& request : requests_) done += request.active() ? 0 : 1;
+  return done;
+}
+
 void BucketedAllreduce::finish() {
   start_from(0);
   for (Request& request : requests_) request.wait();

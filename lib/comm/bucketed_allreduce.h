@@ -34,6 +34,8 @@ class BucketedAllreduce {
 
   size_t num_buckets() const { return begins_.size(); }
   size_t num_started() const { return begins_.size() - next_; }
+  // Buckets known to be complete (by progress() or finish()).
+  size_t num_completed() const;
 
  private:
   const Communicator& comm_;

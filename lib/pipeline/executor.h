@@ -95,10 +95,10 @@ class Executor {
   comm::BucketedAllreduce* reduction_ = nullptr;  // during a train_step that was given one
   bool in_last_backward_ = false;
   std::map<int, size_t> gradient_begin_;  // global layer → its first gradient (layers with params)
-  std::map<int, Tensor> inputs_;        // RA → F
-  std::map<int, Tensor> outputs_;       // F → SA
-  std::map<int, Tensor> grad_outputs_;  // RG (or the loss) → B
-  std::map<int, Tensor> grad_inputs_;   // B → SG
+  std::map<int, Tensor> inputs_;          // RA → F
+  std::map<int, Tensor> outputs_;         // F → SA
+  std::map<int, Tensor> grad_outputs_;    // RG (or the loss) → B
+  std::map<int, Tensor> grad_inputs_;     // B → SG
 };
 
 }  // namespace mpipe::pipeline

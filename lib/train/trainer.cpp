@@ -157,9 +157,9 @@ StepReport Trainer::step(int64_t step) {
   const bool reduce = topology_.num_replicas > 1;
   comm::BucketedAllreduce allreduce(groups_.data_parallel, reduce ? grads : std::span<float>{},
                                     pipeline::gradient_buckets(stage_->params()));
-  pipeline::LossTotals totals =
-      executor_->train_step(program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step),
-                            reduce ? &allreduce : nullptr);
+  pipeline::LossTotals totals = executor_->train_step(
+      program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step),
+      reduce ? &allreduce : nullptr);
   const auto allreduce_start = Clock::now();
   allreduce.finish();
   const double allreduce_s = seconds_since(allreduce_start);
