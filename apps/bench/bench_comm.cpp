@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -146,13 +147,7 @@ Overlap gradient_allreduce(const comm::Communicator& world, pipeline::Stage& sta
   dy.fill(0.01f);
   const nn::LayerContext ctx{.kernels = kernels};
   const std::vector<size_t> begins = pipeline::gradient_buckets(stage.params());
-  std::vector<size_t> layer_begin(stage.layers().size() + 1, 0);
-  size_t bucket = 0;
-  for (const auto& layer : stage.layers()) {
-    const bool has_params = !layer->param_specs().empty();
-    layer_begin[static_cast<size_t>(layer->global_index())] =
-        has_params ? begins.at(bucket++) : static_cast<size_t>(-1);
-  }
+  const std::map<int, size_t> layer_begin = pipeline::layer_gradient_begins(stage.params());
   auto grads = stage.params().grads();
   // The timed part is the backward (its forward is run before, untimed); the buffer keeps
   // accumulating, which changes nothing in the time.
@@ -160,8 +155,8 @@ Overlap gradient_allreduce(const comm::Communicator& world, pipeline::Stage& sta
     comm::BucketedAllreduce reduction(world, grads, begins);
     stage.set_layer_hook([&](int layer, bool is_backward) {
       if (!after) return;
-      const size_t begin = layer_begin[static_cast<size_t>(layer)];
-      if (is_backward && begin != static_cast<size_t>(-1)) reduction.start_from(begin);
+      const auto it = layer_begin.find(layer);
+      if (is_backward && it != layer_begin.end()) reduction.start_from(it->second);
       reduction.progress();
     });
     (void)stage.backward(0, dy, ctx);
@@ -221,9 +216,10 @@ int main(int argc, char** argv) {
   const Overlap allreduce = gradient_allreduce(world, *stage, kernels, rows);
   if (print) {
     fmt::print(
-        "\noverlap with compute: {} x (Linear(1024,1024) + ReLU), {} rows; ms; hidden = 1 - "
+        "\noverlap with compute ({} buckets): {} x (Linear(1024,1024) + ReLU), {} rows; ms; hidden "
+        "= 1 - "
         "(overlapped - compute) / transfer\n",
-        blocks, rows);
+        pipeline::gradient_buckets(stage->params()).size(), blocks, rows);
     fmt::print("{:<34} {:>10} {:>10} {:>12} {:>9} {:>12} {:>9}\n", "transfer", "alone", "compute",
                "no progress", "hidden", "progress", "hidden");
     print_overlap(fmt::format("activations {} KB each way", rows * kWidth * 4 / 1024).c_str(),

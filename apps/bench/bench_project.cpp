@@ -4,9 +4,9 @@
 //
 //   bench_project --blocks 8 --batch 256 --micro-batches 8 --stages "1 2" --forward-ms 0.61
 //                 --backward-ms 1.3 --transfer-ms 0.02 --update-ms 1.1 [--label predicted]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <sstream>
 #include <string>
 #include <vector>

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <iterator>
 
 #include "core/error.h"
 
@@ -50,13 +51,24 @@ double& Executor::time_slot(OpKind kind) {
   return times_.compute_s;
 }
 
-std::vector<size_t> gradient_buckets(const nn::ParamBuffer& params) {
-  std::vector<size_t> begins;
-  int last_layer = -1;
+std::map<int, size_t> layer_gradient_begins(const nn::ParamBuffer& params) {
+  std::map<int, size_t> begins;
   for (const nn::ParamBuffer::Entry& entry : params.entries()) {
-    if (!entry.trainable || entry.global_layer == last_layer) continue;
-    last_layer = entry.global_layer;
-    begins.push_back(begins.empty() ? 0 : static_cast<size_t>(entry.offset));
+    // The first layer's bucket also takes any padding in front of it.
+    if (entry.trainable && !begins.contains(entry.global_layer)) {
+      begins[entry.global_layer] = begins.empty() ? 0 : static_cast<size_t>(entry.offset);
+    }
+  }
+  return begins;
+}
+
+std::vector<size_t> gradient_buckets(const nn::ParamBuffer& params) {
+  const std::map<int, size_t> layers = layer_gradient_begins(params);
+  const size_t size = params.grads().size();
+  std::vector<size_t> begins;
+  for (auto it = layers.begin(); it != layers.end(); ++it) {
+    const size_t end = std::next(it) != layers.end() ? std::next(it)->second : size;
+    for (size_t begin = it->second; begin < end; begin += kMaxBucketFloats) begins.push_back(begin);
   }
   return begins;
 }
@@ -69,14 +81,7 @@ Executor::Executor(Stage& stage, Link& link, int stage_index, int num_stages, co
       num_stages_(num_stages),
       loss_(loss),
       kernels_(kernels) {
-  const std::vector<size_t> begins = gradient_buckets(stage_.params());
-  size_t bucket = 0;
-  int last_layer = -1;
-  for (const nn::ParamBuffer::Entry& entry : stage_.params().entries()) {
-    if (!entry.trainable || entry.global_layer == last_layer) continue;
-    last_layer = entry.global_layer;
-    gradient_begin_[entry.global_layer] = begins.at(bucket++);
-  }
+  gradient_begin_ = layer_gradient_begins(stage_.params());
   stage_.set_layer_hook(
       [this](int global_layer, bool backward) { between_layers(global_layer, backward); });
 }

@@ -46,9 +46,18 @@ struct StepTimes {
   double send_s = 0.0;     // posting sends and completing them at the end of the step
 };
 
-// The data-parallel buckets of a stage's gradient buffer: one per layer with trainable
-// parameters, beginning at its first parameter (ascending). A layer's sum over the replicas then
-// depends on that layer alone, never on which other layers share its stage (so not on K).
+// The largest data-parallel bucket, in floats (1 MiB): on both transports the measured transfer
+// rate peaks at about this size (bench_comm), and smaller buckets start and finish sooner.
+constexpr size_t kMaxBucketFloats = size_t{1} << 18;
+
+// Where each layer with trainable parameters begins in the stage's gradient buffer (global
+// layer → offset; the first one at 0).
+std::map<int, size_t> layer_gradient_begins(const nn::ParamBuffer& params);
+
+// The data-parallel buckets of a stage's gradient buffer (ascending begins): each layer with
+// trainable parameters, from its first parameter to the next such layer, cut into pieces of
+// kMaxBucketFloats counted from the layer's own beginning. Each bucket's sum over the replicas
+// thus depends on that layer alone, never on which other layers share its stage (so not on K).
 std::vector<size_t> gradient_buckets(const nn::ParamBuffer& params);
 
 class Executor {

@@ -181,8 +181,8 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
 BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_stages,
                                int num_micro_batches, int64_t batch_size, ScheduleKind schedule) {
   check(num_stages >= 1 && num_blocks >= num_stages && num_micro_batches >= 1 && batch_size > 0,
-        "project_blocks: {} blocks on {} stages with {} micro-batches of a batch of {}",
-        num_blocks, num_stages, num_micro_batches, batch_size);
+        "project_blocks: {} blocks on {} stages with {} micro-batches of a batch of {}", num_blocks,
+        num_stages, num_micro_batches, batch_size);
   SimulationOptions options;
   options.send_latency = costs.transfer_s;
   std::vector<Program> programs;

@@ -69,12 +69,12 @@ SimulationResult simulate(const std::vector<Program>& programs,
 // Measured costs of a model of identical blocks (scaling_mlp: Linear + ReLU), in seconds, each
 // for one micro-batch of the size being predicted (so micro-batch efficiency is in the numbers).
 struct BlockCosts {
-  double forward_s = 0.0;   // one block's forward
-  double backward_s = 0.0;  // one block's backward, its recompute included where there is one
+  double forward_s = 0.0;        // one block's forward
+  double backward_s = 0.0;       // one block's backward, its recompute included where there is one
   double head_forward_s = 0.0;   // the last stage's extra layers and the loss (0: folded in)
   double head_backward_s = 0.0;  //
-  double transfer_s = 0.0;  // one activation or gradient message between neighbouring stages
-  double update_s = 0.0;    // per block per step: zeroing its gradients and its optimizer update
+  double transfer_s = 0.0;       // one activation or gradient message between neighbouring stages
+  double update_s = 0.0;  // per block per step: zeroing its gradients and its optimizer update
   double step_overhead_s = 0.0;  // per step on every stage, whatever K (data, loss allreduce)
 };
 

@@ -35,7 +35,7 @@ run() {  # prints and runs a command, its output to $log
   "$@" >"$log" 2>&1 || { echo "overlap.sh: failed:" >&2; tail "$log" >&2; exit 1; }
 }
 
-echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+echo "machine: $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "load before: $(uptime)"
 for transport in "shared memory:" "TCP:--mca btl tcp,self"; do
   name=${transport%%:*}

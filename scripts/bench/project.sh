@@ -39,7 +39,7 @@ run() {  # prints and runs a command, its output to $log
   "$@" >"$log" 2>&1 || { echo "project.sh: failed:" >&2; tail "$log" >&2; exit 1; }
 }
 
-echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+echo "machine: $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "load before: $(uptime)"
 echo "commands:"
 log=$work/comm.log

@@ -3,6 +3,7 @@
 // per layer with parameters.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -68,6 +69,28 @@ TEST(GradientBuckets, OneBucketPerLayerWithParametersBeginningAtItsFirstParamete
   ASSERT_EQ(expected.size(), 2u);
   EXPECT_GT(expected[1], 0u);
   EXPECT_EQ(gradient_buckets(stage->params()), expected);
+}
+
+TEST(GradientBuckets, CutALayerIntoPiecesCountedFromItsOwnBeginning) {
+  // Linear(2 → 3) then Linear(1024 → 1024): the big layer's pieces are at the same offsets from
+  // its beginning whatever comes before it, so its sums do not depend on the partition.
+  std::vector<std::unique_ptr<nn::Layer>> layers;
+  layers.push_back(std::make_unique<nn::Linear>(0, Shape{2}, 3));
+  layers.push_back(std::make_unique<nn::Linear>(1, Shape{3}, 1024));
+  layers.push_back(std::make_unique<nn::Linear>(2, Shape{1024}, 1024));
+  Stage stage(std::move(layers), Recompute::kNever, 1);
+  const std::map<int, size_t> begins = layer_gradient_begins(stage.params());
+  ASSERT_EQ(begins.size(), 3u);
+  const size_t big = begins.at(2);
+  const std::vector<size_t> expected = {0,
+                                        begins.at(1),
+                                        big,
+                                        big + kMaxBucketFloats,
+                                        big + 2 * kMaxBucketFloats,
+                                        big + 3 * kMaxBucketFloats,
+                                        big + 4 * kMaxBucketFloats};  // the weights, then the bias
+  EXPECT_EQ(gradient_buckets(stage.params()), expected);
+  EXPECT_LT(expected.back(), stage.params().grads().size());
 }
 
 }  // namespace
