@@ -69,6 +69,7 @@ for ((r = 1; r <= repeats; ++r)); do
     dir=$work/k2-m$m-r$r
     log=$dir.log
     idle
+    # shellcheck disable=SC2086  # the transport is a word list
     OMP_NUM_THREADS=1 run mpirun -n 2 --bind-to core $transport "$bin" train "$config" \
       --run-dir "$dir" --set pipeline.stages=2 --set pipeline.micro_batches="$m" \
       --set "pipeline.partition=[8,9]"
@@ -79,11 +80,11 @@ best() { tr ' ' '\n' | sed '/^$/d' | sort -g | tail -n 1; }
 echo
 echo "scaling_mlp (8 blocks, batch 256), 1 thread per rank; K=1 calibrates, K=2 is predicted:"
 printf '%4s %10s %10s %10s %10s %12s %10s\n' M "F ms" "B ms" "rest ms" "K=1 meas" "K=2 predict" \
-  "K=2 meas" 
+  "K=2 meas"
 for m in $micro_list; do
   measure_costs "$m" 1 --set train.steps=12 --set log.every=4
   k1[$m]=$(python3 scripts/bench/throughput.py "$work/k1-m$m")
-  bytes=$((256 / m * 1024 * 4))
+  bytes=$((256 * 1024 * 4 / m))
   predicted[$m]=$("$bench/bench_project" --blocks 8 --batch 256 --micro-batches "$m" \
     --stages "2" --forward-ms "$(awk -v x="$f" 'BEGIN { print x / 8 }')" \
     --backward-ms "$(awk -v x="$b" 'BEGIN { print x / 8 }')" \
