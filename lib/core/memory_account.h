@@ -92,31 +92,6 @@ class MemoryAccount {
   std::string who_, setting_;
 };
 
-// While it lives, counts `bytes` of storage that is not a Tensor but is tensor data all the same
-// (the copy of a message that an MPI send keeps until it completes); throws MemoryLimitExceeded
-// like an allocation.
-class MemoryCharge {
- public:
-  explicit MemoryCharge(size_t bytes, MemoryAccount& account = MemoryAccount::process())
-      : account_(&account), bytes_(bytes) {
-    account.allocate(bytes);
-  }
-  ~MemoryCharge() {
-    if (account_) account_->release(bytes_);
-  }
-  MemoryCharge(MemoryCharge&& other) noexcept
-      : account_(std::exchange(other.account_, nullptr)), bytes_(other.bytes_) {}
-  MemoryCharge& operator=(MemoryCharge&& other) noexcept {
-    std::swap(account_, other.account_);
-    std::swap(bytes_, other.bytes_);
-    return *this;
-  }
-
- private:
-  MemoryAccount* account_;
-  size_t bytes_;
-};
-
 // While it lives, `account` names `activity` as what runs (nested scopes restore the outer one).
 class MemoryActivityScope {
  public:

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+
 #include "core/error.h"
 #include "model/memory_model.h"
 
@@ -55,25 +57,33 @@ Tensor Link::wait_recv(Direction direction, int micro_batch) {
   return std::move(pending.buffer);
 }
 
-void Link::send(Direction direction, int64_t round, int micro_batch, const Tensor& tensor) {
-  MemoryCharge copy(tensor.bytes());
-  sends_.push_back({std::move(copy), pipeline_.isend(tensor.span(), peer(direction, false),
-                                                     message_tag(round, micro_batch, direction),
-                                                     message_label(direction, micro_batch))});
+void Link::send(Direction direction, int64_t round, int micro_batch, Tensor tensor) {
+  auto owned = std::make_shared<const Tensor>(std::move(tensor));
+  const std::span<const float> data = owned->span();
+  sends_.push_back(pipeline_.isend(data, std::move(owned), peer(direction, false),
+                                   message_tag(round, micro_batch, direction),
+                                   message_label(direction, micro_batch)));
   retire_sends();
-  // Bounded, so a fast stage does not pile up copies for a slow neighbour.
+  // Bounded, so a fast stage does not pile up sent tensors for a slow neighbour.
   while (sends_.size() > static_cast<size_t>(model::kSendsInFlight)) {
-    sends_.front().request.wait();
+    sends_.front().wait();
     sends_.pop_front();
   }
 }
 
 void Link::retire_sends() {
-  while (!sends_.empty() && sends_.front().request.test()) sends_.pop_front();
+  while (!sends_.empty() && sends_.front().test()) sends_.pop_front();
+}
+
+void Link::progress() {
+  for (auto& [key, pending] : receives_) {
+    if (!pending.request.test()) break;  // one MPI_Test drives the progress of every transfer
+  }
+  retire_sends();
 }
 
 void Link::wait_sends() {
-  for (PendingSend& send : sends_) send.request.wait();
+  for (comm::Request& send : sends_) send.wait();
   sends_.clear();
 }
 

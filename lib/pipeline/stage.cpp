@@ -71,6 +71,7 @@ Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
     }
     current = std::move(result.output);
     x = &current;
+    if (layer_hook_) layer_hook_(layer->global_index(), false);
   }
   return current;
 }
@@ -133,6 +134,7 @@ Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::Lay
     const MemoryActivity activity = layer_activity(*layers_[i], "backward");
     const MemoryActivityScope label(activity);
     grad = layers_[i]->backward(grad, stash.saved[i], layer_ctx);
+    if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
   }
   return grad;
 }

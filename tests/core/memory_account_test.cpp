@@ -77,20 +77,6 @@ TEST(MemoryAccount, NoLimitOnceTheScopeEnds) {
   EXPECT_EQ(account.live_bytes(), 200);
 }
 
-TEST(MemoryAccount, ChargeCountsOtherStorageWhileItLivesAndMovesWithIt) {
-  MemoryAccount account;
-  {
-    MemoryCharge charge(300, account);
-    MemoryCharge moved = std::move(charge);
-    EXPECT_EQ(account.live_bytes(), 300);
-  }
-  EXPECT_EQ(account.live_bytes(), 0);
-  EXPECT_EQ(account.peak_bytes(), 300);
-  account.set_limit(100, "rank 0 (stage 0)", "limit");
-  EXPECT_THROW(MemoryCharge(200, account), MemoryLimitExceeded);
-  EXPECT_EQ(account.live_bytes(), 0);
-}
-
 TEST(MemoryAccount, TensorStorageIsCountedUntilFreedAndStopsAtTheLimit) {
   MemoryAccount& process = MemoryAccount::process();
   const int64_t before = process.live_bytes();
