@@ -48,27 +48,36 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   // A layer's temporaries while it runs: in backward its input and output gradients and a
   // composite layer's internals; in forward its input, output and a second copy of its input
   // (norms), plus what it saves when a discarding forward drops that after the layer (otherwise
-  // it is in the stash).
+  // it is in the stash); a per-layer recompute's first forward drops what each layer saves but
+  // keeps its input in the stash.
   const auto r = static_cast<double>(rows_);
-  std::vector<double> backward, forward, discarding;
+  std::vector<double> backward, forward, discarding, per_layer_forward;
   for (const LayerCost& c : costs_) {
     backward.push_back(r * (c.input_bytes + c.output_bytes + c.workspace_bytes));
     forward.push_back(r * (c.input_bytes + c.output_bytes + c.forward_copy_bytes));
     discarding.push_back(forward.back() + c.kept_bytes(rows_));
   }
+  inputs_ = prefix_sums(costs_, [r](const LayerCost& c) { return r * c.input_bytes; });
+  // At layer i of a per-layer recompute's first forward, the micro-batch has kept the inputs of
+  // layers up to i (the later ones are not there yet) and holds layer i's temporaries.
+  for (size_t i = 0; i < costs_.size(); ++i) {
+    per_layer_forward.push_back(inputs_[i + 1] + discarding[i] - r * costs_[i].input_bytes);
+  }
+  std::vector<double> per_layer_backward;
+  for (size_t i = 0; i < costs_.size(); ++i) {
+    per_layer_backward.push_back(inputs_[i] + costs_[i].kept_bytes(rows_) + backward[i]);
+  }
+  per_layer_backward_ = range_max_table(std::move(per_layer_backward));
   backward_ = range_max_table(std::move(backward));
   forward_ = range_max_table(std::move(forward));
   discarding_ = range_max_table(std::move(discarding));
-  inputs_ = prefix_sums(costs_, [r](const LayerCost& c) { return r * c.input_bytes; });
-  std::vector<double> layer_kept;
-  for (const LayerCost& c : costs_) layer_kept.push_back(c.kept_bytes(rows_));
-  layer_kept_ = range_max_table(std::move(layer_kept));
+  per_layer_forward_ = range_max_table(std::move(per_layer_forward));
 }
 
 double MemoryModel::layer_inputs(int begin, int end) const { return sum(inputs_, begin, end); }
 
-double MemoryModel::largest_layer_kept(int begin, int end) const {
-  return range_max(layer_kept_, begin, end);
+double MemoryModel::per_layer_backward(int begin, int end) const {
+  return range_max(per_layer_backward_, begin, end) - inputs_[static_cast<size_t>(begin)];
 }
 
 double MemoryModel::sum(const std::vector<double>& prefix, int begin, int end) const {
@@ -95,12 +104,20 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;
   m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);
-  if (stash.layer_recompute) m.recompute_workspace += largest_layer_kept(begin, end);
-  // (A recompute's forward holds only part of the workspace: its backward is the larger.)
-  if (stash.backward) {
+  if (stash.layer_recompute) {
+    // One layer at a time: its temporaries are those of the layer where the sum peaks.
+    m.recompute_workspace += per_layer_backward(begin, end);
+  } else if (stash.backward) {
+    // (A recompute's forward holds only part of the workspace: its backward is the larger.)
     m.transient = range_max(backward_, begin, end);
   } else {
-    m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, end);
+    if (stash.layer_inputs > 0) {
+      // kept_activations counts the forwarded micro-batch's every layer input: less those of
+      // the layers after the one where it peaks.
+      m.transient = range_max(per_layer_forward_, begin, end) - inputs_[static_cast<size_t>(end)];
+    } else {
+      m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, end);
+    }
   }
   // Receives posted ahead (gradients from the next stage; activations from the previous one too
   // when they arrive at the peak), the received gradient a backward is using (Stage::backward

@@ -19,7 +19,9 @@ struct StashProfile {
   bool recompute = false;  // one micro-batch's recompute (all its internals) is alive at the peak
   int loss_grads = 0;      // last stage: loss gradients waiting for their backward
   // Per-layer recompute (pipeline recompute: per_layer): micro-batches kept as every layer's
-  // input, and whether one layer's recompute (its internals) is alive at the peak.
+  // input, and whether one micro-batch is in its per-layer backward at the peak (layer i
+  // recomputed: the inputs of the layers before i, what layer i saved and its temporaries are
+  // alive; the moment's `transient` is then part of the workspace).
   int layer_inputs = 0;
   bool layer_recompute = false;
   // Messages at the peak (see pipeline::stash_profiles): receives posted ahead (activations from
@@ -70,10 +72,12 @@ class MemoryModel {
                     bool last_stage) const;
   // What one micro-batch's layers [begin, end) keep when not recomputed.
   double full_micro_batch(int begin, int end) const;
-  // One micro-batch's inputs of layers [begin, end) (what per-layer recompute keeps), and the
-  // most any one of them keeps when not recomputed (its recompute workspace).
+  // One micro-batch's inputs of layers [begin, end) (what per-layer recompute keeps).
   double layer_inputs(int begin, int end) const;
-  double largest_layer_kept(int begin, int end) const;
+  // The most one micro-batch holds in its per-layer backward over layers [begin, end): at layer
+  // i, the inputs of layers [begin, i) (each freed once its layer is recomputed), what layer i
+  // saved, and layer i's backward temporaries.
+  double per_layer_backward(int begin, int end) const;
 
  private:
   double sum(const std::vector<double>& prefix, int begin, int end) const;
@@ -83,10 +87,13 @@ class MemoryModel {
   int optimizer_slots_;
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
   // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
-  // discarding forward: [k][i] = max over layers [i, i + 2^k).
-  std::vector<std::vector<double>> backward_, forward_, discarding_;
-  std::vector<double> inputs_;                   // prefix sums of rows x input bytes
-  std::vector<std::vector<double>> layer_kept_;  // as backward_, of each layer's kept bytes
+  // discarding forward, and a per-layer recompute's first forward: [k][i] = max over layers
+  // [i, i + 2^k).
+  std::vector<std::vector<double>> backward_, forward_, discarding_, per_layer_forward_;
+  std::vector<double> inputs_;  // prefix sums of rows x input bytes
+  // As backward_, of inputs_[i] + layer i's kept bytes and backward temporaries
+  // (per_layer_backward subtracts the offset).
+  std::vector<std::vector<double>> per_layer_backward_;
 };
 
 // Reserved by the executor: receives posted this many ops ahead (pipeline/executor.cpp).

@@ -422,7 +422,11 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
       moments = {{.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads}};
       break;
     case Recompute::kPerLayer:
-      moments = {{.loss_grads = loss_grads, .layer_inputs = in_flight, .layer_recompute = true}};
+      // All in flight before a backward (at the forward of the latest), then the others' layer
+      // inputs beside the one in its per-layer backward.
+      moments = {
+          {.loss_grads = loss_grads, .layer_inputs = in_flight, .backward = false},
+          {.loss_grads = loss_grads, .layer_inputs = in_flight - 1, .layer_recompute = true}};
       break;
     case Recompute::kExceptLast:
       // The last micro-batch alone, in full, during its backward (its own recompute is skipped).

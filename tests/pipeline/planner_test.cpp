@@ -131,11 +131,18 @@ TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
   EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 2, 0), P{2, 0, true, 0}));
   EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kNever, 4, 8, 3), P{0, 1, false, 1}));
   EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kNever, 4, 8, 3), P{0, 8, false, 8}));
-  // per_layer: every layer's input of the micro-batches in flight, one layer recomputed.
-  EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kPerLayer, 4, 8, 1),
-                   P{0, 0, false, 0, 3, true}));
-  EXPECT_TRUE(
-      same(one(ScheduleKind::kGpipe, Recompute::kPerLayer, 4, 8, 3), P{0, 0, false, 8, 8, true}));
+  // per_layer: every layer's input of the micro-batches in flight before a backward, then of
+  // the others beside the one in its per-layer backward.
+  const auto per_layer_1f1b =
+      stash_profiles(ScheduleKind::kOneFOneB, Recompute::kPerLayer, 4, 8, 1);
+  ASSERT_EQ(per_layer_1f1b.size(), 2u);
+  EXPECT_TRUE(same(per_layer_1f1b[0], P{0, 0, false, 0, 3, false}));
+  EXPECT_FALSE(per_layer_1f1b[0].backward);
+  EXPECT_TRUE(same(per_layer_1f1b[1], P{0, 0, false, 0, 2, true}));
+  const auto per_layer_gpipe = stash_profiles(ScheduleKind::kGpipe, Recompute::kPerLayer, 4, 8, 3);
+  ASSERT_EQ(per_layer_gpipe.size(), 3u);
+  EXPECT_TRUE(same(per_layer_gpipe[1], P{0, 0, false, 8, 7, true}));
+  EXPECT_TRUE(same(per_layer_gpipe[2], P{0, 0, false, 8, 8, false}));  // the last forward
   // except_last under GPipe: the last micro-batch alone, or in full beside M - 1 inputs.
   const auto moments = stash_profiles(ScheduleKind::kGpipe, Recompute::kExceptLast, 2, 4, 0);
   ASSERT_EQ(moments.size(), 3u);
@@ -449,21 +456,27 @@ TEST(Planner, PerLayerRecomputeKeepsEveryLayersInputAndOneLayersWorkspace) {
   const ModelSpec spec = block_model();
   const std::vector<model::LayerCost> costs =
       model::layer_costs(spec, model::plan_model(spec, kBlockInput));
-  double inputs = 0.0, largest = 0.0, full = 0.0;
+  // At layer i of a per-layer backward: the inputs of layers [0, i), what layer i saved and its
+  // backward temporaries (input and output gradients, internals).
+  double inputs = 0.0, workspace = 0.0, full = 0.0;
   for (const model::LayerCost& c : costs) {
+    workspace = std::max(workspace, inputs + c.kept_bytes(8) +
+                                        8 * (c.input_bytes + c.output_bytes + c.workspace_bytes));
     inputs += 8 * c.input_bytes;
-    largest = std::max(largest, c.kept_bytes(8));
     full += c.kept_bytes(8);
   }
+  const model::MemoryModel memory(costs, 8, 2);
+  const int layers = memory.num_layers();
   const model::StageMemory per_layer =
-      plan_of(spec, kBlockInput, block_request(Recompute::kPerLayer, 0)).stages[0].memory;
-  EXPECT_EQ(per_layer.kept_activations, 4 * inputs);
-  EXPECT_EQ(per_layer.recompute_workspace, largest);
+      memory.stage(0, layers, {.layer_inputs = 3, .layer_recompute = true}, true, true);
+  EXPECT_EQ(per_layer.kept_activations, 3 * inputs);
+  EXPECT_EQ(per_layer.recompute_workspace, workspace);
+  EXPECT_EQ(per_layer.transient, 0.0);  // one layer's temporaries are in the workspace
+  EXPECT_LT(workspace, inputs + full);  // not every input beside the largest layer's internals
   const model::StageMemory always =
-      plan_of(spec, kBlockInput, block_request(Recompute::kAlways, 0)).stages[0].memory;
+      memory.stage(0, layers, {.inputs = 4, .recompute = true}, true, true);
   EXPECT_EQ(always.kept_activations, 4 * 8 * costs[0].input_bytes);
   EXPECT_EQ(always.recompute_workspace, full);
-  EXPECT_EQ(per_layer.transient, always.transient);
 }
 
 TEST(Planner, RecomputeAutoChoosesTheFastestModeThatFits) {
