@@ -14,6 +14,9 @@ class Tensor {
   Tensor() = default;
   // Zero-filled tensor of the given shape.
   explicit Tensor(Shape shape);
+  // Tensor of the given shape whose values are unspecified, for outputs that a kernel overwrites
+  // in full: it skips the zero-fill pass of Tensor(Shape) over the whole new buffer.
+  static Tensor uninitialized(Shape shape);
   Tensor(Shape shape, std::span<const float> values);
 
   Tensor(const Tensor& other);
@@ -41,6 +44,9 @@ class Tensor {
   Tensor slice_rows(int64_t begin, int64_t count) const;
 
  private:
+  struct Uninitialized {};
+  Tensor(Shape shape, Uninitialized);
+
   struct FreeDeleter {
     void operator()(float* p) const;
   };
