@@ -1,6 +1,8 @@
 // Tensor storage: aligned allocation, copies, reshapes and row slices.
 #include "core/tensor.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +28,12 @@ float* allocate(int64_t numel, bool zero = true) {
 }
 
 }  // namespace
+
+void reuse_freed_tensor_memory() {
+  constexpr int kMmapThreshold = 32 << 20;  // bytes: glibc's upper limit; larger blocks are mapped
+  check(mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1,
+        "mallopt failed: cannot configure the allocator");
+}
 
 void Tensor::FreeDeleter::operator()(float* p) const { std::free(p); }
 

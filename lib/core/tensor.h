@@ -55,4 +55,10 @@ class Tensor {
   std::unique_ptr<float[], FreeDeleter> data_;
 };
 
+// Makes the C library's allocator keep freed memory for reuse: blocks of up to 32 MiB (the
+// activations) come from the heap instead of their own mmap, and freed heap memory is not given
+// back to the system. Without it, each step's large tensors are mapped, page-faulted in (zeroed
+// by the kernel) and unmapped again. A program calls it once, at start-up, before any tensor.
+void reuse_freed_tensor_memory();
+
 }  // namespace mpipe

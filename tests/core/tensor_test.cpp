@@ -3,6 +3,7 @@
 #include "core/tensor.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <cstdint>
 #include <vector>
@@ -163,6 +164,19 @@ TEST(Tensor, CopiesAndSlicesOfUninitializedStorageHoldTheWrittenValues) {
   const Tensor rows = t.slice_rows(1, 2);
   for (int64_t i = 0; i < t.numel(); ++i) EXPECT_EQ(copy[i], t[i]);
   for (int64_t i = 0; i < rows.numel(); ++i) EXPECT_EQ(rows[i], t[3 + i]);
+}
+
+TEST(Tensor, AfterReuseFreedTensorMemoryLargeTensorsComeFromTheHeapNotFromMmap) {
+  reuse_freed_tensor_memory();
+  const int mapped_before = mallinfo2().hblks;  // blocks that have their own mmap
+  {
+    const Tensor big(Shape{6 << 20});  // 24 MiB: far above glibc's default mmap threshold
+    EXPECT_EQ(mallinfo2().hblks, mapped_before);
+  }
+  const size_t kept = mallinfo2().fordblks;  // the freed block stays in the heap for reuse
+  EXPECT_GE(kept, size_t{24} << 20);
+  const Tensor again(Shape{6 << 20});
+  EXPECT_EQ(mallinfo2().hblks, mapped_before);
 }
 
 }  // namespace
