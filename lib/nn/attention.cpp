@@ -18,6 +18,8 @@ void fill_dropout_mask(const LayerContext& ctx, int global_index, DropoutSite si
   const uint64_t first_draw = static_cast<uint64_t>(site) << 58;
   const auto threshold = static_cast<float>(rate);
   const auto scale = static_cast<float>(1.0 / (1.0 - rate));
+  // Each example's mask comes from its own counter stream: the same values on any thread count.
+#pragma omp parallel for schedule(static)
   for (int64_t e = 0; e < batch; ++e) {
     const uint64_t example = static_cast<uint64_t>(ctx.first_example + e);
     const CounterRng rng(ctx.seed, RngPurpose::kDropout, static_cast<uint32_t>(global_index),
@@ -44,6 +46,7 @@ struct Dims {
 // rows: [batch * seq, stride] → heads: [batch, heads, seq, head_dim].
 void to_heads(const Dims& s, const float* rows, int64_t stride, int64_t offset, float* heads) {
   const int64_t hd = s.head_dim();
+#pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
       for (int64_t t = 0; t < s.seq; ++t) {
@@ -58,6 +61,7 @@ void to_heads(const Dims& s, const float* rows, int64_t stride, int64_t offset, 
 // of rows: [batch * seq, stride].
 void from_heads(const Dims& s, const float* heads, int64_t stride, int64_t offset, float* rows) {
   const int64_t hd = s.head_dim();
+#pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
       for (int64_t t = 0; t < s.seq; ++t) {

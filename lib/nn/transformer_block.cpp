@@ -24,7 +24,9 @@ const Shape& checked_input(const Shape& input_shape) {
 void add_into(Tensor& y, const Tensor& x) {
   float* out = y.data();
   const float* in = x.data();
-  for (int64_t i = 0; i < y.numel(); ++i) out[i] += in[i];
+  const int64_t n = y.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] += in[i];
 }
 
 constexpr size_t kLn1Params = 2, kAttnParams = 4, kLn2Params = 2, kMlpParams = 4;
@@ -91,7 +93,11 @@ void TransformerBlock::apply_dropout(Tensor& branch, DropoutSite site,
   if (!ctx.training || dropout_ == 0.0) return;
   Tensor mask = Tensor::uninitialized(branch.shape());
   fill_dropout_mask(ctx, global_index(), site, dropout_, branch.dim(0), seq_ * dim_, mask.data());
-  for (int64_t i = 0; i < branch.numel(); ++i) branch[i] *= mask[i];
+  float* out = branch.data();
+  const float* m = mask.data();
+  const int64_t n = branch.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] *= m[i];
 }
 
 Forward TransformerBlock::forward(const Tensor& x, const LayerContext& ctx) {
