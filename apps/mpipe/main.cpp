@@ -9,11 +9,13 @@
 #include "comm/watchdog.h"
 #include "commands.h"
 #include "core/error.h"
+#include "core/tensor.h"
 #include "log/logging.h"
 #include "startup.h"
 #include "version.h"
 
 int main(int argc, char** argv) {
+  mpipe::reuse_freed_tensor_memory();  // each step's activations reuse the last step's memory
   mpipe::comm::Environment mpi(&argc, &argv);
   mpipe::comm::Communicator world = mpipe::comm::Communicator::world();
   mpipe::log::setup_logging(world.rank(), world.size(), "info");

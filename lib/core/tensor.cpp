@@ -28,18 +28,25 @@ void track_allocation(void* p) {
   }
 }
 
-float* allocate(int64_t numel) {
+// Zero-filled unless `zero` is false (then the caller writes every value).
+float* allocate(int64_t numel, bool zero = true) {
   if (numel <= 0) return nullptr;
   size_t bytes =
       (static_cast<size_t>(numel) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, bytes);
   if (!p) throw std::bad_alloc();
   track_allocation(p);
-  std::memset(p, 0, bytes);
+  if (zero) std::memset(p, 0, bytes);
   return static_cast<float*>(p);
 }
 
 }  // namespace
+
+void reuse_freed_tensor_memory() {
+  constexpr int kMmapThreshold = 32 << 20;  // bytes: glibc's upper limit; larger blocks are mapped
+  check(mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1,
+        "mallopt failed: cannot configure the allocator");
+}
 
 void Tensor::FreeDeleter::operator()(float* p) const {
   if (p) MemoryAccount::process().release(malloc_usable_size(p));
@@ -52,7 +59,16 @@ Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
   numel_ = data_ ? shape_.numel() : 0;
 }
 
-Tensor::Tensor(Shape shape, std::span<const float> values) : Tensor(std::move(shape)) {
+Tensor::Tensor(Shape shape, Uninitialized) : shape_(std::move(shape)) {
+  for (int64_t d : shape_.dims()) check(d >= 0, "negative dimension in shape {}", shape_);
+  data_.reset(allocate(shape_.numel(), /*zero=*/false));
+  numel_ = data_ ? shape_.numel() : 0;
+}
+
+Tensor Tensor::uninitialized(Shape shape) { return Tensor(std::move(shape), Uninitialized{}); }
+
+Tensor::Tensor(Shape shape, std::span<const float> values)
+    : Tensor(std::move(shape), Uninitialized{}) {
   check(static_cast<int64_t>(values.size()) == numel(), "Tensor {} given {} values", shape_,
         values.size());
   std::copy(values.begin(), values.end(), data());
@@ -60,7 +76,7 @@ Tensor::Tensor(Shape shape, std::span<const float> values) : Tensor(std::move(sh
 
 Tensor::Tensor(const Tensor& other) : shape_(other.shape_) {
   if (!other.data_) return;  // an empty (default) tensor copies as empty
-  data_.reset(allocate(shape_.numel()));
+  data_.reset(allocate(shape_.numel(), /*zero=*/false));
   numel_ = other.numel_;
   std::memcpy(data(), other.data(), bytes());
 }
@@ -94,7 +110,7 @@ void Tensor::fill(float value) { std::fill_n(data(), numel(), value); }
 Tensor Tensor::slice_rows(int64_t begin, int64_t count) const {
   check(shape_.rank() >= 1 && begin >= 0 && count >= 0 && begin + count <= shape_[0],
         "slice_rows({}, {}) out of range for {}", begin, count, shape_);
-  Tensor out(shape_.with_batch(count));
+  Tensor out = uninitialized(shape_.with_batch(count));
   const int64_t row = shape_[0] == 0 ? 0 : numel() / shape_[0];
   if (out.numel() > 0) std::memcpy(out.data(), data() + begin * row, out.bytes());
   return out;

@@ -14,6 +14,9 @@ class Tensor {
   Tensor() = default;
   // Zero-filled tensor of the given shape.
   explicit Tensor(Shape shape);
+  // Tensor of the given shape whose values are unspecified, for outputs that a kernel overwrites
+  // in full: it skips the zero-fill pass of Tensor(Shape) over the whole new buffer.
+  static Tensor uninitialized(Shape shape);
   Tensor(Shape shape, std::span<const float> values);
 
   Tensor(const Tensor& other);
@@ -41,6 +44,9 @@ class Tensor {
   Tensor slice_rows(int64_t begin, int64_t count) const;
 
  private:
+  struct Uninitialized {};
+  Tensor(Shape shape, Uninitialized);
+
   struct FreeDeleter {
     void operator()(float* p) const;
   };
@@ -48,5 +54,11 @@ class Tensor {
   int64_t numel_ = 0;  // cached: element loops call numel() often
   std::unique_ptr<float[], FreeDeleter> data_;
 };
+
+// Makes the C library's allocator keep freed memory for reuse: blocks of up to 32 MiB (the
+// activations) come from the heap instead of their own mmap, and freed heap memory is not given
+// back to the system. Without it, each step's large tensors are mapped, page-faulted in (zeroed
+// by the kernel) and unmapped again. A program calls it once, at start-up, before any tensor.
+void reuse_freed_tensor_memory();
 
 }  // namespace mpipe

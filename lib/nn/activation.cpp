@@ -14,7 +14,7 @@ Activation::Activation(int global_index, const Shape& input_shape, kernels::Eltw
 Forward Activation::forward(const Tensor& x, const LayerContext& ctx) {
   check(x.shape().rank() >= 1 && x.shape().per_example() == input_shape_,
         "{}: input {} does not match the layer's input shape {}", kind(), x.shape(), input_shape_);
-  Forward result{.output = Tensor(x.shape()), .saved = {}};
+  Forward result{.output = Tensor::uninitialized(x.shape()), .saved = {}};
   kernels::eltwise_forward(ctx.kernels, kind_, x.data(), result.output.data(), x.numel());
   if (ctx.training) result.saved.tensors.push_back(x);
   return result;
@@ -27,7 +27,7 @@ Tensor Activation::backward(const Tensor& dy, const Saved& saved, const LayerCon
   check(dy.shape() == x.shape(), "{}::backward: dy {} does not match x {}", kind(), dy.shape(),
         x.shape());
   if (!ctx.need_input_grad) return {};
-  Tensor dx(x.shape());
+  Tensor dx = Tensor::uninitialized(x.shape());
   kernels::eltwise_backward(ctx.kernels, kind_, x.data(), dy.data(), dx.data(), x.numel());
   return dx;
 }

@@ -18,6 +18,8 @@ void fill_dropout_mask(const LayerContext& ctx, int global_index, DropoutSite si
   const uint64_t first_draw = static_cast<uint64_t>(site) << 58;
   const auto threshold = static_cast<float>(rate);
   const auto scale = static_cast<float>(1.0 / (1.0 - rate));
+  // Each example's mask comes from its own counter stream: the same values on any thread count.
+#pragma omp parallel for schedule(static)
   for (int64_t e = 0; e < batch; ++e) {
     const uint64_t example = static_cast<uint64_t>(ctx.first_example + e);
     const CounterRng rng(ctx.seed, RngPurpose::kDropout, static_cast<uint32_t>(global_index),
@@ -44,6 +46,7 @@ struct Dims {
 // rows: [batch * seq, stride] → heads: [batch, heads, seq, head_dim].
 void to_heads(const Dims& s, const float* rows, int64_t stride, int64_t offset, float* heads) {
   const int64_t hd = s.head_dim();
+#pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
       for (int64_t t = 0; t < s.seq; ++t) {
@@ -58,6 +61,7 @@ void to_heads(const Dims& s, const float* rows, int64_t stride, int64_t offset, 
 // of rows: [batch * seq, stride].
 void from_heads(const Dims& s, const float* heads, int64_t stride, int64_t offset, float* rows) {
   const int64_t hd = s.head_dim();
+#pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
       for (int64_t t = 0; t < s.seq; ++t) {
@@ -118,17 +122,19 @@ Forward CausalSelfAttention::forward(const Tensor& x, const LayerContext& ctx) {
   const Dims s{.batch = x.dim(0), .seq = seq_, .dim = dim_, .heads = heads_};
   const Shape head_shape{s.batch, s.heads, s.seq, s.head_dim()};
   // qkv: [rows, 3d] = x · qkv.weight^T + qkv.bias, then split into q, k, v per head.
-  Tensor qkv(Shape{s.rows(), 3 * dim_});
+  Tensor qkv = Tensor::uninitialized(Shape{s.rows(), 3 * dim_});
   kernels::linear_forward(ctx.kernels, x.data(), qkv_weight_.data(), qkv_bias_.data(), qkv.data(),
                           s.rows(), dim_, 3 * dim_);
-  Tensor q(head_shape), k(head_shape), v(head_shape);
+  Tensor q = Tensor::uninitialized(head_shape), k = Tensor::uninitialized(head_shape),
+         v = Tensor::uninitialized(head_shape);
   to_heads(s, qkv.data(), 3 * dim_, 0, q.data());
   to_heads(s, qkv.data(), 3 * dim_, dim_, k.data());
   to_heads(s, qkv.data(), 3 * dim_, 2 * dim_, v.data());
 
-  Tensor probs(Shape{s.batch, s.heads, s.seq, s.seq}), heads_out(head_shape), mask;
+  Tensor probs = Tensor::uninitialized(Shape{s.batch, s.heads, s.seq, s.seq});
+  Tensor heads_out = Tensor::uninitialized(head_shape), mask;
   if (ctx.training && dropout_ > 0.0) {
-    mask = Tensor(probs.shape());
+    mask = Tensor::uninitialized(probs.shape());
     fill_dropout_mask(ctx, global_index(), DropoutSite::kAttentionProbs, dropout_, s.batch,
                       s.heads * s.seq * s.seq, mask.data());
   }
@@ -136,9 +142,9 @@ Forward CausalSelfAttention::forward(const Tensor& x, const LayerContext& ctx) {
                                     mask.empty() ? nullptr : mask.data(), probs.data(),
                                     heads_out.data());
   // merged: [rows, d] (heads side by side); y = merged · proj.weight^T + proj.bias.
-  Tensor merged(x.shape());
+  Tensor merged = Tensor::uninitialized(x.shape());
   from_heads(s, heads_out.data(), dim_, 0, merged.data());
-  Forward result{.output = Tensor(x.shape()), .saved = {}};
+  Forward result{.output = Tensor::uninitialized(x.shape()), .saved = {}};
   kernels::linear_forward(ctx.kernels, merged.data(), proj_weight_.data(), proj_bias_.data(),
                           result.output.data(), s.rows(), dim_, dim_);
   if (ctx.training) {
@@ -164,31 +170,32 @@ Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tens
   // Output projection: dproj.weight += dy^T · merged, dmerged = dy · proj.weight.
   kernels::linear_backward_weights(ctx.kernels, merged.data(), dy.data(), proj_weight_grad_.data(),
                                    proj_bias_grad_.data(), s.rows(), dim_, dim_);
-  Tensor dmerged(x.shape());
+  Tensor dmerged = Tensor::uninitialized(x.shape());
   kernels::linear_backward_data(ctx.kernels, dy.data(), proj_weight_.data(), dmerged.data(),
                                 s.rows(), dim_, dim_);
-  Tensor dheads(q.shape());
+  Tensor dheads = Tensor::uninitialized(q.shape());
   to_heads(s, dmerged.data(), dim_, 0, dheads.data());
 
   Tensor mask;
   if (ctx.training && dropout_ > 0.0) {
-    mask = Tensor(probs.shape());
+    mask = Tensor::uninitialized(probs.shape());
     fill_dropout_mask(ctx, global_index(), DropoutSite::kAttentionProbs, dropout_, s.batch,
                       s.heads * s.seq * s.seq, mask.data());
   }
-  Tensor dq(q.shape()), dk(q.shape()), dv(q.shape());
+  Tensor dq = Tensor::uninitialized(q.shape()), dk = Tensor::uninitialized(q.shape()),
+         dv = Tensor::uninitialized(q.shape());
   kernels::causal_attention_backward(ctx.kernels, s.attention(), q.data(), k.data(), v.data(),
                                      probs.data(), mask.empty() ? nullptr : mask.data(),
                                      dheads.data(), dq.data(), dk.data(), dv.data());
   // dqkv: [rows, 3d]; dqkv.weight += dqkv^T · x, dx = dqkv · qkv.weight.
-  Tensor dqkv(Shape{s.rows(), 3 * dim_});
+  Tensor dqkv = Tensor::uninitialized(Shape{s.rows(), 3 * dim_});
   from_heads(s, dq.data(), 3 * dim_, 0, dqkv.data());
   from_heads(s, dk.data(), 3 * dim_, dim_, dqkv.data());
   from_heads(s, dv.data(), 3 * dim_, 2 * dim_, dqkv.data());
   kernels::linear_backward_weights(ctx.kernels, x.data(), dqkv.data(), qkv_weight_grad_.data(),
                                    qkv_bias_grad_.data(), s.rows(), dim_, 3 * dim_);
   if (!ctx.need_input_grad) return {};
-  Tensor dx(x.shape());
+  Tensor dx = Tensor::uninitialized(x.shape());
   kernels::linear_backward_data(ctx.kernels, dqkv.data(), qkv_weight_.data(), dx.data(), s.rows(),
                                 dim_, 3 * dim_);
   return dx;

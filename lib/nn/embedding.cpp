@@ -50,7 +50,7 @@ Forward Embedding::forward(const Tensor& ids, const LayerContext& ctx) {
         "Embedding: input {} is not [batch, {}] token ids", ids.shape(), seq_);
   check(!token_.empty(), "Embedding: forward before bind");
   const int64_t batch = ids.dim(0);
-  Tensor y(Shape{batch, seq_, dim_});
+  Tensor y = Tensor::uninitialized(Shape{batch, seq_, dim_});
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t t = 0; t < seq_; ++t) {
       const float* token = token_.data() + token_id(ids, b * seq_ + t, vocab_) * dim_;

@@ -32,7 +32,8 @@ Forward LayerNorm::forward(const Tensor& x, const LayerContext& ctx) {
         "LayerNorm: input {} does not match the layer's input shape {}", x.shape(), input_shape_);
   check(!weight_.empty(), "LayerNorm: forward before bind");
   const int64_t rows = x.numel() / dim_;
-  Tensor y(x.shape()), mean(Shape{rows}), variance(Shape{rows});
+  Tensor y = Tensor::uninitialized(x.shape()), mean = Tensor::uninitialized(Shape{rows}),
+         variance = Tensor::uninitialized(Shape{rows});
   // x, y: [rows, dim]; mean, variance: [rows]
   kernels::layer_norm_forward(ctx.kernels, x.data(), weight_.data(), bias_.data(), y.data(),
                               mean.data(), variance.data(), rows, dim_, eps_);
@@ -51,7 +52,7 @@ Tensor LayerNorm::backward_from(const Tensor& dy, std::span<const Tensor> saved,
   const Tensor &x = saved[0], &mean = saved[1], &variance = saved[2];
   check(dy.shape() == x.shape(), "LayerNorm::backward: dy {} does not match x {}", dy.shape(),
         x.shape());
-  Tensor dx(x.shape());
+  Tensor dx = Tensor::uninitialized(x.shape());
   // x, dy, dx: [rows, dim]; dweight, dbias: [dim] accumulated.
   kernels::layer_norm_backward(ctx.kernels, x.data(), dy.data(), weight_.data(), mean.data(),
                                variance.data(), dx.data(), weight_grad_.data(), bias_grad_.data(),

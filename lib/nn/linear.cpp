@@ -55,7 +55,7 @@ Forward Linear::forward(const Tensor& x, const LayerContext& ctx) {
   const int64_t rows = x.numel() / in_;
   Shape out_shape = x.shape();
   out_shape[out_shape.rank() - 1] = units_;
-  Forward result{.output = Tensor(out_shape), .saved = {}};
+  Forward result{.output = Tensor::uninitialized(out_shape), .saved = {}};
   // x: [rows, in], weight: [units, in], bias: [units] → y: [rows, units]
   kernels::linear_forward(ctx.kernels, x.data(), weight_.data(), has_bias_ ? bias_.data() : nullptr,
                           result.output.data(), rows, in_, units_);
@@ -73,7 +73,7 @@ Tensor Linear::backward(const Tensor& dy, const Saved& saved, const LayerContext
   kernels::linear_backward_weights(ctx.kernels, x.data(), dy.data(), weight_grad_.data(),
                                    has_bias_ ? bias_grad_.data() : nullptr, rows, in_, units_);
   if (!ctx.need_input_grad) return {};
-  Tensor dx(x.shape());
+  Tensor dx = Tensor::uninitialized(x.shape());
   // dx[rows, in] = dy[rows, units] · W[units, in]
   kernels::linear_backward_data(ctx.kernels, dy.data(), weight_.data(), dx.data(), rows, in_,
                                 units_);

@@ -24,7 +24,9 @@ const Shape& checked_input(const Shape& input_shape) {
 void add_into(Tensor& y, const Tensor& x) {
   float* out = y.data();
   const float* in = x.data();
-  for (int64_t i = 0; i < y.numel(); ++i) out[i] += in[i];
+  const int64_t n = y.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] += in[i];
 }
 
 constexpr size_t kLn1Params = 2, kAttnParams = 4, kLn2Params = 2, kMlpParams = 4;
@@ -89,9 +91,13 @@ void TransformerBlock::bind(std::vector<std::span<float>> params,
 void TransformerBlock::apply_dropout(Tensor& branch, DropoutSite site,
                                      const LayerContext& ctx) const {
   if (!ctx.training || dropout_ == 0.0) return;
-  Tensor mask(branch.shape());
+  Tensor mask = Tensor::uninitialized(branch.shape());
   fill_dropout_mask(ctx, global_index(), site, dropout_, branch.dim(0), seq_ * dim_, mask.data());
-  for (int64_t i = 0; i < branch.numel(); ++i) branch[i] *= mask[i];
+  float* out = branch.data();
+  const float* m = mask.data();
+  const int64_t n = branch.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] *= m[i];
 }
 
 Forward TransformerBlock::forward(const Tensor& x, const LayerContext& ctx) {
@@ -107,12 +113,13 @@ Forward TransformerBlock::forward(const Tensor& x, const LayerContext& ctx) {
   add_into(x1, x);
   // y = x1 + Dropout(fc2(GELU(fc1(LN2(x1))))); hidden: [rows, r·d].
   Forward ln2 = ln2_.forward(x1, ctx);
-  Tensor hidden(Shape{x.dim(0), seq_, hidden_}), activated(hidden.shape());
+  Tensor hidden = Tensor::uninitialized(Shape{x.dim(0), seq_, hidden_});
+  Tensor activated = Tensor::uninitialized(hidden.shape());
   kernels::linear_forward(ctx.kernels, ln2.output.data(), fc1_weight_.data(), fc1_bias_.data(),
                           hidden.data(), rows, dim_, hidden_);
   kernels::eltwise_forward(ctx.kernels, kernels::EltwiseKind::kGelu, hidden.data(),
                            activated.data(), hidden.numel());
-  Tensor y(x.shape());
+  Tensor y = Tensor::uninitialized(x.shape());
   kernels::linear_forward(ctx.kernels, activated.data(), fc2_weight_.data(), fc2_bias_.data(),
                           y.data(), rows, hidden_, dim_);
   apply_dropout(y, DropoutSite::kMlpOutput, ctx);
@@ -153,7 +160,7 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved, const La
   kernels::linear_backward_weights(ctx.kernels, activated.data(), dbranch.data(),
                                    fc2_weight_grad_.data(), fc2_bias_grad_.data(), rows, hidden_,
                                    dim_);
-  Tensor dhidden(hidden.shape());
+  Tensor dhidden = Tensor::uninitialized(hidden.shape());
   kernels::linear_backward_data(ctx.kernels, dbranch.data(), fc2_weight_.data(), dhidden.data(),
                                 rows, hidden_, dim_);
   kernels::eltwise_backward(ctx.kernels, kernels::EltwiseKind::kGelu, hidden.data(), dhidden.data(),
@@ -161,7 +168,7 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved, const La
   kernels::linear_backward_weights(ctx.kernels, normed2.data(), dhidden.data(),
                                    fc1_weight_grad_.data(), fc1_bias_grad_.data(), rows, dim_,
                                    hidden_);
-  Tensor dnormed2(dy.shape());
+  Tensor dnormed2 = Tensor::uninitialized(dy.shape());
   kernels::linear_backward_data(ctx.kernels, dhidden.data(), fc1_weight_.data(), dnormed2.data(),
                                 rows, dim_, hidden_);
   Tensor dx1 = ln2_.backward_from(dnormed2, ln2_saved, inner);

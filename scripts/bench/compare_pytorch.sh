@@ -1,34 +1,57 @@
 #!/usr/bin/env bash
-# mpipe vs PyTorch on one process: the same MLP training step (configs/scaling_mlp.yaml, K=1 M=1).
+# mpipe vs PyTorch on one process: the same training step of the same model, at 1 and 2 threads.
 #
-#   scripts/bench/compare_pytorch.sh          # 1 and 2 threads
+#   scripts/bench/compare_pytorch.sh          # both models, 1 and 2 threads
 #
-# Environment: THREADS (list, default "1 2"), REPEATS (default 3; the fastest is shown),
-# WAIT_IDLE (before each run, wait up to this many seconds for idle CPUs; default 120, 0 = no),
-# MPIPE_BIN (default build/release/apps/mpipe). Needs /usr/bin/python3 with Debian's
-# python3-torch and libopenblas0-openmp (scripts/bench/pytorch_mlp.py). Both sides time 25
-# steps after 5 warm-up steps: mpipe runs the config's 30 steps logged every 5 and drops the
-# first window (scripts/bench/throughput.py); the model keeps its activations
-# (pipeline.recompute: never), as PyTorch does.
+# Models: mlp = configs/scaling_mlp.yaml (batch 256, SGD) against scripts/bench/pytorch_mlp.py;
+# transformer = configs/char_transformer.yaml (4 GPT blocks of width 128, seq 64, batch 32, AdamW,
+# clipping, dropout) against scripts/bench/pytorch_transformer.py. mpipe runs K=1 M=1 and keeps
+# its activations (pipeline.recompute: never), as PyTorch does.
+#
+# Environment: MODELS (default "mlp transformer"), THREADS (list, default "1 2"), REPEATS
+# (default 3; the fastest is shown), WAIT_IDLE (before each run, wait up to this many seconds for
+# idle CPUs; default 120, 0 = no), MPIPE_BIN (default build/release/apps/mpipe). Needs
+# /usr/bin/python3 with Debian's python3-torch and libopenblas0-openmp. Both sides time 25 steps
+# after 5 warm-up steps: mpipe runs 30 steps logged every 5 and drops the first window
+# (scripts/bench/throughput.py). The runs are interleaved (model, threads, mpipe then PyTorch),
+# so a change in the machine's load hits both sides alike. About 4 minutes on 2 idle cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+models_list=${MODELS:-mlp transformer}
 threads_list=${THREADS:-1 2}
 repeats=${REPEATS:-3}
 wait_idle=${WAIT_IDLE:-120}
 bin=${MPIPE_BIN:-build/release/apps/mpipe}
-config=configs/scaling_mlp.yaml
-batch=256
 [[ -x "$bin" ]] || { echo "compare_pytorch.sh: $bin is not an executable (set MPIPE_BIN)" >&2; exit 2; }
 /usr/bin/python3 -c 'import torch' 2>/dev/null || {
   echo "compare_pytorch.sh: /usr/bin/python3 cannot import torch (apt-get install python3-torch" \
     "libopenblas0-openmp)" >&2
   exit 2
 }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=PASSIVE
 
 work=$(mktemp -d /tmp/mpipe-compare.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+
+# Per model: the mpipe config (and its overrides), its batch, and the PyTorch twin.
+model_args() {  # MODEL → sets config, batch, twin, overrides
+  case $1 in
+    mlp)
+      config=configs/scaling_mlp.yaml batch=256 twin=scripts/bench/pytorch_mlp.py
+      overrides=()
+      ;;
+    transformer)
+      config=configs/char_transformer.yaml batch=32 twin=scripts/bench/pytorch_transformer.py
+      overrides=(--set pipeline.recompute=never --set train.steps=30 --set log.every=5
+        --set train.eval_every=0 --set train.eval_batches=1 --set checkpoint.every=0)
+      ;;
+    *)
+      echo "compare_pytorch.sh: unknown model '$1' (known: mlp transformer)" >&2
+      exit 2
+      ;;
+  esac
+}
 
 # The fastest of the repeats: on a shared machine other jobs only ever slow a run down.
 best() { tr ' ' '\n' | sed '/^$/d' | sort -g | tail -n 1; }
@@ -38,34 +61,40 @@ echo "load before: $(uptime)"
 echo "commands (each repeated $repeats times, interleaved; the fastest shown):"
 declare -A mpipe torch
 for ((r = 1; r <= repeats; ++r)); do
-  for t in $threads_list; do
-    dir=$work/t$t-r$r
-    cmd=(mpirun -n 1 --bind-to none "$bin" train "$config" --run-dir "$dir"
-      --set pipeline.stages=1 --set pipeline.micro_batches=1)
-    pt=(env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/bench/pytorch_mlp.py --threads "$t"
-      --steps 25 --warmup 5)
-    if ((r == 1)); then
-      echo "  OMP_NUM_THREADS=$t ${cmd[*]}"
-      echo "  ${pt[*]}"
-    fi
-    if ((wait_idle > 0)); then scripts/bench/wait_for_idle.sh "$wait_idle"; fi
-    OMP_NUM_THREADS=$t "${cmd[@]}" >"$dir.log" 2>&1 ||
-      { echo "compare_pytorch.sh: mpipe failed:" >&2; tail "$dir.log" >&2; exit 1; }
-    mpipe[$t]+="$(python3 scripts/bench/throughput.py "$dir") "
-    if ((wait_idle > 0)); then scripts/bench/wait_for_idle.sh "$wait_idle"; fi
-    torch[$t]+="$("${pt[@]}" | sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p') "
+  for model in $models_list; do
+    model_args "$model"
+    for t in $threads_list; do
+      dir=$work/$model-t$t-r$r
+      cmd=(mpirun -n 1 --bind-to none "$bin" train "$config" --run-dir "$dir"
+        --set pipeline.stages=1 --set pipeline.micro_batches=1 "${overrides[@]}")
+      pt=(env -u OPENBLAS_CORETYPE /usr/bin/python3 "$twin" --threads "$t" --steps 25 --warmup 5)
+      if ((r == 1)); then
+        echo "  OMP_NUM_THREADS=$t ${cmd[*]}"
+        echo "  ${pt[*]}"
+      fi
+      if ((wait_idle > 0)); then scripts/bench/wait_for_idle.sh "$wait_idle"; fi
+      OMP_NUM_THREADS=$t "${cmd[@]}" >"$dir.log" 2>&1 ||
+        { echo "compare_pytorch.sh: mpipe failed:" >&2; tail "$dir.log" >&2; exit 1; }
+      mpipe[$model,$t]+="$(python3 scripts/bench/throughput.py "$dir") "
+      if ((wait_idle > 0)); then scripts/bench/wait_for_idle.sh "$wait_idle"; fi
+      torch[$model,$t]+="$("${pt[@]}" | sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p') "
+    done
   done
 done
 echo "load after:  $(uptime)"
 echo
-printf '%7s %14s %12s %16s %12s %16s\n' threads "mpipe ms/step" samples/s "pytorch ms/step" \
-  samples/s "mpipe/pytorch"
-for t in $threads_list; do
-  a=$(best <<<"${mpipe[$t]}")
-  b=$(best <<<"${torch[$t]}")
-  awk -v t="$t" -v a="$a" -v b="$b" -v n="$batch" 'BEGIN {
-    printf "%7d %14.1f %12.0f %16.1f %12.0f %15.2fx\n", t, 1e3 * n / a, a, 1e3 * n / b, b, a / b
-  }'
-  echo "        runs: mpipe ${mpipe[$t]}| pytorch ${torch[$t]}"
+printf '%-12s %7s %14s %12s %16s %12s %16s\n' model threads "mpipe ms/step" samples/s \
+  "pytorch ms/step" samples/s "mpipe/pytorch"
+for model in $models_list; do
+  model_args "$model"
+  for t in $threads_list; do
+    a=$(best <<<"${mpipe[$model,$t]}")
+    b=$(best <<<"${torch[$model,$t]}")
+    awk -v m="$model" -v t="$t" -v a="$a" -v b="$b" -v n="$batch" 'BEGIN {
+      printf "%-12s %7d %14.1f %12.0f %16.1f %12.0f %15.2fx\n", m, t, 1e3 * n / a, a, 1e3 * n / b, b,
+        a / b
+    }'
+    echo "                     runs: mpipe ${mpipe[$model,$t]}| pytorch ${torch[$model,$t]}"
+  done
 done
-echo "(mpipe/pytorch > 1: mpipe trains faster)"
+echo "(mpipe/pytorch > 1: mpipe trains faster; the target is >= 1.15x)"

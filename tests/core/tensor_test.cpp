@@ -1,7 +1,9 @@
-// Tests for Tensor: zero-filled aligned storage, deep copies, reshapes, row slices and fill.
+// Tests for Tensor: zero-filled and uninitialized aligned storage, deep copies, reshapes, row
+// slices and fill.
 #include "core/tensor.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <cstdint>
 #include <vector>
@@ -142,6 +144,39 @@ TEST(Tensor, FillSetsEveryElement) {
   for (int64_t i = 0; i < t.numel(); ++i) EXPECT_EQ(t[i], 2.5f) << i;
   for (float v : t.span()) EXPECT_EQ(v, 2.5f);
   EXPECT_EQ(t.span().size(), 15u);
+}
+
+TEST(Tensor, UninitializedTensorHasTheShapeAlignmentAndWritableStorage) {
+  Tensor t = Tensor::uninitialized(Shape{5, 7});
+  EXPECT_EQ(t.shape(), Shape({5, 7}));
+  EXPECT_EQ(t.numel(), 35);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u);
+  t.fill(2.5f);
+  for (int64_t i = 0; i < t.numel(); ++i) EXPECT_EQ(t[i], 2.5f);
+  EXPECT_TRUE(Tensor::uninitialized(Shape{0, 3}).empty());
+  EXPECT_THROW(Tensor::uninitialized(Shape{-1}), Error);
+}
+
+TEST(Tensor, CopiesAndSlicesOfUninitializedStorageHoldTheWrittenValues) {
+  Tensor t = Tensor::uninitialized(Shape{4, 3});
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(i) + 0.5f;
+  const Tensor copy(t);
+  const Tensor rows = t.slice_rows(1, 2);
+  for (int64_t i = 0; i < t.numel(); ++i) EXPECT_EQ(copy[i], t[i]);
+  for (int64_t i = 0; i < rows.numel(); ++i) EXPECT_EQ(rows[i], t[3 + i]);
+}
+
+TEST(Tensor, AfterReuseFreedTensorMemoryLargeTensorsComeFromTheHeapNotFromMmap) {
+  reuse_freed_tensor_memory();
+  const int mapped_before = mallinfo2().hblks;  // blocks that have their own mmap
+  {
+    const Tensor big(Shape{6 << 20});  // 24 MiB: far above glibc's default mmap threshold
+    EXPECT_EQ(mallinfo2().hblks, mapped_before);
+  }
+  const size_t kept = mallinfo2().fordblks;  // the freed block stays in the heap for reuse
+  EXPECT_GE(kept, size_t{24} << 20);
+  const Tensor again(Shape{6 << 20});
+  EXPECT_EQ(mallinfo2().hblks, mapped_before);
 }
 
 }  // namespace
