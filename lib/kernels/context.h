@@ -7,18 +7,24 @@
 #include <map>
 #include <string>
 
+#include "kernels/precision.h"
+
 namespace mpipe::kernels {
 
 // One per process, created in main (or a test) and passed down; never a global.
-// Primitives are created once per (operation, shapes) key and reused.
+// Primitives are created once per (operation, shapes) key and reused. The precision says how
+// the GEMM and convolution kernels compute (kernels/precision.h); it is fixed for the context's
+// life, so cached primitives never mix precisions.
 class KernelContext {
  public:
-  KernelContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+  explicit KernelContext(Precision precision = Precision::kF32)
+      : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_), precision_(precision) {}
   KernelContext(const KernelContext&) = delete;
   KernelContext& operator=(const KernelContext&) = delete;
 
   const dnnl::engine& engine() const { return engine_; }
   dnnl::stream& stream() { return stream_; }
+  Precision precision() const { return precision_; }
 
   // The cached value for `key`, built by `make` on first use. T is copyable (oneDNN
   // primitives and primitive descriptors are reference-counted handles).
@@ -32,6 +38,7 @@ class KernelContext {
  private:
   dnnl::engine engine_;
   dnnl::stream stream_;
+  Precision precision_;
   std::map<std::string, std::any> cache_;
 };
 

@@ -1,5 +1,6 @@
 // Matrix products through the oneDNN matmul primitive, cached per shape; transposes are expressed
-// as memory-descriptor strides (no copies) and accumulation (beta = 1) as a sum post-op.
+// as memory-descriptor strides (no copies) and accumulation (beta = 1) as a sum post-op. In bf16
+// precision a and b are copied to bf16 (same layout) and the primitive accumulates and writes f32.
 #include "kernels/matmul.h"
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "kernels/bf16_copy.h"
 
 namespace mpipe::kernels {
 namespace {
@@ -21,18 +23,23 @@ struct MatmulPrimitive {
 };
 
 // Logical [batch, rows, cols] (or [rows, cols] when batch == 1), stored transposed if asked.
-memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed) {
+memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed,
+                          memory::data_type type = memory::data_type::f32) {
   const memory::dim row_stride = transposed ? 1 : cols;
   const memory::dim col_stride = transposed ? rows : 1;
-  if (batch == 1) return {{rows, cols}, memory::data_type::f32, {row_stride, col_stride}};
-  return {{batch, rows, cols}, memory::data_type::f32, {rows * cols, row_stride, col_stride}};
+  if (batch == 1) return {{rows, cols}, type, {row_stride, col_stride}};
+  return {{batch, rows, cols}, type, {rows * cols, row_stride, col_stride}};
 }
 
-MatmulPrimitive make_matmul(const dnnl::engine& engine, const MatmulShape& s, float alpha,
-                            float beta, bool with_bias) {
+memory::data_type operand_type(Precision precision) {
+  return precision == Precision::kBf16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+MatmulPrimitive make_matmul(const dnnl::engine& engine, Precision precision, const MatmulShape& s,
+                            float alpha, float beta, bool with_bias) {
   MatmulPrimitive p;
-  p.a = operand_desc(s.batch, s.m, s.k, s.transpose_a);
-  p.b = operand_desc(s.batch, s.k, s.n, s.transpose_b);
+  p.a = operand_desc(s.batch, s.m, s.k, s.transpose_a, operand_type(precision));
+  p.b = operand_desc(s.batch, s.k, s.n, s.transpose_b, operand_type(precision));
   p.c = operand_desc(s.batch, s.m, s.n, false);
   dnnl::primitive_attr attr;
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
@@ -54,8 +61,8 @@ MatmulPrimitive make_matmul(const dnnl::engine& engine, const MatmulShape& s, fl
   return p;
 }
 
-memory wrap(const memory::desc& desc, const dnnl::engine& engine, const float* data) {
-  return memory(desc, engine, const_cast<float*>(data));
+memory wrap(const memory::desc& desc, const dnnl::engine& engine, const void* data) {
+  return memory(desc, engine, const_cast<void*>(data));
 }
 
 void run_matmul(KernelContext& ctx, const MatmulShape& s, const float* a, const float* b,
@@ -71,14 +78,21 @@ void run_matmul(KernelContext& ctx, const MatmulShape& s, const float* a, const 
     }
     return;
   }
-  const std::string key =
-      fmt::format("matmul b{} m{} k{} n{} ta{} tb{} alpha{} beta{} bias{}", s.batch, s.m, s.k, s.n,
-                  s.transpose_a, s.transpose_b, alpha, beta, bias != nullptr);
+  const Precision precision = ctx.precision();
+  const std::string key = fmt::format("matmul {} b{} m{} k{} n{} ta{} tb{} alpha{} beta{} bias{}",
+                                      to_string(precision), s.batch, s.m, s.k, s.n, s.transpose_a,
+                                      s.transpose_b, alpha, beta, bias != nullptr);
   const auto& p = ctx.cached<MatmulPrimitive>(
-      key, [&] { return make_matmul(ctx.engine(), s, alpha, beta, bias != nullptr); });
+      key, [&] { return make_matmul(ctx.engine(), precision, s, alpha, beta, bias != nullptr); });
+  const void* a_data = a;
+  const void* b_data = b;
+  if (precision == Precision::kBf16) {
+    a_data = bf16_copy(ctx, key + " a", a, s.batch * s.m * s.k);
+    b_data = bf16_copy(ctx, key + " b", b, s.batch * s.k * s.n);
+  }
   const dnnl::engine& engine = ctx.engine();
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p.a, engine, a)},
-                                       {DNNL_ARG_WEIGHTS, wrap(p.b, engine, b)},
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p.a, engine, a_data)},
+                                       {DNNL_ARG_WEIGHTS, wrap(p.b, engine, b_data)},
                                        {DNNL_ARG_DST, wrap(p.c, engine, c)}};
   if (bias) args.emplace(DNNL_ARG_BIAS, wrap(p.bias, engine, bias));
   p.primitive.execute(ctx.stream(), args);
