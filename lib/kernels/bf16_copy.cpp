@@ -18,4 +18,20 @@ void* bf16_copy(KernelContext& ctx, const std::string& slot, const float* data, 
   return copy.get_data_handle();
 }
 
+bool weight_copy_is_current(KernelContext& ctx, const std::string& slot) {
+  uint64_t& converted_in = ctx.cached<uint64_t>(slot + " version", [] { return uint64_t{0}; });
+  const uint64_t now = ctx.weights_version();
+  if (now != 0 && converted_in == now) return true;
+  converted_in = now;
+  return false;
+}
+
+const void* bf16_weight_copy(KernelContext& ctx, const float* weight, int64_t n) {
+  const std::string slot = fmt::format("bf16_weight {} n{}", static_cast<const void*>(weight), n);
+  if (weight_copy_is_current(ctx, slot)) {
+    return ctx.cached<dnnl::memory>(slot, [] { return dnnl::memory(); }).get_data_handle();
+  }
+  return bf16_copy(ctx, slot, weight, n);
+}
+
 }  // namespace mpipe::kernels

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/bf16_copy.h"
 
 namespace mpipe::kernels {
 namespace {
@@ -138,9 +139,16 @@ void run(KernelContext& ctx, const std::string& key, const Plan& plan,
       args.emplace(op.arg, user);
       continue;
     }
-    const std::string slot = fmt::format("{} arg{}", key, op.arg);
+    // A weight gets a slot of its own (two layers may share a shape), converted once per
+    // WeightsFixed scope.
+    const bool weight = op.arg == DNNL_ARG_WEIGHTS;
+    const std::string slot =
+        weight ? fmt::format("{} weights {}", key, static_cast<const void*>(op.data))
+               : fmt::format("{} arg{}", key, op.arg);
     memory scratch = ctx.cached<memory>(slot + " scratch", [&] { return memory(wanted, engine); });
-    if (op.use == Operand::kInput) {
+    if (weight && weight_copy_is_current(ctx, slot)) {
+      // converted earlier in this scope
+    } else if (op.use == Operand::kInput) {
       cached_reorder(ctx, slot + " in", op.plain, wanted, false).execute(stream, user, scratch);
     } else {
       to_copy_out.emplace_back(user, &op);

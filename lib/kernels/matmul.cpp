@@ -65,8 +65,9 @@ memory wrap(const memory::desc& desc, const dnnl::engine& engine, const void* da
   return memory(desc, engine, const_cast<void*>(data));
 }
 
+// b_is_weight: b is a parameter (its bf16 copy may be reused within a WeightsFixed scope).
 void run_matmul(KernelContext& ctx, const MatmulShape& s, const float* a, const float* b,
-                const float* bias, float* c, float alpha, float beta) {
+                const float* bias, float* c, float alpha, float beta, bool b_is_weight = false) {
   check(s.batch >= 0 && s.m >= 0 && s.k >= 0 && s.n >= 0, "matmul: negative size");
   check(beta == 0.0f || beta == 1.0f, "matmul: beta must be 0 or 1, got {}", beta);
   if (s.batch == 0 || s.m == 0 || s.n == 0) return;
@@ -88,7 +89,8 @@ void run_matmul(KernelContext& ctx, const MatmulShape& s, const float* a, const 
   const void* b_data = b;
   if (precision == Precision::kBf16) {
     a_data = bf16_copy(ctx, key + " a", a, s.batch * s.m * s.k);
-    b_data = bf16_copy(ctx, key + " b", b, s.batch * s.k * s.n);
+    b_data = b_is_weight ? bf16_weight_copy(ctx, b, s.batch * s.k * s.n)
+                         : bf16_copy(ctx, key + " b", b, s.batch * s.k * s.n);
   }
   const dnnl::engine& engine = ctx.engine();
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p.a, engine, a_data)},
@@ -110,14 +112,14 @@ void linear_forward(KernelContext& ctx, const float* x, const float* w, const fl
                     int64_t rows, int64_t in, int64_t out) {
   // y[rows, out] = x[rows, in] · w^T (w stored [out, in]) + bias.
   const MatmulShape shape{.m = rows, .k = in, .n = out, .transpose_b = true};
-  run_matmul(ctx, shape, x, w, bias, y, 1.0f, 0.0f);
+  run_matmul(ctx, shape, x, w, bias, y, 1.0f, 0.0f, true);
 }
 
 void linear_backward_data(KernelContext& ctx, const float* dy, const float* w, float* dx,
                           int64_t rows, int64_t in, int64_t out) {
   // dx[rows, in] = dy[rows, out] · w[out, in].
   const MatmulShape shape{.m = rows, .k = out, .n = in};
-  run_matmul(ctx, shape, dy, w, nullptr, dx, 1.0f, 0.0f);
+  run_matmul(ctx, shape, dy, w, nullptr, dx, 1.0f, 0.0f, true);
 }
 
 void linear_backward_weights(KernelContext& ctx, const float* x, const float* dy, float* dw,

@@ -7,14 +7,23 @@ namespace mpipe::checkpoint {
 namespace {
 
 Settings base() {
-  return {{"train.steps", "100"},          {"train.seed", "1"},
-          {"train.batch_size", "64"},      {"train.eval_every", "0"},
-          {"optimizer.lr", "0.001"},       {"optimizer.kind", "adam"},
-          {"data.path", "/data/a"},        {"log.every", "10"},
-          {"checkpoint.every", "50"},      {"pipeline.stages", "2"},
-          {"pipeline.data_parallel", "1"}, {"pipeline.micro_batches", "4"},
-          {"pipeline.schedule", "gpipe"},  {"pipeline.partition", "uniform"},
-          {kGlobalMicroBatchesKey, "4"},   {"model.layers[0].type", "linear"},
+  return {{"train.steps", "100"},
+          {"train.seed", "1"},
+          {"train.batch_size", "64"},
+          {"train.eval_every", "0"},
+          {"train.precision", "f32"},
+          {"optimizer.lr", "0.001"},
+          {"optimizer.kind", "adam"},
+          {"data.path", "/data/a"},
+          {"log.every", "10"},
+          {"checkpoint.every", "50"},
+          {"pipeline.stages", "2"},
+          {"pipeline.data_parallel", "1"},
+          {"pipeline.micro_batches", "4"},
+          {"pipeline.schedule", "gpipe"},
+          {"pipeline.partition", "uniform"},
+          {kGlobalMicroBatchesKey, "4"},
+          {"model.layers[0].type", "linear"},
           {"model.layers[0].units", "64"}};
 }
 
@@ -65,13 +74,15 @@ TEST(CompareSettings, WhatTheMathematicsDependsOnIsRefusedEachListed) {
                                              {"train.seed", "2"},
                                              {"train.batch_size", "128"},
                                              {"optimizer.kind", "sgd"},
+                                             {"train.precision", "bf16"},
                                              {"data.path", "/data/b"},
                                              {"model.layers[0].units", "128"},
                                              {"train.steps", "200"}}));
-  EXPECT_EQ(changes.refused, (std::vector<std::string>{
-                                 "data.path: /data/a → /data/b", "model.layers[0].units: 64 → 128",
-                                 "optimizer.kind: adam → sgd", "optimizer.lr: 0.001 → 0.01",
-                                 "train.batch_size: 64 → 128", "train.seed: 1 → 2"}));
+  EXPECT_EQ(changes.refused,
+            (std::vector<std::string>{
+                "data.path: /data/a → /data/b", "model.layers[0].units: 64 → 128",
+                "optimizer.kind: adam → sgd", "optimizer.lr: 0.001 → 0.01",
+                "train.batch_size: 64 → 128", "train.precision: f32 → bf16", "train.seed: 1 → 2"}));
   EXPECT_EQ(changes.allowed, std::vector<std::string>{"train.steps: 100 → 200"});
 }
 

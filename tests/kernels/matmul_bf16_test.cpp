@@ -6,6 +6,7 @@
 
 #include "bf16_values.h"
 #include "expect_near.h"
+#include "kernels/conv.h"
 #include "kernels/matmul.h"
 #include "kernels/reference.h"
 #include "random_values.h"
@@ -98,6 +99,58 @@ TEST(LinearBf16, GivesBitIdenticalResultsWhenRepeated) {
   linear_forward(ctx, x.data(), w.data(), nullptr, first.data(), rows, in, out);
   linear_forward(ctx, x.data(), w.data(), nullptr, second.data(), rows, in, out);
   EXPECT_EQ(first, second);
+}
+
+// The bf16 copy of a weight is made once per WeightsFixed scope: a weight changed inside a scope
+// (which the scope forbids) is not seen until the next scope, and outside scopes every call
+// converts again.
+TEST(LinearBf16, WeightIsConvertedOncePerWeightsFixedScope) {
+  KernelContext ctx(Precision::kBf16);
+  const int64_t rows = 3, in = 4, out = 2;
+  const std::vector<float> x(rows * in, 1.0f);
+  std::vector<float> w(out * in, 1.0f), y(rows * out);
+  auto forward = [&] {
+    linear_forward(ctx, x.data(), w.data(), nullptr, y.data(), rows, in, out);
+    return y[0];
+  };
+  {
+    const WeightsFixed fixed(ctx);
+    EXPECT_EQ(forward(), 4.0f);
+    w.assign(w.size(), 2.0f);
+    EXPECT_EQ(forward(), 4.0f);
+    std::vector<float> dx(rows * in);
+    linear_backward_data(ctx, y.data(), w.data(), dx.data(), rows, in, out);
+    EXPECT_EQ(dx[0], 8.0f);  // 2 outputs of 4, times the weights converted first (1)
+  }
+  EXPECT_EQ(forward(), 8.0f);
+  w.assign(w.size(), 3.0f);
+  EXPECT_EQ(forward(), 12.0f);
+  const WeightsFixed next(ctx);
+  EXPECT_EQ(forward(), 12.0f);
+}
+
+TEST(Conv2dBf16, WeightIsConvertedOncePerWeightsFixedScope) {
+  KernelContext ctx(Precision::kBf16);
+  const Conv2dShape s{.batch = 1,
+                      .in_channels = 2,
+                      .height = 3,
+                      .width = 3,
+                      .out_channels = 2,
+                      .kernel_h = 3,
+                      .kernel_w = 3};
+  const std::vector<float> x(18, 1.0f);
+  std::vector<float> w(36, 1.0f), y(2);
+  auto forward = [&] {
+    conv2d_forward(ctx, s, x.data(), w.data(), nullptr, y.data());
+    return y[0];
+  };
+  {
+    const WeightsFixed fixed(ctx);
+    EXPECT_EQ(forward(), 18.0f);
+    w.assign(w.size(), 2.0f);
+    EXPECT_EQ(forward(), 18.0f);
+  }
+  EXPECT_EQ(forward(), 36.0f);
 }
 
 }  // namespace
