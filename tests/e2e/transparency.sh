@@ -2,21 +2,33 @@
 # Transparency: after 3 steps the exported weights of K = 1, 2, 4 stages are bit-identical,
 # for both schedules and all three recompute modes, with the default partition (auto: the
 # planner's, which differs from uniform for every model here at K = 4) and with uniform.
-# Usage: transparency.sh CONFIG
+# Settings after CONFIG (--set train.precision=bf16) apply to every run; they must change the
+# result (the K=1 weights differ from those of a run without them), so that they were in effect.
+# Usage: transparency.sh CONFIG [--set key=value ...]
 source "$(dirname "$0")/lib.sh"
 config=$1
-train 1 k1 "$config"
+shift
+extra=("$@")
+train 1 k1 "$config" "${extra[@]}"
+if ((${#extra[@]} > 0)); then
+  train 1 k1-without-extra "$config"
+  if "$MPIPE" compare "$WORK/k1.safetensors" "$WORK/k1-without-extra.safetensors" > /dev/null; then
+    echo "FAILED: ${extra[*]} left the weights unchanged"
+    exit 1
+  fi
+fi
 for schedule in gpipe 1f1b; do
   for recompute in always except_last never; do
     for k in 2 4; do
       name=k$k-$schedule-$recompute
-      train "$k" "$name" "$config" --set pipeline.schedule=$schedule --set pipeline.recompute=$recompute
+      train "$k" "$name" "$config" --set pipeline.schedule=$schedule --set pipeline.recompute=$recompute \
+        "${extra[@]}"
       same k1 "$name"
     done
   done
 done
 for k in 2 4; do
-  train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform
+  train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform "${extra[@]}"
   same k1 "k$k-uniform"
 done
-echo "transparency: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never} (auto) and uniform bit-identical"
+echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never} (auto) and uniform bit-identical"
