@@ -130,10 +130,12 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   Trainer trainer(experiment, world, kernels, dataset);
   const auto& topo = trainer.topology();
   if (is_root) {
-    spdlog::info("{}: {} layers, {} parameters, {} stages x {} replicas, {} micro-batches of {}",
-                 experiment.source, trainer.plan().layers.size(), trainer.plan().num_params(),
-                 topo.num_stages, topo.num_replicas, experiment.pipeline.micro_batches,
-                 train.batch_size / topo.num_replicas / experiment.pipeline.micro_batches);
+    spdlog::info(
+        "{}: {} layers, {} parameters, {} stages x {} replicas, {} micro-batches of {}, {}",
+        experiment.source, trainer.plan().layers.size(), trainer.plan().num_params(),
+        topo.num_stages, topo.num_replicas, experiment.pipeline.micro_batches,
+        train.batch_size / topo.num_replicas / experiment.pipeline.micro_batches,
+        kernels::to_string(kernels.precision()));
   }
 
   RunCheckpoints checkpoints(trainer, experiment, options, world);
