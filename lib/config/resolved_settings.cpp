@@ -99,6 +99,7 @@ void add_train(const train::TrainConfig& train, Settings& out) {
   out["train.eval_batch_size"] = text(train.eval_batch_size);
   out["train.on_nonfinite"] = train.on_nonfinite == train::OnNonFinite::kStop ? "stop" : "skip";
   out["train.max_skips_in_a_row"] = text(train.max_skips_in_a_row);
+  out["train.precision"] = kernels::to_string(train.precision);
 }
 
 void add_optimizer(const optim::OptimizerConfig& optimizer, Settings& out) {

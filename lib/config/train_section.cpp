@@ -1,4 +1,4 @@
-// The `train:` section: steps, batch size, seed, evaluation cadence, non-finite policy.
+// The `train:` section: steps, batch size, seed, evaluation cadence, non-finite policy, precision.
 #include "config/bounded.h"
 #include "config/map_reader.h"
 #include "config/sections.h"
@@ -6,8 +6,9 @@
 namespace mpipe::config {
 
 train::TrainConfig parse_train(const Field& section) {
-  const MapReader map(section, {"steps", "batch_size", "seed", "eval_every", "eval_batches",
-                                "eval_batch_size", "on_nonfinite", "max_skips_in_a_row"});
+  const MapReader map(
+      section, {"steps", "batch_size", "seed", "eval_every", "eval_batches", "eval_batch_size",
+                "on_nonfinite", "max_skips_in_a_row", "precision"});
   train::TrainConfig config;
   if (auto f = map.get("steps")) config.steps = read_int(*f, at_least(0));
   if (auto f = map.get("batch_size")) config.batch_size = read_int(*f, at_least(1));
@@ -20,6 +21,10 @@ train::TrainConfig parse_train(const Field& section) {
         {{"stop", train::OnNonFinite::kStop}, {"skip", train::OnNonFinite::kSkip}});
   }
   if (auto f = map.get("max_skips_in_a_row")) config.max_skips_in_a_row = read_int(*f, at_least(1));
+  if (auto f = map.get("precision")) {
+    config.precision = f->as_choice<kernels::Precision>(
+        {{"f32", kernels::Precision::kF32}, {"bf16", kernels::Precision::kBf16}});
+  }
   return config;
 }
 

@@ -1,7 +1,9 @@
 // 2-D convolution through the oneDNN convolution primitives, cached per shape. Callers see plain
 // NCHW/OIHW; inside a call, convolutions with a spatial kernel or groups run in the blocked
 // layouts oneDNN prefers (operands reordered in and out), 1×1 ones directly on the plain layout.
-// Weight gradients leave through a reorder with a sum post-op, which accumulates them.
+// Weight gradients leave through a reorder with a sum post-op, which accumulates them. In bf16
+// precision the operands a primitive reads are reordered to bf16 (every convolution then runs
+// in the layouts oneDNN chooses) and what it writes stays f32.
 #include "kernels/conv.h"
 
 #include <fmt/format.h>
@@ -12,13 +14,15 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/bf16_copy.h"
 
 namespace mpipe::kernels {
 namespace {
 
 using dnnl::memory;
 using Tag = memory::format_tag;
-constexpr auto kF32 = memory::data_type::f32;
+using Type = memory::data_type;
+constexpr auto kF32 = Type::f32;
 constexpr auto kDirect = dnnl::algorithm::convolution_direct;
 
 // The plain memory descriptors of one convolution and its geometry in oneDNN's terms.
@@ -27,19 +31,38 @@ struct ConvDescs {
   memory::dims strides, dilates, padding;
 };
 
-ConvDescs plain_descs(const Conv2dShape& s) {
+// The data types of a primitive's src, weights and dst (or their gradients); bias is f32.
+struct ConvTypes {
+  Type src = kF32, weights = kF32, dst = kF32;
+};
+
+// What each primitive reads in `precision` (bf16 or f32) and writes (f32).
+ConvTypes forward_types(Precision p) {
+  const Type in = p == Precision::kBf16 ? Type::bf16 : kF32;
+  return {.src = in, .weights = in, .dst = kF32};
+}
+ConvTypes backward_data_types(Precision p) {
+  const Type in = p == Precision::kBf16 ? Type::bf16 : kF32;
+  return {.src = kF32, .weights = in, .dst = in};
+}
+ConvTypes backward_weights_types(Precision p) {
+  const Type in = p == Precision::kBf16 ? Type::bf16 : kF32;
+  return {.src = in, .weights = kF32, .dst = in};
+}
+
+ConvDescs plain_descs(const Conv2dShape& s, const ConvTypes& t = {}) {
   ConvDescs d;
-  d.src = memory::desc({s.batch, s.in_channels, s.height, s.width}, kF32, Tag::nchw);
+  d.src = memory::desc({s.batch, s.in_channels, s.height, s.width}, t.src, Tag::nchw);
   if (s.groups == 1) {
     d.weights =
-        memory::desc({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, kF32, Tag::oihw);
+        memory::desc({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, t.weights, Tag::oihw);
   } else {  // [groups, out/groups, in/groups, kh, kw]: the same bytes as OIHW
     d.weights = memory::desc(
         {s.groups, s.out_channels / s.groups, s.in_channels / s.groups, s.kernel_h, s.kernel_w},
-        kF32, Tag::goihw);
+        t.weights, Tag::goihw);
   }
   d.bias = memory::desc({s.out_channels}, kF32, Tag::x);
-  d.dst = memory::desc({s.batch, s.out_channels, s.out_height(), s.out_width()}, kF32, Tag::nchw);
+  d.dst = memory::desc({s.batch, s.out_channels, s.out_height(), s.out_width()}, t.dst, Tag::nchw);
   d.strides = {s.stride_h, s.stride_w};
   d.dilates = {s.dilation_h - 1, s.dilation_w - 1};  // oneDNN counts the gaps
   d.padding = {s.pad_h, s.pad_w};
@@ -49,21 +72,24 @@ ConvDescs plain_descs(const Conv2dShape& s) {
 // Measured on 1 thread (batch 32, CIFAR-sized): the blocked direct kernels run 3×3 convolutions
 // 1.4-2× (forward) to 2-6× (backward) and depthwise ones 3-8× faster than the GEMM-based plain
 // ones, reorders included; for 1×1 convolutions the plain GEMM path is as fast or faster.
-bool prefers_blocked(const Conv2dShape& s) { return s.kernel_h * s.kernel_w > 1 || s.groups > 1; }
+// bf16 operands are copied anyway, and the bf16 kernels (AMX, AVX512-BF16) are the blocked ones.
+bool prefers_blocked(const Conv2dShape& s, Precision p) {
+  return s.kernel_h * s.kernel_w > 1 || s.groups > 1 || p == Precision::kBf16;
+}
 
 // The descriptors the primitives are created with: plain, or `any` to let oneDNN choose.
-ConvDescs creation_descs(const Conv2dShape& s) {
-  ConvDescs d = plain_descs(s);
-  if (!prefers_blocked(s)) return d;
-  d.src = memory::desc(d.src.dims(), kF32, Tag::any);
-  d.weights = memory::desc(d.weights.dims(), kF32, Tag::any);
-  d.dst = memory::desc(d.dst.dims(), kF32, Tag::any);
+ConvDescs creation_descs(const Conv2dShape& s, Precision p, const ConvTypes& t) {
+  ConvDescs d = plain_descs(s, t);
+  if (!prefers_blocked(s, p)) return d;
+  d.src = memory::desc(d.src.dims(), t.src, Tag::any);
+  d.weights = memory::desc(d.weights.dims(), t.weights, Tag::any);
+  d.dst = memory::desc(d.dst.dims(), t.dst, Tag::any);
   return d;
 }
 
-dnnl::convolution_forward::primitive_desc forward_pd(const dnnl::engine& engine,
+dnnl::convolution_forward::primitive_desc forward_pd(const dnnl::engine& engine, Precision p,
                                                      const Conv2dShape& s, bool with_bias) {
-  const ConvDescs d = creation_descs(s);
+  const ConvDescs d = creation_descs(s, p, forward_types(p));
   const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, kDirect, d.src,
                                              d.weights, with_bias ? d.bias : memory::desc(), d.dst,
                                              d.strides, d.dilates, d.padding, d.padding);
@@ -113,9 +139,16 @@ void run(KernelContext& ctx, const std::string& key, const Plan& plan,
       args.emplace(op.arg, user);
       continue;
     }
-    const std::string slot = fmt::format("{} arg{}", key, op.arg);
+    // A weight gets a slot of its own (two layers may share a shape), converted once per
+    // WeightsFixed scope.
+    const bool weight = op.arg == DNNL_ARG_WEIGHTS;
+    const std::string slot =
+        weight ? fmt::format("{} weights {}", key, static_cast<const void*>(op.data))
+               : fmt::format("{} arg{}", key, op.arg);
     memory scratch = ctx.cached<memory>(slot + " scratch", [&] { return memory(wanted, engine); });
-    if (op.use == Operand::kInput) {
+    if (weight && weight_copy_is_current(ctx, slot)) {
+      // converted earlier in this scope
+    } else if (op.use == Operand::kInput) {
       cached_reorder(ctx, slot + " in", op.plain, wanted, false).execute(stream, user, scratch);
     } else {
       to_copy_out.emplace_back(user, &op);
@@ -165,9 +198,11 @@ void conv2d_forward(KernelContext& ctx, const Conv2dShape& shape, const float* x
                     const float* bias, float* y) {
   shape.validate();
   const bool with_bias = bias != nullptr;
-  const std::string key = fmt::format("conv2d_forward {} bias{}", shape.key(), with_bias);
+  const Precision p = ctx.precision();
+  const std::string key =
+      fmt::format("conv2d_forward {} {} bias{}", to_string(p), shape.key(), with_bias);
   const Plan& plan = ctx.cached<Plan>(key, [&] {
-    const auto pd = forward_pd(ctx.engine(), shape, with_bias);
+    const auto pd = forward_pd(ctx.engine(), p, shape, with_bias);
     return Plan{dnnl::convolution_forward(pd), pd};
   });
   const ConvDescs d = plain_descs(shape);
@@ -181,13 +216,14 @@ void conv2d_forward(KernelContext& ctx, const Conv2dShape& shape, const float* x
 void conv2d_backward_data(KernelContext& ctx, const Conv2dShape& shape, const float* dy,
                           const float* w, float* dx) {
   shape.validate();
-  const std::string key = fmt::format("conv2d_backward_data {}", shape.key());
+  const Precision p = ctx.precision();
+  const std::string key = fmt::format("conv2d_backward_data {} {}", to_string(p), shape.key());
   const Plan& plan = ctx.cached<Plan>(key, [&] {
-    const ConvDescs d = creation_descs(shape);
+    const ConvDescs d = creation_descs(shape, p, backward_data_types(p));
     const dnnl::convolution_backward_data::desc desc(kDirect, d.src, d.weights, d.dst, d.strides,
                                                      d.dilates, d.padding, d.padding);
     const dnnl::convolution_backward_data::primitive_desc pd(
-        desc, ctx.engine(), forward_pd(ctx.engine(), shape, false));
+        desc, ctx.engine(), forward_pd(ctx.engine(), p, shape, false));
     return Plan{dnnl::convolution_backward_data(pd), pd};
   });
   const ConvDescs d = plain_descs(shape);
@@ -201,14 +237,16 @@ void conv2d_backward_weights(KernelContext& ctx, const Conv2dShape& shape, const
                              const float* dy, float* dw, float* dbias) {
   shape.validate();
   const bool with_bias = dbias != nullptr;
-  const std::string key = fmt::format("conv2d_backward_weights {} bias{}", shape.key(), with_bias);
+  const Precision p = ctx.precision();
+  const std::string key =
+      fmt::format("conv2d_backward_weights {} {} bias{}", to_string(p), shape.key(), with_bias);
   const Plan& plan = ctx.cached<Plan>(key, [&] {
-    const ConvDescs d = creation_descs(shape);
+    const ConvDescs d = creation_descs(shape, p, backward_weights_types(p));
     const dnnl::convolution_backward_weights::desc desc(kDirect, d.src, d.weights,
                                                         with_bias ? d.bias : memory::desc(), d.dst,
                                                         d.strides, d.dilates, d.padding, d.padding);
     const dnnl::convolution_backward_weights::primitive_desc pd(
-        desc, ctx.engine(), forward_pd(ctx.engine(), shape, with_bias));
+        desc, ctx.engine(), forward_pd(ctx.engine(), p, shape, with_bias));
     return Plan{dnnl::convolution_backward_weights(pd), pd};
   });
   const ConvDescs d = plain_descs(shape);

@@ -28,6 +28,8 @@ struct Conv2dShape {
   std::string key() const;  // for the primitive cache
 };
 
+// w is a parameter: its converted (blocked or bf16) copy is made once per kernels::WeightsFixed
+// scope.
 // y = conv(x, w) + bias (bias may be nullptr). Overwrites y.
 void conv2d_forward(KernelContext& ctx, const Conv2dShape& shape, const float* x, const float* w,
                     const float* bias, float* y);

@@ -1,5 +1,6 @@
 // Matrix products through the oneDNN matmul primitive, cached per shape; transposes are expressed
-// as memory-descriptor strides (no copies) and accumulation (beta = 1) as a sum post-op.
+// as memory-descriptor strides (no copies) and accumulation (beta = 1) as a sum post-op. In bf16
+// precision a and b are copied to bf16 (same layout) and the primitive accumulates and writes f32.
 #include "kernels/matmul.h"
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "kernels/bf16_copy.h"
 
 namespace mpipe::kernels {
 namespace {
@@ -21,18 +23,23 @@ struct MatmulPrimitive {
 };
 
 // Logical [batch, rows, cols] (or [rows, cols] when batch == 1), stored transposed if asked.
-memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed) {
+memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed,
+                          memory::data_type type = memory::data_type::f32) {
   const memory::dim row_stride = transposed ? 1 : cols;
   const memory::dim col_stride = transposed ? rows : 1;
-  if (batch == 1) return {{rows, cols}, memory::data_type::f32, {row_stride, col_stride}};
-  return {{batch, rows, cols}, memory::data_type::f32, {rows * cols, row_stride, col_stride}};
+  if (batch == 1) return {{rows, cols}, type, {row_stride, col_stride}};
+  return {{batch, rows, cols}, type, {rows * cols, row_stride, col_stride}};
 }
 
-MatmulPrimitive make_matmul(const dnnl::engine& engine, const MatmulShape& s, float alpha,
-                            float beta, bool with_bias) {
+memory::data_type operand_type(Precision precision) {
+  return precision == Precision::kBf16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+MatmulPrimitive make_matmul(const dnnl::engine& engine, Precision precision, const MatmulShape& s,
+                            float alpha, float beta, bool with_bias) {
   MatmulPrimitive p;
-  p.a = operand_desc(s.batch, s.m, s.k, s.transpose_a);
-  p.b = operand_desc(s.batch, s.k, s.n, s.transpose_b);
+  p.a = operand_desc(s.batch, s.m, s.k, s.transpose_a, operand_type(precision));
+  p.b = operand_desc(s.batch, s.k, s.n, s.transpose_b, operand_type(precision));
   p.c = operand_desc(s.batch, s.m, s.n, false);
   dnnl::primitive_attr attr;
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
@@ -54,12 +61,13 @@ MatmulPrimitive make_matmul(const dnnl::engine& engine, const MatmulShape& s, fl
   return p;
 }
 
-memory wrap(const memory::desc& desc, const dnnl::engine& engine, const float* data) {
-  return memory(desc, engine, const_cast<float*>(data));
+memory wrap(const memory::desc& desc, const dnnl::engine& engine, const void* data) {
+  return memory(desc, engine, const_cast<void*>(data));
 }
 
+// b_is_weight: b is a parameter (its bf16 copy may be reused within a WeightsFixed scope).
 void run_matmul(KernelContext& ctx, const MatmulShape& s, const float* a, const float* b,
-                const float* bias, float* c, float alpha, float beta) {
+                const float* bias, float* c, float alpha, float beta, bool b_is_weight = false) {
   check(s.batch >= 0 && s.m >= 0 && s.k >= 0 && s.n >= 0, "matmul: negative size");
   check(beta == 0.0f || beta == 1.0f, "matmul: beta must be 0 or 1, got {}", beta);
   if (s.batch == 0 || s.m == 0 || s.n == 0) return;
@@ -71,14 +79,22 @@ void run_matmul(KernelContext& ctx, const MatmulShape& s, const float* a, const 
     }
     return;
   }
-  const std::string key =
-      fmt::format("matmul b{} m{} k{} n{} ta{} tb{} alpha{} beta{} bias{}", s.batch, s.m, s.k, s.n,
-                  s.transpose_a, s.transpose_b, alpha, beta, bias != nullptr);
+  const Precision precision = ctx.precision();
+  const std::string key = fmt::format("matmul {} b{} m{} k{} n{} ta{} tb{} alpha{} beta{} bias{}",
+                                      to_string(precision), s.batch, s.m, s.k, s.n, s.transpose_a,
+                                      s.transpose_b, alpha, beta, bias != nullptr);
   const auto& p = ctx.cached<MatmulPrimitive>(
-      key, [&] { return make_matmul(ctx.engine(), s, alpha, beta, bias != nullptr); });
+      key, [&] { return make_matmul(ctx.engine(), precision, s, alpha, beta, bias != nullptr); });
+  const void* a_data = a;
+  const void* b_data = b;
+  if (precision == Precision::kBf16) {
+    a_data = bf16_copy(ctx, key + " a", a, s.batch * s.m * s.k);
+    b_data = b_is_weight ? bf16_weight_copy(ctx, b, s.batch * s.k * s.n)
+                         : bf16_copy(ctx, key + " b", b, s.batch * s.k * s.n);
+  }
   const dnnl::engine& engine = ctx.engine();
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p.a, engine, a)},
-                                       {DNNL_ARG_WEIGHTS, wrap(p.b, engine, b)},
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p.a, engine, a_data)},
+                                       {DNNL_ARG_WEIGHTS, wrap(p.b, engine, b_data)},
                                        {DNNL_ARG_DST, wrap(p.c, engine, c)}};
   if (bias) args.emplace(DNNL_ARG_BIAS, wrap(p.bias, engine, bias));
   p.primitive.execute(ctx.stream(), args);
@@ -96,14 +112,14 @@ void linear_forward(KernelContext& ctx, const float* x, const float* w, const fl
                     int64_t rows, int64_t in, int64_t out) {
   // y[rows, out] = x[rows, in] · w^T (w stored [out, in]) + bias.
   const MatmulShape shape{.m = rows, .k = in, .n = out, .transpose_b = true};
-  run_matmul(ctx, shape, x, w, bias, y, 1.0f, 0.0f);
+  run_matmul(ctx, shape, x, w, bias, y, 1.0f, 0.0f, true);
 }
 
 void linear_backward_data(KernelContext& ctx, const float* dy, const float* w, float* dx,
                           int64_t rows, int64_t in, int64_t out) {
   // dx[rows, in] = dy[rows, out] · w[out, in].
   const MatmulShape shape{.m = rows, .k = out, .n = in};
-  run_matmul(ctx, shape, dy, w, nullptr, dx, 1.0f, 0.0f);
+  run_matmul(ctx, shape, dy, w, nullptr, dx, 1.0f, 0.0f, true);
 }
 
 void linear_backward_weights(KernelContext& ctx, const float* x, const float* dy, float* dw,

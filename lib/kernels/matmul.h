@@ -20,6 +20,7 @@ void matmul(KernelContext& ctx, const MatmulShape& shape, const float* a, const 
             float alpha = 1.0f, float beta = 0.0f);
 
 // Fully connected. x: [rows, in], w: [out, in], bias: [out] or nullptr, y: [rows, out].
+// w is a parameter: in bf16, its copy is made once per kernels::WeightsFixed scope.
 void linear_forward(KernelContext& ctx, const float* x, const float* w, const float* bias, float* y,
                     int64_t rows, int64_t in, int64_t out);
 // dx = dy · w. dy: [rows, out], dx: [rows, in].

@@ -13,6 +13,7 @@
 #include "config/settings_text.h"
 #include "core/error.h"
 #include "core/system_memory.h"
+#include "kernels/precision.h"
 #include "model/memory_check.h"
 #include "model/model_builder.h"
 #include "train/pipeline_plan.h"
@@ -103,6 +104,16 @@ comm::Topology resolve_topology(const config::Experiment& experiment,
 
 }  // namespace
 
+std::optional<std::string> precision_problem(const config::Experiment& experiment,
+                                             std::string_view cpuinfo) {
+  const kernels::Precision precision = experiment.train.precision;
+  const auto flag = kernels::missing_cpu_flag(precision, cpuinfo);
+  if (!flag) return std::nullopt;
+  return fmt::format(
+      "{}: {} needs a CPU with the {} flag, which /proc/cpuinfo does not list; use f32",
+      experiment.where("train.precision"), kernels::to_string(precision), *flag);
+}
+
 void check_run_dir_is_fresh(const std::string& run_dir) {
   for (const char* entry : {"metrics.jsonl", "checkpoints", "summary.json"}) {
     check_input(!fs::exists(fs::path(run_dir) / entry),
@@ -118,6 +129,9 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     config::Experiment& experiment = result.experiment;
     experiment = config::load_experiment(inputs.config_path, inputs.overrides);
     if (inputs.any_world) plan_for_any_world(experiment);
+    if (auto problem = precision_problem(experiment, kernels::read_cpuinfo())) {
+      throw InputError(*problem);
+    }
     if (!inputs.resuming) check_run_dir_is_fresh(inputs.run_dir);
     check_writable_folder(inputs.run_dir, "run directory");
     if (world.rank() == 0) check_export_path(inputs.export_path, inputs.run_dir);

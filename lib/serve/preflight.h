@@ -5,7 +5,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -29,6 +31,11 @@ struct PreflightResult {
   config::Experiment experiment;
   std::unique_ptr<data::Dataset> dataset;
 };
+
+// Why this CPU (`cpuinfo`: the text of /proc/cpuinfo) cannot run the experiment's
+// train.precision, as one line naming the key and its file:line; nullopt when it can.
+std::optional<std::string> precision_problem(const config::Experiment& experiment,
+                                             std::string_view cpuinfo);
 
 // Refuses to start a fresh run on top of an earlier one (its metrics and checkpoints would mix).
 void check_run_dir_is_fresh(const std::string& run_dir);

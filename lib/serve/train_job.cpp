@@ -38,7 +38,7 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
   options.run_dir = inputs.run_dir;
   options.export_weights = inputs.export_path;
   options.settings = config::resolved_settings(checked.experiment);
-  kernels::KernelContext kernels;
+  kernels::KernelContext kernels(checked.experiment.train.precision);
   train::RunResult result =
       train::run_training(checked.experiment, *checked.dataset, options, world, kernels);
   return {.experiment = std::move(checked.experiment), .result = std::move(result)};

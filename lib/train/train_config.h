@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "kernels/precision.h"
+
 namespace mpipe::train {
 
 // What a step with a non-finite loss or gradient does.
@@ -20,6 +22,8 @@ struct TrainConfig {
   int64_t eval_batch_size = 0;  // 0 = batch_size
   OnNonFinite on_nonfinite = OnNonFinite::kStop;
   int64_t max_skips_in_a_row = 10;  // kSkip: this many non-finite steps in a row end the run
+  // GEMMs and convolutions in f32 or bf16 (f32 accumulation, f32 weights and optimizer state).
+  kernels::Precision precision = kernels::Precision::kF32;
 };
 
 }  // namespace mpipe::train

@@ -157,9 +157,13 @@ StepReport Trainer::step(int64_t step) {
   const bool reduce = topology_.num_replicas > 1;
   comm::BucketedAllreduce allreduce(groups_.data_parallel, reduce ? grads : std::span<float>{},
                                     pipeline::gradient_buckets(stage_->params()));
-  pipeline::LossTotals totals = executor_->train_step(
-      program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step),
-      reduce ? &allreduce : nullptr);
+  pipeline::LossTotals totals;
+  {
+    const kernels::WeightsFixed fixed(kernels_);  // until the optimizer update below
+    totals = executor_->train_step(program_, plan,
+                                   micro_batch_data(data::Split::kTrain, indices, plan, step),
+                                   reduce ? &allreduce : nullptr);
+  }
   const auto allreduce_start = Clock::now();
   allreduce.finish();
   const double allreduce_s = seconds_since(allreduce_start);
@@ -250,6 +254,7 @@ EvalReport Trainer::evaluate(int64_t step) {
   int64_t num_batches = (size + batch - 1) / batch;
   if (train.eval_batches > 0) num_batches = std::min(num_batches, train.eval_batches);
   pipeline::LossTotals totals;
+  const kernels::WeightsFixed fixed(kernels_);
   // Replicas take turns: batch j is evaluated by replica j % D.
   for (int64_t j = topology_.replica; j < num_batches; j += topology_.num_replicas) {
     const int64_t first = j * batch;

@@ -171,10 +171,12 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   // not cover (evaluation batches, the export), on the rank where it happens.
   const MemoryLimitScope limit = memory_limit(experiment, topo, world.rank());
   if (is_root) {
-    spdlog::info("{}: {} layers, {} parameters, {} stages x {} replicas, {} micro-batches of {}",
-                 experiment.source, trainer.plan().layers.size(), trainer.plan().num_params(),
-                 topo.num_stages, topo.num_replicas, experiment.pipeline.micro_batches,
-                 train.batch_size / topo.num_replicas / experiment.pipeline.micro_batches);
+    spdlog::info(
+        "{}: {} layers, {} parameters, {} stages x {} replicas, {} micro-batches of {}, {}",
+        experiment.source, trainer.plan().layers.size(), trainer.plan().num_params(),
+        topo.num_stages, topo.num_replicas, experiment.pipeline.micro_batches,
+        train.batch_size / topo.num_replicas / experiment.pipeline.micro_batches,
+        kernels::to_string(kernels.precision()));
   }
 
   RunCheckpoints checkpoints(trainer, experiment, options, world);

@@ -11,6 +11,7 @@ Settings base() {
           {"train.seed", "1"},
           {"train.batch_size", "64"},
           {"train.eval_every", "0"},
+          {"train.precision", "f32"},
           {"optimizer.lr", "0.001"},
           {"optimizer.kind", "adam"},
           {"data.path", "/data/a"},
@@ -75,13 +76,15 @@ TEST(CompareSettings, WhatTheMathematicsDependsOnIsRefusedEachListed) {
                                              {"train.seed", "2"},
                                              {"train.batch_size", "128"},
                                              {"optimizer.kind", "sgd"},
+                                             {"train.precision", "bf16"},
                                              {"data.path", "/data/b"},
                                              {"model.layers[0].units", "128"},
                                              {"train.steps", "200"}}));
-  EXPECT_EQ(changes.refused, (std::vector<std::string>{
-                                 "data.path: /data/a → /data/b", "model.layers[0].units: 64 → 128",
-                                 "optimizer.kind: adam → sgd", "optimizer.lr: 0.001 → 0.01",
-                                 "train.batch_size: 64 → 128", "train.seed: 1 → 2"}));
+  EXPECT_EQ(changes.refused,
+            (std::vector<std::string>{
+                "data.path: /data/a → /data/b", "model.layers[0].units: 64 → 128",
+                "optimizer.kind: adam → sgd", "optimizer.lr: 0.001 → 0.01",
+                "train.batch_size: 64 → 128", "train.precision: f32 → bf16", "train.seed: 1 → 2"}));
   EXPECT_EQ(changes.allowed, std::vector<std::string>{"train.steps: 100 → 200"});
 }
 

@@ -46,6 +46,7 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"train.eval_batch_size", "32"},
                                             {"train.on_nonfinite", "stop"},
                                             {"train.max_skips_in_a_row", "10"},
+                                            {"train.precision", "bf16"},
                                             {"optimizer.kind", "sgd"},
                                             {"optimizer.lr", "0.05"},
                                             {"optimizer.momentum", "0.9"},

@@ -30,6 +30,14 @@ TEST(TrainSection, OnNonFiniteIsStopOrSkip) {
   EXPECT_EQ(experiment.train.max_skips_in_a_row, 3);
 }
 
+TEST(TrainSection, PrecisionIsF32OrBf16) {
+  EXPECT_EQ(error_of("train:\n  precision: fp16\n"),
+            "exp.yaml:2: train.precision: expected one of f32, bf16, got 'fp16'");
+  EXPECT_EQ(ExperimentFile().load(kModel).train.precision, kernels::Precision::kF32);
+  EXPECT_EQ(ExperimentFile().load("train:\n  precision: bf16\n" + kModel).train.precision,
+            kernels::Precision::kBf16);
+}
+
 TEST(TrainSection, StepsMustBeAnInteger) {
   EXPECT_EQ(error_of("train:\n  steps: abc\n"),
             "exp.yaml:2: train.steps: expected an integer, got 'abc'");
@@ -61,7 +69,7 @@ TEST(TrainSection, EvalCountsMustBeNonNegative) {
 TEST(TrainSection, UnknownKeyListsTheKnownKeys) {
   EXPECT_EQ(error_of("train:\n  steps: 3\n  stepz: 4\n"),
             "exp.yaml:3: train.stepz: unknown key (known: steps, batch_size, seed, eval_every, "
-            "eval_batches, eval_batch_size, on_nonfinite, max_skips_in_a_row)");
+            "eval_batches, eval_batch_size, on_nonfinite, max_skips_in_a_row, precision)");
 }
 
 TEST(TrainSection, MustBeAMap) {

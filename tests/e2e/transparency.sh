@@ -3,23 +3,35 @@
 # K = 1 with per-layer recompute to K = 1 with the default),
 # for both schedules and all four recompute modes, with the default partition (auto: the
 # planner's, which differs from uniform for every model here at K = 4) and with uniform.
-# Usage: transparency.sh CONFIG
+# Settings after CONFIG (--set train.precision=bf16) apply to every run; they must change the
+# result (the K=1 weights differ from those of a run without them), so that they were in effect.
+# Usage: transparency.sh CONFIG [--set key=value ...]
 source "$(dirname "$0")/lib.sh"
 config=$1
-train 1 k1 "$config"
-train 1 k1-per_layer "$config" --set pipeline.recompute=per_layer
+shift
+extra=("$@")
+train 1 k1 "$config" "${extra[@]}"
+train 1 k1-per_layer "$config" --set pipeline.recompute=per_layer "${extra[@]}"
 same k1 k1-per_layer
+if ((${#extra[@]} > 0)); then
+  train 1 k1-without-extra "$config"
+  if "$MPIPE" compare "$WORK/k1.safetensors" "$WORK/k1-without-extra.safetensors" > /dev/null; then
+    echo "FAILED: ${extra[*]} left the weights unchanged"
+    exit 1
+  fi
+fi
 for schedule in gpipe 1f1b; do
   for recompute in always except_last never per_layer; do
     for k in 2 4; do
       name=k$k-$schedule-$recompute
-      train "$k" "$name" "$config" --set pipeline.schedule=$schedule --set pipeline.recompute=$recompute
+      train "$k" "$name" "$config" --set pipeline.schedule=$schedule --set pipeline.recompute=$recompute \
+        "${extra[@]}"
       same k1 "$name"
     done
   done
 done
 for k in 2 4; do
-  train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform
+  train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform "${extra[@]}"
   same k1 "k$k-uniform"
 done
-echo "transparency: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never,per_layer} (auto) and uniform bit-identical"
+echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never,per_layer} (auto) and uniform bit-identical"

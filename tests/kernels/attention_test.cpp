@@ -76,6 +76,32 @@ TEST_P(AttentionKernel, BackwardMatchesReference) {
   expect_near_all(dv, dv_ref, 1e-4f, "dv");
 }
 
+// bf16: the four products read bf16-rounded operands (relative error 2^-8 each), scores and
+// gradients of size about 1 pass through softmax, so outputs stay within a few 2^-8 of f32:
+// tolerance 2^-5 relative to (1 + |reference|).
+TEST_P(AttentionKernel, Bf16ForwardAndBackwardStayWithinBf16ToleranceOfReference) {
+  KernelContext ctx(Precision::kBf16);
+  const Inputs in;
+  std::vector<float> probs(kProbsSize), out(kDataSize), probs_ref(kProbsSize), out_ref(kDataSize);
+  causal_attention_forward(ctx, kShape, in.q.data(), in.k.data(), in.v.data(), mask(), probs.data(),
+                           out.data());
+  reference::causal_attention_forward(kShape, in.q.data(), in.k.data(), in.v.data(), mask(),
+                                      probs_ref.data(), out_ref.data());
+  constexpr double kTolerance = 0x1p-5;
+  expect_near_all(probs, probs_ref, kTolerance, "probs");
+  expect_near_all(out, out_ref, kTolerance, "out");
+  EXPECT_NE(out, out_ref);  // the products did round their operands
+  std::vector<float> dq(kDataSize), dk(kDataSize), dv(kDataSize);
+  std::vector<float> dq_ref(kDataSize), dk_ref(kDataSize), dv_ref(kDataSize);
+  causal_attention_backward(ctx, kShape, in.q.data(), in.k.data(), in.v.data(), probs.data(),
+                            mask(), in.dout.data(), dq.data(), dk.data(), dv.data());
+  reference::causal_attention_backward(kShape, in.q.data(), in.k.data(), in.v.data(), mask(),
+                                       in.dout.data(), dq_ref.data(), dk_ref.data(), dv_ref.data());
+  expect_near_all(dq, dq_ref, kTolerance, "dq");
+  expect_near_all(dk, dk_ref, kTolerance, "dk");
+  expect_near_all(dv, dv_ref, kTolerance, "dv");
+}
+
 INSTANTIATE_TEST_SUITE_P(WithAndWithoutDropoutMask, AttentionKernel, ::testing::Bool());
 
 TEST(AttentionKernelProbs, AreZeroAboveTheDiagonalAndRowsSumToOne) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "bf16_values.h"
 #include "core/error.h"
 #include "expect_near.h"
 #include "kernels/conv_reference.h"
@@ -169,6 +170,58 @@ TEST(Conv2dKernel, BackwardWeightsAccumulatesLikeReference) {
     std::vector<float> dw_no_bias = random_values(w_count(s), 5);
     conv2d_backward_weights(ctx, s, x.data(), dy.data(), dw_no_bias.data(), nullptr);
     expect_near_all(dw_no_bias, expected_dw, "dw without bias");
+  }
+}
+
+// bf16: every case against the reference on bf16-rounded operands (f32 accumulation: the f32
+// tolerance) and on the f32 operands within the bf16 bound (reference on |operands|).
+TEST(Conv2dKernel, Bf16ForwardMatchesReferenceOnRoundedOperandsAndWithinBf16Bound) {
+  KernelContext ctx(Precision::kBf16);
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const Conv2dShape& s = c.shape;
+    const auto x = random_values(x_count(s), 1), w = random_values(w_count(s), 2);
+    const auto bias = random_values(s.out_channels, 3);
+    std::vector<float> y(static_cast<size_t>(y_count(s))), rounded(y.size()), exact(y.size()),
+        bound(y.size());
+    conv2d_forward(ctx, s, x.data(), w.data(), bias.data(), y.data());
+    reference::conv2d_forward(s, testing::rounded_to_bf16(x).data(),
+                              testing::rounded_to_bf16(w).data(), bias.data(), rounded.data());
+    expect_near_all(y, rounded, "y vs rounded operands");
+    reference::conv2d_forward(s, x.data(), w.data(), bias.data(), exact.data());
+    reference::conv2d_forward(s, testing::absolute(x).data(), testing::absolute(w).data(), nullptr,
+                              bound.data());
+    testing::expect_within_bf16_bound(y, exact, bound, "y vs f32 operands");
+  }
+}
+
+TEST(Conv2dKernel, Bf16BackwardDataMatchesReferenceOnRoundedOperands) {
+  KernelContext ctx(Precision::kBf16);
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const Conv2dShape& s = c.shape;
+    const auto dy = random_values(y_count(s), 4), w = random_values(w_count(s), 2);
+    std::vector<float> dx(static_cast<size_t>(x_count(s)), 5.0f), expected(dx.size());
+    conv2d_backward_data(ctx, s, dy.data(), w.data(), dx.data());
+    reference::conv2d_backward_data(s, testing::rounded_to_bf16(dy).data(),
+                                    testing::rounded_to_bf16(w).data(), expected.data());
+    expect_near_all(dx, expected, "dx");
+  }
+}
+
+TEST(Conv2dKernel, Bf16BackwardWeightsAccumulatesInF32LikeReferenceOnRoundedOperands) {
+  KernelContext ctx(Precision::kBf16);
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const Conv2dShape& s = c.shape;
+    const auto x = random_values(x_count(s), 1), dy = random_values(y_count(s), 4);
+    std::vector<float> dw = random_values(w_count(s), 5);
+    std::vector<float> expected = dw;
+    conv2d_backward_weights(ctx, s, x.data(), dy.data(), dw.data(), nullptr);
+    reference::conv2d_backward_weights(s, testing::rounded_to_bf16(x).data(),
+                                       testing::rounded_to_bf16(dy).data(), expected.data(),
+                                       nullptr);
+    expect_near_all(dw, expected, "dw");
   }
 }
 

@@ -118,5 +118,29 @@ TEST_F(SubmitCheck, SizesThatCannotFitAnyWorldAreRefused) {
                   .starts_with("--set data.num_examples: the dataset needs "));
 }
 
+// train.precision: bf16 on a CPU without AVX512-BF16 is refused with one line naming the key
+// (file:line); f32 runs anywhere, bf16 where the flag is listed.
+TEST(PrecisionProblem, Bf16WithoutTheCpuFlagNamesTheKeyAndItsLine) {
+  testing::TempDir dir;
+  const std::string path = dir.file("exp.yaml");
+  std::ofstream(path) << "model:\n"
+                         "  layers:\n"
+                         "    - {type: linear, units: 4}\n"
+                         "data: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}\n"
+                         "train:\n"
+                         "  steps: 2\n"
+                         "  precision: bf16\n";
+  const std::string no_bf16 = "flags\t\t: fpu avx2 avx512f avx512_vnni\n";
+  const std::string bf16 = "flags\t\t: fpu avx512f avx512_bf16 amx_bf16\n";
+  const config::Experiment experiment = config::load_experiment(path, {});
+  EXPECT_EQ(precision_problem(experiment, no_bf16),
+            path +
+                ":7: train.precision: bf16 needs a CPU with the avx512_bf16 flag, which "
+                "/proc/cpuinfo does not list; use f32");
+  EXPECT_EQ(precision_problem(experiment, bf16), std::nullopt);
+  EXPECT_EQ(precision_problem(config::load_experiment(path, {"train.precision=f32"}), no_bf16),
+            std::nullopt);
+}
+
 }  // namespace
 }  // namespace mpipe::serve
