@@ -10,6 +10,10 @@ source "$(dirname "$0")/lib.sh"
 config=$1
 shift
 extra=("$@")
+if [[ " ${extra[*]} " == *" train.precision=bf16 "* ]] && ! grep -qw avx512_bf16 /proc/cpuinfo; then
+  echo "SKIPPED: this CPU has no avx512_bf16 (train.precision: bf16 is refused here)"
+  exit 77
+fi
 train 1 k1 "$config" "${extra[@]}"
 train 1 k1-per_layer "$config" --set pipeline.recompute=per_layer "${extra[@]}"
 same k1 k1-per_layer
