@@ -109,7 +109,6 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
   // ahead, as many sends in flight, and the loss gradients the last stage holds.
   const double boundary = std::max(first_stage ? 0.0 : input, last_stage ? 0.0 : output);
   m.communication = 2.0 * kReceivesAhead * boundary + stash.loss_grads * output;
-  m.checkpoint_copy = m.params + m.optimizer_state + m.buffers;
   return m;
 }
 
