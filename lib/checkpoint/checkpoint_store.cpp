@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <unordered_map>
@@ -306,8 +307,22 @@ void CheckpointStore::read_verified(int64_t step, const TensorDestination& desti
 }
 
 void CheckpointStore::read_into(int64_t step, const TensorDestination& destination) const {
+  // What the destination refuses (a tensor of another shape) is no fault of the checkpoint:
+  // it passes through without the hint.
+  struct Refused {
+    std::exception_ptr error;
+  };
+  const auto guarded = [&destination](const std::string& name, const Shape& shape) {
+    try {
+      return destination(name, shape);
+    } catch (...) {
+      throw Refused{std::current_exception()};
+    }
+  };
   try {
-    read_verified(step, destination);
+    read_verified(step, guarded);
+  } catch (const Refused& refused) {
+    std::rethrow_exception(refused.error);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}; {}", e.what(), intact_hint(step)));
   }

@@ -201,6 +201,21 @@ TEST(CheckpointStore, ReadIntoVerifiesEveryShardBeforeFillingAnything) {
   EXPECT_FALSE(offered);  // stage 0 is intact, but nothing was read into place
 }
 
+TEST(CheckpointStore, ReadIntoPassesTheDestinationsOwnErrorThroughWithoutAHint) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  try {
+    store.read_into(
+        10, [](const std::string& name, const Shape&) -> std::optional<std::span<float>> {
+          throw InputError(fmt::format("model.yaml: tensor {} has another shape", name));
+        });
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "model.yaml: tensor layers.0.weight has another shape");
+  }
+}
+
 TEST(CheckpointStore, DiscardShardRemovesItAndTheFolderOnceEmpty) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
