@@ -22,6 +22,7 @@
 #include "config/byte_size.h"
 #include "config/experiment.h"
 #include "core/error.h"
+#include "core/memory_account.h"
 #include "data/dataset.h"
 #include "kernels/context.h"
 #include "log/logging.h"
@@ -50,6 +51,14 @@ namespace {
 std::atomic<bool> g_stop_requested{false};
 
 extern "C" void request_stop(int) { g_stop_requested.store(true); }
+
+// Ends the whole job from this rank, which cannot reach agreement with its peers (a lost peer,
+// or a rank over its memory limit mid-step): logs `line`, then MPI_Abort(code) kills every rank.
+[[noreturn]] void end_job(const comm::Communicator& world, const char* line, int code) {
+  spdlog::error("{}", line);
+  spdlog::default_logger()->flush();
+  world.abort(code);
+}
 
 std::string default_run_dir(const std::string& config_path) {
   return (std::filesystem::path("runs") / std::filesystem::path(config_path).stem()).string();
@@ -217,9 +226,11 @@ int Commands::run(const comm::Communicator& world) {
     return e.exit_code();
   } catch (const comm::WatchdogTimeout& e) {
     // A peer is lost (or hangs while a stop was requested): no agreement is possible.
-    spdlog::error("{}", e.what());
-    spdlog::default_logger()->flush();
-    world.abort(comm::kWatchdogExitCode);
+    end_job(world, e.what(), comm::kWatchdogExitCode);
+  } catch (const MemoryLimitExceeded& e) {
+    // One rank passed pipeline.memory_limit mid-step while its peers wait for it in receives:
+    // no agreement is possible either.
+    end_job(world, e.what(), kMemoryLimitExitCode);
   } catch (const InputError& e) {
     // Bad input is usually seen by every rank alike: if all ranks fail, each exits cleanly and
     // rank 0 alone prints the message. If only some fail, the others would wait forever in

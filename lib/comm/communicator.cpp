@@ -150,6 +150,18 @@ Request Communicator::isend(std::span<const float> data, int dest, int tag,
   return request;
 }
 
+Request Communicator::isend(std::span<const float> data, std::shared_ptr<const void> owner,
+                            int dest, int tag, std::string label) const {
+  check(owner != nullptr, "MPI_Isend: a send in place needs an owner of its data");
+  Request request = start("MPI_Isend", dest, tag, -1, std::move(label));
+  PendingOp& op = request.state_->op;
+  op.send_owner = std::move(owner);
+  check_mpi(MPI_Isend(data.data(), to_mpi_count(data.size(), "MPI_Isend"), MPI_FLOAT, dest, tag,
+                      handle_->comm, &op.request),
+            "MPI_Isend");
+  return request;
+}
+
 Request Communicator::irecv(std::span<float> data, int source, int tag, std::string label) const {
   Request request = start("MPI_Irecv", source, tag, -1, std::move(label));
   PendingOp& op = request.state_->op;

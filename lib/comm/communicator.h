@@ -79,6 +79,10 @@ class Communicator {
   // Point-to-point, float payloads. The send copies `data` into a buffer the request owns.
   // `label` says what the message carries in watchdog messages ("the gradient of micro-batch 3").
   Request isend(std::span<const float> data, int dest, int tag, std::string label = {}) const;
+  // The same without the copy: MPI reads `data` in place, and the request keeps `owner` (which
+  // must keep `data` alive and unchanged) until the send completes.
+  Request isend(std::span<const float> data, std::shared_ptr<const void> owner, int dest, int tag,
+                std::string label = {}) const;
   Request irecv(std::span<float> data, int source, int tag, std::string label = {}) const;
   // In-place sum over all ranks; nonblocking form keeps `data` alive until wait().
   void allreduce_sum(std::span<float> data) const;

@@ -31,14 +31,15 @@ struct GroupInfo {
 // when something goes wrong.
 struct PendingOp {
   MPI_Request request = MPI_REQUEST_NULL;
-  std::vector<float> send_buffer;  // isend's copy of the payload, kept until completion
-  int expected_count = -1;         // irecv: floats that must arrive; -1 = not checked
-  const char* call = "";           // the MPI function that started it: "MPI_Irecv"
-  int peer = -1;                   // point-to-point: the peer's rank in `group`; -1 otherwise
-  int tag = -1;                    // point-to-point
-  int root = -1;                   // rooted collectives (broadcast, gather)
-  std::string label;               // what a message carries: "the gradient of micro-batch 3"
-  Watchdog* watchdog = nullptr;    // gives the wait its deadline; null = none
+  std::vector<float> send_buffer;          // isend's copy of the payload, kept until completion
+  std::shared_ptr<const void> send_owner;  // or what keeps a payload sent in place alive
+  int expected_count = -1;                 // irecv: floats that must arrive; -1 = not checked
+  const char* call = "";                   // the MPI function that started it: "MPI_Irecv"
+  int peer = -1;                 // point-to-point: the peer's rank in `group`; -1 otherwise
+  int tag = -1;                  // point-to-point
+  int root = -1;                 // rooted collectives (broadcast, gather)
+  std::string label;             // what a message carries: "the gradient of micro-batch 3"
+  Watchdog* watchdog = nullptr;  // gives the wait its deadline; null = none
   std::shared_ptr<const GroupInfo> group;
 };
 

@@ -15,6 +15,7 @@ namespace {
 // Checks a completed receive's size, then releases the buffer.
 void complete(PendingOp& op, const MPI_Status& status) {
   op.send_buffer = {};
+  op.send_owner.reset();
   if (op.expected_count < 0) return;
   int count = 0;
   check_mpi(MPI_Get_count(&status, MPI_FLOAT, &count), "MPI_Get_count");

@@ -1,6 +1,8 @@
 // Tensor storage: aligned allocation, copies, reshapes and row slices.
 #include "core/tensor.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -8,11 +10,23 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/memory_account.h"
 
 namespace mpipe {
 namespace {
 
 constexpr size_t kAlignment = 64;
+
+// Counts the block in the process's MemoryAccount (its usable size, which free() gives back);
+// frees it again when that passes the memory limit.
+void track_allocation(void* p) {
+  try {
+    MemoryAccount::process().allocate(malloc_usable_size(p));
+  } catch (...) {
+    std::free(p);
+    throw;
+  }
+}
 
 float* allocate(int64_t numel) {
   if (numel <= 0) return nullptr;
@@ -20,13 +34,17 @@ float* allocate(int64_t numel) {
       (static_cast<size_t>(numel) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, bytes);
   if (!p) throw std::bad_alloc();
+  track_allocation(p);
   std::memset(p, 0, bytes);
   return static_cast<float*>(p);
 }
 
 }  // namespace
 
-void Tensor::FreeDeleter::operator()(float* p) const { std::free(p); }
+void Tensor::FreeDeleter::operator()(float* p) const {
+  if (p) MemoryAccount::process().release(malloc_usable_size(p));
+  std::free(p);
+}
 
 Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
   for (int64_t d : shape_.dims()) check(d >= 0, "negative dimension in shape {}", shape_);

@@ -104,6 +104,29 @@ Kept kept_by_kind(const LayerSpec& spec, const LayerPlan& plan) {
   throw Error(fmt::format("cost model: no memory model for layer kind '{}'", kind));
 }
 
+// Layers made of several kernels, whose backward holds gradients of their internals.
+bool is_composite(const std::string& kind) {
+  static const std::set<std::string> kinds = {"attention", "transformer_block", "residual_block",
+                                              "separable_cell"};
+  return kinds.contains(kind);
+}
+
+// A backward's temporaries beyond its input, output and their gradients, per example: a
+// residual block's pairs run one after another (about an input and an output more); the other
+// composite layers hold about what they save (the gradients of their internals).
+double workspace_floats(const LayerPlan& plan, const Kept& kept) {
+  if (plan.kind == "residual_block") {
+    return static_cast<double>(plan.input.numel() + plan.output.numel());
+  }
+  return is_composite(plan.kind) ? kept.per_example : 0.0;
+}
+
+// A training forward's second copy of its input, per example (see LayerCost::forward_copy_bytes).
+double forward_copy_floats(const LayerPlan& plan) {
+  const bool copies = plan.kind == "batch_norm2d" || plan.kind == "layer_norm";
+  return copies ? static_cast<double>(plan.input.numel()) : 0.0;
+}
+
 double backward_factor(const LayerPlan& plan) {
   if (plan.kind == "flatten") return 0.0;
   if (!is_matmul_like(plan.kind)) return 1.0;
@@ -140,7 +163,9 @@ LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan) {
                    .output_bytes = static_cast<double>(plan.output_bytes),
                    .saved_bytes = kept.per_example * kFloat,
                    .saved_fixed_bytes = kept.fixed * kFloat,
-                   .saved_packed_bytes = kept.packed_bytes};
+                   .saved_packed_bytes = kept.packed_bytes,
+                   .workspace_bytes = workspace_floats(plan, kept) * kFloat,
+                   .forward_copy_bytes = forward_copy_floats(plan) * kFloat};
 }
 
 std::vector<LayerCost> layer_costs(const ModelSpec& spec, const ModelPlan& plan) {

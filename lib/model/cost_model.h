@@ -26,6 +26,12 @@ struct LayerCost {
   double saved_fixed_bytes = 0.0;   // per micro-batch, whatever its rows (batch-norm statistics)
   double saved_packed_bytes = 0.0;  // per example, packed into floats per micro-batch (max-pool
                                     // positions: oneDNN's workspace, 1 or 4 bytes per output)
+  // Per example: temporaries inside a backward beyond its input, output and their gradients (a
+  // composite layer's internal gradients; none for a single-kernel layer), and inside a training
+  // forward beyond its input, output and what it saves (batch and layer norm fill nn::Saved from
+  // an initializer list, which holds a second copy of the input for a moment).
+  double workspace_bytes = 0.0;
+  double forward_copy_bytes = 0.0;
 
   // Bytes forward keeps for backward for a micro-batch of `rows` examples: exactly what
   // nn::Saved::bytes() reports for this layer's training forward.

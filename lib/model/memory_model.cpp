@@ -45,20 +45,20 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   params_ = prefix_sums(costs_, [](const LayerCost& c) { return c.param_bytes; });
   buffers_ = prefix_sums(costs_, [](const LayerCost& c) { return c.buffer_bytes; });
   kept_ = prefix_sums(costs_, [this](const LayerCost& c) { return c.kept_bytes(rows_); });
-  // A layer's temporaries while it runs: its output (forward) or its input and output gradients
-  // (backward), and internals about as large as what it saves.
+  // A layer's temporaries while it runs: in backward its input and output gradients and a
+  // composite layer's internals; in forward its input, output and a second copy of its input
+  // (norms), plus what it saves when a discarding forward drops that after the layer (otherwise
+  // it is in the stash).
   const auto r = static_cast<double>(rows_);
-  std::vector<double> level;
+  std::vector<double> backward, forward, discarding;
   for (const LayerCost& c : costs_) {
-    level.push_back(r * (c.input_bytes + c.output_bytes) + c.kept_bytes(rows_));
+    backward.push_back(r * (c.input_bytes + c.output_bytes + c.workspace_bytes));
+    forward.push_back(r * (c.input_bytes + c.output_bytes + c.forward_copy_bytes));
+    discarding.push_back(forward.back() + c.kept_bytes(rows_));
   }
-  transient_.push_back(std::move(level));
-  for (size_t width = 2; width <= costs_.size(); width *= 2) {
-    const std::vector<double>& prev = transient_.back();
-    std::vector<double> next(costs_.size() - width + 1);
-    for (size_t i = 0; i < next.size(); ++i) next[i] = std::max(prev[i], prev[i + width / 2]);
-    transient_.push_back(std::move(next));
-  }
+  backward_ = range_max_table(std::move(backward));
+  forward_ = range_max_table(std::move(forward));
+  discarding_ = range_max_table(std::move(discarding));
   inputs_ = prefix_sums(costs_, [r](const LayerCost& c) { return r * c.input_bytes; });
   std::vector<double> layer_kept;
   for (const LayerCost& c : costs_) layer_kept.push_back(c.kept_bytes(rows_));
@@ -73,14 +73,6 @@ double MemoryModel::largest_layer_kept(int begin, int end) const {
 
 double MemoryModel::sum(const std::vector<double>& prefix, int begin, int end) const {
   return prefix[static_cast<size_t>(end)] - prefix[static_cast<size_t>(begin)];
-}
-
-double MemoryModel::transient_max(int begin, int end) const {
-  const auto width = static_cast<unsigned>(end - begin);
-  const auto level = static_cast<size_t>(std::bit_width(width) - 1);
-  const std::vector<double>& row = transient_[level];
-  return std::max(row[static_cast<size_t>(begin)],
-                  row[static_cast<size_t>(end) - (size_t{1} << level)]);
 }
 
 double MemoryModel::full_micro_batch(int begin, int end) const { return sum(kept_, begin, end); }
@@ -104,11 +96,20 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
   m.recompute_workspace = stash.recompute ? full : 0.0;
   m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);
   if (stash.layer_recompute) m.recompute_workspace += largest_layer_kept(begin, end);
-  m.transient = transient_max(begin, end);
-  // Receives of activations (from the previous stage) and gradients (from the next) posted
-  // ahead, as many sends in flight, and the loss gradients the last stage holds.
-  const double boundary = std::max(first_stage ? 0.0 : input, last_stage ? 0.0 : output);
-  m.communication = 2.0 * kReceivesAhead * boundary + stash.loss_grads * output;
+  // (A recompute's forward holds only part of the workspace: its backward is the larger.)
+  if (stash.backward) {
+    m.transient = range_max(backward_, begin, end);
+  } else {
+    m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, end);
+  }
+  // Receives posted ahead (gradients from the next stage; activations from the previous one too
+  // when they arrive at the peak), the received gradient a backward is using (Stage::backward
+  // copies it), the sends not yet freed, and the last stage's loss gradients.
+  const double gradient = last_stage ? 0.0 : output;
+  const double activation = first_stage ? 0.0 : input;
+  const double ahead = std::max(gradient, stash.receiving_activations ? activation : 0.0);
+  m.communication = stash.receives_ahead * ahead + (stash.backward ? gradient : 0.0) +
+                    stash.sends * std::max(gradient, activation) + stash.loss_grads * output;
   return m;
 }
 

@@ -22,6 +22,16 @@ struct StashProfile {
   // input, and whether one layer's recompute (its internals) is alive at the peak.
   int layer_inputs = 0;
   bool layer_recompute = false;
+  // Messages at the peak (see pipeline::stash_profiles): receives posted ahead (activations from
+  // the previous stage among them or not), the received gradient a backward is using, and sends
+  // whose copies are not yet freed.
+  bool backward = true;
+  // A forward whose layers' saved tensors are dropped one by one (a recomputed micro-batch's
+  // first forward): the largest layer's saved tensors add to its temporaries.
+  bool discarding = false;
+  bool receiving_activations = false;
+  int receives_ahead = 0;
+  int sends = 0;
 };
 
 // Predicted peak bytes of one stage, by kind.
@@ -33,7 +43,7 @@ struct StageMemory {
   double kept_activations = 0.0;     // inputs and saved tensors of the micro-batches in flight
   double recompute_workspace = 0.0;  // what one micro-batch's layers save, while recomputed
   double transient = 0.0;      // the largest layer's temporaries: its output, gradients, internals
-  double communication = 0.0;  // receives posted ahead, sends in flight, loss gradients
+  double communication = 0.0;  // receives posted ahead, the gradient in use, a send, loss gradients
   // A checkpoint adds nothing: its shard is written from the live state, one tensor at a time
   // (train/stage_tensors.h), and a resume reads each tensor into place.
   double state() const { return params + grads + optimizer_state + buffers; }
@@ -62,19 +72,22 @@ class MemoryModel {
   double largest_layer_kept(int begin, int end) const;
 
  private:
-  double transient_max(int begin, int end) const;  // range maximum (sparse table)
   double sum(const std::vector<double>& prefix, int begin, int end) const;
 
   std::vector<LayerCost> costs_;
   int64_t rows_;
   int optimizer_slots_;
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
-  std::vector<std::vector<double>> transient_;   // transient_[k][i]: max over [i, i + 2^k)
+  // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
+  // discarding forward: [k][i] = max over layers [i, i + 2^k).
+  std::vector<std::vector<double>> backward_, forward_, discarding_;
   std::vector<double> inputs_;                   // prefix sums of rows x input bytes
-  std::vector<std::vector<double>> layer_kept_;  // as transient_, of each layer's kept bytes
+  std::vector<std::vector<double>> layer_kept_;  // as backward_, of each layer's kept bytes
 };
 
 // Reserved by the executor: receives posted this many ops ahead (pipeline/executor.cpp).
 inline constexpr int kReceivesAhead = 2;
+// Sends whose copies a link keeps at most (pipeline/link.cpp): a further send waits for the oldest.
+inline constexpr int kSendsInFlight = 2;
 
 }  // namespace mpipe::model

@@ -12,11 +12,11 @@ Adam::Adam(const OptimizerConfig& config, int64_t num_params, bool decoupled_wei
       eps_(config.eps),
       weight_decay_(config.weight_decay),
       decoupled_weight_decay_(decoupled_weight_decay),
-      exp_avg_(static_cast<size_t>(num_params), 0.0f),
-      exp_avg_sq_(static_cast<size_t>(num_params), 0.0f) {}
+      exp_avg_(Shape({num_params})),
+      exp_avg_sq_(Shape({num_params})) {}
 
 std::vector<std::pair<std::string, std::span<float>>> Adam::state() {
-  return {{"exp_avg", std::span<float>(exp_avg_)}, {"exp_avg_sq", std::span<float>(exp_avg_sq_)}};
+  return {{"exp_avg", exp_avg_.span()}, {"exp_avg_sq", exp_avg_sq_.span()}};
 }
 
 void Adam::update(std::span<float> params, std::span<const float> grads, double lr,

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "core/tensor.h"
 #include "optim/optimizer.h"
 
 namespace mpipe::optim {
@@ -23,8 +24,9 @@ class Adam final : public Optimizer {
   double eps_;
   double weight_decay_;
   bool decoupled_weight_decay_;
-  std::vector<float> exp_avg_;     // [num_params]: first moment
-  std::vector<float> exp_avg_sq_;  // [num_params]: second moment
+  // Tensors, so that the memory account counts them.
+  Tensor exp_avg_;     // [num_params]: first moment
+  Tensor exp_avg_sq_;  // [num_params]: second moment
 };
 
 }  // namespace mpipe::optim

@@ -8,12 +8,12 @@ Sgd::Sgd(const OptimizerConfig& config, int64_t num_params)
       momentum_(static_cast<float>(config.momentum)),
       nesterov_(config.nesterov),
       weight_decay_(static_cast<float>(config.weight_decay)) {
-  if (momentum_ != 0.0f) momentum_buffer_.assign(static_cast<size_t>(num_params), 0.0f);
+  if (momentum_ != 0.0f) momentum_buffer_ = Tensor(Shape({num_params}));
 }
 
 std::vector<std::pair<std::string, std::span<float>>> Sgd::state() {
   if (momentum_buffer_.empty()) return {};
-  return {{"momentum", std::span<float>(momentum_buffer_)}};
+  return {{"momentum", momentum_buffer_.span()}};
 }
 
 void Sgd::update(std::span<float> params, std::span<const float> grads, double lr,

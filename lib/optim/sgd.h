@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "core/tensor.h"
 #include "optim/optimizer.h"
 
 namespace mpipe::optim {
@@ -21,7 +22,7 @@ class Sgd final : public Optimizer {
   float momentum_;
   bool nesterov_;
   float weight_decay_;
-  std::vector<float> momentum_buffer_;  // [num_params]; empty when momentum is 0
+  Tensor momentum_buffer_;  // [num_params]; empty when momentum is 0 (a Tensor: counted)
 };
 
 }  // namespace mpipe::optim

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <iterator>
 
 #include "core/error.h"
 
@@ -50,6 +51,28 @@ double& Executor::time_slot(OpKind kind) {
   return times_.compute_s;
 }
 
+std::map<int, size_t> layer_gradient_begins(const nn::ParamBuffer& params) {
+  std::map<int, size_t> begins;
+  for (const nn::ParamBuffer::Entry& entry : params.entries()) {
+    // The first layer's bucket also takes any padding in front of it.
+    if (entry.trainable && !begins.contains(entry.global_layer)) {
+      begins[entry.global_layer] = begins.empty() ? 0 : static_cast<size_t>(entry.offset);
+    }
+  }
+  return begins;
+}
+
+std::vector<size_t> gradient_buckets(const nn::ParamBuffer& params) {
+  const std::map<int, size_t> layers = layer_gradient_begins(params);
+  const size_t size = params.grads().size();
+  std::vector<size_t> begins;
+  for (auto it = layers.begin(); it != layers.end(); ++it) {
+    const size_t end = std::next(it) != layers.end() ? std::next(it)->second : size;
+    for (size_t begin = it->second; begin < end; begin += kMaxBucketFloats) begins.push_back(begin);
+  }
+  return begins;
+}
+
 Executor::Executor(Stage& stage, Link& link, int stage_index, int num_stages, const nn::Loss& loss,
                    kernels::KernelContext& kernels)
     : stage_(stage),
@@ -57,7 +80,23 @@ Executor::Executor(Stage& stage, Link& link, int stage_index, int num_stages, co
       stage_index_(stage_index),
       num_stages_(num_stages),
       loss_(loss),
-      kernels_(kernels) {}
+      kernels_(kernels) {
+  gradient_begin_ = layer_gradient_begins(stage_.params());
+  stage_.set_layer_hook(
+      [this](int global_layer, bool backward) { between_layers(global_layer, backward); });
+}
+
+Executor::~Executor() { stage_.set_layer_hook({}); }
+
+void Executor::between_layers(int global_layer, bool backward) {
+  link_.progress();
+  if (reduction_ == nullptr) return;
+  if (backward && in_last_backward_) {
+    auto it = gradient_begin_.find(global_layer);
+    if (it != gradient_begin_.end()) reduction_->start_from(it->second);
+  }
+  reduction_->progress();
+}
 
 nn::LayerContext Executor::layer_context(const RoundPlan& plan, int micro_batch,
                                          bool training) const {
@@ -82,8 +121,7 @@ void Executor::post_recv(const Op& op, const RoundPlan& plan) {
 }
 
 LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
-                                const MicroBatchData& data,
-                                const std::function<void()>& gradients_ready) {
+                                const MicroBatchData& data, comm::BucketedAllreduce* reduction) {
   std::vector<size_t> receives;
   size_t last_backward = 0;
   for (size_t i = 0; i < program.size(); ++i) {
@@ -92,6 +130,14 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
   }
   LossTotals totals;
   times_ = {};
+  reduction_ = reduction;
+  struct Reset {  // the hook must not see a reduction after the step, even when one throws
+    Executor& executor;
+    ~Reset() {
+      executor.reduction_ = nullptr;
+      executor.in_last_backward_ = false;
+    }
+  } reset{*this};
   size_t posted = 0, consumed = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     while (posted < receives.size() &&
@@ -100,14 +146,16 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
     }
     if (is_receive(program[i].kind)) ++consumed;
     const auto start = Clock::now();
+    in_last_backward_ = i == last_backward;
     run_op(program[i], plan, data, totals);
+    in_last_backward_ = false;
     const double seconds = seconds_since(start);
     time_slot(program[i].kind) += seconds;
     if (spdlog::should_log(spdlog::level::trace)) {
       spdlog::trace("step {} stage {}: {} {:.3f} ms", plan.round + 1, stage_index_,
                     to_string(program[i]), 1e3 * seconds);
     }
-    if (i == last_backward && gradients_ready) gradients_ready();
+    if (i == last_backward && reduction) reduction->start_from(0);
   }
   const auto start = Clock::now();
   link_.wait_sends();
@@ -175,7 +223,7 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data)
       totals.rows += loss.rows;
       totals.correct += loss.correct;
     } else {
-      link_.send(Direction::kEvalActivation, plan.round, m, output);
+      link_.send(Direction::kEvalActivation, plan.round, m, std::move(output));
     }
   }
   link_.wait_sends();

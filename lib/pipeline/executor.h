@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "comm/bucketed_allreduce.h"
 #include "kernels/context.h"
 #include "nn/loss.h"
 #include "pipeline/link.h"
@@ -45,16 +46,36 @@ struct StepTimes {
   double send_s = 0.0;     // posting sends and completing them at the end of the step
 };
 
+// The largest data-parallel bucket, in floats (1 MiB): on both transports the measured transfer
+// rate peaks at about this size (bench_comm), and smaller buckets start and finish sooner.
+constexpr size_t kMaxBucketFloats = size_t{1} << 18;
+
+// Where each layer with trainable parameters begins in the stage's gradient buffer (global
+// layer → offset; the first one at 0).
+std::map<int, size_t> layer_gradient_begins(const nn::ParamBuffer& params);
+
+// The data-parallel buckets of a stage's gradient buffer (ascending begins): each layer with
+// trainable parameters, from its first parameter to the next such layer, cut into pieces of
+// kMaxBucketFloats counted from the layer's own beginning. Each bucket's sum over the replicas
+// thus depends on that layer alone, never on which other layers share its stage (so not on K).
+std::vector<size_t> gradient_buckets(const nn::ParamBuffer& params);
+
 class Executor {
  public:
+  // Installs a layer hook on `stage` (Stage::set_layer_hook) that drives MPI progress between
+  // layers; the stage must not be given another while the executor lives.
   Executor(Stage& stage, Link& link, int stage_index, int num_stages, const nn::Loss& loss,
            kernels::KernelContext& kernels);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
 
   // Runs one training step. Gradients are accumulated into the stage's parameter buffer.
-  // `gradients_ready` (optional) is called as soon as the stage's last backward is done, before
-  // the remaining sends complete, so the caller can start reducing the gradients early.
+  // `reduction` (optional, over the stage's gradient buffer, bucketed by gradient_buckets): during
+  // the stage's last backward, each layer's bucket is started as soon as that layer's backward is
+  // done, while the earlier layers' backward still runs; the caller finishes it after the step.
   LossTotals train_step(const Program& program, const RoundPlan& plan, const MicroBatchData& data,
-                        const std::function<void()>& gradients_ready = {});
+                        comm::BucketedAllreduce* reduction = nullptr);
   // The times of the last train_step.
   const StepTimes& last_step_times() const { return times_; }
   // Forward-only pass of every micro-batch in ascending order (evaluation mode).
@@ -66,6 +87,9 @@ class Executor {
   nn::LayerContext layer_context(const RoundPlan& plan, int micro_batch, bool training) const;
   void post_recv(const Op& op, const RoundPlan& plan);
   void run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data, LossTotals& totals);
+  // The stage's layer hook: progress on the pending transfers and reductions, and the start of a
+  // layer's gradient reduction after its last backward.
+  void between_layers(int global_layer, bool backward);
 
   Stage& stage_;
   Link& link_;
@@ -77,10 +101,13 @@ class Executor {
   double& time_slot(OpKind kind);  // the StepTimes field an op's time goes to
 
   StepTimes times_;
-  std::map<int, Tensor> inputs_;        // RA → F
-  std::map<int, Tensor> outputs_;       // F → SA
-  std::map<int, Tensor> grad_outputs_;  // RG (or the loss) → B
-  std::map<int, Tensor> grad_inputs_;   // B → SG
+  comm::BucketedAllreduce* reduction_ = nullptr;  // during a train_step that was given one
+  bool in_last_backward_ = false;
+  std::map<int, size_t> gradient_begin_;  // global layer → its first gradient (layers with params)
+  std::map<int, Tensor> inputs_;          // RA → F
+  std::map<int, Tensor> outputs_;         // F → SA
+  std::map<int, Tensor> grad_outputs_;    // RG (or the loss) → B
+  std::map<int, Tensor> grad_inputs_;     // B → SG
 };
 
 }  // namespace mpipe::pipeline

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+
 #include "core/error.h"
+#include "model/memory_model.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -50,19 +53,37 @@ Tensor Link::wait_recv(Direction direction, int micro_batch) {
   PendingRecv pending = std::move(it->second);
   receives_.erase(it);
   pending.request.wait();  // throws unless exactly the expected number of values arrived
+  retire_sends();
   return std::move(pending.buffer);
 }
 
-void Link::send(Direction direction, int64_t round, int micro_batch, const Tensor& tensor) {
-  sends_.push_back(pipeline_.isend(tensor.span(), peer(direction, false),
+void Link::send(Direction direction, int64_t round, int micro_batch, Tensor tensor) {
+  auto owned = std::make_shared<const Tensor>(std::move(tensor));
+  const std::span<const float> data = owned->span();
+  sends_.push_back(pipeline_.isend(data, std::move(owned), peer(direction, false),
                                    message_tag(round, micro_batch, direction),
                                    message_label(direction, micro_batch)));
-  // Retire completed sends so their buffers are freed early.
+  retire_sends();
+  // Bounded, so a fast stage does not pile up sent tensors for a slow neighbour.
+  while (sends_.size() > static_cast<size_t>(model::kSendsInFlight)) {
+    sends_.front().wait();
+    sends_.pop_front();
+  }
+}
+
+void Link::retire_sends() {
   while (!sends_.empty() && sends_.front().test()) sends_.pop_front();
 }
 
+void Link::progress() {
+  for (auto& [key, pending] : receives_) {
+    if (!pending.request.test()) break;  // one MPI_Test drives the progress of every transfer
+  }
+  retire_sends();
+}
+
 void Link::wait_sends() {
-  for (comm::Request& request : sends_) request.wait();
+  for (comm::Request& send : sends_) send.wait();
   sends_.clear();
 }
 

@@ -30,7 +30,12 @@ class Link {
   // wait here, it has the watchdog's deadline (comm::WatchdogTimeout names the micro-batch,
   // the direction and the peer).
   Tensor wait_recv(Direction direction, int micro_batch);
-  void send(Direction direction, int64_t round, int micro_batch, const Tensor& tensor);
+  // Sends `tensor` without copying it: the pending send owns it until it completes.
+  void send(Direction direction, int64_t round, int micro_batch, Tensor tensor);
+  // Drives MPI's progress on the pending transfers without waiting (Open MPI moves a posted
+  // message only while some call into MPI is made) and frees the sends that completed. Cheap:
+  // one MPI_Test per pending request at most.
+  void progress();
   // Completes every pending send (end of a step).
   void wait_sends();
 
@@ -40,12 +45,16 @@ class Link {
     comm::Request request;
   };
   int peer(Direction direction, bool receiving) const;
+  // Frees the tensors of completed sends (in order), after every send and completed receive: a
+  // GPipe stage sends nothing during its backward phase, and would otherwise hold its last
+  // forward sends until the end of the step.
+  void retire_sends();
 
   const comm::Communicator& pipeline_;
   int stage_;
   int num_stages_;
   std::map<std::pair<Direction, int>, PendingRecv> receives_;
-  std::deque<comm::Request> sends_;
+  std::deque<comm::Request> sends_;  // each owns its tensor (counted by the memory account)
 };
 
 }  // namespace mpipe::pipeline

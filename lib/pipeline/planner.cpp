@@ -411,31 +411,72 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
   const int in_flight = schedule == ScheduleKind::kGpipe
                             ? num_micro_batches
                             : std::min(num_stages - stage, num_micro_batches);
-  const int loss_grads = stage == num_stages - 1 ? in_flight : 0;
+  const bool last = stage == num_stages - 1;
+  const int loss_grads = last ? in_flight : 0;
+  std::vector<model::StashProfile> moments;
   switch (recompute) {
     case Recompute::kNever:
-      return {{.inputs = 0, .full = in_flight, .recompute = false, .loss_grads = loss_grads}};
+      moments = {{.inputs = 0, .full = in_flight, .recompute = false, .loss_grads = loss_grads}};
+      break;
     case Recompute::kAlways:
-      return {{.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads}};
+      moments = {{.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads}};
+      break;
     case Recompute::kPerLayer:
-      return {{.loss_grads = loss_grads, .layer_inputs = in_flight, .layer_recompute = true}};
+      moments = {{.loss_grads = loss_grads, .layer_inputs = in_flight, .layer_recompute = true}};
+      break;
     case Recompute::kExceptLast:
+      // The last micro-batch alone, in full, during its backward (its own recompute is skipped).
+      moments = {{.inputs = 0, .full = 1, .recompute = false, .loss_grads = loss_grads}};
+      if (in_flight < num_micro_batches) {
+        // `in_flight` recomputed micro-batches, before the last one is forwarded.
+        moments.push_back(
+            {.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads});
+      }
+      if (in_flight > 1) {
+        // The last one in full while an earlier one is recomputed.
+        moments.push_back(
+            {.inputs = in_flight - 1, .full = 1, .recompute = true, .loss_grads = loss_grads});
+      }
       break;
     case Recompute::kAuto:
       throw Error("stash_profiles: recompute: auto is not resolved");
   }
-  // The last micro-batch alone, in full, during its backward (its own recompute is skipped).
-  std::vector<model::StashProfile> moments = {
-      {.inputs = 0, .full = 1, .recompute = false, .loss_grads = loss_grads}};
-  if (in_flight < num_micro_batches) {
-    // `in_flight` recomputed micro-batches, before the last one is forwarded.
-    moments.push_back(
-        {.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads});
+  // Messages, at a backward: under GPipe the first one (the next stage has received every
+  // activation, Link has freed their copies, no gradient was sent yet); under 1F1B any one of the
+  // steady state, activations of later micro-batches arriving and the latest send in flight.
+  const bool gpipe = schedule == ScheduleKind::kGpipe;
+  for (model::StashProfile& moment : moments) {
+    moment.receiving_activations = in_flight < num_micro_batches;
+    moment.receives_ahead =
+        gpipe ? std::min(model::kReceivesAhead, num_micro_batches - 1) : model::kReceivesAhead;
+    moment.sends = gpipe ? 0 : 1;
   }
-  if (in_flight > 1) {
-    // The last one in full while an earlier one is recomputed.
-    moments.push_back(
-        {.inputs = in_flight - 1, .full = 1, .recompute = true, .loss_grads = loss_grads});
+  if (recompute == Recompute::kExceptLast && in_flight > 1) {
+    // The last one in full beside an earlier one's recompute: near the end of the step, one
+    // gradient left to receive, every activation received and sent.
+    model::StashProfile& late = moments.back();
+    late.receiving_activations = false;
+    late.receives_ahead = 1;
+    late.sends = 0;
+  }
+  if (gpipe) {
+    // The last forward: every micro-batch stored (the last one in full unless recomputed),
+    // gradient receives posted, and the latest outputs perhaps not yet received by a slower
+    // next stage.
+    const bool per_layer = recompute == Recompute::kPerLayer;
+    const int full = recompute == Recompute::kNever        ? num_micro_batches
+                     : recompute == Recompute::kExceptLast ? 1
+                                                           : 0;
+    moments.push_back({.inputs = per_layer ? 0 : num_micro_batches - full,
+                       .full = full,
+                       .recompute = false,
+                       .loss_grads = loss_grads,
+                       .layer_inputs = per_layer ? num_micro_batches : 0,
+                       .backward = false,
+                       .discarding = full == 0,
+                       .receiving_activations = false,
+                       .receives_ahead = model::kReceivesAhead,
+                       .sends = last ? 0 : std::min(model::kSendsInFlight, num_micro_batches - 1)});
   }
   return moments;
 }

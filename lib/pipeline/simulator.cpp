@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "pipeline/schedule.h"
 
 namespace mpipe::pipeline {
 
@@ -175,6 +176,34 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
   result.bubble_fraction = result.makespan > 0 ? 1.0 - busy / (num_stages * result.makespan) : 0.0;
   check_orders(states, result);
   return result;
+}
+
+BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_stages,
+                               int num_micro_batches, int64_t batch_size, ScheduleKind schedule) {
+  check(num_stages >= 1 && num_blocks >= num_stages && num_micro_batches >= 1 && batch_size > 0,
+        "project_blocks: {} blocks on {} stages with {} micro-batches of a batch of {}", num_blocks,
+        num_stages, num_micro_batches, batch_size);
+  SimulationOptions options;
+  options.send_latency = costs.transfer_s;
+  std::vector<Program> programs;
+  int most_blocks = 0;
+  for (int s = 0; s < num_stages; ++s) {
+    const int blocks = num_blocks / num_stages + (s < num_blocks % num_stages ? 1 : 0);
+    most_blocks = std::max(most_blocks, blocks);
+    const bool last = s == num_stages - 1;
+    options.stage_forward_times.push_back(blocks * costs.forward_s +
+                                          (last ? costs.head_forward_s : 0.0));
+    options.stage_backward_times.push_back(blocks * costs.backward_s +
+                                           (last ? costs.head_backward_s : 0.0));
+    programs.push_back(make_program(schedule, num_stages, num_micro_batches, s));
+  }
+  const SimulationResult result = simulate(programs, options);
+  BlockProjection projection;
+  projection.pipeline_s = result.makespan;
+  projection.bubble_fraction = result.bubble_fraction;
+  projection.step_s = result.makespan + most_blocks * costs.update_s + costs.step_overhead_s;
+  projection.samples_per_s = static_cast<double>(batch_size) / projection.step_s;
+  return projection;
 }
 
 }  // namespace mpipe::pipeline

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pipeline/op.h"
+#include "pipeline/pipeline_config.h"
 
 namespace mpipe::pipeline {
 
@@ -64,5 +65,32 @@ struct SimulationResult {
 // a stage that does not exist. A deadlock is reported in the result, not thrown.
 SimulationResult simulate(const std::vector<Program>& programs,
                           const SimulationOptions& options = {});
+
+// Measured costs of a model of identical blocks (scaling_mlp: Linear + ReLU), in seconds, each
+// for one micro-batch of the size being predicted (so micro-batch efficiency is in the numbers).
+struct BlockCosts {
+  double forward_s = 0.0;        // one block's forward
+  double backward_s = 0.0;       // one block's backward, its recompute included where there is one
+  double head_forward_s = 0.0;   // the last stage's extra layers and the loss (0: folded in)
+  double head_backward_s = 0.0;  //
+  double transfer_s = 0.0;       // one activation or gradient message between neighbouring stages
+  double update_s = 0.0;  // per block per step: zeroing its gradients and its optimizer update
+  double step_overhead_s = 0.0;  // per step on every stage, whatever K (data, loss allreduce)
+};
+
+struct BlockProjection {
+  double pipeline_s = 0.0;  // the simulated forward/backward timeline (with transfers)
+  double step_s = 0.0;      // pipeline + the slowest stage's update + the overhead
+  double samples_per_s = 0.0;
+  double bubble_fraction = 0.0;
+};
+
+// Predicts one step of `num_blocks` blocks on `num_stages` stages (stage s gets
+// num_blocks / K blocks, the first num_blocks % K stages one more; the last also the head), with
+// `num_micro_batches` micro-batches of a mini-batch of `batch_size` examples, by simulating the
+// schedule's programs with the costs above.
+BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_stages,
+                               int num_micro_batches, int64_t batch_size,
+                               ScheduleKind schedule = ScheduleKind::kGpipe);
 
 }  // namespace mpipe::pipeline

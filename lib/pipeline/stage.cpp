@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/memory_account.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -12,6 +13,16 @@ std::vector<nn::Layer*> raw_pointers(const std::vector<std::unique_ptr<nn::Layer
   std::vector<nn::Layer*> out;
   for (const auto& layer : layers) out.push_back(layer.get());
   return out;
+}
+
+// What a layer's forward is, for the memory limit's message.
+std::string_view forward_kind(const nn::LayerContext& ctx) {
+  if (!ctx.training) return "evaluation";
+  return ctx.recompute ? "recompute" : "forward";
+}
+
+MemoryActivity layer_activity(const nn::Layer& layer, std::string_view what) {
+  return {.what = what, .layer = layer.global_index(), .kind = layer.kind()};
 }
 
 }  // namespace
@@ -51,6 +62,8 @@ Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
   const Tensor* x = &input;
   Tensor current;
   for (const auto& layer : layers_) {
+    const MemoryActivity activity = layer_activity(*layer, forward_kind(ctx));
+    const MemoryActivityScope label(activity);
     nn::Forward result = layer->forward(*x, ctx);
     if (saved) saved->push_back(std::move(result.saved));
     if (update) {
@@ -58,6 +71,7 @@ Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
     }
     current = std::move(result.output);
     x = &current;
+    if (layer_hook_) layer_hook_(layer->global_index(), false);
   }
   return current;
 }
@@ -67,6 +81,8 @@ Tensor Stage::forward_per_layer(Tensor input, const nn::LayerContext& ctx,
   inputs.reserve(layers_.size());
   inputs.push_back(std::move(input));
   for (size_t i = 0;; ++i) {
+    const MemoryActivity activity = layer_activity(*layers_[i], forward_kind(ctx));
+    const MemoryActivityScope label(activity);
     nn::Forward result = layers_[i]->forward(inputs.back(), ctx);
     update.insert(update.end(), result.buffer_update.begin(), result.buffer_update.end());
     if (i + 1 == layers_.size()) return std::move(result.output);
@@ -115,7 +131,10 @@ Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::Lay
   for (size_t i = layers_.size(); i-- > 0;) {
     nn::LayerContext layer_ctx = ctx;
     layer_ctx.need_input_grad = layers_[i]->global_index() != 0;
+    const MemoryActivity activity = layer_activity(*layers_[i], "backward");
+    const MemoryActivityScope label(activity);
     grad = layers_[i]->backward(grad, stash.saved[i], layer_ctx);
+    if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
   }
   return grad;
 }
@@ -126,6 +145,8 @@ Tensor Stage::backward_per_layer(Stash& stash, const Tensor& grad_output,
   recompute_ctx.recompute = true;
   Tensor grad = grad_output;
   for (size_t i = layers_.size(); i-- > 0;) {
+    const MemoryActivity activity = layer_activity(*layers_[i], "backward");
+    const MemoryActivityScope label(activity);
     nn::Saved saved = layers_[i]->forward(stash.layer_inputs[i], recompute_ctx).saved;
     stash.layer_inputs[i] = Tensor();  // its internals now hold what backward needs
     nn::LayerContext layer_ctx = ctx;

@@ -4,6 +4,7 @@
 // step applies them.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -53,6 +54,11 @@ class Stage {
   void reset_peak() { peak_stored_bytes_ = stored_bytes_; }
   bool recomputes(int micro_batch) const;
 
+  // Called after each layer's forward (recomputes and evaluation included) and backward with the
+  // layer's global index; the executor drives MPI progress and starts gradient reductions there.
+  using LayerHook = std::function<void(int global_layer, bool backward)>;
+  void set_layer_hook(LayerHook hook) { layer_hook_ = std::move(hook); }
+
  private:
   struct Stash {
     Tensor input;                      // kept when the forward is recomputed
@@ -78,6 +84,7 @@ class Stage {
   std::map<int, std::vector<float>> buffer_updates_;  // per micro-batch, until taken
   size_t stored_bytes_ = 0;
   size_t peak_stored_bytes_ = 0;
+  LayerHook layer_hook_;
 };
 
 }  // namespace mpipe::pipeline

@@ -150,16 +150,18 @@ StepReport Trainer::step(int64_t step) {
                                         std::vector<int64_t>(static_cast<size_t>(num_micro_batches),
                                                              replica_rows / num_micro_batches));
   plan.grad_scale = 1.0f / static_cast<float>(train.batch_size * loss_rows_per_example_);
-  // With data parallelism, the gradient allreduce starts as soon as this stage's last
-  // backward is done and overlaps the remaining sends of the step.
+  // With data parallelism, each layer's gradient allreduce starts as soon as the stage's last
+  // backward has finished that layer, and overlaps the backward of the earlier layers and the
+  // remaining sends of the step.
   auto grads = stage_->params().grads();
-  comm::Request allreduce;
-  auto start_allreduce = [&] { allreduce = groups_.data_parallel.iallreduce_sum(grads); };
+  const bool reduce = topology_.num_replicas > 1;
+  comm::BucketedAllreduce allreduce(groups_.data_parallel, reduce ? grads : std::span<float>{},
+                                    pipeline::gradient_buckets(stage_->params()));
   pipeline::LossTotals totals = executor_->train_step(
       program_, plan, micro_batch_data(data::Split::kTrain, indices, plan, step),
-      topology_.num_replicas > 1 ? std::function<void()>(start_allreduce) : nullptr);
+      reduce ? &allreduce : nullptr);
   const auto allreduce_start = Clock::now();
-  allreduce.wait();
+  allreduce.finish();
   const double allreduce_s = seconds_since(allreduce_start);
   const std::vector<float> buffer_updates = gather_buffer_updates(*stage_, groups_.data_parallel);
 

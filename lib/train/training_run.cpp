@@ -13,6 +13,7 @@
 #include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "core/error.h"
+#include "core/memory_account.h"
 #include "core/system_memory.h"
 #include "data/dataset.h"
 #include "data/text_corpus.h"
@@ -28,6 +29,21 @@ namespace mpipe::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Parts of the run outside the layers, for the memory limit's message.
+constexpr MemoryActivity kEvaluation = MemoryActivity::part("evaluation (outside the layers)");
+constexpr MemoryActivity kCheckpoint = MemoryActivity::part("a checkpoint write");
+constexpr MemoryActivity kExport = MemoryActivity::part("the weight export");
+
+EvalReport evaluate(Trainer& trainer, int64_t step) {
+  const MemoryActivityScope label(kEvaluation);
+  return trainer.evaluate(step);
+}
+
+void save(RunCheckpoints& checkpoints, int64_t step) {
+  const MemoryActivityScope label(kCheckpoint);
+  checkpoints.save(step);
+}
 
 // Bits per character of a text model's loss (nats per byte); empty for other datasets.
 std::optional<double> bits_per_char(const config::Experiment& experiment, double loss) {
@@ -70,6 +86,7 @@ void log_step_times(const StepReport& report, int64_t step, const comm::Topology
 // Measured memory per stage of the first replica, in stage order.
 struct StageMemoryUse {
   std::vector<double> activation_bytes;  // the peak of activations stored between F and B
+  std::vector<double> tensor_bytes;      // the peak of tensor storage (MemoryAccount)
   std::vector<double> rss_bytes;         // the process's peak resident set
 };
 
@@ -97,6 +114,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
       {"predicted_samples_per_s", trainer.pipeline_plan().samples_per_s},
       {"peak_activation_bytes_per_stage", measured.activation_bytes},
       {"predicted_kept_activation_bytes_per_stage", predicted_kept},
+      {"peak_tensor_bytes_per_stage", measured.tensor_bytes},
       {"peak_rss_bytes_per_stage", measured.rss_bytes},
       {"predicted_peak_bytes_per_stage", predicted_peak},
   };
@@ -108,16 +126,34 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
 }
 
 // Collective: each stage's measured memory (replica 0's stages come first in world rank order).
-StageMemoryUse measure_memory(Trainer& trainer, const comm::Communicator& world) {
-  const double mine[2] = {static_cast<double>(trainer.stage().peak_stored_bytes()),
-                          static_cast<double>(peak_rss_bytes())};
-  const std::vector<double> all = world.allgatherv(std::span<const double>(mine, 2));
+// `tensor_peak`: this rank's high-water mark of tensor bytes.
+StageMemoryUse measure_memory(Trainer& trainer, const comm::Communicator& world,
+                              int64_t tensor_peak) {
+  const double mine[3] = {static_cast<double>(trainer.stage().peak_stored_bytes()),
+                          static_cast<double>(tensor_peak), static_cast<double>(peak_rss_bytes())};
+  const std::vector<double> all = world.allgatherv(std::span<const double>(mine, 3));
   StageMemoryUse use;
   for (int s = 0; s < trainer.topology().num_stages; ++s) {
-    use.activation_bytes.push_back(all[2 * static_cast<size_t>(s)]);
-    use.rss_bytes.push_back(all[2 * static_cast<size_t>(s) + 1]);
+    use.activation_bytes.push_back(all[3 * static_cast<size_t>(s)]);
+    use.tensor_bytes.push_back(all[3 * static_cast<size_t>(s) + 1]);
+    use.rss_bytes.push_back(all[3 * static_cast<size_t>(s) + 2]);
   }
   return use;
+}
+
+// pipeline.memory_limit for tensor storage on this rank (none when 0), named as in its messages.
+MemoryLimitScope memory_limit(const config::Experiment& experiment, const comm::Topology& topo,
+                              int world_rank) {
+  const int64_t limit = experiment.pipeline.memory_limit;
+  const auto ref = experiment.refs.find("pipeline.memory_limit");
+  std::string where = experiment.source;
+  if (ref != experiment.refs.end()) {
+    where = ref->second.line > 0 ? fmt::format("{}:{}", ref->second.file, ref->second.line)
+                                 : ref->second.prefix();
+  }
+  return MemoryLimitScope(limit, fmt::format("rank {} (stage {})", world_rank, topo.stage),
+                          fmt::format("pipeline.memory_limit is {} ({})",
+                                      format_bytes(static_cast<double>(limit), 2), where));
 }
 
 }  // namespace
@@ -127,8 +163,13 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
                        kernels::KernelContext& kernels) {
   const auto& train = experiment.train;
   const bool is_root = world.rank() == 0;
+  MemoryAccount& memory = MemoryAccount::process();
+  memory.reset_peak();  // this run's high-water mark, from its parameters on
   Trainer trainer(experiment, world, kernels, dataset);
   const auto& topo = trainer.topology();
+  // The preflight refused a partition predicted over the limit; this catches what the model does
+  // not cover (evaluation batches, the export), on the rank where it happens.
+  const MemoryLimitScope limit = memory_limit(experiment, topo, world.rank());
   if (is_root) {
     spdlog::info("{}: {} layers, {} parameters, {} stages x {} replicas, {} micro-batches of {}",
                  experiment.source, trainer.plan().layers.size(), trainer.plan().num_params(),
@@ -175,6 +216,9 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
     // The step's waits (and its logging and stop check) get comm.timeout; the evaluations and
     // checkpoints inside take their own, longer deadline.
     const comm::WatchScope watch(world, fmt::format("step {}", step + 1), comm::WaitPhase::kStep);
+    const std::string step_name = fmt::format("step {} (outside the layers)", step + 1);
+    const MemoryActivity step_activity = MemoryActivity::part(step_name);
+    const MemoryActivityScope label(step_activity);
     report = trainer.step(step);
     if (spdlog::should_log(spdlog::level::debug)) log_step_times(report, step, topo);
     nonfinite.record(report, is_root);  // throws when the run must stop
@@ -203,7 +247,7 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
       window = {};
     }
     if (train.eval_every > 0 && done % train.eval_every == 0 && done != train.steps) {
-      EvalReport eval = trainer.evaluate(step);
+      EvalReport eval = evaluate(trainer, step);
       comm::agree(world, [&] {
         if (!is_root) return;
         metrics->eval(done, "test", eval.loss, eval.accuracy, bits_per_char(experiment, eval.loss));
@@ -214,13 +258,13 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
       });
     }
     if (experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0) {
-      checkpoints.save(done);
+      save(checkpoints, done);
     }
     const bool stop = (options.stop_requested && options.stop_requested->load()) ||
                       (options.cancel_requested && options.cancel_requested());
     if (!world.all_true(!stop)) {  // any rank asked to stop: all stop here, together
       if (!(experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0)) {
-        checkpoints.save(done);
+        save(checkpoints, done);
       }
       result.preempted = true;
       ++step;
@@ -232,7 +276,7 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   const double wall_s = seconds_since(start);
 
   if (!result.preempted) {
-    EvalReport eval = trainer.evaluate(step);
+    EvalReport eval = evaluate(trainer, step);
     result.final_eval_loss = eval.loss;
     result.final_eval_accuracy = eval.accuracy;
     result.final_bits_per_char = bits_per_char(experiment, eval.loss);
@@ -240,9 +284,13 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
     const bool saved_last_step =
         experiment.checkpoint.every > 0 && step % experiment.checkpoint.every == 0;
     if (step > first_step && !saved_last_step) {
-      checkpoints.save(step);
+      save(checkpoints, step);
     }
+    // The high-water mark of training, evaluation and checkpoints (what the model predicts);
+    // the export after it gathers the whole model on rank 0.
+    const int64_t tensor_peak = memory.peak_bytes();
     if (!options.export_weights.empty()) {
+      const MemoryActivityScope label(kExport);
       export_weights(trainer, experiment, dataset, options.export_weights);
       if (is_root && experiment.data.kind == data::DatasetKind::kText &&
           options.sample_length > 0) {
@@ -252,12 +300,12 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
             {.prompt = "\n", .length = options.sample_length, .seed = train.seed}, kernels);
       }
     }
-    const StageMemoryUse memory = measure_memory(trainer, world);
+    const StageMemoryUse use = measure_memory(trainer, world, tensor_peak);
     comm::agree(world, [&] {
       if (!is_root) return;
       metrics->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char);
       metrics->write_summary(
-          make_summary(experiment, trainer, result, step - first_step, wall_s, memory));
+          make_summary(experiment, trainer, result, step - first_step, wall_s, use));
     });
   }
   return result;

@@ -4,8 +4,9 @@
 #   scripts/bench/scaling.sh                       # K = 1 2, M = 1 4 8 16 (a 2-core machine)
 #   STAGES="1 2 4 8" MICRO="1 4 8 16 32" scripts/bench/scaling.sh     # a bigger machine
 #
-# Environment: STAGES, MICRO (lists), REPEATS (runs per cell, the fastest is shown; default 3),
-# WAIT_IDLE (before each run, wait up to this many seconds for idle CPUs; default 120, 0 = no),
+# Environment: STAGES, MICRO (lists), REPEATS (runs per cell, the fastest is shown; default 2),
+# WAIT_IDLE (before each run, wait up to this many seconds for idle CPUs; default 10, 0 = no;
+# the defaults keep the script within about 5 minutes on the 2-core machine),
 # STEPS (default: the config's), THREADS (OpenMP threads per rank, default 1), MPIPE_BIN
 # (default build/release/apps/mpipe), CONFIG (default configs/scaling_mlp.yaml), MPIRUN_ARGS
 # (replaces the binding options), UNIFORM_PARTITION=1 (don't balance the stages), KEEP_RUNS=1
@@ -21,8 +22,8 @@ cd "$(dirname "$0")/../.."
 
 stages_list=${STAGES:-1 2}
 micro_list=${MICRO:-1 4 8 16}
-repeats=${REPEATS:-3}
-wait_idle=${WAIT_IDLE:-120}
+repeats=${REPEATS:-2}
+wait_idle=${WAIT_IDLE:-10}
 threads=${THREADS:-1}
 bin=${MPIPE_BIN:-build/release/apps/mpipe}
 config=${CONFIG:-configs/scaling_mlp.yaml}
@@ -117,4 +118,14 @@ for k in $stages_list; do
         printf "%3d %4d %12.0f %13.2fx %15.2fx %7.2fx   %s\n", k, m, s, s / a, s / b, ideal, list
       }'
   done
+done
+# The headline: K stages (1 thread per rank by default) against one stage without micro-batches.
+for k in $stages_list; do
+  [[ "$k" == "$first_k" ]] && continue
+  best_m="" best_ratio=0
+  for m in $micro_list; do
+    ratio=$(awk -v s="$(best <<<"${samples[$k,$m]}")" -v b="$base" 'BEGIN { printf "%.2f", s / b }')
+    if awk -v r="$ratio" -v b="$best_ratio" 'BEGIN { exit !(r > b) }'; then best_ratio=$ratio best_m=$m; fi
+  done
+  echo "K=$k vs K=$first_k M=$first_m: ${best_ratio}x at best (M=$best_m), $threads thread(s) per rank"
 done

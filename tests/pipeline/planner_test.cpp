@@ -114,9 +114,10 @@ TEST(Planner, PredictedKeptActivationsEqualARealStagesPeakUnderEverySchedule) {
 
 TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
   using P = model::StashProfile;
+  // The backward moments (GPipe adds its last forward after them).
   const auto one = [](ScheduleKind kind, Recompute r, int k, int m, int s) {
     const auto moments = stash_profiles(kind, r, k, m, s);
-    EXPECT_EQ(moments.size(), 1u);
+    EXPECT_EQ(moments.size(), kind == ScheduleKind::kGpipe ? 2u : 1u);
     return moments.front();
   };
   const auto same = [](const P& a, const P& b) {
@@ -137,9 +138,32 @@ TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
       same(one(ScheduleKind::kGpipe, Recompute::kPerLayer, 4, 8, 3), P{0, 0, false, 8, 8, true}));
   // except_last under GPipe: the last micro-batch alone, or in full beside M - 1 inputs.
   const auto moments = stash_profiles(ScheduleKind::kGpipe, Recompute::kExceptLast, 2, 4, 0);
-  ASSERT_EQ(moments.size(), 2u);
+  ASSERT_EQ(moments.size(), 3u);
   EXPECT_TRUE(same(moments[0], P{0, 1, false, 0}));
   EXPECT_TRUE(same(moments[1], P{3, 1, true, 0}));
+}
+
+TEST(Planner, StashProfilesPlaceMessagesWhereTheExecutorHoldsThem) {
+  // GPipe's backward: gradients arrive (up to two ahead), nothing is sent yet.
+  const auto gpipe = stash_profiles(ScheduleKind::kGpipe, Recompute::kAlways, 2, 4, 0);
+  ASSERT_EQ(gpipe.size(), 2u);
+  EXPECT_TRUE(gpipe[0].backward);
+  EXPECT_FALSE(gpipe[0].receiving_activations);
+  EXPECT_EQ(gpipe[0].receives_ahead, 2);
+  EXPECT_EQ(gpipe[0].sends, 0);
+  // GPipe's last forward: every input stored, the layers' saved tensors dropped one by one, up
+  // to two sends not yet received by the next stage (none from the last stage).
+  EXPECT_FALSE(gpipe[1].backward);
+  EXPECT_TRUE(gpipe[1].discarding);
+  EXPECT_EQ(gpipe[1].inputs, 4);
+  EXPECT_EQ(gpipe[1].sends, 2);
+  EXPECT_EQ(stash_profiles(ScheduleKind::kGpipe, Recompute::kNever, 2, 4, 1)[1].sends, 0);
+  // 1F1B's steady state: activations arrive too, the latest send is in flight.
+  const auto one_f_one_b = stash_profiles(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 1);
+  ASSERT_EQ(one_f_one_b.size(), 1u);
+  EXPECT_TRUE(one_f_one_b[0].receiving_activations);
+  EXPECT_EQ(one_f_one_b[0].receives_ahead, 2);
+  EXPECT_EQ(one_f_one_b[0].sends, 1);
 }
 
 // An MLP whose first layer costs far more than the rest: uniform gives it company, auto not.

@@ -161,5 +161,41 @@ TEST(Simulator, RejectsCommunicationWithAStageThatDoesNotExist) {
   EXPECT_THROW(simulate({{F(0), B(0)}, {F(0), SA(0), B(0)}}), Error);
 }
 
+// Known per-op costs: F = 1 and B = 2 per block, 0.5 per block for the update, 3 per step.
+BlockCosts known_costs(double transfer_s) {
+  return {.forward_s = 1.0,
+          .backward_s = 2.0,
+          .transfer_s = transfer_s,
+          .update_s = 0.5,
+          .step_overhead_s = 3.0};
+}
+
+TEST(ProjectBlocks, OneStageRunsEveryMicroBatchThroughEveryBlock) {
+  const BlockProjection p = project_blocks(known_costs(0.5), 8, 1, 4, 256);
+  EXPECT_DOUBLE_EQ(p.pipeline_s, 4 * 8 * 3.0);
+  EXPECT_DOUBLE_EQ(p.step_s, 96.0 + 8 * 0.5 + 3.0);
+  EXPECT_DOUBLE_EQ(p.samples_per_s, 256 / 103.0);
+  EXPECT_DOUBLE_EQ(p.bubble_fraction, 0.0);
+}
+
+TEST(ProjectBlocks, TwoStagesFollowTheGpipeTimelineWithTransfersOnTheCriticalPath) {
+  // Stage F = 4, B = 8: (M + K - 1)(F + B) = 60, plus one activation and one gradient transfer
+  // of 0.5 on the critical path; each stage updates 4 blocks.
+  const BlockProjection p = project_blocks(known_costs(0.5), 8, 2, 4, 256);
+  EXPECT_DOUBLE_EQ(p.pipeline_s, 61.0);
+  EXPECT_DOUBLE_EQ(p.step_s, 61.0 + 4 * 0.5 + 3.0);
+  EXPECT_NEAR(p.bubble_fraction, 1.0 - 2 * 48.0 / (2 * 61.0), 1e-12);
+}
+
+TEST(ProjectBlocks, TheFirstStagesTakeTheExtraBlocksAndTheLastTheHead) {
+  BlockCosts costs = known_costs(0.0);
+  costs.head_forward_s = 10.0;  // stage 1: 4 blocks + head = 14 forward; stage 0: 5 blocks = 5
+  // M = 1: F0 on stage 0 (5), F0 on stage 1 (14), B0 on stage 1 (8), B0 on stage 0 (10).
+  const BlockProjection p = project_blocks(costs, 9, 2, 1, 64);
+  EXPECT_DOUBLE_EQ(p.pipeline_s, 5.0 + 14.0 + 8.0 + 10.0);
+  EXPECT_DOUBLE_EQ(p.step_s, 37.0 + 5 * 0.5 + 3.0);
+  EXPECT_THROW(project_blocks(costs, 2, 3, 1, 64), Error);
+}
+
 }  // namespace
 }  // namespace mpipe::pipeline

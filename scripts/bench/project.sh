@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The calibrated simulator against measurement, then projected past this machine.
+#
+#   scripts/bench/project.sh             # about 3-5 minutes on the 2-core machine
+#
+# 1. Transfer time by bytes: `mpirun -n 2 bench_comm` (shared memory; TRANSPORT="--mca btl
+#    tcp,self" for TCP), half a ping-pong.
+# 2. For each M in MICRO (default "1 4 8 16"): one stage of configs/scaling_mlp.yaml at
+#    log.level: trace gives the per-op times (op_times.py: F and B of one micro-batch over the 8
+#    blocks, and the rest of a step); bench_project (pipeline::project_blocks) predicts K = 2 from
+#    them; the real K = 2 run is measured (throughput.py, the fastest of REPEATS, default 2).
+# 3. The issue's reference model (16 blocks of width 1024, batch 2048, M = 32, 2 OpenMP threads
+#    per rank): one stage measured here, then K = 1, 2, 4, 8 projected for a 16-core machine
+#    whose cores are as fast as this machine's, against PyTorch's pipelining (282, 501 and 702
+#    samples/s on 1, 4 and 8 stages). Set REFERENCE=0 to skip it.
+#
+# Environment: MICRO, REPEATS, WAIT_IDLE (default 10 s before each measured run),
+# MPIPE_BIN (default build/release/apps/mpipe), BENCH_DIR (default build/release/apps/bench).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+micro_list=${MICRO:-1 4 8 16}
+repeats=${REPEATS:-2}
+wait_idle=${WAIT_IDLE:-10}
+bin=${MPIPE_BIN:-build/release/apps/mpipe}
+bench=${BENCH_DIR:-build/release/apps/bench}
+transport=${TRANSPORT:-}
+config=configs/scaling_mlp.yaml
+for exe in "$bin" "$bench/bench_comm" "$bench/bench_project"; do
+  [[ -x "$exe" ]] || { echo "project.sh: $exe is not an executable (build it)" >&2; exit 2; }
+done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=PASSIVE
+work=$(mktemp -d /tmp/mpipe-project.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+idle() { if ((wait_idle > 0)); then scripts/bench/wait_for_idle.sh "$wait_idle"; fi; }
+run() {  # prints and runs a command, its output to $log
+  echo "  $*"
+  "$@" >"$log" 2>&1 || { echo "project.sh: failed:" >&2; tail "$log" >&2; exit 1; }
+}
+
+echo "machine: $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+echo "load before: $(uptime)"
+echo "commands:"
+log=$work/comm.log
+idle
+# shellcheck disable=SC2086  # the transport is a word list
+OMP_NUM_THREADS=1 run mpirun -n 2 --bind-to core $transport "$bench/bench_comm" 32 4
+transfer_ms() {  # bytes → one-way ms from the ping-pong table (sizes are 4 x powers of 4)
+  awk -v b="$1" '$1 ~ /^[0-9]+$/ && NF == 3 && $1 + 0 >= b { printf "%.4f", $2 / 1000; exit }' \
+    "$work/comm.log"
+}
+
+# Costs of one stage holding every block, from a trace run: sets f, b, rest (ms).
+measure_costs() {  # M threads extra-args...
+  local m=$1 threads=$2
+  shift 2
+  log=$work/k1-m$m.log
+  idle
+  OMP_NUM_THREADS=$threads run mpirun -n 1 --bind-to none "$bin" train "$config" \
+    --run-dir "$work/k1-m$m" --set pipeline.stages=1 --set pipeline.micro_batches="$m" \
+    --set log.level=trace "$@"
+  read -r f b rest < <(python3 scripts/bench/op_times.py "$log" 3)
+}
+
+declare -A measured predicted k1
+for ((r = 1; r <= repeats; ++r)); do
+  for m in $micro_list; do
+    dir=$work/k2-m$m-r$r
+    log=$dir.log
+    idle
+    # shellcheck disable=SC2086  # the transport is a word list
+    OMP_NUM_THREADS=1 run mpirun -n 2 --bind-to core $transport "$bin" train "$config" \
+      --run-dir "$dir" --set pipeline.stages=2 --set pipeline.micro_batches="$m" \
+      --set "pipeline.partition=[8,9]"
+    measured[$m]+="$(python3 scripts/bench/throughput.py "$dir") "
+  done
+done
+best() { tr ' ' '\n' | sed '/^$/d' | sort -g | tail -n 1; }
+echo
+echo "scaling_mlp (8 blocks, batch 256), 1 thread per rank; K=1 calibrates, K=2 is predicted:"
+printf '%4s %10s %10s %10s %10s %12s %10s\n' M "F ms" "B ms" "rest ms" "K=1 meas" "K=2 predict" \
+  "K=2 meas"
+for m in $micro_list; do
+  measure_costs "$m" 1 --set train.steps=12 --set log.every=4
+  k1[$m]=$(python3 scripts/bench/throughput.py "$work/k1-m$m")
+  bytes=$((256 * 1024 * 4 / m))
+  predicted[$m]=$("$bench/bench_project" --blocks 8 --batch 256 --micro-batches "$m" \
+    --stages "2" --forward-ms "$(awk -v x="$f" 'BEGIN { print x / 8 }')" \
+    --backward-ms "$(awk -v x="$b" 'BEGIN { print x / 8 }')" \
+    --update-ms "$(awk -v x="$rest" 'BEGIN { print x / 8 }')" \
+    --transfer-ms "$(transfer_ms $bytes)" | awk '$1 == 2 { print $4 }')
+  best_k2=$(best <<<"${measured[$m]}")
+  printf '%4d %10.2f %10.2f %10.2f %10.0f %12.0f %10.0f   error %+.1f%%   (K=2 runs: %s)\n' \
+    "$m" "$f" "$b" "$rest" "${k1[$m]}" "${predicted[$m]}" "$best_k2" \
+    "$(awk -v p="${predicted[$m]}" -v x="$best_k2" 'BEGIN { print 100 * (p - x) / x }')" \
+    "${measured[$m]}"
+done
+
+if [[ "${REFERENCE:-1}" == 1 ]]; then
+  echo
+  echo "reference: 16 x (Linear(1024,1024) + ReLU), batch 2048, M=32, 2 threads per rank:"
+  sed 's/repeat: 8/repeat: 16/' "$config" >"$work/reference.yaml"
+  config=$work/reference.yaml
+  measure_costs 32 2 --set train.batch_size=2048 --set data.num_examples=4096 \
+    --set train.steps=5 --set log.every=1
+  "$bench/bench_project" --blocks 16 --batch 2048 --micro-batches 32 --stages "1 2 4 8" \
+    --forward-ms "$(awk -v x="$f" 'BEGIN { print x / 16 }')" \
+    --backward-ms "$(awk -v x="$b" 'BEGIN { print x / 16 }')" \
+    --update-ms "$(awk -v x="$rest" 'BEGIN { print x / 16 }')" \
+    --transfer-ms "$(transfer_ms $((64 * 1024 * 4)))" \
+    --label "PROJECTED: 16-core machine, 2 threads per rank, this machine's per-core speed"
+  echo "PyTorch torch.distributed.pipelining over gloo (the issue's 16-core Xeon): 282 samples/s" \
+    "on 1 rank, 501 on 4 stages, 702 on 8"
+fi
+echo "load after:  $(uptime)"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The memory model against the allocator: trains each CONFIG on 2 stages for both schedules and
+# every recompute mode and checks that the predicted peak of every stage
+# (predicted_peak_bytes_per_stage) is within 10% of the measured high-water mark of tensor bytes
+# (peak_tensor_bytes_per_stage) in summary.json, printing the table.
+# Usage: memory_model.sh CONFIG...
+source "$(dirname "$0")/lib.sh"
+
+schedules=(gpipe 1f1b)
+# A recompute mode is one word here. per_layer is not yet: its prediction is up to 47% high
+# (it counts every layer's input through the backward that frees them one by one).
+recomputes=(always except_last never)
+failed=0
+printf '%-22s %-6s %-12s %5s %12s %12s %7s\n' config sched recompute stage predicted measured error
+for config in "$@"; do
+  for schedule in "${schedules[@]}"; do
+    for recompute in "${recomputes[@]}"; do
+      name=$(basename "$config" .yaml)-$schedule-$recompute
+      train 2 "$name" "$config" --set pipeline.stages=2 --set pipeline.schedule="$schedule" \
+        --set pipeline.recompute="$recompute"
+      python3 - "$WORK/$name/summary.json" "$(basename "$config" .yaml)" "$schedule" \
+        "$recompute" <<'PY' || failed=1
+import json, sys
+summary = json.load(open(sys.argv[1]))
+ok = True
+pairs = zip(summary["predicted_peak_bytes_per_stage"], summary["peak_tensor_bytes_per_stage"])
+for stage, (predicted, measured) in enumerate(pairs):
+    error = (predicted - measured) / measured
+    ok &= abs(error) <= 0.10
+    print(f"{sys.argv[2]:22s} {sys.argv[3]:6s} {sys.argv[4]:12s} {stage:5d} {predicted:12.0f} "
+          f"{measured:12.0f} {100 * error:+6.1f}%{'' if abs(error) <= 0.10 else '  FAILED'}")
+sys.exit(0 if ok else 1)
+PY
+    done
+  done
+done
+[[ $failed -eq 0 ]] || { echo "FAILED: a prediction is more than 10% off the measurement"; exit 1; }

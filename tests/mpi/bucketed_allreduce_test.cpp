@@ -1,0 +1,134 @@
+// Multi-rank tests of comm::BucketedAllreduce (run with 4 ranks): the same bits as one allreduce
+// of the whole buffer with 2 ranks, each bucket summed as if alone with 4, uneven buckets,
+// the start order, and progress without a wait.
+#include "comm/bucketed_allreduce.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+
+namespace mpipe::comm {
+namespace {
+
+// Values whose sums round, so a different order of additions would show in the bits.
+std::vector<float> random_values(int seed, size_t n) {
+  std::mt19937 generator(static_cast<unsigned>(seed) * 7919u + 1u);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(n);
+  for (float& v : values) v = uniform(generator) * (1.0f + static_cast<float>(seed));
+  return values;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Uneven buckets: one value, a few, one, big ones.
+const std::vector<size_t> kBegins = {0, 1, 8, 9, 1000, 65536};
+constexpr size_t kValues = 100003;
+
+TEST(BucketedAllreduce, WithTwoRanksGivesTheBitsOfOneAllreduceOfTheWholeBuffer) {
+  const Communicator world = Communicator::world();
+  const int rank = world.rank();
+  const Communicator pair = world.split(rank / 2, rank, "a pair");
+  ASSERT_EQ(pair.size(), 2);
+  std::vector<float> data = random_values(rank, kValues);
+  std::vector<float> whole = data;
+  pair.allreduce_sum(whole);
+  const std::vector<float> peer = random_values(rank ^ 1, kValues);
+  std::vector<float> by_hand(kValues);
+  for (size_t i = 0; i < kValues; ++i) by_hand[i] = data[i] + peer[i];
+  EXPECT_TRUE(same_bits(whole, by_hand));  // with 2 ranks every algorithm computes a + b
+
+  BucketedAllreduce buckets(pair, data, kBegins);
+  buckets.start_from(65536);
+  buckets.progress();
+  buckets.start_from(5);
+  buckets.finish();
+  EXPECT_EQ(buckets.num_completed(), kBegins.size());
+  EXPECT_TRUE(same_bits(data, whole));
+}
+
+TEST(BucketedAllreduce, WithFourRanksSumsEachBucketAsIfItWereReducedAlone) {
+  const Communicator world = Communicator::world();
+  ASSERT_EQ(world.size(), 4);
+  std::vector<float> data = random_values(world.rank(), kValues);
+  std::vector<float> expected;
+  for (size_t b = 0; b < kBegins.size(); ++b) {
+    const size_t end = b + 1 < kBegins.size() ? kBegins[b + 1] : kValues;
+    std::vector<float> bucket(data.begin() + static_cast<std::ptrdiff_t>(kBegins[b]),
+                              data.begin() + static_cast<std::ptrdiff_t>(end));
+    world.allreduce_sum(bucket);
+    expected.insert(expected.end(), bucket.begin(), bucket.end());
+  }
+  BucketedAllreduce buckets(world, data, kBegins);
+  for (size_t b = kBegins.size(); b-- > 0;) {
+    buckets.start_from(kBegins[b]);
+    buckets.progress();
+  }
+  buckets.finish();
+  EXPECT_TRUE(same_bits(data, expected));
+  // And every rank holds the same bits.
+  const std::span<const char> bytes(reinterpret_cast<const char*>(data.data()),
+                                    data.size() * sizeof(float));
+  const std::vector<char> all = world.allgather(bytes);
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_EQ(std::memcmp(all.data(), all.data() + r * bytes.size(), bytes.size()), 0) << r;
+  }
+}
+
+TEST(BucketedAllreduce, StartsTheBucketsThatBeginAtOrAfterTheOffsetFromTheEnd) {
+  const Communicator world = Communicator::world();
+  std::vector<float> data(10, 1.0f);
+  BucketedAllreduce buckets(world, data, {0, 4, 7});
+  EXPECT_EQ(buckets.num_started(), 0u);
+  buckets.start_from(8);
+  EXPECT_EQ(buckets.num_started(), 0u);
+  buckets.start_from(7);
+  EXPECT_EQ(buckets.num_started(), 1u);
+  buckets.start_from(5);
+  EXPECT_EQ(buckets.num_started(), 1u);
+  buckets.start_from(4);
+  EXPECT_EQ(buckets.num_started(), 2u);
+  buckets.finish();
+  EXPECT_EQ(buckets.num_started(), 3u);
+  EXPECT_EQ(data, std::vector<float>(10, 4.0f));
+}
+
+TEST(BucketedAllreduce, ProgressCompletesTheBucketsWithoutAWait) {
+  const Communicator world = Communicator::world();
+  std::vector<float> data = random_values(world.rank(), kValues);
+  BucketedAllreduce buckets(world, data, kBegins);
+  buckets.start_from(0);
+  // Compute stands in for the layers between the calls: progress() alone must finish the job.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (buckets.num_completed() < kBegins.size() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    buckets.progress();
+  }
+  EXPECT_EQ(buckets.num_completed(), kBegins.size());
+  buckets.finish();
+}
+
+TEST(BucketedAllreduce, BeginsThatDoNotAscendAreRefused) {
+  const Communicator world = Communicator::world();
+  std::vector<float> data(10);
+  try {
+    BucketedAllreduce buckets(world, data, {0, 7, 4});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "BucketedAllreduce: bucket 2 begins at 4: begins must ascend within 10 values");
+  }
+  EXPECT_THROW(BucketedAllreduce(world, data, {1, 4}), Error);
+  EXPECT_THROW(BucketedAllreduce(world, data, {0, 10}), Error);
+}
+
+}  // namespace
+}  // namespace mpipe::comm
