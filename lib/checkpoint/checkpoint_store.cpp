@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <unordered_map>
@@ -146,7 +147,7 @@ std::string CheckpointStore::meta_path(int64_t step) const {
 }
 
 ShardRecord CheckpointStore::write_shard(int64_t step, int stage,
-                                         const std::vector<NamedTensor>& tensors,
+                                         const std::vector<TensorView>& tensors,
                                          const std::map<std::string, std::string>& metadata) {
   const std::string dir = step_dir(step);
   std::error_code ec;
@@ -272,49 +273,78 @@ nlohmann::json CheckpointStore::read_meta(int64_t step) const {
   return meta;
 }
 
-SafetensorsFile CheckpointStore::read_shard(int64_t step, int stage, const ShardRecord* expected,
-                                            int64_t num_stages) const {
+void CheckpointStore::check_shard(int64_t step, int stage, const ShardRecord* expected,
+                                  int64_t num_stages) const {
   const std::string path = shard_path(step, stage);
   check_input(fs::exists(path), "{}: missing (meta.json says {} stages)", path, num_stages);
   if (expected) {
     const FileDigest actual = digest_file(path);
     if (actual != expected->digest) throw InputError(describe_mismatch(path, actual, *expected));
   }
-  SafetensorsFile file = read_safetensors(path);
-  if (auto mismatch = identity_mismatch(path, file.metadata, step, stage)) {
+  if (auto mismatch = identity_mismatch(path, read_safetensors_metadata(path), step, stage)) {
     throw InputError(*mismatch);
   }
-  return file;
 }
 
-std::vector<NamedTensor> CheckpointStore::read_verified(int64_t step) const {
+void CheckpointStore::read_verified(int64_t step, const TensorDestination& destination) const {
   const nlohmann::json meta = read_meta(step);
   const int64_t num_stages = meta["num_stages"].get<int64_t>();
   const std::vector<ShardRecord> records = parse_shards(meta, meta_path(step), step);
-  std::vector<NamedTensor> merged;
-  std::unordered_map<std::string, int64_t> stage_of;
   for (int64_t stage = 0; stage < num_stages; ++stage) {
     const ShardRecord* expected = records.empty() ? nullptr : &records[static_cast<size_t>(stage)];
-    const std::string path = shard_path(step, static_cast<int>(stage));
-    for (NamedTensor& t : read_shard(step, static_cast<int>(stage), expected, num_stages).tensors) {
-      const auto [it, inserted] = stage_of.emplace(t.name, stage);
-      check_input(inserted, "{}: tensor '{}' is also in stage_{}.safetensors", path, t.name,
-                  it->second);
-      merged.push_back(std::move(t));
-    }
+    check_shard(step, static_cast<int>(stage), expected, num_stages);
   }
-  return merged;
+  std::unordered_map<std::string, int64_t> stage_of;
+  for (int64_t stage = 0; stage < num_stages; ++stage) {
+    const std::string path = shard_path(step, static_cast<int>(stage));
+    read_safetensors_into(path, [&](const std::string& name, const Shape& shape) {
+      const auto [it, inserted] = stage_of.emplace(name, stage);
+      check_input(inserted, "{}: tensor '{}' is also in stage_{}.safetensors", path, name,
+                  it->second);
+      return destination(name, shape);
+    });
+  }
 }
 
-std::vector<NamedTensor> CheckpointStore::read_all(int64_t step) const {
+void CheckpointStore::read_into(int64_t step, const TensorDestination& destination) const {
+  // What the destination refuses (a tensor of another shape) is no fault of the checkpoint:
+  // it passes through without the hint.
+  struct Refused {
+    std::exception_ptr error;
+  };
+  const auto guarded = [&destination](const std::string& name, const Shape& shape) {
+    try {
+      return destination(name, shape);
+    } catch (...) {
+      throw Refused{std::current_exception()};
+    }
+  };
   try {
-    return read_verified(step);
+    read_verified(step, guarded);
+  } catch (const Refused& refused) {
+    std::rethrow_exception(refused.error);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}; {}", e.what(), intact_hint(step)));
   }
 }
 
-void CheckpointStore::verify(int64_t step) const { read_verified(step); }
+std::vector<NamedTensor> CheckpointStore::read_all(int64_t step) const {
+  std::vector<NamedTensor> merged;
+  read_into(step, [&merged](const std::string& name, const Shape& shape) {
+    NamedTensor& t = merged.emplace_back();
+    t.name = name;
+    t.shape = shape;
+    t.values.resize(static_cast<size_t>(shape.numel()));
+    return std::optional<std::span<float>>(t.values);
+  });
+  return merged;
+}
+
+void CheckpointStore::verify(int64_t step) const {
+  read_verified(step, [](const std::string&, const Shape&) {
+    return std::optional<std::span<float>>();  // the header and checksums only
+  });
+}
 
 std::string CheckpointStore::intact_hint(int64_t broken_step) const {
   const std::vector<int64_t> committed = committed_steps();

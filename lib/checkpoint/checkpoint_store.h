@@ -41,10 +41,11 @@ class CheckpointStore {
   std::string meta_path(int64_t step) const;
 
   // Writes this stage's shard durably (temporary file, fsync, rename, fsync of the folders),
-  // creating folders as needed, and returns what meta.json must record for it. Rewriting a
+  // creating folders as needed, and returns what meta.json must record for it. The tensors are
+  // views, streamed one at a time: the write copies no tensor. Rewriting a
   // step first removes its meta.json, so a half-rewritten checkpoint is never seen as
   // committed. `metadata` is stored in the shard; the keys "step" and "stage" are added.
-  ShardRecord write_shard(int64_t step, int stage, const std::vector<NamedTensor>& tensors,
+  ShardRecord write_shard(int64_t step, int stage, const std::vector<TensorView>& tensors,
                           const std::map<std::string, std::string>& metadata = {});
   // Removes this stage's shard of an uncommitted step (after a failed commit); best effort.
   void discard_shard(int64_t step, int stage) const;
@@ -71,6 +72,10 @@ class CheckpointStore {
   // 5e6f7a8b); the newest intact checkpoint is step 10 (.../step_00000010): remove
   // step_00000020 to resume from it".
   std::vector<NamedTensor> read_all(int64_t step) const;
+  // Like read_all, without holding the tensors: every shard is verified first, then each tensor's
+  // values are read straight into the span `destination` gives for it (or skipped), so a rank
+  // reads only its own stage's tensors and holds no copy of them (a resume on any K).
+  void read_into(int64_t step, const TensorDestination& destination) const;
 
   // Throws InputError (as read_all, without the hint) unless every shard of `step` is intact.
   void verify(int64_t step) const;
@@ -79,11 +84,10 @@ class CheckpointStore {
   // Step folders found on disk (committed or not), ascending.
   std::vector<int64_t> step_folders() const;
   void prune(int64_t committed_step) const;
-  // Reads and verifies one shard; `expected` is null for a checkpoint written before meta.json
-  // recorded shards (then only the shard's own step and stage are checked).
-  SafetensorsFile read_shard(int64_t step, int stage, const ShardRecord* expected,
-                             int64_t num_stages) const;
-  std::vector<NamedTensor> read_verified(int64_t step) const;
+  // Verifies one shard; `expected` is null for a checkpoint written before meta.json recorded
+  // shards (then only the shard's own step and stage are checked).
+  void check_shard(int64_t step, int stage, const ShardRecord* expected, int64_t num_stages) const;
+  void read_verified(int64_t step, const TensorDestination& destination) const;
   // "the newest intact checkpoint is step ..." or "no earlier committed checkpoint is intact".
   std::string intact_hint(int64_t broken_step) const;
 

@@ -189,16 +189,28 @@ FileDigest SafetensorsWriter::commit() {
   return impl_->file.digest();
 }
 
-FileDigest write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+std::vector<TensorView> views_of(const std::vector<NamedTensor>& tensors) {
+  std::vector<TensorView> views;
+  views.reserve(tensors.size());
+  for (const NamedTensor& t : tensors) views.push_back({t.name, t.shape, t.values});
+  return views;
+}
+
+FileDigest write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
                              const std::map<std::string, std::string>& metadata) {
   std::vector<TensorInfo> layout;
-  for (const NamedTensor& t : tensors) {
+  for (const TensorView& t : tensors) {
     check_size(path, {t.name, t.shape}, t.values.size());
     layout.push_back({t.name, t.shape});
   }
   SafetensorsWriter writer(path, std::move(layout), metadata);
-  for (const NamedTensor& t : tensors) writer.write(t.values);
+  for (const TensorView& t : tensors) writer.write(t.values);
   return writer.commit();
+}
+
+FileDigest write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata) {
+  return write_safetensors(path, views_of(tensors), metadata);
 }
 
 namespace {
@@ -245,8 +257,8 @@ Header read_header(const std::string& path) {
 
 }  // namespace
 
-std::optional<std::string> first_non_finite(const std::vector<NamedTensor>& tensors) {
-  for (const NamedTensor& t : tensors) {
+std::optional<std::string> first_non_finite(const std::vector<TensorView>& tensors) {
+  for (const TensorView& t : tensors) {
     if (!std::all_of(t.values.begin(), t.values.end(), [](float v) { return std::isfinite(v); })) {
       return t.name;
     }
@@ -261,29 +273,39 @@ std::map<std::string, std::string> read_safetensors_metadata(const std::string& 
   return parse_metadata(path, *metadata);
 }
 
-SafetensorsFile read_safetensors(const std::string& path) {
+std::map<std::string, std::string> read_safetensors_into(const std::string& path,
+                                                         const TensorDestination& destination) {
   Header header = read_header(path);
-  std::ifstream& in = header.in;
-  SafetensorsFile file;
+  std::map<std::string, std::string> metadata;
   std::vector<Entry> entries;
   for (const auto& [key, value] : header.fields.items()) {
     if (key == kMetadataKey) {
-      file.metadata = parse_metadata(path, value);
+      metadata = parse_metadata(path, value);
     } else {
       entries.push_back(parse_entry(path, key, value));
     }
   }
-  const uint64_t data_start = header.data_start;
-  check_layout(path, entries, header.file_bytes - data_start);
-
-  file.tensors.reserve(entries.size());
-  for (Entry& e : entries) {
-    NamedTensor& t = file.tensors.emplace_back();
-    t.name = std::move(e.name);
-    t.shape = std::move(e.shape);
-    t.values.resize((e.end - e.begin) / kBytesPerValue);
-    read_at(in, path, data_start + e.begin, t.values.data(), e.end - e.begin);
+  check_layout(path, entries, header.file_bytes - header.data_start);
+  for (const Entry& e : entries) {
+    const std::optional<std::span<float>> values = destination(e.name, e.shape);
+    if (!values) continue;
+    check_size(path, {e.name, e.shape}, values->size());
+    read_at(header.in, path, header.data_start + e.begin, values->data(), e.end - e.begin);
   }
+  return metadata;
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  SafetensorsFile file;
+  file.metadata = read_safetensors_into(
+      path,
+      [&file](const std::string& name, const Shape& shape) -> std::optional<std::span<float>> {
+        NamedTensor& t = file.tensors.emplace_back();
+        t.name = name;
+        t.shape = shape;
+        t.values.resize(static_cast<size_t>(shape.numel()));
+        return std::span<float>(t.values);
+      });
   return file;
 }
 

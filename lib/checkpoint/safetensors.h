@@ -1,6 +1,7 @@
 // Safetensors files: named f32 tensors plus string metadata, the format PyTorch/HF tools read.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,8 +20,19 @@ struct NamedTensor {
   std::vector<float> values;  // row-major, shape.numel() values
 };
 
+// A named tensor's values where they already live (nothing is copied): what a checkpoint writes
+// from the stage's parameters and optimizer state.
+struct TensorView {
+  std::string name;
+  Shape shape;
+  std::span<const float> values;  // row-major, shape.numel() values
+};
+
+// Views of `tensors`, valid while they are.
+std::vector<TensorView> views_of(const std::vector<NamedTensor>& tensors);
+
 // The name of the first tensor holding a NaN or an infinity, if any.
-std::optional<std::string> first_non_finite(const std::vector<NamedTensor>& tensors);
+std::optional<std::string> first_non_finite(const std::vector<TensorView>& tensors);
 
 struct SafetensorsFile {
   std::vector<NamedTensor> tensors;  // in the order of their data in the file
@@ -58,9 +70,13 @@ class SafetensorsWriter {
 
 // Writes `tensors` (data in the given order) and `metadata` as a safetensors file:
 // u64 little-endian header length, JSON header padded with spaces to a multiple of 8,
-// then the raw little-endian f32 data. Atomic: `path` is either the whole new file or
-// untouched. Throws mpipe::Error on duplicate names, values/shape mismatch or I/O failure.
-// Returns the size and crc32 of the file written.
+// then the raw little-endian f32 data. Streams each view with SafetensorsWriter, so nothing
+// is copied. Atomic: `path` is either the whole new file or untouched. Throws mpipe::Error on
+// duplicate names, values/shape mismatch or I/O failure. Returns the size and crc32 of the file
+// written.
+FileDigest write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
+                             const std::map<std::string, std::string>& metadata = {});
+// The same, for tensors held by value.
 FileDigest write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                              const std::map<std::string, std::string>& metadata = {});
 
@@ -68,6 +84,17 @@ FileDigest write_safetensors(const std::string& path, const std::vector<NamedTen
 // mpipe::InputError with a one-line message naming the file, e.g.
 // "ckpt.safetensors: truncated: header says 1024 bytes of data, file has 512".
 SafetensorsFile read_safetensors(const std::string& path);
+
+// Where read_safetensors_into puts a tensor: the span its values go to (shape.numel() floats,
+// valid until the next call), or nullopt to skip it. May throw to refuse the tensor.
+using TensorDestination =
+    std::function<std::optional<std::span<float>>(const std::string& name, const Shape& shape)>;
+
+// Reads a safetensors file like read_safetensors, but each tensor's values straight into the
+// span `destination` gives for it, in the order of the data, so nothing but the header is held.
+// Returns the metadata.
+std::map<std::string, std::string> read_safetensors_into(const std::string& path,
+                                                         const TensorDestination& destination);
 
 // Only the metadata of a safetensors file (reads and checks the header, not the data). Throws
 // InputError like read_safetensors.

@@ -127,7 +127,6 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
   const double ahead = std::max(gradient, stash.receiving_activations ? activation : 0.0);
   m.communication = stash.receives_ahead * ahead + (stash.backward ? gradient : 0.0) +
                     stash.sends * std::max(gradient, activation) + stash.loss_grads * output;
-  m.checkpoint_copy = m.params + m.optimizer_state + m.buffers;
   return m;
 }
 

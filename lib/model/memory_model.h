@@ -46,15 +46,11 @@ struct StageMemory {
   double recompute_workspace = 0.0;  // what one micro-batch's layers save, while recomputed
   double transient = 0.0;      // the largest layer's temporaries: its output, gradients, internals
   double communication = 0.0;  // receives posted ahead, the gradient in use, a send, loss gradients
-  // Writing a checkpoint shard copies the parameters, optimizer state and buffers
-  // (train/stage_tensors.cpp), between steps: while no activations are held.
-  double checkpoint_copy = 0.0;
+  // A checkpoint adds nothing: its shard is written from the live state, one tensor at a time
+  // (train/stage_tensors.h), and a resume reads each tensor into place.
   double state() const { return params + grads + optimizer_state + buffers; }
   double activations() const { return kept_activations + recompute_workspace + transient; }
-  // The larger of the training step's peak and the checkpoint write's.
-  double total() const {
-    return state() + std::max(activations() + communication, checkpoint_copy);
-  }
+  double total() const { return state() + activations() + communication; }
 };
 
 class MemoryModel {

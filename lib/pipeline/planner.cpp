@@ -149,8 +149,8 @@ std::string infeasible_message(const Context& c) {
   }
   if (worst >= 0) {
     return fmt::format(
-        "{}: layer {} ({}) alone needs {} (parameters, gradients, optimizer state, and "
-        "activations or a checkpoint copy), over the limit of {}",
+        "{}: layer {} ({}) alone needs {} (parameters, gradients, optimizer state and "
+        "activations), over the limit of {}",
         where, worst, c.plan.layers[static_cast<size_t>(worst)].kind, format_bytes(worst_bytes),
         format_bytes(limit));
   }

@@ -55,20 +55,18 @@ std::string layer_table(const PlanReport& r) {
 }
 
 std::string stage_table(const PlanReport& r) {
-  std::string out =
-      fmt::format("{:<6} {:<8} {:>12} {:>11} {:>10} {:>11} {:>11} {:>12} {:>10} {:>11}\n", "stage",
-                  "layers", "params", "GFLOP/step", "time/step", "peak memory", "state",
-                  "activations", "buffers", "checkpoint");
+  std::string out = fmt::format("{:<6} {:<8} {:>12} {:>11} {:>10} {:>11} {:>11} {:>12} {:>10}\n",
+                                "stage", "layers", "params", "GFLOP/step", "time/step",
+                                "peak memory", "state", "activations", "buffers");
   for (size_t s = 0; s < r.plan.stages.size(); ++s) {
     const pipeline::StagePlan& stage = r.plan.stages[s];
     const model::StageMemory& m = stage.memory;
     const double gflop = (stage.forward_flops + stage.backward_flops + stage.recompute_flops) / 1e9;
-    out += fmt::format("{:<6} {:<8} {:>12} {:>11.3f} {:>10} {:>11} {:>11} {:>12} {:>10} {:>11}{}\n",
-                       s, layer_span(stage.layers), stage.num_params, gflop,
+    out += fmt::format("{:<6} {:<8} {:>12} {:>11.3f} {:>10} {:>11} {:>11} {:>12} {:>10}{}\n", s,
+                       layer_span(stage.layers), stage.num_params, gflop,
                        seconds(stage.compute_s + stage.optimizer_s), format_bytes(m.total()),
                        format_bytes(m.state()), format_bytes(m.activations()),
-                       format_bytes(m.communication), format_bytes(m.checkpoint_copy),
-                       stage.fits ? "" : "  over the limit");
+                       format_bytes(m.communication), stage.fits ? "" : "  over the limit");
   }
   return out;
 }
@@ -87,8 +85,7 @@ std::string plan_text(const PlanReport& r) {
   out += fmt::format(
       "(assumed per rank: {:.0f} GFLOP/s, {:.1f} GB/s of memory traffic, {:.1f} GB/s links; "
       "memory: state = parameters, gradients, optimizer state; activations = kept, recompute, "
-      "temporaries; buffers = messages; checkpoint = the copy a checkpoint write makes between "
-      "steps; peak = state + the larger of activations + buffers and checkpoint)\n",
+      "temporaries; buffers = messages; peak = state + activations + buffers)\n",
       rates.flops_per_s / 1e9, rates.bytes_per_s / 1e9, rates.link_bytes_per_s / 1e9);
   if (!plan.fits()) out += fmt::format("does not fit: {}\n", plan.problem);
   for (const std::string& line : plan.advice) out += fmt::format("advice: {}\n", line);
@@ -130,8 +127,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                         {"kept_activations", m.kept_activations},
                         {"recompute_workspace", m.recompute_workspace},
                         {"transient", m.transient},
-                        {"communication", m.communication},
-                        {"checkpoint_copy", m.checkpoint_copy}}}});
+                        {"communication", m.communication}}}});
   }
   const pipeline::MachineRates& rates = plan.rates;
   nlohmann::ordered_json out = {

@@ -74,8 +74,8 @@ checkpoint::Settings RunCheckpoints::settings() const {
 void RunCheckpoints::save(int64_t steps_done) {
   const comm::WatchScope watch(world_, "checkpoint", comm::WaitPhase::kLong);
   const comm::Topology& topo = trainer_.topology();
-  const bool writer = topo.replica == 0;  // the other replicas hold the same stages
-  std::vector<checkpoint::NamedTensor> tensors;
+  const bool writer = topo.replica == 0;        // the other replicas hold the same stages
+  std::vector<checkpoint::TensorView> tensors;  // views: the live state, written as it is
   if (writer) tensors = stage_state(trainer_.stage(), trainer_.optimizer());
   comm::agree(world_, [&] {
     if (auto name = checkpoint::first_non_finite(tensors)) {
@@ -164,8 +164,10 @@ ResumePoint RunCheckpoints::resume() {
     return {.step = step, .finished = true};
   }
   comm::agree(world_, [&] {
-    load_stage_state(trainer_.stage(), trainer_.optimizer(), store_.read_all(step),
-                     store_.step_dir(step));
+    load_stage_state(
+        trainer_.stage(), trainer_.optimizer(),
+        [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
+        store_.step_dir(step));
     trainer_.optimizer().set_steps_taken(optimizer_steps(meta, store_.meta_path(step)));
   });
   drop_metrics_after(step);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.h"
 
@@ -55,11 +56,11 @@ std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage) 
   return values;
 }
 
-std::vector<checkpoint::NamedTensor> stage_state(const pipeline::Stage& stage,
-                                                 optim::Optimizer& optimizer) {
-  std::vector<checkpoint::NamedTensor> tensors;
+std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
+                                                optim::Optimizer& optimizer) {
+  std::vector<checkpoint::TensorView> tensors;
   for_each_weight(stage, [&tensors](const std::string& name, const Shape& shape, auto values) {
-    tensors.push_back({name, shape, std::vector<float>(values.begin(), values.end())});
+    tensors.push_back({name, shape, {values.data(), values.size()}});
   });
   for (const auto& [slot, state] : optimizer.state()) {
     for (const auto& entry : stage.params().entries()) {
@@ -68,7 +69,7 @@ std::vector<checkpoint::NamedTensor> stage_state(const pipeline::Stage& stage,
                                   static_cast<size_t>(entry.shape.numel()));
       tensors.push_back(
           {fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
-           entry.shape, std::vector<float>(values.begin(), values.end())});
+           entry.shape, values});
     }
   }
   return tensors;
@@ -76,47 +77,82 @@ std::vector<checkpoint::NamedTensor> stage_state(const pipeline::Stage& stage,
 
 namespace {
 
-// Copies the named tensor into `values`, checking that it exists and has the expected shape.
-class Restorer {
+// The stage's tensors by name, writable: where a restore puts each, checking that every one is
+// found once with the model's shape.
+class Destinations {
  public:
-  Restorer(const std::vector<checkpoint::NamedTensor>& tensors, const std::string& source)
-      : source_(source) {
-    for (const auto& tensor : tensors) by_name_[tensor.name] = &tensor;
+  explicit Destinations(const std::string& source) : source_(source) {}
+
+  void add(const std::string& name, const Shape& shape, std::span<float> values) {
+    order_.push_back(name);
+    slots_[name] = {shape, values, false};
   }
-  void operator()(const std::string& name, const Shape& shape, std::span<float> values) const {
-    auto it = by_name_.find(name);
-    check_input(it != by_name_.end(), "{}: tensor {} is missing", source_, name);
-    check_input(it->second->shape == shape, "{}: tensor {} has shape {}, the model needs {}",
-                source_, name, it->second->shape, shape);
-    std::copy(it->second->values.begin(), it->second->values.end(), values.begin());
+  // The span for `name`, or nullopt when the stage has no such tensor.
+  std::optional<std::span<float>> take(const std::string& name, const Shape& shape) {
+    auto it = slots_.find(name);
+    if (it == slots_.end()) return std::nullopt;
+    check_input(it->second.shape == shape, "{}: tensor {} has shape {}, the model needs {}",
+                source_, name, shape, it->second.shape);
+    it->second.found = true;
+    return it->second.values;
+  }
+  void check_complete() const {
+    for (const std::string& name : order_) {
+      check_input(slots_.at(name).found, "{}: tensor {} is missing", source_, name);
+    }
   }
 
  private:
+  struct Slot {
+    Shape shape;
+    std::span<float> values;
+    bool found = false;
+  };
   const std::string& source_;
-  std::map<std::string, const checkpoint::NamedTensor*> by_name_;
+  std::vector<std::string> order_;
+  std::map<std::string, Slot> slots_;
 };
+
+void add_weights(pipeline::Stage& stage, Destinations& destinations) {
+  for_each_weight(
+      stage, [&destinations](const std::string& name, const Shape& shape, std::span<float> values) {
+        destinations.add(name, shape, values);
+      });
+}
 
 }  // namespace
 
 void load_stage_weights(pipeline::Stage& stage, const std::vector<checkpoint::NamedTensor>& tensors,
                         const std::string& source) {
-  for_each_weight(stage, Restorer(tensors, source));
+  Destinations destinations(source);
+  add_weights(stage, destinations);
+  for (const checkpoint::NamedTensor& tensor : tensors) {
+    if (auto values = destinations.take(tensor.name, tensor.shape)) {
+      std::copy(tensor.values.begin(), tensor.values.end(), values->begin());
+    }
+  }
+  destinations.check_complete();
 }
 
 void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
-                      const std::vector<checkpoint::NamedTensor>& tensors,
+                      const std::function<void(const checkpoint::TensorDestination&)>& read,
                       const std::string& source) {
-  const Restorer restore(tensors, source);
-  for_each_weight(stage, restore);
+  Destinations destinations(source);
+  add_weights(stage, destinations);
   for (const auto& [slot, state] : optimizer.state()) {
     for (const auto& entry : stage.params().entries()) {
       if (!entry.trainable) continue;
-      restore(fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
-              entry.shape,
-              state.subspan(static_cast<size_t>(entry.offset),
-                            static_cast<size_t>(entry.shape.numel())));
+      destinations.add(
+          fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
+          entry.shape,
+          state.subspan(static_cast<size_t>(entry.offset),
+                        static_cast<size_t>(entry.shape.numel())));
     }
   }
+  read([&destinations](const std::string& name, const Shape& shape) {
+    return destinations.take(name, shape);
+  });
+  destinations.check_complete();
 }
 
 }  // namespace mpipe::train

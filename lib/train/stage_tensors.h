@@ -3,6 +3,7 @@
 // so files written by a run with K stages load into a run with any other K.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -27,17 +28,21 @@ std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Laye
 // The stage's weights in weight_layout order, as views into its parameters and buffers.
 std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage);
 
-// Weights and optimizer state of the stage, for its checkpoint shard.
-std::vector<checkpoint::NamedTensor> stage_state(const pipeline::Stage& stage,
-                                                 optim::Optimizer& optimizer);
+// Weights and optimizer state of the stage, for its checkpoint shard: views into the live
+// parameters, buffers and optimizer state (valid until they change), so writing a shard adds no
+// copy of the state to the stage's memory.
+std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
+                                                optim::Optimizer& optimizer);
 // Restores the stage's weights (params and buffers) from named tensors, e.g. exported weights.
 // Throws InputError naming `source` when a tensor is missing or has another shape.
 void load_stage_weights(pipeline::Stage& stage, const std::vector<checkpoint::NamedTensor>& tensors,
                         const std::string& source);
-// Restores what stage_state wrote (from any partition's shards, merged). Throws InputError
-// naming `source` when a tensor is missing or has another shape.
+// Restores what stage_state wrote, from any partition's shards: `read` offers every tensor of
+// the checkpoint to the destination it is given (CheckpointStore::read_into), which takes the
+// stage's own straight into its parameters, buffers and optimizer state, so no copy of the state
+// is held. Throws InputError naming `source` when a tensor is missing or has another shape.
 void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
-                      const std::vector<checkpoint::NamedTensor>& tensors,
+                      const std::function<void(const checkpoint::TensorDestination&)>& read,
                       const std::string& source);
 
 }  // namespace mpipe::train

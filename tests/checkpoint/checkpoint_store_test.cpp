@@ -22,8 +22,10 @@ std::vector<NamedTensor> stage_tensors(int stage, float value) {
 
 // Writes both shards of a two-stage checkpoint and commits it with their records.
 void save_two_stage(CheckpointStore& store, int64_t step) {
-  const ShardRecord first = store.write_shard(step, 0, stage_tensors(0, static_cast<float>(step)));
-  const ShardRecord second = store.write_shard(step, 1, stage_tensors(1, static_cast<float>(step)));
+  const ShardRecord first =
+      store.write_shard(step, 0, views_of(stage_tensors(0, static_cast<float>(step))));
+  const ShardRecord second =
+      store.write_shard(step, 1, views_of(stage_tensors(1, static_cast<float>(step))));
   store.commit(step, {{"num_stages", 2}, {"seed", 7}, {"config", "exp.yaml"}}, {first, second});
 }
 
@@ -84,8 +86,8 @@ TEST(CheckpointStore, CheckpointWithoutMetaIsIgnored) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
   save_two_stage(store, 10);
-  store.write_shard(20, 0, stage_tensors(0, 1.f));
-  store.write_shard(20, 1, stage_tensors(1, 1.f));
+  store.write_shard(20, 0, views_of(stage_tensors(0, 1.f)));
+  store.write_shard(20, 1, views_of(stage_tensors(1, 1.f)));
   EXPECT_EQ(store.latest_committed(), 10);
   EXPECT_TRUE(fs::exists(store.step_dir(20)));
 }
@@ -93,7 +95,7 @@ TEST(CheckpointStore, CheckpointWithoutMetaIsIgnored) {
 TEST(CheckpointStore, CommitRemovesIncompleteFoldersOlderThanItself) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
-  store.write_shard(15, 0, stage_tensors(0, 1.f));
+  store.write_shard(15, 0, views_of(stage_tensors(0, 1.f)));
   save_two_stage(store, 20);
   EXPECT_FALSE(fs::exists(store.step_dir(15)));
   EXPECT_EQ(store.committed_steps(), std::vector<int64_t>{20});
@@ -102,8 +104,8 @@ TEST(CheckpointStore, CommitRemovesIncompleteFoldersOlderThanItself) {
 TEST(CheckpointStore, CommitRefusesWhileAShardIsUnreported) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
-  const ShardRecord first = store.write_shard(10, 0, stage_tensors(0, 1.f));
-  store.write_shard(10, 1, stage_tensors(1, 1.f));  // written, but its report never came
+  const ShardRecord first = store.write_shard(10, 0, views_of(stage_tensors(0, 1.f)));
+  store.write_shard(10, 1, views_of(stage_tensors(1, 1.f)));  // written, but its report never came
   try {
     store.commit(10, {{"num_stages", 2}}, {first});
     FAIL() << "no error";
@@ -118,7 +120,7 @@ TEST(CheckpointStore, CommitRefusesWhileAShardIsUnreported) {
 TEST(CheckpointStore, CommitRefusesTwoReportsForOneStage) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
-  const ShardRecord first = store.write_shard(10, 0, stage_tensors(0, 1.f));
+  const ShardRecord first = store.write_shard(10, 0, views_of(stage_tensors(0, 1.f)));
   EXPECT_THROW(store.commit(10, {{"num_stages", 2}}, {first, first}), Error);
   EXPECT_FALSE(fs::exists(store.meta_path(10)));
 }
@@ -128,8 +130,8 @@ TEST(CheckpointStore, CommitTrustsTheReportsWithoutLookingForOtherRanksFiles) {
   testing::TempDir dir;
   CheckpointStore elsewhere(dir.file("node1"), 3);
   CheckpointStore here(dir.file("node0"), 3);
-  const ShardRecord first = here.write_shard(10, 0, stage_tensors(0, 1.f));
-  const ShardRecord second = elsewhere.write_shard(10, 1, stage_tensors(1, 1.f));
+  const ShardRecord first = here.write_shard(10, 0, views_of(stage_tensors(0, 1.f)));
+  const ShardRecord second = elsewhere.write_shard(10, 1, views_of(stage_tensors(1, 1.f)));
   here.commit(10, {{"num_stages", 2}}, {second, first});
   EXPECT_EQ(here.latest_committed(), 10);
   EXPECT_FALSE(fs::exists(here.shard_path(10, 1)));
@@ -156,19 +158,69 @@ TEST(CheckpointStore, FailedCommitKeepsEveryEarlierCheckpoint) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 1);
   save_two_stage(store, 10);
-  const ShardRecord first = store.write_shard(20, 0, stage_tensors(0, 2.f));
-  const ShardRecord second = store.write_shard(20, 1, stage_tensors(1, 2.f));
+  const ShardRecord first = store.write_shard(20, 0, views_of(stage_tensors(0, 2.f)));
+  const ShardRecord second = store.write_shard(20, 1, views_of(stage_tensors(1, 2.f)));
   fs::create_directories(store.meta_path(20) + "/blocked");  // meta.json cannot be written
   EXPECT_THROW(store.commit(20, {{"num_stages", 2}}, {first, second}), Error);
   EXPECT_EQ(store.committed_steps(), std::vector<int64_t>{10});
   EXPECT_EQ(store.read_all(10).at(0).values, (std::vector<float>{10.f, 10.f}));
 }
 
+TEST(CheckpointStore, ReadIntoFillsOnlyTheTensorsTheDestinationTakes) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  std::vector<float> bias(1, 0.f);
+  std::vector<std::string> offered;
+  store.read_into(10, [&](const std::string& name, const Shape& shape) {
+    offered.push_back(name);
+    return name == "layers.3.bias" && shape == Shape{1} ? std::optional<std::span<float>>(bias)
+                                                        : std::nullopt;
+  });
+  EXPECT_EQ(bias, std::vector<float>{-10.f});
+  EXPECT_EQ(offered, (std::vector<std::string>{"layers.0.weight", "layers.1.bias",
+                                               "layers.2.weight", "layers.3.bias"}));
+}
+
+TEST(CheckpointStore, ReadIntoVerifiesEveryShardBeforeFillingAnything) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  flip_bit(store.shard_path(10, 1), 1);
+  bool offered = false;
+  try {
+    store.read_into(10, [&offered](const std::string&, const Shape&) {
+      offered = true;
+      return std::optional<std::span<float>>();
+    });
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), read_all_error(store, 10));
+    EXPECT_TRUE(std::string(e.what()).starts_with(store.shard_path(10, 1) + ": checksum mismatch"));
+  }
+  EXPECT_FALSE(offered);  // stage 0 is intact, but nothing was read into place
+}
+
+TEST(CheckpointStore, ReadIntoPassesTheDestinationsOwnErrorThroughWithoutAHint) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  try {
+    store.read_into(
+        10, [](const std::string& name, const Shape&) -> std::optional<std::span<float>> {
+          throw InputError(fmt::format("model.yaml: tensor {} has another shape", name));
+        });
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "model.yaml: tensor layers.0.weight has another shape");
+  }
+}
+
 TEST(CheckpointStore, DiscardShardRemovesItAndTheFolderOnceEmpty) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
-  store.write_shard(20, 0, stage_tensors(0, 2.f));
-  store.write_shard(20, 1, stage_tensors(1, 2.f));
+  store.write_shard(20, 0, views_of(stage_tensors(0, 2.f)));
+  store.write_shard(20, 1, views_of(stage_tensors(1, 2.f)));
   store.discard_shard(20, 1);
   EXPECT_FALSE(fs::exists(store.shard_path(20, 1)));
   EXPECT_TRUE(fs::exists(store.shard_path(20, 0)));
@@ -303,9 +355,9 @@ TEST(CheckpointStore, RewritingAStepUncommitsItUntilCommittedAgain) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
   save_two_stage(store, 10);
-  const ShardRecord first = store.write_shard(10, 0, stage_tensors(0, 5.f));
+  const ShardRecord first = store.write_shard(10, 0, views_of(stage_tensors(0, 5.f)));
   EXPECT_EQ(store.latest_committed(), std::nullopt);
-  const ShardRecord second = store.write_shard(10, 1, stage_tensors(1, 5.f));
+  const ShardRecord second = store.write_shard(10, 1, views_of(stage_tensors(1, 5.f)));
   store.commit(10, {{"num_stages", 2}}, {first, second});
   EXPECT_EQ(store.read_all(10).at(0).values, (std::vector<float>{5.f, 5.f}));
 }
@@ -361,8 +413,8 @@ TEST(CheckpointStore, ReadAllNamesACorruptShard) {
 TEST(CheckpointStore, ReadAllRejectsATensorInTwoShards) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
-  const ShardRecord first = store.write_shard(10, 0, stage_tensors(0, 1.f));
-  const ShardRecord second = store.write_shard(10, 1, stage_tensors(0, 2.f));
+  const ShardRecord first = store.write_shard(10, 0, views_of(stage_tensors(0, 1.f)));
+  const ShardRecord second = store.write_shard(10, 1, views_of(stage_tensors(0, 2.f)));
   store.commit(10, {{"num_stages", 2}}, {first, second});
   EXPECT_EQ(read_all_error(store, 10),
             store.shard_path(10, 1) + ": tensor 'layers.0.weight' is also in stage_0.safetensors" +
@@ -372,7 +424,7 @@ TEST(CheckpointStore, ReadAllRejectsATensorInTwoShards) {
 TEST(CheckpointStore, ReadingAnUncommittedStepIsAnInputError) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
-  store.write_shard(10, 0, stage_tensors(0, 1.f));
+  store.write_shard(10, 0, views_of(stage_tensors(0, 1.f)));
   EXPECT_EQ(read_all_error(store, 10),
             store.meta_path(10) + ": missing: step 10 is not a committed checkpoint" + kNoIntact);
 }

@@ -166,7 +166,8 @@ TEST(Safetensors, DataFollowsTheGivenOrderAndReadsBackInThatOrder) {
 TEST(Safetensors, OverwritingReplacesTheWholeFile) {
   testing::TempDir dir;
   const std::string path = dir.file("x.safetensors");
-  write_safetensors(path, {{"big", Shape{100}, std::vector<float>(100, 1.f)}});
+  write_safetensors(path,
+                    std::vector<NamedTensor>{{"big", Shape{100}, std::vector<float>(100, 1.f)}});
   write_safetensors(path, {{"small", Shape{1}, {3.f}}});
   const SafetensorsFile file = read_safetensors(path);
   ASSERT_EQ(file.tensors.size(), 1u);
@@ -177,7 +178,8 @@ TEST(Safetensors, OverwritingReplacesTheWholeFile) {
 TEST(Safetensors, TruncatedDataNamesBothSizes) {
   testing::TempDir dir;
   const std::string path = dir.file("ckpt.safetensors");
-  write_safetensors(path, {{"w", Shape{256}, std::vector<float>(256, 1.f)}});
+  write_safetensors(path,
+                    std::vector<NamedTensor>{{"w", Shape{256}, std::vector<float>(256, 1.f)}});
   fs::resize_file(path, fs::file_size(path) - 512);
   EXPECT_EQ(read_error(path), path + ": truncated: header says 1024 bytes of data, file has 512");
 }
@@ -319,12 +321,31 @@ TEST(Safetensors, MetadataCanBeReadWithoutTheTensors) {
 TEST(Safetensors, FirstNonFiniteNamesTheFirstTensorWithANanOrAnInfinity) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(first_non_finite({{"a", Shape{2}, {1.f, -2.f}}}), std::nullopt);
-  EXPECT_EQ(first_non_finite(
-                {{"a", Shape{1}, {1.f}}, {"b", Shape{2}, {0.f, -inf}}, {"c", Shape{1}, {nan}}}),
+  const auto first = [](const std::vector<NamedTensor>& tensors) {
+    return first_non_finite(views_of(tensors));
+  };
+  EXPECT_EQ(first({{"a", Shape{2}, {1.f, -2.f}}}), std::nullopt);
+  EXPECT_EQ(first({{"a", Shape{1}, {1.f}}, {"b", Shape{2}, {0.f, -inf}}, {"c", Shape{1}, {nan}}}),
             "b");
-  EXPECT_EQ(first_non_finite({{"a", Shape{1}, {1.f}}, {"c", Shape{1}, {nan}}}), "c");
-  EXPECT_EQ(first_non_finite({}), std::nullopt);
+  EXPECT_EQ(first({{"a", Shape{1}, {1.f}}, {"c", Shape{1}, {nan}}}), "c");
+  EXPECT_EQ(first({}), std::nullopt);
+}
+
+TEST(Safetensors, WritesViewsWithoutCopyingThemAndReadsBackTheSameValues) {
+  testing::TempDir dir;
+  const std::vector<float> weight = {1.f, 2.f, 3.f, 4.f, 5.f, 6.f};
+  // Two views into one buffer, as a stage's parameters are views into its parameter buffer.
+  const std::vector<TensorView> views = {{"w", Shape{2, 2}, std::span(weight).first(4)},
+                                         {"b", Shape{2}, std::span(weight).subspan(4)}};
+  write_safetensors(dir.file("views.safetensors"), views, {{"format", "pt"}});
+  write_safetensors(dir.file("owned.safetensors"),
+                    {{"w", Shape{2, 2}, {1.f, 2.f, 3.f, 4.f}}, {"b", Shape{2}, {5.f, 6.f}}},
+                    {{"format", "pt"}});
+  EXPECT_EQ(digest_file(dir.file("views.safetensors")), digest_file(dir.file("owned.safetensors")));
+  EXPECT_THROW(write_safetensors(dir.file("bad.safetensors"),
+                                 std::vector<TensorView>{{"w", Shape{3}, std::span(weight)}}),
+               Error);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("bad.safetensors")));
 }
 
 }  // namespace
