@@ -42,10 +42,12 @@ float* allocate(int64_t numel, bool zero = true) {
 
 }  // namespace
 
-void reuse_freed_tensor_memory() {
+bool reuse_freed_tensor_memory() {
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_")) return false;
   constexpr int kMmapThreshold = 32 << 20;  // bytes: glibc's upper limit; larger blocks are mapped
   check(mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1,
         "mallopt failed: cannot configure the allocator");
+  return true;
 }
 
 void Tensor::FreeDeleter::operator()(float* p) const {

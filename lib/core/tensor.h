@@ -59,6 +59,8 @@ class Tensor {
 // activations) come from the heap instead of their own mmap, and freed heap memory is not given
 // back to the system. Without it, each step's large tensors are mapped, page-faulted in (zeroed
 // by the kernel) and unmapped again. A program calls it once, at start-up, before any tensor.
-void reuse_freed_tensor_memory();
+// A user's own setting wins: with MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ in the
+// environment it changes nothing and returns false.
+bool reuse_freed_tensor_memory();
 
 }  // namespace mpipe

@@ -166,8 +166,17 @@ TEST(Tensor, CopiesAndSlicesOfUninitializedStorageHoldTheWrittenValues) {
   for (int64_t i = 0; i < rows.numel(); ++i) EXPECT_EQ(rows[i], t[3 + i]);
 }
 
+TEST(Tensor, ReuseFreedTensorMemoryLeavesAUsersOwnAllocatorSettingAlone) {
+  ::setenv("MALLOC_MMAP_THRESHOLD_", "65536", 1);
+  EXPECT_FALSE(reuse_freed_tensor_memory());
+  ::unsetenv("MALLOC_MMAP_THRESHOLD_");
+  ::setenv("MALLOC_TRIM_THRESHOLD_", "0", 1);
+  EXPECT_FALSE(reuse_freed_tensor_memory());
+  ::unsetenv("MALLOC_TRIM_THRESHOLD_");
+}
+
 TEST(Tensor, AfterReuseFreedTensorMemoryLargeTensorsComeFromTheHeapNotFromMmap) {
-  reuse_freed_tensor_memory();
+  EXPECT_TRUE(reuse_freed_tensor_memory());
   const int mapped_before = mallinfo2().hblks;  // blocks that have their own mmap
   {
     const Tensor big(Shape{6 << 20});  // 24 MiB: far above glibc's default mmap threshold

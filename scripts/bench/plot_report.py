@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Plots for docs/benchmarks.md from the printed tables of the bench scripts (report.sh).
+
+  plot_report.py pytorch OUTPUT_OF_compare_pytorch.sh PNG   # samples/s, mpipe vs PyTorch
+  plot_report.py scaling OUTPUT_OF_scaling.sh PNG           # samples/s vs M, against the ideal
+"""
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+
+def pytorch_rows(text):
+    """(model, threads, mpipe samples/s, pytorch samples/s) from compare_pytorch.sh's table."""
+    rows = []
+    for line in text.splitlines():
+        m = re.match(r"^(\w+)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+([\d.]+)\s+[\d.]+x$", line.strip())
+        if m:
+            rows.append((m[1], int(m[2]), float(m[3]), float(m[4])))
+    if not rows:
+        sys.exit("plot_report.py: no table rows in the compare_pytorch.sh output")
+    return rows
+
+
+def scaling_rows(text):
+    """(K, M, samples/s, ideal speedup) from scaling.sh's table."""
+    rows = []
+    for line in text.splitlines():
+        m = re.match(r"^(\d+)\s+(\d+)\s+([\d.]+)\s+[\d.]+x\s+[\d.]+x\s+([\d.]+)x", line.strip())
+        if m:
+            rows.append((int(m[1]), int(m[2]), float(m[3]), float(m[4])))
+    if not rows:
+        sys.exit("plot_report.py: no table rows in the scaling.sh output")
+    return rows
+
+
+def plot_pytorch(rows, png):
+    labels = [f"{model}\n{threads} thread{'s' if threads > 1 else ''}" for model, threads, _, _ in rows]
+    x = range(len(rows))
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.bar([i - 0.2 for i in x], [1.0] * len(rows), 0.4, label="PyTorch")
+    ax.bar([i + 0.2 for i in x], [r[2] / r[3] for r in rows], 0.4, label="mpipe")
+    ax.axhline(1.15, color="gray", linestyle="--", linewidth=1, label="target 1.15x")
+    ax.set_xticks(list(x), labels)
+    ax.set_ylabel("samples/s relative to PyTorch")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def plot_scaling(rows, png):
+    base = {m: s for k, m, s, _ in rows if k == min(r[0] for r in rows)}
+    one = base[min(base)]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for k in sorted({r[0] for r in rows}):
+        mine = [(m, s) for kk, m, s, _ in rows if kk == k]
+        ax.plot([m for m, _ in mine], [s / one for _, s in mine], marker="o", label=f"K={k} measured")
+        if k > 1:
+            ideal = [(m, base[m] / one * i) for kk, m, _, i in rows if kk == k]
+            ax.plot([m for m, _ in ideal], [v for _, v in ideal], linestyle="--", label=f"K={k} ideal (bubble bound)")
+    ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("micro-batches M (batch 256)")
+    ax.set_ylabel("samples/s relative to K=1, M=1")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[1] not in ("pytorch", "scaling"):
+        sys.exit(__doc__)
+    kind, source, png = sys.argv[1:]
+    text = open(source, encoding="utf-8").read()
+    if kind == "pytorch":
+        plot_pytorch(pytorch_rows(text), png)
+    else:
+        plot_scaling(scaling_rows(text), png)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Regenerates docs/benchmarks.md and its plots: runs every benchmark of scripts/bench in turn and
+# writes their tables, with the machine, the date and the exact commands.
+#
+#   scripts/bench/report.sh              # about 35 minutes on an idle 2-core machine
+#   ONLY="kernels pytorch" scripts/bench/report.sh OUT.md    # some sections, another file
+#
+# Sections (ONLY picks some): kernels, pytorch, micro, scaling, precision, accuracy, overlap,
+# project, largest, mmap. Each section's raw output is kept in OUT_DIR (default
+# build/bench-report) beside the plots, which go next to the markdown file (docs/*.png).
+# Environment: MPIPE_BIN, BENCH_DIR (default build/release/apps and apps/bench), WAIT_IDLE
+# (passed to the scripts; default 5 s: run this on a quiet machine, the scripts only wait).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+doc=${1:-docs/benchmarks.md}
+sections=${ONLY:-kernels pytorch micro scaling precision accuracy overlap project largest mmap}
+out=${OUT_DIR:-build/bench-report}
+bench=${BENCH_DIR:-build/release/apps/bench}
+export MPIPE_BIN=${MPIPE_BIN:-build/release/apps/mpipe} BENCH_DIR=$bench WAIT_IDLE=${WAIT_IDLE:-5}
+[[ -x "$MPIPE_BIN" && -x "$bench/bench_fc" ]] || {
+  echo "report.sh: build first (cmake --preset release && cmake --build --preset release)" >&2
+  exit 2
+}
+mkdir -p "$out"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+img_dir=$(dirname "$doc")
+body=$out/body.md
+: >"$body"
+
+# Runs a command, keeps its output in $out/NAME.txt and appends it to the document as a
+# section: a title, what it measures, the command and the output.
+section() {  # NAME TITLE TEXT COMMAND...
+  local name=$1 title=$2 text=$3
+  shift 3
+  echo "report.sh: $title: $*" >&2
+  local start=$SECONDS
+  "$@" >"$out/$name.txt" 2>&1 || { echo "report.sh: $name failed:" >&2; tail "$out/$name.txt" >&2; exit 1; }
+  {
+    echo "## $title"
+    echo
+    echo "$text"
+    echo
+    echo '```'
+    echo "\$ $*     # $((SECONDS - start)) s"
+    grep -v '^report.sh' "$out/$name.txt"
+    echo '```'
+    echo
+  } >>"$body"
+}
+
+plot() {  # KIND INPUT PNG CAPTION
+  /usr/bin/python3 scripts/bench/plot_report.py "$1" "$2" "$img_dir/$3"
+  printf '![%s](%s)\n\n' "$4" "$3" >>"$body"
+}
+
+kernels() {  # threads
+  for t in 1 2; do
+    echo "OMP_NUM_THREADS=$t $bench/bench_fc; $bench/bench_transformer"
+    OMP_NUM_THREADS=$t "$bench/bench_fc"
+    OMP_NUM_THREADS=$t "$bench/bench_transformer"
+  done
+}
+
+for s in $sections; do
+  case $s in
+    kernels)
+      section kernels "Kernels: oneDNN f32 GEMM and the Transformer block" \
+        "GFLOP/s of the fully connected kernels against the plain oneDNN GEMM of the same size, and one Transformer block's forward + backward, at 1 and 2 threads (the ceiling every training number below is measured against)." \
+        kernels ;;
+    pytorch)
+      section pytorch "mpipe vs PyTorch (issue 10, target 2: >= 1.15x at 1 and 2 threads)" \
+        "One process, K=1 M=1, the same model, batch, optimizer and threads: configs/scaling_mlp.yaml and configs/char_transformer.yaml's Transformer, against their PyTorch twins (Debian python3-torch); runs interleaved, the fastest of 3 shown." \
+        scripts/bench/compare_pytorch.sh
+      plot pytorch "$out/pytorch.txt" bench_pytorch.png "samples/s, mpipe vs PyTorch" ;;
+    micro)
+      section micro "Micro-batches on one stage (issue 10, target 3: M=4 >= 0.92, M=8 >= 0.85 of M=1)" \
+        "configs/scaling_mlp.yaml on one stage at a fixed batch of 256 split into M micro-batches; 'vs K=1,M=1' is the efficiency." \
+        env STAGES=1 MICRO="1 4 8 16" REPEATS=3 scripts/bench/scaling.sh ;;
+    scaling)
+      section scaling "Two stages (issue 10, target 4: K=2 >= 1.5x K=1 M=1)" \
+        "configs/scaling_mlp.yaml, K stages x M micro-batches at a fixed batch of 256, one thread per rank; 'ideal' is the GPipe bubble bound K*M/(M+K-1) over one stage at the same M." \
+        env STAGES="1 2" MICRO="1 4 8 16" REPEATS=3 scripts/bench/scaling.sh
+      plot scaling "$out/scaling.txt" bench_scaling.png "samples/s vs M, against the ideal" ;;
+    precision)
+      section precision "bf16 (issue 10, target 1: >= 1.7x f32 samples/s)" \
+        "train.precision: bf16 against f32, one stage, the same runs interleaved." \
+        scripts/bench/precision.sh ;;
+    accuracy)
+      section accuracy "bf16 accuracy (issue 10, target 1: within 0.02 bits/char of f32)" \
+        "configs/char_transformer.yaml's full run in f32 and in bf16, validation bits/char at each evaluation." \
+        scripts/bench/precision_accuracy.sh ;;
+    overlap)
+      section overlap "Communication overlap (issue 10, target 5: >= 90% of transfer time hidden)" \
+        "Shared memory and TCP (--mca btl tcp,self): transfer time by size, the share of transfer time hidden behind compute with and without progress between layers, and where a training step's time goes." \
+        scripts/bench/overlap.sh ;;
+    project)
+      section project "Calibrated simulator and projection (issue 10, target 6)" \
+        "The simulator, calibrated with this machine's per-op and transfer times, against the measured K=2 (goal: within 10%), then the issue's reference model PROJECTED to a 16-core machine." \
+        scripts/bench/project.sh ;;
+    largest)
+      section largest "Largest model under a per-rank memory limit (issue 8: K=8 >= 25x K=1 without recompute)" \
+        "The most Transformer blocks of configs/largest_model.yaml that train for 2 steps under 128 MiB per rank (pipeline.memory_limit on the predicted tensor peak), predicted against measured peak RSS and the allocator's high-water mark." \
+        scripts/bench/largest_model.sh "$out/largest"
+      cp "$out/largest/largest_model.png" "$img_dir/largest_model.png"
+      cat "$out/largest/largest_model.md" >>"$body"
+      printf '\n![blocks that fit, and predicted vs measured peak per stage](largest_model.png)\n\n' >>"$body" ;;
+    mmap)
+      section mmap "glibc's mmap threshold" \
+        "mpipe keeps freed tensor memory in the heap for reuse (mallopt at start-up); this compares it with MALLOC_MMAP_THRESHOLD_=65536, which returns every freed tensor to the kernel (what largest_model.sh sets, so that RSS follows the live bytes)." \
+        scripts/bench/mmap_threshold.sh ;;
+    *)
+      echo "report.sh: unknown section '$s'" >&2
+      exit 2 ;;
+  esac
+done
+
+{
+  echo "# Benchmarks"
+  echo
+  echo "Generated by \`scripts/bench/report.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'), mpipe $("$MPIPE_BIN" --version | head -n 1)."
+  echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(env -u OMP_NUM_THREADS nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo "Every figure comes from the command above its table; ratios are measured side by side in one run."
+  echo
+  cat "$body"
+} >"$doc.tmp"
+mv "$doc.tmp" "$doc"
+echo "report.sh: wrote $doc" >&2
