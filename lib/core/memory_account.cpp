@@ -3,21 +3,11 @@
 
 #include <fmt/format.h>
 
-#include <array>
 #include <utility>
 
-namespace mpipe {
+#include "core/byte_format.h"
 
-std::string format_bytes(double bytes, int decimals) {
-  constexpr std::array<const char*, 6> kUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  size_t unit = 0;
-  while (bytes >= 1024.0 && unit + 1 < kUnits.size()) {
-    bytes /= 1024.0;
-    ++unit;
-  }
-  if (unit == 0) return fmt::format("{:.0f} B", bytes);
-  return fmt::format("{:.{}f} {}", bytes, decimals, kUnits[unit]);
-}
+namespace mpipe {
 
 std::string describe(const MemoryActivity* activity) {
   if (!activity) return "outside any layer";

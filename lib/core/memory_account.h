@@ -42,9 +42,6 @@ struct MemoryActivity {
 // "in layer 7 (transformer_block) backward", "in the optimizer step", "outside any layer".
 std::string describe(const MemoryActivity* activity);
 
-// "48.0 MiB": bytes in the largest binary unit they reach, with `decimals` decimals.
-std::string format_bytes(double bytes, int decimals = 1);
-
 // Counts the bytes of tensor storage (every Tensor, so also parameters, gradients and optimizer
 // state) as they are allocated and freed. Thread-safe and cheap: one relaxed atomic add per
 // allocation, and a compare-and-swap only when the high-water mark rises.

@@ -26,10 +26,4 @@ struct MemoryDemands {
 std::optional<std::string> memory_problem(const ModelSpec& spec, const ModelPlan& plan,
                                           const MemoryDemands& demands);
 
-// "512 B", "1.5 KiB", "23.4 GiB".
-std::string format_bytes(double bytes);
-// Like format_bytes, but rounded up in its last digit ("2.8 GiB" for 2.71 GiB): a limit written
-// as shown is never below `bytes`.
-std::string format_bytes_up(double bytes);
-
 }  // namespace mpipe::model

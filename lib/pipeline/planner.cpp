@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/byte_format.h"
 #include "core/error.h"
 #include "model/memory_check.h"
 #include "model/partitioner.h"
@@ -17,7 +18,6 @@
 namespace mpipe::pipeline {
 namespace {
 
-using model::format_bytes;
 using model::LayerRange;
 
 // Micro-batches whose forward runs twice.
@@ -159,7 +159,7 @@ std::string infeasible_message(const Context& c) {
   return fmt::format(
       "{}: no partition of {} layers into {} stages fits {} per rank; the smallest limit that "
       "fits is {}",
-      where, c.num_layers, c.num_stages, format_bytes(limit), model::format_bytes_up(smallest));
+      where, c.num_layers, c.num_stages, format_bytes(limit), format_bytes_up(smallest));
 }
 
 // The partition the request asks for; `problem` is set when auto finds none within the limit.

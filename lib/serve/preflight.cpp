@@ -11,6 +11,7 @@
 #include "config/experiment.h"
 #include "config/resolved_settings.h"
 #include "config/settings_text.h"
+#include "core/byte_format.h"
 #include "core/error.h"
 #include "core/system_memory.h"
 #include "kernels/precision.h"
@@ -88,8 +89,7 @@ void check_dataset_memory(const config::Experiment& experiment) {
   const double bytes = data::configured_dataset_bytes(experiment.data);
   const auto available = static_cast<double>(usable_memory_bytes());
   check_input(bytes <= available, "{}: the dataset needs {} in memory; this machine has {}",
-              experiment.where("data.num_examples"), model::format_bytes(bytes),
-              model::format_bytes(available));
+              experiment.where("data.num_examples"), format_bytes(bytes), format_bytes(available));
 }
 
 // K and D from the config and the world size; errors name the file.

@@ -3,13 +3,11 @@
 
 #include <fmt/format.h>
 
-#include "model/memory_check.h"
+#include "core/byte_format.h"
 #include "pipeline/schedule.h"
 
 namespace mpipe::train {
 namespace {
-
-using model::format_bytes;
 
 std::string seconds(double s) {
   if (s >= 1.0) return fmt::format("{:.2f} s", s);

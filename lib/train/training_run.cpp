@@ -12,6 +12,7 @@
 #include "checkpoint/safetensors.h"
 #include "comm/agree.h"
 #include "comm/watchdog.h"
+#include "core/byte_format.h"
 #include "core/error.h"
 #include "core/memory_account.h"
 #include "core/system_memory.h"

@@ -12,18 +12,18 @@ tokens are random bytes: the step's cost does not depend on them. Needs Debian's
 
     /usr/bin/python3 scripts/bench/pytorch_transformer.py [--threads 1 2] [--steps 30] [--warmup 5]
 
-Prints one line per thread count (cpu_ms_per_step: the process's CPU time, all threads):
-    pytorch threads=1 ms_per_step=123.4 samples_per_s=259 cpu_ms_per_step=123.0
+Prints one line per thread count (scripts/bench/twin_timing.py).
 """
-import argparse
 import math
 import os
-import time
+from typing import Callable
 
 os.environ.pop("OPENBLAS_CORETYPE", None)  # must happen before OpenBLAS is loaded
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+import twin_timing  # noqa: E402  (after torch, which it imports)
 
 BATCH, SEQ, VOCAB, WIDTH, HEADS, BLOCKS, DROPOUT = 32, 64, 256, 128, 4, 4, 0.1
 
@@ -74,9 +74,8 @@ class CharTransformer(torch.nn.Module):
         return self.head(self.ln(self.blocks(x)))  # [batch, T, vocab]
 
 
-def seconds_per_step(threads: int, steps: int, warmup: int) -> tuple[float, float]:
-    torch.set_num_threads(threads)
-    torch.manual_seed(1)
+def make_step() -> Callable[[], None]:
+    """The model, optimizer and data of one training step, and the step."""
     model = CharTransformer()
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.003, weight_decay=0.01)
@@ -91,30 +90,10 @@ def seconds_per_step(threads: int, steps: int, warmup: int) -> tuple[float, floa
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
 
-    for _ in range(warmup):
-        step()
-    start, start_cpu = time.perf_counter(), time.process_time()
-    for _ in range(steps):
-        step()
-    return (time.perf_counter() - start) / steps, (time.process_time() - start_cpu) / steps
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--steps", type=int, default=30, help="timed steps")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
-    args = parser.parse_args()
-    torch.ones(2, 2) @ torch.ones(2, 2)  # loads the BLAS library
-    with open("/proc/self/maps") as f:
-        blas = sorted({line.split()[-1] for line in f if "blas" in line.split()[-1]})
-    print(f"# torch {torch.__version__}, BLAS {' '.join(blas) or '?'}, batch {BATCH}, seq {SEQ}, "
-          f"{BLOCKS} pre-LN blocks of width {WIDTH}, {HEADS} heads, AdamW, clip 1.0")
-    for threads in args.threads:
-        s, cpu = seconds_per_step(threads, args.steps, args.warmup)
-        print(f"pytorch threads={threads} ms_per_step={1e3 * s:.1f} "
-              f"samples_per_s={BATCH / s:.0f} cpu_ms_per_step={1e3 * cpu:.1f}", flush=True)
+    return step
 
 
 if __name__ == "__main__":
-    main()
+    twin_timing.main(__doc__.splitlines()[0],
+                     f"seq {SEQ}, {BLOCKS} pre-LN blocks of width {WIDTH}, {HEADS} heads, AdamW, clip 1.0",
+                     BATCH, make_step)

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/byte_format.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "kernels/context.h"
-#include "model/memory_check.h"
 #include "pipeline/schedule.h"
 #include "pipeline/stage.h"
 #include "support/random_tensor.h"
@@ -351,9 +351,8 @@ TEST(Planner, NoPartitionWithinTheLimitNamesTheSmallestLimitThatFits) {
   EXPECT_EQ(p.problem,
             "exp.yaml:21: pipeline.memory_limit: no partition of 6 layers into 2 "
             "stages fits " +
-                model::format_bytes(static_cast<double>(limit)) +
-                " per rank; the smallest limit that fits is " +
-                model::format_bytes_up(peak_of(smallest)));
+                format_bytes(static_cast<double>(limit)) +
+                " per rank; the smallest limit that fits is " + format_bytes_up(peak_of(smallest)));
   // Shown with the smallest-peak partition; the limit it names does fit.
   EXPECT_EQ(ranges_of(p), (std::vector<LayerRange>{{0, 2}, {2, 6}}));
   EXPECT_TRUE(plan_of(spec, kEqualInput, memory_request(2, static_cast<int64_t>(peak_of(smallest))))
@@ -387,8 +386,8 @@ TEST(Planner, AManualPartitionOverTheLimitNamesTheStage) {
   EXPECT_FALSE(p.stages[0].fits);
   EXPECT_TRUE(p.stages[1].fits);
   EXPECT_EQ(p.problem, "exp.yaml:21: pipeline.memory_limit: stage 0 (layers 0-5) needs " +
-                           model::format_bytes(stage0) + ", over the limit of " +
-                           model::format_bytes(stage0 - 1));
+                           format_bytes(stage0) + ", over the limit of " +
+                           format_bytes(stage0 - 1));
 }
 
 bool has_advice(const PipelinePlan& p, const std::string& start) {

@@ -7,8 +7,8 @@
 
 #include <string>
 
+#include "core/byte_format.h"
 #include "core/error.h"
-#include "model/memory_check.h"
 #include "train/pipeline_plan.h"
 
 namespace mpipe::train {
@@ -134,7 +134,7 @@ TEST(PlanReport, TextHasTheLayerAndStageTablesAndAdvice) {
   EXPECT_NE(text.find("stage  layers         params  GFLOP/step  time/step peak memory"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find(model::format_bytes(plan.stages[1].memory.total())), std::string::npos);
+  EXPECT_NE(text.find(format_bytes(plan.stages[1].memory.total())), std::string::npos);
   EXPECT_NE(text.find("predicted step "), std::string::npos);
   EXPECT_NE(text.find(" samples/s | bubble "), std::string::npos);
   EXPECT_NE(text.find("advice: raise pipeline.micro_batches to >= 4 x stages = 8"),

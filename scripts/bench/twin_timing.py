@@ -1,0 +1,44 @@
+"""Timing shared by the PyTorch twins (pytorch_mlp.py, pytorch_transformer.py): one training
+step timed over `steps` after `warmup` untimed ones, one printed line per thread count:
+
+    pytorch threads=1 ms_per_step=123.4 samples_per_s=2075 cpu_ms_per_step=123.0
+
+(cpu_ms_per_step: the process's CPU time, all threads). A twin removes OPENBLAS_CORETYPE from
+the environment and imports torch before it imports this module.
+"""
+import argparse
+import time
+from typing import Callable
+
+import torch
+
+
+def seconds_per_step(step: Callable[[], None], steps: int, warmup: int) -> tuple[float, float]:
+    """Wall and CPU seconds per call of `step`, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        step()
+    start, start_cpu = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - start) / steps, (time.process_time() - start_cpu) / steps
+
+
+def main(description: str, model_text: str, batch: int,
+         make_step: Callable[[], Callable[[], None]]) -> None:
+    """Parses --threads/--steps/--warmup and prints the header and one line per thread count.
+    make_step() builds the model (after the thread count and seed are set) and returns its step."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--steps", type=int, default=30, help="timed steps")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
+    args = parser.parse_args()
+    torch.ones(2, 2) @ torch.ones(2, 2)  # loads the BLAS library
+    with open("/proc/self/maps") as f:
+        blas = sorted({line.split()[-1] for line in f if "blas" in line.split()[-1]})
+    print(f"# torch {torch.__version__}, BLAS {' '.join(blas) or '?'}, batch {batch}, {model_text}")
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        torch.manual_seed(1)
+        s, cpu = seconds_per_step(make_step(), args.steps, args.warmup)
+        print(f"pytorch threads={threads} ms_per_step={1e3 * s:.1f} "
+              f"samples_per_s={batch / s:.0f} cpu_ms_per_step={1e3 * cpu:.1f}", flush=True)
