@@ -85,6 +85,7 @@ Tensor Stage::forward_per_layer(Tensor input, const nn::LayerContext& ctx,
     const MemoryActivityScope label(activity);
     nn::Forward result = layers_[i]->forward(inputs.back(), ctx);
     update.insert(update.end(), result.buffer_update.begin(), result.buffer_update.end());
+    if (layer_hook_) layer_hook_(layers_[i]->global_index(), false);
     if (i + 1 == layers_.size()) return std::move(result.output);
     inputs.push_back(std::move(result.output));
   }
@@ -149,9 +150,11 @@ Tensor Stage::backward_per_layer(Stash& stash, const Tensor& grad_output,
     const MemoryActivityScope label(activity);
     nn::Saved saved = layers_[i]->forward(stash.layer_inputs[i], recompute_ctx).saved;
     stash.layer_inputs[i] = Tensor();  // its internals now hold what backward needs
+    if (layer_hook_) layer_hook_(layers_[i]->global_index(), false);
     nn::LayerContext layer_ctx = ctx;
     layer_ctx.need_input_grad = layers_[i]->global_index() != 0;
     grad = layers_[i]->backward(grad, saved, layer_ctx);
+    if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
   }
   return grad;
 }

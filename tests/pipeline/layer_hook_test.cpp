@@ -58,6 +58,13 @@ TEST(LayerHook, IsAlsoCalledForTheForwardOfARecompute) {
   EXPECT_EQ(run_step(*stage), expected);
 }
 
+TEST(LayerHook, IsCalledAroundEachLayerOfAPerLayerRecompute) {
+  auto stage = make_stage(Recompute::kPerLayer);
+  const Calls expected = {{5, false}, {6, false}, {7, false}, {7, false}, {7, true},
+                          {6, false}, {6, true},  {5, false}, {5, true}};
+  EXPECT_EQ(run_step(*stage), expected);
+}
+
 TEST(GradientBuckets, OneBucketPerLayerWithParametersBeginningAtItsFirstParameter) {
   auto stage = make_stage(Recompute::kNever);
   std::vector<size_t> expected = {0};  // layer 5 (weight, bias); the ReLU has none
