@@ -63,9 +63,16 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   for (size_t i = 0; i < costs_.size(); ++i) {
     per_layer_forward.push_back(inputs_[i + 1] + discarding[i] - r * costs_[i].input_bytes);
   }
+  // At layer i of a per-layer backward: while it is recomputed, the inputs of the layers up to i,
+  // its output, what it saves (and a norm's second input copy) and the gradient waiting for it;
+  // then, its input freed, the inputs before i, what it saved and its backward temporaries.
   std::vector<double> per_layer_backward;
   for (size_t i = 0; i < costs_.size(); ++i) {
-    per_layer_backward.push_back(inputs_[i] + costs_[i].kept_bytes(rows_) + backward[i]);
+    const LayerCost& c = costs_[i];
+    const double kept = c.kept_bytes(rows_);
+    const double recomputing =
+        inputs_[i + 1] + kept + r * (2.0 * c.output_bytes + c.forward_copy_bytes);
+    per_layer_backward.push_back(std::max(recomputing, inputs_[i] + kept + backward[i]));
   }
   per_layer_backward_ = range_max_table(std::move(per_layer_backward));
   backward_ = range_max_table(std::move(backward));

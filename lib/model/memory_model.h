@@ -71,8 +71,9 @@ class MemoryModel {
   // One micro-batch's inputs of layers [begin, end) (what per-layer recompute keeps).
   double layer_inputs(int begin, int end) const;
   // The most one micro-batch holds in its per-layer backward over layers [begin, end): at layer
-  // i, the inputs of layers [begin, i) (each freed once its layer is recomputed), what layer i
-  // saved, and layer i's backward temporaries.
+  // i, while it is recomputed, the inputs of layers [begin, i], its output, what it saves and
+  // the gradient waiting for it; then the inputs of layers [begin, i) (each is freed once its
+  // layer is recomputed), what layer i saved, and its backward temporaries.
   double per_layer_backward(int begin, int end) const;
 
  private:

@@ -3,11 +3,12 @@
 # writes their tables, with the machine, the date and the exact commands.
 #
 #   scripts/bench/report.sh              # about 35 minutes on an idle 2-core machine
-#   ONLY="kernels pytorch" scripts/bench/report.sh OUT.md    # some sections, another file
+#   ONLY="largest" scripts/bench/report.sh  # re-run some sections, keep the others' outputs
 #
-# Sections (ONLY picks some): kernels, pytorch, micro, scaling, precision, accuracy, overlap,
-# project, largest, mmap. Each section's raw output is kept in OUT_DIR (default
-# build/bench-report) beside the plots, which go next to the markdown file (docs/*.png).
+# Sections: kernels, pytorch, micro, scaling, precision, accuracy, overlap, project, largest,
+# mmap. Each section's raw output is kept in OUT_DIR (default build/bench-report); the plots go
+# next to the markdown file (docs/*.png). With ONLY, the other sections are rendered from the
+# outputs OUT_DIR kept from an earlier run (their date, version and load stay theirs).
 # Environment: MPIPE_BIN, BENCH_DIR (default build/release/apps and apps/bench), WAIT_IDLE
 # (passed to the scripts; default 5 s: run this on a quiet machine, the scripts only wait),
 # RENDER_ONLY=1 (run nothing: rewrite the document from the outputs OUT_DIR holds).
@@ -15,7 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 doc=${1:-docs/benchmarks.md}
-sections=${ONLY:-kernels pytorch micro scaling precision accuracy overlap project largest mmap}
+sections="kernels pytorch micro scaling precision accuracy overlap project largest mmap"
+run_sections=${ONLY:-$sections}
 out=${OUT_DIR:-build/bench-report}
 bench=${BENCH_DIR:-build/release/apps/bench}
 export MPIPE_BIN=${MPIPE_BIN:-build/release/apps/mpipe} BENCH_DIR=$bench WAIT_IDLE=${WAIT_IDLE:-5}
@@ -24,7 +26,7 @@ export MPIPE_BIN=${MPIPE_BIN:-build/release/apps/mpipe} BENCH_DIR=$bench WAIT_ID
   exit 2
 }
 mkdir -p "$out"
-if [[ "${RENDER_ONLY:-0}" == 1 ]]; then
+if [[ "${RENDER_ONLY:-0}" == 1 || -n "${ONLY:-}" ]]; then
   load_before=$(cat "$out/load_before")
 else
   cut -d' ' -f1-3 /proc/loadavg >"$out/load_before"
@@ -42,11 +44,16 @@ body=$out/body.md
 section() {  # NAME TITLE TEXT COMMAND...
   local name=$1 title=$2 text=$3
   shift 3
-  if [[ "${RENDER_ONLY:-0}" != 1 ]]; then
+  if [[ "${RENDER_ONLY:-0}" != 1 && " $run_sections " == *" $name "* ]]; then
     echo "report.sh: $title: $*" >&2
     local start=$SECONDS
     "$@" >"$out/$name.txt" 2>&1 || { echo "report.sh: $name failed:" >&2; tail "$out/$name.txt" >&2; exit 1; }
     echo $((SECONDS - start)) >"$out/$name.seconds"
+    date -u '+%Y-%m-%d %H:%M UTC' >"$out/$name.date"
+    "$MPIPE_BIN" --version | head -n 1 >"$out/$name.version"
+  elif [[ ! -f "$out/$name.txt" ]]; then
+    echo "report.sh: no kept output for section $name in $out: run it (ONLY=$name or all)" >&2
+    exit 2
   fi
   {
     echo "## $title"
@@ -54,7 +61,7 @@ section() {  # NAME TITLE TEXT COMMAND...
     echo "$text"
     echo
     echo '```'
-    echo "\$ $*     # $(cat "$out/$name.seconds") s"
+    echo "\$ $*     # $(cat "$out/$name.seconds") s, $(cat "$out/$name.date"), mpipe $(cat "$out/$name.version")"
     grep -v '^|' "$out/$name.txt"
     echo '```'
     echo

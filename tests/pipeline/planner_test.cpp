@@ -455,13 +455,17 @@ TEST(Planner, PerLayerRecomputeKeepsEveryLayersInputAndOneLayersWorkspace) {
   const ModelSpec spec = block_model();
   const std::vector<model::LayerCost> costs =
       model::layer_costs(spec, model::plan_model(spec, kBlockInput));
-  // At layer i of a per-layer backward: the inputs of layers [0, i), what layer i saved and its
-  // backward temporaries (input and output gradients, internals).
+  // At layer i of a per-layer backward: while it is recomputed, the inputs of layers [0, i], its
+  // output, what it saves and the gradient waiting for it; then the inputs of layers [0, i), what
+  // it saved and its backward temporaries (input and output gradients, internals).
   double inputs = 0.0, workspace = 0.0, full = 0.0;
   for (const model::LayerCost& c : costs) {
-    workspace = std::max(workspace, inputs + c.kept_bytes(8) +
-                                        8 * (c.input_bytes + c.output_bytes + c.workspace_bytes));
+    const double backward =
+        inputs + c.kept_bytes(8) + 8 * (c.input_bytes + c.output_bytes + c.workspace_bytes);
     inputs += 8 * c.input_bytes;
+    const double recomputing =
+        inputs + c.kept_bytes(8) + 8 * (2 * c.output_bytes + c.forward_copy_bytes);
+    workspace = std::max({workspace, backward, recomputing});
     full += c.kept_bytes(8);
   }
   const model::MemoryModel memory(costs, 8, 2);
