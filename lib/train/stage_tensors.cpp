@@ -32,6 +32,22 @@ void for_each_weight(Stage& stage, Visit visit) {
   }
 }
 
+// Calls visit(name, shape, values) for every optimizer-state tensor of the stage: per slot of the
+// optimizer ("exp_avg", ...), one per trainable parameter, named "optim.<slot>.<weight name>".
+template <typename Visit>
+void for_each_optimizer_tensor(const pipeline::Stage& stage, optim::Optimizer& optimizer,
+                               Visit visit) {
+  for (const auto& [slot, state] : optimizer.state()) {
+    for (const auto& entry : stage.params().entries()) {
+      if (!entry.trainable) continue;
+      visit(fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
+            entry.shape,
+            state.subspan(static_cast<size_t>(entry.offset),
+                          static_cast<size_t>(entry.shape.numel())));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers) {
@@ -62,16 +78,10 @@ std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
   for_each_weight(stage, [&tensors](const std::string& name, const Shape& shape, auto values) {
     tensors.push_back({name, shape, {values.data(), values.size()}});
   });
-  for (const auto& [slot, state] : optimizer.state()) {
-    for (const auto& entry : stage.params().entries()) {
-      if (!entry.trainable) continue;
-      auto values = state.subspan(static_cast<size_t>(entry.offset),
-                                  static_cast<size_t>(entry.shape.numel()));
-      tensors.push_back(
-          {fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
-           entry.shape, values});
-    }
-  }
+  for_each_optimizer_tensor(stage, optimizer,
+                            [&tensors](const std::string& name, const Shape& shape, auto values) {
+                              tensors.push_back({name, shape, values});
+                            });
   return tensors;
 }
 
@@ -139,16 +149,11 @@ void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
                       const std::string& source) {
   Destinations destinations(source);
   add_weights(stage, destinations);
-  for (const auto& [slot, state] : optimizer.state()) {
-    for (const auto& entry : stage.params().entries()) {
-      if (!entry.trainable) continue;
-      destinations.add(
-          fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
-          entry.shape,
-          state.subspan(static_cast<size_t>(entry.offset),
-                        static_cast<size_t>(entry.shape.numel())));
-    }
-  }
+  for_each_optimizer_tensor(
+      stage, optimizer,
+      [&destinations](const std::string& name, const Shape& shape, std::span<float> values) {
+        destinations.add(name, shape, values);
+      });
   read([&destinations](const std::string& name, const Shape& shape) {
     return destinations.take(name, shape);
   });

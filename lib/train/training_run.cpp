@@ -289,8 +289,8 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
     if (step > first_step && !saved_last_step) {
       save(checkpoints, step);
     }
-    // The high-water mark of training, evaluation and checkpoints (what the model predicts);
-    // the export after it gathers the whole model on rank 0.
+    // The high-water mark of training, evaluation and checkpoints (what the model predicts); the
+    // export after it (streamed tensor by tensor to rank 0) is not part of the prediction.
     const int64_t tensor_peak = memory.peak_bytes();
     if (!options.export_weights.empty()) {
       const MemoryActivityScope label(kExport);
