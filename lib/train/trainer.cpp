@@ -96,6 +96,7 @@ Trainer::Trainer(const config::Experiment& experiment, const comm::Communicator&
                                                    topology_.num_stages, *loss_, kernels_);
   program_ = pipeline::make_program(pipe.schedule, topology_.num_stages, pipe.micro_batches,
                                     topology_.stage);
+  gradient_buckets_ = pipeline::gradient_buckets(stage_->params());
 }
 
 pipeline::RoundPlan Trainer::round_plan(int64_t round, int64_t first_row,
@@ -156,7 +157,7 @@ StepReport Trainer::step(int64_t step) {
   auto grads = stage_->params().grads();
   const bool reduce = topology_.num_replicas > 1;
   comm::BucketedAllreduce allreduce(groups_.data_parallel, reduce ? grads : std::span<float>{},
-                                    pipeline::gradient_buckets(stage_->params()));
+                                    gradient_buckets_);
   pipeline::LossTotals totals;
   {
     const kernels::WeightsFixed fixed(kernels_);  // until the optimizer update below

@@ -95,6 +95,7 @@ class Trainer {
   std::unique_ptr<pipeline::Link> link_;
   std::unique_ptr<pipeline::Executor> executor_;
   pipeline::Program program_;
+  std::vector<size_t> gradient_buckets_;  // of the data-parallel allreduce (pipeline/executor.h)
   int64_t loss_rows_per_example_ = 1;
   data::EpochSampler sampler_;  // the order of training examples, cached per epoch
 };
