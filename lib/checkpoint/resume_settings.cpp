@@ -11,7 +11,7 @@ namespace mpipe::checkpoint {
 namespace {
 
 // Keys (or, ending in '.', key prefixes) that do not change the trained weights' trajectory.
-constexpr std::array<std::string_view, 15> kMayChange = {
+constexpr std::array<std::string_view, 16> kMayChange = {
     "train.steps",
     "train.on_nonfinite",
     "train.max_skips_in_a_row",
@@ -25,6 +25,7 @@ constexpr std::array<std::string_view, 15> kMayChange = {
     "pipeline.micro_batches",
     "pipeline.schedule",
     "pipeline.recompute",
+    "pipeline.weight_grads",
     "pipeline.partition",
     "pipeline.memory_limit",
 };

@@ -62,7 +62,7 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
   using pipeline::Recompute;
   using pipeline::ScheduleKind;
   const MapReader map(section, {"stages", "data_parallel", "micro_batches", "schedule", "recompute",
-                                "partition", "memory_limit"});
+                                "weight_grads", "partition", "memory_limit"});
   pipeline::PipelineConfig config;
   if (auto f = map.get("stages")) config.stages = read_count_or_auto(*f);
   if (auto f = map.get("data_parallel")) {
@@ -82,6 +82,12 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
                                                 {"never", Recompute::kNever},
                                                 {"per_layer", Recompute::kPerLayer},
                                                 {"auto", Recompute::kAuto}});
+  }
+  if (auto f = map.get("weight_grads")) {
+    config.weight_grads =
+        f->as_choice<pipeline::WeightGrads>({{"accumulate", pipeline::WeightGrads::kAccumulate},
+                                             {"batched", pipeline::WeightGrads::kBatched},
+                                             {"auto", pipeline::WeightGrads::kAuto}});
   }
   if (auto f = map.get("memory_limit")) config.memory_limit = read_memory_limit(*f);
   if (auto f = map.get("partition")) {

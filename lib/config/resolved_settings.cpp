@@ -125,6 +125,7 @@ void add_pipeline(const pipeline::PipelineConfig& pipeline, Settings& out) {
   out["pipeline.micro_batches"] = text(pipeline.micro_batches);
   out["pipeline.schedule"] = pipeline::to_string(pipeline.schedule);
   out["pipeline.recompute"] = pipeline::to_string(pipeline.recompute);
+  out["pipeline.weight_grads"] = pipeline::to_string(pipeline.weight_grads);
   out["pipeline.partition"] =
       pipeline.partition_mode == pipeline::PartitionMode::kManual
           ? text(std::vector<int64_t>(pipeline.partition.begin(), pipeline.partition.end()))

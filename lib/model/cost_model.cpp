@@ -165,7 +165,11 @@ LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan) {
                    .saved_fixed_bytes = kept.fixed * kFloat,
                    .saved_packed_bytes = kept.packed_bytes,
                    .workspace_bytes = workspace_floats(plan, kept) * kFloat,
-                   .forward_copy_bytes = forward_copy_floats(plan) * kFloat};
+                   .forward_copy_bytes = forward_copy_floats(plan) * kFloat,
+                   .weight_grad_operand_bytes =
+                       plan.kind == "linear" ? static_cast<double>(plan.input.numel()) * kFloat +
+                                                   static_cast<double>(plan.output_bytes)
+                                             : 0.0};
 }
 
 std::vector<LayerCost> layer_costs(const ModelSpec& spec, const ModelPlan& plan) {

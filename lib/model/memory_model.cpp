@@ -45,6 +45,8 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   params_ = prefix_sums(costs_, [](const LayerCost& c) { return c.param_bytes; });
   buffers_ = prefix_sums(costs_, [](const LayerCost& c) { return c.buffer_bytes; });
   kept_ = prefix_sums(costs_, [this](const LayerCost& c) { return c.kept_bytes(rows_); });
+  weight_grad_operands_ =
+      prefix_sums(costs_, [](const LayerCost& c) { return c.weight_grad_operand_bytes; });
   // A layer's temporaries while it runs: in backward its input and output gradients and a
   // composite layer's internals; in forward its input, output and a second copy of its input
   // (norms), plus what it saves when a discarding forward drops that after the layer (otherwise
@@ -108,6 +110,8 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
   m.grads = m.params;
   m.optimizer_state = optimizer_slots_ * m.params;
   m.buffers = sum(buffers_, begin, end);
+  m.weight_grad_operands =
+      stash.weight_grad_micro_batches * r * sum(weight_grad_operands_, begin, end);
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;
   m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);

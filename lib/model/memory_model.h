@@ -34,6 +34,9 @@ struct StashProfile {
   bool receiving_activations = false;
   int receives_ahead = 0;
   int sends = 0;
+  // Batched weight gradients: the micro-batches whose weight-gradient operands the layers hold
+  // (every one of the step's from its first backward on; 0 before it, or when accumulating).
+  int weight_grad_micro_batches = 0;
 };
 
 // Predicted peak bytes of one stage, by kind.
@@ -44,12 +47,15 @@ struct StageMemory {
   double buffers = 0.0;              // non-trainable (batch-norm running statistics)
   double kept_activations = 0.0;     // inputs and saved tensors of the micro-batches in flight
   double recompute_workspace = 0.0;  // what one micro-batch's layers save, while recomputed
-  double transient = 0.0;      // the largest layer's temporaries: its output, gradients, internals
+  double transient = 0.0;  // the largest layer's temporaries: its output, gradients, internals
+  double weight_grad_operands = 0.0;  // batched weight gradients' copies of inputs and gradients
   double communication = 0.0;  // receives posted ahead, the gradient in use, a send, loss gradients
   // A checkpoint adds nothing: its shard is written from the live state, one tensor at a time
   // (train/stage_tensors.h), and a resume reads each tensor into place.
   double state() const { return params + grads + optimizer_state + buffers; }
-  double activations() const { return kept_activations + recompute_workspace + transient; }
+  double activations() const {
+    return kept_activations + recompute_workspace + transient + weight_grad_operands;
+  }
   double total() const { return state() + activations() + communication; }
 };
 
@@ -83,6 +89,7 @@ class MemoryModel {
   int64_t rows_;
   int optimizer_slots_;
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
+  std::vector<double> weight_grad_operands_;     // per example, prefix sums
   // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
   // discarding forward, and a per-layer recompute's first forward: [k][i] = max over layers
   // [i, i + 2^k).

@@ -43,6 +43,12 @@ struct LayerContext {
   bool training = true;
   bool recompute = false;       // a re-materialization: records no buffer update (see Layer)
   bool need_input_grad = true;  // false for the model's first layer: backward may skip dx
+  // Backward only: which of the step's equal-sized micro-batches this is, and whether a layer
+  // with weights may defer its weight gradient to one GEMM over all of them (pipeline
+  // weight_grads: batched), run in the backward that completes the step's set.
+  int micro_batch = 0;
+  int micro_batches = 1;
+  bool batch_weight_grads = false;
 };
 
 // What a forward pass keeps for the backward pass of the same micro-batch.

@@ -1,6 +1,8 @@
 // Linear layer: shape checks, parameter specs and the oneDNN linear kernels.
 #include "nn/linear.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "kernels/matmul.h"
 
@@ -69,15 +71,46 @@ Tensor Linear::backward(const Tensor& dy, const Saved& saved, const LayerContext
   const int64_t rows = x.numel() / in_;
   check(dy.numel() == rows * units_, "Linear::backward: dy {} does not match x {}", dy.shape(),
         x.shape());
-  // dW[units, in] += dy^T · x, db[units] += column sums of dy.
-  kernels::linear_backward_weights(ctx.kernels, x.data(), dy.data(), weight_grad_.data(),
-                                   has_bias_ ? bias_grad_.data() : nullptr, rows, in_, units_);
+  if (ctx.batch_weight_grads && ctx.micro_batches > 1) {  // (one micro-batch: the same GEMM)
+    defer_weight_grad(x, dy, rows, ctx);
+  } else {
+    // dW[units, in] += dy^T · x, db[units] += column sums of dy.
+    kernels::linear_backward_weights(ctx.kernels, x.data(), dy.data(), weight_grad_.data(),
+                                     has_bias_ ? bias_grad_.data() : nullptr, rows, in_, units_);
+  }
   if (!ctx.need_input_grad) return {};
   Tensor dx = Tensor::uninitialized(x.shape());
   // dx[rows, in] = dy[rows, units] · W[units, in]
   kernels::linear_backward_data(ctx.kernels, dy.data(), weight_.data(), dx.data(), rows, in_,
                                 units_);
   return dx;
+}
+
+void Linear::defer_weight_grad(const Tensor& x, const Tensor& dy, int64_t rows,
+                               const LayerContext& ctx) {
+  check(0 <= ctx.micro_batch && ctx.micro_batch < ctx.micro_batches, "Linear: micro-batch {} of {}",
+        ctx.micro_batch, ctx.micro_batches);
+  if (operands_.filled > 0 && operands_.step != ctx.step) {
+    operands_ = {};  // a step that ended early (its gradients are discarded with it)
+  }
+  const int64_t all_rows = rows * ctx.micro_batches;
+  if (operands_.filled == 0) {
+    operands_.x = Tensor::uninitialized(Shape{all_rows, in_});
+    operands_.dy = Tensor::uninitialized(Shape{all_rows, units_});
+    operands_.step = ctx.step;
+  }
+  check(operands_.x.numel() == all_rows * in_,
+        "Linear: micro-batch {} has {} rows, an earlier one of the step {}", ctx.micro_batch, rows,
+        operands_.x.numel() / (in_ * ctx.micro_batches));
+  const int64_t first = ctx.micro_batch * rows;
+  std::copy_n(x.data(), rows * in_, operands_.x.data() + first * in_);
+  std::copy_n(dy.data(), rows * units_, operands_.dy.data() + first * units_);
+  if (++operands_.filled < ctx.micro_batches) return;
+  // dW[units, in] += dy^T · x and db[units] += column sums of dy over every row of the step.
+  kernels::linear_backward_weights(ctx.kernels, operands_.x.data(), operands_.dy.data(),
+                                   weight_grad_.data(), has_bias_ ? bias_grad_.data() : nullptr,
+                                   all_rows, in_, units_);
+  operands_ = {};
 }
 
 double Linear::forward_flops_per_example() const {

@@ -23,7 +23,9 @@ class Linear : public Layer {
 
   // x: [batch, ..., in] → y: [batch, ..., units]. Saves x when training.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
-  // dy: [batch, ..., units] → dx: [batch, ..., in]; adds dW and db into the grad views.
+  // dy: [batch, ..., units] → dx: [batch, ..., in]; adds dW and db into the grad views. With
+  // ctx.batch_weight_grads, it copies x and dy into the step's operands instead, and the backward
+  // that completes the step's micro-batches adds dW and db over all of their rows in one GEMM.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
 
@@ -31,11 +33,24 @@ class Linear : public Layer {
   int64_t units() const { return units_; }
 
  private:
+  // The rows of x and dy of micro-batch ctx.micro_batch, copied into the step's operands; adds
+  // dW and db once every micro-batch's rows are there, and frees the operands.
+  void defer_weight_grad(const Tensor& x, const Tensor& dy, int64_t rows, const LayerContext& ctx);
+
+  // The step's weight-gradient operands under batched weight gradients: [micro-batches x rows,
+  // in] and [micro-batches x rows, units], micro-batch i at rows [i x rows, (i + 1) x rows).
+  struct StepOperands {
+    Tensor x, dy;
+    int64_t step = -1;
+    int filled = 0;  // micro-batches copied in so far
+  };
+
   Shape input_shape_, output_shape_;
   int64_t in_, units_;
   bool has_bias_;
   Init init_;
   std::span<float> weight_, bias_, weight_grad_, bias_grad_;
+  StepOperands operands_;
 };
 
 }  // namespace mpipe::nn

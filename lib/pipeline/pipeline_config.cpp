@@ -19,6 +19,25 @@ std::string to_string(Recompute recompute) {
   return "unknown";
 }
 
+std::string to_string(WeightGrads weight_grads) {
+  switch (weight_grads) {
+    case WeightGrads::kAccumulate:
+      return "accumulate";
+    case WeightGrads::kBatched:
+      return "batched";
+    case WeightGrads::kAuto:
+      return "auto";
+  }
+  return "unknown";
+}
+
+WeightGrads resolve_weight_grads(const PipelineConfig& config) {
+  if (config.weight_grads != WeightGrads::kAuto) return config.weight_grads;
+  const bool keeps_every_micro_batch =
+      config.recompute == Recompute::kNever && config.schedule == ScheduleKind::kGpipe;
+  return keeps_every_micro_batch ? WeightGrads::kBatched : WeightGrads::kAccumulate;
+}
+
 std::string to_string(PartitionMode mode) {
   switch (mode) {
     case PartitionMode::kAuto:

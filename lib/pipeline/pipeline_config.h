@@ -17,6 +17,14 @@ enum class Recompute {
   kAuto,        // the planner's choice (pipeline/planner.h); never reaches a Stage
 };
 
+// How a layer with weights (linear) computes its weight gradient over a step's micro-batches.
+enum class WeightGrads {
+  kAccumulate,  // one accumulating GEMM per micro-batch, during its backward
+  kBatched,     // one GEMM over all micro-batches at the last backward (holds their operands)
+  kAuto,  // kBatched under GPipe with recompute never (every micro-batch's activations are kept
+          // until the backwards anyway), else kAccumulate
+};
+
 // How the layers are split into stages.
 enum class PartitionMode {
   kAuto,     // the exact min-max partition of the predicted stage times, within memory_limit
@@ -30,14 +38,21 @@ struct PipelineConfig {
   int micro_batches = 1;  // M
   ScheduleKind schedule = ScheduleKind::kGpipe;
   Recompute recompute = Recompute::kAuto;
+  WeightGrads weight_grads = WeightGrads::kAuto;
   PartitionMode partition_mode = PartitionMode::kAuto;
   std::vector<int> partition;  // layers per stage (kManual only)
   int64_t memory_limit = 0;    // predicted peak bytes allowed per rank; 0 = no limit
 };
 
-// Their names in experiment files: "always", "except_last", "never", "per_layer", "auto"; "auto",
-// "uniform", "manual".
+// Their names in experiment files: "always", "except_last", "never", "per_layer", "auto";
+// "accumulate", "batched", "auto"; "auto", "uniform", "manual".
 std::string to_string(Recompute recompute);
+std::string to_string(WeightGrads weight_grads);
 std::string to_string(PartitionMode mode);
+
+// weight_grads with auto resolved from the recompute mode as configured (not as the planner
+// resolves recompute: auto), so that the choice, and with it the result's bits, is the same at
+// every stage count.
+WeightGrads resolve_weight_grads(const PipelineConfig& config);
 
 }  // namespace mpipe::pipeline

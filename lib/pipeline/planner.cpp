@@ -277,9 +277,16 @@ PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& pla
                          ? std::optional<double>(static_cast<double>(pipe.memory_limit))
                          : std::nullopt,
             .moments = {}};
+  const bool batched = resolve_weight_grads(pipe) == WeightGrads::kBatched;
   for (int s = 0; s < pipe.stages; ++s) {
     c.moments.push_back(
         stash_profiles(pipe.schedule, pipe.recompute, pipe.stages, pipe.micro_batches, s));
+    // Batched weight gradients hold every micro-batch's operands from the first backward on
+    // (under 1F1B, for simplicity, also at the forwards before it).
+    for (model::StashProfile& moment : c.moments.back()) {
+      const bool after_a_backward = moment.backward || pipe.schedule != ScheduleKind::kGpipe;
+      if (batched && after_a_backward) moment.weight_grad_micro_batches = pipe.micro_batches;
+    }
   }
   PipelinePlan out;
   out.recompute = pipe.recompute;
@@ -311,6 +318,8 @@ PipelinePlan plan_resolved(const model::ModelSpec& spec, const model::ModelPlan&
                            const PlanRequest& request) {
   if (request.pipeline.recompute != Recompute::kAuto) return plan_core(spec, plan, request);
   PlanRequest r = request;
+  // Before recompute is: weight_grads: auto follows the configured mode (resolve_weight_grads).
+  r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
   if (request.pipeline.memory_limit <= 0) {
     r.pipeline.recompute = Recompute::kAlways;
     return plan_core(spec, plan, r);

@@ -35,10 +35,14 @@ size_t Stage::Stash::bytes() const {
 }
 
 Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute,
-             int num_micro_batches)
-    : layers_(std::move(layers)), recompute_(recompute), num_micro_batches_(num_micro_batches) {
+             int num_micro_batches, WeightGrads weight_grads)
+    : layers_(std::move(layers)),
+      recompute_(recompute),
+      num_micro_batches_(num_micro_batches),
+      weight_grads_(weight_grads) {
   check(!layers_.empty(), "a stage needs at least one layer");
   check(recompute_ != Recompute::kAuto, "a stage needs a resolved recompute mode, not auto");
+  check(weight_grads_ != WeightGrads::kAuto, "a stage needs resolved weight_grads, not auto");
   auto pointers = raw_pointers(layers_);
   params_ = std::make_unique<nn::ParamBuffer>(std::span<nn::Layer* const>(pointers));
 }
@@ -122,7 +126,9 @@ Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::Lay
   Stash stash = std::move(it->second);
   stash_.erase(it);
   stored_bytes_ -= stash.bytes();
-  if (!stash.layer_inputs.empty()) return backward_per_layer(stash, grad_output, ctx);
+  if (!stash.layer_inputs.empty()) {
+    return backward_per_layer(stash, grad_output, ctx, micro_batch);
+  }
   if (stash.saved.empty()) {
     nn::LayerContext recompute_ctx = ctx;
     recompute_ctx.recompute = true;
@@ -130,18 +136,16 @@ Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::Lay
   }
   Tensor grad = grad_output;
   for (size_t i = layers_.size(); i-- > 0;) {
-    nn::LayerContext layer_ctx = ctx;
-    layer_ctx.need_input_grad = layers_[i]->global_index() != 0;
     const MemoryActivity activity = layer_activity(*layers_[i], "backward");
     const MemoryActivityScope label(activity);
-    grad = layers_[i]->backward(grad, stash.saved[i], layer_ctx);
+    grad = layers_[i]->backward(grad, stash.saved[i], backward_context(ctx, i, micro_batch));
     if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
   }
   return grad;
 }
 
 Tensor Stage::backward_per_layer(Stash& stash, const Tensor& grad_output,
-                                 const nn::LayerContext& ctx) {
+                                 const nn::LayerContext& ctx, int micro_batch) {
   nn::LayerContext recompute_ctx = ctx;
   recompute_ctx.recompute = true;
   Tensor grad = grad_output;
@@ -151,12 +155,20 @@ Tensor Stage::backward_per_layer(Stash& stash, const Tensor& grad_output,
     nn::Saved saved = layers_[i]->forward(stash.layer_inputs[i], recompute_ctx).saved;
     stash.layer_inputs[i] = Tensor();  // its internals now hold what backward needs
     if (layer_hook_) layer_hook_(layers_[i]->global_index(), false);
-    nn::LayerContext layer_ctx = ctx;
-    layer_ctx.need_input_grad = layers_[i]->global_index() != 0;
-    grad = layers_[i]->backward(grad, saved, layer_ctx);
+    grad = layers_[i]->backward(grad, saved, backward_context(ctx, i, micro_batch));
     if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
   }
   return grad;
+}
+
+nn::LayerContext Stage::backward_context(const nn::LayerContext& ctx, size_t layer,
+                                         int micro_batch) const {
+  nn::LayerContext layer_ctx = ctx;
+  layer_ctx.need_input_grad = layers_[layer]->global_index() != 0;
+  layer_ctx.micro_batch = micro_batch;
+  layer_ctx.micro_batches = num_micro_batches_;
+  layer_ctx.batch_weight_grads = weight_grads_ == WeightGrads::kBatched;
+  return layer_ctx;
 }
 
 Tensor Stage::evaluate(const Tensor& input, const nn::LayerContext& ctx) {

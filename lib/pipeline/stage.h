@@ -20,8 +20,9 @@ namespace mpipe::pipeline {
 class Stage {
  public:
   // `layers` are this stage's contiguous layers in global order; `recompute` is not kAuto (the
-  // planner resolves it).
-  Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute, int num_micro_batches);
+  // planner resolves it), nor is `weight_grads` (resolve_weight_grads).
+  Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute, int num_micro_batches,
+        WeightGrads weight_grads = WeightGrads::kAccumulate);
 
   nn::ParamBuffer& params() { return *params_; }
   const nn::ParamBuffer& params() const { return *params_; }
@@ -67,7 +68,11 @@ class Stage {
     size_t bytes() const;
   };
   // Backward of a per-layer stash: one layer's recompute and backward at a time.
-  Tensor backward_per_layer(Stash& stash, const Tensor& grad_output, const nn::LayerContext& ctx);
+  Tensor backward_per_layer(Stash& stash, const Tensor& grad_output, const nn::LayerContext& ctx,
+                            int micro_batch);
+  // The context of layer `layer`'s backward of `micro_batch`.
+  nn::LayerContext backward_context(const nn::LayerContext& ctx, size_t layer,
+                                    int micro_batch) const;
   // Runs all layers; appends each layer's Saved to `saved` and its buffer update to `update`
   // unless they are null.
   Tensor run_forward(const Tensor& input, const nn::LayerContext& ctx,
@@ -80,6 +85,7 @@ class Stage {
   std::unique_ptr<nn::ParamBuffer> params_;
   Recompute recompute_;
   int num_micro_batches_;
+  WeightGrads weight_grads_;
   std::map<int, Stash> stash_;
   std::map<int, std::vector<float>> buffer_updates_;  // per micro-batch, until taken
   size_t stored_bytes_ = 0;

@@ -29,11 +29,11 @@ std::string header(const PlanReport& r) {
   const pipeline::PipelineConfig& p = r.pipeline;
   return fmt::format(
       "{}: {} layers, {} parameters; {} stage{} x {} replica{}, {} micro-batches of {} examples, "
-      "{}, recompute: {}, partition: {}, memory limit: {}\n",
+      "{}, recompute: {}, weight gradients: {}, partition: {}, memory limit: {}\n",
       r.experiment.source, r.model.layers.size(), r.model.num_params(), p.stages,
       p.stages == 1 ? "" : "s", p.data_parallel, p.data_parallel == 1 ? "" : "s", p.micro_batches,
       r.plan.micro_batch_rows, pipeline::to_string(p.schedule), recompute_name(r),
-      pipeline::to_string(p.partition_mode),
+      pipeline::to_string(pipeline::resolve_weight_grads(p)), pipeline::to_string(p.partition_mode),
       p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
 }
 
@@ -83,7 +83,8 @@ std::string plan_text(const PlanReport& r) {
   out += fmt::format(
       "(assumed per rank: {:.0f} GFLOP/s, {:.1f} GB/s of memory traffic, {:.1f} GB/s links; "
       "memory: state = parameters, gradients, optimizer state; activations = kept, recompute, "
-      "temporaries; buffers = messages; peak = state + activations + buffers)\n",
+      "temporaries, batched weight-gradient operands; buffers = messages; peak = state + "
+      "activations + buffers)\n",
       rates.flops_per_s / 1e9, rates.bytes_per_s / 1e9, rates.link_bytes_per_s / 1e9);
   if (!plan.fits()) out += fmt::format("does not fit: {}\n", plan.problem);
   for (const std::string& line : plan.advice) out += fmt::format("advice: {}\n", line);
@@ -125,6 +126,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                         {"kept_activations", m.kept_activations},
                         {"recompute_workspace", m.recompute_workspace},
                         {"transient", m.transient},
+                        {"weight_grad_operands", m.weight_grad_operands},
                         {"communication", m.communication}}}});
   }
   const pipeline::MachineRates& rates = plan.rates;
@@ -140,6 +142,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"schedule", pipeline::to_string(p.schedule)},
       {"recompute", pipeline::to_string(plan.recompute)},
       {"recompute_setting", pipeline::to_string(p.recompute)},
+      {"weight_grads", pipeline::to_string(pipeline::resolve_weight_grads(p))},
       {"partition", pipeline::to_string(p.partition_mode)},
       {"memory_limit_bytes", p.memory_limit > 0 ? nlohmann::ordered_json(p.memory_limit)
                                                 : nlohmann::ordered_json(nullptr)},

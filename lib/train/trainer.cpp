@@ -84,7 +84,7 @@ Trainer::Trainer(const config::Experiment& experiment, const comm::Communicator&
   range_ = pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers;
   stage_ = std::make_unique<pipeline::Stage>(
       model::build_layers(experiment.model, dataset.input_shape(), range_.begin, range_.end),
-      pipeline_plan_.recompute, pipe.micro_batches);
+      pipeline_plan_.recompute, pipe.micro_batches, pipeline::resolve_weight_grads(pipe));
   stage_->params().initialize(experiment.train.seed);
   loss_ = nn::make_loss(experiment.model.loss);
   if (experiment.model.loss == "cross_entropy") {

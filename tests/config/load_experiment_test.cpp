@@ -61,6 +61,7 @@ TEST(LoadExperiment, FullFileParsesEveryKeyIntoTheModuleStructs) {
   EXPECT_EQ(e.pipeline.micro_batches, 4);
   EXPECT_EQ(e.pipeline.schedule, pipeline::ScheduleKind::kOneFOneB);
   EXPECT_EQ(e.pipeline.recompute, pipeline::Recompute::kExceptLast);
+  EXPECT_EQ(e.pipeline.weight_grads, pipeline::WeightGrads::kBatched);
   EXPECT_EQ(e.pipeline.partition, (std::vector<int>{1, 1}));
   EXPECT_EQ(e.pipeline.memory_limit, int64_t{3} << 30);
 

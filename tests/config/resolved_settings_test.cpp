@@ -66,6 +66,7 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"pipeline.micro_batches", "4"},
                                             {"pipeline.schedule", "1f1b"},
                                             {"pipeline.recompute", "except_last"},
+                                            {"pipeline.weight_grads", "batched"},
                                             {"pipeline.partition", "[1, 1]"},
                                             {"pipeline.memory_limit", "3221225472"},
                                             {"checkpoint.every", "100"},
@@ -93,6 +94,7 @@ TEST(ResolvedSettings, DefaultsAreIncluded) {
   EXPECT_EQ(resolved_settings(file.load("pipeline:\n  recompute: per_layer\n" + kModel))
                 .at("pipeline.recompute"),
             "per_layer");
+  EXPECT_EQ(settings.at("pipeline.weight_grads"), "auto");  // batched when recompute is never
   EXPECT_EQ(settings.at("pipeline.memory_limit"), "none");
   EXPECT_EQ(settings.at("optimizer.schedule.kind"), "constant");
   EXPECT_EQ(settings.at("model.loss"), "cross_entropy");

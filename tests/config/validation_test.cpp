@@ -218,6 +218,12 @@ TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastNeverPerLayerOrAuto) {
             "per_layer, auto, got 'sometimes'");
 }
 
+TEST(PipelineSection, WeightGradsMustBeAccumulateBatchedOrAuto) {
+  EXPECT_EQ(error_of("pipeline:\n  weight_grads: deferred\n"),
+            "exp.yaml:2: pipeline.weight_grads: expected one of accumulate, batched, auto, got "
+            "'deferred'");
+}
+
 TEST(PipelineSection, PartitionMustBeAutoUniformOrAList) {
   EXPECT_EQ(error_of("pipeline:\n  partition: even\n"),
             "exp.yaml:2: pipeline.partition: expected 'auto', 'uniform' or a list of integers, "

@@ -20,7 +20,8 @@ assert sum(s["num_params"] for s in stages) == plan["num_params"]
 for s in stages:
     m = s["memory"]
     state = m["params"] + m["grads"] + m["optimizer_state"] + m["buffers"]
-    step = m["kept_activations"] + m["recompute_workspace"] + m["transient"] + m["communication"]
+    step = (m["kept_activations"] + m["recompute_workspace"] + m["transient"]
+            + m["weight_grad_operands"] + m["communication"])
     expected = state + step
     assert "checkpoint_copy" not in m, m  # a checkpoint copies nothing
     assert abs(expected - s["peak_bytes"]) <= 1e-6 * s["peak_bytes"], s

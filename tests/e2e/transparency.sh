@@ -3,6 +3,10 @@
 # K = 1 with per-layer recompute to K = 1 with the default),
 # for both schedules and all four recompute modes, with the default partition (auto: the
 # planner's, which differs from uniform for every model here at K = 4) and with uniform.
+# Weight gradients: GPipe with recompute never batches them (weight_grads: auto), which rounds differently
+# from accumulating them per micro-batch; so runs under never compare with K = 1 under never,
+# which must differ from the default in f32 (batched is in effect), equal K = 1 batched under always
+# and K = 4 batched under per_layer, while K = 1 never accumulating equals the default.
 # Settings after CONFIG (--set train.precision=bf16) apply to every run; they must change the
 # result (the K=1 weights differ from those of a run without them), so that they were in effect.
 # Usage: transparency.sh CONFIG [--set key=value ...]
@@ -24,13 +28,28 @@ if ((${#extra[@]} > 0)); then
     exit 1
   fi
 fi
+train 1 k1-never "$config" --set pipeline.recompute=never "${extra[@]}"
+# (In bf16, products are exact and the CNN's one small linear layer may round alike either way.)
+if ((${#extra[@]} == 0)) &&
+  "$MPIPE" compare "$WORK/k1.safetensors" "$WORK/k1-never.safetensors" > /dev/null; then
+  echo "FAILED: batched weight gradients (recompute: never) left the weights unchanged"
+  exit 1
+fi
+train 1 k1-batched "$config" --set pipeline.weight_grads=batched "${extra[@]}"
+same k1-never k1-batched
+train 4 k4-per_layer-batched "$config" --set pipeline.recompute=per_layer \
+  --set pipeline.weight_grads=batched "${extra[@]}"
+same k1-never k4-per_layer-batched
+train 1 k1-never-accumulate "$config" --set pipeline.recompute=never \
+  --set pipeline.weight_grads=accumulate "${extra[@]}"
+same k1 k1-never-accumulate
 for schedule in gpipe 1f1b; do
   for recompute in always except_last never per_layer; do
     for k in 2 4; do
       name=k$k-$schedule-$recompute
       train "$k" "$name" "$config" --set pipeline.schedule=$schedule --set pipeline.recompute=$recompute \
         "${extra[@]}"
-      same k1 "$name"
+      if [[ $recompute$schedule == nevergpipe ]]; then same k1-never "$name"; else same k1 "$name"; fi
     done
   done
 done
@@ -38,4 +57,4 @@ for k in 2 4; do
   train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform "${extra[@]}"
   same k1 "k$k-uniform"
 done
-echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never,per_layer} (auto) and uniform bit-identical"
+echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never,per_layer} (auto) and uniform bit-identical, weight gradients accumulated or batched"

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
@@ -105,6 +106,93 @@ TEST(Linear, SavesNothingInEvaluation) {
   LayerContext ctx = training_context(kernels);
   ctx.training = false;
   EXPECT_EQ(layer.forward(random_tensor({2, 4}, 1), ctx).saved.bytes(), 0u);
+}
+
+// Batched weight gradients: micro-batches of 2 rows, whose backwards (in any order) leave the
+// gradients alone until the last, which adds the same bits as one backward over all 6 rows.
+class LinearBatchedWeightGrads : public ::testing::Test {
+ protected:
+  static constexpr int kMicroBatches = 3;
+  LinearBatchedWeightGrads() : layers_{&layer_}, buffer_(layers_) { buffer_.initialize(5); }
+
+  Tensor rows_of(const Tensor& t, int micro_batch) const {
+    const int64_t width = t.numel() / (2 * kMicroBatches);
+    Tensor part(Shape{2, width});
+    std::copy_n(t.data() + micro_batch * 2 * width, 2 * width, part.data());
+    return part;
+  }
+  LayerContext micro_batch_context(int micro_batch, int64_t step = 0) {
+    LayerContext ctx = training_context(kernels_);
+    ctx.step = step;
+    ctx.micro_batch = micro_batch;
+    ctx.micro_batches = kMicroBatches;
+    ctx.batch_weight_grads = true;
+    return ctx;
+  }
+  // Runs the backwards of `order` (micro-batch indices) and returns each one's dx.
+  std::vector<Tensor> backwards(const std::vector<int>& order, int64_t step = 0) {
+    std::vector<Tensor> dx(kMicroBatches);
+    for (int m : order) {
+      const LayerContext ctx = micro_batch_context(m, step);
+      const Forward forward = layer_.forward(rows_of(x_, m), ctx);
+      dx[static_cast<size_t>(m)] = layer_.backward(rows_of(dy_, m), forward.saved, ctx);
+    }
+    return dx;
+  }
+  std::vector<float> grads() const { return {buffer_.grads().begin(), buffer_.grads().end()}; }
+  // The gradients of one accumulating backward over all rows (from zero).
+  std::vector<float> one_backward_over_all_rows() {
+    std::fill(buffer_.grads().begin(), buffer_.grads().end(), 0.0f);
+    const LayerContext ctx = training_context(kernels_);
+    layer_.backward(dy_, layer_.forward(x_, ctx).saved, ctx);
+    std::vector<float> result = grads();
+    std::fill(buffer_.grads().begin(), buffer_.grads().end(), 0.0f);
+    return result;
+  }
+
+  kernels::KernelContext kernels_;
+  Linear layer_{0, Shape{5}, 3};
+  Layer* layers_[1];
+  ParamBuffer buffer_;
+  const Tensor x_ = random_tensor({2 * kMicroBatches, 5}, 7);
+  const Tensor dy_ = random_tensor({2 * kMicroBatches, 3}, 8);
+};
+
+TEST_F(LinearBatchedWeightGrads, AddsOneGemmOverAllRowsAtTheLastBackward) {
+  const std::vector<float> expected = one_backward_over_all_rows();
+  std::vector<Tensor> dx(kMicroBatches);
+  for (int m : {2, 0}) {
+    dx[static_cast<size_t>(m)] = backwards({m})[static_cast<size_t>(m)];
+    for (float g : grads()) ASSERT_EQ(g, 0.0f) << "added before the step's last backward";
+  }
+  dx[1] = backwards({1})[1];
+  EXPECT_EQ(grads(), expected);  // bit for bit
+  // dx is not deferred: each equals the accumulating backward's.
+  for (int m = 0; m < kMicroBatches; ++m) {
+    const LayerContext ctx = training_context(kernels_);
+    const Tensor want =
+        layer_.backward(rows_of(dy_, m), layer_.forward(rows_of(x_, m), ctx).saved, ctx);
+    ASSERT_EQ(dx[static_cast<size_t>(m)].numel(), want.numel());
+    for (int64_t i = 0; i < want.numel(); ++i) EXPECT_EQ(dx[static_cast<size_t>(m)][i], want[i]);
+  }
+}
+
+TEST_F(LinearBatchedWeightGrads, AStepLeftUnfinishedIsDroppedByTheNext) {
+  const std::vector<float> expected = one_backward_over_all_rows();
+  for (int m : {0, 1}) {  // two of three, of other values: the step ends early
+    const LayerContext ctx = micro_batch_context(m, /*step=*/4);
+    const Tensor x = random_tensor({2, 5}, 20 + m), dy = random_tensor({2, 3}, 30 + m);
+    layer_.backward(dy, layer_.forward(x, ctx).saved, ctx);
+  }
+  backwards({1, 2, 0}, /*step=*/5);
+  EXPECT_EQ(grads(), expected);
+}
+
+TEST_F(LinearBatchedWeightGrads, RejectsAMicroBatchOfAnotherSize) {
+  backwards({0});
+  LayerContext ctx = micro_batch_context(1);
+  const Tensor x = random_tensor({3, 5}, 9), dy = random_tensor({3, 3}, 10);
+  EXPECT_THROW(layer_.backward(dy, layer_.forward(x, ctx).saved, ctx), Error);
 }
 
 }  // namespace

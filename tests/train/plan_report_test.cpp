@@ -129,7 +129,9 @@ TEST(PlanReport, TextHasTheLayerAndStageTablesAndAdvice) {
       plan_text({.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline});
   EXPECT_TRUE(text.starts_with(
       "exp.yaml: 3 layers, 2762 parameters; 2 stages x 1 replica, 2 micro-batches of 8 examples, "
-      "gpipe, recompute: always (auto), partition: auto, memory limit: none\n"))
+      "gpipe, recompute: always (auto), weight gradients: accumulate, partition: auto, memory "
+      "limit: "
+      "none\n"))
       << text;
   EXPECT_NE(text.find("stage  layers         params  GFLOP/step  time/step peak memory"),
             std::string::npos)
