@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 doc=${1:-docs/benchmarks.md}
-sections="kernels pytorch micro scaling precision accuracy overlap project largest mmap"
+sections="kernels pytorch micro wgrad scaling precision accuracy overlap project largest mmap"
 run_sections=${ONLY:-$sections}
 out=${OUT_DIR:-build/bench-report}
 bench=${BENCH_DIR:-build/release/apps/bench}
@@ -98,6 +98,10 @@ for s in $sections; do
       section micro "Micro-batches on one stage (issue 10, target 3: M=4 >= 0.92, M=8 >= 0.85 of M=1)" \
         "configs/scaling_mlp.yaml on one stage at a fixed batch of 256 split into M micro-batches; 'vs K=1,M=1' is the efficiency." \
         env STAGES=1 MICRO="1 4 8 16" REPEATS=3 scripts/bench/scaling.sh ;;
+    wgrad)
+      section wgrad "Weight gradients batched over the micro-batches (issue 10, target 3)" \
+        "pipeline.weight_grads: accumulate (one accumulating GEMM per micro-batch) against batched (one GEMM over the step's rows at the last backward; scaling_mlp's default, as it runs GPipe with recompute never), configs/scaling_mlp.yaml on one stage, the same runs interleaved." \
+        scripts/bench/weight_grads.sh ;;
     scaling)
       section scaling "Two stages (issue 10, target 4: K=2 >= 1.5x K=1 M=1)" \
         "configs/scaling_mlp.yaml, K stages x M micro-batches at a fixed batch of 256, one thread per rank; 'ideal' is the GPipe bubble bound K*M/(M+K-1) over one stage at the same M." \
