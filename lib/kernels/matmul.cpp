@@ -123,11 +123,12 @@ void linear_backward_data(KernelContext& ctx, const float* dy, const float* w, f
 }
 
 void linear_backward_weights(KernelContext& ctx, const float* x, const float* dy, float* dw,
-                             float* dbias, int64_t rows, int64_t in, int64_t out) {
-  // dw[out, in] += dy^T (dy stored [rows, out]) · x[rows, in].
+                             float* dbias, int64_t rows, int64_t in, int64_t out, bool accumulate) {
+  // dw[out, in] (+)= dy^T (dy stored [rows, out]) · x[rows, in].
   const MatmulShape shape{.m = out, .k = rows, .n = in, .transpose_a = true};
-  run_matmul(ctx, shape, dy, x, nullptr, dw, 1.0f, 1.0f);
+  run_matmul(ctx, shape, dy, x, nullptr, dw, 1.0f, accumulate ? 1.0f : 0.0f);
   if (!dbias) return;
+  if (!accumulate) std::fill_n(dbias, out, 0.0f);
   // dbias[out] += column sums of dy, rows in ascending order (deterministic, vectorized).
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = dy + r * out;

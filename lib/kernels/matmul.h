@@ -26,8 +26,10 @@ void linear_forward(KernelContext& ctx, const float* x, const float* w, const fl
 // dx = dy · w. dy: [rows, out], dx: [rows, in].
 void linear_backward_data(KernelContext& ctx, const float* dy, const float* w, float* dx,
                           int64_t rows, int64_t in, int64_t out);
-// dw += dy^T · x, dbias += sum over rows of dy (dbias may be nullptr). Accumulates.
+// dw += dy^T · x, dbias += sum over rows of dy (dbias may be nullptr); without `accumulate`,
+// dw = and dbias = instead (their old values are not read).
 void linear_backward_weights(KernelContext& ctx, const float* x, const float* dy, float* dw,
-                             float* dbias, int64_t rows, int64_t in, int64_t out);
+                             float* dbias, int64_t rows, int64_t in, int64_t out,
+                             bool accumulate = true);
 
 }  // namespace mpipe::kernels

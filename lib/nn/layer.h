@@ -49,6 +49,10 @@ struct LayerContext {
   int micro_batch = 0;
   int micro_batches = 1;
   bool batch_weight_grads = false;
+  // Backward only, for a layer that writes_grads_first(): its parameter gradients were not zeroed
+  // for this step, so its first write of them (micro-batch 0's backward, or the batched weight
+  // gradient) overwrites them instead of adding.
+  bool grads_unset = false;
 };
 
 // What a forward pass keeps for the backward pass of the same micro-batch.
@@ -98,6 +102,9 @@ class Layer {
   // dy: [batch, ...output shape] → dx: [batch, ...input shape] (empty when
   // !ctx.need_input_grad). Adds this micro-batch's parameter gradients into the grad views.
   virtual Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) = 0;
+  // Whether backward honours LayerContext::grads_unset (every parameter gradient written in full
+  // by the step's first write), so that a stage need not zero its gradients before the step.
+  virtual bool writes_grads_first() const { return false; }
 
   // Deferred buffer updates. A forward never changes the layer's buffers (batch-norm running
   // statistics) itself: a first training forward (ctx.training && !ctx.recompute) returns the

@@ -74,9 +74,11 @@ Tensor Linear::backward(const Tensor& dy, const Saved& saved, const LayerContext
   if (ctx.batch_weight_grads && ctx.micro_batches > 1) {  // (one micro-batch: the same GEMM)
     defer_weight_grad(x, dy, rows, ctx);
   } else {
-    // dW[units, in] += dy^T · x, db[units] += column sums of dy.
+    // dW[units, in] += dy^T · x, db[units] += column sums of dy (= on the step's first write).
+    const bool accumulate = !(ctx.grads_unset && ctx.micro_batch == 0);
     kernels::linear_backward_weights(ctx.kernels, x.data(), dy.data(), weight_grad_.data(),
-                                     has_bias_ ? bias_grad_.data() : nullptr, rows, in_, units_);
+                                     has_bias_ ? bias_grad_.data() : nullptr, rows, in_, units_,
+                                     accumulate);
   }
   if (!ctx.need_input_grad) return {};
   Tensor dx = Tensor::uninitialized(x.shape());
@@ -106,10 +108,11 @@ void Linear::defer_weight_grad(const Tensor& x, const Tensor& dy, int64_t rows,
   std::copy_n(x.data(), rows * in_, operands_.x.data() + first * in_);
   std::copy_n(dy.data(), rows * units_, operands_.dy.data() + first * units_);
   if (++operands_.filled < ctx.micro_batches) return;
-  // dW[units, in] += dy^T · x and db[units] += column sums of dy over every row of the step.
+  // dW[units, in] += dy^T · x and db[units] += column sums of dy over every row of the step (=
+  // when the gradients were not zeroed).
   kernels::linear_backward_weights(ctx.kernels, operands_.x.data(), operands_.dy.data(),
                                    weight_grad_.data(), has_bias_ ? bias_grad_.data() : nullptr,
-                                   all_rows, in_, units_);
+                                   all_rows, in_, units_, !ctx.grads_unset);
   operands_ = {};
 }
 

@@ -27,6 +27,7 @@ class Linear : public Layer {
   // ctx.batch_weight_grads, it copies x and dy into the step's operands instead, and the backward
   // that completes the step's micro-batches adds dW and db over all of their rows in one GEMM.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  bool writes_grads_first() const override { return true; }
   double forward_flops_per_example() const override;
 
   int64_t in_features() const { return in_; }

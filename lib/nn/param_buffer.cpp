@@ -89,6 +89,17 @@ void ParamBuffer::zero_grads() {
   for (int64_t i = 0; i < n; ++i) g[i] = 0.0f;
 }
 
+void ParamBuffer::zero_grads_of(std::span<const int> global_layers) {
+  float* g = grads_.data();
+  for (const LayerRange& range : ranges_) {
+    if (!std::binary_search(global_layers.begin(), global_layers.end(), range.global_layer)) {
+      continue;
+    }
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = range.begin; i < range.end; ++i) g[i] = 0.0f;
+  }
+}
+
 std::vector<std::pair<int, double>> ParamBuffer::grad_square_sums_per_layer() const {
   std::vector<std::pair<int, double>> sums;
   const std::span<const float> g = grads();

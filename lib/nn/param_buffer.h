@@ -43,6 +43,8 @@ class ParamBuffer {
   std::span<float> buffers() { return buffers_.span(); }
   std::span<const float> buffers() const { return buffers_.span(); }
   void zero_grads();
+  // Zeroes the gradients of the layers with these global indices (ascending) only.
+  void zero_grads_of(std::span<const int> global_layers);
 
   // Per layer: its params (trainable, in param_specs() order), then its buffers.
   const std::vector<Entry>& entries() const { return entries_; }

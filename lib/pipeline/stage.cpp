@@ -47,6 +47,15 @@ Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute
   params_ = std::make_unique<nn::ParamBuffer>(std::span<nn::Layer* const>(pointers));
 }
 
+void Stage::zero_grads_for_step() {
+  std::vector<int> zeroed;
+  for (const auto& layer : layers_) {
+    if (!layer->writes_grads_first()) zeroed.push_back(layer->global_index());
+  }
+  params_->zero_grads_of(zeroed);
+  grads_unset_ = true;
+}
+
 bool Stage::recomputes(int micro_batch) const {
   switch (recompute_) {
     case Recompute::kAlways:
@@ -168,6 +177,7 @@ nn::LayerContext Stage::backward_context(const nn::LayerContext& ctx, size_t lay
   layer_ctx.micro_batch = micro_batch;
   layer_ctx.micro_batches = num_micro_batches_;
   layer_ctx.batch_weight_grads = weight_grads_ == WeightGrads::kBatched;
+  layer_ctx.grads_unset = grads_unset_ && layers_[layer]->writes_grads_first();
   return layer_ctx;
 }
 

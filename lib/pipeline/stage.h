@@ -28,6 +28,11 @@ class Stage {
   const nn::ParamBuffer& params() const { return *params_; }
   const std::vector<std::unique_ptr<nn::Layer>>& layers() const { return layers_; }
 
+  // Readies the gradient buffer for a training step: zeroes the gradients of the layers that do
+  // not write_grads_first(); the others' first write of the step overwrites theirs (their
+  // backwards then get LayerContext::grads_unset). Without it, every backward adds.
+  void zero_grads_for_step();
+
   // Forward of micro-batch `micro_batch` in training mode; stores what its backward needs
   // (the input only when that micro-batch is recomputed).
   Tensor forward(int micro_batch, Tensor input, const nn::LayerContext& ctx);
@@ -86,6 +91,7 @@ class Stage {
   Recompute recompute_;
   int num_micro_batches_;
   WeightGrads weight_grads_;
+  bool grads_unset_ = false;  // zero_grads_for_step() left the overwriting layers' grads alone
   std::map<int, Stash> stash_;
   std::map<int, std::vector<float>> buffer_updates_;  // per micro-batch, until taken
   size_t stored_bytes_ = 0;

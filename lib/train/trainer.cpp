@@ -141,7 +141,7 @@ StepReport Trainer::step(int64_t step) {
   const int num_micro_batches = experiment_.pipeline.micro_batches;
   const int64_t replica_rows = train.batch_size / topology_.num_replicas;
 
-  stage_->params().zero_grads();
+  stage_->zero_grads_for_step();
   const bool needs_data = topology_.stage == 0 || topology_.stage == topology_.num_stages - 1;
   std::vector<int64_t> indices;
   if (needs_data) {

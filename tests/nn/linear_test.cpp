@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
@@ -18,6 +19,14 @@ namespace {
 
 Tensor random_tensor(Shape shape, uint64_t stream) {
   return testing::uniform_tensor(std::move(shape), CounterRng(11, RngPurpose::kData, 3, stream));
+}
+
+// Sets every parameter gradient (not the alignment padding between them, which no layer writes).
+void fill_gradients(ParamBuffer& buffer, float value) {
+  for (const ParamBuffer::Entry& entry : buffer.entries()) {
+    if (!entry.trainable) continue;
+    std::fill_n(buffer.grads().data() + entry.offset, entry.shape.numel(), value);
+  }
 }
 
 LayerContext training_context(kernels::KernelContext& kernels) {
@@ -95,6 +104,28 @@ TEST(Linear, BackwardAccumulatesParameterGradientsAndCanSkipInputGradient) {
   const std::vector<float> once(buffer.grads().begin(), buffer.grads().end());
   ctx.need_input_grad = false;
   EXPECT_TRUE(layer.backward(dy, forward.saved, ctx).empty());
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_FLOAT_EQ(buffer.grads()[i], 2.0f * once[i]);
+}
+
+TEST(Linear, WithGradsUnsetTheFirstMicroBatchOverwritesAndTheRestAdd) {
+  kernels::KernelContext kernels;
+  Linear layer(0, Shape{4}, 3);
+  Layer* layers[] = {&layer};
+  ParamBuffer buffer(layers);
+  buffer.initialize(5);
+  EXPECT_TRUE(layer.writes_grads_first());
+  const Tensor x = random_tensor({2, 4}, 5), dy = random_tensor({2, 3}, 6);
+  LayerContext ctx = training_context(kernels);
+  const Forward forward = layer.forward(x, ctx);
+  layer.backward(dy, forward.saved, ctx);
+  const std::vector<float> once(buffer.grads().begin(), buffer.grads().end());
+  fill_gradients(buffer, std::nanf(""));
+  ctx.grads_unset = true;
+  layer.backward(dy, forward.saved, ctx);  // micro-batch 0: overwrites
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_EQ(buffer.grads()[i], once[i]);
+  ctx.micro_batch = 1;
+  ctx.micro_batches = 2;
+  layer.backward(dy, forward.saved, ctx);  // a later one: adds
   for (size_t i = 0; i < once.size(); ++i) EXPECT_FLOAT_EQ(buffer.grads()[i], 2.0f * once[i]);
 }
 
@@ -186,6 +217,17 @@ TEST_F(LinearBatchedWeightGrads, AStepLeftUnfinishedIsDroppedByTheNext) {
   }
   backwards({1, 2, 0}, /*step=*/5);
   EXPECT_EQ(grads(), expected);
+}
+
+TEST_F(LinearBatchedWeightGrads, WithGradsUnsetTheStepsGemmOverwrites) {
+  const std::vector<float> expected = one_backward_over_all_rows();
+  fill_gradients(buffer_, std::nanf(""));
+  for (int m = 0; m < kMicroBatches; ++m) {
+    LayerContext ctx = micro_batch_context(m);
+    ctx.grads_unset = true;
+    layer_.backward(rows_of(dy_, m), layer_.forward(rows_of(x_, m), ctx).saved, ctx);
+  }
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(grads()[i], expected[i]) << i;
 }
 
 TEST_F(LinearBatchedWeightGrads, RejectsAMicroBatchOfAnotherSize) {

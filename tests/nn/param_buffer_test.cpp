@@ -99,6 +99,24 @@ TEST(ParamBuffer, ZeroGradsClearsEveryGradient) {
   for (float g : buffer.grads()) EXPECT_EQ(g, 0.0f);
 }
 
+TEST(ParamBuffer, ZeroGradsOfClearsOnlyTheNamedLayers) {
+  RecordingLayer a(1, {{.name = "w", .shape = {2}}}, {});
+  RecordingLayer b(4, {{.name = "w", .shape = {1}}, {.name = "b", .shape = {2}}}, {});
+  RecordingLayer c(6, {{.name = "w", .shape = {3}}}, {});
+  Layer* layers[] = {&a, &b, &c};
+  ParamBuffer buffer(layers);
+  for (RecordingLayer* layer : {&a, &b, &c}) {
+    for (auto& grad : layer->bound_grads) std::ranges::fill(grad, 3.0f);
+  }
+  const int named[] = {1, 6};
+  buffer.zero_grads_of(named);
+  for (float g : a.bound_grads[0]) EXPECT_EQ(g, 0.0f);
+  for (const auto& grad : b.bound_grads) {
+    for (float g : grad) EXPECT_EQ(g, 3.0f);
+  }
+  for (float g : c.bound_grads[0]) EXPECT_EQ(g, 0.0f);
+}
+
 TEST(ParamBuffer, SumsSquaredGradientsPerLayerInGlobalOrder) {
   RecordingLayer a(1, {{.name = "w", .shape = {2}}}, {});
   RecordingLayer b(4, {{.name = "w", .shape = {1}}, {.name = "b", .shape = {2}}}, {});

@@ -43,8 +43,10 @@ std::vector<std::unique_ptr<nn::Layer>> small_stack(double dropout_rate) {
 }
 
 std::unique_ptr<Stage> make_stage(Recompute recompute, int num_micro_batches,
-                                  double dropout_rate = 0.3) {
-  auto stage = std::make_unique<Stage>(small_stack(dropout_rate), recompute, num_micro_batches);
+                                  double dropout_rate = 0.3,
+                                  WeightGrads weight_grads = WeightGrads::kAccumulate) {
+  auto stage = std::make_unique<Stage>(small_stack(dropout_rate), recompute, num_micro_batches,
+                                       weight_grads);
   stage->params().initialize(17);
   return stage;
 }
@@ -195,17 +197,31 @@ struct Gradients {
   std::vector<Tensor> inputs;  // one per micro-batch
 };
 
+// How run_micro_batches starts the step: from zeroed gradients (and every backward adds), or
+// from NaN gradients readied by zero_grads_for_step (whose linear layers then overwrite theirs).
+enum class StepStart { kZeroed, kStale };
+
 // Forwards micro-batches of the given row counts (consecutive examples of one mini-batch), then
 // runs their backwards in ascending order; returns the accumulated parameter gradients and the
 // input gradient of every micro-batch.
-Gradients run_micro_batches(Recompute recompute, const std::vector<int64_t>& rows) {
+Gradients run_micro_batches(Recompute recompute, const std::vector<int64_t>& rows,
+                            WeightGrads weight_grads = WeightGrads::kAccumulate,
+                            StepStart start = StepStart::kZeroed) {
   kernels::KernelContext kernels;
   const int num_micro_batches = static_cast<int>(rows.size());
   int64_t total = 0;
   for (int64_t r : rows) total += r;
   const Tensor x = random_tensor({total, kIn}, 1);
   const Tensor dy = random_tensor({total, kOut}, 2);
-  const auto stage = make_stage(recompute, num_micro_batches);
+  const auto stage = make_stage(recompute, num_micro_batches, 0.3, weight_grads);
+  if (start == StepStart::kStale) {
+    for (const nn::ParamBuffer::Entry& entry : stage->params().entries()) {  // (not the padding)
+      if (!entry.trainable) continue;
+      std::fill_n(stage->params().grads().data() + entry.offset, entry.shape.numel(),
+                  std::nanf(""));
+    }
+    stage->zero_grads_for_step();
+  }
   std::vector<int64_t> first(rows.size(), 0);
   for (size_t m = 1; m < rows.size(); ++m) first[m] = first[m - 1] + rows[m - 1];
   for (int m = 0; m < num_micro_batches; ++m) {
@@ -244,6 +260,36 @@ TEST(Stage, RecomputeChangesNoGradientBit) {
   expect_bit_identical(run_micro_batches(Recompute::kAlways, rows), never);
   expect_bit_identical(run_micro_batches(Recompute::kExceptLast, rows), never);
   expect_bit_identical(run_micro_batches(Recompute::kPerLayer, rows), never);
+}
+
+// Equal values (0.0 == -0.0: a first write may give -0 where adding to +0 gives +0).
+void expect_equal_values(std::span<const float> actual, std::span<const float> expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) EXPECT_EQ(actual[i], expected[i]) << i;
+}
+
+TEST(Stage, LinearLayersOverwriteTheirUnzeroedGradientsWithTheSameValues) {
+  const std::vector<int64_t> rows = {4, 4, 4};
+  for (WeightGrads weight_grads : {WeightGrads::kAccumulate, WeightGrads::kBatched}) {
+    for (Recompute recompute : {Recompute::kNever, Recompute::kPerLayer}) {
+      const Gradients zeroed = run_micro_batches(recompute, rows, weight_grads);
+      const Gradients stale = run_micro_batches(recompute, rows, weight_grads, StepStart::kStale);
+      expect_equal_values(stale.params, zeroed.params);
+      for (size_t m = 0; m < rows.size(); ++m) {
+        expect_equal_values(stale.inputs[m].span(), zeroed.inputs[m].span());
+      }
+    }
+  }
+}
+
+TEST(Stage, ZeroGradsForStepLeavesTheLinearLayersGradientsToTheirFirstWrite) {
+  const std::vector<int64_t> rows = {4, 4};
+  auto stage = make_stage(Recompute::kNever, 2);
+  std::ranges::fill(stage->params().grads(), 7.0f);
+  stage->zero_grads_for_step();
+  // Only linear layers have parameters here: none was zeroed.
+  for (float g : stage->params().grads()) ASSERT_TRUE(g == 7.0f || g == 0.0f);  // 0: padding
+  EXPECT_TRUE(std::ranges::any_of(stage->params().grads(), [](float g) { return g == 7.0f; }));
 }
 
 TEST(Stage, DropoutMasksTheForwardInTraining) {
