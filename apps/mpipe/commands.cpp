@@ -310,6 +310,7 @@ int Commands::status() {
   check_input(spool.exists(), "{}: not a spool (no queue/ folder)", spool_dir_);
   serve::SpoolStatus status = serve::read_status_file(spool.status_path());
   serve::merge_spool(status, spool);
+  serve::note_job_failure(status, spool);
   serve::note_dead_daemon(status);
   std::fputs(serve::format_status_table(status).c_str(), stdout);
   return 0;

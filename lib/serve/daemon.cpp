@@ -10,9 +10,11 @@
 #include <thread>
 
 #include "comm/agree.h"
+#include "comm/watchdog.h"
 #include "core/error.h"
 #include "core/file_lock.h"
 #include "core/host_clock.h"
+#include "core/memory_account.h"
 #include "log/logging.h"
 #include "serve/spool.h"
 #include "serve/status_board.h"
@@ -57,6 +59,7 @@ class Daemon {
   }
 
   StopReason run() {
+    record_job_failure();
     idle_since_ = Clock::now();
     StopReason reason = StopReason::kSignal;
     while (true) {
@@ -87,6 +90,69 @@ class Daemon {
 
  private:
   bool is_root() const { return world_.rank() == 0; }
+
+  // Collective: if the active experiment ended the last job (a rank's failure note, see
+  // note_job_failure), rank 0 records it as failed and removes it from the active slot, or, after
+  // a first lost peer, as interrupted (the loop then resumes it). Every rank removes its note.
+  // Node-local spools: each rank reads its own; the lowest rank's note counts.
+  void record_job_failure() {
+    std::string name;
+    comm::agree(world_, [&] {
+      if (!is_root()) return;
+      if (const std::optional<QueueEntry> active = spool_.active()) name = active->name;
+    });
+    world_.broadcast(name, 0);
+    if (name.empty()) return;
+    std::optional<FailureNote> note;
+    comm::agree(world_, [&] { note = spool_.read_failure_note(name); });
+    const auto [has_note, json] = world_.first_error(note ? 1 : 0, note ? note_json(*note) : "");
+    if (!has_note) return;
+    comm::agree(world_, [&] {
+      if (!is_root()) return;
+      const FailureNote first = note_from_json(json);
+      if (board_->job_failed(name, first, true) == ExperimentState::kFailed) {
+        spool_.finish_active();
+        spdlog::error("{}: failed: {}", name, first.error);
+      } else {
+        spdlog::warn(
+            "{}: the last job ended when it lost a peer ({}); resuming it from its last "
+            "checkpoint (once)",
+            name, first.error);
+      }
+    });
+    comm::agree(world_, [&] { spool_.remove_failure_note(name); });
+  }
+
+  static std::string note_json(const FailureNote& note) {
+    return nlohmann::json{{"failure", job_failure_name(note.failure)},
+                          {"error", note.error},
+                          {"rank", note.rank},
+                          {"time", note.time}}
+        .dump();
+  }
+
+  static FailureNote note_from_json(const std::string& text) {
+    const nlohmann::json json = nlohmann::json::parse(text);
+    return {.name = "",
+            .failure = parse_job_failure(json.at("failure").get<std::string>()),
+            .error = json.at("error").get<std::string>(),
+            .rank = json.at("rank").get<int>(),
+            .time = json.at("time").get<std::string>()};
+  }
+
+  // This rank ends the whole job (the error passes on to main, which aborts it): it first leaves
+  // a failure note for the next daemon and, on rank 0, records the failure in status.json. Best
+  // effort: a note that cannot be written is logged, the job ends anyway.
+  void record_failure_before_abort(const std::string& name, JobFailure failure, const char* error) {
+    const FailureNote note{
+        .name = name, .failure = failure, .error = error, .rank = world_.rank(), .time = utc_now()};
+    try {
+      spool_.write_failure_note(note);
+      if (is_root()) board_->job_failed(name, note, false);
+    } catch (const std::exception& e) {
+      spdlog::warn("{}", e.what());
+    }
+  }
 
   // Collective: rank 0 looks at the spool and every rank gets the same action: {"action": "run",
   // "name", "yaml" (the experiment file's text), "overrides"}, {"action": "idle"} or
@@ -171,6 +237,12 @@ class Daemon {
       ending = ending_of(outcome.result, !world_.all_true(!cancel_seen));
     } catch (const AgreedError& e) {
       ending = {.state = ExperimentState::kFailed, .error = e.what()};
+    } catch (const MemoryLimitExceeded& e) {
+      record_failure_before_abort(name, JobFailure::kMemoryLimit, e.what());
+      throw;
+    } catch (const comm::WatchdogTimeout& e) {
+      record_failure_before_abort(name, JobFailure::kLostPeer, e.what());
+      throw;
     }
     log::setup_logging(world_.rank(), world_.size(), "info");
     comm::agree(world_, [&] {

@@ -27,7 +27,11 @@ enum class StopReason { kSignal, kIdle };
 // Collective over `world`. Rank 0 holds the spool's lock, takes experiments from its queue (the
 // one a stopped daemon left active first), writes status.json and broadcasts each experiment;
 // every rank then runs it like `mpipe train --resume-or-start` into runs/<name>/. An experiment
-// that fails (bad input, a non-finite loss) is recorded as failed and the daemon goes on.
+// that fails (bad input, a non-finite loss) is recorded as failed and the daemon goes on. One
+// that ends the whole job from one rank (MemoryLimitExceeded, WatchdogTimeout: rethrown for main
+// to abort the job) leaves that rank's FailureNote (and, on rank 0, the failure in status.json);
+// the next daemon on the spool records it as failed and goes on with the queue (a first lost
+// peer: interrupted, and resumed from its checkpoint).
 // Throws AgreedError on every rank when the spool cannot be served (another daemon holds it:
 // "DIR: in use by mpipe serve pid 12 on host h since T (lock DIR/.lock)"; a folder that cannot
 // be written).

@@ -8,11 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <utility>
 
 #include "checkpoint/atomic_file.h"
 #include "core/error.h"
-#include "core/host_clock.h"
 #include "core/file_lock.h"
+#include "core/host_clock.h"
 
 namespace mpipe::serve {
 namespace {
@@ -79,7 +80,24 @@ std::string name_from_stem(const std::string& stem) {
   return name.empty() ? "exp" : name;
 }
 
+constexpr std::pair<JobFailure, const char*> kFailureNames[] = {
+    {JobFailure::kMemoryLimit, "memory_limit"}, {JobFailure::kLostPeer, "lost_peer"}};
+
 }  // namespace
+
+std::string job_failure_name(JobFailure failure) {
+  for (const auto& [value, name] : kFailureNames) {
+    if (value == failure) return name;
+  }
+  return "unknown";
+}
+
+JobFailure parse_job_failure(const std::string& name) {
+  for (const auto& [value, text] : kFailureNames) {
+    if (name == text) return value;
+  }
+  throw InputError(fmt::format("failure '{}': unknown", name));
+}
 
 void check_experiment_name(const std::string& name) {
   static const std::regex pattern(R"([A-Za-z0-9][A-Za-z0-9._-]*)");
@@ -260,6 +278,49 @@ std::string Spool::experiment_text(const QueueEntry& entry) const {
   const std::string path = experiment_file(entry.name);
   std::error_code ec;
   return fs::exists(path, ec) ? read_text(path) : entry.yaml;
+}
+
+std::string Spool::failure_note_path(const std::string& name) const {
+  return (fs::path(run_dir(name)) / "failure.json").string();
+}
+
+void Spool::write_failure_note(const FailureNote& note) const {
+  std::error_code ec;
+  fs::create_directories(run_dir(note.name), ec);
+  check(!ec, "{}: cannot create: {}", run_dir(note.name), ec.message());
+  const nlohmann::json json = {{"name", note.name},
+                               {"failure", job_failure_name(note.failure)},
+                               {"error", note.error},
+                               {"rank", note.rank},
+                               {"time", note.time}};
+  checkpoint::write_file_atomically(failure_note_path(note.name), json.dump(2) + "\n");
+}
+
+std::optional<FailureNote> Spool::read_failure_note(const std::string& name) const {
+  const std::string path = failure_note_path(name);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  try {
+    const nlohmann::json json = nlohmann::json::parse(read_text(path));
+    FailureNote note{.name = json.at("name").get<std::string>(),
+                     .failure = parse_job_failure(json.at("failure").get<std::string>()),
+                     .error = json.at("error").get<std::string>(),
+                     .rank = json.at("rank").get<int>(),
+                     .time = json.at("time").get<std::string>()};
+    check_input(note.name == name, "it is about '{}'", note.name);
+    return note;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not a failure note: {}", path, e.what()));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: not a failure note: {}", path, e.what()));
+  }
+}
+
+void Spool::remove_failure_note(const std::string& name) const {
+  const std::string path = failure_note_path(name);
+  std::error_code ec;
+  fs::remove(path, ec);
+  check(!ec, "{}: cannot remove: {}", path, ec.message());
 }
 
 std::string Spool::write_experiment_file(const std::string& name, const std::string& yaml) const {

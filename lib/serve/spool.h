@@ -5,7 +5,8 @@
 //   cancel/<name>             cancel requests: the experiment's queue entry (kept, so a name
 //                             once used stays taken)
 //   runs/<name>/              each experiment's run directory, laid out like a `train` run, with
-//                             the experiment file it ran (experiment.yaml)
+//                             the experiment file it ran (experiment.yaml), and failure.json if
+//                             the experiment ended the whole job (FailureNote)
 //   status.json               the daemon's record of every experiment (rank 0 its only writer)
 //   .lock                     held by the daemon's rank 0 for its whole life: one daemon a spool
 //   .queue.lock               held for each change of queue/ and active/ (submit, take, cancel)
@@ -33,6 +34,27 @@ struct QueueEntry {
 // Names are file names: a letter or digit first, then letters, digits, '.', '_', '-'; at most
 // 100 characters. Throws InputError "--name 'a/b': must ...".
 void check_experiment_name(const std::string& name);
+
+// Why an experiment ended the whole job from one rank (errors no agreement covers).
+enum class JobFailure {
+  kMemoryLimit,  // the rank passed pipeline.memory_limit mid-step (MemoryLimitExceeded, exit 4)
+  kLostPeer,     // the rank's watchdog gave up on a peer (WatchdogTimeout, exit 3)
+};
+
+// "memory_limit", "lost_peer".
+std::string job_failure_name(JobFailure failure);
+// The inverse; throws InputError "failure 'x': unknown".
+JobFailure parse_job_failure(const std::string& name);
+
+// What the failing rank writes to runs/<name>/failure.json (atomically) just before the job
+// ends; the next daemon on the spool reads it to record how the experiment ended.
+struct FailureNote {
+  std::string name;  // the experiment
+  JobFailure failure = JobFailure::kMemoryLimit;
+  std::string error;  // the one-line message the job ended with
+  int rank = 0;       // the rank that wrote it
+  std::string time;   // UTC
+};
 
 enum class CancelResult {
   kRemovedFromQueue,  // it was waiting: it will never run
@@ -78,6 +100,16 @@ class Spool {
   // What the experiment runs: runs/<name>/experiment.yaml if it exists (a resumed experiment
   // keeps the file it started with), else the submitted text.
   std::string experiment_text(const QueueEntry& entry) const;
+  // runs/<name>/failure.json.
+  std::string failure_note_path(const std::string& name) const;
+  // Writes `note` to failure_note_path(note.name) atomically (creating the run directory).
+  // Throws Error naming the file.
+  void write_failure_note(const FailureNote& note) const;
+  // The note of `name`, if this rank's spool holds one. Throws InputError
+  // "DIR/runs/x/failure.json: not a failure note: <reason>" for a damaged one.
+  std::optional<FailureNote> read_failure_note(const std::string& name) const;
+  // Removes the note of `name` (none is fine). Throws Error naming the file.
+  void remove_failure_note(const std::string& name) const;
   // Makes runs/<name>/experiment.yaml hold `yaml` (written only if it does not already) and
   // returns its path.
   std::string write_experiment_file(const std::string& name, const std::string& yaml) const;

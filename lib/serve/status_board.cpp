@@ -84,6 +84,18 @@ void StatusBoard::ended(const std::string& name, const Ending& ending) {
   write();
 }
 
+ExperimentState StatusBoard::job_failed(const std::string& name, const FailureNote& note,
+                                        bool resuming) {
+  ExperimentStatus* e = status_.find(name);
+  if (!e) return ExperimentState::kFailed;
+  apply_failure_note(*e, note);
+  if (resuming && e->state == ExperimentState::kInterrupted) ++e->lost_peer_resumes;
+  const ExperimentState state = e->state;  // merge_spool may move the entries
+  merge_spool(status_, spool_);
+  write();
+  return state;
+}
+
 void StatusBoard::stopped(const std::string& reason) {
   status_.daemon->state = "stopped";
   status_.daemon->reason = reason;

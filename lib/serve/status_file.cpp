@@ -60,6 +60,7 @@ nlohmann::json to_json(const ExperimentStatus& e) {
           {"eval_loss", optional_number(e.eval_loss)},
           {"eval_accuracy", optional_number(e.eval_accuracy)},
           {"error", e.error},
+          {"lost_peer_resumes", e.lost_peer_resumes},
           {"submitted", e.submitted},
           {"started", e.started},
           {"ended", e.ended}};
@@ -79,6 +80,7 @@ ExperimentStatus experiment_from_json(const nlohmann::json& json) {
           .eval_loss = read_optional_number(json, "eval_loss"),
           .eval_accuracy = read_optional_number(json, "eval_accuracy"),
           .error = read_string(json, "error"),
+          .lost_peer_resumes = json.value("lost_peer_resumes", int64_t{0}),
           .submitted = read_string(json, "submitted"),
           .started = read_string(json, "started"),
           .ended = read_string(json, "ended")};
@@ -233,6 +235,23 @@ void note_dead_daemon(SpoolStatus& status) {
   if (::kill(status.daemon->pid, 0) != 0 && errno == ESRCH) status.daemon->state = "gone";
 }
 
+void apply_failure_note(ExperimentStatus& experiment, const FailureNote& note) {
+  const bool resumable =
+      note.failure == JobFailure::kLostPeer && experiment.lost_peer_resumes < kLostPeerResumes;
+  experiment.state = resumable ? ExperimentState::kInterrupted : ExperimentState::kFailed;
+  experiment.error = note.error;
+  experiment.eta_s.reset();
+  if (!resumable && experiment.ended.empty()) experiment.ended = note.time;
+}
+
+void note_job_failure(SpoolStatus& status, const Spool& spool) {
+  const std::optional<QueueEntry> active = spool.active();
+  if (!active) return;
+  const std::optional<FailureNote> note = spool.read_failure_note(active->name);
+  if (!note) return;
+  apply_failure_note(add_entry(status, *active, spool), *note);
+}
+
 std::string format_status_table(const SpoolStatus& status) {
   struct Row {
     std::string name, state, step, loss, speed, last;
@@ -240,7 +259,8 @@ std::string format_status_table(const SpoolStatus& status) {
   std::vector<Row> rows = {{"NAME", "STATE", "STEP", "LOSS", "SAMPLES/S", "ETA / ERROR"}};
   for (const auto& e : status.experiments) {
     std::string last = "-";
-    if (e.state == ExperimentState::kFailed) {
+    if (e.state == ExperimentState::kFailed ||
+        (e.state == ExperimentState::kInterrupted && !e.error.empty())) {
       last = e.error;
     } else if (e.state == ExperimentState::kRunning && e.eta_s) {
       last = log::format_duration(*e.eta_s);

@@ -12,6 +12,11 @@
 namespace mpipe::serve {
 
 class Spool;
+struct FailureNote;
+
+// How many times a daemon resumes an experiment that ended the job by losing a peer (a node that
+// died or hung: the resumed run may get healthy ones) before it records the experiment as failed.
+inline constexpr int64_t kLostPeerResumes = 1;
 
 enum class ExperimentState {
   kQueued,       // waiting in queue/
@@ -42,7 +47,8 @@ struct ExperimentStatus {
   std::optional<double> eta_s;          // while running
   std::optional<double> eval_loss;      // done: the final evaluation
   std::optional<double> eval_accuracy;
-  std::string error;                      // failed: the one-line error
+  std::string error;  // failed: the one-line error (interrupted: why, if it ended the job)
+  int64_t lost_peer_resumes = 0;          // times a daemon resumed it after it lost a peer
   std::string submitted, started, ended;  // UTC times ("" = not yet)
 };
 
@@ -83,8 +89,19 @@ void merge_spool(SpoolStatus& status, const Spool& spool);
 // chance to record its stop) becomes "gone". Daemons on other hosts are left as recorded.
 void note_dead_daemon(SpoolStatus& status);
 
+// What a failure note (the experiment ended the whole job) makes of the experiment's status:
+// failed with the note's error for a memory limit (it would fail the same way again) and for a
+// peer lost after kLostPeerResumes resumes; else interrupted with the error (the next daemon
+// resumes it). Does not count the resume (the daemon does, when it resumes it).
+void apply_failure_note(ExperimentStatus& experiment, const FailureNote& note);
+
+// Applies the failure note of the spool's active experiment, if its folder holds one: the job
+// that ran it ended, and its daemon could not record how (a rank other than 0 failed).
+void note_job_failure(SpoolStatus& status, const Spool& spool);
+
 // The table `mpipe status` prints: a line about the daemon, then one line per experiment
-// (name, state, step/steps, loss, samples/s, and the ETA, or the error of a failed one).
+// (name, state, step/steps, loss, samples/s, and the ETA, or the error of a failed or
+// interrupted one).
 std::string format_status_table(const SpoolStatus& status);
 
 }  // namespace mpipe::serve

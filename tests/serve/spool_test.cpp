@@ -195,5 +195,52 @@ TEST(Spool, DamagedQueueEntryIsNamed) {
               }).starts_with(dir.file("spool/queue/000001-a.json") + ": not a queue entry: "));
 }
 
+TEST(Spool, AFailureNoteIsWrittenReadAndRemoved) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  EXPECT_EQ(spool.failure_note_path("a"), dir.file("spool") + "/runs/a/failure.json");
+  EXPECT_FALSE(spool.read_failure_note("a"));
+  const FailureNote note{.name = "a",
+                         .failure = JobFailure::kLostPeer,
+                         .error = "watchdog: step 3: waited 30.0 s",
+                         .rank = 2,
+                         .time = "2026-01-01T00:00:00Z"};
+  spool.write_failure_note(note);  // creates runs/a/ (a rank on a node-local spool)
+  const std::optional<FailureNote> read = spool.read_failure_note("a");
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->name, "a");
+  EXPECT_EQ(read->failure, JobFailure::kLostPeer);
+  EXPECT_EQ(read->error, note.error);
+  EXPECT_EQ(read->rank, 2);
+  EXPECT_EQ(read->time, note.time);
+  EXPECT_FALSE(spool.read_failure_note("b"));
+  spool.remove_failure_note("a");
+  EXPECT_FALSE(spool.read_failure_note("a"));
+  spool.remove_failure_note("a");  // none is fine
+  EXPECT_EQ(parse_job_failure(job_failure_name(JobFailure::kMemoryLimit)),
+            JobFailure::kMemoryLimit);
+  EXPECT_EQ(job_failure_name(JobFailure::kLostPeer), "lost_peer");
+}
+
+TEST(Spool, ADamagedFailureNoteIsNamed) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  fs::create_directories(spool.run_dir("a"));
+  const auto write = [&](const std::string& text) {
+    std::ofstream(spool.failure_note_path("a")) << text;
+  };
+  const std::string path = spool.failure_note_path("a");
+  write(R"({"name": "a", "failure": "oom", "error": "e", "rank": 0, "time": "T"})");
+  EXPECT_EQ(error_of([&] { spool.read_failure_note("a"); }),
+            path + ": not a failure note: failure 'oom': unknown");
+  write(R"({"name": "b", "failure": "lost_peer", "error": "e", "rank": 0, "time": "T"})");
+  EXPECT_EQ(error_of([&] { spool.read_failure_note("a"); }),
+            path + ": not a failure note: it is about 'b'");
+  write(R"({"name": "a"})");
+  EXPECT_TRUE(error_of([&] {
+                spool.read_failure_note("a");
+              }).starts_with(path + ": not a failure note: [json.exception"));
+}
+
 }  // namespace
 }  // namespace mpipe::serve

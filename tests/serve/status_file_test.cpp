@@ -72,6 +72,7 @@ TEST(StatusFile, WrittenFileReadsBackWithEveryField) {
   ExperimentStatus failed = experiment("b", 2, ExperimentState::kFailed);
   failed.error = "exp.yaml:3: train.steps: must be >= 1, got 0";
   failed.loss = std::numeric_limits<double>::quiet_NaN();  // a window without a finite step
+  failed.lost_peer_resumes = 1;
   status.experiments.push_back(failed);
   write_status_file(dir.file("status.json"), status);
 
@@ -84,6 +85,7 @@ TEST(StatusFile, WrittenFileReadsBackWithEveryField) {
   EXPECT_EQ(read.experiments[0].eta_s, 12);
   EXPECT_FALSE(read.experiments[1].loss);
   EXPECT_EQ(read.experiments[1].error, failed.error);
+  EXPECT_EQ(read.experiments[1].lost_peer_resumes, 1);
 }
 
 TEST(StatusFile, MissingFileIsAnEmptyStatusAndADamagedOneIsNamed) {
@@ -149,12 +151,18 @@ TEST(StatusFile, TableShowsProgressAndTheEtaOrTheError) {
   failed.error = "exp.yaml: bad";
   status.experiments.push_back(failed);
   status.experiments.push_back(experiment("c", 3, ExperimentState::kQueued));
+  ExperimentStatus lost = experiment("d", 4, ExperimentState::kInterrupted);
+  lost.error = "watchdog: lost";  // it ended the job; the next daemon resumes it
+  status.experiments.push_back(lost);
+  status.experiments.push_back(experiment("e", 5, ExperimentState::kInterrupted));
   EXPECT_EQ(format_status_table(status),
             "daemon: none has served this spool yet\n"
-            "NAME       STATE      STEP    LOSS  SAMPLES/S  ETA / ERROR\n"
-            "long-name  running  40/100  0.2500       1234  1m23s\n"
-            "b          failed    0/100       -          -  exp.yaml: bad\n"
-            "c          queued    0/100       -          -  -\n");
+            "NAME       STATE          STEP    LOSS  SAMPLES/S  ETA / ERROR\n"
+            "long-name  running      40/100  0.2500       1234  1m23s\n"
+            "b          failed        0/100       -          -  exp.yaml: bad\n"
+            "c          queued        0/100       -          -  -\n"
+            "d          interrupted   0/100       -          -  watchdog: lost\n"
+            "e          interrupted   0/100       -          -  -\n");
   status.daemon = DaemonStatus{.state = "stopped",
                                .reason = "signal",
                                .pid = 7,
@@ -192,6 +200,89 @@ TEST(StatusFile, ADaemonWhoseProcessEndedWithoutStoppingIsGone) {
       "daemon: gone (pid {} on host {} ended without stopping; last update T1): start it again "
       "to resume\n",
       child, this_host())));
+}
+
+FailureNote note(const std::string& name, JobFailure failure) {
+  return {.name = name, .failure = failure, .error = "rank 1: it ended", .rank = 1, .time = "T9"};
+}
+
+TEST(StatusFile, AFailureNoteFailsAMemoryLimitAndResumesAFirstLostPeer) {
+  ExperimentStatus e = experiment("a", 1, ExperimentState::kRunning);
+  e.eta_s = 5;
+  apply_failure_note(e, note("a", JobFailure::kMemoryLimit));
+  EXPECT_EQ(e.state, ExperimentState::kFailed);
+  EXPECT_EQ(e.error, "rank 1: it ended");
+  EXPECT_EQ(e.ended, "T9");
+  EXPECT_FALSE(e.eta_s);
+
+  ExperimentStatus lost = experiment("b", 2, ExperimentState::kRunning);
+  apply_failure_note(lost, note("b", JobFailure::kLostPeer));
+  EXPECT_EQ(lost.state, ExperimentState::kInterrupted);
+  EXPECT_EQ(lost.error, "rank 1: it ended");
+  EXPECT_EQ(lost.ended, "");
+  EXPECT_EQ(lost.lost_peer_resumes, 0);  // counted by the daemon that resumes it
+
+  lost.lost_peer_resumes = kLostPeerResumes;  // lost a peer again after being resumed
+  apply_failure_note(lost, note("b", JobFailure::kLostPeer));
+  EXPECT_EQ(lost.state, ExperimentState::kFailed);
+  EXPECT_EQ(lost.ended, "T9");
+}
+
+TEST(StatusFile, StatusShowsTheFailureNoteOfTheActiveExperimentOnly) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("a"), "x");
+  spool.submit(entry("b"), "x");
+  spool.write_failure_note(note("b", JobFailure::kMemoryLimit));  // not active: ignored
+  SpoolStatus status;
+  merge_spool(status, spool);
+  note_job_failure(status, spool);  // nothing active
+  EXPECT_EQ(status.find("b")->state, ExperimentState::kQueued);
+
+  ASSERT_EQ(spool.take_next()->name, "a");
+  spool.write_failure_note(note("a", JobFailure::kMemoryLimit));
+  SpoolStatus fresh;  // status.json not written yet: the note alone
+  note_job_failure(fresh, spool);
+  ASSERT_TRUE(fresh.find("a"));
+  EXPECT_EQ(fresh.find("a")->state, ExperimentState::kFailed);
+  EXPECT_EQ(fresh.find("a")->error, "rank 1: it ended");
+  EXPECT_EQ(fresh.find("a")->steps, 50);
+  merge_spool(status, spool);
+  note_job_failure(status, spool);
+  EXPECT_EQ(status.find("a")->state, ExperimentState::kFailed);
+  EXPECT_EQ(status.find("b")->state, ExperimentState::kQueued);
+}
+
+TEST(StatusBoard, AJobFailureIsWrittenAndALostPeerResumeCountedOnlyWhenResumed) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  const QueueEntry a = spool.submit(entry("a"), "x");
+  const QueueEntry b = spool.submit(entry("b"), "x");
+  StatusBoard board(spool, 2, /*min_interval_s=*/0.0);
+  board.started(a);
+  // Rank 0 itself lost a peer, before the job ends: interrupted with the line, nothing counted.
+  EXPECT_EQ(board.job_failed("a", note("a", JobFailure::kLostPeer), false),
+            ExperimentState::kInterrupted);
+  SpoolStatus written = read_status_file(spool.status_path());
+  EXPECT_EQ(written.find("a")->state, ExperimentState::kInterrupted);
+  EXPECT_EQ(written.find("a")->error, "rank 1: it ended");
+  EXPECT_EQ(written.find("a")->lost_peer_resumes, 0);
+  // The next daemon resumes it once; when it loses a peer again, it has failed.
+  EXPECT_EQ(board.job_failed("a", note("a", JobFailure::kLostPeer), true),
+            ExperimentState::kInterrupted);
+  EXPECT_EQ(read_status_file(spool.status_path()).find("a")->lost_peer_resumes, 1);
+  board.started(a);
+  EXPECT_EQ(read_status_file(spool.status_path()).find("a")->error, "");
+  EXPECT_EQ(board.job_failed("a", note("a", JobFailure::kLostPeer), true),
+            ExperimentState::kFailed);
+  written = read_status_file(spool.status_path());
+  EXPECT_EQ(written.find("a")->state, ExperimentState::kFailed);
+  EXPECT_EQ(written.find("a")->lost_peer_resumes, 1);
+  // A memory limit fails at once.
+  board.started(b);
+  EXPECT_EQ(board.job_failed("b", note("b", JobFailure::kMemoryLimit), false),
+            ExperimentState::kFailed);
+  EXPECT_EQ(read_status_file(spool.status_path()).find("b")->state, ExperimentState::kFailed);
 }
 
 TEST(StatusBoard, ARunningExperimentOfADeadDaemonBecomesInterrupted) {
