@@ -24,7 +24,8 @@ inline constexpr int kWatchdogExitCode = 3;
 // "watchdog: step 12: waited 30.0 s for the gradient of micro-batch 3 from rank 1 (stage 1, host
 // node7), which does not answer; ending the job". Deliberately not an mpipe::Error: no agreement
 // can be reached with a lost peer, so comm::agree lets it pass, and main logs it and ends the job
-// with MPI_Abort(kWatchdogExitCode). Nothing else may catch it.
+// with MPI_Abort(kWatchdogExitCode). Nothing else may swallow it (the daemon records it, then
+// rethrows).
 class WatchdogTimeout : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -21,7 +21,8 @@ inline constexpr int kMemoryLimitExitCode = 4;
 // Deliberately not an mpipe::Error: it happens on one rank in the middle of a step, while the
 // other ranks wait for it in point-to-point receives, so no agreement can be reached; comm::agree
 // lets it pass, and main logs it and ends the job with MPI_Abort(kMemoryLimitExitCode), the way
-// it ends a job the watchdog stopped. Nothing else may catch it.
+// it ends a job the watchdog stopped. Nothing else may swallow it (the daemon records it, then
+// rethrows).
 class MemoryLimitExceeded : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
