@@ -45,7 +45,7 @@ struct LayerContext {
   bool need_input_grad = true;  // false for the model's first layer: backward may skip dx
   // Backward only: which of the step's equal-sized micro-batches this is, and whether a layer
   // with weights may defer its weight gradient to one GEMM over all of them (pipeline
-  // weight_grads: batched), run in the backward that completes the step's set.
+  // weight_grads: batched), run by Layer::finish_step_grads.
   int micro_batch = 0;
   int micro_batches = 1;
   bool batch_weight_grads = false;
@@ -102,6 +102,11 @@ class Layer {
   // dy: [batch, ...output shape] → dx: [batch, ...input shape] (empty when
   // !ctx.need_input_grad). Adds this micro-batch's parameter gradients into the grad views.
   virtual Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) = 0;
+  // Completes what the step's backwards deferred (batched weight gradients: one GEMM over every
+  // micro-batch's operands). Called once per training step, after the last backward (and after
+  // its input gradient went on its way: deferred work is off the pipeline's critical path), with
+  // the context of a backward of that step.
+  virtual void finish_step_grads(const LayerContext& ctx) { (void)ctx; }
   // Whether backward honours LayerContext::grads_unset (every parameter gradient written in full
   // by the step's first write), so that a stage need not zero its gradients before the step.
   virtual bool writes_grads_first() const { return false; }

@@ -107,12 +107,19 @@ void Linear::defer_weight_grad(const Tensor& x, const Tensor& dy, int64_t rows,
   const int64_t first = ctx.micro_batch * rows;
   std::copy_n(x.data(), rows * in_, operands_.x.data() + first * in_);
   std::copy_n(dy.data(), rows * units_, operands_.dy.data() + first * units_);
-  if (++operands_.filled < ctx.micro_batches) return;
+  ++operands_.filled;
+}
+
+void Linear::finish_step_grads(const LayerContext& ctx) {
+  if (operands_.filled == 0) return;  // nothing deferred (accumulated, or one micro-batch)
+  check(operands_.step == ctx.step && operands_.filled == ctx.micro_batches,
+        "Linear: finishing step {} with {} of {} micro-batches' operands from step {}", ctx.step,
+        operands_.filled, ctx.micro_batches, operands_.step);
   // dW[units, in] += dy^T · x and db[units] += column sums of dy over every row of the step (=
   // when the gradients were not zeroed).
   kernels::linear_backward_weights(ctx.kernels, operands_.x.data(), operands_.dy.data(),
                                    weight_grad_.data(), has_bias_ ? bias_grad_.data() : nullptr,
-                                   all_rows, in_, units_, !ctx.grads_unset);
+                                   operands_.x.numel() / in_, in_, units_, !ctx.grads_unset);
   operands_ = {};
 }
 

@@ -24,9 +24,10 @@ class Linear : public Layer {
   // x: [batch, ..., in] → y: [batch, ..., units]. Saves x when training.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
   // dy: [batch, ..., units] → dx: [batch, ..., in]; adds dW and db into the grad views. With
-  // ctx.batch_weight_grads, it copies x and dy into the step's operands instead, and the backward
-  // that completes the step's micro-batches adds dW and db over all of their rows in one GEMM.
+  // ctx.batch_weight_grads, it copies x and dy into the step's operands instead, and
+  // finish_step_grads adds dW and db over all of their rows in one GEMM.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  void finish_step_grads(const LayerContext& ctx) override;
   bool writes_grads_first() const override { return true; }
   double forward_flops_per_example() const override;
 
@@ -34,8 +35,7 @@ class Linear : public Layer {
   int64_t units() const { return units_; }
 
  private:
-  // The rows of x and dy of micro-batch ctx.micro_batch, copied into the step's operands; adds
-  // dW and db once every micro-batch's rows are there, and frees the operands.
+  // The rows of x and dy of micro-batch ctx.micro_batch, copied into the step's operands.
   void defer_weight_grad(const Tensor& x, const Tensor& dy, int64_t rows, const LayerContext& ctx);
 
   // The step's weight-gradient operands under batched weight gradients: [micro-batches x rows,

@@ -146,7 +146,8 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
     }
     if (is_receive(program[i].kind)) ++consumed;
     const auto start = Clock::now();
-    in_last_backward_ = i == last_backward;
+    // (With deferred gradients, a layer's bucket waits for finish_step_grads below.)
+    in_last_backward_ = i == last_backward && !stage_.defers_grads();
     run_op(program[i], plan, data, totals);
     in_last_backward_ = false;
     const double seconds = seconds_since(start);
@@ -155,8 +156,15 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
       spdlog::trace("step {} stage {}: {} {:.3f} ms", plan.round + 1, stage_index_,
                     to_string(program[i]), 1e3 * seconds);
     }
-    if (i == last_backward && reduction) reduction->start_from(0);
   }
+  // Deferred gradients (batched weight gradients) after the last gradient was sent: off the
+  // pipeline's critical path. Each layer's bucket starts once its gradient is complete.
+  const auto finish_start = Clock::now();
+  in_last_backward_ = true;
+  stage_.finish_step_grads(layer_context(plan, static_cast<int>(plan.rows.size()) - 1, true));
+  in_last_backward_ = false;
+  times_.compute_s += seconds_since(finish_start);
+  if (reduction) reduction->start_from(0);
   const auto start = Clock::now();
   link_.wait_sends();
   times_.send_s += seconds_since(start);

@@ -181,6 +181,13 @@ nn::LayerContext Stage::backward_context(const nn::LayerContext& ctx, size_t lay
   return layer_ctx;
 }
 
+void Stage::finish_step_grads(const nn::LayerContext& ctx) {
+  for (size_t i = layers_.size(); i-- > 0;) {
+    layers_[i]->finish_step_grads(backward_context(ctx, i, num_micro_batches_ - 1));
+    if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
+  }
+}
+
 Tensor Stage::evaluate(const Tensor& input, const nn::LayerContext& ctx) {
   return run_forward(input, ctx, nullptr);
 }

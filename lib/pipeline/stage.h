@@ -41,6 +41,15 @@ class Stage {
   // its kept input just before that layer's backward (and dropping the input after). Returns d loss
   // / d input (empty on the stage that holds layer 0). Frees the stash.
   Tensor backward(int micro_batch, const Tensor& grad_output, const nn::LayerContext& ctx);
+  // Completes the gradients the step's backwards deferred (Layer::finish_step_grads), last layer
+  // first, calling the layer hook (backward) after each; once per training step, after the last
+  // backward. `ctx` is that backward's.
+  void finish_step_grads(const nn::LayerContext& ctx);
+  // Whether backwards defer gradients to finish_step_grads (batched weight gradients of more
+  // than one micro-batch): a layer's gradient is then complete only after it.
+  bool defers_grads() const {
+    return weight_grads_ == WeightGrads::kBatched && num_micro_batches_ > 1;
+  }
   // Forward in evaluation mode; stores nothing.
   Tensor evaluate(const Tensor& input, const nn::LayerContext& ctx);
 

@@ -140,7 +140,7 @@ TEST(Linear, SavesNothingInEvaluation) {
 }
 
 // Batched weight gradients: micro-batches of 2 rows, whose backwards (in any order) leave the
-// gradients alone until the last, which adds the same bits as one backward over all 6 rows.
+// gradients alone; finishing the step adds the same bits as one backward over all 6 rows.
 class LinearBatchedWeightGrads : public ::testing::Test {
  protected:
   static constexpr int kMicroBatches = 3;
@@ -189,14 +189,14 @@ class LinearBatchedWeightGrads : public ::testing::Test {
   const Tensor dy_ = random_tensor({2 * kMicroBatches, 3}, 8);
 };
 
-TEST_F(LinearBatchedWeightGrads, AddsOneGemmOverAllRowsAtTheLastBackward) {
+TEST_F(LinearBatchedWeightGrads, AddsOneGemmOverAllRowsWhenTheStepFinishes) {
   const std::vector<float> expected = one_backward_over_all_rows();
   std::vector<Tensor> dx(kMicroBatches);
-  for (int m : {2, 0}) {
+  for (int m : {2, 0, 1}) {
     dx[static_cast<size_t>(m)] = backwards({m})[static_cast<size_t>(m)];
-    for (float g : grads()) ASSERT_EQ(g, 0.0f) << "added before the step's last backward";
+    for (float g : grads()) ASSERT_EQ(g, 0.0f) << "added before the step finished";
   }
-  dx[1] = backwards({1})[1];
+  layer_.finish_step_grads(micro_batch_context(1));
   EXPECT_EQ(grads(), expected);  // bit for bit
   // dx is not deferred: each equals the accumulating backward's.
   for (int m = 0; m < kMicroBatches; ++m) {
@@ -216,7 +216,18 @@ TEST_F(LinearBatchedWeightGrads, AStepLeftUnfinishedIsDroppedByTheNext) {
     layer_.backward(dy, layer_.forward(x, ctx).saved, ctx);
   }
   backwards({1, 2, 0}, /*step=*/5);
+  layer_.finish_step_grads(micro_batch_context(0, /*step=*/5));
   EXPECT_EQ(grads(), expected);
+}
+
+TEST_F(LinearBatchedWeightGrads, FinishingAStepThatMissesMicroBatchesThrows) {
+  backwards({0, 2});
+  EXPECT_THROW(layer_.finish_step_grads(micro_batch_context(2)), Error);
+}
+
+TEST_F(LinearBatchedWeightGrads, FinishingAStepWithNothingDeferredChangesNothing) {
+  layer_.finish_step_grads(micro_batch_context(2));
+  for (float g : grads()) EXPECT_EQ(g, 0.0f);
 }
 
 TEST_F(LinearBatchedWeightGrads, WithGradsUnsetTheStepsGemmOverwrites) {
@@ -227,6 +238,9 @@ TEST_F(LinearBatchedWeightGrads, WithGradsUnsetTheStepsGemmOverwrites) {
     ctx.grads_unset = true;
     layer_.backward(rows_of(dy_, m), layer_.forward(rows_of(x_, m), ctx).saved, ctx);
   }
+  LayerContext ctx = micro_batch_context(kMicroBatches - 1);
+  ctx.grads_unset = true;
+  layer_.finish_step_grads(ctx);
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(grads()[i], expected[i]) << i;
 }
 

@@ -234,6 +234,7 @@ Gradients run_micro_batches(Recompute recompute, const std::vector<int64_t>& row
     grads.inputs.push_back(
         stage->backward(m, dy.slice_rows(first[i], rows[i]), context(kernels, first[i])));
   }
+  stage->finish_step_grads(context(kernels, first.back()));
   const auto span = stage->params().grads();
   grads.params.assign(span.begin(), span.end());
   return grads;
