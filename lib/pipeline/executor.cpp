@@ -163,7 +163,11 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
   in_last_backward_ = true;
   stage_.finish_step_grads(layer_context(plan, static_cast<int>(plan.rows.size()) - 1, true));
   in_last_backward_ = false;
-  times_.compute_s += seconds_since(finish_start);
+  const double finish_s = seconds_since(finish_start);
+  times_.compute_s += finish_s;
+  if (spdlog::should_log(spdlog::level::trace)) {
+    spdlog::trace("step {} stage {}: W {:.3f} ms", plan.round + 1, stage_index_, 1e3 * finish_s);
+  }
   if (reduction) reduction->start_from(0);
   const auto start = Clock::now();
   link_.wait_sends();
