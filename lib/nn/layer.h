@@ -100,7 +100,8 @@ class Layer {
   // x: [batch, ...input shape]. Returns the output and what backward needs.
   virtual Forward forward(const Tensor& x, const LayerContext& ctx) = 0;
   // dy: [batch, ...output shape] → dx: [batch, ...input shape] (empty when
-  // !ctx.need_input_grad). Adds this micro-batch's parameter gradients into the grad views.
+  // !ctx.need_input_grad). Adds this micro-batch's parameter gradients into the grad views (or
+  // writes them: LayerContext::grads_unset; or defers them to finish_step_grads).
   virtual Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) = 0;
   // Completes what the step's backwards deferred (batched weight gradients: one GEMM over every
   // micro-batch's operands). Called once per training step, after the last backward (and after

@@ -20,7 +20,7 @@ enum class Recompute {
 // How a layer with weights (linear) computes its weight gradient over a step's micro-batches.
 enum class WeightGrads {
   kAccumulate,  // one accumulating GEMM per micro-batch, during its backward
-  kBatched,     // one GEMM over all micro-batches at the last backward (holds their operands)
+  kBatched,     // one GEMM over all micro-batches after the last backward (holds their operands)
   kAuto,  // kBatched under GPipe with recompute never (every micro-batch's activations are kept
           // until the backwards anyway), else kAccumulate
 };
