@@ -2,7 +2,7 @@
 # Regenerates docs/benchmarks.md and its plots: runs every benchmark of scripts/bench in turn and
 # writes their tables, with the machine, the date and the exact commands.
 #
-#   scripts/bench/report.sh              # about 35 minutes on an idle 2-core machine
+#   scripts/bench/report.sh              # about 20 minutes on an idle 2-core machine
 #   ONLY="largest" scripts/bench/report.sh  # re-run some sections, keep the others' outputs
 #
 # Sections: kernels, pytorch, micro, scaling, precision, accuracy, overlap, project, largest,
