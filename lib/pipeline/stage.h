@@ -29,7 +29,7 @@ class Stage {
   const std::vector<std::unique_ptr<nn::Layer>>& layers() const { return layers_; }
 
   // Readies the gradient buffer for a training step: zeroes the gradients of the layers that do
-  // not write_grads_first(); the others' first write of the step overwrites theirs (their
+  // not writes_grads_first(); the others' first write of the step overwrites theirs (their
   // backwards then get LayerContext::grads_unset). Without it, every backward adds.
   void zero_grads_for_step();
 
