@@ -523,5 +523,38 @@ TEST(Planner, AdviseTheRecomputeModeAutoWouldChoose) {
   }));
 }
 
+TEST(WeightGrads, AutoIsBatchedOnlyUnderGpipeWithRecomputeNeverAsConfigured) {
+  const auto resolved = [](ScheduleKind schedule, Recompute recompute) {
+    PipelineConfig config;
+    config.schedule = schedule;
+    config.recompute = recompute;
+    return resolve_weight_grads(config);
+  };
+  EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kNever), WeightGrads::kBatched);
+  EXPECT_EQ(resolved(ScheduleKind::kOneFOneB, Recompute::kNever), WeightGrads::kAccumulate);
+  EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kAlways), WeightGrads::kAccumulate);
+  EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kAuto), WeightGrads::kAccumulate);
+  PipelineConfig explicit_choice;
+  explicit_choice.weight_grads = WeightGrads::kBatched;  // with recompute: auto
+  EXPECT_EQ(resolve_weight_grads(explicit_choice), WeightGrads::kBatched);
+}
+
+TEST(Planner, BatchedWeightGradsHoldEveryMicroBatchsLinearOperandsFromTheBackwards) {
+  // dense_model: linear 5 → 6, relu, linear 6 → 3; 4 micro-batches of 8 rows on one stage.
+  PlanRequest r = request(1, PartitionMode::kAuto);
+  r.pipeline.schedule = ScheduleKind::kGpipe;
+  r.pipeline.recompute = Recompute::kNever;
+  r.pipeline.weight_grads = WeightGrads::kAccumulate;
+  const PipelinePlan accumulated = plan_of(dense_model(), kDenseInput, r);
+  r.pipeline.weight_grads = WeightGrads::kAuto;  // batched under gpipe and never
+  const PipelinePlan batched = plan_of(dense_model(), kDenseInput, r);
+  const double operands = 4.0 * 8.0 * ((5 + 6) + (6 + 3)) * sizeof(float);
+  EXPECT_EQ(accumulated.stages[0].memory.weight_grad_operands, 0.0);
+  const model::StageMemory& m = batched.stages[0].memory;
+  ASSERT_TRUE(batched.stages[0].stash.backward);  // the peak is at a backward, which holds them
+  EXPECT_DOUBLE_EQ(m.weight_grad_operands, operands);
+  EXPECT_DOUBLE_EQ(m.total(), accumulated.stages[0].memory.total() + operands);
+}
+
 }  // namespace
 }  // namespace mpipe::pipeline
