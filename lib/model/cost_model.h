@@ -33,7 +33,7 @@ struct LayerCost {
   double workspace_bytes = 0.0;
   double forward_copy_bytes = 0.0;
   // Per example: what batched weight gradients (pipeline weight_grads: batched) hold from a
-  // step's first backward to its last: a copy of the input and of the output gradient (linear).
+  // step's first backward to its GEMM: a copy of the input and of the output gradient (linear).
   double weight_grad_operand_bytes = 0.0;
 
   // Bytes forward keeps for backward for a micro-batch of `rows` examples: exactly what

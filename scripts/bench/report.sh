@@ -100,7 +100,7 @@ for s in $sections; do
         env STAGES=1 MICRO="1 4 8 16" REPEATS=3 scripts/bench/scaling.sh ;;
     wgrad)
       section wgrad "Weight gradients batched over the micro-batches (issue 10, target 3)" \
-        "pipeline.weight_grads: accumulate (one accumulating GEMM per micro-batch) against batched (one GEMM over the step's rows at the last backward; scaling_mlp's default, as it runs GPipe with recompute never), configs/scaling_mlp.yaml on one stage, the same runs interleaved." \
+        "pipeline.weight_grads: accumulate (one accumulating GEMM per micro-batch) against batched (one GEMM over the step's rows after the last backward; scaling_mlp's default, as it runs GPipe with recompute never), configs/scaling_mlp.yaml on one stage, the same runs interleaved." \
         scripts/bench/weight_grads.sh ;;
     scaling)
       section scaling "Two stages (issue 10, target 4: K=2 >= 1.5x K=1 M=1)" \
