@@ -105,11 +105,12 @@ class Daemon {
     if (name.empty()) return;
     std::optional<FailureNote> note;
     comm::agree(world_, [&] { note = spool_.read_failure_note(name); });
-    const auto [has_note, json] = world_.first_error(note ? 1 : 0, note ? note_json(*note) : "");
+    const auto [has_note, json] =
+        world_.first_error(note ? 1 : 0, note ? failure_note_text(*note) : "");
     if (!has_note) return;
     comm::agree(world_, [&] {
       if (!is_root()) return;
-      const FailureNote first = note_from_json(json);
+      const FailureNote first = parse_failure_note(json);
       if (board_->job_failed(name, first, true) == ExperimentState::kFailed) {
         spool_.finish_active();
         spdlog::error("{}: failed: {}", name, first.error);
@@ -121,23 +122,6 @@ class Daemon {
       }
     });
     comm::agree(world_, [&] { spool_.remove_failure_note(name); });
-  }
-
-  static std::string note_json(const FailureNote& note) {
-    return nlohmann::json{{"failure", job_failure_name(note.failure)},
-                          {"error", note.error},
-                          {"rank", note.rank},
-                          {"time", note.time}}
-        .dump();
-  }
-
-  static FailureNote note_from_json(const std::string& text) {
-    const nlohmann::json json = nlohmann::json::parse(text);
-    return {.name = "",
-            .failure = parse_job_failure(json.at("failure").get<std::string>()),
-            .error = json.at("error").get<std::string>(),
-            .rank = json.at("rank").get<int>(),
-            .time = json.at("time").get<std::string>()};
   }
 
   // This rank ends the whole job (the error passes on to main, which aborts it): it first leaves

@@ -284,16 +284,29 @@ std::string Spool::failure_note_path(const std::string& name) const {
   return (fs::path(run_dir(name)) / "failure.json").string();
 }
 
-void Spool::write_failure_note(const FailureNote& note) const {
-  std::error_code ec;
-  fs::create_directories(run_dir(note.name), ec);
-  check(!ec, "{}: cannot create: {}", run_dir(note.name), ec.message());
+std::string failure_note_text(const FailureNote& note) {
   const nlohmann::json json = {{"name", note.name},
                                {"failure", job_failure_name(note.failure)},
                                {"error", note.error},
                                {"rank", note.rank},
                                {"time", note.time}};
-  checkpoint::write_file_atomically(failure_note_path(note.name), json.dump(2) + "\n");
+  return json.dump(2) + "\n";
+}
+
+FailureNote parse_failure_note(const std::string& text) {
+  const nlohmann::json json = nlohmann::json::parse(text);
+  return {.name = json.at("name").get<std::string>(),
+          .failure = parse_job_failure(json.at("failure").get<std::string>()),
+          .error = json.at("error").get<std::string>(),
+          .rank = json.at("rank").get<int>(),
+          .time = json.at("time").get<std::string>()};
+}
+
+void Spool::write_failure_note(const FailureNote& note) const {
+  std::error_code ec;
+  fs::create_directories(run_dir(note.name), ec);
+  check(!ec, "{}: cannot create: {}", run_dir(note.name), ec.message());
+  checkpoint::write_file_atomically(failure_note_path(note.name), failure_note_text(note));
 }
 
 std::optional<FailureNote> Spool::read_failure_note(const std::string& name) const {
@@ -301,12 +314,7 @@ std::optional<FailureNote> Spool::read_failure_note(const std::string& name) con
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
   try {
-    const nlohmann::json json = nlohmann::json::parse(read_text(path));
-    FailureNote note{.name = json.at("name").get<std::string>(),
-                     .failure = parse_job_failure(json.at("failure").get<std::string>()),
-                     .error = json.at("error").get<std::string>(),
-                     .rank = json.at("rank").get<int>(),
-                     .time = json.at("time").get<std::string>()};
+    FailureNote note = parse_failure_note(read_text(path));
     check_input(note.name == name, "it is about '{}'", note.name);
     return note;
   } catch (const nlohmann::json::exception& e) {

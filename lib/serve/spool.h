@@ -56,6 +56,11 @@ struct FailureNote {
   std::string time;   // UTC
 };
 
+// failure.json's text for `note`, and the note of such a text (throws nlohmann::json::exception
+// or InputError when it is not one).
+std::string failure_note_text(const FailureNote& note);
+FailureNote parse_failure_note(const std::string& text);
+
 enum class CancelResult {
   kRemovedFromQueue,  // it was waiting: it will never run
   kStopRequested,     // it is the active one: the daemon stops it at its next step
