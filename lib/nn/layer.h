@@ -44,8 +44,8 @@ struct LayerContext {
   bool recompute = false;       // a re-materialization: records no buffer update (see Layer)
   bool need_input_grad = true;  // false for the model's first layer: backward may skip dx
   // Backward only: which of the step's equal-sized micro-batches this is, and whether a layer
-  // with weights may defer its weight gradient to one GEMM over all of them (pipeline
-  // weight_grads: batched), run by Layer::finish_step_grads.
+  // with weights defers its weight gradient to one GEMM over all of them (pipeline weight_grads:
+  // batched, with more than one micro-batch), run by Layer::finish_step_grads.
   int micro_batch = 0;
   int micro_batches = 1;
   bool batch_weight_grads = false;

@@ -71,7 +71,7 @@ Tensor Linear::backward(const Tensor& dy, const Saved& saved, const LayerContext
   const int64_t rows = x.numel() / in_;
   check(dy.numel() == rows * units_, "Linear::backward: dy {} does not match x {}", dy.shape(),
         x.shape());
-  if (ctx.batch_weight_grads && ctx.micro_batches > 1) {  // (one micro-batch: the same GEMM)
+  if (ctx.batch_weight_grads) {
     defer_weight_grad(x, dy, rows, ctx);
   } else {
     // dW[units, in] += dy^T · x, db[units] += column sums of dy (= on the step's first write).

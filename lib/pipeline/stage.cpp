@@ -176,7 +176,7 @@ nn::LayerContext Stage::backward_context(const nn::LayerContext& ctx, size_t lay
   layer_ctx.need_input_grad = layers_[layer]->global_index() != 0;
   layer_ctx.micro_batch = micro_batch;
   layer_ctx.micro_batches = num_micro_batches_;
-  layer_ctx.batch_weight_grads = weight_grads_ == WeightGrads::kBatched;
+  layer_ctx.batch_weight_grads = defers_grads();
   layer_ctx.grads_unset = grads_unset_ && layers_[layer]->writes_grads_first();
   return layer_ctx;
 }
