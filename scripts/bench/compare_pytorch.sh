@@ -8,7 +8,8 @@
 # clipping, dropout) against scripts/bench/pytorch_transformer.py. mpipe runs K=1 M=1 and keeps
 # its activations (pipeline.recompute: never), as PyTorch does.
 #
-# Environment: MODELS (default "mlp transformer"), THREADS (list, default "1 2"), REPEATS
+# Environment: MODELS (default "mlp transformer"), THREADS (list, default "1 2"), WAIT_POLICY
+# (OMP_WAIT_POLICY for both sides; default unset), REPEATS
 # (default 3; the fastest is shown), WAIT_IDLE (before each run, wait up to this many seconds for
 # idle CPUs; default 120, 0 = no), MPIPE_BIN (default build/release/apps/mpipe). Needs
 # /usr/bin/python3 with Debian's python3-torch and libopenblas0-openmp. Both sides time 25 steps
@@ -29,7 +30,12 @@ bin=${MPIPE_BIN:-build/release/apps/mpipe}
     "libopenblas0-openmp)" >&2
   exit 2
 }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=PASSIVE
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# One process whose threads have the cores to themselves: libgomp's default wait policy (spin a
+# while, then sleep), as a user's run gets it. OMP_WAIT_POLICY=PASSIVE (what the tests set against
+# oversubscription) puts the threads to sleep between parallel regions and costs up to 30% at 2
+# threads; WAIT_POLICY=PASSIVE measures that.
+if [[ -n ${WAIT_POLICY:-} ]]; then export OMP_WAIT_POLICY=$WAIT_POLICY; else unset OMP_WAIT_POLICY; fi
 
 work=$(mktemp -d /tmp/mpipe-compare.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -57,6 +63,7 @@ model_args() {  # MODEL → sets config, batch, twin, overrides
 best() { tr ' ' '\n' | sed '/^$/d' | sort -g | tail -n 1; }
 
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+echo "OMP_WAIT_POLICY: ${OMP_WAIT_POLICY:-unset (libgomp default)}"
 echo "load before: $(uptime)"
 echo "commands (each repeated $repeats times, interleaved; the fastest shown):"
 declare -A mpipe torch

@@ -7,7 +7,8 @@
 # Models: configs/scaling_mlp.yaml (8 x Linear(1024,1024), batch 256), configs/char_transformer.yaml
 # (d=128, 4 blocks, batch 32 x 64 tokens) and the same Transformer at d=512 (more GEMM-bound);
 # both Transformers as configured (M=4, recompute always) but on one stage.
-# Environment: THREADS (list, default "1 2"), REPEATS (default 2; the fastest is shown),
+# Environment: THREADS (list, default "1 2"), REPEATS (default 2; the fastest is shown), WAIT_POLICY
+# (OMP_WAIT_POLICY for the runs; default unset),
 # WAIT_IDLE (before each run, wait up to this many seconds for idle CPUs; default 30, 0 = no),
 # MPIPE_BIN (default build/release/apps/mpipe). Throughput: scripts/bench/throughput.py (the
 # logged windows after the first). Output: a markdown table for docs/benchmarks.md.
@@ -20,7 +21,12 @@ wait_idle=${WAIT_IDLE:-30}
 bin=${MPIPE_BIN:-build/release/apps/mpipe}
 [[ -x "$bin" ]] || { echo "precision.sh: $bin is not an executable (set MPIPE_BIN)" >&2; exit 2; }
 grep -qw avx512_bf16 /proc/cpuinfo || { echo "precision.sh: this CPU lacks avx512_bf16" >&2; exit 2; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=PASSIVE
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# One process whose threads have the cores to themselves: libgomp's default wait policy (spin a
+# while, then sleep), as a user's run gets it. OMP_WAIT_POLICY=PASSIVE (what the tests set against
+# oversubscription) puts the threads to sleep between parallel regions and costs up to 30% at 2
+# threads; WAIT_POLICY=PASSIVE measures that.
+if [[ -n ${WAIT_POLICY:-} ]]; then export OMP_WAIT_POLICY=$WAIT_POLICY; else unset OMP_WAIT_POLICY; fi
 
 work=$(mktemp -d /tmp/mpipe-precision.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -42,6 +48,7 @@ best() { tr ' ' '\n' | sed '/^$/d' | sort -g | tail -n 1; }
 
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); ISA flags:" \
   "$(grep -ow 'avx512_bf16\|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+echo "OMP_WAIT_POLICY: ${OMP_WAIT_POLICY:-unset (libgomp default)}"
 echo "load before: $(uptime)"
 echo "$wide: sed -e 's/dim: 128/dim: 512/' -e 's/heads: 4/heads: 8/' configs/char_transformer.yaml"
 echo "commands (each repeated $repeats times, f32 and bf16 interleaved; the fastest shown):"
