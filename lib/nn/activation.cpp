@@ -11,12 +11,23 @@ Activation::Activation(int global_index, const Shape& input_shape, kernels::Eltw
               kernels::eltwise_kind_name(kind), input_shape);
 }
 
-Forward Activation::forward(const Tensor& x, const LayerContext& ctx) {
+Tensor Activation::output(const Tensor& x, const LayerContext& ctx) const {
   check(x.shape().rank() >= 1 && x.shape().per_example() == input_shape_,
         "{}: input {} does not match the layer's input shape {}", kind(), x.shape(), input_shape_);
-  Forward result{.output = Tensor::uninitialized(x.shape()), .saved = {}};
-  kernels::eltwise_forward(ctx.kernels, kind_, x.data(), result.output.data(), x.numel());
+  Tensor y = Tensor::uninitialized(x.shape());
+  kernels::eltwise_forward(ctx.kernels, kind_, x.data(), y.data(), x.numel());
+  return y;
+}
+
+Forward Activation::forward(const Tensor& x, const LayerContext& ctx) {
+  Forward result{.output = output(x, ctx), .saved = {}};
   if (ctx.training) result.saved.tensors.push_back(x);
+  return result;
+}
+
+Forward Activation::forward_consuming(Tensor x, const LayerContext& ctx) {
+  Forward result{.output = output(x, ctx), .saved = {}};
+  if (ctx.training) result.saved.tensors.push_back(std::move(x));
   return result;
 }
 

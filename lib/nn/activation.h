@@ -15,10 +15,13 @@ class Activation : public Layer {
   Shape output_shape() const override { return input_shape_; }
   // x: [batch, ...] → y: [batch, ...]. Saves x when training.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
 
  private:
+  Tensor output(const Tensor& x, const LayerContext& ctx) const;
+
   Shape input_shape_;
   kernels::EltwiseKind kind_;
 };

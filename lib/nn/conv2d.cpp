@@ -103,6 +103,12 @@ Forward Conv2d::forward(const Tensor& x, const LayerContext& ctx) {
   return result;
 }
 
+Forward Conv2d::forward_consuming(Tensor x, const LayerContext& ctx) {
+  Forward result{.output = apply(x, ctx), .saved = {}};
+  if (ctx.training) result.saved.tensors.push_back(std::move(x));
+  return result;
+}
+
 Tensor Conv2d::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
   return backward_from(dy, saved.tensors, ctx);
 }

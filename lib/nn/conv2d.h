@@ -27,6 +27,7 @@ class Conv2d : public Layer {
 
   // x: [batch, C, H, W] → y: [batch, O, Ho, Wo]. Saves x when training.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   // dy: [batch, O, Ho, Wo] → dx: [batch, C, H, W]; adds dweight (and dbias) into the grad views.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;

@@ -99,6 +99,9 @@ class Layer {
 
   // x: [batch, ...input shape]. Returns the output and what backward needs.
   virtual Forward forward(const Tensor& x, const LayerContext& ctx) = 0;
+  // The same for a caller that has no further use for x: a layer that saves its input keeps x
+  // itself instead of a copy (the stage's forward passes each layer's output on this way).
+  virtual Forward forward_consuming(Tensor x, const LayerContext& ctx) { return forward(x, ctx); }
   // dy: [batch, ...output shape] → dx: [batch, ...input shape] (empty when
   // !ctx.need_input_grad). Adds this micro-batch's parameter gradients into the grad views (or
   // writes them: LayerContext::grads_unset; or defers them to finish_step_grads).

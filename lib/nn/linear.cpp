@@ -50,18 +50,29 @@ void Linear::bind(std::vector<std::span<float>> params, std::vector<std::span<fl
   }
 }
 
-Forward Linear::forward(const Tensor& x, const LayerContext& ctx) {
+Tensor Linear::output(const Tensor& x, const LayerContext& ctx) const {
   check(x.shape().rank() >= 1 && x.shape().per_example() == input_shape_,
         "Linear: input {} does not match the layer's input shape {}", x.shape(), input_shape_);
   check(!weight_.empty(), "Linear: forward before bind");
   const int64_t rows = x.numel() / in_;
   Shape out_shape = x.shape();
   out_shape[out_shape.rank() - 1] = units_;
-  Forward result{.output = Tensor::uninitialized(out_shape), .saved = {}};
+  Tensor y = Tensor::uninitialized(out_shape);
   // x: [rows, in], weight: [units, in], bias: [units] → y: [rows, units]
   kernels::linear_forward(ctx.kernels, x.data(), weight_.data(), has_bias_ ? bias_.data() : nullptr,
-                          result.output.data(), rows, in_, units_);
+                          y.data(), rows, in_, units_);
+  return y;
+}
+
+Forward Linear::forward(const Tensor& x, const LayerContext& ctx) {
+  Forward result{.output = output(x, ctx), .saved = {}};
   if (ctx.training) result.saved.tensors.push_back(x);
+  return result;
+}
+
+Forward Linear::forward_consuming(Tensor x, const LayerContext& ctx) {
+  Forward result{.output = output(x, ctx), .saved = {}};
+  if (ctx.training) result.saved.tensors.push_back(std::move(x));
   return result;
 }
 

@@ -23,6 +23,7 @@ class Linear : public Layer {
 
   // x: [batch, ..., in] → y: [batch, ..., units]. Saves x when training.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   // dy: [batch, ..., units] → dx: [batch, ..., in]; adds dW and db into the grad views. With
   // ctx.batch_weight_grads, it copies x and dy into the step's operands instead, and
   // finish_step_grads adds dW and db over all of their rows in one GEMM.
@@ -35,6 +36,7 @@ class Linear : public Layer {
   int64_t units() const { return units_; }
 
  private:
+  Tensor output(const Tensor& x, const LayerContext& ctx) const;
   // The rows of x and dy of micro-batch ctx.micro_batch, copied into the step's operands.
   void defer_weight_grad(const Tensor& x, const Tensor& dy, int64_t rows, const LayerContext& ctx);
 

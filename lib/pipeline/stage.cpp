@@ -72,19 +72,21 @@ bool Stage::recomputes(int micro_batch) const {
 
 Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
                           std::vector<nn::Saved>* saved, std::vector<float>* update) {
-  const Tensor* x = &input;
+  // Each layer after the first takes its predecessor's output, which nothing else needs: a layer
+  // that saves its input keeps that tensor instead of a copy.
   Tensor current;
-  for (const auto& layer : layers_) {
-    const MemoryActivity activity = layer_activity(*layer, forward_kind(ctx));
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    nn::Layer& layer = *layers_[i];
+    const MemoryActivity activity = layer_activity(layer, forward_kind(ctx));
     const MemoryActivityScope label(activity);
-    nn::Forward result = layer->forward(*x, ctx);
+    nn::Forward result =
+        i == 0 ? layer.forward(input, ctx) : layer.forward_consuming(std::move(current), ctx);
     if (saved) saved->push_back(std::move(result.saved));
     if (update) {
       update->insert(update->end(), result.buffer_update.begin(), result.buffer_update.end());
     }
     current = std::move(result.output);
-    x = &current;
-    if (layer_hook_) layer_hook_(layer->global_index(), false);
+    if (layer_hook_) layer_hook_(layer.global_index(), false);
   }
   return current;
 }
