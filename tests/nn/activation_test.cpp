@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "forward_consuming_check.h"
 #include "gradient_check.h"
 
 namespace mpipe::nn {
@@ -29,6 +30,12 @@ TEST(Activation, BackwardMatchesFiniteDifferencesForEveryKind) {
     Activation layer(0, Shape{3, 5}, kind);
     testing::expect_gradients_match(layer, away_from_zero({2, 3, 5}), ctx);
   }
+}
+
+TEST(Activation, ForwardConsumingKeepsTheInputItIsHanded) {
+  kernels::KernelContext kernels;
+  Activation layer(0, Shape{3, 5}, kernels::EltwiseKind::kGelu);
+  testing::expect_forward_consuming_keeps_input(layer, away_from_zero({2, 3, 5}), kernels);
 }
 
 TEST(Activation, KeepsShapeAndNamesItsKind) {

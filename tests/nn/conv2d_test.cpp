@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "forward_consuming_check.h"
 #include "gradient_check.h"
 #include "kernels/conv_reference.h"
 #include "support/random_tensor.h"
@@ -22,6 +23,12 @@ TEST(Conv2d, BackwardMatchesFiniteDifferencesWithPadding) {
   kernels::KernelContext ctx;
   Conv2d layer(0, Shape{3, 5, 5}, 4, 3, /*stride=*/1, /*padding=*/1);
   testing::expect_gradients_match(layer, random_tensor({2, 3, 5, 5}, 1), ctx);
+}
+
+TEST(Conv2d, ForwardConsumingKeepsTheInputItIsHanded) {
+  kernels::KernelContext kernels;
+  Conv2d layer(0, Shape{3, 5, 5}, 4, 3, /*stride=*/1, /*padding=*/1);
+  testing::expect_forward_consuming_keeps_input(layer, random_tensor({2, 3, 5, 5}, 3), kernels);
 }
 
 TEST(Conv2d, BackwardMatchesFiniteDifferencesWithStrideTwo) {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "forward_consuming_check.h"
 #include "gradient_check.h"
 #include "kernels/reference.h"
 #include "nn/param_buffer.h"
@@ -127,6 +128,12 @@ TEST(Linear, WithGradsUnsetTheFirstMicroBatchOverwritesAndTheRestAdd) {
   ctx.micro_batches = 2;
   layer.backward(dy, forward.saved, ctx);  // a later one: adds
   for (size_t i = 0; i < once.size(); ++i) EXPECT_FLOAT_EQ(buffer.grads()[i], 2.0f * once[i]);
+}
+
+TEST(Linear, ForwardConsumingKeepsTheInputItIsHanded) {
+  kernels::KernelContext kernels;
+  Linear layer(0, Shape{4}, 3);
+  testing::expect_forward_consuming_keeps_input(layer, random_tensor({2, 4}, 7), kernels);
 }
 
 TEST(Linear, SavesNothingInEvaluation) {
