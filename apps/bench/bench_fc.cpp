@@ -1,5 +1,6 @@
 // Benchmark of the fully connected path: raw oneDNN matmul vs Linear forward vs forward+backward,
-// in GFLOP/s. Prints a table; asserts nothing about time.
+// then the matmul at micro-batch row counts with its weight in cache or not, in GFLOP/s. Prints
+// tables; asserts nothing about time.
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -49,6 +50,53 @@ double raw_matmul_seconds(kernels::KernelContext& ctx, const Size& s) {
   });
 }
 
+// (b) The same matmul over `weights` distinct weights in turn, as a stage's layers call it: with
+// one weight it stays in the caches between calls; with several whose bytes exceed the L2 cache,
+// each call streams its weight from L3 or memory, as in a pipeline's forward of one micro-batch.
+double rotating_matmul_seconds(kernels::KernelContext& ctx, const Size& s, int weights) {
+  using dnnl::memory;
+  const memory::desc a({s.batch, s.in}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc b({s.in, s.out}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc c({s.batch, s.out}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::matmul primitive(
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), ctx.engine()));
+  Tensor x(Shape{s.batch, s.in}), y(Shape{s.batch, s.out});
+  x.fill(0.5f);
+  std::vector<Tensor> w;
+  std::vector<memory> wm;
+  for (int i = 0; i < weights; ++i) {
+    w.emplace_back(Shape{s.in, s.out}).fill(0.25f);
+    wm.emplace_back(b, ctx.engine(), w.back().data());
+  }
+  const memory xm(a, ctx.engine(), x.data()), ym(c, ctx.engine(), y.data());
+  int next = 0;
+  return seconds_per_call([&] {
+    primitive.execute(ctx.stream(), {{DNNL_ARG_SRC, xm},
+                                     {DNNL_ARG_WEIGHTS, wm[static_cast<size_t>(next)]},
+                                     {DNNL_ARG_DST, ym}});
+    ctx.stream().wait();
+    next = (next + 1) % weights;
+  });
+}
+
+void print_micro_batch_rows(kernels::KernelContext& kernels) {
+  constexpr int kColdWeights = 8;
+  fmt::print("\nmatmul at micro-batch rows: one weight (in cache) vs {} weights in turn\n",
+             kColdWeights);
+  fmt::print("{:>22} {:>14} {:>14} {:>10}\n", "rows x in -> out", "1 weight GF/s",
+             fmt::format("{} weights GF/s", kColdWeights), "ratio");
+  for (const int64_t width : {1024, 512}) {
+    for (const int64_t rows : {256, 64, 32}) {
+      const Size s{rows, width, width};
+      const double flops = 2.0 * static_cast<double>(rows * width * width);
+      const double hot = flops / rotating_matmul_seconds(kernels, s, 1) * 1e-9;
+      const double cold = flops / rotating_matmul_seconds(kernels, s, kColdWeights) * 1e-9;
+      fmt::print("{:>22} {:>14.1f} {:>14.1f} {:>10.2f}\n",
+                 fmt::format("{} x {} -> {}", rows, width, width), hot, cold, cold / hot);
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -79,5 +127,6 @@ int main() {
                fmt::format("{} x {} -> {}", s.batch, s.in, s.out), flops / raw * 1e-9,
                flops / forward * 1e-9, 3.0 * flops / forward_backward * 1e-9);
   }
+  print_micro_batch_rows(kernels);
   return 0;
 }
