@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -66,8 +67,10 @@ memory wrap(const memory::desc& desc, const dnnl::engine& engine, const void* da
 }
 
 // b_is_weight: b is a parameter (its bf16 copy may be reused within a WeightsFixed scope).
+// a_bf16: in bf16 precision, a's bf16 copy when the caller made it (for several products).
 void run_matmul(KernelContext& ctx, const MatmulShape& s, const float* a, const float* b,
-                const float* bias, float* c, float alpha, float beta, bool b_is_weight = false) {
+                const float* bias, float* c, float alpha, float beta, bool b_is_weight = false,
+                const void* a_bf16 = nullptr) {
   check(s.batch >= 0 && s.m >= 0 && s.k >= 0 && s.n >= 0, "matmul: negative size");
   check(beta == 0.0f || beta == 1.0f, "matmul: beta must be 0 or 1, got {}", beta);
   if (s.batch == 0 || s.m == 0 || s.n == 0) return;
@@ -88,7 +91,7 @@ void run_matmul(KernelContext& ctx, const MatmulShape& s, const float* a, const 
   const void* a_data = a;
   const void* b_data = b;
   if (precision == Precision::kBf16) {
-    a_data = bf16_copy(ctx, key + " a", a, s.batch * s.m * s.k);
+    a_data = a_bf16 ? a_bf16 : bf16_copy(ctx, key + " a", a, s.batch * s.m * s.k);
     b_data = b_is_weight ? bf16_weight_copy(ctx, b, s.batch * s.k * s.n)
                          : bf16_copy(ctx, key + " b", b, s.batch * s.k * s.n);
   }
@@ -99,6 +102,28 @@ void run_matmul(KernelContext& ctx, const MatmulShape& s, const float* a, const 
   if (bias) args.emplace(DNNL_ARG_BIAS, wrap(p.bias, engine, bias));
   p.primitive.execute(ctx.stream(), args);
   ctx.stream().wait();
+}
+
+// dx[rows, in] = dy[rows, out] · w[out, in].
+void backward_data(KernelContext& ctx, const float* dy, const void* dy_bf16, const float* w,
+                   float* dx, int64_t rows, int64_t in, int64_t out) {
+  const MatmulShape shape{.m = rows, .k = out, .n = in};
+  run_matmul(ctx, shape, dy, w, nullptr, dx, 1.0f, 0.0f, true, dy_bf16);
+}
+
+// dw[out, in] (+)= dy^T (dy stored [rows, out]) · x[rows, in]; dbias[out] (+)= column sums of dy.
+void backward_weights(KernelContext& ctx, const float* x, const float* dy, const void* dy_bf16,
+                      float* dw, float* dbias, int64_t rows, int64_t in, int64_t out,
+                      bool accumulate) {
+  const MatmulShape shape{.m = out, .k = rows, .n = in, .transpose_a = true};
+  run_matmul(ctx, shape, dy, x, nullptr, dw, 1.0f, accumulate ? 1.0f : 0.0f, false, dy_bf16);
+  if (!dbias) return;
+  if (!accumulate) std::fill_n(dbias, out, 0.0f);
+  // dbias[out] += column sums of dy, rows in ascending order (deterministic, vectorized).
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = dy + r * out;
+    for (int64_t o = 0; o < out; ++o) dbias[o] += row[o];
+  }
 }
 
 }  // namespace
@@ -117,23 +142,24 @@ void linear_forward(KernelContext& ctx, const float* x, const float* w, const fl
 
 void linear_backward_data(KernelContext& ctx, const float* dy, const float* w, float* dx,
                           int64_t rows, int64_t in, int64_t out) {
-  // dx[rows, in] = dy[rows, out] · w[out, in].
-  const MatmulShape shape{.m = rows, .k = out, .n = in};
-  run_matmul(ctx, shape, dy, w, nullptr, dx, 1.0f, 0.0f, true);
+  backward_data(ctx, dy, nullptr, w, dx, rows, in, out);
 }
 
 void linear_backward_weights(KernelContext& ctx, const float* x, const float* dy, float* dw,
                              float* dbias, int64_t rows, int64_t in, int64_t out, bool accumulate) {
-  // dw[out, in] (+)= dy^T (dy stored [rows, out]) · x[rows, in].
-  const MatmulShape shape{.m = out, .k = rows, .n = in, .transpose_a = true};
-  run_matmul(ctx, shape, dy, x, nullptr, dw, 1.0f, accumulate ? 1.0f : 0.0f);
-  if (!dbias) return;
-  if (!accumulate) std::fill_n(dbias, out, 0.0f);
-  // dbias[out] += column sums of dy, rows in ascending order (deterministic, vectorized).
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = dy + r * out;
-    for (int64_t o = 0; o < out; ++o) dbias[o] += row[o];
+  backward_weights(ctx, x, dy, nullptr, dw, dbias, rows, in, out, accumulate);
+}
+
+void linear_backward(KernelContext& ctx, const float* x, const float* dy, const float* w, float* dx,
+                     float* dw, float* dbias, int64_t rows, int64_t in, int64_t out,
+                     bool accumulate) {
+  // In bf16 both products read one copy of dy.
+  const void* dy_bf16 = nullptr;
+  if (ctx.precision() == Precision::kBf16 && rows > 0 && out > 0) {
+    dy_bf16 = bf16_copy(ctx, fmt::format("linear_backward dy n{}", rows * out), dy, rows * out);
   }
+  backward_weights(ctx, x, dy, dy_bf16, dw, dbias, rows, in, out, accumulate);
+  if (dx) backward_data(ctx, dy, dy_bf16, w, dx, rows, in, out);
 }
 
 }  // namespace mpipe::kernels

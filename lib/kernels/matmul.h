@@ -31,5 +31,10 @@ void linear_backward_data(KernelContext& ctx, const float* dy, const float* w, f
 void linear_backward_weights(KernelContext& ctx, const float* x, const float* dy, float* dw,
                              float* dbias, int64_t rows, int64_t in, int64_t out,
                              bool accumulate = true);
+// Both of a backward: linear_backward_weights, then linear_backward_data unless dx is nullptr.
+// In bf16 precision dy is converted once for the two products.
+void linear_backward(KernelContext& ctx, const float* x, const float* dy, const float* w, float* dx,
+                     float* dw, float* dbias, int64_t rows, int64_t in, int64_t out,
+                     bool accumulate = true);
 
 }  // namespace mpipe::kernels

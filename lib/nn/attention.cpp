@@ -168,11 +168,10 @@ Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tens
         dy.shape(), x.shape());
   const Dims s{.batch = x.dim(0), .seq = seq_, .dim = dim_, .heads = heads_};
   // Output projection: dproj.weight += dy^T · merged, dmerged = dy · proj.weight.
-  kernels::linear_backward_weights(ctx.kernels, merged.data(), dy.data(), proj_weight_grad_.data(),
-                                   proj_bias_grad_.data(), s.rows(), dim_, dim_);
   Tensor dmerged = Tensor::uninitialized(x.shape());
-  kernels::linear_backward_data(ctx.kernels, dy.data(), proj_weight_.data(), dmerged.data(),
-                                s.rows(), dim_, dim_);
+  kernels::linear_backward(ctx.kernels, merged.data(), dy.data(), proj_weight_.data(),
+                           dmerged.data(), proj_weight_grad_.data(), proj_bias_grad_.data(),
+                           s.rows(), dim_, dim_);
   Tensor dheads = Tensor::uninitialized(q.shape());
   to_heads(s, dmerged.data(), dim_, 0, dheads.data());
 
@@ -192,12 +191,11 @@ Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tens
   from_heads(s, dq.data(), 3 * dim_, 0, dqkv.data());
   from_heads(s, dk.data(), 3 * dim_, dim_, dqkv.data());
   from_heads(s, dv.data(), 3 * dim_, 2 * dim_, dqkv.data());
-  kernels::linear_backward_weights(ctx.kernels, x.data(), dqkv.data(), qkv_weight_grad_.data(),
-                                   qkv_bias_grad_.data(), s.rows(), dim_, 3 * dim_);
-  if (!ctx.need_input_grad) return {};
-  Tensor dx = Tensor::uninitialized(x.shape());
-  kernels::linear_backward_data(ctx.kernels, dqkv.data(), qkv_weight_.data(), dx.data(), s.rows(),
-                                dim_, 3 * dim_);
+  Tensor dx;
+  if (ctx.need_input_grad) dx = Tensor::uninitialized(x.shape());
+  kernels::linear_backward(ctx.kernels, x.data(), dqkv.data(), qkv_weight_.data(),
+                           dx.empty() ? nullptr : dx.data(), qkv_weight_grad_.data(),
+                           qkv_bias_grad_.data(), s.rows(), dim_, 3 * dim_);
   return dx;
 }
 

@@ -82,20 +82,23 @@ Tensor Linear::backward(const Tensor& dy, const Saved& saved, const LayerContext
   const int64_t rows = x.numel() / in_;
   check(dy.numel() == rows * units_, "Linear::backward: dy {} does not match x {}", dy.shape(),
         x.shape());
+  Tensor dx;
+  if (ctx.need_input_grad) dx = Tensor::uninitialized(x.shape());
   if (ctx.batch_weight_grads) {
     defer_weight_grad(x, dy, rows, ctx);
-  } else {
-    // dW[units, in] += dy^T · x, db[units] += column sums of dy (= on the step's first write).
-    const bool accumulate = !(ctx.grads_unset && ctx.micro_batch == 0);
-    kernels::linear_backward_weights(ctx.kernels, x.data(), dy.data(), weight_grad_.data(),
-                                     has_bias_ ? bias_grad_.data() : nullptr, rows, in_, units_,
-                                     accumulate);
+    // dx[rows, in] = dy[rows, units] · W[units, in]
+    if (!dx.empty()) {
+      kernels::linear_backward_data(ctx.kernels, dy.data(), weight_.data(), dx.data(), rows, in_,
+                                    units_);
+    }
+    return dx;
   }
-  if (!ctx.need_input_grad) return {};
-  Tensor dx = Tensor::uninitialized(x.shape());
-  // dx[rows, in] = dy[rows, units] · W[units, in]
-  kernels::linear_backward_data(ctx.kernels, dy.data(), weight_.data(), dx.data(), rows, in_,
-                                units_);
+  // dW[units, in] += dy^T · x, db[units] += column sums of dy (= on the step's first write), and
+  // dx = dy · W.
+  const bool accumulate = !(ctx.grads_unset && ctx.micro_batch == 0);
+  kernels::linear_backward(ctx.kernels, x.data(), dy.data(), weight_.data(),
+                           dx.empty() ? nullptr : dx.data(), weight_grad_.data(),
+                           has_bias_ ? bias_grad_.data() : nullptr, rows, in_, units_, accumulate);
   return dx;
 }
 

@@ -157,20 +157,16 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved, const La
   // MLP branch: dbranch = dy masked; back through fc2, GELU, fc1 and LN2.
   Tensor dbranch = dy;
   apply_dropout(dbranch, DropoutSite::kMlpOutput, ctx);
-  kernels::linear_backward_weights(ctx.kernels, activated.data(), dbranch.data(),
-                                   fc2_weight_grad_.data(), fc2_bias_grad_.data(), rows, hidden_,
-                                   dim_);
   Tensor dhidden = Tensor::uninitialized(hidden.shape());
-  kernels::linear_backward_data(ctx.kernels, dbranch.data(), fc2_weight_.data(), dhidden.data(),
-                                rows, hidden_, dim_);
+  kernels::linear_backward(ctx.kernels, activated.data(), dbranch.data(), fc2_weight_.data(),
+                           dhidden.data(), fc2_weight_grad_.data(), fc2_bias_grad_.data(), rows,
+                           hidden_, dim_);
   kernels::eltwise_backward(ctx.kernels, kernels::EltwiseKind::kGelu, hidden.data(), dhidden.data(),
                             dhidden.data(), dhidden.numel());
-  kernels::linear_backward_weights(ctx.kernels, normed2.data(), dhidden.data(),
-                                   fc1_weight_grad_.data(), fc1_bias_grad_.data(), rows, dim_,
-                                   hidden_);
   Tensor dnormed2 = Tensor::uninitialized(dy.shape());
-  kernels::linear_backward_data(ctx.kernels, dhidden.data(), fc1_weight_.data(), dnormed2.data(),
-                                rows, dim_, hidden_);
+  kernels::linear_backward(ctx.kernels, normed2.data(), dhidden.data(), fc1_weight_.data(),
+                           dnormed2.data(), fc1_weight_grad_.data(), fc1_bias_grad_.data(), rows,
+                           dim_, hidden_);
   Tensor dx1 = ln2_.backward_from(dnormed2, ln2_saved, inner);
   add_into(dx1, dy);
 

@@ -101,6 +101,34 @@ TEST(LinearBf16, GivesBitIdenticalResultsWhenRepeated) {
   EXPECT_EQ(first, second);
 }
 
+// linear_backward (one conversion of dy in bf16) gives the bits of linear_backward_weights and
+// linear_backward_data called apart, in both precisions, accumulating or not, with or without dx.
+TEST(LinearBf16, BackwardGivesTheBitsOfItsTwoProductsCalledApart) {
+  for (const Precision precision : {Precision::kF32, Precision::kBf16}) {
+    for (const bool accumulate : {true, false}) {
+      for (const bool with_dx : {true, false}) {
+        SCOPED_TRACE(::testing::Message()
+                     << to_string(precision) << " accumulate " << accumulate << " dx " << with_dx);
+        KernelContext ctx(precision);
+        const int64_t rows = 37, in = 29, out = 53;
+        const auto x = random_values(rows * in, 1), dy = random_values(rows * out, 2);
+        const auto w = random_values(out * in, 3);
+        std::vector<float> dw = random_values(out * in, 4), dbias = random_values(out, 5);
+        std::vector<float> dx(static_cast<size_t>(rows * in), 7.0f);
+        std::vector<float> apart_dw = dw, apart_dbias = dbias, apart_dx = dx;
+        linear_backward(ctx, x.data(), dy.data(), w.data(), with_dx ? dx.data() : nullptr,
+                        dw.data(), dbias.data(), rows, in, out, accumulate);
+        linear_backward_weights(ctx, x.data(), dy.data(), apart_dw.data(), apart_dbias.data(), rows,
+                                in, out, accumulate);
+        if (with_dx) linear_backward_data(ctx, dy.data(), w.data(), apart_dx.data(), rows, in, out);
+        EXPECT_EQ(dw, apart_dw);
+        EXPECT_EQ(dbias, apart_dbias);
+        EXPECT_EQ(dx, apart_dx);
+      }
+    }
+  }
+}
+
 // The bf16 copy of a weight is made once per WeightsFixed scope: a weight changed inside a scope
 // (which the scope forbids) is not seen until the next scope, and outside scopes every call
 // converts again.
