@@ -2,7 +2,6 @@
 // (SC 2011), and the streams built on it.
 #include "core/rng.h"
 
-#include <bit>
 #include <cmath>
 #include <numbers>
 
@@ -20,10 +19,12 @@ void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
 
 float to_unit(uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1.0p-24f; }
 
-// Philox4x32-10 of 16 blocks at once, one block per 32-bit lane of GCC vector types (one AVX-512
-// register each; the compiler splits them where the CPU has narrower vectors). The same rounds as
-// philox4x32; fill_uniform draws 2.7x as fast as block by block (1M draws: 0.73 vs 2.0 ms, one
-// core of the development machine).
+#ifdef __AVX512F__
+// With AVX-512: Philox4x32-10 of 16 blocks at once, one block per 32-bit lane of GCC vector types
+// (one AVX-512 register each). The same rounds as philox4x32; fill_uniform draws 2.7x as fast as
+// block by block (1M draws: 0.73 vs 2.0 ms, one core of the development machine). Compiled for
+// narrower vectors the split types are slower than block by block (AVX2: 6.1 ms), so such builds
+// go block by block.
 constexpr int kLanes = 16;
 using Lanes = uint32_t __attribute__((vector_size(4 * kLanes)));
 using Pairs = uint64_t __attribute__((vector_size(4 * kLanes)));  // the same bits, lanes paired
@@ -32,15 +33,15 @@ using Floats = float __attribute__((vector_size(4 * kLanes)));
 // The high and low words of mul * x in each lane: the even lanes (the low halves of the pairs)
 // and the odd lanes (the high halves, shifted down) are multiplied as 32 x 32 -> 64 bits, and the
 // halves put back into their lanes.
-void mulhilo_lanes(uint32_t mul, Lanes x, Lanes& hi, Lanes& lo) {
+void mulhilo_lanes(uint32_t mul, const Lanes& x, Lanes& hi, Lanes& lo) {
   constexpr uint64_t kLow = 0xFFFFFFFF;
-  const auto pairs = std::bit_cast<Pairs>(x);
+  const auto pairs = __builtin_bit_cast(Pairs, x);
   const Pairs even = (pairs & kLow) * mul;
   const Pairs odd = (pairs >> 32) * mul;
   const Pairs low = (even & kLow) | (odd << 32);
   const Pairs high = (even >> 32) | (odd & ~kLow);
-  lo = std::bit_cast<Lanes>(low);
-  hi = std::bit_cast<Lanes>(high);
+  lo = __builtin_bit_cast(Lanes, low);
+  hi = __builtin_bit_cast(Lanes, high);
 }
 
 // kGroups independent sets of 16 blocks go through each round together, so that one set's
@@ -62,6 +63,8 @@ void philox4x32_lanes(std::array<uint32_t, 2> key, Lanes (&ctr)[kGroups][4]) {
     key[1] += kWeyl1;
   }
 }
+
+#endif  // __AVX512F__
 
 }  // namespace
 
@@ -106,6 +109,7 @@ void CounterRng::fill_uniform(std::span<float> out, uint64_t first) const {
     out[i] = uniform(first + i);
     ++i;
   }
+#ifdef __AVX512F__
   // kGroups x 16 blocks at a time, then block by block.
   constexpr size_t kDraws = 4 * kLanes * kGroups;
   Lanes lane;
@@ -136,6 +140,7 @@ void CounterRng::fill_uniform(std::span<float> out, uint64_t first) const {
       }
     }
   }
+#endif
   for (; i + 4 <= out.size(); i += 4) {
     auto words = block((first + i) / 4);
     for (int lane = 0; lane < 4; ++lane) out[i + lane] = to_unit(words[lane]);
