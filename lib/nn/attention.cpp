@@ -116,6 +116,18 @@ void CausalSelfAttention::bind(std::vector<std::span<float>> params,
 }
 
 Forward CausalSelfAttention::forward(const Tensor& x, const LayerContext& ctx) {
+  Forward result = forward_without_input(x, ctx);
+  if (ctx.training) result.saved.tensors[0] = x;
+  return result;
+}
+
+Forward CausalSelfAttention::forward_consuming(Tensor x, const LayerContext& ctx) {
+  Forward result = forward_without_input(x, ctx);
+  if (ctx.training) result.saved.tensors[0] = std::move(x);
+  return result;
+}
+
+Forward CausalSelfAttention::forward_without_input(const Tensor& x, const LayerContext& ctx) const {
   check(x.shape().rank() == 3 && x.dim(1) == seq_ && x.dim(2) == dim_,
         "CausalSelfAttention: input {} is not [batch, {}, {}]", x.shape(), seq_, dim_);
   check(!qkv_weight_.empty(), "CausalSelfAttention: forward before bind");
@@ -148,8 +160,8 @@ Forward CausalSelfAttention::forward(const Tensor& x, const LayerContext& ctx) {
   kernels::linear_forward(ctx.kernels, merged.data(), proj_weight_.data(), proj_bias_.data(),
                           result.output.data(), s.rows(), dim_, dim_);
   if (ctx.training) {
-    result.saved.tensors = {
-        x, std::move(q), std::move(k), std::move(v), std::move(probs), std::move(merged)};
+    result.saved.tensors = {Tensor(),     std::move(q),     std::move(k),
+                            std::move(v), std::move(probs), std::move(merged)};
   }
   return result;
 }

@@ -42,6 +42,7 @@ class CausalSelfAttention : public Layer {
   // x: [batch, T, d] → y: [batch, T, d]. Saves x, q, k, v ([batch, heads, T, d / heads]), the
   // probabilities [batch, heads, T, T] and the merged head outputs [batch, T, d] when training.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // backward() with the saved tensors given as a span, for composite layers that keep several
   // sub-layers' tensors in one Saved.
@@ -53,6 +54,9 @@ class CausalSelfAttention : public Layer {
   static constexpr size_t kSavedTensors = 6;
 
  private:
+  // forward, with an empty tensor in x's place among the saved ones.
+  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const;
+
   int64_t seq_, dim_, heads_;
   double dropout_;
   std::span<float> qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;

@@ -107,7 +107,7 @@ Forward TransformerBlock::forward(const Tensor& x, const LayerContext& ctx) {
   const int64_t rows = x.dim(0) * seq_;
   // x1 = x + Dropout(Attn(LN1(x))): [batch, T, d].
   Forward ln1 = ln1_.forward(x, ctx);
-  Forward attn = attn_.forward(ln1.output, ctx);
+  Forward attn = attn_.forward_consuming(std::move(ln1.output), ctx);
   apply_dropout(attn.output, DropoutSite::kAttentionOutput, ctx);
   Tensor x1 = std::move(attn.output);
   add_into(x1, x);

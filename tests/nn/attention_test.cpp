@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "forward_consuming_check.h"
 #include "gradient_check.h"
 #include "kernels/reference.h"
 #include "kernels/transformer_reference.h"
@@ -81,6 +82,12 @@ TEST(CausalSelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
                                      kDim, kDim);
   ASSERT_EQ(y.shape(), x.shape());
   for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(y[i], expected[i], 1e-5) << i;
+}
+
+TEST(CausalSelfAttention, ForwardConsumingKeepsTheInputItIsHanded) {
+  kernels::KernelContext kernels;
+  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.3);
+  testing::expect_forward_consuming_keeps_input(layer, random_tensor({2, kSeq, kDim}), kernels);
 }
 
 TEST(CausalSelfAttention, BackwardMatchesFiniteDifferences) {
