@@ -16,12 +16,10 @@ struct SourceRef {
   std::string file;
   int line = 0;      // 1-based; 0 when unknown (e.g. a --set override)
   std::string path;  // the key path
-  // "exp.yaml:14: model.layers[3].units", or "--set model.layers[3].units" for a value that
-  // came from the command line.
-  std::string prefix() const {
-    if (line == 0) return file + " " + path;
-    return file + ":" + std::to_string(line) + ": " + path;
-  }
+  // "exp.yaml:14", or "--set" for a value that came from the command line.
+  std::string location() const { return line == 0 ? file : file + ":" + std::to_string(line); }
+  // "exp.yaml:14: model.layers[3].units", or "--set model.layers[3].units".
+  std::string prefix() const { return location() + (line == 0 ? " " : ": ") + path; }
 };
 
 using AttrValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>>;

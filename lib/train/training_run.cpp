@@ -147,11 +147,8 @@ MemoryLimitScope memory_limit(const config::Experiment& experiment, const comm::
                               int world_rank) {
   const int64_t limit = experiment.pipeline.memory_limit;
   const auto ref = experiment.refs.find("pipeline.memory_limit");
-  std::string where = experiment.source;
-  if (ref != experiment.refs.end()) {
-    where = ref->second.line > 0 ? fmt::format("{}:{}", ref->second.file, ref->second.line)
-                                 : ref->second.prefix();
-  }
+  const std::string where =
+      ref != experiment.refs.end() ? ref->second.location() : experiment.source;
   return MemoryLimitScope(limit, fmt::format("rank {} (stage {})", world_rank, topo.stage),
                           fmt::format("pipeline.memory_limit is {} ({})",
                                       format_bytes(static_cast<double>(limit), 2), where));
