@@ -1,4 +1,5 @@
-// Tests for LayerAttrs: typed reads with defaults, and every error message with file and line.
+// Tests for LayerAttrs: typed reads with defaults, and every error message with file and line;
+// SourceRef's location and prefix.
 #include "model/layer_attrs.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,15 @@ LayerSpec spec(std::string kind, std::map<std::string, AttrValue> values) {
              .where = {.file = "exp.yaml", .line = line++, .path = "model.layers[3]." + key}};
   }
   return s;
+}
+
+TEST(SourceRef, NamesFileAndLineOrTheCommandLine) {
+  const SourceRef in_file{.file = "exp.yaml", .line = 14, .path = "model.layers[3].units"};
+  EXPECT_EQ(in_file.location(), "exp.yaml:14");
+  EXPECT_EQ(in_file.prefix(), "exp.yaml:14: model.layers[3].units");
+  const SourceRef from_set{.file = "--set", .line = 0, .path = "pipeline.memory_limit"};
+  EXPECT_EQ(from_set.location(), "--set");
+  EXPECT_EQ(from_set.prefix(), "--set pipeline.memory_limit");
 }
 
 // Runs `read` and returns the InputError's message ("" when nothing was thrown).
