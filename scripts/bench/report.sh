@@ -87,11 +87,11 @@ for s in $sections; do
   case $s in
     kernels)
       section kernels "Kernels: oneDNN f32 GEMM and the Transformer block" \
-        "GFLOP/s of the fully connected kernels against the plain oneDNN GEMM of the same size, and one Transformer block's forward + backward, at 1 and 2 threads (the ceiling every training number below is measured against)." \
+        "GFLOP/s of the fully connected kernels against the plain oneDNN GEMM of the same size; the GEMM at micro-batch row counts, its weight kept in cache or one of 8 weights taken in turn as a stage's layers do (what a micro-batch costs per row, target 3); and one Transformer block's forward + backward; at 1 and 2 threads (the ceiling every training number below is measured against)." \
         kernels ;;
     pytorch)
       section pytorch "mpipe vs PyTorch (issue 10, target 2: >= 1.15x at 1 and 2 threads)" \
-        "One process, K=1 M=1, the same model, batch, optimizer and threads: configs/scaling_mlp.yaml and configs/char_transformer.yaml's Transformer, against their PyTorch twins (Debian python3-torch); runs interleaved, the fastest of 3 shown." \
+        "One process, K=1 M=1, the same model, batch, optimizer and threads: configs/scaling_mlp.yaml and configs/char_transformer.yaml's Transformer, against their PyTorch twins (Debian python3-torch); runs interleaved, the fastest of 3 shown; both under libgomp's default wait policy (OMP_WAIT_POLICY unset)." \
         scripts/bench/compare_pytorch.sh
       plot pytorch "$out/pytorch.txt" bench_pytorch.png "samples/s, mpipe vs PyTorch" ;;
     micro)
@@ -109,7 +109,7 @@ for s in $sections; do
       plot scaling "$out/scaling.txt" bench_scaling.png "samples/s vs M, against the ideal" ;;
     precision)
       section precision "bf16 (issue 10, target 1: >= 1.7x f32 samples/s)" \
-        "train.precision: bf16 against f32, one stage, the same runs interleaved." \
+        "train.precision: bf16 against f32, one stage, the same runs interleaved, under libgomp's default wait policy (OMP_WAIT_POLICY unset; the last report set PASSIVE, which cost bf16 at 2 threads about 30%)." \
         scripts/bench/precision.sh ;;
     accuracy)
       section accuracy "bf16 accuracy (issue 10, target 1: within 0.02 bits/char of f32)" \
