@@ -30,29 +30,10 @@ double seconds_per_call(const std::function<void()>& call) {
   return bench::seconds_per_call(call, kMinSeconds);
 }
 
-// (a) A plain oneDNN matmul y[batch, out] = x[batch, in] · w[in, out], built directly.
-double raw_matmul_seconds(kernels::KernelContext& ctx, const Size& s) {
-  using dnnl::memory;
-  const memory::desc a({s.batch, s.in}, memory::data_type::f32, memory::format_tag::ab);
-  const memory::desc b({s.in, s.out}, memory::data_type::f32, memory::format_tag::ab);
-  const memory::desc c({s.batch, s.out}, memory::data_type::f32, memory::format_tag::ab);
-  const dnnl::matmul primitive(
-      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), ctx.engine()));
-  Tensor x(Shape{s.batch, s.in}), w(Shape{s.in, s.out}), y(Shape{s.batch, s.out});
-  x.fill(0.5f);
-  w.fill(0.25f);
-  const memory xm(a, ctx.engine(), x.data()), wm(b, ctx.engine(), w.data()),
-      ym(c, ctx.engine(), y.data());
-  return seconds_per_call([&] {
-    primitive.execute(ctx.stream(),
-                      {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}});
-    ctx.stream().wait();
-  });
-}
-
-// (b) The same matmul over `weights` distinct weights in turn, as a stage's layers call it: with
-// one weight it stays in the caches between calls; with several whose bytes exceed the L2 cache,
-// each call streams its weight from L3 or memory, as in a pipeline's forward of one micro-batch.
+// A plain oneDNN matmul y[batch, out] = x[batch, in] · w[in, out], built directly, over `weights`
+// distinct weights in turn, as a stage's layers call it: with one weight it stays in the caches
+// between calls; with several whose bytes exceed the L2 cache, each call streams its weight from
+// L3 or memory, as in a pipeline's forward of one micro-batch.
 double rotating_matmul_seconds(kernels::KernelContext& ctx, const Size& s, int weights) {
   using dnnl::memory;
   const memory::desc a({s.batch, s.in}, memory::data_type::f32, memory::format_tag::ab);
@@ -108,7 +89,7 @@ int main() {
   for (const Size& s : sizes) {
     const double flops =
         2.0 * static_cast<double>(s.batch) * static_cast<double>(s.in) * static_cast<double>(s.out);
-    const double raw = raw_matmul_seconds(kernels, s);
+    const double raw = rotating_matmul_seconds(kernels, s, 1);
 
     nn::Linear layer(0, Shape{s.in}, s.out, /*bias=*/false);
     nn::Layer* layers[] = {&layer};
