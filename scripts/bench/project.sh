@@ -29,7 +29,10 @@ config=configs/scaling_mlp.yaml
 for exe in "$bin" "$bench/bench_comm" "$bench/bench_project"; do
   [[ -x "$exe" ]] || { echo "project.sh: $exe is not an executable (build it)" >&2; exit 2; }
 done
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=PASSIVE
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# No run has more threads than cores, so libgomp's default wait policy, as on the projected
+# machine whose ranks have 2 cores each (the 2-thread calibration of the reference model).
+unset OMP_WAIT_POLICY
 work=$(mktemp -d /tmp/mpipe-project.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
