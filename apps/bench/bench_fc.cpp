@@ -1,5 +1,5 @@
 // Benchmark of the fully connected path: raw oneDNN matmul vs Linear forward vs forward+backward,
-// then the matmul at micro-batch row counts with its weight in cache or not, in GFLOP/s. Prints
+// then the matmul at micro-batch row counts with one weight reused or 8 in turn, in GFLOP/s. Prints
 // tables; asserts nothing about time.
 #include <fmt/format.h>
 
@@ -62,8 +62,9 @@ double rotating_matmul_seconds(kernels::KernelContext& ctx, const Size& s, int w
 
 void print_micro_batch_rows(kernels::KernelContext& kernels) {
   constexpr int kColdWeights = 8;
-  fmt::print("\nmatmul at micro-batch rows: one weight (in cache) vs {} weights in turn\n",
-             kColdWeights);
+  fmt::print(
+      "\nmatmul at micro-batch rows: one weight reused (cached if it fits) vs {} weights in turn\n",
+      kColdWeights);
   fmt::print("{:>22} {:>14} {:>14} {:>10}\n", "rows x in -> out", "1 weight GF/s",
              fmt::format("{} weights GF/s", kColdWeights), "ratio");
   for (const int64_t width : {1024, 512}) {
