@@ -167,11 +167,15 @@ Tensor ResidualBlock::backward(const Tensor& dy, const Saved& saved, const Layer
   kernels::eltwise_backward(ctx.kernels, kernels::EltwiseKind::kRelu, y.data(), dy.data(),
                             dsum.data(), dsum.numel());
   // Main path, last pair first; pair i's conv input is also the output of the ReLU before it.
-  Tensor grad = dsum;
+  // The last pair reads dsum itself (the shortcut needs it too), not a copy; a pair's output
+  // gradient is freed once its batch norm has used it, before the conv allocates its input's.
+  Tensor grad;
   for (size_t i = path_.size(); i-- > 0;) {
     const auto pair_saved = all.subspan(i * kSavedPerConvBn, kSavedPerConvBn);
+    const Tensor& upstream = i + 1 == path_.size() ? dsum : grad;
     const Tensor dconv = path_[i].bn->backward_from(
-        grad, pair_saved.subspan(Conv2d::kSavedTensors, BatchNorm2d::kSavedTensors), inner);
+        upstream, pair_saved.subspan(Conv2d::kSavedTensors, BatchNorm2d::kSavedTensors), inner);
+    grad = Tensor();
     grad = path_[i].conv->backward_from(dconv, pair_saved.subspan(0, Conv2d::kSavedTensors),
                                         i == 0 ? ctx : inner);
     if (i > 0) {
