@@ -18,6 +18,8 @@
 # so a change in the machine's load hits both sides alike. About 4 minutes on 2 idle cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/best.sh
+source scripts/bench/best.sh
 
 models_list=${MODELS:-mlp transformer}
 threads_list=${THREADS:-1 2}
@@ -59,8 +61,6 @@ model_args() {  # MODEL → sets config, batch, twin, overrides
   esac
 }
 
-# The fastest of the repeats: on a shared machine other jobs only ever slow a run down.
-best() { tr ' ' '\n' | sed '/^$/d' | sort -g | tail -n 1; }
 
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "OMP_WAIT_POLICY: ${OMP_WAIT_POLICY:-unset (libgomp default)}"

@@ -14,6 +14,8 @@
 # logged windows after the first). Output: a markdown table for docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/best.sh
+source scripts/bench/best.sh
 
 threads_list=${THREADS:-1 2}
 repeats=${REPEATS:-2}
@@ -44,7 +46,6 @@ models=(
   "char_transformer d=512|$wide|--set train.steps=8 --set log.every=2 --set train.eval_every=0 --set train.eval_batches=1 --set checkpoint.every=0"
 )
 
-best() { tr ' ' '\n' | sed '/^$/d' | sort -g | tail -n 1; }
 
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); ISA flags:" \
   "$(grep -ow 'avx512_bf16\|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"

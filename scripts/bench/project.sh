@@ -18,6 +18,8 @@
 # MPIPE_BIN (default build/release/apps/mpipe), BENCH_DIR (default build/release/apps/bench).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/best.sh
+source scripts/bench/best.sh
 
 micro_list=${MICRO:-1 4 8 16}
 repeats=${REPEATS:-2}
@@ -79,7 +81,6 @@ for ((r = 1; r <= repeats; ++r)); do
     measured[$m]+="$(python3 scripts/bench/throughput.py "$dir") "
   done
 done
-best() { tr ' ' '\n' | sed '/^$/d' | sort -g | tail -n 1; }
 echo
 echo "scaling_mlp (8 blocks, batch 256), 1 thread per rank; K=1 calibrates, K=2 is predicted:"
 printf '%4s %10s %10s %10s %10s %12s %10s\n' M "F ms" "B ms" "rest ms" "K=1 meas" "K=2 predict" \

@@ -19,6 +19,8 @@
 # on the speedup over one stage at the same M, for balanced stages and free communication.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/best.sh
+source scripts/bench/best.sh
 
 stages_list=${STAGES:-1 2}
 micro_list=${MICRO:-1 4 8 16}
@@ -98,8 +100,6 @@ for ((r = 1; r <= repeats; ++r)); do
 done
 echo "load after:  $(uptime)"
 
-# The fastest of the repeats: on a shared machine other jobs only ever slow a run down.
-best() { tr ' ' '\n' | sed '/^$/d' | sort -g | tail -n 1; }
 first_k=${stages_list%% *}
 first_m=${micro_list%% *}
 base=$(best <<<"${samples[$first_k,$first_m]}")

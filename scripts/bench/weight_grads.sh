@@ -11,6 +11,8 @@
 # scripts/bench/throughput.py (the logged windows after the first).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/best.sh
+source scripts/bench/best.sh
 
 micro_list=${MICRO:-1 4 8 16}
 threads=${THREADS:-1}
@@ -24,7 +26,6 @@ export OMP_NUM_THREADS=$threads
 work=$(mktemp -d /tmp/mpipe-weight-grads.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-best() { tr ' ' '\n' | sed '/^$/d' | sort -g | tail -n 1; }
 
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "load before: $(uptime)"
