@@ -157,6 +157,13 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
                     to_string(program[i]), 1e3 * seconds);
     }
   }
+  // The last sends complete before the deferred gradients: the previous stage is waiting for
+  // the last gradient, and a message above the eager limit moves only while its sender calls
+  // into MPI (over TCP, and on shared memory without single-copy), so one left pending would
+  // wait out this stage's weight gradients, and the stage before it its own, down the chain.
+  auto start = Clock::now();
+  link_.wait_sends();
+  times_.send_s += seconds_since(start);
   // Deferred gradients (batched weight gradients) after the last gradient was sent: off the
   // pipeline's critical path. Each layer's bucket starts once its gradient is complete.
   const auto finish_start = Clock::now();
@@ -169,9 +176,6 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
     spdlog::trace("step {} stage {}: W {:.3f} ms", plan.round + 1, stage_index_, 1e3 * finish_s);
   }
   if (reduction) reduction->start_from(0);
-  const auto start = Clock::now();
-  link_.wait_sends();
-  times_.send_s += seconds_since(start);
   check(inputs_.empty() && outputs_.empty() && grad_outputs_.empty() && grad_inputs_.empty(),
         "stage {}: the program left tensors unconsumed", stage_index_);
   return totals;
