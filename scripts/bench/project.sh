@@ -13,8 +13,12 @@
 #    per rank): one stage measured here, then K = 1, 2, 4, 8 projected for a 16-core machine
 #    whose cores are as fast as this machine's, against PyTorch's pipelining (282, 501 and 702
 #    samples/s on 1, 4 and 8 stages). Set REFERENCE=0 to skip it.
+# 4. Where this machine has the cores (2 per rank), the reference model is also measured at each
+#    K of STAGES (default "1 2 4 8"): mpipe, and PyTorch's own pipeline (pytorch_pipeline.py,
+#    torch.distributed.pipelining over gloo, where the python3 on the PATH has it), each rank
+#    pinned to 2 cores of its own; the projection is checked against the measured mpipe runs.
 #
-# Environment: MICRO, REPEATS, WAIT_IDLE (default 10 s before each measured run),
+# Environment: MICRO, STAGES, REPEATS, WAIT_IDLE (default 10 s before each measured run),
 # MPIPE_BIN (default build/release/apps/mpipe), BENCH_DIR (default build/release/apps/bench).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,6 +26,7 @@ cd "$(dirname "$0")/../.."
 source scripts/bench/best.sh
 
 micro_list=${MICRO:-1 4 8 16}
+stages_list=${STAGES:-1 2 4 8}
 repeats=${REPEATS:-2}
 wait_idle=${WAIT_IDLE:-10}
 bin=${MPIPE_BIN:-build/release/apps/mpipe}
@@ -44,7 +49,8 @@ run() {  # prints and runs a command, its output to $log
   "$@" >"$log" 2>&1 || { echo "project.sh: failed:" >&2; tail "$log" >&2; exit 1; }
 }
 
-echo "machine: $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc obeys OMP_NUM_THREADS
+echo "machine: $cores cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "load before: $(uptime)"
 echo "commands:"
 log=$work/comm.log
@@ -66,6 +72,55 @@ measure_costs() {  # M threads extra-args...
     --run-dir "$work/k1-m$m" --set pipeline.stages=1 --set pipeline.micro_batches="$m" \
     --set log.level=trace "$@"
   read -r f b rest < <(python3 scripts/bench/op_times.py "$log" 3)
+}
+
+# The reference model measured at each K that fits this machine's cores (2 per rank), against
+# the projection in $work/projected.txt and PyTorch's pipeline on the same cores.
+measure_reference() {
+  local k counts s mpipe torch_line pytorch projected fits=()
+  for k in $stages_list; do ((2 * k <= cores)) && fits+=("$k"); done
+  if ((${#fits[@]} < 2)); then
+    echo "(not measured: $cores cores hold fewer than two of K = $stages_list at 2 cores per rank)"
+    return 0
+  fi
+  local have_torch=0
+  python3 -c 'import torch.distributed.pipelining' 2>/dev/null && have_torch=1
+  echo
+  echo "reference measured on this machine, each rank pinned to 2 cores:"
+  declare -A mpipe_rate torch_rate
+  for k in "${fits[@]}"; do
+    counts=()  # 32 block layers split evenly, the head on the last stage
+    for ((s = 0; s < k; ++s)); do counts+=($((32 / k))); done
+    counts[k - 1]=$((counts[k - 1] + 1))
+    log=$work/ref-k$k.log
+    idle
+    OMP_NUM_THREADS=2 run mpirun -n "$k" --map-by slot:PE=2 --bind-to core "$bin" train "$config" \
+      --run-dir "$work/ref-k$k" --set pipeline.stages="$k" --set pipeline.micro_batches=32 \
+      --set "pipeline.partition=[$(IFS=,; echo "${counts[*]}")]" --set train.batch_size=2048 \
+      --set data.num_examples=4096 --set train.steps=5 --set log.every=1
+    mpipe_rate[$k]=$(python3 scripts/bench/throughput.py "$work/ref-k$k")
+    if ((have_torch)); then
+      log=$work/ref-torch-k$k.log
+      idle
+      run python3 -m torch.distributed.run --standalone --nproc-per-node "$k" \
+        scripts/bench/pytorch_pipeline.py --threads 2 --steps 3 --warmup 1
+      torch_line=$(grep '^pytorch_pipeline' "$log")
+      torch_rate[$k]=$(sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p' <<<"$torch_line")
+    fi
+  done
+  ((have_torch)) && echo "PyTorch: ${torch_line##* }" || echo "(PyTorch's pipelining: not installed)"
+  printf '%3s %14s %14s %8s %14s %10s\n' K "projected" "mpipe meas" error "PyTorch meas" \
+    "mpipe/PT"
+  for k in "${fits[@]}"; do
+    projected=$(awk -v k="$k" '$1 == k && $2 == 32 { print $4 }' "$work/projected.txt")
+    mpipe=${mpipe_rate[$k]}
+    pytorch=${torch_rate[$k]:-}
+    awk -v k="$k" -v p="$projected" -v m="$mpipe" -v t="$pytorch" -v k1="${mpipe_rate[${fits[0]}]}" \
+      -v t1="${torch_rate[${fits[0]}]:-}" 'BEGIN {
+        printf "%3d %14.0f %8.0f %4.2fx %+7.1f%%", k, p, m, m / k1, 100 * (p - m) / m
+        if (t != "") printf " %8.0f %4.2fx %9.2fx\n", t, t / t1, m / t; else printf "\n"
+      }'
+  done
 }
 
 declare -A measured predicted k1
@@ -108,13 +163,15 @@ if [[ "${REFERENCE:-1}" == 1 ]]; then
   config=$work/reference.yaml
   measure_costs 32 2 --set train.batch_size=2048 --set data.num_examples=4096 \
     --set train.steps=5 --set log.every=1
-  "$bench/bench_project" --blocks 16 --batch 2048 --micro-batches 32 --stages "1 2 4 8" \
+  "$bench/bench_project" --blocks 16 --batch 2048 --micro-batches 32 --stages "$stages_list" \
     --forward-ms "$(awk -v x="$f" 'BEGIN { print x / 16 }')" \
     --backward-ms "$(awk -v x="$b" 'BEGIN { print x / 16 }')" \
     --update-ms "$(awk -v x="$rest" 'BEGIN { print x / 16 }')" \
     --transfer-ms "$(transfer_ms $((64 * 1024 * 4)))" \
-    --label "PROJECTED: 16-core machine, 2 threads per rank, this machine's per-core speed"
+    --label "PROJECTED: 16-core machine, 2 threads per rank, this machine's per-core speed" |
+    tee "$work/projected.txt"
   echo "PyTorch torch.distributed.pipelining over gloo (the issue's 16-core Xeon): 282 samples/s" \
     "on 1 rank, 501 on 4 stages, 702 on 8"
+  measure_reference
 fi
 echo "load after:  $(uptime)"

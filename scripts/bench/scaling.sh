@@ -32,7 +32,11 @@ config=${CONFIG:-configs/scaling_mlp.yaml}
 [[ -x "$bin" ]] || { echo "scaling.sh: $bin is not an executable (build it or set MPIPE_BIN)" >&2; exit 2; }
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc obeys OMP_NUM_THREADS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE
+export OMP_NUM_THREADS=$threads
+# Idle OpenMP threads sleep at once (PASSIVE) only where ranks share cores; otherwise libgomp's
+# default (spin a while, then sleep), as a run with cores of its own has.
+largest_k=$(tr ' ' '\n' <<<"$stages_list" | sort -n | tail -1)
+if ((largest_k * threads > cores)); then export OMP_WAIT_POLICY=PASSIVE; else unset OMP_WAIT_POLICY; fi
 
 work=$(mktemp -d /tmp/mpipe-scaling.XXXXXX)
 if [[ "${KEEP_RUNS:-0}" == 1 ]]; then
@@ -62,7 +66,7 @@ mpirun_args() {  # K
   elif ((threads == 1)); then
     echo "--bind-to core"
   else
-    echo "--bind-to none"
+    echo "--map-by slot:PE=$threads --bind-to core"
   fi
 }
 
@@ -84,6 +88,7 @@ for k in $stages_list; do
 done
 echo "machine: $cores cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "load before: $(uptime)"
+echo "OpenMP: $threads thread(s) per rank, OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-default}"
 echo "commands (each repeated $repeats times, interleaved; the fastest shown):"
 declare -A samples
 for ((r = 1; r <= repeats; ++r)); do
