@@ -3,6 +3,8 @@
 
   plot_report.py pytorch OUTPUT_OF_compare_pytorch.sh PNG   # samples/s, mpipe vs PyTorch
   plot_report.py scaling OUTPUT_OF_scaling.sh PNG           # samples/s vs M, against the ideal
+  plot_report.py pipeline OUTPUT_OF_project.sh PNG          # the reference model by K: mpipe,
+                                                            # PyTorch's pipeline, the projection
 """
 import re
 import sys
@@ -35,6 +37,33 @@ def scaling_rows(text):
     if not rows:
         sys.exit("plot_report.py: no table rows in the scaling.sh output")
     return rows
+
+
+def pipeline_rows(text):
+    """(K, projected, mpipe, PyTorch) samples/s from project.sh's measured reference table."""
+    rows = []
+    for line in text.split("reference measured", 1)[-1].splitlines():
+        m = re.match(r"^(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+x\s+[+-][\d.]+%\s+(\d+)\s+[\d.]+x", line.strip())
+        if m:
+            rows.append((int(m[1]), float(m[2]), float(m[3]), float(m[4])))
+    if not rows:
+        sys.exit("plot_report.py: no measured reference rows in the project.sh output")
+    return rows
+
+
+def plot_pipeline(rows, png):
+    ks = [r[0] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.plot(ks, [r[2] for r in rows], marker="o", label="mpipe")
+    ax.plot(ks, [r[3] for r in rows], marker="s", label="PyTorch pipelining (gloo)")
+    ax.plot(ks, [r[1] for r in rows], linestyle="--", label="mpipe, projected")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_xlabel("stages K (2 cores each)")
+    ax.set_ylabel("samples/s")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
 
 
 def plot_pytorch(rows, png):
@@ -71,14 +100,13 @@ def plot_scaling(rows, png):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("pytorch", "scaling"):
+    plots = {"pytorch": (pytorch_rows, plot_pytorch), "scaling": (scaling_rows, plot_scaling),
+             "pipeline": (pipeline_rows, plot_pipeline)}
+    if len(sys.argv) != 4 or sys.argv[1] not in plots:
         sys.exit(__doc__)
     kind, source, png = sys.argv[1:]
-    text = open(source, encoding="utf-8").read()
-    if kind == "pytorch":
-        plot_pytorch(pytorch_rows(text), png)
-    else:
-        plot_scaling(scaling_rows(text), png)
+    rows, plot = plots[kind]
+    plot(rows(open(source, encoding="utf-8").read()), png)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@
 # 4. Where this machine has the cores (2 per rank), the reference model is also measured at each
 #    K of STAGES (default "1 2 4 8"): mpipe, and PyTorch's own pipeline (pytorch_pipeline.py,
 #    torch.distributed.pipelining over gloo, where the python3 on the PATH has it), each rank
-#    pinned to 2 cores of its own; the projection is checked against the measured mpipe runs.
+#    pinned to 2 cores of its own; the projection is checked against the measured mpipe runs,
+#    and bench_fc's GEMM rate per rank alone is compared with all ranks computing at once (the
+#    projection assumes a busy core is as fast as one alone).
 #
 # Environment: MICRO, STAGES, REPEATS, WAIT_IDLE (default 10 s before each measured run),
 # MPIPE_BIN (default build/release/apps/mpipe), BENCH_DIR (default build/release/apps/bench).
@@ -33,7 +35,7 @@ bin=${MPIPE_BIN:-build/release/apps/mpipe}
 bench=${BENCH_DIR:-build/release/apps/bench}
 transport=${TRANSPORT:-}
 config=configs/scaling_mlp.yaml
-for exe in "$bin" "$bench/bench_comm" "$bench/bench_project"; do
+for exe in "$bin" "$bench/bench_comm" "$bench/bench_project" "$bench/bench_fc"; do
   [[ -x "$exe" ]] || { echo "project.sh: $exe is not an executable (build it)" >&2; exit 2; }
 done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -121,6 +123,17 @@ measure_reference() {
         if (t != "") printf " %8.0f %4.2fx %9.2fx\n", t, t / t1, m / t; else printf "\n"
       }'
   done
+  # The projection takes its per-core speed from one rank computing alone. With every rank
+  # busy, cores can run slower (a shared power budget, memory bandwidth): the same GEMM, alone
+  # and on every rank at once.
+  local kmax=${fits[-1]} alone all
+  alone=$(OMP_NUM_THREADS=2 "$bench/bench_fc" | awk '/^ +2048 x 2048/ { print $6 }')
+  OMP_NUM_THREADS=2 mpirun -n "$kmax" --map-by slot:PE=2 --bind-to core \
+    --output-filename "$work/fc" "$bench/bench_fc" >/dev/null 2>&1
+  all=$(cat "$work"/fc/1/rank.*/stdout | awk '/^ +2048 x 2048/ { s += $6; n++ }
+    END { printf "%.1f", s / n }')
+  echo "bench_fc's 2048^3 f32 GEMM at 2 threads: $alone GFLOP/s alone, $all per rank (mean)" \
+    "with $kmax ranks at once"
 }
 
 declare -A measured predicted k1

@@ -4,6 +4,8 @@
 #
 #   scripts/bench/report.sh              # about 20 minutes on an idle 2-core machine
 #   ONLY="largest" scripts/bench/report.sh  # re-run some sections, keep the others' outputs
+#   SECTIONS="kernels scaling overlap project" scripts/bench/report.sh docs/benchmarks-16-cores.md
+#                                        # a document of some sections (the 16-core machine's)
 #
 # Sections: kernels, pytorch, micro, scaling, precision, accuracy, overlap, project, largest,
 # mmap. Each section's raw output is kept in OUT_DIR (default build/bench-report); the plots go
@@ -11,12 +13,14 @@
 # outputs OUT_DIR kept from an earlier run (their date, version and load stay theirs).
 # Environment: MPIPE_BIN, BENCH_DIR (default build/release/apps and apps/bench), WAIT_IDLE
 # (passed to the scripts; default 5 s: run this on a quiet machine, the scripts only wait),
-# RENDER_ONLY=1 (run nothing: rewrite the document from the outputs OUT_DIR holds).
+# RENDER_ONLY=1 (run nothing: rewrite the document from the outputs OUT_DIR holds), SECTIONS
+# (the sections the document holds, default all), PLOT_PYTHON (a python3 with matplotlib,
+# default /usr/bin/python3).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 doc=${1:-docs/benchmarks.md}
-sections="kernels pytorch micro wgrad scaling precision accuracy overlap project largest mmap"
+sections=${SECTIONS:-kernels pytorch micro wgrad scaling precision accuracy overlap project largest mmap}
 run_sections=${ONLY:-$sections}
 out=${OUT_DIR:-build/bench-report}
 bench=${BENCH_DIR:-build/release/apps/bench}
@@ -71,7 +75,7 @@ section() {  # NAME TITLE TEXT COMMAND...
 }
 
 plot() {  # KIND INPUT PNG CAPTION
-  /usr/bin/python3 scripts/bench/plot_report.py "$1" "$2" "$img_dir/$3"
+  "${PLOT_PYTHON:-/usr/bin/python3}" scripts/bench/plot_report.py "$1" "$2" "$img_dir/$3"
   printf '![%s](%s)\n\n' "$4" "$3" >>"$body"
 }
 
@@ -82,6 +86,9 @@ kernels() {  # threads
     OMP_NUM_THREADS=$t "$bench/bench_transformer"
   done
 }
+
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc obeys OMP_NUM_THREADS
+scaling_stages=$(for k in 1 2 4 8; do ((k <= cores)) && echo -n "$k "; done)  # 1 thread per rank
 
 for s in $sections; do
   case $s in
@@ -103,9 +110,9 @@ for s in $sections; do
         "pipeline.weight_grads: accumulate (one accumulating GEMM per micro-batch) against batched (one GEMM over the step's rows after the last backward; scaling_mlp's default, as it runs GPipe with recompute never), configs/scaling_mlp.yaml on one stage, the same runs interleaved." \
         scripts/bench/weight_grads.sh ;;
     scaling)
-      section scaling "Two stages (issue 10, target 4: K=2 >= 1.5x K=1 M=1)" \
-        "configs/scaling_mlp.yaml, K stages x M micro-batches at a fixed batch of 256, one thread per rank; 'ideal' is the GPipe bubble bound K*M/(M+K-1) over one stage at the same M." \
-        env STAGES="1 2" MICRO="1 4 8 16" REPEATS=3 scripts/bench/scaling.sh
+      section scaling "Stages (issue 10, target 4: K=2 >= 1.5x K=1 M=1)" \
+        "configs/scaling_mlp.yaml, K stages (as many as the machine has cores, up to 8) x M micro-batches at a fixed batch of 256, one thread per rank; 'ideal' is the GPipe bubble bound K*M/(M+K-1) over one stage at the same M." \
+        env STAGES="${scaling_stages% }" MICRO="1 4 8 16" REPEATS=3 scripts/bench/scaling.sh
       plot scaling "$out/scaling.txt" bench_scaling.png "samples/s vs M, against the ideal" ;;
     precision)
       section precision "bf16 (issue 10, target 1: >= 1.7x f32 samples/s)" \
@@ -121,8 +128,11 @@ for s in $sections; do
         scripts/bench/overlap.sh ;;
     project)
       section project "Calibrated simulator and projection (issue 10, target 6)" \
-        "The simulator, calibrated with this machine's per-op and transfer times, against the measured K=2 (goal: within 10%), then the issue's reference model PROJECTED to a 16-core machine." \
-        scripts/bench/project.sh ;;
+        "The simulator, calibrated with this machine's per-op and transfer times, against the measured K=2 (goal: within 10%), then the issue's reference model PROJECTED to a 16-core machine; on a machine with the cores (2 per rank), the reference model measured at each K, mpipe and PyTorch's own pipeline (torch.distributed.pipelining), against the projection." \
+        scripts/bench/project.sh
+      if grep -q '^reference measured' "$out/project.txt"; then
+        plot pipeline "$out/project.txt" bench_pipeline.png "reference model: samples/s by stages, mpipe vs PyTorch's pipeline vs the projection"
+      fi ;;
     largest)
       section largest "Largest model under a per-rank memory limit (issue 8: K=8 >= 25x K=1 without recompute)" \
         "The most Transformer blocks of configs/largest_model.yaml that train for 2 steps under 128 MiB per rank (pipeline.memory_limit on the predicted tensor peak), predicted against measured peak RSS and the allocator's high-water mark." \
@@ -145,6 +155,9 @@ done
   echo "Generated by \`scripts/bench/report.sh\` on $(cat "$out/date"), mpipe $(cat "$out/version")."
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(env -u OMP_NUM_THREADS nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load average at the start: $load_before."
   echo "Every figure comes from the command above its table; ratios are measured side by side in one run."
+  if [[ "$doc" == docs/benchmarks.md && -f docs/benchmarks-16-cores.md ]]; then
+    echo "The stage scaling, overlap and projection sections on a 16-core machine: [benchmarks-16-cores.md](benchmarks-16-cores.md)."
+  fi
   echo
   cat "$body"
 } >"$doc.tmp"
