@@ -74,9 +74,12 @@ section() {  # NAME TITLE TEXT COMMAND...
   } >>"$body"
 }
 
+# Another document's plots carry its name, so they don't overwrite docs/benchmarks.md's.
+img_prefix=""
+[[ "$doc" == docs/benchmarks.md ]] || img_prefix="$(basename "$doc" .md)-"
 plot() {  # KIND INPUT PNG CAPTION
-  "${PLOT_PYTHON:-/usr/bin/python3}" scripts/bench/plot_report.py "$1" "$2" "$img_dir/$3"
-  printf '![%s](%s)\n\n' "$4" "$3" >>"$body"
+  "${PLOT_PYTHON:-/usr/bin/python3}" scripts/bench/plot_report.py "$1" "$2" "$img_dir/$img_prefix$3"
+  printf '![%s](%s)\n\n' "$4" "$img_prefix$3" >>"$body"
 }
 
 kernels() {  # threads
@@ -88,7 +91,7 @@ kernels() {  # threads
 }
 
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc obeys OMP_NUM_THREADS
-scaling_stages=$(for k in 1 2 4 8; do ((k <= cores)) && echo -n "$k "; done)  # 1 thread per rank
+scaling_stages=$(for k in 1 2 4 8; do if ((k <= cores)); then echo -n "$k "; fi; done)  # 1 thread a rank
 
 for s in $sections; do
   case $s in
