@@ -1,5 +1,5 @@
 // run_train_job: preflight_train, the run directory's lock, then train::run_training with the
-// experiment's log level.
+// experiment's log level (and the MPI progress thread if it asks for one).
 #include "serve/train_job.h"
 
 #include <filesystem>
@@ -7,6 +7,7 @@
 
 #include "checkpoint/run_lock.h"
 #include "comm/agree.h"
+#include "comm/progress_thread.h"
 #include "comm/watchdog.h"
 #include "config/resolved_settings.h"
 #include "kernels/context.h"
@@ -39,8 +40,12 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
   options.export_weights = inputs.export_path;
   options.settings = config::resolved_settings(checked.experiment);
   kernels::KernelContext kernels(checked.experiment.train.precision);
+  // Joined when the run ends or throws, before anything else calls MPI_Abort or MPI_Finalize.
+  std::optional<comm::ProgressThread> progress;
+  if (checked.experiment.comm.progress_thread) progress.emplace();
   train::RunResult result =
       train::run_training(checked.experiment, *checked.dataset, options, world, kernels);
+  if (progress) progress->stop();
   return {.experiment = std::move(checked.experiment), .result = std::move(result)};
 }
 
