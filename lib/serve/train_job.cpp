@@ -2,6 +2,8 @@
 // experiment's log level (and the MPI progress thread if it asks for one).
 #include "serve/train_job.h"
 
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 #include <optional>
 
@@ -42,7 +44,11 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
   kernels::KernelContext kernels(checked.experiment.train.precision);
   // Joined when the run ends or throws, before anything else calls MPI_Abort or MPI_Finalize.
   std::optional<comm::ProgressThread> progress;
-  if (checked.experiment.comm.progress_thread) progress.emplace();
+  if (checked.experiment.comm.progress_thread) {
+    progress.emplace();
+    spdlog::debug("MPI progress thread started (a call into MPI every {} us)",
+                  comm::ProgressThread::kDefaultPause.count());
+  }
   train::RunResult result =
       train::run_training(checked.experiment, *checked.dataset, options, world, kernels);
   if (progress) progress->stop();
