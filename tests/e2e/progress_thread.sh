@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # comm.progress_thread only moves messages sooner: K=2 and K=2 x D=2 runs with the MPI progress
-# thread end with weights bit-identical to the same runs without it, and every rank ran one.
+# thread end with weights bit-identical to the same runs without it, and every rank ran one; a
+# run that fails (a non-finite loss) with the thread still ends with one line and a non-zero exit
+# on every rank (the thread is joined while the error unwinds), no hang, no MPI_ABORT.
 # Usage: progress_thread.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -16,4 +18,14 @@ for layout in "2 k2 --set pipeline.stages=2" \
   [[ $started -eq $ranks ]] ||
     { cat "$WORK/$name-thread.log"; echo "FAILED: $name: $started of $ranks ranks started the thread"; exit 1; }
 done
-echo "progress_thread: K=2 and K=2 x D=2 with the progress thread == without it (bit-identical)"
+status=0
+timeout 120 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" --run-dir "$WORK/diverge" \
+  --set pipeline.stages=2 --set comm.progress_thread=true --set optimizer.kind=sgd \
+  --set optimizer.lr=1e3 --set optimizer.clip_norm=0 --set train.steps=300 > "$WORK/diverge.log" 2>&1 ||
+  status=$?
+cat "$WORK/diverge.log"
+[[ $status -ne 0 && $status -ne 124 ]] || { echo "FAILED: diverge: exit status $status"; exit 1; }
+[[ $(grep -c "\[error\]" "$WORK/diverge.log") -eq 1 ]] || { echo "FAILED: diverge: not one error line"; exit 1; }
+grep -q "loss is .*stopped (train.on_nonfinite: stop" "$WORK/diverge.log" || { echo "FAILED: diverge: message"; exit 1; }
+! grep -qE "MPI_ABORT|terminate called" "$WORK/diverge.log" || { echo "FAILED: diverge: aborted"; exit 1; }
+echo "progress_thread: K=2 and K=2 x D=2 with the progress thread == without it (bit-identical); a failing run with it ends cleanly"
