@@ -2,6 +2,8 @@
 // experiment's log level (and the MPI progress thread if it asks for one).
 #include "serve/train_job.h"
 
+#include <omp.h>
+#include <sched.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -17,6 +19,26 @@
 #include "train/run_checkpoint.h"
 
 namespace mpipe::serve {
+namespace {
+
+// The progress thread pays off only on a core beside the rank's compute threads: warns when the
+// rank's CPU binding leaves none (mpirun binds each rank to one core by default with 2 ranks).
+void warn_without_spare_core() {
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  if (sched_getaffinity(0, sizeof cores, &cores) != 0) return;
+  const int num_cores = CPU_COUNT(&cores);
+  const int num_threads = omp_get_max_threads();
+  if (num_cores > num_threads) return;
+  spdlog::warn(
+      "comm.progress_thread: this rank is bound to {} core{} and computes with {} thread{}, so "
+      "the progress thread has no core of its own and slows the compute; bind each rank to one "
+      "core more than its threads (mpirun --map-by slot:PE={})",
+      num_cores, num_cores == 1 ? "" : "s", num_threads, num_threads == 1 ? "" : "s",
+      num_threads + 1);
+}
+
+}  // namespace
 
 TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
                            const comm::Communicator& world) {
@@ -46,6 +68,7 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
   std::optional<comm::ProgressThread> progress;
   if (checked.experiment.comm.progress_thread) {
     progress.emplace();
+    warn_without_spare_core();
     spdlog::debug("MPI progress thread started (a call into MPI every {} us)",
                   comm::ProgressThread::kDefaultPause.count());
   }
