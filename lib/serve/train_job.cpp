@@ -64,14 +64,17 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
   options.export_weights = inputs.export_path;
   options.settings = config::resolved_settings(checked.experiment);
   kernels::KernelContext kernels(checked.experiment.train.precision);
-  // Joined when the run ends or throws, before anything else calls MPI_Abort or MPI_Finalize.
+  // Joined when the run ends or throws, before anything else calls MPI_Abort or MPI_Finalize. (A
+  // thread that cannot start on one rank ends the job on all: comm.progress_thread may differ
+  // between ranks, so every rank takes part.)
   std::optional<comm::ProgressThread> progress;
-  if (checked.experiment.comm.progress_thread) {
+  comm::agree(world, [&] {
+    if (!checked.experiment.comm.progress_thread) return;
     progress.emplace();
     warn_without_spare_core();
     spdlog::debug("MPI progress thread started (a call into MPI every {} us)",
                   comm::ProgressThread::kDefaultPause.count());
-  }
+  });
   train::RunResult result =
       train::run_training(checked.experiment, *checked.dataset, options, world, kernels);
   if (progress) progress->stop();
