@@ -1,9 +1,15 @@
 // Benchmark of mpipe's communication under mpirun -n 2 (shared memory, or `--mca btl tcp,self`):
 // transfer time by message size (ping-pong), and the share of transfer time hidden behind
-// compute, for a stage's activation exchange and its bucketed gradient allreduce. Prints tables;
-// asserts nothing about time.
+// compute, for a stage's activation exchange and its bucketed gradient allreduce: without
+// progress, with tests between layers (what the executor does), and with the MPI progress thread
+// (comm::ProgressThread, calling into MPI every `pause_us` microseconds; 0 = spin) instead of the
+// tests. Prints tables; asserts nothing about time.
 //
 //   mpirun -n 2 --bind-to core build/release/apps/bench/bench_comm [rows=32] [blocks=4]
+//       [pause_us=comm::ProgressThread::kDefaultPause]
+//
+// The progress thread needs a core of its own to pay off: bind each rank to two cores
+// (`--map-by slot:PE=2`, OMP_NUM_THREADS=1) where the machine has them.
 //
 // hidden share = 1 - (overlapped - compute alone) / transfer alone, clamped to [0, 1], each time
 // the fastest of the repeats (run interleaved): how much of the transfer's own time no longer adds
@@ -17,12 +23,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench_timing.h"
 #include "comm/bucketed_allreduce.h"
 #include "comm/communicator.h"
+#include "comm/progress_thread.h"
 #include "kernels/context.h"
 #include "nn/activation.h"
 #include "nn/linear.h"
@@ -37,10 +45,24 @@ using Clock = std::chrono::steady_clock;
 constexpr int kRepeats = 15;
 constexpr int64_t kWidth = 1024;
 
-// One measured way of running something: `prepare` (untimed, may be empty), then `body` (timed).
+// One measured way of running something: `prepare` (untimed, may be empty), then `body` (timed),
+// then `finish` (untimed, may be empty).
 struct Variant {
   std::function<void()> prepare;
   std::function<void()> body;
+  std::function<void()> finish = {};
+};
+
+// Starts and stops a progress thread around a variant's body.
+class ThreadSwitch {
+ public:
+  explicit ThreadSwitch(std::chrono::microseconds pause) : pause_(pause) {}
+  void on() { thread_.emplace(pause_); }
+  void off() { thread_.reset(); }
+
+ private:
+  std::chrono::microseconds pause_;
+  std::optional<comm::ProgressThread> thread_;
 };
 
 // The fastest time of each variant over kRepeats rounds. Each round runs every variant once in
@@ -56,6 +78,7 @@ std::vector<double> fastest(const comm::Communicator& world, const std::vector<V
       const auto start = Clock::now();
       variants[v].body();
       best[v] = std::min(best[v], std::chrono::duration<double>(Clock::now() - start).count());
+      if (variants[v].finish) variants[v].finish();
     }
   }
   for (double& b : best) {
@@ -98,24 +121,25 @@ std::unique_ptr<pipeline::Stage> make_stage(int blocks) {
 }
 
 struct Overlap {
-  double transfer = 0, compute = 0, without_progress = 0, with_progress = 0;
+  double transfer = 0, compute = 0, without_progress = 0, with_progress = 0, with_thread = 0;
   double hidden(double overlapped) const {
     return std::clamp(1.0 - (overlapped - compute) / transfer, 0.0, 1.0);
   }
 };
 
 void print_overlap(const char* what, const Overlap& o) {
-  fmt::print("{:<34} {:>10.3f} {:>10.3f} {:>12.3f} {:>8.0f}% {:>12.3f} {:>8.0f}%\n", what,
-             1e3 * o.transfer, 1e3 * o.compute, 1e3 * o.without_progress,
-             100 * o.hidden(o.without_progress), 1e3 * o.with_progress,
-             100 * o.hidden(o.with_progress));
+  fmt::print(
+      "{:<34} {:>10.3f} {:>10.3f} {:>12.3f} {:>8.0f}% {:>12.3f} {:>8.0f}% {:>12.3f} {:>8.0f}%\n",
+      what, 1e3 * o.transfer, 1e3 * o.compute, 1e3 * o.without_progress,
+      100 * o.hidden(o.without_progress), 1e3 * o.with_progress, 100 * o.hidden(o.with_progress),
+      1e3 * o.with_thread, 100 * o.hidden(o.with_thread));
 }
 
 // Both ranks exchange one activation-sized message (rows x 1024 floats) each way while running
 // a stage's forward, as neighbouring stages do; the receive is posted first, the send goes out in
 // place.
 Overlap activation_exchange(const comm::Communicator& world, pipeline::Stage& stage,
-                            kernels::KernelContext& kernels, int64_t rows) {
+                            kernels::KernelContext& kernels, int64_t rows, ThreadSwitch& thread) {
   const int peer = 1 - world.rank();
   Tensor x(Shape{rows, kWidth});
   x.fill(0.5f);
@@ -149,17 +173,29 @@ Overlap activation_exchange(const comm::Communicator& world, pipeline::Stage& st
                            }},
                       {.prepare = no_hook, .body = [&] { (void)stage.evaluate(x, ctx); }},
                       {.prepare = no_hook, .body = exchange},
-                      {.prepare = [&] { stage.set_layer_hook(test); }, .body = exchange}});
+                      {.prepare = [&] { stage.set_layer_hook(test); }, .body = exchange},
+                      {.prepare =
+                           [&] {
+                             no_hook();
+                             thread.on();
+                           },
+                       .body = exchange,
+                       .finish = [&] { thread.off(); }}});
   stage.set_layer_hook({});
-  return {.transfer = t[0], .compute = t[1], .without_progress = t[2], .with_progress = t[3]};
+  return {.transfer = t[0],
+          .compute = t[1],
+          .without_progress = t[2],
+          .with_progress = t[3],
+          .with_thread = t[4]};
 }
 
 // Both ranks are replicas of one stage: the backward of the step's last micro-batch, then the
 // gradient allreduce in per-layer buckets (pipeline::gradient_buckets). Without progress the
 // buckets start when the backward is done (one allreduce after the step); with it each layer's
-// bucket starts after its backward and the layer hook drives progress, as the executor does.
+// bucket starts after its backward and the layer hook drives progress, as the executor does; with
+// the thread each bucket starts there too, and the thread alone drives progress.
 Overlap gradient_allreduce(const comm::Communicator& world, pipeline::Stage& stage,
-                           kernels::KernelContext& kernels, int64_t rows) {
+                           kernels::KernelContext& kernels, int64_t rows, ThreadSwitch& thread) {
   Tensor x(Shape{rows, kWidth}), dy(Shape{rows, kWidth});
   x.fill(0.5f);
   dy.fill(0.01f);
@@ -169,30 +205,42 @@ Overlap gradient_allreduce(const comm::Communicator& world, pipeline::Stage& sta
   auto grads = stage.params().grads();
   // The timed part is the backward (its forward is run before, untimed); the buffer keeps
   // accumulating, which changes nothing in the time.
-  auto backward = [&](const std::function<void(comm::BucketedAllreduce&)>& after) {
+  enum class During { kNothing, kStartAndTest, kStart };
+  auto backward = [&](During during) {
     comm::BucketedAllreduce reduction(world, grads, begins);
     stage.set_layer_hook([&](int layer, bool is_backward) {
-      if (!after) return;
+      if (during == During::kNothing) return;
       const auto it = layer_begin.find(layer);
       if (is_backward && it != layer_begin.end()) reduction.start_from(it->second);
-      reduction.progress();
+      if (during == During::kStartAndTest) reduction.progress();
     });
     (void)stage.backward(0, dy, ctx);
     reduction.finish();
     stage.set_layer_hook({});
   };
   auto forward = [&] { (void)stage.forward(0, x, ctx); };
-  const std::vector<double> t = fastest(
-      world, {{.prepare = {},
-               .body =
-                   [&] {
-                     comm::BucketedAllreduce reduction(world, grads, begins);
-                     reduction.finish();
-                   }},
-              {.prepare = forward, .body = [&] { (void)stage.backward(0, dy, ctx); }},
-              {.prepare = forward, .body = [&] { backward({}); }},
-              {.prepare = forward, .body = [&] { backward([](comm::BucketedAllreduce&) {}); }}});
-  return {.transfer = t[0], .compute = t[1], .without_progress = t[2], .with_progress = t[3]};
+  const std::vector<double> t =
+      fastest(world, {{.prepare = {},
+                       .body =
+                           [&] {
+                             comm::BucketedAllreduce reduction(world, grads, begins);
+                             reduction.finish();
+                           }},
+                      {.prepare = forward, .body = [&] { (void)stage.backward(0, dy, ctx); }},
+                      {.prepare = forward, .body = [&] { backward(During::kNothing); }},
+                      {.prepare = forward, .body = [&] { backward(During::kStartAndTest); }},
+                      {.prepare =
+                           [&] {
+                             forward();
+                             thread.on();
+                           },
+                       .body = [&] { backward(During::kStart); },
+                       .finish = [&] { thread.off(); }}});
+  return {.transfer = t[0],
+          .compute = t[1],
+          .without_progress = t[2],
+          .with_progress = t[3],
+          .with_thread = t[4]};
 }
 
 }  // namespace
@@ -206,6 +254,9 @@ int main(int argc, char** argv) {
   }
   const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 32;
   const int blocks = argc > 2 ? std::atoi(argv[2]) : 4;
+  const std::chrono::microseconds pause = argc > 3 ? std::chrono::microseconds(std::atoi(argv[3]))
+                                                   : comm::ProgressThread::kDefaultPause;
+  ThreadSwitch thread(pause);
   const bool print = world.rank() == 0;
   kernels::KernelContext kernels;
 
@@ -221,16 +272,16 @@ int main(int argc, char** argv) {
   }
 
   auto stage = make_stage(blocks);
-  const Overlap exchange = activation_exchange(world, *stage, kernels, rows);
-  const Overlap allreduce = gradient_allreduce(world, *stage, kernels, rows);
+  const Overlap exchange = activation_exchange(world, *stage, kernels, rows, thread);
+  const Overlap allreduce = gradient_allreduce(world, *stage, kernels, rows, thread);
   if (print) {
     fmt::print(
         "\noverlap with compute ({} buckets): {} x (Linear(1024,1024) + ReLU), {} rows; ms; hidden "
-        "= 1 - "
-        "(overlapped - compute) / transfer\n",
-        pipeline::gradient_buckets(stage->params()).size(), blocks, rows);
-    fmt::print("{:<34} {:>10} {:>10} {:>12} {:>9} {:>12} {:>9}\n", "transfer", "alone", "compute",
-               "no progress", "hidden", "progress", "hidden");
+        "= 1 - (overlapped - compute) / transfer; progress: tests between layers; thread: the "
+        "progress thread (a call every {} us) instead\n",
+        pipeline::gradient_buckets(stage->params()).size(), blocks, rows, pause.count());
+    fmt::print("{:<34} {:>10} {:>10} {:>12} {:>9} {:>12} {:>9} {:>12} {:>9}\n", "transfer", "alone",
+               "compute", "no progress", "hidden", "progress", "hidden", "thread", "hidden");
     print_overlap(fmt::format("activations {} KB each way", rows * kWidth * 4 / 1024).c_str(),
                   exchange);
     print_overlap(

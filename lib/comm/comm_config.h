@@ -1,4 +1,5 @@
-// Watchdog settings (the `comm:` section of an experiment): the deadlines of waits on peers.
+// Communication settings (the `comm:` section of an experiment): the watchdog's deadlines of waits
+// on peers, and the opt-in MPI progress thread.
 #pragma once
 
 namespace mpipe::comm {
@@ -14,6 +15,9 @@ struct CommConfig {
   // take before the job ends without a checkpoint; 0 = auto: max(10 s, 2 x the slowest step),
   // after the warm-up steps only.
   double stop_grace_s = 0.0;
+  // Run a comm::ProgressThread during training (needs MPI_THREAD_MULTIPLE and, to pay off, a
+  // spare core per rank).
+  bool progress_thread = false;
 };
 
 }  // namespace mpipe::comm

@@ -14,8 +14,11 @@ namespace mpipe::comm {
 
 class Watchdog;
 
-// MPI_Init_thread / MPI_Finalize. Requests MPI_THREAD_FUNNELED: only the main thread calls
-// MPI (oneDNN's OpenMP threads never do).
+// MPI_Init_thread / MPI_Finalize. Requests MPI_THREAD_MULTIPLE, which the opt-in progress
+// thread (comm::ProgressThread) needs: the experiment that asks for it is read after MPI is up.
+// Accepts MPI_THREAD_FUNNELED (then the progress thread is refused with an error naming the
+// config key); less is an error. Every other MPI call is made by the main thread (oneDNN's OpenMP
+// threads never call MPI).
 class Environment {
  public:
   Environment(int* argc, char*** argv);
@@ -23,6 +26,12 @@ class Environment {
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
 };
+
+// The thread support MPI provides (MPI_Query_thread), in MPI's order.
+enum class ThreadLevel { kSingle, kFunneled, kSerialized, kMultiple };
+ThreadLevel thread_level();
+// "MPI_THREAD_FUNNELED", ...
+std::string to_string(ThreadLevel level);
 
 // A pending nonblocking operation. Move-only; it owns the buffer it was given (a send
 // buffer is kept alive until completion). The destructor waits if still pending, except while an

@@ -1,4 +1,5 @@
-// comm::Environment: MPI_Init_thread (FUNNELED) and MPI_Finalize as RAII.
+// comm::Environment: MPI_Init_thread (MULTIPLE, FUNNELED accepted) and MPI_Finalize as RAII; the
+// thread level MPI provides.
 #include "comm/communicator.h"
 #include "comm/mpi_handles.h"
 #include "core/error.h"
@@ -10,17 +11,41 @@ Environment::Environment(int* argc, char*** argv) {
   check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
   check(!initialized, "MPI is already initialized: create one comm::Environment per process");
   int provided = 0;
-  check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
   if (provided < MPI_THREAD_FUNNELED) {
     MPI_Finalize();
     throw Error(fmt::format(
-        "MPI_Init_thread: MPI_THREAD_FUNNELED requested but the MPI library provides only level {}",
+        "MPI_Init_thread: MPI_THREAD_FUNNELED at least is needed but the MPI library provides "
+        "only level {}",
         provided));
   }
 }
 
 Environment::~Environment() {
   if (!mpi_finalized()) MPI_Finalize();
+}
+
+ThreadLevel thread_level() {
+  int provided = MPI_THREAD_SINGLE;
+  check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
+  if (provided >= MPI_THREAD_MULTIPLE) return ThreadLevel::kMultiple;
+  if (provided >= MPI_THREAD_SERIALIZED) return ThreadLevel::kSerialized;
+  if (provided >= MPI_THREAD_FUNNELED) return ThreadLevel::kFunneled;
+  return ThreadLevel::kSingle;
+}
+
+std::string to_string(ThreadLevel level) {
+  switch (level) {
+    case ThreadLevel::kSingle:
+      return "MPI_THREAD_SINGLE";
+    case ThreadLevel::kFunneled:
+      return "MPI_THREAD_FUNNELED";
+    case ThreadLevel::kSerialized:
+      return "MPI_THREAD_SERIALIZED";
+    case ThreadLevel::kMultiple:
+      return "MPI_THREAD_MULTIPLE";
+  }
+  return "?";
 }
 
 }  // namespace mpipe::comm

@@ -114,6 +114,16 @@ std::optional<std::string> precision_problem(const config::Experiment& experimen
       experiment.where("train.precision"), kernels::to_string(precision), *flag);
 }
 
+std::optional<std::string> progress_thread_problem(const config::Experiment& experiment,
+                                                   comm::ThreadLevel provided) {
+  if (!experiment.comm.progress_thread || provided == comm::ThreadLevel::kMultiple) {
+    return std::nullopt;
+  }
+  return fmt::format(
+      "{}: true needs MPI_THREAD_MULTIPLE, but this MPI library provides only {}; set it to false",
+      experiment.where("comm.progress_thread"), comm::to_string(provided));
+}
+
 void check_run_dir_is_fresh(const std::string& run_dir) {
   for (const char* entry : {"metrics.jsonl", "checkpoints", "summary.json"}) {
     check_input(!fs::exists(fs::path(run_dir) / entry),
@@ -130,6 +140,9 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     experiment = config::load_experiment(inputs.config_path, inputs.overrides);
     if (inputs.any_world) plan_for_any_world(experiment);
     if (auto problem = precision_problem(experiment, kernels::read_cpuinfo())) {
+      throw InputError(*problem);
+    }
+    if (auto problem = progress_thread_problem(experiment, comm::thread_level())) {
       throw InputError(*problem);
     }
     if (!inputs.resuming) check_run_dir_is_fresh(inputs.run_dir);

@@ -37,6 +37,11 @@ struct PreflightResult {
 std::optional<std::string> precision_problem(const config::Experiment& experiment,
                                              std::string_view cpuinfo);
 
+// Why this MPI library (which provides thread support `provided`) cannot run the experiment's
+// comm.progress_thread, as one line naming the key and its file:line; nullopt when it can.
+std::optional<std::string> progress_thread_problem(const config::Experiment& experiment,
+                                                   comm::ThreadLevel provided);
+
 // Refuses to start a fresh run on top of an earlier one (its metrics and checkpoints would mix).
 void check_run_dir_is_fresh(const std::string& run_dir);
 

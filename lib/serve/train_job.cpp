@@ -1,12 +1,17 @@
 // run_train_job: preflight_train, the run directory's lock, then train::run_training with the
-// experiment's log level.
+// experiment's log level (and the MPI progress thread if it asks for one).
 #include "serve/train_job.h"
+
+#include <omp.h>
+#include <sched.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <optional>
 
 #include "checkpoint/run_lock.h"
 #include "comm/agree.h"
+#include "comm/progress_thread.h"
 #include "comm/watchdog.h"
 #include "config/resolved_settings.h"
 #include "kernels/context.h"
@@ -14,6 +19,26 @@
 #include "train/run_checkpoint.h"
 
 namespace mpipe::serve {
+namespace {
+
+// The progress thread pays off only on a core beside the rank's compute threads: warns when the
+// rank's CPU binding leaves none (mpirun binds each rank to one core by default with 2 ranks).
+void warn_without_spare_core() {
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  if (sched_getaffinity(0, sizeof cores, &cores) != 0) return;
+  const int num_cores = CPU_COUNT(&cores);
+  const int num_threads = omp_get_max_threads();
+  if (num_cores > num_threads) return;
+  spdlog::warn(
+      "comm.progress_thread: this rank is bound to {} core{} and computes with {} thread{}, so "
+      "the progress thread has no core of its own and slows the compute; bind each rank to one "
+      "core more than its threads (mpirun --map-by slot:PE={})",
+      num_cores, num_cores == 1 ? "" : "s", num_threads, num_threads == 1 ? "" : "s",
+      num_threads + 1);
+}
+
+}  // namespace
 
 TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
                            const comm::Communicator& world) {
@@ -39,8 +64,20 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
   options.export_weights = inputs.export_path;
   options.settings = config::resolved_settings(checked.experiment);
   kernels::KernelContext kernels(checked.experiment.train.precision);
+  // Joined when the run ends or throws, before anything else calls MPI_Abort or MPI_Finalize. (A
+  // thread that cannot start on one rank ends the job on all: comm.progress_thread may differ
+  // between ranks, so every rank takes part.)
+  std::optional<comm::ProgressThread> progress;
+  comm::agree(world, [&] {
+    if (!checked.experiment.comm.progress_thread) return;
+    progress.emplace();
+    warn_without_spare_core();
+    spdlog::debug("MPI progress thread started (a call into MPI every {} us)",
+                  comm::ProgressThread::kDefaultPause.count());
+  });
   train::RunResult result =
       train::run_training(checked.experiment, *checked.dataset, options, world, kernels);
+  if (progress) progress->stop();
   return {.experiment = std::move(checked.experiment), .result = std::move(result)};
 }
 

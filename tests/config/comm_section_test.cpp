@@ -63,9 +63,24 @@ TEST(CommSection, StartupTimeoutIsNeverAuto) {
             "ms, s, m, h, d), got 'auto'");
 }
 
+TEST(CommSection, ProgressThreadIsOffUnlessAsked) {
+  EXPECT_FALSE(comm_of("").progress_thread);
+  EXPECT_TRUE(comm_of("comm: {progress_thread: true}\n").progress_thread);
+  EXPECT_FALSE(comm_of("comm: {progress_thread: false}\n").progress_thread);
+  EXPECT_TRUE(comm_of("", {"comm.progress_thread=true"}).progress_thread);
+}
+
+TEST(CommSection, ProgressThreadIsTrueOrFalse) {
+  EXPECT_EQ(error_of("comm:\n  progress_thread: sometimes\n"),
+            "exp.yaml:2: comm.progress_thread: expected true or false, got 'sometimes'");
+  EXPECT_EQ(error_of("comm:\n  progress_thread: [true]\n"),
+            "exp.yaml:2: comm.progress_thread: expected true or false, got a list");
+}
+
 TEST(CommSection, UnknownKeysAreRefused) {
   EXPECT_EQ(error_of("comm:\n  timout: 5s\n"),
-            "exp.yaml:2: comm.timout: unknown key (known: timeout, startup_timeout, stop_grace)");
+            "exp.yaml:2: comm.timout: unknown key (known: timeout, startup_timeout, stop_grace, "
+            "progress_thread)");
 }
 
 }  // namespace

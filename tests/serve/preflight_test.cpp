@@ -142,5 +142,27 @@ TEST(PrecisionProblem, Bf16WithoutTheCpuFlagNamesTheKeyAndItsLine) {
             std::nullopt);
 }
 
+// comm.progress_thread: true with an MPI library that provides less than MPI_THREAD_MULTIPLE is
+// refused with one line naming the key (file:line, or --set); false runs with any level.
+TEST(ProgressThreadProblem, WithoutThreadMultipleNamesTheKeyAndItsLine) {
+  testing::TempDir dir;
+  const std::string path = dir.file("exp.yaml");
+  std::ofstream(path) << kMlp << "comm:\n  progress_thread: true\n";
+  const config::Experiment experiment = config::load_experiment(path, {});
+  EXPECT_EQ(progress_thread_problem(experiment, comm::ThreadLevel::kFunneled),
+            path +
+                ":9: comm.progress_thread: true needs MPI_THREAD_MULTIPLE, but this MPI library "
+                "provides only MPI_THREAD_FUNNELED; set it to false");
+  EXPECT_EQ(progress_thread_problem(experiment, comm::ThreadLevel::kMultiple), std::nullopt);
+  const config::Experiment set =
+      config::load_experiment(path, {"comm.progress_thread=false", "comm.progress_thread=true"});
+  EXPECT_EQ(progress_thread_problem(set, comm::ThreadLevel::kSerialized),
+            "--set comm.progress_thread: true needs MPI_THREAD_MULTIPLE, but this MPI library "
+            "provides only MPI_THREAD_SERIALIZED; set it to false");
+  EXPECT_EQ(progress_thread_problem(config::load_experiment(path, {"comm.progress_thread=false"}),
+                                    comm::ThreadLevel::kFunneled),
+            std::nullopt);
+}
+
 }  // namespace
 }  // namespace mpipe::serve
