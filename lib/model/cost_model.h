@@ -28,10 +28,10 @@ struct LayerCost {
                                     // positions: oneDNN's workspace, 1 or 4 bytes per output)
   // Per example: temporaries inside a backward beyond its input, output and their gradients (a
   // composite layer's internal gradients; none for a single-kernel layer), and inside a training
-  // forward beyond its input, output and what it saves (batch and layer norm fill nn::Saved from
-  // an initializer list, which holds a second copy of the input for a moment).
+  // forward beyond its input, output and what it saves (attention's dropout mask of the
+  // probabilities, the Transformer block's of its MLP output; none for the other layers).
   double workspace_bytes = 0.0;
-  double forward_copy_bytes = 0.0;
+  double forward_workspace_bytes = 0.0;
   // Per example: what batched weight gradients (pipeline weight_grads: batched) hold from a
   // step's first backward to its GEMM: a copy of the input and of the output gradient (linear).
   double weight_grad_operand_bytes = 0.0;

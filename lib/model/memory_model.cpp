@@ -48,15 +48,15 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   weight_grad_operands_ =
       prefix_sums(costs_, [](const LayerCost& c) { return c.weight_grad_operand_bytes; });
   // A layer's temporaries while it runs: in backward its input and output gradients and a
-  // composite layer's internals; in forward its input, output and a second copy of its input
-  // (norms), plus what it saves when a discarding forward drops that after the layer (otherwise
+  // composite layer's internals; in forward its input, output and internals (attention's
+  // masks), plus what it saves when a discarding forward drops that after the layer (otherwise
   // it is in the stash); a per-layer recompute's first forward drops what each layer saves but
   // keeps its input in the stash.
   const auto r = static_cast<double>(rows_);
   std::vector<double> backward, forward, discarding, per_layer_forward;
   for (const LayerCost& c : costs_) {
     backward.push_back(r * (c.input_bytes + c.output_bytes + c.workspace_bytes));
-    forward.push_back(r * (c.input_bytes + c.output_bytes + c.forward_copy_bytes));
+    forward.push_back(r * (c.input_bytes + c.output_bytes + c.forward_workspace_bytes));
     discarding.push_back(forward.back() + c.kept_bytes(rows_));
   }
   inputs_ = prefix_sums(costs_, [r](const LayerCost& c) { return r * c.input_bytes; });
@@ -66,14 +66,14 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
     per_layer_forward.push_back(inputs_[i + 1] + discarding[i] - r * costs_[i].input_bytes);
   }
   // At layer i of a per-layer backward: while it is recomputed, the inputs of the layers up to i,
-  // its output, what it saves (and a norm's second input copy) and the gradient waiting for it;
+  // its output, what it saves (and its forward internals) and the gradient waiting for it;
   // then, its input freed, the inputs before i, what it saved and its backward temporaries.
   std::vector<double> per_layer_backward;
   for (size_t i = 0; i < costs_.size(); ++i) {
     const LayerCost& c = costs_[i];
     const double kept = c.kept_bytes(rows_);
     const double recomputing =
-        inputs_[i + 1] + kept + r * (2.0 * c.output_bytes + c.forward_copy_bytes);
+        inputs_[i + 1] + kept + r * (2.0 * c.output_bytes + c.forward_workspace_bytes);
     per_layer_backward.push_back(std::max(recomputing, inputs_[i] + kept + backward[i]));
   }
   per_layer_backward_ = range_max_table(std::move(per_layer_backward));

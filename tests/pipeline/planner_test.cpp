@@ -464,7 +464,7 @@ TEST(Planner, PerLayerRecomputeKeepsEveryLayersInputAndOneLayersWorkspace) {
         inputs + c.kept_bytes(8) + 8 * (c.input_bytes + c.output_bytes + c.workspace_bytes);
     inputs += 8 * c.input_bytes;
     const double recomputing =
-        inputs + c.kept_bytes(8) + 8 * (2 * c.output_bytes + c.forward_copy_bytes);
+        inputs + c.kept_bytes(8) + 8 * (2 * c.output_bytes + c.forward_workspace_bytes);
     workspace = std::max({workspace, backward, recomputing});
     full += c.kept_bytes(8);
   }
