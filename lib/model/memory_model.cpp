@@ -131,13 +131,14 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
     }
   }
   // Receives posted ahead (gradients from the next stage; activations from the previous one too
-  // when they arrive at the peak), the received gradient a backward is using (Stage::backward
-  // copies it), the sends not yet freed, and the last stage's loss gradients.
+  // when they arrive at the peak), the sends not yet freed, and the last stage's loss gradients.
+  // The received gradient a backward is using is its last layer's output gradient (Stage::backward
+  // takes it over and frees it after that layer): a temporary of that layer's backward.
   const double gradient = last_stage ? 0.0 : output;
   const double activation = first_stage ? 0.0 : input;
   const double ahead = std::max(gradient, stash.receiving_activations ? activation : 0.0);
-  m.communication = stash.receives_ahead * ahead + (stash.backward ? gradient : 0.0) +
-                    stash.sends * std::max(gradient, activation) + stash.loss_grads * output;
+  m.communication = stash.receives_ahead * ahead + stash.sends * std::max(gradient, activation) +
+                    stash.loss_grads * output;
   return m;
 }
 

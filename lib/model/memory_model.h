@@ -24,9 +24,9 @@ struct StashProfile {
   // alive; the moment's `transient` is then part of the workspace).
   int layer_inputs = 0;
   bool layer_recompute = false;
-  // Messages at the peak (see pipeline::stash_profiles): receives posted ahead (activations from
-  // the previous stage among them or not), the received gradient a backward is using, and sends
-  // whose copies are not yet freed.
+  // Whether the peak is in a backward (else in a forward), and messages at the peak (see
+  // pipeline::stash_profiles): receives posted ahead (activations from the previous stage among
+  // them or not), and sends whose copies are not yet freed.
   bool backward = true;
   // A forward whose layers' saved tensors are dropped one by one (a recomputed micro-batch's
   // first forward): the largest layer's saved tensors add to its temporaries.

@@ -421,7 +421,9 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
                             ? num_micro_batches
                             : std::min(num_stages - stage, num_micro_batches);
   const bool last = stage == num_stages - 1;
-  const int loss_grads = last ? in_flight : 0;
+  // The last stage's loss gradients: those of the micro-batches in flight but one, whose
+  // backward runs (it took its gradient over) or whose forward runs (no loss yet).
+  const int loss_grads = last ? in_flight - 1 : 0;
   std::vector<model::StashProfile> moments;
   switch (recompute) {
     case Recompute::kNever:
