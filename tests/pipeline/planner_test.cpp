@@ -172,6 +172,17 @@ TEST(Planner, StashProfilesPlaceMessagesWhereTheExecutorHoldsThem) {
   EXPECT_TRUE(one_f_one_b[0].receiving_activations);
   EXPECT_EQ(one_f_one_b[0].receives_ahead, 2);
   EXPECT_EQ(one_f_one_b[0].sends, 1);
+  // except_last's last micro-batch in full beside a recompute: the gradients of the others in
+  // flight still to come, up to two posted ahead (GPipe: from the first backward on).
+  const auto late = [](ScheduleKind kind, int k, int m) {
+    const auto moments = stash_profiles(kind, Recompute::kExceptLast, k, m, 0);
+    return moments[kind == ScheduleKind::kGpipe ? 1 : moments.size() - 1];
+  };
+  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).inputs, 3);
+  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).full, 1);
+  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).receives_ahead, 2);
+  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).receives_ahead, 1);
+  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 4, 8).receives_ahead, 2);
 }
 
 // An MLP whose first layer costs far more than the rest: uniform gives it company, auto not.
