@@ -15,6 +15,13 @@ namespace {
 
 constexpr double kFloat = sizeof(float);
 
+// Layers whose forward_consuming keeps the input it is handed among its saved tensors.
+bool keeps_consumed_input(const std::string& kind) {
+  static const std::set<std::string> kinds = {"linear", "relu",      "gelu",         "tanh",
+                                              "conv2d", "attention", "batch_norm2d", "layer_norm"};
+  return kinds.contains(kind);
+}
+
 // Layers whose backward computes an input gradient and a weight gradient by matrix products.
 bool is_matmul_like(const std::string& kind) {
   static const std::set<std::string> kinds = {
@@ -204,6 +211,11 @@ double LayerCost::kept_bytes(int64_t rows) const {
   return r * saved_bytes + saved_fixed_bytes + packed;
 }
 
+double LayerCost::forward_bytes(int64_t rows, bool consumed) const {
+  const double input = consumed && keeps_consumed_input ? 0.0 : input_bytes;
+  return static_cast<double>(rows) * (input + output_bytes + forward_workspace_bytes);
+}
+
 double LayerCost::forward_traffic_bytes() const {
   return input_bytes + output_bytes + saved_bytes + saved_packed_bytes;
 }
@@ -230,6 +242,7 @@ LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan) {
                    .saved_packed_bytes = kept.packed_bytes,
                    .workspace_bytes = temp.backward * kFloat,
                    .forward_workspace_bytes = temp.forward * kFloat,
+                   .keeps_consumed_input = keeps_consumed_input(plan.kind),
                    .weight_grad_operand_bytes =
                        plan.kind == "linear" ? static_cast<double>(plan.input.numel()) * kFloat +
                                                    static_cast<double>(plan.output_bytes)

@@ -53,11 +53,16 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   // it is in the stash); a per-layer recompute's first forward drops what each layer saves but
   // keeps its input in the stash.
   const auto r = static_cast<double>(rows_);
-  std::vector<double> backward, forward, discarding, per_layer_forward;
+  // A stage's first layer copies its input (the stage keeps it, or the caller holds it); the
+  // others are handed theirs (Layer::forward_consuming).
+  std::vector<double> backward, forward, discarding, per_layer_forward, forward_consumed,
+      discarding_consumed;
   for (const LayerCost& c : costs_) {
     backward.push_back(r * (c.input_bytes + c.output_bytes + c.workspace_bytes));
-    forward.push_back(r * (c.input_bytes + c.output_bytes + c.forward_workspace_bytes));
+    forward.push_back(c.forward_bytes(rows_, false));
     discarding.push_back(forward.back() + c.kept_bytes(rows_));
+    forward_consumed.push_back(c.forward_bytes(rows_, true));
+    discarding_consumed.push_back(forward_consumed.back() + c.kept_bytes(rows_));
   }
   inputs_ = prefix_sums(costs_, [r](const LayerCost& c) { return r * c.input_bytes; });
   // At layer i of a per-layer recompute's first forward, the micro-batch has kept the inputs of
@@ -80,6 +85,8 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   backward_ = range_max_table(std::move(backward));
   forward_ = range_max_table(std::move(forward));
   discarding_ = range_max_table(std::move(discarding));
+  forward_consumed_ = range_max_table(std::move(forward_consumed));
+  discarding_consumed_ = range_max_table(std::move(discarding_consumed));
   per_layer_forward_ = range_max_table(std::move(per_layer_forward));
 }
 
@@ -127,7 +134,13 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
       // the layers after the one where it peaks.
       m.transient = range_max(per_layer_forward_, begin, end) - inputs_[static_cast<size_t>(end)];
     } else {
-      m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, end);
+      // The first layer copies its input, the others take theirs over.
+      m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, begin + 1);
+      if (end - begin > 1) {
+        m.transient = std::max(
+            m.transient,
+            range_max(stash.discarding ? discarding_consumed_ : forward_consumed_, begin + 1, end));
+      }
     }
   }
   // Receives posted ahead (gradients from the next stage; activations from the previous one too

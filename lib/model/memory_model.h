@@ -94,6 +94,8 @@ class MemoryModel {
   // discarding forward, and a per-layer recompute's first forward: [k][i] = max over layers
   // [i, i + 2^k).
   std::vector<std::vector<double>> backward_, forward_, discarding_, per_layer_forward_;
+  // As forward_ and discarding_, for a layer handed its input (not a stage's first).
+  std::vector<std::vector<double>> forward_consumed_, discarding_consumed_;
   std::vector<double> inputs_;  // prefix sums of rows x input bytes
   // As backward_, of inputs_[i] + layer i's kept bytes and backward temporaries
   // (per_layer_backward subtracts the offset).
