@@ -216,6 +216,11 @@ double LayerCost::forward_bytes(int64_t rows, bool consumed) const {
   return static_cast<double>(rows) * (input + output_bytes + forward_workspace_bytes);
 }
 
+double LayerCost::backward_bytes(int64_t rows) const {
+  const double input_gradient = has_input_gradient ? input_bytes : 0.0;
+  return static_cast<double>(rows) * (input_gradient + output_bytes + workspace_bytes);
+}
+
 double LayerCost::forward_traffic_bytes() const {
   return input_bytes + output_bytes + saved_bytes + saved_packed_bytes;
 }
@@ -243,6 +248,7 @@ LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan) {
                    .workspace_bytes = temp.backward * kFloat,
                    .forward_workspace_bytes = temp.forward * kFloat,
                    .keeps_consumed_input = keeps_consumed_input(plan.kind),
+                   .has_input_gradient = plan.kind != "embedding",
                    .weight_grad_operand_bytes =
                        plan.kind == "linear" ? static_cast<double>(plan.input.numel()) * kFloat +
                                                    static_cast<double>(plan.output_bytes)

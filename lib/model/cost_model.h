@@ -35,6 +35,8 @@ struct LayerCost {
   // Whether a forward handed its input (Layer::forward_consuming: every layer of a stage but the
   // first) keeps that tensor among what it saves instead of a copy.
   bool keeps_consumed_input = false;
+  // Whether backward allocates an input gradient (not for token ids: the embedding).
+  bool has_input_gradient = true;
   // Per example: what batched weight gradients (pipeline weight_grads: batched) hold from a
   // step's first backward to its GEMM: a copy of the input and of the output gradient (linear).
   double weight_grad_operand_bytes = 0.0;
@@ -45,6 +47,9 @@ struct LayerCost {
   // Bytes a training forward of `rows` examples holds beyond what it saves: its input (unless
   // `consumed` and kept among what it saves), its output and its internals.
   double forward_bytes(int64_t rows, bool consumed) const;
+  // Bytes a backward of `rows` examples holds beyond what its forward saved: its output
+  // gradient, its input gradient and its internals.
+  double backward_bytes(int64_t rows) const;
   // Bytes a forward or backward reads and writes (outputs, saved copies, gradients), per example:
   // the memory-traffic part of the time model.
   double forward_traffic_bytes() const;

@@ -58,7 +58,7 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   std::vector<double> backward, forward, discarding, per_layer_forward, forward_consumed,
       discarding_consumed;
   for (const LayerCost& c : costs_) {
-    backward.push_back(r * (c.input_bytes + c.output_bytes + c.workspace_bytes));
+    backward.push_back(c.backward_bytes(rows_));
     forward.push_back(c.forward_bytes(rows_, false));
     discarding.push_back(forward.back() + c.kept_bytes(rows_));
     forward_consumed.push_back(c.forward_bytes(rows_, true));
