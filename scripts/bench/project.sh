@@ -26,6 +26,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/bench/best.sh
 source scripts/bench/best.sh
+# shellcheck source=scripts/bench/partition.sh
+source scripts/bench/partition.sh
 
 micro_list=${MICRO:-1 4 8 16}
 stages_list=${STAGES:-1 2 4 8}
@@ -79,7 +81,7 @@ measure_costs() {  # M threads extra-args...
 # The reference model measured at each K that fits this machine's cores (2 per rank), against
 # the projection in $work/projected.txt and PyTorch's pipeline on the same cores.
 measure_reference() {
-  local k counts s mpipe torch_line pytorch projected fits=()
+  local k mpipe torch_line pytorch projected fits=()
   for k in $stages_list; do ((2 * k <= cores)) && fits+=("$k"); done
   if ((${#fits[@]} < 2)); then
     echo "(not measured: $cores cores hold fewer than two of K = $stages_list at 2 cores per rank)"
@@ -91,14 +93,11 @@ measure_reference() {
   echo "reference measured on this machine, each rank pinned to 2 cores:"
   declare -A mpipe_rate torch_rate
   for k in "${fits[@]}"; do
-    counts=()  # 32 block layers split evenly, the head on the last stage
-    for ((s = 0; s < k; ++s)); do counts+=($((32 / k))); done
-    counts[k - 1]=$((counts[k - 1] + 1))
     log=$work/ref-k$k.log
     idle
     OMP_NUM_THREADS=2 run mpirun -n "$k" --map-by slot:PE=2 --bind-to core "$bin" train "$config" \
       --run-dir "$work/ref-k$k" --set pipeline.stages="$k" --set pipeline.micro_batches=32 \
-      --set "pipeline.partition=[$(IFS=,; echo "${counts[*]}")]" --set train.batch_size=2048 \
+      --set "pipeline.partition=$(block_partition 16 "$k")" --set train.batch_size=2048 \
       --set data.num_examples=4096 --set train.steps=5 --set log.every=1
     mpipe_rate[$k]=$(python3 scripts/bench/throughput.py "$work/ref-k$k")
     if ((have_torch)); then

@@ -21,6 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/bench/best.sh
 source scripts/bench/best.sh
+# shellcheck source=scripts/bench/partition.sh
+source scripts/bench/partition.sh
 
 stages_list=${STAGES:-1 2}
 micro_list=${MICRO:-1 4 8 16}
@@ -49,13 +51,9 @@ fi
 # default config (8 blocks + 1 head layer, which goes to the last stage); uniform with
 # UNIFORM_PARTITION=1; the config's own partition (by default the planner's, auto) otherwise.
 partition_args() {  # K
-  local k=$1 blocks=8 counts=() s
   if [[ "${UNIFORM_PARTITION:-0}" == 1 ]]; then echo "--set pipeline.partition=uniform"; return 0; fi
   [[ "$config" == configs/scaling_mlp.yaml ]] || return 0
-  for ((s = 0; s < k; ++s)); do counts+=($((2 * (blocks / k + (s < blocks % k ? 1 : 0))))); done
-  counts[k - 1]=$((counts[k - 1] + 1))
-  local IFS=,
-  echo "--set pipeline.partition=[${counts[*]}]"
+  echo "--set pipeline.partition=$(block_partition 8 "$1")"
 }
 
 mpirun_args() {  # K
