@@ -15,40 +15,33 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 
+def table_rows(text, pattern, types, source):
+    """The rows of a printed table: each line matching `pattern` (stripped), its groups converted
+    by `types`; exits naming `source` if there are none."""
+    rows = [tuple(t(g) for t, g in zip(types, m.groups()))
+            for m in (re.match(pattern, line.strip()) for line in text.splitlines()) if m]
+    if not rows:
+        sys.exit(f"plot_report.py: no table rows in the {source}")
+    return rows
+
+
 def pytorch_rows(text):
     """(model, threads, mpipe samples/s, pytorch samples/s) from compare_pytorch.sh's table."""
-    rows = []
-    for line in text.splitlines():
-        m = re.match(r"^(\w+)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+([\d.]+)\s+[\d.]+x$", line.strip())
-        if m:
-            rows.append((m[1], int(m[2]), float(m[3]), float(m[4])))
-    if not rows:
-        sys.exit("plot_report.py: no table rows in the compare_pytorch.sh output")
-    return rows
+    return table_rows(text, r"^(\w+)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+([\d.]+)\s+[\d.]+x$",
+                      (str, int, float, float), "compare_pytorch.sh output")
 
 
 def scaling_rows(text):
     """(K, M, samples/s, ideal speedup) from scaling.sh's table."""
-    rows = []
-    for line in text.splitlines():
-        m = re.match(r"^(\d+)\s+(\d+)\s+([\d.]+)\s+[\d.]+x\s+[\d.]+x\s+([\d.]+)x", line.strip())
-        if m:
-            rows.append((int(m[1]), int(m[2]), float(m[3]), float(m[4])))
-    if not rows:
-        sys.exit("plot_report.py: no table rows in the scaling.sh output")
-    return rows
+    return table_rows(text, r"^(\d+)\s+(\d+)\s+([\d.]+)\s+[\d.]+x\s+[\d.]+x\s+([\d.]+)x",
+                      (int, int, float, float), "scaling.sh output")
 
 
 def pipeline_rows(text):
     """(K, projected, mpipe, PyTorch) samples/s from project.sh's measured reference table."""
-    rows = []
-    for line in text.split("reference measured", 1)[-1].splitlines():
-        m = re.match(r"^(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+x\s+[+-][\d.]+%\s+(\d+)\s+[\d.]+x", line.strip())
-        if m:
-            rows.append((int(m[1]), float(m[2]), float(m[3]), float(m[4])))
-    if not rows:
-        sys.exit("plot_report.py: no measured reference rows in the project.sh output")
-    return rows
+    return table_rows(text.split("reference measured", 1)[-1],
+                      r"^(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+x\s+[+-][\d.]+%\s+(\d+)\s+[\d.]+x",
+                      (int, float, float, float), "measured reference table of the project.sh output")
 
 
 def plot_pipeline(rows, png):
