@@ -161,9 +161,9 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
   // the last gradient, and a message above the eager limit moves only while its sender calls
   // into MPI (over TCP, and on shared memory without single-copy), so one left pending would
   // wait out this stage's weight gradients, and the stage before it its own, down the chain.
-  auto start = Clock::now();
+  const auto send_start = Clock::now();
   link_.wait_sends();
-  times_.send_s += seconds_since(start);
+  times_.send_s += seconds_since(send_start);
   // Deferred gradients (batched weight gradients) after the last gradient was sent: off the
   // pipeline's critical path. Each layer's bucket starts once its gradient is complete.
   const auto finish_start = Clock::now();
