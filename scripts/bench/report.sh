@@ -7,10 +7,11 @@
 #   SECTIONS="kernels scaling overlap project" scripts/bench/report.sh docs/benchmarks-16-cores.md
 #                                        # a document of some sections (the 16-core machine's)
 #
-# Sections: kernels, pytorch, micro, scaling, precision, accuracy, overlap, project, largest,
-# mmap. Each section's raw output is kept in OUT_DIR (default build/bench-report); the plots go
-# next to the markdown file (docs/*.png). With ONLY, the other sections are rendered from the
-# outputs OUT_DIR kept from an earlier run (their date, version and load stay theirs).
+# Sections: kernels, pytorch, micro, wgrad, scaling, precision, accuracy, profile, overlap,
+# project, largest, mmap. Each section's raw output is kept in OUT_DIR (default
+# build/bench-report); the plots go next to the markdown file (docs/*.png). With ONLY, the other
+# sections are rendered from the outputs OUT_DIR kept from an earlier run (their date, version
+# and load stay theirs).
 # Environment: MPIPE_BIN, BENCH_DIR (default build/release/apps and apps/bench), WAIT_IDLE
 # (passed to the scripts; default 5 s: run this on a quiet machine, the scripts only wait),
 # RENDER_ONLY=1 (run nothing: rewrite the document from the outputs OUT_DIR holds), SECTIONS
@@ -20,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 doc=${1:-docs/benchmarks.md}
-sections=${SECTIONS:-kernels pytorch micro wgrad scaling precision accuracy overlap project largest mmap}
+sections=${SECTIONS:-kernels pytorch micro wgrad scaling precision accuracy profile overlap project largest mmap}
 run_sections=${ONLY:-$sections}
 out=${OUT_DIR:-build/bench-report}
 bench=${BENCH_DIR:-build/release/apps/bench}
@@ -129,6 +130,10 @@ for s in $sections; do
       section accuracy "bf16 accuracy (issue 10, target 1: within 0.02 bits/char of f32)" \
         "configs/char_transformer.yaml's full run in f32 and in bf16, validation bits/char at each evaluation." \
         scripts/bench/precision_accuracy.sh ;;
+    profile)
+      section profile "Where a step's time goes (issue 10, targets 1 and 3: what limits them)" \
+        "One stage, per step: oneDNN's own time per primitive (GEMMs by shape: rows x k -> n), from ONEDNN_VERBOSE=1 runs of two lengths whose difference cancels start-up and the final evaluation, against the step time of a plain run; the rest is mpipe's code outside oneDNN, whose hottest functions perf names (shares of the whole plain run, start-up included). scaling_mlp at M=1 and M=8 shows what a micro-batch costs; char_transformer (d=128) in f32 and bf16 what bf16 cannot speed up." \
+        scripts/bench/profile.sh ;;
     overlap)
       section overlap "Communication overlap (issue 10, target 5: >= 90% of transfer time hidden)" \
         "Shared memory and TCP (--mca btl tcp,self): transfer time by size, the share of transfer time hidden behind compute with and without progress between layers, and where a training step's time goes." \
