@@ -126,8 +126,10 @@ Commands::Commands(CLI::App& app) {
       ->excludes(resume);
 
   schedule_ = app.add_subcommand("schedule", "Print a pipeline schedule as a grid");
-  schedule_->add_option("--schedule", schedule_kind_, "gpipe or 1f1b")
-      ->check(CLI::IsMember({"gpipe", "1f1b"}));
+  std::vector<std::string> schedules;
+  for (const auto& [name, kind] : pipeline::kScheduleNames) schedules.emplace_back(name);
+  schedule_->add_option("--schedule", schedule_kind_, list_names(pipeline::kScheduleNames, " or "))
+      ->check(CLI::IsMember(schedules));
   schedule_->add_option("--stages", stages_, "Pipeline stages K")->check(CLI::Range(1, 64));
   schedule_->add_option("--micro-batches", micro_batches_, "Micro-batches M")
       ->check(CLI::Range(1, 1024));

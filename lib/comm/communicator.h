@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.h"
 namespace mpipe::comm {
 
 class Watchdog;
@@ -29,6 +30,11 @@ class Environment {
 
 // The thread support MPI provides (MPI_Query_thread), in MPI's order.
 enum class ThreadLevel { kSingle, kFunneled, kSerialized, kMultiple };
+inline constexpr EnumNames<ThreadLevel, 4> kThreadLevelNames{
+    {{"MPI_THREAD_SINGLE", ThreadLevel::kSingle},
+     {"MPI_THREAD_FUNNELED", ThreadLevel::kFunneled},
+     {"MPI_THREAD_SERIALIZED", ThreadLevel::kSerialized},
+     {"MPI_THREAD_MULTIPLE", ThreadLevel::kMultiple}}};
 ThreadLevel thread_level();
 // "MPI_THREAD_FUNNELED", ...
 std::string to_string(ThreadLevel level);

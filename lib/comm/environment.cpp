@@ -34,18 +34,6 @@ ThreadLevel thread_level() {
   return ThreadLevel::kSingle;
 }
 
-std::string to_string(ThreadLevel level) {
-  switch (level) {
-    case ThreadLevel::kSingle:
-      return "MPI_THREAD_SINGLE";
-    case ThreadLevel::kFunneled:
-      return "MPI_THREAD_FUNNELED";
-    case ThreadLevel::kSerialized:
-      return "MPI_THREAD_SERIALIZED";
-    case ThreadLevel::kMultiple:
-      return "MPI_THREAD_MULTIPLE";
-  }
-  return "?";
-}
+std::string to_string(ThreadLevel level) { return std::string(name_of(kThreadLevelNames, level)); }
 
 }  // namespace mpipe::comm

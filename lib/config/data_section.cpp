@@ -6,15 +6,12 @@
 namespace mpipe::config {
 
 data::DataConfig parse_data(const Field& section) {
-  using data::DatasetKind;
   const MapReader map(section, {"dataset", "path", "flatten", "normalize", "augment_crop_padding",
                                 "augment_flip", "num_examples", "features", "classes", "seq_len",
                                 "val_fraction", "vocab", "tokens"});
   data::DataConfig config;
   if (auto f = map.get("dataset")) {
-    config.kind = f->as_choice<DatasetKind>({{"fashion_mnist", DatasetKind::kFashionMnist},
-                                             {"synthetic", DatasetKind::kSynthetic},
-                                             {"text", DatasetKind::kText}});
+    config.kind = f->as_choice(data::kDatasetNames);
   }
   if (auto f = map.get("path")) config.path = f->as_string();
   if (auto f = map.get("flatten")) config.flatten = f->as_bool();

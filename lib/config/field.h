@@ -4,14 +4,17 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "config/source.h"
+#include "core/enum_names.h"
 
 namespace mpipe::config {
 
@@ -42,9 +45,20 @@ class Field {
   // The entries of a list, with paths "<path>[i]"; fails "expected <what>, got ..." otherwise.
   std::vector<Field> elements(std::string_view what) const;
 
-  // One of the named options; fails "expected one of a, b, c, got 'x'".
+  // One of the named options: an enum's table (core/enum_names.h) or a braced list of
+  // {word, value}; fails "expected one of a, b, c, got 'x'".
+  template <typename T, std::size_t N>
+  T as_choice(const EnumNames<T, N>& options) const {
+    return choose<T>(options);
+  }
   template <typename T>
-  T as_choice(std::initializer_list<std::pair<std::string_view, T>> options) const {
+  T as_choice(std::initializer_list<EnumName<T>> options) const {
+    return choose<T>(std::span(options.begin(), options.size()));
+  }
+
+ private:
+  template <typename T>
+  T choose(std::span<const EnumName<T>> options) const {
     if (node_.IsScalar()) {
       for (const auto& [name, value] : options) {
         if (node_.Scalar() == name) return value;
@@ -58,7 +72,6 @@ class Field {
     fail("expected one of " + names + ", got " + describe());
   }
 
- private:
   const Source* source_;
   YAML::Node node_;
   YAML::Mark mark_;

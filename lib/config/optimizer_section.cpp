@@ -9,13 +9,10 @@ namespace mpipe::config {
 namespace {
 
 optim::LrScheduleConfig parse_schedule(const Field& section) {
-  using optim::LrScheduleKind;
   const MapReader map(section, {"kind", "warmup_steps", "step_size", "gamma", "min_lr"});
   optim::LrScheduleConfig config;
   if (auto f = map.get("kind")) {
-    config.kind = f->as_choice<LrScheduleKind>({{"constant", LrScheduleKind::kConstant},
-                                                {"step", LrScheduleKind::kStep},
-                                                {"cosine", LrScheduleKind::kCosine}});
+    config.kind = f->as_choice(optim::kLrScheduleNames);
   }
   if (auto f = map.get("warmup_steps")) config.warmup_steps = read_int(*f, at_least(0));
   if (auto f = map.get("step_size")) config.step_size = read_int(*f, at_least(1));
@@ -27,14 +24,11 @@ optim::LrScheduleConfig parse_schedule(const Field& section) {
 }  // namespace
 
 optim::OptimizerConfig parse_optimizer(const Field& section) {
-  using optim::OptimizerKind;
   const MapReader map(section, {"kind", "lr", "momentum", "nesterov", "weight_decay", "beta1",
                                 "beta2", "eps", "clip_norm", "schedule"});
   optim::OptimizerConfig config;
   if (auto f = map.get("kind")) {
-    config.kind = f->as_choice<OptimizerKind>({{"sgd", OptimizerKind::kSgd},
-                                               {"adam", OptimizerKind::kAdam},
-                                               {"adamw", OptimizerKind::kAdamW}});
+    config.kind = f->as_choice(optim::kOptimizerNames);
   }
   if (auto f = map.get("lr")) config.lr = read_double(*f, above(0));
   if (auto f = map.get("momentum")) config.momentum = read_double(*f, half_open(0, 1));

@@ -59,8 +59,6 @@ int64_t read_memory_limit(const Field& field) {
 }  // namespace
 
 pipeline::PipelineConfig parse_pipeline(const Field& section) {
-  using pipeline::Recompute;
-  using pipeline::ScheduleKind;
   const MapReader map(section, {"stages", "data_parallel", "micro_batches", "schedule", "recompute",
                                 "weight_grads", "partition", "memory_limit"});
   pipeline::PipelineConfig config;
@@ -73,21 +71,13 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
   }
   if (auto f = map.get("micro_batches")) config.micro_batches = read_int32(*f, at_least(1));
   if (auto f = map.get("schedule")) {
-    config.schedule = f->as_choice<ScheduleKind>(
-        {{"gpipe", ScheduleKind::kGpipe}, {"1f1b", ScheduleKind::kOneFOneB}});
+    config.schedule = f->as_choice(pipeline::kScheduleNames);
   }
   if (auto f = map.get("recompute")) {
-    config.recompute = f->as_choice<Recompute>({{"always", Recompute::kAlways},
-                                                {"except_last", Recompute::kExceptLast},
-                                                {"never", Recompute::kNever},
-                                                {"per_layer", Recompute::kPerLayer},
-                                                {"auto", Recompute::kAuto}});
+    config.recompute = f->as_choice(pipeline::kRecomputeNames);
   }
   if (auto f = map.get("weight_grads")) {
-    config.weight_grads =
-        f->as_choice<pipeline::WeightGrads>({{"accumulate", pipeline::WeightGrads::kAccumulate},
-                                             {"batched", pipeline::WeightGrads::kBatched},
-                                             {"auto", pipeline::WeightGrads::kAuto}});
+    config.weight_grads = f->as_choice(pipeline::kWeightGradsNames);
   }
   if (auto f = map.get("memory_limit")) config.memory_limit = read_memory_limit(*f);
   if (auto f = map.get("partition")) {

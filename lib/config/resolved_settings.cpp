@@ -26,40 +26,14 @@ requires std::is_arithmetic_v<Number> std::string text(Number value) {
 }
 std::string count_or_auto(int count) { return count == 0 ? "auto" : std::to_string(count); }
 
-std::string text(data::DatasetKind kind) {
-  switch (kind) {
-    case data::DatasetKind::kFashionMnist:
-      return "fashion_mnist";
-    case data::DatasetKind::kSynthetic:
-      return "synthetic";
-    case data::DatasetKind::kText:
-      return "text";
-  }
-  return "?";
-}
+std::string text(data::DatasetKind kind) { return std::string(name_of(data::kDatasetNames, kind)); }
 
 std::string text(optim::OptimizerKind kind) {
-  switch (kind) {
-    case optim::OptimizerKind::kSgd:
-      return "sgd";
-    case optim::OptimizerKind::kAdam:
-      return "adam";
-    case optim::OptimizerKind::kAdamW:
-      return "adamw";
-  }
-  return "?";
+  return std::string(name_of(optim::kOptimizerNames, kind));
 }
 
 std::string text(optim::LrScheduleKind kind) {
-  switch (kind) {
-    case optim::LrScheduleKind::kConstant:
-      return "constant";
-    case optim::LrScheduleKind::kStep:
-      return "step";
-    case optim::LrScheduleKind::kCosine:
-      return "cosine";
-  }
-  return "?";
+  return std::string(name_of(optim::kLrScheduleNames, kind));
 }
 
 void add_model(const model::ModelSpec& model, Settings& out) {
@@ -97,7 +71,7 @@ void add_train(const train::TrainConfig& train, Settings& out) {
   out["train.eval_every"] = text(train.eval_every);
   out["train.eval_batches"] = text(train.eval_batches);
   out["train.eval_batch_size"] = text(train.eval_batch_size);
-  out["train.on_nonfinite"] = train.on_nonfinite == train::OnNonFinite::kStop ? "stop" : "skip";
+  out["train.on_nonfinite"] = name_of(train::kOnNonFiniteNames, train.on_nonfinite);
   out["train.max_skips_in_a_row"] = text(train.max_skips_in_a_row);
   out["train.precision"] = kernels::to_string(train.precision);
 }

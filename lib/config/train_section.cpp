@@ -17,13 +17,11 @@ train::TrainConfig parse_train(const Field& section) {
   if (auto f = map.get("eval_batches")) config.eval_batches = read_int(*f, at_least(0));
   if (auto f = map.get("eval_batch_size")) config.eval_batch_size = read_int(*f, at_least(0));
   if (auto f = map.get("on_nonfinite")) {
-    config.on_nonfinite = f->as_choice<train::OnNonFinite>(
-        {{"stop", train::OnNonFinite::kStop}, {"skip", train::OnNonFinite::kSkip}});
+    config.on_nonfinite = f->as_choice(train::kOnNonFiniteNames);
   }
   if (auto f = map.get("max_skips_in_a_row")) config.max_skips_in_a_row = read_int(*f, at_least(1));
   if (auto f = map.get("precision")) {
-    config.precision = f->as_choice<kernels::Precision>(
-        {{"f32", kernels::Precision::kF32}, {"bf16", kernels::Precision::kBf16}});
+    config.precision = f->as_choice(kernels::kPrecisionNames);
   }
   return config;
 }

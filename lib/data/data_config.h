@@ -4,9 +4,15 @@
 #include <cstdint>
 #include <string>
 
+#include "core/enum_names.h"
+
 namespace mpipe::data {
 
 enum class DatasetKind { kFashionMnist, kSynthetic, kText };
+inline constexpr EnumNames<DatasetKind, 3> kDatasetNames{
+    {{"fashion_mnist", DatasetKind::kFashionMnist},
+     {"synthetic", DatasetKind::kSynthetic},
+     {"text", DatasetKind::kText}}};
 
 struct DataConfig {
   DatasetKind kind = DatasetKind::kFashionMnist;

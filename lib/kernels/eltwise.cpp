@@ -41,23 +41,12 @@ memory wrap(int64_t n, const dnnl::engine& engine, const float* data) {
 }  // namespace
 
 EltwiseKind parse_eltwise_kind(std::string_view name) {
-  if (name == "relu") return EltwiseKind::kRelu;
-  if (name == "gelu") return EltwiseKind::kGelu;
-  if (name == "tanh") return EltwiseKind::kTanh;
-  throw InputError(fmt::format("unknown activation '{}' (expected relu, gelu or tanh)", name));
+  if (auto kind = value_named(kEltwiseNames, name)) return *kind;
+  throw InputError(fmt::format("unknown activation '{}' (expected {})", name,
+                               list_names(kEltwiseNames, " or ")));
 }
 
-std::string_view eltwise_kind_name(EltwiseKind kind) {
-  switch (kind) {
-    case EltwiseKind::kRelu:
-      return "relu";
-    case EltwiseKind::kGelu:
-      return "gelu";
-    case EltwiseKind::kTanh:
-      return "tanh";
-  }
-  throw Error("unknown eltwise kind");
-}
+std::string_view eltwise_kind_name(EltwiseKind kind) { return name_of(kEltwiseNames, kind); }
 
 void eltwise_forward(KernelContext& ctx, EltwiseKind kind, const float* x, float* y, int64_t n) {
   check(n >= 0, "eltwise_forward: negative size {}", n);

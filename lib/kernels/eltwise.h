@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/enum_names.h"
 #include "kernels/context.h"
 
 namespace mpipe::kernels {
@@ -13,6 +14,8 @@ enum class EltwiseKind {
   kGelu,  // tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   kTanh,
 };
+inline constexpr EnumNames<EltwiseKind, 3> kEltwiseNames{
+    {{"relu", EltwiseKind::kRelu}, {"gelu", EltwiseKind::kGelu}, {"tanh", EltwiseKind::kTanh}}};
 
 // "relu", "gelu", "tanh" → kind; anything else throws InputError.
 EltwiseKind parse_eltwise_kind(std::string_view name);

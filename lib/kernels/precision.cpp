@@ -27,7 +27,7 @@ bool has_flag(std::string_view cpuinfo, std::string_view flag) {
 }  // namespace
 
 std::string to_string(Precision precision) {
-  return precision == Precision::kBf16 ? "bf16" : "f32";
+  return std::string(name_of(kPrecisionNames, precision));
 }
 
 std::optional<std::string> missing_cpu_flag(Precision precision, std::string_view cpuinfo) {

@@ -5,12 +5,16 @@
 #include <string>
 #include <string_view>
 
+#include "core/enum_names.h"
+
 namespace mpipe::kernels {
 
 // kF32: every kernel in f32. kBf16: matmul, linear and convolution read their operands rounded
 // to bf16 (round to nearest even) and accumulate and write in f32; parameters, gradients,
 // optimizer state and every other kernel stay f32.
 enum class Precision { kF32, kBf16 };
+inline constexpr EnumNames<Precision, 2> kPrecisionNames{
+    {{"f32", Precision::kF32}, {"bf16", Precision::kBf16}}};
 
 // "f32" or "bf16": the spelling of train.precision.
 std::string to_string(Precision precision);

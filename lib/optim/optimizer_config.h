@@ -3,10 +3,19 @@
 
 #include <cstdint>
 
+#include "core/enum_names.h"
+
 namespace mpipe::optim {
 
 enum class OptimizerKind { kSgd, kAdam, kAdamW };
 enum class LrScheduleKind { kConstant, kStep, kCosine };
+inline constexpr EnumNames<OptimizerKind, 3> kOptimizerNames{{{"sgd", OptimizerKind::kSgd},
+                                                              {"adam", OptimizerKind::kAdam},
+                                                              {"adamw", OptimizerKind::kAdamW}}};
+inline constexpr EnumNames<LrScheduleKind, 3> kLrScheduleNames{
+    {{"constant", LrScheduleKind::kConstant},
+     {"step", LrScheduleKind::kStep},
+     {"cosine", LrScheduleKind::kCosine}}};
 
 struct LrScheduleConfig {
   LrScheduleKind kind = LrScheduleKind::kConstant;

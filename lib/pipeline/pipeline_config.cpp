@@ -4,31 +4,11 @@
 namespace mpipe::pipeline {
 
 std::string to_string(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kAlways:
-      return "always";
-    case Recompute::kExceptLast:
-      return "except_last";
-    case Recompute::kNever:
-      return "never";
-    case Recompute::kPerLayer:
-      return "per_layer";
-    case Recompute::kAuto:
-      return "auto";
-  }
-  return "unknown";
+  return std::string(name_of(kRecomputeNames, recompute));
 }
 
 std::string to_string(WeightGrads weight_grads) {
-  switch (weight_grads) {
-    case WeightGrads::kAccumulate:
-      return "accumulate";
-    case WeightGrads::kBatched:
-      return "batched";
-    case WeightGrads::kAuto:
-      return "auto";
-  }
-  return "unknown";
+  return std::string(name_of(kWeightGradsNames, weight_grads));
 }
 
 WeightGrads resolve_weight_grads(const PipelineConfig& config) {
@@ -39,15 +19,7 @@ WeightGrads resolve_weight_grads(const PipelineConfig& config) {
 }
 
 std::string to_string(PartitionMode mode) {
-  switch (mode) {
-    case PartitionMode::kAuto:
-      return "auto";
-    case PartitionMode::kUniform:
-      return "uniform";
-    case PartitionMode::kManual:
-      return "manual";
-  }
-  return "unknown";
+  return std::string(name_of(kPartitionModeNames, mode));
 }
 
 }  // namespace mpipe::pipeline

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_names.h"
+
 namespace mpipe::pipeline {
 
 enum class ScheduleKind { kGpipe, kOneFOneB };
@@ -31,6 +33,23 @@ enum class PartitionMode {
   kUniform,  // by layer count: counts differ by at most one, earlier stages get the extra layers
   kManual,   // the counts in `partition`
 };
+
+// The words of experiment files and logs (core/enum_names.h).
+inline constexpr EnumNames<ScheduleKind, 2> kScheduleNames{
+    {{"gpipe", ScheduleKind::kGpipe}, {"1f1b", ScheduleKind::kOneFOneB}}};
+inline constexpr EnumNames<Recompute, 5> kRecomputeNames{{{"always", Recompute::kAlways},
+                                                          {"except_last", Recompute::kExceptLast},
+                                                          {"never", Recompute::kNever},
+                                                          {"per_layer", Recompute::kPerLayer},
+                                                          {"auto", Recompute::kAuto}}};
+inline constexpr EnumNames<WeightGrads, 3> kWeightGradsNames{
+    {{"accumulate", WeightGrads::kAccumulate},
+     {"batched", WeightGrads::kBatched},
+     {"auto", WeightGrads::kAuto}}};
+inline constexpr EnumNames<PartitionMode, 3> kPartitionModeNames{
+    {{"auto", PartitionMode::kAuto},
+     {"uniform", PartitionMode::kUniform},
+     {"manual", PartitionMode::kManual}}};
 
 struct PipelineConfig {
   int stages = 1;         // K; 0 = auto (world size / data_parallel)

@@ -65,19 +65,11 @@ Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, i
 }
 
 ScheduleKind parse_schedule_kind(const std::string& name) {
-  if (name == "gpipe") return ScheduleKind::kGpipe;
-  if (name == "1f1b") return ScheduleKind::kOneFOneB;
-  throw InputError(fmt::format("unknown schedule \"{}\" (expected gpipe or 1f1b)", name));
+  if (auto kind = value_named(kScheduleNames, name)) return *kind;
+  throw InputError(fmt::format("unknown schedule \"{}\" (expected {})", name,
+                               list_names(kScheduleNames, " or ")));
 }
 
-std::string to_string(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::kGpipe:
-      return "gpipe";
-    case ScheduleKind::kOneFOneB:
-      return "1f1b";
-  }
-  return "unknown";
-}
+std::string to_string(ScheduleKind kind) { return std::string(name_of(kScheduleNames, kind)); }
 
 }  // namespace mpipe::pipeline

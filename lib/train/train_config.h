@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "core/enum_names.h"
 #include "kernels/precision.h"
 
 namespace mpipe::train {
@@ -12,6 +13,8 @@ enum class OnNonFinite {
   kStop,  // end the run with an error naming the step, stage and first layer affected
   kSkip,  // drop that step's update (counted in metrics); stop after max_skips_in_a_row
 };
+inline constexpr EnumNames<OnNonFinite, 2> kOnNonFiniteNames{
+    {{"stop", OnNonFinite::kStop}, {"skip", OnNonFinite::kSkip}}};
 
 struct TrainConfig {
   int64_t steps = 100;          // optimizer steps; 0 = export the initial weights only
