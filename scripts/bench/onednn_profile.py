@@ -10,9 +10,12 @@ without the verbose log (its printing would slow the code outside oneDNN); what 
 account for is mpipe's own code (element-wise loops, copies, dropout masks, the optimizer,
 allocation) and the framework around it.
 
-    python3 scripts/bench/onednn_profile.py SHORT_LOG SHORT_STEPS LONG_LOG LONG_STEPS STEP_MS [TOP]
+    python3 scripts/bench/onednn_profile.py STEP_MS SHORT_STEPS LONG_STEPS SHORT_LOG LONG_LOG \
+        [SHORT_LOG LONG_LOG ...]
 
-Prints one table (markdown): each group's ms per step, calls per step and share of the step.
+With several pairs (repeats), the one with the least oneDNN time per step counts (on a shared
+machine other jobs only ever slow a run down). Prints one table (markdown): each group's ms per
+step, calls per step and share of the step; the 8 largest groups are named.
 """
 import collections
 import sys
@@ -45,26 +48,37 @@ def totals(path: str) -> tuple[dict[str, float], dict[str, int]]:
     return ms, calls
 
 
-def main() -> None:
-    if len(sys.argv) not in (6, 7):
-        sys.exit("usage: onednn_profile.py SHORT_LOG SHORT_STEPS LONG_LOG LONG_STEPS STEP_MS [TOP]")
-    short_ms, short_calls = totals(sys.argv[1])
-    long_ms, long_calls = totals(sys.argv[3])
-    steps = int(sys.argv[4]) - int(sys.argv[2])
-    step_ms = float(sys.argv[5])
-    top = int(sys.argv[6]) if len(sys.argv) == 7 else 8
-    if steps <= 0 or not long_ms:
-        sys.exit("onednn_profile.py: need LONG_STEPS > SHORT_STEPS and a log with "
-                 "onednn_verbose,exec lines (ONEDNN_VERBOSE=1)")
-    per_step = {g: (long_ms[g] - short_ms.get(g, 0.0)) / steps for g in long_ms}
+def per_step(short_log: str, long_log: str, steps: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Each group's ms and calls per step: the long run's totals less the short run's."""
+    short_ms, short_calls = totals(short_log)
+    long_ms, long_calls = totals(long_log)
+    if not long_ms:
+        sys.exit(f"onednn_profile.py: {long_log} has no onednn_verbose,exec lines "
+                 "(run with ONEDNN_VERBOSE=1)")
+    ms = {g: (long_ms[g] - short_ms.get(g, 0.0)) / steps for g in long_ms}
     calls = {g: (long_calls[g] - short_calls.get(g, 0)) / steps for g in long_calls}
-    ranked = sorted((g for g in per_step if calls[g] > 0), key=lambda g: -per_step[g])
-    gemm_ms = sum(per_step[g] for g in per_step if g.startswith("GEMM"))
-    onednn_ms = sum(per_step.values())
-    rows = [(g, per_step[g], f"{calls[g]:.0f}") for g in ranked[:top]]
+    return ms, calls
+
+
+def main() -> None:
+    logs = sys.argv[4:]
+    if len(sys.argv) < 6 or len(logs) % 2:
+        sys.exit("usage: onednn_profile.py STEP_MS SHORT_STEPS LONG_STEPS SHORT_LOG LONG_LOG "
+                 "[SHORT_LOG LONG_LOG ...]")
+    step_ms = float(sys.argv[1])
+    steps = int(sys.argv[3]) - int(sys.argv[2])
+    if steps <= 0:
+        sys.exit("onednn_profile.py: LONG_STEPS must exceed SHORT_STEPS")
+    top = 8
+    pairs = [per_step(logs[i], logs[i + 1], steps) for i in range(0, len(logs), 2)]
+    per_step_ms, calls = min(pairs, key=lambda pair: sum(pair[0].values()))
+    ranked = sorted((g for g in per_step_ms if calls[g] > 0), key=lambda g: -per_step_ms[g])
+    gemm_ms = sum(per_step_ms[g] for g in per_step_ms if g.startswith("GEMM"))
+    onednn_ms = sum(per_step_ms.values())
+    rows = [(g, per_step_ms[g], f"{calls[g]:.0f}") for g in ranked[:top]]
     rest = ranked[top:]
     if rest:
-        rows.append((f"{len(rest)} other oneDNN groups", sum(per_step[g] for g in rest),
+        rows.append((f"{len(rest)} other oneDNN groups", sum(per_step_ms[g] for g in rest),
                      f"{sum(calls[g] for g in rest):.0f}"))
     rows.append(("**all GEMMs**", gemm_ms, ""))
     rows.append(("**all oneDNN**", onednn_ms, ""))
