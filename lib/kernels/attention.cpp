@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "core/error.h"
 #include "kernels/matmul.h"
@@ -70,6 +70,7 @@ void softmax_rows_backward(KernelContext& ctx, const AttentionShape& s, const fl
 void apply_causal_mask(const AttentionShape& s, float* scores) {
   const int64_t T = s.seq;
   const float minus_inf = -std::numeric_limits<float>::infinity();
+#pragma omp parallel for schedule(static)
   for (int64_t slice = 0; slice < slices(s); ++slice) {
     float* m = scores + slice * T * T;
     for (int64_t i = 0; i < T; ++i) std::fill(m + i * T + i + 1, m + (i + 1) * T, minus_inf);
@@ -78,7 +79,13 @@ void apply_causal_mask(const AttentionShape& s, float* scores) {
 
 // out = a * b elementwise; all: [n].
 void multiply(const float* a, const float* b, float* out, int64_t n) {
+#pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
+}
+
+// Scratch of n floats that the caller overwrites before reading (no zero fill).
+std::unique_ptr<float[]> scratch(int64_t n) {
+  return std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n));
 }
 
 }  // namespace
@@ -96,11 +103,11 @@ void causal_attention_forward(KernelContext& ctx, const AttentionShape& shape, c
   apply_causal_mask(shape, probs);
   softmax_rows(ctx, shape, probs);
   const float* p = probs;
-  std::vector<float> dropped;
+  std::unique_ptr<float[]> dropped;
   if (dropout_mask) {
-    dropped.resize(static_cast<size_t>(n));
-    multiply(probs, dropout_mask, dropped.data(), n);
-    p = dropped.data();
+    dropped = scratch(n);
+    multiply(probs, dropout_mask, dropped.get(), n);
+    p = dropped.get();
   }
   // out = p · v: [slices, T, D].
   matmul(ctx, {.batch = slices(shape), .m = T, .k = T, .n = D}, p, v, out);
@@ -114,24 +121,24 @@ void causal_attention_backward(KernelContext& ctx, const AttentionShape& shape, 
   if (shape.batch == 0) return;
   const int64_t T = shape.seq, D = shape.head_dim, S = slices(shape), n = S * T * T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  std::vector<float> dprobs(static_cast<size_t>(n)), dscores(static_cast<size_t>(n));
+  const std::unique_ptr<float[]> dprobs = scratch(n), dscores = scratch(n);
   // With dropout, out = (probs * mask) · v: dv uses the dropped probabilities and the gradient
   // reaching probs is masked the same way.
   const float* p = probs;
-  std::vector<float> dropped;
+  std::unique_ptr<float[]> dropped;
   if (dropout_mask) {
-    dropped.resize(static_cast<size_t>(n));
-    multiply(probs, dropout_mask, dropped.data(), n);
-    p = dropped.data();
+    dropped = scratch(n);
+    multiply(probs, dropout_mask, dropped.get(), n);
+    p = dropped.get();
   }
   // dv = p^T · dout: [S, T, D]; dprobs = dout · v^T: [S, T, T].
   matmul(ctx, {.batch = S, .m = T, .k = T, .n = D, .transpose_a = true}, p, dout, dv);
-  matmul(ctx, {.batch = S, .m = T, .k = D, .n = T, .transpose_b = true}, dout, v, dprobs.data());
-  if (dropout_mask) multiply(dprobs.data(), dropout_mask, dprobs.data(), n);
-  softmax_rows_backward(ctx, shape, probs, dprobs.data(), dscores.data());
+  matmul(ctx, {.batch = S, .m = T, .k = D, .n = T, .transpose_b = true}, dout, v, dprobs.get());
+  if (dropout_mask) multiply(dprobs.get(), dropout_mask, dprobs.get(), n);
+  softmax_rows_backward(ctx, shape, probs, dprobs.get(), dscores.get());
   // dq = dscores · k / sqrt(D); dk = dscores^T · q / sqrt(D): [S, T, D].
-  matmul(ctx, {.batch = S, .m = T, .k = T, .n = D}, dscores.data(), k, dq, scale);
-  matmul(ctx, {.batch = S, .m = T, .k = T, .n = D, .transpose_a = true}, dscores.data(), q, dk,
+  matmul(ctx, {.batch = S, .m = T, .k = T, .n = D}, dscores.get(), k, dq, scale);
+  matmul(ctx, {.batch = S, .m = T, .k = T, .n = D, .transpose_a = true}, dscores.get(), q, dk,
          scale);
 }
 

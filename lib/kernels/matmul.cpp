@@ -119,10 +119,16 @@ void backward_weights(KernelContext& ctx, const float* x, const float* dy, const
   run_matmul(ctx, shape, dy, x, nullptr, dw, 1.0f, accumulate ? 1.0f : 0.0f, false, dy_bf16);
   if (!dbias) return;
   if (!accumulate) std::fill_n(dbias, out, 0.0f);
-  // dbias[out] += column sums of dy, rows in ascending order (deterministic, vectorized).
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = dy + r * out;
-    for (int64_t o = 0; o < out; ++o) dbias[o] += row[o];
+  // dbias[out] += column sums of dy, rows in ascending order: each thread sums a block of columns
+  // over every row (the same order on any thread count), vectorized along the row.
+  constexpr int64_t kColumns = 256;
+#pragma omp parallel for schedule(static)
+  for (int64_t first = 0; first < out; first += kColumns) {
+    const int64_t last = std::min(out, first + kColumns);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = dy + r * out;
+      for (int64_t o = first; o < last; ++o) dbias[o] += row[o];
+    }
   }
 }
 

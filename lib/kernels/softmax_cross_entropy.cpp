@@ -67,6 +67,7 @@ SoftmaxCrossEntropyResult softmax_cross_entropy(KernelContext& ctx, const float*
     if (std::max_element(z, z + classes) - z == t) ++result.correct;
   }
   if (grad) {
+#pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < rows * classes; ++i) grad[i] = grad_scale * std::exp(grad[i]);
     for (int64_t r = 0; r < rows; ++r)
       grad[r * classes + target_of[static_cast<size_t>(r)]] -= grad_scale;
