@@ -102,7 +102,7 @@ for s in $sections; do
   case $s in
     kernels)
       section kernels "Kernels: oneDNN f32 GEMM and the Transformer block" \
-        "GFLOP/s of the fully connected kernels against the plain oneDNN GEMM of the same size; the GEMM at micro-batch row counts, one weight reused (it stays in L2 if it fits) or 8 weights taken in turn as a stage's layers do (what a micro-batch costs per row, target 3); and one Transformer block's forward + backward; at 1 and 2 threads (the ceiling every training number below is measured against)." \
+        "GFLOP/s of the fully connected kernels against the plain oneDNN GEMM of the same size; the GEMM at micro-batch row counts as a Linear's forward reads its weight, one weight reused (it stays in L2 if it fits) or 8 weights taken in turn as a stage's layers do (what a micro-batch costs per row, target 3), its backward-data product, and the forward over weights packed beforehand into oneDNN's blocked layout with what packing costs; and one Transformer block's forward + backward; at 1 and 2 threads (the ceiling every training number below is measured against)." \
         kernels ;;
     pytorch)
       section pytorch "mpipe vs PyTorch (issue 10, target 2: >= 1.15x at 1 and 2 threads)" \
