@@ -3,6 +3,7 @@
 // checks the prediction against the real forward).
 #include "model/cost_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -13,6 +14,13 @@ namespace mpipe::model {
 namespace {
 
 constexpr double kFloat = sizeof(float);
+
+// Layers whose forward_consuming keeps the input it is handed among its saved tensors.
+bool keeps_consumed_input(const std::string& kind) {
+  static const std::set<std::string> kinds = {"linear", "relu",      "gelu",         "tanh",
+                                              "conv2d", "attention", "batch_norm2d", "layer_norm"};
+  return kinds.contains(kind);
+}
 
 // Layers whose backward computes an input gradient and a weight gradient by matrix products.
 bool is_matmul_like(const std::string& kind) {
@@ -111,20 +119,82 @@ bool is_composite(const std::string& kind) {
   return kinds.contains(kind);
 }
 
-// A backward's temporaries beyond its input, output and their gradients, per example: a
-// residual block's pairs run one after another (about an input and an output more); the other
-// composite layers hold about what they save (the gradients of their internals).
-double workspace_floats(const LayerPlan& plan, const Kept& kept) {
-  if (plan.kind == "residual_block") {
-    return static_cast<double>(plan.input.numel() + plan.output.numel());
-  }
-  return is_composite(plan.kind) ? kept.per_example : 0.0;
+// A layer's temporaries beyond its input, output, their gradients and what it saves, per example
+// (see LayerCost::workspace_bytes and forward_workspace_bytes).
+struct Temporaries {
+  double backward = 0.0;
+  double forward = 0.0;
+};
+
+// Attention and the Transformer block free each temporary as soon as it is used up, so their
+// peaks follow from the order of their steps (tests/model/layer_memory_test.cpp measures them).
+// Per example, in floats: an activation a = T·d, the probabilities p = heads·T² and their
+// dropout mask m (p with dropout, else 0), the MLP's hidden layer h = mlp_ratio·a.
+Temporaries attention_temporaries(const LayerSpec& spec, const LayerPlan& plan) {
+  LayerAttrs attrs(spec);
+  const auto heads = static_cast<double>(attrs.integer("heads", 1));
+  const double rate = attrs.number("dropout", 0.0, 0.0, 1.0);
+  const auto t = static_cast<double>(plan.input[0]);
+  const double a = t * static_cast<double>(plan.input[1]);
+  const double m = rate > 0.0 ? heads * t * t : 0.0;
+  // Attention's backward beside dy: dq, dk, dv and dqkv [T, 3d] while dqkv is filled, or the
+  // head-split gradient, dq, dk, dv and the mask in the attention kernel; dx counts as its input.
+  // Its forward peaks in the kernel with q, k, v, the probabilities, the heads' output and the
+  // mask, beyond its input, output and what it saves when the mask is over 2a.
+  const Temporaries attention{.backward = std::max(5.0 * a, 3.0 * a + m),
+                              .forward = std::max(0.0, m - 2.0 * a)};
+  if (plan.kind == "attention") return attention;
+  // The block's backward beside dy: the MLP's masked dy and dhidden in fc2's backward, or the
+  // residual stream's gradient dx1 beside attention's backward (its dy a masked copy of dx1);
+  // its forward: the MLP output's dropout mask beside everything else.
+  const auto ratio = static_cast<double>(attrs.integer("mlp_ratio", 4, 1));
+  return {.backward = std::max(ratio * a, 2.0 * a + attention.backward),
+          .forward = rate > 0.0 ? a : 0.0};
 }
 
-// A training forward's second copy of its input, per example (see LayerCost::forward_copy_bytes).
-double forward_copy_floats(const LayerPlan& plan) {
-  const bool copies = plan.kind == "batch_norm2d" || plan.kind == "layer_norm";
-  return copies ? static_cast<double>(plan.input.numel()) : 0.0;
+// A residual block's backward beyond its input x and output y, per example, in floats: dy and
+// the gradient of the sum (y each) stay while its conv-bn pairs run one after another, last
+// first; a pair's batch norm holds the gradients of its output o (the sum's for the last pair)
+// and of its conv's output (o), its conv those of o and of its input; then the projection's batch
+// norm beside the main path's dx, and (the sum's gradient freed) its conv.
+double residual_block_backward(const LayerSpec& spec, const Shape& in, const Shape& out) {
+  LayerAttrs attrs(spec);
+  const bool bottleneck = attrs.flag("bottleneck", false);
+  const double x = static_cast<double>(in.numel()), y = static_cast<double>(out.numel());
+  // Each pair's input and output sizes, first to last.
+  std::vector<std::pair<double, double>> pairs;
+  if (bottleneck) {
+    const double width = channels(out) / 4.0;
+    const double wide_in = width * spatial(in), wide_out = width * spatial(out);
+    pairs = {{x, wide_in}, {wide_in, wide_out}, {wide_out, y}};
+  } else {
+    pairs = {{x, y}, {y, y}};
+  }
+  double peak = 3.0 * y;  // the last pair's batch norm: dy, the sum's gradient and its dconv
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto [input, output] = pairs[i];
+    if (i + 1 < pairs.size()) peak = std::max(peak, 2.0 * y + 2.0 * output);
+    peak = std::max(peak, 2.0 * y + output + input);
+  }
+  if (!(in == out)) {
+    peak = std::max({peak, 3.0 * y + x, 2.0 * y + 2.0 * x});
+  } else {
+    peak = std::max(peak, 2.0 * y + x);
+  }
+  return peak - x - y;
+}
+
+// A backward's temporaries: a residual block's pairs run one after another (see
+// residual_block_backward); the other composite layers hold about what they save (the gradients
+// of their internals). A forward's: none, except attention's and the Transformer block's.
+Temporaries temporaries(const LayerSpec& spec, const LayerPlan& plan, const Kept& kept) {
+  if (plan.kind == "attention" || plan.kind == "transformer_block") {
+    return attention_temporaries(spec, plan);
+  }
+  if (plan.kind == "residual_block") {
+    return {.backward = residual_block_backward(spec, plan.input, plan.output)};
+  }
+  return {.backward = is_composite(plan.kind) ? kept.per_example : 0.0};
 }
 
 double backward_factor(const LayerPlan& plan) {
@@ -141,6 +211,16 @@ double LayerCost::kept_bytes(int64_t rows) const {
   return r * saved_bytes + saved_fixed_bytes + packed;
 }
 
+double LayerCost::forward_bytes(int64_t rows, bool consumed) const {
+  const double input = consumed && keeps_consumed_input ? 0.0 : input_bytes;
+  return static_cast<double>(rows) * (input + output_bytes + forward_workspace_bytes);
+}
+
+double LayerCost::backward_bytes(int64_t rows) const {
+  const double input_gradient = has_input_gradient ? input_bytes : 0.0;
+  return static_cast<double>(rows) * (input_gradient + output_bytes + workspace_bytes);
+}
+
 double LayerCost::forward_traffic_bytes() const {
   return input_bytes + output_bytes + saved_bytes + saved_packed_bytes;
 }
@@ -152,6 +232,7 @@ double LayerCost::backward_traffic_bytes() const {
 
 LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan) {
   const Kept kept = kept_by_kind(spec, plan);
+  const Temporaries temp = temporaries(spec, plan, kept);
   return LayerCost{.index = plan.index,
                    .kind = plan.kind,
                    .forward_flops = plan.forward_flops,
@@ -164,8 +245,10 @@ LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan) {
                    .saved_bytes = kept.per_example * kFloat,
                    .saved_fixed_bytes = kept.fixed * kFloat,
                    .saved_packed_bytes = kept.packed_bytes,
-                   .workspace_bytes = workspace_floats(plan, kept) * kFloat,
-                   .forward_copy_bytes = forward_copy_floats(plan) * kFloat,
+                   .workspace_bytes = temp.backward * kFloat,
+                   .forward_workspace_bytes = temp.forward * kFloat,
+                   .keeps_consumed_input = keeps_consumed_input(plan.kind),
+                   .has_input_gradient = plan.kind != "embedding",
                    .weight_grad_operand_bytes =
                        plan.kind == "linear" ? static_cast<double>(plan.input.numel()) * kFloat +
                                                    static_cast<double>(plan.output_bytes)

@@ -28,10 +28,15 @@ struct LayerCost {
                                     // positions: oneDNN's workspace, 1 or 4 bytes per output)
   // Per example: temporaries inside a backward beyond its input, output and their gradients (a
   // composite layer's internal gradients; none for a single-kernel layer), and inside a training
-  // forward beyond its input, output and what it saves (batch and layer norm fill nn::Saved from
-  // an initializer list, which holds a second copy of the input for a moment).
+  // forward beyond its input, output and what it saves (attention's dropout mask of the
+  // probabilities, the Transformer block's of its MLP output; none for the other layers).
   double workspace_bytes = 0.0;
-  double forward_copy_bytes = 0.0;
+  double forward_workspace_bytes = 0.0;
+  // Whether a forward handed its input (Layer::forward_consuming: every layer of a stage but the
+  // first) keeps that tensor among what it saves instead of a copy.
+  bool keeps_consumed_input = false;
+  // Whether backward allocates an input gradient (not for token ids: the embedding).
+  bool has_input_gradient = true;
   // Per example: what batched weight gradients (pipeline weight_grads: batched) hold from a
   // step's first backward to its GEMM: a copy of the input and of the output gradient (linear).
   double weight_grad_operand_bytes = 0.0;
@@ -39,6 +44,12 @@ struct LayerCost {
   // Bytes forward keeps for backward for a micro-batch of `rows` examples: exactly what
   // nn::Saved::bytes() reports for this layer's training forward.
   double kept_bytes(int64_t rows) const;
+  // Bytes a training forward of `rows` examples holds beyond what it saves: its input (unless
+  // `consumed` and kept among what it saves), its output and its internals.
+  double forward_bytes(int64_t rows, bool consumed) const;
+  // Bytes a backward of `rows` examples holds beyond what its forward saved: its output
+  // gradient, its input gradient and its internals.
+  double backward_bytes(int64_t rows) const;
   // Bytes a forward or backward reads and writes (outputs, saved copies, gradients), per example:
   // the memory-traffic part of the time model.
   double forward_traffic_bytes() const;

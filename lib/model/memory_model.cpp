@@ -48,16 +48,21 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   weight_grad_operands_ =
       prefix_sums(costs_, [](const LayerCost& c) { return c.weight_grad_operand_bytes; });
   // A layer's temporaries while it runs: in backward its input and output gradients and a
-  // composite layer's internals; in forward its input, output and a second copy of its input
-  // (norms), plus what it saves when a discarding forward drops that after the layer (otherwise
+  // composite layer's internals; in forward its input, output and internals (attention's
+  // masks), plus what it saves when a discarding forward drops that after the layer (otherwise
   // it is in the stash); a per-layer recompute's first forward drops what each layer saves but
   // keeps its input in the stash.
   const auto r = static_cast<double>(rows_);
-  std::vector<double> backward, forward, discarding, per_layer_forward;
+  // A stage's first layer copies its input (the stage keeps it, or the caller holds it); the
+  // others are handed theirs (Layer::forward_consuming).
+  std::vector<double> backward, forward, discarding, per_layer_forward, forward_consumed,
+      discarding_consumed;
   for (const LayerCost& c : costs_) {
-    backward.push_back(r * (c.input_bytes + c.output_bytes + c.workspace_bytes));
-    forward.push_back(r * (c.input_bytes + c.output_bytes + c.forward_copy_bytes));
+    backward.push_back(c.backward_bytes(rows_));
+    forward.push_back(c.forward_bytes(rows_, false));
     discarding.push_back(forward.back() + c.kept_bytes(rows_));
+    forward_consumed.push_back(c.forward_bytes(rows_, true));
+    discarding_consumed.push_back(forward_consumed.back() + c.kept_bytes(rows_));
   }
   inputs_ = prefix_sums(costs_, [r](const LayerCost& c) { return r * c.input_bytes; });
   // At layer i of a per-layer recompute's first forward, the micro-batch has kept the inputs of
@@ -66,20 +71,22 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
     per_layer_forward.push_back(inputs_[i + 1] + discarding[i] - r * costs_[i].input_bytes);
   }
   // At layer i of a per-layer backward: while it is recomputed, the inputs of the layers up to i,
-  // its output, what it saves (and a norm's second input copy) and the gradient waiting for it;
+  // its output, what it saves (and its forward internals) and the gradient waiting for it;
   // then, its input freed, the inputs before i, what it saved and its backward temporaries.
   std::vector<double> per_layer_backward;
   for (size_t i = 0; i < costs_.size(); ++i) {
     const LayerCost& c = costs_[i];
     const double kept = c.kept_bytes(rows_);
     const double recomputing =
-        inputs_[i + 1] + kept + r * (2.0 * c.output_bytes + c.forward_copy_bytes);
+        inputs_[i + 1] + kept + r * (2.0 * c.output_bytes + c.forward_workspace_bytes);
     per_layer_backward.push_back(std::max(recomputing, inputs_[i] + kept + backward[i]));
   }
   per_layer_backward_ = range_max_table(std::move(per_layer_backward));
   backward_ = range_max_table(std::move(backward));
   forward_ = range_max_table(std::move(forward));
   discarding_ = range_max_table(std::move(discarding));
+  forward_consumed_ = range_max_table(std::move(forward_consumed));
+  discarding_consumed_ = range_max_table(std::move(discarding_consumed));
   per_layer_forward_ = range_max_table(std::move(per_layer_forward));
 }
 
@@ -127,17 +134,24 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
       // the layers after the one where it peaks.
       m.transient = range_max(per_layer_forward_, begin, end) - inputs_[static_cast<size_t>(end)];
     } else {
-      m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, end);
+      // The first layer copies its input, the others take theirs over.
+      m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, begin + 1);
+      if (end - begin > 1) {
+        m.transient = std::max(
+            m.transient,
+            range_max(stash.discarding ? discarding_consumed_ : forward_consumed_, begin + 1, end));
+      }
     }
   }
   // Receives posted ahead (gradients from the next stage; activations from the previous one too
-  // when they arrive at the peak), the received gradient a backward is using (Stage::backward
-  // copies it), the sends not yet freed, and the last stage's loss gradients.
+  // when they arrive at the peak), the sends not yet freed, and the last stage's loss gradients.
+  // The received gradient a backward is using is its last layer's output gradient (Stage::backward
+  // takes it over and frees it after that layer): a temporary of that layer's backward.
   const double gradient = last_stage ? 0.0 : output;
   const double activation = first_stage ? 0.0 : input;
   const double ahead = std::max(gradient, stash.receiving_activations ? activation : 0.0);
-  m.communication = stash.receives_ahead * ahead + (stash.backward ? gradient : 0.0) +
-                    stash.sends * std::max(gradient, activation) + stash.loss_grads * output;
+  m.communication = stash.receives_ahead * ahead + stash.sends * std::max(gradient, activation) +
+                    stash.loss_grads * output;
   return m;
 }
 

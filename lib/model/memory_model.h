@@ -24,9 +24,9 @@ struct StashProfile {
   // alive; the moment's `transient` is then part of the workspace).
   int layer_inputs = 0;
   bool layer_recompute = false;
-  // Messages at the peak (see pipeline::stash_profiles): receives posted ahead (activations from
-  // the previous stage among them or not), the received gradient a backward is using, and sends
-  // whose copies are not yet freed.
+  // Whether the peak is in a backward (else in a forward), and messages at the peak (see
+  // pipeline::stash_profiles): receives posted ahead (activations from the previous stage among
+  // them or not), and sends whose copies are not yet freed.
   bool backward = true;
   // A forward whose layers' saved tensors are dropped one by one (a recomputed micro-batch's
   // first forward): the largest layer's saved tensors add to its temporaries.
@@ -94,6 +94,8 @@ class MemoryModel {
   // discarding forward, and a per-layer recompute's first forward: [k][i] = max over layers
   // [i, i + 2^k).
   std::vector<std::vector<double>> backward_, forward_, discarding_, per_layer_forward_;
+  // As forward_ and discarding_, for a layer handed its input (not a stage's first).
+  std::vector<std::vector<double>> forward_consumed_, discarding_consumed_;
   std::vector<double> inputs_;  // prefix sums of rows x input bytes
   // As backward_, of inputs_[i] + layer i's kept bytes and backward temporaries
   // (per_layer_backward subtracts the offset).

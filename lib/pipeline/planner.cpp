@@ -421,7 +421,9 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
                             ? num_micro_batches
                             : std::min(num_stages - stage, num_micro_batches);
   const bool last = stage == num_stages - 1;
-  const int loss_grads = last ? in_flight : 0;
+  // The last stage's loss gradients: those of the micro-batches in flight but one, whose
+  // backward runs (it took its gradient over) or whose forward runs (no loss yet).
+  const int loss_grads = last ? in_flight - 1 : 0;
   std::vector<model::StashProfile> moments;
   switch (recompute) {
     case Recompute::kNever:
@@ -465,11 +467,13 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
     moment.sends = gpipe ? 0 : 1;
   }
   if (recompute == Recompute::kExceptLast && in_flight > 1) {
-    // The last one in full beside an earlier one's recompute: near the end of the step, one
-    // gradient left to receive, every activation received and sent.
+    // The last one in full beside an earlier one's recompute: every activation received and sent,
+    // and the gradients of the other micro-batches in flight left to receive (up to two posted
+    // ahead; under GPipe the last micro-batch is in full from the first backward on, when all of
+    // them are).
     model::StashProfile& late = moments.back();
     late.receiving_activations = false;
-    late.receives_ahead = 1;
+    late.receives_ahead = std::min(model::kReceivesAhead, in_flight - 1);
     late.sends = 0;
   }
   if (gpipe) {
