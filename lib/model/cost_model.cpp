@@ -29,11 +29,20 @@ bool is_matmul_like(const std::string& kind) {
   return kinds.contains(kind);
 }
 
-// What forward keeps, in floats: per example, per micro-batch, and bytes packed into floats.
+// What forward keeps, in floats, tensor by tensor (each is a block of the allocator): per
+// example, per micro-batch, and bytes packed into floats.
 struct Kept {
-  double per_example = 0.0;
-  double fixed = 0.0;
+  std::vector<double> per_example_tensors = {};
+  std::vector<double> fixed_tensors = {};
   double packed_bytes = 0.0;
+
+  double per_example() const { return total(per_example_tensors); }
+  double fixed() const { return total(fixed_tensors); }
+  static double total(const std::vector<double>& tensors) {
+    double sum = 0.0;
+    for (double t : tensors) sum += t;
+    return sum;
+  }
 };
 
 // [C, H, W] → channels, and the spatial size H·W.
@@ -47,23 +56,24 @@ Kept residual_block_kept(const LayerSpec& spec, const Shape& in, const Shape& ou
   const bool bottleneck = attrs.flag("bottleneck", false);
   const bool projection = !(in == out);
   const double x = static_cast<double>(in.numel()), y = static_cast<double>(out.numel());
+  const double c = channels(out);
   Kept kept;
   if (bottleneck) {
-    const double width = channels(out) / 4.0;
+    const double width = c / 4.0;
     const double wide_in = width * spatial(in), wide_out = width * spatial(out);
     // conv1 input x, bn1 input; conv2 input, bn2 input; conv3 input, bn3 input.
-    kept.per_example = x + 2.0 * wide_in + 2.0 * wide_out + y;
-    kept.fixed = 2.0 * (width + width + channels(out));
+    kept.per_example_tensors = {x, wide_in, wide_in, wide_out, wide_out, y};
+    kept.fixed_tensors = {width, width, width, width, c, c};
   } else {
     // conv1 input x, bn1 input; conv2 input, bn2 input.
-    kept.per_example = x + 3.0 * y;
-    kept.fixed = 2.0 * (2.0 * channels(out));
+    kept.per_example_tensors = {x, y, y, y};
+    kept.fixed_tensors = {c, c, c, c};
   }
   if (projection) {
-    kept.per_example += y;
-    kept.fixed += 2.0 * channels(out);
+    kept.per_example_tensors.push_back(y);
+    kept.fixed_tensors.insert(kept.fixed_tensors.end(), {c, c});
   }
-  kept.per_example += y;  // the block output (for the final ReLU)
+  kept.per_example_tensors.push_back(y);  // the block output (for the final ReLU)
   return kept;
 }
 
@@ -75,15 +85,17 @@ Kept kept_by_kind(const LayerSpec& spec, const LayerPlan& plan) {
   const auto x = static_cast<double>(in.numel());
   if (kind == "linear" || kind == "relu" || kind == "gelu" || kind == "tanh" || kind == "conv2d" ||
       kind == "embedding") {
-    return {.per_example = x};  // the input (token ids for the embedding)
+    return {.per_example_tensors = {x}};  // the input (token ids for the embedding)
   }
   if (kind == "dropout" || kind == "flatten" || kind == "avg_pool2d" || kind == "global_avg_pool") {
     return {};  // masks are regenerated from counters; the others need no input
   }
-  if (kind == "batch_norm2d") return {.per_example = x, .fixed = 2.0 * channels(in)};
+  if (kind == "batch_norm2d") {
+    return {.per_example_tensors = {x}, .fixed_tensors = {channels(in), channels(in)}};
+  }
   if (kind == "layer_norm") {
     const double rows = x / static_cast<double>(in[in.rank() - 1]);
-    return {.per_example = x + 2.0 * rows};  // input, mean and variance per row
+    return {.per_example_tensors = {x, rows, rows}};  // input, mean and variance per row
   }
   if (kind == "max_pool2d") {
     // oneDNN's workspace: the position of each maximum, u8 while the window has < 256 taps.
@@ -96,18 +108,24 @@ Kept kept_by_kind(const LayerSpec& spec, const LayerPlan& plan) {
     const auto heads = static_cast<double>(attrs.integer("heads", 1));
     const auto t = static_cast<double>(in[0]), d = static_cast<double>(in[1]);
     // x, q, k, v, merged heads [T, d] each, probabilities [heads, T, T].
-    const double attention = 5.0 * t * d + heads * t * t;
-    if (kind == "attention") return {.per_example = attention};
+    const double a = t * d;
+    const std::vector<double> attention = {a, a, a, a, a, heads * t * t};
+    if (kind == "attention") return {.per_example_tensors = attention};
     const auto ratio = static_cast<double>(attrs.integer("mlp_ratio", 4, 1));
     // ln1 and ln2 (input, mean, variance per row), the attention's, the ln2 output, and the
     // MLP's hidden layer before and after GELU.
-    return {.per_example = 2.0 * (t * d + 2.0 * t) + attention + t * d + 2.0 * t * ratio * d};
+    Kept kept{.per_example_tensors = {a, t, t, a, t, t}};
+    kept.per_example_tensors.insert(kept.per_example_tensors.end(), attention.begin(),
+                                    attention.end());
+    kept.per_example_tensors.insert(kept.per_example_tensors.end(), {a, ratio * a, ratio * a});
+    return kept;
   }
   if (kind == "residual_block") return residual_block_kept(spec, in, out);
   if (kind == "separable_cell") {
     // Input, depthwise output [C, Ho, Wo], the bn's input [out, Ho, Wo] and statistics.
-    return {.per_example = x + channels(in) * spatial(out) + static_cast<double>(out.numel()),
-            .fixed = 2.0 * channels(out)};
+    return {
+        .per_example_tensors = {x, channels(in) * spatial(out), static_cast<double>(out.numel())},
+        .fixed_tensors = {channels(out), channels(out)}};
   }
   throw Error(fmt::format("cost model: no memory model for layer kind '{}'", kind));
 }
@@ -194,7 +212,24 @@ Temporaries temporaries(const LayerSpec& spec, const LayerPlan& plan, const Kept
   if (plan.kind == "residual_block") {
     return {.backward = residual_block_backward(spec, plan.input, plan.output)};
   }
-  return {.backward = is_composite(plan.kind) ? kept.per_example : 0.0};
+  return {.backward = is_composite(plan.kind) ? kept.per_example() : 0.0};
+}
+
+std::vector<double> scaled(std::vector<double> values, double factor) {
+  for (double& v : values) v *= factor;
+  return values;
+}
+
+// The smallest tensor among a layer's temporaries (workspace_bytes and forward_workspace_bytes),
+// per example, in floats: an activation (input or output), or a bottleneck residual block's
+// narrow conv output.
+double smallest_temporary(const LayerSpec& spec, const LayerPlan& plan) {
+  double smallest = static_cast<double>(std::min(plan.input.numel(), plan.output.numel()));
+  if (plan.kind == "residual_block" && LayerAttrs(spec).flag("bottleneck", false)) {
+    const double width = channels(plan.output) / 4.0;
+    smallest = std::min(smallest, width * std::min(spatial(plan.input), spatial(plan.output)));
+  }
+  return smallest;
 }
 
 double backward_factor(const LayerPlan& plan) {
@@ -209,6 +244,35 @@ double LayerCost::kept_bytes(int64_t rows) const {
   const auto r = static_cast<double>(rows);
   const double packed = std::ceil(r * saved_packed_bytes / kFloat) * kFloat;
   return r * saved_bytes + saved_fixed_bytes + packed;
+}
+
+double LayerCost::kept_block_bytes(int64_t rows, const AllocatorModel& allocator) const {
+  const auto r = static_cast<double>(rows);
+  double bytes = allocator.block_bytes(std::ceil(r * saved_packed_bytes / kFloat) * kFloat);
+  // (A cost made by hand may give the sums alone: each is then one tensor.)
+  const auto or_sum = [](const std::vector<double>& tensors, double sum) {
+    return tensors.empty() && sum > 0.0 ? std::vector<double>{sum} : tensors;
+  };
+  for (double t : or_sum(saved_tensor_bytes, saved_bytes)) bytes += allocator.block_bytes(r * t);
+  for (double t : or_sum(saved_fixed_tensor_bytes, saved_fixed_bytes)) {
+    bytes += allocator.block_bytes(t);
+  }
+  return bytes;
+}
+
+double LayerCost::forward_block_bytes(int64_t rows, bool consumed,
+                                      const AllocatorModel& allocator) const {
+  const auto r = static_cast<double>(rows);
+  const double input = consumed && keeps_consumed_input ? 0.0 : input_bytes;
+  return allocator.block_bytes(r * input) + allocator.block_bytes(r * output_bytes) +
+         allocator.blocks_bytes(r * forward_workspace_bytes, r * smallest_temporary_bytes);
+}
+
+double LayerCost::backward_block_bytes(int64_t rows, const AllocatorModel& allocator) const {
+  const auto r = static_cast<double>(rows);
+  const double input_gradient = has_input_gradient ? input_bytes : 0.0;
+  return allocator.block_bytes(r * input_gradient) + allocator.block_bytes(r * output_bytes) +
+         allocator.blocks_bytes(r * workspace_bytes, r * smallest_temporary_bytes);
 }
 
 double LayerCost::forward_bytes(int64_t rows, bool consumed) const {
@@ -242,11 +306,14 @@ LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan) {
                    .buffer_bytes = static_cast<double>(plan.buffer_bytes),
                    .input_bytes = static_cast<double>(plan.input.numel()) * kFloat,
                    .output_bytes = static_cast<double>(plan.output_bytes),
-                   .saved_bytes = kept.per_example * kFloat,
-                   .saved_fixed_bytes = kept.fixed * kFloat,
+                   .saved_bytes = kept.per_example() * kFloat,
+                   .saved_fixed_bytes = kept.fixed() * kFloat,
                    .saved_packed_bytes = kept.packed_bytes,
+                   .saved_tensor_bytes = scaled(kept.per_example_tensors, kFloat),
+                   .saved_fixed_tensor_bytes = scaled(kept.fixed_tensors, kFloat),
                    .workspace_bytes = temp.backward * kFloat,
                    .forward_workspace_bytes = temp.forward * kFloat,
+                   .smallest_temporary_bytes = smallest_temporary(spec, plan) * kFloat,
                    .keeps_consumed_input = keeps_consumed_input(plan.kind),
                    .has_input_gradient = plan.kind != "embedding",
                    .weight_grad_operand_bytes =

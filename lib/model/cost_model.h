@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/allocator_model.h"
 #include "model/layer_spec.h"
 #include "model/model_builder.h"
 
@@ -26,12 +27,18 @@ struct LayerCost {
   double saved_fixed_bytes = 0.0;   // per micro-batch, whatever its rows (batch-norm statistics)
   double saved_packed_bytes = 0.0;  // per example, packed into floats per micro-batch (max-pool
                                     // positions: oneDNN's workspace, 1 or 4 bytes per output)
+  // The same tensor by tensor (saved_bytes and saved_fixed_bytes are their sums; the packed
+  // bytes are one tensor): the allocator rounds each block.
+  std::vector<double> saved_tensor_bytes = {};
+  std::vector<double> saved_fixed_tensor_bytes = {};
   // Per example: temporaries inside a backward beyond its input, output and their gradients (a
   // composite layer's internal gradients; none for a single-kernel layer), and inside a training
   // forward beyond its input, output and what it saves (attention's dropout mask of the
   // probabilities, the Transformer block's of its MLP output; none for the other layers).
   double workspace_bytes = 0.0;
   double forward_workspace_bytes = 0.0;
+  // Per example: no tensor among those temporaries is smaller (for the allocator's rounding).
+  double smallest_temporary_bytes = 0.0;
   // Whether a forward handed its input (Layer::forward_consuming: every layer of a stage but the
   // first) keeps that tensor among what it saves instead of a copy.
   bool keeps_consumed_input = false;
@@ -50,6 +57,11 @@ struct LayerCost {
   // Bytes a backward of `rows` examples holds beyond what its forward saved: its output
   // gradient, its input gradient and its internals.
   double backward_bytes(int64_t rows) const;
+  // The same three in what the memory account counts: each tensor's block as `allocator` rounds
+  // it (the temporaries, known in sum, as blocks of at least smallest_temporary_bytes).
+  double kept_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
+  double forward_block_bytes(int64_t rows, bool consumed, const AllocatorModel& allocator) const;
+  double backward_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
   // Bytes a forward or backward reads and writes (outputs, saved copies, gradients), per example:
   // the memory-traffic part of the time model.
   double forward_traffic_bytes() const;

@@ -38,15 +38,22 @@ double range_max(const std::vector<std::vector<double>>& table, int begin, int e
 
 }  // namespace
 
-MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots)
-    : costs_(std::move(costs)), rows_(rows), optimizer_slots_(optimizer_slots) {
+MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots,
+                         AllocatorModel allocator)
+    : costs_(std::move(costs)),
+      rows_(rows),
+      optimizer_slots_(optimizer_slots),
+      allocator_(allocator) {
   check(rows_ >= 1 && optimizer_slots_ >= 0, "MemoryModel: rows {} and optimizer slots {}", rows_,
         optimizer_slots_);
   params_ = prefix_sums(costs_, [](const LayerCost& c) { return c.param_bytes; });
   buffers_ = prefix_sums(costs_, [](const LayerCost& c) { return c.buffer_bytes; });
-  kept_ = prefix_sums(costs_, [this](const LayerCost& c) { return c.kept_bytes(rows_); });
+  kept_ = prefix_sums(costs_,
+                      [this](const LayerCost& c) { return c.kept_block_bytes(rows_, allocator_); });
   weight_grad_operands_ =
       prefix_sums(costs_, [](const LayerCost& c) { return c.weight_grad_operand_bytes; });
+  weight_grad_layers_ = prefix_sums(
+      costs_, [](const LayerCost& c) { return c.weight_grad_operand_bytes > 0.0 ? 1.0 : 0.0; });
   // A layer's temporaries while it runs: in backward its input and output gradients and a
   // composite layer's internals; in forward its input, output and internals (attention's
   // masks), plus what it saves when a discarding forward drops that after the layer (otherwise
@@ -58,17 +65,18 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   std::vector<double> backward, forward, discarding, per_layer_forward, forward_consumed,
       discarding_consumed;
   for (const LayerCost& c : costs_) {
-    backward.push_back(c.backward_bytes(rows_));
-    forward.push_back(c.forward_bytes(rows_, false));
-    discarding.push_back(forward.back() + c.kept_bytes(rows_));
-    forward_consumed.push_back(c.forward_bytes(rows_, true));
-    discarding_consumed.push_back(forward_consumed.back() + c.kept_bytes(rows_));
+    const double kept = c.kept_block_bytes(rows_, allocator_);
+    backward.push_back(c.backward_block_bytes(rows_, allocator_));
+    forward.push_back(c.forward_block_bytes(rows_, false, allocator_));
+    discarding.push_back(forward.back() + kept);
+    forward_consumed.push_back(c.forward_block_bytes(rows_, true, allocator_));
+    discarding_consumed.push_back(forward_consumed.back() + kept);
   }
-  inputs_ = prefix_sums(costs_, [r](const LayerCost& c) { return r * c.input_bytes; });
+  inputs_ = prefix_sums(costs_, [this](const LayerCost& c) { return block(c.input_bytes); });
   // At layer i of a per-layer recompute's first forward, the micro-batch has kept the inputs of
   // layers up to i (the later ones are not there yet) and holds layer i's temporaries.
   for (size_t i = 0; i < costs_.size(); ++i) {
-    per_layer_forward.push_back(inputs_[i + 1] + discarding[i] - r * costs_[i].input_bytes);
+    per_layer_forward.push_back(inputs_[i + 1] + discarding[i] - block(costs_[i].input_bytes));
   }
   // At layer i of a per-layer backward: while it is recomputed, the inputs of the layers up to i,
   // its output, what it saves (and its forward internals) and the gradient waiting for it;
@@ -76,9 +84,10 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   std::vector<double> per_layer_backward;
   for (size_t i = 0; i < costs_.size(); ++i) {
     const LayerCost& c = costs_[i];
-    const double kept = c.kept_bytes(rows_);
+    const double kept = c.kept_block_bytes(rows_, allocator_);
     const double recomputing =
-        inputs_[i + 1] + kept + r * (2.0 * c.output_bytes + c.forward_workspace_bytes);
+        inputs_[i + 1] + kept + 2.0 * block(c.output_bytes) +
+        allocator_.blocks_bytes(r * c.forward_workspace_bytes, r * c.smallest_temporary_bytes);
     per_layer_backward.push_back(std::max(recomputing, inputs_[i] + kept + backward[i]));
   }
   per_layer_backward_ = range_max_table(std::move(per_layer_backward));
@@ -88,6 +97,10 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   forward_consumed_ = range_max_table(std::move(forward_consumed));
   discarding_consumed_ = range_max_table(std::move(discarding_consumed));
   per_layer_forward_ = range_max_table(std::move(per_layer_forward));
+}
+
+double MemoryModel::block(double bytes_per_example) const {
+  return allocator_.block_bytes(static_cast<double>(rows_) * bytes_per_example);
 }
 
 double MemoryModel::layer_inputs(int begin, int end) const { return sum(inputs_, begin, end); }
@@ -109,16 +122,23 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
   const auto r = static_cast<double>(rows_);
   const LayerCost& first = costs_[static_cast<size_t>(begin)];
   const LayerCost& last = costs_[static_cast<size_t>(end - 1)];
-  const double input = r * first.input_bytes;  // one micro-batch's stage input
-  const double output = r * last.output_bytes;
+  // Every tensor as the allocator's block (AllocatorModel): one micro-batch's stage input and
+  // output, a micro-batch in full.
+  const double input = block(first.input_bytes);
+  const double output = block(last.output_bytes);
   const double full = full_micro_batch(begin, end);
   StageMemory m;
-  m.params = sum(params_, begin, end);
+  // The stage's values, gradients, each optimizer slot and its buffers are a tensor each.
+  m.params = allocator_.block_bytes(sum(params_, begin, end));
   m.grads = m.params;
   m.optimizer_state = optimizer_slots_ * m.params;
-  m.buffers = sum(buffers_, begin, end);
-  m.weight_grad_operands =
-      stash.weight_grad_micro_batches * r * sum(weight_grad_operands_, begin, end);
+  m.buffers = allocator_.block_bytes(sum(buffers_, begin, end));
+  // Each layer with operands holds two tensors of all micro-batches' rows.
+  if (stash.weight_grad_micro_batches > 0) {
+    m.weight_grad_operands =
+        stash.weight_grad_micro_batches * r * sum(weight_grad_operands_, begin, end) +
+        2.0 * sum(weight_grad_layers_, begin, end) * AllocatorModel::max_overhead();
+  }
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;
   m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);

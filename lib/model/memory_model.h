@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/allocator_model.h"
 #include "model/cost_model.h"
 
 namespace mpipe::model {
@@ -61,8 +62,11 @@ struct StageMemory {
 
 class MemoryModel {
  public:
-  // `rows`: examples per micro-batch; `optimizer_slots`: floats of optimizer state per parameter.
-  MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots);
+  // `rows`: examples per micro-batch; `optimizer_slots`: floats of optimizer state per parameter;
+  // `allocator`: how the run's malloc rounds each tensor's block, so that the bytes predicted are
+  // those the memory account counts (the planner's; by default the tensors' bytes alone).
+  MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots,
+              AllocatorModel allocator = AllocatorModel::exact());
 
   int num_layers() const { return static_cast<int>(costs_.size()); }
   const std::vector<LayerCost>& costs() const { return costs_; }
@@ -84,19 +88,23 @@ class MemoryModel {
 
  private:
   double sum(const std::vector<double>& prefix, int begin, int end) const;
+  // The block of a tensor of `bytes_per_example` per example of a micro-batch.
+  double block(double bytes_per_example) const;
 
   std::vector<LayerCost> costs_;
   int64_t rows_;
   int optimizer_slots_;
+  AllocatorModel allocator_;
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
   std::vector<double> weight_grad_operands_;     // per example, prefix sums
+  std::vector<double> weight_grad_layers_;       // layers with operands, prefix sums
   // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
   // discarding forward, and a per-layer recompute's first forward: [k][i] = max over layers
   // [i, i + 2^k).
   std::vector<std::vector<double>> backward_, forward_, discarding_, per_layer_forward_;
   // As forward_ and discarding_, for a layer handed its input (not a stage's first).
   std::vector<std::vector<double>> forward_consumed_, discarding_consumed_;
-  std::vector<double> inputs_;  // prefix sums of rows x input bytes
+  std::vector<double> inputs_;  // prefix sums of the blocks of rows x input bytes
   // As backward_, of inputs_[i] + layer i's kept bytes and backward temporaries
   // (per_layer_backward subtracts the offset).
   std::vector<std::vector<double>> per_layer_backward_;

@@ -264,7 +264,8 @@ PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& pla
         "plan_pipeline: batch size {} is not divisible by D x M = {}", request.batch_size,
         per_micro_batch);
   const int64_t rows = request.batch_size / per_micro_batch;
-  model::MemoryModel memory(model::layer_costs(spec, plan), rows, request.optimizer_slots);
+  model::MemoryModel memory(model::layer_costs(spec, plan), rows, request.optimizer_slots,
+                            request.allocator);
   StageTimes times(memory.costs(), rows, request);
   Context c{.plan = plan,
             .request = request,
