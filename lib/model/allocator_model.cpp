@@ -40,9 +40,12 @@ double AllocatorModel::max_overhead() {
 double AllocatorModel::blocks_bytes(double bytes, double smallest) const {
   if (bytes <= 0.0 || !rounds) return std::max(bytes, 0.0);
   const double blocks = smallest > 0.0 ? std::ceil(bytes / smallest) : 1.0;
-  // On the heap when even all of them in one block would be (each rounded to 64 at most).
-  const bool heap = bytes + kChunkPadding + kAlignment < mmap_threshold;
-  return bytes + blocks * (heap ? kHeapOverhead + kAlignment - 1.0 : max_overhead());
+  // At most this many of them are mapped (each at least the smallest mapped request), the rest
+  // come from the heap.
+  const double smallest_mapped =
+      std::max({smallest, mmap_threshold - kChunkPadding - kAlignment, 1.0});
+  const double mapped = std::min(blocks, std::floor(bytes / smallest_mapped));
+  return bytes + mapped * max_overhead() + (blocks - mapped) * (kHeapOverhead + kAlignment - 1.0);
 }
 
 AllocatorModel AllocatorModel::of_environment() {

@@ -232,6 +232,16 @@ double smallest_temporary(const LayerSpec& spec, const LayerPlan& plan) {
   return smallest;
 }
 
+// A backward's per-channel partial sums of batch norm's weight and bias gradients
+// (kernels::batch_norm_backward), in floats: [C] each, one batch norm at a time.
+std::vector<double> workspace_fixed_tensors(const LayerPlan& plan) {
+  if (plan.kind == "batch_norm2d") return {channels(plan.input), channels(plan.input)};
+  if (plan.kind == "residual_block" || plan.kind == "separable_cell") {
+    return {channels(plan.output), channels(plan.output)};  // its widest batch norm
+  }
+  return {};
+}
+
 double backward_factor(const LayerPlan& plan) {
   if (plan.kind == "flatten") return 0.0;
   if (!is_matmul_like(plan.kind)) return 1.0;
@@ -271,8 +281,11 @@ double LayerCost::forward_block_bytes(int64_t rows, bool consumed,
 double LayerCost::backward_block_bytes(int64_t rows, const AllocatorModel& allocator) const {
   const auto r = static_cast<double>(rows);
   const double input_gradient = has_input_gradient ? input_bytes : 0.0;
-  return allocator.block_bytes(r * input_gradient) + allocator.block_bytes(r * output_bytes) +
-         allocator.blocks_bytes(r * workspace_bytes, r * smallest_temporary_bytes);
+  double bytes = allocator.block_bytes(r * input_gradient) +
+                 allocator.block_bytes(r * output_bytes) +
+                 allocator.blocks_bytes(r * workspace_bytes, r * smallest_temporary_bytes);
+  for (double t : workspace_fixed_tensor_bytes) bytes += allocator.block_bytes(t);
+  return bytes;
 }
 
 double LayerCost::forward_bytes(int64_t rows, bool consumed) const {
@@ -282,7 +295,9 @@ double LayerCost::forward_bytes(int64_t rows, bool consumed) const {
 
 double LayerCost::backward_bytes(int64_t rows) const {
   const double input_gradient = has_input_gradient ? input_bytes : 0.0;
-  return static_cast<double>(rows) * (input_gradient + output_bytes + workspace_bytes);
+  double fixed = 0.0;
+  for (double t : workspace_fixed_tensor_bytes) fixed += t;
+  return static_cast<double>(rows) * (input_gradient + output_bytes + workspace_bytes) + fixed;
 }
 
 double LayerCost::forward_traffic_bytes() const {
@@ -314,6 +329,7 @@ LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan) {
                    .workspace_bytes = temp.backward * kFloat,
                    .forward_workspace_bytes = temp.forward * kFloat,
                    .smallest_temporary_bytes = smallest_temporary(spec, plan) * kFloat,
+                   .workspace_fixed_tensor_bytes = scaled(workspace_fixed_tensors(plan), kFloat),
                    .keeps_consumed_input = keeps_consumed_input(plan.kind),
                    .has_input_gradient = plan.kind != "embedding",
                    .weight_grad_operand_bytes =

@@ -39,6 +39,9 @@ struct LayerCost {
   double forward_workspace_bytes = 0.0;
   // Per example: no tensor among those temporaries is smaller (for the allocator's rounding).
   double smallest_temporary_bytes = 0.0;
+  // Per micro-batch, whatever its rows: a backward's small tensors (batch norm's per-channel
+  // partial sums), each a block of the allocator.
+  std::vector<double> workspace_fixed_tensor_bytes = {};
   // Whether a forward handed its input (Layer::forward_consuming: every layer of a stage but the
   // first) keeps that tensor among what it saves instead of a copy.
   bool keeps_consumed_input = false;
