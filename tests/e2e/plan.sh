@@ -47,7 +47,7 @@ PY
 
 # recompute: auto (largest_model.yaml's) runs the fastest mode whose plan fits the limit, and an
 # explicit mode over the limit is told the one that fits (K = 1 GPipe, 16 blocks: per_layer
-# peaks at 70.2 MiB, always at 86.7, except_last at 123.0, never at 342.4).
+# peaks at 70.2 MiB, always at 86.7, except_last at 123.0, never at 342.5).
 auto_mode() {  # LIMIT -> the chosen mode
   "$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit "$1" \
     --set pipeline.schedule=gpipe --json |
