@@ -137,7 +137,8 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
   if (stash.weight_grad_micro_batches > 0) {
     m.weight_grad_operands =
         stash.weight_grad_micro_batches * r * sum(weight_grad_operands_, begin, end) +
-        2.0 * sum(weight_grad_layers_, begin, end) * AllocatorModel::max_overhead();
+        2.0 * sum(weight_grad_layers_, begin, end) *
+            (allocator_.rounds ? AllocatorModel::max_overhead() : 0.0);
   }
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;

@@ -468,14 +468,16 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
     moment.sends = gpipe ? 0 : 1;
   }
   if (recompute == Recompute::kExceptLast && in_flight > 1) {
-    // The last one in full beside an earlier one's recompute: every activation received and sent,
-    // and the gradients of the other micro-batches in flight left to receive (up to two posted
-    // ahead; under GPipe the last micro-batch is in full from the first backward on, when all of
-    // them are).
+    // The last one in full beside an earlier one's recompute: every activation received, and the
+    // gradients of the other micro-batches in flight left to receive (up to two posted ahead;
+    // under GPipe the last micro-batch is in full from the first backward on, when all of them
+    // are). Under 1F1B the last activation sent may still be in flight: the next stage sends the
+    // gradient this backward uses before it receives that activation (and so, busy in its
+    // backward, may not have taken it yet); under GPipe it took every activation first.
     model::StashProfile& late = moments.back();
     late.receiving_activations = false;
     late.receives_ahead = std::min(model::kReceivesAhead, in_flight - 1);
-    late.sends = 0;
+    late.sends = gpipe ? 0 : 1;
   }
   if (gpipe) {
     // The last forward: every micro-batch stored (the last one in full unless recomputed),

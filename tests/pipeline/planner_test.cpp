@@ -183,6 +183,10 @@ TEST(Planner, StashProfilesPlaceMessagesWhereTheExecutorHoldsThem) {
   EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).receives_ahead, 2);
   EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).receives_ahead, 1);
   EXPECT_EQ(late(ScheduleKind::kOneFOneB, 4, 8).receives_ahead, 2);
+  // Under 1F1B the last activation sent may not have been taken yet (the next stage sent the
+  // gradient in use before it received that activation); under GPipe it was.
+  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).sends, 1);
+  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).sends, 0);
 }
 
 // An MLP whose first layer costs far more than the rest: uniform gives it company, auto not.
@@ -216,6 +220,8 @@ PlanRequest request(int stages, PartitionMode mode, std::vector<int> counts = {}
   r.optimizer_slots = 2;
   r.partition_where = "exp.yaml:20: pipeline.partition";
   r.memory_limit_where = "exp.yaml:21: pipeline.memory_limit";
+  // The tensors' bytes alone, whatever the environment (the allocator's rounding: below).
+  r.allocator = model::AllocatorModel::exact();
   return r;
 }
 
@@ -549,6 +555,27 @@ TEST(WeightGrads, AutoIsBatchedOnlyUnderGpipeWithRecomputeNeverAsConfigured) {
   PipelineConfig explicit_choice;
   explicit_choice.weight_grads = WeightGrads::kBatched;  // with recompute: auto
   EXPECT_EQ(resolve_weight_grads(explicit_choice), WeightGrads::kBatched);
+}
+
+// The request's allocator model reaches every stage's prediction. With micro-batches of 4096
+// rows, dense_model's activations of 4096 x 5 and 4096 x 6 floats (80 and 96 KiB) are mapped under
+// a 64 KiB mmap threshold: each counts up to a page more; under mpipe's setting every tensor
+// counts a few bytes more (fewer than 64 tensors are alive at a stage's peak).
+TEST(Planner, PredictsTheBytesTheAllocatorCounts) {
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.batch_size = 4 * 4096;  // micro-batches of 4096 rows: activations of 80 KiB and more
+  const PipelinePlan exact = plan_of(dense_model(), kDenseInput, r);
+  r.allocator = model::AllocatorModel{.mmap_threshold = 64 * 1024};
+  const PipelinePlan mapped = plan_of(dense_model(), kDenseInput, r);
+  r.allocator = model::AllocatorModel{};
+  const PipelinePlan heap = plan_of(dense_model(), kDenseInput, r);
+  for (size_t s = 0; s < exact.stages.size(); ++s) {
+    const double bytes = exact.stages[s].memory.total();
+    EXPECT_GT(heap.stages[s].memory.total(), bytes);
+    EXPECT_LT(heap.stages[s].memory.total(), bytes + 64 * 128.0);
+    EXPECT_GT(mapped.stages[s].memory.total(), heap.stages[s].memory.total() + 4096.0);
+    EXPECT_LT(mapped.stages[s].memory.total(), bytes + 64 * model::AllocatorModel::max_overhead());
+  }
 }
 
 TEST(Planner, BatchedWeightGradsHoldEveryMicroBatchsLinearOperandsFromTheBackwards) {
