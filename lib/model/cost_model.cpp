@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <set>
 
 #include "core/error.h"
@@ -36,13 +37,10 @@ struct Kept {
   std::vector<double> fixed_tensors = {};
   double packed_bytes = 0.0;
 
-  double per_example() const { return total(per_example_tensors); }
-  double fixed() const { return total(fixed_tensors); }
-  static double total(const std::vector<double>& tensors) {
-    double sum = 0.0;
-    for (double t : tensors) sum += t;
-    return sum;
+  double per_example() const {
+    return std::accumulate(per_example_tensors.begin(), per_example_tensors.end(), 0.0);
   }
+  double fixed() const { return std::accumulate(fixed_tensors.begin(), fixed_tensors.end(), 0.0); }
 };
 
 // [C, H, W] → channels, and the spatial size H·W.
@@ -295,8 +293,8 @@ double LayerCost::forward_bytes(int64_t rows, bool consumed) const {
 
 double LayerCost::backward_bytes(int64_t rows) const {
   const double input_gradient = has_input_gradient ? input_bytes : 0.0;
-  double fixed = 0.0;
-  for (double t : workspace_fixed_tensor_bytes) fixed += t;
+  const double fixed = std::accumulate(workspace_fixed_tensor_bytes.begin(),
+                                       workspace_fixed_tensor_bytes.end(), 0.0);
   return static_cast<double>(rows) * (input_gradient + output_bytes + workspace_bytes) + fixed;
 }
 
