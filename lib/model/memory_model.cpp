@@ -97,6 +97,10 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   forward_consumed_ = range_max_table(std::move(forward_consumed));
   discarding_consumed_ = range_max_table(std::move(discarding_consumed));
   per_layer_forward_ = range_max_table(std::move(per_layer_forward));
+  if (allocator_.rounds) {
+    tensors_ = std::make_shared<const MemoryModel>(costs_, rows_, optimizer_slots_,
+                                                   AllocatorModel::exact());
+  }
 }
 
 double MemoryModel::block(double bytes_per_example) const {
@@ -117,6 +121,15 @@ double MemoryModel::full_micro_batch(int begin, int end) const { return sum(kept
 
 StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bool first_stage,
                                bool last_stage) const {
+  if (!tensors_) return stage_in_blocks(begin, end, stash, first_stage, last_stage);
+  StageMemory m = tensors_->stage(begin, end, stash, first_stage, last_stage);
+  m.allocator_rounding =
+      stage_in_blocks(begin, end, stash, first_stage, last_stage).total() - m.total();
+  return m;
+}
+
+StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile& stash,
+                                         bool first_stage, bool last_stage) const {
   check(0 <= begin && begin < end && end <= num_layers(),
         "MemoryModel::stage: layers [{}, {}) of {}", begin, end, num_layers());
   const auto r = static_cast<double>(rows_);

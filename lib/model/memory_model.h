@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/allocator_model.h"
@@ -51,11 +52,16 @@ struct StageMemory {
   double transient = 0.0;  // the largest layer's temporaries: its output, gradients, internals
   double weight_grad_operands = 0.0;  // batched weight gradients' copies of inputs and gradients
   double communication = 0.0;  // receives posted ahead, the gradient in use, a send, loss gradients
+  // The fields above are the tensors' bytes; the memory account counts each tensor's block as
+  // malloc rounds it (AllocatorModel), this much more in all.
+  double allocator_rounding = 0.0;
   // A checkpoint adds nothing: its shard is written from the live state, one tensor at a time
   // (train/stage_tensors.h), and a resume reads each tensor into place.
   double state() const { return params + grads + optimizer_state + buffers; }
+  // (The allocator's rounding counts with the activations, most of whose tensors it rounds.)
   double activations() const {
-    return kept_activations + recompute_workspace + transient + weight_grad_operands;
+    return kept_activations + recompute_workspace + transient + weight_grad_operands +
+           allocator_rounding;
   }
   double total() const { return state() + activations() + communication; }
 };
@@ -74,6 +80,7 @@ class MemoryModel {
 
   // Layers [begin, end) as a stage that receives its input unless it is the first stage and
   // sends its output unless it is the last.
+  // Its fields are the tensors' bytes, and allocator_rounding what the allocator adds.
   StageMemory stage(int begin, int end, const StashProfile& stash, bool first_stage,
                     bool last_stage) const;
   // What one micro-batch's layers [begin, end) keep when not recomputed.
@@ -87,6 +94,9 @@ class MemoryModel {
   double per_layer_backward(int begin, int end) const;
 
  private:
+  // stage() with every tensor as its block (all rounding inside the fields).
+  StageMemory stage_in_blocks(int begin, int end, const StashProfile& stash, bool first_stage,
+                              bool last_stage) const;
   double sum(const std::vector<double>& prefix, int begin, int end) const;
   // The block of a tensor of `bytes_per_example` per example of a micro-batch.
   double block(double bytes_per_example) const;
@@ -95,6 +105,8 @@ class MemoryModel {
   int64_t rows_;
   int optimizer_slots_;
   AllocatorModel allocator_;
+  // The same model without the allocator's rounding (null when this one has none).
+  std::shared_ptr<const MemoryModel> tensors_;
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
   std::vector<double> weight_grad_operands_;     // per example, prefix sums
   std::vector<double> weight_grad_layers_;       // layers with operands, prefix sums

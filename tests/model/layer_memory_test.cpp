@@ -188,14 +188,23 @@ struct Predicted {
 
 Predicted predict(const LayerCost& cost, int64_t rows,
                   AllocatorModel allocator = AllocatorModel::exact()) {
-  const MemoryModel model({cost}, rows, 0, allocator);
+  // (Without its parameters and buffers, which the moments measured here do not hold.)
+  LayerCost temporaries_only = cost;
+  temporaries_only.param_bytes = 0.0;
+  temporaries_only.buffer_bytes = 0.0;
+  const MemoryModel model({temporaries_only}, rows, 0, allocator);
   StashProfile backward;
   StashProfile discarding{.backward = false, .discarding = true};
   // (A stage's first layer copies its input, the others are handed theirs: see the test below.)
-  return {.forward = model.stage(0, 1, discarding, true, true).transient,
+  // (The moments hold nothing but the layer's temporaries: the stage's rounding is theirs.)
+  const auto temporaries = [&](const StashProfile& moment) {
+    const StageMemory m = model.stage(0, 1, moment, true, true);
+    return m.transient + m.allocator_rounding;
+  };
+  return {.forward = temporaries(discarding),
           .forward_consuming = cost.forward_block_bytes(rows, true, allocator) +
                                cost.kept_block_bytes(rows, allocator),
-          .backward = model.stage(0, 1, backward, true, true).transient,
+          .backward = temporaries(backward),
           .per_layer = model.per_layer_backward(0, 1)};
 }
 
