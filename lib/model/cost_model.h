@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/allocator_model.h"
 #include "model/layer_spec.h"
 #include "model/model_builder.h"
 
@@ -26,12 +27,26 @@ struct LayerCost {
   double saved_fixed_bytes = 0.0;   // per micro-batch, whatever its rows (batch-norm statistics)
   double saved_packed_bytes = 0.0;  // per example, packed into floats per micro-batch (max-pool
                                     // positions: oneDNN's workspace, 1 or 4 bytes per output)
+  // The same tensor by tensor (saved_bytes and saved_fixed_bytes are their sums; the packed
+  // bytes are one tensor): the allocator rounds each block.
+  std::vector<double> saved_tensor_bytes = {};
+  std::vector<double> saved_fixed_tensor_bytes = {};
   // Per example: temporaries inside a backward beyond its input, output and their gradients (a
   // composite layer's internal gradients; none for a single-kernel layer), and inside a training
-  // forward beyond its input, output and what it saves (batch and layer norm fill nn::Saved from
-  // an initializer list, which holds a second copy of the input for a moment).
+  // forward beyond its input, output and what it saves (attention's dropout mask of the
+  // probabilities, the Transformer block's of its MLP output; none for the other layers).
   double workspace_bytes = 0.0;
-  double forward_copy_bytes = 0.0;
+  double forward_workspace_bytes = 0.0;
+  // Per example: no tensor among those temporaries is smaller (for the allocator's rounding).
+  double smallest_temporary_bytes = 0.0;
+  // Per micro-batch, whatever its rows: a backward's small tensors (batch norm's per-channel
+  // partial sums), each a block of the allocator.
+  std::vector<double> workspace_fixed_tensor_bytes = {};
+  // Whether a forward handed its input (Layer::forward_consuming: every layer of a stage but the
+  // first) keeps that tensor among what it saves instead of a copy.
+  bool keeps_consumed_input = false;
+  // Whether backward allocates an input gradient (not for token ids: the embedding).
+  bool has_input_gradient = true;
   // Per example: what batched weight gradients (pipeline weight_grads: batched) hold from a
   // step's first backward to its GEMM: a copy of the input and of the output gradient (linear).
   double weight_grad_operand_bytes = 0.0;
@@ -39,6 +54,17 @@ struct LayerCost {
   // Bytes forward keeps for backward for a micro-batch of `rows` examples: exactly what
   // nn::Saved::bytes() reports for this layer's training forward.
   double kept_bytes(int64_t rows) const;
+  // Bytes a training forward of `rows` examples holds beyond what it saves: its input (unless
+  // `consumed` and kept among what it saves), its output and its internals.
+  double forward_bytes(int64_t rows, bool consumed) const;
+  // Bytes a backward of `rows` examples holds beyond what its forward saved: its output
+  // gradient, its input gradient and its internals.
+  double backward_bytes(int64_t rows) const;
+  // The same three in what the memory account counts: each tensor's block as `allocator` rounds
+  // it (the temporaries, known in sum, as blocks of at least smallest_temporary_bytes).
+  double kept_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
+  double forward_block_bytes(int64_t rows, bool consumed, const AllocatorModel& allocator) const;
+  double backward_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
   // Bytes a forward or backward reads and writes (outputs, saved copies, gradients), per example:
   // the memory-traffic part of the time model.
   double forward_traffic_bytes() const;

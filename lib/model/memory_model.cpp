@@ -38,49 +38,73 @@ double range_max(const std::vector<std::vector<double>>& table, int begin, int e
 
 }  // namespace
 
-MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots)
-    : costs_(std::move(costs)), rows_(rows), optimizer_slots_(optimizer_slots) {
+MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots,
+                         AllocatorModel allocator)
+    : costs_(std::move(costs)),
+      rows_(rows),
+      optimizer_slots_(optimizer_slots),
+      allocator_(allocator) {
   check(rows_ >= 1 && optimizer_slots_ >= 0, "MemoryModel: rows {} and optimizer slots {}", rows_,
         optimizer_slots_);
   params_ = prefix_sums(costs_, [](const LayerCost& c) { return c.param_bytes; });
   buffers_ = prefix_sums(costs_, [](const LayerCost& c) { return c.buffer_bytes; });
-  kept_ = prefix_sums(costs_, [this](const LayerCost& c) { return c.kept_bytes(rows_); });
+  kept_ = prefix_sums(costs_,
+                      [this](const LayerCost& c) { return c.kept_block_bytes(rows_, allocator_); });
   weight_grad_operands_ =
       prefix_sums(costs_, [](const LayerCost& c) { return c.weight_grad_operand_bytes; });
+  weight_grad_layers_ = prefix_sums(
+      costs_, [](const LayerCost& c) { return c.weight_grad_operand_bytes > 0.0 ? 1.0 : 0.0; });
   // A layer's temporaries while it runs: in backward its input and output gradients and a
-  // composite layer's internals; in forward its input, output and a second copy of its input
-  // (norms), plus what it saves when a discarding forward drops that after the layer (otherwise
+  // composite layer's internals; in forward its input, output and internals (attention's
+  // masks), plus what it saves when a discarding forward drops that after the layer (otherwise
   // it is in the stash); a per-layer recompute's first forward drops what each layer saves but
   // keeps its input in the stash.
   const auto r = static_cast<double>(rows_);
-  std::vector<double> backward, forward, discarding, per_layer_forward;
+  // A stage's first layer copies its input (the stage keeps it, or the caller holds it); the
+  // others are handed theirs (Layer::forward_consuming).
+  std::vector<double> backward, forward, discarding, per_layer_forward, forward_consumed,
+      discarding_consumed;
   for (const LayerCost& c : costs_) {
-    backward.push_back(r * (c.input_bytes + c.output_bytes + c.workspace_bytes));
-    forward.push_back(r * (c.input_bytes + c.output_bytes + c.forward_copy_bytes));
-    discarding.push_back(forward.back() + c.kept_bytes(rows_));
+    const double kept = c.kept_block_bytes(rows_, allocator_);
+    backward.push_back(c.backward_block_bytes(rows_, allocator_));
+    forward.push_back(c.forward_block_bytes(rows_, false, allocator_));
+    discarding.push_back(forward.back() + kept);
+    forward_consumed.push_back(c.forward_block_bytes(rows_, true, allocator_));
+    discarding_consumed.push_back(forward_consumed.back() + kept);
   }
-  inputs_ = prefix_sums(costs_, [r](const LayerCost& c) { return r * c.input_bytes; });
+  inputs_ = prefix_sums(costs_, [this](const LayerCost& c) { return block(c.input_bytes); });
   // At layer i of a per-layer recompute's first forward, the micro-batch has kept the inputs of
   // layers up to i (the later ones are not there yet) and holds layer i's temporaries.
   for (size_t i = 0; i < costs_.size(); ++i) {
-    per_layer_forward.push_back(inputs_[i + 1] + discarding[i] - r * costs_[i].input_bytes);
+    per_layer_forward.push_back(inputs_[i + 1] + discarding[i] - block(costs_[i].input_bytes));
   }
   // At layer i of a per-layer backward: while it is recomputed, the inputs of the layers up to i,
-  // its output, what it saves (and a norm's second input copy) and the gradient waiting for it;
+  // its output, what it saves (and its forward internals) and the gradient waiting for it;
   // then, its input freed, the inputs before i, what it saved and its backward temporaries.
   std::vector<double> per_layer_backward;
   for (size_t i = 0; i < costs_.size(); ++i) {
     const LayerCost& c = costs_[i];
-    const double kept = c.kept_bytes(rows_);
+    const double kept = c.kept_block_bytes(rows_, allocator_);
     const double recomputing =
-        inputs_[i + 1] + kept + r * (2.0 * c.output_bytes + c.forward_copy_bytes);
+        inputs_[i + 1] + kept + 2.0 * block(c.output_bytes) +
+        allocator_.blocks_bytes(r * c.forward_workspace_bytes, r * c.smallest_temporary_bytes);
     per_layer_backward.push_back(std::max(recomputing, inputs_[i] + kept + backward[i]));
   }
   per_layer_backward_ = range_max_table(std::move(per_layer_backward));
   backward_ = range_max_table(std::move(backward));
   forward_ = range_max_table(std::move(forward));
   discarding_ = range_max_table(std::move(discarding));
+  forward_consumed_ = range_max_table(std::move(forward_consumed));
+  discarding_consumed_ = range_max_table(std::move(discarding_consumed));
   per_layer_forward_ = range_max_table(std::move(per_layer_forward));
+  if (allocator_.rounds) {
+    tensors_ = std::make_shared<const MemoryModel>(costs_, rows_, optimizer_slots_,
+                                                   AllocatorModel::exact());
+  }
+}
+
+double MemoryModel::block(double bytes_per_example) const {
+  return allocator_.block_bytes(static_cast<double>(rows_) * bytes_per_example);
 }
 
 double MemoryModel::layer_inputs(int begin, int end) const { return sum(inputs_, begin, end); }
@@ -97,21 +121,38 @@ double MemoryModel::full_micro_batch(int begin, int end) const { return sum(kept
 
 StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bool first_stage,
                                bool last_stage) const {
+  if (!tensors_) return stage_in_blocks(begin, end, stash, first_stage, last_stage);
+  StageMemory m = tensors_->stage(begin, end, stash, first_stage, last_stage);
+  m.allocator_rounding =
+      stage_in_blocks(begin, end, stash, first_stage, last_stage).total() - m.total();
+  return m;
+}
+
+StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile& stash,
+                                         bool first_stage, bool last_stage) const {
   check(0 <= begin && begin < end && end <= num_layers(),
         "MemoryModel::stage: layers [{}, {}) of {}", begin, end, num_layers());
   const auto r = static_cast<double>(rows_);
   const LayerCost& first = costs_[static_cast<size_t>(begin)];
   const LayerCost& last = costs_[static_cast<size_t>(end - 1)];
-  const double input = r * first.input_bytes;  // one micro-batch's stage input
-  const double output = r * last.output_bytes;
+  // Every tensor as the allocator's block (AllocatorModel): one micro-batch's stage input and
+  // output, a micro-batch in full.
+  const double input = block(first.input_bytes);
+  const double output = block(last.output_bytes);
   const double full = full_micro_batch(begin, end);
   StageMemory m;
-  m.params = sum(params_, begin, end);
+  // The stage's values, gradients, each optimizer slot and its buffers are a tensor each.
+  m.params = allocator_.block_bytes(sum(params_, begin, end));
   m.grads = m.params;
   m.optimizer_state = optimizer_slots_ * m.params;
-  m.buffers = sum(buffers_, begin, end);
-  m.weight_grad_operands =
-      stash.weight_grad_micro_batches * r * sum(weight_grad_operands_, begin, end);
+  m.buffers = allocator_.block_bytes(sum(buffers_, begin, end));
+  // Each layer with operands holds two tensors of all micro-batches' rows.
+  if (stash.weight_grad_micro_batches > 0) {
+    m.weight_grad_operands =
+        stash.weight_grad_micro_batches * r * sum(weight_grad_operands_, begin, end) +
+        2.0 * sum(weight_grad_layers_, begin, end) *
+            (allocator_.rounds ? AllocatorModel::max_overhead() : 0.0);
+  }
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;
   m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);
@@ -127,17 +168,24 @@ StageMemory MemoryModel::stage(int begin, int end, const StashProfile& stash, bo
       // the layers after the one where it peaks.
       m.transient = range_max(per_layer_forward_, begin, end) - inputs_[static_cast<size_t>(end)];
     } else {
-      m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, end);
+      // The first layer copies its input, the others take theirs over.
+      m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, begin + 1);
+      if (end - begin > 1) {
+        m.transient = std::max(
+            m.transient,
+            range_max(stash.discarding ? discarding_consumed_ : forward_consumed_, begin + 1, end));
+      }
     }
   }
   // Receives posted ahead (gradients from the next stage; activations from the previous one too
-  // when they arrive at the peak), the received gradient a backward is using (Stage::backward
-  // copies it), the sends not yet freed, and the last stage's loss gradients.
+  // when they arrive at the peak), the sends not yet freed, and the last stage's loss gradients.
+  // The received gradient a backward is using is its last layer's output gradient (Stage::backward
+  // takes it over and frees it after that layer): a temporary of that layer's backward.
   const double gradient = last_stage ? 0.0 : output;
   const double activation = first_stage ? 0.0 : input;
   const double ahead = std::max(gradient, stash.receiving_activations ? activation : 0.0);
-  m.communication = stash.receives_ahead * ahead + (stash.backward ? gradient : 0.0) +
-                    stash.sends * std::max(gradient, activation) + stash.loss_grads * output;
+  m.communication = stash.receives_ahead * ahead + stash.sends * std::max(gradient, activation) +
+                    stash.loss_grads * output;
   return m;
 }
 

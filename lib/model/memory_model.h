@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "model/allocator_model.h"
 #include "model/cost_model.h"
 
 namespace mpipe::model {
@@ -24,9 +26,9 @@ struct StashProfile {
   // alive; the moment's `transient` is then part of the workspace).
   int layer_inputs = 0;
   bool layer_recompute = false;
-  // Messages at the peak (see pipeline::stash_profiles): receives posted ahead (activations from
-  // the previous stage among them or not), the received gradient a backward is using, and sends
-  // whose copies are not yet freed.
+  // Whether the peak is in a backward (else in a forward), and messages at the peak (see
+  // pipeline::stash_profiles): receives posted ahead (activations from the previous stage among
+  // them or not), and sends whose copies are not yet freed.
   bool backward = true;
   // A forward whose layers' saved tensors are dropped one by one (a recomputed micro-batch's
   // first forward): the largest layer's saved tensors add to its temporaries.
@@ -50,19 +52,27 @@ struct StageMemory {
   double transient = 0.0;  // the largest layer's temporaries: its output, gradients, internals
   double weight_grad_operands = 0.0;  // batched weight gradients' copies of inputs and gradients
   double communication = 0.0;  // receives posted ahead, the gradient in use, a send, loss gradients
+  // The fields above are the tensors' bytes; the memory account counts each tensor's block as
+  // malloc rounds it (AllocatorModel), this much more in all.
+  double allocator_rounding = 0.0;
   // A checkpoint adds nothing: its shard is written from the live state, one tensor at a time
   // (train/stage_tensors.h), and a resume reads each tensor into place.
   double state() const { return params + grads + optimizer_state + buffers; }
+  // (The allocator's rounding counts with the activations, most of whose tensors it rounds.)
   double activations() const {
-    return kept_activations + recompute_workspace + transient + weight_grad_operands;
+    return kept_activations + recompute_workspace + transient + weight_grad_operands +
+           allocator_rounding;
   }
   double total() const { return state() + activations() + communication; }
 };
 
 class MemoryModel {
  public:
-  // `rows`: examples per micro-batch; `optimizer_slots`: floats of optimizer state per parameter.
-  MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots);
+  // `rows`: examples per micro-batch; `optimizer_slots`: floats of optimizer state per parameter;
+  // `allocator`: how the run's malloc rounds each tensor's block, so that the bytes predicted are
+  // those the memory account counts (the planner's; by default the tensors' bytes alone).
+  MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots,
+              AllocatorModel allocator = AllocatorModel::exact());
 
   int num_layers() const { return static_cast<int>(costs_.size()); }
   const std::vector<LayerCost>& costs() const { return costs_; }
@@ -70,6 +80,7 @@ class MemoryModel {
 
   // Layers [begin, end) as a stage that receives its input unless it is the first stage and
   // sends its output unless it is the last.
+  // Its fields are the tensors' bytes, and allocator_rounding what the allocator adds.
   StageMemory stage(int begin, int end, const StashProfile& stash, bool first_stage,
                     bool last_stage) const;
   // What one micro-batch's layers [begin, end) keep when not recomputed.
@@ -83,18 +94,29 @@ class MemoryModel {
   double per_layer_backward(int begin, int end) const;
 
  private:
+  // stage() with every tensor as its block (all rounding inside the fields).
+  StageMemory stage_in_blocks(int begin, int end, const StashProfile& stash, bool first_stage,
+                              bool last_stage) const;
   double sum(const std::vector<double>& prefix, int begin, int end) const;
+  // The block of a tensor of `bytes_per_example` per example of a micro-batch.
+  double block(double bytes_per_example) const;
 
   std::vector<LayerCost> costs_;
   int64_t rows_;
   int optimizer_slots_;
+  AllocatorModel allocator_;
+  // The same model without the allocator's rounding (null when this one has none).
+  std::shared_ptr<const MemoryModel> tensors_;
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
   std::vector<double> weight_grad_operands_;     // per example, prefix sums
+  std::vector<double> weight_grad_layers_;       // layers with operands, prefix sums
   // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
   // discarding forward, and a per-layer recompute's first forward: [k][i] = max over layers
   // [i, i + 2^k).
   std::vector<std::vector<double>> backward_, forward_, discarding_, per_layer_forward_;
-  std::vector<double> inputs_;  // prefix sums of rows x input bytes
+  // As forward_ and discarding_, for a layer handed its input (not a stage's first).
+  std::vector<std::vector<double>> forward_consumed_, discarding_consumed_;
+  std::vector<double> inputs_;  // prefix sums of the blocks of rows x input bytes
   // As backward_, of inputs_[i] + layer i's kept bytes and backward temporaries
   // (per_layer_backward subtracts the offset).
   std::vector<std::vector<double>> per_layer_backward_;

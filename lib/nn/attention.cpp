@@ -142,6 +142,7 @@ Forward CausalSelfAttention::forward_without_input(const Tensor& x, const LayerC
   to_heads(s, qkv.data(), 3 * dim_, 0, q.data());
   to_heads(s, qkv.data(), 3 * dim_, dim_, k.data());
   to_heads(s, qkv.data(), 3 * dim_, 2 * dim_, v.data());
+  qkv = Tensor();
 
   Tensor probs = Tensor::uninitialized(Shape{s.batch, s.heads, s.seq, s.seq});
   Tensor heads_out = Tensor::uninitialized(head_shape), mask;
@@ -153,15 +154,20 @@ Forward CausalSelfAttention::forward_without_input(const Tensor& x, const LayerC
   kernels::causal_attention_forward(ctx.kernels, s.attention(), q.data(), k.data(), v.data(),
                                     mask.empty() ? nullptr : mask.data(), probs.data(),
                                     heads_out.data());
+  mask = Tensor();  // each temporary is freed as soon as it is used up
   // merged: [rows, d] (heads side by side); y = merged · proj.weight^T + proj.bias.
   Tensor merged = Tensor::uninitialized(x.shape());
   from_heads(s, heads_out.data(), dim_, 0, merged.data());
+  heads_out = Tensor();
   Forward result{.output = Tensor::uninitialized(x.shape()), .saved = {}};
   kernels::linear_forward(ctx.kernels, merged.data(), proj_weight_.data(), proj_bias_.data(),
                           result.output.data(), s.rows(), dim_, dim_);
   if (ctx.training) {
-    result.saved.tensors = {Tensor(),     std::move(q),     std::move(k),
-                            std::move(v), std::move(probs), std::move(merged)};
+    // Moved in one by one: an initializer list would copy every tensor.
+    std::vector<Tensor>& saved = result.saved.tensors;
+    saved.reserve(kSavedTensors);
+    saved.emplace_back();
+    for (Tensor* t : {&q, &k, &v, &probs, &merged}) saved.push_back(std::move(*t));
   }
   return result;
 }
@@ -186,6 +192,7 @@ Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tens
                            s.rows(), dim_, dim_);
   Tensor dheads = Tensor::uninitialized(q.shape());
   to_heads(s, dmerged.data(), dim_, 0, dheads.data());
+  dmerged = Tensor();  // each temporary is freed as soon as it is used up
 
   Tensor mask;
   if (ctx.training && dropout_ > 0.0) {
@@ -198,11 +205,16 @@ Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tens
   kernels::causal_attention_backward(ctx.kernels, s.attention(), q.data(), k.data(), v.data(),
                                      probs.data(), mask.empty() ? nullptr : mask.data(),
                                      dheads.data(), dq.data(), dk.data(), dv.data());
+  dheads = Tensor();
+  mask = Tensor();
   // dqkv: [rows, 3d]; dqkv.weight += dqkv^T · x, dx = dqkv · qkv.weight.
   Tensor dqkv = Tensor::uninitialized(Shape{s.rows(), 3 * dim_});
   from_heads(s, dq.data(), 3 * dim_, 0, dqkv.data());
+  dq = Tensor();
   from_heads(s, dk.data(), 3 * dim_, dim_, dqkv.data());
+  dk = Tensor();
   from_heads(s, dv.data(), 3 * dim_, 2 * dim_, dqkv.data());
+  dv = Tensor();
   Tensor dx;
   if (ctx.need_input_grad) dx = Tensor::uninitialized(x.shape());
   kernels::linear_backward(ctx.kernels, x.data(), dqkv.data(), qkv_weight_.data(),

@@ -47,7 +47,7 @@ void BatchNorm2d::bind(std::vector<std::span<float>> params, std::vector<std::sp
   running_mean_ = buffers[0], running_var_ = buffers[1];
 }
 
-Forward BatchNorm2d::forward(const Tensor& x, const LayerContext& ctx) {
+Forward BatchNorm2d::forward_without_input(const Tensor& x, const LayerContext& ctx) const {
   check(x.shape().rank() == 4 && x.shape().per_example() == input_shape_,
         "BatchNorm2d: input {} does not match the layer's input shape {}", x.shape(), input_shape_);
   check(!weight_.empty(), "BatchNorm2d: forward before bind");
@@ -69,7 +69,24 @@ Forward BatchNorm2d::forward(const Tensor& x, const LayerContext& ctx) {
   if (!ctx.recompute) {
     result.buffer_update = make_buffer_update(mean, variance, shape.per_channel());
   }
-  result.saved.tensors = {x, std::move(mean), std::move(variance)};
+  // x's place is filled by the caller (a copy, or x itself when consumed); no initializer list,
+  // which would copy every tensor once more.
+  result.saved.tensors.reserve(kSavedTensors);
+  result.saved.tensors.emplace_back();
+  result.saved.tensors.push_back(std::move(mean));
+  result.saved.tensors.push_back(std::move(variance));
+  return result;
+}
+
+Forward BatchNorm2d::forward(const Tensor& x, const LayerContext& ctx) {
+  Forward result = forward_without_input(x, ctx);
+  if (ctx.training) result.saved.tensors[0] = x;
+  return result;
+}
+
+Forward BatchNorm2d::forward_consuming(Tensor x, const LayerContext& ctx) {
+  Forward result = forward_without_input(x, ctx);
+  if (ctx.training) result.saved.tensors[0] = std::move(x);
   return result;
 }
 

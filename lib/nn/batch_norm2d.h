@@ -29,6 +29,8 @@ class BatchNorm2d : public Layer {
   // x: [batch, C, H, W] → y: same shape. Saves x, the batch mean and the biased batch
   // variance ([C] each) when training.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  // Keeps x itself for backward instead of a copy.
+  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   // One update: the micro-batch's mean [C], biased variance [C], then the factor
   // count / (count - 1) that makes the variance unbiased.
   int64_t buffer_update_size() const override { return 2 * channels_ + 1; }
@@ -43,6 +45,8 @@ class BatchNorm2d : public Layer {
   static constexpr size_t kSavedTensors = 3;
 
  private:
+  // The forward; in training, what it saves has an empty tensor in x's place.
+  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const;
   std::vector<float> make_buffer_update(const Tensor& mean, const Tensor& variance,
                                         int64_t count) const;
 

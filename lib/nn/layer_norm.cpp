@@ -27,7 +27,7 @@ void LayerNorm::bind(std::vector<std::span<float>> params, std::vector<std::span
   weight_grad_ = grads[0], bias_grad_ = grads[1];
 }
 
-Forward LayerNorm::forward(const Tensor& x, const LayerContext& ctx) {
+Forward LayerNorm::forward_without_input(const Tensor& x, const LayerContext& ctx) const {
   check(x.shape().rank() >= 1 && x.shape().per_example() == input_shape_,
         "LayerNorm: input {} does not match the layer's input shape {}", x.shape(), input_shape_);
   check(!weight_.empty(), "LayerNorm: forward before bind");
@@ -38,7 +38,25 @@ Forward LayerNorm::forward(const Tensor& x, const LayerContext& ctx) {
   kernels::layer_norm_forward(ctx.kernels, x.data(), weight_.data(), bias_.data(), y.data(),
                               mean.data(), variance.data(), rows, dim_, eps_);
   Forward result{.output = std::move(y), .saved = {}};
-  if (ctx.training) result.saved.tensors = {x, std::move(mean), std::move(variance)};
+  if (ctx.training) {
+    // x's place is filled by the caller; no initializer list, which would copy every tensor.
+    result.saved.tensors.reserve(kSavedTensors);
+    result.saved.tensors.emplace_back();
+    result.saved.tensors.push_back(std::move(mean));
+    result.saved.tensors.push_back(std::move(variance));
+  }
+  return result;
+}
+
+Forward LayerNorm::forward(const Tensor& x, const LayerContext& ctx) {
+  Forward result = forward_without_input(x, ctx);
+  if (ctx.training) result.saved.tensors[0] = x;
+  return result;
+}
+
+Forward LayerNorm::forward_consuming(Tensor x, const LayerContext& ctx) {
+  Forward result = forward_without_input(x, ctx);
+  if (ctx.training) result.saved.tensors[0] = std::move(x);
   return result;
 }
 

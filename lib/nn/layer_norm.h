@@ -20,6 +20,8 @@ class LayerNorm : public Layer {
 
   // x: [batch, ..., dim] → y: same shape. Saves x, mean and variance ([rows]) when training.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
+  // Keeps x itself for backward instead of a copy.
+  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // backward() with the saved tensors given as a span, for composite layers that keep several
   // sub-layers' tensors in one Saved.
@@ -30,6 +32,8 @@ class LayerNorm : public Layer {
   static constexpr size_t kSavedTensors = 3;
 
  private:
+  // The forward; in training, what it saves has an empty tensor in x's place.
+  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const;
   Shape input_shape_;
   int64_t dim_;
   float eps_;

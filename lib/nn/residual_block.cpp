@@ -128,7 +128,7 @@ Forward ResidualBlock::forward(const Tensor& x, const LayerContext& ctx) {
   Tensor current;
   for (size_t i = 0; i < path_.size(); ++i) {
     const Tensor& input = i == 0 ? x : current;
-    Forward normed = path_[i].bn->forward(path_[i].conv->apply(input, ctx), ctx);
+    Forward normed = path_[i].bn->forward_consuming(path_[i].conv->apply(input, ctx), ctx);
     append_buffer_update(result, normed);
     if (ctx.training) {
       saved.push_back(i == 0 ? x : std::move(current));
@@ -138,7 +138,7 @@ Forward ResidualBlock::forward(const Tensor& x, const LayerContext& ctx) {
     if (i + 1 < path_.size()) relu_in_place(ctx.kernels, current);
   }
   if (has_projection()) {
-    Forward projected = shortcut_.bn->forward(shortcut_.conv->apply(x, ctx), ctx);
+    Forward projected = shortcut_.bn->forward_consuming(shortcut_.conv->apply(x, ctx), ctx);
     append_buffer_update(result, projected);
     if (ctx.training) {
       for (Tensor& t : projected.saved.tensors) saved.push_back(std::move(t));
@@ -186,6 +186,7 @@ Tensor ResidualBlock::backward(const Tensor& dy, const Saved& saved, const Layer
   if (has_projection()) {
     const auto bn_saved = all.subspan(path_.size() * kSavedPerConvBn, BatchNorm2d::kSavedTensors);
     const Tensor dconv = shortcut_.bn->backward_from(dsum, bn_saved, inner);
+    dsum = Tensor();  // used up: freed before the shortcut conv allocates its input gradient
     const Tensor dx_shortcut =
         shortcut_.conv->backward_from(dconv, all.subspan(0, Conv2d::kSavedTensors), ctx);
     if (!ctx.need_input_grad) return {};

@@ -68,7 +68,7 @@ void SeparableCell::bind(std::vector<std::span<float>> params, std::vector<std::
 
 Forward SeparableCell::forward(const Tensor& x, const LayerContext& ctx) {
   Tensor depthwise = depthwise_.apply(relu(ctx.kernels, x), ctx);
-  Forward normed = bn_.forward(pointwise_.apply(depthwise, ctx), ctx);
+  Forward normed = bn_.forward_consuming(pointwise_.apply(depthwise, ctx), ctx);
   if (residual_) add_into(normed.output, x);
   Forward result{.output = std::move(normed.output),
                  .saved = {},

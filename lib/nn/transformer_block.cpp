@@ -111,8 +111,9 @@ Forward TransformerBlock::forward(const Tensor& x, const LayerContext& ctx) {
   apply_dropout(attn.output, DropoutSite::kAttentionOutput, ctx);
   Tensor x1 = std::move(attn.output);
   add_into(x1, x);
-  // y = x1 + Dropout(fc2(GELU(fc1(LN2(x1))))); hidden: [rows, r·d].
-  Forward ln2 = ln2_.forward(x1, ctx);
+  // y = x1 + Dropout(fc2(GELU(fc1(LN2(x1))))); hidden: [rows, r·d]. In training LN2 keeps x1
+  // itself, and the residual sum reads it there.
+  Forward ln2 = ctx.training ? ln2_.forward_consuming(std::move(x1), ctx) : ln2_.forward(x1, ctx);
   Tensor hidden = Tensor::uninitialized(Shape{x.dim(0), seq_, hidden_});
   Tensor activated = Tensor::uninitialized(hidden.shape());
   kernels::linear_forward(ctx.kernels, ln2.output.data(), fc1_weight_.data(), fc1_bias_.data(),
@@ -123,7 +124,7 @@ Forward TransformerBlock::forward(const Tensor& x, const LayerContext& ctx) {
   kernels::linear_forward(ctx.kernels, activated.data(), fc2_weight_.data(), fc2_bias_.data(),
                           y.data(), rows, hidden_, dim_);
   apply_dropout(y, DropoutSite::kMlpOutput, ctx);
-  add_into(y, x1);
+  add_into(y, ctx.training ? ln2.saved.tensors[0] : x1);
 
   Forward result{.output = std::move(y), .saved = {}};
   if (ctx.training) {
@@ -154,26 +155,31 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved, const La
   LayerContext inner = ctx;
   inner.need_input_grad = true;
 
-  // MLP branch: dbranch = dy masked; back through fc2, GELU, fc1 and LN2.
+  // MLP branch: dbranch = dy masked; back through fc2, GELU, fc1 and LN2. Each gradient is freed
+  // once used up.
   Tensor dbranch = dy;
   apply_dropout(dbranch, DropoutSite::kMlpOutput, ctx);
   Tensor dhidden = Tensor::uninitialized(hidden.shape());
   kernels::linear_backward(ctx.kernels, activated.data(), dbranch.data(), fc2_weight_.data(),
                            dhidden.data(), fc2_weight_grad_.data(), fc2_bias_grad_.data(), rows,
                            hidden_, dim_);
+  dbranch = Tensor();
   kernels::eltwise_backward(ctx.kernels, kernels::EltwiseKind::kGelu, hidden.data(), dhidden.data(),
                             dhidden.data(), dhidden.numel());
   Tensor dnormed2 = Tensor::uninitialized(dy.shape());
   kernels::linear_backward(ctx.kernels, normed2.data(), dhidden.data(), fc1_weight_.data(),
                            dnormed2.data(), fc1_weight_grad_.data(), fc1_bias_grad_.data(), rows,
                            dim_, hidden_);
+  dhidden = Tensor();
   Tensor dx1 = ln2_.backward_from(dnormed2, ln2_saved, inner);
+  dnormed2 = Tensor();
   add_into(dx1, dy);
 
   // Attention branch: back through the dropout, attention and LN1.
   dbranch = dx1;
   apply_dropout(dbranch, DropoutSite::kAttentionOutput, ctx);
   const Tensor dnormed1 = attn_.backward_from(dbranch, attn_saved, inner);
+  dbranch = Tensor();
   Tensor dx = ln1_.backward_from(dnormed1, ln1_saved, ctx);
   if (!ctx.need_input_grad) return {};
   add_into(dx, dx1);

@@ -264,7 +264,8 @@ PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& pla
         "plan_pipeline: batch size {} is not divisible by D x M = {}", request.batch_size,
         per_micro_batch);
   const int64_t rows = request.batch_size / per_micro_batch;
-  model::MemoryModel memory(model::layer_costs(spec, plan), rows, request.optimizer_slots);
+  model::MemoryModel memory(model::layer_costs(spec, plan), rows, request.optimizer_slots,
+                            request.allocator);
   StageTimes times(memory.costs(), rows, request);
   Context c{.plan = plan,
             .request = request,
@@ -421,7 +422,9 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
                             ? num_micro_batches
                             : std::min(num_stages - stage, num_micro_batches);
   const bool last = stage == num_stages - 1;
-  const int loss_grads = last ? in_flight : 0;
+  // The last stage's loss gradients: those of the micro-batches in flight but one, whose
+  // backward runs (it took its gradient over) or whose forward runs (no loss yet).
+  const int loss_grads = last ? in_flight - 1 : 0;
   std::vector<model::StashProfile> moments;
   switch (recompute) {
     case Recompute::kNever:
@@ -465,12 +468,16 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
     moment.sends = gpipe ? 0 : 1;
   }
   if (recompute == Recompute::kExceptLast && in_flight > 1) {
-    // The last one in full beside an earlier one's recompute: near the end of the step, one
-    // gradient left to receive, every activation received and sent.
+    // The last one in full beside an earlier one's recompute: every activation received, and the
+    // gradients of the other micro-batches in flight left to receive (up to two posted ahead;
+    // under GPipe the last micro-batch is in full from the first backward on, when all of them
+    // are). Under 1F1B the last activation sent may still be in flight: the next stage sends the
+    // gradient this backward uses before it receives that activation (and so, busy in its
+    // backward, may not have taken it yet); under GPipe it took every activation first.
     model::StashProfile& late = moments.back();
     late.receiving_activations = false;
-    late.receives_ahead = 1;
-    late.sends = 0;
+    late.receives_ahead = std::min(model::kReceivesAhead, in_flight - 1);
+    late.sends = gpipe ? 0 : 1;
   }
   if (gpipe) {
     // The last forward: every micro-batch stored (the last one in full unless recomputed),

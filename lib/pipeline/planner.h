@@ -34,6 +34,10 @@ struct PlanRequest {
   MachineRates rates = {};
   std::string partition_where;     // "exp.yaml:20: pipeline.partition", for errors
   std::string memory_limit_where;  // "exp.yaml:21: pipeline.memory_limit"
+  // How the run's malloc rounds each tensor (the memory limit is on the bytes the memory account
+  // counts): by default from this process's environment, which `mpipe train` and `mpipe plan`
+  // share under one launcher.
+  model::AllocatorModel allocator = model::AllocatorModel::of_environment();
 };
 
 struct StagePlan {

@@ -131,21 +131,22 @@ Tensor Stage::forward(int micro_batch, Tensor input, const nn::LayerContext& ctx
   return output;
 }
 
-Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::LayerContext& ctx) {
+Tensor Stage::backward(int micro_batch, Tensor grad_output, const nn::LayerContext& ctx) {
   auto it = stash_.find(micro_batch);
   check(it != stash_.end(), "backward of micro-batch {} before its forward", micro_batch);
   Stash stash = std::move(it->second);
   stash_.erase(it);
   stored_bytes_ -= stash.bytes();
   if (!stash.layer_inputs.empty()) {
-    return backward_per_layer(stash, grad_output, ctx, micro_batch);
+    return backward_per_layer(stash, std::move(grad_output), ctx, micro_batch);
   }
   if (stash.saved.empty()) {
     nn::LayerContext recompute_ctx = ctx;
     recompute_ctx.recompute = true;
     run_forward(stash.input, recompute_ctx, &stash.saved);
   }
-  Tensor grad = grad_output;
+  // Each layer's output gradient is freed once its backward returned the input gradient.
+  Tensor grad = std::move(grad_output);
   for (size_t i = layers_.size(); i-- > 0;) {
     const MemoryActivity activity = layer_activity(*layers_[i], "backward");
     const MemoryActivityScope label(activity);
@@ -155,11 +156,11 @@ Tensor Stage::backward(int micro_batch, const Tensor& grad_output, const nn::Lay
   return grad;
 }
 
-Tensor Stage::backward_per_layer(Stash& stash, const Tensor& grad_output,
-                                 const nn::LayerContext& ctx, int micro_batch) {
+Tensor Stage::backward_per_layer(Stash& stash, Tensor grad_output, const nn::LayerContext& ctx,
+                                 int micro_batch) {
   nn::LayerContext recompute_ctx = ctx;
   recompute_ctx.recompute = true;
-  Tensor grad = grad_output;
+  Tensor grad = std::move(grad_output);
   for (size_t i = layers_.size(); i-- > 0;) {
     const MemoryActivity activity = layer_activity(*layers_[i], "backward");
     const MemoryActivityScope label(activity);

@@ -38,9 +38,10 @@ class Stage {
   Tensor forward(int micro_batch, Tensor input, const nn::LayerContext& ctx);
   // Backward of `micro_batch`: recomputes its forward first if only the input was stored; under
   // per-layer recompute, walks the layers from last to first, re-running one layer's forward from
-  // its kept input just before that layer's backward (and dropping the input after). Returns d loss
+  // its kept input just before that layer's backward (and dropping the input after). Takes over
+  // grad_output (no copy) and frees it after the last layer's backward. Returns d loss
   // / d input (empty on the stage that holds layer 0). Frees the stash.
-  Tensor backward(int micro_batch, const Tensor& grad_output, const nn::LayerContext& ctx);
+  Tensor backward(int micro_batch, Tensor grad_output, const nn::LayerContext& ctx);
   // Completes the gradients the step's backwards deferred (Layer::finish_step_grads), last layer
   // first, calling the layer hook (backward) after each; once per training step, after the last
   // backward. `ctx` is that backward's.
@@ -82,7 +83,7 @@ class Stage {
     size_t bytes() const;
   };
   // Backward of a per-layer stash: one layer's recompute and backward at a time.
-  Tensor backward_per_layer(Stash& stash, const Tensor& grad_output, const nn::LayerContext& ctx,
+  Tensor backward_per_layer(Stash& stash, Tensor grad_output, const nn::LayerContext& ctx,
                             int micro_batch);
   // The context of layer `layer`'s backward of `micro_batch`.
   nn::LayerContext backward_context(const nn::LayerContext& ctx, size_t layer,

@@ -127,7 +127,8 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                         {"recompute_workspace", m.recompute_workspace},
                         {"transient", m.transient},
                         {"weight_grad_operands", m.weight_grad_operands},
-                        {"communication", m.communication}}}});
+                        {"communication", m.communication},
+                        {"allocator_rounding", m.allocator_rounding}}}});
   }
   const pipeline::MachineRates& rates = plan.rates;
   nlohmann::ordered_json out = {

@@ -34,11 +34,11 @@ rejected stages "the model has 1 layers, fewer than the 2 pipeline stages" "$WOR
 
 # A memory limit no partition meets: a layer too large alone, or the smallest limit that fits;
 # a limit that is not a size.
-rejected limit_layer "--set pipeline.memory_limit: layer 3 (linear) alone needs 68.2 KiB (parameters, gradients, optimizer state and activations), over the limit of 60.0 KiB" \
+rejected limit_layer "--set pipeline.memory_limit: layer 3 (linear) alone needs 67.3 KiB (parameters, gradients, optimizer state and activations), over the limit of 60.0 KiB" \
   "$mlp" --set pipeline.memory_limit=60KiB
-rejected limit_smallest "--set pipeline.memory_limit: no partition of 6 layers into 2 stages fits 68.5 KiB per rank; the smallest limit that fits is 69.0 KiB" \
+rejected limit_smallest "--set pipeline.memory_limit: no partition of 6 layers into 2 stages fits 68.5 KiB per rank; the smallest limit that fits is 69.5 KiB" \
   "$mlp" --set pipeline.memory_limit=68.5KiB
-rejected limit_manual "--set pipeline.memory_limit: stage 1 (layers 3-5) needs 69.0 KiB, over the limit of 68.5 KiB" \
+rejected limit_manual "--set pipeline.memory_limit: stage 1 (layers 3-5) needs 69.5 KiB, over the limit of 68.5 KiB" \
   "$mlp" --set pipeline.memory_limit=68.5KiB --set pipeline.partition=uniform
 rejected limit_size "--set pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
   "$mlp" --set pipeline.memory_limit=lots

@@ -21,7 +21,8 @@ for s in stages:
     m = s["memory"]
     state = m["params"] + m["grads"] + m["optimizer_state"] + m["buffers"]
     step = (m["kept_activations"] + m["recompute_workspace"] + m["transient"]
-            + m["weight_grad_operands"] + m["communication"])
+            + m["weight_grad_operands"] + m["communication"] + m["allocator_rounding"])
+    assert 0 < m["allocator_rounding"] < 0.05 * s["peak_bytes"], m  # a few bytes to a page a block
     expected = state + step
     assert "checkpoint_copy" not in m, m  # a checkpoint copies nothing
     assert abs(expected - s["peak_bytes"]) <= 1e-6 * s["peak_bytes"], s
@@ -35,34 +36,34 @@ PY
 echo "plan --json of transformer_deep at K=4: ${elapsed}s (reported, not asserted: timings are benchmarks)"
 
 # --micro-batches and --memory-limit override the config; a limit nothing meets is reported.
-"$MPIPE" plan "$configs/transformer_deep.yaml" --stages 2 --micro-batches 16 --memory-limit 64MiB \
+"$MPIPE" plan "$configs/transformer_deep.yaml" --stages 2 --micro-batches 16 --memory-limit 32MiB \
   --json > "$WORK/limited.json"
 /usr/bin/python3 - "$WORK/limited.json" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))
 assert plan["micro_batches"] == 16 and plan["micro_batch_rows"] == 2, plan["micro_batches"]
-assert plan["memory_limit_bytes"] == 64 << 20 and not plan["fits"]
-assert plan["problem"].startswith("--memory-limit 64MiB: layer "), plan["problem"]
+assert plan["memory_limit_bytes"] == 32 << 20 and not plan["fits"]
+assert plan["problem"].startswith("--memory-limit 32MiB: layer "), plan["problem"]
 PY
 
 # recompute: auto (largest_model.yaml's) runs the fastest mode whose plan fits the limit, and an
 # explicit mode over the limit is told the one that fits (K = 1 GPipe, 16 blocks: per_layer
-# peaks at 85.4 MiB, always at 88.1, except_last at 124.4, never at 342.3).
+# peaks at 70.2 MiB, always at 86.7, except_last at 123.0, never at 342.5).
 auto_mode() {  # LIMIT -> the chosen mode
   "$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit "$1" \
     --set pipeline.schedule=gpipe --json |
     /usr/bin/python3 -c 'import json, sys; p = json.load(sys.stdin); assert p["fits"] and p["recompute_setting"] == "auto"; print(p["recompute"])'
 }
-for expected in 512MiB:never 128MiB:except_last 87MiB:per_layer; do
+for expected in 512MiB:never 128MiB:except_last 80MiB:per_layer; do
   got=$(auto_mode "${expected%%:*}")
   [[ $got == "${expected#*:}" ]] || { echo "FAILED: recompute auto at ${expected%%:*}: $got"; exit 1; }
 done
-"$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit 87MiB \
+"$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit 80MiB \
   --set pipeline.schedule=gpipe > "$WORK/auto.txt"
 grep -q "recompute: per_layer (auto)," "$WORK/auto.txt" || { cat "$WORK/auto.txt"; echo "FAILED: auto text"; exit 1; }
-"$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit 87MiB \
+"$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit 80MiB \
   --set pipeline.schedule=gpipe --set pipeline.recompute=always > "$WORK/always.txt"
-grep -q "^advice: the largest stage exceeds the limit by 1.1 MiB; with pipeline.recompute: per_layer (and partition: auto) it fits$" "$WORK/always.txt" ||
+grep -q "^advice: the largest stage exceeds the limit by 6.7 MiB; with pipeline.recompute: per_layer (and partition: auto) it fits$" "$WORK/always.txt" ||
   { cat "$WORK/always.txt"; echo "FAILED: recompute advice"; exit 1; }
 
 # The text table.

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "forward_consuming_check.h"
 #include "gradient_check.h"
 #include "support/random_tensor.h"
 
@@ -66,6 +67,12 @@ TEST(BatchNorm2d, BackwardMatchesFiniteDifferencesInTraining) {
   Tensor x = random_tensor({2, 3, 4, 3}, 1);
   for (int64_t i = 0; i < x.numel(); ++i) x[i] = 2.0f * x[i] + 0.5f;
   testing::expect_gradients_match(layer, x, ctx);
+}
+
+TEST(BatchNorm2d, ForwardConsumingKeepsTheInputItIsHanded) {
+  kernels::KernelContext kernels;
+  BatchNorm2d layer(1, Shape{3, 4, 3});
+  testing::expect_forward_consuming_keeps_input(layer, random_tensor({2, 3, 4, 3}, 1), kernels);
 }
 
 TEST(BatchNorm2d, BackwardMatchesFiniteDifferencesForOnePixelImages) {

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "forward_consuming_check.h"
 #include "gradient_check.h"
 #include "nn/param_buffer.h"
 #include "support/random_tensor.h"
@@ -22,6 +23,12 @@ TEST(LayerNorm, BackwardMatchesFiniteDifferences) {
   kernels::KernelContext ctx;
   LayerNorm layer(0, Shape{4, 6});
   testing::expect_gradients_match(layer, random_tensor({3, 4, 6}), ctx);
+}
+
+TEST(LayerNorm, ForwardConsumingKeepsTheInputItIsHanded) {
+  kernels::KernelContext kernels;
+  LayerNorm layer(1, Shape{4, 6});
+  testing::expect_forward_consuming_keeps_input(layer, random_tensor({3, 4, 6}), kernels);
 }
 
 TEST(LayerNorm, DefaultParamsGiveRowsWithZeroMeanAndUnitVariance) {

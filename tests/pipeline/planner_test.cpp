@@ -125,12 +125,13 @@ TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
            a.loss_grads == b.loss_grads && a.layer_inputs == b.layer_inputs &&
            a.layer_recompute == b.layer_recompute;
   };
-  // GPipe keeps all M; 1F1B keeps min(K - s, M); the last stage holds as many loss gradients.
+  // GPipe keeps all M; 1F1B keeps min(K - s, M); the last stage holds as many loss gradients,
+  // less the one a backward took over (or, at a forward, whose loss is not computed yet).
   EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kAlways, 4, 8, 1), P{8, 0, true, 0}));
   EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 1), P{3, 0, true, 0}));
   EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 2, 0), P{2, 0, true, 0}));
-  EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kNever, 4, 8, 3), P{0, 1, false, 1}));
-  EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kNever, 4, 8, 3), P{0, 8, false, 8}));
+  EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kNever, 4, 8, 3), P{0, 1, false, 0}));
+  EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kNever, 4, 8, 3), P{0, 8, false, 7}));
   // per_layer: every layer's input of the micro-batches in flight before a backward, then of
   // the others beside the one in its per-layer backward.
   const auto per_layer_1f1b =
@@ -141,8 +142,8 @@ TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
   EXPECT_TRUE(same(per_layer_1f1b[1], P{0, 0, false, 0, 2, true}));
   const auto per_layer_gpipe = stash_profiles(ScheduleKind::kGpipe, Recompute::kPerLayer, 4, 8, 3);
   ASSERT_EQ(per_layer_gpipe.size(), 3u);
-  EXPECT_TRUE(same(per_layer_gpipe[1], P{0, 0, false, 8, 7, true}));
-  EXPECT_TRUE(same(per_layer_gpipe[2], P{0, 0, false, 8, 8, false}));  // the last forward
+  EXPECT_TRUE(same(per_layer_gpipe[1], P{0, 0, false, 7, 7, true}));
+  EXPECT_TRUE(same(per_layer_gpipe[2], P{0, 0, false, 7, 8, false}));  // the last forward
   // except_last under GPipe: the last micro-batch alone, or in full beside M - 1 inputs.
   const auto moments = stash_profiles(ScheduleKind::kGpipe, Recompute::kExceptLast, 2, 4, 0);
   ASSERT_EQ(moments.size(), 3u);
@@ -171,6 +172,21 @@ TEST(Planner, StashProfilesPlaceMessagesWhereTheExecutorHoldsThem) {
   EXPECT_TRUE(one_f_one_b[0].receiving_activations);
   EXPECT_EQ(one_f_one_b[0].receives_ahead, 2);
   EXPECT_EQ(one_f_one_b[0].sends, 1);
+  // except_last's last micro-batch in full beside a recompute: the gradients of the others in
+  // flight still to come, up to two posted ahead (GPipe: from the first backward on).
+  const auto late = [](ScheduleKind kind, int k, int m) {
+    const auto moments = stash_profiles(kind, Recompute::kExceptLast, k, m, 0);
+    return moments[kind == ScheduleKind::kGpipe ? 1 : moments.size() - 1];
+  };
+  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).inputs, 3);
+  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).full, 1);
+  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).receives_ahead, 2);
+  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).receives_ahead, 1);
+  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 4, 8).receives_ahead, 2);
+  // Under 1F1B the last activation sent may not have been taken yet (the next stage sent the
+  // gradient in use before it received that activation); under GPipe it was.
+  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).sends, 1);
+  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).sends, 0);
 }
 
 // An MLP whose first layer costs far more than the rest: uniform gives it company, auto not.
@@ -204,6 +220,8 @@ PlanRequest request(int stages, PartitionMode mode, std::vector<int> counts = {}
   r.optimizer_slots = 2;
   r.partition_where = "exp.yaml:20: pipeline.partition";
   r.memory_limit_where = "exp.yaml:21: pipeline.memory_limit";
+  // The tensors' bytes alone, whatever the environment (the allocator's rounding: below).
+  r.allocator = model::AllocatorModel::exact();
   return r;
 }
 
@@ -464,7 +482,7 @@ TEST(Planner, PerLayerRecomputeKeepsEveryLayersInputAndOneLayersWorkspace) {
         inputs + c.kept_bytes(8) + 8 * (c.input_bytes + c.output_bytes + c.workspace_bytes);
     inputs += 8 * c.input_bytes;
     const double recomputing =
-        inputs + c.kept_bytes(8) + 8 * (2 * c.output_bytes + c.forward_copy_bytes);
+        inputs + c.kept_bytes(8) + 8 * (2 * c.output_bytes + c.forward_workspace_bytes);
     workspace = std::max({workspace, backward, recomputing});
     full += c.kept_bytes(8);
   }
@@ -537,6 +555,27 @@ TEST(WeightGrads, AutoIsBatchedOnlyUnderGpipeWithRecomputeNeverAsConfigured) {
   PipelineConfig explicit_choice;
   explicit_choice.weight_grads = WeightGrads::kBatched;  // with recompute: auto
   EXPECT_EQ(resolve_weight_grads(explicit_choice), WeightGrads::kBatched);
+}
+
+// The request's allocator model reaches every stage's prediction. With micro-batches of 4096
+// rows, dense_model's activations of 4096 x 5 and 4096 x 6 floats (80 and 96 KiB) are mapped under
+// a 64 KiB mmap threshold: each counts up to a page more; under mpipe's setting every tensor
+// counts a few bytes more (fewer than 64 tensors are alive at a stage's peak).
+TEST(Planner, PredictsTheBytesTheAllocatorCounts) {
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.batch_size = 4 * 4096;  // micro-batches of 4096 rows: activations of 80 KiB and more
+  const PipelinePlan exact = plan_of(dense_model(), kDenseInput, r);
+  r.allocator = model::AllocatorModel{.mmap_threshold = 64 * 1024};
+  const PipelinePlan mapped = plan_of(dense_model(), kDenseInput, r);
+  r.allocator = model::AllocatorModel{};
+  const PipelinePlan heap = plan_of(dense_model(), kDenseInput, r);
+  for (size_t s = 0; s < exact.stages.size(); ++s) {
+    const double bytes = exact.stages[s].memory.total();
+    EXPECT_GT(heap.stages[s].memory.total(), bytes);
+    EXPECT_LT(heap.stages[s].memory.total(), bytes + 64 * 128.0);
+    EXPECT_GT(mapped.stages[s].memory.total(), heap.stages[s].memory.total() + 4096.0);
+    EXPECT_LT(mapped.stages[s].memory.total(), bytes + 64 * model::AllocatorModel::max_overhead());
+  }
 }
 
 TEST(Planner, BatchedWeightGradsHoldEveryMicroBatchsLinearOperandsFromTheBackwards) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_account.h"
 #include "core/rng.h"
 #include "kernels/context.h"
 #include "kernels/eltwise.h"
@@ -58,6 +59,32 @@ Tensor random_tensor(Shape shape, uint64_t stream) {
 nn::LayerContext context(kernels::KernelContext& kernels, int64_t first_example) {
   return nn::LayerContext{
       .kernels = kernels, .seed = 99, .step = 3, .first_example = first_example};
+}
+
+// A backward takes the received gradient over instead of copying it, and frees it after the last
+// layer: a stage of one ReLU holds, beyond what was alive before, only the input gradient, in
+// both backward paths (whole stash, per-layer recompute).
+TEST(Stage, BackwardTakesTheOutputGradientOverWithoutACopy) {
+  constexpr int64_t kRows = 64, kWidth = 256;  // 64 KiB activations: allocator slack is noise
+  for (Recompute recompute : {Recompute::kNever, Recompute::kPerLayer}) {
+    std::vector<std::unique_ptr<nn::Layer>> layers;
+    layers.push_back(
+        std::make_unique<nn::Activation>(kFirstLayer, Shape{kWidth}, kernels::EltwiseKind::kRelu));
+    Stage stage(std::move(layers), recompute, 1);
+    kernels::KernelContext kernels;
+    (void)stage.forward(0, random_tensor({kRows, kWidth}, 1), context(kernels, 0));
+    Tensor dy = random_tensor({kRows, kWidth}, 2);
+    const int64_t activation = static_cast<int64_t>(dy.bytes());
+    MemoryAccount& account = MemoryAccount::process();
+    const int64_t before = account.live_bytes();
+    account.reset_peak();
+    const Tensor dx = stage.backward(0, std::move(dy), context(kernels, 0));
+    const int64_t above = account.peak_bytes() - before;
+    // Per-layer recompute re-runs the forward from the kept input first (its saved input copy).
+    const int64_t expected = recompute == Recompute::kPerLayer ? 2 * activation : activation;
+    EXPECT_GE(above, expected);
+    EXPECT_LT(above, expected + activation / 2) << "recompute " << static_cast<int>(recompute);
+  }
 }
 
 // Floats per example a layer keeps for its backward, predicted from its kind alone: Linear and

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# pipeline.memory_limit's promise at the stage level: for CONFIG (a 1F1B Transformer) on K=4
+# stages, every recompute mode, with mpipe's allocator setting and with glibc's mmap threshold
+# lowered to 64 KiB (what scripts/bench/largest_model.sh runs with: every tensor of 64 KiB or more
+# is then mapped, and the memory account counts its whole pages), the predicted peak of every
+# stage (predicted_peak_bytes_per_stage) is never below the measured high-water mark of tracked
+# tensor bytes (peak_tensor_bytes_per_stage) and at most 3% above it.
+# Usage: memory_stage_bound.sh CONFIG
+source "$(dirname "$0")/lib.sh"
+
+config=${1:?usage: memory_stage_bound.sh CONFIG}
+failed=0
+printf '%-10s %-11s %5s %12s %12s %7s\n' allocator recompute stage predicted measured error
+for allocator in default mmap64k; do
+  for recompute in per_layer never always except_last; do
+    name=$allocator-$recompute
+    if [[ $allocator == mmap64k ]]; then
+      MALLOC_MMAP_THRESHOLD_=65536 train 4 "$name" "$config" --set pipeline.stages=4 \
+        --set pipeline.recompute="$recompute"
+    else
+      train 4 "$name" "$config" --set pipeline.stages=4 --set pipeline.recompute="$recompute"
+    fi
+    python3 - "$WORK/$name/summary.json" "$allocator" "$recompute" <<'PY' || failed=1
+import json, sys
+summary = json.load(open(sys.argv[1]))
+ok = True
+pairs = zip(summary["predicted_peak_bytes_per_stage"], summary["peak_tensor_bytes_per_stage"])
+for stage, (predicted, measured) in enumerate(pairs):
+    error = (predicted - measured) / measured
+    good = 0.0 <= error <= 0.03
+    ok &= good
+    print(f"{sys.argv[2]:10s} {sys.argv[3]:11s} {stage:5d} {predicted:12.0f} {measured:12.0f} "
+          f"{100 * error:+6.2f}%{'' if good else '  FAILED'}")
+sys.exit(0 if ok else 1)
+PY
+  done
+done
+[[ $failed -eq 0 ]] || {
+  echo "FAILED: a stage's predicted peak is below its measured peak or more than 3% above it"
+  exit 1
+}
