@@ -14,6 +14,7 @@
 #include "kernels/context.h"
 #include "model/layer_factory.h"
 #include "nn/param_buffer.h"
+#include "support/layer_spec.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::model {
@@ -25,13 +26,7 @@ struct Case {
   Shape input;  // one example
 };
 
-LayerSpec spec_of(const Case& c) {
-  LayerSpec spec{.kind = c.kind, .attrs = {}, .where = {"exp.yaml", 3, "model.layers[0]"}};
-  for (const auto& [key, value] : c.attrs) {
-    spec.attrs[key] = Attr{.value = value, .where = {"exp.yaml", 4, "model.layers[0]." + key}};
-  }
-  return spec;
-}
+LayerSpec spec_of(const Case& c) { return testing::layer_spec(c.kind, c.attrs); }
 
 // Every layer kind, some in several configurations (identity and projection shortcuts,
 // bottlenecks, max-pool windows below and at 256 taps, MLP ratios, dropout).

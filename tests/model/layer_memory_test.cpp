@@ -19,6 +19,7 @@
 #include "model/layer_factory.h"
 #include "model/memory_model.h"
 #include "nn/param_buffer.h"
+#include "support/layer_spec.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::model {
@@ -31,13 +32,7 @@ struct Case {
   int64_t rows;
 };
 
-LayerSpec spec_of(const Case& c) {
-  LayerSpec spec{.kind = c.kind, .attrs = {}, .where = {"exp.yaml", 3, "model.layers[0]"}};
-  for (const auto& [key, value] : c.attrs) {
-    spec.attrs[key] = Attr{.value = value, .where = {"exp.yaml", 4, "model.layers[0]." + key}};
-  }
-  return spec;
-}
+LayerSpec spec_of(const Case& c) { return testing::layer_spec(c.kind, c.attrs); }
 
 // Every layer kind at a small shape and at the shapes of the e2e memory tests' models (a
 // Fashion-MNIST CNN, a character Transformer with T = 64, d = 64).
