@@ -10,12 +10,13 @@ without the verbose log (its printing would slow the code outside oneDNN); what 
 account for is mpipe's own code (element-wise loops, copies, dropout masks, the optimizer,
 allocation) and the framework around it.
 
-    python3 scripts/bench/onednn_profile.py STEP_MS SHORT_STEPS LONG_STEPS SHORT_LOG LONG_LOG \
+    python3 scripts/bench/onednn_profile.py TITLE STEP_MS SHORT_STEPS LONG_STEPS SHORT_LOG LONG_LOG \
         [SHORT_LOG LONG_LOG ...]
 
 With several pairs (repeats), the one with the least oneDNN time per step counts (on a shared
 machine other jobs only ever slow a run down). Prints one table (markdown): each group's ms per
-step, calls per step and share of the step; the 8 largest groups are named.
+step, calls per step and share of the step, under TITLE (the run it profiles); the 8 largest
+groups are named.
 """
 import collections
 import sys
@@ -61,12 +62,13 @@ def per_step(short_log: str, long_log: str, steps: int) -> tuple[dict[str, float
 
 
 def main() -> None:
-    logs = sys.argv[4:]
-    if len(sys.argv) < 6 or len(logs) % 2:
-        sys.exit("usage: onednn_profile.py STEP_MS SHORT_STEPS LONG_STEPS SHORT_LOG LONG_LOG "
+    logs = sys.argv[5:]
+    if len(sys.argv) < 7 or len(logs) % 2:
+        sys.exit("usage: onednn_profile.py TITLE STEP_MS SHORT_STEPS LONG_STEPS SHORT_LOG LONG_LOG "
                  "[SHORT_LOG LONG_LOG ...]")
-    step_ms = float(sys.argv[1])
-    steps = int(sys.argv[3]) - int(sys.argv[2])
+    title = sys.argv[1]
+    step_ms = float(sys.argv[2])
+    steps = int(sys.argv[4]) - int(sys.argv[3])
     if steps <= 0:
         sys.exit("onednn_profile.py: LONG_STEPS must exceed SHORT_STEPS")
     top = 8
@@ -84,7 +86,7 @@ def main() -> None:
     rows.append(("**all oneDNN**", onednn_ms, ""))
     rows.append(("**outside oneDNN** (step - oneDNN)", step_ms - onednn_ms, ""))
     rows.append(("**step**", step_ms, ""))
-    print("| where | ms per step | calls per step | share of the step |")
+    print(f"| {title}: where | ms per step | calls per step | share of the step |")
     print("|---|---|---|---|")
     for name, ms, n in rows:
         print(f"| {name} | {ms:.2f} | {n} | {100.0 * ms / step_ms:.1f}% |")

@@ -85,7 +85,8 @@ for i in "${!cases[@]}"; do
   step_ms=$(awk -v b="$batch" -v s="$samples" 'BEGIN { printf "%.3f", 1000 * b / s }')
   echo "  samples/s ${rates[*]} (the fastest counts): step $step_ms ms"
   echo
-  python3 scripts/bench/onednn_profile.py "$step_ms" "$short" "$long" "${pairs[@]}"
+  python3 scripts/bench/onednn_profile.py "$name, $threads thread(s)" "$step_ms" "$short" "$long" \
+    "${pairs[@]}"
   if [[ "$use_perf" == 1 ]]; then
     echo
     echo "  hottest functions outside oneDNN (perf, share of all samples of the first plain run):"
