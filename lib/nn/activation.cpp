@@ -6,29 +6,17 @@
 namespace mpipe::nn {
 
 Activation::Activation(int global_index, const Shape& input_shape, kernels::EltwiseKind kind)
-    : Layer(global_index), input_shape_(input_shape), kind_(kind) {
+    : InputSavingLayer(global_index), input_shape_(input_shape), kind_(kind) {
   check_input(input_shape.numel() > 0, "{} needs a non-empty input, got {}",
               kernels::eltwise_kind_name(kind), input_shape);
 }
 
-Tensor Activation::output(const Tensor& x, const LayerContext& ctx) const {
+Forward Activation::forward_without_input(const Tensor& x, const LayerContext& ctx) const {
   check(x.shape().rank() >= 1 && x.shape().per_example() == input_shape_,
         "{}: input {} does not match the layer's input shape {}", kind(), x.shape(), input_shape_);
   Tensor y = Tensor::uninitialized(x.shape());
   kernels::eltwise_forward(ctx.kernels, kind_, x.data(), y.data(), x.numel());
-  return y;
-}
-
-Forward Activation::forward(const Tensor& x, const LayerContext& ctx) {
-  Forward result{.output = output(x, ctx), .saved = {}};
-  if (ctx.training) result.saved.tensors.push_back(x);
-  return result;
-}
-
-Forward Activation::forward_consuming(Tensor x, const LayerContext& ctx) {
-  Forward result{.output = output(x, ctx), .saved = {}};
-  if (ctx.training) result.saved.tensors.push_back(std::move(x));
-  return result;
+  return {.output = std::move(y), .saved = {}};
 }
 
 Tensor Activation::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {

@@ -76,7 +76,7 @@ void from_heads(const Dims& s, const float* heads, int64_t stride, int64_t offse
 
 CausalSelfAttention::CausalSelfAttention(int global_index, const Shape& input_shape, int64_t heads,
                                          double dropout)
-    : Layer(global_index), seq_(0), dim_(0), heads_(heads), dropout_(dropout) {
+    : InputSavingLayer(global_index), seq_(0), dim_(0), heads_(heads), dropout_(dropout) {
   check_input(input_shape.rank() == 2 && input_shape[0] > 0 && input_shape[1] > 0,
               "attention needs an input [T, d], got {}", input_shape);
   seq_ = input_shape[0];
@@ -115,18 +115,6 @@ void CausalSelfAttention::bind(std::vector<std::span<float>> params,
   proj_weight_grad_ = grads[2], proj_bias_grad_ = grads[3];
 }
 
-Forward CausalSelfAttention::forward(const Tensor& x, const LayerContext& ctx) {
-  Forward result = forward_without_input(x, ctx);
-  if (ctx.training) result.saved.tensors[0] = x;
-  return result;
-}
-
-Forward CausalSelfAttention::forward_consuming(Tensor x, const LayerContext& ctx) {
-  Forward result = forward_without_input(x, ctx);
-  if (ctx.training) result.saved.tensors[0] = std::move(x);
-  return result;
-}
-
 Forward CausalSelfAttention::forward_without_input(const Tensor& x, const LayerContext& ctx) const {
   check(x.shape().rank() == 3 && x.dim(1) == seq_ && x.dim(2) == dim_,
         "CausalSelfAttention: input {} is not [batch, {}, {}]", x.shape(), seq_, dim_);
@@ -163,10 +151,9 @@ Forward CausalSelfAttention::forward_without_input(const Tensor& x, const LayerC
   kernels::linear_forward(ctx.kernels, merged.data(), proj_weight_.data(), proj_bias_.data(),
                           result.output.data(), s.rows(), dim_, dim_);
   if (ctx.training) {
-    // Moved in one by one: an initializer list would copy every tensor.
+    // Moved in one by one (an initializer list would copy every tensor), with room for x.
     std::vector<Tensor>& saved = result.saved.tensors;
     saved.reserve(kSavedTensors);
-    saved.emplace_back();
     for (Tensor* t : {&q, &k, &v, &probs, &merged}) saved.push_back(std::move(*t));
   }
   return result;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-#include "nn/layer.h"
+#include "nn/input_saving_layer.h"
 
 namespace mpipe::nn {
 
@@ -28,7 +28,7 @@ void fill_dropout_mask(const LayerContext& ctx, int global_index, DropoutSite si
 // (rows: q, then k, then v; head h uses rows h*d/heads .. (h+1)*d/heads - 1 of each),
 // "qkv.bias" [3d], "proj.weight" [d, d], "proj.bias" [d]. Weights N(0, 0.02^2), biases zero.
 // Dropout (rate `dropout`, training only) applies to the attention probabilities.
-class CausalSelfAttention : public Layer {
+class CausalSelfAttention : public InputSavingLayer {
  public:
   CausalSelfAttention(int global_index, const Shape& input_shape, int64_t heads,
                       double dropout = 0.0);
@@ -39,10 +39,6 @@ class CausalSelfAttention : public Layer {
   void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
             std::vector<std::span<float>> buffers) override;
 
-  // x: [batch, T, d] → y: [batch, T, d]. Saves x, q, k, v ([batch, heads, T, d / heads]), the
-  // probabilities [batch, heads, T, T] and the merged head outputs [batch, T, d] when training.
-  Forward forward(const Tensor& x, const LayerContext& ctx) override;
-  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // backward() with the saved tensors given as a span, for composite layers that keep several
   // sub-layers' tensors in one Saved.
@@ -53,10 +49,12 @@ class CausalSelfAttention : public Layer {
 
   static constexpr size_t kSavedTensors = 6;
 
- private:
-  // forward, with an empty tensor in x's place among the saved ones.
-  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const;
+ protected:
+  // x: [batch, T, d] → y: [batch, T, d]; saves q, k, v ([batch, heads, T, d / heads]), the
+  // probabilities [batch, heads, T, T] and the merged head outputs [batch, T, d] besides x.
+  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const override;
 
+ private:
   int64_t seq_, dim_, heads_;
   double dropout_;
   std::span<float> qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;

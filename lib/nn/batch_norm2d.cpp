@@ -15,7 +15,7 @@ kernels::BatchNormShape kernel_shape(const Tensor& x, float eps) {
 }  // namespace
 
 BatchNorm2d::BatchNorm2d(int global_index, const Shape& input_shape, double momentum, double eps)
-    : Layer(global_index),
+    : InputSavingLayer(global_index),
       input_shape_(input_shape),
       channels_(0),
       momentum_(static_cast<float>(momentum)),
@@ -69,24 +69,10 @@ Forward BatchNorm2d::forward_without_input(const Tensor& x, const LayerContext& 
   if (!ctx.recompute) {
     result.buffer_update = make_buffer_update(mean, variance, shape.per_channel());
   }
-  // x's place is filled by the caller (a copy, or x itself when consumed); no initializer list,
-  // which would copy every tensor once more.
+  // Moved in (an initializer list would copy every tensor), with room for x.
   result.saved.tensors.reserve(kSavedTensors);
-  result.saved.tensors.emplace_back();
   result.saved.tensors.push_back(std::move(mean));
   result.saved.tensors.push_back(std::move(variance));
-  return result;
-}
-
-Forward BatchNorm2d::forward(const Tensor& x, const LayerContext& ctx) {
-  Forward result = forward_without_input(x, ctx);
-  if (ctx.training) result.saved.tensors[0] = x;
-  return result;
-}
-
-Forward BatchNorm2d::forward_consuming(Tensor x, const LayerContext& ctx) {
-  Forward result = forward_without_input(x, ctx);
-  if (ctx.training) result.saved.tensors[0] = std::move(x);
   return result;
 }
 

@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "nn/layer.h"
+#include "nn/input_saving_layer.h"
 
 namespace mpipe::nn {
 
@@ -15,7 +15,7 @@ namespace mpipe::nn {
 // statistic, with the unbiased variance. Eval: normalizes with the running statistics. Params:
 // "weight" [C] (ones), "bias" [C] (zeros). Buffers: "running_mean" [C] (zeros), "running_var" [C]
 // (ones).
-class BatchNorm2d : public Layer {
+class BatchNorm2d : public InputSavingLayer {
  public:
   BatchNorm2d(int global_index, const Shape& input_shape, double momentum = 0.1, double eps = 1e-5);
 
@@ -26,11 +26,6 @@ class BatchNorm2d : public Layer {
   void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
             std::vector<std::span<float>> buffers) override;
 
-  // x: [batch, C, H, W] → y: same shape. Saves x, the batch mean and the biased batch
-  // variance ([C] each) when training.
-  Forward forward(const Tensor& x, const LayerContext& ctx) override;
-  // Keeps x itself for backward instead of a copy.
-  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   // One update: the micro-batch's mean [C], biased variance [C], then the factor
   // count / (count - 1) that makes the variance unbiased.
   int64_t buffer_update_size() const override { return 2 * channels_ + 1; }
@@ -44,9 +39,12 @@ class BatchNorm2d : public Layer {
                        const LayerContext& ctx) const;
   static constexpr size_t kSavedTensors = 3;
 
+ protected:
+  // x: [batch, C, H, W] → y: same shape; saves the batch mean and the biased batch variance
+  // ([C] each) besides x.
+  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const override;
+
  private:
-  // The forward; in training, what it saves has an empty tensor in x's place.
-  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const;
   std::vector<float> make_buffer_update(const Tensor& mean, const Tensor& variance,
                                         int64_t count) const;
 

@@ -7,7 +7,7 @@ namespace mpipe::nn {
 
 Conv2d::Conv2d(int global_index, const Shape& input_shape, int64_t out_channels, int64_t kernel,
                int64_t stride, int64_t padding, int64_t dilation, int64_t groups, bool bias)
-    : Layer(global_index),
+    : InputSavingLayer(global_index),
       input_shape_(input_shape),
       out_channels_(out_channels),
       kernel_(kernel),
@@ -97,16 +97,8 @@ Tensor Conv2d::apply(const Tensor& x, const LayerContext& ctx) const {
   return y;
 }
 
-Forward Conv2d::forward(const Tensor& x, const LayerContext& ctx) {
-  Forward result{.output = apply(x, ctx), .saved = {}};
-  if (ctx.training) result.saved.tensors.push_back(x);
-  return result;
-}
-
-Forward Conv2d::forward_consuming(Tensor x, const LayerContext& ctx) {
-  Forward result{.output = apply(x, ctx), .saved = {}};
-  if (ctx.training) result.saved.tensors.push_back(std::move(x));
-  return result;
+Forward Conv2d::forward_without_input(const Tensor& x, const LayerContext& ctx) const {
+  return {.output = apply(x, ctx), .saved = {}};
 }
 
 Tensor Conv2d::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {

@@ -5,7 +5,7 @@
 #include <span>
 
 #include "kernels/conv.h"
-#include "nn/layer.h"
+#include "nn/input_saving_layer.h"
 
 namespace mpipe::nn {
 
@@ -13,7 +13,7 @@ namespace mpipe::nn {
 // (both sides) and dilation. Params: "weight" [out_channels, in_channels / groups, kernel,
 // kernel] (Kaiming uniform, fan_in = in_channels / groups · kernel²), "bias" [out_channels]
 // (zeros; only when bias is true).
-class Conv2d : public Layer {
+class Conv2d : public InputSavingLayer {
  public:
   Conv2d(int global_index, const Shape& input_shape, int64_t out_channels, int64_t kernel,
          int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1,
@@ -25,9 +25,6 @@ class Conv2d : public Layer {
   void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
             std::vector<std::span<float>> buffers) override;
 
-  // x: [batch, C, H, W] → y: [batch, O, Ho, Wo]. Saves x when training.
-  Forward forward(const Tensor& x, const LayerContext& ctx) override;
-  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   // dy: [batch, O, Ho, Wo] → dx: [batch, C, H, W]; adds dweight (and dbias) into the grad views.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
@@ -38,6 +35,10 @@ class Conv2d : public Layer {
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
                        const LayerContext& ctx) const;
   static constexpr size_t kSavedTensors = 1;
+
+ protected:
+  // x: [batch, C, H, W] → y: [batch, O, Ho, Wo]; saves nothing besides x.
+  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const override;
 
  private:
   kernels::Conv2dShape kernel_shape(int64_t batch) const;

@@ -7,7 +7,10 @@
 namespace mpipe::nn {
 
 LayerNorm::LayerNorm(int global_index, const Shape& input_shape, double eps)
-    : Layer(global_index), input_shape_(input_shape), dim_(0), eps_(static_cast<float>(eps)) {
+    : InputSavingLayer(global_index),
+      input_shape_(input_shape),
+      dim_(0),
+      eps_(static_cast<float>(eps)) {
   check_input(input_shape.rank() >= 1 && input_shape[input_shape.rank() - 1] > 0,
               "layer_norm needs a non-empty last input axis, got {}", input_shape);
   check_input(eps > 0.0, "layer_norm eps must be > 0, got {}", eps);
@@ -39,24 +42,11 @@ Forward LayerNorm::forward_without_input(const Tensor& x, const LayerContext& ct
                               mean.data(), variance.data(), rows, dim_, eps_);
   Forward result{.output = std::move(y), .saved = {}};
   if (ctx.training) {
-    // x's place is filled by the caller; no initializer list, which would copy every tensor.
+    // Moved in (an initializer list would copy every tensor), with room for x.
     result.saved.tensors.reserve(kSavedTensors);
-    result.saved.tensors.emplace_back();
     result.saved.tensors.push_back(std::move(mean));
     result.saved.tensors.push_back(std::move(variance));
   }
-  return result;
-}
-
-Forward LayerNorm::forward(const Tensor& x, const LayerContext& ctx) {
-  Forward result = forward_without_input(x, ctx);
-  if (ctx.training) result.saved.tensors[0] = x;
-  return result;
-}
-
-Forward LayerNorm::forward_consuming(Tensor x, const LayerContext& ctx) {
-  Forward result = forward_without_input(x, ctx);
-  if (ctx.training) result.saved.tensors[0] = std::move(x);
   return result;
 }
 

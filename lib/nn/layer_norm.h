@@ -3,12 +3,12 @@
 
 #include <span>
 
-#include "nn/layer.h"
+#include "nn/input_saving_layer.h"
 
 namespace mpipe::nn {
 
 // Params: "weight" [dim] (ones), "bias" [dim] (zeros), dim = the last input axis.
-class LayerNorm : public Layer {
+class LayerNorm : public InputSavingLayer {
  public:
   LayerNorm(int global_index, const Shape& input_shape, double eps = 1e-5);
 
@@ -18,10 +18,6 @@ class LayerNorm : public Layer {
   void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
             std::vector<std::span<float>> buffers) override;
 
-  // x: [batch, ..., dim] → y: same shape. Saves x, mean and variance ([rows]) when training.
-  Forward forward(const Tensor& x, const LayerContext& ctx) override;
-  // Keeps x itself for backward instead of a copy.
-  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // backward() with the saved tensors given as a span, for composite layers that keep several
   // sub-layers' tensors in one Saved.
@@ -31,9 +27,11 @@ class LayerNorm : public Layer {
 
   static constexpr size_t kSavedTensors = 3;
 
+ protected:
+  // x: [batch, ..., dim] → y: same shape; saves mean and variance ([rows]) besides x.
+  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const override;
+
  private:
-  // The forward; in training, what it saves has an empty tensor in x's place.
-  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const;
   Shape input_shape_;
   int64_t dim_;
   float eps_;

@@ -9,7 +9,7 @@
 namespace mpipe::nn {
 
 Linear::Linear(int global_index, const Shape& input_shape, int64_t units, bool bias, Init init)
-    : Layer(global_index),
+    : InputSavingLayer(global_index),
       input_shape_(input_shape),
       in_(0),
       units_(units),
@@ -50,7 +50,7 @@ void Linear::bind(std::vector<std::span<float>> params, std::vector<std::span<fl
   }
 }
 
-Tensor Linear::output(const Tensor& x, const LayerContext& ctx) const {
+Forward Linear::forward_without_input(const Tensor& x, const LayerContext& ctx) const {
   check(x.shape().rank() >= 1 && x.shape().per_example() == input_shape_,
         "Linear: input {} does not match the layer's input shape {}", x.shape(), input_shape_);
   check(!weight_.empty(), "Linear: forward before bind");
@@ -61,19 +61,7 @@ Tensor Linear::output(const Tensor& x, const LayerContext& ctx) const {
   // x: [rows, in], weight: [units, in], bias: [units] → y: [rows, units]
   kernels::linear_forward(ctx.kernels, x.data(), weight_.data(), has_bias_ ? bias_.data() : nullptr,
                           y.data(), rows, in_, units_);
-  return y;
-}
-
-Forward Linear::forward(const Tensor& x, const LayerContext& ctx) {
-  Forward result{.output = output(x, ctx), .saved = {}};
-  if (ctx.training) result.saved.tensors.push_back(x);
-  return result;
-}
-
-Forward Linear::forward_consuming(Tensor x, const LayerContext& ctx) {
-  Forward result{.output = output(x, ctx), .saved = {}};
-  if (ctx.training) result.saved.tensors.push_back(std::move(x));
-  return result;
+  return {.output = std::move(y), .saved = {}};
 }
 
 Tensor Linear::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {

@@ -4,13 +4,13 @@
 #include <cstdint>
 #include <span>
 
-#include "nn/layer.h"
+#include "nn/input_saving_layer.h"
 
 namespace mpipe::nn {
 
 // Acts on the last axis; every leading dimension is a row, so one example may be [in] or
 // [tokens, in]. Params: "weight" [units, in], "bias" [units] (when bias is true).
-class Linear : public Layer {
+class Linear : public InputSavingLayer {
  public:
   Linear(int global_index, const Shape& input_shape, int64_t units, bool bias = true,
          Init init = Init::kKaimingUniform);
@@ -21,9 +21,6 @@ class Linear : public Layer {
   void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
             std::vector<std::span<float>> buffers) override;
 
-  // x: [batch, ..., in] → y: [batch, ..., units]. Saves x when training.
-  Forward forward(const Tensor& x, const LayerContext& ctx) override;
-  Forward forward_consuming(Tensor x, const LayerContext& ctx) override;
   // dy: [batch, ..., units] → dx: [batch, ..., in]; adds dW and db into the grad views. With
   // ctx.batch_weight_grads, it copies x and dy into the step's operands instead, and
   // finish_step_grads adds dW and db over all of their rows in one GEMM.
@@ -35,8 +32,11 @@ class Linear : public Layer {
   int64_t in_features() const { return in_; }
   int64_t units() const { return units_; }
 
+ protected:
+  // x: [batch, ..., in] → y: [batch, ..., units]; saves nothing besides x.
+  Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const override;
+
  private:
-  Tensor output(const Tensor& x, const LayerContext& ctx) const;
   // The rows of x and dy of micro-batch ctx.micro_batch, copied into the step's operands.
   void defer_weight_grad(const Tensor& x, const Tensor& dy, int64_t rows, const LayerContext& ctx);
 
