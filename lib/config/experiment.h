@@ -7,12 +7,12 @@
 
 #include "checkpoint/checkpoint_config.h"
 #include "comm/comm_config.h"
+#include "config/train_config.h"
 #include "data/data_config.h"
 #include "log/log_config.h"
 #include "model/layer_spec.h"
 #include "optim/optimizer_config.h"
 #include "pipeline/pipeline_config.h"
-#include "train/train_config.h"
 
 namespace mpipe::config {
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "train/train_config.h"
+#include "config/train_config.h"
 #include "train/trainer.h"
 
 namespace mpipe::train {

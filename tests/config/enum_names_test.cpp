@@ -8,12 +8,12 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "config/train_config.h"
 #include "data/data_config.h"
 #include "kernels/eltwise.h"
 #include "kernels/precision.h"
 #include "optim/optimizer_config.h"
 #include "pipeline/pipeline_config.h"
-#include "train/train_config.h"
 
 namespace mpipe {
 namespace {

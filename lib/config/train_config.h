@@ -1,4 +1,5 @@
-// Training-loop settings (the `train:` section of an experiment).
+// Training-loop settings (the `train:` section of an experiment). Owned by lib/train, kept here
+// below it: lib/train reads the whole config::Experiment, which holds them.
 #pragma once
 
 #include <cstdint>
