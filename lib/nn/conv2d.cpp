@@ -28,8 +28,15 @@ Conv2d::Conv2d(int global_index, const Shape& input_shape, int64_t out_channels,
               "conv2d: input has {} channels, not divisible by groups {}", input_shape[0], groups);
   check_input(out_channels % groups == 0, "conv2d: {} output channels, not divisible by groups {}",
               out_channels, groups);
-  const int64_t span = dilation * (kernel - 1) + 1;
-  check_input(input_shape[1] + 2 * padding >= span && input_shape[2] + 2 * padding >= span,
+  // SizeError when the kernel's span or the padded input (and so the output) overflows 64 bits.
+  const int64_t span =
+      checked_add(checked_mul(dilation, kernel - 1, "dilated kernel"), 1, "dilated kernel");
+  const int64_t padding_both_sides = checked_mul(2, padding, "padding on both sides");
+  const int64_t padded_height =
+      checked_add(input_shape[1], padding_both_sides, "input height with padding");
+  const int64_t padded_width =
+      checked_add(input_shape[2], padding_both_sides, "input width with padding");
+  check_input(padded_height >= span && padded_width >= span,
               "conv2d: kernel {} with dilation {} does not fit the input {} with padding {}",
               kernel, dilation, input_shape, padding);
   const kernels::Conv2dShape s = kernel_shape(1);

@@ -43,7 +43,13 @@ Pool2d::Pool2d(int global_index, const Shape& input_shape, kernels::PoolKind kin
   check_input(padding >= 0 && padding < kernel,
               "{}: padding must be >= 0 and smaller than the kernel {}, got {}", name, kernel,
               padding);
-  check_input(input_shape[1] + 2 * padding >= kernel && input_shape[2] + 2 * padding >= kernel,
+  // SizeError when the padded input (and so the output) overflows 64 bits.
+  const int64_t padding_both_sides = checked_mul(2, padding, "padding on both sides");
+  const int64_t padded_height =
+      checked_add(input_shape[1], padding_both_sides, "input height with padding");
+  const int64_t padded_width =
+      checked_add(input_shape[2], padding_both_sides, "input width with padding");
+  check_input(padded_height >= kernel && padded_width >= kernel,
               "{}: kernel {} does not fit the input {} with padding {}", name, kernel, input_shape,
               padding);
   const kernels::Pool2dShape s = kernel_shape(1);

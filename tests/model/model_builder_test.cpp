@@ -84,6 +84,34 @@ TEST(LayerFactory, ShapeErrorIsPrefixedWithTheLayerEntryKindAndInput) {
             "input, got [3, 0]");
 }
 
+// A window's padded input (and a dilated kernel) past 64 bits is refused as such, not wrapped
+// round to a negative size.
+TEST(LayerFactory, WindowSizesThatOverflowSixtyFourBitsAreInputErrors) {
+  static constexpr int64_t kHuge = int64_t{1} << 62;
+  EXPECT_EQ(error_of([] {
+              make_layer(layer(0, "max_pool2d", {{"kernel", kHuge}, {"padding", kHuge - 1}}),
+                         Shape{1, 28, 28}, 0);
+            }),
+            "exp.yaml:10: model.layers[0] (max_pool2d, input [1, 28, 28]): input height with "
+            "padding overflows 64 bits (28 + 9223372036854775806)");
+  EXPECT_EQ(error_of([] {
+              make_layer(
+                  layer(0, "conv2d",
+                        {{"channels", int64_t{4}}, {"kernel", int64_t{3}}, {"padding", kHuge}}),
+                  Shape{1, 28, 28}, 0);
+            }),
+            "exp.yaml:10: model.layers[0] (conv2d, input [1, 28, 28]): padding on both sides "
+            "overflows 64 bits (2 x 4611686018427387904)");
+  EXPECT_EQ(error_of([] {
+              make_layer(
+                  layer(0, "conv2d",
+                        {{"channels", int64_t{4}}, {"kernel", int64_t{3}}, {"dilation", kHuge}}),
+                  Shape{1, 28, 28}, 0);
+            }),
+            "exp.yaml:10: model.layers[0] (conv2d, input [1, 28, 28]): dilated kernel overflows "
+            "64 bits (4611686018427387904 x 2)");
+}
+
 TEST(LayerFactory, AttributeErrorKeepsItsOwnLine) {
   EXPECT_EQ(error_of([] {
               make_layer(layer(0, "linear", {{"units", int64_t{0}}}), Shape{4}, 0);
