@@ -43,6 +43,7 @@ float* allocate(int64_t numel, bool zero = true) {
 }  // namespace
 
 bool reuse_freed_tensor_memory() {
+  if (kAddressSanitizer) return false;  // its mallopt refuses every setting
   if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_")) return false;
   constexpr int kMmapThreshold = 32 << 20;  // bytes: glibc's upper limit; larger blocks are mapped
   check(mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1,

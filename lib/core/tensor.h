@@ -60,7 +60,16 @@ class Tensor {
 // back to the system. Without it, each step's large tensors are mapped, page-faulted in (zeroed
 // by the kernel) and unmapped again. A program calls it once, at start-up, before any tensor.
 // A user's own setting wins: with MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ in the
-// environment it changes nothing and returns false.
+// environment it changes nothing and returns false. So it does under AddressSanitizer, whose
+// allocator (with its own reuse) refuses every mallopt.
 bool reuse_freed_tensor_memory();
+
+// True in a build with AddressSanitizer (the asan preset): its allocator replaces glibc's malloc,
+// and a block's usable size is then exactly the bytes asked for.
+#if defined(__SANITIZE_ADDRESS__)  // defined by -fsanitize=address
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
 
 }  // namespace mpipe
