@@ -28,6 +28,7 @@
 #include "log/logging.h"
 #include "log/progress.h"
 #include "model/model_builder.h"
+#include "pipeline/batch_split.h"
 #include "pipeline/grid.h"
 #include "pipeline/schedule.h"
 #include "serve/daemon.h"
@@ -361,11 +362,8 @@ int Commands::plan() {
     experiment.refs["pipeline.memory_limit"] = {
         .file = "--memory-limit", .line = 0, .path = plan_memory_limit_};
   }
-  const int64_t divisor = int64_t{pipe.micro_batches} * pipe.data_parallel;
-  check_input(experiment.train.batch_size % divisor == 0,
-              "{}: must be divisible by micro-batches x data-parallel replicas = {} x {}, got {}",
-              experiment.where("train.batch_size"), pipe.micro_batches, pipe.data_parallel,
-              experiment.train.batch_size);
+  pipeline::check_batch_split(experiment.train.batch_size, pipe.micro_batches, pipe.data_parallel,
+                              experiment.where("train.batch_size"));
   auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   const model::ModelPlan model = model::plan_model(experiment.model, dataset->input_shape());
   const pipeline::PipelinePlan plan =

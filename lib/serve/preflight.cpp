@@ -17,6 +17,7 @@
 #include "kernels/precision.h"
 #include "model/memory_check.h"
 #include "model/model_builder.h"
+#include "pipeline/batch_split.h"
 #include "train/pipeline_plan.h"
 #include "train/trainer.h"
 
@@ -149,13 +150,8 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     check_writable_folder(inputs.run_dir, "run directory");
     if (world.rank() == 0) check_export_path(inputs.export_path, inputs.run_dir);
     const comm::Topology topology = resolve_topology(experiment, world);
-    check_input(experiment.train.batch_size %
-                        (int64_t{experiment.pipeline.micro_batches} * topology.num_replicas) ==
-                    0,
-                "{}: must be divisible by pipeline.micro_batches * data parallel replicas = {} x "
-                "{}, got {}",
-                experiment.where("train.batch_size"), experiment.pipeline.micro_batches,
-                topology.num_replicas, experiment.train.batch_size);
+    pipeline::check_batch_split(experiment.train.batch_size, experiment.pipeline.micro_batches,
+                                topology.num_replicas, experiment.where("train.batch_size"));
     check_dataset_memory(experiment);
     result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
     const model::ModelPlan plan =
