@@ -14,9 +14,11 @@ namespace mpipe::data {
 
 inline constexpr const char* kDefaultTextPath = "/usr/share/games/fortunes";
 
-// The files a corpus at `path` is read from: `path` itself if it is a file; for a folder, its
-// regular files found recursively, sorted, skipping symbolic links and names ending in ".dat"
-// (fortune's index files). Throws InputError when `path` does not exist or holds no file.
+// The files a corpus at `path` is read from: `path` itself if it is a regular file; for a folder,
+// its regular files found recursively, sorted, skipping symbolic links, names ending in ".dat"
+// (fortune's index files) and anything else that is not a regular file. Throws InputError when
+// `path` does not exist, holds no file, or is neither a regular file nor a folder (a device, a
+// FIFO, a socket: never opened, as reading one may not end).
 std::vector<std::string> corpus_files(const std::string& path);
 
 // Bytes as token ids, [text.size()], and back (ids rounded and clamped to [0, 255]).
@@ -31,8 +33,9 @@ class TextCorpus : public Dataset {
  public:
   static constexpr int64_t kVocab = 256;
 
-  // Reads config.path (default kDefaultTextPath). Throws InputError naming the path when it
-  // cannot be read or a split is shorter than seq_len + 1 bytes.
+  // Reads config.path (default kDefaultTextPath), each file up to the size it had when opened.
+  // Throws InputError naming the path when it cannot be read or a split is shorter than
+  // seq_len + 1 bytes.
   explicit TextCorpus(const DataConfig& config);
 
   Shape input_shape() const override { return Shape{seq_len_}; }
