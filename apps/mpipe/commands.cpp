@@ -37,6 +37,7 @@
 #include "serve/submit.h"
 #include "serve/train_job.h"
 #include "startup.h"
+#include "train/data_contract.h"
 #include "train/generator.h"
 #include "train/pipeline_plan.h"
 #include "train/plan_report.h"
@@ -366,6 +367,7 @@ int Commands::plan() {
                               experiment.where("train.batch_size"));
   auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   const model::ModelPlan model = model::plan_model(experiment.model, dataset->input_shape());
+  train::check_model_fits_data(experiment.model, model, dataset->schema());
   const pipeline::PipelinePlan plan =
       train::plan_experiment(experiment, model, pipe.stages, pipe.data_parallel);
   const train::PlanReport report{

@@ -41,6 +41,8 @@ class TextCorpus : public Dataset {
   Shape input_shape() const override { return Shape{seq_len_}; }
   Shape target_shape() const override { return Shape{seq_len_}; }
   int64_t num_classes() const override { return kVocab; }
+  int64_t input_vocab() const override { return kVocab; }
+  std::string_view name() const override { return "text"; }
   int64_t size(Split split) const override;
   Tensor inputs(Split split, std::span<const int64_t> indices, uint64_t seed,
                 int64_t step) const override;

@@ -18,6 +18,7 @@
 #include "model/memory_check.h"
 #include "model/model_builder.h"
 #include "pipeline/batch_split.h"
+#include "train/data_contract.h"
 #include "train/pipeline_plan.h"
 #include "train/trainer.h"
 
@@ -157,6 +158,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     const model::ModelPlan plan =
         model::plan_model(experiment.model, result.dataset->input_shape());
     check_memory(experiment, plan, topology.num_replicas);
+    train::check_model_fits_data(experiment.model, plan, result.dataset->schema());
     const pipeline::PipelinePlan pipeline_plan =
         train::plan_experiment(experiment, plan, topology.num_stages, topology.num_replicas);
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
@@ -202,6 +204,7 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
   }
   check_memory(experiment, plan, experiment.pipeline.data_parallel);
+  train::check_model_fits_data(experiment.model, plan, dataset->schema());
   return experiment;
 }
 
