@@ -28,6 +28,7 @@
 #include "log/logging.h"
 #include "log/progress.h"
 #include "model/model_builder.h"
+#include "pipeline/batch_split.h"
 #include "pipeline/grid.h"
 #include "pipeline/schedule.h"
 #include "serve/daemon.h"
@@ -36,6 +37,7 @@
 #include "serve/submit.h"
 #include "serve/train_job.h"
 #include "startup.h"
+#include "train/data_contract.h"
 #include "train/generator.h"
 #include "train/pipeline_plan.h"
 #include "train/plan_report.h"
@@ -361,13 +363,11 @@ int Commands::plan() {
     experiment.refs["pipeline.memory_limit"] = {
         .file = "--memory-limit", .line = 0, .path = plan_memory_limit_};
   }
-  const int64_t divisor = int64_t{pipe.micro_batches} * pipe.data_parallel;
-  check_input(experiment.train.batch_size % divisor == 0,
-              "{}: must be divisible by micro-batches x data-parallel replicas = {} x {}, got {}",
-              experiment.where("train.batch_size"), pipe.micro_batches, pipe.data_parallel,
-              experiment.train.batch_size);
+  pipeline::check_batch_split(experiment.train.batch_size, pipe.micro_batches, pipe.data_parallel,
+                              experiment.where("train.batch_size"));
   auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   const model::ModelPlan model = model::plan_model(experiment.model, dataset->input_shape());
+  train::check_model_fits_data(experiment.model, model, dataset->schema());
   const pipeline::PipelinePlan plan =
       train::plan_experiment(experiment, model, pipe.stages, pipe.data_parallel);
   const train::PlanReport report{

@@ -1,7 +1,7 @@
 // Cross-section checks: batch size against micro-batches and data parallelism.
 #include "config/cross_checks.h"
 
-#include <fmt/format.h>
+#include "pipeline/batch_split.h"
 
 namespace mpipe::config {
 namespace {
@@ -23,19 +23,12 @@ Field locate(const Field& root, const char* section, const char* key) {
 }  // namespace
 
 void check_cross_sections(const Field& root, const Experiment& experiment) {
-  const int micro_batches = experiment.pipeline.micro_batches;
-  const int replicas = experiment.pipeline.data_parallel;  // 0 = auto: not known yet
-  const int64_t divisor = static_cast<int64_t>(micro_batches) * (replicas > 0 ? replicas : 1);
-  const int64_t batch_size = experiment.train.batch_size;
-  if (batch_size % divisor == 0) return;
-  const Field where = locate(root, "train", "batch_size");
-  if (replicas > 0) {
-    where.fail(fmt::format(
-        "must be divisible by pipeline.micro_batches * pipeline.data_parallel = {}, got {}",
-        divisor, batch_size));
+  // pipeline.data_parallel 0 (auto) is not known yet: micro_batches alone is checked.
+  if (auto problem = pipeline::batch_split_problem(experiment.train.batch_size,
+                                                   experiment.pipeline.micro_batches,
+                                                   experiment.pipeline.data_parallel)) {
+    locate(root, "train", "batch_size").fail(*problem);
   }
-  where.fail(
-      fmt::format("must be divisible by pipeline.micro_batches = {}, got {}", divisor, batch_size));
 }
 
 }  // namespace mpipe::config

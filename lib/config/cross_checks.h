@@ -6,9 +6,9 @@
 
 namespace mpipe::config {
 
-// train.batch_size must split evenly into micro-batches on every data-parallel replica:
-// divisible by pipeline.micro_batches * pipeline.data_parallel (by micro_batches alone while
-// data_parallel is auto). `root` is the whole experiment tree, for the error's position.
+// train.batch_size must split evenly into micro-batches on every data-parallel replica
+// (pipeline::batch_split_problem; by micro_batches alone while data_parallel is auto). `root` is
+// the whole experiment tree, for the error's position.
 void check_cross_sections(const Field& root, const Experiment& experiment);
 
 }  // namespace mpipe::config

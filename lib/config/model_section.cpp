@@ -8,12 +8,14 @@ namespace mpipe::config {
 model::ModelSpec parse_model(const Field& section) {
   const MapReader map(section, {"loss", "layers"});
   model::ModelSpec spec;
+  spec.where = section.source().ref(section.path(), section.mark());
+  spec.loss_where = section.source().ref(section.path() + ".loss", section.mark());
   if (auto f = map.get("loss")) {
     spec.loss = std::string(
         f->as_choice<std::string_view>({{"cross_entropy", "cross_entropy"}, {"mse", "mse"}}));
+    spec.loss_where = f->source().ref(f->path(), f->mark());
   }
   spec.layers = expand_layers(map.required("layers"));
-  spec.where = section.source().ref(section.path(), section.mark());
   return spec;
 }
 

@@ -8,6 +8,14 @@
 
 namespace mpipe::data {
 
+DataSchema Dataset::schema() const {
+  return DataSchema{.name = std::string(name()),
+                    .input = input_shape(),
+                    .input_vocab = input_vocab(),
+                    .target = target_shape(),
+                    .classes = num_classes()};
+}
+
 std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed) {
   switch (config.kind) {
     case DatasetKind::kFashionMnist:

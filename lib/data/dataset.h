@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/shape.h"
@@ -14,12 +16,24 @@ namespace mpipe::data {
 
 enum class Split { kTrain, kTest };
 
+// What a dataset provides, per example: the contract a model trained on it must meet
+// (train/data_contract.h checks a model against it).
+struct DataSchema {
+  std::string name;         // the data.dataset value, naming the data in errors: "fashion_mnist"
+  Shape input;              // e.g. [784], [1, 28, 28] or [seq_len]
+  int64_t input_vocab = 0;  // > 0: the inputs are token ids in [0, input_vocab); 0: real values
+  Shape target;             // [] for a class label, [seq_len] for next tokens, [1] for a value
+  int64_t classes = 0;      // > 0: the targets are class indices in [0, classes); 0: real values
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
-  virtual Shape input_shape() const = 0;    // one example, e.g. [784] or [1, 28, 28] or [seq_len]
-  virtual Shape target_shape() const = 0;   // one example: [] for a class label, [seq_len], ...
-  virtual int64_t num_classes() const = 0;  // 0 for regression
+  virtual Shape input_shape() const = 0;      // one example, e.g. [784] or [1, 28, 28] or [seq_len]
+  virtual Shape target_shape() const = 0;     // one example: [] for a class label, [seq_len], ...
+  virtual int64_t num_classes() const = 0;    // 0 for regression
+  virtual int64_t input_vocab() const = 0;    // 0 for real-valued inputs, else token ids' range
+  virtual std::string_view name() const = 0;  // the data.dataset value: "fashion_mnist", ...
   virtual int64_t size(Split split) const = 0;
   // Examples `indices` of `split`, stacked: [indices.size(), ...input_shape()]. Training-time
   // augmentation (if configured, train split only) is keyed by (seed, step, example index).
@@ -27,6 +41,8 @@ class Dataset {
                         int64_t step) const = 0;
   // [indices.size(), ...target_shape()]; class indices are stored as floats.
   virtual Tensor targets(Split split, std::span<const int64_t> indices) const = 0;
+
+  DataSchema schema() const;
 };
 
 // Builds the configured dataset; `seed` fixes synthetic data. Throws InputError naming the

@@ -31,6 +31,8 @@ class FashionMnist : public Dataset {
   Shape input_shape() const override;  // [784] when flattened, else [1, 28, 28]
   Shape target_shape() const override { return Shape{}; }
   int64_t num_classes() const override { return kClasses; }
+  int64_t input_vocab() const override { return 0; }
+  std::string_view name() const override { return "fashion_mnist"; }
   int64_t size(Split split) const override;
   // [n, 784] or [n, 1, 28, 28]; train examples augmented per (seed, example, step) if configured.
   Tensor inputs(Split split, std::span<const int64_t> indices, uint64_t seed,

@@ -115,6 +115,8 @@ int64_t SyntheticDataset::num_classes() const {
   return config_.tokens ? config_.vocab : config_.classes;
 }
 
+int64_t SyntheticDataset::input_vocab() const { return config_.tokens ? config_.vocab : 0; }
+
 int64_t SyntheticDataset::size(Split split) const {
   return split == Split::kTrain ? num_train_ : num_test_;
 }

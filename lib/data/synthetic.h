@@ -27,6 +27,8 @@ class SyntheticDataset : public Dataset {
   Shape input_shape() const override;
   Shape target_shape() const override;
   int64_t num_classes() const override;  // classes, 0 for regression, vocab for tokens
+  int64_t input_vocab() const override;  // vocab for tokens, else 0
+  std::string_view name() const override { return "synthetic"; }
   int64_t size(Split split) const override;
   Tensor inputs(Split split, std::span<const int64_t> indices, uint64_t seed,
                 int64_t step) const override;

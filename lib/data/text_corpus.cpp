@@ -1,13 +1,16 @@
 // Reading, splitting and windowing of a byte-level text corpus.
 #include "data/text_corpus.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 
 #include "core/error.h"
 
@@ -16,13 +19,45 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// What a file that is neither a regular file nor a folder is, for errors.
+const char* file_type_name(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "not a regular file";
+  }
+}
+
+// The bytes of the regular file `path`, at most the size stat reported: opened without blocking
+// (a FIFO put in its place after the check is refused, not waited on) and confirmed regular.
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check_input(in.good(), "{}: cannot open", path);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  check_input(!in.bad(), "{}: read error", path);
-  return std::move(contents).str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  check_input(fd >= 0, "{}: cannot open: {}", path, std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat info {};
+  check_input(::fstat(fd, &info) == 0 && S_ISREG(info.st_mode),
+              "{}: data.path: must be a regular file or a folder of them", path);
+  std::string contents(static_cast<size_t>(info.st_size), '\0');
+  size_t filled = 0;
+  while (filled < contents.size()) {
+    const ssize_t got = ::read(fd, contents.data() + filled, contents.size() - filled);
+    if (got < 0 && errno == EINTR) continue;
+    check_input(got >= 0, "{}: read error: {}", path, std::strerror(errno));
+    if (got == 0) break;  // the file shrank since fstat
+    filled += static_cast<size_t>(got);
+  }
+  contents.resize(filled);
+  return contents;
 }
 
 }  // namespace
@@ -31,7 +66,10 @@ std::vector<std::string> corpus_files(const std::string& path) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   check_input(!error && fs::exists(status), "{}: cannot open", path);
-  if (!fs::is_directory(status)) return {path};
+  if (fs::is_regular_file(status)) return {path};
+  check_input(fs::is_directory(status),
+              "{}: data.path: must be a regular file or a folder of them, not {}", path,
+              file_type_name(status.type()));
   std::vector<std::string> files;
   for (auto it = fs::recursive_directory_iterator(path, error);
        !error && it != fs::recursive_directory_iterator(); it.increment(error)) {

@@ -14,9 +14,11 @@ namespace mpipe::data {
 
 inline constexpr const char* kDefaultTextPath = "/usr/share/games/fortunes";
 
-// The files a corpus at `path` is read from: `path` itself if it is a file; for a folder, its
-// regular files found recursively, sorted, skipping symbolic links and names ending in ".dat"
-// (fortune's index files). Throws InputError when `path` does not exist or holds no file.
+// The files a corpus at `path` is read from: `path` itself if it is a regular file; for a folder,
+// its regular files found recursively, sorted, skipping symbolic links, names ending in ".dat"
+// (fortune's index files) and anything else that is not a regular file. Throws InputError when
+// `path` does not exist, holds no file, or is neither a regular file nor a folder (a device, a
+// FIFO, a socket: never opened, as reading one may not end).
 std::vector<std::string> corpus_files(const std::string& path);
 
 // Bytes as token ids, [text.size()], and back (ids rounded and clamped to [0, 255]).
@@ -31,13 +33,16 @@ class TextCorpus : public Dataset {
  public:
   static constexpr int64_t kVocab = 256;
 
-  // Reads config.path (default kDefaultTextPath). Throws InputError naming the path when it
-  // cannot be read or a split is shorter than seq_len + 1 bytes.
+  // Reads config.path (default kDefaultTextPath), each file up to the size it had when opened.
+  // Throws InputError naming the path when it cannot be read or a split is shorter than
+  // seq_len + 1 bytes.
   explicit TextCorpus(const DataConfig& config);
 
   Shape input_shape() const override { return Shape{seq_len_}; }
   Shape target_shape() const override { return Shape{seq_len_}; }
   int64_t num_classes() const override { return kVocab; }
+  int64_t input_vocab() const override { return kVocab; }
+  std::string_view name() const override { return "text"; }
   int64_t size(Split split) const override;
   Tensor inputs(Split split, std::span<const int64_t> indices, uint64_t seed,
                 int64_t step) const override;

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "model/layer_attrs.h"
+#include "model/layer_options.h"
 
 namespace mpipe::model {
 namespace {
@@ -43,6 +44,12 @@ struct Kept {
   double fixed() const { return std::accumulate(fixed_tensors.begin(), fixed_tensors.end(), 0.0); }
 };
 
+// The options of an attention or Transformer block layer.
+AttentionOptions attention_options(const LayerSpec& spec) {
+  LayerAttrs attrs(spec);
+  return spec.kind == "attention" ? read_attention(attrs) : read_transformer_block(attrs);
+}
+
 // [C, H, W] → channels, and the spatial size H·W.
 double channels(const Shape& s) { return static_cast<double>(s[0]); }
 double spatial(const Shape& s) { return static_cast<double>(s[1] * s[2]); }
@@ -51,7 +58,7 @@ double spatial(const Shape& s) { return static_cast<double>(s[1] * s[2]); }
 // then mean and variance per channel), the projection's bn, and the block output.
 Kept residual_block_kept(const LayerSpec& spec, const Shape& in, const Shape& out) {
   LayerAttrs attrs(spec);
-  const bool bottleneck = attrs.flag("bottleneck", false);
+  const bool bottleneck = read_residual_block(attrs).bottleneck;
   const bool projection = !(in == out);
   const double x = static_cast<double>(in.numel()), y = static_cast<double>(out.numel());
   const double c = channels(out);
@@ -97,19 +104,20 @@ Kept kept_by_kind(const LayerSpec& spec, const LayerPlan& plan) {
   }
   if (kind == "max_pool2d") {
     // oneDNN's workspace: the position of each maximum, u8 while the window has < 256 taps.
-    const int64_t taps = LayerAttrs(spec).integer("kernel", 1);
+    LayerAttrs attrs(spec);
+    const int64_t taps = read_max_pool2d(attrs).kernel;
     const double bytes_per_output = taps * taps < 256 ? 1.0 : 4.0;
     return {.packed_bytes = static_cast<double>(out.numel()) * bytes_per_output};
   }
   if (kind == "attention" || kind == "transformer_block") {
-    LayerAttrs attrs(spec);
-    const auto heads = static_cast<double>(attrs.integer("heads", 1));
+    const AttentionOptions options = attention_options(spec);
+    const auto heads = static_cast<double>(options.heads);
     const auto t = static_cast<double>(in[0]), d = static_cast<double>(in[1]);
     // x, q, k, v, merged heads [T, d] each, probabilities [heads, T, T].
     const double a = t * d;
     const std::vector<double> attention = {a, a, a, a, a, heads * t * t};
     if (kind == "attention") return {.per_example_tensors = attention};
-    const auto ratio = static_cast<double>(attrs.integer("mlp_ratio", 4, 1));
+    const auto ratio = static_cast<double>(options.mlp_ratio);
     // ln1 and ln2 (input, mean, variance per row), the attention's, the ln2 output, and the
     // MLP's hidden layer before and after GELU.
     Kept kept{.per_example_tensors = {a, t, t, a, t, t}};
@@ -147,9 +155,9 @@ struct Temporaries {
 // Per example, in floats: an activation a = T·d, the probabilities p = heads·T² and their
 // dropout mask m (p with dropout, else 0), the MLP's hidden layer h = mlp_ratio·a.
 Temporaries attention_temporaries(const LayerSpec& spec, const LayerPlan& plan) {
-  LayerAttrs attrs(spec);
-  const auto heads = static_cast<double>(attrs.integer("heads", 1));
-  const double rate = attrs.number("dropout", 0.0, 0.0, 1.0);
+  const AttentionOptions options = attention_options(spec);
+  const auto heads = static_cast<double>(options.heads);
+  const double rate = options.dropout;
   const auto t = static_cast<double>(plan.input[0]);
   const double a = t * static_cast<double>(plan.input[1]);
   const double m = rate > 0.0 ? heads * t * t : 0.0;
@@ -163,7 +171,7 @@ Temporaries attention_temporaries(const LayerSpec& spec, const LayerPlan& plan) 
   // The block's backward beside dy: the MLP's masked dy and dhidden in fc2's backward, or the
   // residual stream's gradient dx1 beside attention's backward (its dy a masked copy of dx1);
   // its forward: the MLP output's dropout mask beside everything else.
-  const auto ratio = static_cast<double>(attrs.integer("mlp_ratio", 4, 1));
+  const auto ratio = static_cast<double>(options.mlp_ratio);
   return {.backward = std::max(ratio * a, 2.0 * a + attention.backward),
           .forward = rate > 0.0 ? a : 0.0};
 }
@@ -175,7 +183,7 @@ Temporaries attention_temporaries(const LayerSpec& spec, const LayerPlan& plan) 
 // norm beside the main path's dx, and (the sum's gradient freed) its conv.
 double residual_block_backward(const LayerSpec& spec, const Shape& in, const Shape& out) {
   LayerAttrs attrs(spec);
-  const bool bottleneck = attrs.flag("bottleneck", false);
+  const bool bottleneck = read_residual_block(attrs).bottleneck;
   const double x = static_cast<double>(in.numel()), y = static_cast<double>(out.numel());
   // Each pair's input and output sizes, first to last.
   std::vector<std::pair<double, double>> pairs;
@@ -223,7 +231,8 @@ std::vector<double> scaled(std::vector<double> values, double factor) {
 // narrow conv output.
 double smallest_temporary(const LayerSpec& spec, const LayerPlan& plan) {
   double smallest = static_cast<double>(std::min(plan.input.numel(), plan.output.numel()));
-  if (plan.kind == "residual_block" && LayerAttrs(spec).flag("bottleneck", false)) {
+  LayerAttrs attrs(spec);
+  if (plan.kind == "residual_block" && read_residual_block(attrs).bottleneck) {
     const double width = channels(plan.output) / 4.0;
     smallest = std::min(smallest, width * std::min(spatial(plan.input), spatial(plan.output)));
   }

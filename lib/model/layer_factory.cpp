@@ -1,4 +1,4 @@
-// The table from YAML layer types to layer constructors.
+// The table from YAML layer types to layer constructors (their options: model/layer_options.h).
 #include "model/layer_factory.h"
 
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "model/layer_attrs.h"
+#include "model/layer_options.h"
 #include "nn/activation.h"
 #include "nn/attention.h"
 #include "nn/batch_norm2d.h"
@@ -29,11 +30,8 @@ namespace {
 using Builder = std::function<std::unique_ptr<nn::Layer>(LayerAttrs&, const Shape&, int)>;
 
 std::unique_ptr<nn::Layer> linear(LayerAttrs& a, const Shape& in, int i) {
-  const int64_t units = a.integer("units", 1);
-  const bool bias = a.flag("bias", true);
-  const std::string init = a.text("init", "kaiming", {"kaiming", "xavier"});
-  return std::make_unique<nn::Linear>(
-      i, in, units, bias, init == "xavier" ? nn::Init::kXavierUniform : nn::Init::kKaimingUniform);
+  const LinearOptions o = read_linear(a);
+  return std::make_unique<nn::Linear>(i, in, o.units, o.bias, o.init);
 }
 
 Builder activation(kernels::EltwiseKind kind) {
@@ -43,47 +41,32 @@ Builder activation(kernels::EltwiseKind kind) {
 }
 
 std::unique_ptr<nn::Layer> dropout(LayerAttrs& a, const Shape& in, int i) {
-  return std::make_unique<nn::Dropout>(i, in, a.number("rate", 0.1, 0.0, 0.999));
+  return std::make_unique<nn::Dropout>(i, in, read_dropout(a).rate);
 }
 
 std::unique_ptr<nn::Layer> flatten(LayerAttrs&, const Shape& in, int i) {
   return std::make_unique<nn::Flatten>(i, in);
 }
 
-// Channels of a [C, H, W] input, or 0 when the input is not an image (the layer reports it).
-int64_t input_channels(const Shape& in) { return in.rank() == 3 ? in[0] : 0; }
-
 std::unique_ptr<nn::Layer> conv2d(LayerAttrs& a, const Shape& in, int i) {
-  const int64_t channels = a.integer("channels", 1);
-  const int64_t kernel = a.integer("kernel", 1);
-  const int64_t stride = a.integer("stride", 1, 1);
-  const int64_t padding = a.integer("padding", 0, 0);
-  const int64_t dilation = a.integer("dilation", 1, 1);
-  const int64_t groups = a.integer("groups", 1, 1);
-  const bool bias = a.flag("bias", true);
-  return std::make_unique<nn::Conv2d>(i, in, channels, kernel, stride, padding, dilation, groups,
-                                      bias);
+  const Conv2dOptions o = read_conv2d(a);
+  return std::make_unique<nn::Conv2d>(i, in, o.channels, o.kernel, o.stride, o.padding, o.dilation,
+                                      o.groups, o.bias);
 }
 
 std::unique_ptr<nn::Layer> batch_norm2d(LayerAttrs& a, const Shape& in, int i) {
-  const double momentum = a.number("momentum", 0.1, 0.0, 1.0);
-  const double eps = a.number("eps", 1e-5, 1e-12, 1.0);
-  return std::make_unique<nn::BatchNorm2d>(i, in, momentum, eps);
+  const BatchNorm2dOptions o = read_batch_norm2d(a);
+  return std::make_unique<nn::BatchNorm2d>(i, in, o.momentum, o.eps);
 }
 
 std::unique_ptr<nn::Layer> max_pool2d(LayerAttrs& a, const Shape& in, int i) {
-  const int64_t kernel = a.integer("kernel", 1);
-  const int64_t stride = a.integer("stride", kernel, 1);
-  const int64_t padding = a.integer("padding", 0, 0);
-  return std::make_unique<nn::MaxPool2d>(i, in, kernel, stride, padding);
+  const PoolOptions o = read_max_pool2d(a);
+  return std::make_unique<nn::MaxPool2d>(i, in, o.kernel, o.stride, o.padding);
 }
 
 std::unique_ptr<nn::Layer> avg_pool2d(LayerAttrs& a, const Shape& in, int i) {
-  const int64_t kernel = a.integer("kernel", 1);
-  const int64_t stride = a.integer("stride", kernel, 1);
-  const int64_t padding = a.integer("padding", 0, 0);
-  const bool count_include_pad = a.flag("count_include_pad", true);
-  return std::make_unique<nn::AvgPool2d>(i, in, kernel, stride, padding, count_include_pad);
+  const PoolOptions o = read_avg_pool2d(a);
+  return std::make_unique<nn::AvgPool2d>(i, in, o.kernel, o.stride, o.padding, o.count_include_pad);
 }
 
 std::unique_ptr<nn::Layer> global_avg_pool(LayerAttrs&, const Shape& in, int i) {
@@ -91,41 +74,32 @@ std::unique_ptr<nn::Layer> global_avg_pool(LayerAttrs&, const Shape& in, int i) 
 }
 
 std::unique_ptr<nn::Layer> residual_block(LayerAttrs& a, const Shape& in, int i) {
-  const int64_t channels = a.integer("channels", 1);
-  const int64_t stride = a.integer("stride", 1, 1);
-  const bool bottleneck = a.flag("bottleneck", false);
-  return std::make_unique<nn::ResidualBlock>(i, in, channels, stride, bottleneck);
+  const ResidualBlockOptions o = read_residual_block(a);
+  return std::make_unique<nn::ResidualBlock>(i, in, o.channels, o.stride, o.bottleneck);
 }
 
 std::unique_ptr<nn::Layer> separable_cell(LayerAttrs& a, const Shape& in, int i) {
-  const int64_t channels = a.integer("channels", input_channels(in), 1);
-  const int64_t kernel = a.integer("kernel", 3, 1);
-  const int64_t stride = a.integer("stride", 1, 1);
-  return std::make_unique<nn::SeparableCell>(i, in, channels, kernel, stride);
+  const SeparableCellOptions o = read_separable_cell(a, in);
+  return std::make_unique<nn::SeparableCell>(i, in, o.channels, o.kernel, o.stride);
 }
 
 std::unique_ptr<nn::Layer> embedding(LayerAttrs& a, const Shape& in, int i) {
-  const int64_t vocab = a.integer("vocab", 2);
-  const int64_t dim = a.integer("dim", 1);
-  const int64_t max_len = a.integer("max_len", in.rank() == 1 ? in[0] : 1, 1);
-  return std::make_unique<nn::Embedding>(i, in, vocab, dim, max_len);
+  const EmbeddingOptions o = read_embedding(a, in);
+  return std::make_unique<nn::Embedding>(i, in, o.vocab, o.dim, o.max_len);
 }
 
 std::unique_ptr<nn::Layer> layer_norm(LayerAttrs& a, const Shape& in, int i) {
-  return std::make_unique<nn::LayerNorm>(i, in, a.number("eps", 1e-5, 1e-12, 1.0));
+  return std::make_unique<nn::LayerNorm>(i, in, read_layer_norm(a).eps);
 }
 
 std::unique_ptr<nn::Layer> attention(LayerAttrs& a, const Shape& in, int i) {
-  const int64_t heads = a.integer("heads", 1);
-  const double rate = a.number("dropout", 0.0, 0.0, 0.999);
-  return std::make_unique<nn::CausalSelfAttention>(i, in, heads, rate);
+  const AttentionOptions o = read_attention(a);
+  return std::make_unique<nn::CausalSelfAttention>(i, in, o.heads, o.dropout);
 }
 
 std::unique_ptr<nn::Layer> transformer_block(LayerAttrs& a, const Shape& in, int i) {
-  const int64_t heads = a.integer("heads", 1);
-  const int64_t mlp_ratio = a.integer("mlp_ratio", 4, 1);
-  const double rate = a.number("dropout", 0.0, 0.0, 0.999);
-  return std::make_unique<nn::TransformerBlock>(i, in, heads, mlp_ratio, rate);
+  const AttentionOptions o = read_transformer_block(a);
+  return std::make_unique<nn::TransformerBlock>(i, in, o.heads, o.mlp_ratio, o.dropout);
 }
 
 const std::map<std::string, Builder>& builders() {

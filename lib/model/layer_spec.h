@@ -38,6 +38,7 @@ struct LayerSpec {
 struct ModelSpec {
   std::vector<LayerSpec> layers;  // `repeat:` blocks already expanded
   std::string loss = "cross_entropy";
+  SourceRef loss_where;  // model.loss, or the `model:` section's line when the loss is the default
   SourceRef where;
 };
 

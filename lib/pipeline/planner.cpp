@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "model/memory_check.h"
 #include "model/partitioner.h"
+#include "pipeline/batch_split.h"
 #include "pipeline/schedule.h"
 #include "pipeline/simulator.h"
 
@@ -259,11 +260,11 @@ PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& pla
   check(pipe.stages >= 1 && pipe.data_parallel >= 1 && pipe.micro_batches >= 1,
         "plan_pipeline: stages {}, data_parallel {} and micro_batches {} must be resolved",
         pipe.stages, pipe.data_parallel, pipe.micro_batches);
-  const int64_t per_micro_batch = int64_t{pipe.data_parallel} * pipe.micro_batches;
-  check(request.batch_size >= per_micro_batch && request.batch_size % per_micro_batch == 0,
-        "plan_pipeline: batch size {} is not divisible by D x M = {}", request.batch_size,
-        per_micro_batch);
-  const int64_t rows = request.batch_size / per_micro_batch;
+  if (auto problem =
+          batch_split_problem(request.batch_size, pipe.micro_batches, pipe.data_parallel)) {
+    throw Error(fmt::format("plan_pipeline: train.batch_size: {}", *problem));
+  }
+  const int64_t rows = request.batch_size / (int64_t{pipe.data_parallel} * pipe.micro_batches);
   model::MemoryModel memory(model::layer_costs(spec, plan), rows, request.optimizer_slots,
                             request.allocator);
   StageTimes times(memory.costs(), rows, request);
@@ -345,8 +346,10 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
   const auto variant = [&](auto change) -> std::optional<PipelinePlan> {
     PlanRequest other = request;
     change(other.pipeline);
-    if (request.batch_size % (int64_t{other.pipeline.data_parallel} * other.pipeline.micro_batches))
+    if (batch_split_problem(request.batch_size, other.pipeline.micro_batches,
+                            other.pipeline.data_parallel)) {
       return std::nullopt;
+    }
     try {
       return plan_resolved(spec, plan, other);
     } catch (const InputError&) {

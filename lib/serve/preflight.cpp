@@ -17,6 +17,8 @@
 #include "kernels/precision.h"
 #include "model/memory_check.h"
 #include "model/model_builder.h"
+#include "pipeline/batch_split.h"
+#include "train/data_contract.h"
 #include "train/pipeline_plan.h"
 #include "train/trainer.h"
 
@@ -149,18 +151,14 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     check_writable_folder(inputs.run_dir, "run directory");
     if (world.rank() == 0) check_export_path(inputs.export_path, inputs.run_dir);
     const comm::Topology topology = resolve_topology(experiment, world);
-    check_input(experiment.train.batch_size %
-                        (int64_t{experiment.pipeline.micro_batches} * topology.num_replicas) ==
-                    0,
-                "{}: must be divisible by pipeline.micro_batches * data parallel replicas = {} x "
-                "{}, got {}",
-                experiment.where("train.batch_size"), experiment.pipeline.micro_batches,
-                topology.num_replicas, experiment.train.batch_size);
+    pipeline::check_batch_split(experiment.train.batch_size, experiment.pipeline.micro_batches,
+                                topology.num_replicas, experiment.where("train.batch_size"));
     check_dataset_memory(experiment);
     result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
     const model::ModelPlan plan =
         model::plan_model(experiment.model, result.dataset->input_shape());
     check_memory(experiment, plan, topology.num_replicas);
+    train::check_model_fits_data(experiment.model, plan, result.dataset->schema());
     const pipeline::PipelinePlan pipeline_plan =
         train::plan_experiment(experiment, plan, topology.num_stages, topology.num_replicas);
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
@@ -206,6 +204,7 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
   }
   check_memory(experiment, plan, experiment.pipeline.data_parallel);
+  train::check_model_fits_data(experiment.model, plan, dataset->schema());
   return experiment;
 }
 

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
+#include "pipeline/batch_split.h"
 #include "pipeline/schedule.h"
 #include "train/finite_check.h"
 #include "train/pipeline_plan.h"
@@ -74,11 +75,8 @@ Trainer::Trainer(const config::Experiment& experiment, const comm::Communicator&
       plan_(model::plan_model(experiment.model, dataset.input_shape())),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain)) {
   const auto& pipe = experiment.pipeline;
-  const int64_t divisor = int64_t{pipe.micro_batches} * topology_.num_replicas;
-  check_input(experiment.train.batch_size % divisor == 0,
-              "{}: train.batch_size: must be divisible by pipeline.micro_batches * "
-              "pipeline.data_parallel = {}, got {}",
-              experiment.source, divisor, experiment.train.batch_size);
+  pipeline::check_batch_split(experiment.train.batch_size, pipe.micro_batches,
+                              topology_.num_replicas, experiment.where("train.batch_size"));
   pipeline_plan_ = plan_experiment(experiment, plan_, topology_.num_stages, topology_.num_replicas);
   check_input(pipeline_plan_.fits(), "{}", pipeline_plan_.problem);
   range_ = pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers;

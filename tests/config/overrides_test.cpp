@@ -65,8 +65,8 @@ TEST(Overrides, OfAnUnknownKeyNameIt) {
 
 TEST(Overrides, CrossSectionErrorNamesSetWhenTheBatchSizeWasOverridden) {
   EXPECT_EQ(ExperimentFile().error(kBase, {"train.batch_size=10", "pipeline.micro_batches=4"}),
-            "--set train.batch_size: must be divisible by pipeline.micro_batches * "
-            "pipeline.data_parallel = 4, got 10");
+            "--set train.batch_size: must be divisible by pipeline.micro_batches x "
+            "data-parallel replicas = 4 x 1 = 4, got 10");
 }
 
 TEST(Overrides, FileValuesNextToAnOverrideKeepTheirLines) {

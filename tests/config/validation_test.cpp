@@ -325,21 +325,21 @@ TEST(PipelineSection, PartitionOfAnyLengthIsAcceptedWhenStagesIsAuto) {
 TEST(CrossSections, BatchSizeMustDivideByMicroBatchesTimesDataParallel) {
   EXPECT_EQ(error_of("train:\n  batch_size: 100\npipeline:\n  micro_batches: 4\n"
                      "  data_parallel: 2\n"),
-            "exp.yaml:2: train.batch_size: must be divisible by pipeline.micro_batches * "
-            "pipeline.data_parallel = 8, got 100");
+            "exp.yaml:2: train.batch_size: must be divisible by pipeline.micro_batches x "
+            "data-parallel replicas = 4 x 2 = 8, got 100");
 }
 
 TEST(CrossSections, BatchSizeMustDivideByMicroBatchesWhenDataParallelIsAuto) {
   EXPECT_EQ(error_of("train:\n  batch_size: 10\npipeline:\n  micro_batches: 4\n"
                      "  data_parallel: auto\n  stages: 2\n"),
-            "exp.yaml:2: train.batch_size: must be divisible by pipeline.micro_batches = 4, got "
-            "10");
+            "exp.yaml:2: train.batch_size: must be divisible by pipeline.micro_batches x "
+            "data-parallel replicas = 4 x (auto), got 10");
 }
 
 TEST(CrossSections, DefaultBatchSizeIsCheckedWithoutALine) {
   EXPECT_EQ(error_of("pipeline:\n  micro_batches: 5\n"),
-            "exp.yaml: train.batch_size: must be divisible by pipeline.micro_batches * "
-            "pipeline.data_parallel = 5, got 64");
+            "exp.yaml: train.batch_size: must be divisible by pipeline.micro_batches x "
+            "data-parallel replicas = 5 x 1 = 5, got 64");
 }
 
 // checkpoint, log

@@ -2,6 +2,7 @@
 #include "data/text_corpus.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
@@ -76,6 +77,41 @@ TEST(TextCorpus, MissingPathIsAnInputErrorNamingIt) {
   } catch (const InputError& error) {
     EXPECT_EQ(std::string(error.what()), dir.file("absent") + ": cannot open");
   }
+}
+
+TEST(TextCorpus, CharacterDeviceIsRefusedBeforeItIsRead) {
+  // /dev/zero never ends: read to its end, it filled the machine's memory.
+  try {
+    TextCorpus corpus(text_config("/dev/zero", 3, 0.2));
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_STREQ(error.what(),
+                 "/dev/zero: data.path: must be a regular file or a folder of them, not a "
+                 "character device");
+  }
+}
+
+TEST(TextCorpus, FifoIsRefusedWithoutOpeningIt) {
+  // Opening a FIFO blocks until a writer comes: the test would hang, not fail, on old code.
+  TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    TextCorpus corpus(text_config(fifo, 3, 0.2));
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              fifo + ": data.path: must be a regular file or a folder of them, not a FIFO");
+  }
+}
+
+TEST(TextCorpus, FolderSkipsFifosInIt) {
+  TempDir dir;
+  write_plain(dir.file("a"), "AAAABBBBCCCC");
+  ASSERT_EQ(::mkfifo(dir.file("b").c_str(), 0600), 0);
+  EXPECT_EQ(corpus_files(dir.path().string()), (std::vector<std::string>{dir.file("a")}));
+  const TextCorpus corpus(text_config(dir.path().string(), 2, 0.25));
+  EXPECT_EQ(corpus.text(Split::kTrain), "AAAABBBBC");
 }
 
 TEST(TextCorpus, FolderIsReadRecursivelyInSortedOrderSkippingDatFilesAndLinks) {

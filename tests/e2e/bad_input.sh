@@ -6,17 +6,6 @@
 source "$(dirname "$0")/lib.sh"
 mlp=$(dirname "$0")/files/mlp.yaml
 
-# rejected NAME MESSAGE CONFIG [mpipe train args...]: the run fails (not by timeout) with
-# MESSAGE on exactly one line, never aborts, and leaves no run directory ($RUN_DIR if set,
-# else $WORK/NAME).
-rejected() {
-  local name=$1 message=$2 config=$3 status=0 run_dir=${RUN_DIR:-$WORK/$1}
-  shift 3
-  timeout 60 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" \
-    --run-dir "$run_dir" "$@" > "$WORK/$name.out" 2>&1 || status=$?
-  failed_in_one_line "$name" "$status" "$message" "$run_dir"
-}
-
 printf 'model:\n  layers:\n    - {type: linear, units: 4}\noptimizer:\n  lr: -1\n' > "$WORK/bad.yaml"
 rejected config "bad.yaml:5: optimizer.lr: must be > 0, got -1" "$WORK/bad.yaml"
 printf 'model:\n  layers:\n    - {type: linear, units: 4}\noptimizer:\n  lr: .inf\n' > "$WORK/inf.yaml"
@@ -31,6 +20,10 @@ rejected partition "--set pipeline.partition: [2, 2] sums to 4 layers, but the m
 printf 'model:\n  layers:\n    - {type: linear, units: 4}\ndata: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}\npipeline: {stages: 2}\n' \
   > "$WORK/one_layer.yaml"
 rejected stages "the model has 1 layers, fewer than the 2 pipeline stages" "$WORK/one_layer.yaml"
+# The batch splits by the micro-batches (checked with the config) but not by the replicas the world
+# gives (checked at preflight): the same rule, in the same words.
+rejected batch_split "--set train.batch_size: must be divisible by pipeline.micro_batches x data-parallel replicas = 4 x 2 = 8, got 36" \
+  "$mlp" --set train.batch_size=36 --set pipeline.stages=1 --set pipeline.data_parallel=auto
 
 # A memory limit no partition meets: a layer too large alone, or the smallest limit that fits;
 # a limit that is not a size.

@@ -58,3 +58,14 @@ failed_in_one_line() {
   ! grep -q "MPI_ABORT" "$WORK/$name.out" || { echo "FAILED: $name: MPI_ABORT banner"; exit 1; }
   [[ ! -e "$run_dir" ]] || { echo "FAILED: $name: run directory was written"; exit 1; }
 }
+
+# rejected NAME MESSAGE CONFIG [mpipe train args...]: the run fails (not by timeout) with
+# MESSAGE on exactly one line, never aborts, and leaves no run directory ($RUN_DIR if set,
+# else $WORK/NAME).
+rejected() {
+  local name=$1 message=$2 config=$3 status=0 run_dir=${RUN_DIR:-$WORK/$1}
+  shift 3
+  timeout 60 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" \
+    --run-dir "$run_dir" "$@" > "$WORK/$name.out" 2>&1 || status=$?
+  failed_in_one_line "$name" "$status" "$message" "$run_dir"
+}

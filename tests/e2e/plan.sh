@@ -81,6 +81,6 @@ plan_error() {
 }
 plan_error "--memory-limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
   "$configs/transformer_deep.yaml" --memory-limit lots
-plan_error "transformer_deep.yaml:16: train.batch_size: must be divisible by micro-batches x data-parallel replicas = 5 x 1, got 32" \
+plan_error "transformer_deep.yaml:16: train.batch_size: must be divisible by pipeline.micro_batches x data-parallel replicas = 5 x 1 = 5, got 32" \
   "$configs/transformer_deep.yaml" --micro-batches 5
 echo "plan: JSON, text and errors"

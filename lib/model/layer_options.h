@@ -1,0 +1,90 @@
+// Layer options: each layer kind's attributes as a typed struct, read from a LayerSpec with their
+// defaults and bounds. The one owner of attribute names, defaults and bounds: the layer factory
+// builds layers from these, and the cost model and the model/data contract read them.
+#pragma once
+
+#include <cstdint>
+
+#include "core/shape.h"
+#include "model/layer_attrs.h"
+#include "nn/layer.h"
+
+namespace mpipe::model {
+
+struct LinearOptions {
+  int64_t units = 1;
+  bool bias = true;
+  nn::Init init = nn::Init::kKaimingUniform;
+};
+
+struct DropoutOptions {
+  double rate = 0.1;
+};
+
+struct Conv2dOptions {
+  int64_t channels = 1;
+  int64_t kernel = 1;
+  int64_t stride = 1;
+  int64_t padding = 0;
+  int64_t dilation = 1;
+  int64_t groups = 1;
+  bool bias = true;
+};
+
+struct BatchNorm2dOptions {
+  double momentum = 0.1;
+  double eps = 1e-5;
+};
+
+struct PoolOptions {  // max_pool2d and avg_pool2d
+  int64_t kernel = 1;
+  int64_t stride = 1;
+  int64_t padding = 0;
+  bool count_include_pad = true;  // avg_pool2d only
+};
+
+struct ResidualBlockOptions {
+  int64_t channels = 1;
+  int64_t stride = 1;
+  bool bottleneck = false;
+};
+
+struct SeparableCellOptions {
+  int64_t channels = 1;
+  int64_t kernel = 3;
+  int64_t stride = 1;
+};
+
+struct EmbeddingOptions {
+  int64_t vocab = 2;
+  int64_t dim = 1;
+  int64_t max_len = 1;
+};
+
+struct LayerNormOptions {
+  double eps = 1e-5;
+};
+
+struct AttentionOptions {  // attention and transformer_block
+  int64_t heads = 1;
+  int64_t mlp_ratio = 4;  // transformer_block only
+  double dropout = 0.0;
+};
+
+// Each reads its kind's keys from `attrs` (which then knows them, for LayerAttrs::finish) and
+// throws an AttributeError naming the attribute's file, line and key for a value out of bounds.
+// `input` is one example's shape, for defaults that follow it.
+LinearOptions read_linear(LayerAttrs& attrs);
+DropoutOptions read_dropout(LayerAttrs& attrs);
+Conv2dOptions read_conv2d(LayerAttrs& attrs);
+BatchNorm2dOptions read_batch_norm2d(LayerAttrs& attrs);
+PoolOptions read_max_pool2d(LayerAttrs& attrs);
+PoolOptions read_avg_pool2d(LayerAttrs& attrs);
+ResidualBlockOptions read_residual_block(LayerAttrs& attrs);
+SeparableCellOptions read_separable_cell(LayerAttrs& attrs, const Shape& input);
+EmbeddingOptions read_embedding(LayerAttrs& attrs, const Shape& input);
+LayerNormOptions read_layer_norm(LayerAttrs& attrs);
+AttentionOptions read_attention(LayerAttrs& attrs);
+AttentionOptions read_transformer_block(LayerAttrs& attrs);
+
+}  // namespace mpipe::model

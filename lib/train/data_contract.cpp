@@ -1,0 +1,83 @@
+// The checks of a model against what its dataset provides.
+#include "train/data_contract.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "model/layer_attrs.h"
+#include "model/layer_options.h"
+
+namespace mpipe::train {
+namespace {
+
+// Token ids go into an embedding, first in the model, with a row for every id the data holds.
+void check_token_inputs(const model::ModelSpec& spec, const data::DataSchema& data) {
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const model::LayerSpec& layer = spec.layers[i];
+    if (layer.kind != "embedding") continue;
+    check_input(i == 0,
+                "{} (embedding): takes token ids, which only the data provides; it must be the "
+                "model's first layer",
+                layer.where.prefix());
+    check_input(data.input_vocab > 0,
+                "{} (embedding): takes token ids, but the data ({}) provides real values",
+                layer.where.prefix(), data.name);
+    model::LayerAttrs attrs(layer);
+    const int64_t vocab = model::read_embedding(attrs, data.input).vocab;
+    check_input(vocab >= data.input_vocab,
+                "{}: {} is smaller than the data's vocabulary of {} token ids ({})",
+                layer.attrs.at("vocab").where.prefix(), vocab, data.input_vocab, data.name);
+  }
+}
+
+// The last layer's output against the targets, for the model's loss.
+void check_outputs(const model::ModelSpec& spec, const model::ModelPlan& plan,
+                   const data::DataSchema& data) {
+  const std::string loss_where = spec.loss_where.prefix();
+  const std::string head =
+      spec.layers.empty()
+          ? spec.where.prefix()
+          : fmt::format("{} ({})", spec.layers.back().where.prefix(), spec.layers.back().kind);
+  const Shape& output = plan.layers.empty() ? plan.input : plan.layers.back().output;
+  if (spec.loss == "mse") {
+    check_input(data.classes == 0,
+                "{}: mse needs real-valued targets, but the data ({}) has class labels ({} "
+                "classes); use cross_entropy",
+                loss_where, data.name, data.classes);
+    check_input(output.numel() == data.target.numel(),
+                "{}: outputs {} values per example, but the data's ({}) targets have {}", head,
+                output.numel(), data.name, data.target.numel());
+    return;
+  }
+  check_input(data.classes > 0,
+              "{}: {} needs class labels, but the data ({}) has real-valued targets; use mse",
+              loss_where, spec.loss, data.name);
+  // One score per class for each target: [...target, classes].
+  std::vector<int64_t> expected = data.target.dims();
+  expected.push_back(data.classes);
+  if (output == Shape(expected)) return;
+  const bool scores_per_target =
+      output.rank() == static_cast<int>(expected.size()) &&
+      std::equal(expected.begin(), expected.end() - 1, output.dims().begin());
+  if (scores_per_target) {
+    throw InputError(fmt::format("{}: outputs {} classes, but the data ({}) has {}", head,
+                                 output.dims().back(), data.name, data.classes));
+  }
+  throw InputError(fmt::format(
+      "{}: outputs {} per example, but {} on the data ({}) needs {}: a score for each of its {} "
+      "classes per target",
+      head, output, spec.loss, data.name, Shape(expected), data.classes));
+}
+
+}  // namespace
+
+void check_model_fits_data(const model::ModelSpec& spec, const model::ModelPlan& plan,
+                           const data::DataSchema& data) {
+  check_token_inputs(spec, data);
+  check_outputs(spec, plan, data);
+}
+
+}  // namespace mpipe::train
