@@ -9,6 +9,7 @@
 #include "core/rng.h"
 #include "expect_near.h"
 #include "kernels/transformer_reference.h"
+#include "support/bf16_cpu.h"
 
 namespace mpipe::kernels {
 namespace {
@@ -80,6 +81,7 @@ TEST_P(AttentionKernel, BackwardMatchesReference) {
 // gradients of size about 1 pass through softmax, so outputs stay within a few 2^-8 of f32:
 // tolerance 2^-5 relative to (1 + |reference|).
 TEST_P(AttentionKernel, Bf16ForwardAndBackwardStayWithinBf16ToleranceOfReference) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   KernelContext ctx(Precision::kBf16);
   const Inputs in;
   std::vector<float> probs(kProbsSize), out(kDataSize), probs_ref(kProbsSize), out_ref(kDataSize);

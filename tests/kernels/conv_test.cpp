@@ -11,6 +11,7 @@
 #include "expect_near.h"
 #include "kernels/conv_reference.h"
 #include "random_values.h"
+#include "support/bf16_cpu.h"
 
 namespace mpipe::kernels {
 namespace {
@@ -176,6 +177,7 @@ TEST(Conv2dKernel, BackwardWeightsAccumulatesLikeReference) {
 // bf16: every case against the reference on bf16-rounded operands (f32 accumulation: the f32
 // tolerance) and on the f32 operands within the bf16 bound (reference on |operands|).
 TEST(Conv2dKernel, Bf16ForwardMatchesReferenceOnRoundedOperandsAndWithinBf16Bound) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   KernelContext ctx(Precision::kBf16);
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
@@ -196,6 +198,7 @@ TEST(Conv2dKernel, Bf16ForwardMatchesReferenceOnRoundedOperandsAndWithinBf16Boun
 }
 
 TEST(Conv2dKernel, Bf16BackwardDataMatchesReferenceOnRoundedOperands) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   KernelContext ctx(Precision::kBf16);
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
@@ -210,6 +213,7 @@ TEST(Conv2dKernel, Bf16BackwardDataMatchesReferenceOnRoundedOperands) {
 }
 
 TEST(Conv2dKernel, Bf16BackwardWeightsAccumulatesInF32LikeReferenceOnRoundedOperands) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   KernelContext ctx(Precision::kBf16);
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);

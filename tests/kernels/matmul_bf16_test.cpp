@@ -10,6 +10,7 @@
 #include "kernels/matmul.h"
 #include "kernels/reference.h"
 #include "random_values.h"
+#include "support/bf16_cpu.h"
 
 namespace mpipe::kernels {
 namespace {
@@ -19,6 +20,7 @@ using testing::random_values;
 using testing::rounded_to_bf16;
 
 TEST(MatmulBf16, RoundsOperandsToEightSignificantBitsAndAccumulatesInF32) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   KernelContext ctx(Precision::kBf16);
   // 1 + 2^-10 is not a bf16 number: it rounds to 1. The sum of 300 products of 1 stays exact in
   // f32 accumulation (it would not in bf16: 257 is not a bf16 number).
@@ -30,6 +32,7 @@ TEST(MatmulBf16, RoundsOperandsToEightSignificantBitsAndAccumulatesInF32) {
 }
 
 TEST(MatmulBf16, MatchesReferenceForEveryTransposeCombinationBatchAndOddSize) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   KernelContext ctx(Precision::kBf16);
   const std::vector<MatmulShape> sizes = {
       {.batch = 1, .m = 1, .k = 1, .n = 1},     {.batch = 1, .m = 7, .k = 13, .n = 5},
@@ -64,6 +67,7 @@ TEST(MatmulBf16, MatchesReferenceForEveryTransposeCombinationBatchAndOddSize) {
 }
 
 TEST(LinearBf16, ForwardAndBackwardMatchReferenceOnRoundedOperands) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   KernelContext ctx(Precision::kBf16);
   const int64_t rows = 37, in = 300, out = 29;
   const auto x = random_values(rows * in, 1), w = random_values(out * in, 2);
@@ -92,6 +96,7 @@ TEST(LinearBf16, ForwardAndBackwardMatchReferenceOnRoundedOperands) {
 }
 
 TEST(LinearBf16, GivesBitIdenticalResultsWhenRepeated) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   KernelContext ctx(Precision::kBf16);
   const int64_t rows = 70, in = 300, out = 90;
   const auto x = random_values(rows * in, 1), w = random_values(out * in, 2);
@@ -104,6 +109,7 @@ TEST(LinearBf16, GivesBitIdenticalResultsWhenRepeated) {
 // linear_backward (one conversion of dy in bf16) gives the bits of linear_backward_weights and
 // linear_backward_data called apart, in both precisions, accumulating or not, with or without dx.
 TEST(LinearBf16, BackwardGivesTheBitsOfItsTwoProductsCalledApart) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   for (const Precision precision : {Precision::kF32, Precision::kBf16}) {
     for (const bool accumulate : {true, false}) {
       for (const bool with_dx : {true, false}) {
@@ -133,6 +139,7 @@ TEST(LinearBf16, BackwardGivesTheBitsOfItsTwoProductsCalledApart) {
 // (which the scope forbids) is not seen until the next scope, and outside scopes every call
 // converts again.
 TEST(LinearBf16, WeightIsConvertedOncePerWeightsFixedScope) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   KernelContext ctx(Precision::kBf16);
   const int64_t rows = 3, in = 4, out = 2;
   const std::vector<float> x(rows * in, 1.0f);
@@ -158,6 +165,7 @@ TEST(LinearBf16, WeightIsConvertedOncePerWeightsFixedScope) {
 }
 
 TEST(Conv2dBf16, WeightIsConvertedOncePerWeightsFixedScope) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   KernelContext ctx(Precision::kBf16);
   const Conv2dShape s{.batch = 1,
                       .in_channels = 2,

@@ -12,6 +12,7 @@
 #include "nn/linear.h"
 #include "nn/param_buffer.h"
 #include "nn/transformer_block.h"
+#include "support/bf16_cpu.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -70,16 +71,19 @@ void expect_bf16_close_to_f32(Layer& layer, const Tensor& x) {
 }
 
 TEST(Bf16Precision, LinearForwardAndBackwardStayCloseToF32) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   Linear layer(0, Shape{256}, 128);
   expect_bf16_close_to_f32(layer, random_tensor({32, 256}, 1));
 }
 
 TEST(Bf16Precision, Conv2dForwardAndBackwardStayCloseToF32) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   Conv2d layer(0, Shape{8, 10, 10}, 16, 3, 1, 1);
   expect_bf16_close_to_f32(layer, random_tensor({4, 8, 10, 10}, 2));
 }
 
 TEST(Bf16Precision, TransformerBlockForwardAndBackwardStayCloseToF32) {
+  MPIPE_SKIP_WITHOUT_BF16_CPU();
   TransformerBlock layer(0, Shape{16, 64}, 4, 4, 0.1);
   expect_bf16_close_to_f32(layer, random_tensor({4, 16, 64}, 3));
 }
