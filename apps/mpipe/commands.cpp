@@ -94,6 +94,23 @@ const std::atomic<bool>* stop_on_signals() {
   return &g_stop_requested;
 }
 
+// Refuses an empty value (`--run-dir ''`), which would otherwise read as not given.
+const CLI::Validator kNotEmpty(
+    [](const std::string& value) { return value.empty() ? "must not be empty" : std::string(); },
+    "");
+
+// A finite number >= 0; `zero` says what 0 means, e.g. "0 = greedy".
+CLI::Validator non_negative_number(const std::string& zero) {
+  return CLI::Validator(
+      [zero](const std::string& text) {
+        double value = 0;
+        return CLI::detail::lexical_cast(text, value) && value >= 0 && std::isfinite(value)
+                   ? std::string()
+                   : "must be a number >= 0 (" + zero + "), got " + text;
+      },
+      "NUMBER >= 0");
+}
+
 // "30s", "5m", "1.5h" or plain seconds, as seconds > 0.
 CLI::Validator duration_in_seconds() {
   const CLI::Validator positive(
@@ -113,12 +130,15 @@ CLI::Validator duration_in_seconds() {
 
 Commands::Commands(CLI::App& app) {
   train_ = app.add_subcommand("train", "Train a model described by an experiment YAML file");
-  train_->add_option("config", config_path_, "Experiment YAML file")->required();
+  train_->add_option("config", config_path_, "Experiment YAML file")->required()->check(kNotEmpty);
   train_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
-  train_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<config name>)");
-  train_->add_option("--export-weights", export_path_,
-                     "Write all weights to this safetensors file at the end "
-                     "(default: RUN_DIR/weights.safetensors)");
+  train_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<config name>)")
+      ->check(kNotEmpty);
+  train_
+      ->add_option("--export-weights", export_path_,
+                   "Write all weights to this safetensors file at the end "
+                   "(default: RUN_DIR/weights.safetensors)")
+      ->check(kNotEmpty);
   auto* resume = train_->add_flag(
       "--resume", resume_, "Continue from the newest committed checkpoint in the run directory");
   train_
@@ -140,7 +160,7 @@ Commands::Commands(CLI::App& app) {
       "plan",
       "Predict each stage's layers, time and peak memory, the bubble, the step time and "
       "samples/s (no MPI, no training)");
-  plan_->add_option("config", config_path_, "Experiment YAML file")->required();
+  plan_->add_option("config", config_path_, "Experiment YAML file")->required()->check(kNotEmpty);
   plan_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
   plan_
       ->add_option("--stages", stages_,
@@ -155,55 +175,60 @@ Commands::Commands(CLI::App& app) {
 
   generate_ = app.add_subcommand("generate", "Sample text from a trained character-level model");
   generate_->add_option("config", config_path_, "The experiment YAML file it was trained with")
-      ->required();
-  generate_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")->required();
+      ->required()
+      ->check(kNotEmpty);
+  generate_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")
+      ->required()
+      ->check(kNotEmpty);
   generate_->add_option("--prompt", generate_options_.prompt, "Text to continue");
   generate_->add_option("--length", generate_options_.length, "Bytes to generate")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   generate_
       ->add_option("--temperature", generate_options_.temperature,
                    "Sampling temperature (0 = greedy: always the most likely byte)")
-      ->check(CLI::Validator(
-          [](const std::string& text) {
-            double value = 0;
-            return CLI::detail::lexical_cast(text, value) && value >= 0 && std::isfinite(value)
-                       ? std::string()
-                       : "must be a number >= 0 (0 = greedy), got " + text;
-          },
-          "NUMBER >= 0"));
+      ->check(non_negative_number("0 = greedy"));
   generate_->add_option("--seed", generate_options_.seed, "Random seed");
   generate_->add_option("--set", overrides_, "Override a config key: key.path=value");
 
   serve_ = app.add_subcommand(
       "serve", "Run the experiments submitted to a spool, one after another (under mpirun/srun)");
-  serve_->add_option("--spool", spool_dir_, "Spool directory (created if needed)")->required();
+  serve_->add_option("--spool", spool_dir_, "Spool directory (created if needed)")
+      ->required()
+      ->check(kNotEmpty);
   serve_
       ->add_option("--idle-exit", idle_exit_s_,
                    "Stop after this long with nothing to run: 30s, 5m, 1h (default: never)")
       ->transform(duration_in_seconds());
 
   submit_ = app.add_subcommand("submit", "Check an experiment file and queue it in a spool");
-  submit_->add_option("spool", spool_dir_, "Spool directory (created if needed)")->required();
-  submit_->add_option("config", config_path_, "Experiment YAML file")->required();
+  submit_->add_option("spool", spool_dir_, "Spool directory (created if needed)")
+      ->required()
+      ->check(kNotEmpty);
+  submit_->add_option("config", config_path_, "Experiment YAML file")->required()->check(kNotEmpty);
   submit_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
-  submit_->add_option("--name", experiment_name_,
-                      "Unique name in the spool (default: <config name>-<n>)");
+  submit_
+      ->add_option("--name", experiment_name_,
+                   "Unique name in the spool (default: <config name>-<n>)")
+      ->check(kNotEmpty);
 
   status_ = app.add_subcommand("status", "Print the state of a spool's experiments");
-  status_->add_option("spool", spool_dir_, "Spool directory")->required();
+  status_->add_option("spool", spool_dir_, "Spool directory")->required()->check(kNotEmpty);
 
   cancel_ = app.add_subcommand(
       "cancel", "Cancel a queued experiment, or stop the running one with a checkpoint");
-  cancel_->add_option("spool", spool_dir_, "Spool directory")->required();
-  cancel_->add_option("name", experiment_name_, "Experiment name")->required();
+  cancel_->add_option("spool", spool_dir_, "Spool directory")->required()->check(kNotEmpty);
+  cancel_->add_option("name", experiment_name_, "Experiment name")->required()->check(kNotEmpty);
 
   compare_ = app.add_subcommand("compare", "Compare two safetensors weight files");
-  compare_->add_option("files", compare_paths_, "Two .safetensors files")->required()->expected(2);
+  compare_->add_option("files", compare_paths_, "Two .safetensors files")
+      ->required()
+      ->expected(2)
+      ->check(kNotEmpty);
   compare_
       ->add_option("--rtol", rtol_,
                    "Largest relative L2 difference per tensor, ||a-b||/max(||a||,||b||), accepted "
                    "(0: must be bit-identical)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number("0 = bit-identical"));
   compare_->add_option("--only", compare_only_,
                        "Compare only the tensors whose name matches this regular expression "
                        "(ECMAScript, anywhere in the name), e.g. 'running_'");
@@ -281,9 +306,12 @@ int Commands::train(const comm::Communicator& world) {
         std::printf("validation: %.3f bits/char (unigram entropy %.3f bits/char)\n",
                     *result.final_bits_per_char, *result.unigram_entropy_bits);
       }
-      std::printf("final: train loss %.4f | test loss %.4f | test accuracy %.2f%% | run dir %s\n",
-                  result.final_train_loss, result.final_eval_loss,
-                  100.0 * result.final_eval_accuracy, run_dir.c_str());
+      const std::string trained = result.steps_done == 0
+                                      ? "no steps (train.steps: 0)"
+                                      : fmt::format("train loss {:.4f}", result.final_train_loss);
+      std::printf("final: %s | test loss %.4f | test accuracy %.2f%% | run dir %s\n",
+                  trained.c_str(), result.final_eval_loss, 100.0 * result.final_eval_accuracy,
+                  run_dir.c_str());
     }
   }
   return 0;

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "log/logging.h"
+#include "parse_failure.h"
 #include "startup.h"
 #include "version.h"
 
@@ -30,8 +31,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // Every rank parses the same command line; only rank 0 reports.
-    return world.rank() == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
+    return mpipe::app::exit_after_parse_failure(app, e, world.rank());
   }
   return mpipe::app::leave(world, commands.run(world));
 }

@@ -24,11 +24,27 @@ std::string format_duration(double seconds) {
   return fmt::format("{}s", s);
 }
 
+std::string format_rate(double per_s) {
+  return std::abs(per_s) >= 100 ? fmt::format("{:.0f}", per_s) : fmt::format("{:.3g}", per_s);
+}
+
 std::string format_progress(const ProgressRecord& record, int64_t total_steps,
                             std::optional<double> eta_s) {
-  return fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} samples/s | ETA {}",
-                     record.step, total_steps, record.loss, record.lr, record.samples_per_s,
+  return fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {} samples/s | ETA {}", record.step,
+                     total_steps, record.loss, record.lr, format_rate(record.samples_per_s),
                      eta_s ? format_duration(*eta_s) : "--");
+}
+
+std::string format_evaluation(const EvaluationRecord& record) {
+  std::string text = fmt::format("step {}: test loss {:.4f} | test accuracy {:.2f}%", record.step,
+                                 record.loss, 100.0 * record.accuracy);
+  if (record.bits_per_char) {
+    text += fmt::format(" | {:.3f} bits/char", *record.bits_per_char);
+    if (record.unigram_entropy_bits) {
+      text += fmt::format(" (unigram entropy {:.3f})", *record.unigram_entropy_bits);
+    }
+  }
+  return text;
 }
 
 bool stream_is_terminal(std::FILE* stream) { return ::isatty(::fileno(stream)) == 1; }

@@ -5,6 +5,7 @@
 
 #include <numeric>
 
+#include "core/counted.h"
 #include "core/error.h"
 
 namespace mpipe::model {
@@ -15,9 +16,8 @@ std::vector<LayerRange> partition_layers(int num_layers, int num_stages,
   check(num_stages >= 1, "partition into {} stages", num_stages);
   std::vector<int> counts = layers_per_stage;
   if (counts.empty()) {
-    check_input(num_layers >= num_stages,
-                "{}: the model has {} layers, fewer than the {} pipeline stages", where, num_layers,
-                num_stages);
+    check_input(num_layers >= num_stages, "{}: the model has {}, fewer than the {} pipeline stages",
+                where, counted(num_layers, "layer"), num_stages);
     for (int s = 0; s < num_stages; ++s) {
       counts.push_back(num_layers / num_stages + (s < num_layers % num_stages ? 1 : 0));
     }

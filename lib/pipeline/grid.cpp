@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/counted.h"
 #include "core/error.h"
 #include "pipeline/schedule.h"
 
@@ -72,9 +73,10 @@ std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_b
   for (const StageTimeline& timeline : result.stages) peaks.push_back(timeline.peak_in_flight);
   const double gpipe_bound =
       static_cast<double>(num_stages - 1) / (num_micro_batches + num_stages - 1);
-  std::string text = fmt::format(
-      "{} schedule: {} stages, {} micro-batches, F = {} and B = {} time units\n\n", to_string(kind),
-      num_stages, num_micro_batches, options.forward_time, options.backward_time);
+  std::string text = fmt::format("{} schedule: {}, {}, F = {} and B = {} time units\n\n",
+                                 to_string(kind), counted(num_stages, "stage"),
+                                 counted(num_micro_batches, "micro-batch", "micro-batches"),
+                                 options.forward_time, options.backward_time);
   text += render_grid(result);
   text += fmt::format("\nmakespan: {} time units\n", result.makespan);
   text += fmt::format("bubble fraction: {:.3f} (GPipe bound (K-1)/(M+K-1) = {:.3f})\n",

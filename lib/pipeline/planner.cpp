@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/byte_format.h"
+#include "core/counted.h"
 #include "core/error.h"
 #include "model/memory_check.h"
 #include "model/partitioner.h"
@@ -158,9 +159,9 @@ std::string infeasible_message(const Context& c) {
   const model::PartitionProblem p = c.smallest_memory_problem();
   const double smallest = model::largest_stage_cost(*model::best_partition(p), p.memory);
   return fmt::format(
-      "{}: no partition of {} layers into {} stages fits {} per rank; the smallest limit that "
-      "fits is {}",
-      where, c.num_layers, c.num_stages, format_bytes(limit), format_bytes_up(smallest));
+      "{}: no partition of {} into {} fits {} per rank; the smallest limit that fits is {}", where,
+      counted(c.num_layers, "layer"), counted(c.num_stages, "stage"), format_bytes(limit),
+      format_bytes_up(smallest));
 }
 
 // The partition the request asks for; `problem` is set when auto finds none within the limit.

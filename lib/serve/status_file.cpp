@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <utility>
 
@@ -110,9 +111,11 @@ ExperimentStatus& add_entry(SpoolStatus& status, const QueueEntry& entry, const 
   return e;
 }
 
-std::string format_number(const std::optional<double>& value, const char* format) {
+// `format(value)`, or "-" when the value is unknown or not finite.
+std::string format_number(const std::optional<double>& value,
+                          const std::function<std::string(double)>& format) {
   if (!value || !std::isfinite(*value)) return "-";
-  return fmt::format(fmt::runtime(format), *value);
+  return format(*value);
 }
 
 std::string format_daemon(const std::optional<DaemonStatus>& daemon) {
@@ -266,8 +269,8 @@ std::string format_status_table(const SpoolStatus& status) {
       last = log::format_duration(*e.eta_s);
     }
     rows.push_back({e.name, state_name(e.state), fmt::format("{}/{}", e.step, e.steps),
-                    format_number(e.loss, "{:.4f}"), format_number(e.samples_per_s, "{:.0f}"),
-                    last});
+                    format_number(e.loss, [](double loss) { return fmt::format("{:.4f}", loss); }),
+                    format_number(e.samples_per_s, log::format_rate), last});
   }
   const auto widest = [](size_t n, const std::string& text) { return std::max(n, text.size()); };
   std::array<size_t, 5> widths{};

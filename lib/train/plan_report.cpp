@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/byte_format.h"
+#include "core/counted.h"
 #include "pipeline/schedule.h"
 
 namespace mpipe::train {
@@ -28,11 +29,12 @@ std::string recompute_name(const PlanReport& r) {
 std::string header(const PlanReport& r) {
   const pipeline::PipelineConfig& p = r.pipeline;
   return fmt::format(
-      "{}: {} layers, {} parameters; {} stage{} x {} replica{}, {} micro-batches of {} examples, "
+      "{}: {}, {} parameters; {} x {}, {} of {} examples, "
       "{}, recompute: {}, weight gradients: {}, partition: {}, memory limit: {}\n",
-      r.experiment.source, r.model.layers.size(), r.model.num_params(), p.stages,
-      p.stages == 1 ? "" : "s", p.data_parallel, p.data_parallel == 1 ? "" : "s", p.micro_batches,
-      r.plan.micro_batch_rows, pipeline::to_string(p.schedule), recompute_name(r),
+      r.experiment.source, counted(std::ssize(r.model.layers), "layer"), r.model.num_params(),
+      counted(p.stages, "stage"), counted(p.data_parallel, "replica"),
+      counted(p.micro_batches, "micro-batch", "micro-batches"), r.plan.micro_batch_rows,
+      pipeline::to_string(p.schedule), recompute_name(r),
       pipeline::to_string(pipeline::resolve_weight_grads(p)), pipeline::to_string(p.partition_mode),
       p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
 }

@@ -13,6 +13,7 @@
 #include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "core/byte_format.h"
+#include "core/counted.h"
 #include "core/error.h"
 #include "core/memory_account.h"
 #include "core/system_memory.h"
@@ -169,12 +170,12 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   // not cover (evaluation batches, the export), on the rank where it happens.
   const MemoryLimitScope limit = memory_limit(experiment, topo, world.rank());
   if (is_root) {
-    spdlog::info(
-        "{}: {} layers, {} parameters, {} stages x {} replicas, {} micro-batches of {}, {}",
-        experiment.source, trainer.plan().layers.size(), trainer.plan().num_params(),
-        topo.num_stages, topo.num_replicas, experiment.pipeline.micro_batches,
-        train.batch_size / topo.num_replicas / experiment.pipeline.micro_batches,
-        kernels::to_string(kernels.precision()));
+    spdlog::info("{}: {}, {} parameters, {} x {}, {} of {}, {}", experiment.source,
+                 counted(std::ssize(trainer.plan().layers), "layer"), trainer.plan().num_params(),
+                 counted(topo.num_stages, "stage"), counted(topo.num_replicas, "replica"),
+                 counted(experiment.pipeline.micro_batches, "micro-batch", "micro-batches"),
+                 train.batch_size / topo.num_replicas / experiment.pipeline.micro_batches,
+                 kernels::to_string(kernels.precision()));
   }
 
   RunCheckpoints checkpoints(trainer, experiment, options, world);
@@ -251,10 +252,13 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
       comm::agree(world, [&] {
         if (!is_root) return;
         metrics->eval(done, "test", eval.loss, eval.accuracy, bits_per_char(experiment, eval.loss));
-        if (unigram_bits) {
-          spdlog::info("step {}: validation {:.3f} bits/char (unigram entropy {:.3f})", done,
-                       *bits_per_char(experiment, eval.loss), *unigram_bits);
-        }
+        if (progress) progress->finish();  // an in-place progress line ends before this one
+        spdlog::info("{}",
+                     log::format_evaluation({.step = done,
+                                             .loss = eval.loss,
+                                             .accuracy = eval.accuracy,
+                                             .bits_per_char = bits_per_char(experiment, eval.loss),
+                                             .unigram_entropy_bits = unigram_bits}));
       });
     }
     if (experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0) {

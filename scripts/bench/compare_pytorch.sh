@@ -16,10 +16,17 @@
 # after 5 warm-up steps: mpipe runs 30 steps logged every 5 and drops the first window
 # (scripts/bench/throughput.py). The runs are interleaved (model, threads, mpipe then PyTorch),
 # so a change in the machine's load hits both sides alike. About 4 minutes on 2 idle cores.
+#
+# It first prints the BLAS PyTorch's matrix products run on ("pytorch blas:", from
+# OPENBLAS_VERBOSE=2). On OpenBLAS's generic Prescott kernels (a CPU that OpenBLAS does not know)
+# or the reference BLAS, PyTorch is several times slower than it should be: the ratio column then
+# says INVALID instead of a number (scripts/bench/blas_core.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/bench/best.sh
 source scripts/bench/best.sh
+# shellcheck source=scripts/bench/blas_core.sh
+source scripts/bench/blas_core.sh
 
 models_list=${MODELS:-mlp transformer}
 threads_list=${THREADS:-1 2}
@@ -64,6 +71,8 @@ model_args() {  # MODEL → sets config, batch, twin, overrides
 
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "OMP_WAIT_POLICY: ${OMP_WAIT_POLICY:-unset (libgomp default)}"
+blas=$(blas_probe | blas_verdict)
+echo "pytorch blas: $blas"
 echo "load before: $(uptime)"
 echo "commands (each repeated $repeats times, interleaved; the fastest shown):"
 declare -A mpipe torch
@@ -97,11 +106,14 @@ for model in $models_list; do
   for t in $threads_list; do
     a=$(best <<<"${mpipe[$model,$t]}")
     b=$(best <<<"${torch[$model,$t]}")
-    awk -v m="$model" -v t="$t" -v a="$a" -v b="$b" -v n="$batch" 'BEGIN {
-      printf "%-12s %7d %14.1f %12.0f %16.1f %12.0f %15.2fx\n", m, t, 1e3 * n / a, a, 1e3 * n / b, b,
-        a / b
+    awk -v m="$model" -v t="$t" -v a="$a" -v b="$b" -v n="$batch" -v invalid="${blas%%:*}" 'BEGIN {
+      printf "%-12s %7d %14.1f %12.0f %16.1f %12.0f ", m, t, 1e3 * n / a, a, 1e3 * n / b, b
+      if (invalid == "INVALID") printf "%16s\n", "INVALID"; else printf "%15.2fx\n", a / b
     }'
     echo "                     runs: mpipe ${mpipe[$model,$t]}| pytorch ${torch[$model,$t]}"
   done
 done
 echo "(mpipe/pytorch > 1: mpipe trains faster; the target is >= 1.15x)"
+if [[ $blas == INVALID* ]]; then
+  echo "comparison INVALID, no ratio reported: ${blas#INVALID: }"
+fi

@@ -19,7 +19,7 @@ rejected partition "--set pipeline.partition: [2, 2] sums to 4 layers, but the m
   "$mlp" --set 'pipeline.partition=[2,2]'
 printf 'model:\n  layers:\n    - {type: linear, units: 4}\ndata: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}\npipeline: {stages: 2}\n' \
   > "$WORK/one_layer.yaml"
-rejected stages "the model has 1 layers, fewer than the 2 pipeline stages" "$WORK/one_layer.yaml"
+rejected stages "the model has 1 layer, fewer than the 2 pipeline stages" "$WORK/one_layer.yaml"
 # The batch splits by the micro-batches (checked with the config) but not by the replicas the world
 # gives (checked at preflight): the same rule, in the same words.
 rejected batch_split "--set train.batch_size: must be divisible by pipeline.micro_batches x data-parallel replicas = 4 x 2 = 8, got 36" \
@@ -57,6 +57,58 @@ rejected huge_batch "--set train.batch_size: one micro-batch of 1000000000 examp
 printf 'model:\n  layers:\n    - {type: linear, units: 4}\n    - {type: linear, units: 4}\ndata: {dataset: synthetic, num_examples: 100000000000, features: 8, classes: 4}\npipeline: {stages: 2}\n' \
   > "$WORK/huge_data.yaml"
 rejected huge_data "huge_data.yaml:5: data.num_examples: the dataset needs 3.3 TiB in memory" "$WORK/huge_data.yaml"
+
+# Command lines that do not parse: exit status 2 on every rank (each rank's own status is
+# printed by a wrapper), one error line that names the subcommand's --help, nothing written.
+# parse_error NAME MESSAGE ARGS...: `mpipe ARGS` on 2 ranks.
+parse_error() {
+  local name=$1 message=$2 status=0
+  shift 2
+  # shellcheck disable=SC2016  # $0, $@ and the rank are the inner shell's
+  timeout 60 mpirun -n 2 --oversubscribe --bind-to none \
+    bash -c '"$0" "$@"; echo "rank $OMPI_COMM_WORLD_RANK: exit status $?"' "$MPIPE" "$@" \
+    > "$WORK/$name.out" 2>&1 || status=$?
+  if [[ $status -ne 0 || $(grep -cx "rank [01]: exit status 2" "$WORK/$name.out") -ne 2 ]]; then
+    cat "$WORK/$name.out"
+    echo "FAILED: $name: not exit status 2 on every rank"
+    exit 1
+  fi
+  failed_in_one_line "$name" 2 "$message" "$WORK/$name"
+}
+parse_error unknown_option \
+  "The following argument was not expected: --bogus (\`mpipe train --help\` lists the options)" \
+  train "$mlp" --bogus
+parse_error no_config "config is required (\`mpipe train --help\` lists the options)" train
+parse_error no_subcommand "A subcommand is required (\`mpipe --help\` lists the options)"
+parse_error empty_run_dir "--run-dir: must not be empty (\`mpipe train --help\` lists the options)" \
+  train "$mlp" --run-dir ''
+parse_error empty_export "--export-weights: must not be empty (\`mpipe train --help\` lists the options)" \
+  train "$mlp" --export-weights ''
+parse_error bad_stages "--stages: Value 0 not in range 1 to 64 (\`mpipe schedule --help\` lists the options)" \
+  schedule --stages 0
+# --help and --version still exit 0 on every rank.
+# shellcheck disable=SC2016
+timeout 60 mpirun -n 2 --oversubscribe --bind-to none \
+  bash -c '"$0" --version > /dev/null; echo "rank $OMPI_COMM_WORLD_RANK: exit status $?"' "$MPIPE" \
+  > "$WORK/version.out" 2>&1
+[[ $(grep -cx "rank [01]: exit status 0" "$WORK/version.out") -eq 2 ]] ||
+  { cat "$WORK/version.out"; echo "FAILED: --version"; exit 1; }
+
+# The companion commands, one process: the same line and status.
+# alone NAME MESSAGE ARGS...: `mpipe ARGS` exits 2 with MESSAGE on its one error line.
+alone() {
+  local name=$1 message=$2 status=0
+  shift 2
+  "$MPIPE" "$@" > "$WORK/$name.out" 2>&1 || status=$?
+  failed_in_one_line "$name" "$status" "$message" "$WORK/$name"
+  [[ $status -eq 2 ]] || { echo "FAILED: $name: exit status $status, not 2"; exit 1; }
+}
+alone negative_rtol \
+  "--rtol: must be a number >= 0 (0 = bit-identical), got -1 (\`mpipe compare --help\` lists the options)" \
+  compare a.safetensors b.safetensors --rtol -1
+alone empty_name "--name: must not be empty (\`mpipe submit --help\` lists the options)" \
+  submit "$WORK/spool" "$mlp" --name ''
+[[ ! -e "$WORK/spool" ]] || { echo "FAILED: submit --name '' created the spool"; exit 1; }
 
 # plan reports the overflow too, instead of printing a wrapped total.
 status=0

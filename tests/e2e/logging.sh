@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What a run logs and exports: log.level debug prints each stage's step time split into compute,
 # waiting, sending and allreduce; summary.json puts measured memory next to the prediction; the logged train loss is the mean over the logging window;
-# train.steps 0 exports the initial weights (the same on any number of stages).
+# train.steps 0 exports the initial weights (the same on any number of stages) and prints no train
+# loss; the start line counts in the singular; evaluations during training are printed.
 # Usage: logging.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -37,8 +38,22 @@ PY
 train 1 init1 "$config" --set train.steps=0
 train 2 init2 "$config" --set train.steps=0
 same init1 init2
+# The console: no train loss without steps, and one stage in the singular.
+grep -qE "^final: no steps \(train.steps: 0\) \| test loss [0-9.]+ \| test accuracy" "$WORK/init1.log" &&
+  ! grep -q "train loss nan" "$WORK/init1.log" ||
+  { cat "$WORK/init1.log"; echo "FAILED: the final line of steps 0"; exit 1; }
+grep -qF " 1 stage x 1 replica, 4 micro-batches of " "$WORK/init1.log" ||
+  { cat "$WORK/init1.log"; echo "FAILED: 1 stage x 1 replica"; exit 1; }
+
+# Evaluations during training are printed (a classification model: loss and accuracy).
+train 2 evals "$config" --set train.steps=6 --set train.eval_every=2
+for step in 2 4; do
+  grep -qE "\[info\] step $step: test loss [0-9.]+ \| test accuracy [0-9.]+%$" "$WORK/evals.log" ||
+    { cat "$WORK/evals.log"; echo "FAILED: evaluation at step $step not printed"; exit 1; }
+done
 train 1 step1 "$config" --set train.steps=1
 ! "$MPIPE" compare "$WORK/init1.safetensors" "$WORK/step1.safetensors" > /dev/null ||
   { echo "FAILED: steps 0 exported trained weights"; exit 1; }
 [[ ! -e "$WORK/init1/checkpoints" ]] || { echo "FAILED: steps 0 wrote a checkpoint"; exit 1; }
-echo "logging: debug timings per stage, window-mean loss, steps 0 exports the initial weights"
+echo "logging: debug timings per stage, window-mean loss, steps 0 exports the initial weights," \
+  "evaluations printed"

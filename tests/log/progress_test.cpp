@@ -48,6 +48,38 @@ TEST(Progress, LineShowsStepLossLrThroughputAndEta) {
             "step 0/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA --");
 }
 
+TEST(Progress, RatesKeepThreeSignificantDigitsBelowAHundred) {
+  EXPECT_EQ(format_rate(5321.4), "5321");
+  EXPECT_EQ(format_rate(100.2), "100");
+  EXPECT_EQ(format_rate(42.54), "42.5");
+  EXPECT_EQ(format_rate(0.4234), "0.423");
+  EXPECT_EQ(format_rate(0.001234), "0.00123");
+  EXPECT_EQ(format_rate(0), "0");
+}
+
+TEST(Progress, SlowRunShowsItsRateNotZero) {
+  ProgressRecord slow = record(3, 30);
+  slow.samples_per_s = 0.42;
+  EXPECT_EQ(format_progress(slow, 10, 70.0),
+            "step 3/10 | loss 0.4123 | lr 1.00e-03 | 0.42 samples/s | ETA 1m10s");
+}
+
+TEST(Progress, EvaluationShowsLossAndAccuracyAndBitsPerCharForText) {
+  EXPECT_EQ(format_evaluation({.step = 200,
+                               .loss = 0.41234,
+                               .accuracy = 0.85314,
+                               .bits_per_char = std::nullopt,
+                               .unigram_entropy_bits = std::nullopt}),
+            "step 200: test loss 0.4123 | test accuracy 85.31%");
+  EXPECT_EQ(format_evaluation({.step = 50,
+                               .loss = 1.9,
+                               .accuracy = 0.4,
+                               .bits_per_char = 2.7412,
+                               .unigram_entropy_bits = 4.9623}),
+            "step 50: test loss 1.9000 | test accuracy 40.00% | 2.741 bits/char (unigram entropy "
+            "4.962)");
+}
+
 TEST(Progress, PlainStreamGetsOneLinePerUpdate) {
   CapturedFile out;
   {

@@ -37,6 +37,11 @@ TEST(Grid, WidensCellsForTwoDigitMicroBatches) {
   EXPECT_NE(grid.find("  F9 F10 F11"), std::string::npos) << grid;
 }
 
+TEST(Grid, CountsOneStageAndOneMicroBatchInTheSingular) {
+  const std::string text = describe_schedule(ScheduleKind::kGpipe, 1, 1);
+  EXPECT_EQ(text.rfind("gpipe schedule: 1 stage, 1 micro-batch, F = ", 0), 0u) << text;
+}
+
 TEST(Grid, DescribesFourStagesEightMicroBatches) {
   const std::string text = describe_schedule(ScheduleKind::kGpipe, 4, 8);
   EXPECT_EQ(text.rfind("gpipe schedule: 4 stages, 8 micro-batches", 0), 0u) << text;

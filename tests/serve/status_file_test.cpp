@@ -155,6 +155,9 @@ TEST(StatusFile, TableShowsProgressAndTheEtaOrTheError) {
   lost.error = "watchdog: lost";  // it ended the job; the next daemon resumes it
   status.experiments.push_back(lost);
   status.experiments.push_back(experiment("e", 5, ExperimentState::kInterrupted));
+  ExperimentStatus slow = experiment("f", 6, ExperimentState::kRunning);
+  slow.samples_per_s = 0.42;  // not 0
+  status.experiments.push_back(slow);
   EXPECT_EQ(format_status_table(status),
             "daemon: none has served this spool yet\n"
             "NAME       STATE          STEP    LOSS  SAMPLES/S  ETA / ERROR\n"
@@ -162,7 +165,8 @@ TEST(StatusFile, TableShowsProgressAndTheEtaOrTheError) {
             "b          failed        0/100       -          -  exp.yaml: bad\n"
             "c          queued        0/100       -          -  -\n"
             "d          interrupted   0/100       -          -  watchdog: lost\n"
-            "e          interrupted   0/100       -          -  -\n");
+            "e          interrupted   0/100       -          -  -\n"
+            "f          running       0/100       -       0.42  -\n");
   status.daemon = DaemonStatus{.state = "stopped",
                                .reason = "signal",
                                .pid = 7,
