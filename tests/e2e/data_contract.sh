@@ -38,8 +38,8 @@ rejected wide_head "wide_head.yaml:7: model.layers[2] (linear): outputs 300 clas
 char_model zero.yaml 256 256 /dev/zero
 rejected dev_zero "/dev/zero: data.path: must be a regular file or a folder of them, not a character device" \
   "$WORK/zero.yaml"
-mkfifo "$WORK/fifo"
-char_model fifo.yaml 256 256 "$WORK/fifo"
-rejected fifo "$WORK/fifo: data.path: must be a regular file or a folder of them, not a FIFO" \
+mkfifo "$WORK/pipe"
+char_model fifo.yaml 256 256 "$WORK/pipe"
+rejected fifo "$WORK/pipe: data.path: must be a regular file or a folder of them, not a FIFO" \
   "$WORK/fifo.yaml"
 echo "data contract: mismatches refused at preflight in one line"
