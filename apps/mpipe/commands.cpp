@@ -340,10 +340,9 @@ int Commands::submit() {
 int Commands::status() {
   const serve::Spool spool(spool_dir_);
   check_input(spool.exists(), "{}: not a spool (no queue/ folder)", spool_dir_);
-  serve::SpoolStatus status = serve::read_status_file(spool.status_path());
-  serve::merge_spool(status, spool);
-  serve::note_job_failure(status, spool);
-  serve::note_dead_daemon(status);
+  std::vector<std::string> problems;
+  const serve::SpoolStatus status = serve::spool_status_for_display(spool, problems);
+  for (const std::string& problem : problems) spdlog::warn("{}", problem);
   std::fputs(serve::format_status_table(status).c_str(), stdout);
   return 0;
 }

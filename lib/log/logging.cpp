@@ -1,6 +1,9 @@
-// Logging setup: rank-stamped pattern, level parsing and the default stderr logger.
+// Logging setup: rank-stamped pattern, level parsing, the default stderr logger and its file
+// copies.
 #include "log/logging.h"
 
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/dist_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <array>
@@ -9,6 +12,16 @@
 #include "core/error.h"
 
 namespace mpipe::log {
+namespace {
+
+// The open LogFileCopy files: one sink of every logger setup_logging makes, so a file stays open
+// across setup_logging calls (each experiment sets its own level).
+std::shared_ptr<spdlog::sinks::dist_sink_mt> file_copies() {
+  static const auto sinks = std::make_shared<spdlog::sinks::dist_sink_mt>();
+  return sinks;
+}
+
+}  // namespace
 
 spdlog::level::level_enum parse_log_level(const std::string& name) {
   using spdlog::level::level_enum;
@@ -46,7 +59,23 @@ std::shared_ptr<spdlog::logger> make_rank_logger(int world_rank, int world_size,
 void setup_logging(int world_rank, int world_size, const std::string& level) {
   const spdlog::level::level_enum parsed = parse_log_level(level);
   auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  spdlog::set_default_logger(make_rank_logger(world_rank, world_size, parsed, std::move(sink)));
+  auto logger = make_rank_logger(world_rank, world_size, parsed, std::move(sink));
+  logger->sinks().push_back(file_copies());  // each file keeps its own pattern
+  spdlog::set_default_logger(std::move(logger));
 }
+
+LogFileCopy::LogFileCopy(const std::string& path, int world_rank, int world_size)
+    : sink_(std::make_shared<spdlog::sinks::basic_file_sink_mt>(path)),
+      file_only_(make_rank_logger(world_rank, world_size, spdlog::level::info, sink_)) {
+  file_only_->flush_on(spdlog::level::info);
+  file_copies()->add_sink(sink_);
+}
+
+LogFileCopy::~LogFileCopy() {
+  sink_->flush();
+  file_copies()->remove_sink(sink_);
+}
+
+void LogFileCopy::write(const std::string& message) { file_only_->info("{}", message); }
 
 }  // namespace mpipe::log

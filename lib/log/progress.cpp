@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace mpipe::log {
 namespace {
@@ -50,8 +51,12 @@ std::string format_evaluation(const EvaluationRecord& record) {
 bool stream_is_terminal(std::FILE* stream) { return ::isatty(::fileno(stream)) == 1; }
 
 ProgressLine::ProgressLine(std::FILE* out, bool is_terminal, int64_t total_steps,
-                           int64_t start_step)
-    : out_(out), is_terminal_(is_terminal), total_steps_(total_steps), start_step_(start_step) {}
+                           int64_t start_step, std::string label)
+    : out_(out),
+      is_terminal_(is_terminal),
+      total_steps_(total_steps),
+      start_step_(start_step),
+      label_(std::move(label)) {}
 
 ProgressLine::~ProgressLine() { finish(); }
 
@@ -68,7 +73,8 @@ std::optional<double> ProgressLine::eta_s(const ProgressRecord& record) const {
 }
 
 void ProgressLine::update(const ProgressRecord& record) {
-  const std::string text = format_progress(record, total_steps_, eta_s(record));
+  std::string text = format_progress(record, total_steps_, eta_s(record));
+  if (!label_.empty()) text = label_ + ": " + text;
   if (is_terminal_) {
     fmt::print(out_, "{}{}", kReturnAndClearLine, text);
     line_open_ = true;

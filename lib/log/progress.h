@@ -50,8 +50,9 @@ bool stream_is_terminal(std::FILE* stream);
 class ProgressLine {
  public:
   // start_step: the step training started from (a resumed run's checkpoint step), so the
-  // ETA uses the speed of this run only.
-  ProgressLine(std::FILE* out, bool is_terminal, int64_t total_steps, int64_t start_step = 0);
+  // ETA uses the speed of this run only. A `label` is put before each line ("mlp-1: step ...").
+  ProgressLine(std::FILE* out, bool is_terminal, int64_t total_steps, int64_t start_step = 0,
+               std::string label = {});
   ~ProgressLine();
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
@@ -68,6 +69,7 @@ class ProgressLine {
   bool is_terminal_;
   int64_t total_steps_;
   int64_t start_step_;
+  std::string label_;
   bool line_open_ = false;
 };
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "serve/spool.h"
 #include "serve/status_board.h"
 #include "serve/train_job.h"
+#include "train/trainer.h"
 
 namespace mpipe::serve {
 namespace {
@@ -93,7 +95,8 @@ class Daemon {
 
   // Collective: if the active experiment ended the last job (a rank's failure note, see
   // note_job_failure), rank 0 records it as failed and removes it from the active slot, or, after
-  // a first lost peer, as interrupted (the loop then resumes it). Every rank removes its note.
+  // a first lost peer, as interrupted (the loop then resumes it). Every rank removes its note (a
+  // damaged one: rank 0 moves its own to quarantine/).
   // Node-local spools: each rank reads its own; the lowest rank's note counts.
   void record_job_failure() {
     std::string name;
@@ -104,10 +107,21 @@ class Daemon {
     world_.broadcast(name, 0);
     if (name.empty()) return;
     std::optional<FailureNote> note;
-    comm::agree(world_, [&] { note = spool_.read_failure_note(name); });
+    comm::agree(world_, [&] {
+      try {
+        note = spool_.read_failure_note(name);
+      } catch (const InputError& e) {  // rank 0 keeps it aside; the other ranks' copies go below
+        if (!is_root()) return;
+        spdlog::warn("{}; moved to {}", e.what(),
+                     spool_.quarantine(spool_.failure_note_path(name)));
+      }
+    });
     const auto [has_note, json] =
         world_.first_error(note ? 1 : 0, note ? failure_note_text(*note) : "");
-    if (!has_note) return;
+    if (!has_note) {  // none, or none readable: resumed like an experiment whose daemon died
+      comm::agree(world_, [&] { spool_.remove_failure_note(name); });
+      return;
+    }
     comm::agree(world_, [&] {
       if (!is_root()) return;
       const FailureNote first = parse_failure_note(json);
@@ -145,6 +159,10 @@ class Daemon {
     nlohmann::json action = {{"action", "idle"}};
     comm::agree(world_, [&] {
       if (!is_root()) return;
+      for (const QuarantinedEntry& entry : spool_.quarantine_damaged_entries()) {
+        board_->quarantined(entry);
+        spdlog::error("{}: failed: {}", entry.name, entry.error);
+      }
       board_->refresh();
       while (const std::optional<QueueEntry> entry = spool_.take_next()) {
         if (spool_.cancel_requested(entry->name)) {  // cancelled while no daemon ran it
@@ -174,12 +192,14 @@ class Daemon {
   }
 
   // How every rank runs an experiment; rank 0 also answers the step loop's cancel question from
-  // cancel/NAME (looked at every 0.2 s; `cancel_seen` says whether it did) and records progress.
-  train::RunOptions run_options(const std::string& name, bool& cancel_seen) {
+  // cancel/NAME (looked at every 0.2 s; `cancel_seen` says whether it did), records the layout
+  // and progress, and copies its progress lines to the experiment's log (`log`, if open).
+  train::RunOptions run_options(const std::string& name, bool& cancel_seen, log::LogFileCopy* log) {
     train::RunOptions options;
     options.resume = train::ResumeMode::kIfPresent;
     options.progress = options_.progress;
     options.progress_in_place = options_.progress_in_place;
+    options.progress_label = name;
     options.stop_requested = options_.stop_signal;
     if (!is_root()) return options;
     options.cancel_requested = [this, name, &cancel_seen, next_check = Clock::now()]() mutable {
@@ -189,9 +209,20 @@ class Daemon {
       }
       return cancel_seen;
     };
-    options.on_progress = [this, name](const log::ProgressRecord& record,
-                                       std::optional<double> eta_s) {
+    auto total_steps = std::make_shared<int64_t>(0);
+    options.on_planned = [this, name, total_steps](const config::Experiment& experiment) {
+      const comm::Topology layout =
+          train::resolve_topology(experiment.pipeline, world_.rank(), world_.size());
+      board_->planned(name, layout.num_stages, layout.num_replicas,
+                      experiment.pipeline.micro_batches);
+      *total_steps = experiment.train.steps;
+    };
+    options.on_progress = [this, name, log, total_steps](const log::ProgressRecord& record,
+                                                         std::optional<double> eta_s) {
       board_->progress(name, record, eta_s);
+      if (log) {
+        log->write(fmt::format("{}: {}", name, log::format_progress(record, *total_steps, eta_s)));
+      }
     };
     return options;
   }
@@ -200,7 +231,15 @@ class Daemon {
   void run_experiment(const nlohmann::json& action) {
     const std::string name = action["name"].get<std::string>();
     const std::string run_dir = spool_.run_dir(name);
-    if (is_root()) spdlog::info("{}: starting ({})", name, run_dir);
+    std::optional<log::LogFileCopy> experiment_log;  // rank 0's lines while it runs
+    if (is_root()) {
+      try {
+        experiment_log.emplace(spool_.experiment_log(name), world_.rank(), world_.size());
+      } catch (const spdlog::spdlog_ex& e) {
+        spdlog::warn("{}: no log of its own: {}", name, e.what());
+      }
+      spdlog::info("{}: starting ({})", name, run_dir);
+    }
     bool cancel_seen = false;
     Ending ending;
     try {
@@ -217,7 +256,9 @@ class Daemon {
           .export_path = (std::filesystem::path(run_dir) / "weights.safetensors").string(),
           .resuming = true,
           .any_world = true};
-      const TrainOutcome outcome = run_train_job(inputs, run_options(name, cancel_seen), world_);
+      const TrainOutcome outcome = run_train_job(
+          inputs, run_options(name, cancel_seen, experiment_log ? &*experiment_log : nullptr),
+          world_);
       ending = ending_of(outcome.result, !world_.all_true(!cancel_seen));
     } catch (const AgreedError& e) {
       ending = {.state = ExperimentState::kFailed, .error = e.what()};

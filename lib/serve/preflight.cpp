@@ -140,7 +140,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
   comm::agree(world, [&] {
     config::Experiment& experiment = result.experiment;
     experiment = config::load_experiment(inputs.config_path, inputs.overrides);
-    if (inputs.any_world) plan_for_any_world(experiment);
+    if (inputs.any_world) plan_for_any_world(experiment, world.size());
     if (auto problem = precision_problem(experiment, kernels::read_cpuinfo())) {
       throw InputError(*problem);
     }
@@ -179,21 +179,37 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
   return result;
 }
 
-void plan_for_any_world(config::Experiment& experiment) {
+void plan_for_any_world(config::Experiment& experiment, int world_size) {
   pipeline::PipelineConfig& pipeline = experiment.pipeline;
   const bool stages_given = experiment.refs.contains("pipeline.stages");
   const bool replicas_given = experiment.refs.contains("pipeline.data_parallel");
   if (!stages_given && pipeline.data_parallel != 0) {
     pipeline.stages = 0;
-  } else if (!replicas_given && pipeline.stages != 0) {
-    pipeline.data_parallel = 0;
+    return;
   }
+  if (replicas_given || pipeline.stages == 0) return;
+  pipeline.data_parallel = 0;                                        // auto: world / stages
+  if (world_size == 0 || world_size % pipeline.stages != 0) return;  // resolve_topology says why
+  // The replicas share the experiment's micro-batches, so that each keeps the size the file
+  // gives it (train.batch_size / pipeline.micro_batches): batch norm's statistics, and with them
+  // the weights, do not depend on the world the daemon has.
+  const int replicas = world_size / pipeline.stages;
+  check_input(pipeline.micro_batches % replicas == 0,
+              "{}: {} micro-batch{} of {} examples cannot be shared by the {} data-parallel "
+              "replicas of {} stage{} on {} ranks without changing their size; set "
+              "pipeline.micro_batches to a multiple of {}, or pipeline.data_parallel",
+              experiment.where("pipeline.micro_batches"), pipeline.micro_batches,
+              pipeline.micro_batches == 1 ? "" : "es",
+              experiment.train.batch_size / pipeline.micro_batches, replicas, pipeline.stages,
+              pipeline.stages == 1 ? "" : "s", world_size, replicas);
+  pipeline.data_parallel = replicas;
+  pipeline.micro_batches /= replicas;
 }
 
 config::Experiment check_experiment_for_any_world(const std::string& config_path,
                                                   const std::vector<std::string>& overrides) {
   config::Experiment experiment = config::load_experiment(config_path, overrides);
-  plan_for_any_world(experiment);
+  plan_for_any_world(experiment, 0);
   check_dataset_memory(experiment);
   const auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   const model::ModelPlan plan = model::plan_model(experiment.model, dataset->input_shape());

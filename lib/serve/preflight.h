@@ -49,11 +49,13 @@ void check_run_dir_is_fresh(const std::string& run_dir);
 // rank finds a problem, or when a rank's resolved config or rank layout differs from rank 0's.
 PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communicator& world);
 
-// What the daemon runs: pipeline keys the experiment (file or --set) leaves out become `auto`,
-// so it fits the world it gets. No stages: stages auto (world / data_parallel), unless
-// data_parallel is auto (then stages stays 1); stages given but no data_parallel: data_parallel
-// auto (world / stages).
-void plan_for_any_world(config::Experiment& experiment);
+// What the daemon runs on `world_size` ranks (0: not known yet, at submit): pipeline keys the
+// experiment (file or --set) leaves out become `auto`, so it fits the world it gets. No stages:
+// stages auto (world / data_parallel), unless data_parallel is auto (then stages stays 1);
+// stages given but no data_parallel: data_parallel = world / stages, and the replicas share
+// pipeline.micro_batches (each runs micro_batches / data_parallel of them), so a micro-batch keeps
+// the size the file gives it; throws InputError naming pipeline.micro_batches when they cannot.
+void plan_for_any_world(config::Experiment& experiment, int world_size);
 
 // The checks of preflight_train that do not depend on the world size, run on one process for an
 // experiment the daemon will run (plan_for_any_world applied): the config, the data, the model's

@@ -1,8 +1,11 @@
 // Spool: queue entries as JSON files, moved between queue/ and active/ under .queue.lock.
 #include "serve/spool.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +17,7 @@
 #include "core/error.h"
 #include "core/file_lock.h"
 #include "core/host_clock.h"
+#include "serve/status_file.h"
 
 namespace mpipe::serve {
 namespace {
@@ -27,9 +31,10 @@ std::string entry_file_name(const QueueEntry& entry) {
   return fmt::format("{:06d}-{}.json", entry.seq, entry.name);
 }
 
-bool is_entry_file_name(const std::string& file_name) {
-  static const std::regex pattern(R"(\d+-[A-Za-z0-9][A-Za-z0-9._-]*\.json)");
-  return std::regex_match(file_name, pattern);
+// A file being written (AtomicFile's "<path>.tmp-<pid>") or hidden (an editor's, NFS's): not
+// the spool's to read.
+bool is_foreign_file_name(const std::string& file_name) {
+  return file_name.starts_with('.') || file_name.find(".tmp-") != std::string::npos;
 }
 
 std::string read_text(const fs::path& path) {
@@ -50,19 +55,40 @@ nlohmann::json to_json(const QueueEntry& entry) {
           {"submitted", entry.submitted}};
 }
 
+// The sequence number a file name starts with ("000042-name.json": 42); 0 when it has none.
+int64_t sequence_of_file_name(const std::string& file_name) {
+  int64_t seq = 0;
+  const auto [end, error] =
+      std::from_chars(file_name.data(), file_name.data() + file_name.size(), seq);
+  return error == std::errc() && end != file_name.data() ? seq : 0;
+}
+
+// The entry `path` holds. Throws InputError "PATH: not a queue entry: <reason>" when it holds
+// none, or one whose name is not an experiment name.
 QueueEntry entry_from_file(const fs::path& path) {
+  const auto damaged = [&](const std::string& reason) {
+    return InputError(fmt::format("{}: not a queue entry: {}", path.string(), reason));
+  };
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw damaged("not a regular file");
+  QueueEntry entry;
   try {
     const nlohmann::json json = nlohmann::json::parse(read_text(path));
-    return {.seq = json.at("seq").get<int64_t>(),
-            .name = json.at("name").get<std::string>(),
-            .config = json.at("config").get<std::string>(),
-            .yaml = json.at("yaml").get<std::string>(),
-            .overrides = json.at("overrides").get<std::vector<std::string>>(),
-            .steps = json.at("steps").get<int64_t>(),
-            .submitted = json.at("submitted").get<std::string>()};
+    entry = {.seq = json.at("seq").get<int64_t>(),
+             .name = json.at("name").get<std::string>(),
+             .config = json.at("config").get<std::string>(),
+             .yaml = json.at("yaml").get<std::string>(),
+             .overrides = json.at("overrides").get<std::vector<std::string>>(),
+             .steps = json.at("steps").get<int64_t>(),
+             .submitted = json.at("submitted").get<std::string>()};
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: not a queue entry: {}", path.string(), e.what()));
+    throw damaged(e.what());
   }
+  if (!is_experiment_name(entry.name)) {
+    throw damaged(fmt::format("its name '{}' is not an experiment name", entry.name));
+  }
+  if (entry.seq < 1) throw damaged(fmt::format("its sequence number {} is not >= 1", entry.seq));
+  return entry;
 }
 
 // The stem as a name: characters a name may not hold become '_'; "exp" if nothing is left.
@@ -99,9 +125,13 @@ JobFailure parse_job_failure(const std::string& name) {
   throw InputError(fmt::format("failure '{}': unknown", name));
 }
 
-void check_experiment_name(const std::string& name) {
+bool is_experiment_name(const std::string& name) {
   static const std::regex pattern(R"([A-Za-z0-9][A-Za-z0-9._-]*)");
-  check_input(std::regex_match(name, pattern) && name.size() <= kMaxNameLength,
+  return std::regex_match(name, pattern) && name.size() <= kMaxNameLength;
+}
+
+void check_experiment_name(const std::string& name) {
+  check_input(is_experiment_name(name),
               "--name '{}': must start with a letter or digit and hold only letters, digits, "
               "'.', '_' and '-' (at most {} characters)",
               name, kMaxNameLength);
@@ -123,8 +153,12 @@ std::string Spool::experiment_file(const std::string& name) const {
   return (fs::path(run_dir(name)) / "experiment.yaml").string();
 }
 
+std::string Spool::experiment_log(const std::string& name) const {
+  return (fs::path(run_dir(name)) / "experiment.log").string();
+}
+
 void Spool::create() const {
-  for (const char* name : {"queue", "active", "cancel", "runs"}) {
+  for (const char* name : {"queue", "active", "cancel", "runs", "quarantine"}) {
     std::error_code ec;
     fs::create_directories(folder(name), ec);
     if (ec) throw Error(fmt::format("{}: cannot create: {}", folder(name), ec.message()));
@@ -136,12 +170,25 @@ bool Spool::exists() const {
   return fs::is_directory(folder("queue"), ec);
 }
 
-std::vector<QueueEntry> Spool::entries_in(const std::string& folder) const {
+std::vector<QueueEntry> Spool::entries_in(const std::string& folder,
+                                          std::vector<DamagedEntry>* damaged) const {
   std::vector<QueueEntry> entries;
   std::error_code ec;
   for (const auto& file : fs::directory_iterator(folder, ec)) {
-    if (is_entry_file_name(file.path().filename().string())) {
-      entries.push_back(entry_from_file(file.path()));
+    const std::string file_name = file.path().filename().string();
+    if (is_foreign_file_name(file_name)) continue;
+    try {
+      QueueEntry entry = entry_from_file(file.path());
+      check_input(entry_file_name(entry) == file_name,
+                  "{}: not a queue entry: it holds #{} '{}', whose file name is {}",
+                  file.path().string(), entry.seq, entry.name, entry_file_name(entry));
+      entries.push_back(std::move(entry));
+    } catch (const Error& e) {  // InputError, or a file that cannot be read
+      if (damaged) {
+        damaged->push_back({.path = file.path().string(),
+                            .seq = sequence_of_file_name(file_name),
+                            .error = e.what()});
+      }
     }
   }
   check(!ec, "{}: cannot list: {}", folder, ec.message());
@@ -156,6 +203,43 @@ std::optional<QueueEntry> Spool::active() const {
   const std::vector<QueueEntry> entries = entries_in(folder("active"));
   if (entries.empty()) return std::nullopt;
   return entries.front();
+}
+
+std::vector<DamagedEntry> Spool::damaged_entries() const {
+  std::vector<DamagedEntry> damaged;
+  entries_in(folder("queue"), &damaged);
+  entries_in(folder("active"), &damaged);
+  std::sort(damaged.begin(), damaged.end(), [](const DamagedEntry& a, const DamagedEntry& b) {
+    return fs::path(a.path).filename() < fs::path(b.path).filename();
+  });
+  return damaged;
+}
+
+std::vector<QuarantinedEntry> Spool::quarantine_damaged_entries() const {
+  const FileLock lock = FileLock::wait(folder(".queue.lock"));
+  std::vector<QuarantinedEntry> moved;
+  for (const DamagedEntry& entry : damaged_entries()) {
+    const std::string to = quarantine(entry.path);
+    moved.push_back({.name = fs::path(to).filename().string(),
+                     .seq = entry.seq,
+                     .error = fmt::format("{}; moved to {}", entry.error, to)});
+  }
+  return moved;
+}
+
+std::string Spool::quarantine(const std::string& path) const {
+  const fs::path quarantine_dir = folder("quarantine");
+  std::error_code ec;
+  fs::create_directories(quarantine_dir, ec);
+  check(!ec, "{}: cannot create: {}", quarantine_dir.string(), ec.message());
+  const std::string file_name = fs::path(path).filename().string();
+  fs::path to = quarantine_dir / file_name;
+  for (int n = 2; fs::exists(to, ec) || fs::is_symlink(to, ec); ++n) {
+    to = quarantine_dir / fmt::format("{}.{}", file_name, n);
+  }
+  fs::rename(path, to, ec);
+  check(!ec, "{}: cannot move to {}: {}", path, to.string(), ec.message());
+  return to.string();
 }
 
 bool Spool::name_taken(const std::string& name) const {
@@ -179,14 +263,27 @@ int64_t Spool::next_sequence_number() const {
   const fs::path counter = fs::path(dir_) / ".sequence";
   std::error_code ec;
   if (fs::exists(counter, ec)) {
-    try {
-      last = std::stoll(read_text(counter));
-    } catch (const std::logic_error&) {
-      last = 0;  // unreadable: the entries below still keep the order
+    const std::string text = read_text(counter);
+    const std::string number = text.substr(0, text.find_last_not_of(" \n") + 1);
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), last);
+    if (error != std::errc() || end != number.data() + number.size() || last < 0) {
+      last = 0;
+      spdlog::warn("{}: not a sequence number: '{}'; going on from the entries the spool holds",
+                   counter.string(), number.substr(0, std::min<size_t>(number.find('\n'), 40)));
     }
   }
+  // An unreadable or outdated .sequence never gives out a number again: the highest one any
+  // entry, quarantined file or status.json holds counts too.
   for (const auto& entry : queued()) last = std::max(last, entry.seq);
   for (const auto& entry : entries_in(folder("active"))) last = std::max(last, entry.seq);
+  for (const auto& entry : cancelled()) last = std::max(last, entry.seq);
+  for (const auto& file : fs::directory_iterator(folder("quarantine"), ec)) {
+    last = std::max(last, sequence_of_file_name(file.path().filename().string()));
+  }
+  try {
+    for (const auto& e : read_status_file(status_path()).experiments) last = std::max(last, e.seq);
+  } catch (const InputError&) {  // a damaged status.json: the daemon quarantines it
+  }
   checkpoint::write_file_atomically(counter.string(), std::to_string(last + 1) + "\n");
   return last + 1;
 }
@@ -265,8 +362,12 @@ std::vector<QueueEntry> Spool::cancelled() const {
   std::vector<QueueEntry> entries;
   std::error_code ec;
   for (const auto& file : fs::directory_iterator(folder("cancel"), ec)) {
-    if (file.path().filename().string().find(".tmp-") == std::string::npos) {
-      entries.push_back(entry_from_file(file.path()));
+    const std::string file_name = file.path().filename().string();
+    if (is_foreign_file_name(file_name)) continue;
+    try {
+      QueueEntry entry = entry_from_file(file.path());
+      if (entry.name == file_name) entries.push_back(std::move(entry));
+    } catch (const Error&) {  // only its name counts (cancel_requested)
     }
   }
   std::sort(entries.begin(), entries.end(),

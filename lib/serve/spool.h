@@ -5,8 +5,10 @@
 //   cancel/<name>             cancel requests: the experiment's queue entry (kept, so a name
 //                             once used stays taken)
 //   runs/<name>/              each experiment's run directory, laid out like a `train` run, with
-//                             the experiment file it ran (experiment.yaml), and failure.json if
-//                             the experiment ended the whole job (FailureNote)
+//                             the experiment file it ran (experiment.yaml), its log
+//                             (experiment.log), and failure.json if the experiment ended the whole
+//                             job (FailureNote)
+//   quarantine/               what the daemon could not read, moved aside (DamagedEntry)
 //   status.json               the daemon's record of every experiment (rank 0 its only writer)
 //   .lock                     held by the daemon's rank 0 for its whole life: one daemon a spool
 //   .queue.lock               held for each change of queue/ and active/ (submit, take, cancel)
@@ -32,8 +34,27 @@ struct QueueEntry {
 };
 
 // Names are file names: a letter or digit first, then letters, digits, '.', '_', '-'; at most
-// 100 characters. Throws InputError "--name 'a/b': must ...".
+// 100 characters.
+bool is_experiment_name(const std::string& name);
+// Throws InputError "--name 'a/b': must ..." unless is_experiment_name(name).
 void check_experiment_name(const std::string& name);
+
+// A file (or folder) in queue/ or active/ that is not an entry (hidden files and temporary ones
+// aside): not a regular file, not JSON, a key missing, a name that is no experiment name, or a
+// name and sequence number other than its file name (<seq>-<name>.json) says.
+struct DamagedEntry {
+  std::string path;
+  int64_t seq = 0;    // the number its file name starts with (0: none)
+  std::string error;  // one line: "DIR/queue/000003-x.json: not a queue entry: <reason>"
+};
+
+// A damaged entry the daemon moved to quarantine/ (recorded in status.json as failed).
+struct QuarantinedEntry {
+  std::string name;  // its file name in quarantine/, which names it in status.json
+  int64_t seq = 0;   // from its file name
+  std::string
+      error;  // the DamagedEntry's error and where it went: "...; moved to DIR/quarantine/x"
+};
 
 // Why an experiment ended the whole job from one rank (errors no agreement covers).
 enum class JobFailure {
@@ -76,6 +97,8 @@ class Spool {
   std::string run_dir(const std::string& name) const;
   // runs/<name>/experiment.yaml: the experiment file the daemon runs.
   std::string experiment_file(const std::string& name) const;
+  // runs/<name>/experiment.log: rank 0's log and progress lines of each time it ran.
+  std::string experiment_log(const std::string& name) const;
 
   // Creates the folders (those that exist are kept). Throws Error naming the folder.
   void create() const;
@@ -86,10 +109,17 @@ class Spool {
   // empty name becomes "<stem>-<n>" with the smallest free n). Throws InputError if the name is
   // invalid or already used by an experiment of this spool (queued, active, run or cancelled).
   QueueEntry submit(QueueEntry entry, const std::string& stem) const;
-  // The waiting experiments, in submission order.
+  // The waiting experiments, in submission order (damaged entries left out).
   std::vector<QueueEntry> queued() const;
   // The experiment the daemon runs (or ran when it stopped).
   std::optional<QueueEntry> active() const;
+  // The damaged entries of queue/ and active/, in file name order.
+  std::vector<DamagedEntry> damaged_entries() const;
+  // Moves every damaged entry to quarantine/ (under .queue.lock) and returns what it moved.
+  std::vector<QuarantinedEntry> quarantine_damaged_entries() const;
+  // Moves `path` (a file or folder of the spool) to quarantine/ under its own file name, or that
+  // name and a number when it is taken, and returns where it went. Throws Error naming it.
+  std::string quarantine(const std::string& path) const;
   // The active experiment if there is one, else the oldest queued one, which becomes active.
   std::optional<QueueEntry> take_next() const;
   // Removes the active experiment (it has ended).
@@ -100,7 +130,8 @@ class Spool {
   CancelResult cancel(const std::string& name) const;
   // Whether `name` has a cancel request.
   bool cancel_requested(const std::string& name) const;
-  // The experiments with a cancel request.
+  // The experiments with a cancel request (those whose request cannot be read left out: the
+  // request itself still counts).
   std::vector<QueueEntry> cancelled() const;
   // What the experiment runs: runs/<name>/experiment.yaml if it exists (a resumed experiment
   // keeps the file it started with), else the submitted text.
@@ -121,9 +152,12 @@ class Spool {
 
  private:
   std::string folder(const char* name) const;
-  std::vector<QueueEntry> entries_in(const std::string& folder) const;
+  // The readable entries of `folder`, in submission order; damaged ones go to `damaged`.
+  std::vector<QueueEntry> entries_in(const std::string& folder,
+                                     std::vector<DamagedEntry>* damaged = nullptr) const;
   bool name_taken(const std::string& name) const;
   std::string unique_name(const std::string& stem) const;
+  // One more than the highest sequence number .sequence, the entries and status.json know.
   int64_t next_sequence_number() const;
 
   std::string dir_;

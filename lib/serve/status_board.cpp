@@ -7,11 +7,24 @@
 #include "core/host_clock.h"
 
 namespace mpipe::serve {
+namespace {
+
+// The spool's status.json, or an empty status when it is damaged (moved to quarantine/).
+SpoolStatus read_or_quarantine(const Spool& spool) {
+  try {
+    return read_status_file(spool.status_path());
+  } catch (const InputError& e) {
+    const std::string moved = spool.quarantine(spool.status_path());
+    spdlog::warn("{}; moved to {}: starting a new one (the runs are in {}/runs)", e.what(), moved,
+                 spool.dir());
+    return {};
+  }
+}
+
+}  // namespace
 
 StatusBoard::StatusBoard(const Spool& spool, int ranks, double min_interval_s)
-    : spool_(spool),
-      status_(read_status_file(spool.status_path())),
-      min_interval_s_(min_interval_s) {
+    : spool_(spool), status_(read_or_quarantine(spool)), min_interval_s_(min_interval_s) {
   for (ExperimentStatus& e : status_.experiments) {
     if (e.state == ExperimentState::kRunning) {
       e.state = ExperimentState::kInterrupted;
@@ -44,8 +57,26 @@ void StatusBoard::started(const QueueEntry& entry) {
   e.submitted = entry.submitted;
   e.run_dir = spool_.run_dir(entry.name);
   e.started = utc_now();
+  e.stages = e.replicas = e.micro_batches = 0;  // planned again for this world
   e.eta_s.reset();
   e.error.clear();
+  write();
+}
+
+void StatusBoard::planned(const std::string& name, int stages, int replicas, int micro_batches) {
+  ExperimentStatus* e = status_.find(name);
+  if (!e) return;
+  e->stages = stages;
+  e->replicas = replicas;
+  e->micro_batches = micro_batches;
+  write();
+}
+
+void StatusBoard::quarantined(const QuarantinedEntry& entry) {
+  ExperimentStatus& e = status_.upsert(entry.name, entry.seq);
+  e.state = ExperimentState::kFailed;
+  e.error = entry.error;
+  e.ended = utc_now();
   write();
 }
 

@@ -25,12 +25,17 @@ struct Ending {
 class StatusBoard {
  public:
   // Reads status.json; an experiment it says is running belonged to a daemon that died without
-  // stopping it, so it becomes interrupted. Records this daemon as serving and writes the file.
+  // stopping it, so it becomes interrupted. A damaged status.json is moved to quarantine/ with a
+  // warning, and a new one started. Records this daemon as serving and writes the file.
   StatusBoard(const Spool& spool, int ranks, double min_interval_s = 0.5);
 
   // Picks up new queue entries and cancel requests; writes when something changed.
   void refresh();
   void started(const QueueEntry& entry);
+  // The running experiment's layout, once its preflight has planned it for the world.
+  void planned(const std::string& name, int stages, int replicas, int micro_batches);
+  // A damaged entry moved to quarantine/: recorded as failed with its error.
+  void quarantined(const QuarantinedEntry& entry);
   // A logged step of the running experiment. Errors are logged, not thrown: training goes on.
   void progress(const std::string& name, const log::ProgressRecord& record,
                 std::optional<double> eta_s);

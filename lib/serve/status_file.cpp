@@ -53,6 +53,9 @@ nlohmann::json to_json(const ExperimentStatus& e) {
           {"state", state_name(e.state)},
           {"config", e.config},
           {"run_dir", e.run_dir},
+          {"stages", e.stages},
+          {"replicas", e.replicas},
+          {"micro_batches", e.micro_batches},
           {"step", e.step},
           {"steps", e.steps},
           {"loss", optional_number(e.loss)},
@@ -73,6 +76,9 @@ ExperimentStatus experiment_from_json(const nlohmann::json& json) {
           .state = parse_state(json.at("state").get<std::string>()),
           .config = read_string(json, "config"),
           .run_dir = read_string(json, "run_dir"),
+          .stages = json.value("stages", 0),
+          .replicas = json.value("replicas", 0),
+          .micro_batches = json.value("micro_batches", 0),
           .step = json.value("step", int64_t{0}),
           .steps = json.value("steps", int64_t{0}),
           .loss = read_optional_number(json, "loss"),
@@ -230,6 +236,33 @@ void merge_spool(SpoolStatus& status, const Spool& spool) {
   }
 }
 
+void note_damaged_entries(SpoolStatus& status, const Spool& spool) {
+  for (const DamagedEntry& damaged : spool.damaged_entries()) {
+    const std::string file_name = std::filesystem::path(damaged.path).filename().string();
+    ExperimentStatus& e = status.upsert(file_name, damaged.seq);
+    e.state = ExperimentState::kFailed;
+    e.error = damaged.error;
+  }
+}
+
+SpoolStatus spool_status_for_display(const Spool& spool, std::vector<std::string>& problems) {
+  SpoolStatus status;
+  try {
+    status = read_status_file(spool.status_path());
+  } catch (const InputError& e) {
+    problems.push_back(fmt::format("{}; showing what the spool's folders hold", e.what()));
+  }
+  merge_spool(status, spool);
+  note_damaged_entries(status, spool);
+  try {
+    note_job_failure(status, spool);
+  } catch (const InputError& e) {
+    problems.push_back(e.what());
+  }
+  note_dead_daemon(status);
+  return status;
+}
+
 void note_dead_daemon(SpoolStatus& status) {
   if (!status.daemon || status.daemon->state != "serving" || status.daemon->host != this_host() ||
       status.daemon->pid <= 0) {
@@ -257,9 +290,9 @@ void note_job_failure(SpoolStatus& status, const Spool& spool) {
 
 std::string format_status_table(const SpoolStatus& status) {
   struct Row {
-    std::string name, state, step, loss, speed, last;
+    std::string name, state, layout, step, loss, speed, last;
   };
-  std::vector<Row> rows = {{"NAME", "STATE", "STEP", "LOSS", "SAMPLES/S", "ETA / ERROR"}};
+  std::vector<Row> rows = {{"NAME", "STATE", "LAYOUT", "STEP", "LOSS", "SAMPLES/S", "ETA / ERROR"}};
   for (const auto& e : status.experiments) {
     std::string last = "-";
     if (e.state == ExperimentState::kFailed ||
@@ -268,22 +301,24 @@ std::string format_status_table(const SpoolStatus& status) {
     } else if (e.state == ExperimentState::kRunning && e.eta_s) {
       last = log::format_duration(*e.eta_s);
     }
-    rows.push_back({e.name, state_name(e.state), fmt::format("{}/{}", e.step, e.steps),
+    const std::string layout =
+        e.stages > 0 ? fmt::format("{}x{}", e.stages, e.replicas) : std::string("-");
+    rows.push_back({e.name, state_name(e.state), layout, fmt::format("{}/{}", e.step, e.steps),
                     format_number(e.loss, [](double loss) { return fmt::format("{:.4f}", loss); }),
                     format_number(e.samples_per_s, log::format_rate), last});
   }
   const auto widest = [](size_t n, const std::string& text) { return std::max(n, text.size()); };
-  std::array<size_t, 5> widths{};
+  std::array<size_t, 6> widths{};
   for (const Row& row : rows) {
-    widths = {widest(widths[0], row.name), widest(widths[1], row.state),
-              widest(widths[2], row.step), widest(widths[3], row.loss),
-              widest(widths[4], row.speed)};
+    widths = {widest(widths[0], row.name),   widest(widths[1], row.state),
+              widest(widths[2], row.layout), widest(widths[3], row.step),
+              widest(widths[4], row.loss),   widest(widths[5], row.speed)};
   }
   std::string table = format_daemon(status.daemon) + "\n";
   for (const Row& row : rows) {
-    table += fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}\n", row.name, widths[0],
-                         row.state, widths[1], row.step, widths[2], row.loss, widths[3], row.speed,
-                         widths[4], row.last);
+    table += fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {}\n", row.name,
+                         widths[0], row.state, widths[1], row.layout, widths[2], row.step,
+                         widths[3], row.loss, widths[4], row.speed, widths[5], row.last);
   }
   return table;
 }

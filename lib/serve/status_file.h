@@ -40,6 +40,11 @@ struct ExperimentStatus {
   ExperimentState state = ExperimentState::kQueued;
   std::string config;  // the submitted file
   std::string run_dir;
+  // The layout it runs with (0 until it starts): stages x data-parallel replicas, and each
+  // replica's micro-batches per step.
+  int stages = 0;
+  int replicas = 0;
+  int micro_batches = 0;
   int64_t step = 0;                     // steps done
   int64_t steps = 0;                    // train.steps
   std::optional<double> loss;           // the last logged training loss (window mean)
@@ -99,9 +104,19 @@ void apply_failure_note(ExperimentStatus& experiment, const FailureNote& note);
 // that ran it ended, and its daemon could not record how (a rank other than 0 failed).
 void note_job_failure(SpoolStatus& status, const Spool& spool);
 
+// Records each damaged entry of the spool (Spool::damaged_entries) as failed with its error,
+// named by its file name (the daemon moves it to quarantine/ and records it the same way).
+void note_damaged_entries(SpoolStatus& status, const Spool& spool);
+
+// What `mpipe status` shows: status.json merged with what the spool's folders know (merge_spool,
+// note_damaged_entries, note_job_failure, note_dead_daemon). A damaged status.json or failure
+// note is left out, its one-line error added to `problems`: status is shown whatever the spool
+// holds.
+SpoolStatus spool_status_for_display(const Spool& spool, std::vector<std::string>& problems);
+
 // The table `mpipe status` prints: a line about the daemon, then one line per experiment
-// (name, state, step/steps, loss, samples/s, and the ETA, or the error of a failed or
-// interrupted one).
+// (name, state, layout "stages x replicas", step/steps, loss, samples/s, and the ETA, or the
+// error of a failed or interrupted one).
 std::string format_status_table(const SpoolStatus& status);
 
 }  // namespace mpipe::serve

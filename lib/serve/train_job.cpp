@@ -63,6 +63,7 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
   options.run_dir = inputs.run_dir;
   options.export_weights = inputs.export_path;
   options.settings = config::resolved_settings(checked.experiment);
+  if (options.on_planned) options.on_planned(checked.experiment);
   kernels::KernelContext kernels(checked.experiment.train.precision);
   // Joined when the run ends or throws, before anything else calls MPI_Abort or MPI_Finalize. (A
   // thread that cannot start on one rank ends the job on all: comm.progress_thread may differ

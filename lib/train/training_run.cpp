@@ -201,7 +201,8 @@ RunResult run_training(const config::Experiment& experiment, const data::Dataset
   if (is_root) {
     metrics.emplace(options.run_dir);
     if (options.progress) {
-      progress.emplace(options.progress, options.progress_in_place, train.steps, first_step);
+      progress.emplace(options.progress, options.progress_in_place, train.steps, first_step,
+                       options.progress_label);
     }
   }
 

@@ -35,6 +35,8 @@ struct RunOptions {
   std::map<std::string, std::string> settings;
   std::FILE* progress = nullptr;   // where rank 0 prints progress (stdout from main); null = none
   bool progress_in_place = false;  // rewrite one line ('\r') instead of printing one per update
+  // Put before each progress line ("NAME: step ..."): the daemon's experiment. Empty = none.
+  std::string progress_label = {};
   // Set (e.g. by a SIGTERM handler) to stop at the next step boundary with a checkpoint.
   const std::atomic<bool>* stop_requested = nullptr;
   // Asked at every step boundary; true stops the run like stop_requested (the daemon's rank 0:
@@ -42,6 +44,9 @@ struct RunOptions {
   std::function<bool()> cancel_requested = {};
   // Rank 0, after every logged step: its record and the ETA (the daemon's status file).
   std::function<void(const log::ProgressRecord&, std::optional<double> eta_s)> on_progress = {};
+  // Called by serve::run_train_job once preflight has planned the experiment for the world (the
+  // daemon's rank 0 records its layout). Empty = none.
+  std::function<void(const config::Experiment&)> on_planned = {};
 };
 
 struct RunResult {

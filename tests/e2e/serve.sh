@@ -70,8 +70,8 @@ submit "$config" --name d --set train.steps=5
 wait_state d done "$WORK/serve.log"
 "$MPIPE" status "$SPOOL" > "$WORK/status.out"
 cat "$WORK/status.out"
-grep -E "^three-stages +failed +0/3 " "$WORK/status.out" | grep -qF -- "-  $error" || { echo "FAILED: status table"; exit 1; }
-grep -qE "^d +done +5/5 +[0-9.]+ +[0-9]+ +-$" "$WORK/status.out" || { echo "FAILED: status table"; exit 1; }
+grep -E "^three-stages +failed +- +0/3 " "$WORK/status.out" | grep -qF -- "-  $error" || { echo "FAILED: status table"; exit 1; }
+grep -qE "^d +done +2x1 +5/5 +[0-9.]+ +[0-9]+ +-$" "$WORK/status.out" || { echo "FAILED: status table"; exit 1; }
 
 signal_daemon TERM
 wait_daemon "$WORK/serve.log"

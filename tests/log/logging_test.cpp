@@ -1,13 +1,17 @@
-// Tests for logging setup: level names, the rank-stamped line format, the default logger.
+// Tests for logging setup: level names, the rank-stamped line format, the default logger and its
+// file copies.
 #include "log/logging.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 
 #include "core/error.h"
+#include "support/temp_dir.h"
 
 namespace mpipe::log {
 namespace {
@@ -72,6 +76,30 @@ TEST(Logging, SetupInstallsTheDefaultLoggerOrLeavesItOnABadLevel) {
   EXPECT_EQ(spdlog::default_logger()->name(), "mpipe");
   EXPECT_EQ(spdlog::default_logger()->level(), spdlog::level::debug);
   spdlog::set_default_logger(before);
+}
+
+TEST(Logging, AFileCopyGetsTheLinesWhileItIsOpenAcrossSetups) {
+  const auto before = spdlog::default_logger();
+  testing::TempDir dir;
+  const std::string path = dir.file("experiment.log");
+  setup_logging(0, 2, "info");
+  spdlog::info("before");
+  {
+    LogFileCopy copy(path, 0, 2);
+    spdlog::info("first");
+    setup_logging(0, 2, "warn");  // an experiment's own level
+    spdlog::info("dropped");
+    spdlog::warn("second");
+    copy.write("step 1/2");
+  }
+  spdlog::warn("after");
+  spdlog::set_default_logger(before);
+  std::ifstream in(path);
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  const std::regex expected(R"(\[[0-9 :.-]+\] \[rank 0/2\] \[info\] first\n)"
+                            R"(\[[0-9 :.-]+\] \[rank 0/2\] \[warning\] second\n)"
+                            R"(\[[0-9 :.-]+\] \[rank 0/2\] \[info\] step 1/2\n)");
+  EXPECT_TRUE(std::regex_match(text, expected)) << text;
 }
 
 }  // namespace

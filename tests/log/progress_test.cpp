@@ -122,6 +122,14 @@ TEST(Progress, ResumedRunEstimatesFromItsOwnSteps) {
             "step 510/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 8m10s\n");
 }
 
+TEST(Progress, ALabelNamesEachLine) {
+  CapturedFile out;
+  ProgressLine line(out.get(), false, 100, 0, "mlp-1");
+  line.update(record(10, 1.0));
+  EXPECT_EQ(out.contents(),
+            "mlp-1: step 10/100 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 9s\n");
+}
+
 TEST(Progress, EtaIsTheTimeLeftAtThisRunsSpeedAndUnknownBeforeItsFirstStep) {
   EXPECT_EQ(estimate_eta_s(record(510, 10.0), 1000, 500), 490.0);
   EXPECT_EQ(estimate_eta_s(record(1000, 10.0), 1000, 500), 0.0);

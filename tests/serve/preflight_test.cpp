@@ -24,14 +24,32 @@ const std::string kMlp =
 
 class Planned {
  public:
-  // The pipeline of kMlp + `pipeline` after plan_for_any_world.
+  // The pipeline of kMlp + `pipeline` after plan_for_any_world for `world_size` ranks (0: at
+  // submit).
   pipeline::PipelineConfig operator()(const std::string& pipeline,
-                                      const std::vector<std::string>& overrides = {}) {
+                                      const std::vector<std::string>& overrides = {},
+                                      int world_size = 0) {
+    config::Experiment experiment = load(pipeline, overrides);
+    plan_for_any_world(experiment, world_size);
+    return experiment.pipeline;
+  }
+
+  // The InputError of planning it for `world_size` ranks, its folder removed.
+  std::string error(const std::string& pipeline, int world_size) {
+    config::Experiment experiment = load(pipeline, {});
+    try {
+      plan_for_any_world(experiment, world_size);
+    } catch (const InputError& e) {
+      return std::string(e.what()).substr(dir_.path().string().size() + 1);
+    }
+    return "(no error)";
+  }
+
+ private:
+  config::Experiment load(const std::string& pipeline, const std::vector<std::string>& overrides) {
     const std::string path = dir_.file("exp.yaml");
     std::ofstream(path) << kMlp << pipeline;
-    config::Experiment experiment = config::load_experiment(path, overrides);
-    plan_for_any_world(experiment);
-    return experiment.pipeline;
+    return config::load_experiment(path, overrides);
   }
 
  private:
@@ -50,6 +68,37 @@ TEST(PlanForAnyWorld, FixedStagesMakeDataParallelAuto) {
   EXPECT_EQ(planned("pipeline: {stages: 3}\n").data_parallel, 0);
   EXPECT_EQ(planned("", {"pipeline.stages=3"}).data_parallel, 0);
   EXPECT_EQ(planned("", {"pipeline.stages=3"}).stages, 3);
+}
+
+TEST(PlanForAnyWorld, DataParallelReplicasShareTheMicroBatchesSoTheirSizeIsKept) {
+  Planned planned;
+  auto pipeline = planned("pipeline: {stages: 2, micro_batches: 4}\n", {}, 4);
+  EXPECT_EQ(pipeline.stages, 2);
+  EXPECT_EQ(pipeline.data_parallel, 2);
+  EXPECT_EQ(pipeline.micro_batches, 2);  // 2 replicas x 2 micro-batches of 16 / 4 examples
+  pipeline = planned("pipeline: {stages: 1, micro_batches: 4}\n", {}, 4);
+  EXPECT_EQ(pipeline.data_parallel, 4);
+  EXPECT_EQ(pipeline.micro_batches, 1);
+  pipeline = planned("pipeline: {stages: 2, micro_batches: 4}\n", {}, 2);
+  EXPECT_EQ(pipeline.data_parallel, 1);
+  EXPECT_EQ(pipeline.micro_batches, 4);
+  pipeline = planned("pipeline: {stages: 2, data_parallel: auto}\n", {}, 4);  // asked for
+  EXPECT_EQ(pipeline.data_parallel, 0);
+  EXPECT_EQ(pipeline.micro_batches, 1);
+  pipeline = planned("pipeline: {stages: 3}\n", {}, 4);  // resolve_topology refuses the world
+  EXPECT_EQ(pipeline.data_parallel, 0);
+}
+
+TEST(PlanForAnyWorld, MicroBatchesTheReplicasCannotShareAreRefused) {
+  Planned planned;
+  EXPECT_EQ(planned.error("pipeline: {stages: 2}\n", 4),
+            "exp.yaml: pipeline.micro_batches: 1 micro-batch of 16 examples cannot be shared by "
+            "the 2 data-parallel replicas of 2 stages on 4 ranks without changing their size; "
+            "set pipeline.micro_batches to a multiple of 2, or pipeline.data_parallel");
+  EXPECT_EQ(planned.error("pipeline: {stages: 1,\n  micro_batches: 2}\n", 4),
+            "exp.yaml:9: pipeline.micro_batches: 2 micro-batches of 8 examples cannot be shared "
+            "by the 4 data-parallel replicas of 1 stage on 4 ranks without changing their size; "
+            "set pipeline.micro_batches to a multiple of 4, or pipeline.data_parallel");
 }
 
 TEST(PlanForAnyWorld, FixedDataParallelMakesStagesAuto) {

@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "serve/status_file.h"
 #include "support/temp_dir.h"
 
 namespace mpipe::serve {
@@ -184,15 +185,107 @@ TEST(Spool, ExperimentFileIsTheSubmittedTextUntilOneIsWritten) {
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "broadcast text");
 }
 
-TEST(Spool, DamagedQueueEntryIsNamed) {
+// An entry file's text, as Spool::submit writes it.
+std::string entry_text(int64_t seq, const std::string& name) {
+  return fmt::format(
+      R"({{"seq": {}, "name": "{}", "config": "c", "yaml": "", "overrides": [], "steps": 1, )"
+      R"("submitted": "T"}})",
+      seq, name);
+}
+
+TEST(Spool, DamagedEntriesAreLeftOutAndListedWithWhyEach) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("good"), "x");
+  const std::string queue = dir.file("spool/queue/");
+  std::ofstream(queue + "000002-junk.json") << "\x01garbage";
+  std::ofstream(queue + "000003-empty.json") << "{}";
+  fs::create_directories(queue + "000004-folder.json");
+  std::ofstream(queue + "000005-a.json") << entry_text(5, "b");
+  std::ofstream(queue + "000006-escape.json") << entry_text(6, "../escape");
+  std::ofstream(queue + "notes.txt") << entry_text(7, "notes");
+  std::ofstream(queue + "000008-x.json.tmp-12") << "being written";
+  std::ofstream(queue + ".hidden") << "an editor's";
+  EXPECT_EQ(names(spool.queued()), std::vector<std::string>{"good"});
+  EXPECT_EQ(spool.take_next()->name, "good");
+  const std::vector<DamagedEntry> damaged = spool.damaged_entries();
+  ASSERT_EQ(damaged.size(), 6U);
+  EXPECT_EQ(damaged[0].path, queue + "000002-junk.json");
+  EXPECT_EQ(damaged[0].seq, 2);
+  EXPECT_TRUE(damaged[0].error.starts_with(queue + "000002-junk.json: not a queue entry: "))
+      << damaged[0].error;
+  EXPECT_TRUE(damaged[1].error.starts_with(queue + "000003-empty.json: not a queue entry: "))
+      << damaged[1].error;
+  EXPECT_EQ(damaged[2].error, queue + "000004-folder.json: not a queue entry: not a regular file");
+  EXPECT_EQ(damaged[3].error, queue +
+                                  "000005-a.json: not a queue entry: it holds #5 'b', whose "
+                                  "file name is 000005-b.json");
+  EXPECT_EQ(damaged[4].error,
+            queue +
+                "000006-escape.json: not a queue entry: its name '../escape' is not an "
+                "experiment name");
+  EXPECT_EQ(damaged[5].error, queue +
+                                  "notes.txt: not a queue entry: it holds #7 'notes', whose "
+                                  "file name is 000007-notes.json");
+  EXPECT_EQ(damaged[5].seq, 0);
+}
+
+TEST(Spool, QuarantineMovesDamagedEntriesAsideAndTheQueueGoesOn) {
   testing::TempDir dir;
   const Spool spool(dir.file("spool"));
   spool.create();
-  std::ofstream(dir.file("spool/queue/000001-a.json")) << "{\"seq\": 1}";
-  std::ofstream(dir.file("spool/queue/notes.txt")) << "ignored";
-  EXPECT_TRUE(error_of([&] {
-                spool.queued();
-              }).starts_with(dir.file("spool/queue/000001-a.json") + ": not a queue entry: "));
+  std::ofstream(dir.file("spool/queue/000001-junk.json")) << "garbage";
+  std::ofstream(dir.file("spool/active/000002-a.json")) << entry_text(2, "b");
+  fs::create_directories(dir.file("spool/quarantine/000001-junk.json"));  // taken
+  spool.submit(entry("next"), "x");
+  const std::vector<QuarantinedEntry> moved = spool.quarantine_damaged_entries();
+  ASSERT_EQ(moved.size(), 2U);
+  EXPECT_EQ(moved[0].name, "000001-junk.json.2");
+  EXPECT_EQ(moved[0].seq, 1);
+  EXPECT_TRUE(moved[0].error.starts_with(dir.file("spool/queue/000001-junk.json") +
+                                         ": not a queue entry: "));
+  EXPECT_TRUE(
+      moved[0].error.ends_with("; moved to " + dir.file("spool/quarantine/000001-junk.json.2")));
+  EXPECT_EQ(moved[1].name, "000002-a.json");
+  EXPECT_TRUE(fs::is_regular_file(dir.file("spool/quarantine/000002-a.json")));
+  EXPECT_TRUE(spool.damaged_entries().empty());
+  EXPECT_FALSE(fs::exists(dir.file("spool/active/000002-a.json")));
+  EXPECT_EQ(spool.take_next()->name, "next");
+  EXPECT_TRUE(spool.quarantine_damaged_entries().empty());
+}
+
+TEST(Spool, AnUnreadableCancelRequestStillCancels) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("a"), "x");
+  spool.submit(entry("b"), "x");
+  spool.cancel("a");
+  std::ofstream(dir.file("spool/cancel/b")) << "garbage";
+  EXPECT_EQ(names(spool.cancelled()), std::vector<std::string>{"a"});
+  EXPECT_TRUE(spool.cancel_requested("b"));
+}
+
+TEST(Spool, AGarbageSequenceFileDoesNotRestartTheNumbering) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("a"), "x");
+  spool.submit(entry("b"), "x");
+  spool.cancel("b");
+  spool.take_next();
+  spool.finish_active();  // a ran: only status.json knows its number
+  SpoolStatus status;
+  status.upsert("a", 1);
+  status.upsert("old", 7);
+  write_status_file(spool.status_path(), status);
+  std::ofstream(dir.file("spool/.sequence")) << "garbage\n";
+  EXPECT_EQ(spool.submit(entry("c"), "x").seq, 8);
+  std::ofstream(dir.file("spool/.sequence")) << "12abc\n";
+  EXPECT_EQ(spool.submit(entry("d"), "x").seq, 9);
+  fs::remove(spool.status_path());
+  std::ofstream(dir.file("spool/.sequence")) << "";
+  EXPECT_EQ(spool.submit(entry("e"), "x").seq, 10);  // c and d are queued
+  std::ofstream(dir.file("spool/.sequence")) << "20\n";
+  EXPECT_EQ(spool.submit(entry("f"), "x").seq, 21);
 }
 
 TEST(Spool, AFailureNoteIsWrittenReadAndRemoved) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 
 #include "core/error.h"
@@ -18,6 +19,8 @@
 
 namespace mpipe::serve {
 namespace {
+
+namespace fs = std::filesystem;
 
 ExperimentStatus experiment(const std::string& name, int64_t seq, ExperimentState state) {
   ExperimentStatus e;
@@ -146,6 +149,9 @@ TEST(StatusFile, TableShowsProgressAndTheEtaOrTheError) {
   running.loss = 0.25;
   running.samples_per_s = 1234.4;
   running.eta_s = 83;
+  running.stages = 2;
+  running.replicas = 4;
+  running.micro_batches = 1;
   status.experiments.push_back(running);
   ExperimentStatus failed = experiment("b", 2, ExperimentState::kFailed);
   failed.error = "exp.yaml: bad";
@@ -160,13 +166,13 @@ TEST(StatusFile, TableShowsProgressAndTheEtaOrTheError) {
   status.experiments.push_back(slow);
   EXPECT_EQ(format_status_table(status),
             "daemon: none has served this spool yet\n"
-            "NAME       STATE          STEP    LOSS  SAMPLES/S  ETA / ERROR\n"
-            "long-name  running      40/100  0.2500       1234  1m23s\n"
-            "b          failed        0/100       -          -  exp.yaml: bad\n"
-            "c          queued        0/100       -          -  -\n"
-            "d          interrupted   0/100       -          -  watchdog: lost\n"
-            "e          interrupted   0/100       -          -  -\n"
-            "f          running       0/100       -       0.42  -\n");
+            "NAME       STATE        LAYOUT    STEP    LOSS  SAMPLES/S  ETA / ERROR\n"
+            "long-name  running         2x4  40/100  0.2500       1234  1m23s\n"
+            "b          failed            -   0/100       -          -  exp.yaml: bad\n"
+            "c          queued            -   0/100       -          -  -\n"
+            "d          interrupted       -   0/100       -          -  watchdog: lost\n"
+            "e          interrupted       -   0/100       -          -  -\n"
+            "f          running           -   0/100       -       0.42  -\n");
   status.daemon = DaemonStatus{.state = "stopped",
                                .reason = "signal",
                                .pid = 7,
@@ -302,6 +308,65 @@ TEST(StatusBoard, ARunningExperimentOfADeadDaemonBecomesInterrupted) {
   EXPECT_EQ(written.experiments.at(0).state, ExperimentState::kInterrupted);
   EXPECT_EQ(written.daemon->state, "serving");
   EXPECT_EQ(written.daemon->ranks, 2);
+}
+
+TEST(StatusFile, StatusIsShownWhateverTheSpoolHolds) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("a"), "x");
+  std::ofstream(spool.status_path()) << "\x01garbage";
+  std::ofstream(dir.file("spool/queue/000007-junk.json")) << "{}";
+  fs::create_directories(spool.run_dir("a"));
+  std::vector<std::string> problems;
+  SpoolStatus status = spool_status_for_display(spool, problems);
+  ASSERT_EQ(problems.size(), 1U);
+  EXPECT_EQ(problems[0], spool.status_path() +
+                             ": not a status file: not valid JSON; showing what the spool's "
+                             "folders hold");
+  ASSERT_EQ(status.experiments.size(), 2U);
+  EXPECT_EQ(status.experiments[0].name, "a");
+  EXPECT_EQ(status.experiments[0].state, ExperimentState::kQueued);
+  EXPECT_EQ(status.experiments[1].name, "000007-junk.json");
+  EXPECT_EQ(status.experiments[1].seq, 7);
+  EXPECT_EQ(status.experiments[1].state, ExperimentState::kFailed);
+  EXPECT_TRUE(status.experiments[1].error.starts_with(dir.file("spool/queue/000007-junk.json") +
+                                                      ": not a queue entry: "));
+  spool.take_next();  // a is active, with a damaged failure note
+  std::ofstream(spool.failure_note_path("a")) << "garbage";
+  problems.clear();
+  status = spool_status_for_display(spool, problems);
+  ASSERT_EQ(problems.size(), 2U);
+  EXPECT_TRUE(problems[1].starts_with(spool.failure_note_path("a") + ": not a failure note: "));
+}
+
+TEST(StatusBoard, ADamagedStatusFileIsQuarantinedAndANewOneStarted) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  spool.submit(entry("a"), "x");
+  std::ofstream(spool.status_path()) << "{}";
+  const StatusBoard board(spool, 2);
+  EXPECT_EQ(board.status().experiments.at(0).name, "a");
+  EXPECT_EQ(read_status_file(spool.status_path()).experiments.at(0).name, "a");
+  std::ifstream moved(dir.file("spool/quarantine/status.json"));
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(moved), {}), "{}");
+}
+
+TEST(StatusBoard, AQuarantinedEntryIsRecordedAsFailedAndALayoutAsPlanned) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  const QueueEntry a = spool.submit(entry("a"), "x");
+  StatusBoard board(spool, 4);
+  board.quarantined({.name = "000009-x.json", .seq = 9, .error = "bad; moved to q"});
+  board.started(a);
+  board.planned("a", 2, 2, 3);
+  const SpoolStatus written = read_status_file(spool.status_path());
+  ASSERT_EQ(written.experiments.size(), 2U);
+  EXPECT_EQ(written.experiments[0].stages, 2);
+  EXPECT_EQ(written.experiments[0].replicas, 2);
+  EXPECT_EQ(written.experiments[0].micro_batches, 3);
+  EXPECT_EQ(written.experiments[1].name, "000009-x.json");
+  EXPECT_EQ(written.experiments[1].state, ExperimentState::kFailed);
+  EXPECT_EQ(written.experiments[1].error, "bad; moved to q");
 }
 
 TEST(StatusBoard, RecordsAnExperimentFromStartToEnd) {
