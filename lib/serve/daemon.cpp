@@ -15,10 +15,10 @@
 #include "core/file_lock.h"
 #include "core/host_clock.h"
 #include "core/memory_account.h"
+#include "job/train_job.h"
 #include "log/logging.h"
 #include "serve/spool.h"
 #include "serve/status_board.h"
-#include "serve/train_job.h"
 
 namespace mpipe::serve {
 namespace {
@@ -210,14 +210,15 @@ class Daemon {
       comm::agree(world_, [&] {
         config_path = spool_.write_experiment_file(name, action["yaml"].get<std::string>());
       });
-      const TrainInputs inputs{
+      const job::TrainInputs inputs{
           .config_path = config_path,
           .overrides = action["overrides"].get<std::vector<std::string>>(),
           .run_dir = run_dir,
           .export_path = (std::filesystem::path(run_dir) / "weights.safetensors").string(),
           .resuming = true,
           .any_world = true};
-      const TrainOutcome outcome = run_train_job(inputs, run_options(name, cancel_seen), world_);
+      const job::TrainOutcome outcome =
+          job::run_train_job(inputs, run_options(name, cancel_seen), world_);
       ending = ending_of(outcome.result, !world_.all_true(!cancel_seen));
     } catch (const AgreedError& e) {
       ending = {.state = ExperimentState::kFailed, .error = e.what()};

@@ -14,7 +14,7 @@
 #include "config/experiment.h"
 #include "data/dataset.h"
 
-namespace mpipe::serve {
+namespace mpipe::job {
 
 struct TrainInputs {
   std::string config_path;
@@ -62,4 +62,4 @@ void plan_for_any_world(config::Experiment& experiment);
 config::Experiment check_experiment_for_any_world(const std::string& config_path,
                                                   const std::vector<std::string>& overrides);
 
-}  // namespace mpipe::serve
+}  // namespace mpipe::job

@@ -1,6 +1,6 @@
 // run_train_job: preflight_train, the run directory's lock, then train::run_training with the
 // experiment's log level (and the MPI progress thread if it asks for one).
-#include "serve/train_job.h"
+#include "job/train_job.h"
 
 #include <omp.h>
 #include <sched.h>
@@ -18,7 +18,7 @@
 #include "log/logging.h"
 #include "train/run_checkpoint.h"
 
-namespace mpipe::serve {
+namespace mpipe::job {
 namespace {
 
 // The progress thread pays off only on a core beside the rank's compute threads: warns when the
@@ -81,4 +81,4 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
   return {.experiment = std::move(checked.experiment), .result = std::move(result)};
 }
 
-}  // namespace mpipe::serve
+}  // namespace mpipe::job

@@ -1,5 +1,5 @@
 // Preflight checks of a training run: config, topology, partition, memory, data, paths.
-#include "serve/preflight.h"
+#include "job/preflight.h"
 
 #include <unistd.h>
 
@@ -22,7 +22,7 @@
 #include "train/pipeline_plan.h"
 #include "train/trainer.h"
 
-namespace mpipe::serve {
+namespace mpipe::job {
 namespace {
 
 namespace fs = std::filesystem;
@@ -208,4 +208,4 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
   return experiment;
 }
 
-}  // namespace mpipe::serve
+}  // namespace mpipe::job
