@@ -13,6 +13,7 @@
 #include "comm/communicator.h"
 #include "config/experiment.h"
 #include "data/dataset.h"
+#include "train/pipeline_plan.h"
 
 namespace mpipe::job {
 
@@ -30,6 +31,7 @@ struct TrainInputs {
 struct PreflightResult {
   config::Experiment experiment;
   std::unique_ptr<data::Dataset> dataset;
+  train::RunPlan plan;  // this rank's place, the model's shapes, the pipeline plan
 };
 
 // Why this CPU (`cpuinfo`: the text of /proc/cpuinfo) cannot run the experiment's

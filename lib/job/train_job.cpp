@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <utility>
 
 #include "checkpoint/run_lock.h"
 #include "comm/agree.h"
@@ -75,8 +76,8 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
     spdlog::debug("MPI progress thread started (a call into MPI every {} us)",
                   comm::ProgressThread::kDefaultPause.count());
   });
-  train::RunResult result =
-      train::run_training(checked.experiment, *checked.dataset, options, world, kernels);
+  train::RunResult result = train::run_training(checked.experiment, *checked.dataset,
+                                                std::move(checked.plan), options, world, kernels);
   if (progress) progress->stop();
   return {.experiment = std::move(checked.experiment), .result = std::move(result)};
 }
