@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/memory_account.h"
 #include "data/dataset.h"
+#include "job/train_job.h"
 #include "kernels/context.h"
 #include "log/logging.h"
 #include "log/progress.h"
@@ -35,7 +36,6 @@
 #include "serve/spool.h"
 #include "serve/status_file.h"
 #include "serve/submit.h"
-#include "serve/train_job.h"
 #include "startup.h"
 #include "train/data_contract.h"
 #include "train/generator.h"
@@ -289,12 +289,12 @@ int Commands::train(const comm::Communicator& world) {
                             .progress = stdout,
                             .progress_in_place = progress_in_place(),
                             .stop_requested = stop_requested};
-  const train::RunResult result = serve::run_train_job({.config_path = config_path_,
-                                                        .overrides = overrides_,
-                                                        .run_dir = run_dir,
-                                                        .export_path = export_path,
-                                                        .resuming = resume_ || resume_or_start_},
-                                                       std::move(options), world)
+  const train::RunResult result = job::run_train_job({.config_path = config_path_,
+                                                      .overrides = overrides_,
+                                                      .run_dir = run_dir,
+                                                      .export_path = export_path,
+                                                      .resuming = resume_ || resume_or_start_},
+                                                     std::move(options), world)
                                       .result;
   if (world.rank() == 0) {
     if (result.preempted) {

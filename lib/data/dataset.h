@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,6 +42,11 @@ class Dataset {
                         int64_t step) const = 0;
   // [indices.size(), ...target_shape()]; class indices are stored as floats.
   virtual Tensor targets(Split split, std::span<const int64_t> indices) const = 0;
+  // Byte-level text: the entropy of the validation split's bytes in bits per character, the loss
+  // (over ln 2) of the best model that ignores context. A run over such data reports its
+  // validation losses in bits per character beside it and ends with a sample of generated text.
+  // nullopt for other data.
+  virtual std::optional<double> text_baseline_bits() const { return std::nullopt; }
 
   DataSchema schema() const;
 };

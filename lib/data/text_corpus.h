@@ -47,6 +47,9 @@ class TextCorpus : public Dataset {
   Tensor inputs(Split split, std::span<const int64_t> indices, uint64_t seed,
                 int64_t step) const override;
   Tensor targets(Split split, std::span<const int64_t> indices) const override;
+  std::optional<double> text_baseline_bits() const override {
+    return unigram_entropy_bits(Split::kTest);
+  }
 
   // The bytes of a split.
   std::string_view text(Split split) const;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "core/error.h"
 
@@ -88,6 +89,19 @@ void MetricsWriter::eval(int64_t step, const std::string& split, double loss, do
 void MetricsWriter::write_summary(const nlohmann::json& summary) {
   create_run_dir();
   replace_file(summary_path(), summary.dump(2) + "\n");
+}
+
+double MetricsWriter::last_train_loss() const {
+  double loss = std::numeric_limits<double>::quiet_NaN();
+  std::ifstream in(metrics_path());
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!record.is_object() || record.contains("split")) continue;  // an eval record or a torn line
+    const auto found = record.find("loss");
+    if (found == record.end()) continue;
+    loss = found->is_number() ? found->get<double>() : std::numeric_limits<double>::quiet_NaN();
+  }
+  return loss;
 }
 
 int64_t MetricsWriter::keep_records_through(int64_t step) {

@@ -32,6 +32,9 @@ class MetricsWriter {
   // the first record; no file, nothing to do. Returns how many lines it dropped.
   int64_t keep_records_through(int64_t step);
 
+  // The loss of metrics.jsonl's last train record; NaN when there is none (or it was null).
+  double last_train_loss() const;
+
   std::string metrics_path() const;
   std::string summary_path() const;
 

@@ -1,6 +1,6 @@
-// Layer: the interface every pipeline-placeable layer implements. Layers hold parameters
-// (as views into their stage's parameter buffer), never activations: forward returns what
-// backward needs, and the caller (a pipeline stage) stores it per micro-batch.
+// Layer: the interface every pipeline-placeable layer implements. Layers hold parameters (views
+// into their stage's buffer); forward returns what backward needs, which the stage keeps per
+// micro-batch (except a linear layer with batched weight gradients: it keeps the step's inputs).
 #pragma once
 
 #include <cstdint>

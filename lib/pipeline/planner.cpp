@@ -242,16 +242,64 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   out.largest_stage_share = compute > 0 ? largest / compute : 1.0;
 }
 
-// The first stage over the limit, as one line.
+// Each stage's predicted peak while evaluating batches of `batch` examples: forward only, one
+// micro-batch at a time, with the whole batch's input data on the first stage, activations
+// received ahead (all but the first stage) and sends in flight (on the last stage, where
+// nothing is sent, they stand for the loss's temporaries of the same size: measured equal).
+std::vector<model::StageMemory> evaluation_memory(const Context& c,
+                                                  const std::vector<StagePlan>& stages,
+                                                  int64_t batch) {
+  const int64_t parts = std::min<int64_t>(c.request.pipeline.micro_batches, batch);
+  const model::MemoryModel memory(c.memory.costs(), (batch + parts - 1) / parts,
+                                  c.request.optimizer_slots, c.request.allocator);
+  std::vector<model::StageMemory> out;
+  for (int s = 0; s < c.num_stages; ++s) {
+    const bool first = s == 0;
+    const model::StashProfile moment{.inputs = first ? static_cast<int>(parts) : 0,
+                                     .backward = false,
+                                     .receiving_activations = true,
+                                     .receives_ahead = first ? 0 : model::kReceivesAhead,
+                                     .sends = model::kSendsInFlight};
+    const LayerRange& r = stages[static_cast<size_t>(s)].layers;
+    out.push_back(memory.stage(r.begin, r.end, moment, first, s == c.num_stages - 1));
+  }
+  return out;
+}
+
+bool fits(const Context& c, const std::vector<model::StageMemory>& stages) {
+  return std::ranges::all_of(stages,
+                             [&](const model::StageMemory& m) { return m.total() <= *c.limit; });
+}
+
+// The evaluation of batches too large for the limit, as one line with the largest that fits.
+std::string evaluation_over_limit_message(const Context& c, const PipelinePlan& out) {
+  const auto over = std::ranges::find_if(
+      out.stages, [&](const StagePlan& stage) { return stage.evaluation.total() > *c.limit; });
+  if (over == out.stages.end()) return "";
+  int64_t fitting = 0, too_large = c.request.eval_batch_size;  // the largest that fits: bisected
+  while (too_large - fitting > 1) {
+    const int64_t middle = fitting + (too_large - fitting) / 2;
+    (fits(c, evaluation_memory(c, out.stages, middle)) ? fitting : too_large) = middle;
+  }
+  return fmt::format(
+      "{}: evaluation batches of {} examples need {} on stage {} ({}), over the limit of {} ({}); "
+      "{}",
+      c.request.eval_batch_where, c.request.eval_batch_size, format_bytes(over->evaluation.total()),
+      over - out.stages.begin(), layer_span(over->layers), format_bytes(*c.limit),
+      c.request.memory_limit_where,
+      fitting > 0 ? fmt::format("at most {} fit", fitting) : "not even one example fits");
+}
+
+// The first stage whose training is over the limit, or else the evaluation, as one line.
 std::string over_limit_message(const Context& c, const PipelinePlan& out) {
   for (size_t s = 0; s < out.stages.size(); ++s) {
     const StagePlan& stage = out.stages[s];
-    if (stage.fits) continue;
+    if (stage.memory.total() <= *c.limit) continue;
     return fmt::format("{}: stage {} ({}) needs {}, over the limit of {}",
                        c.request.memory_limit_where, s, layer_span(stage.layers),
                        format_bytes(stage.memory.total()), format_bytes(*c.limit));
   }
-  return "";
+  return evaluation_over_limit_message(c, out);
 }
 
 // The plan without advice.
@@ -299,7 +347,15 @@ PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& pla
   for (size_t s = 0; s < ranges.size(); ++s) {
     out.stages.push_back(plan_stage(c, ranges[s], static_cast<int>(s)));
   }
-  if (out.problem.empty()) out.problem = over_limit_message(c, out);
+  if (request.eval_batch_size > 0) {
+    const std::vector<model::StageMemory> evaluation =
+        evaluation_memory(c, out.stages, request.eval_batch_size);
+    for (size_t s = 0; s < out.stages.size(); ++s) {
+      out.stages[s].evaluation = evaluation[s];
+      out.stages[s].fits = out.stages[s].fits && (!c.limit || evaluation[s].total() <= *c.limit);
+    }
+  }
+  if (out.problem.empty() && c.limit) out.problem = over_limit_message(c, out);
   simulate_step(c, out);
   return out;
 }
@@ -370,8 +426,8 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
     }
     advice.push_back(line);
   }
-  if (!out.fits() && request.pipeline.memory_limit > 0) {
-    const auto limit = static_cast<double>(request.pipeline.memory_limit);
+  const auto limit = static_cast<double>(request.pipeline.memory_limit);
+  if (!out.fits() && request.pipeline.memory_limit > 0 && largest_peak(out) > limit) {
     const double over = largest_peak(out) - limit;
     std::string line = fmt::format("the largest stage exceeds the limit by {}", format_bytes(over));
     if (pipe.partition_mode != PartitionMode::kAuto) {

@@ -1,7 +1,8 @@
 // Planner: the one function that decides which layers each stage owns (uniform, manual, or the
 // exact min-max partition of predicted stage times under a memory limit) and predicts each
-// stage's compute and peak memory, the bubble, the step time and the throughput. Pure (no MPI):
-// `mpipe train` (every rank), its preflight and `mpipe plan` call it alike, so they agree.
+// stage's compute and peak memory (training and evaluation), the bubble, the step time and the
+// throughput. Pure (no MPI): `mpipe train`'s preflight (every rank, which hands the plan to the
+// trainer) and `mpipe plan` call it alike, so they agree.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,10 @@ struct PlanRequest {
   MachineRates rates = {};
   std::string partition_where;     // "exp.yaml:20: pipeline.partition", for errors
   std::string memory_limit_where;  // "exp.yaml:21: pipeline.memory_limit"
+  // Examples per evaluation batch (each split into M micro-batches, evaluated forward only by one
+  // replica); 0: evaluation is not planned.
+  int64_t eval_batch_size = 0;
+  std::string eval_batch_where;  // "exp.yaml:9: train.eval_batch_size"
   // How the run's malloc rounds each tensor (the memory limit is on the bytes the memory account
   // counts): by default from this process's environment, which `mpipe train` and `mpipe plan`
   // share under one launcher.
@@ -51,7 +56,9 @@ struct StagePlan {
   double optimizer_s = 0.0;   // zeroing, clipping and the optimizer update of its parameters
   model::StashProfile stash;  // the moment of the peak
   model::StageMemory memory;
-  bool fits = true;  // within the memory limit (always without one)
+  // The predicted peak while evaluating (none when evaluation is not planned).
+  model::StageMemory evaluation;
+  bool fits = true;  // training and evaluation within the memory limit (always without one)
 };
 
 struct PipelinePlan {

@@ -16,11 +16,10 @@
 #include "core/file_lock.h"
 #include "core/host_clock.h"
 #include "core/memory_account.h"
+#include "job/train_job.h"
 #include "log/logging.h"
 #include "serve/spool.h"
 #include "serve/status_board.h"
-#include "serve/train_job.h"
-#include "train/trainer.h"
 
 namespace mpipe::serve {
 namespace {
@@ -210,9 +209,8 @@ class Daemon {
       return cancel_seen;
     };
     auto total_steps = std::make_shared<int64_t>(0);
-    options.on_planned = [this, name, total_steps](const config::Experiment& experiment) {
-      const comm::Topology layout =
-          train::resolve_topology(experiment.pipeline, world_.rank(), world_.size());
+    options.on_planned = [this, name, total_steps](const config::Experiment& experiment,
+                                                   const comm::Topology& layout) {
       board_->planned(name, layout.num_stages, layout.num_replicas,
                       experiment.pipeline.micro_batches);
       *total_steps = experiment.train.steps;
@@ -249,14 +247,14 @@ class Daemon {
       comm::agree(world_, [&] {
         config_path = spool_.write_experiment_file(name, action["yaml"].get<std::string>());
       });
-      const TrainInputs inputs{
+      const job::TrainInputs inputs{
           .config_path = config_path,
           .overrides = action["overrides"].get<std::vector<std::string>>(),
           .run_dir = run_dir,
           .export_path = (std::filesystem::path(run_dir) / "weights.safetensors").string(),
           .resuming = true,
           .any_world = true};
-      const TrainOutcome outcome = run_train_job(
+      const job::TrainOutcome outcome = job::run_train_job(
           inputs, run_options(name, cancel_seen, experiment_log ? &*experiment_log : nullptr),
           world_);
       ending = ending_of(outcome.result, !world_.all_true(!cancel_seen));

@@ -6,14 +6,14 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "serve/preflight.h"
+#include "job/preflight.h"
 
 namespace mpipe::serve {
 
 QueueEntry submit_experiment(const Submission& submission) {
   if (!submission.name.empty()) check_experiment_name(submission.name);
   const config::Experiment experiment =
-      check_experiment_for_any_world(submission.config_path, submission.overrides);
+      job::check_experiment_for_any_world(submission.config_path, submission.overrides);
   std::ifstream in(submission.config_path);
   check_input(in.good(), "{}: cannot open file", submission.config_path);
   std::stringstream text;

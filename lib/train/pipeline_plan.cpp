@@ -16,7 +16,11 @@ pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                 .optimizer_slots = optimizer_slots(experiment.optimizer),
                                 .rates = {},
                                 .partition_where = experiment.where("pipeline.partition"),
-                                .memory_limit_where = experiment.where("pipeline.memory_limit")};
+                                .memory_limit_where = experiment.where("pipeline.memory_limit"),
+                                .eval_batch_size = experiment.train.eval_batch_size > 0
+                                                       ? experiment.train.eval_batch_size
+                                                       : experiment.train.batch_size,
+                                .eval_batch_where = experiment.where("train.eval_batch_size")};
   request.pipeline.stages = num_stages;
   request.pipeline.data_parallel = num_replicas;
   return pipeline::plan_pipeline(experiment.model, plan, request);

@@ -1,7 +1,8 @@
-// The pipeline plan of an experiment: the single call through which `mpipe train` (every rank),
-// its preflight and `mpipe plan` choose the partition, so all three agree.
+// The pipeline plan of an experiment: the single call through which `mpipe train`'s preflight
+// (every rank, handing it to the trainer) and `mpipe plan` choose the partition, so both agree.
 #pragma once
 
+#include "comm/topology.h"
 #include "config/experiment.h"
 #include "model/model_builder.h"
 #include "optim/optimizer_config.h"
@@ -11,6 +12,14 @@ namespace mpipe::train {
 
 // Floats of optimizer state per parameter: SGD 1 with momentum (else 0), Adam and AdamW 2.
 int optimizer_slots(const optim::OptimizerConfig& optimizer);
+
+// What preflight planned for a run on its world, handed to the trainer as it is: this rank's
+// place, the model's shapes and the pipeline plan (partition, recompute mode, predictions).
+struct RunPlan {
+  comm::Topology topology;
+  model::ModelPlan model;
+  pipeline::PipelinePlan pipeline;
+};
 
 // The plan for K = num_stages stages and D = num_replicas replicas (experiment.pipeline's
 // `auto` counts resolved by the caller). Errors name the experiment's keys.

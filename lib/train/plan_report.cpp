@@ -119,6 +119,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                       {"compute_s", stage.compute_s},
                       {"optimizer_s", stage.optimizer_s},
                       {"peak_bytes", m.total()},
+                      {"evaluation_peak_bytes", stage.evaluation.total()},
                       {"fits", stage.fits},
                       {"memory",
                        {{"params", m.params},

@@ -156,13 +156,20 @@ ResumePoint RunCheckpoints::resume() {
     meta = store_.read_meta(step);
     check_settings(meta, step);
   });
-  if (step >= experiment_.train.steps) {
-    if (is_root) {
-      spdlog::info("{}: already finished at step {} (train.steps = {}); nothing to do",
-                   options_.run_dir, step, experiment_.train.steps);
-    }
-    return {.step = step, .finished = true};
-  }
+  if (step >= experiment_.train.steps) return {.step = step, .finished = true};
+  load(step, meta);
+  drop_metrics_after(step);
+  if (is_root) spdlog::info("resumed from step {} ({})", step, store_.step_dir(step));
+  return {.step = step};
+}
+
+void RunCheckpoints::load(int64_t step) {
+  nlohmann::json meta;
+  comm::agree(world_, [&] { meta = store_.read_meta(step); });
+  load(step, meta);
+}
+
+void RunCheckpoints::load(int64_t step, const nlohmann::json& meta) {
   comm::agree(world_, [&] {
     load_stage_state(
         trainer_.stage(), trainer_.optimizer(),
@@ -170,9 +177,6 @@ ResumePoint RunCheckpoints::resume() {
         store_.step_dir(step));
     trainer_.optimizer().set_steps_taken(optimizer_steps(meta, store_.meta_path(step)));
   });
-  drop_metrics_after(step);
-  if (is_root) spdlog::info("resumed from step {} ({})", step, store_.step_dir(step));
-  return {.step = step};
 }
 
 void RunCheckpoints::check_settings(const nlohmann::json& meta, int64_t step) const {

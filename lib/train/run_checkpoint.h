@@ -19,7 +19,7 @@ namespace mpipe::train {
 // Where a run starts.
 struct ResumePoint {
   int64_t step = 0;       // steps already done: 0 for a new run
-  bool finished = false;  // the checkpoint has train.steps steps (or more): nothing to do
+  bool finished = false;  // the checkpoint has train.steps steps (or more): not loaded
 };
 
 // --resume needs a committed checkpoint in `run_dir`. Throws InputError saying what was found:
@@ -38,8 +38,11 @@ class RunCheckpoints {
   // committed step (none: an error for kRequired, an info line for kIfPresent), every rank
   // checks the settings it was saved with against this run's (refusing changes the training
   // depends on), and unless it already has train.steps steps, loads it, verified, and drops
-  // metrics.jsonl's records after it.
+  // metrics.jsonl's records after it. A finished one is not loaded (load does that on demand).
   ResumePoint resume();
+
+  // Loads committed step `step` into the stage and optimizer, verified.
+  void load(int64_t step);
 
   // Saves the state after `steps_done` steps. Nothing is written if any stage holds a
   // non-finite value. Each stage of replica 0 writes its shard durably and reports its size
@@ -51,6 +54,7 @@ class RunCheckpoints {
  private:
   checkpoint::Settings settings() const;
   void check_settings(const nlohmann::json& meta, int64_t step) const;
+  void load(int64_t step, const nlohmann::json& meta);
   std::vector<checkpoint::ShardRecord> gather_shard_records(const checkpoint::ShardRecord* mine,
                                                             int64_t step) const;
   void drop_metrics_after(int64_t step) const;

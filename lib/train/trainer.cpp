@@ -13,10 +13,8 @@
 #include "core/error.h"
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
-#include "pipeline/batch_split.h"
 #include "pipeline/schedule.h"
 #include "train/finite_check.h"
-#include "train/pipeline_plan.h"
 
 namespace mpipe::train {
 namespace {
@@ -64,22 +62,20 @@ comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int worl
   return comm::make_topology(world_rank, world_size, stages, replicas);
 }
 
-Trainer::Trainer(const config::Experiment& experiment, const comm::Communicator& world,
-                 kernels::KernelContext& kernels, const data::Dataset& dataset)
+Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
+                 const comm::Communicator& world, kernels::KernelContext& kernels,
+                 const data::Dataset& dataset)
     : experiment_(experiment),
       world_(world),
       kernels_(kernels),
       dataset_(dataset),
-      topology_(resolve_topology(experiment.pipeline, world.rank(), world.size())),
+      topology_(plan.topology),
       groups_(comm::split_world(world, topology_)),
-      plan_(model::plan_model(experiment.model, dataset.input_shape())),
+      plan_(std::move(plan.model)),
+      pipeline_plan_(std::move(plan.pipeline)),
+      range_(pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain)) {
   const auto& pipe = experiment.pipeline;
-  pipeline::check_batch_split(experiment.train.batch_size, pipe.micro_batches,
-                              topology_.num_replicas, experiment.where("train.batch_size"));
-  pipeline_plan_ = plan_experiment(experiment, plan_, topology_.num_stages, topology_.num_replicas);
-  check_input(pipeline_plan_.fits(), "{}", pipeline_plan_.problem);
-  range_ = pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers;
   stage_ = std::make_unique<pipeline::Stage>(
       model::build_layers(experiment.model, dataset.input_shape(), range_.begin, range_.end),
       pipeline_plan_.recompute, pipe.micro_batches, pipeline::resolve_weight_grads(pipe));

@@ -21,6 +21,7 @@
 #include "pipeline/op.h"
 #include "pipeline/planner.h"
 #include "pipeline/stage.h"
+#include "train/pipeline_plan.h"
 
 namespace mpipe::train {
 
@@ -51,9 +52,10 @@ comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int worl
 
 class Trainer {
  public:
-  // Collective over `world`: splits it into pipeline and data-parallel groups, builds this
-  // rank's stage and initializes its weights from the seed.
-  Trainer(const config::Experiment& experiment, const comm::Communicator& world,
+  // Collective over `world`: splits it into pipeline and data-parallel groups as `plan` (the
+  // preflight's, for this world) lays them out, builds this rank's stage and initializes its
+  // weights from the seed.
+  Trainer(const config::Experiment& experiment, RunPlan plan, const comm::Communicator& world,
           kernels::KernelContext& kernels, const data::Dataset& dataset);
 
   StepReport step(int64_t step);

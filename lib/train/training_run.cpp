@@ -1,13 +1,22 @@
-// The training loop around Trainer::step: logging, evaluation, checkpoints, resume, export.
+// The training loop around Trainer::step, one named phase each: the step, the logging window,
+// the checkpoint, the evaluation, the agreed stop; then the end of the run (final checkpoint
+// first, evaluation, export, summary), which resuming a finished run redoes if its outputs are
+// missing.
 #include "train/training_run.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <numbers>
 #include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "checkpoint/safetensors.h"
 #include "comm/agree.h"
@@ -18,7 +27,6 @@
 #include "core/memory_account.h"
 #include "core/system_memory.h"
 #include "data/dataset.h"
-#include "data/text_corpus.h"
 #include "log/metrics_writer.h"
 #include "log/progress.h"
 #include "train/generator.h"
@@ -40,17 +48,6 @@ constexpr MemoryActivity kExport = MemoryActivity::part("the weight export");
 EvalReport evaluate(Trainer& trainer, int64_t step) {
   const MemoryActivityScope label(kEvaluation);
   return trainer.evaluate(step);
-}
-
-void save(RunCheckpoints& checkpoints, int64_t step) {
-  const MemoryActivityScope label(kCheckpoint);
-  checkpoints.save(step);
-}
-
-// Bits per character of a text model's loss (nats per byte); empty for other datasets.
-std::optional<double> bits_per_char(const config::Experiment& experiment, double loss) {
-  if (experiment.data.kind != data::DatasetKind::kText) return std::nullopt;
-  return loss / std::numbers::ln2;
 }
 
 double seconds_since(Clock::time_point start) {
@@ -84,7 +81,6 @@ void log_step_times(const StepReport& report, int64_t step, const comm::Topology
       1e3 * report.times.send_s, 1e3 * report.allreduce_s, 1e3 * report.step_s);
 }
 
-// The summary.json of a finished run.
 // Measured memory per stage of the first replica, in stage order.
 struct StageMemoryUse {
   std::vector<double> activation_bytes;  // the peak of activations stored between F and B
@@ -109,7 +105,11 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
       {"final_eval_loss", result.final_eval_loss},
       {"final_eval_accuracy", result.final_eval_accuracy},
       {"wall_time_s", wall_s},
-      {"samples_per_s", static_cast<double>(steps_run * experiment.train.batch_size) / wall_s},
+      // null when no step ran (a finished run whose outputs a resume wrote)
+      {"samples_per_s",
+       steps_run > 0
+           ? nlohmann::json(static_cast<double>(steps_run * experiment.train.batch_size) / wall_s)
+           : nlohmann::json(nullptr)},
       {"stages", topo.num_stages},
       {"data_parallel", topo.num_replicas},
       {"micro_batches", experiment.pipeline.micro_batches},
@@ -155,165 +155,291 @@ MemoryLimitScope memory_limit(const config::Experiment& experiment, const comm::
                                       format_bytes(static_cast<double>(limit), 2), where));
 }
 
+// Which end-of-run outputs a finished run lacks, as said in the log: "summary.json", "the
+// export w.safetensors"; empty when it has them all.
+std::vector<std::string> missing_outputs(const RunOptions& options) {
+  std::vector<std::string> missing;
+  if (!std::filesystem::exists(log::MetricsWriter(options.run_dir).summary_path())) {
+    missing.emplace_back("summary.json");
+  }
+  if (!options.export_weights.empty() && !std::filesystem::exists(options.export_weights)) {
+    missing.push_back(fmt::format("the export {}", options.export_weights));
+  }
+  return missing;
+}
+
+// One run on this rank: its phases are the methods, collective over the world where they say.
+class TrainingRun {
+ public:
+  TrainingRun(const config::Experiment& experiment, const data::Dataset& dataset, RunPlan plan,
+              const RunOptions& options, const comm::Communicator& world,
+              kernels::KernelContext& kernels)
+      : experiment_(experiment),
+        dataset_(dataset),
+        options_(options),
+        world_(world),
+        kernels_(kernels),
+        is_root_(world.rank() == 0),
+        trainer_(experiment, std::move(plan), world, kernels, dataset),
+        limit_(memory_limit(experiment, trainer_.topology(), world.rank())),
+        checkpoints_(trainer_, experiment, options, world),
+        nonfinite_(experiment.train) {}
+
+  RunResult run() {
+    announce();
+    const ResumePoint resumed = checkpoints_.resume();
+    committed_step_ = resumed.step;
+    if (resumed.finished) return complete_finished_run(resumed.step);
+    first_step_ = resumed.step;
+    open_outputs();
+    if (is_root_ && options_.progress) {
+      progress_.emplace(options_.progress, options_.progress_in_place, experiment_.train.steps,
+                        first_step_, options_.progress_label);
+    }
+    int64_t step = first_step_;
+    bool stopped = false;
+    while (step < experiment_.train.steps && !stopped) {
+      // The step's waits (and its logging and stop check) get comm.timeout; the evaluations and
+      // checkpoints inside take their own, longer deadline.
+      const comm::WatchScope watch(world_, fmt::format("step {}", step + 1),
+                                   comm::WaitPhase::kStep);
+      const std::string step_name = fmt::format("step {} (outside the layers)", step + 1);
+      const MemoryActivity step_activity = MemoryActivity::part(step_name);
+      const MemoryActivityScope label(step_activity);
+      const StepReport report = train_step(step);
+      const int64_t done = ++step;
+      log_window(done, report);
+      checkpoint_if_due(done);
+      evaluate_if_due(done);
+      stopped = agreed_stop(done);
+    }
+    if (progress_) progress_->finish();
+    if (!stopped) return end_of_run(step);
+    RunResult result;
+    result.steps_done = step;
+    result.preempted = true;
+    result.final_train_loss = train_loss_;
+    return result;
+  }
+
+ private:
+  // rank 0: what runs, in one line.
+  void announce() const {
+    if (!is_root_) return;
+    const comm::Topology& topo = trainer_.topology();
+    spdlog::info(
+        "{}: {}, {} parameters, {} x {}, {} of {}, {}", experiment_.source,
+        counted(std::ssize(trainer_.plan().layers), "layer"), trainer_.plan().num_params(),
+        counted(topo.num_stages, "stage"), counted(topo.num_replicas, "replica"),
+        counted(experiment_.pipeline.micro_batches, "micro-batch", "micro-batches"),
+        experiment_.train.batch_size / topo.num_replicas / experiment_.pipeline.micro_batches,
+        kernels::to_string(kernels_.precision()));
+  }
+
+  // The clocks, the text baseline and metrics.jsonl, before the first step (or the end).
+  void open_outputs() {
+    start_ = window_start_ = Clock::now();
+    text_baseline_ = dataset_.text_baseline_bits();
+    if (is_root_ && text_baseline_) {
+      spdlog::info("validation text: unigram entropy {:.3f} bits/char (a model must beat this)",
+                   *text_baseline_);
+    }
+    if (is_root_) metrics_.emplace(options_.run_dir);
+  }
+
+  // The step phase: Trainer::step and what it reports (throws when a non-finite step must stop
+  // the run).
+  StepReport train_step(int64_t step) {
+    StepReport report = trainer_.step(step);
+    if (spdlog::should_log(spdlog::level::debug)) log_step_times(report, step, trainer_.topology());
+    nonfinite_.record(report, is_root_);
+    if (report.finite) window_.add(report.loss);
+    ++window_steps_;
+    return report;
+  }
+
+  // The logging window: at every log.every steps and the last, rank 0 writes the window's mean
+  // loss to metrics.jsonl and the progress line (a full disk stops every rank with its message).
+  void log_window(int64_t done, const StepReport& report) {
+    const auto& train = experiment_.train;
+    if (done % experiment_.log.every != 0 && done != train.steps) return;
+    const double samples_per_s =
+        static_cast<double>(window_steps_ * train.batch_size) / seconds_since(window_start_);
+    train_loss_ = window_.mean();
+    comm::agree(world_, [&] {
+      if (!is_root_) return;
+      metrics_->train(done, train_loss_, report.lr, samples_per_s, nonfinite_.total());
+      const log::ProgressRecord record{.step = done,
+                                       .loss = train_loss_,
+                                       .lr = report.lr,
+                                       .samples_per_s = samples_per_s,
+                                       .elapsed_s = seconds_since(start_)};
+      if (progress_) progress_->update(record);
+      if (options_.on_progress) {
+        options_.on_progress(record, log::estimate_eta_s(record, train.steps, first_step_));
+      }
+    });
+    window_start_ = Clock::now();
+    window_steps_ = 0;
+    window_ = {};
+  }
+
+  // The checkpoint phase: at every checkpoint.every steps, before that step's evaluation.
+  void checkpoint_if_due(int64_t done) {
+    const int64_t every = experiment_.checkpoint.every;
+    if (every > 0 && done % every == 0) save(done);
+  }
+
+  // Commits the state after `done` steps (once).
+  void save(int64_t done) {
+    if (committed_step_ == done) return;
+    const MemoryActivityScope label(kCheckpoint);
+    checkpoints_.save(done);
+    committed_step_ = done;
+  }
+
+  // The evaluation phase: at every train.eval_every steps but the last (the end of the run
+  // evaluates that one).
+  void evaluate_if_due(int64_t done) {
+    const auto& train = experiment_.train;
+    if (train.eval_every <= 0 || done % train.eval_every != 0 || done == train.steps) return;
+    const EvalReport eval = evaluate(trainer_, done - 1);
+    comm::agree(world_, [&] {
+      if (!is_root_) return;
+      metrics_->eval(done, "test", eval.loss, eval.accuracy, bits_per_char(eval.loss));
+      if (progress_) progress_->finish();  // an in-place progress line ends before this one
+      spdlog::info("{}", log::format_evaluation({.step = done,
+                                                 .loss = eval.loss,
+                                                 .accuracy = eval.accuracy,
+                                                 .bits_per_char = bits_per_char(eval.loss),
+                                                 .unigram_entropy_bits = text_baseline_}));
+    });
+  }
+
+  // The agreed stop: when any rank was asked to stop (a signal, `mpipe cancel`), every rank
+  // commits the state after `done` steps and stops here, together.
+  bool agreed_stop(int64_t done) {
+    const bool stop = (options_.stop_requested && options_.stop_requested->load()) ||
+                      (options_.cancel_requested && options_.cancel_requested());
+    if (world_.all_true(!stop)) return false;
+    save(done);
+    return true;
+  }
+
+  // The end of a run after `step` steps: the trained state is committed first, so that an
+  // evaluation or export that fails (over pipeline.memory_limit, a full disk) loses no step and a
+  // resume redoes only what follows; then the final evaluation, the export (and a text model's
+  // sample), and metrics.jsonl's last record with summary.json, written last.
+  RunResult end_of_run(int64_t step) {
+    const double wall_s = seconds_since(start_);
+    save(step);
+    RunResult result;
+    result.steps_done = step;
+    result.final_train_loss = train_loss_;
+    const EvalReport eval = evaluate(trainer_, step);
+    result.final_eval_loss = eval.loss;
+    result.final_eval_accuracy = eval.accuracy;
+    result.final_bits_per_char = bits_per_char(eval.loss);
+    result.unigram_entropy_bits = text_baseline_;
+    // The high-water mark of training, evaluation and checkpoints (what the model predicts); the
+    // export after it (streamed tensor by tensor to rank 0) is not part of the prediction.
+    const int64_t tensor_peak = MemoryAccount::process().peak_bytes();
+    if (!options_.export_weights.empty()) {
+      const MemoryActivityScope label(kExport);
+      export_weights(trainer_, experiment_, dataset_, options_.export_weights);
+      if (is_root_ && text_baseline_ && options_.sample_length > 0) result.sample = sample_text();
+    }
+    const StageMemoryUse use = measure_memory(trainer_, world_, tensor_peak);
+    comm::agree(world_, [&] {
+      if (!is_root_) return;
+      metrics_->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char);
+      metrics_->write_summary(
+          make_summary(experiment_, trainer_, result, step - first_step_, wall_s, use));
+    });
+    return result;
+  }
+
+  // Bits per character of a text model's loss (nats per byte); empty for other datasets.
+  std::optional<double> bits_per_char(double loss) const {
+    if (!text_baseline_) return std::nullopt;
+    return loss / std::numbers::ln2;
+  }
+
+  // Rank 0: bytes generated from the exported weights.
+  std::string sample_text() {
+    return generate_text(
+        experiment_.model, experiment_.data.seq_len,
+        checkpoint::read_safetensors(options_.export_weights).tensors, options_.export_weights,
+        {.prompt = "\n", .length = options_.sample_length, .seed = experiment_.train.seed},
+        kernels_);
+  }
+
+  // A run resumed at train.steps or later: nothing to train. When its end (summary.json, the
+  // export) is missing (an export that failed, say), the end is done again from the checkpoint.
+  RunResult complete_finished_run(int64_t step) {
+    std::vector<std::string> missing;
+    double train_loss = std::numeric_limits<double>::quiet_NaN();
+    comm::agree(world_, [&] {
+      if (!is_root_) return;
+      missing = missing_outputs(options_);
+      if (!missing.empty()) train_loss = log::MetricsWriter(options_.run_dir).last_train_loss();
+    });
+    double facts[2] = {static_cast<double>(missing.size()), train_loss};
+    world_.broadcast(std::span<double>(facts, 2), 0);
+    if (facts[0] == 0) {
+      if (is_root_) {
+        spdlog::info("{}: already finished at step {} (train.steps = {}); nothing to do",
+                     options_.run_dir, step, experiment_.train.steps);
+      }
+      RunResult result;
+      result.steps_done = step;
+      result.already_finished = true;
+      return result;
+    }
+    if (is_root_) {
+      spdlog::info("{}: finished at step {} but {} missing: writing {} from its checkpoint",
+                   options_.run_dir, step, fmt::join(missing, " and "),
+                   missing.size() == 1 ? "it" : "them");
+    }
+    checkpoints_.load(step);
+    first_step_ = step;
+    train_loss_ = facts[1];
+    open_outputs();
+    return end_of_run(step);
+  }
+
+  const config::Experiment& experiment_;
+  const data::Dataset& dataset_;
+  const RunOptions& options_;
+  const comm::Communicator& world_;
+  kernels::KernelContext& kernels_;
+  const bool is_root_;
+  Trainer trainer_;
+  // The preflight refused a partition predicted over the limit; this catches what the model
+  // does not cover (the export, evaluation beyond its estimate), on the rank where it happens.
+  const MemoryLimitScope limit_;
+  RunCheckpoints checkpoints_;
+  NonFiniteSteps nonfinite_;
+  int64_t first_step_ = 0;
+  // The newest step whose state is committed (at a fresh run's step 0: the seed's, which needs
+  // no checkpoint).
+  int64_t committed_step_ = 0;
+  std::optional<double> text_baseline_;        // Dataset::text_baseline_bits
+  std::optional<log::MetricsWriter> metrics_;  // rank 0
+  std::optional<log::ProgressLine> progress_;  // rank 0, when options.progress is set
+  Clock::time_point start_, window_start_;
+  int64_t window_steps_ = 0;
+  LossWindow window_;
+  double train_loss_ = std::numeric_limits<double>::quiet_NaN();  // the last window's mean
+};
+
 }  // namespace
 
 RunResult run_training(const config::Experiment& experiment, const data::Dataset& dataset,
-                       const RunOptions& options, const comm::Communicator& world,
+                       RunPlan plan, const RunOptions& options, const comm::Communicator& world,
                        kernels::KernelContext& kernels) {
-  const auto& train = experiment.train;
-  const bool is_root = world.rank() == 0;
-  MemoryAccount& memory = MemoryAccount::process();
-  memory.reset_peak();  // this run's high-water mark, from its parameters on
-  Trainer trainer(experiment, world, kernels, dataset);
-  const auto& topo = trainer.topology();
-  // The preflight refused a partition predicted over the limit; this catches what the model does
-  // not cover (evaluation batches, the export), on the rank where it happens.
-  const MemoryLimitScope limit = memory_limit(experiment, topo, world.rank());
-  if (is_root) {
-    spdlog::info("{}: {}, {} parameters, {} x {}, {} of {}, {}", experiment.source,
-                 counted(std::ssize(trainer.plan().layers), "layer"), trainer.plan().num_params(),
-                 counted(topo.num_stages, "stage"), counted(topo.num_replicas, "replica"),
-                 counted(experiment.pipeline.micro_batches, "micro-batch", "micro-batches"),
-                 train.batch_size / topo.num_replicas / experiment.pipeline.micro_batches,
-                 kernels::to_string(kernels.precision()));
-  }
-
-  RunCheckpoints checkpoints(trainer, experiment, options, world);
-  const ResumePoint resumed = checkpoints.resume();
-  if (resumed.finished) {
-    RunResult finished;
-    finished.steps_done = resumed.step;
-    finished.already_finished = true;
-    return finished;
-  }
-  const int64_t first_step = resumed.step;
-  std::optional<double> unigram_bits;
-  if (const auto* text = dynamic_cast<const data::TextCorpus*>(&dataset)) {
-    unigram_bits = text->unigram_entropy_bits(data::Split::kTest);
-    if (is_root) {
-      spdlog::info("validation text: unigram entropy {:.3f} bits/char (a model must beat this)",
-                   *unigram_bits);
-    }
-  }
-
-  std::optional<log::MetricsWriter> metrics;
-  std::optional<log::ProgressLine> progress;
-  if (is_root) {
-    metrics.emplace(options.run_dir);
-    if (options.progress) {
-      progress.emplace(options.progress, options.progress_in_place, train.steps, first_step,
-                       options.progress_label);
-    }
-  }
-
-  RunResult result;
-  const auto start = Clock::now();
-  auto window_start = start;
-  int64_t window_steps = 0;
-  LossWindow window;
-  NonFiniteSteps nonfinite(train);
-  StepReport report;
-  int64_t step = first_step;
-  for (; step < train.steps; ++step) {
-    // The step's waits (and its logging and stop check) get comm.timeout; the evaluations and
-    // checkpoints inside take their own, longer deadline.
-    const comm::WatchScope watch(world, fmt::format("step {}", step + 1), comm::WaitPhase::kStep);
-    const std::string step_name = fmt::format("step {} (outside the layers)", step + 1);
-    const MemoryActivity step_activity = MemoryActivity::part(step_name);
-    const MemoryActivityScope label(step_activity);
-    report = trainer.step(step);
-    if (spdlog::should_log(spdlog::level::debug)) log_step_times(report, step, topo);
-    nonfinite.record(report, is_root);  // throws when the run must stop
-    if (report.finite) window.add(report.loss);
-    ++window_steps;
-    const int64_t done = step + 1;
-    if (done % experiment.log.every == 0 || done == train.steps) {
-      const double samples_per_s =
-          static_cast<double>(window_steps * train.batch_size) / seconds_since(window_start);
-      result.final_train_loss = window.mean();
-      comm::agree(world, [&] {  // rank 0 writes; a full disk stops every rank with its message
-        if (!is_root) return;
-        metrics->train(done, result.final_train_loss, report.lr, samples_per_s, nonfinite.total());
-        const log::ProgressRecord record{.step = done,
-                                         .loss = result.final_train_loss,
-                                         .lr = report.lr,
-                                         .samples_per_s = samples_per_s,
-                                         .elapsed_s = seconds_since(start)};
-        if (progress) progress->update(record);
-        if (options.on_progress) {
-          options.on_progress(record, log::estimate_eta_s(record, train.steps, first_step));
-        }
-      });
-      window_start = Clock::now();
-      window_steps = 0;
-      window = {};
-    }
-    if (train.eval_every > 0 && done % train.eval_every == 0 && done != train.steps) {
-      EvalReport eval = evaluate(trainer, step);
-      comm::agree(world, [&] {
-        if (!is_root) return;
-        metrics->eval(done, "test", eval.loss, eval.accuracy, bits_per_char(experiment, eval.loss));
-        if (progress) progress->finish();  // an in-place progress line ends before this one
-        spdlog::info("{}",
-                     log::format_evaluation({.step = done,
-                                             .loss = eval.loss,
-                                             .accuracy = eval.accuracy,
-                                             .bits_per_char = bits_per_char(experiment, eval.loss),
-                                             .unigram_entropy_bits = unigram_bits}));
-      });
-    }
-    if (experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0) {
-      save(checkpoints, done);
-    }
-    const bool stop = (options.stop_requested && options.stop_requested->load()) ||
-                      (options.cancel_requested && options.cancel_requested());
-    if (!world.all_true(!stop)) {  // any rank asked to stop: all stop here, together
-      if (!(experiment.checkpoint.every > 0 && done % experiment.checkpoint.every == 0)) {
-        save(checkpoints, done);
-      }
-      result.preempted = true;
-      ++step;
-      break;
-    }
-  }
-  if (progress) progress->finish();
-  result.steps_done = step;
-  const double wall_s = seconds_since(start);
-
-  if (!result.preempted) {
-    EvalReport eval = evaluate(trainer, step);
-    result.final_eval_loss = eval.loss;
-    result.final_eval_accuracy = eval.accuracy;
-    result.final_bits_per_char = bits_per_char(experiment, eval.loss);
-    result.unigram_entropy_bits = unigram_bits;
-    const bool saved_last_step =
-        experiment.checkpoint.every > 0 && step % experiment.checkpoint.every == 0;
-    if (step > first_step && !saved_last_step) {
-      save(checkpoints, step);
-    }
-    // The high-water mark of training, evaluation and checkpoints (what the model predicts); the
-    // export after it (streamed tensor by tensor to rank 0) is not part of the prediction.
-    const int64_t tensor_peak = memory.peak_bytes();
-    if (!options.export_weights.empty()) {
-      const MemoryActivityScope label(kExport);
-      export_weights(trainer, experiment, dataset, options.export_weights);
-      if (is_root && experiment.data.kind == data::DatasetKind::kText &&
-          options.sample_length > 0) {
-        result.sample = generate_text(
-            experiment.model, experiment.data.seq_len,
-            checkpoint::read_safetensors(options.export_weights).tensors, options.export_weights,
-            {.prompt = "\n", .length = options.sample_length, .seed = train.seed}, kernels);
-      }
-    }
-    const StageMemoryUse use = measure_memory(trainer, world, tensor_peak);
-    comm::agree(world, [&] {
-      if (!is_root) return;
-      metrics->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char);
-      metrics->write_summary(
-          make_summary(experiment, trainer, result, step - first_step, wall_s, use));
-    });
-  }
-  return result;
+  MemoryAccount::process().reset_peak();  // this run's high-water mark, from its parameters on
+  return TrainingRun(experiment, dataset, std::move(plan), options, world, kernels).run();
 }
 
 }  // namespace mpipe::train

@@ -1,5 +1,5 @@
-// A whole training run: resume, the step loop with progress, metrics, evaluation, checkpoints
-// and preemption, then the final evaluation, weight export and summary.
+// A whole training run: resume, the step loop with progress, metrics, checkpoints, evaluation
+// and preemption, then the final checkpoint, evaluation, weight export and summary.
 #pragma once
 
 #include <atomic>
@@ -11,10 +11,12 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "comm/topology.h"
 #include "config/experiment.h"
 #include "data/dataset.h"
 #include "kernels/context.h"
 #include "log/progress.h"
+#include "train/pipeline_plan.h"
 
 namespace mpipe::train {
 
@@ -44,15 +46,17 @@ struct RunOptions {
   std::function<bool()> cancel_requested = {};
   // Rank 0, after every logged step: its record and the ETA (the daemon's status file).
   std::function<void(const log::ProgressRecord&, std::optional<double> eta_s)> on_progress = {};
-  // Called by serve::run_train_job once preflight has planned the experiment for the world (the
-  // daemon's rank 0 records its layout). Empty = none.
-  std::function<void(const config::Experiment&)> on_planned = {};
+  // Called by job::run_train_job once preflight has planned the experiment for the world, with
+  // the layout it was given (the daemon's rank 0 records it). Empty = none.
+  std::function<void(const config::Experiment&, const comm::Topology&)> on_planned = {};
 };
 
 struct RunResult {
   int64_t steps_done = 0;  // the step count reached (== train.steps unless preempted)
   bool preempted = false;
-  bool already_finished = false;  // resumed at train.steps or later: nothing was run or written
+  // Resumed at train.steps or later with summary.json and the export present: nothing was run
+  // or written. (One without them writes them, and returns the results as a finished run.)
+  bool already_finished = false;
   double final_train_loss = std::numeric_limits<double>::quiet_NaN();  // last window mean
   double final_eval_loss = 0.0;
   double final_eval_accuracy = 0.0;
@@ -62,8 +66,9 @@ struct RunResult {
 };
 
 // Collective over `world`; every rank returns the same result.
+// `plan`: the preflight's for this world (job/preflight.h).
 RunResult run_training(const config::Experiment& experiment, const data::Dataset& dataset,
-                       const RunOptions& options, const comm::Communicator& world,
+                       RunPlan plan, const RunOptions& options, const comm::Communicator& world,
                        kernels::KernelContext& kernels);
 
 }  // namespace mpipe::train

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -11,6 +12,7 @@
 #include "checkpoint/safetensors.h"
 #include "comm/agree.h"
 #include "core/error.h"
+#include "core/tensor.h"
 #include "model/model_builder.h"
 #include "train/finite_check.h"
 #include "train/stage_tensors.h"
@@ -21,12 +23,19 @@ namespace {
 // Tags of the export's messages: above every pipeline message tag (those stay below 2^26).
 constexpr int kExportTag = 1 << 27;
 
+// One tensor's values as a flat Tensor: memory the account (and pipeline.memory_limit) sees.
+Tensor flat_copy(std::span<const float> values) {
+  return Tensor(Shape{static_cast<int64_t>(values.size())}, values);
+}
+
 // Stage s > 0 of the first replica: its tensors to stage 0, one at a time (the send owns a
 // copy of one tensor only).
 void send_weights(const pipeline::Stage& stage, const comm::Communicator& pipeline) {
   int index = 0;
   for (std::span<const float> values : weight_values(stage)) {
-    comm::Request send = pipeline.isend(values, 0, kExportTag + index++);
+    auto copy = std::make_shared<const Tensor>(flat_copy(values));
+    const std::span<const float> data = copy->span();
+    comm::Request send = pipeline.isend(data, std::move(copy), 0, kExportTag + index++);
     send.wait();
   }
 }
@@ -60,7 +69,7 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
                        {"format", "pt"}, {"producer", "mpipe"}, {"config", experiment.source}});
   });
   std::vector<int> sent(first_layer_of_stage.size(), 0);  // tensors received per stage
-  std::vector<float> buffer;
+  Tensor buffer;                                          // the tensor being received
   for (size_t t = 0; t < layout.size(); ++t) {
     const auto stage =
         static_cast<int>(std::upper_bound(first_layer_of_stage.begin(), first_layer_of_stage.end(),
@@ -71,9 +80,10 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
     if (stage == 0) {
       values = own.at(static_cast<size_t>(index));
     } else {
-      buffer.resize(static_cast<size_t>(layout[t].tensor.shape.numel()));
-      trainer.groups().pipeline.irecv(buffer, stage, kExportTag + index).wait();
-      values = buffer;
+      buffer = Tensor();  // the previous one is freed first
+      buffer = Tensor::uninitialized(Shape{layout[t].tensor.shape.numel()});
+      trainer.groups().pipeline.irecv(buffer.span(), stage, kExportTag + index).wait();
+      values = buffer.span();
     }
     attempt([&] {
       check(all_finite(values), "{}: not exporting weights: {} holds a non-finite value", path,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Bad input on 2 ranks: a one-line error naming file, line and key, a non-zero exit on every
 # rank, no hang, no MPI_ABORT banner, and nothing written into the run directory. Covers the
-# config, the world layout, the partition, the memory limit, paths, and sizes that cannot fit in
-# memory.
+# config, the world layout, the partition, the memory limit (evaluation included), paths, and
+# sizes that cannot fit in memory.
 source "$(dirname "$0")/lib.sh"
 mlp=$(dirname "$0")/files/mlp.yaml
 
@@ -35,6 +35,11 @@ rejected limit_manual "--set pipeline.memory_limit: stage 1 (layers 3-5) needs 6
   "$mlp" --set pipeline.memory_limit=68.5KiB --set pipeline.partition=uniform
 rejected limit_size "--set pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
   "$mlp" --set pipeline.memory_limit=lots
+# Evaluation batches (64 x the training micro-batch) that training's limit cannot hold.
+evaluated=$(dirname "$0")/files/eval_memory_limit.yaml
+rejected limit_evaluation "$evaluated:13: train.eval_batch_size: evaluation batches of 2048 examples \
+need 10.1 MiB on stage 1 (layers 2-5), over the limit of 7.2 MiB ($evaluated:18: \
+pipeline.memory_limit); at most 1060 fit" "$evaluated"
 
 # Paths: checked before training, not after it.
 rejected export_missing "$WORK/nowhere/w.safetensors: --export-weights: the folder $WORK/nowhere does not exist" \

@@ -4,14 +4,14 @@
 # failed with that line. The daemon started again records it as failed (not resumed: it would
 # fail the same way), removes it from the active slot, and runs the rest of the queue to done.
 # Usage: serve_memory_limit.sh MEMORY_LIMIT_CONFIG OTHER_CONFIG
-# (tests/e2e/files/memory_limit.yaml: its evaluation batches pass the limit; mlp.yaml)
+# (tests/e2e/files/memory_limit.yaml: its weight export passes the limit; mlp.yaml)
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 big=$1
 other=$2
 line=$(grep -n "memory_limit:" "$big" | cut -d: -f1)
-message="rank 1 (stage 1): memory limit exceeded in evaluation (outside the layers): asked 1.0 MiB \
-with 7.1 MiB in use; pipeline.memory_limit is 7.20 MiB ($SPOOL/runs/big/experiment.yaml:$line)"
+message="rank 1 (stage 1): memory limit exceeded in the weight export: asked 1.0 MiB \
+with 4.2 MiB in use; pipeline.memory_limit is 4.75 MiB ($SPOOL/runs/big/experiment.yaml:$line)"
 
 submit "$big" --name big
 submit "$other" --name after --set train.steps=5

@@ -3,6 +3,7 @@
 // their errors, and advice.
 #include "pipeline/planner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -406,6 +407,48 @@ TEST(Planner, AManualPartitionOverTheLimitNamesTheStage) {
   EXPECT_EQ(p.problem, "exp.yaml:21: pipeline.memory_limit: stage 0 (layers 0-5) needs " +
                            format_bytes(stage0) + ", over the limit of " +
                            format_bytes(stage0 - 1));
+}
+
+TEST(Planner, EvaluationBatchesCountAgainstTheLimit) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.pipeline.recompute = Recompute::kAlways;
+  r.eval_batch_where = "exp.yaml:9: train.eval_batch_size";
+  r.eval_batch_size = r.batch_size;  // the training batch: below the training peak
+  const PipelinePlan unlimited = plan_of(spec, kUnevenInput, r);
+  r.pipeline.memory_limit = static_cast<int64_t>(
+      std::max(unlimited.stages[0].memory.total(), unlimited.stages[1].memory.total()));
+  const PipelinePlan same_batch = plan_of(spec, kUnevenInput, r);
+  ASSERT_TRUE(same_batch.fits()) << same_batch.problem;
+  for (const StagePlan& stage : same_batch.stages) {
+    EXPECT_GT(stage.evaluation.total(), stage.memory.state());
+    EXPECT_LT(stage.evaluation.total(), stage.memory.total());
+  }
+  // 64 times the batch: over the limit, named with the largest batch that fits.
+  r.eval_batch_size = 64 * r.batch_size;
+  const PipelinePlan large = plan_of(spec, kUnevenInput, r);
+  ASSERT_FALSE(large.fits());
+  const auto over = std::ranges::find_if(large.stages, [&](const StagePlan& stage) {
+    return stage.evaluation.total() > static_cast<double>(r.pipeline.memory_limit);
+  });
+  ASSERT_NE(over, large.stages.end());
+  EXPECT_FALSE(over->fits);
+  const auto at_most = large.problem.substr(large.problem.rfind("at most ") + 8);
+  const int64_t fitting = std::stoll(at_most);
+  EXPECT_EQ(large.problem,
+            fmt::format("exp.yaml:9: train.eval_batch_size: evaluation batches of {} examples need "
+                        "{} on stage {} ({}), over the limit of {} (exp.yaml:21: "
+                        "pipeline.memory_limit); at most {} fit",
+                        r.eval_batch_size, format_bytes(over->evaluation.total()),
+                        over - large.stages.begin(),
+                        over->layers.size() == 1
+                            ? fmt::format("layer {}", over->layers.begin)
+                            : fmt::format("layers {}-{}", over->layers.begin, over->layers.end - 1),
+                        format_bytes(static_cast<double>(r.pipeline.memory_limit)), fitting));
+  r.eval_batch_size = fitting;
+  EXPECT_TRUE(plan_of(spec, kUnevenInput, r).fits());
+  r.eval_batch_size = fitting + 1;
+  EXPECT_FALSE(plan_of(spec, kUnevenInput, r).fits());
 }
 
 bool has_advice(const PipelinePlan& p, const std::string& start) {

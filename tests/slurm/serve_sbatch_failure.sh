@@ -4,7 +4,7 @@
 #   MPIPE_BIN=build/release/apps/mpipe tests/slurm/serve_sbatch_failure.sh   # ctest: slurm.serve_sbatch_failure
 #
 # Needs root and slurm-wlm and munge (tests/slurm/local_slurm.sh starts and stops the Slurm).
-# Cases 1 to 3 submit `big` (tests/e2e/files/memory_limit.yaml: its evaluation passes
+# Cases 1 to 3 submit `big` (tests/e2e/files/memory_limit.yaml: its weight export passes
 # pipeline.memory_limit on rank 1, which writes runs/big/failure.json and ends the job with exit
 # status 4) and, but for case 3, `after` (5 steps) to a spool of their own, then start a 2-task
 # serve.sbatch job (--idle-exit 2s):
@@ -35,8 +35,8 @@ field() {  # spool, experiment name, key -> its value in the spool's status.json
   /usr/bin/python3 "$repo/tests/e2e/status_field.py" "$1/status.json" "$2" "$3"
 }
 message() {  # spool -> rank 1's line about big
-  echo "rank 1 (stage 1): memory limit exceeded in evaluation (outside the layers): asked 1.0 MiB" \
-    "with 7.1 MiB in use; pipeline.memory_limit is 7.20 MiB ($1/runs/big/experiment.yaml:$limit_line)"
+  echo "rank 1 (stage 1): memory limit exceeded in the weight export: asked 1.0 MiB" \
+    "with 4.2 MiB in use; pipeline.memory_limit is 4.75 MiB ($1/runs/big/experiment.yaml:$limit_line)"
 }
 # start SPOOL RESUBMIT [after]: a spool holding big (and after), and a serve.sbatch job on it with
 # MPIPE_RESUBMIT=RESUBMIT; prints the job id.

@@ -13,8 +13,9 @@
 #include "comm/communicator.h"
 #include "config/experiment.h"
 #include "data/dataset.h"
+#include "train/pipeline_plan.h"
 
-namespace mpipe::serve {
+namespace mpipe::job {
 
 struct TrainInputs {
   std::string config_path;
@@ -30,6 +31,7 @@ struct TrainInputs {
 struct PreflightResult {
   config::Experiment experiment;
   std::unique_ptr<data::Dataset> dataset;
+  train::RunPlan plan;  // this rank's place, the model's shapes, the pipeline plan
 };
 
 // Why this CPU (`cpuinfo`: the text of /proc/cpuinfo) cannot run the experiment's
@@ -64,4 +66,4 @@ void plan_for_any_world(config::Experiment& experiment, int world_size);
 config::Experiment check_experiment_for_any_world(const std::string& config_path,
                                                   const std::vector<std::string>& overrides);
 
-}  // namespace mpipe::serve
+}  // namespace mpipe::job

@@ -5,10 +5,10 @@
 
 #include "comm/communicator.h"
 #include "config/experiment.h"
-#include "serve/preflight.h"
+#include "job/preflight.h"
 #include "train/training_run.h"
 
-namespace mpipe::serve {
+namespace mpipe::job {
 
 struct TrainOutcome {
   config::Experiment experiment;
@@ -23,4 +23,4 @@ struct TrainOutcome {
 TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
                            const comm::Communicator& world);
 
-}  // namespace mpipe::serve
+}  // namespace mpipe::job

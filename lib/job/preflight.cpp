@@ -1,11 +1,15 @@
-// Preflight checks of a training run: config, topology, partition, memory, data, paths.
-#include "serve/preflight.h"
+// Preflight checks of a training run: config, topology, partition, memory, data, every place it
+// writes.
+#include "job/preflight.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <string>
+#include <vector>
 
+#include "checkpoint/checkpoint_store.h"
 #include "comm/agree.h"
 #include "comm/handshake.h"
 #include "config/experiment.h"
@@ -15,6 +19,7 @@
 #include "core/error.h"
 #include "core/system_memory.h"
 #include "kernels/precision.h"
+#include "log/metrics_writer.h"
 #include "model/memory_check.h"
 #include "model/model_builder.h"
 #include "pipeline/batch_split.h"
@@ -22,7 +27,7 @@
 #include "train/pipeline_plan.h"
 #include "train/trainer.h"
 
-namespace mpipe::serve {
+namespace mpipe::job {
 namespace {
 
 namespace fs = std::filesystem;
@@ -53,19 +58,63 @@ void check_writable_folder(const fs::path& folder, const std::string& what) {
               "{}: cannot create {}: {} is not writable", folder.string(), what, ancestor.string());
 }
 
-// The export file: not a folder, in a folder that exists (or is the run directory) and can be
-// written; checked now, not after training.
-void check_export_path(const std::string& path, const std::string& run_dir) {
-  const fs::path file(path);
-  std::error_code ec;
-  check_input(!fs::is_directory(file, ec), "{}: --export-weights is a directory, not a file", path);
-  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  const bool in_run_dir = fs::weakly_canonical(folder, ec) == fs::weakly_canonical(run_dir, ec);
-  if (!in_run_dir) {
-    check_input(fs::is_directory(folder, ec), "{}: --export-weights: the folder {} does not exist",
-                path, folder.string());
+// A place the run writes, named in errors by `what`: a folder it creates if needed and writes
+// into, or a file it creates, appends to or replaces (a temporary file renamed in its folder).
+struct WritePlace {
+  fs::path path;
+  std::string what;
+  bool is_file = false;
+  bool folder_must_exist = false;  // a file in a folder the run does not create
+};
+
+// Whether the run can write `place`: checked at preflight, not when the first write fails.
+void check_writable(const WritePlace& place) {
+  if (!place.is_file) {
+    check_writable_folder(place.path, place.what);
+    return;
   }
-  check_writable_folder(folder, "--export-weights folder");
+  const fs::path& file = place.path;
+  std::error_code ec;
+  check_input(!fs::is_directory(file, ec), "{}: {} is a directory, not a file", file.string(),
+              place.what);
+  if (fs::exists(file, ec)) {
+    check_input(::access(file.c_str(), W_OK) == 0, "{}: {} is not writable", file.string(),
+                place.what);
+  }
+  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (place.folder_must_exist) {
+    check_input(fs::is_directory(folder, ec), "{}: {}: the folder {} does not exist", file.string(),
+                place.what, folder.string());
+  }
+  check_writable_folder(folder, place.what + " folder");
+}
+
+// Every place this rank of the run writes: the run directory (every rank), checkpoints/ (the
+// ranks that write a shard, and rank 0, which commits), metrics.jsonl, summary.json and the
+// export (rank 0).
+std::vector<WritePlace> write_places(const TrainInputs& inputs, const comm::Topology& topology,
+                                     bool is_root) {
+  std::vector<WritePlace> places = {{.path = inputs.run_dir, .what = "run directory"}};
+  if (is_root || topology.replica == 0) {
+    places.push_back({.path = checkpoint::CheckpointStore(inputs.run_dir, 1).checkpoints_dir(),
+                      .what = "checkpoints folder"});
+  }
+  if (!is_root) return places;
+  const log::MetricsWriter metrics(inputs.run_dir);
+  places.push_back({.path = metrics.metrics_path(), .what = "metrics file", .is_file = true});
+  places.push_back({.path = metrics.summary_path(), .what = "summary file", .is_file = true});
+  if (!inputs.export_path.empty()) {
+    const fs::path file(inputs.export_path);
+    const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    std::error_code ec;
+    const bool in_run_dir =
+        fs::weakly_canonical(folder, ec) == fs::weakly_canonical(inputs.run_dir, ec);
+    places.push_back({.path = file,
+                      .what = "--export-weights",
+                      .is_file = true,
+                      .folder_must_exist = !in_run_dir});
+  }
+  return places;
 }
 
 // `replicas`: the data-parallel replicas, or 0 when not known yet (the smallest micro-batch,
@@ -148,23 +197,24 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
       throw InputError(*problem);
     }
     if (!inputs.resuming) check_run_dir_is_fresh(inputs.run_dir);
-    check_writable_folder(inputs.run_dir, "run directory");
-    if (world.rank() == 0) check_export_path(inputs.export_path, inputs.run_dir);
-    const comm::Topology topology = resolve_topology(experiment, world);
+    const comm::Topology& topology = result.plan.topology = resolve_topology(experiment, world);
+    for (const WritePlace& place : write_places(inputs, topology, world.rank() == 0)) {
+      check_writable(place);
+    }
     pipeline::check_batch_split(experiment.train.batch_size, experiment.pipeline.micro_batches,
                                 topology.num_replicas, experiment.where("train.batch_size"));
     check_dataset_memory(experiment);
     result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
-    const model::ModelPlan plan =
+    const model::ModelPlan& plan = result.plan.model =
         model::plan_model(experiment.model, result.dataset->input_shape());
     check_memory(experiment, plan, topology.num_replicas);
     train::check_model_fits_data(experiment.model, plan, result.dataset->schema());
-    const pipeline::PipelinePlan pipeline_plan =
+    const pipeline::PipelinePlan& pipeline_plan = result.plan.pipeline =
         train::plan_experiment(experiment, plan, topology.num_stages, topology.num_replicas);
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
   });
   // Start-up agreement: every rank must run rank 0's resolved config and rank layout.
-  const comm::Topology topology = resolve_topology(result.experiment, world);
+  const comm::Topology& topology = result.plan.topology;
   comm::require_same_as_rank0(
       world,
       {{.what = "config",
@@ -224,4 +274,4 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
   return experiment;
 }
 
-}  // namespace mpipe::serve
+}  // namespace mpipe::job

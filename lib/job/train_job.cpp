@@ -1,6 +1,6 @@
 // run_train_job: preflight_train, the run directory's lock, then train::run_training with the
 // experiment's log level (and the MPI progress thread if it asks for one).
-#include "serve/train_job.h"
+#include "job/train_job.h"
 
 #include <omp.h>
 #include <sched.h>
@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <utility>
 
 #include "checkpoint/run_lock.h"
 #include "comm/agree.h"
@@ -18,7 +19,7 @@
 #include "log/logging.h"
 #include "train/run_checkpoint.h"
 
-namespace mpipe::serve {
+namespace mpipe::job {
 namespace {
 
 // The progress thread pays off only on a core beside the rank's compute threads: warns when the
@@ -63,7 +64,7 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
   options.run_dir = inputs.run_dir;
   options.export_weights = inputs.export_path;
   options.settings = config::resolved_settings(checked.experiment);
-  if (options.on_planned) options.on_planned(checked.experiment);
+  if (options.on_planned) options.on_planned(checked.experiment, checked.plan.topology);
   kernels::KernelContext kernels(checked.experiment.train.precision);
   // Joined when the run ends or throws, before anything else calls MPI_Abort or MPI_Finalize. (A
   // thread that cannot start on one rank ends the job on all: comm.progress_thread may differ
@@ -76,10 +77,10 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
     spdlog::debug("MPI progress thread started (a call into MPI every {} us)",
                   comm::ProgressThread::kDefaultPause.count());
   });
-  train::RunResult result =
-      train::run_training(checked.experiment, *checked.dataset, options, world, kernels);
+  train::RunResult result = train::run_training(checked.experiment, *checked.dataset,
+                                                std::move(checked.plan), options, world, kernels);
   if (progress) progress->stop();
   return {.experiment = std::move(checked.experiment), .result = std::move(result)};
 }
 
-}  // namespace mpipe::serve
+}  // namespace mpipe::job

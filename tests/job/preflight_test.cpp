@@ -1,6 +1,6 @@
 // Tests for the world-independent side of preflight: how the daemon plans an experiment for any
 // world, and what `mpipe submit` can refuse before the experiment runs.
-#include "serve/preflight.h"
+#include "job/preflight.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "support/temp_dir.h"
 
-namespace mpipe::serve {
+namespace mpipe::job {
 namespace {
 
 const std::string kMlp =
@@ -214,4 +214,4 @@ TEST(ProgressThreadProblem, WithoutThreadMultipleNamesTheKeyAndItsLine) {
 }
 
 }  // namespace
-}  // namespace mpipe::serve
+}  // namespace mpipe::job
