@@ -1,11 +1,13 @@
-// CheckpointStore: step folders, shard files, meta.json commit with checksums, verified reads,
-// and pruning to the newest `keep`.
+// CheckpointStore: step folders, shard files, meta.json commit with checksums (of the shards and
+// of itself), verified reads, and pruning to the newest `keep`.
 #include "checkpoint/checkpoint_store.h"
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <exception>
 #include <filesystem>
@@ -22,6 +24,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kStepPrefix = "step_";
+// What every meta.json holds (commit writes them all; the caller's fields come on top).
+constexpr std::array<const char*, 5> kRequiredMetaKeys = {kManifestChecksumKey, "num_stages",
+                                                          "step", "shards", "time"};
 
 // The step of a folder named step_<digits>, or nullopt for any other name.
 std::optional<int64_t> parse_step_folder(const std::string& name) {
@@ -53,12 +58,10 @@ std::optional<uint32_t> parse_crc32(const nlohmann::json& value) {
   return crc;
 }
 
-// The "shards" list of meta.json `path`, validated; empty for a checkpoint written before
-// meta.json recorded its shards.
+// The "shards" list of meta.json `path`, validated.
 std::vector<ShardRecord> parse_shards(const nlohmann::json& meta, const std::string& path,
                                       int64_t step) {
-  const auto shards = meta.find("shards");
-  if (shards == meta.end()) return {};
+  const nlohmann::json* shards = &required_key(meta, path, "shards");
   const auto num_stages = meta["num_stages"].get<int64_t>();
   check_input(shards->is_array() && static_cast<int64_t>(shards->size()) == num_stages,
               "{}: shards must be a list of {} entries (num_stages)", path, num_stages);
@@ -102,6 +105,28 @@ std::optional<std::string> identity_mismatch(const std::string& path,
   return std::nullopt;
 }
 
+// Why the shard's own metadata disagrees with meta.json `meta`, if it does: its step and stage
+// first, then every other key it holds, which meta.json must hold with the same value.
+std::optional<std::string> metadata_mismatch(const std::string& path,
+                                             const std::map<std::string, std::string>& held,
+                                             const nlohmann::json& meta, int stage) {
+  if (auto mismatch = identity_mismatch(path, held, meta["step"].get<int64_t>(), stage)) {
+    return mismatch;
+  }
+  for (const auto& [key, value] : held) {
+    if (key == "step" || key == "stage") continue;
+    const auto said = meta.find(key);
+    if (said == meta.end()) {
+      return fmt::format("{}: holds {} {}, meta.json has no {}", path, key, value, key);
+    }
+    const std::string said_text = said->is_string() ? said->get<std::string>() : said->dump();
+    if (said_text != value) {
+      return fmt::format("{}: holds {} {}, meta.json says {} {}", path, key, value, key, said_text);
+    }
+  }
+  return std::nullopt;
+}
+
 // Why a shard does not match its record in meta.json. A shard copied from another step or
 // stage is named as such when its header still reads; otherwise the size or the checksum.
 std::string describe_mismatch(const std::string& path, const FileDigest& actual,
@@ -122,6 +147,21 @@ std::string describe_mismatch(const std::string& path, const FileDigest& actual,
 }
 
 }  // namespace
+
+std::string manifest_checksum(const nlohmann::json& meta) {
+  nlohmann::json content = meta;
+  content.erase(kManifestChecksumKey);
+  const std::string text = content.dump();
+  return crc32_hex(static_cast<uint32_t>(
+      ::crc32(0, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size()))));
+}
+
+const nlohmann::json& required_key(const nlohmann::json& meta, const std::string& path,
+                                   const std::string& key) {
+  const auto value = meta.find(key);
+  check_input(value != meta.end(), "{}: missing key '{}'", path, key);
+  return *value;
+}
 
 CheckpointStore::CheckpointStore(std::string run_dir, int keep)
     : run_dir_(std::move(run_dir)), keep_(keep) {
@@ -194,6 +234,7 @@ void CheckpointStore::commit(int64_t step, const nlohmann::json& meta,
   full["step"] = step;
   full["shards"] = std::move(records);
   if (!full.contains("time")) full["time"] = utc_now();
+  full[kManifestChecksumKey] = manifest_checksum(full);
   std::error_code ec;
   fs::create_directories(step_dir(step), ec);  // rank 0's own disk may not have it yet
   check(!ec, "{}: cannot create checkpoint folder: {}", step_dir(step), ec.message());
@@ -251,6 +292,14 @@ void CheckpointStore::prune(int64_t committed_step) const {
 }
 
 nlohmann::json CheckpointStore::read_meta(int64_t step) const {
+  try {
+    return read_checked_meta(step);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}; {}", e.what(), intact_hint(step)));
+  }
+}
+
+nlohmann::json CheckpointStore::read_checked_meta(int64_t step) const {
   const std::string path = meta_path(step);
   std::ifstream in(path);
   check_input(in.is_open(), "{}: missing: step {} is not a committed checkpoint", path, step);
@@ -261,38 +310,39 @@ nlohmann::json CheckpointStore::read_meta(int64_t step) const {
     throw InputError(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }
   check_input(meta.is_object(), "{}: not a JSON object", path);
-  const auto num_stages = meta.find("num_stages");
-  check_input(num_stages != meta.end() && num_stages->is_number_integer() &&
-                  num_stages->get<int64_t>() >= 1,
+  for (const char* key : kRequiredMetaKeys) required_key(meta, path, key);
+  const nlohmann::json& recorded = meta[kManifestChecksumKey];
+  const std::string actual = manifest_checksum(meta);
+  check_input(recorded == actual, "{}: manifest checksum mismatch (crc32 {}, {} says {})", path,
+              actual, kManifestChecksumKey,
+              recorded.is_string() ? recorded.get<std::string>() : recorded.dump());
+  const nlohmann::json& num_stages = meta["num_stages"];
+  check_input(num_stages.is_number_integer() && num_stages.get<int64_t>() >= 1,
               "{}: num_stages must be an integer >= 1", path);
-  const auto stored_step = meta.find("step");
-  check_input(stored_step != meta.end() && stored_step->is_number_integer() &&
-                  stored_step->get<int64_t>() == step,
+  const nlohmann::json& stored_step = meta["step"];
+  check_input(stored_step.is_number_integer() && stored_step.get<int64_t>() == step,
               "{}: step must be {} (the folder's step)", path, step);
   parse_shards(meta, path, step);  // validates the list
   return meta;
 }
 
-void CheckpointStore::check_shard(int64_t step, int stage, const ShardRecord* expected,
-                                  int64_t num_stages) const {
-  const std::string path = shard_path(step, stage);
-  check_input(fs::exists(path), "{}: missing (meta.json says {} stages)", path, num_stages);
-  if (expected) {
-    const FileDigest actual = digest_file(path);
-    if (actual != expected->digest) throw InputError(describe_mismatch(path, actual, *expected));
-  }
-  if (auto mismatch = identity_mismatch(path, read_safetensors_metadata(path), step, stage)) {
+void CheckpointStore::check_shard(const ShardRecord& expected, const nlohmann::json& meta) const {
+  const std::string path = shard_path(expected.step, expected.stage);
+  check_input(fs::exists(path), "{}: missing (meta.json says {} stages)", path,
+              meta["num_stages"].get<int64_t>());
+  const FileDigest actual = digest_file(path);
+  if (actual != expected.digest) throw InputError(describe_mismatch(path, actual, expected));
+  if (auto mismatch =
+          metadata_mismatch(path, read_safetensors_metadata(path), meta, expected.stage)) {
     throw InputError(*mismatch);
   }
 }
 
 void CheckpointStore::read_verified(int64_t step, const TensorDestination& destination) const {
-  const nlohmann::json meta = read_meta(step);
+  const nlohmann::json meta = read_checked_meta(step);
   const int64_t num_stages = meta["num_stages"].get<int64_t>();
-  const std::vector<ShardRecord> records = parse_shards(meta, meta_path(step), step);
-  for (int64_t stage = 0; stage < num_stages; ++stage) {
-    const ShardRecord* expected = records.empty() ? nullptr : &records[static_cast<size_t>(stage)];
-    check_shard(step, static_cast<int>(stage), expected, num_stages);
+  for (const ShardRecord& record : parse_shards(meta, meta_path(step), step)) {
+    check_shard(record, meta);
   }
   std::unordered_map<std::string, int64_t> stage_of;
   for (int64_t stage = 0; stage < num_stages; ++stage) {
@@ -341,8 +391,10 @@ std::vector<NamedTensor> CheckpointStore::read_all(int64_t step) const {
 }
 
 void CheckpointStore::verify(int64_t step) const {
-  read_verified(step, [](const std::string&, const Shape&) {
-    return std::optional<std::span<float>>();  // the header and checksums only
+  std::vector<float> scratch;  // each tensor in turn, for the reader's finite check
+  read_verified(step, [&scratch](const std::string&, const Shape& shape) {
+    scratch.resize(static_cast<size_t>(shape.numel()));
+    return std::optional<std::span<float>>(scratch);
   });
 }
 

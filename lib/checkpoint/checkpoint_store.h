@@ -1,5 +1,5 @@
 // CheckpointStore: the checkpoints/ folder of a run directory (sharded by stage, committed by
-// meta.json, verified by the checksums meta.json records).
+// meta.json, verified by the checksums meta.json records and by meta.json's own checksum).
 #pragma once
 
 #include <cstdint>
@@ -22,12 +22,25 @@ struct ShardRecord {
   FileDigest digest;
 };
 
+// The meta.json key holding the crc32 of the rest of meta.json.
+inline constexpr const char* kManifestChecksumKey = "manifest_crc32";
+
+// The manifest checksum of `meta`: zlib's crc32, as 8 hex digits, of its compact JSON without
+// manifest_crc32 (`meta.dump()`: keys sorted, no spaces; Python's json.dumps(meta,
+// sort_keys=True, separators=(",", ":"), ensure_ascii=False) writes the same text).
+std::string manifest_checksum(const nlohmann::json& meta);
+
+// meta[key]; throws InputError "<path>: missing key '<key>'" if meta.json has no such key.
+const nlohmann::json& required_key(const nlohmann::json& meta, const std::string& path,
+                                   const std::string& key);
+
 // Layout: <run_dir>/checkpoints/step_<NNNNNNNN>/stage_<s>.safetensors, one per pipeline
 // stage, written by that stage's rank, plus meta.json written last by one rank once every
 // rank has reported its shard written (see train::RunCheckpoints). A step folder without
 // meta.json is incomplete and is ignored. meta.json lists every shard with its size, crc32 and
-// step, and reading verifies all three. Tensor names are global (`layers.<global
-// layer>.<param>`, `buffers.<global layer>.<name>`, `optim.<slot>.layers.<global
+// step, and carries a checksum over itself (manifest_crc32); reading verifies all of them, and
+// cross-checks meta.json against each shard's own metadata. Tensor names are global
+// (`layers.<global layer>.<param>`, `buffers.<global layer>.<name>`, `optim.<slot>.layers.<global
 // layer>.<param>`), so a run with another number of stages can pick out its own.
 class CheckpointStore {
  public:
@@ -44,7 +57,9 @@ class CheckpointStore {
   // creating folders as needed, and returns what meta.json must record for it. The tensors are
   // views, streamed one at a time: the write copies no tensor. Rewriting a
   // step first removes its meta.json, so a half-rewritten checkpoint is never seen as
-  // committed. `metadata` is stored in the shard; the keys "step" and "stage" are added.
+  // committed. `metadata` is stored in the shard; the keys "step" and "stage" are added. Every
+  // key of it must be in meta.json with the same value when the step is read (e.g.
+  // "optimizer_steps"), so the manifest cannot be changed apart from its shards.
   ShardRecord write_shard(int64_t step, int stage, const std::vector<TensorView>& tensors,
                           const std::map<std::string, std::string>& metadata = {});
   // Removes this stage's shard of an uncommitted step (after a failed commit); best effort.
@@ -52,7 +67,8 @@ class CheckpointStore {
 
   // Commits `step` once every shard is written: `shards` holds one record per stage 0..K-1,
   // as the writing ranks reported them (this rank need not see the files). `meta` must hold
-  // "num_stages" (K); "step", "shards" and "time" (UTC ISO 8601, if absent) are set. Writes
+  // "num_stages" (K); "step", "shards", "time" (UTC ISO 8601, if absent) and, last,
+  // manifest_crc32 are set. Writes
   // meta.json atomically, and only then deletes all but the `keep` newest committed
   // checkpoints and every incomplete step folder older than `step`.
   void commit(int64_t step, const nlohmann::json& meta, const std::vector<ShardRecord>& shards);
@@ -61,12 +77,18 @@ class CheckpointStore {
   std::vector<int64_t> committed_steps() const;
   std::optional<int64_t> latest_committed() const;
 
-  // meta.json of a committed step. Throws InputError naming the file if missing or corrupt.
+  // meta.json of a committed step, checked: its keys (manifest_crc32, num_stages, step, shards,
+  // time), its manifest checksum, and the form of each. Throws InputError naming the file (and
+  // the key) if it is missing, corrupt or edited, followed by which earlier committed checkpoint
+  // is intact (as read_all), e.g. ".../meta.json: missing key 'shards'; the newest intact ..." or
+  // ".../meta.json: manifest checksum mismatch (crc32 1a2b3c4d, manifest_crc32 says 5e6f7a8b);
+  // ...".
   nlohmann::json read_meta(int64_t step) const;
 
   // Every shard's tensors merged (in stage order), each shard verified against meta.json
-  // (size, crc32, and the step in its own metadata). Throws InputError with one line naming
-  // the file on a missing, corrupt or foreign shard, or a tensor name present in two shards,
+  // (size, crc32, and the step, stage and every other key in its own metadata) and each tensor
+  // checked to be finite. Throws InputError with one line naming the file on a missing, corrupt
+  // or foreign shard, a non-finite value, or a tensor name present in two shards,
   // followed by which earlier committed checkpoint is intact, e.g.
   // ".../step_00000020/stage_1.safetensors: checksum mismatch (crc32 1a2b3c4d, meta.json says
   // 5e6f7a8b); the newest intact checkpoint is step 10 (.../step_00000010): remove
@@ -77,16 +99,18 @@ class CheckpointStore {
   // reads only its own stage's tensors and holds no copy of them (a resume on any K).
   void read_into(int64_t step, const TensorDestination& destination) const;
 
-  // Throws InputError (as read_all, without the hint) unless every shard of `step` is intact.
+  // Throws InputError (as read_all, without the hint) unless every shard of `step` is intact
+  // and finite; holds one tensor at a time.
   void verify(int64_t step) const;
 
  private:
   // Step folders found on disk (committed or not), ascending.
   std::vector<int64_t> step_folders() const;
+  // read_meta without the hint.
+  nlohmann::json read_checked_meta(int64_t step) const;
   void prune(int64_t committed_step) const;
-  // Verifies one shard; `expected` is null for a checkpoint written before meta.json recorded
-  // shards (then only the shard's own step and stage are checked).
-  void check_shard(int64_t step, int stage, const ShardRecord* expected, int64_t num_stages) const;
+  // Verifies one shard against its record and the rest of meta.json `meta`.
+  void check_shard(const ShardRecord& expected, const nlohmann::json& meta) const;
   void read_verified(int64_t step, const TensorDestination& destination) const;
   // "the newest intact checkpoint is step ..." or "no earlier committed checkpoint is intact".
   std::string intact_hint(int64_t broken_step) const;

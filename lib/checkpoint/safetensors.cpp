@@ -291,6 +291,10 @@ std::map<std::string, std::string> read_safetensors_into(const std::string& path
     if (!values) continue;
     check_size(path, {e.name, e.shape}, values->size());
     read_at(header.in, path, header.data_start + e.begin, values->data(), e.end - e.begin);
+    const auto bad =
+        std::find_if(values->begin(), values->end(), [](float v) { return !std::isfinite(v); });
+    check_input(bad == values->end(), "{}: tensor '{}' holds a non-finite value ({}) at index {}",
+                path, e.name, *bad, bad - values->begin());
   }
   return metadata;
 }

@@ -80,9 +80,10 @@ FileDigest write_safetensors(const std::string& path, const std::vector<TensorVi
 FileDigest write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                              const std::map<std::string, std::string>& metadata = {});
 
-// Reads and validates a safetensors file holding only F32 tensors. Throws
+// Reads and validates a safetensors file holding only finite F32 tensors. Throws
 // mpipe::InputError with a one-line message naming the file, e.g.
-// "ckpt.safetensors: truncated: header says 1024 bytes of data, file has 512".
+// "ckpt.safetensors: truncated: header says 1024 bytes of data, file has 512" or
+// "ckpt.safetensors: tensor 'layers.0.weight' holds a non-finite value (nan) at index 3".
 SafetensorsFile read_safetensors(const std::string& path);
 
 // Where read_safetensors_into puts a tensor: the span its values go to (shape.numel() floats,
@@ -91,8 +92,8 @@ using TensorDestination =
     std::function<std::optional<std::span<float>>(const std::string& name, const Shape& shape)>;
 
 // Reads a safetensors file like read_safetensors, but each tensor's values straight into the
-// span `destination` gives for it, in the order of the data, so nothing but the header is held.
-// Returns the metadata.
+// span `destination` gives for it, in the order of the data, so nothing but the header is held;
+// a tensor read holding a NaN or an infinity is refused once read. Returns the metadata.
 std::map<std::string, std::string> read_safetensors_into(const std::string& path,
                                                          const TensorDestination& destination);
 

@@ -19,10 +19,13 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr size_t kReportSize = 3;  // stage, crc32, size: exact in doubles (sizes below 2^53)
+constexpr const char* kOptimizerStepsKey = "optimizer_steps";  // in meta.json and every shard
 
 checkpoint::Settings saved_settings(const nlohmann::json& meta, const std::string& path) {
+  const nlohmann::json& saved = checkpoint::required_key(meta, path, "settings");
+  check_input(saved.is_object(), "{}: settings: must be an object of strings", path);
   checkpoint::Settings settings;
-  for (const auto& [key, value] : meta["settings"].items()) {
+  for (const auto& [key, value] : saved.items()) {
     check_input(value.is_string(), "{}: settings.{}: must be a string", path, key);
     settings[key] = value.get<std::string>();
   }
@@ -30,10 +33,10 @@ checkpoint::Settings saved_settings(const nlohmann::json& meta, const std::strin
 }
 
 int64_t optimizer_steps(const nlohmann::json& meta, const std::string& path) {
-  const auto steps = meta.find("optimizer_steps");
-  check_input(steps != meta.end() && steps->is_number_integer() && steps->get<int64_t>() >= 0,
-              "{}: optimizer_steps must be an integer >= 0", path);
-  return steps->get<int64_t>();
+  const nlohmann::json& steps = checkpoint::required_key(meta, path, kOptimizerStepsKey);
+  check_input(steps.is_number_integer() && steps.get<int64_t>() >= 0,
+              "{}: {} must be an integer >= 0", path, kOptimizerStepsKey);
+  return steps.get<int64_t>();
 }
 
 }  // namespace
@@ -86,16 +89,19 @@ void RunCheckpoints::save(int64_t steps_done) {
   checkpoint::ShardRecord mine;
   try {
     comm::agree(world_, [&] {
-      if (writer) mine = store_.write_shard(steps_done, topo.stage, tensors);
+      if (!writer) return;
+      const std::string steps_taken = std::to_string(trainer_.optimizer().steps_taken());
+      mine =
+          store_.write_shard(steps_done, topo.stage, tensors, {{kOptimizerStepsKey, steps_taken}});
     });
     const auto shards = gather_shard_records(writer ? &mine : nullptr, steps_done);
     comm::agree(world_, [&] {
       if (world_.rank() != 0) return;
       nlohmann::json meta = {{"num_stages", topo.num_stages},
-                             {"optimizer_steps", trainer_.optimizer().steps_taken()},
+                             {kOptimizerStepsKey, trainer_.optimizer().steps_taken()},
                              {"seed", experiment_.train.seed},
-                             {"config", experiment_.source}};
-      if (!options_.settings.empty()) meta["settings"] = settings();
+                             {"config", experiment_.source},
+                             {"settings", settings()}};
       store_.commit(steps_done, meta, shards);
     });
   } catch (const AgreedError&) {
@@ -152,8 +158,10 @@ ResumePoint RunCheckpoints::resume() {
 
   const auto step = static_cast<int64_t>(latest);
   nlohmann::json meta;
+  int64_t optimizer_steps_done = 0;
   comm::agree(world_, [&] {
     meta = store_.read_meta(step);
+    optimizer_steps_done = optimizer_steps(meta, store_.meta_path(step));
     check_settings(meta, step);
   });
   if (step >= experiment_.train.steps) return {.step = step, .finished = true};
@@ -175,22 +183,13 @@ void RunCheckpoints::load(int64_t step, const nlohmann::json& meta) {
         trainer_.stage(), trainer_.optimizer(),
         [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
         store_.step_dir(step));
-    trainer_.optimizer().set_steps_taken(optimizer_steps(meta, store_.meta_path(step)));
+    trainer_.optimizer().set_steps_taken(optimizer_steps_done);
   });
 }
 
 void RunCheckpoints::check_settings(const nlohmann::json& meta, int64_t step) const {
   const bool is_root = world_.rank() == 0;
   const std::string path = store_.meta_path(step);
-  if (!meta.contains("settings") || !meta["settings"].is_object() || meta["settings"].empty()) {
-    if (is_root) {
-      spdlog::warn(
-          "{}: written by an mpipe that did not record the settings; resuming without "
-          "checking that the experiment is unchanged",
-          path);
-    }
-    return;
-  }
   const checkpoint::Settings saved = saved_settings(meta, path);
   const checkpoint::SettingChanges changes = checkpoint::compare_settings(saved, settings());
   check_input(changes.refused.empty(),

@@ -37,15 +37,17 @@ class RunCheckpoints {
   // What options.resume asks for. kNever: a new run. Otherwise rank 0 picks the newest
   // committed step (none: an error for kRequired, an info line for kIfPresent), every rank
   // checks the settings it was saved with against this run's (refusing changes the training
-  // depends on), and unless it already has train.steps steps, loads it, verified, and drops
-  // metrics.jsonl's records after it. A finished one is not loaded (load does that on demand).
+  // depends on), and unless it already has train.steps steps, loads it, verified (meta.json's
+  // keys and checksum, each shard against it, every value finite), and drops metrics.jsonl's
+  // records after it. A finished one is not loaded (load does that on demand).
   ResumePoint resume();
 
   // Loads committed step `step` into the stage and optimizer, verified.
   void load(int64_t step);
 
   // Saves the state after `steps_done` steps. Nothing is written if any stage holds a
-  // non-finite value. Each stage of replica 0 writes its shard durably and reports its size
+  // non-finite value. Each stage of replica 0 writes its shard durably (with the optimizer's
+  // step count in its metadata, which a resume checks against meta.json's) and reports its size
   // and crc32 through an allgather; rank 0 writes meta.json with them (this commits the step)
   // and only then prunes old checkpoints. Any rank's failure fails every rank, and the
   // uncommitted shards are removed.

@@ -1,11 +1,12 @@
-// Tests for CheckpointStore: layout, commit by meta.json with shard records, pruning, verified
-// merged reads and their errors.
+// Tests for CheckpointStore: layout, commit by meta.json with shard records and its own checksum,
+// pruning, verified merged reads and their errors.
 #include "checkpoint/checkpoint_store.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "core/error.h"
 #include "support/temp_dir.h"
@@ -55,6 +56,13 @@ nlohmann::json read_json(const std::string& path) {
 
 void write_json(const std::string& path, const nlohmann::json& value) {
   std::ofstream(path) << value.dump(2);
+}
+
+// Writes an edited meta.json with its manifest checksum recomputed, as one that passes that
+// check but must fail a later one.
+void write_sealed_json(const std::string& path, nlohmann::json meta) {
+  meta[kManifestChecksumKey] = manifest_checksum(meta);
+  write_json(path, meta);
 }
 
 constexpr const char* kNoIntact = "; no earlier committed checkpoint is intact";
@@ -311,18 +319,93 @@ TEST(CheckpointStore, VerifyAcceptsAnIntactCheckpointAndRefusesADamagedOne) {
   EXPECT_THROW(store.verify(10), InputError);
 }
 
-TEST(CheckpointStore, CheckpointWrittenBeforeShardRecordsStillLoads) {
+TEST(CheckpointStore, MetaWithoutARequiredKeyIsRefusedNamingTheKey) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
   save_two_stage(store, 10);
-  nlohmann::json meta = read_json(store.meta_path(10));
-  meta.erase("shards");
-  write_json(store.meta_path(10), meta);
+  const nlohmann::json meta = read_json(store.meta_path(10));
+  for (const char* key : {"shards", "manifest_crc32", "num_stages", "step", "time"}) {
+    nlohmann::json edited = meta;
+    edited.erase(key);
+    write_json(store.meta_path(10), edited);
+    EXPECT_EQ(read_all_error(store, 10),
+              fmt::format("{}: missing key '{}'{}", store.meta_path(10), key, kNoIntact));
+    if (key == std::string(kManifestChecksumKey)) continue;
+    write_sealed_json(store.meta_path(10), edited);  // no checksum to blame either
+    EXPECT_EQ(read_all_error(store, 10),
+              fmt::format("{}: missing key '{}'{}", store.meta_path(10), key, kNoIntact));
+  }
+}
+
+TEST(CheckpointStore, ManifestChecksumIsTheCrc32OfTheCompactJsonWithoutIt) {
+  // zlib.crc32(b'{"a":"x","b":1}') in Python
+  EXPECT_EQ(manifest_checksum({{"b", 1}, {"a", "x"}, {kManifestChecksumKey, "anything"}}),
+            "1ffe9fd7");
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  const nlohmann::json meta = read_json(store.meta_path(10));
+  EXPECT_EQ(meta.at(kManifestChecksumKey), manifest_checksum(meta));
+}
+
+TEST(CheckpointStore, AnyEditOfMetaIsAManifestChecksumMismatch) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  const nlohmann::json meta = read_json(store.meta_path(10));
+  const auto expected = [&](const nlohmann::json& edited) {
+    return fmt::format("{}: manifest checksum mismatch (crc32 {}, manifest_crc32 says {}){}",
+                       store.meta_path(10), manifest_checksum(edited),
+                       meta[kManifestChecksumKey].get<std::string>(), kNoIntact);
+  };
+  nlohmann::json edited = meta;
+  edited["seed"] = 8;
+  write_json(store.meta_path(10), edited);
+  EXPECT_EQ(read_all_error(store, 10), expected(edited));
+  edited = meta;
+  edited["added"] = true;
+  write_json(store.meta_path(10), edited);
+  EXPECT_EQ(read_all_error(store, 10), expected(edited));
+  write_json(store.meta_path(10), meta);  // the layout of the file is not part of the checksum
   EXPECT_EQ(store.read_all(10).size(), 4u);
-  fs::copy_file(store.shard_path(10, 0), store.shard_path(10, 1),
-                fs::copy_options::overwrite_existing);  // its own metadata still tells
+}
+
+TEST(CheckpointStore, EveryKeyInAShardsMetadataMustAgreeWithMeta) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  const std::map<std::string, std::string> held = {{"optimizer_steps", "9"}};
+  const ShardRecord first = store.write_shard(10, 0, views_of(stage_tensors(0, 1.f)), held);
+  const ShardRecord second = store.write_shard(10, 1, views_of(stage_tensors(1, 1.f)), held);
+  store.commit(10, {{"num_stages", 2}, {"optimizer_steps", 9}}, {first, second});
+  EXPECT_EQ(store.read_all(10).size(), 4u);
+  nlohmann::json meta = read_json(store.meta_path(10));
+  meta["optimizer_steps"] = 10;
+  write_sealed_json(store.meta_path(10), meta);
   EXPECT_EQ(read_all_error(store, 10),
-            store.shard_path(10, 1) + ": holds stage 0, meta.json says stage 1" + kNoIntact);
+            store.shard_path(10, 0) +
+                ": holds optimizer_steps 9, meta.json says optimizer_steps 10" + kNoIntact);
+  meta.erase("optimizer_steps");
+  write_sealed_json(store.meta_path(10), meta);
+  EXPECT_EQ(read_all_error(store, 10),
+            store.shard_path(10, 0) +
+                ": holds optimizer_steps 9, meta.json has no optimizer_steps" + kNoIntact);
+}
+
+TEST(CheckpointStore, NonFiniteValueIsRefusedThoughItsChecksumMatches) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  std::vector<NamedTensor> tensors = stage_tensors(1, 2.f);
+  tensors[0].values[1] = std::numeric_limits<float>::quiet_NaN();
+  const ShardRecord first = store.write_shard(20, 0, views_of(stage_tensors(0, 2.f)));
+  const ShardRecord second = store.write_shard(20, 1, views_of(tensors));
+  store.commit(20, {{"num_stages", 2}}, {first, second});
+  EXPECT_EQ(read_all_error(store, 20),
+            store.shard_path(20, 1) +
+                ": tensor 'layers.2.weight' holds a non-finite value (nan) at index 1; the newest "
+                "intact checkpoint is step 10 (" +
+                store.step_dir(10) + "): remove step_00000020 to resume from it");
+  EXPECT_THROW(store.verify(20), InputError);  // so no later hint calls it intact
 }
 
 TEST(CheckpointStore, MalformedShardListIsRefusedNamingMetaJson) {
@@ -331,7 +414,7 @@ TEST(CheckpointStore, MalformedShardListIsRefusedNamingMetaJson) {
   save_two_stage(store, 10);
   nlohmann::json meta = read_json(store.meta_path(10));
   meta["shards"][1]["crc32"] = "xyz";
-  write_json(store.meta_path(10), meta);
+  write_sealed_json(store.meta_path(10), meta);
   EXPECT_EQ(read_all_error(store, 10),
             store.meta_path(10) +
                 R"(: shards[1] must be {"file": "stage_1.safetensors", "stage": 1, "step": )"
@@ -339,14 +422,14 @@ TEST(CheckpointStore, MalformedShardListIsRefusedNamingMetaJson) {
                 kNoIntact);
   meta["shards"][1]["crc32"] = crc32_hex(0);
   meta["shards"][1]["stage"] = "1";  // a string
-  write_json(store.meta_path(10), meta);
+  write_sealed_json(store.meta_path(10), meta);
   EXPECT_TRUE(read_all_error(store, 10).starts_with(store.meta_path(10) + ": shards[1] must be"));
   meta["shards"][1].erase("size");
   meta["shards"][1]["stage"] = 1;
-  write_json(store.meta_path(10), meta);
+  write_sealed_json(store.meta_path(10), meta);
   EXPECT_TRUE(read_all_error(store, 10).starts_with(store.meta_path(10) + ": shards[1] must be"));
   meta["shards"].erase(1);
-  write_json(store.meta_path(10), meta);
+  write_sealed_json(store.meta_path(10), meta);
   EXPECT_EQ(read_all_error(store, 10),
             store.meta_path(10) + ": shards must be a list of 2 entries (num_stages)" + kNoIntact);
 }
@@ -401,10 +484,13 @@ TEST(CheckpointStore, ReadAllNamesACorruptShard) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);
   save_two_stage(store, 10);
-  nlohmann::json meta = read_json(store.meta_path(10));
-  meta.erase("shards");  // no checksums to compare: the reader's own checks find it
-  write_json(store.meta_path(10), meta);
   fs::resize_file(store.shard_path(10, 0), fs::file_size(store.shard_path(10, 0)) - 4);
+  // meta.json made to record the damaged shard: the reader's own checks find it
+  nlohmann::json meta = read_json(store.meta_path(10));
+  const FileDigest damaged = digest_file(store.shard_path(10, 0));
+  meta["shards"][0]["size"] = damaged.size;
+  meta["shards"][0]["crc32"] = crc32_hex(damaged.crc32);
+  write_sealed_json(store.meta_path(10), meta);
   EXPECT_EQ(read_all_error(store, 10), store.shard_path(10, 0) +
                                            ": truncated: header says 12 bytes of data, file has 8" +
                                            kNoIntact);

@@ -184,6 +184,18 @@ TEST(Safetensors, TruncatedDataNamesBothSizes) {
   EXPECT_EQ(read_error(path), path + ": truncated: header says 1024 bytes of data, file has 512");
 }
 
+TEST(Safetensors, NonFiniteValueIsRefusedNamingTheTensorAndIndex) {
+  testing::TempDir dir;
+  const std::string path = dir.file("ckpt.safetensors");
+  const float inf = std::numeric_limits<float>::infinity();
+  write_safetensors(path, std::vector<NamedTensor>{{"a", Shape{2}, {1.f, 2.f}},
+                                                   {"b", Shape{3}, {0.f, 0.f, -inf}}});
+  EXPECT_EQ(read_error(path), path + ": tensor 'b' holds a non-finite value (-inf) at index 2");
+  write_safetensors(
+      path, std::vector<NamedTensor>{{"a", Shape{1}, {std::numeric_limits<float>::quiet_NaN()}}});
+  EXPECT_EQ(read_error(path), path + ": tensor 'a' holds a non-finite value (nan) at index 0");
+}
+
 TEST(Safetensors, FileShorterThanTheLengthPrefixIsTruncated) {
   testing::TempDir dir;
   const std::string path = dir.file("short.safetensors");

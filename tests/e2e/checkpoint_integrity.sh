@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Checkpoint integrity: meta.json records each shard's size and zlib crc32 (checked here against
-# gzip's) and step; a resume refuses a shard with a flipped bit, a shard copied from another
-# step, or a truncated shard, with one line naming the file and the newest intact checkpoint,
-# every rank exiting 2. Usage: checkpoint_integrity.sh CONFIG
+# gzip's) and step, and its own checksum (checked against Python's); a resume refuses a shard
+# with a flipped bit, a shard copied from another step, a truncated shard, a meta.json without a
+# required key, edited, or disagreeing with a shard's own metadata, and a NaN whose crc32
+# matches, with one line naming the file and the newest intact checkpoint, every rank exiting 2.
+# Usage: checkpoint_integrity.sh CONFIG
 source "$(dirname "$0")/checkpoint_lib.sh"
 config=$1
 ck=$WORK/run/checkpoints
@@ -46,8 +48,35 @@ fails none_intact 2 "$shard: checksum mismatch (crc32 $(crc32 "$shard"), meta.js
 cp "$WORK/good" "$shard"
 cp "$WORK/good0" "$first"
 
+edit() { python3 "$(dirname "$0")/checkpoint_edit.py" "$@"; }
+meta=$ck/step_00000004/meta.json
+cp "$meta" "$WORK/good_meta"
+sealed=$(edit checksum "$meta")
+grep -qF "\"manifest_crc32\": \"$sealed\"" "$meta" \
+  || { cat "$meta"; echo "FAILED: meta.json lacks manifest_crc32 $sealed"; exit 1; }
+
+edit drop "$meta" shards  # the shard checks cannot be switched off
+flip_bit "$shard" 3
+fails no_shards 2 "$meta: missing key 'shards'; $intact" "${resume[@]}"
+cp "$WORK/good" "$shard"
+cp "$WORK/good_meta" "$meta"
+
+edit set "$meta" optimizer_steps 5
+fails edited 2 "$meta: manifest checksum mismatch (crc32 $(edit checksum "$meta"), manifest_crc32 says $sealed); $intact" \
+  "${resume[@]}"
+edit seal "$meta"
+fails resealed 2 "$ck/step_00000004/stage_0.safetensors: holds optimizer_steps 4, meta.json says optimizer_steps 5; $intact" \
+  "${resume[@]}"
+cp "$WORK/good_meta" "$meta"
+
+tensor=$(edit nan "$meta" 1)  # the crc32s in meta.json made to match
+fails nan 2 "$shard: tensor '$tensor' holds a non-finite value (nan) at index 0; $intact" \
+  "${resume[@]}"
+cp "$WORK/good" "$shard"
+cp "$WORK/good_meta" "$meta"
+
 # Restored: the resume goes through, to the weights of an uninterrupted run.
 train 2 run "$config" --set train.steps=6 --set checkpoint.every=2 --resume
 train 2 straight "$config" --set train.steps=6
 same straight run
-echo "checkpoint integrity: bit flip, foreign and truncated shards refused with one line; intact resumes"
+echo "checkpoint integrity: bit flip, foreign and truncated shards, edited meta.json and NaN refused with one line; intact resumes"

@@ -50,12 +50,13 @@ train 2 done "$config" --set train.steps=6 --set checkpoint.every=3 --set log.ev
   --set pipeline.micro_batches=2 --resume
 info_line "$WORK/done.log" "$WORK/done: resuming with changed settings: checkpoint.every: 2 → 3; log.every: 1 → 2; pipeline.data_parallel: 1 → 2; pipeline.micro_batches: 4 → 2; pipeline.stages: auto → 1; train.eval_every: 0 → 5; train.steps: 4 → 6"
 
-# A checkpoint from before meta.json recorded the settings: resumed, with a warning.
+# Without its settings a checkpoint cannot be checked: refused, even with meta.json's checksum
+# recomputed to match.
 meta=$WORK/done/checkpoints/step_00000006/meta.json
-sed -i '/^  "settings": {$/,/^  },$/d' "$meta"
-! grep -q settings "$meta" || { echo "FAILED: settings still in $meta"; exit 1; }
-train 2 done "$config" --set train.steps=7 --set optimizer.lr=0.02 --resume
-info_line "$WORK/done.log" "$meta: written by an mpipe that did not record the settings; resuming without checking that the experiment is unchanged"
+python3 "$(dirname "$0")/checkpoint_edit.py" drop "$meta" settings
+python3 "$(dirname "$0")/checkpoint_edit.py" seal "$meta"
+fails no_settings 2 "$meta: missing key 'settings'" \
+  "$config" --run-dir "$WORK/done" --set train.steps=7 --set optimizer.lr=0.02 --resume
 
 # Each step once in metrics.jsonl: steps 5 and 6 were logged, but their checkpoint is lost
 # (and the last line torn), so the resume from step 4 runs them again.
