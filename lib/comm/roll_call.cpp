@@ -5,14 +5,18 @@
 #include <algorithm>
 #include <thread>
 
+#include "comm/tag_space.h"
 #include "comm/watchdog_state.h"
 
 namespace mpipe::comm {
 namespace {
 
+// Tags on the roll call's own communicator (no comm::TagSpace is needed there), within the bound
+// every MPI library guarantees.
 constexpr int kPingTag = 1;
 constexpr int kFirstAnswerTag = 2;  // answers to this rank's n-th roll call use tag 2 + n % span,
-constexpr int kAnswerTagSpan = 30000;  // so a late answer to an old roll call is never taken
+constexpr int kAnswerTagSpan =      // so a late answer to an old roll call is never taken
+    kGuaranteedTagUb - kFirstAnswerTag + 1;
 constexpr int kMaxAnswerChars = 1000;
 
 int answer_tag(int roll_call) { return kFirstAnswerTag + roll_call % kAnswerTagSpan; }

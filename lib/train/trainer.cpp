@@ -16,6 +16,7 @@
 #include "pipeline/batch_split.h"
 #include "pipeline/schedule.h"
 #include "train/finite_check.h"
+#include "train/message_tags.h"
 #include "train/pipeline_plan.h"
 
 namespace mpipe::train {
@@ -73,6 +74,7 @@ Trainer::Trainer(const config::Experiment& experiment, const comm::Communicator&
       topology_(resolve_topology(experiment.pipeline, world.rank(), world.size())),
       groups_(comm::split_world(world, topology_)),
       plan_(model::plan_model(experiment.model, dataset.input_shape())),
+      tags_(message_tags(experiment, dataset.input_shape())),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain)) {
   const auto& pipe = experiment.pipeline;
   pipeline::check_batch_split(experiment.train.batch_size, pipe.micro_batches,
@@ -89,7 +91,8 @@ Trainer::Trainer(const config::Experiment& experiment, const comm::Communicator&
     loss_rows_per_example_ = std::max<int64_t>(1, dataset.target_shape().numel());
   }
   optimizer_ = optim::Optimizer::make(experiment.optimizer, stage_->params().num_params());
-  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages);
+  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages,
+                                           tags_);
   executor_ = std::make_unique<pipeline::Executor>(*stage_, *link_, topology_.stage,
                                                    topology_.num_stages, *loss_, kernels_);
   program_ = pipeline::make_program(pipe.schedule, topology_.num_stages, pipe.micro_batches,

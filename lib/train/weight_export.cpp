@@ -18,15 +18,13 @@
 namespace mpipe::train {
 namespace {
 
-// Tags of the export's messages: above every pipeline message tag (those stay below 2^26).
-constexpr int kExportTag = 1 << 27;
-
 // Stage s > 0 of the first replica: its tensors to stage 0, one at a time (the send owns a
 // copy of one tensor only).
-void send_weights(const pipeline::Stage& stage, const comm::Communicator& pipeline) {
+void send_weights(const pipeline::Stage& stage, const comm::Communicator& pipeline,
+                  const comm::TagSpace& tags) {
   int index = 0;
   for (std::span<const float> values : weight_values(stage)) {
-    comm::Request send = pipeline.isend(values, 0, kExportTag + index++);
+    comm::Request send = pipeline.isend(values, 0, tags.tensor(index++));
     send.wait();
   }
 }
@@ -72,7 +70,7 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
       values = own.at(static_cast<size_t>(index));
     } else {
       buffer.resize(static_cast<size_t>(layout[t].tensor.shape.numel()));
-      trainer.groups().pipeline.irecv(buffer, stage, kExportTag + index).wait();
+      trainer.groups().pipeline.irecv(buffer, stage, trainer.tags().tensor(index)).wait();
       values = buffer;
     }
     attempt([&] {
@@ -100,7 +98,7 @@ void export_weights(Trainer& trainer, const config::Experiment& experiment,
     if (trainer.topology().stage == 0) {
       error = write_weights(trainer, experiment, dataset, path, first_layer_of_stage);
     } else {
-      send_weights(trainer.stage(), trainer.groups().pipeline);
+      send_weights(trainer.stage(), trainer.groups().pipeline, trainer.tags());
     }
   }
   // Every rank learns whether the file was written.
