@@ -236,6 +236,8 @@ Commands::Commands(CLI::App& app) {
 
 int Commands::run(const comm::Communicator& world) {
   try {
+    // The experiment's deadlines bound every wait from the first collective on.
+    if (*train_) job::use_experiment_deadlines(config_path_, overrides_, world);
     start_up(world);  // the first collective: every rank runs the same mpipe version
     if (*train_) return train(world);
     if (*schedule_) return schedule();

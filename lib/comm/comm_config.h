@@ -15,6 +15,9 @@ struct CommConfig {
   // take before the job ends without a checkpoint; 0 = auto: max(10 s, 2 x the slowest step),
   // after the warm-up steps only.
   double stop_grace_s = 0.0;
+  // Not a setting: how long a rank whose wait expired leaves the job's one line to another rank
+  // whose wait expired too (which ends the job) before it reports itself (tests shorten it).
+  double report_deferral_s = 60.0;
   // Run a comm::ProgressThread during training (needs MPI_THREAD_MULTIPLE and, to pay off, a
   // spare core per rank).
   bool progress_thread = false;

@@ -8,7 +8,6 @@
 
 #include "comm/agree.h"
 #include "comm/mpi_handles.h"
-#include "comm/watchdog.h"
 #include "core/error.h"
 
 namespace mpipe::comm {
@@ -16,11 +15,6 @@ namespace {
 
 constexpr size_t kFieldBytes = 256;  // each field of a record, NUL-padded (at most 255 chars)
 constexpr size_t kFields = 3;
-
-std::string describe(const Communicator& world, int rank) {
-  const Watchdog* watchdog = world.watchdog();
-  return watchdog ? watchdog->describe_rank(rank) : fmt::format("rank {}", rank);
-}
 
 // "rank 1 (host b)" from the identities alone.
 std::string describe(const std::vector<RankIdentity>& ranks, size_t rank) {
@@ -91,8 +85,7 @@ void require_same_as_rank0(const Communicator& world, const std::vector<SameEver
       } else if (thing.mine != rank0[i]) {
         difference = fmt::format("{} here, {} on rank 0", thing.mine, rank0[i]);
       }
-      check_input(!difference, "{}: {} differs from rank 0's: {}", describe(world, world.rank()),
-                  thing.what, difference.value_or(""));
+      check_input(!difference, "{} differs from rank 0's: {}", thing.what, difference.value_or(""));
     }
   });
 }

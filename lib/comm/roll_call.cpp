@@ -5,15 +5,20 @@
 #include <algorithm>
 #include <thread>
 
+#include "comm/tag_space.h"
 #include "comm/watchdog_state.h"
 
 namespace mpipe::comm {
 namespace {
 
+// Tags on the roll call's own communicator (no comm::TagSpace is needed there), within the bound
+// every MPI library guarantees.
 constexpr int kPingTag = 1;
 constexpr int kFirstAnswerTag = 2;  // answers to this rank's n-th roll call use tag 2 + n % span,
-constexpr int kAnswerTagSpan = 30000;  // so a late answer to an old roll call is never taken
+constexpr int kAnswerTagSpan =      // so a late answer to an old roll call is never taken
+    kGuaranteedTagUb - kFirstAnswerTag + 1;
 constexpr int kMaxAnswerChars = 1000;
+constexpr std::string_view kEndingAnswer = "ending the job after ";
 
 int answer_tag(int roll_call) { return kFirstAnswerTag + roll_call % kAnswerTagSpan; }
 
@@ -22,8 +27,8 @@ std::string current_answer(const Watchdog::State& state) {
   if (!state.waiting) return "not waiting (" + state.activity() + ")";
   const double waited_s =
       std::chrono::duration<double>(WatchClock::now() - state.wait_start).count();
-  std::string text =
-      fmt::format("waiting {:.1f} s for {}", waited_s, describe_wait(state, *state.waiting));
+  std::string text = fmt::format("{}waiting {:.1f} s for {}", state.fired ? kEndingAnswer : "",
+                                 waited_s, describe_wait(state, *state.waiting));
   if (text.size() > kMaxAnswerChars) text.resize(kMaxAnswerChars);
   return text;
 }
@@ -55,11 +60,26 @@ void answer_roll_calls(Watchdog& watchdog) {
                  MPI_STATUS_IGNORE) != MPI_SUCCESS) {
       return;
     }
+    if (!state.fired) state.called_before_expiry.push_back(status.MPI_SOURCE);
     auto answer = std::make_unique<RollCallAnswer>(RollCallAnswer{.text = current_answer(state)});
     MPI_Isend(answer->text.data(), static_cast<int>(answer->text.size()), MPI_CHAR,
               status.MPI_SOURCE, answer_tag(roll_call), state.roll_comm, &answer->request);
     state.answers.push_back(std::move(answer));
   }
+}
+
+bool is_ending(const std::string& answer) { return answer.starts_with(kEndingAnswer); }
+
+bool leaves_the_report(const Watchdog::State& state,
+                       const std::vector<std::optional<std::string>>& answers, bool was_stopped) {
+  if (!state.called_before_expiry.empty()) return true;
+  bool anyone_answers = false;
+  for (size_t r = 0; r < answers.size(); ++r) {
+    if (!answers[r]) continue;
+    anyone_answers = true;
+    if (static_cast<int>(r) < state.rank && is_ending(*answers[r])) return true;
+  }
+  return was_stopped && !anyone_answers && state.size > 1;  // (or no roll call is possible yet)
 }
 
 std::vector<std::optional<std::string>> roll_call(Watchdog& watchdog, double window_s) {

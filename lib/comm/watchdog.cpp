@@ -1,10 +1,14 @@
 // comm::Watchdog: deadlines for waits on peers, the wait loop, and the one-line report on expiry.
 #include "comm/watchdog.h"
 
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
+#include <mutex>
 #include <thread>
 
 #include "comm/watchdog_state.h"
@@ -25,6 +29,39 @@ constexpr size_t kMembersListed = 3;         // ranks named in a description, th
 // stopped (SIGSTOP, a paused VM): that time is not counted as waiting, so a rank that is resumed
 // does not blame its peers for its own absence.
 constexpr double kSuspendedSeconds = 1.0;
+// A stop request that a wait still holds up this long after it was seen gets one warning.
+constexpr double kStopWarningSeconds = 1.0;
+constexpr auto kDeferralPause = 10ms;  // between the roll calls answered while deferring
+
+// When this process last received SIGCONT (it was stopped, then resumed): CLOCK_MONOTONIC, the
+// clock of steady_clock, in nanoseconds; 0 if never.
+std::atomic<int64_t> resumed_at_ns{0};
+
+void note_resumed(int /*signal*/) {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  resumed_at_ns.store(int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec);
+}
+
+// Installs note_resumed for SIGCONT, once per process.
+void watch_for_resumes() {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    struct sigaction action {};
+    action.sa_handler = note_resumed;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGCONT, &action, nullptr);
+  });
+}
+
+// When this process was last resumed after a stop, if it was.
+std::optional<WatchClock::time_point> last_resume() {
+  const int64_t ns = resumed_at_ns.load();
+  if (ns == 0) return std::nullopt;
+  return WatchClock::time_point(
+      std::chrono::duration_cast<WatchClock::duration>(std::chrono::nanoseconds(ns)));
+}
 
 double seconds_between(WatchClock::time_point from, WatchClock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
@@ -82,6 +119,9 @@ struct Expiry {
   double suspended_s = 0.0;     // seconds this process was stopped during the wait
   double timeout_s = 0.0;       // its deadline
   bool stop_requested = false;  // ended by a stop request after the grace, not by the deadline
+  // Seconds since this process was resumed, when it was stopped since its last completed wait
+  // (outside this wait: no gap between polls measured it).
+  std::optional<double> resumed_s;
 };
 
 // The line a wait that expired ends the job with.
@@ -114,18 +154,40 @@ std::string expiry_message(Watchdog& watchdog, const PendingOp& op, const Expiry
   // its peers may have given up on it.
   if (expiry.suspended_s > 0) {
     text += fmt::format("; this rank was itself stopped for {:.1f} s", expiry.suspended_s);
+  } else if (expiry.resumed_s) {
+    text +=
+        fmt::format("; this rank was itself stopped, and resumed {:.1f} s ago", *expiry.resumed_s);
   }
   return text +
          (expiry.stop_requested ? "; cannot checkpoint; ending the job" : "; ending the job");
 }
 
-// Asks who is there, then throws the report.
-[[noreturn]] void expire(Watchdog& watchdog, const PendingOp& op, const Expiry& expiry) {
-  WatchdogInternals::state(watchdog).fired = true;
+// Asks who is there, then throws the report, unless another rank makes it (leaves_the_report):
+// then this rank answers roll calls while that rank ends the job (MPI_Abort ends this one too),
+// and reports only if the job still runs after comm::CommConfig::report_deferral_s.
+[[noreturn]] void expire(Watchdog& watchdog, const PendingOp& op, Expiry expiry) {
+  Watchdog::State& state = WatchdogInternals::state(watchdog);
+  state.fired = true;
+  const auto resumed = last_resume();
+  if (expiry.suspended_s == 0 && resumed && *resumed > state.last_wait_end) {
+    expiry.resumed_s = seconds_between(*resumed, WatchClock::now());
+  }
   const double window_s =
       std::clamp(0.1 * expiry.timeout_s, kMinRollCallSeconds, kMaxRollCallSeconds);
   const auto answers = roll_call(watchdog, window_s);
-  throw WatchdogTimeout(expiry_message(watchdog, op, expiry, answers));
+  const std::string line = expiry_message(watchdog, op, expiry, answers);
+  const bool was_stopped = expiry.suspended_s > 0 || expiry.resumed_s;
+  if (leaves_the_report(state, answers, was_stopped)) {
+    spdlog::debug("{} (left to the rank that reports it)", line);
+    const auto until = WatchClock::now() +
+                       std::chrono::duration_cast<WatchClock::duration>(
+                           std::chrono::duration<double>(state.policy.config().report_deferral_s));
+    while (WatchClock::now() < until) {
+      answer_roll_calls(watchdog);
+      std::this_thread::sleep_for(kDeferralPause);
+    }
+  }
+  throw WatchdogTimeout(line);
 }
 
 // Clears the wait in progress when the wait ends, however it ends.
@@ -150,6 +212,8 @@ Watchdog::Watchdog(const Communicator& world, const CommConfig& config)
   state_->rank = world.rank();
   state_->size = world.size();
   state_->policy = DeadlinePolicy(config);
+  state_->last_wait_end = WatchClock::now();
+  watch_for_resumes();
 }
 
 Watchdog::~Watchdog() {
@@ -246,7 +310,10 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
   while (true) {
     int done = 0;
     check_mpi(MPI_Test(&op.request, &done, &status), op.call);
-    if (done) return;
+    if (done) {
+      state.last_wait_end = WatchClock::now();
+      return;
+    }
     const auto now = WatchClock::now();
     if (seconds_between(last_poll, now) >= kSuspendedSeconds) {
       start += now - last_poll;
@@ -254,24 +321,31 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
     }
     last_poll = now;
     const double waited_s = seconds_between(start, now);
-    if (waited_s >= timeout_s) expire(watchdog, op, {waited_s, suspended_s, timeout_s, false});
+    // Roll calls before the deadline: one that arrived while this rank slept comes from a rank
+    // whose wait expired first, which then reports for both (leaves_the_report).
+    if (waited_s >= kSpinSeconds) answer_roll_calls(watchdog);
+    if (waited_s >= timeout_s) {
+      expire(watchdog, op, {waited_s, suspended_s, timeout_s, false, std::nullopt});
+    }
     if (waited_s < kSpinSeconds) {
       std::this_thread::yield();
       continue;
     }
-    answer_roll_calls(watchdog);
     if (state.stop_requested && state.stop_requested->load()) {
       const std::optional<double> grace_s = state.policy.stop_grace(phase);
-      if (!stop_seen) {
-        stop_seen = now;
-        if (!grace_s) {
-          spdlog::warn(
-              "watchdog: {}: stop requested while waiting {:.1f} s for {}; waiting up to "
-              "{:.0f} s more",
-              state.activity(), waited_s, describe_wait(state, op), timeout_s - waited_s);
-        }
-      } else if (grace_s && seconds_between(*stop_seen, now) >= *grace_s) {
-        expire(watchdog, op, {waited_s, suspended_s, timeout_s, true});
+      if (!stop_seen) stop_seen = now;
+      const double held_s = seconds_between(*stop_seen, now);
+      if (grace_s && held_s >= *grace_s) {
+        expire(watchdog, op, {waited_s, suspended_s, timeout_s, true, std::nullopt});
+      }
+      // Once per process, from rank 0 (the others' at debug level), and only for a wait that
+      // holds the stop up: most waits of a step complete before the step boundary sees the stop.
+      if (!grace_s && !state.stop_warned && held_s >= kStopWarningSeconds) {
+        state.stop_warned = true;
+        spdlog::log(state.rank == 0 ? spdlog::level::warn : spdlog::level::debug,
+                    "watchdog: {}: stop requested while waiting {:.1f} s for {}; waiting up to "
+                    "{:.0f} s more",
+                    state.activity(), waited_s, describe_wait(state, op), timeout_s - waited_s);
       }
     }
     std::this_thread::sleep_for(pause);

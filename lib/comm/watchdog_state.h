@@ -38,9 +38,13 @@ struct Watchdog::State {
   std::vector<Activity> activities;  // innermost last
   std::string base_activity = "start-up";
   bool fired = false;
+  bool stop_warned = false;  // the warning that a stop request waits for a wait, logged once
   // The wait in progress, for answers to roll calls.
   const PendingOp* waiting = nullptr;
   WatchClock::time_point wait_start;
+  WatchClock::time_point last_wait_end;  // of the last polled wait that completed (or creation)
+  // Ranks whose roll call came before this rank's own wait expired: their waits expired first.
+  std::vector<int> called_before_expiry;
   // Roll call: a communicator of its own (a duplicate of the world).
   MPI_Comm roll_comm = MPI_COMM_NULL;
   int roll_calls = 0;    // started by this rank (numbers the answer tags)
@@ -72,8 +76,21 @@ std::string describe_rank(const Watchdog::State& state, int world_rank);
 // "an allreduce over the world, with rank 1 (stage 1, host node7)".
 std::string describe_wait(const Watchdog::State& state, const PendingOp& op);
 
-// Answers the roll calls that arrived (what this rank waits for), and reaps finished answers.
+// Answers the roll calls that arrived (what this rank waits for, or that it is ending the job),
+// and reaps finished answers.
 void answer_roll_calls(Watchdog& watchdog);
+
+// Whether an answer to a roll call says the rank is ending the job (its own wait expired).
+bool is_ending(const std::string& answer);
+
+// Whether this rank, whose wait expired, leaves the job's one line to another rank: one whose wait
+// expired first (its roll call came before this rank's expired), or a lower rank whose wait
+// expired about when this one's did (it answered that it is ending the job); or, when this rank
+// was itself stopped and no rank answers, the peers that gave up on it. Never true for everyone
+// alike: of the ranks whose waits expired, the first one, or the lowest of those that expired
+// together, reports.
+bool leaves_the_report(const Watchdog::State& state,
+                       const std::vector<std::optional<std::string>>& answers, bool was_stopped);
 
 // Asks every other rank what it waits for and collects the answers for up to `window_s` seconds
 // (answering others meanwhile). By world rank: the answer, or nothing for a rank that did not

@@ -20,19 +20,28 @@ void record_refs(const Source& source, const YAML::Node& node, const std::string
   }
 }
 
+// Fails unless the file's `tree` is a map of sections (or empty).
+void require_map(const std::string& path, const YAML::Node& tree) {
+  if (tree.IsNull() || tree.IsMap()) return;
+  const Source file_only(path, {});
+  const Field whole(file_only, tree, tree.Mark(), "");
+  whole.fail("expected a map of sections, got " + whole.describe());
+}
+
+// The sections of an experiment file, as `root`'s map (unknown ones refused).
+MapReader read_sections(const Field& root) {
+  return MapReader(
+      root, {"model", "data", "train", "optimizer", "pipeline", "checkpoint", "log", "comm"});
+}
+
 }  // namespace
 
 Experiment load_experiment(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node tree = read_yaml_file(path);
-  if (!tree.IsNull() && !tree.IsMap()) {
-    const Source file_only(path, {});
-    const Field whole(file_only, tree, tree.Mark(), "");
-    whole.fail("expected a map of sections, got " + whole.describe());
-  }
+  require_map(path, tree);
   const Source source(path, apply_overrides(tree, overrides));
   const Field root(source, tree, tree.Mark(), "");
-  const MapReader sections(
-      root, {"model", "data", "train", "optimizer", "pipeline", "checkpoint", "log", "comm"});
+  const MapReader sections = read_sections(root);
 
   Experiment experiment;
   experiment.source = path;
@@ -53,6 +62,14 @@ Experiment load_experiment(const std::string& path, const std::vector<std::strin
     }
   }
   return experiment;
+}
+
+comm::CommConfig load_comm_section(const std::string& path,
+                                   const std::vector<std::string>& overrides) {
+  YAML::Node tree = read_yaml_file(path);
+  require_map(path, tree);
+  const Source source(path, apply_overrides(tree, overrides));
+  return parse_comm(read_sections(Field(source, tree, tree.Mark(), "")).child("comm"));
 }
 
 }  // namespace mpipe::config

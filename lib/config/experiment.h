@@ -41,4 +41,10 @@ struct Experiment {
 // --set, applied before validation. Throws InputError "file:line: key.path: message".
 Experiment load_experiment(const std::string& path, const std::vector<std::string>& overrides);
 
+// Reads the `comm:` section only (`overrides` applied), for the watchdog's deadlines before the
+// experiment is loaded: the start-up handshake and preflight wait on peers too. Throws InputError
+// as load_experiment does for a problem in that section or the file.
+comm::CommConfig load_comm_section(const std::string& path,
+                                   const std::vector<std::string>& overrides);
+
 }  // namespace mpipe::config

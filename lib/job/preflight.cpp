@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "comm/agree.h"
 #include "comm/handshake.h"
+#include "comm/tag_space.h"
 #include "config/experiment.h"
 #include "config/resolved_settings.h"
 #include "config/settings_text.h"
@@ -24,6 +25,7 @@
 #include "model/model_builder.h"
 #include "pipeline/batch_split.h"
 #include "train/data_contract.h"
+#include "train/message_tags.h"
 #include "train/pipeline_plan.h"
 #include "train/trainer.h"
 
@@ -212,6 +214,9 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     const pipeline::PipelinePlan& pipeline_plan = result.plan.pipeline =
         train::plan_experiment(experiment, plan, topology.num_stages, topology.num_replicas);
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
+    train::check_message_tags(experiment,
+                              train::message_tags(experiment, result.dataset->input_shape()),
+                              comm::tag_upper_bound());
   });
   // Start-up agreement: every rank must run rank 0's resolved config and rank layout.
   const comm::Topology& topology = result.plan.topology;

@@ -15,6 +15,7 @@
 #include "comm/progress_thread.h"
 #include "comm/watchdog.h"
 #include "config/resolved_settings.h"
+#include "core/error.h"
 #include "kernels/context.h"
 #include "log/logging.h"
 #include "train/run_checkpoint.h"
@@ -41,8 +42,23 @@ void warn_without_spare_core() {
 
 }  // namespace
 
+void use_experiment_deadlines(const std::string& config_path,
+                              const std::vector<std::string>& overrides,
+                              const comm::Communicator& world) {
+  comm::Watchdog* watchdog = world.watchdog();
+  if (!watchdog) return;
+  comm::CommConfig deadlines;
+  try {
+    deadlines = config::load_comm_section(config_path, overrides);
+  } catch (const InputError&) {
+    // The defaults: preflight reads the file again and reports its problem on every rank.
+  }
+  watchdog->configure(deadlines);
+}
+
 TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
                            const comm::Communicator& world) {
+  use_experiment_deadlines(inputs.config_path, inputs.overrides, world);
   PreflightResult checked = preflight_train(inputs, world);
   log::setup_logging(world.rank(), world.size(), checked.experiment.log.level);
   if (comm::Watchdog* watchdog = world.watchdog()) {  // this experiment's deadlines

@@ -23,4 +23,12 @@ struct TrainOutcome {
 TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
                            const comm::Communicator& world);
 
+// Gives `world`'s watchdog the deadlines of the experiment at `config_path` before anything is
+// agreed: the start-up handshake and preflight wait on peers too. Each rank reads its own file
+// (the comm: section may differ between ranks); one it cannot read keeps the defaults, and
+// preflight reports the problem.
+void use_experiment_deadlines(const std::string& config_path,
+                              const std::vector<std::string>& overrides,
+                              const comm::Communicator& world);
+
 }  // namespace mpipe::job

@@ -21,13 +21,15 @@ std::string message_label(Direction direction, int micro_batch) {
 
 }  // namespace
 
-int message_tag(int64_t round, int micro_batch, Direction direction) {
-  check(micro_batch >= 0 && micro_batch < 4096, "micro-batch {} out of tag range", micro_batch);
-  return static_cast<int>(((round % 4096) * 4096 + micro_batch) * 4 + static_cast<int>(direction));
-}
+Link::Link(const comm::Communicator& pipeline, int stage, int num_stages, comm::TagSpace tags)
+    : pipeline_(pipeline), stage_(stage), num_stages_(num_stages), tags_(tags) {}
 
-Link::Link(const comm::Communicator& pipeline, int stage, int num_stages)
-    : pipeline_(pipeline), stage_(stage), num_stages_(num_stages) {}
+int Link::tag(Direction direction, int64_t round, int micro_batch) const {
+  return tags_.message({.round = round,
+                        .chunk = 0,
+                        .micro_batch = micro_batch,
+                        .kind = static_cast<int>(direction)});
+}
 
 int Link::peer(Direction direction, bool receiving) const {
   // Activations move forward (s-1 → s → s+1), gradients backward.
@@ -41,9 +43,9 @@ void Link::post_recv(Direction direction, int64_t round, int micro_batch, Shape 
   auto key = std::make_pair(direction, micro_batch);
   check(!receives_.contains(key), "receive of micro-batch {} posted twice", micro_batch);
   PendingRecv pending{.buffer = Tensor(std::move(shape)), .request = {}};
-  pending.request = pipeline_.irecv(pending.buffer.span(), peer(direction, true),
-                                    message_tag(round, micro_batch, direction),
-                                    message_label(direction, micro_batch));
+  pending.request =
+      pipeline_.irecv(pending.buffer.span(), peer(direction, true),
+                      tag(direction, round, micro_batch), message_label(direction, micro_batch));
   receives_.emplace(key, std::move(pending));
 }
 
@@ -61,7 +63,7 @@ void Link::send(Direction direction, int64_t round, int micro_batch, Tensor tens
   auto owned = std::make_shared<const Tensor>(std::move(tensor));
   const std::span<const float> data = owned->span();
   sends_.push_back(pipeline_.isend(data, std::move(owned), peer(direction, false),
-                                   message_tag(round, micro_batch, direction),
+                                   tag(direction, round, micro_batch),
                                    message_label(direction, micro_batch)));
   retire_sends();
   // Bounded, so a fast stage does not pile up sent tensors for a slow neighbour.

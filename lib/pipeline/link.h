@@ -7,20 +7,20 @@
 #include <utility>
 
 #include "comm/communicator.h"
+#include "comm/tag_space.h"
 #include "core/tensor.h"
 
 namespace mpipe::pipeline {
 
 // What a message carries: activations flow to stage s+1, gradients back to s-1.
 enum class Direction { kActivation = 0, kGradient = 1, kEvalActivation = 2 };
-
-// Message tag for (round, micro-batch, direction); a round is a training step or an evaluation
-// batch. Rounds wrap at 4096 and micro-batches must be < 4096, so tags stay below 2^26.
-int message_tag(int64_t round, int micro_batch, Direction direction);
+inline constexpr int kDirections = 3;  // the kinds of message in a comm::TagSpace
 
 class Link {
  public:
-  Link(const comm::Communicator& pipeline, int stage, int num_stages);
+  // Each message's tag is `tags`' for (round, micro-batch, direction); a round is a training step
+  // or an evaluation batch.
+  Link(const comm::Communicator& pipeline, int stage, int num_stages, comm::TagSpace tags);
 
   // Posts the receive of micro-batch `micro_batch` of `round`: activations come from the
   // previous stage, gradients from the next. `shape` is what must arrive.
@@ -45,6 +45,7 @@ class Link {
     comm::Request request;
   };
   int peer(Direction direction, bool receiving) const;
+  int tag(Direction direction, int64_t round, int micro_batch) const;
   // Frees the tensors of completed sends (in order), after every send and completed receive: a
   // GPipe stage sends nothing during its backward phase, and would otherwise hold its last
   // forward sends until the end of the step.
@@ -53,6 +54,7 @@ class Link {
   const comm::Communicator& pipeline_;
   int stage_;
   int num_stages_;
+  comm::TagSpace tags_;
   std::map<std::pair<Direction, int>, PendingRecv> receives_;
   std::deque<comm::Request> sends_;  // each owns its tensor (counted by the memory account)
 };

@@ -15,6 +15,8 @@
 #include "optim/lr_schedule.h"
 #include "pipeline/schedule.h"
 #include "train/finite_check.h"
+#include "train/message_tags.h"
+#include "train/pipeline_plan.h"
 
 namespace mpipe::train {
 namespace {
@@ -72,6 +74,7 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       topology_(plan.topology),
       groups_(comm::split_world(world, topology_)),
       plan_(std::move(plan.model)),
+      tags_(message_tags(experiment, dataset.input_shape())),
       pipeline_plan_(std::move(plan.pipeline)),
       range_(pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain)) {
@@ -85,7 +88,8 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
     loss_rows_per_example_ = std::max<int64_t>(1, dataset.target_shape().numel());
   }
   optimizer_ = optim::Optimizer::make(experiment.optimizer, stage_->params().num_params());
-  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages);
+  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages,
+                                           tags_);
   executor_ = std::make_unique<pipeline::Executor>(*stage_, *link_, topology_.stage,
                                                    topology_.num_stages, *loss_, kernels_);
   program_ = pipeline::make_program(pipe.schedule, topology_.num_stages, pipe.micro_batches,

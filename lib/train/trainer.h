@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/tag_space.h"
 #include "comm/topology.h"
 #include "config/experiment.h"
 #include "data/dataset.h"
@@ -65,6 +66,8 @@ class Trainer {
   const comm::Communicator& world() const { return world_; }
   const comm::Groups& groups() const { return groups_; }
   const model::ModelPlan& plan() const { return plan_; }
+  // The tags of this run's point-to-point messages (train/message_tags.h).
+  const comm::TagSpace& tags() const { return tags_; }
   const model::LayerRange& layer_range() const { return range_; }
   // The partition and the predicted time and memory of every stage (pipeline/planner.h).
   const pipeline::PipelinePlan& pipeline_plan() const { return pipeline_plan_; }
@@ -89,6 +92,7 @@ class Trainer {
   comm::Topology topology_;
   comm::Groups groups_;
   model::ModelPlan plan_;
+  comm::TagSpace tags_;
   pipeline::PipelinePlan pipeline_plan_;
   model::LayerRange range_;
   std::unique_ptr<pipeline::Stage> stage_;

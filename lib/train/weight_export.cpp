@@ -20,9 +20,6 @@
 namespace mpipe::train {
 namespace {
 
-// Tags of the export's messages: above every pipeline message tag (those stay below 2^26).
-constexpr int kExportTag = 1 << 27;
-
 // One tensor's values as a flat Tensor: memory the account (and pipeline.memory_limit) sees.
 Tensor flat_copy(std::span<const float> values) {
   return Tensor(Shape{static_cast<int64_t>(values.size())}, values);
@@ -30,12 +27,13 @@ Tensor flat_copy(std::span<const float> values) {
 
 // Stage s > 0 of the first replica: its tensors to stage 0, one at a time (the send owns a
 // copy of one tensor only).
-void send_weights(const pipeline::Stage& stage, const comm::Communicator& pipeline) {
+void send_weights(const pipeline::Stage& stage, const comm::Communicator& pipeline,
+                  const comm::TagSpace& tags) {
   int index = 0;
   for (std::span<const float> values : weight_values(stage)) {
     auto copy = std::make_shared<const Tensor>(flat_copy(values));
     const std::span<const float> data = copy->span();
-    comm::Request send = pipeline.isend(data, std::move(copy), 0, kExportTag + index++);
+    comm::Request send = pipeline.isend(data, std::move(copy), 0, tags.tensor(index++));
     send.wait();
   }
 }
@@ -82,7 +80,7 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
     } else {
       buffer = Tensor();  // the previous one is freed first
       buffer = Tensor::uninitialized(Shape{layout[t].tensor.shape.numel()});
-      trainer.groups().pipeline.irecv(buffer.span(), stage, kExportTag + index).wait();
+      trainer.groups().pipeline.irecv(buffer.span(), stage, trainer.tags().tensor(index)).wait();
       values = buffer.span();
     }
     attempt([&] {
@@ -110,7 +108,7 @@ void export_weights(Trainer& trainer, const config::Experiment& experiment,
     if (trainer.topology().stage == 0) {
       error = write_weights(trainer, experiment, dataset, path, first_layer_of_stage);
     } else {
-      send_weights(trainer.stage(), trainer.groups().pipeline);
+      send_weights(trainer.stage(), trainer.groups().pipeline, trainer.tags());
     }
   }
   // Every rank learns whether the file was written.

@@ -36,6 +36,20 @@ TEST(CommSection, SetOverridesTheTimeout) {
   EXPECT_EQ(comm_of("", {"comm.timeout=3s"}).timeout_s, 3.0);
 }
 
+TEST(CommSection, ReadAloneBeforeTheExperimentWithItsOverrides) {
+  // The watchdog's deadlines before the experiment is loaded: other sections are not checked.
+  const ExperimentFile file;
+  const std::string path =
+      file.write("comm: {startup_timeout: 20s, timeout: 1m}\ntrain: {steps: -1}\n" + kModel);
+  const comm::CommConfig config = load_comm_section(path, {"comm.startup_timeout=3s"});
+  EXPECT_EQ(config.startup_timeout_s, 3.0);
+  EXPECT_EQ(config.timeout_s, 60.0);
+  EXPECT_EQ(load_comm_section(file.write(kModel, "plain.yaml"), {}).startup_timeout_s, 600.0);
+  EXPECT_THROW(load_comm_section(file.write("comm: {startup_timeout: soon}\n", "bad.yaml"), {}),
+               InputError);
+  EXPECT_THROW(load_comm_section(file.write("- a list\n", "list.yaml"), {}), InputError);
+}
+
 TEST(CommSection, ADurationNeedsANumberAndAKnownUnit) {
   const std::string expected =
       "exp.yaml:2: comm.timeout: expected a duration such as 30s, 5m or 1h (units ms, s, m, h, "

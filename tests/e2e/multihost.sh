@@ -41,8 +41,24 @@ for host in host0 host1; do
     { ls -R "$WORK/tcp2/$host/run/checkpoints"; echo "FAILED: old checkpoints left on $host"; exit 1; }
 done
 
+# A checkpoint file missing on rank 1's node only (its shard, deleted here; that node holds no
+# manifest either): the resume is refused on every rank with one line, which names rank 1 and its
+# host (rank 0 prints it).
+rm "$WORK/tcp2/host1/run/checkpoints/step_00000004/stage_1.safetensors"
+status=0
+resume=(train "$config" --run-dir run --resume --set train.steps=6)
+timeout 120 mpirun --oversubscribe --bind-to none --mca btl tcp,self \
+  -n 1 --wdir "$WORK/tcp2/host0" "$MPIPE" "${resume[@]}" : \
+  -n 1 --wdir "$WORK/tcp2/host1" "$MPIPE" "${resume[@]}" > "$WORK/lost_shard.out" 2>&1 || status=$?
+cat "$WORK/lost_shard.out"
+[[ $status -eq 2 && $(grep -c "\[error\]" "$WORK/lost_shard.out") -eq 1 ]] ||
+  { echo "FAILED: lost_shard: exit status $status, or not one error line"; exit 1; }
+grep -qE "^\[[^]]*\] \[rank 0/2\] \[error\] rank 1 \(stage 1, host $(hostname)\): run/checkpoints/step_00000004/[^ ]+: missing" \
+  "$WORK/lost_shard.out" || { echo "FAILED: lost_shard: the line names no rank 1 and host"; exit 1; }
+
 layout=(--set pipeline.stages=2 --set pipeline.data_parallel=2)
 tcp_run tcp4 4 "${layout[@]}"
 train 4 shm4 "$config" --set train.steps=4 "${layout[@]}"
 same shm4 tcp4
-echo "multihost: TCP only, one working directory per rank: K=2 == K=1, K=2 x D=2 == shared memory"
+echo "multihost: TCP only, one working directory per rank: K=2 == K=1, K=2 x D=2 == shared memory;" \
+  "a shard missing on one node names the rank and host"

@@ -27,4 +27,14 @@ refused layer "rank 1 (host $host): config differs from rank 0's: model.layers[3
   "$MPIPE" train "$WORK/narrow.yaml"
 refused version "rank 1 (host $host): mpipe version 0.0.1-other differs from rank 0's $version (host $host)" \
   env MPIPE_TEST_VERSION=0.0.1-other "$MPIPE" train "$config"
-echo "startup_mismatch: a different config or mpipe version on one rank is refused at start-up"
+# An MPI library whose MPI_TAG_UB is below the run's largest message tag (faked with
+# MPIPE_TEST_TAG_UB): 4 micro-batches and 6 weight tensors take 13 bits, 4096 > 1000.
+status=0
+MPIPE_TEST_TAG_UB=1000 timeout 60 mpirun -n 2 --oversubscribe --bind-to none \
+  "$MPIPE" train "$config" --run-dir "$WORK/tags" > "$WORK/tags.out" 2>&1 || status=$?
+line=$(grep -n "micro_batches" "$config" | cut -d: -f1)
+failed_in_one_line tags "$status" "[rank 0/2] [error] $config:$line: pipeline.micro_batches: 4 \
+micro-batches: message tags need 13 bits (8 round, 0 chunk, 2 micro-batch, 2 kind, 1 stream; 4 \
+for 6 tensors), but this MPI library's MPI_TAG_UB is 1000 (10 bits)" "$WORK/tags"
+echo "startup_mismatch: a different config or mpipe version on one rank is refused at start-up," \
+  "and so is an MPI library whose tags are too small"

@@ -191,8 +191,8 @@ TEST(Agree, EveryRankThrowsTheLowestFailingRanksMessage) {
   const Communicator world = Communicator::world();
   try {
     agree(world, [&] {
-      if (world.rank() == 3) throw Error("rank 3: disk full");
-      if (world.rank() == 2) throw InputError("rank 2: bad shard");
+      if (world.rank() == 3) throw Error("disk full");
+      if (world.rank() == 2) throw InputError("bad shard");
     });
     FAIL() << "agree did not throw";
   } catch (const AgreedError& e) {

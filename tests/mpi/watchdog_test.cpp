@@ -24,9 +24,14 @@ using namespace std::chrono_literals;
 
 int world_rank() { return Communicator::world().rank(); }
 
+constexpr double kReportDeferral = 2.0;  // how long a rank leaves the report to another
+
 // Deadlines in seconds: the start-up one applies outside training steps and in warm-up steps.
 CommConfig deadlines(double startup_s, double stop_grace_s = 0.0) {
-  return {.timeout_s = 0.0, .startup_timeout_s = startup_s, .stop_grace_s = stop_grace_s};
+  return {.timeout_s = 0.0,
+          .startup_timeout_s = startup_s,
+          .stop_grace_s = stop_grace_s,
+          .report_deferral_s = kReportDeferral};
 }
 
 // The world with a watchdog of `config`, hosts "h0".."h3" and roll calls enabled, once every rank
@@ -113,19 +118,28 @@ TEST(Watchdog, AReceivePastItsDeadlineNamesThePeerTheMessageAndTheStep) {
   w.world.barrier();
 }
 
-TEST(Watchdog, ACollectivePastItsDeadlineNamesTheRankThatDoesNotAnswer) {
-  // Ranks 0-2 wait in a barrier for rank 3, which sleeps 2.5 s without calling MPI.
+TEST(Watchdog, ACollectivePastItsDeadlineNamesTheRankThatDoesNotAnswerOnce) {
+  // Ranks 0-2 wait in a barrier for rank 3, which sleeps 2.5 s without calling MPI. Their waits
+  // expire together: one of them reports at once (the others answer that they are ending the job,
+  // so it does not name them); the other two leave the report to it, and would report only if the
+  // job still ran after the deferral (here, where nobody calls MPI_Abort).
   WatchedWorld w(deadlines(world_rank() == 3 ? 30.0 : 0.3));
+  double seconds = 0.0;
   if (w.world.rank() == 3) {
     std::this_thread::sleep_for(2500ms);
   } else {
+    const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(timeout_message([&] { w.world.barrier(); }),
               "watchdog: start-up: waited S s for a barrier over the world (4 ranks); rank 3 "
               "(host h3) does not answer; ending the job");
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     w.watchdog.configure(deadlines(30.0));
   }
   // The others abandoned their barrier (left it to MPI): rank 3's completes it.
   if (w.world.rank() == 3) w.world.barrier();
+  const std::vector<double> all = w.world.allgatherv(std::vector<double>{seconds});
+  EXPECT_EQ(
+      std::count_if(all.begin(), all.begin() + 3, [](double s) { return s < kReportDeferral; }), 1);
   w.world.barrier();
 }
 
@@ -234,6 +248,33 @@ TEST(Watchdog, ARankThatWasStoppedSaysSoWhenItsWaitExpires) {
               "does not answer; this rank was itself stopped for S s; ending the job");
     w.watchdog.configure(deadlines(30.0));
     receive.wait();
+  }
+  w.world.barrier();
+}
+
+TEST(Watchdog, ARankStoppedOutsideAWaitSaysSoWhenItsNextWaitExpires) {
+  // Rank 1 stops rank 0 (SIGSTOP) while it computes (sleeps), resumes it, and sends only after
+  // rank 0's wait for the message has expired; ranks 2 and 3 answer the roll call from a barrier,
+  // so rank 0 reports, saying it was stopped.
+  WatchedWorld w(deadlines(world_rank() == 0 ? 1.0 : 30.0));
+  std::vector<double> pids = w.world.allgatherv(std::vector<double>{double(getpid())});
+  std::vector<float> got(1);
+  if (w.world.rank() == 0) {
+    std::this_thread::sleep_for(1000ms);  // stopped from 0.2 s to 1.7 s of it
+    Request receive = w.world.irecv(got, 1, 11);
+    EXPECT_EQ(timeout_message([&] { receive.wait(); }),
+              "watchdog: start-up: waited S s for a message (tag 11) from rank 1 (host h1), which "
+              "does not answer; this rank was itself stopped, and resumed S s ago; ending the job");
+    w.watchdog.configure(deadlines(30.0));
+    receive.wait();
+  } else if (w.world.rank() == 1) {
+    const auto rank0 = static_cast<pid_t>(pids[0]);
+    std::this_thread::sleep_for(200ms);
+    kill(rank0, SIGSTOP);
+    std::this_thread::sleep_for(1500ms);
+    kill(rank0, SIGCONT);
+    std::this_thread::sleep_for(3000ms);  // rank 0's wait (1 s) and roll call (1 s) are over
+    w.world.isend(std::vector<float>{1.f}, 0, 11).wait();
   }
   w.world.barrier();
 }

@@ -1,0 +1,33 @@
+// An experiment's TagSpace, and its check against the MPI library's tag bound.
+#include "train/message_tags.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/model_builder.h"
+#include "pipeline/link.h"
+#include "train/stage_tensors.h"
+
+namespace mpipe::train {
+
+comm::TagSpace message_tags(const config::Experiment& experiment, const Shape& input_shape) {
+  const auto layers = model::build_layers(experiment.model, input_shape, 0,
+                                          static_cast<int>(experiment.model.layers.size()));
+  return comm::TagSpace({.kinds = pipeline::kDirections,
+                         .micro_batches = experiment.pipeline.micro_batches,
+                         .chunks = 1,
+                         .tensors = std::max(1, static_cast<int>(weight_layout(layers).size()))});
+}
+
+void check_message_tags(const config::Experiment& experiment, const comm::TagSpace& tags,
+                        int tag_ub) {
+  if (auto problem = tags.problem(tag_ub)) {
+    throw InputError(fmt::format("{}: {} micro-batches: {}",
+                                 experiment.where("pipeline.micro_batches"),
+                                 experiment.pipeline.micro_batches, *problem));
+  }
+}
+
+}  // namespace mpipe::train

@@ -1,0 +1,21 @@
+// The message tags of an experiment: one comm::TagSpace for its pipeline messages and its weight
+// export, sized by the experiment and checked against MPI_TAG_UB at preflight.
+#pragma once
+
+#include "comm/tag_space.h"
+#include "config/experiment.h"
+#include "core/shape.h"
+
+namespace mpipe::train {
+
+// What the experiment's messages must tell apart: pipeline::Link's directions and micro-batches,
+// and the weight tensors a stage exports one by one (at most the model's).
+comm::TagSpace message_tags(const config::Experiment& experiment, const Shape& input_shape);
+
+// Throws InputError naming pipeline.micro_batches when the tags do not all fit under `tag_ub`:
+// "exp.yaml:9: pipeline.micro_batches: 4096 micro-batches: message tags need 23 bits (...), but
+// this MPI library's MPI_TAG_UB is 32767 (15 bits)".
+void check_message_tags(const config::Experiment& experiment, const comm::TagSpace& tags,
+                        int tag_ub);
+
+}  // namespace mpipe::train
