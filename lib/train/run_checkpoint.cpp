@@ -158,10 +158,8 @@ ResumePoint RunCheckpoints::resume() {
 
   const auto step = static_cast<int64_t>(latest);
   nlohmann::json meta;
-  int64_t optimizer_steps_done = 0;
   comm::agree(world_, [&] {
     meta = store_.read_meta(step);
-    optimizer_steps_done = optimizer_steps(meta, store_.meta_path(step));
     check_settings(meta, step);
   });
   if (step >= experiment_.train.steps) return {.step = step, .finished = true};
@@ -179,6 +177,7 @@ void RunCheckpoints::load(int64_t step) {
 
 void RunCheckpoints::load(int64_t step, const nlohmann::json& meta) {
   comm::agree(world_, [&] {
+    const int64_t optimizer_steps_done = optimizer_steps(meta, store_.meta_path(step));
     load_stage_state(
         trainer_.stage(), trainer_.optimizer(),
         [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
