@@ -178,9 +178,9 @@ wait_for_line() {  # file, fixed string[, nth]: wait until the file has it (at l
   done
 }
 
-training_after() {  # file, marker: wait for a progress line after the last line holding marker
+training_after() {  # file, marker: wait for a progress line (the daemon names its experiment first) after the last line holding marker
   local deadline=$((SECONDS + timeout_s))
-  until awk -v m="$2" 'index($0, m) { seen = 1; next } seen && /^step [0-9]+\// { ok = 1 }
+  until awk -v m="$2" 'index($0, m) { seen = 1; next } seen && /^([^ :]+: )?step [0-9]+\// { ok = 1 }
                        END { exit !ok }' "$1" 2>/dev/null; do
     ((SECONDS < deadline)) || fail "timed out waiting for training after '$2' in $1"
     sleep 0.2
