@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "support/input_error_of.h"
 
 namespace mpipe::model {
 namespace {
@@ -35,17 +36,6 @@ TEST(SourceRef, NamesFileAndLineOrTheCommandLine) {
   EXPECT_EQ(from_set.prefix(), "--set pipeline.memory_limit");
 }
 
-// Runs `read` and returns the InputError's message ("" when nothing was thrown).
-template <typename Read>
-std::string error_of(Read read) {
-  try {
-    read();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(LayerAttrs, ReadsPresentValuesAndFallsBackForMissingOnes) {
   const LayerSpec s = spec(
       "linear",
@@ -71,7 +61,7 @@ TEST(LayerAttrs, NumberAcceptsAnInteger) {
 TEST(LayerAttrs, MissingRequiredAttrNamesTheLayerEntry) {
   const LayerSpec s = spec("linear", {});
   LayerAttrs attrs(s);
-  EXPECT_EQ(error_of([&] { attrs.integer("units", 1); }),
+  EXPECT_EQ(testing::input_error_of([&] { attrs.integer("units", 1); }),
             "exp.yaml:12: model.layers[3].units: required for layer 'linear'");
 }
 
@@ -81,34 +71,34 @@ TEST(LayerAttrs, WrongTypeNamesTheAttributeLineAndValue) {
                                       {"rate", std::string("high")},
                                       {"size", 2.5}});
   LayerAttrs attrs(s);
-  EXPECT_EQ(error_of([&] { attrs.integer("units", 1); }),
+  EXPECT_EQ(testing::input_error_of([&] { attrs.integer("units", 1); }),
             "exp.yaml:16: model.layers[3].units: expected an integer, got 'ten'");
-  EXPECT_EQ(error_of([&] { attrs.flag("bias", true); }),
+  EXPECT_EQ(testing::input_error_of([&] { attrs.flag("bias", true); }),
             "exp.yaml:13: model.layers[3].bias: expected true or false, got 3");
-  EXPECT_EQ(error_of([&] { attrs.number("rate", 0.1, 0.0, 1.0); }),
+  EXPECT_EQ(testing::input_error_of([&] { attrs.number("rate", 0.1, 0.0, 1.0); }),
             "exp.yaml:14: model.layers[3].rate: expected a number, got 'high'");
-  EXPECT_EQ(error_of([&] { attrs.integer("size", 0, 1); }),
+  EXPECT_EQ(testing::input_error_of([&] { attrs.integer("size", 0, 1); }),
             "exp.yaml:15: model.layers[3].size: expected an integer, got 2.5");
 }
 
 TEST(LayerAttrs, IntegerBelowMinimumIsRejected) {
   const LayerSpec s = spec("linear", {{"units", int64_t{0}}});
   LayerAttrs attrs(s);
-  EXPECT_EQ(error_of([&] { attrs.integer("units", 1); }),
+  EXPECT_EQ(testing::input_error_of([&] { attrs.integer("units", 1); }),
             "exp.yaml:13: model.layers[3].units: must be >= 1, got 0");
 }
 
 TEST(LayerAttrs, NumberOutOfRangeIsRejected) {
   const LayerSpec s = spec("dropout", {{"rate", 1.5}});
   LayerAttrs attrs(s);
-  EXPECT_EQ(error_of([&] { attrs.number("rate", 0.1, 0.0, 0.999); }),
+  EXPECT_EQ(testing::input_error_of([&] { attrs.number("rate", 0.1, 0.0, 0.999); }),
             "exp.yaml:13: model.layers[3].rate: must be in [0, 0.999], got 1.5");
 }
 
 TEST(LayerAttrs, TextNotInTheAllowedListIsRejected) {
   const LayerSpec s = spec("linear", {{"init", std::string("he")}});
   LayerAttrs attrs(s);
-  EXPECT_EQ(error_of([&] {
+  EXPECT_EQ(testing::input_error_of([&] {
               attrs.text("init", "kaiming", {"kaiming", "xavier"});
             }),
             "exp.yaml:13: model.layers[3].init: must be one of kaiming, xavier, got 'he'");
@@ -120,7 +110,7 @@ TEST(LayerAttrs, FinishReportsAnUnreadKeyWithTheKnownOnes) {
   attrs.integer("units", 1);
   attrs.flag("bias", true);
   attrs.text("init", "kaiming", {"kaiming", "xavier"});
-  EXPECT_EQ(error_of([&] { attrs.finish(); }),
+  EXPECT_EQ(testing::input_error_of([&] { attrs.finish(); }),
             "exp.yaml:14: model.layers[3].unitz: unknown key for layer 'linear' "
             "(known: bias, init, units)");
 }
@@ -128,7 +118,7 @@ TEST(LayerAttrs, FinishReportsAnUnreadKeyWithTheKnownOnes) {
 TEST(LayerAttrs, FinishReportsAnyKeyForALayerWithNoAttributes) {
   const LayerSpec s = spec("relu", {{"inplace", true}});
   LayerAttrs attrs(s);
-  EXPECT_EQ(error_of([&] { attrs.finish(); }),
+  EXPECT_EQ(testing::input_error_of([&] { attrs.finish(); }),
             "exp.yaml:13: model.layers[3].inplace: unknown key: layer 'relu' takes no attributes");
 }
 
@@ -136,7 +126,7 @@ TEST(LayerAttrs, OverriddenAttributeIsNamedByItsCommandLineKey) {
   LayerSpec s = spec("linear", {{"units", int64_t{-2}}});
   s.attrs["units"].where = {.file = "--set", .line = 0, .path = "model.layers[3].units"};
   LayerAttrs attrs(s);
-  EXPECT_EQ(error_of([&] { attrs.integer("units", 1); }),
+  EXPECT_EQ(testing::input_error_of([&] { attrs.integer("units", 1); }),
             "--set model.layers[3].units: must be >= 1, got -2");
 }
 

@@ -10,21 +10,11 @@
 #include "core/error.h"
 #include "model/cost_model.h"
 #include "model/layer_factory.h"
+#include "support/input_error_of.h"
 #include "support/layer_spec.h"
 
 namespace mpipe::model {
 namespace {
-
-// Runs `read` and returns the InputError's message ("" when nothing was thrown).
-template <typename Read>
-std::string error_of(Read read) {
-  try {
-    read();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(LayerOptions, DefaultsApplyToMissingAttributes) {
   const LayerSpec spec = testing::layer_spec("transformer_block", {{"heads", int64_t{2}}});
@@ -41,15 +31,15 @@ TEST(LayerOptions, CostModelAndLayerFactoryShareTheDropoutBound) {
     const LayerSpec spec = testing::layer_spec(kind, {{"heads", int64_t{2}}, {"dropout", 1.0}});
     const std::string expected =
         "exp.yaml:4: model.layers[0].dropout: must be in [0, 0.999], got 1";
-    EXPECT_EQ(error_of([&] { make_layer(spec, Shape{4, 6}, 0); }), expected) << kind;
+    EXPECT_EQ(testing::input_error_of([&] { make_layer(spec, Shape{4, 6}, 0); }), expected) << kind;
     const LayerPlan plan{.index = 0, .kind = kind, .input = Shape{4, 6}, .output = Shape{4, 6}};
-    EXPECT_EQ(error_of([&] { cost_of(spec, plan); }), expected) << kind;
+    EXPECT_EQ(testing::input_error_of([&] { cost_of(spec, plan); }), expected) << kind;
   }
 }
 
 TEST(LayerOptions, DropoutLayerHasTheSameBound) {
   const LayerSpec spec = testing::layer_spec("dropout", {{"rate", 1.0}});
-  EXPECT_EQ(error_of([&] { make_layer(spec, Shape{6}, 0); }),
+  EXPECT_EQ(testing::input_error_of([&] { make_layer(spec, Shape{6}, 0); }),
             "exp.yaml:4: model.layers[0].rate: must be in [0, 0.999], got 1");
 }
 
