@@ -486,6 +486,9 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
   // backward runs (it took its gradient over) or whose forward runs (no loss yet).
   const int loss_grads = last ? in_flight - 1 : 0;
   std::vector<model::StashProfile> moments;
+  // Three moments at most, and GPipe's last forward (reserved: without it GCC 12 reports a false
+  // -Wstringop-overflow in the push_back below).
+  moments.reserve(4);
   switch (recompute) {
     case Recompute::kNever:
       moments = {{.inputs = 0, .full = in_flight, .recompute = false, .loss_grads = loss_grads}};
@@ -519,13 +522,19 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
   }
   // Messages, at a backward: under GPipe the first one (the next stage has received every
   // activation, Link has freed their copies, no gradient was sent yet); under 1F1B any one of the
-  // steady state, activations of later micro-batches arriving and the latest send in flight.
+  // steady state, activations of later micro-batches arriving and sends in flight. The first and
+  // last stages have at most their latest send in flight (its receiver took the one before to
+  // make what this stage received since). A middle stage usually has only its previous gradient,
+  // waiting for the previous stage to finish a forward, but when the next stage is slow to take
+  // the activations sent just before (descheduled between its gradient send and its next
+  // receive), both: a long run meets that moment now and then, a short one seldom.
   const bool gpipe = schedule == ScheduleKind::kGpipe;
+  const int sends = gpipe ? 0 : stage > 0 && !last ? model::kSendsInFlight : 1;
   for (model::StashProfile& moment : moments) {
     moment.receiving_activations = in_flight < num_micro_batches;
     moment.receives_ahead =
         gpipe ? std::min(model::kReceivesAhead, num_micro_batches - 1) : model::kReceivesAhead;
-    moment.sends = gpipe ? 0 : 1;
+    moment.sends = sends;
   }
   if (recompute == Recompute::kExceptLast && in_flight > 1) {
     // The last one in full beside an earlier one's recompute: every activation received, and the
@@ -533,11 +542,12 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
     // under GPipe the last micro-batch is in full from the first backward on, when all of them
     // are). Under 1F1B the last activation sent may still be in flight: the next stage sends the
     // gradient this backward uses before it receives that activation (and so, busy in its
-    // backward, may not have taken it yet); under GPipe it took every activation first.
+    // backward, may not have taken it yet), beside an earlier gradient; under GPipe it took
+    // every activation first.
     model::StashProfile& late = moments.back();
     late.receiving_activations = false;
     late.receives_ahead = std::min(model::kReceivesAhead, in_flight - 1);
-    late.sends = gpipe ? 0 : 1;
+    late.sends = sends;
   }
   if (gpipe) {
     // The last forward: every micro-batch stored (the last one in full unless recomputed),

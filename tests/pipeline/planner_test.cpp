@@ -167,12 +167,16 @@ TEST(Planner, StashProfilesPlaceMessagesWhereTheExecutorHoldsThem) {
   EXPECT_EQ(gpipe[1].inputs, 4);
   EXPECT_EQ(gpipe[1].sends, 2);
   EXPECT_EQ(stash_profiles(ScheduleKind::kGpipe, Recompute::kNever, 2, 4, 1)[1].sends, 0);
-  // 1F1B's steady state: activations arrive too, the latest send is in flight.
+  // 1F1B's steady state: activations arrive too; a middle stage's previous gradient and the
+  // activations it sent just before may both be in flight (as many as a Link keeps:
+  // Link.KeepsTwoSendsWhileNeitherNeighbourReceives), the first and last stages' latest send.
   const auto one_f_one_b = stash_profiles(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 1);
   ASSERT_EQ(one_f_one_b.size(), 1u);
   EXPECT_TRUE(one_f_one_b[0].receiving_activations);
   EXPECT_EQ(one_f_one_b[0].receives_ahead, 2);
-  EXPECT_EQ(one_f_one_b[0].sends, 1);
+  EXPECT_EQ(one_f_one_b[0].sends, model::kSendsInFlight);
+  EXPECT_EQ(stash_profiles(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 0)[0].sends, 1);
+  EXPECT_EQ(stash_profiles(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 3)[0].sends, 1);
   // except_last's last micro-batch in full beside a recompute: the gradients of the others in
   // flight still to come, up to two posted ahead (GPipe: from the first backward on).
   const auto late = [](ScheduleKind kind, int k, int m) {
