@@ -62,6 +62,7 @@ struct RunResult {
   double final_eval_accuracy = 0.0;
   std::optional<double> final_bits_per_char;   // text datasets
   std::optional<double> unigram_entropy_bits;  // text datasets: validation split
+  std::optional<double> final_bits_per_byte;   // tokenized text with a tokenizer (rank 0 only)
   std::string sample;  // text datasets: bytes generated from the final weights (rank 0 only)
 };
 
