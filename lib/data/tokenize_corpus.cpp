@@ -67,21 +67,18 @@ TokenizeReport tokenize_corpus(const TokenizeOptions& options) {
               "a line start (--val-fraction {})",
               text.size(), options.val_fraction);
   const std::string_view all = text;
-  std::error_code error;
-  fs::create_directories(options.out_dir, error);
-  check_input(!error, "{}: cannot create the output folder: {}", options.out_dir, error.message());
 
   TokenizeReport report;
   std::optional<tokenize::Tokenizer> tokenizer;
+  std::string trained;  // the serialized model when one is trained
   if (options.model.empty()) {
     check_input(options.vocab_size >= 2 && options.vocab_size < kMaxVocab,
                 "--vocab-size: must be in [2, 2^24), got {}", options.vocab_size);
     // Learned from the training text only: the validation text stays unseen.
-    const std::string model =
+    trained =
         tokenize::train_model(all.substr(0, val_start), options.vocab_size, options.model_type);
     report.model = (fs::path(options.out_dir) / "tokenizer.model").string();
-    checkpoint::write_file_atomically(report.model, model);
-    tokenizer = tokenize::Tokenizer::from_bytes(model, report.model);
+    tokenizer = tokenize::Tokenizer::from_bytes(trained, report.model);
   } else {
     report.model = options.model;
     tokenizer = tokenize::Tokenizer::load(options.model);
@@ -90,6 +87,11 @@ TokenizeReport tokenize_corpus(const TokenizeOptions& options) {
   check_input(report.vocab < kMaxVocab,
               "{}: {} pieces, more than the 2^24 token ids training takes", report.model,
               report.vocab);
+  // Only now, with nothing left to refuse, is anything written.
+  std::error_code error;
+  fs::create_directories(options.out_dir, error);
+  check_input(!error, "{}: cannot create the output folder: {}", options.out_dir, error.message());
+  if (!trained.empty()) checkpoint::write_file_atomically(report.model, trained);
   report.train = write_split(*tokenizer, all.substr(0, val_start), options.out_dir, "train",
                              options.shard_tokens);
   report.val =

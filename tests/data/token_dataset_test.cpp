@@ -8,6 +8,7 @@
 #include "data/test_files.h"
 #include "data/token_shard_files.h"
 #include "support/input_error_of.h"
+#include "tokenize/tokenizer.h"
 
 namespace mpipe::data {
 namespace {
@@ -17,6 +18,7 @@ using testing::counting;
 using testing::shard_bytes;
 using testing::TempDir;
 using testing::write_bytes;
+using testing::write_plain;
 
 DataConfig tokens_config(const TempDir& dir, int64_t seq_len = 3) {
   DataConfig config;
@@ -64,6 +66,35 @@ TEST(TokenDataset, DescribesTokenIdsOfItsVocabularyAndAKeyedOrder) {
   EXPECT_EQ(schema.classes, 1000);
   EXPECT_EQ(data.example_order(), ExampleOrder::kKeyed);
   EXPECT_EQ(data.test_target_bytes(1), std::nullopt);  // no tokenizer: no bytes per token
+}
+
+TEST(TokenDataset, WithATokenizerItsVocabularyIsTheTokenizersAndTargetsCountTheirBytes) {
+  const TempDir dir;
+  // Text of made-up words; the tokenizer learns pieces longer than a byte from it.
+  std::string text;
+  for (int line = 0; line < 200; ++line) {
+    for (int word = 0; word < 6; ++word)
+      text += std::string("kalomine", (line * 7 + word) % 8) + " ";
+    text += "sutavo\n";
+  }
+  const std::string model = tokenize::train_model(text, 300, tokenize::ModelType::kBpe);
+  write_plain(dir.file("t.model"), model);
+  const tokenize::Tokenizer tokenizer = tokenize::Tokenizer::load(dir.file("t.model"));
+  const std::vector<int> ids = tokenizer.encode(text);
+  std::vector<uint32_t> tokens(ids.begin(), ids.end());
+  write_bytes(dir.file("train_0.bin"), shard_bytes(tokens));
+  write_bytes(dir.file("val.bin"), shard_bytes(tokens));
+  DataConfig config = tokens_config(dir, 5);
+  config.tokenizer = dir.file("t.model");
+  const TokenDataset data(config);
+  EXPECT_EQ(data.input_vocab(), 300);
+  EXPECT_EQ(data.num_classes(), 300);
+  // The targets of windows [0, n) are tokens [1, 5n] of the shard: the bytes they decode to.
+  for (int64_t n : {int64_t{1}, int64_t{7}, data.size(Split::kTest)}) {
+    const std::vector<int> targets(ids.begin() + 1, ids.begin() + 1 + 5 * n);
+    EXPECT_EQ(data.test_target_bytes(n), static_cast<int64_t>(tokenizer.decode(targets).size()))
+        << n << " examples";
+  }
 }
 
 TEST(TokenDataset, MakeDatasetBuildsIt) {

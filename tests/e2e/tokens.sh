@@ -4,7 +4,8 @@
 # stages (both schedules) and with the same weights up to rounding for D = 1, 2 replicas (at the
 # same number of global micro-batches; bit-identical for K = 1, 2 at D = 2); 3 steps then a
 # resume to 6 on another number of stages equal 6 straight;
-# the evaluation reports bits per byte; a damaged shard ends every rank with one line naming it.
+# the evaluation reports bits per byte; generate samples through the tokenizer; bad inputs of
+# tokenize and generate, and a damaged shard, end every rank with one line naming them.
 # Usage: tokens.sh
 source "$(dirname "$0")/lib.sh"
 text=/usr/share/games/fortunes
@@ -62,8 +63,36 @@ same straight resumed
 
 grep -q '"bits_per_byte"' "$WORK/k1/metrics.jsonl" || { echo "FAILED: no bits_per_byte"; exit 1; }
 
+# generate: the prompt encoded, the sample decoded with the tokenizer, with top-k and top-p.
+timeout 60 "$MPIPE" generate "$config" --weights "$WORK/k1.safetensors" --prompt "The cat" \
+  --length 30 --top-k 20 --top-p 0.9 > "$WORK/generate.out" 2>&1 ||
+  { cat "$WORK/generate.out"; echo "FAILED: generate"; exit 1; }
+cat "$WORK/generate.out"
+[[ $(head -c 7 "$WORK/generate.out") == "The cat" ]] || { echo "FAILED: generate's prompt"; exit 1; }
+
+# refused NAME MESSAGE ARGS...: `mpipe ARGS` (one process) fails with MESSAGE on one line and
+# writes no $WORK/NAME.
+refused() {
+  local name=$1 message=$2 status=0
+  shift 2
+  timeout 60 "$MPIPE" "$@" > "$WORK/$name.out" 2>&1 || status=$?
+  failed_in_one_line "$name" "$status" "$message" "$WORK/$name"
+}
+refused missing_text "$WORK/none.txt: cannot open" \
+  tokenize "$WORK/none.txt" --out "$WORK/missing_text" --vocab-size 300
+refused small_vocab "--vocab-size 100: SentencePiece cannot train a bpe model of it: Vocabulary size is smaller than required_chars" \
+  tokenize "$WORK/text.txt" --out "$WORK/small_vocab" --vocab-size 100
+printf 'not a model' > "$WORK/bad.model"
+refused bad_model "$WORK/bad.model: not a SentencePiece model (its bytes do not parse as one)" \
+  tokenize "$WORK/text.txt" --out "$WORK/bad_model" --model "$WORK/bad.model"
+refused no_model "tokenize: give --vocab-size to train a model or --model to apply one" \
+  tokenize "$WORK/text.txt" --out "$WORK/no_model"
+sed '/tokenizer:/d' "$config" > "$WORK/no_tokenizer.yaml"
+refused no_tokenizer "$WORK/no_tokenizer.yaml: generate needs data.tokenizer to turn the model's tokens into text" \
+  generate "$WORK/no_tokenizer.yaml" --weights "$WORK/k1.safetensors"
+
 cp "$WORK/shards/val_000000.bin" "$WORK/damaged.bin"
 printf '\x07' | dd of="$WORK/damaged.bin" bs=1 seek=0 conv=notrunc status=none
 rejected damaged "$WORK/damaged.bin: not a token shard: magic 20240391, expected 20240520 (uint16 tokens) or 20240801 (uint32 tokens)" \
   "$config" --set "data.val=$WORK/damaged.bin" --set pipeline.stages=2
-echo "tokens: tokenize, K=1,2 bit-identical (D=1 and D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6, bits per byte, a damaged shard refused"
+echo "tokens: tokenize, K=1,2 bit-identical (D=1 and D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6, bits per byte, generate, bad inputs refused"
