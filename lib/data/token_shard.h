@@ -22,7 +22,8 @@ class TokenShard {
   int64_t num_tokens() const { return num_tokens_; }
   size_t token_bytes() const { return token_bytes_; }  // 2 (uint16) or 4 (uint32)
 
-  // out[i] = token first + i as a float, for i in [0, count).
+  // out[i] = token first + i as a float, for i in [0, count). The pages read are unmapped from
+  // the process again (madvise MADV_DONTNEED), so reading does not grow the resident memory.
   void read_as_floats(int64_t first, int64_t count, float* out) const;
   // Reads every token with pread in fixed chunks (not through the map, so the scan adds nothing
   // to the resident memory) and throws an InputError naming the file, the token's position and
