@@ -29,6 +29,7 @@
 #include "data/dataset.h"
 #include "log/metrics_writer.h"
 #include "log/progress.h"
+#include "tokenize/tokenizer.h"
 #include "train/generator.h"
 #include "train/nonfinite_policy.h"
 #include "train/run_checkpoint.h"
@@ -350,7 +351,8 @@ class TrainingRun {
     if (!options_.export_weights.empty()) {
       const MemoryActivityScope label(kExport);
       export_weights(trainer_, experiment_, dataset_, options_.export_weights);
-      if (is_root_ && text_baseline_ && options_.sample_length > 0) result.sample = sample_text();
+      const bool samples_text = text_baseline_ || !experiment_.data.tokenizer.empty();
+      if (is_root_ && samples_text && options_.sample_length > 0) result.sample = sample_text();
     }
     const StageMemoryUse use = measure_memory(trainer_, world_, tensor_peak);
     comm::agree(world_, [&] {
@@ -379,8 +381,12 @@ class TrainingRun {
            static_cast<double>(*bytes);
   }
 
-  // Rank 0: bytes generated from the exported weights.
+  // Rank 0: text generated from the exported weights: bytes, or tokens of data.tokenizer.
   std::string sample_text() {
+    std::optional<tokenize::Tokenizer> tokenizer;
+    if (!experiment_.data.tokenizer.empty()) {
+      tokenizer = tokenize::Tokenizer::load(experiment_.data.tokenizer);
+    }
     return generate_text(experiment_.model, experiment_.data.seq_len,
                          checkpoint::read_safetensors(options_.export_weights).tensors,
                          options_.export_weights,
@@ -388,7 +394,7 @@ class TrainingRun {
                           .length = options_.sample_length,
                           .sampling = {},
                           .seed = experiment_.train.seed},
-                         kernels_);
+                         kernels_, tokenizer ? &*tokenizer : nullptr);
   }
 
   // A run resumed at train.steps or later: nothing to train. When its end (summary.json, the
