@@ -1,4 +1,4 @@
-// Dataset: an in-memory labelled dataset with a train and a test split.
+// Dataset: a labelled dataset with a train and a test split (in memory, or token shards mapped).
 #pragma once
 
 #include <cstdint>
