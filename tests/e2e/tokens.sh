@@ -62,6 +62,8 @@ train 2 resumed "$config" --set train.steps=6 --set pipeline.stages=2 --resume
 same straight resumed
 
 grep -q '"bits_per_byte"' "$WORK/k1/metrics.jsonl" || { echo "FAILED: no bits_per_byte"; exit 1; }
+grep -q '^validation: [0-9.]* bits/byte' "$WORK/k1.log" || { echo "FAILED: no bits/byte line"; exit 1; }
+grep -q '^sample:$' "$WORK/k1.log" || { echo "FAILED: no sample at the end of the run"; exit 1; }
 
 # generate: the prompt encoded, the sample decoded with the tokenizer, with top-k and top-p.
 timeout 60 "$MPIPE" generate "$config" --weights "$WORK/k1.safetensors" --prompt "The cat" \
