@@ -1,5 +1,5 @@
 // Subcommand implementations: train, schedule, plan, compare, generate, and the daemon's serve,
-// submit, status and cancel.
+// submit, status and cancel; tokenize (text to token shards, one process).
 #include "commands.h"
 
 #include <spdlog/spdlog.h>
@@ -173,7 +173,8 @@ Commands::Commands(CLI::App& app) {
                     "(default: pipeline.memory_limit)");
   plan_->add_flag("--json", plan_json_, "Print the plan as one JSON object");
 
-  generate_ = app.add_subcommand("generate", "Sample text from a trained character-level model");
+  generate_ = app.add_subcommand(
+      "generate", "Sample text from a trained language model (bytes, or the data's tokenizer)");
   generate_->add_option("config", config_path_, "The experiment YAML file it was trained with")
       ->required()
       ->check(kNotEmpty);
@@ -181,12 +182,23 @@ Commands::Commands(CLI::App& app) {
       ->required()
       ->check(kNotEmpty);
   generate_->add_option("--prompt", generate_options_.prompt, "Text to continue");
-  generate_->add_option("--length", generate_options_.length, "Bytes to generate")
+  generate_
+      ->add_option("--length", generate_options_.length,
+                   "Tokens to generate (bytes for a character-level model)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   generate_
-      ->add_option("--temperature", generate_options_.temperature,
-                   "Sampling temperature (0 = greedy: always the most likely byte)")
+      ->add_option("--temperature", generate_options_.sampling.temperature,
+                   "Sampling temperature (0 = greedy: always the most likely token)")
       ->check(non_negative_number("0 = greedy"));
+  generate_
+      ->add_option("--top-k", generate_options_.sampling.top_k,
+                   "Draw only from the k most likely tokens (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+  generate_
+      ->add_option("--top-p", generate_options_.sampling.top_p,
+                   "Draw only from the fewest most likely tokens whose probabilities add up to "
+                   "at least p (1 = all)")
+      ->check(CLI::Range(0.0, 1.0));
   generate_->add_option("--seed", generate_options_.seed, "Random seed");
   generate_->add_option("--set", overrides_, "Override a config key: key.path=value");
 
@@ -219,6 +231,32 @@ Commands::Commands(CLI::App& app) {
   cancel_->add_option("spool", spool_dir_, "Spool directory")->required()->check(kNotEmpty);
   cancel_->add_option("name", experiment_name_, "Experiment name")->required()->check(kNotEmpty);
 
+  tokenize_ = app.add_subcommand(
+      "tokenize", "Train or apply a SentencePiece tokenizer and write llm.c token shards");
+  tokenize_->add_option("text", tokenize_options_.text_files, "Text files or folders of them")
+      ->required()
+      ->check(kNotEmpty);
+  tokenize_->add_option("--out", tokenize_options_.out_dir, "Output folder (created if needed)")
+      ->required()
+      ->check(kNotEmpty);
+  auto* vocab_size = tokenize_->add_option(
+      "--vocab-size", tokenize_options_.vocab_size,
+      "Train a model of this many pieces on the text (written to OUT/tokenizer.model)");
+  tokenize_->add_option("--model", tokenize_options_.model, "Apply this existing .model instead")
+      ->check(kNotEmpty)
+      ->excludes(vocab_size);
+  std::vector<std::string> model_types;
+  for (const auto& [name, type] : tokenize::kModelTypeNames) model_types.emplace_back(name);
+  tokenize_
+      ->add_option("--model-type", tokenize_model_type_,
+                   "Model to train: " + list_names(tokenize::kModelTypeNames, " or "))
+      ->check(CLI::IsMember(model_types))
+      ->needs(vocab_size);
+  tokenize_->add_option("--val-fraction", tokenize_options_.val_fraction,
+                        "The last part of the text kept for validation (from a line start)");
+  tokenize_->add_option("--shard-tokens", tokenize_options_.shard_tokens,
+                        "At most this many tokens per shard file");
+
   compare_ = app.add_subcommand("compare", "Compare two safetensors weight files");
   compare_->add_option("files", compare_paths_, "Two .safetensors files")
       ->required()
@@ -250,6 +288,7 @@ int Commands::run(const comm::Communicator& world) {
     if (*submit_) return submit();
     if (*status_) return status();
     if (*cancel_) return cancel();
+    if (*tokenize_) return tokenize();
     return 1;
   } catch (const AgreedError& e) {
     // Every rank has this error (they agreed on it): each exits, rank 0 alone reports.
@@ -308,6 +347,10 @@ int Commands::train(const comm::Communicator& world) {
         std::printf("validation: %.3f bits/char (unigram entropy %.3f bits/char)\n",
                     *result.final_bits_per_char, *result.unigram_entropy_bits);
       }
+      if (result.final_bits_per_byte) {
+        std::printf("validation: %.3f bits/byte (perplexity %.2f per token)\n",
+                    *result.final_bits_per_byte, std::exp(result.final_eval_loss));
+      }
       const std::string trained = result.steps_done == 0
                                       ? "no steps (train.steps: 0)"
                                       : fmt::format("train loss {:.4f}", result.final_train_loss);
@@ -336,6 +379,22 @@ int Commands::submit() {
                                                             .name = experiment_name_});
   std::printf("queued %s (#%lld) in %s\n", entry.name.c_str(), static_cast<long long>(entry.seq),
               spool_dir_.c_str());
+  return 0;
+}
+
+int Commands::tokenize() {
+  check_input(!tokenize_options_.model.empty() || tokenize_options_.vocab_size != 0,
+              "tokenize: give --vocab-size to train a model or --model to apply one");
+  tokenize_options_.model_type = *value_named(tokenize::kModelTypeNames, tokenize_model_type_);
+  const data::TokenizeReport report = data::tokenize_corpus(tokenize_options_);
+  std::printf("tokenizer %s: %lld pieces\n", report.model.c_str(),
+              static_cast<long long>(report.vocab));
+  for (const auto& [name, count] : {std::pair{"train", report.train}, {"val", report.val}}) {
+    std::printf("%s: %lld tokens, %lld bytes, %.3f bytes per token, %lld shard(s)\n", name,
+                static_cast<long long>(count.tokens), static_cast<long long>(count.bytes),
+                count.tokens > 0 ? static_cast<double>(count.bytes) / count.tokens : 0.0,
+                static_cast<long long>(count.shards));
+  }
   return 0;
 }
 
@@ -414,10 +473,19 @@ int Commands::generate() {
   check_input(experiment.model.layers.front().kind == "embedding",
               "{}: generate needs a language model (its first layer must be an embedding)",
               config_path_);
+  // Token data is text through its tokenizer; other token ids are bytes.
+  std::optional<tokenize::Tokenizer> tokenizer;
+  if (experiment.data.kind == data::DatasetKind::kTokens) {
+    check_input(!experiment.data.tokenizer.empty(),
+                "{}: generate needs data.tokenizer to turn the model's tokens into text",
+                config_path_);
+    tokenizer = tokenize::Tokenizer::load(experiment.data.tokenizer);
+  }
   kernels::KernelContext kernels;
-  std::string text = train::generate_text(experiment.model, experiment.data.seq_len,
-                                          checkpoint::read_safetensors(weights_path_).tensors,
-                                          weights_path_, generate_options_, kernels);
+  std::string text =
+      train::generate_text(experiment.model, experiment.data.seq_len,
+                           checkpoint::read_safetensors(weights_path_).tensors, weights_path_,
+                           generate_options_, kernels, tokenizer ? &*tokenizer : nullptr);
   std::printf("%s\n", text.c_str());
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "data/tokenize_corpus.h"
 #include "train/generator.h"
 
 namespace mpipe::app {
@@ -26,6 +27,7 @@ class Commands {
   int submit();
   int status();
   int cancel();
+  int tokenize();
 
   CLI::App* train_ = nullptr;
   CLI::App* schedule_ = nullptr;
@@ -36,6 +38,7 @@ class Commands {
   CLI::App* submit_ = nullptr;
   CLI::App* status_ = nullptr;
   CLI::App* cancel_ = nullptr;
+  CLI::App* tokenize_ = nullptr;
 
   std::string config_path_;
   std::vector<std::string> overrides_;
@@ -60,6 +63,9 @@ class Commands {
   std::string spool_dir_;
   double idle_exit_s_ = 0.0;  // 0 = never
   std::string experiment_name_;
+
+  data::TokenizeOptions tokenize_options_;
+  std::string tokenize_model_type_ = "bpe";
 };
 
 }  // namespace mpipe::app

@@ -4,11 +4,25 @@
 #include "config/sections.h"
 
 namespace mpipe::config {
+namespace {
+
+// Token shards: one file or glob pattern, or a non-empty list of them.
+std::vector<std::string> read_shard_patterns(const Field& field) {
+  if (field.node().IsScalar()) return {field.as_string()};
+  std::vector<std::string> patterns;
+  for (const Field& element : field.elements("a shard file or glob, or a list of them")) {
+    patterns.push_back(element.as_string());
+  }
+  if (patterns.empty()) field.fail("expected at least one shard file or glob, got []");
+  return patterns;
+}
+
+}  // namespace
 
 data::DataConfig parse_data(const Field& section) {
   const MapReader map(section, {"dataset", "path", "flatten", "normalize", "augment_crop_padding",
                                 "augment_flip", "num_examples", "features", "classes", "seq_len",
-                                "val_fraction", "vocab", "tokens"});
+                                "val_fraction", "vocab", "tokens", "train", "val", "tokenizer"});
   data::DataConfig config;
   if (auto f = map.get("dataset")) {
     config.kind = f->as_choice(data::kDatasetNames);
@@ -27,6 +41,16 @@ data::DataConfig parse_data(const Field& section) {
   if (auto f = map.get("val_fraction")) config.val_fraction = read_double(*f, open_interval(0, 1));
   if (auto f = map.get("vocab")) config.vocab = read_int(*f, at_least(2));
   if (auto f = map.get("tokens")) config.tokens = f->as_bool();
+  if (auto f = map.get("train")) config.train_shards = read_shard_patterns(*f);
+  if (auto f = map.get("val")) config.val_shards = read_shard_patterns(*f);
+  if (auto f = map.get("tokenizer")) config.tokenizer = f->as_string();
+  if (config.kind == data::DatasetKind::kTokens) {
+    map.required("train");
+    map.required("val");
+    if (auto f = map.get("vocab"); f && !config.tokenizer.empty()) {
+      f->fail("not with data.tokenizer, whose vocabulary the data has");
+    }
+  }
   return config;
 }
 

@@ -62,6 +62,11 @@ void add_data(const data::DataConfig& data, Settings& out) {
   out["data.val_fraction"] = text(data.val_fraction);
   out["data.vocab"] = text(data.vocab);
   out["data.tokens"] = text(data.tokens);
+  if (data.kind == data::DatasetKind::kTokens) {  // keys only token data has (never empty lists)
+    out["data.train"] = fmt::format("[{}]", fmt::join(data.train_shards, ", "));
+    out["data.val"] = fmt::format("[{}]", fmt::join(data.val_shards, ", "));
+    out["data.tokenizer"] = data.tokenizer;
+  }
 }
 
 void add_train(const train::TrainConfig& train, Settings& out) {

@@ -3,16 +3,18 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/enum_names.h"
 
 namespace mpipe::data {
 
-enum class DatasetKind { kFashionMnist, kSynthetic, kText };
-inline constexpr EnumNames<DatasetKind, 3> kDatasetNames{
+enum class DatasetKind { kFashionMnist, kSynthetic, kText, kTokens };
+inline constexpr EnumNames<DatasetKind, 4> kDatasetNames{
     {{"fashion_mnist", DatasetKind::kFashionMnist},
      {"synthetic", DatasetKind::kSynthetic},
-     {"text", DatasetKind::kText}}};
+     {"text", DatasetKind::kText},
+     {"tokens", DatasetKind::kTokens}}};
 
 struct DataConfig {
   DatasetKind kind = DatasetKind::kFashionMnist;
@@ -32,6 +34,11 @@ struct DataConfig {
   double val_fraction = 0.05;
   int64_t vocab = 256;  // kSynthetic tokens when > 0 with seq_len: language-model shaped data
   bool tokens = false;  // kSynthetic: token sequences instead of feature vectors
+  // kTokens: llm.c token shards, each entry a file or a glob pattern, windows of seq_len + 1
+  // tokens. The vocabulary is the tokenizer's when one is named, else `vocab`.
+  std::vector<std::string> train_shards;  // data.train
+  std::vector<std::string> val_shards;    // data.val
+  std::string tokenizer;                  // a SentencePiece .model, or "" for none
 };
 
 }  // namespace mpipe::data

@@ -5,6 +5,7 @@
 #include "data/fashion_mnist.h"
 #include "data/synthetic.h"
 #include "data/text_corpus.h"
+#include "data/token_dataset.h"
 
 namespace mpipe::data {
 
@@ -24,6 +25,8 @@ std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed) {
       return std::make_unique<SyntheticDataset>(config, seed);
     case DatasetKind::kText:
       return std::make_unique<TextCorpus>(config);
+    case DatasetKind::kTokens:
+      return std::make_unique<TokenDataset>(config);
   }
   throw Error("make_dataset: unknown dataset kind");
 }

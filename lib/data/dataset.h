@@ -1,4 +1,4 @@
-// Dataset: an in-memory labelled dataset with a train and a test split.
+// Dataset: a labelled dataset with a train and a test split (in memory, or token shards mapped).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,12 @@
 namespace mpipe::data {
 
 enum class Split { kTrain, kTest };
+
+// How the training examples are ordered, epoch after epoch (data/sampler.h).
+enum class ExampleOrder {
+  kShuffledEpochs,  // a Fisher-Yates permutation vector per epoch (datasets below 2^32 examples)
+  kKeyed,           // data::KeyedPermutation, one position at a time: any size, no memory
+};
 
 // What a dataset provides, per example: the contract a model trained on it must meet
 // (train/data_contract.h checks a model against it).
@@ -47,6 +53,13 @@ class Dataset {
   // validation losses in bits per character beside it and ends with a sample of generated text.
   // nullopt for other data.
   virtual std::optional<double> text_baseline_bits() const { return std::nullopt; }
+  // Tokenized text with a tokenizer: the bytes of text that the targets of test examples
+  // [0, num_examples) stand for, so that an evaluation reports bits per byte beside its loss.
+  // nullopt for other data.
+  virtual std::optional<int64_t> test_target_bytes(int64_t /*num_examples*/) const {
+    return std::nullopt;
+  }
+  virtual ExampleOrder example_order() const { return ExampleOrder::kShuffledEpochs; }
 
   DataSchema schema() const;
 };

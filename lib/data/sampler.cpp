@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/dataset.h"
+#include "data/keyed_permutation.h"
 
 namespace mpipe::data {
 namespace {
@@ -39,8 +40,8 @@ std::vector<int64_t> epoch_permutation(uint64_t seed, int64_t epoch, int64_t dat
   return order;
 }
 
-EpochSampler::EpochSampler(uint64_t seed, int64_t dataset_size)
-    : seed_(seed), dataset_size_(dataset_size) {
+EpochSampler::EpochSampler(uint64_t seed, int64_t dataset_size, ExampleOrder order)
+    : seed_(seed), dataset_size_(dataset_size), order_(order) {
   check(dataset_size >= 1, "EpochSampler: dataset size must be >= 1, got {}", dataset_size);
 }
 
@@ -58,8 +59,13 @@ std::vector<int64_t> EpochSampler::batch(int64_t step, int64_t batch_size) {
   indices.reserve(static_cast<size_t>(batch_size));
   for (int64_t k = 0; k < batch_size; ++k) {
     const int64_t position = step * batch_size + k;
-    const auto& order = permutation(position / dataset_size_);
-    indices.push_back(order[static_cast<size_t>(position % dataset_size_)]);
+    const int64_t epoch = position / dataset_size_;
+    const int64_t in_epoch = position % dataset_size_;
+    if (order_ == ExampleOrder::kKeyed) {
+      indices.push_back(KeyedPermutation(seed_, epoch, dataset_size_)(in_epoch));
+    } else {
+      indices.push_back(permutation(epoch)[static_cast<size_t>(in_epoch)]);
+    }
   }
   return indices;
 }

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "data/dataset.h"
+
 namespace mpipe::data {
 
 // The permutation of [0, dataset_size) used in epoch `epoch`: Fisher-Yates driven by
@@ -11,11 +13,14 @@ namespace mpipe::data {
 // every rank computes the same one. dataset_size must be below 2^32.
 std::vector<int64_t> epoch_permutation(uint64_t seed, int64_t epoch, int64_t dataset_size);
 
-// batch_indices (dataset.h) with the last epoch's permutation cached, so a training loop pays
-// for one shuffle per epoch instead of one per step. Returns exactly what batch_indices returns.
+// The training order of a dataset's examples. kShuffledEpochs: batch_indices (dataset.h) with
+// the last epoch's permutation cached, so a training loop pays for one shuffle per epoch instead
+// of one per step (returns exactly what batch_indices returns). kKeyed: epoch e is
+// KeyedPermutation(seed, e, dataset_size), computed position by position.
 class EpochSampler {
  public:
-  EpochSampler(uint64_t seed, int64_t dataset_size);
+  EpochSampler(uint64_t seed, int64_t dataset_size,
+               ExampleOrder order = ExampleOrder::kShuffledEpochs);
 
   // Positions [step*batch_size, (step+1)*batch_size) of the epoch sequence.
   std::vector<int64_t> batch(int64_t step, int64_t batch_size);
@@ -26,6 +31,7 @@ class EpochSampler {
 
   uint64_t seed_;
   int64_t dataset_size_;
+  ExampleOrder order_;
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> cached_;
 };

@@ -35,9 +35,9 @@ const char* file_type_name(fs::file_type type) {
   }
 }
 
-// The bytes of the regular file `path`, at most the size stat reported: opened without blocking
-// (a FIFO put in its place after the check is refused, not waited on) and confirmed regular.
-std::string read_file(const std::string& path) {
+}  // namespace
+
+std::string read_text_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   check_input(fd >= 0, "{}: cannot open: {}", path, std::strerror(errno));
   struct FdCloser {
@@ -59,8 +59,6 @@ std::string read_file(const std::string& path) {
   contents.resize(filled);
   return contents;
 }
-
-}  // namespace
 
 std::vector<std::string> corpus_files(const std::string& path) {
   std::error_code error;
@@ -104,7 +102,7 @@ TextCorpus::TextCorpus(const DataConfig& config)
   check_input(seq_len_ >= 1, "data.seq_len: must be >= 1, got {}", seq_len_);
   check_input(config.val_fraction > 0.0 && config.val_fraction < 1.0,
               "data.val_fraction: must be in (0, 1), got {}", config.val_fraction);
-  for (const std::string& file : corpus_files(path_)) bytes_ += read_file(file);
+  for (const std::string& file : corpus_files(path_)) bytes_ += read_text_file(file);
   const auto total = static_cast<int64_t>(bytes_.size());
   const auto val_bytes = static_cast<int64_t>(std::llround(config.val_fraction * total));
   train_bytes_ = total - val_bytes;

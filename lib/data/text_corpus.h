@@ -21,6 +21,11 @@ inline constexpr const char* kDefaultTextPath = "/usr/share/games/fortunes";
 // FIFO, a socket: never opened, as reading one may not end).
 std::vector<std::string> corpus_files(const std::string& path);
 
+// The bytes of the regular file `path`, at most the size stat reported: opened without blocking
+// (a FIFO put in its place after the check is refused, not waited on) and confirmed regular.
+// Throws InputError naming the path.
+std::string read_text_file(const std::string& path);
+
 // Bytes as token ids, [text.size()], and back (ids rounded and clamped to [0, 255]).
 std::vector<float> encode_text(std::string_view text);
 std::string decode_text(std::span<const float> tokens);

@@ -11,7 +11,8 @@ namespace mpipe::log {
 
 // Appends to <run_dir>/metrics.jsonl, one object per line, flushed per line:
 //   train: {"step":120,"loss":0.41,"lr":0.001,"samples_per_s":5321.0[,"skipped_steps":2]}
-//   eval:  {"step":120,"split":"test","loss":0.45,"accuracy":0.87[,"bits_per_char":1.9]}
+//   eval:  {"step":120,"split":"test","loss":0.45,"accuracy":0.87[,"bits_per_char":1.9]
+//           [,"bits_per_byte":1.7]}
 // Non-finite numbers are written as null. The run directory is created on the first
 // write, so a run that fails before that leaves nothing behind. Throws mpipe::Error on
 // I/O failure.
@@ -23,7 +24,7 @@ class MetricsWriter {
   // so far whose update was dropped for a non-finite loss or gradient.
   void train(int64_t step, double loss, double lr, double samples_per_s, int64_t skipped_steps = 0);
   void eval(int64_t step, const std::string& split, double loss, double accuracy,
-            std::optional<double> bits_per_char = {});
+            std::optional<double> bits_per_char = {}, std::optional<double> bits_per_byte = {});
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).
   void write_summary(const nlohmann::json& summary);
   // For a run resumed from a checkpoint at `step`: rewrites metrics.jsonl atomically with only

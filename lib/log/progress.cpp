@@ -45,6 +45,7 @@ std::string format_evaluation(const EvaluationRecord& record) {
       text += fmt::format(" (unigram entropy {:.3f})", *record.unigram_entropy_bits);
     }
   }
+  if (record.bits_per_byte) text += fmt::format(" | {:.3f} bits/byte", *record.bits_per_byte);
   return text;
 }
 

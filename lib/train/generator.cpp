@@ -1,8 +1,9 @@
-// Autoregressive sampling with temperature from the model's last-position logits.
+// Autoregressive sampling (temperature, top-k, top-p) from the model's last-position logits.
 #include "train/generator.h"
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -12,29 +13,54 @@
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
-int64_t sample_index(std::span<const float> logits, double temperature, float u) {
+int64_t sample_index(std::span<const float> logits, const Sampling& sampling, float u) {
   const auto top = std::max_element(logits.begin(), logits.end());
-  if (temperature == 0.0) return top - logits.begin();  // greedy
+  if (sampling.temperature == 0.0) return top - logits.begin();  // greedy
   std::vector<double> weights(logits.size());
   double total = 0.0;
   for (size_t i = 0; i < logits.size(); ++i) {
-    weights[i] = std::exp((logits[i] - *top) / temperature);
+    weights[i] = std::exp((logits[i] - *top) / sampling.temperature);
     total += weights[i];
   }
+  // The tokens ranked by logit (ties: lower index first); the first `kept` of them stay.
+  std::vector<size_t> ranked(logits.size());
+  std::iota(ranked.begin(), ranked.end(), size_t{0});
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+  size_t kept = ranked.size();
+  if (sampling.top_k > 0) kept = std::min(kept, static_cast<size_t>(sampling.top_k));
+  if (sampling.top_p < 1.0) {
+    double mass = 0.0;
+    size_t nucleus = 0;
+    while (nucleus < kept && mass < sampling.top_p * total) mass += weights[ranked[nucleus++]];
+    kept = nucleus;
+  }
+  for (size_t r = kept; r < ranked.size(); ++r) {
+    total -= weights[ranked[r]];
+    weights[ranked[r]] = 0.0;
+  }
   double threshold = u * total;
+  size_t last = 0;  // the last token kept, for a threshold that rounding leaves unspent
   for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] == 0.0) continue;
+    last = i;
     threshold -= weights[i];
     if (threshold < 0) return static_cast<int64_t>(i);
   }
-  return static_cast<int64_t>(weights.size()) - 1;
+  return static_cast<int64_t>(last);
 }
 
 std::string generate_text(const model::ModelSpec& spec, int64_t seq_len,
                           const std::vector<checkpoint::NamedTensor>& weights,
                           const std::string& weights_source, const GenerateOptions& options,
-                          kernels::KernelContext& kernels) {
-  check_input(options.temperature >= 0, "--temperature: must be >= 0 (0 = greedy), got {}",
-              options.temperature);
+                          kernels::KernelContext& kernels, const tokenize::Tokenizer* tokenizer) {
+  const Sampling& sampling = options.sampling;
+  check_input(sampling.temperature >= 0, "--temperature: must be >= 0 (0 = greedy), got {}",
+              sampling.temperature);
+  check_input(sampling.top_k >= 0, "--top-k: must be >= 0 (0 = all tokens), got {}",
+              sampling.top_k);
+  check_input(sampling.top_p > 0 && sampling.top_p <= 1, "--top-p: must be in (0, 1], got {}",
+              sampling.top_p);
   pipeline::Stage model(
       model::build_layers(spec, Shape{seq_len}, 0, static_cast<int>(spec.layers.size())),
       pipeline::Recompute::kNever, 1);
@@ -44,7 +70,19 @@ std::string generate_text(const model::ModelSpec& spec, int64_t seq_len,
               "{}: the model's output {} is not [seq_len, vocab] logits", weights_source, output);
   const int64_t vocab = output[1];
 
-  std::vector<float> tokens = data::encode_text(options.prompt.empty() ? "\n" : options.prompt);
+  const std::string prompt = options.prompt.empty() ? "\n" : options.prompt;
+  std::vector<float> tokens;
+  if (tokenizer != nullptr) {
+    for (int id : tokenizer->encode(prompt)) tokens.push_back(static_cast<float>(id));
+    check_input(!tokens.empty(), "--prompt: '{}' encodes to no tokens", prompt);
+    check_input(tokenizer->vocab_size() == vocab,
+                "{0}: the model outputs {2} scores per token but the tokenizer has {1} pieces",
+                weights_source, tokenizer->vocab_size(), vocab);
+  } else {
+    tokens = data::encode_text(prompt);
+  }
+  // What follows the newest tokens in a window shorter than seq_len.
+  const float padding = tokenizer != nullptr ? tokens.front() : static_cast<float>(' ');
   const CounterRng rng(options.seed, RngPurpose::kData, 0, 0);
   const nn::LayerContext ctx{.kernels = kernels, .training = false};
   for (int64_t n = 0; n < options.length; ++n) {
@@ -52,15 +90,17 @@ std::string generate_text(const model::ModelSpec& spec, int64_t seq_len,
     // logits at the last real position do not see the padding.
     const auto count = std::min<int64_t>(static_cast<int64_t>(tokens.size()), seq_len);
     Tensor window(Shape{1, seq_len});
-    window.fill(static_cast<float>(' '));
+    window.fill(padding);
     std::copy(tokens.end() - count, tokens.end(), window.data());
     const Tensor logits = model.evaluate(window, ctx);
     const auto row =
         std::span<const float>(logits.data() + (count - 1) * vocab, static_cast<size_t>(vocab));
-    tokens.push_back(static_cast<float>(
-        sample_index(row, options.temperature, rng.uniform(static_cast<uint64_t>(n)))));
+    tokens.push_back(
+        static_cast<float>(sample_index(row, sampling, rng.uniform(static_cast<uint64_t>(n)))));
   }
-  return data::decode_text(tokens);
+  if (tokenizer == nullptr) return data::decode_text(tokens);
+  const std::vector<int> ids(tokens.begin(), tokens.end());
+  return tokenizer->decode(ids);
 }
 
 }  // namespace mpipe::train

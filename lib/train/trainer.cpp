@@ -77,7 +77,7 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       tags_(message_tags(experiment, dataset.input_shape())),
       pipeline_plan_(std::move(plan.pipeline)),
       range_(pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers),
-      sampler_(experiment.train.seed, dataset.size(data::Split::kTrain)) {
+      sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order()) {
   const auto& pipe = experiment.pipeline;
   stage_ = std::make_unique<pipeline::Stage>(
       model::build_layers(experiment.model, dataset.input_shape(), range_.begin, range_.end),
@@ -273,6 +273,7 @@ EvalReport Trainer::evaluate(int64_t step) {
   pipeline::LossTotals sum = sum_over_world(totals);
   EvalReport report;
   report.rows = sum.rows;
+  report.examples = std::min(size, num_batches * batch);
   if (sum.rows > 0) {
     report.loss = sum.sum / static_cast<double>(sum.rows);
     report.accuracy = static_cast<double>(sum.correct) / static_cast<double>(sum.rows);

@@ -45,6 +45,7 @@ struct EvalReport {
   double loss = 0.0;  // mean over all evaluated rows
   double accuracy = 0.0;
   int64_t rows = 0;
+  int64_t examples = 0;  // the evaluated test examples: [0, examples) of the split
 };
 
 // K and D from the config, resolving `auto` (0) from the world size.

@@ -29,6 +29,7 @@
 #include "data/dataset.h"
 #include "log/metrics_writer.h"
 #include "log/progress.h"
+#include "tokenize/tokenizer.h"
 #include "train/generator.h"
 #include "train/nonfinite_policy.h"
 #include "train/run_checkpoint.h"
@@ -124,6 +125,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
     summary["final_eval_bits_per_char"] = *result.final_bits_per_char;
     summary["unigram_entropy_bits"] = *result.unigram_entropy_bits;
   }
+  if (result.final_bits_per_byte) summary["final_eval_bits_per_byte"] = *result.final_bits_per_byte;
   return summary;
 }
 
@@ -306,13 +308,15 @@ class TrainingRun {
     const EvalReport eval = evaluate(trainer_, done - 1);
     comm::agree(world_, [&] {
       if (!is_root_) return;
-      metrics_->eval(done, "test", eval.loss, eval.accuracy, bits_per_char(eval.loss));
+      const std::optional<double> per_byte = bits_per_byte(eval);
+      metrics_->eval(done, "test", eval.loss, eval.accuracy, bits_per_char(eval.loss), per_byte);
       if (progress_) progress_->finish();  // an in-place progress line ends before this one
       spdlog::info("{}", log::format_evaluation({.step = done,
                                                  .loss = eval.loss,
                                                  .accuracy = eval.accuracy,
                                                  .bits_per_char = bits_per_char(eval.loss),
-                                                 .unigram_entropy_bits = text_baseline_}));
+                                                 .unigram_entropy_bits = text_baseline_,
+                                                 .bits_per_byte = per_byte}));
     });
   }
 
@@ -347,12 +351,15 @@ class TrainingRun {
     if (!options_.export_weights.empty()) {
       const MemoryActivityScope label(kExport);
       export_weights(trainer_, experiment_, dataset_, options_.export_weights);
-      if (is_root_ && text_baseline_ && options_.sample_length > 0) result.sample = sample_text();
+      const bool samples_text = text_baseline_ || !experiment_.data.tokenizer.empty();
+      if (is_root_ && samples_text && options_.sample_length > 0) result.sample = sample_text();
     }
     const StageMemoryUse use = measure_memory(trainer_, world_, tensor_peak);
     comm::agree(world_, [&] {
       if (!is_root_) return;
-      metrics_->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char);
+      result.final_bits_per_byte = bits_per_byte(eval);
+      metrics_->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char,
+                     result.final_bits_per_byte);
       metrics_->write_summary(
           make_summary(experiment_, trainer_, result, step - first_step_, wall_s, use));
     });
@@ -365,13 +372,29 @@ class TrainingRun {
     return loss / std::numbers::ln2;
   }
 
-  // Rank 0: bytes generated from the exported weights.
+  // Rank 0: bits per byte of tokenized text (the loss's total in bits over the bytes of text the
+  // evaluated targets stand for); empty for data without a tokenizer.
+  std::optional<double> bits_per_byte(const EvalReport& eval) const {
+    const std::optional<int64_t> bytes = dataset_.test_target_bytes(eval.examples);
+    if (!bytes || *bytes == 0) return std::nullopt;
+    return eval.loss * static_cast<double>(eval.rows) / std::numbers::ln2 /
+           static_cast<double>(*bytes);
+  }
+
+  // Rank 0: text generated from the exported weights: bytes, or tokens of data.tokenizer.
   std::string sample_text() {
-    return generate_text(
-        experiment_.model, experiment_.data.seq_len,
-        checkpoint::read_safetensors(options_.export_weights).tensors, options_.export_weights,
-        {.prompt = "\n", .length = options_.sample_length, .seed = experiment_.train.seed},
-        kernels_);
+    std::optional<tokenize::Tokenizer> tokenizer;
+    if (!experiment_.data.tokenizer.empty()) {
+      tokenizer = tokenize::Tokenizer::load(experiment_.data.tokenizer);
+    }
+    return generate_text(experiment_.model, experiment_.data.seq_len,
+                         checkpoint::read_safetensors(options_.export_weights).tensors,
+                         options_.export_weights,
+                         {.prompt = "\n",
+                          .length = options_.sample_length,
+                          .sampling = {},
+                          .seed = experiment_.train.seed},
+                         kernels_, tokenizer ? &*tokenizer : nullptr);
   }
 
   // A run resumed at train.steps or later: nothing to train. When its end (summary.json, the

@@ -30,7 +30,7 @@ enum class ResumeMode {
 struct RunOptions {
   std::string run_dir;          // metrics.jsonl, summary.json, checkpoints/
   std::string export_weights;   // safetensors path written at the end; empty = none
-  int64_t sample_length = 300;  // text datasets: bytes generated at the end from the weights
+  int64_t sample_length = 300;  // text data: bytes (or data.tokenizer's tokens) sampled at the end
   ResumeMode resume = ResumeMode::kNever;
   // Every resolved setting ("optimizer.lr" -> "0.001": config::resolved_settings), recorded in
   // each checkpoint and compared on resume.
@@ -62,7 +62,8 @@ struct RunResult {
   double final_eval_accuracy = 0.0;
   std::optional<double> final_bits_per_char;   // text datasets
   std::optional<double> unigram_entropy_bits;  // text datasets: validation split
-  std::string sample;  // text datasets: bytes generated from the final weights (rank 0 only)
+  std::optional<double> final_bits_per_byte;   // tokenized text with a tokenizer (rank 0 only)
+  std::string sample;  // text data: text generated from the final weights (rank 0 only)
 };
 
 // Collective over `world`; every rank returns the same result.

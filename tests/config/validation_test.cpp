@@ -367,7 +367,7 @@ TEST(LogSection, LevelMustBeAKnownLevel) {
 
 TEST(DataSection, DatasetMustBeAKnownKind) {
   EXPECT_EQ(error_of("data:\n  dataset: cifar10\n"),
-            "exp.yaml:2: data.dataset: expected one of fashion_mnist, synthetic, text, got "
+            "exp.yaml:2: data.dataset: expected one of fashion_mnist, synthetic, text, tokens, got "
             "'cifar10'");
 }
 

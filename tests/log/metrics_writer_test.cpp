@@ -47,6 +47,16 @@ TEST(MetricsWriter, EachRecordIsOneJsonLineWithTheDocumentedKeys) {
                                   {"bits_per_char", 1.8}}));
 }
 
+TEST(MetricsWriter, TokenizedTextEvaluationsCarryBitsPerByte) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.file("run"));
+  writer.eval(5, "test", 3.5, 0.25, std::nullopt, 1.5);
+  const std::vector<std::string> lines = read_lines(writer.metrics_path());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            R"({"step":5,"split":"test","loss":3.5,"accuracy":0.25,"bits_per_byte":1.5})");
+}
+
 TEST(MetricsWriter, NonFiniteLossIsWrittenAsNull) {
   testing::TempDir dir;
   MetricsWriter writer(dir.path().string());

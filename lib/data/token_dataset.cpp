@@ -1,0 +1,115 @@
+// Shard lists, windows and the token dataset built on them.
+#include "data/token_dataset.h"
+
+#include <glob.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "tokenize/tokenizer.h"
+
+namespace mpipe::data {
+namespace {
+
+// Token ids travel as floats, which hold every integer below 2^24 exactly.
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+
+std::vector<std::string> glob_matches(const std::string& pattern, const std::string& key) {
+  glob_t found{};
+  const int status = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &found);
+  std::vector<std::string> files(found.gl_pathv, found.gl_pathv + found.gl_pathc);
+  ::globfree(&found);
+  check_input(status == 0 && !files.empty(), "{}: no file matches '{}'", key, pattern);
+  return files;  // glob sorts them
+}
+
+}  // namespace
+
+std::vector<std::string> shard_files(const std::vector<std::string>& patterns,
+                                     const std::string& key) {
+  std::vector<std::string> files;
+  for (const std::string& pattern : patterns) {
+    for (std::string& file : glob_matches(pattern, key)) files.push_back(std::move(file));
+  }
+  return files;
+}
+
+ShardWindows::ShardWindows(const std::vector<std::string>& files, int64_t seq_len)
+    : seq_len_(seq_len), starts_{0} {
+  check(seq_len >= 1, "ShardWindows: seq_len must be >= 1, got {}", seq_len);
+  for (const std::string& file : files) {
+    auto shard = std::make_unique<TokenShard>(file);
+    const int64_t tokens = shard->num_tokens();
+    num_tokens_ += tokens;
+    starts_.push_back(starts_.back() + (tokens > seq_len ? (tokens - 1) / seq_len : 0));
+    shards_.push_back(std::move(shard));
+  }
+}
+
+void ShardWindows::read(int64_t index, int64_t offset, float* out) const {
+  check(index >= 0 && index < size(), "token window {} out of range [0, {})", index, size());
+  // The last shard whose first window is at or before `index`.
+  const auto shard = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), index) -
+                                         starts_.begin() - 1);
+  const int64_t first = (index - starts_[shard]) * seq_len_ + offset;
+  shards_[shard]->read_as_floats(first, seq_len_, out);
+}
+
+TokenDataset::TokenDataset(const DataConfig& config)
+    : seq_len_(config.seq_len),
+      vocab_(config.vocab),
+      train_(shard_files(config.train_shards, "data.train"), config.seq_len),
+      val_(shard_files(config.val_shards, "data.val"), config.seq_len) {
+  check_input(seq_len_ >= 1, "data.seq_len: must be >= 1, got {}", seq_len_);
+  std::string vocab_key = "data.vocab";
+  if (!config.tokenizer.empty()) {
+    const tokenize::Tokenizer tokenizer = tokenize::Tokenizer::load(config.tokenizer);
+    vocab_ = tokenizer.vocab_size();
+    piece_bytes_ = tokenizer.piece_bytes();
+    vocab_key = "data.tokenizer " + config.tokenizer;
+  }
+  check_input(vocab_ >= 2 && vocab_ < kMaxVocab,
+              "{}: a vocabulary of {} token ids; token ids are stored as floats, so it must be "
+              "in [2, 2^24)",
+              vocab_key, vocab_);
+  for (const auto* split : {&train_, &val_}) {
+    const char* key = split == &train_ ? "data.train" : "data.val";
+    check_input(split->size() > 0,
+                "{}: {} tokens in {} shard(s), none with a window of seq_len + 1 = {} tokens", key,
+                split->num_tokens(), split->shards().size(), seq_len_ + 1);
+    for (const auto& shard : split->shards()) shard->check_ids_below(vocab_, vocab_key);
+  }
+}
+
+Tensor TokenDataset::read(Split split, std::span<const int64_t> indices, int64_t offset) const {
+  const auto count = static_cast<int64_t>(indices.size());
+  Tensor out(Shape{count, seq_len_});  // [n, seq_len]
+  for (int64_t row = 0; row < count; ++row) {
+    windows(split).read(indices[static_cast<size_t>(row)], offset, out.data() + row * seq_len_);
+  }
+  return out;
+}
+
+Tensor TokenDataset::inputs(Split split, std::span<const int64_t> indices, uint64_t /*seed*/,
+                            int64_t /*step*/) const {
+  return read(split, indices, 0);
+}
+
+Tensor TokenDataset::targets(Split split, std::span<const int64_t> indices) const {
+  return read(split, indices, 1);
+}
+
+std::optional<int64_t> TokenDataset::test_target_bytes(int64_t num_examples) const {
+  if (piece_bytes_.empty()) return std::nullopt;
+  check(num_examples >= 0 && num_examples <= val_.size(), "test_target_bytes: {} of {} examples",
+        num_examples, val_.size());
+  std::vector<float> tokens(static_cast<size_t>(seq_len_));
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < num_examples; ++i) {
+    val_.read(i, 1, tokens.data());
+    for (float token : tokens) bytes += piece_bytes_[static_cast<size_t>(token)];
+  }
+  return bytes;
+}
+
+}  // namespace mpipe::data

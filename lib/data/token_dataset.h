@@ -1,0 +1,74 @@
+// TokenDataset (data.dataset: tokens): language-model windows over memory-mapped token shards.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "data/data_config.h"
+#include "data/dataset.h"
+#include "data/token_shard.h"
+
+namespace mpipe::data {
+
+// The files that `patterns` (data.train or data.val, named by `key`) stand for: each entry
+// expanded as a glob (a plain path matches itself), in the order given, each pattern's matches
+// sorted. Throws InputError "data.train: no file matches 'shards/train_*.bin'".
+std::vector<std::string> shard_files(const std::vector<std::string>& patterns,
+                                     const std::string& key);
+
+// The shards of one split, seen as non-overlapping windows of seq_len + 1 tokens at stride
+// seq_len, none crossing the end of a shard: a shard of T tokens has (T - 1) / seq_len of them.
+class ShardWindows {
+ public:
+  ShardWindows(const std::vector<std::string>& files, int64_t seq_len);
+
+  int64_t size() const { return starts_.back(); }
+  int64_t num_tokens() const { return num_tokens_; }
+  const std::vector<std::unique_ptr<TokenShard>>& shards() const { return shards_; }
+  // Tokens [offset, offset + seq_len) of window `index` as floats, to `out`.
+  void read(int64_t index, int64_t offset, float* out) const;
+
+ private:
+  int64_t seq_len_;
+  std::vector<std::unique_ptr<TokenShard>> shards_;
+  std::vector<int64_t> starts_;  // window index of each shard's first window; back() = total
+  int64_t num_tokens_ = 0;
+};
+
+// Example i of a split: inputs = tokens [0, seq_len) of window i, targets = tokens [1, seq_len]
+// (ids as floats). The vocabulary is the tokenizer's (data.tokenizer) or data.vocab; every
+// token of every shard is checked against it when the dataset is built. Training order:
+// ExampleOrder::kKeyed.
+class TokenDataset : public Dataset {
+ public:
+  // Throws InputError naming the shard (or tokenizer) file and what is wrong with it.
+  explicit TokenDataset(const DataConfig& config);
+
+  Shape input_shape() const override { return Shape{seq_len_}; }
+  Shape target_shape() const override { return Shape{seq_len_}; }
+  int64_t num_classes() const override { return vocab_; }
+  int64_t input_vocab() const override { return vocab_; }
+  std::string_view name() const override { return "tokens"; }
+  int64_t size(Split split) const override { return windows(split).size(); }
+  Tensor inputs(Split split, std::span<const int64_t> indices, uint64_t seed,
+                int64_t step) const override;
+  Tensor targets(Split split, std::span<const int64_t> indices) const override;
+  std::optional<int64_t> test_target_bytes(int64_t num_examples) const override;
+  ExampleOrder example_order() const override { return ExampleOrder::kKeyed; }
+
+ private:
+  const ShardWindows& windows(Split split) const { return split == Split::kTrain ? train_ : val_; }
+  Tensor read(Split split, std::span<const int64_t> indices, int64_t offset) const;
+
+  int64_t seq_len_;
+  int64_t vocab_;
+  std::vector<int64_t> piece_bytes_;  // bytes of text per token id; empty without a tokenizer
+  ShardWindows train_;
+  ShardWindows val_;
+};
+
+}  // namespace mpipe::data

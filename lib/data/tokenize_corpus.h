@@ -1,0 +1,42 @@
+// tokenize_corpus (`mpipe tokenize`): text files -> a SentencePiece model and token shards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tokenize/tokenizer.h"
+
+namespace mpipe::data {
+
+struct TokenizeOptions {
+  std::vector<std::string> text_files;  // files or folders (read as data.path of `text` reads)
+  std::string out_dir;                  // created if missing
+  std::string model;                    // an existing .model to apply; "" = train one
+  int64_t vocab_size = 0;               // training: pieces of the new model
+  tokenize::ModelType model_type = tokenize::ModelType::kBpe;
+  double val_fraction = 0.05;          // the last part of the text, from a line start
+  int64_t shard_tokens = 100'000'000;  // at most this many tokens per shard
+};
+
+struct SplitCount {
+  int64_t tokens = 0;
+  int64_t bytes = 0;
+  int64_t shards = 0;
+};
+
+struct TokenizeReport {
+  std::string model;  // the .model used (out_dir/tokenizer.model when trained)
+  int64_t vocab = 0;
+  SplitCount train;
+  SplitCount val;
+};
+
+// Reads the text files in order (their bytes concatenated), trains a model on them (written to
+// out_dir/tokenizer.model) or loads options.model, splits off the last val_fraction of the bytes
+// (at the next line start) as validation text, encodes both splits line by line and writes them
+// as out_dir/{train,val}_NNNNNN.bin. Every file is written atomically. Throws InputError naming
+// the file or option at fault.
+TokenizeReport tokenize_corpus(const TokenizeOptions& options);
+
+}  // namespace mpipe::data

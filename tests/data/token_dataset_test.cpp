@@ -1,0 +1,182 @@
+// Tests for TokenDataset: windows over shards, glob lists, the vocabulary, and each refusal.
+#include "data/token_dataset.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "data/test_files.h"
+#include "data/token_shard_files.h"
+#include "support/input_error_of.h"
+#include "tokenize/tokenizer.h"
+
+namespace mpipe::data {
+namespace {
+
+using mpipe::testing::input_error_of;
+using testing::counting;
+using testing::shard_bytes;
+using testing::TempDir;
+using testing::write_bytes;
+using testing::write_plain;
+
+DataConfig tokens_config(const TempDir& dir, int64_t seq_len = 3) {
+  DataConfig config;
+  config.kind = DatasetKind::kTokens;
+  config.seq_len = seq_len;
+  config.vocab = 1000;
+  config.train_shards = {dir.file("train_*.bin")};
+  config.val_shards = {dir.file("val.bin")};
+  return config;
+}
+
+std::vector<float> values(const Tensor& tensor) {
+  return std::vector<float>(tensor.data(), tensor.data() + tensor.numel());
+}
+
+TEST(TokenDataset, ExamplesAreWindowsAtStrideSeqLenThatNeverCrossAShardEnd) {
+  const TempDir dir;
+  // 10 tokens: windows [0, 4), [3, 7), [6, 10); 6 tokens: [0, 4) only (the next needs 7).
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(100, 10)));
+  write_bytes(dir.file("train_1.bin"), shard_bytes(counting(200, 6)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(300, 4)));
+  const TokenDataset data(tokens_config(dir));
+  EXPECT_EQ(data.size(Split::kTrain), 4);
+  EXPECT_EQ(data.size(Split::kTest), 1);
+  const std::vector<int64_t> indices{2, 3, 0};
+  EXPECT_EQ(values(data.inputs(Split::kTrain, indices, 0, 0)),
+            (std::vector<float>{106, 107, 108, 200, 201, 202, 100, 101, 102}));
+  EXPECT_EQ(values(data.targets(Split::kTrain, indices)),
+            (std::vector<float>{107, 108, 109, 201, 202, 203, 101, 102, 103}));
+  EXPECT_EQ(data.inputs(Split::kTrain, indices, 0, 0).shape(), (Shape{3, 3}));
+  const std::vector<int64_t> first{0};
+  EXPECT_EQ(values(data.targets(Split::kTest, first)), (std::vector<float>{301, 302, 303}));
+}
+
+TEST(TokenDataset, DescribesTokenIdsOfItsVocabularyAndAKeyedOrder) {
+  const TempDir dir;
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  const TokenDataset data(tokens_config(dir));
+  const DataSchema schema = data.schema();
+  EXPECT_EQ(schema.name, "tokens");
+  EXPECT_EQ(schema.input, (Shape{3}));
+  EXPECT_EQ(schema.target, (Shape{3}));
+  EXPECT_EQ(schema.input_vocab, 1000);
+  EXPECT_EQ(schema.classes, 1000);
+  EXPECT_EQ(data.example_order(), ExampleOrder::kKeyed);
+  EXPECT_EQ(data.test_target_bytes(1), std::nullopt);  // no tokenizer: no bytes per token
+}
+
+TEST(TokenDataset, WithATokenizerItsVocabularyIsTheTokenizersAndTargetsCountTheirBytes) {
+  const TempDir dir;
+  // Text of made-up words; the tokenizer learns pieces longer than a byte from it.
+  std::string text;
+  for (int line = 0; line < 200; ++line) {
+    for (int word = 0; word < 6; ++word)
+      text += std::string("kalomine", (line * 7 + word) % 8) + " ";
+    text += "sutavo\n";
+  }
+  const std::string model = tokenize::train_model(text, 300, tokenize::ModelType::kBpe);
+  write_plain(dir.file("t.model"), model);
+  const tokenize::Tokenizer tokenizer = tokenize::Tokenizer::load(dir.file("t.model"));
+  const std::vector<int> ids = tokenizer.encode(text);
+  std::vector<uint32_t> tokens(ids.begin(), ids.end());
+  write_bytes(dir.file("train_0.bin"), shard_bytes(tokens));
+  write_bytes(dir.file("val.bin"), shard_bytes(tokens));
+  DataConfig config = tokens_config(dir, 5);
+  config.tokenizer = dir.file("t.model");
+  const TokenDataset data(config);
+  EXPECT_EQ(data.input_vocab(), 300);
+  EXPECT_EQ(data.num_classes(), 300);
+  // The targets of windows [0, n) are tokens [1, 5n] of the shard: the bytes they decode to.
+  for (int64_t n : {int64_t{1}, int64_t{7}, data.size(Split::kTest)}) {
+    const std::vector<int> targets(ids.begin() + 1, ids.begin() + 1 + 5 * n);
+    EXPECT_EQ(data.test_target_bytes(n), static_cast<int64_t>(tokenizer.decode(targets).size()))
+        << n << " examples";
+  }
+}
+
+TEST(TokenDataset, MakeDatasetBuildsIt) {
+  const TempDir dir;
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  EXPECT_EQ(make_dataset(tokens_config(dir), 1)->name(), "tokens");
+}
+
+TEST(ShardFiles, ExpandsEachPatternSortedInTheOrderGiven) {
+  const TempDir dir;
+  for (const char* name : {"b_2.bin", "b_1.bin", "a.bin"}) write_bytes(dir.file(name), "");
+  EXPECT_EQ(
+      shard_files({dir.file("b_*.bin"), dir.file("a.bin")}, "data.train"),
+      (std::vector<std::string>{dir.file("b_1.bin"), dir.file("b_2.bin"), dir.file("a.bin")}));
+}
+
+TEST(ShardFiles, RefusesAPatternThatMatchesNothing) {
+  const TempDir dir;
+  EXPECT_EQ(input_error_of([&] { shard_files({dir.file("x_*.bin")}, "data.val"); }),
+            "data.val: no file matches '" + dir.file("x_*.bin") + "'");
+}
+
+TEST(TokenDataset, RefusesAValidationSetWithoutOneWindow) {
+  const TempDir dir;
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 3)));  // seq_len + 1 = 4 needed
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(tokens_config(dir)); }),
+            "data.val: 3 tokens in 1 shard(s), none with a window of seq_len + 1 = 4 tokens");
+}
+
+TEST(TokenDataset, RefusesTrainingShardsWithFewerTokensThanOneWindow) {
+  const TempDir dir;
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 3)));
+  write_bytes(dir.file("train_1.bin"), shard_bytes({}));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(tokens_config(dir)); }),
+            "data.train: 3 tokens in 2 shard(s), none with a window of seq_len + 1 = 4 tokens");
+}
+
+TEST(TokenDataset, RefusesATokenOutsideTheVocabularyNamingTheShard) {
+  const TempDir dir;
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes({1, 2, 1000, 3}));
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(tokens_config(dir)); }),
+            dir.file("val.bin") +
+                ": token 2 is 1000, not below the vocabulary of 1000 "
+                "(data.vocab)");
+}
+
+TEST(TokenDataset, RefusesAVocabularyThatFloatsCannotHoldExactly) {
+  const TempDir dir;
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  DataConfig config = tokens_config(dir);
+  config.vocab = int64_t{1} << 24;
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(config); }),
+            "data.vocab: a vocabulary of 16777216 token ids; token ids are stored as floats, so "
+            "it must be in [2, 2^24)");
+}
+
+TEST(TokenDataset, RefusesADamagedShardNamingIt) {
+  const TempDir dir;
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10)));
+  write_bytes(dir.file("train_1.bin"), shard_bytes(counting(0, 10), 7));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(tokens_config(dir)); }),
+            dir.file("train_1.bin") +
+                ": not a token shard: magic 7, expected 20240520 (uint16 tokens) or 20240801 "
+                "(uint32 tokens)");
+}
+
+TEST(TokenDataset, RefusesAnUnreadableTokenizer) {
+  const TempDir dir;
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  write_bytes(dir.file("bad.model"), "not a model");
+  DataConfig config = tokens_config(dir);
+  config.tokenizer = dir.file("bad.model");
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(config); }),
+            dir.file("bad.model") + ": not a SentencePiece model (its bytes do not parse as one)");
+}
+
+}  // namespace
+}  // namespace mpipe::data

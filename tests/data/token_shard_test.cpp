@@ -1,0 +1,125 @@
+// Tests for TokenShard and write_token_shard: the llm.c shard format read back and every
+// damaged header refused with one line naming the file.
+#include "data/token_shard.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "data/test_files.h"
+#include "data/token_shard_files.h"
+#include "data/token_shard_writer.h"
+#include "support/input_error_of.h"
+
+namespace mpipe::data {
+namespace {
+
+using mpipe::testing::input_error_of;
+using testing::counting;
+using testing::shard_bytes;
+using testing::TempDir;
+using testing::write_bytes;
+
+std::vector<float> all_tokens(const TokenShard& shard) {
+  std::vector<float> out(static_cast<size_t>(shard.num_tokens()));
+  shard.read_as_floats(0, shard.num_tokens(), out.data());
+  return out;
+}
+
+TEST(TokenShard, ReadsUint16Tokens) {
+  const TempDir dir;
+  write_bytes(dir.file("a.bin"), shard_bytes({0, 1, 65535, 7}));
+  const TokenShard shard(dir.file("a.bin"));
+  EXPECT_EQ(shard.num_tokens(), 4);
+  EXPECT_EQ(shard.token_bytes(), 2u);
+  EXPECT_EQ(all_tokens(shard), (std::vector<float>{0, 1, 65535, 7}));
+}
+
+TEST(TokenShard, ReadsUint32TokensFromAnOffset) {
+  const TempDir dir;
+  write_bytes(dir.file("a.bin"), shard_bytes({5, 70000, 16777215, 3}, token_shard::kMagicU32));
+  const TokenShard shard(dir.file("a.bin"));
+  std::vector<float> out(2);
+  shard.read_as_floats(1, 2, out.data());
+  EXPECT_EQ(out, (std::vector<float>{70000, 16777215}));
+}
+
+TEST(TokenShard, AnEmptyShardHasNoTokens) {
+  const TempDir dir;
+  write_bytes(dir.file("a.bin"), shard_bytes({}));
+  EXPECT_EQ(TokenShard(dir.file("a.bin")).num_tokens(), 0);
+}
+
+TEST(TokenShard, WriterPicksUint16WhenTheVocabularyFitsAndUint32Otherwise) {
+  const TempDir dir;
+  const std::vector<int> ids{0, 3, 65535};
+  write_token_shard(dir.file("small.bin"), ids, 65536);
+  const TokenShard small(dir.file("small.bin"));
+  EXPECT_EQ(small.token_bytes(), 2u);
+  EXPECT_EQ(all_tokens(small), (std::vector<float>{0, 3, 65535}));
+  const std::vector<int> big_ids{65536, 1};
+  write_token_shard(dir.file("big.bin"), big_ids, 65537);
+  const TokenShard big(dir.file("big.bin"));
+  EXPECT_EQ(big.token_bytes(), 4u);
+  EXPECT_EQ(all_tokens(big), (std::vector<float>{65536, 1}));
+}
+
+TEST(TokenShard, RefusesAMissingFile) {
+  const TempDir dir;
+  EXPECT_EQ(input_error_of([&] { TokenShard shard(dir.file("none.bin")); }),
+            dir.file("none.bin") + ": cannot open: No such file or directory");
+}
+
+TEST(TokenShard, RefusesAFileShorterThanTheHeader) {
+  const TempDir dir;
+  write_bytes(dir.file("a.bin"), std::string(100, '\0'));
+  EXPECT_EQ(input_error_of([&] { TokenShard shard(dir.file("a.bin")); }),
+            dir.file("a.bin") + ": 100 bytes, shorter than the 1024-byte token shard header");
+}
+
+TEST(TokenShard, RefusesABadMagic) {
+  const TempDir dir;
+  write_bytes(dir.file("a.bin"), shard_bytes({1, 2}, 12345));
+  EXPECT_EQ(input_error_of([&] { TokenShard shard(dir.file("a.bin")); }),
+            dir.file("a.bin") +
+                ": not a token shard: magic 12345, expected 20240520 (uint16 tokens) or 20240801 "
+                "(uint32 tokens)");
+}
+
+TEST(TokenShard, RefusesAnotherVersion) {
+  const TempDir dir;
+  write_bytes(dir.file("a.bin"), shard_bytes({1, 2}, token_shard::kMagicU16, 2));
+  EXPECT_EQ(input_error_of([&] { TokenShard shard(dir.file("a.bin")); }),
+            dir.file("a.bin") + ": token shard version 2, expected 1");
+}
+
+TEST(TokenShard, RefusesACountThatDisagreesWithTheFileSize) {
+  const TempDir dir;
+  write_bytes(dir.file("a.bin"), shard_bytes({1, 2, 3}, token_shard::kMagicU16, 1, 4));
+  EXPECT_EQ(input_error_of([&] { TokenShard shard(dir.file("a.bin")); }),
+            dir.file("a.bin") +
+                ": token count 4 in the header needs 8 bytes after it, the file "
+                "has 6");
+  write_bytes(dir.file("b.bin"), shard_bytes({1, 2, 3}, token_shard::kMagicU32, 1, 2));
+  EXPECT_EQ(input_error_of([&] { TokenShard shard(dir.file("b.bin")); }),
+            dir.file("b.bin") +
+                ": token count 2 in the header needs 8 bytes after it, the file "
+                "has 12");
+}
+
+TEST(TokenShard, ScanFindsTheFirstTokenAtOrAboveTheVocabularyAcrossChunks) {
+  const TempDir dir;
+  // More than one 2^20-token scan chunk; the bad token sits in the second.
+  std::vector<uint32_t> tokens = counting(0, (1u << 20) + 100, 1000);
+  tokens[(1u << 20) + 42] = 1000;
+  write_bytes(dir.file("a.bin"), shard_bytes(tokens));
+  const TokenShard shard(dir.file("a.bin"));
+  EXPECT_NO_THROW(shard.check_ids_below(1001, "data.vocab"));
+  EXPECT_EQ(input_error_of([&] { shard.check_ids_below(1000, "data.vocab"); }),
+            dir.file("a.bin") +
+                ": token 1048618 is 1000, not below the vocabulary of 1000 "
+                "(data.vocab)");
+}
+
+}  // namespace
+}  // namespace mpipe::data

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Token shards end to end: `mpipe tokenize` trains a BPE model on text and writes llm.c shards;
+# a GPT trained on them (data.dataset: tokens) ends with bit-identical weights for K = 1, 2
+# stages (both schedules) and with the same weights up to rounding for D = 1, 2 replicas (at the
+# same number of global micro-batches; bit-identical for K = 1, 2 at D = 2); 3 steps then a
+# resume to 6 on another number of stages equal 6 straight;
+# the evaluation reports bits per byte; generate samples through the tokenizer; bad inputs of
+# tokenize and generate, and a damaged shard, end every rank with one line naming them.
+# Usage: tokens.sh
+source "$(dirname "$0")/lib.sh"
+text=/usr/share/games/fortunes
+[[ -d $text ]] || { echo "SKIPPED: no $text (Debian's fortunes)"; exit 77; }
+find "$text" -type f ! -name '*.dat' -print0 | sort -z | xargs -0 cat > "$WORK/all.txt"
+head -c 300000 "$WORK/all.txt" > "$WORK/text.txt"
+timeout 120 "$MPIPE" tokenize "$WORK/text.txt" --out "$WORK/shards" --vocab-size 512 \
+  --shard-tokens 40000 > "$WORK/tokenize.log" 2>&1 || { cat "$WORK/tokenize.log"; exit 1; }
+cat "$WORK/tokenize.log"
+grep -q "^train: [0-9]* tokens, [0-9]* bytes, [0-9.]* bytes per token, [2-9] shard(s)$" \
+  "$WORK/tokenize.log" || { echo "FAILED: tokenize's train line"; exit 1; }
+
+config=$WORK/tokens.yaml
+cat > "$config" <<YAML
+model:
+  loss: cross_entropy
+  layers:
+    - {type: embedding, vocab: 512, dim: 16}
+    - {type: transformer_block, heads: 2}
+    - {type: transformer_block, heads: 2}
+    - {type: layer_norm}
+    - {type: linear, units: 512}
+data:
+  dataset: tokens
+  train: $WORK/shards/train_*.bin
+  val: [$WORK/shards/val_000000.bin]
+  tokenizer: $WORK/shards/tokenizer.model
+  seq_len: 16
+train: {steps: 3, batch_size: 8, seed: 5, eval_batches: 2}
+optimizer: {kind: adam, lr: 0.003}
+pipeline: {micro_batches: 2}
+log: {every: 1}
+YAML
+train 1 k1 "$config"
+train 2 k2 "$config" --set pipeline.stages=2
+same k1 k2
+train 2 k2-1f1b "$config" --set pipeline.stages=2 --set pipeline.schedule=1f1b
+same k1 k2-1f1b
+# Replicas split the same global micro-batches (micro_batches x data_parallel = 2), which changes
+# only rounding (tests/e2e/equivalence.sh); under SGD, which does not magnify it as Adam's first
+# steps do, D=2 agrees with D=1 to 1e-5. Replicas reading other examples would not.
+train 1 k1-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5
+train 2 d2-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5 \
+  --set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1
+same k1-sgd d2-sgd 1e-5
+train 4 k2d2-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5 \
+  --set pipeline.stages=2 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1
+same d2-sgd k2d2-sgd
+
+# 3 steps, then a resume to 6 on another number of stages, mid-epoch of the keyed order.
+train 2 straight "$config" --set train.steps=6 --set pipeline.stages=2
+train 1 resumed "$config" --set train.steps=3 --set pipeline.stages=1
+train 2 resumed "$config" --set train.steps=6 --set pipeline.stages=2 --resume
+same straight resumed
+
+grep -q '"bits_per_byte"' "$WORK/k1/metrics.jsonl" || { echo "FAILED: no bits_per_byte"; exit 1; }
+grep -q '^validation: [0-9.]* bits/byte' "$WORK/k1.log" || { echo "FAILED: no bits/byte line"; exit 1; }
+grep -q '^sample:$' "$WORK/k1.log" || { echo "FAILED: no sample at the end of the run"; exit 1; }
+
+# generate: the prompt encoded, the sample decoded with the tokenizer, with top-k and top-p.
+timeout 60 "$MPIPE" generate "$config" --weights "$WORK/k1.safetensors" --prompt "The cat" \
+  --length 30 --top-k 20 --top-p 0.9 > "$WORK/generate.out" 2>&1 ||
+  { cat "$WORK/generate.out"; echo "FAILED: generate"; exit 1; }
+cat "$WORK/generate.out"
+[[ $(head -c 7 "$WORK/generate.out") == "The cat" ]] || { echo "FAILED: generate's prompt"; exit 1; }
+
+# refused NAME MESSAGE ARGS...: `mpipe ARGS` (one process) fails with MESSAGE on one line and
+# writes no $WORK/NAME.
+refused() {
+  local name=$1 message=$2 status=0
+  shift 2
+  timeout 60 "$MPIPE" "$@" > "$WORK/$name.out" 2>&1 || status=$?
+  failed_in_one_line "$name" "$status" "$message" "$WORK/$name"
+}
+refused missing_text "$WORK/none.txt: cannot open" \
+  tokenize "$WORK/none.txt" --out "$WORK/missing_text" --vocab-size 300
+refused small_vocab "--vocab-size 100: SentencePiece cannot train a bpe model of it: Vocabulary size is smaller than required_chars" \
+  tokenize "$WORK/text.txt" --out "$WORK/small_vocab" --vocab-size 100
+printf 'not a model' > "$WORK/bad.model"
+refused bad_model "$WORK/bad.model: not a SentencePiece model (its bytes do not parse as one)" \
+  tokenize "$WORK/text.txt" --out "$WORK/bad_model" --model "$WORK/bad.model"
+refused no_model "tokenize: give --vocab-size to train a model or --model to apply one" \
+  tokenize "$WORK/text.txt" --out "$WORK/no_model"
+sed '/tokenizer:/d' "$config" > "$WORK/no_tokenizer.yaml"
+refused no_tokenizer "$WORK/no_tokenizer.yaml: generate needs data.tokenizer to turn the model's tokens into text" \
+  generate "$WORK/no_tokenizer.yaml" --weights "$WORK/k1.safetensors"
+
+cp "$WORK/shards/val_000000.bin" "$WORK/damaged.bin"
+printf '\x07' | dd of="$WORK/damaged.bin" bs=1 seek=0 conv=notrunc status=none
+rejected damaged "$WORK/damaged.bin: not a token shard: magic 20240391, expected 20240520 (uint16 tokens) or 20240801 (uint32 tokens)" \
+  "$config" --set "data.val=$WORK/damaged.bin" --set pipeline.stages=2
+echo "tokens: tokenize, K=1,2 bit-identical (D=1 and D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6, bits per byte, generate, bad inputs refused"
