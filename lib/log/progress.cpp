@@ -45,7 +45,12 @@ std::string format_evaluation(const EvaluationRecord& record) {
       text += fmt::format(" (unigram entropy {:.3f})", *record.unigram_entropy_bits);
     }
   }
-  if (record.bits_per_byte) text += fmt::format(" | {:.3f} bits/byte", *record.bits_per_byte);
+  if (record.bits_per_byte) {
+    // Tokenized text: the perplexity per token beside the bits per byte, which compares across
+    // tokenizers.
+    text += fmt::format(" | perplexity {:.2f} | {:.3f} bits/byte", std::exp(record.loss),
+                        *record.bits_per_byte);
+  }
   return text;
 }
 

@@ -125,7 +125,10 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
     summary["final_eval_bits_per_char"] = *result.final_bits_per_char;
     summary["unigram_entropy_bits"] = *result.unigram_entropy_bits;
   }
-  if (result.final_bits_per_byte) summary["final_eval_bits_per_byte"] = *result.final_bits_per_byte;
+  if (result.final_bits_per_byte) {
+    summary["final_eval_bits_per_byte"] = *result.final_bits_per_byte;
+    summary["final_eval_perplexity"] = std::exp(result.final_eval_loss);
+  }
   return summary;
 }
 
