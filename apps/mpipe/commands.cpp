@@ -1,5 +1,5 @@
-// Subcommand implementations: train, schedule, plan, compare, generate, and the daemon's serve,
-// submit, status and cancel.
+// Subcommand implementations: train, schedule, plan, compare, export, generate, and the daemon's
+// serve, submit, status and cancel.
 #include "commands.h"
 
 #include <spdlog/spdlog.h>
@@ -15,12 +15,14 @@
 #include <optional>
 #include <regex>
 
+#include "checkpoint/checkpoint_export.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
 #include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "config/byte_size.h"
 #include "config/experiment.h"
+#include "core/byte_format.h"
 #include "core/error.h"
 #include "core/memory_account.h"
 #include "data/dataset.h"
@@ -219,6 +221,19 @@ Commands::Commands(CLI::App& app) {
   cancel_->add_option("spool", spool_dir_, "Spool directory")->required()->check(kNotEmpty);
   cancel_->add_option("name", experiment_name_, "Experiment name")->required()->check(kNotEmpty);
 
+  export_ = app.add_subcommand(
+      "export",
+      "Write a committed checkpoint's weights as the safetensors file --export-weights writes "
+      "(one process)");
+  export_->add_option("run_dir", run_dir_, "Run directory")->required()->check(kNotEmpty);
+  export_->add_option("out", weights_path_, "Weights file to write (.safetensors)")
+      ->required()
+      ->check(kNotEmpty);
+  export_
+      ->add_option("--step", export_step_,
+                   "The checkpoint's step (default: the newest committed checkpoint)")
+      ->check(CLI::NonNegativeNumber);
+
   compare_ = app.add_subcommand("compare", "Compare two safetensors weight files");
   compare_->add_option("files", compare_paths_, "Two .safetensors files")
       ->required()
@@ -247,6 +262,7 @@ int Commands::run(const comm::Communicator& world) {
     if (*serve_) return serve(world);
     // The companion commands are single processes (started under mpirun by mistake: rank 0).
     if (world.rank() != 0) return 0;
+    if (*export_) return export_checkpoint();
     if (*submit_) return submit();
     if (*status_) return status();
     if (*cancel_) return cancel();
@@ -419,6 +435,16 @@ int Commands::generate() {
                                           checkpoint::read_safetensors(weights_path_).tensors,
                                           weights_path_, generate_options_, kernels);
   std::printf("%s\n", text.c_str());
+  return 0;
+}
+
+int Commands::export_checkpoint() {
+  const checkpoint::CheckpointExport done = checkpoint::export_checkpoint(
+      run_dir_, export_step_ >= 0 ? std::optional(export_step_) : std::nullopt, weights_path_);
+  std::printf("exported step %lld of %s (%lld tensors, %s) to %s\n",
+              static_cast<long long>(done.step), run_dir_.c_str(),
+              static_cast<long long>(done.num_tensors),
+              format_bytes(static_cast<double>(done.digest.size)).c_str(), weights_path_.c_str());
   return 0;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ class Commands {
   int schedule();
   int plan();
   int compare();
+  int export_checkpoint();
   int generate();
   int serve(const comm::Communicator& world);
   int submit();
@@ -31,6 +33,7 @@ class Commands {
   CLI::App* schedule_ = nullptr;
   CLI::App* plan_ = nullptr;
   CLI::App* compare_ = nullptr;
+  CLI::App* export_ = nullptr;
   CLI::App* generate_ = nullptr;
   CLI::App* serve_ = nullptr;
   CLI::App* submit_ = nullptr;
@@ -54,7 +57,8 @@ class Commands {
   double rtol_ = 0.0;
   std::string compare_only_;  // a regular expression: compare only the tensors it matches
 
-  std::string weights_path_;
+  std::string weights_path_;  // generate: the weights read; export: the file written
+  int64_t export_step_ = -1;  // export --step; -1 = the newest committed checkpoint
   train::GenerateOptions generate_options_;
 
   std::string spool_dir_;

@@ -273,19 +273,41 @@ std::map<std::string, std::string> read_safetensors_metadata(const std::string& 
   return parse_metadata(path, *metadata);
 }
 
+namespace {
+
+// The header's metadata and its tensors' entries, checked and sorted by where their data lies.
+struct Contents {
+  std::map<std::string, std::string> metadata;
+  std::vector<Entry> entries;
+};
+
+Contents parse_contents(const std::string& path, const Header& header) {
+  Contents contents;
+  for (const auto& [key, value] : header.fields.items()) {
+    if (key == kMetadataKey) {
+      contents.metadata = parse_metadata(path, value);
+    } else {
+      contents.entries.push_back(parse_entry(path, key, value));
+    }
+  }
+  check_layout(path, contents.entries, header.file_bytes - header.data_start);
+  return contents;
+}
+
+}  // namespace
+
+std::vector<TensorInfo> read_safetensors_layout(const std::string& path) {
+  std::vector<TensorInfo> layout;
+  for (const Entry& e : parse_contents(path, read_header(path)).entries) {
+    layout.push_back({e.name, e.shape});
+  }
+  return layout;
+}
+
 std::map<std::string, std::string> read_safetensors_into(const std::string& path,
                                                          const TensorDestination& destination) {
   Header header = read_header(path);
-  std::map<std::string, std::string> metadata;
-  std::vector<Entry> entries;
-  for (const auto& [key, value] : header.fields.items()) {
-    if (key == kMetadataKey) {
-      metadata = parse_metadata(path, value);
-    } else {
-      entries.push_back(parse_entry(path, key, value));
-    }
-  }
-  check_layout(path, entries, header.file_bytes - header.data_start);
+  auto [metadata, entries] = parse_contents(path, header);
   for (const Entry& e : entries) {
     const std::optional<std::span<float>> values = destination(e.name, e.shape);
     if (!values) continue;

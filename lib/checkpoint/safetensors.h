@@ -101,4 +101,9 @@ std::map<std::string, std::string> read_safetensors_into(const std::string& path
 // InputError like read_safetensors.
 std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
 
+// The names and shapes of a safetensors file's tensors, in the order of their data, from its
+// header alone (checked as read_safetensors checks it: F32 only, the data tiling the file), so
+// a file can be matched against a model before any value is read.
+std::vector<TensorInfo> read_safetensors_layout(const std::string& path);
+
 }  // namespace mpipe::checkpoint

@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <optional>
 
+#include "checkpoint/weights_file.h"
 #include "core/error.h"
 
 namespace mpipe::train {
 namespace {
 
 std::string weight_name(int layer, const std::string& name) {
-  return fmt::format("layers.{}.{}", layer, name);
+  return fmt::format("{}{}.{}", checkpoint::kWeightPrefix, layer, name);
 }
 
 // Calls visit(name, values) for every weight of the stage in weight_layout order.

@@ -330,6 +330,34 @@ TEST(Safetensors, MetadataCanBeReadWithoutTheTensors) {
   EXPECT_NE(read_error(path), "");
 }
 
+TEST(Safetensors, LayoutListsNamesAndShapesInDataOrderWithoutReadingValues) {
+  testing::TempDir dir;
+  const std::string path = dir.file("x.safetensors");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  write_safetensors(path, {{"z", Shape{2, 1}, {1.f, nan}}, {"a", Shape{3}, {4.f, 5.f, 6.f}}});
+  const std::vector<TensorInfo> layout = read_safetensors_layout(path);
+  ASSERT_EQ(layout.size(), 2u);
+  EXPECT_EQ(layout[0].name, "z");  // first in the data, though the header sorts it last
+  EXPECT_EQ(layout[0].shape, (Shape{2, 1}));
+  EXPECT_EQ(layout[1].name, "a");
+  EXPECT_EQ(layout[1].shape, (Shape{3}));
+  EXPECT_NE(read_error(path), "");  // the NaN, which the layout does not read
+}
+
+TEST(Safetensors, LayoutChecksTheHeaderAsTheReaderDoes) {
+  testing::TempDir dir;
+  const std::string path = dir.file("f16.safetensors");
+  write_raw(path, R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", 4);
+  try {
+    read_safetensors_layout(path);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": tensor 'w': dtype F16 is not supported (only F32)");
+  }
+  write_raw(path, R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4);
+  EXPECT_THROW(read_safetensors_layout(path), InputError);  // truncated
+}
+
 TEST(Safetensors, FirstNonFiniteNamesTheFirstTensorWithANanOrAnInfinity) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
