@@ -143,6 +143,20 @@ Commands::Commands(CLI::App& app) {
       ->check(kNotEmpty);
   auto* resume = train_->add_flag(
       "--resume", resume_, "Continue from the newest committed checkpoint in the run directory");
+  auto* init_weights =
+      train_
+          ->add_option("--init-weights", init_weights_.path,
+                       "Start a new run from these weights (.safetensors, as --export-weights "
+                       "and export write them); a run resumed by --resume-or-start does not read "
+                       "them")
+          ->check(kNotEmpty)
+          ->excludes(resume);
+  train_
+      ->add_option("--init-skip", init_weights_.skip,
+                   "A tensor (layers.5.weight) or prefix (layers.5) of the model that keeps its "
+                   "initialisation instead, e.g. a new head (repeatable)")
+      ->check(kNotEmpty)
+      ->needs(init_weights);
   train_
       ->add_flag("--resume-or-start", resume_or_start_,
                  "Continue from the newest committed checkpoint if there is one, else start a "
@@ -311,6 +325,7 @@ int Commands::train(const comm::Communicator& world) {
                                                       .overrides = overrides_,
                                                       .run_dir = run_dir,
                                                       .export_path = export_path,
+                                                      .init_weights = init_weights_,
                                                       .resuming = resume_ || resume_or_start_},
                                                      std::move(options), world)
                                       .result;

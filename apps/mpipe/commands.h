@@ -8,6 +8,7 @@
 
 #include "comm/communicator.h"
 #include "train/generator.h"
+#include "train/init_weights.h"
 
 namespace mpipe::app {
 
@@ -44,6 +45,7 @@ class Commands {
   std::vector<std::string> overrides_;
   std::string run_dir_;
   std::string export_path_;
+  train::InitWeights init_weights_;  // --init-weights, --init-skip
   bool resume_ = false;
   bool resume_or_start_ = false;
 

@@ -145,6 +145,20 @@ void load_stage_weights(pipeline::Stage& stage, const std::vector<checkpoint::Na
   destinations.check_complete();
 }
 
+void load_stage_weights(pipeline::Stage& stage,
+                        const std::function<void(const checkpoint::TensorDestination&)>& read,
+                        const std::string& source,
+                        const std::function<bool(const std::string&)>& keep) {
+  Destinations destinations(source);
+  for_each_weight(stage, [&](const std::string& name, const Shape& shape, std::span<float> values) {
+    if (!keep(name)) destinations.add(name, shape, values);
+  });
+  read([&destinations](const std::string& name, const Shape& shape) {
+    return destinations.take(name, shape);
+  });
+  destinations.check_complete();
+}
+
 void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
                       const std::function<void(const checkpoint::TensorDestination&)>& read,
                       const std::string& source) {
