@@ -113,6 +113,11 @@ TEST(OptimizerSection, MomentumMustBeInZeroToOneExcludingOne) {
             "exp.yaml:2: optimizer.momentum: must be in [0, 1), got -0.5");
 }
 
+TEST(OptimizerSection, DecayExemptIsABool) {
+  EXPECT_EQ(error_of("optimizer:\n  decay_exempt: biases\n"),
+            "exp.yaml:2: optimizer.decay_exempt: expected true or false, got 'biases'");
+}
+
 TEST(OptimizerSection, NesterovRequiresMomentum) {
   EXPECT_EQ(error_of("optimizer:\n  kind: sgd\n  nesterov: true\n"),
             "exp.yaml:3: optimizer.nesterov: requires optimizer.momentum > 0, got "
