@@ -1,6 +1,7 @@
 // Safetensors files: named f32 tensors plus string metadata, the format PyTorch/HF tools read.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -96,6 +97,23 @@ using TensorDestination =
 // a tensor read holding a NaN or an infinity is refused once read. Returns the metadata.
 std::map<std::string, std::string> read_safetensors_into(const std::string& path,
                                                          const TensorDestination& destination);
+
+// A tensor as the file stores it: its dtype ("F32", "U8" or "I64") and its raw little-endian
+// bytes, for data that its reader converts (data::TensorFileDataset).
+struct StoredTensor {
+  std::string name;
+  std::string dtype;
+  Shape shape;
+  std::vector<std::byte> bytes;
+};
+
+// The tensors `names` of a safetensors file whose tensors are F32, U8 or I64, in that order,
+// read as stored (no value is checked). Throws InputError naming the file for a header
+// read_safetensors would refuse (any other dtype: "... dtype F16 is not supported (only F32, U8
+// or I64)"), and for a name the file lacks: "x.safetensors: no tensor 'targets' (the file holds
+// inputs, labels)".
+std::vector<StoredTensor> read_stored_tensors(const std::string& path,
+                                              const std::vector<std::string>& names);
 
 // Only the metadata of a safetensors file (reads and checks the header, not the data). Throws
 // InputError like read_safetensors.

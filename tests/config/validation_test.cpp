@@ -371,9 +371,16 @@ TEST(LogSection, LevelMustBeAKnownLevel) {
 // data
 
 TEST(DataSection, DatasetMustBeAKnownKind) {
-  EXPECT_EQ(error_of("data:\n  dataset: cifar10\n"),
-            "exp.yaml:2: data.dataset: expected one of fashion_mnist, synthetic, text, got "
-            "'cifar10'");
+  EXPECT_EQ(
+      error_of("data:\n  dataset: cifar10\n"),
+      "exp.yaml:2: data.dataset: expected one of fashion_mnist, synthetic, text, tensors, got "
+      "'cifar10'");
+}
+
+TEST(DataSection, TensorsNeedAPath) {
+  EXPECT_EQ(error_of("data:\n  dataset: tensors\n"),
+            "exp.yaml:2: data.dataset: tensors needs data.path: a .safetensors file holding "
+            "'inputs' and 'targets'");
 }
 
 TEST(DataSection, PathMustBeAString) {
