@@ -3,7 +3,7 @@
 # trains well above chance, with bit-identical weights at K = 1 and 2; a file without `targets`,
 # with F16 inputs, with rows that disagree, or with a negative or fractional label, and a
 # val_fraction that leaves no validation row, are refused in one line naming the file and the
-# tensor, exit status 2 on every rank.
+# tensor, exit status 2 on every rank; a model with fewer outputs than the labels' classes too.
 source "$(dirname "$0")/checkpoint_lib.sh"
 write() { python3 "$(dirname "$0")/write_tensors.py" "$@"; }
 data=$WORK/data.safetensors
@@ -45,4 +45,8 @@ refused fractional fractional_label \
 refused no_validation "" \
   "$bad: 320 rows leave 0 for validation at data.val_fraction 0.001 (at least 1 each for training and validation)" \
   --set data.val_fraction=0.001
+# The classes (the largest label + 1) are what the model's output must match.
+sed 's/units: 4}/units: 3}/' "$config" > "$WORK/narrow.yaml"
+fails narrow 2 "$WORK/narrow.yaml:6: model.layers[2] (linear): outputs 3 classes, but the data (tensors) has 4" \
+  "$WORK/narrow.yaml" --run-dir "$WORK/narrow"
 echo "tensors dataset: trains from a Python-written file, K=1 == K=2; bad files refused in one line"
