@@ -1,5 +1,5 @@
-// Subcommand implementations: train, schedule, plan, compare, generate, and the daemon's serve,
-// submit, status and cancel; tokenize (text to token shards, one process).
+// Subcommand implementations: train, schedule, plan, compare, export, generate, and the daemon's
+// serve, submit, status and cancel; tokenize (text to token shards, one process).
 #include "commands.h"
 
 #include <spdlog/spdlog.h>
@@ -15,12 +15,14 @@
 #include <optional>
 #include <regex>
 
+#include "checkpoint/checkpoint_export.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
 #include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "config/byte_size.h"
 #include "config/experiment.h"
+#include "core/byte_format.h"
 #include "core/error.h"
 #include "core/memory_account.h"
 #include "data/dataset.h"
@@ -141,6 +143,20 @@ Commands::Commands(CLI::App& app) {
       ->check(kNotEmpty);
   auto* resume = train_->add_flag(
       "--resume", resume_, "Continue from the newest committed checkpoint in the run directory");
+  auto* init_weights =
+      train_
+          ->add_option("--init-weights", init_weights_.path,
+                       "Start a new run from these weights (.safetensors, as --export-weights "
+                       "and export write them); a run resumed by --resume-or-start does not read "
+                       "them")
+          ->check(kNotEmpty)
+          ->excludes(resume);
+  train_
+      ->add_option("--init-skip", init_weights_.skip,
+                   "A tensor (layers.5.weight) or prefix (layers.5) of the model that keeps its "
+                   "initialisation instead, e.g. a new head (repeatable)")
+      ->check(kNotEmpty)
+      ->needs(init_weights);
   train_
       ->add_flag("--resume-or-start", resume_or_start_,
                  "Continue from the newest committed checkpoint if there is one, else start a "
@@ -257,6 +273,19 @@ Commands::Commands(CLI::App& app) {
   tokenize_->add_option("--shard-tokens", tokenize_options_.shard_tokens,
                         "At most this many tokens per shard file");
 
+  export_ = app.add_subcommand(
+      "export",
+      "Write a committed checkpoint's weights as the safetensors file --export-weights writes "
+      "(one process)");
+  export_->add_option("run_dir", run_dir_, "Run directory")->required()->check(kNotEmpty);
+  export_->add_option("out", weights_path_, "Weights file to write (.safetensors)")
+      ->required()
+      ->check(kNotEmpty);
+  export_
+      ->add_option("--step", export_step_,
+                   "The checkpoint's step (default: the newest committed checkpoint)")
+      ->check(CLI::NonNegativeNumber);
+
   compare_ = app.add_subcommand("compare", "Compare two safetensors weight files");
   compare_->add_option("files", compare_paths_, "Two .safetensors files")
       ->required()
@@ -285,6 +314,7 @@ int Commands::run(const comm::Communicator& world) {
     if (*serve_) return serve(world);
     // The companion commands are single processes (started under mpirun by mistake: rank 0).
     if (world.rank() != 0) return 0;
+    if (*export_) return export_checkpoint();
     if (*submit_) return submit();
     if (*status_) return status();
     if (*cancel_) return cancel();
@@ -334,6 +364,7 @@ int Commands::train(const comm::Communicator& world) {
                                                       .overrides = overrides_,
                                                       .run_dir = run_dir,
                                                       .export_path = export_path,
+                                                      .init_weights = init_weights_,
                                                       .resuming = resume_ || resume_or_start_},
                                                      std::move(options), world)
                                       .result;
@@ -487,6 +518,16 @@ int Commands::generate() {
                            checkpoint::read_safetensors(weights_path_).tensors, weights_path_,
                            generate_options_, kernels, tokenizer ? &*tokenizer : nullptr);
   std::printf("%s\n", text.c_str());
+  return 0;
+}
+
+int Commands::export_checkpoint() {
+  const checkpoint::CheckpointExport done = checkpoint::export_checkpoint(
+      run_dir_, export_step_ >= 0 ? std::optional(export_step_) : std::nullopt, weights_path_);
+  std::printf("exported step %lld of %s (%lld tensors, %s) to %s\n",
+              static_cast<long long>(done.step), run_dir_.c_str(),
+              static_cast<long long>(done.num_tensors),
+              format_bytes(static_cast<double>(done.digest.size)).c_str(), weights_path_.c_str());
   return 0;
 }
 

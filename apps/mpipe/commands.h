@@ -2,12 +2,14 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "data/tokenize_corpus.h"
 #include "train/generator.h"
+#include "train/init_weights.h"
 
 namespace mpipe::app {
 
@@ -22,6 +24,7 @@ class Commands {
   int schedule();
   int plan();
   int compare();
+  int export_checkpoint();
   int generate();
   int serve(const comm::Communicator& world);
   int submit();
@@ -33,6 +36,7 @@ class Commands {
   CLI::App* schedule_ = nullptr;
   CLI::App* plan_ = nullptr;
   CLI::App* compare_ = nullptr;
+  CLI::App* export_ = nullptr;
   CLI::App* generate_ = nullptr;
   CLI::App* serve_ = nullptr;
   CLI::App* submit_ = nullptr;
@@ -44,6 +48,7 @@ class Commands {
   std::vector<std::string> overrides_;
   std::string run_dir_;
   std::string export_path_;
+  train::InitWeights init_weights_;  // --init-weights, --init-skip
   bool resume_ = false;
   bool resume_or_start_ = false;
 
@@ -57,7 +62,8 @@ class Commands {
   double rtol_ = 0.0;
   std::string compare_only_;  // a regular expression: compare only the tensors it matches
 
-  std::string weights_path_;
+  std::string weights_path_;  // generate: the weights read; export: the file written
+  int64_t export_step_ = -1;  // export --step; -1 = the newest committed checkpoint
   train::GenerateOptions generate_options_;
 
   std::string spool_dir_;

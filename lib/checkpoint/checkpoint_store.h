@@ -40,8 +40,8 @@ const nlohmann::json& required_key(const nlohmann::json& meta, const std::string
 // meta.json is incomplete and is ignored. meta.json lists every shard with its size, crc32 and
 // step, and carries a checksum over itself (manifest_crc32); reading verifies all of them, and
 // cross-checks meta.json against each shard's own metadata. Tensor names are global
-// (`layers.<global layer>.<param>`, `buffers.<global layer>.<name>`, `optim.<slot>.layers.<global
-// layer>.<param>`), so a run with another number of stages can pick out its own.
+// (`layers.<global layer>.<param or buffer>`, `optim.<slot>.layers.<global layer>.<param>`), so a
+// run with another number of stages can pick out its own.
 class CheckpointStore {
  public:
   // keep: how many committed checkpoints commit() leaves in place (>= 1).

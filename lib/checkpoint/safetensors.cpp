@@ -1,7 +1,11 @@
-// Safetensors writer and validating reader (F32 only), built on nlohmann-json for the header.
+// Safetensors writer and validating reader (F32; U8 and I64 too for stored tensors read as they
+// are), built on nlohmann-json for the header.
 #include "checkpoint/safetensors.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <span>
+#include <string_view>
 
 #include "checkpoint/atomic_file.h"
 #include "core/error.h"
@@ -27,12 +32,31 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the limit the reference im
 constexpr uint64_t kBytesPerValue = sizeof(float);
 constexpr const char* kMetadataKey = "__metadata__";
 
+// A dtype a reader accepts, and the bytes of one value of it.
+struct Dtype {
+  std::string_view name;
+  uint64_t bytes;
+};
+constexpr std::array<Dtype, 1> kFloatOnly = {{{"F32", 4}}};
+constexpr std::array<Dtype, 3> kStoredDtypes = {{{"F32", 4}, {"U8", 1}, {"I64", 8}}};
+
+// "F32" or "F32, U8 or I64".
+std::string dtype_list(std::span<const Dtype> dtypes) {
+  std::string text;
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    if (i > 0) text += i + 1 == dtypes.size() ? " or " : ", ";
+    text += dtypes[i].name;
+  }
+  return text;
+}
+
 // One tensor's entry in the header, validated.
 struct Entry {
   std::string name;
   Shape shape;
   uint64_t begin = 0;
   uint64_t end = 0;
+  std::string dtype = "F32";
 };
 
 void check_names(const std::string& path, const std::vector<TensorInfo>& layout) {
@@ -88,13 +112,17 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
   return metadata;
 }
 
-Entry parse_entry(const std::string& path, const std::string& name, const json& value) {
+Entry parse_entry(const std::string& path, const std::string& name, const json& value,
+                  std::span<const Dtype> dtypes) {
   check_input(value.is_object(), "{}: tensor '{}': entry must be an object", path, name);
   const auto dtype = value.find("dtype");
   check_input(dtype != value.end() && dtype->is_string(), "{}: tensor '{}': missing dtype", path,
               name);
-  check_input(*dtype == "F32", "{}: tensor '{}': dtype {} is not supported (only F32)", path, name,
-              dtype->get<std::string>());
+  const auto known =
+      std::find_if(dtypes.begin(), dtypes.end(), [&](const Dtype& d) { return *dtype == d.name; });
+  check_input(known != dtypes.end(), "{}: tensor '{}': dtype {} is not supported (only {})", path,
+              name, dtype->get<std::string>(), dtype_list(dtypes));
+  const uint64_t value_bytes = known->bytes;
 
   const auto shape = value.find("shape");
   check_input(shape != value.end() && shape->is_array(),
@@ -118,10 +146,10 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   check_input(offsets_ok, "{}: tensor '{}': data_offsets must be [begin, end] with begin <= end",
               path, name);
   Entry entry{name, Shape(std::move(dims)), (*offsets)[0].get<uint64_t>(),
-              (*offsets)[1].get<uint64_t>()};
-  check_input(entry.end - entry.begin == numel * kBytesPerValue,
+              (*offsets)[1].get<uint64_t>(), std::string(known->name)};
+  check_input(entry.end - entry.begin == numel * value_bytes,
               "{}: tensor '{}': shape {} needs {} bytes, data_offsets [{}, {}] hold {}", path, name,
-              entry.shape, numel * kBytesPerValue, entry.begin, entry.end, entry.end - entry.begin);
+              entry.shape, numel * value_bytes, entry.begin, entry.end, entry.end - entry.begin);
   return entry;
 }
 
@@ -273,19 +301,42 @@ std::map<std::string, std::string> read_safetensors_metadata(const std::string& 
   return parse_metadata(path, *metadata);
 }
 
+namespace {
+
+// The header's metadata and its tensors' entries, checked and sorted by where their data lies.
+struct Contents {
+  std::map<std::string, std::string> metadata;
+  std::vector<Entry> entries;
+};
+
+Contents parse_contents(const std::string& path, const Header& header,
+                        std::span<const Dtype> dtypes = kFloatOnly) {
+  Contents contents;
+  for (const auto& [key, value] : header.fields.items()) {
+    if (key == kMetadataKey) {
+      contents.metadata = parse_metadata(path, value);
+    } else {
+      contents.entries.push_back(parse_entry(path, key, value, dtypes));
+    }
+  }
+  check_layout(path, contents.entries, header.file_bytes - header.data_start);
+  return contents;
+}
+
+}  // namespace
+
+std::vector<TensorInfo> read_safetensors_layout(const std::string& path) {
+  std::vector<TensorInfo> layout;
+  for (const Entry& e : parse_contents(path, read_header(path)).entries) {
+    layout.push_back({e.name, e.shape});
+  }
+  return layout;
+}
+
 std::map<std::string, std::string> read_safetensors_into(const std::string& path,
                                                          const TensorDestination& destination) {
   Header header = read_header(path);
-  std::map<std::string, std::string> metadata;
-  std::vector<Entry> entries;
-  for (const auto& [key, value] : header.fields.items()) {
-    if (key == kMetadataKey) {
-      metadata = parse_metadata(path, value);
-    } else {
-      entries.push_back(parse_entry(path, key, value));
-    }
-  }
-  check_layout(path, entries, header.file_bytes - header.data_start);
+  auto [metadata, entries] = parse_contents(path, header);
   for (const Entry& e : entries) {
     const std::optional<std::span<float>> values = destination(e.name, e.shape);
     if (!values) continue;
@@ -297,6 +348,33 @@ std::map<std::string, std::string> read_safetensors_into(const std::string& path
                 path, e.name, *bad, bad - values->begin());
   }
   return metadata;
+}
+
+std::vector<StoredTensor> read_stored_tensors(const std::string& path,
+                                              const std::vector<std::string>& names) {
+  Header header = read_header(path);
+  const std::vector<Entry> entries = parse_contents(path, header, kStoredDtypes).entries;
+  std::vector<StoredTensor> tensors;
+  for (const std::string& name : names) {
+    const auto entry = std::find_if(entries.begin(), entries.end(),
+                                    [&name](const Entry& e) { return e.name == name; });
+    if (entry == entries.end()) {
+      std::vector<std::string> held;
+      for (const Entry& e : entries) held.push_back(e.name);
+      std::sort(held.begin(), held.end());
+      throw InputError(
+          fmt::format("{}: no tensor '{}' (the file holds {})", path, name,
+                      held.empty() ? "none" : fmt::format("{}", fmt::join(held, ", "))));
+    }
+    StoredTensor& tensor = tensors.emplace_back();
+    tensor.name = name;
+    tensor.dtype = entry->dtype;
+    tensor.shape = entry->shape;
+    tensor.bytes.resize(entry->end - entry->begin);
+    read_at(header.in, path, header.data_start + entry->begin, tensor.bytes.data(),
+            tensor.bytes.size());
+  }
+  return tensors;
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {

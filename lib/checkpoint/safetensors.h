@@ -1,6 +1,7 @@
 // Safetensors files: named f32 tensors plus string metadata, the format PyTorch/HF tools read.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -97,8 +98,30 @@ using TensorDestination =
 std::map<std::string, std::string> read_safetensors_into(const std::string& path,
                                                          const TensorDestination& destination);
 
+// A tensor as the file stores it: its dtype ("F32", "U8" or "I64") and its raw little-endian
+// bytes, for data that its reader converts (data::TensorFileDataset).
+struct StoredTensor {
+  std::string name;
+  std::string dtype;
+  Shape shape;
+  std::vector<std::byte> bytes;
+};
+
+// The tensors `names` of a safetensors file whose tensors are F32, U8 or I64, in that order,
+// read as stored (no value is checked). Throws InputError naming the file for a header
+// read_safetensors would refuse (any other dtype: "... dtype F16 is not supported (only F32, U8
+// or I64)"), and for a name the file lacks: "x.safetensors: no tensor 'targets' (the file holds
+// inputs, labels)".
+std::vector<StoredTensor> read_stored_tensors(const std::string& path,
+                                              const std::vector<std::string>& names);
+
 // Only the metadata of a safetensors file (reads and checks the header, not the data). Throws
 // InputError like read_safetensors.
 std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
+
+// The names and shapes of a safetensors file's tensors, in the order of their data, from its
+// header alone (checked as read_safetensors checks it: F32 only, the data tiling the file), so
+// a file can be matched against a model before any value is read.
+std::vector<TensorInfo> read_safetensors_layout(const std::string& path);
 
 }  // namespace mpipe::checkpoint

@@ -1,4 +1,6 @@
 // The `data:` section: which dataset, where it is, and its shape and augmentation settings.
+#include <optional>
+
 #include "config/bounded.h"
 #include "config/map_reader.h"
 #include "config/sections.h"
@@ -24,10 +26,12 @@ data::DataConfig parse_data(const Field& section) {
                                 "augment_flip", "num_examples", "features", "classes", "seq_len",
                                 "val_fraction", "vocab", "tokens", "train", "val", "tokenizer"});
   data::DataConfig config;
-  if (auto f = map.get("dataset")) {
-    config.kind = f->as_choice(data::kDatasetNames);
-  }
+  const std::optional<Field> dataset = map.get("dataset");
+  if (dataset) config.kind = dataset->as_choice(data::kDatasetNames);
   if (auto f = map.get("path")) config.path = f->as_string();
+  if (config.kind == data::DatasetKind::kTensors && config.path.empty()) {
+    dataset->fail("tensors needs data.path: a .safetensors file holding 'inputs' and 'targets'");
+  }
   if (auto f = map.get("flatten")) config.flatten = f->as_bool();
   if (auto f = map.get("normalize")) config.normalize = f->as_bool();
   if (auto f = map.get("augment_crop_padding")) {

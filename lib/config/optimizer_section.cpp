@@ -24,8 +24,8 @@ optim::LrScheduleConfig parse_schedule(const Field& section) {
 }  // namespace
 
 optim::OptimizerConfig parse_optimizer(const Field& section) {
-  const MapReader map(section, {"kind", "lr", "momentum", "nesterov", "weight_decay", "beta1",
-                                "beta2", "eps", "clip_norm", "schedule"});
+  const MapReader map(section, {"kind", "lr", "momentum", "nesterov", "weight_decay",
+                                "decay_exempt", "beta1", "beta2", "eps", "clip_norm", "schedule"});
   optim::OptimizerConfig config;
   if (auto f = map.get("kind")) {
     config.kind = f->as_choice(optim::kOptimizerNames);
@@ -33,6 +33,7 @@ optim::OptimizerConfig parse_optimizer(const Field& section) {
   if (auto f = map.get("lr")) config.lr = read_double(*f, above(0));
   if (auto f = map.get("momentum")) config.momentum = read_double(*f, half_open(0, 1));
   if (auto f = map.get("weight_decay")) config.weight_decay = read_double(*f, at_least(0));
+  if (auto f = map.get("decay_exempt")) config.decay_exempt = f->as_bool();
   if (auto f = map.get("beta1")) config.beta1 = read_double(*f, half_open(0, 1));
   if (auto f = map.get("beta2")) config.beta2 = read_double(*f, half_open(0, 1));
   if (auto f = map.get("eps")) config.eps = read_double(*f, above(0));

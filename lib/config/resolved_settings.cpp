@@ -87,6 +87,7 @@ void add_optimizer(const optim::OptimizerConfig& optimizer, Settings& out) {
   out["optimizer.momentum"] = text(optimizer.momentum);
   out["optimizer.nesterov"] = text(optimizer.nesterov);
   out["optimizer.weight_decay"] = text(optimizer.weight_decay);
+  out["optimizer.decay_exempt"] = text(optimizer.decay_exempt);
   out["optimizer.beta1"] = text(optimizer.beta1);
   out["optimizer.beta2"] = text(optimizer.beta2);
   out["optimizer.eps"] = text(optimizer.eps);

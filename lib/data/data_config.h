@@ -9,17 +9,19 @@
 
 namespace mpipe::data {
 
-enum class DatasetKind { kFashionMnist, kSynthetic, kText, kTokens };
-inline constexpr EnumNames<DatasetKind, 4> kDatasetNames{
+enum class DatasetKind { kFashionMnist, kSynthetic, kText, kTokens, kTensors };
+inline constexpr EnumNames<DatasetKind, 5> kDatasetNames{
     {{"fashion_mnist", DatasetKind::kFashionMnist},
      {"synthetic", DatasetKind::kSynthetic},
      {"text", DatasetKind::kText},
-     {"tokens", DatasetKind::kTokens}}};
+     {"tokens", DatasetKind::kTokens},
+     {"tensors", DatasetKind::kTensors}}};
 
 struct DataConfig {
   DatasetKind kind = DatasetKind::kFashionMnist;
   // kFashionMnist: folder with the four gzipped IDX files (Debian: dataset-fashion-mnist).
   // kText: a file or a folder of text files (default: Debian's fortunes).
+  // kTensors: a .safetensors file holding `inputs` and `targets` (required).
   std::string path;
   bool flatten = true;    // kFashionMnist: examples as [784] (true) or [1, 28, 28] (false)
   bool normalize = true;  // kFashionMnist: (x/255 - mean) / std
@@ -30,6 +32,7 @@ struct DataConfig {
   int64_t features = 64;
   int64_t classes = 10;  // 0 = regression with one target per example
   // kText: windows of seq_len bytes; the last val_fraction of the corpus is validation.
+  // kTensors: the last val_fraction of the rows is validation.
   int64_t seq_len = 64;
   double val_fraction = 0.05;
   int64_t vocab = 256;  // kSynthetic tokens when > 0 with seq_len: language-model shaped data

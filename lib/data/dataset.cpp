@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "data/fashion_mnist.h"
 #include "data/synthetic.h"
+#include "data/tensor_file.h"
 #include "data/text_corpus.h"
 #include "data/token_dataset.h"
 
@@ -27,6 +28,8 @@ std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed) {
       return std::make_unique<TextCorpus>(config);
     case DatasetKind::kTokens:
       return std::make_unique<TokenDataset>(config);
+    case DatasetKind::kTensors:
+      return std::make_unique<TensorFileDataset>(config);
   }
   throw Error("make_dataset: unknown dataset kind");
 }

@@ -211,6 +211,12 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
         model::plan_model(experiment.model, result.dataset->input_shape());
     check_memory(experiment, plan, topology.num_replicas);
     train::check_model_fits_data(experiment.model, plan, result.dataset->schema());
+    if (!inputs.init_weights.path.empty()) {
+      train::check_init_weights(
+          model::build_layers(experiment.model, result.dataset->input_shape(), 0,
+                              static_cast<int>(experiment.model.layers.size())),
+          inputs.init_weights);
+    }
     const pipeline::PipelinePlan& pipeline_plan = result.plan.pipeline =
         train::plan_experiment(experiment, plan, topology.num_stages, topology.num_replicas);
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);

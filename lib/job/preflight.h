@@ -13,6 +13,7 @@
 #include "comm/communicator.h"
 #include "config/experiment.h"
 #include "data/dataset.h"
+#include "train/init_weights.h"
 #include "train/pipeline_plan.h"
 
 namespace mpipe::job {
@@ -22,6 +23,7 @@ struct TrainInputs {
   std::vector<std::string> overrides;
   std::string run_dir;
   std::string export_path;
+  train::InitWeights init_weights = {};  // --init-weights, --init-skip
   bool resuming = false;  // --resume or --resume-or-start: the run directory may hold a run
   // The daemon: pipeline.stages and pipeline.data_parallel that the experiment does not fix are
   // planned for the world size (see plan_for_any_world).

@@ -79,6 +79,7 @@ TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
   });
   options.run_dir = inputs.run_dir;
   options.export_weights = inputs.export_path;
+  options.init_weights = inputs.init_weights;
   options.settings = config::resolved_settings(checked.experiment);
   if (options.on_planned) options.on_planned(checked.experiment, checked.plan.topology);
   kernels::KernelContext kernels(checked.experiment.train.precision);

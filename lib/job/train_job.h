@@ -15,10 +15,10 @@ struct TrainOutcome {
   train::RunResult result;
 };
 
-// Collective over `world`. `options.run_dir` and `options.export_weights` are taken from
-// `inputs`, `options.settings` from the resolved experiment. Rank 0 holds the run directory's
-// lock (checkpoint::RunLock) for the whole run. Throws AgreedError on every rank for bad input,
-// a run directory another job holds, and a run that fails (a non-finite loss, a damaged
+// Collective over `world`. `options.run_dir`, `options.export_weights` and `options.init_weights`
+// are taken from `inputs`, `options.settings` from the resolved experiment. Rank 0 holds the run
+// directory's lock (checkpoint::RunLock) for the whole run. Throws AgreedError on every rank for
+// bad input, a run directory another job holds, and a run that fails (a non-finite loss, a damaged
 // checkpoint, a full disk).
 TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
                            const comm::Communicator& world);

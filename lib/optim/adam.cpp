@@ -20,7 +20,7 @@ std::vector<std::pair<std::string, std::span<float>>> Adam::state() {
 }
 
 void Adam::update(std::span<float> params, std::span<const float> grads, double lr,
-                  int64_t step_number) {
+                  int64_t step_number, const DecaySegment& segment) {
   const double t = static_cast<double>(step_number);
   const double bias_correction1 = 1.0 - std::pow(beta1_, t);
   const double bias_correction2 = 1.0 - std::pow(beta2_, t);
@@ -32,13 +32,15 @@ void Adam::update(std::span<float> params, std::span<const float> grads, double 
   const float one_minus_b2 = static_cast<float>(1.0 - beta2_);
   const float eps = static_cast<float>(eps_);
   // AdamW: p *= 1 - lr * wd before the Adam step; Adam: g += wd * p.
-  const float decay = decoupled_weight_decay_ ? static_cast<float>(1.0 - lr * weight_decay_) : 1.0f;
-  const float l2 = decoupled_weight_decay_ ? 0.0f : static_cast<float>(weight_decay_);
-  const size_t n = params.size();
-  float* p = params.data();
-  const float* g_in = grads.data();
-  float* m = exp_avg_.data();
-  float* v = exp_avg_sq_.data();
+  const double wd = segment.decays ? weight_decay_ : 0.0;
+  const float decay = decoupled_weight_decay_ ? static_cast<float>(1.0 - lr * wd) : 1.0f;
+  const float l2 = decoupled_weight_decay_ ? 0.0f : static_cast<float>(wd);
+  const auto begin = static_cast<size_t>(segment.range.begin);
+  const size_t n = static_cast<size_t>(segment.range.end) - begin;
+  float* p = params.data() + begin;
+  const float* g_in = grads.data() + begin;
+  float* m = exp_avg_.data() + begin;
+  float* v = exp_avg_sq_.data() + begin;
   // Element-wise, so the result does not depend on the number of threads.
 #pragma omp parallel for simd schedule(static)
   for (size_t i = 0; i < n; ++i) {

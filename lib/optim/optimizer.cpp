@@ -1,23 +1,58 @@
 // Optimizer: the factory and the checks shared by every kind.
 #include "optim/optimizer.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 
 namespace mpipe::optim {
 
-std::unique_ptr<Optimizer> Optimizer::make(const OptimizerConfig& config, int64_t num_params) {
+std::vector<DecaySegment> decay_segments(int64_t num_params, std::vector<ParamRange> exempt) {
+  std::sort(exempt.begin(), exempt.end(),
+            [](const ParamRange& a, const ParamRange& b) { return a.begin < b.begin; });
+  std::vector<DecaySegment> segments;
+  // Appends [begin, end) with `decays`, merged into the last segment when that one is alike.
+  const auto append = [&segments](int64_t begin, int64_t end, bool decays) {
+    if (begin >= end) return;
+    if (!segments.empty() && segments.back().decays == decays) {
+      segments.back().range.end = end;
+    } else {
+      segments.push_back({{begin, end}, decays});
+    }
+  };
+  int64_t done = 0;  // [0, done) is covered
+  for (const ParamRange& range : exempt) {
+    check(0 <= range.begin && range.begin <= range.end && range.end <= num_params,
+          "optimizer: decay-exempt range [{}, {}) is outside [0, {})", range.begin, range.end,
+          num_params);
+    append(done, range.begin, true);
+    append(std::max(done, range.begin), range.end, false);
+    done = std::max(done, range.end);
+  }
+  append(done, num_params, true);
+  return segments;
+}
+
+std::unique_ptr<Optimizer> Optimizer::make(const OptimizerConfig& config, int64_t num_params,
+                                           const std::vector<ParamRange>& decay_exempt) {
   check(num_params >= 0, "optimizer: num_params must be >= 0, got {}", num_params);
+  std::unique_ptr<Optimizer> optimizer;
   switch (config.kind) {
     case OptimizerKind::kSgd:
-      return std::make_unique<Sgd>(config, num_params);
+      optimizer = std::make_unique<Sgd>(config, num_params);
+      break;
     case OptimizerKind::kAdam:
-      return std::make_unique<Adam>(config, num_params, /*decoupled_weight_decay=*/false);
+      optimizer = std::make_unique<Adam>(config, num_params, /*decoupled_weight_decay=*/false);
+      break;
     case OptimizerKind::kAdamW:
-      return std::make_unique<Adam>(config, num_params, /*decoupled_weight_decay=*/true);
+      optimizer = std::make_unique<Adam>(config, num_params, /*decoupled_weight_decay=*/true);
+      break;
   }
-  throw Error("optimizer: unknown kind");
+  check(optimizer != nullptr, "optimizer: unknown kind");
+  optimizer->segments_ = decay_segments(num_params, decay_exempt);
+  return optimizer;
 }
 
 void Optimizer::step(std::span<float> params, std::span<const float> grads, double lr) {
@@ -25,7 +60,8 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads, doub
   check(params.size() == n && grads.size() == n,
         "optimizer: expected {} parameters and gradients, got {} and {}", n, params.size(),
         grads.size());
-  update(params, grads, lr, steps_taken_ + 1);
+  for (const DecaySegment& segment : segments_)
+    update(params, grads, lr, steps_taken_ + 1, segment);
   ++steps_taken_;
 }
 

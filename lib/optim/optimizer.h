@@ -14,16 +14,39 @@
 
 namespace mpipe::optim {
 
+// Parameters [begin, end) of the flat buffer an optimizer steps.
+struct ParamRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+// A run of parameters that weight decay applies to, or not.
+struct DecaySegment {
+  ParamRange range;
+  bool decays = true;
+  bool operator==(const DecaySegment& other) const {
+    return range.begin == other.range.begin && range.end == other.range.end &&
+           decays == other.decays;
+  }
+};
+
+// [0, num_params) cut into alternating runs, in order: those in `exempt` (any order; they may
+// touch or overlap) do not decay, the rest do. One segment when nothing is exempt.
+std::vector<DecaySegment> decay_segments(int64_t num_params, std::vector<ParamRange> exempt);
+
 class Optimizer {
  public:
-  // An SGD, Adam or AdamW optimizer for `num_params` parameters, its state zeroed.
-  static std::unique_ptr<Optimizer> make(const OptimizerConfig& config, int64_t num_params);
+  // An SGD, Adam or AdamW optimizer for `num_params` parameters, its state zeroed; the
+  // parameters in `decay_exempt` are updated without weight decay (optimizer.decay_exempt).
+  static std::unique_ptr<Optimizer> make(const OptimizerConfig& config, int64_t num_params,
+                                         const std::vector<ParamRange>& decay_exempt = {});
 
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // One update with learning rate `lr`; counts the step (Adam's bias correction uses it).
+  // One update with learning rate `lr`, segment by segment; counts the step (Adam's bias
+  // correction uses it). Element-wise, so cutting it into segments changes no value.
   // params, grads: [num_params]
   void step(std::span<float> params, std::span<const float> grads, double lr);
 
@@ -37,13 +60,15 @@ class Optimizer {
 
  protected:
   explicit Optimizer(int64_t num_params) : num_params_(num_params) {}
-  // Applies update number `step_number` (1-based).
+  // Applies update number `step_number` (1-based) to the parameters of `segment`, with weight
+  // decay when it decays and as if optimizer.weight_decay were 0 otherwise.
   virtual void update(std::span<float> params, std::span<const float> grads, double lr,
-                      int64_t step_number) = 0;
+                      int64_t step_number, const DecaySegment& segment) = 0;
 
  private:
   int64_t num_params_;
   int64_t steps_taken_ = 0;
+  std::vector<DecaySegment> segments_;  // cover [0, num_params_)
 };
 
 }  // namespace mpipe::optim

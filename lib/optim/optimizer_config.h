@@ -31,6 +31,8 @@ struct OptimizerConfig {
   double momentum = 0.0;  // SGD
   bool nesterov = false;  // SGD
   double weight_decay = 0.0;
+  // Parameters of rank < 2 (biases, norm gains) and embedding tables are not decayed.
+  bool decay_exempt = false;
   double beta1 = 0.9;  // Adam, AdamW
   double beta2 = 0.999;
   double eps = 1e-8;

@@ -17,21 +17,22 @@ std::vector<std::pair<std::string, std::span<float>>> Sgd::state() {
 }
 
 void Sgd::update(std::span<float> params, std::span<const float> grads, double lr,
-                 int64_t /*step_number*/) {
+                 int64_t /*step_number*/, const DecaySegment& segment) {
   // PyTorch sets buf = g on the first step; with the buffer starting at zero, mu * 0 + g is the
   // same value, and a restored checkpoint needs no special case.
   const float rate = static_cast<float>(lr);
-  const float wd = weight_decay_;
+  const float wd = segment.decays ? weight_decay_ : 0.0f;
   const float mu = momentum_;
-  const size_t n = params.size();
-  float* p = params.data();
-  const float* g_in = grads.data();
+  const auto begin = static_cast<size_t>(segment.range.begin);
+  const size_t n = static_cast<size_t>(segment.range.end) - begin;
+  float* p = params.data() + begin;
+  const float* g_in = grads.data() + begin;
   if (momentum_buffer_.empty()) {
 #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; ++i) p[i] -= rate * (g_in[i] + wd * p[i]);
     return;
   }
-  float* buf = momentum_buffer_.data();
+  float* buf = momentum_buffer_.data() + begin;
   if (nesterov_) {
 #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; ++i) {

@@ -16,8 +16,8 @@ class Sgd final : public Optimizer {
   std::vector<std::pair<std::string, std::span<float>>> state() override;
 
  private:
-  void update(std::span<float> params, std::span<const float> grads, double lr,
-              int64_t step_number) override;
+  void update(std::span<float> params, std::span<const float> grads, double lr, int64_t step_number,
+              const DecaySegment& segment) override;
 
   float momentum_;
   bool nesterov_;

@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <optional>
 
+#include "checkpoint/weights_file.h"
 #include "core/error.h"
 
 namespace mpipe::train {
 namespace {
 
 std::string weight_name(int layer, const std::string& name) {
-  return fmt::format("layers.{}.{}", layer, name);
+  return fmt::format("{}{}.{}", checkpoint::kWeightPrefix, layer, name);
 }
 
 // Calls visit(name, values) for every weight of the stage in weight_layout order.
@@ -141,6 +142,20 @@ void load_stage_weights(pipeline::Stage& stage, const std::vector<checkpoint::Na
       std::copy(tensor.values.begin(), tensor.values.end(), values->begin());
     }
   }
+  destinations.check_complete();
+}
+
+void load_stage_weights(pipeline::Stage& stage,
+                        const std::function<void(const checkpoint::TensorDestination&)>& read,
+                        const std::string& source,
+                        const std::function<bool(const std::string&)>& keep) {
+  Destinations destinations(source);
+  for_each_weight(stage, [&](const std::string& name, const Shape& shape, std::span<float> values) {
+    if (!keep(name)) destinations.add(name, shape, values);
+  });
+  read([&destinations](const std::string& name, const Shape& shape) {
+    return destinations.take(name, shape);
+  });
   destinations.check_complete();
 }
 

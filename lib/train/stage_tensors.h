@@ -37,6 +37,14 @@ std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
 // Throws InputError naming `source` when a tensor is missing or has another shape.
 void load_stage_weights(pipeline::Stage& stage, const std::vector<checkpoint::NamedTensor>& tensors,
                         const std::string& source);
+// Restores the stage's weights (params and buffers) from a file whose tensors `read` offers to the
+// destination it is given (checkpoint::read_safetensors_into), straight into place, except those
+// `keep` names, which keep their values. Throws InputError naming `source` when a tensor is
+// missing or has another shape.
+void load_stage_weights(pipeline::Stage& stage,
+                        const std::function<void(const checkpoint::TensorDestination&)>& read,
+                        const std::string& source,
+                        const std::function<bool(const std::string&)>& keep);
 // Restores what stage_state wrote, from any partition's shards: `read` offers every tensor of
 // the checkpoint to the destination it is given (CheckpointStore::read_into), which takes the
 // stage's own straight into its parameters, buffers and optimizer state, so no copy of the state

@@ -14,6 +14,7 @@
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
 #include "pipeline/schedule.h"
+#include "train/decay_exemption.h"
 #include "train/finite_check.h"
 #include "train/message_tags.h"
 #include "train/pipeline_plan.h"
@@ -87,7 +88,10 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
   if (experiment.model.loss == "cross_entropy") {
     loss_rows_per_example_ = std::max<int64_t>(1, dataset.target_shape().numel());
   }
-  optimizer_ = optim::Optimizer::make(experiment.optimizer, stage_->params().num_params());
+  optimizer_ =
+      optim::Optimizer::make(experiment.optimizer, stage_->params().num_params(),
+                             experiment.optimizer.decay_exempt ? decay_exempt_ranges(*stage_)
+                                                               : std::vector<optim::ParamRange>{});
   link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages,
                                            tags_);
   executor_ = std::make_unique<pipeline::Executor>(*stage_, *link_, topology_.stage,

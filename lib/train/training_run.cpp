@@ -31,6 +31,7 @@
 #include "log/progress.h"
 #include "tokenize/tokenizer.h"
 #include "train/generator.h"
+#include "train/init_weights.h"
 #include "train/nonfinite_policy.h"
 #include "train/run_checkpoint.h"
 #include "train/trainer.h"
@@ -195,6 +196,7 @@ class TrainingRun {
     const ResumePoint resumed = checkpoints_.resume();
     committed_step_ = resumed.step;
     if (resumed.finished) return complete_finished_run(resumed.step);
+    start_from_init_weights(resumed.step);
     first_step_ = resumed.step;
     open_outputs();
     if (is_root_ && options_.progress) {
@@ -239,6 +241,28 @@ class TrainingRun {
         counted(experiment_.pipeline.micro_batches, "micro-batch", "micro-batches"),
         experiment_.train.batch_size / topo.num_replicas / experiment_.pipeline.micro_batches,
         kernels::to_string(kernels_.precision()));
+  }
+
+  // --init-weights: a new run's stages take their weights from the file (a failure on any rank
+  // is agreed); a resumed run has its weights from its checkpoint, and the file is not read.
+  void start_from_init_weights(int64_t resumed_step) {
+    const InitWeights& init = options_.init_weights;
+    if (init.path.empty()) return;
+    if (resumed_step > 0) {
+      if (is_root_) {
+        spdlog::info(
+            "not reading --init-weights {}: the run resumes from its checkpoint of step {}",
+            init.path, resumed_step);
+      }
+      return;
+    }
+    comm::agree(world_, [&] { load_init_weights(trainer_.stage(), init); });
+    if (is_root_) {
+      spdlog::info("started from the weights in {}{}", init.path,
+                   init.skip.empty() ? ""
+                                     : fmt::format(" (kept at their initialisation: {})",
+                                                   fmt::join(init.skip, ", ")));
+    }
   }
 
   // The clocks, the text baseline and metrics.jsonl, before the first step (or the end).

@@ -16,6 +16,7 @@
 #include "data/dataset.h"
 #include "kernels/context.h"
 #include "log/progress.h"
+#include "train/init_weights.h"
 #include "train/pipeline_plan.h"
 
 namespace mpipe::train {
@@ -28,8 +29,10 @@ enum class ResumeMode {
 };
 
 struct RunOptions {
-  std::string run_dir;          // metrics.jsonl, summary.json, checkpoints/
-  std::string export_weights;   // safetensors path written at the end; empty = none
+  std::string run_dir;         // metrics.jsonl, summary.json, checkpoints/
+  std::string export_weights;  // safetensors path written at the end; empty = none
+  // A new run (not a resumed one) starts from these weights; checked at preflight.
+  InitWeights init_weights = {};
   int64_t sample_length = 300;  // text data: bytes (or data.tokenizer's tokens) sampled at the end
   ResumeMode resume = ResumeMode::kNever;
   // Every resolved setting ("optimizer.lr" -> "0.001": config::resolved_settings), recorded in

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "checkpoint/safetensors.h"
+#include "checkpoint/weights_file.h"
 #include "comm/agree.h"
 #include "core/error.h"
 #include "core/tensor.h"
@@ -61,11 +62,8 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
       error = e.what();
     }
   };
-  attempt([&] {
-    writer.emplace(path, tensors,
-                   std::map<std::string, std::string>{
-                       {"format", "pt"}, {"producer", "mpipe"}, {"config", experiment.source}});
-  });
+  attempt(
+      [&] { writer.emplace(path, tensors, checkpoint::weights_file_metadata(experiment.source)); });
   std::vector<int> sent(first_layer_of_stage.size(), 0);  // tensors received per stage
   Tensor buffer;                                          // the tensor being received
   for (size_t t = 0; t < layout.size(); ++t) {

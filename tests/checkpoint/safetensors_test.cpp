@@ -330,6 +330,73 @@ TEST(Safetensors, MetadataCanBeReadWithoutTheTensors) {
   EXPECT_NE(read_error(path), "");
 }
 
+TEST(Safetensors, LayoutListsNamesAndShapesInDataOrderWithoutReadingValues) {
+  testing::TempDir dir;
+  const std::string path = dir.file("x.safetensors");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  write_safetensors(path, {{"z", Shape{2, 1}, {1.f, nan}}, {"a", Shape{3}, {4.f, 5.f, 6.f}}});
+  const std::vector<TensorInfo> layout = read_safetensors_layout(path);
+  ASSERT_EQ(layout.size(), 2u);
+  EXPECT_EQ(layout[0].name, "z");  // first in the data, though the header sorts it last
+  EXPECT_EQ(layout[0].shape, (Shape{2, 1}));
+  EXPECT_EQ(layout[1].name, "a");
+  EXPECT_EQ(layout[1].shape, (Shape{3}));
+  EXPECT_NE(read_error(path), "");  // the NaN, which the layout does not read
+}
+
+TEST(Safetensors, LayoutChecksTheHeaderAsTheReaderDoes) {
+  testing::TempDir dir;
+  const std::string path = dir.file("f16.safetensors");
+  write_raw(path, R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", 4);
+  try {
+    read_safetensors_layout(path);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": tensor 'w': dtype F16 is not supported (only F32)");
+  }
+  write_raw(path, R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4);
+  EXPECT_THROW(read_safetensors_layout(path), InputError);  // truncated
+}
+
+TEST(Safetensors, StoredTensorsAreReadAsStoredInTheOrderAsked) {
+  testing::TempDir dir;
+  const std::string path = dir.file("data.safetensors");
+  // u8 [2, 2] = 1, 2, 255, 0 then i64 [2] = -1, 7 (little-endian).
+  const std::string bytes = std::string("\x01\x02\xff\x00", 4) +
+                            std::string("\xff\xff\xff\xff\xff\xff\xff\xff", 8) +
+                            std::string("\x07\x00\x00\x00\x00\x00\x00\x00", 8);
+  write_raw(path,
+            R"({"a":{"dtype":"U8","shape":[2,2],"data_offsets":[0,4]},)"
+            R"("b":{"dtype":"I64","shape":[2],"data_offsets":[4,20]}})",
+            0);
+  std::ofstream(path, std::ios::binary | std::ios::app).write(bytes.data(), 20);
+  const std::vector<StoredTensor> tensors = read_stored_tensors(path, {"b", "a"});
+  ASSERT_EQ(tensors.size(), 2u);
+  EXPECT_EQ(tensors[0].name, "b");
+  EXPECT_EQ(tensors[0].dtype, "I64");
+  EXPECT_EQ(tensors[0].shape, (Shape{2}));
+  int64_t second = 0;
+  std::memcpy(&second, tensors[0].bytes.data() + 8, 8);
+  EXPECT_EQ(second, 7);
+  EXPECT_EQ(tensors[1].dtype, "U8");
+  EXPECT_EQ(std::to_integer<int>(tensors[1].bytes[2]), 255);
+  EXPECT_EQ(read_error(path), path + ": tensor 'a': dtype U8 is not supported (only F32)");
+  try {
+    read_stored_tensors(path, {"a", "c"});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": no tensor 'c' (the file holds a, b)");
+  }
+  write_raw(path, R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", 4);
+  try {
+    read_stored_tensors(path, {"w"});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": tensor 'w': dtype F16 is not supported (only F32, U8 or I64)");
+  }
+}
+
 TEST(Safetensors, FirstNonFiniteNamesTheFirstTensorWithANanOrAnInfinity) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();

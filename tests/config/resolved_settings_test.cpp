@@ -52,6 +52,7 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"optimizer.momentum", "0.9"},
                                             {"optimizer.nesterov", "true"},
                                             {"optimizer.weight_decay", "0.0001"},
+                                            {"optimizer.decay_exempt", "true"},
                                             {"optimizer.beta1", "0.8"},
                                             {"optimizer.beta2", "0.99"},
                                             {"optimizer.eps", "1e-06"},

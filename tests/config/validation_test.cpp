@@ -113,6 +113,11 @@ TEST(OptimizerSection, MomentumMustBeInZeroToOneExcludingOne) {
             "exp.yaml:2: optimizer.momentum: must be in [0, 1), got -0.5");
 }
 
+TEST(OptimizerSection, DecayExemptIsABool) {
+  EXPECT_EQ(error_of("optimizer:\n  decay_exempt: biases\n"),
+            "exp.yaml:2: optimizer.decay_exempt: expected true or false, got 'biases'");
+}
+
 TEST(OptimizerSection, NesterovRequiresMomentum) {
   EXPECT_EQ(error_of("optimizer:\n  kind: sgd\n  nesterov: true\n"),
             "exp.yaml:3: optimizer.nesterov: requires optimizer.momentum > 0, got "
@@ -367,8 +372,15 @@ TEST(LogSection, LevelMustBeAKnownLevel) {
 
 TEST(DataSection, DatasetMustBeAKnownKind) {
   EXPECT_EQ(error_of("data:\n  dataset: cifar10\n"),
-            "exp.yaml:2: data.dataset: expected one of fashion_mnist, synthetic, text, tokens, got "
+            "exp.yaml:2: data.dataset: expected one of fashion_mnist, synthetic, text, tokens, "
+            "tensors, got "
             "'cifar10'");
+}
+
+TEST(DataSection, TensorsNeedAPath) {
+  EXPECT_EQ(error_of("data:\n  dataset: tensors\n"),
+            "exp.yaml:2: data.dataset: tensors needs data.path: a .safetensors file holding "
+            "'inputs' and 'targets'");
 }
 
 TEST(DataSection, PathMustBeAString) {

@@ -147,6 +147,47 @@ TEST(Optimizer, UpdateOfEachElementDoesNotDependOnHowParametersAreSplit) {
   EXPECT_EQ(whole[2], tail[1]);
 }
 
+TEST(DecaySegments, CutTheBufferIntoAlternatingRunsInOrder) {
+  EXPECT_EQ(decay_segments(6, {}), (std::vector<DecaySegment>{{{0, 6}, true}}));
+  // Unsorted, touching and overlapping ranges merge; an empty one changes nothing.
+  EXPECT_EQ(
+      decay_segments(10, {{6, 8}, {1, 2}, {2, 3}, {7, 9}, {4, 4}}),
+      (std::vector<DecaySegment>{
+          {{0, 1}, true}, {{1, 3}, false}, {{3, 6}, true}, {{6, 9}, false}, {{9, 10}, true}}));
+  EXPECT_EQ(decay_segments(4, {{0, 4}}), (std::vector<DecaySegment>{{{0, 4}, false}}));
+  EXPECT_THROW(decay_segments(4, {{3, 5}}), Error);
+}
+
+// Exempt parameters follow the trajectory of an optimizer without weight decay exactly, the
+// others that of one with it, for every kind.
+TEST(Optimizer, DecayExemptParametersStepExactlyAsWithoutWeightDecay) {
+  const std::vector<ParamRange> exempt = {{1, 2}, {4, 6}};
+  const std::vector<float> start = {1.0f, 2.0f, -3.0f, 0.5f, -0.25f, 4.0f};
+  for (const OptimizerKind kind :
+       {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+    const OptimizerConfig decayed = config_of(kind, 0.9, false, 0.1);
+    OptimizerConfig plain = decayed;
+    plain.weight_decay = 0.0;
+    std::vector<float> with_exempt = start, with_decay = start, without_decay = start;
+    auto a = Optimizer::make(decayed, 6, exempt);
+    auto b = Optimizer::make(decayed, 6);
+    auto c = Optimizer::make(plain, 6);
+    for (int step = 0; step < 3; ++step) {
+      std::vector<float> grads(6);
+      for (size_t i = 0; i < 6; ++i) grads[i] = kGrads[static_cast<size_t>(step)][i % 3];
+      a->step(with_exempt, grads, 0.1);
+      b->step(with_decay, grads, 0.1);
+      c->step(without_decay, grads, 0.1);
+    }
+    for (size_t i = 0; i < 6; ++i) {
+      const bool is_exempt = i == 1 || i == 4 || i == 5;
+      ASSERT_NE(with_decay[i], without_decay[i]) << "decay must matter, element " << i;
+      EXPECT_EQ(with_exempt[i], is_exempt ? without_decay[i] : with_decay[i])
+          << "kind " << static_cast<int>(kind) << " element " << i;
+    }
+  }
+}
+
 TEST(Optimizer, StepRejectsSpansOfTheWrongSize) {
   auto optimizer = Optimizer::make(config_of(OptimizerKind::kSgd), 3);
   std::vector<float> params = {1.0f, 2.0f};

@@ -1,0 +1,16 @@
+// optimizer.decay_exempt: the parameters of a stage that weight decay leaves alone.
+#pragma once
+
+#include <vector>
+
+#include "optim/optimizer.h"
+#include "pipeline/stage.h"
+
+namespace mpipe::train {
+
+// Where the stage's exempt parameters lie in its flat parameter buffer: every parameter of rank
+// < 2 (biases, norm gains and shifts) and every table of an embedding layer. The rule reads
+// only each tensor's shape and its layer's kind, so it exempts the same tensors on every K.
+std::vector<optim::ParamRange> decay_exempt_ranges(const pipeline::Stage& stage);
+
+}  // namespace mpipe::train

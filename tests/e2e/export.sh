@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# mpipe export: the weights file made from a committed checkpoint is byte-equal to the one
+# --export-weights writes at that step (the newest checkpoint, and an earlier one by --step, of a
+# 2-stage run, equal to a 1-stage run's export); a missing run, a missing step, a damaged shard and
+# a non-finite value whose crc32 matches are refused in one line, exit status 2, no file written.
+# Usage: export.sh CONFIG
+source "$(dirname "$0")/checkpoint_lib.sh"
+config=$1
+train 2 run "$config" --set train.steps=4 --set checkpoint.every=2 --set checkpoint.keep=2
+train 1 half "$config" --set train.steps=2
+
+"$MPIPE" export "$WORK/run" "$WORK/latest.safetensors" > "$WORK/latest.out"
+[[ "$(cat "$WORK/latest.out")" == "exported step 4 of $WORK/run (6 tensors, "*") to $WORK/latest.safetensors" ]] \
+  || { cat "$WORK/latest.out"; echo "FAILED: export's report"; exit 1; }
+cmp "$WORK/run.safetensors" "$WORK/latest.safetensors" || { echo "FAILED: newest step"; exit 1; }
+"$MPIPE" export "$WORK/run" --step 2 "$WORK/step2.safetensors" > /dev/null
+cmp "$WORK/half.safetensors" "$WORK/step2.safetensors" || { echo "FAILED: --step 2"; exit 1; }
+
+# refused NAME MESSAGE ARGS...: `mpipe export ARGS` exits 2 with MESSAGE as its one error line
+# and writes nothing at $WORK/out.safetensors.
+refused() {
+  local name=$1 message=$2 status=0
+  shift 2
+  "$MPIPE" export "$@" > "$WORK/$name.log" 2>&1 || status=$?
+  local problem=""
+  if [[ $status -ne 2 ]]; then
+    problem="exit status $status"
+  elif [[ $(grep -c '\[error\]' "$WORK/$name.log") -ne 1 ]]; then
+    problem="not exactly one error line"
+  elif [[ "$(grep '\[error\]' "$WORK/$name.log" | sed 's/.*\[error\] //')" != "$message" ]]; then
+    problem="message differs; expected: $message"
+  elif compgen -G "$WORK/out.safetensors*" > /dev/null; then
+    problem="a file was written"
+  fi
+  [[ -z $problem ]] || { cat "$WORK/$name.log"; echo "FAILED: $name: $problem"; exit 1; }
+}
+out=$WORK/out.safetensors
+refused no_run "$WORK/typo: not a run directory (it does not exist)" "$WORK/typo" "$out"
+mkdir "$WORK/empty"
+refused no_checkpoints "$WORK/empty: no committed checkpoint (it has no checkpoints/ folder)" \
+  "$WORK/empty" "$out"
+refused no_step "$WORK/run: no committed checkpoint at step 3 (committed: 2, 4)" "$WORK/run" \
+  --step 3 "$out"
+refused no_folder "$WORK/nowhere/w.safetensors: the folder $WORK/nowhere does not exist" \
+  "$WORK/run" "$WORK/nowhere/w.safetensors"
+refused to_folder "$WORK/empty: is a directory, not a file" "$WORK/run" "$WORK/empty"
+ck=$WORK/run/checkpoints
+shard=$ck/step_00000004/stage_1.safetensors
+intact="the newest intact checkpoint is step 2 ($ck/step_00000002): remove step_00000004 to resume from it"
+cp "$shard" "$WORK/good"
+before=$(crc32 "$shard")
+flip_bit "$shard" 3
+refused damaged "$shard: checksum mismatch (crc32 $(crc32 "$shard"), meta.json says $before); $intact" \
+  "$WORK/run" "$out"
+cp "$WORK/good" "$shard"
+meta=$ck/step_00000004/meta.json
+tensor=$(python3 "$(dirname "$0")/checkpoint_edit.py" nan "$meta" 1)  # crc32s made to match
+refused nan "$shard: tensor '$tensor' holds a non-finite value (nan) at index 0; $intact" \
+  "$WORK/run" "$out"
+echo "export: byte-equal to --export-weights at the newest step and at --step 2; a missing run or step, a damaged shard and a NaN refused in one line"
