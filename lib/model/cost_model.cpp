@@ -74,9 +74,6 @@ double LayerCost::backward_traffic_bytes() const {
 
 LayerCost cost_of(const LayerPlan& plan) {
   const nn::LayerNeeds& needs = plan.needs;
-  const auto sum = [](const std::vector<double>& tensors) {
-    return std::accumulate(tensors.begin(), tensors.end(), 0.0);
-  };
   return LayerCost{.index = plan.index,
                    .kind = plan.kind,
                    .forward_flops = plan.forward_flops,
@@ -86,8 +83,9 @@ LayerCost cost_of(const LayerPlan& plan) {
                    .buffer_bytes = static_cast<double>(plan.buffer_bytes),
                    .input_bytes = static_cast<double>(plan.input.numel()) * kFloat,
                    .output_bytes = static_cast<double>(plan.output_bytes),
-                   .saved_bytes = sum(needs.kept_tensor_bytes),
-                   .saved_fixed_bytes = sum(needs.kept_fixed_tensor_bytes),
+                   .saved_bytes = needs.kept_bytes_per_example(),
+                   .saved_fixed_bytes = std::accumulate(needs.kept_fixed_tensor_bytes.begin(),
+                                                        needs.kept_fixed_tensor_bytes.end(), 0.0),
                    .saved_packed_bytes = needs.kept_packed_bytes,
                    .saved_tensor_bytes = needs.kept_tensor_bytes,
                    .saved_fixed_tensor_bytes = needs.kept_fixed_tensor_bytes,
