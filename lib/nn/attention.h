@@ -55,7 +55,8 @@ class CausalSelfAttention : public InputSavingLayer {
   // sub-layers' tensors in one Saved.
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
                        const LayerContext& ctx) const;
-  // Matrix products: q/k/v and output projections, q·k^T and probs·v (all T x T entries).
+  // Matrix products: q/k/v and output projections, q·k^T and probs·v (all T x T entries); the
+  // rotation of q and k.
   double forward_flops_per_example() const override;
   LayerNeeds needs() const override;
 
