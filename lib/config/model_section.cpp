@@ -1,4 +1,4 @@
-// The `model:` section: the loss and the list of layers.
+// The `model:` section: the loss, the initialization and the list of layers.
 #include "config/layer_list.h"
 #include "config/map_reader.h"
 #include "config/sections.h"
@@ -6,7 +6,7 @@
 namespace mpipe::config {
 
 model::ModelSpec parse_model(const Field& section) {
-  const MapReader map(section, {"loss", "layers"});
+  const MapReader map(section, {"loss", "init", "layers"});
   model::ModelSpec spec;
   spec.where = section.source().ref(section.path(), section.mark());
   spec.loss_where = section.source().ref(section.path() + ".loss", section.mark());
@@ -15,6 +15,7 @@ model::ModelSpec parse_model(const Field& section) {
         f->as_choice<std::string_view>({{"cross_entropy", "cross_entropy"}, {"mse", "mse"}}));
     spec.loss_where = f->source().ref(f->path(), f->mark());
   }
+  if (auto f = map.get("init")) spec.init = f->as_choice(model::kModelInitNames);
   spec.layers = expand_layers(map.required("layers"));
   return spec;
 }

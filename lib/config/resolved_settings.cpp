@@ -38,6 +38,10 @@ std::string text(optim::LrScheduleKind kind) {
 
 void add_model(const model::ModelSpec& model, Settings& out) {
   out["model.loss"] = model.loss;
+  // Only when set: a run saved before model.init existed resumes with the default.
+  if (model.init != model::ModelInit::kDefault) {
+    out["model.init"] = std::string(name_of(model::kModelInitNames, model.init));
+  }
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const model::LayerSpec& layer = model.layers[i];
     const std::string prefix = fmt::format("model.layers[{}].", i);

@@ -1,4 +1,5 @@
-// Naive loops in double for layer norm and causal attention, written for clarity, not speed.
+// Naive loops in double for the norms, causal attention, rotary position embeddings and SwiGLU,
+// written for clarity, not speed.
 #include "kernels/transformer_reference.h"
 
 #include <cmath>
@@ -132,6 +133,82 @@ void causal_attention_backward(const AttentionShape& shape, const float* q, cons
         dk[s * T * D + i * D + e] = static_cast<float>(gk * scale);
         dv[s * T * D + i * D + e] = static_cast<float>(gv);
       }
+    }
+  }
+}
+
+void rms_norm_forward(const float* x, const float* gamma, float* y, float* rstd, int64_t rows,
+                      int64_t dim, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean_sq = 0.0;
+    for (int64_t j = 0; j < dim; ++j) mean_sq += double(x[r * dim + j]) * x[r * dim + j];
+    mean_sq /= double(dim);
+    const double s = 1.0 / std::sqrt(mean_sq + eps);
+    for (int64_t j = 0; j < dim; ++j)
+      y[r * dim + j] = static_cast<float>(x[r * dim + j] * s * gamma[j]);
+    rstd[r] = static_cast<float>(s);
+  }
+}
+
+void rms_norm_backward(const float* x, const float* dy, const float* gamma, float* dx,
+                       float* dgamma, int64_t rows, int64_t dim, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean_sq = 0.0;
+    for (int64_t j = 0; j < dim; ++j) mean_sq += double(x[r * dim + j]) * x[r * dim + j];
+    mean_sq /= double(dim);
+    const double s = 1.0 / std::sqrt(mean_sq + eps);
+    // y_j = g_j x_j s with ds/dx_k = -s^3 x_k / dim:
+    // dx_k = s g_k dy_k - s^3 x_k / dim * sum_j g_j dy_j x_j.
+    double dot = 0.0;
+    for (int64_t j = 0; j < dim; ++j) dot += double(gamma[j]) * dy[r * dim + j] * x[r * dim + j];
+    for (int64_t k = 0; k < dim; ++k) {
+      dx[r * dim + k] = static_cast<float>(s * gamma[k] * dy[r * dim + k] -
+                                           s * s * s * x[r * dim + k] / double(dim) * dot);
+    }
+    for (int64_t j = 0; j < dim; ++j) {
+      dgamma[j] = static_cast<float>(dgamma[j] + double(dy[r * dim + j]) * x[r * dim + j] * s);
+    }
+  }
+}
+
+void rotary_apply(const float* x, float* out, int64_t slices, int64_t seq, int64_t head_dim,
+                  double base, bool inverse) {
+  const int64_t half = head_dim / 2;
+  for (int64_t s = 0; s < slices; ++s) {
+    for (int64_t t = 0; t < seq; ++t) {
+      const float* in = x + (s * seq + t) * head_dim;
+      float* o = out + (s * seq + t) * head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle = (inverse ? -1.0 : 1.0) * double(t) *
+                             std::pow(base, -2.0 * double(i) / double(head_dim));
+        const double a = in[i], b = in[i + half];
+        o[i] = static_cast<float>(a * std::cos(angle) - b * std::sin(angle));
+        o[i + half] = static_cast<float>(b * std::cos(angle) + a * std::sin(angle));
+      }
+    }
+  }
+}
+
+void swiglu_forward(const float* gate_up, float* out, int64_t rows, int64_t hidden) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < hidden; ++j) {
+      const double g = gate_up[r * 2 * hidden + j], up = gate_up[r * 2 * hidden + hidden + j];
+      out[r * hidden + j] = static_cast<float>(g / (1.0 + std::exp(-g)) * up);
+    }
+  }
+}
+
+void swiglu_backward(const float* gate_up, const float* dout, float* dgate_up, int64_t rows,
+                     int64_t hidden) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < hidden; ++j) {
+      const double g = gate_up[r * 2 * hidden + j], up = gate_up[r * 2 * hidden + hidden + j];
+      const double sigmoid = 1.0 / (1.0 + std::exp(-g));
+      const double d = dout[r * hidden + j];
+      // d(g sigmoid(g))/dg = sigmoid(g) + g sigmoid(g) (1 - sigmoid(g)).
+      dgate_up[r * 2 * hidden + j] =
+          static_cast<float>(d * up * (sigmoid + g * sigmoid * (1.0 - sigmoid)));
+      dgate_up[r * 2 * hidden + hidden + j] = static_cast<float>(d * g * sigmoid);
     }
   }
 }

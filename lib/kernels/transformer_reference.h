@@ -1,4 +1,5 @@
-// Naive double-precision reference kernels for layer norm and attention: the test oracle.
+// Naive double-precision reference kernels for the Transformer's norms, attention, rotary
+// position embeddings and SwiGLU: the test oracle.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,24 @@ void layer_norm_forward(const float* x, const float* gamma, const float* beta, f
 void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
                          const float* variance, float* dx, float* dgamma, float* dbeta,
                          int64_t rows, int64_t dim, float eps);
+
+// Same contracts as kernels::rms_norm_forward / rms_norm_backward.
+// x, y: [rows, dim]; gamma: [dim]; rstd: [rows].
+void rms_norm_forward(const float* x, const float* gamma, float* y, float* rstd, int64_t rows,
+                      int64_t dim, float eps);
+// dx overwritten; dgamma: [dim] accumulated. Recomputes the RMS in double from x.
+void rms_norm_backward(const float* x, const float* dy, const float* gamma, float* dx,
+                       float* dgamma, int64_t rows, int64_t dim, float eps);
+
+// kernels::rotary_apply's rotation of x: [slices, seq, head_dim] into out, each angle
+// t · base^(-2i/head_dim) computed where it is used, in double; `inverse` by the opposite angle.
+void rotary_apply(const float* x, float* out, int64_t slices, int64_t seq, int64_t head_dim,
+                  double base, bool inverse);
+
+// Same contracts as kernels::swiglu_forward / swiglu_backward.
+void swiglu_forward(const float* gate_up, float* out, int64_t rows, int64_t hidden);
+void swiglu_backward(const float* gate_up, const float* dout, float* dgate_up, int64_t rows,
+                     int64_t hidden);
 
 // Same contract as kernels::causal_attention_forward.
 // q, k, v, out: [batch, heads, seq, head_dim]; probs, dropout_mask: [batch, heads, seq, seq]

@@ -1,5 +1,5 @@
-// Cost model: what one layer costs in compute and memory, predicted from the model plan alone
-// (shapes, parameter specs and the layer's attributes), without building or running it.
+// Cost model: what one layer costs in compute and memory, assembled from the model plan (shapes,
+// parameter specs and what each built layer states it needs: nn::LayerNeeds), without running it.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "model/allocator_model.h"
-#include "model/layer_spec.h"
 #include "model/model_builder.h"
 
 namespace mpipe::model {
@@ -71,14 +70,10 @@ struct LayerCost {
   double backward_traffic_bytes() const;
 };
 
-// The cost of layer `plan.layers[i]` built from `spec.layers[i]`. Backward FLOPs: matrix-product
-// layers (linear, conv2d, attention, transformer_block, residual_block, separable_cell) compute
-// the input gradient and the weight gradient, 2x their forward; the model's first layer skips
-// the input gradient (1x); element-wise layers, norms, pooling and the embedding cost about what
-// their forward does; flatten nothing.
-LayerCost cost_of(const LayerSpec& spec, const LayerPlan& plan);
+// The cost of one planned layer, from its plan and what the layer reported (LayerPlan::needs).
+LayerCost cost_of(const LayerPlan& plan);
 
 // Every layer's cost, in model order.
-std::vector<LayerCost> layer_costs(const ModelSpec& spec, const ModelPlan& plan);
+std::vector<LayerCost> layer_costs(const ModelPlan& plan);
 
 }  // namespace mpipe::model

@@ -21,85 +21,102 @@
 #include "nn/linear.h"
 #include "nn/pooling.h"
 #include "nn/residual_block.h"
+#include "nn/rms_norm.h"
 #include "nn/separable_cell.h"
 #include "nn/transformer_block.h"
 
 namespace mpipe::model {
 namespace {
 
-using Builder = std::function<std::unique_ptr<nn::Layer>(LayerAttrs&, const Shape&, int)>;
+using Builder =
+    std::function<std::unique_ptr<nn::Layer>(LayerAttrs&, const Shape&, int, const ModelContext&)>;
 
-std::unique_ptr<nn::Layer> linear(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> linear(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
   const LinearOptions o = read_linear(a);
   return std::make_unique<nn::Linear>(i, in, o.units, o.bias, o.init);
 }
 
 Builder activation(kernels::EltwiseKind kind) {
-  return [kind](LayerAttrs&, const Shape& in, int i) {
+  return [kind](LayerAttrs&, const Shape& in, int i, const ModelContext&) {
     return std::make_unique<nn::Activation>(i, in, kind);
   };
 }
 
-std::unique_ptr<nn::Layer> dropout(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> dropout(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
   return std::make_unique<nn::Dropout>(i, in, read_dropout(a).rate);
 }
 
-std::unique_ptr<nn::Layer> flatten(LayerAttrs&, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> flatten(LayerAttrs&, const Shape& in, int i, const ModelContext&) {
   return std::make_unique<nn::Flatten>(i, in);
 }
 
-std::unique_ptr<nn::Layer> conv2d(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> conv2d(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
   const Conv2dOptions o = read_conv2d(a);
   return std::make_unique<nn::Conv2d>(i, in, o.channels, o.kernel, o.stride, o.padding, o.dilation,
                                       o.groups, o.bias);
 }
 
-std::unique_ptr<nn::Layer> batch_norm2d(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> batch_norm2d(LayerAttrs& a, const Shape& in, int i,
+                                        const ModelContext&) {
   const BatchNorm2dOptions o = read_batch_norm2d(a);
   return std::make_unique<nn::BatchNorm2d>(i, in, o.momentum, o.eps);
 }
 
-std::unique_ptr<nn::Layer> max_pool2d(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> max_pool2d(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
   const PoolOptions o = read_max_pool2d(a);
   return std::make_unique<nn::MaxPool2d>(i, in, o.kernel, o.stride, o.padding);
 }
 
-std::unique_ptr<nn::Layer> avg_pool2d(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> avg_pool2d(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
   const PoolOptions o = read_avg_pool2d(a);
   return std::make_unique<nn::AvgPool2d>(i, in, o.kernel, o.stride, o.padding, o.count_include_pad);
 }
 
-std::unique_ptr<nn::Layer> global_avg_pool(LayerAttrs&, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> global_avg_pool(LayerAttrs&, const Shape& in, int i,
+                                           const ModelContext&) {
   return std::make_unique<nn::GlobalAvgPool>(i, in);
 }
 
-std::unique_ptr<nn::Layer> residual_block(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> residual_block(LayerAttrs& a, const Shape& in, int i,
+                                          const ModelContext&) {
   const ResidualBlockOptions o = read_residual_block(a);
   return std::make_unique<nn::ResidualBlock>(i, in, o.channels, o.stride, o.bottleneck);
 }
 
-std::unique_ptr<nn::Layer> separable_cell(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> separable_cell(LayerAttrs& a, const Shape& in, int i,
+                                          const ModelContext&) {
   const SeparableCellOptions o = read_separable_cell(a, in);
   return std::make_unique<nn::SeparableCell>(i, in, o.channels, o.kernel, o.stride);
 }
 
-std::unique_ptr<nn::Layer> embedding(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> embedding(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
   const EmbeddingOptions o = read_embedding(a, in);
   return std::make_unique<nn::Embedding>(i, in, o.vocab, o.dim, o.max_len);
 }
 
-std::unique_ptr<nn::Layer> layer_norm(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> layer_norm(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
   return std::make_unique<nn::LayerNorm>(i, in, read_layer_norm(a).eps);
 }
 
-std::unique_ptr<nn::Layer> attention(LayerAttrs& a, const Shape& in, int i) {
-  const AttentionOptions o = read_attention(a);
-  return std::make_unique<nn::CausalSelfAttention>(i, in, o.heads, o.dropout);
+std::unique_ptr<nn::Layer> rms_norm(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
+  return std::make_unique<nn::RmsNorm>(i, in, read_rms_norm(a).eps);
 }
 
-std::unique_ptr<nn::Layer> transformer_block(LayerAttrs& a, const Shape& in, int i) {
+std::unique_ptr<nn::Layer> attention(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
+  const AttentionOptions o = read_attention(a);
+  return std::make_unique<nn::CausalSelfAttention>(i, in, o.heads, o.dropout, o.rotary);
+}
+
+std::unique_ptr<nn::Layer> transformer_block(LayerAttrs& a, const Shape& in, int i,
+                                             const ModelContext& model) {
   const AttentionOptions o = read_transformer_block(a);
-  return std::make_unique<nn::TransformerBlock>(i, in, o.heads, o.mlp_ratio, o.dropout);
+  return std::make_unique<nn::TransformerBlock>(i, in, o.heads, o.mlp_ratio, o.dropout,
+                                                nn::TransformerBlockVariant{
+                                                    .norm = o.norm,
+                                                    .mlp = o.mlp,
+                                                    .rotary = o.rotary,
+                                                    .residual_std = model.residual_std,
+                                                });
 }
 
 const std::map<std::string, Builder>& builders() {
@@ -119,6 +136,7 @@ const std::map<std::string, Builder>& builders() {
       {"separable_cell", separable_cell},
       {"embedding", embedding},
       {"layer_norm", layer_norm},
+      {"rms_norm", rms_norm},
       {"attention", attention},
       {"transformer_block", transformer_block},
   };
@@ -133,14 +151,15 @@ std::vector<std::string> known_layer_kinds() {
   return kinds;
 }
 
-std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input, int global_index) {
+std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input, int global_index,
+                                      const ModelContext& model) {
   auto it = builders().find(spec.kind);
   check_input(it != builders().end(), "{}.type: unknown layer type '{}' (known: {})",
               spec.where.prefix(), spec.kind, fmt::join(known_layer_kinds(), ", "));
   LayerAttrs attrs(spec);
   std::unique_ptr<nn::Layer> layer;
   try {
-    layer = it->second(attrs, input, global_index);
+    layer = it->second(attrs, input, global_index, model);
   } catch (const AttributeError&) {
     throw;  // already names the attribute's own line
   } catch (const InputError& e) {

@@ -2,6 +2,7 @@
 #include "model/layer_options.h"
 
 #include <string>
+#include <vector>
 
 namespace mpipe::model {
 namespace {
@@ -11,6 +12,20 @@ constexpr double kMaxDropout = 0.999;
 
 // Channels of a [C, H, W] input, or 0 when the input is not an image (the layer reports it).
 int64_t input_channels(const Shape& in) { return in.rank() == 3 ? in[0] : 0; }
+
+// rotary (off) and rotary_base (10000) of attention and transformer_block.
+nn::RotaryOptions read_rotary(LayerAttrs& a) {
+  return {.enabled = a.flag("rotary", false),
+          .base = a.number("rotary_base", nn::RotaryOptions{}.base, 2.0, 1e12)};
+}
+
+// One of an enum's names, by its table.
+template <typename E, size_t N>
+E read_choice(LayerAttrs& a, const std::string& key, const EnumNames<E, N>& names, E fallback) {
+  std::vector<std::string> choices;
+  for (const auto& [name, value] : names) choices.emplace_back(name);
+  return *value_named(names, a.text(key, std::string(name_of(names, fallback)), choices));
+}
 
 PoolOptions read_pool(LayerAttrs& a) {
   PoolOptions o;
@@ -79,16 +94,22 @@ LayerNormOptions read_layer_norm(LayerAttrs& a) {
   return {.eps = a.number("eps", 1e-5, 1e-12, 1.0)};
 }
 
+LayerNormOptions read_rms_norm(LayerAttrs& a) { return read_layer_norm(a); }
+
 AttentionOptions read_attention(LayerAttrs& a) {
   return {.heads = a.integer("heads", 1),
           .mlp_ratio = AttentionOptions{}.mlp_ratio,
-          .dropout = a.number("dropout", 0.0, 0.0, kMaxDropout)};
+          .dropout = a.number("dropout", 0.0, 0.0, kMaxDropout),
+          .rotary = read_rotary(a)};
 }
 
 AttentionOptions read_transformer_block(LayerAttrs& a) {
   return {.heads = a.integer("heads", 1),
           .mlp_ratio = a.integer("mlp_ratio", 4, 1),
-          .dropout = a.number("dropout", 0.0, 0.0, kMaxDropout)};
+          .dropout = a.number("dropout", 0.0, 0.0, kMaxDropout),
+          .rotary = read_rotary(a),
+          .norm = read_choice(a, "norm", nn::kNormNames, nn::NormKind::kLayerNorm),
+          .mlp = read_choice(a, "mlp", nn::kMlpNames, nn::MlpKind::kGelu)};
 }
 
 }  // namespace mpipe::model

@@ -1,13 +1,17 @@
 // Layer options: each layer kind's attributes as a typed struct, read from a LayerSpec with their
 // defaults and bounds. The one owner of attribute names, defaults and bounds: the layer factory
-// builds layers from these, and the cost model and the model/data contract read them.
+// builds layers from these (the cost model reads what the built layers report), and the
+// model/data contract reads them.
 #pragma once
 
 #include <cstdint>
 
 #include "core/shape.h"
 #include "model/layer_attrs.h"
+#include "nn/attention.h"
 #include "nn/layer.h"
+#include "nn/row_norm.h"
+#include "nn/transformer_block.h"
 
 namespace mpipe::model {
 
@@ -61,14 +65,17 @@ struct EmbeddingOptions {
   int64_t max_len = 1;
 };
 
-struct LayerNormOptions {
+struct LayerNormOptions {  // layer_norm and rms_norm
   double eps = 1e-5;
 };
 
 struct AttentionOptions {  // attention and transformer_block
   int64_t heads = 1;
-  int64_t mlp_ratio = 4;  // transformer_block only
+  int64_t mlp_ratio = 4;  // transformer_block only: the MLP's hidden width is mlp_ratio x d
   double dropout = 0.0;
+  nn::RotaryOptions rotary = {};
+  nn::NormKind norm = nn::NormKind::kLayerNorm;  // transformer_block only
+  nn::MlpKind mlp = nn::MlpKind::kGelu;          // transformer_block only
 };
 
 // Each reads its kind's keys from `attrs` (which then knows them, for LayerAttrs::finish) and
@@ -84,6 +91,7 @@ ResidualBlockOptions read_residual_block(LayerAttrs& attrs);
 SeparableCellOptions read_separable_cell(LayerAttrs& attrs, const Shape& input);
 EmbeddingOptions read_embedding(LayerAttrs& attrs, const Shape& input);
 LayerNormOptions read_layer_norm(LayerAttrs& attrs);
+LayerNormOptions read_rms_norm(LayerAttrs& attrs);
 AttentionOptions read_attention(LayerAttrs& attrs);
 AttentionOptions read_transformer_block(LayerAttrs& attrs);
 

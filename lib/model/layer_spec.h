@@ -9,7 +9,18 @@
 #include <variant>
 #include <vector>
 
+#include "core/enum_names.h"
+
 namespace mpipe::model {
+
+// How the weights are drawn beyond each layer's own init (model.init).
+enum class ModelInit {
+  kDefault,  // each layer's own
+  kGpt2,     // GPT-2's: the residual output projections of every transformer_block (attention's
+             // proj.weight, the MLP's fc2.weight) N(0, (0.02 / sqrt(2 · blocks))^2)
+};
+inline constexpr EnumNames<ModelInit, 2> kModelInitNames{
+    {{"default", ModelInit::kDefault}, {"gpt2", ModelInit::kGpt2}}};
 
 // Where a value came from, for error messages: "exp.yaml:14: model.layers[3].units".
 struct SourceRef {
@@ -38,6 +49,7 @@ struct LayerSpec {
 struct ModelSpec {
   std::vector<LayerSpec> layers;  // `repeat:` blocks already expanded
   std::string loss = "cross_entropy";
+  ModelInit init = ModelInit::kDefault;
   SourceRef loss_where;  // model.loss, or the `model:` section's line when the loss is the default
   SourceRef where;
 };

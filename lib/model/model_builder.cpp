@@ -1,8 +1,10 @@
 // Shape inference over the layer list and construction of a stage's layer range.
 #include "model/model_builder.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.h"
-#include "model/layer_factory.h"
 
 namespace mpipe::model {
 namespace {
@@ -30,7 +32,8 @@ LayerPlan plan_layer(const nn::Layer& layer, const Shape& input) {
       .param_bytes = 0,
       .buffer_bytes = 0,
       .forward_flops = layer.forward_flops_per_example(),
-      .output_bytes = checked_mul(layer.output_shape().numel(), sizeof(float), "output bytes")};
+      .output_bytes = checked_mul(layer.output_shape().numel(), sizeof(float), "output bytes"),
+      .needs = layer.needs()};
   for (const nn::ParamSpec& param : layer.param_specs()) {
     entry.num_params = checked_add(entry.num_params, param.shape.numel(), "parameter count");
   }
@@ -40,6 +43,20 @@ LayerPlan plan_layer(const nn::Layer& layer, const Shape& input) {
 }
 
 }  // namespace
+
+ModelContext model_context(const ModelSpec& spec) {
+  ModelContext context;
+  if (spec.init == ModelInit::kGpt2) {
+    const auto blocks =
+        std::count_if(spec.layers.begin(), spec.layers.end(),
+                      [](const LayerSpec& l) { return l.kind == "transformer_block"; });
+    if (blocks > 0) {
+      context.residual_std =
+          static_cast<float>(0.02 / std::sqrt(2.0 * static_cast<double>(blocks)));
+    }
+  }
+  return context;
+}
 
 int64_t ModelPlan::num_params() const {
   int64_t n = 0;
@@ -53,11 +70,12 @@ std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, cons
   check(0 <= begin && begin <= end && end <= num_layers, "layer range [{}, {}) of {} layers", begin,
         end, num_layers);
   std::vector<std::unique_ptr<nn::Layer>> layers;
+  const ModelContext context = model_context(spec);
   Shape shape = input;
   for (int i = 0; i < end; ++i) {
     const LayerSpec& layer_spec = spec.layers[static_cast<size_t>(i)];
     try {
-      auto layer = make_layer(layer_spec, shape, i);
+      auto layer = make_layer(layer_spec, shape, i, context);
       shape = layer->output_shape();
       shape.numel();  // its size must be countable too
       if (i >= begin) layers.push_back(std::move(layer));

@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "core/shape.h"
+#include "model/layer_factory.h"
 #include "model/layer_spec.h"
 #include "nn/layer.h"
 
 namespace mpipe::model {
 
-// One layer as planned: its global index, kind, shapes of one example, size and cost.
+// One layer as planned: its global index, kind, shapes of one example, size, cost and needs.
 struct LayerPlan {
   int index = 0;
   std::string kind;
@@ -22,6 +23,7 @@ struct LayerPlan {
   int64_t buffer_bytes = 0;    // non-trainable buffers, laid out the same way
   double forward_flops = 0.0;  // per example
   int64_t output_bytes = 0;    // per example: the activation this layer hands on
+  nn::LayerNeeds needs = {};   // what its forward keeps and its forward and backward allocate
 };
 
 struct ModelPlan {
@@ -29,6 +31,10 @@ struct ModelPlan {
   std::vector<LayerPlan> layers;
   int64_t num_params() const;
 };
+
+// What every layer of `spec` is built with from the model as a whole: model.init: gpt2 scales the
+// residual output projections' std to 0.02 / sqrt(2 · the number of transformer_block layers).
+ModelContext model_context(const ModelSpec& spec);
 
 // Builds layers [begin, end) of the model (global indices begin..end-1). Every layer is
 // constructed to infer its input shape, which is cheap: layers allocate nothing until bound.

@@ -37,4 +37,12 @@ double Activation::forward_flops_per_example() const {
   return per_element * static_cast<double>(input_shape_.numel());
 }
 
+LayerNeeds Activation::needs() const {
+  // Keeps x; its backward costs about what its forward does.
+  return {.kept_tensor_bytes = {float_bytes(input_shape_.numel())},
+          .smallest_temporary_bytes = float_bytes(input_shape_.numel()),
+          .keeps_consumed_input = true,
+          .backward_flops = forward_flops_per_example()};
+}
+
 }  // namespace mpipe::nn

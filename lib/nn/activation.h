@@ -15,6 +15,7 @@ class Activation : public InputSavingLayer {
   Shape output_shape() const override { return input_shape_; }
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
  protected:
   // x: [batch, ...] → y: [batch, ...]; saves nothing besides x.

@@ -75,8 +75,13 @@ void from_heads(const Dims& s, const float* heads, int64_t stride, int64_t offse
 }  // namespace
 
 CausalSelfAttention::CausalSelfAttention(int global_index, const Shape& input_shape, int64_t heads,
-                                         double dropout)
-    : InputSavingLayer(global_index), seq_(0), dim_(0), heads_(heads), dropout_(dropout) {
+                                         double dropout, RotaryOptions rotary, float proj_std)
+    : InputSavingLayer(global_index),
+      seq_(0),
+      dim_(0),
+      heads_(heads),
+      dropout_(dropout),
+      proj_std_(proj_std) {
   check_input(input_shape.rank() == 2 && input_shape[0] > 0 && input_shape[1] > 0,
               "attention needs an input [T, d], got {}", input_shape);
   seq_ = input_shape[0];
@@ -85,6 +90,13 @@ CausalSelfAttention::CausalSelfAttention(int global_index, const Shape& input_sh
               heads);
   check_input(dropout >= 0.0 && dropout < 1.0, "attention dropout must be in [0, 1), got {}",
               dropout);
+  if (rotary.enabled) {
+    const int64_t head_dim = dim_ / heads;
+    check_input(head_dim % 2 == 0,
+                "rotary position embeddings need an even head width d / heads, got {}", head_dim);
+    check_input(rotary.base > 0.0, "rotary_base must be > 0, got {}", rotary.base);
+    rotary_ = kernels::rotary_table(seq_, head_dim, rotary.base);
+  }
 }
 
 std::vector<ParamSpec> CausalSelfAttention::param_specs() const {
@@ -101,7 +113,7 @@ std::vector<ParamSpec> CausalSelfAttention::param_specs() const {
            .init = Init::kNormal,
            .fan_in = d,
            .fan_out = d,
-           .std = 0.02f},
+           .std = proj_std_},
           {.name = "proj.bias", .shape = {d}, .init = Init::kZeros}};
 }
 
@@ -131,6 +143,10 @@ Forward CausalSelfAttention::forward_without_input(const Tensor& x, const LayerC
   to_heads(s, qkv.data(), 3 * dim_, dim_, k.data());
   to_heads(s, qkv.data(), 3 * dim_, 2 * dim_, v.data());
   qkv = Tensor();
+  if (rotary_) {
+    kernels::rotary_apply(*rotary_, q.data(), s.batch * s.heads, /*inverse=*/false);
+    kernels::rotary_apply(*rotary_, k.data(), s.batch * s.heads, /*inverse=*/false);
+  }
 
   Tensor probs = Tensor::uninitialized(Shape{s.batch, s.heads, s.seq, s.seq});
   Tensor heads_out = Tensor::uninitialized(head_shape), mask;
@@ -194,6 +210,10 @@ Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tens
                                      dheads.data(), dq.data(), dk.data(), dv.data());
   dheads = Tensor();
   mask = Tensor();
+  if (rotary_) {  // from the rotated q and k back to the projections' q and k
+    kernels::rotary_apply(*rotary_, dq.data(), s.batch * s.heads, /*inverse=*/true);
+    kernels::rotary_apply(*rotary_, dk.data(), s.batch * s.heads, /*inverse=*/true);
+  }
   // dqkv: [rows, 3d]; dqkv.weight += dqkv^T · x, dx = dqkv · qkv.weight.
   Tensor dqkv = Tensor::uninitialized(Shape{s.rows(), 3 * dim_});
   from_heads(s, dq.data(), 3 * dim_, 0, dqkv.data());
@@ -212,8 +232,28 @@ Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tens
 
 double CausalSelfAttention::forward_flops_per_example() const {
   const auto t = static_cast<double>(seq_), d = static_cast<double>(dim_);
-  // q/k/v projection 2·T·d·3d, q·k^T and probs·v 2·T·T·d each, output projection 2·T·d·d.
-  return 2.0 * t * d * 3.0 * d + 4.0 * t * t * d + 2.0 * t * d * d;
+  // q/k/v projection 2·T·d·3d, q·k^T and probs·v 2·T·T·d each, output projection 2·T·d·d; the
+  // rotation of q and k 3 operations per element each.
+  const double rotation = rotary_ ? 6.0 * t * d : 0.0;
+  return 2.0 * t * d * 3.0 * d + 4.0 * t * t * d + 2.0 * t * d * d + rotation;
+}
+
+LayerNeeds CausalSelfAttention::needs() const {
+  // Per example: an activation a = T·d, the probabilities p = heads·T² and their dropout mask m
+  // (p with dropout, else 0). Keeps x, q, k, v, the merged heads (a each) and the probabilities.
+  const double a = float_bytes(seq_ * dim_), p = float_bytes(heads_ * seq_ * seq_);
+  const double m = dropout_ > 0.0 ? p : 0.0;
+  // Backward beside dy: dq, dk, dv and dqkv [T, 3d] while dqkv is filled, or the heads'
+  // gradient, dq, dk, dv and the mask in the kernel; dx counts as its input. Its
+  // forward peaks in the kernel with q, k, v, the probabilities, the heads' output and the mask,
+  // beyond its input, output and what it keeps when the mask is over 2a.
+  return {
+      .kept_tensor_bytes = {a, a, a, a, a, p},
+      .backward_temporary_bytes = std::max(5.0 * a, 3.0 * a + m),
+      .forward_temporary_bytes = std::max(0.0, m - 2.0 * a),
+      .smallest_temporary_bytes = a,
+      .keeps_consumed_input = true,
+      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index())};
 }
 
 }  // namespace mpipe::nn

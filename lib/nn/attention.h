@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
+#include "kernels/rotary.h"
 #include "nn/input_saving_layer.h"
 
 namespace mpipe::nn {
@@ -24,14 +26,23 @@ enum class DropoutSite : uint32_t {
 void fill_dropout_mask(const LayerContext& ctx, int global_index, DropoutSite site, double rate,
                        int64_t batch, int64_t per_example, float* mask);
 
+// Rotary position embeddings on q and k (kernels/rotary.h: the "rotate half" pairing within
+// each head, angle t · base^(-2i/head_dim) at position t).
+struct RotaryOptions {
+  bool enabled = false;
+  double base = 10000.0;
+};
+
 // Input one example [T, d], output [T, d]; heads divides d. Params: "qkv.weight" [3d, d]
 // (rows: q, then k, then v; head h uses rows h*d/heads .. (h+1)*d/heads - 1 of each),
-// "qkv.bias" [3d], "proj.weight" [d, d], "proj.bias" [d]. Weights N(0, 0.02^2), biases zero.
-// Dropout (rate `dropout`, training only) applies to the attention probabilities.
+// "qkv.bias" [3d], "proj.weight" [d, d], "proj.bias" [d]. Weights N(0, 0.02^2) (proj.weight
+// N(0, proj_std^2)), biases zero. Dropout (rate `dropout`, training only) applies to the
+// attention probabilities; rotary position embeddings (an even d / heads) rotate each head's q
+// and k by their position before the scores.
 class CausalSelfAttention : public InputSavingLayer {
  public:
   CausalSelfAttention(int global_index, const Shape& input_shape, int64_t heads,
-                      double dropout = 0.0);
+                      double dropout = 0.0, RotaryOptions rotary = {}, float proj_std = 0.02f);
 
   std::string_view kind() const override { return "attention"; }
   Shape output_shape() const override { return {seq_, dim_}; }
@@ -44,19 +55,23 @@ class CausalSelfAttention : public InputSavingLayer {
   // sub-layers' tensors in one Saved.
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
                        const LayerContext& ctx) const;
-  // Matrix products: q/k/v and output projections, q·k^T and probs·v (all T x T entries).
+  // Matrix products: q/k/v and output projections, q·k^T and probs·v (all T x T entries); the
+  // rotation of q and k.
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
   static constexpr size_t kSavedTensors = 6;
 
  protected:
-  // x: [batch, T, d] → y: [batch, T, d]; saves q, k, v ([batch, heads, T, d / heads]), the
-  // probabilities [batch, heads, T, T] and the merged head outputs [batch, T, d] besides x.
+  // x: [batch, T, d] → y: [batch, T, d]; saves q, k (rotated), v ([batch, heads, T, d / heads]),
+  // the probabilities [batch, heads, T, T] and the merged head outputs [batch, T, d] besides x.
   Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const override;
 
  private:
   int64_t seq_, dim_, heads_;
   double dropout_;
+  float proj_std_;
+  std::optional<kernels::RotaryTable> rotary_;  // the angles' cos and sin, when enabled
   std::span<float> qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
   std::span<float> qkv_weight_grad_, qkv_bias_grad_, proj_weight_grad_, proj_bias_grad_;
 };

@@ -124,4 +124,16 @@ double BatchNorm2d::forward_flops_per_example() const {
   return 8.0 * static_cast<double>(input_shape_.numel());
 }
 
+LayerNeeds BatchNorm2d::needs() const {
+  // Keeps x and the batch's mean and variance per channel; backward sums the weight and bias
+  // gradients per channel in two [C] tensors (kernels::batch_norm_backward).
+  const double channel_bytes = float_bytes(channels_);
+  return {.kept_tensor_bytes = {float_bytes(input_shape_.numel())},
+          .kept_fixed_tensor_bytes = {channel_bytes, channel_bytes},
+          .smallest_temporary_bytes = float_bytes(input_shape_.numel()),
+          .backward_fixed_tensor_bytes = {channel_bytes, channel_bytes},
+          .keeps_consumed_input = true,
+          .backward_flops = forward_flops_per_example()};
+}
+
 }  // namespace mpipe::nn

@@ -33,6 +33,7 @@ class BatchNorm2d : public InputSavingLayer {
   // Backward of the training-mode forward: dx, and dweight, dbias added into the grad views.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
   // backward() with the saved tensors given as a span, for composite layers.
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,

@@ -137,4 +137,13 @@ double Conv2d::forward_flops_per_example() const {
   return outputs * (2.0 * taps + (has_bias_ ? 1.0 : 0.0));
 }
 
+LayerNeeds Conv2d::needs() const {
+  // Keeps x (forward_consuming: the tensor handed in).
+  return {
+      .kept_tensor_bytes = {float_bytes(input_shape_.numel())},
+      .smallest_temporary_bytes = smaller_activation_bytes(input_shape_, output_shape_),
+      .keeps_consumed_input = true,
+      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index())};
+}
+
 }  // namespace mpipe::nn

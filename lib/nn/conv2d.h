@@ -21,6 +21,7 @@ class Conv2d : public InputSavingLayer {
 
   std::string_view kind() const override { return "conv2d"; }
   Shape output_shape() const override { return output_shape_; }
+  const Shape& input_shape() const { return input_shape_; }
   std::vector<ParamSpec> param_specs() const override;
   void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
             std::vector<std::span<float>> buffers) override;
@@ -28,6 +29,7 @@ class Conv2d : public InputSavingLayer {
   // dy: [batch, O, Ho, Wo] → dx: [batch, C, H, W]; adds dweight (and dbias) into the grad views.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
   // For composite layers that keep the input themselves: forward without saving anything, and
   // backward() with the saved tensors (just x) given as a span.

@@ -58,4 +58,10 @@ double Dropout::forward_flops_per_example() const {
   return static_cast<double>(input_shape_.numel());
 }
 
+LayerNeeds Dropout::needs() const {
+  // Keeps nothing: backward regenerates the mask from the counters.
+  return {.smallest_temporary_bytes = float_bytes(input_shape_.numel()),
+          .backward_flops = forward_flops_per_example()};
+}
+
 }  // namespace mpipe::nn

@@ -20,6 +20,7 @@ class Dropout : public Layer {
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
   double rate() const { return rate_; }
 

@@ -88,4 +88,13 @@ double Embedding::forward_flops_per_example() const {
   return static_cast<double>(seq_ * dim_);  // one addition per output element
 }
 
+LayerNeeds Embedding::needs() const {
+  // Keeps a copy of the token ids; computes no input gradient.
+  const Shape input{seq_};
+  return {.kept_tensor_bytes = {float_bytes(seq_)},
+          .smallest_temporary_bytes = smaller_activation_bytes(input, output_shape()),
+          .has_input_gradient = false,
+          .backward_flops = forward_flops_per_example()};
+}
+
 }  // namespace mpipe::nn

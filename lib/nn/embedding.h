@@ -27,6 +27,7 @@ class Embedding : public Layer {
   // gradient: returns an empty tensor.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
  private:
   int64_t seq_, vocab_, dim_, max_len_;

@@ -30,4 +30,9 @@ Tensor Flatten::backward(const Tensor& dy, const Saved& saved, const LayerContex
   return Tensor(dy).reshaped(Shape(std::move(dims)));
 }
 
+LayerNeeds Flatten::needs() const {
+  // Keeps nothing; its backward is a copy (no FLOPs).
+  return {.smallest_temporary_bytes = float_bytes(input_shape_.numel())};
+}
+
 }  // namespace mpipe::nn

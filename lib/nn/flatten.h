@@ -15,6 +15,7 @@ class Flatten : public Layer {
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
   // dy: [batch, numel] → dx: [batch, ...input shape].
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  LayerNeeds needs() const override;
 
  private:
   Shape input_shape_;

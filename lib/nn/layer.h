@@ -12,6 +12,7 @@
 #include "core/shape.h"
 #include "core/tensor.h"
 #include "kernels/context.h"
+#include "nn/layer_needs.h"
 
 namespace mpipe::nn {
 
@@ -127,6 +128,9 @@ class Layer {
 
   // Forward floating-point operations for one example (for the cost model and benchmarks).
   virtual double forward_flops_per_example() const { return 0.0; }
+  // What a training forward keeps and what the layer's forward and backward allocate and cost
+  // besides (the cost model's memory and backward FLOPs), stated by each layer beside its code.
+  virtual LayerNeeds needs() const = 0;
 
  private:
   int global_index_;

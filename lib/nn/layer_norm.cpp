@@ -7,10 +7,7 @@
 namespace mpipe::nn {
 
 LayerNorm::LayerNorm(int global_index, const Shape& input_shape, double eps)
-    : InputSavingLayer(global_index),
-      input_shape_(input_shape),
-      dim_(0),
-      eps_(static_cast<float>(eps)) {
+    : RowNorm(global_index), input_shape_(input_shape), dim_(0), eps_(static_cast<float>(eps)) {
   check_input(input_shape.rank() >= 1 && input_shape[input_shape.rank() - 1] > 0,
               "layer_norm needs a non-empty last input axis, got {}", input_shape);
   check_input(eps > 0.0, "layer_norm eps must be > 0, got {}", eps);
@@ -50,10 +47,6 @@ Forward LayerNorm::forward_without_input(const Tensor& x, const LayerContext& ct
   return result;
 }
 
-Tensor LayerNorm::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
-  return backward_from(dy, saved.tensors, ctx);
-}
-
 Tensor LayerNorm::backward_from(const Tensor& dy, std::span<const Tensor> saved,
                                 const LayerContext& ctx) const {
   check(saved.size() == kSavedTensors, "LayerNorm::backward: nothing saved (not training?)");
@@ -72,6 +65,16 @@ Tensor LayerNorm::backward_from(const Tensor& dy, std::span<const Tensor> saved,
 double LayerNorm::forward_flops_per_example() const {
   // Mean, variance, normalize, scale and shift: about 8 operations per element.
   return 8.0 * static_cast<double>(input_shape_.numel());
+}
+
+LayerNeeds LayerNorm::needs() const {
+  // Keeps x and the mean and variance of each row.
+  const int64_t rows = input_shape_.numel() / dim_;
+  return {.kept_tensor_bytes = {float_bytes(input_shape_.numel()), float_bytes(rows),
+                                float_bytes(rows)},
+          .smallest_temporary_bytes = float_bytes(input_shape_.numel()),
+          .keeps_consumed_input = true,
+          .backward_flops = forward_flops_per_example()};
 }
 
 }  // namespace mpipe::nn

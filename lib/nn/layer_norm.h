@@ -3,12 +3,12 @@
 
 #include <span>
 
-#include "nn/input_saving_layer.h"
+#include "nn/row_norm.h"
 
 namespace mpipe::nn {
 
 // Params: "weight" [dim] (ones), "bias" [dim] (zeros), dim = the last input axis.
-class LayerNorm : public InputSavingLayer {
+class LayerNorm : public RowNorm {
  public:
   LayerNorm(int global_index, const Shape& input_shape, double eps = 1e-5);
 
@@ -18,12 +18,11 @@ class LayerNorm : public InputSavingLayer {
   void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
             std::vector<std::span<float>> buffers) override;
 
-  Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
-  // backward() with the saved tensors given as a span, for composite layers that keep several
-  // sub-layers' tensors in one Saved.
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
-                       const LayerContext& ctx) const;
+                       const LayerContext& ctx) const override;
+  size_t saved_tensors() const override { return kSavedTensors; }
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
   static constexpr size_t kSavedTensors = 3;
 

@@ -131,4 +131,15 @@ double Linear::forward_flops_per_example() const {
                  (has_bias_ ? static_cast<double>(units_) : 0.0));
 }
 
+LayerNeeds Linear::needs() const {
+  // Keeps x (forward_consuming: the tensor handed in); batched weight gradients copy x and dy.
+  return {
+      .kept_tensor_bytes = {float_bytes(input_shape_.numel())},
+      .smallest_temporary_bytes = smaller_activation_bytes(input_shape_, output_shape_),
+      .keeps_consumed_input = true,
+      .weight_grad_operand_bytes =
+          float_bytes(input_shape_.numel()) + float_bytes(output_shape_.numel()),
+      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index())};
+}
+
 }  // namespace mpipe::nn

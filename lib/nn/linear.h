@@ -28,6 +28,7 @@ class Linear : public InputSavingLayer {
   void finish_step_grads(const LayerContext& ctx) override;
   bool writes_grads_first() const override { return true; }
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
   int64_t in_features() const { return in_; }
   int64_t units() const { return units_; }

@@ -144,4 +144,22 @@ double GlobalAvgPool::forward_flops_per_example() const {
   return static_cast<double>(input_shape_.numel());
 }
 
+LayerNeeds Pool2d::needs() const {
+  LayerNeeds needs{
+      .smallest_temporary_bytes = smaller_activation_bytes(input_shape_, output_shape_),
+      .backward_flops = forward_flops_per_example()};
+  if (pool_kind_ == kernels::PoolKind::kMax) {
+    // oneDNN's workspace: the position of each maximum, u8 while the window has < 256 taps.
+    needs.kept_packed_bytes =
+        static_cast<double>(output_shape_.numel()) * (kernel_ * kernel_ < 256 ? 1.0 : 4.0);
+  }
+  return needs;
+}
+
+LayerNeeds GlobalAvgPool::needs() const {
+  // Keeps nothing: the gradient spreads evenly over each channel.
+  return {.smallest_temporary_bytes = smaller_activation_bytes(input_shape_, output_shape()),
+          .backward_flops = forward_flops_per_example()};
+}
+
 }  // namespace mpipe::nn

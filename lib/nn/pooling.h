@@ -22,6 +22,7 @@ class Pool2d : public Layer {
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
  private:
   kernels::Pool2dShape kernel_shape(int64_t batch) const;
@@ -62,6 +63,7 @@ class GlobalAvgPool : public Layer {
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
  private:
   kernels::Pool2dShape kernel_shape(int64_t batch) const;

@@ -2,6 +2,8 @@
 // shortcut sum, and one Saved holding every sub-layer's tensors without duplicates.
 #include "nn/residual_block.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "kernels/eltwise.h"
 #include "nn/composite.h"
@@ -223,6 +225,44 @@ double ResidualBlock::forward_flops_per_example() const {
     flops += static_cast<double>(path_[i].bn->output_shape().numel());
   }
   return flops + 2.0 * static_cast<double>(output_shape().numel());
+}
+
+LayerNeeds ResidualBlock::needs() const {
+  // Keeps what forward saves: per conv-bn pair of the main path the conv's input and the batch
+  // norm's tensors, the shortcut's batch norm's (its conv's input is x, kept once), then y.
+  const Shape& input = path_.front().conv->input_shape();
+  const Shape output = output_shape();
+  const double x = float_bytes(input.numel()), y = float_bytes(output.numel());
+  LayerNeeds needs;
+  for (const ConvBn& pair : path_) {
+    needs.keep_all_of(pair.conv->needs());
+    needs.keep_all_of(pair.bn->needs());
+  }
+  if (has_projection()) needs.keep_all_of(shortcut_.bn->needs());
+  needs.kept_tensor_bytes.push_back(y);
+
+  // Backward beyond x and y: dy and the sum's gradient (y each) stay while the pairs run one
+  // after another, last first; a pair's batch norm holds the gradients of its output o (the
+  // sum's for the last pair) and of its conv's output (o), its conv those of o and of its input;
+  // then the projection's batch norm beside the main path's dx, and (the sum's gradient freed)
+  // its conv.
+  double peak = 3.0 * y;  // the last pair's batch norm: dy, the sum's gradient and its dconv
+  double smallest = std::min(x, y);
+  for (size_t i = 0; i < path_.size(); ++i) {
+    const double pair_input = float_bytes(path_[i].conv->input_shape().numel());
+    const double pair_output = float_bytes(path_[i].bn->output_shape().numel());
+    if (i + 1 < path_.size()) peak = std::max(peak, 2.0 * y + 2.0 * pair_output);
+    peak = std::max(peak, 2.0 * y + pair_output + pair_input);
+    smallest = std::min(smallest, pair_output);
+  }
+  peak = has_projection() ? std::max({peak, 3.0 * y + x, 2.0 * y + 2.0 * x})
+                          : std::max(peak, 2.0 * y + x);
+  needs.backward_temporary_bytes = peak - x - y;
+  needs.smallest_temporary_bytes = smallest;
+  // Its widest batch norm's per-channel partial sums, one batch norm at a time.
+  needs.backward_fixed_tensor_bytes = path_.back().bn->needs().backward_fixed_tensor_bytes;
+  needs.backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index());
+  return needs;
 }
 
 }  // namespace mpipe::nn

@@ -45,6 +45,7 @@ class ResidualBlock : public Layer {
   int64_t buffer_update_size() const override;
   void apply_buffer_update(std::span<const float> update) override;
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
   bool has_projection() const { return shortcut_.conv != nullptr; }
 

@@ -107,4 +107,18 @@ double SeparableCell::forward_flops_per_example() const {
          bn_.forward_flops_per_example() + elements * (residual_ ? 2.0 : 1.0);
 }
 
+LayerNeeds SeparableCell::needs() const {
+  // Keeps x, the depthwise output and the batch norm's tensors; its backward holds about as much
+  // again (the gradients of those internals).
+  LayerNeeds needs{.kept_tensor_bytes = {float_bytes(depthwise_.input_shape().numel()),
+                                         float_bytes(depthwise_.output_shape().numel())}};
+  needs.keep_all_of(bn_.needs());
+  needs.backward_temporary_bytes = needs.kept_bytes_per_example();
+  needs.smallest_temporary_bytes =
+      smaller_activation_bytes(depthwise_.input_shape(), output_shape());
+  needs.backward_fixed_tensor_bytes = bn_.needs().backward_fixed_tensor_bytes;
+  needs.backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index());
+  return needs;
+}
+
 }  // namespace mpipe::nn

@@ -38,6 +38,7 @@ class SeparableCell : public Layer {
     bn_.apply_buffer_update(update);
   }
   double forward_flops_per_example() const override;
+  LayerNeeds needs() const override;
 
   bool has_residual() const { return residual_; }
 

@@ -303,8 +303,7 @@ std::string over_limit_message(const Context& c, const PipelinePlan& out) {
 }
 
 // The plan without advice.
-PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& plan,
-                       const PlanRequest& request) {
+PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request) {
   const PipelineConfig& pipe = request.pipeline;
   check(pipe.stages >= 1 && pipe.data_parallel >= 1 && pipe.micro_batches >= 1,
         "plan_pipeline: stages {}, data_parallel {} and micro_batches {} must be resolved",
@@ -314,7 +313,7 @@ PipelinePlan plan_core(const model::ModelSpec& spec, const model::ModelPlan& pla
     throw Error(fmt::format("plan_pipeline: train.batch_size: {}", *problem));
   }
   const int64_t rows = request.batch_size / (int64_t{pipe.data_parallel} * pipe.micro_batches);
-  model::MemoryModel memory(model::layer_costs(spec, plan), rows, request.optimizer_slots,
+  model::MemoryModel memory(model::layer_costs(plan), rows, request.optimizer_slots,
                             request.allocator);
   StageTimes times(memory.costs(), rows, request);
   Context c{.plan = plan,
@@ -373,21 +372,20 @@ double largest_peak(const PipelinePlan& p) {
 }
 
 // The plan with recompute: auto resolved (see plan_pipeline), without advice.
-PipelinePlan plan_resolved(const model::ModelSpec& spec, const model::ModelPlan& plan,
-                           const PlanRequest& request) {
-  if (request.pipeline.recompute != Recompute::kAuto) return plan_core(spec, plan, request);
+PipelinePlan plan_resolved(const model::ModelPlan& plan, const PlanRequest& request) {
+  if (request.pipeline.recompute != Recompute::kAuto) return plan_core(plan, request);
   PlanRequest r = request;
   // Before recompute is: weight_grads: auto follows the configured mode (resolve_weight_grads).
   r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
   if (request.pipeline.memory_limit <= 0) {
     r.pipeline.recompute = Recompute::kAlways;
-    return plan_core(spec, plan, r);
+    return plan_core(plan, r);
   }
   std::optional<PipelinePlan> fastest, smallest;
   for (Recompute mode :
        {Recompute::kNever, Recompute::kExceptLast, Recompute::kPerLayer, Recompute::kAlways}) {
     r.pipeline.recompute = mode;
-    PipelinePlan p = plan_core(spec, plan, r);
+    PipelinePlan p = plan_core(plan, r);
     if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
     if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
   }
@@ -396,8 +394,8 @@ PipelinePlan plan_resolved(const model::ModelSpec& spec, const model::ModelPlan&
 
 // Suggestions: more micro-batches for a large bubble, a setting that fits the limit, a better
 // balanced partition, and recompute: never when memory allows it.
-std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::ModelPlan& plan,
-                                     const PlanRequest& request, const PipelinePlan& out) {
+std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanRequest& request,
+                                     const PipelinePlan& out) {
   std::vector<std::string> advice;
   const PipelineConfig& pipe = request.pipeline;
   const auto variant = [&](auto change) -> std::optional<PipelinePlan> {
@@ -408,7 +406,7 @@ std::vector<std::string> make_advice(const model::ModelSpec& spec, const model::
       return std::nullopt;
     }
     try {
-      return plan_resolved(spec, plan, other);
+      return plan_resolved(plan, other);
     } catch (const InputError&) {
       return std::nullopt;
     }
@@ -571,10 +569,9 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
   return moments;
 }
 
-PipelinePlan plan_pipeline(const model::ModelSpec& spec, const model::ModelPlan& plan,
-                           const PlanRequest& request) {
-  PipelinePlan out = plan_resolved(spec, plan, request);
-  out.advice = make_advice(spec, plan, request, out);
+PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request) {
+  PipelinePlan out = plan_resolved(plan, request);
+  out.advice = make_advice(plan, request, out);
   return out;
 }
 

@@ -95,7 +95,6 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
 // to the mode with the fastest predicted step among those whose plan fits, ties going to the
 // first of never, except_last, per_layer, always; when none fits, to the one with the smallest
 // largest stage (its problem is reported).
-PipelinePlan plan_pipeline(const model::ModelSpec& spec, const model::ModelPlan& plan,
-                           const PlanRequest& request);
+PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request);
 
 }  // namespace mpipe::pipeline

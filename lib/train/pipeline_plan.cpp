@@ -23,7 +23,7 @@ pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                 .eval_batch_where = experiment.where("train.eval_batch_size")};
   request.pipeline.stages = num_stages;
   request.pipeline.data_parallel = num_replicas;
-  return pipeline::plan_pipeline(experiment.model, plan, request);
+  return pipeline::plan_pipeline(plan, request);
 }
 
 }  // namespace mpipe::train

@@ -89,7 +89,19 @@ TEST(ModelSection, LossMustBeCrossEntropyOrMse) {
 
 TEST(ModelSection, UnknownKeyListsTheKnownKeys) {
   EXPECT_EQ(ExperimentFile().error("model:\n  layers: [{type: relu}]\n  optimizer: sgd\n"),
-            "exp.yaml:3: model.optimizer: unknown key (known: loss, layers)");
+            "exp.yaml:3: model.optimizer: unknown key (known: loss, init, layers)");
+}
+
+TEST(ModelSection, InitIsReadAndDefaultsToEachLayersOwn) {
+  ExperimentFile file;
+  EXPECT_EQ(file.load("model:\n  layers: [{type: relu}]\n").model.init, model::ModelInit::kDefault);
+  EXPECT_EQ(file.load("model:\n  init: gpt2\n  layers: [{type: relu}]\n").model.init,
+            model::ModelInit::kGpt2);
+}
+
+TEST(ModelSection, InitIsDefaultOrGpt2) {
+  EXPECT_EQ(ExperimentFile().error("model:\n  init: xavier\n  layers: [{type: relu}]\n"),
+            "exp.yaml:2: model.init: expected one of default, gpt2, got 'xavier'");
 }
 
 TEST(ModelSection, LayersMustBeANonEmptyList) {

@@ -101,6 +101,14 @@ TEST(ResolvedSettings, DefaultsAreIncluded) {
   EXPECT_EQ(settings.at("model.loss"), "cross_entropy");
 }
 
+TEST(ResolvedSettings, ModelInitIsWrittenOnlyWhenSet) {
+  // (A run saved before model.init existed resumes with the default: no key, no change.)
+  ExperimentFile file;
+  EXPECT_FALSE(resolved_settings(file.load(kModel)).contains("model.init"));
+  const std::string gpt2 = "model:\n  init: gpt2\n  layers: [{type: relu}]\n";
+  EXPECT_EQ(resolved_settings(file.load(gpt2)).at("model.init"), "gpt2");
+}
+
 TEST(ResolvedSettings, AutoCountsStayAuto) {
   ExperimentFile file;
   const Settings settings = resolved_settings(file.load("pipeline: {stages: auto}\n" + kModel));

@@ -35,12 +35,18 @@ struct Case {
 LayerSpec spec_of(const Case& c) { return testing::layer_spec(c.kind, c.attrs); }
 
 // Every layer kind at a small shape and at the shapes of the e2e memory tests' models (a
-// Fashion-MNIST CNN, a character Transformer with T = 64, d = 64).
+// Fashion-MNIST CNN, a character Transformer with T = 64, d = 64), and the Transformer block with
+// RMS norms, a SwiGLU MLP and rotary position embeddings.
 std::vector<Case> cases() {
   using A = std::map<std::string, AttrValue>;
   const A conv{{"channels", int64_t{8}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}};
   const A attention{{"heads", int64_t{4}}};
   const A block{{"heads", int64_t{4}}, {"dropout", 0.1}};
+  const A modern_block{{"heads", int64_t{4}},
+                       {"dropout", 0.1},
+                       {"norm", std::string("rms_norm")},
+                       {"mlp", std::string("swiglu")},
+                       {"rotary", true}};
   const A identity{{"channels", int64_t{16}}};
   const A projection{{"channels", int64_t{16}}, {"stride", int64_t{2}}};
   const A bottleneck{{"channels", int64_t{16}}, {"bottleneck", true}};
@@ -82,6 +88,12 @@ std::vector<Case> cases() {
       {"transformer_block", block, Shape{16, 32}, 2},
       {"transformer_block", block, Shape{16, 32}, 8},
       {"transformer_block", block, Shape{64, 64}, 8},
+      {"rms_norm", {}, Shape{16, 32}, 8},
+      {"rms_norm", {}, Shape{64, 64}, 8},
+      {"transformer_block", modern_block, Shape{16, 32}, 2},
+      {"transformer_block", modern_block, Shape{64, 64}, 8},
+      {"transformer_block", A{{"heads", int64_t{4}}, {"mlp", std::string("swiglu")}}, Shape{16, 32},
+       8},
   };
 }
 
@@ -226,7 +238,7 @@ void check_every_layer(AllocatorModel allocator, double slack, double over) {
     ModelSpec model;
     model.layers = {spec};
     const ModelPlan plan = plan_model(model, c.input);
-    LayerCost cost = cost_of(spec, plan.layers[0]);
+    LayerCost cost = cost_of(plan.layers[0]);
     cost.index = 1;
     const Measured m = LayerRun(spec, c.input, c.rows).measure();
     const Predicted p = predict(cost, c.rows, allocator);

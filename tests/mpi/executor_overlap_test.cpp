@@ -35,6 +35,7 @@ class Probe : public nn::Layer {
     on_backward_();
     return dy;
   }
+  nn::LayerNeeds needs() const override { return {}; }  // saves and allocates nothing
 
  private:
   Shape shape_;

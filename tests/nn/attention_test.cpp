@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "core/error.h"
 #include "core/rng.h"
 #include "forward_consuming_check.h"
@@ -34,9 +37,11 @@ struct RandomParams {
 
 constexpr int64_t kSeq = 5, kDim = 8, kHeads = 2;
 
-TEST(CausalSelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
+// The layer's evaluation forward against the reference kernels composed by hand, with rotary
+// position embeddings on q and k when `rotary` asks for them.
+void expect_forward_matches_reference(RotaryOptions rotary) {
   kernels::KernelContext kernels;
-  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
+  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.0, rotary);
   RandomParams params(layer);
   const Tensor x = random_tensor({2, kSeq, kDim});
   const Tensor y = layer.forward(x, {.kernels = kernels, .training = false}).output;
@@ -63,6 +68,13 @@ TEST(CausalSelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
       }
     }
   }
+  if (rotary.enabled) {
+    const std::vector<float> q_in = q, k_in = k;
+    kernels::reference::rotary_apply(q_in.data(), q.data(), 2 * kHeads, kSeq, hd, rotary.base,
+                                     false);
+    kernels::reference::rotary_apply(k_in.data(), k.data(), 2 * kHeads, kSeq, hd, rotary.base,
+                                     false);
+  }
   std::vector<float> probs(2 * kHeads * kSeq * kSeq), heads(rows * kDim), merged(rows * kDim);
   kernels::reference::causal_attention_forward(
       {.batch = 2, .heads = kHeads, .seq = kSeq, .head_dim = hd}, q.data(), k.data(), v.data(),
@@ -82,6 +94,36 @@ TEST(CausalSelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
                                      kDim, kDim);
   ASSERT_EQ(y.shape(), x.shape());
   for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(y[i], expected[i], 1e-5) << i;
+}
+
+TEST(CausalSelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
+  expect_forward_matches_reference({});
+}
+
+TEST(CausalSelfAttention, ForwardWithRotaryEmbeddingsMatchesTheReference) {
+  // A small base turns the pairs by large angles within five positions.
+  expect_forward_matches_reference({.enabled = true, .base = 10.0});
+}
+
+TEST(CausalSelfAttention, RotaryEmbeddingsChangeTheOutputAfterTheFirstPosition) {
+  // Position 0 is not rotated; the later ones are (their scores change with relative position).
+  kernels::KernelContext kernels;
+  CausalSelfAttention plain(0, Shape{kSeq, kDim}, kHeads);
+  CausalSelfAttention rotary(0, Shape{kSeq, kDim}, kHeads, 0.0, {.enabled = true});
+  RandomParams plain_params(plain), rotary_params(rotary);
+  const Tensor x = random_tensor({1, kSeq, kDim});
+  const Tensor a = plain.forward(x, {.kernels = kernels, .training = false}).output;
+  const Tensor b = rotary.forward(x, {.kernels = kernels, .training = false}).output;
+  for (int64_t j = 0; j < kDim; ++j) EXPECT_FLOAT_EQ(a[j], b[j]) << j;
+  double difference = 0.0;
+  for (int64_t i = kDim; i < a.numel(); ++i) difference += std::abs(a[i] - b[i]);
+  EXPECT_GT(difference, 1e-3);
+}
+
+TEST(CausalSelfAttention, BackwardWithRotaryEmbeddingsMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  CausalSelfAttention layer(1, Shape{kSeq, kDim}, kHeads, 0.2, {.enabled = true, .base = 10.0});
+  testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
 }
 
 TEST(CausalSelfAttention, ForwardConsumingKeepsTheInputItIsHanded) {

@@ -27,6 +27,7 @@ class RecordingLayer : public Layer {
   }
   Forward forward(const Tensor& x, const LayerContext&) override { return {x, {}}; }
   Tensor backward(const Tensor& dy, const Saved&, const LayerContext&) override { return dy; }
+  LayerNeeds needs() const override { return {}; }  // saves and allocates nothing
 
   std::vector<std::span<float>> bound_params, bound_grads, bound_buffers;
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -42,6 +44,52 @@ TEST(TransformerBlock, BackwardMatchesFiniteDifferencesWithDropoutMasksFixedByTh
   kernels::KernelContext ctx;
   TransformerBlock layer(2, Shape{kSeq, kDim}, kHeads, 4, 0.2);
   testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
+}
+
+// The modern variant: RMS norms, a SwiGLU MLP and rotary position embeddings.
+constexpr TransformerBlockVariant kModern{
+    .norm = NormKind::kRmsNorm, .mlp = MlpKind::kSwiglu, .rotary = {.enabled = true, .base = 10.0}};
+
+TEST(TransformerBlock, BackwardMatchesFiniteDifferencesWithRmsNormSwigluAndRotary) {
+  kernels::KernelContext ctx;
+  TransformerBlock layer(2, Shape{kSeq, kDim}, kHeads, 2, 0.2, kModern);
+  testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
+}
+
+TEST(TransformerBlock, BackwardMatchesFiniteDifferencesForEachOptionAlone) {
+  // The block of the first test, with one option changed at a time.
+  kernels::KernelContext ctx;
+  const TransformerBlockVariant variants[] = {
+      {.norm = NormKind::kRmsNorm}, {.mlp = MlpKind::kSwiglu}, {.rotary = {.enabled = true}}};
+  for (size_t i = 0; i < std::size(variants); ++i) {
+    SCOPED_TRACE("variant " + std::to_string(i));
+    TransformerBlock layer(2, Shape{kSeq, kDim}, kHeads, 4, 0.2, variants[i]);
+    testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
+  }
+}
+
+TEST(TransformerBlock, SwigluAndRmsNormNameTheirParamsAndSizeTheGateAndUpProjection) {
+  const TransformerBlock layer(0, Shape{kSeq, kDim}, kHeads, 3, 0.0, kModern);
+  std::vector<std::string> names;
+  for (const ParamSpec& spec : layer.param_specs()) names.push_back(spec.name);
+  const std::vector<std::string> expected = {
+      "ln1.weight", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
+      "ln2.weight", "mlp.fc1.weight",  "mlp.fc1.bias",  "mlp.fc2.weight",   "mlp.fc2.bias"};
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(layer.param_specs()[6].shape, Shape({2 * 3 * kDim, kDim}));  // gate, then up
+  EXPECT_EQ(layer.param_specs()[8].shape, Shape({kDim, 3 * kDim}));      // down
+  // fc1 2·5·8·48 and fc2 2·5·24·8 beside attention's, whose rotation adds 6·T·d.
+  EXPECT_DOUBLE_EQ(layer.forward_flops_per_example(),
+                   1920.0 + 800.0 + 640.0 + 240.0 + 3840.0 + 1920.0);
+}
+
+TEST(TransformerBlock, ResidualStdSetsTheInitOfTheOutputProjectionsOnly) {
+  const TransformerBlock layer(0, Shape{kSeq, kDim}, kHeads, 4, 0.0, {.residual_std = 0.005f});
+  for (const ParamSpec& spec : layer.param_specs()) {
+    if (spec.init != Init::kNormal) continue;
+    const bool residual = spec.name == "attn.proj.weight" || spec.name == "mlp.fc2.weight";
+    EXPECT_EQ(spec.std, residual ? 0.005f : 0.02f) << spec.name;
+  }
 }
 
 TEST(TransformerBlock, TwoMicroBatchesGiveTheFullBatchOutputRowByRowWithDropout) {

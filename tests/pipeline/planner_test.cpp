@@ -88,7 +88,7 @@ TEST(Planner, PredictedKeptActivationsEqualARealStagesPeakUnderEverySchedule) {
   for (const auto& [spec, input] :
        {std::pair{dense_model(), kDenseInput}, std::pair{pooling_model(), kPoolingInput}}) {
     const model::ModelPlan plan = model::plan_model(spec, input);
-    const model::MemoryModel memory(model::layer_costs(spec, plan), kRows, 0);
+    const model::MemoryModel memory(model::layer_costs(plan), kRows, 0);
     const int num_layers = static_cast<int>(plan.layers.size());
     for (ScheduleKind schedule : kSchedules) {
       for (Recompute recompute : kModes) {
@@ -231,7 +231,7 @@ PlanRequest request(int stages, PartitionMode mode, std::vector<int> counts = {}
 }
 
 PipelinePlan plan_of(const ModelSpec& spec, const Shape& input, const PlanRequest& r) {
-  return plan_pipeline(spec, model::plan_model(spec, input), r);
+  return plan_pipeline(model::plan_model(spec, input), r);
 }
 
 double slowest(const PipelinePlan& p) {
@@ -303,7 +303,7 @@ TEST(Planner, PartitionErrorsNameThePartitionKey) {
 TEST(Planner, StageStateIsParametersGradientsAndOptimizerSlots) {
   const ModelSpec spec = uneven_model();
   const model::ModelPlan model = model::plan_model(spec, kUnevenInput);
-  const PipelinePlan p = plan_pipeline(spec, model, request(2, PartitionMode::kAuto));
+  const PipelinePlan p = plan_pipeline(model, request(2, PartitionMode::kAuto));
   int64_t params = 0;
   for (const StagePlan& s : p.stages) {
     params += s.num_params;
@@ -519,7 +519,7 @@ PlanRequest block_request(Recompute recompute, double limit) {
 TEST(Planner, PerLayerRecomputeKeepsEveryLayersInputAndOneLayersWorkspace) {
   const ModelSpec spec = block_model();
   const std::vector<model::LayerCost> costs =
-      model::layer_costs(spec, model::plan_model(spec, kBlockInput));
+      model::layer_costs(model::plan_model(spec, kBlockInput));
   // At layer i of a per-layer backward: while it is recomputed, the inputs of layers [0, i], its
   // output, what it saves and the gradient waiting for it; then the inputs of layers [0, i), what
   // it saved and its backward temporaries (input and output gradients, internals).
