@@ -215,7 +215,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
       train::check_init_weights(
           model::build_layers(experiment.model, result.dataset->input_shape(), 0,
                               static_cast<int>(experiment.model.layers.size())),
-          inputs.init_weights);
+          inputs.init_weights, plan.tied);
     }
     const pipeline::PipelinePlan& pipeline_plan = result.plan.pipeline =
         train::plan_experiment(experiment, plan, topology.num_stages, topology.num_replicas);

@@ -42,7 +42,8 @@ LinearOptions read_linear(LayerAttrs& a) {
           .bias = a.flag("bias", true),
           .init = a.text("init", "kaiming", {"kaiming", "xavier"}) == "xavier"
                       ? nn::Init::kXavierUniform
-                      : nn::Init::kKaimingUniform};
+                      : nn::Init::kKaimingUniform,
+          .tie = a.text("tie", "", {"embedding"}) == "embedding"};
 }
 
 DropoutOptions read_dropout(LayerAttrs& a) {

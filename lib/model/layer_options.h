@@ -19,6 +19,8 @@ struct LinearOptions {
   int64_t units = 1;
   bool bias = true;
   nn::Init init = nn::Init::kKaimingUniform;
+  bool tie =
+      false;  // `tie: embedding`: the weight is the embedding's token matrix (tied_weights.h)
 };
 
 struct DropoutOptions {

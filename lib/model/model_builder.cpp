@@ -88,7 +88,7 @@ std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, cons
 }
 
 ModelPlan plan_model(const ModelSpec& spec, const Shape& input) {
-  ModelPlan plan{.input = input, .layers = {}};
+  ModelPlan plan{.input = input, .layers = {}, .tied = std::nullopt};
   auto layers = build_layers(spec, input, 0, static_cast<int>(spec.layers.size()));
   Shape shape = input;
   for (const auto& layer : layers) {
@@ -101,6 +101,7 @@ ModelPlan plan_model(const ModelSpec& spec, const Shape& input) {
     }
     shape = plan.layers.back().output;
   }
+  plan.tied = find_tied_weights(spec, layers);
   try {
     plan.num_params();  // the total must be countable too
   } catch (const SizeError& e) {

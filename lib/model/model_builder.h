@@ -2,12 +2,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/shape.h"
 #include "model/layer_factory.h"
 #include "model/layer_spec.h"
+#include "model/tied_weights.h"
 #include "nn/layer.h"
 
 namespace mpipe::model {
@@ -29,6 +31,7 @@ struct LayerPlan {
 struct ModelPlan {
   Shape input;
   std::vector<LayerPlan> layers;
+  std::optional<TiedWeights> tied;  // the output linear that shares the embedding's matrix
   int64_t num_params() const;
 };
 

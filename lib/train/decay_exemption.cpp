@@ -6,13 +6,18 @@
 
 namespace mpipe::train {
 
-std::vector<optim::ParamRange> decay_exempt_ranges(const pipeline::Stage& stage) {
+std::vector<optim::ParamRange> decay_exempt_ranges(const pipeline::Stage& stage,
+                                                   const std::optional<model::TiedWeights>& tied) {
   std::map<int, std::string_view> kind_of;  // global layer index -> layer kind
   for (const auto& layer : stage.layers()) kind_of[layer->global_index()] = layer->kind();
   std::vector<optim::ParamRange> exempt;
   for (const auto& entry : stage.params().entries()) {
     if (!entry.trainable) continue;
-    if (entry.shape.rank() < 2 || kind_of.at(entry.global_layer) == "embedding") {
+    // A tied head's weight is the embedding's matrix, so it is exempt with it: the two copies
+    // must take the same steps.
+    const bool tied_copy =
+        tied && entry.global_layer == tied->head && entry.name == model::TiedWeights::kHeadParam;
+    if (entry.shape.rank() < 2 || kind_of.at(entry.global_layer) == "embedding" || tied_copy) {
       exempt.push_back({entry.offset, entry.offset + entry.shape.numel()});
     }
   }

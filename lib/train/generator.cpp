@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/text_corpus.h"
 #include "model/model_builder.h"
+#include "model/tied_weights.h"
 #include "pipeline/stage.h"
 #include "train/stage_tensors.h"
 
@@ -61,10 +63,10 @@ std::string generate_text(const model::ModelSpec& spec, int64_t seq_len,
               sampling.top_k);
   check_input(sampling.top_p > 0 && sampling.top_p <= 1, "--top-p: must be in (0, 1], got {}",
               sampling.top_p);
-  pipeline::Stage model(
-      model::build_layers(spec, Shape{seq_len}, 0, static_cast<int>(spec.layers.size())),
-      pipeline::Recompute::kNever, 1);
-  load_stage_weights(model, weights, weights_source);
+  auto layers = model::build_layers(spec, Shape{seq_len}, 0, static_cast<int>(spec.layers.size()));
+  const std::optional<model::TiedWeights> tied = model::find_tied_weights(spec, layers);
+  pipeline::Stage model(std::move(layers), pipeline::Recompute::kNever, 1);
+  load_stage_weights(model, weights, weights_source, tied);
   const Shape output = model.layers().back()->output_shape();
   check_input(output.rank() == 2 && output[0] == seq_len,
               "{}: the model's output {} is not [seq_len, vocab] logits", weights_source, output);

@@ -21,8 +21,8 @@ bool keeps_initialisation(const std::string& name, const std::vector<std::string
 }
 
 void check_init_weights(const std::vector<std::unique_ptr<nn::Layer>>& layers,
-                        const InitWeights& init) {
-  const std::vector<WeightSlot> model = weight_layout(layers);
+                        const InitWeights& init, const std::optional<model::TiedWeights>& tied) {
+  const std::vector<WeightSlot> model = weight_layout(layers, tied);
   for (const std::string& pattern : init.skip) {
     const bool matches = std::any_of(model.begin(), model.end(), [&](const WeightSlot& slot) {
       return keeps_initialisation(slot.tensor.name, {pattern});
@@ -48,14 +48,15 @@ void check_init_weights(const std::vector<std::unique_ptr<nn::Layer>>& layers,
   }
 }
 
-void load_init_weights(pipeline::Stage& stage, const InitWeights& init) {
+void load_init_weights(pipeline::Stage& stage, const InitWeights& init,
+                       const std::optional<model::TiedWeights>& tied) {
   load_stage_weights(
       stage,
       [&init](const checkpoint::TensorDestination& into) {
         checkpoint::read_safetensors_into(init.path, into);
       },
-      init.path,
-      [&init](const std::string& name) { return keeps_initialisation(name, init.skip); });
+      init.path, [&init](const std::string& name) { return keeps_initialisation(name, init.skip); },
+      tied);
 }
 
 }  // namespace mpipe::train

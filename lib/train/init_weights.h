@@ -3,9 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "model/tied_weights.h"
 #include "nn/layer.h"
 #include "pipeline/stage.h"
 
@@ -28,12 +30,14 @@ bool keeps_initialisation(const std::string& name, const std::vector<std::string
 // tensor: "w.safetensors: tensor layers.5.weight has shape [3, 48], the model needs [4, 48]",
 // "... tensor layers.4.bias is missing", "... tensor layers.9.weight is not in the model", a
 // dtype other than F32 (from the header's check), or "--init-skip 'layers.9': matches no tensor
-// of the model".
+// of the model". A tied matrix (`tied`) is one tensor, the embedding's (train/stage_tensors.h).
 void check_init_weights(const std::vector<std::unique_ptr<nn::Layer>>& layers,
-                        const InitWeights& init);
+                        const InitWeights& init, const std::optional<model::TiedWeights>& tied);
 
 // Reads the stage's own tensors from the file straight into its weights (every other tensor is
-// skipped), refusing a non-finite value as any weights read are refused.
-void load_init_weights(pipeline::Stage& stage, const InitWeights& init);
+// skipped), refusing a non-finite value as any weights read are refused; a tied head's copy comes
+// from the embedding's tensor.
+void load_init_weights(pipeline::Stage& stage, const InitWeights& init,
+                       const std::optional<model::TiedWeights>& tied);
 
 }  // namespace mpipe::train

@@ -15,10 +15,11 @@ namespace mpipe::train {
 comm::TagSpace message_tags(const config::Experiment& experiment, const Shape& input_shape) {
   const auto layers = model::build_layers(experiment.model, input_shape, 0,
                                           static_cast<int>(experiment.model.layers.size()));
-  return comm::TagSpace({.kinds = pipeline::kDirections,
-                         .micro_batches = experiment.pipeline.micro_batches,
-                         .chunks = 1,
-                         .tensors = std::max(1, static_cast<int>(weight_layout(layers).size()))});
+  return comm::TagSpace(
+      {.kinds = pipeline::kDirections,
+       .micro_batches = experiment.pipeline.micro_batches,
+       .chunks = 1,
+       .tensors = std::max(1, static_cast<int>(weight_layout(layers, std::nullopt).size()))});
 }
 
 void check_message_tags(const config::Experiment& experiment, const comm::TagSpace& tags,

@@ -79,7 +79,7 @@ void RunCheckpoints::save(int64_t steps_done) {
   const comm::Topology& topo = trainer_.topology();
   const bool writer = topo.replica == 0;        // the other replicas hold the same stages
   std::vector<checkpoint::TensorView> tensors;  // views: the live state, written as it is
-  if (writer) tensors = stage_state(trainer_.stage(), trainer_.optimizer());
+  if (writer) tensors = stage_state(trainer_.stage(), trainer_.optimizer(), trainer_.tied());
   comm::agree(world_, [&] {
     if (auto name = checkpoint::first_non_finite(tensors)) {
       throw Error(fmt::format("step {}: not saving a checkpoint: non-finite value in {} (stage {})",
@@ -181,7 +181,7 @@ void RunCheckpoints::load(int64_t step, const nlohmann::json& meta) {
     load_stage_state(
         trainer_.stage(), trainer_.optimizer(),
         [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
-        store_.step_dir(step));
+        store_.step_dir(step), trainer_.tied());
     trainer_.optimizer().set_steps_taken(optimizer_steps_done);
   });
 }

@@ -12,50 +12,70 @@
 namespace mpipe::train {
 namespace {
 
+using Tied = std::optional<model::TiedWeights>;
+
 std::string weight_name(int layer, const std::string& name) {
   return fmt::format("{}{}.{}", checkpoint::kWeightPrefix, layer, name);
 }
 
-// Calls visit(name, values) for every weight of the stage in weight_layout order.
+// Under `tied`, the head's copy of the tied matrix: files hold it once, under the embedding's
+// name (stored_name), and a stage that holds the copy restores it from there.
+bool is_tied_copy(const Tied& tied, int layer, const std::string& name) {
+  return tied && layer == tied->head && name == model::TiedWeights::kHeadParam;
+}
+
+std::string stored_name(const Tied& tied, int layer, const std::string& name) {
+  return is_tied_copy(tied, layer, name)
+             ? weight_name(tied->embedding, model::TiedWeights::kEmbeddingParam)
+             : weight_name(layer, name);
+}
+
+// Calls visit(name, shape, values, tied_copy) for every weight of the stage in weight_layout
+// order; `name` is the one files store it under (the embedding's for the head's tied copy).
 template <typename Stage, typename Visit>
-void for_each_weight(Stage& stage, Visit visit) {
+void for_each_weight(Stage& stage, const Tied& tied, Visit visit) {
   auto& params = stage.params();
   for (const auto& layer : stage.layers()) {
     for (bool trainable : {true, false}) {
       for (const auto& entry : params.entries()) {
         if (entry.global_layer != layer->global_index() || entry.trainable != trainable) continue;
         auto storage = trainable ? params.values() : params.buffers();
-        visit(weight_name(entry.global_layer, entry.name), entry.shape,
+        visit(stored_name(tied, entry.global_layer, entry.name), entry.shape,
               storage.subspan(static_cast<size_t>(entry.offset),
-                              static_cast<size_t>(entry.shape.numel())));
+                              static_cast<size_t>(entry.shape.numel())),
+              is_tied_copy(tied, entry.global_layer, entry.name));
       }
     }
   }
 }
 
-// Calls visit(name, shape, values) for every optimizer-state tensor of the stage: per slot of the
-// optimizer ("exp_avg", ...), one per trainable parameter, named "optim.<slot>.<weight name>".
+// Calls visit(name, shape, values, tied_copy) for every optimizer-state tensor of the stage: per
+// slot of the optimizer ("exp_avg", ...), one per trainable parameter, named
+// "optim.<slot>.<stored weight name>".
 template <typename Visit>
 void for_each_optimizer_tensor(const pipeline::Stage& stage, optim::Optimizer& optimizer,
-                               Visit visit) {
+                               const Tied& tied, Visit visit) {
   for (const auto& [slot, state] : optimizer.state()) {
     for (const auto& entry : stage.params().entries()) {
       if (!entry.trainable) continue;
-      visit(fmt::format("optim.{}.{}", slot, weight_name(entry.global_layer, entry.name)),
+      visit(fmt::format("optim.{}.{}", slot, stored_name(tied, entry.global_layer, entry.name)),
             entry.shape,
             state.subspan(static_cast<size_t>(entry.offset),
-                          static_cast<size_t>(entry.shape.numel())));
+                          static_cast<size_t>(entry.shape.numel())),
+            is_tied_copy(tied, entry.global_layer, entry.name));
     }
   }
 }
 
 }  // namespace
 
-std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers) {
+std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers,
+                                      const Tied& tied) {
   std::vector<WeightSlot> layout;
   for (const auto& layer : layers) {
     const int index = layer->global_index();
     for (const auto& spec : layer->param_specs()) {
+      if (is_tied_copy(tied, index, spec.name)) continue;
       layout.push_back({index, {weight_name(index, spec.name), spec.shape}});
     }
     for (const auto& spec : layer->buffer_specs()) {
@@ -65,114 +85,155 @@ std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Laye
   return layout;
 }
 
-std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage) {
+std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage, const Tied& tied) {
   std::vector<std::span<const float>> values;
-  for_each_weight(stage, [&values](const std::string&, const Shape&, auto view) {
-    values.emplace_back(view.data(), view.size());
+  for_each_weight(stage, tied, [&values](const std::string&, const Shape&, auto view, bool copy) {
+    if (!copy) values.emplace_back(view.data(), view.size());
   });
   return values;
 }
 
 std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
-                                                optim::Optimizer& optimizer) {
+                                                optim::Optimizer& optimizer, const Tied& tied) {
   std::vector<checkpoint::TensorView> tensors;
-  for_each_weight(stage, [&tensors](const std::string& name, const Shape& shape, auto values) {
-    tensors.push_back({name, shape, {values.data(), values.size()}});
-  });
-  for_each_optimizer_tensor(stage, optimizer,
-                            [&tensors](const std::string& name, const Shape& shape, auto values) {
-                              tensors.push_back({name, shape, values});
-                            });
+  for_each_weight(stage, tied,
+                  [&tensors](const std::string& name, const Shape& shape, auto values, bool copy) {
+                    if (!copy) tensors.push_back({name, shape, {values.data(), values.size()}});
+                  });
+  for_each_optimizer_tensor(
+      stage, optimizer, tied,
+      [&tensors](const std::string& name, const Shape& shape, auto values, bool copy) {
+        if (!copy) tensors.push_back({name, shape, values});
+      });
   return tensors;
 }
 
 namespace {
 
 // The stage's tensors by name, writable: where a restore puts each, checking that every one is
-// found once with the model's shape.
+// found once with the model's shape. A name may have several destinations (the two copies of a
+// tied matrix on one stage): the first is read into, the others get copies (finish). A tied
+// copy's own name, should a file hold it, is read aside and must equal what the stage restored.
 class Destinations {
  public:
   explicit Destinations(const std::string& source) : source_(source) {}
 
   void add(const std::string& name, const Shape& shape, std::span<float> values) {
-    order_.push_back(name);
-    slots_[name] = {shape, values, false};
+    auto [it, added] = slots_.try_emplace(name, Slot{shape, {}, false});
+    if (added) order_.push_back(name);
+    it->second.values.push_back(values);
+  }
+  // `name` (the head's tied copy) is checked against `stored`, when a file holds it.
+  void add_check(const std::string& name, const Shape& shape, const std::string& stored) {
+    checks_[name] = {shape, stored, {}};
   }
   // The span for `name`, or nullopt when the stage has no such tensor.
   std::optional<std::span<float>> take(const std::string& name, const Shape& shape) {
+    if (auto check = checks_.find(name); check != checks_.end()) {
+      check_shape(name, shape, check->second.shape);
+      check->second.values.resize(static_cast<size_t>(shape.numel()));
+      return std::span<float>(check->second.values);
+    }
     auto it = slots_.find(name);
     if (it == slots_.end()) return std::nullopt;
-    check_input(it->second.shape == shape, "{}: tensor {} has shape {}, the model needs {}",
-                source_, name, shape, it->second.shape);
+    check_shape(name, shape, it->second.shape);
     it->second.found = true;
-    return it->second.values;
+    return it->second.values.front();
   }
-  void check_complete() const {
+  // After the read: every tensor found, copies made, tied copies held by the file equal.
+  void finish() const {
     for (const std::string& name : order_) {
-      check_input(slots_.at(name).found, "{}: tensor {} is missing", source_, name);
+      const Slot& slot = slots_.at(name);
+      check_input(slot.found, "{}: tensor {} is missing", source_, name);
+      for (size_t i = 1; i < slot.values.size(); ++i) {
+        std::copy(slot.values.front().begin(), slot.values.front().end(), slot.values[i].begin());
+      }
+    }
+    for (const auto& [name, check] : checks_) {
+      const std::span<const float> stored = slots_.at(check.stored).values.front();
+      check_input(
+          check.values.empty() ||
+              std::equal(stored.begin(), stored.end(), check.values.begin(), check.values.end()),
+          "{}: tensor {} is tied to {} but holds other values", source_, name, check.stored);
     }
   }
 
  private:
+  void check_shape(const std::string& name, const Shape& shape, const Shape& needed) const {
+    check_input(shape == needed, "{}: tensor {} has shape {}, the model needs {}", source_, name,
+                shape, needed);
+  }
   struct Slot {
     Shape shape;
-    std::span<float> values;
+    std::vector<std::span<float>> values;
     bool found = false;
+  };
+  struct Check {
+    Shape shape;
+    std::string stored;
+    std::vector<float> values;  // what the file holds under the copy's own name
   };
   const std::string& source_;
   std::vector<std::string> order_;
   std::map<std::string, Slot> slots_;
+  std::map<std::string, Check> checks_;
 };
 
-void add_weights(pipeline::Stage& stage, Destinations& destinations) {
+// Every weight of the stage as a destination, except those `keep` names (by their names in files).
+void add_weights(pipeline::Stage& stage, const Tied& tied, Destinations& destinations,
+                 const std::function<bool(const std::string&)>& keep = nullptr) {
   for_each_weight(
-      stage, [&destinations](const std::string& name, const Shape& shape, std::span<float> values) {
+      stage, tied,
+      [&](const std::string& name, const Shape& shape, std::span<float> values, bool copy) {
+        if (keep && keep(name)) return;
         destinations.add(name, shape, values);
+        if (copy) {
+          destinations.add_check(weight_name(tied->head, model::TiedWeights::kHeadParam), shape,
+                                 name);
+        }
       });
 }
 
 }  // namespace
 
 void load_stage_weights(pipeline::Stage& stage, const std::vector<checkpoint::NamedTensor>& tensors,
-                        const std::string& source) {
+                        const std::string& source, const Tied& tied) {
   Destinations destinations(source);
-  add_weights(stage, destinations);
+  add_weights(stage, tied, destinations);
   for (const checkpoint::NamedTensor& tensor : tensors) {
     if (auto values = destinations.take(tensor.name, tensor.shape)) {
       std::copy(tensor.values.begin(), tensor.values.end(), values->begin());
     }
   }
-  destinations.check_complete();
+  destinations.finish();
 }
 
 void load_stage_weights(pipeline::Stage& stage,
                         const std::function<void(const checkpoint::TensorDestination&)>& read,
                         const std::string& source,
-                        const std::function<bool(const std::string&)>& keep) {
+                        const std::function<bool(const std::string&)>& keep, const Tied& tied) {
   Destinations destinations(source);
-  for_each_weight(stage, [&](const std::string& name, const Shape& shape, std::span<float> values) {
-    if (!keep(name)) destinations.add(name, shape, values);
-  });
+  add_weights(stage, tied, destinations, keep);
   read([&destinations](const std::string& name, const Shape& shape) {
     return destinations.take(name, shape);
   });
-  destinations.check_complete();
+  destinations.finish();
 }
 
 void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
                       const std::function<void(const checkpoint::TensorDestination&)>& read,
-                      const std::string& source) {
+                      const std::string& source, const Tied& tied) {
   Destinations destinations(source);
-  add_weights(stage, destinations);
+  add_weights(stage, tied, destinations);
   for_each_optimizer_tensor(
-      stage, optimizer,
-      [&destinations](const std::string& name, const Shape& shape, std::span<float> values) {
+      stage, optimizer, tied,
+      [&destinations](const std::string& name, const Shape& shape, std::span<float> values, bool) {
         destinations.add(name, shape, values);
       });
   read([&destinations](const std::string& name, const Shape& shape) {
     return destinations.take(name, shape);
   });
-  destinations.check_complete();
+  destinations.finish();
 }
 
 }  // namespace mpipe::train

@@ -5,11 +5,13 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "checkpoint/safetensors.h"
+#include "model/tied_weights.h"
 #include "nn/layer.h"
 #include "optim/optimizer.h"
 #include "pipeline/stage.h"
@@ -22,35 +24,44 @@ struct WeightSlot {
   checkpoint::TensorInfo tensor;
 };
 
+// Every function below takes the model's tie (model/tied_weights.h): files hold a tied matrix
+// once, under the embedding's name ("layers.0.token"); the head's copy ("layers.5.weight", and its
+// optimizer state) is left out when writing and restored from the embedding's tensors.
+
 // The weight tensors of `layers` in a fixed order: per layer, its parameters then its buffers.
-std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers);
+std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers,
+                                      const std::optional<model::TiedWeights>& tied);
 
 // The stage's weights in weight_layout order, as views into its parameters and buffers.
-std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage);
+std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage,
+                                                  const std::optional<model::TiedWeights>& tied);
 
 // Weights and optimizer state of the stage, for its checkpoint shard: views into the live
 // parameters, buffers and optimizer state (valid until they change), so writing a shard adds no
 // copy of the state to the stage's memory.
 std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
-                                                optim::Optimizer& optimizer);
+                                                optim::Optimizer& optimizer,
+                                                const std::optional<model::TiedWeights>& tied);
 // Restores the stage's weights (params and buffers) from named tensors, e.g. exported weights.
-// Throws InputError naming `source` when a tensor is missing or has another shape.
+// Throws InputError naming `source` when a tensor is missing or has another shape, or when a
+// tied copy's own tensor is present and differs from the embedding's.
 void load_stage_weights(pipeline::Stage& stage, const std::vector<checkpoint::NamedTensor>& tensors,
-                        const std::string& source);
+                        const std::string& source, const std::optional<model::TiedWeights>& tied);
 // Restores the stage's weights (params and buffers) from a file whose tensors `read` offers to the
 // destination it is given (checkpoint::read_safetensors_into), straight into place, except those
-// `keep` names, which keep their values. Throws InputError naming `source` when a tensor is
-// missing or has another shape.
+// `keep` names (by their names in files), which keep their values. Throws InputError naming
+// `source` when a tensor is missing or has another shape.
 void load_stage_weights(pipeline::Stage& stage,
                         const std::function<void(const checkpoint::TensorDestination&)>& read,
                         const std::string& source,
-                        const std::function<bool(const std::string&)>& keep);
+                        const std::function<bool(const std::string&)>& keep,
+                        const std::optional<model::TiedWeights>& tied);
 // Restores what stage_state wrote, from any partition's shards: `read` offers every tensor of
 // the checkpoint to the destination it is given (CheckpointStore::read_into), which takes the
 // stage's own straight into its parameters, buffers and optimizer state, so no copy of the state
 // is held. Throws InputError naming `source` when a tensor is missing or has another shape.
 void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
                       const std::function<void(const checkpoint::TensorDestination&)>& read,
-                      const std::string& source);
+                      const std::string& source, const std::optional<model::TiedWeights>& tied);
 
 }  // namespace mpipe::train

@@ -84,14 +84,19 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       model::build_layers(experiment.model, dataset.input_shape(), range_.begin, range_.end),
       pipeline_plan_.recompute, pipe.micro_batches, pipeline::resolve_weight_grads(pipe));
   stage_->params().initialize(experiment.train.seed);
+  std::vector<model::LayerRange> ranges;
+  for (const auto& stage : pipeline_plan_.stages) ranges.push_back(stage.layers);
+  tied_copies_ =
+      std::make_unique<TiedCopies>(plan_.tied, ranges, topology_.stage, &groups_.pipeline, *stage_);
+  tied_copies_->initialize(experiment.train.seed, experiment.model, dataset.input_shape());
   loss_ = nn::make_loss(experiment.model.loss);
   if (experiment.model.loss == "cross_entropy") {
     loss_rows_per_example_ = std::max<int64_t>(1, dataset.target_shape().numel());
   }
-  optimizer_ =
-      optim::Optimizer::make(experiment.optimizer, stage_->params().num_params(),
-                             experiment.optimizer.decay_exempt ? decay_exempt_ranges(*stage_)
-                                                               : std::vector<optim::ParamRange>{});
+  optimizer_ = optim::Optimizer::make(experiment.optimizer, stage_->params().num_params(),
+                                      experiment.optimizer.decay_exempt
+                                          ? decay_exempt_ranges(*stage_, plan_.tied)
+                                          : std::vector<optim::ParamRange>{});
   link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages,
                                            tags_);
   executor_ = std::make_unique<pipeline::Executor>(*stage_, *link_, topology_.stage,
@@ -170,6 +175,7 @@ StepReport Trainer::step(int64_t step) {
   const auto allreduce_start = Clock::now();
   allreduce.finish();
   const double allreduce_s = seconds_since(allreduce_start);
+  tied_copies_->sum_gradients();
   const std::vector<float> buffer_updates = gather_buffer_updates(*stage_, groups_.data_parallel);
 
   // Every rank learns the step's loss and whether any gradient is non-finite before any
@@ -228,7 +234,9 @@ double Trainer::global_grad_norm() const {
   // Per-layer partial sums from every stage, combined in global layer order, so the norm is
   // the same for every partition.
   std::vector<double> mine;
-  for (const auto& [layer, square_sum] : stage_->params().grad_square_sums_per_layer()) {
+  auto per_layer_here = stage_->params().grad_square_sums_per_layer();
+  tied_copies_->count_once(per_layer_here);
+  for (const auto& [layer, square_sum] : per_layer_here) {
     mine.push_back(static_cast<double>(layer));
     mine.push_back(square_sum);
   }

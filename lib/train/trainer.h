@@ -23,6 +23,7 @@
 #include "pipeline/planner.h"
 #include "pipeline/stage.h"
 #include "train/pipeline_plan.h"
+#include "train/tied_copies.h"
 
 namespace mpipe::train {
 
@@ -67,6 +68,8 @@ class Trainer {
   const comm::Communicator& world() const { return world_; }
   const comm::Groups& groups() const { return groups_; }
   const model::ModelPlan& plan() const { return plan_; }
+  // The output linear that shares the embedding's matrix, if any (model/tied_weights.h).
+  const std::optional<model::TiedWeights>& tied() const { return plan_.tied; }
   // The tags of this run's point-to-point messages (train/message_tags.h).
   const comm::TagSpace& tags() const { return tags_; }
   const model::LayerRange& layer_range() const { return range_; }
@@ -101,6 +104,7 @@ class Trainer {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<pipeline::Link> link_;
   std::unique_ptr<pipeline::Executor> executor_;
+  std::unique_ptr<TiedCopies> tied_copies_;
   pipeline::Program program_;
   std::vector<size_t> gradient_buckets_;  // of the data-parallel allreduce (pipeline/executor.h)
   int64_t loss_rows_per_example_ = 1;

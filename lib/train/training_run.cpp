@@ -256,7 +256,7 @@ class TrainingRun {
       }
       return;
     }
-    comm::agree(world_, [&] { load_init_weights(trainer_.stage(), init); });
+    comm::agree(world_, [&] { load_init_weights(trainer_.stage(), init, trainer_.tied()); });
     if (is_root_) {
       spdlog::info("started from the weights in {}{}", init.path,
                    init.skip.empty() ? ""

@@ -1,6 +1,8 @@
 // Streaming the first replica's weights, tensor by tensor, into one safetensors file on rank 0.
 #include "train/weight_export.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -28,13 +30,13 @@ Tensor flat_copy(std::span<const float> values) {
 
 // Stage s > 0 of the first replica: its tensors to stage 0, one at a time (the send owns a
 // copy of one tensor only).
-void send_weights(const pipeline::Stage& stage, const comm::Communicator& pipeline,
-                  const comm::TagSpace& tags) {
+void send_weights(Trainer& trainer) {
+  const comm::Communicator& pipeline = trainer.groups().pipeline;
   int index = 0;
-  for (std::span<const float> values : weight_values(stage)) {
+  for (std::span<const float> values : weight_values(trainer.stage(), trainer.tied())) {
     auto copy = std::make_shared<const Tensor>(flat_copy(values));
     const std::span<const float> data = copy->span();
-    comm::Request send = pipeline.isend(data, std::move(copy), 0, tags.tensor(index++));
+    comm::Request send = pipeline.isend(data, std::move(copy), 0, trainer.tags().tensor(index++));
     send.wait();
   }
 }
@@ -47,8 +49,8 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
                           const std::vector<int>& first_layer_of_stage) {
   const auto layers = model::build_layers(experiment.model, dataset.input_shape(), 0,
                                           static_cast<int>(experiment.model.layers.size()));
-  const std::vector<WeightSlot> layout = weight_layout(layers);
-  const std::vector<std::span<const float>> own = weight_values(trainer.stage());
+  const std::vector<WeightSlot> layout = weight_layout(layers, trainer.tied());
+  const std::vector<std::span<const float>> own = weight_values(trainer.stage(), trainer.tied());
   std::vector<checkpoint::TensorInfo> tensors;
   for (const WeightSlot& slot : layout) tensors.push_back(slot.tensor);
 
@@ -62,8 +64,15 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
       error = e.what();
     }
   };
-  attempt(
-      [&] { writer.emplace(path, tensors, checkpoint::weights_file_metadata(experiment.source)); });
+  std::map<std::string, std::string> metadata =
+      checkpoint::weights_file_metadata(experiment.source);
+  if (const auto& tied = trainer.tied()) {
+    // The head's copy is not in the file: a loader points it at the embedding's tensor.
+    metadata["tied_weights"] = fmt::format(R"({{"layers.{}.{}": "layers.{}.{}"}})", tied->head,
+                                           model::TiedWeights::kHeadParam, tied->embedding,
+                                           model::TiedWeights::kEmbeddingParam);
+  }
+  attempt([&] { writer.emplace(path, tensors, metadata); });
   std::vector<int> sent(first_layer_of_stage.size(), 0);  // tensors received per stage
   Tensor buffer;                                          // the tensor being received
   for (size_t t = 0; t < layout.size(); ++t) {
@@ -106,7 +115,7 @@ void export_weights(Trainer& trainer, const config::Experiment& experiment,
     if (trainer.topology().stage == 0) {
       error = write_weights(trainer, experiment, dataset, path, first_layer_of_stage);
     } else {
-      send_weights(trainer.stage(), trainer.groups().pipeline, trainer.tags());
+      send_weights(trainer);
     }
   }
   // Every rank learns whether the file was written.

@@ -92,8 +92,8 @@ TEST(CheckpointMemory, WritingAShardAllocatesNoCopyOfTheStageState) {
   ASSERT_GE(s.state_bytes(), int64_t{12} << 20);
   testing::TempDir dir;
   checkpoint::CheckpointStore store(dir.path().string(), 1);
-  const int64_t peak =
-      peak_new_bytes_during([&] { store.write_shard(10, 0, stage_state(*s.stage, *s.optimizer)); });
+  const int64_t peak = peak_new_bytes_during(
+      [&] { store.write_shard(10, 0, stage_state(*s.stage, *s.optimizer, std::nullopt)); });
   // Names, shapes and the header only: well under one tensor of the state.
   EXPECT_LT(peak, s.state_bytes() / 16) << "state " << s.state_bytes() << " bytes";
 
@@ -116,7 +116,7 @@ TEST(CheckpointMemory, ResumingReadsTheStateIntoPlaceWithoutACopy) {
   testing::TempDir dir;
   checkpoint::CheckpointStore store(dir.path().string(), 1);
   const checkpoint::ShardRecord shard =
-      store.write_shard(10, 0, stage_state(*s.stage, *s.optimizer));
+      store.write_shard(10, 0, stage_state(*s.stage, *s.optimizer, std::nullopt));
   store.commit(10, {{"num_stages", 1}}, {shard});
   const std::vector<float> saved(s.stage->params().values().begin(),
                                  s.stage->params().values().end());
@@ -129,7 +129,8 @@ TEST(CheckpointMemory, ResumingReadsTheStateIntoPlaceWithoutACopy) {
   const int64_t peak = peak_new_bytes_during([&] {
     load_stage_state(
         *fresh.stage, *fresh.optimizer,
-        [&](const checkpoint::TensorDestination& into) { store.read_into(10, into); }, "ckpt");
+        [&](const checkpoint::TensorDestination& into) { store.read_into(10, into); }, "ckpt",
+        std::nullopt);
   });
   // The checksum's 1 MiB read buffer and the headers: under one tensor (4 MiB) of the state.
   EXPECT_LT(peak, s.state_bytes() / 8) << "state " << s.state_bytes() << " bytes";

@@ -1,0 +1,117 @@
+// Tests for finding the tied output linear (`tie: embedding`): the tie of a fitting model, and
+// each refused model with its exact one-line error naming the tie's file, line and key.
+#include "model/tied_weights.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "model/model_builder.h"
+
+namespace mpipe::model {
+namespace {
+
+// Layer `index` of exp.yaml, on line 10 + index, each attribute on the same line.
+LayerSpec layer(int index, std::string kind, std::vector<std::pair<std::string, AttrValue>> attrs) {
+  const std::string path = fmt::format("model.layers[{}]", index);
+  LayerSpec spec{.kind = std::move(kind), .attrs = {}, .where = {"exp.yaml", 10 + index, path}};
+  for (auto& [key, value] : attrs) {
+    spec.attrs[key] = {.value = std::move(value),
+                       .where = {"exp.yaml", 10 + index, path + "." + key}};
+  }
+  return spec;
+}
+
+ModelSpec model_of(std::vector<LayerSpec> layers) {
+  ModelSpec spec;
+  spec.layers = std::move(layers);
+  spec.where = {"exp.yaml", 2, "model"};
+  return spec;
+}
+
+LayerSpec embedding(int index, int64_t vocab, int64_t dim) {
+  return layer(index, "embedding", {{"vocab", vocab}, {"dim", dim}});
+}
+
+LayerSpec tied_head(int index, int64_t units) {
+  return layer(index, "linear",
+               {{"units", units}, {"bias", false}, {"tie", std::string("embedding")}});
+}
+
+// The error of planning `spec` on 8 token ids ("" when it plans).
+std::string refusal(const ModelSpec& spec) {
+  try {
+    plan_model(spec, Shape{8});
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TiedWeights, FindsTheHeadThatTiesToTheFirstEmbedding) {
+  const ModelSpec spec = model_of({embedding(0, 32, 16), layer(1, "layer_norm", {}),
+                                   layer(2, "linear", {{"units", int64_t{16}}}), tied_head(3, 32)});
+  const ModelPlan plan = plan_model(spec, Shape{8});
+  ASSERT_TRUE(plan.tied.has_value());
+  EXPECT_EQ(*plan.tied, (TiedWeights{.embedding = 0, .head = 3}));
+}
+
+TEST(TiedWeights, NoTieWithoutTheKey) {
+  const ModelSpec spec =
+      model_of({embedding(0, 32, 16), layer(1, "linear", {{"units", int64_t{32}}})});
+  EXPECT_FALSE(plan_model(spec, Shape{8}).tied.has_value());
+}
+
+TEST(TiedWeights, RefusesATieWithoutAnEmbedding) {
+  const ModelSpec spec = model_of({layer(0, "linear", {{"units", int64_t{16}}}), tied_head(1, 32)});
+  EXPECT_EQ(refusal(spec),
+            "exp.yaml:11: model.layers[1].tie: ties the weight to an embedding, but no embedding "
+            "layer comes before it");
+}
+
+TEST(TiedWeights, RefusesUnitsOtherThanTheVocabulary) {
+  const ModelSpec spec = model_of({embedding(0, 32, 16), tied_head(1, 31)});
+  EXPECT_EQ(refusal(spec),
+            "exp.yaml:11: model.layers[1].tie: a tied linear needs units equal to the embedding's "
+            "vocab (32, model.layers[0]), got 31");
+}
+
+TEST(TiedWeights, RefusesAnInputWidthOtherThanTheEmbeddingsDim) {
+  const ModelSpec spec = model_of(
+      {embedding(0, 32, 16), layer(1, "linear", {{"units", int64_t{12}}}), tied_head(2, 32)});
+  EXPECT_EQ(refusal(spec),
+            "exp.yaml:12: model.layers[2].tie: a tied linear needs an input width equal to the "
+            "embedding's dim (16, model.layers[0]), got 12");
+}
+
+TEST(TiedWeights, RefusesASecondTie) {
+  const ModelSpec spec =
+      model_of({embedding(0, 32, 16), layer(1, "linear", {{"units", int64_t{16}}}),
+                tied_head(2, 32), layer(3, "linear", {{"units", int64_t{16}}}), tied_head(4, 32)});
+  // Layer 3 maps [8, 32] to [8, 16], so layer 4's shapes fit: only the second tie is wrong.
+  EXPECT_EQ(refusal(spec),
+            "exp.yaml:14: model.layers[4].tie: only one layer may tie its weight to the "
+            "embedding; model.layers[2] already does");
+}
+
+TEST(TiedWeights, RefusesAnotherValue) {
+  const ModelSpec spec =
+      model_of({embedding(0, 32, 16),
+                layer(1, "linear", {{"units", int64_t{32}}, {"tie", std::string("head")}})});
+  EXPECT_EQ(refusal(spec),
+            "exp.yaml:11: model.layers[1].tie: must be one of embedding, got 'head'");
+}
+
+TEST(TiedWeights, RefusesTheKeyOnAnotherLayerKind) {
+  const ModelSpec spec =
+      model_of({embedding(0, 32, 16), layer(1, "layer_norm", {{"tie", std::string("embedding")}})});
+  EXPECT_EQ(refusal(spec),
+            "exp.yaml:11: model.layers[1].tie: unknown key for layer 'layer_norm' (known: eps)");
+}
+
+}  // namespace
+}  // namespace mpipe::model
