@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Tied embeddings: a tiny GPT whose output linear shares the embedding's matrix (tie: embedding)
+# ends with bit-identical weights for K = 1, 2, 4 stages (the two uses on one rank, or on the
+# first and the last stage) at D = 1, and for K = 1, 2 at D = 2; D = 2 agrees with D = 1 up to
+# rounding (same global micro-batches, SGD: tests/e2e/equivalence.sh); 3 steps then a resume to 6
+# on another number of stages equal 6 straight; the export and the checkpoints hold the matrix
+# once, under the embedding's name, with metadata naming the tie; generate loads the export.
+# Usage: tied.sh CONFIG
+source "$(dirname "$0")/lib.sh"
+config=$1
+train 1 k1 "$config"
+for k in 2 4; do
+  train "$k" "k$k" "$config"
+  same k1 "k$k"
+done
+train 4 k4-1f1b-uniform "$config" --set pipeline.schedule=1f1b --set pipeline.partition=uniform
+same k1 k4-1f1b-uniform
+
+train 1 k1-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5
+train 2 d2-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5 \
+  --set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=2
+same k1-sgd d2-sgd 1e-5
+train 4 k2d2-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5 \
+  --set pipeline.stages=2 --set pipeline.data_parallel=2 --set pipeline.micro_batches=2
+same d2-sgd k2d2-sgd
+
+train 2 straight "$config" --set train.steps=6 --set checkpoint.every=3
+train 2 resumed "$config" --set train.steps=3
+train 4 resumed "$config" --set train.steps=6 --resume
+same straight resumed
+
+# The matrix once: the export has layers.0.token and no layers.4.weight, and says so; so do the
+# checkpoint's shards (weights and Adam's state).
+python3 - "$WORK/k1.safetensors" "$WORK"/straight/checkpoints/step_00000003/stage_*.safetensors <<'PY'
+import json, struct, sys
+def header(path):
+    with open(path, "rb") as f:
+        return json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+export = header(sys.argv[1])
+assert "layers.0.token" in export and "layers.4.weight" not in export, sorted(export)
+tied = json.loads(export["__metadata__"]["tied_weights"])
+assert tied == {"layers.4.weight": "layers.0.token"}, tied
+names = [name for path in sys.argv[2:] for name in header(path) if name != "__metadata__"]
+assert not [n for n in names if n.endswith("layers.4.weight")], names
+assert names.count("layers.0.token") == 1 and names.count("optim.exp_avg.layers.0.token") == 1, names
+print(f"export: {len(export) - 1} tensors, tied {tied}; checkpoint: {len(names)} tensors")
+PY
+
+timeout 60 "$MPIPE" generate "$config" --weights "$WORK/k1.safetensors" --length 20 \
+  > "$WORK/generate.out" 2>&1 || { cat "$WORK/generate.out"; echo "FAILED: generate"; exit 1; }
+echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6, the matrix stored once, generate"

@@ -1,0 +1,190 @@
+// Tests for tied embeddings on one stage: the head's copy starts as the embedding's draw; the
+// summed gradient of the two uses matches finite differences of the loss in the shared matrix
+// (and neither use's gradient alone does); the norm counts the matrix once; weights and
+// optimizer state hold it once and restore both copies; a file whose head copy differs is refused.
+#include "train/tied_copies.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "model/model_builder.h"
+#include "nn/loss.h"
+#include "optim/optimizer.h"
+#include "train/stage_tensors.h"
+
+namespace mpipe::train {
+namespace {
+
+constexpr int64_t kVocab = 7, kDim = 4, kSeq = 3, kRows = 2;
+constexpr uint64_t kSeed = 5;
+
+model::LayerSpec layer(int index, std::string kind,
+                       std::vector<std::pair<std::string, model::AttrValue>> attrs) {
+  const std::string path = fmt::format("model.layers[{}]", index);
+  model::LayerSpec spec{
+      .kind = std::move(kind), .attrs = {}, .where = {"exp.yaml", 10 + index, path}};
+  for (auto& [key, value] : attrs) {
+    spec.attrs[key] = {.value = std::move(value),
+                       .where = {"exp.yaml", 10 + index, path + "." + key}};
+  }
+  return spec;
+}
+
+// embedding → tanh → linear tied to the embedding, with a bias (its own parameter).
+model::ModelSpec tied_model() {
+  model::ModelSpec spec;
+  spec.layers = {layer(0, "embedding", {{"vocab", kVocab}, {"dim", kDim}}), layer(1, "tanh", {}),
+                 layer(2, "linear", {{"units", kVocab}, {"tie", std::string("embedding")}})};
+  spec.where = {"exp.yaml", 2, "model"};
+  return spec;
+}
+
+struct TiedModel {
+  model::ModelSpec spec = tied_model();
+  std::optional<model::TiedWeights> tied;
+  std::unique_ptr<pipeline::Stage> stage;
+  std::unique_ptr<TiedCopies> copies;
+
+  TiedModel() {
+    auto layers = model::build_layers(spec, Shape{kSeq}, 0, 3);
+    tied = model::find_tied_weights(spec, layers);
+    stage = std::make_unique<pipeline::Stage>(std::move(layers), pipeline::Recompute::kNever, 1);
+    stage->params().initialize(kSeed);
+    copies = std::make_unique<TiedCopies>(tied, std::vector<model::LayerRange>{{0, 3}}, 0, nullptr,
+                                          *stage);
+    copies->initialize(kSeed, spec, Shape{kSeq});
+  }
+  std::span<float> param(int layer, const std::string& name, bool grad = false) {
+    auto& params = stage->params();
+    for (const auto& entry : params.entries()) {
+      if (entry.global_layer == layer && entry.name == name) {
+        return (grad ? params.grads() : params.values())
+            .subspan(static_cast<size_t>(entry.offset), static_cast<size_t>(entry.shape.numel()));
+      }
+    }
+    throw Error("no such parameter");
+  }
+  std::span<float> token(bool grad = false) { return param(0, "token", grad); }
+  std::span<float> head(bool grad = false) { return param(2, "weight", grad); }
+};
+
+TEST(TiedCopies, TheHeadStartsAsTheEmbeddingsDraw) {
+  TiedModel m;
+  ASSERT_TRUE(m.tied.has_value());
+  EXPECT_TRUE(std::ranges::equal(m.token(), m.head()));
+  EXPECT_TRUE(std::ranges::any_of(m.head(), [](float v) { return v != 0.0f; }));
+}
+
+// The loss summed over the rows (grad_scale 1), and with `grad` its gradients in the stage.
+double loss_of(TiedModel& m, kernels::KernelContext& kernels, bool grad) {
+  const Tensor ids(Shape{kRows, kSeq}, std::vector<float>{1, 4, 6, 0, 3, 5});
+  const Tensor targets(Shape{kRows, kSeq}, std::vector<float>{4, 6, 2, 3, 5, 1});
+  const auto loss = nn::make_loss("cross_entropy");
+  const nn::LayerContext ctx{.kernels = kernels, .seed = kSeed, .training = grad};
+  if (!grad) return loss->compute(kernels, m.stage->evaluate(ids, ctx), targets, 1.0f, false).sum;
+  m.stage->params().zero_grads();
+  nn::LossOutput out = loss->compute(kernels, m.stage->forward(0, ids, ctx), targets, 1.0f, true);
+  m.stage->backward(0, std::move(out.grad), ctx);
+  return out.sum;
+}
+
+TEST(TiedCopies, TheSummedGradientIsTheLossGradientInTheSharedMatrix) {
+  TiedModel m;
+  kernels::KernelContext kernels;
+  // Values of a scale whose gradients are far from zero, the same in both copies.
+  for (float& v : m.token()) v *= 25.0f;
+  std::ranges::copy(m.token(), m.head().begin());
+  loss_of(m, kernels, true);
+  const std::vector<float> embedding_use(m.token(true).begin(), m.token(true).end());
+  m.copies->sum_gradients();
+  EXPECT_TRUE(std::ranges::equal(m.token(true), m.head(true)));
+  const std::vector<float> summed(m.token(true).begin(), m.token(true).end());
+
+  constexpr double kEpsilon = 1e-2, kTolerance = 2e-2;
+  int embedding_use_alone_wrong = 0;
+  for (size_t i = 0; i < summed.size(); ++i) {
+    const float saved = m.token()[i];
+    auto shifted = [&](double by) {
+      m.token()[i] = m.head()[i] = static_cast<float>(saved + by);
+      return loss_of(m, kernels, false);
+    };
+    const double numeric = (shifted(kEpsilon) - shifted(-kEpsilon)) / (2 * kEpsilon);
+    m.token()[i] = m.head()[i] = saved;
+    auto error = [numeric](double analytic) {
+      return std::abs(analytic - numeric) / std::max(1e-3, std::abs(analytic) + std::abs(numeric));
+    };
+    EXPECT_LT(error(summed[i]), kTolerance)
+        << "element " << i << ": summed " << summed[i] << ", finite differences " << numeric;
+    embedding_use_alone_wrong += error(embedding_use[i]) > kTolerance;
+  }
+  // The check can fail: most elements' gradient through the embedding alone is not the answer.
+  EXPECT_GT(embedding_use_alone_wrong, static_cast<int>(summed.size()) / 2);
+}
+
+TEST(TiedCopies, TheNormCountsTheMatrixOnce) {
+  TiedModel m;
+  kernels::KernelContext kernels;
+  loss_of(m, kernels, true);
+  m.copies->sum_gradients();
+  auto per_layer = m.stage->params().grad_square_sums_per_layer();
+  m.copies->count_once(per_layer);
+  double bias = 0.0;
+  for (float g : m.param(2, "bias", true)) bias += static_cast<double>(g) * g;
+  ASSERT_EQ(per_layer.size(), 3U);  // (layer, sum of squares) in layer order
+  EXPECT_EQ(per_layer[2].first, 2);
+  EXPECT_GT(bias, 0.0);
+  EXPECT_EQ(per_layer[2].second, bias);  // the head keeps its bias only
+  EXPECT_GT(per_layer[0].second, 0.0);   // the embedding's entry keeps the matrix
+}
+
+TEST(TiedCopies, WeightsAndStateHoldTheMatrixOnceAndRestoreBothCopies) {
+  TiedModel m;
+  const auto optimizer =
+      optim::Optimizer::make(optim::OptimizerConfig{}, m.stage->params().num_params());  // Adam
+  for (const auto& [slot, state] : optimizer->state()) std::ranges::fill(state, 0.25f);
+  std::vector<std::string> names;
+  for (const auto& view : stage_state(*m.stage, *optimizer, m.tied)) names.push_back(view.name);
+  EXPECT_EQ(std::ranges::count(names, "layers.0.token"), 1);
+  EXPECT_EQ(std::ranges::count(names, "optim.exp_avg.layers.0.token"), 1);
+  EXPECT_EQ(std::ranges::count(names, "layers.2.weight"), 0);
+  EXPECT_EQ(std::ranges::count(names, "optim.exp_avg.layers.2.weight"), 0);
+  EXPECT_EQ(std::ranges::count(names, "layers.2.bias"), 1);
+
+  // Weights as an export holds them: the head's copy comes from layers.0.token.
+  std::vector<checkpoint::NamedTensor> file;
+  for (const auto& view : stage_state(*m.stage, *optimizer, m.tied)) {
+    if (!view.name.starts_with("optim.")) {
+      file.push_back({view.name, view.shape, {view.values.begin(), view.values.end()}});
+    }
+  }
+  for (auto& tensor : file) {
+    if (tensor.name == "layers.0.token") std::ranges::fill(tensor.values, 0.5f);
+  }
+  TiedModel fresh;
+  load_stage_weights(*fresh.stage, file, "w.safetensors", fresh.tied);
+  EXPECT_TRUE(std::ranges::all_of(fresh.token(), [](float v) { return v == 0.5f; }));
+  EXPECT_TRUE(std::ranges::all_of(fresh.head(), [](float v) { return v == 0.5f; }));
+
+  // A file that holds the head's copy too must hold the same values there.
+  file.push_back({"layers.2.weight", Shape{kVocab, kDim}, std::vector<float>(kVocab * kDim, 0.5f)});
+  load_stage_weights(*fresh.stage, file, "w.safetensors", fresh.tied);
+  file.back().values[3] = 0.75f;
+  try {
+    load_stage_weights(*fresh.stage, file, "w.safetensors", fresh.tied);
+    FAIL() << "a differing head copy was accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "w.safetensors: tensor layers.2.weight is tied to layers.0.token but holds other "
+                 "values");
+  }
+}
+
+}  // namespace
+}  // namespace mpipe::train
