@@ -32,7 +32,7 @@ struct ModelPlan {
   Shape input;
   std::vector<LayerPlan> layers;
   std::optional<TiedWeights> tied;  // the output linear that shares the embedding's matrix
-  int64_t num_params() const;
+  int64_t num_params() const;       // distinct trainable values: a tied matrix counts once
 };
 
 // What every layer of `spec` is built with from the model as a whole: model.init: gpt2 scales the

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Tied embeddings: a tiny GPT whose output linear shares the embedding's matrix (tie: embedding)
 # ends with bit-identical weights for K = 1, 2, 4 stages (the two uses on one rank, or on the
-# first and the last stage) at D = 1, and for K = 1, 2 at D = 2; D = 2 agrees with D = 1 up to
-# rounding (same global micro-batches, SGD: tests/e2e/equivalence.sh); 3 steps then a resume to 6
-# on another number of stages equal 6 straight; the export and the checkpoints hold the matrix
-# once, under the embedding's name, with metadata naming the tie; generate loads the export.
+# first and the last stage; weight gradients accumulated or batched) at D = 1, and for K = 1, 2
+# at D = 2; D = 2 agrees with D = 1 up to rounding (same global micro-batches, SGD:
+# tests/e2e/equivalence.sh); 3 steps then a resume to 6 on another number of stages equal 6
+# straight; the export and the checkpoints hold the matrix once, under the embedding's name, with
+# metadata naming the tie; generate loads the export; a tie whose units are not the vocabulary is
+# refused with one line.
 # Usage: tied.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -15,6 +17,10 @@ for k in 2 4; do
 done
 train 4 k4-1f1b-uniform "$config" --set pipeline.schedule=1f1b --set pipeline.partition=uniform
 same k1 k4-1f1b-uniform
+# Batched weight gradients: the head's gradient is complete only after the step's last backward.
+train 1 k1-batched "$config" --set pipeline.weight_grads=batched
+train 2 k2-batched "$config" --set pipeline.weight_grads=batched
+same k1-batched k2-batched
 
 train 1 k1-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5
 train 2 d2-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5 \
@@ -48,4 +54,8 @@ PY
 
 timeout 60 "$MPIPE" generate "$config" --weights "$WORK/k1.safetensors" --length 20 \
   > "$WORK/generate.out" 2>&1 || { cat "$WORK/generate.out"; echo "FAILED: generate"; exit 1; }
-echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6, the matrix stored once, generate"
+# A tie that does not fit is refused on every rank with one line naming the tie's key.
+sed 's/units: 256, bias: false/units: 255, bias: false/' "$config" > "$WORK/bad_tie.yaml"
+rejected bad_tie "$WORK/bad_tie.yaml:10: model.layers[4].tie: a tied linear needs units equal to the embedding's vocab (256, model.layers[0]), got 255" \
+  "$WORK/bad_tie.yaml"
+echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6, the matrix stored once, generate, a bad tie refused"

@@ -58,6 +58,11 @@ TEST(TiedWeights, FindsTheHeadThatTiesToTheFirstEmbedding) {
   const ModelPlan plan = plan_model(spec, Shape{8});
   ASSERT_TRUE(plan.tied.has_value());
   EXPECT_EQ(*plan.tied, (TiedWeights{.embedding = 0, .head = 3}));
+  // The model's parameter count holds the tied matrix [32, 16] once; the head's row still has it.
+  int64_t sum = 0;
+  for (const LayerPlan& layer : plan.layers) sum += layer.num_params;
+  EXPECT_EQ(plan.layers[3].num_params, 32 * 16);
+  EXPECT_EQ(plan.num_params(), sum - 32 * 16);
 }
 
 TEST(TiedWeights, NoTieWithoutTheKey) {
