@@ -73,8 +73,12 @@ CheckpointExport export_checkpoint(const std::string& run_dir, std::optional<int
   std::vector<TensorInfo> layout =
       weights_layout(store, result.step, meta["num_stages"].get<int64_t>());
   result.num_tensors = static_cast<int64_t>(layout.size());
-  SafetensorsWriter writer(out, std::move(layout),
-                           weights_file_metadata(config.get<std::string>()));
+  const nlohmann::json& settings = required_key(meta, store.meta_path(result.step), "settings");
+  SafetensorsWriter writer(
+      out, std::move(layout),
+      weights_file_metadata(
+          config.get<std::string>(),
+          tied_names_in_settings(settings.get<std::map<std::string, std::string>>())));
   // The reader checks a tensor (finite) after it hands out its span: a tensor is written once
   // the next one is asked for, the last after the read, and the file appears only on commit.
   // The optimizer state is read too, into scratch, so that a non-finite value anywhere is

@@ -18,11 +18,11 @@ struct CheckpointExport {
 
 // Writes the weights of the committed checkpoint `step` of `run_dir` (the newest when nullopt) to
 // `out`, atomically, byte for byte what the end-of-run export writes: the same tensors in the
-// same order, with the same metadata (the manifest's config). The checkpoint is verified as a
-// resume verifies it (meta.json's checksum, every shard's size, crc32 and metadata, every value
-// finite, the optimizer state included) before the file appears; one tensor at a time is held.
-// Throws InputError with one line naming the run directory, the step or the file, e.g.
-// "runs/x: no committed checkpoint at step 7 (committed: 10, 20)".
+// same order, with the same metadata (the manifest's config, and a tied matrix from its settings).
+// The checkpoint is verified as a resume verifies it (meta.json's checksum, every shard's size,
+// crc32 and metadata, every value finite, the optimizer state included) before the file appears;
+// one tensor at a time is held. Throws InputError with one line naming the run directory, the step
+// or the file, e.g. "runs/x: no committed checkpoint at step 7 (committed: 10, 20)".
 CheckpointExport export_checkpoint(const std::string& run_dir, std::optional<int64_t> step,
                                    const std::string& out);
 

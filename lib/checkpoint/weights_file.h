@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,9 +15,21 @@ inline constexpr std::string_view kWeightPrefix = "layers.";
 
 inline bool is_weight_name(std::string_view name) { return name.starts_with(kWeightPrefix); }
 
-// The metadata of a weights file of the run configured by `config_source` (the experiment file).
-inline std::map<std::string, std::string> weights_file_metadata(const std::string& config_source) {
-  return {{"format", "pt"}, {"producer", "mpipe"}, {"config", config_source}};
-}
+// A tied matrix as a weights file names it: the tensor left out (the output layer's copy,
+// "layers.5.weight") and the one that holds it ("layers.0.token"); docs/config.md, tied embeddings.
+struct TiedNames {
+  std::string copy;
+  std::string stored;
+};
+
+// The metadata of a weights file of the run configured by `config_source` (the experiment file);
+// with a tie, "tied_weights" says which tensor to load from which: {"layers.5.weight":
+// "layers.0.token"}.
+std::map<std::string, std::string> weights_file_metadata(const std::string& config_source,
+                                                         const std::optional<TiedNames>& tied);
+
+// The tie of a run from its resolved settings (a checkpoint's meta.json `settings`): the linear
+// with `model.layers[h].tie: embedding` and the first `model.layers[e].type: embedding`.
+std::optional<TiedNames> tied_names_in_settings(const std::map<std::string, std::string>& settings);
 
 }  // namespace mpipe::checkpoint

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -64,15 +63,16 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
       error = e.what();
     }
   };
-  std::map<std::string, std::string> metadata =
-      checkpoint::weights_file_metadata(experiment.source);
-  if (const auto& tied = trainer.tied()) {
-    // The head's copy is not in the file: a loader points it at the embedding's tensor.
-    metadata["tied_weights"] = fmt::format(R"({{"layers.{}.{}": "layers.{}.{}"}})", tied->head,
-                                           model::TiedWeights::kHeadParam, tied->embedding,
-                                           model::TiedWeights::kEmbeddingParam);
+  std::optional<checkpoint::TiedNames> tied;
+  if (trainer.tied()) {  // the head's copy is left out: a loader points it at the embedding's
+    tied = checkpoint::TiedNames{
+        .copy = fmt::format("layers.{}.{}", trainer.tied()->head, model::TiedWeights::kHeadParam),
+        .stored = fmt::format("layers.{}.{}", trainer.tied()->embedding,
+                              model::TiedWeights::kEmbeddingParam)};
   }
-  attempt([&] { writer.emplace(path, tensors, metadata); });
+  attempt([&] {
+    writer.emplace(path, tensors, checkpoint::weights_file_metadata(experiment.source, tied));
+  });
   std::vector<int> sent(first_layer_of_stage.size(), 0);  // tensors received per stage
   Tensor buffer;                                          // the tensor being received
   for (size_t t = 0; t < layout.size(); ++t) {

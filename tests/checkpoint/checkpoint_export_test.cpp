@@ -37,7 +37,10 @@ std::vector<NamedTensor> shard(int stage) {
 void commit_step(CheckpointStore& store, int64_t step) {
   const ShardRecord first = store.write_shard(step, 0, views_of(shard(0)));
   const ShardRecord second = store.write_shard(step, 1, views_of(shard(1)));
-  store.commit(step, {{"num_stages", 2}, {"config", "exp.yaml"}}, {first, second});
+  // The manifest's keys that the export reads (a run's has every resolved setting; none here ties).
+  store.commit(step,
+               {{"num_stages", 2}, {"config", "exp.yaml"}, {"settings", nlohmann::json::object()}},
+               {first, second});
 }
 
 TEST(ExportCheckpoint, WritesTheWeightsInShardOrderWithTheRunsMetadata) {
@@ -55,7 +58,8 @@ TEST(ExportCheckpoint, WritesTheWeightsInShardOrderWithTheRunsMetadata) {
   weights.resize(3);
   weights.push_back(shard(1)[0]);
   const std::string expected = dir.file("expected.safetensors");
-  const FileDigest digest = write_safetensors(expected, weights, weights_file_metadata("exp.yaml"));
+  const FileDigest digest =
+      write_safetensors(expected, weights, weights_file_metadata("exp.yaml", std::nullopt));
   EXPECT_EQ(read_bytes(out), read_bytes(expected));
   EXPECT_EQ(done.digest, digest);
 }

@@ -5,8 +5,10 @@
 # at D = 2; D = 2 agrees with D = 1 up to rounding (same global micro-batches, SGD:
 # tests/e2e/equivalence.sh); 3 steps then a resume to 6 on another number of stages equal 6
 # straight; the export and the checkpoints hold the matrix once, under the embedding's name, with
-# metadata naming the tie; generate loads the export; a tie whose units are not the vocabulary is
-# refused with one line.
+# metadata naming the tie, and mpipe export of the checkpoint writes the same bytes; the two
+# copies stay equal under decay_exempt (a resume, which restores the head's copy from the
+# embedding's, equals the run straight through); generate loads the export; a tie whose units
+# are not the vocabulary is refused with one line.
 # Usage: tied.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -35,6 +37,14 @@ train 2 resumed "$config" --set train.steps=3
 train 4 resumed "$config" --set train.steps=6 --resume
 same straight resumed
 
+# decay_exempt exempts the embedding's table, so the head's copy of it too: else the copies
+# would drift apart and the resume (head restored from the embedding) would differ.
+decay=(--set optimizer.kind=adamw --set optimizer.weight_decay=0.5 --set optimizer.decay_exempt=true)
+train 2 straight-decay "$config" --set train.steps=6 "${decay[@]}"
+train 2 resumed-decay "$config" --set train.steps=3 "${decay[@]}"
+train 2 resumed-decay "$config" --set train.steps=6 --resume "${decay[@]}"
+same straight-decay resumed-decay
+
 # The matrix once: the export has layers.0.token and no layers.4.weight, and says so; so do the
 # checkpoint's shards (weights and Adam's state).
 python3 - "$WORK/k1.safetensors" "$WORK"/straight/checkpoints/step_00000003/stage_*.safetensors <<'PY'
@@ -52,10 +62,16 @@ assert names.count("layers.0.token") == 1 and names.count("optim.exp_avg.layers.
 print(f"export: {len(export) - 1} tensors, tied {tied}; checkpoint: {len(names)} tensors")
 PY
 
+# mpipe export of the final checkpoint writes the same bytes as --export-weights, metadata included.
+timeout 60 "$MPIPE" export "$WORK/k1" "$WORK/k1-export.safetensors" > "$WORK/export.out" 2>&1 ||
+  { cat "$WORK/export.out"; echo "FAILED: mpipe export"; exit 1; }
+cmp "$WORK/k1.safetensors" "$WORK/k1-export.safetensors" ||
+  { echo "FAILED: mpipe export differs from --export-weights"; exit 1; }
+
 timeout 60 "$MPIPE" generate "$config" --weights "$WORK/k1.safetensors" --length 20 \
   > "$WORK/generate.out" 2>&1 || { cat "$WORK/generate.out"; echo "FAILED: generate"; exit 1; }
 # A tie that does not fit is refused on every rank with one line naming the tie's key.
 sed 's/units: 256, bias: false/units: 255, bias: false/' "$config" > "$WORK/bad_tie.yaml"
 rejected bad_tie "$WORK/bad_tie.yaml:10: model.layers[4].tie: a tied linear needs units equal to the embedding's vocab (256, model.layers[0]), got 255" \
   "$WORK/bad_tie.yaml"
-echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6, the matrix stored once, generate, a bad tie refused"
+echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6 (also under decay_exempt), the matrix stored once, mpipe export == --export-weights, generate, a bad tie refused"

@@ -1,0 +1,48 @@
+// The metadata of a weights file, and a run's tied matrix read from its settings.
+#include "checkpoint/weights_file.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace mpipe::checkpoint {
+namespace {
+
+// The index i of a key "model.layers[i].<field>", or nullopt for any other key.
+std::optional<int64_t> layer_of(const std::string& key, const std::string& field) {
+  const std::string prefix = "model.layers[";
+  const std::string suffix = "]." + field;
+  if (!key.starts_with(prefix) || !key.ends_with(suffix)) return std::nullopt;
+  const std::string index = key.substr(prefix.size(), key.size() - prefix.size() - suffix.size());
+  if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(index);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> weights_file_metadata(const std::string& config_source,
+                                                         const std::optional<TiedNames>& tied) {
+  std::map<std::string, std::string> metadata = {
+      {"format", "pt"}, {"producer", "mpipe"}, {"config", config_source}};
+  if (tied) metadata["tied_weights"] = nlohmann::json{{tied->copy, tied->stored}}.dump();
+  return metadata;
+}
+
+std::optional<TiedNames> tied_names_in_settings(
+    const std::map<std::string, std::string>& settings) {
+  std::optional<int64_t> head, embedding;
+  for (const auto& [key, value] : settings) {
+    if (auto i = layer_of(key, "tie"); i && value == "embedding") head = *i;
+    if (auto i = layer_of(key, "type");
+        i && value == "embedding" && (!embedding || *i < *embedding)) {
+      embedding = *i;
+    }
+  }
+  if (!head || !embedding) return std::nullopt;
+  return TiedNames{.copy = fmt::format("layers.{}.weight", *head),
+                   .stored = fmt::format("layers.{}.token", *embedding)};
+}
+
+}  // namespace mpipe::checkpoint
