@@ -7,8 +7,8 @@
 # straight; the export and the checkpoints hold the matrix once, under the embedding's name, with
 # metadata naming the tie, and mpipe export of the checkpoint writes the same bytes; the two
 # copies stay equal under decay_exempt (a resume, which restores the head's copy from the
-# embedding's, equals the run straight through); generate loads the export; a tie whose units
-# are not the vocabulary is refused with one line.
+# embedding's, equals the run straight through); --init-weights and generate load the export; a
+# tie whose units are not the vocabulary is refused with one line.
 # Usage: tied.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -62,6 +62,14 @@ assert names.count("layers.0.token") == 1 and names.count("optim.exp_avg.layers.
 print(f"export: {len(export) - 1} tensors, tied {tied}; checkpoint: {len(names)} tensors")
 PY
 
+# --init-weights fills the head's copy from layers.0.token, on another stage than the embedding:
+# with no steps, the run evaluates exactly as the run that wrote the file did at its end (the
+# head's own draw would not).
+train 2 from-k1 "$config" --init-weights "$WORK/k1.safetensors" --set train.steps=0
+loss() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["final_eval_loss"])' "$1"; }
+[[ $(loss "$WORK/from-k1/summary.json") == $(loss "$WORK/k1/summary.json") ]] ||
+  { echo "FAILED: --init-weights: evaluation differs from the run that wrote the weights"; exit 1; }
+
 # mpipe export of the final checkpoint writes the same bytes as --export-weights, metadata included.
 timeout 60 "$MPIPE" export "$WORK/k1" "$WORK/k1-export.safetensors" > "$WORK/export.out" 2>&1 ||
   { cat "$WORK/export.out"; echo "FAILED: mpipe export"; exit 1; }
@@ -74,4 +82,4 @@ timeout 60 "$MPIPE" generate "$config" --weights "$WORK/k1.safetensors" --length
 sed 's/units: 256, bias: false/units: 255, bias: false/' "$config" > "$WORK/bad_tie.yaml"
 rejected bad_tie "$WORK/bad_tie.yaml:10: model.layers[4].tie: a tied linear needs units equal to the embedding's vocab (256, model.layers[0]), got 255" \
   "$WORK/bad_tie.yaml"
-echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6 (also under decay_exempt), the matrix stored once, mpipe export == --export-weights, generate, a bad tie refused"
+echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6 (also under decay_exempt), the matrix stored once, mpipe export == --export-weights, --init-weights, generate, a bad tie refused"
