@@ -345,7 +345,7 @@ std::map<std::string, std::string> read_safetensors_into(const std::string& path
     const auto bad =
         std::find_if(values->begin(), values->end(), [](float v) { return !std::isfinite(v); });
     check_input(bad == values->end(), "{}: tensor '{}' holds a non-finite value ({}) at index {}",
-                path, e.name, *bad, bad - values->begin());
+                path, e.name, bad == values->end() ? 0.0f : *bad, bad - values->begin());
   }
   return metadata;
 }

@@ -64,7 +64,7 @@ TensorFileDataset::TensorFileDataset(const DataConfig& config) {
       std::find_if(inputs_.begin(), inputs_.end(), [](float v) { return !std::isfinite(v); });
   check_input(bad_input == inputs_.end(),
               "{}: tensor '{}' holds a non-finite value ({}) at index {}", path, kInputs,
-              *bad_input, bad_input - inputs_.begin());
+              bad_input == inputs_.end() ? 0.0f : *bad_input, bad_input - inputs_.begin());
 
   targets_ = to_floats(targets);
   float largest = 0.0f;
