@@ -3,8 +3,7 @@
 # extracts the whole text (Genesis 1:1 to Revelation 22:21, verse numbers removed) into
 # OUT/kjv.txt, trains a SentencePiece BPE tokenizer of VOCAB pieces on all but its last 5% and
 # writes OUT/train_*.bin and OUT/val_*.bin (the last 5%, from a line start) with
-# OUT/tokenizer.model. configs/gpt_kjv_bytes.yaml reads OUT/kjv.txt byte by byte, with the
-# same 5% held out.
+# OUT/tokenizer.model (what configs/gpt_kjv.yaml reads from runs/kjv).
 # Usage: scripts/data/kjv.sh [OUT] (default runs/kjv; env VOCAB, default 4096)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
