@@ -22,8 +22,8 @@ constexpr int64_t kMaxVocab = int64_t{1} << 24;  // token ids stay exact in floa
 SyntheticDataset::SyntheticDataset(const DataConfig& config, uint64_t seed) : config_(config) {
   check_input(config.num_examples >= 2, "data.num_examples: must be >= 2, got {}",
               config.num_examples);
-  num_test_ = std::max<int64_t>(1, config.num_examples / 8);
-  num_train_ = config.num_examples - num_test_;
+  rows_.num_test = std::max<int64_t>(1, config.num_examples / 8);
+  rows_.num_train = config.num_examples - rows_.num_test;
   if (config.tokens) {
     generate_tokens(seed);
   } else {
@@ -117,22 +117,15 @@ int64_t SyntheticDataset::num_classes() const {
 
 int64_t SyntheticDataset::input_vocab() const { return config_.tokens ? config_.vocab : 0; }
 
-int64_t SyntheticDataset::size(Split split) const {
-  return split == Split::kTrain ? num_train_ : num_test_;
-}
-
-int64_t SyntheticDataset::row(Split split, int64_t index) const {
-  check(index >= 0 && index < size(split), "synthetic example {} out of range [0, {})", index,
-        size(split));
-  return split == Split::kTrain ? index : num_train_ + index;
-}
+int64_t SyntheticDataset::size(Split split) const { return rows_.size(split); }
 
 Tensor SyntheticDataset::inputs(Split split, std::span<const int64_t> indices, uint64_t /*seed*/,
                                 int64_t /*step*/) const {
   const auto count = static_cast<int64_t>(indices.size());
   Tensor out(input_shape().batched(count));  // [n, features] or [n, seq_len]
   for (int64_t r = 0; r < count; ++r) {
-    const float* src = inputs_.data() + row(split, indices[static_cast<size_t>(r)]) * input_size_;
+    const float* src = inputs_.data() +
+                       rows_.row(split, indices[static_cast<size_t>(r)], "synthetic") * input_size_;
     std::copy_n(src, input_size_, out.data() + r * input_size_);
   }
   return out;
@@ -143,7 +136,8 @@ Tensor SyntheticDataset::targets(Split split, std::span<const int64_t> indices) 
   const int64_t width = std::max<int64_t>(target_size_, 1);
   Tensor out(target_shape().batched(count));  // [n], [n, 1] or [n, seq_len]
   for (int64_t r = 0; r < count; ++r) {
-    const float* src = targets_.data() + row(split, indices[static_cast<size_t>(r)]) * width;
+    const float* src =
+        targets_.data() + rows_.row(split, indices[static_cast<size_t>(r)], "synthetic") * width;
     std::copy_n(src, width, out.data() + r * width);
   }
   return out;

@@ -7,6 +7,7 @@
 
 #include "data/data_config.h"
 #include "data/dataset.h"
+#include "data/split_rows.h"
 
 namespace mpipe::data {
 
@@ -41,12 +42,8 @@ class SyntheticDataset : public Dataset {
  private:
   void generate_features(uint64_t seed);
   void generate_tokens(uint64_t seed);
-  // Row of example `index` of `split` in the stored arrays (train rows first).
-  int64_t row(Split split, int64_t index) const;
-
   DataConfig config_;
-  int64_t num_train_ = 0;
-  int64_t num_test_ = 0;
+  SplitRows rows_;
   int64_t input_size_ = 0;      // floats per example input
   int64_t target_size_ = 0;     // floats per example target
   std::vector<float> inputs_;   // [num_examples, input_size_]

@@ -85,23 +85,16 @@ TensorFileDataset::TensorFileDataset(const DataConfig& config) {
   }
   classes_ = static_cast<int64_t>(largest) + 1;
 
-  num_test_ = static_cast<int64_t>(std::floor(static_cast<double>(rows) * config.val_fraction));
-  num_train_ = rows - num_test_;
-  check_input(num_test_ >= 1 && num_train_ >= 1,
+  rows_.num_test =
+      static_cast<int64_t>(std::floor(static_cast<double>(rows) * config.val_fraction));
+  rows_.num_train = rows - rows_.num_test;
+  check_input(rows_.num_test >= 1 && rows_.num_train >= 1,
               "{}: {} rows leave {} for validation at data.val_fraction {} (at least 1 each "
               "for training and validation)",
-              path, rows, num_test_, config.val_fraction);
+              path, rows, rows_.num_test, config.val_fraction);
 }
 
-int64_t TensorFileDataset::size(Split split) const {
-  return split == Split::kTrain ? num_train_ : num_test_;
-}
-
-int64_t TensorFileDataset::row(Split split, int64_t index) const {
-  check(index >= 0 && index < size(split), "tensors: example {} is outside the split of {}", index,
-        size(split));
-  return split == Split::kTrain ? index : num_train_ + index;
-}
+int64_t TensorFileDataset::size(Split split) const { return rows_.size(split); }
 
 Tensor TensorFileDataset::inputs(Split split, std::span<const int64_t> indices, uint64_t /*seed*/,
                                  int64_t /*step*/) const {
@@ -109,8 +102,9 @@ Tensor TensorFileDataset::inputs(Split split, std::span<const int64_t> indices, 
   const int64_t width = example_.numel();
   Tensor out(example_.batched(count));  // [n, ...example]
   for (int64_t r = 0; r < count; ++r) {
-    std::copy_n(inputs_.data() + row(split, indices[static_cast<size_t>(r)]) * width, width,
-                out.data() + r * width);
+    std::copy_n(
+        inputs_.data() + rows_.row(split, indices[static_cast<size_t>(r)], "tensors") * width,
+        width, out.data() + r * width);
   }
   return out;
 }
@@ -119,7 +113,8 @@ Tensor TensorFileDataset::targets(Split split, std::span<const int64_t> indices)
   const auto count = static_cast<int64_t>(indices.size());
   Tensor out(Shape{count});  // [n] class indices
   for (int64_t r = 0; r < count; ++r) {
-    out.data()[r] = targets_[static_cast<size_t>(row(split, indices[static_cast<size_t>(r)]))];
+    out.data()[r] =
+        targets_[static_cast<size_t>(rows_.row(split, indices[static_cast<size_t>(r)], "tensors"))];
   }
   return out;
 }

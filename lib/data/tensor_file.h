@@ -9,6 +9,7 @@
 
 #include "data/data_config.h"
 #include "data/dataset.h"
+#include "data/split_rows.h"
 
 namespace mpipe::data {
 
@@ -34,12 +35,8 @@ class TensorFileDataset : public Dataset {
   Tensor targets(Split split, std::span<const int64_t> indices) const override;
 
  private:
-  // Row of example `index` of `split` (train rows first).
-  int64_t row(Split split, int64_t index) const;
-
   Shape example_;  // one input
-  int64_t num_train_ = 0;
-  int64_t num_test_ = 0;
+  SplitRows rows_;
   int64_t classes_ = 0;
   std::vector<float> inputs_;   // [rows, example_.numel()]
   std::vector<float> targets_;  // [rows]

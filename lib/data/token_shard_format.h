@@ -25,8 +25,6 @@ constexpr size_t token_bytes(int32_t magic) {
 }
 
 // The magic of shards whose token ids are all below `vocab`: uint16 when they fit.
-constexpr int32_t magic_for_vocab(int64_t vocab) {
-  return vocab <= 65536 ? kMagicU16 : kMagicU32;
-}
+constexpr int32_t magic_for_vocab(int64_t vocab) { return vocab <= 65536 ? kMagicU16 : kMagicU32; }
 
 }  // namespace mpipe::data::token_shard
