@@ -31,7 +31,8 @@ struct DataConfig {
   int64_t num_examples = 4096;
   int64_t features = 64;
   int64_t classes = 10;  // 0 = regression with one target per example
-  // kText: windows of seq_len bytes; the last val_fraction of the corpus is validation.
+  // kText: windows of seq_len bytes (training: at every byte; validation: side by side); the
+  // last val_fraction of the corpus is validation.
   // kTensors: the last val_fraction of the rows is validation.
   int64_t seq_len = 64;
   double val_fraction = 0.05;

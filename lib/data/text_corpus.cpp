@@ -119,7 +119,8 @@ std::string_view TextCorpus::text(Split split) const {
 }
 
 int64_t TextCorpus::size(Split split) const {
-  return static_cast<int64_t>(text(split).size()) - seq_len_;
+  // The last window ends at the split's last byte or before: s + seq_len + 1 <= L.
+  return (static_cast<int64_t>(text(split).size()) - seq_len_ - 1) / stride(split) + 1;
 }
 
 Tensor TextCorpus::windows(Split split, std::span<const int64_t> indices, int64_t offset) const {
@@ -130,7 +131,7 @@ Tensor TextCorpus::windows(Split split, std::span<const int64_t> indices, int64_
     const int64_t start = indices[static_cast<size_t>(row)];
     check(start >= 0 && start < size(split), "text example {} out of range [0, {})", start,
           size(split));
-    const char* src = source.data() + start + offset;
+    const char* src = source.data() + start * stride(split) + offset;
     float* dst = out.data() + row * seq_len_;
     for (int64_t i = 0; i < seq_len_; ++i) {
       dst[i] = static_cast<float>(static_cast<unsigned char>(src[i]));

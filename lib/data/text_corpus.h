@@ -31,9 +31,13 @@ std::vector<float> encode_text(std::string_view text);
 std::string decode_text(std::span<const float> tokens);
 
 // The files' bytes concatenated; the last val_fraction of them is the test (validation) split.
-// Example i of a split is the window at byte i: inputs [seq_len] = bytes[i, i + seq_len),
-// targets [seq_len] = bytes[i + 1, i + seq_len + 1), both as floats; a split of L bytes has
-// L - seq_len examples.
+// Example i of a split is the window at byte s = i x stride: inputs [seq_len] = bytes[s, s +
+// seq_len), targets [seq_len] = bytes[s + 1, s + seq_len + 1), both as floats. Training windows
+// start at every byte (stride 1: a split of L bytes has L - seq_len examples); validation windows
+// do not overlap (stride seq_len: floor((L - 1) / seq_len) examples), so an evaluation of the
+// whole split predicts each held-out byte once (all but the first and a tail shorter than a
+// window), as the token dataset's windows do, and its bits per byte compare with a tokenized
+// model's.
 class TextCorpus : public Dataset {
  public:
   static constexpr int64_t kVocab = 256;
@@ -63,6 +67,8 @@ class TextCorpus : public Dataset {
   double unigram_entropy_bits(Split split) const;
 
  private:
+  // Bytes between the starts of consecutive examples of a split: 1 or seq_len.
+  int64_t stride(Split split) const { return split == Split::kTrain ? 1 : seq_len_; }
   // Windows at `indices` starting `offset` bytes in: [n, seq_len] floats.
   Tensor windows(Split split, std::span<const int64_t> indices, int64_t offset) const;
 

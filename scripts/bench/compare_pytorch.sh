@@ -5,10 +5,13 @@
 #
 # Models: mlp = configs/scaling_mlp.yaml (batch 256, SGD) against scripts/bench/pytorch_mlp.py;
 # transformer = configs/char_transformer.yaml (4 GPT blocks of width 128, seq 64, batch 32, AdamW,
-# clipping, dropout) against scripts/bench/pytorch_transformer.py. mpipe runs K=1 M=1 and keeps
-# its activations (pipeline.recompute: never), as PyTorch does.
+# clipping, dropout) against scripts/bench/pytorch_transformer.py; gpt_kjv = configs/gpt_kjv.yaml
+# (4 RMSNorm/rotary/SwiGLU blocks of width 128, vocabulary 4096 tied, seq 128, batch 16, on the
+# token shards of scripts/data/kjv.sh, run first when runs/kjv is missing) against
+# scripts/bench/pytorch_gpt_kjv.py. mpipe runs K=1 M=1 and keeps its activations
+# (pipeline.recompute: never), as PyTorch does.
 #
-# Environment: MODELS (default "mlp transformer"), THREADS (list, default "1 2"), WAIT_POLICY
+# Environment: MODELS (default "mlp transformer gpt_kjv"), THREADS (list, default "1 2"), WAIT_POLICY
 # (OMP_WAIT_POLICY for both sides; default unset), REPEATS
 # (default 3; the fastest is shown), WAIT_IDLE (before each run, wait up to this many seconds for
 # idle CPUs; default 120, 0 = no), MPIPE_BIN (default build/release/apps/mpipe). Needs
@@ -28,7 +31,7 @@ source scripts/bench/best.sh
 # shellcheck source=scripts/bench/blas_core.sh
 source scripts/bench/blas_core.sh
 
-models_list=${MODELS:-mlp transformer}
+models_list=${MODELS:-mlp transformer gpt_kjv}
 threads_list=${THREADS:-1 2}
 repeats=${REPEATS:-3}
 wait_idle=${WAIT_IDLE:-120}
@@ -61,8 +64,14 @@ model_args() {  # MODEL → sets config, batch, twin, overrides
       overrides=(--set pipeline.recompute=never --set train.steps=30 --set log.every=5
         --set train.eval_every=0 --set train.eval_batches=1 --set checkpoint.every=0)
       ;;
+    gpt_kjv)
+      [[ -f runs/kjv/tokenizer.model ]] || scripts/data/kjv.sh > /dev/null
+      config=configs/gpt_kjv.yaml batch=16 twin=scripts/bench/pytorch_gpt_kjv.py
+      overrides=(--set pipeline.recompute=never --set train.steps=30 --set log.every=5
+        --set train.eval_every=0 --set train.eval_batches=1 --set checkpoint.every=0)
+      ;;
     *)
-      echo "compare_pytorch.sh: unknown model '$1' (known: mlp transformer)" >&2
+      echo "compare_pytorch.sh: unknown model '$1' (known: mlp transformer gpt_kjv)" >&2
       exit 2
       ;;
   esac

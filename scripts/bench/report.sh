@@ -8,7 +8,7 @@
 #                                        # a document of some sections (the 16-core machine's)
 #
 # Sections: kernels, pytorch, micro, wgrad, scaling, precision, accuracy, profile, overlap,
-# project, largest, mmap. Each section's raw output is kept in OUT_DIR (default
+# project, largest, mmap, kjv. Each section's raw output is kept in OUT_DIR (default
 # build/bench-report); the plots go next to the markdown file (docs/*.png). With ONLY, the other
 # sections are rendered from the outputs OUT_DIR kept from an earlier run (their date, version
 # and load stay theirs).
@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 doc=${1:-docs/benchmarks.md}
-sections=${SECTIONS:-kernels pytorch micro wgrad scaling precision accuracy profile overlap project largest mmap}
+sections=${SECTIONS:-kernels pytorch micro wgrad scaling precision accuracy profile overlap project largest mmap kjv}
 run_sections=${ONLY:-$sections}
 out=${OUT_DIR:-build/bench-report}
 bench=${BENCH_DIR:-build/release/apps/bench}
@@ -95,6 +95,12 @@ kernels() {  # threads
   done
 }
 
+kjv() {  # tokens against bytes at equal wall time, then configs/gpt_kjv.yaml against PyTorch
+  scripts/bench/kjv_bits_per_byte.sh
+  echo
+  MODELS=gpt_kjv scripts/bench/compare_pytorch.sh
+}
+
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc obeys OMP_NUM_THREADS
 scaling_stages=$(for k in 1 2 4 8; do if ((k <= cores)); then echo -n "$k "; fi; done)  # 1 thread a rank
 
@@ -107,7 +113,7 @@ for s in $sections; do
     pytorch)
       section pytorch "mpipe vs PyTorch (issue 10, target 2: >= 1.15x at 1 and 2 threads)" \
         "One process, K=1 M=1, the same model, batch, optimizer and threads: configs/scaling_mlp.yaml and configs/char_transformer.yaml's Transformer, against their PyTorch twins (Debian python3-torch); runs interleaved, the fastest of 3 shown; both under libgomp's default wait policy (OMP_WAIT_POLICY unset)." \
-        scripts/bench/compare_pytorch.sh
+        env MODELS="mlp transformer" scripts/bench/compare_pytorch.sh
       # No plot of a comparison against PyTorch on a generic or reference BLAS (no ratio).
       grep -q "comparison INVALID" "$out/pytorch.txt" ||
         plot pytorch "$out/pytorch.txt" bench_pytorch.png "samples/s, mpipe vs PyTorch" ;;
@@ -157,6 +163,10 @@ for s in $sections; do
       section mmap "glibc's mmap threshold" \
         "mpipe keeps freed tensor memory in the heap for reuse (mallopt at start-up); this compares it with MALLOC_MMAP_THRESHOLD_=65536, which returns every freed tensor to the kernel (what largest_model.sh sets, so that RSS follows the live bytes)." \
         scripts/bench/mmap_threshold.sh ;;
+    kjv)
+      section kjv "A language model on the King James Bible (issue 19: tokens beat bytes; >= 1.15x PyTorch at 1 and 2 threads)" \
+        "configs/gpt_kjv.yaml (a 4096-piece SentencePiece BPE, 4 RMSNorm/rotary/SwiGLU blocks of width 128, tied embeddings, 2 stages) against its byte-level twin configs/gpt_kjv_bytes.yaml (the same GPT on the same text, vocabulary 256), each trained for the same wall time and evaluated on the whole held-out 5% of the text, in bits per byte; then the same model's training step, K=1 M=1, against its PyTorch twin (scripts/bench/pytorch_gpt_kjv.py) at 1 and 2 threads." \
+        kjv ;;
     *)
       echo "report.sh: unknown section '$s'" >&2
       exit 2 ;;
