@@ -1,18 +1,13 @@
 // Reading, splitting and windowing of a byte-level text corpus.
 #include "data/text_corpus.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace mpipe::data {
 namespace {
@@ -38,26 +33,7 @@ const char* file_type_name(fs::file_type type) {
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  check_input(fd >= 0, "{}: cannot open: {}", path, std::strerror(errno));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  struct stat info {};
-  check_input(::fstat(fd, &info) == 0 && S_ISREG(info.st_mode),
-              "{}: data.path: must be a regular file or a folder of them", path);
-  std::string contents(static_cast<size_t>(info.st_size), '\0');
-  size_t filled = 0;
-  while (filled < contents.size()) {
-    const ssize_t got = ::read(fd, contents.data() + filled, contents.size() - filled);
-    if (got < 0 && errno == EINTR) continue;
-    check_input(got >= 0, "{}: read error: {}", path, std::strerror(errno));
-    if (got == 0) break;  // the file shrank since fstat
-    filled += static_cast<size_t>(got);
-  }
-  contents.resize(filled);
-  return contents;
+  return read_regular_file(path, "data.path: must be a regular file or a folder of them");
 }
 
 std::vector<std::string> corpus_files(const std::string& path) {

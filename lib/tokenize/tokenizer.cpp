@@ -5,16 +5,12 @@
 #include <sentencepiece_trainer.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace mpipe::tokenize {
 namespace {
@@ -66,14 +62,7 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer Tokenizer::load(const std::string& path) {
   // Read here rather than by SentencePiece, whose errors name its own source lines (and which
   // aborts on a folder).
-  std::ifstream file(path, std::ios::binary);
-  check_input(file.is_open(), "{}: cannot open: {}", path, std::strerror(errno));
-  check_input(std::filesystem::is_regular_file(path),
-              "{}: a SentencePiece model must be a regular file", path);
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  check_input(!file.bad(), "{}: read error", path);
-  return from_bytes(bytes.str(), path);
+  return from_bytes(read_regular_file(path, "a SentencePiece model must be a regular file"), path);
 }
 
 Tokenizer Tokenizer::from_bytes(std::string_view model, const std::string& name) {

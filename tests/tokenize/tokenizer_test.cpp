@@ -3,6 +3,7 @@
 #include "tokenize/tokenizer.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <numeric>
@@ -99,6 +100,15 @@ TEST(Tokenizer, RefusesAFolder) {
   const TempDir dir;
   EXPECT_EQ(input_error_of([&] { Tokenizer::load(dir.path().string()); }),
             dir.path().string() + ": a SentencePiece model must be a regular file");
+}
+
+TEST(Tokenizer, RefusesAFifoWithoutWaitingForAWriter) {
+  // Opening a FIFO for reading blocks until a writer comes: on old code the test hangs.
+  const TempDir dir;
+  const std::string fifo = dir.file("pipe.model");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(input_error_of([&] { Tokenizer::load(fifo); }),
+            fifo + ": a SentencePiece model must be a regular file");
 }
 
 TEST(TrainModel, RefusesAVocabularySmallerThanTheBytesAndCharacters) {
