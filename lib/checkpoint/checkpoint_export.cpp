@@ -66,7 +66,7 @@ CheckpointExport export_checkpoint(const std::string& run_dir, std::optional<int
   const CheckpointStore store(run_dir, 1);
   CheckpointExport result{.step = pick_step(store, step), .num_tensors = 0, .digest = {}};
   check_output(out);
-  const nlohmann::json meta = store.read_meta(result.step);
+  const nlohmann::json meta = store.read_meta(result.step, CheckpointUse::kExport);
   const nlohmann::json& config = required_key(meta, store.meta_path(result.step), "config");
   check_input(config.is_string(), "{}: config must be a string", store.meta_path(result.step));
 
@@ -89,7 +89,7 @@ CheckpointExport export_checkpoint(const std::string& run_dir, std::optional<int
     if (has_pending) writer.write(pending);
     has_pending = false;
   };
-  store.read_into(result.step, [&](const std::string& name, const Shape& shape) {
+  const auto take_tensor = [&](const std::string& name, const Shape& shape) {
     if (!is_weight_name(name)) {
       scratch.resize(static_cast<size_t>(shape.numel()));
       return std::optional<std::span<float>>(scratch);
@@ -101,7 +101,8 @@ CheckpointExport export_checkpoint(const std::string& run_dir, std::optional<int
     pending.assign(static_cast<size_t>(shape.numel()), 0.0f);
     has_pending = true;
     return std::optional<std::span<float>>(pending);
-  });
+  };
+  store.read_into(result.step, take_tensor, CheckpointUse::kExport);
   write_pending();
   result.digest = writer.commit();
   return result;

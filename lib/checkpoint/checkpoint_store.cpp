@@ -291,11 +291,11 @@ void CheckpointStore::prune(int64_t committed_step) const {
   }
 }
 
-nlohmann::json CheckpointStore::read_meta(int64_t step) const {
+nlohmann::json CheckpointStore::read_meta(int64_t step, CheckpointUse use) const {
   try {
     return read_checked_meta(step);
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}; {}", e.what(), intact_hint(step)));
+    throw InputError(fmt::format("{}; {}", e.what(), intact_hint(step, use)));
   }
 }
 
@@ -356,7 +356,8 @@ void CheckpointStore::read_verified(int64_t step, const TensorDestination& desti
   }
 }
 
-void CheckpointStore::read_into(int64_t step, const TensorDestination& destination) const {
+void CheckpointStore::read_into(int64_t step, const TensorDestination& destination,
+                                CheckpointUse use) const {
   // What the destination refuses (a tensor of another shape) is no fault of the checkpoint:
   // it passes through without the hint.
   struct Refused {
@@ -374,7 +375,7 @@ void CheckpointStore::read_into(int64_t step, const TensorDestination& destinati
   } catch (const Refused& refused) {
     std::rethrow_exception(refused.error);
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}; {}", e.what(), intact_hint(step)));
+    throw InputError(fmt::format("{}; {}", e.what(), intact_hint(step, use)));
   }
 }
 
@@ -398,7 +399,7 @@ void CheckpointStore::verify(int64_t step) const {
   });
 }
 
-std::string CheckpointStore::intact_hint(int64_t broken_step) const {
+std::string CheckpointStore::intact_hint(int64_t broken_step, CheckpointUse use) const {
   const std::vector<int64_t> committed = committed_steps();
   for (auto it = committed.rbegin(); it != committed.rend(); ++it) {
     if (*it >= broken_step) continue;
@@ -414,8 +415,12 @@ std::string CheckpointStore::intact_hint(int64_t broken_step) const {
     if (std::find(committed.begin(), committed.end(), broken_step) == committed.end()) {
       newer.push_back(fs::path(step_dir(broken_step)).filename().string());
     }
-    return fmt::format("the newest intact checkpoint is step {} ({}): remove {} to resume from it",
-                       *it, step_dir(*it), fmt::join(newer, ", "));
+    const std::string advice =
+        use == CheckpointUse::kExport
+            ? fmt::format("export it with --step {}", *it)
+            : fmt::format("remove {} to resume from it", fmt::join(newer, ", "));
+    return fmt::format("the newest intact checkpoint is step {} ({}): {}", *it, step_dir(*it),
+                       advice);
   }
   return "no earlier committed checkpoint is intact";
 }

@@ -22,6 +22,10 @@ struct ShardRecord {
   FileDigest digest;
 };
 
+// What a checkpoint is read for: the error about a damaged one advises what to do with the newest
+// intact one accordingly (remove the newer folders to resume from it, or export it by its step).
+enum class CheckpointUse { kResume, kExport };
+
 // The meta.json key holding the crc32 of the rest of meta.json.
 inline constexpr const char* kManifestChecksumKey = "manifest_crc32";
 
@@ -83,7 +87,7 @@ class CheckpointStore {
   // is intact (as read_all), e.g. ".../meta.json: missing key 'shards'; the newest intact ..." or
   // ".../meta.json: manifest checksum mismatch (crc32 1a2b3c4d, manifest_crc32 says 5e6f7a8b);
   // ...".
-  nlohmann::json read_meta(int64_t step) const;
+  nlohmann::json read_meta(int64_t step, CheckpointUse use = CheckpointUse::kResume) const;
 
   // Every shard's tensors merged (in stage order), each shard verified against meta.json
   // (size, crc32, and the step, stage and every other key in its own metadata) and each tensor
@@ -97,7 +101,8 @@ class CheckpointStore {
   // Like read_all, without holding the tensors: every shard is verified first, then each tensor's
   // values are read straight into the span `destination` gives for it (or skipped), so a rank
   // reads only its own stage's tensors and holds no copy of them (a resume on any K).
-  void read_into(int64_t step, const TensorDestination& destination) const;
+  void read_into(int64_t step, const TensorDestination& destination,
+                 CheckpointUse use = CheckpointUse::kResume) const;
 
   // Throws InputError (as read_all, without the hint) unless every shard of `step` is intact
   // and finite; holds one tensor at a time.
@@ -112,8 +117,9 @@ class CheckpointStore {
   // Verifies one shard against its record and the rest of meta.json `meta`.
   void check_shard(const ShardRecord& expected, const nlohmann::json& meta) const;
   void read_verified(int64_t step, const TensorDestination& destination) const;
-  // "the newest intact checkpoint is step ..." or "no earlier committed checkpoint is intact".
-  std::string intact_hint(int64_t broken_step) const;
+  // "the newest intact checkpoint is step 10 (DIR): remove step_00000020 to resume from it" (or,
+  // for kExport, ": export it with --step 10"), or "no earlier committed checkpoint is intact".
+  std::string intact_hint(int64_t broken_step, CheckpointUse use) const;
 
   std::string run_dir_;
   int keep_;

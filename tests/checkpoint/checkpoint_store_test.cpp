@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "support/input_error_of.h"
 #include "support/temp_dir.h"
 
 namespace mpipe::checkpoint {
@@ -250,6 +251,23 @@ TEST(CheckpointStore, BitFlipInTensorDataIsAChecksumMismatchNamingTheIntactCheck
             fmt::format("{}: checksum mismatch (crc32 {}, meta.json says {}); the newest intact "
                         "checkpoint is step 10 ({}): remove step_00000020 to resume from it",
                         path, crc32_hex(after.crc32), crc32_hex(before.crc32), store.step_dir(10)));
+}
+
+TEST(CheckpointStore, ReadForAnExportAdvisesExportingTheIntactCheckpoint) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 10);
+  save_two_stage(store, 20);
+  fs::copy_file(store.shard_path(10, 1), store.shard_path(20, 1),
+                fs::copy_options::overwrite_existing);
+  const auto ignore = [](const std::string&, const Shape&) {
+    return std::optional<std::span<float>>();
+  };
+  EXPECT_EQ(
+      mpipe::testing::input_error_of([&] { store.read_into(20, ignore, CheckpointUse::kExport); }),
+      store.shard_path(20, 1) +
+          ": holds step 10, meta.json says step 20; the newest intact checkpoint is step 10 (" +
+          store.step_dir(10) + "): export it with --step 10");
 }
 
 TEST(CheckpointStore, ShardCopiedFromAnotherStepIsNamedAsSuch) {

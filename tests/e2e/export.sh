@@ -46,7 +46,7 @@ refused no_folder "$WORK/nowhere/w.safetensors: the folder $WORK/nowhere does no
 refused to_folder "$WORK/empty: is a directory, not a file" "$WORK/run" "$WORK/empty"
 ck=$WORK/run/checkpoints
 shard=$ck/step_00000004/stage_1.safetensors
-intact="the newest intact checkpoint is step 2 ($ck/step_00000002): remove step_00000004 to resume from it"
+intact="the newest intact checkpoint is step 2 ($ck/step_00000002): export it with --step 2"
 cp "$shard" "$WORK/good"
 before=$(crc32 "$shard")
 flip_bit "$shard" 3
