@@ -60,6 +60,11 @@ class Dataset {
     return std::nullopt;
   }
   virtual ExampleOrder example_order() const { return ExampleOrder::kShuffledEpochs; }
+  // Checks part `part` of `parts` of what the constructor leaves unread, so that the ranks of a
+  // run share the work (each checks its own part; the caller agrees on the outcome), and throws
+  // InputError naming the file. Token shards: every token id below the vocabulary. Other data
+  // has nothing left to check.
+  virtual void check_contents(int part, int parts) const { (void)part, (void)parts; }
 
   DataSchema schema() const;
 };

@@ -61,23 +61,41 @@ TokenDataset::TokenDataset(const DataConfig& config)
       train_(shard_files(config.train_shards, "data.train"), config.seq_len),
       val_(shard_files(config.val_shards, "data.val"), config.seq_len) {
   check_input(seq_len_ >= 1, "data.seq_len: must be >= 1, got {}", seq_len_);
-  std::string vocab_key = "data.vocab";
+  vocab_key_ = "data.vocab";
   if (!config.tokenizer.empty()) {
     const tokenize::Tokenizer tokenizer = tokenize::Tokenizer::load(config.tokenizer);
     vocab_ = tokenizer.vocab_size();
     piece_bytes_ = tokenizer.piece_bytes();
-    vocab_key = "data.tokenizer " + config.tokenizer;
+    vocab_key_ = "data.tokenizer " + config.tokenizer;
   }
   check_input(vocab_ >= 2 && vocab_ < kMaxVocab,
               "{}: a vocabulary of {} token ids; token ids are stored as floats, so it must be "
               "in [2, 2^24)",
-              vocab_key, vocab_);
+              vocab_key_, vocab_);
   for (const auto* split : {&train_, &val_}) {
     const char* key = split == &train_ ? "data.train" : "data.val";
     check_input(split->size() > 0,
                 "{}: {} tokens in {} shard(s), none with a window of seq_len + 1 = {} tokens", key,
                 split->num_tokens(), split->shards().size(), seq_len_ + 1);
-    for (const auto& shard : split->shards()) shard->check_ids_below(vocab_, vocab_key);
+  }
+}
+
+void TokenDataset::check_contents(int part, int parts) const {
+  check(parts >= 1 && part >= 0 && part < parts, "part {} of {}", part, parts);
+  const int64_t total = train_.num_tokens() + val_.num_tokens();
+  // This part's share of the tokens of every shard laid end to end, train first.
+  const int64_t begin = total * part / parts;
+  const int64_t end = total * (part + 1) / parts;
+  int64_t shard_begin = 0;
+  for (const auto* split : {&train_, &val_}) {
+    for (const auto& shard : split->shards()) {
+      const int64_t first = std::max(begin, shard_begin);
+      const int64_t last = std::min(end, shard_begin + shard->num_tokens());
+      if (first < last) {
+        shard->check_ids_below(vocab_, vocab_key_, first - shard_begin, last - first);
+      }
+      shard_begin += shard->num_tokens();
+    }
   }
 }
 

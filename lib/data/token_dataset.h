@@ -41,8 +41,8 @@ class ShardWindows {
 
 // Example i of a split: inputs = tokens [0, seq_len) of window i, targets = tokens [1, seq_len]
 // (ids as floats). The vocabulary is the tokenizer's (data.tokenizer) or data.vocab; every
-// token of every shard is checked against it when the dataset is built. Training order:
-// ExampleOrder::kKeyed.
+// token of every shard is checked against it by check_contents, the ranks of a run each scanning
+// an equal share of the tokens. Training order: ExampleOrder::kKeyed.
 class TokenDataset : public Dataset {
  public:
   // Throws InputError naming the shard (or tokenizer) file and what is wrong with it.
@@ -59,6 +59,9 @@ class TokenDataset : public Dataset {
   Tensor targets(Split split, std::span<const int64_t> indices) const override;
   std::optional<int64_t> test_target_bytes(int64_t num_examples) const override;
   ExampleOrder example_order() const override { return ExampleOrder::kKeyed; }
+  // Scans tokens [part·N/parts, (part+1)·N/parts) of the N tokens of the training shards then
+  // the validation shards.
+  void check_contents(int part, int parts) const override;
 
  private:
   const ShardWindows& windows(Split split) const { return split == Split::kTrain ? train_ : val_; }
@@ -66,6 +69,7 @@ class TokenDataset : public Dataset {
 
   int64_t seq_len_;
   int64_t vocab_;
+  std::string vocab_key_;  // where the vocabulary comes from, for errors: "data.vocab", ...
   std::vector<int64_t> piece_bytes_;  // bytes of text per token id; empty without a tokenizer
   ShardWindows train_;
   ShardWindows val_;

@@ -122,17 +122,20 @@ void TokenShard::read_as_floats(int64_t first, int64_t count, float* out) const 
             MADV_DONTNEED);
 }
 
-void TokenShard::check_ids_below(int64_t vocab, const std::string& vocab_key) const {
-  std::vector<std::byte> chunk(static_cast<size_t>(kScanChunkTokens) * token_bytes_);
-  for (int64_t first = 0; first < num_tokens_; first += kScanChunkTokens) {
-    const int64_t count = std::min(kScanChunkTokens, num_tokens_ - first);
-    read_exactly(
-        fd_, path_, chunk.data(), static_cast<size_t>(count) * token_bytes_,
-        static_cast<off_t>(format::kHeaderBytes + static_cast<size_t>(first) * token_bytes_));
-    for (int64_t i = 0; i < count; ++i) {
+void TokenShard::check_ids_below(int64_t vocab, const std::string& vocab_key, int64_t first,
+                                 int64_t count) const {
+  check(first >= 0 && count >= 0 && first + count <= num_tokens_,
+        "{}: tokens [{}, {}) out of range [0, {})", path_, first, first + count, num_tokens_);
+  std::vector<std::byte> chunk(static_cast<size_t>(std::min(kScanChunkTokens, count)) *
+                               token_bytes_);
+  for (int64_t at = first; at < first + count; at += kScanChunkTokens) {
+    const int64_t n = std::min(kScanChunkTokens, first + count - at);
+    read_exactly(fd_, path_, chunk.data(), static_cast<size_t>(n) * token_bytes_,
+                 static_cast<off_t>(format::kHeaderBytes + static_cast<size_t>(at) * token_bytes_));
+    for (int64_t i = 0; i < n; ++i) {
       const uint32_t id = token_at(chunk.data(), token_bytes_, i);
       check_input(static_cast<int64_t>(id) < vocab,
-                  "{}: token {} is {}, not below the vocabulary of {} ({})", path_, first + i, id,
+                  "{}: token {} is {}, not below the vocabulary of {} ({})", path_, at + i, id,
                   vocab, vocab_key);
     }
   }

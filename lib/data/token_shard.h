@@ -25,10 +25,11 @@ class TokenShard {
   // out[i] = token first + i as a float, for i in [0, count). The pages read are unmapped from
   // the process again (madvise MADV_DONTNEED), so reading does not grow the resident memory.
   void read_as_floats(int64_t first, int64_t count, float* out) const;
-  // Reads every token with pread in fixed chunks (not through the map, so the scan adds nothing
-  // to the resident memory) and throws an InputError naming the file, the token's position and
-  // `vocab_key` at the first token id >= vocab.
-  void check_ids_below(int64_t vocab, const std::string& vocab_key) const;
+  // Reads tokens [first, first + count) with pread in fixed chunks (not through the map, so the
+  // scan adds nothing to the resident memory) and throws an InputError naming the file, the
+  // token's position and `vocab_key` at the first token id >= vocab.
+  void check_ids_below(int64_t vocab, const std::string& vocab_key, int64_t first,
+                       int64_t count) const;
 
  private:
   std::string path_;

@@ -207,6 +207,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
                                 topology.num_replicas, experiment.where("train.batch_size"));
     check_dataset_memory(experiment);
     result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
+    result.dataset->check_contents(world.rank(), world.size());  // each rank its share
     const model::ModelPlan& plan = result.plan.model =
         model::plan_model(experiment.model, result.dataset->input_shape());
     check_memory(experiment, plan, topology.num_replicas);
@@ -273,6 +274,7 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
   plan_for_any_world(experiment, 0);
   check_dataset_memory(experiment);
   const auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
+  dataset->check_contents(0, 1);
   const model::ModelPlan plan = model::plan_model(experiment.model, dataset->input_shape());
   if (experiment.pipeline.stages > 0) {
     const pipeline::PipelinePlan pipeline_plan =

@@ -64,7 +64,7 @@ print(f"{seconds:.1f}")
 PY
 }
 
-echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $("$bin" --version)"
+echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $("$bin" --version)"
 echo "load before: $(uptime)"
 echo "calibration ($calibrate steps each, logged every 5, the first window dropped):"
 declare -A steps

@@ -139,10 +139,35 @@ TEST(TokenDataset, RefusesATokenOutsideTheVocabularyNamingTheShard) {
   const TempDir dir;
   write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10)));
   write_bytes(dir.file("val.bin"), shard_bytes({1, 2, 1000, 3}));
-  EXPECT_EQ(input_error_of([&] { TokenDataset data(tokens_config(dir)); }),
+  const TokenDataset data(tokens_config(dir));
+  EXPECT_EQ(input_error_of([&] { data.check_contents(0, 1); }),
             dir.file("val.bin") +
                 ": token 2 is 1000, not below the vocabulary of 1000 "
                 "(data.vocab)");
+}
+
+TEST(TokenDataset, PartsOfTheContentsCheckTheirOwnShareOfTheTokens) {
+  const TempDir dir;
+  // 14 tokens end to end (10 train, then 4 validation); the bad one is the 13th (index 12).
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes({1, 2, 1000, 3}));
+  const TokenDataset data(tokens_config(dir));
+  // Two parts: tokens [0, 7) and [7, 14); three: [0, 4), [4, 9), [9, 14).
+  EXPECT_NO_THROW(data.check_contents(0, 2));
+  EXPECT_EQ(
+      input_error_of([&] { data.check_contents(1, 2); }),
+      dir.file("val.bin") + ": token 2 is 1000, not below the vocabulary of 1000 (data.vocab)");
+  EXPECT_NO_THROW(data.check_contents(0, 3));
+  EXPECT_NO_THROW(data.check_contents(1, 3));
+  EXPECT_THROW(data.check_contents(2, 3), InputError);
+  // More parts than tokens: empty parts check nothing.
+  for (int part = 0; part < 20; ++part) {
+    if (part * 14 / 20 <= 12 && 12 < (part + 1) * 14 / 20) {
+      EXPECT_THROW(data.check_contents(part, 20), InputError) << part;
+    } else {
+      EXPECT_NO_THROW(data.check_contents(part, 20)) << part;
+    }
+  }
 }
 
 TEST(TokenDataset, RefusesAVocabularyThatFloatsCannotHoldExactly) {

@@ -114,8 +114,16 @@ TEST(TokenShard, ScanFindsTheFirstTokenAtOrAboveTheVocabularyAcrossChunks) {
   tokens[(1u << 20) + 42] = 1000;
   write_bytes(dir.file("a.bin"), shard_bytes(tokens));
   const TokenShard shard(dir.file("a.bin"));
-  EXPECT_NO_THROW(shard.check_ids_below(1001, "data.vocab"));
-  EXPECT_EQ(input_error_of([&] { shard.check_ids_below(1000, "data.vocab"); }),
+  const int64_t all = shard.num_tokens();
+  EXPECT_NO_THROW(shard.check_ids_below(1001, "data.vocab", 0, all));
+  EXPECT_EQ(input_error_of([&] { shard.check_ids_below(1000, "data.vocab", 0, all); }),
+            dir.file("a.bin") +
+                ": token 1048618 is 1000, not below the vocabulary of 1000 "
+                "(data.vocab)");
+  // A range scans only its own tokens: those before and after the bad one pass.
+  EXPECT_NO_THROW(shard.check_ids_below(1000, "data.vocab", 0, (1 << 20) + 42));
+  EXPECT_NO_THROW(shard.check_ids_below(1000, "data.vocab", (1 << 20) + 43, 57));
+  EXPECT_EQ(input_error_of([&] { shard.check_ids_below(1000, "data.vocab", (1 << 20) + 40, 5); }),
             dir.file("a.bin") +
                 ": token 1048618 is 1000, not below the vocabulary of 1000 "
                 "(data.vocab)");

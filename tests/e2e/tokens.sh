@@ -5,7 +5,8 @@
 # same number of global micro-batches; bit-identical for K = 1, 2 at D = 2); 3 steps then a
 # resume to 6 on another number of stages equal 6 straight;
 # the evaluation reports bits per byte; generate samples through the tokenizer; bad inputs of
-# tokenize and generate, and a damaged shard, end every rank with one line naming them.
+# tokenize and generate, a damaged shard and a token outside the vocabulary (found by one rank's
+# share of the scan) end every rank with one line naming them.
 # Usage: tokens.sh
 source "$(dirname "$0")/lib.sh"
 text=/usr/share/games/fortunes
@@ -97,4 +98,11 @@ cp "$WORK/shards/val_000000.bin" "$WORK/damaged.bin"
 printf '\x07' | dd of="$WORK/damaged.bin" bs=1 seek=0 conv=notrunc status=none
 rejected damaged "$WORK/damaged.bin: not a token shard: magic 20240391, expected 20240520 (uint16 tokens) or 20240801 (uint32 tokens)" \
   "$config" --set "data.val=$WORK/damaged.bin" --set pipeline.stages=2
+# A token id outside the tokenizer's vocabulary, last in the validation shard: of 2 ranks, only
+# rank 1 scans that share of the tokens, and both end with its one line.
+cp "$WORK/shards/val_000000.bin" "$WORK/bad_token.bin"
+last=$(( ($(stat -c %s "$WORK/bad_token.bin") - 1024) / 2 - 1 ))  # uint16 tokens after a 1024-byte header
+printf '\xff\xff' | dd of="$WORK/bad_token.bin" bs=1 seek=$(( 1024 + 2 * last )) conv=notrunc status=none
+rejected bad_token "$WORK/bad_token.bin: token $last is 65535, not below the vocabulary of 512 (data.tokenizer $WORK/shards/tokenizer.model)" \
+  "$config" --set "data.val=$WORK/bad_token.bin" --set pipeline.stages=2
 echo "tokens: tokenize, K=1,2 bit-identical (D=1 and D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6, bits per byte, generate, bad inputs refused"
