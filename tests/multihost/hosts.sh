@@ -44,16 +44,24 @@ MCA=(--mca plm_rsh_agent "$WORK/rsh_agent" --mca oob_tcp_if_include 10.77.0.0/24
   --mca btl_tcp_if_include 10.77.0.0/24)
 
 # Removes everything start_hosts made, by name and pid; safe to call twice and after a
-# partial start.
+# partial start. A namespace is deleted once its processes are gone: a process still exiting
+# holds its mount namespace, and with it a copy of the namespace's file, which `ip netns del`
+# then cannot remove.
 stop_hosts() {
   local host ns pid
   for host in "${HOSTS[@]}"; do
-    ns=$PREFIX$host
-    [[ -e /var/run/netns/$ns ]] || continue
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do
+    for pid in $(ip netns pids "$PREFIX$host" 2>/dev/null); do
       kill -KILL "$pid" 2>/dev/null || true
     done
-    ip netns del "$ns" 2>/dev/null || true
+  done
+  for host in "${HOSTS[@]}"; do
+    ns=$PREFIX$host
+    for _ in $(seq 50); do
+      [[ -e /var/run/netns/$ns ]] || break
+      [[ -n $(ip netns pids "$ns" 2>/dev/null) ]] || ip netns del "$ns" 2>/dev/null || true
+      [[ -e /var/run/netns/$ns ]] && sleep 0.1
+    done
+    [[ ! -e /var/run/netns/$ns ]] || echo "multihost: could not delete the namespace $ns" >&"$console"
   done
   # (A deleted namespace takes its veth pair along, so most of these are gone already.)
   for host in "${HOSTS[@]}"; do
@@ -70,19 +78,20 @@ finish() {
   if ((passed)) && [[ -z "${KEEP_WORK:-}" ]]; then
     rm -rf "$WORK"
   else
-    echo "multihost: files kept in $WORK"
+    echo "multihost: files kept in $WORK" >&"$console"
   fi
   exit "$status"
 }
+exec {console}>&2  # the test's own stderr, for the traps (which may run inside a redirection)
 trap finish EXIT
-trap 'echo "FAILED: stopped by a signal"; exit 1' INT TERM
+trap 'echo "FAILED: stopped by a signal" >&"$console"; exit 1' INT TERM
 # ctest ends a test past its TIMEOUT with SIGKILL, which no trap sees: end it (and tear down)
 # earlier, after MPIPE_MULTIHOST_BUDGET seconds (150 by default; a wait already under way, at
 # most 120 s, finishes first).
 (
   sleep "${MPIPE_MULTIHOST_BUDGET:-150}" &
   trap 'kill $!; exit 0' TERM
-  wait $! && echo "FAILED: over the budget of ${MPIPE_MULTIHOST_BUDGET:-150} s" && kill -TERM $$
+  wait $! && echo "FAILED: over the budget of ${MPIPE_MULTIHOST_BUDGET:-150} s" >&2 && kill -TERM $$
 ) &
 budget=$!
 
