@@ -98,6 +98,10 @@ budget=$!
 start_hosts() {
   local n host ns
   ip netns add "${PREFIX}probe" 2>/dev/null || skip "ip netns add does not work here"
+  ip netns exec "${PREFIX}probe" unshare --uts --mount true 2>/dev/null || {
+    ip netns del "${PREFIX}probe"
+    skip "no host names or mounts of its own in a network namespace here (unshare --uts --mount)"
+  }
   ip netns del "${PREFIX}probe"
   ip link add "${PREFIX}br" type bridge
   ip link set "${PREFIX}br" up
