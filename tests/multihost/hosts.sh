@@ -28,7 +28,7 @@ skip() {
 }
 ((EUID == 0)) || skip "needs root (network namespaces)"
 for tool in ip unshare mpirun mount; do
-  command -v "$tool" >/dev/null || skip "$tool not found (scripts/setup installs iproute2)"
+  command -v "$tool" >/dev/null || skip "$tool not found (scripts/test installs scripts/packages-test.txt)"
 done
 MPIPE=$(realpath "${MPIPE:?path of the mpipe binary}")
 PREFIX=mh$$
@@ -36,7 +36,6 @@ HOSTS=(h1 h2 h3)
 WORK=$(mktemp -d /tmp/mpipe-multihost.XXXXXX)
 LOCAL=$WORK/local  # each host's own run directories, at the same path on every host
 passed=0 budget=
-MPIRUN_ARGS=()
 
 # The Open MPI settings every multi-host run uses: the transports and the one network
 # (10.77.0.0/24) for Open MPI's own traffic (oob) and the ranks' (btl).
@@ -144,9 +143,8 @@ EOF
 }
 
 # on_hosts HOST:SLOTS... -- MPIPE_ARGS...: runs mpipe on the given hosts (one rank per slot,
-# in host order) with mpirun started on the first host; mpirun's own options come from
-# $MPIRUN_ARGS (an array, optional) and the btl from $BTL (tcp,self by default). Output goes
-# to stdout; the exit status is mpirun's (timeout 120 s: 124).
+# in host order) with mpirun started on the first host, the btl from $BTL (tcp,self by
+# default). Output goes to stdout; the exit status is mpirun's (timeout 120 s: 124).
 on_hosts() {
   local hostlist=() first=
   while [[ $1 != -- ]]; do
@@ -159,7 +157,7 @@ on_hosts() {
   hosts=$(IFS=,; echo "${hostlist[*]}")
   for spec in "${hostlist[@]}"; do ranks=$((ranks + ${spec#*:})); done
   local command=(timeout 120 mpirun -n "$ranks" --host "$hosts" --wdir "$LOCAL" --bind-to none
-    --mca btl "${BTL:-tcp,self}" "${MCA[@]}" "${MPIRUN_ARGS[@]}" -x OMP_NUM_THREADS
+    --mca btl "${BTL:-tcp,self}" "${MCA[@]}" -x OMP_NUM_THREADS
     -x OMP_WAIT_POLICY "$MPIPE" "$@")
   "$WORK/host_exec" "$first" "$(printf '%q ' "${command[@]}")"
 }
@@ -204,13 +202,4 @@ train_here() {
 same() {
   "$MPIPE" compare "$WORK/$1.safetensors" "$WORK/$2.safetensors" --rtol 0 ||
     { echo "FAILED: $1 vs $2"; exit 1; }
-}
-
-# ranks_of HOST: the pids of the mpipe processes on HOST.
-ranks_of() {
-  local pid
-  for pid in $(ip netns pids "$PREFIX$1"); do
-    [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$MPIPE" ]] && echo "$pid"
-  done
-  return 0
 }
