@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# A checkpoint written on 3 hosts (K=3, each host's shard in its own run directory) resumed on 2
+# hosts with K=2. A resume with another K needs every shard of the step on every host: without
+# them it is refused on every rank with one line naming a missing file, the rank and its host;
+# with the step folder copied together on each host (what an operator does without a shared
+# file system) the resumed run is bit-identical to the same checkpoint and resume on one host.
+# About 10 s. Usage: checkpoint.sh CONFIG
+# shellcheck source=tests/multihost/hosts.sh
+source "$(dirname "$0")/hosts.sh"
+config=$(realpath "$1")
+start_hosts
+step=ck/checkpoints/step_00000002
+
+# On one host: K=3 for 2 steps, then resumed with K=2 up to step 4.
+train_here 3 ck "$config" --set train.steps=2 --set pipeline.stages=3
+train_here 2 ck "$config" --set train.steps=4 --set pipeline.stages=2 --resume
+mv "$WORK/ck.safetensors" "$WORK/here.safetensors"
+
+train_on ck h1:1 h2:1 h3:1 -- "$config" --set train.steps=2 --set pipeline.stages=3
+[[ -e "$WORK/h1/$step/meta.json" && -e "$WORK/h3/$step/stage_2.safetensors" &&
+  ! -e "$WORK/h1/$step/stage_2.safetensors" ]] || { echo "FAILED: not one shard per host"; exit 1; }
+
+# Each host holds only its own shard: refused on every rank, one line, naming rank 1 on h2 (it
+# has no meta.json, and none of stage 0's and stage 2's weights it now needs).
+status=0
+on_hosts h1:1 h2:1 -- train "$config" --run-dir "$LOCAL/ck" --set train.steps=4 \
+  --set pipeline.stages=2 --resume > "$WORK/apart.log" 2>&1 || status=$?
+cat "$WORK/apart.log"
+[[ $status -eq 2 && $(grep -c "\[error\]" "$WORK/apart.log") -eq 1 ]] ||
+  { echo "FAILED: apart: exit status $status, or not one error line"; exit 1; }
+grep -qE "\[rank 0/2\] \[error\] rank 1 \(stage 1, host h2\): $LOCAL/$step/[^ ]+: missing" \
+  "$WORK/apart.log" || { echo "FAILED: apart: the line names no missing file, rank 1 and h2"; exit 1; }
+
+# The step folder copied together on both hosts that resume (h3 is gone).
+for host in h1 h2; do
+  for from in h1 h2 h3; do
+    [[ $from == "$host" ]] || cp -n "$WORK/$from/$step"/* "$WORK/$host/$step/"
+  done
+done
+train_on ck h1:1 h2:1 -- "$config" --set train.steps=4 --set pipeline.stages=2 --resume
+same here ck
+
+passed=1
+echo "multihost checkpoint: K=3 on 3 hosts resumed as K=2 on 2 hosts: refused in one line while" \
+  "the shards are apart, bit-identical to one host once the step folder is copied together"

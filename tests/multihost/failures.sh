@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# A host lost in the middle of a step ends the whole job within a bound, with one line that names
+# the host: h3's link set down (the watchdog's line names rank 2 and h3; TCP then gives up on
+# h3's daemon, and h3's daemon on mpirun, so nothing is left running on any host), and every
+# process on h2 killed (the line of the rsh agent, the test's ssh, names h2). Prints how long each
+# took from the failure to the end of mpirun. About 30 s. Usage: failures.sh CONFIG
+# shellcheck source=tests/multihost/hosts.sh
+source "$(dirname "$0")/hosts.sh"
+config=$(realpath "$1")
+start_hosts
+# A lost host is given up by TCP, not by Open MPI: once the watchdog's MPI_Abort has mpirun send
+# to h3's daemon, and h3's daemon forward its rank's output to mpirun, both wait for the
+# kernel's retransmissions to give up, and the default (net.ipv4.tcp_retries2 = 15) takes about
+# 15 minutes. 4 gives up after 6.2 s (0.2 s doubling 5 times); per host, like a node's sysctl.
+for host in "${HOSTS[@]}"; do
+  ip netns exec "$PREFIX$host" sysctl -qw net.ipv4.tcp_retries2=4
+done
+
+# lose NAME HOST ACTION: starts an endless K=3 run on h1-h3, waits until 5 steps are logged (past
+# the warm-up), runs ACTION (a shell command line, $ns: HOST's namespace) and sets $status and
+# $took (seconds from ACTION to the end of mpirun); output in $WORK/NAME.log.
+lose() {
+  local name=$1 ns=$PREFIX$2 action=$3 launcher start metrics=$WORK/h1/$1/metrics.jsonl
+  on_hosts h1:1 h2:1 h3:1 -- train "$config" --run-dir "$LOCAL/$name" --set pipeline.stages=3 \
+    --set train.steps=100000000 --set log.every=1 --set comm.timeout=3s > "$WORK/$name.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1200); do
+    [[ -f "$metrics" && $(wc -l < "$metrics") -ge 5 ]] && break
+    sleep 0.05
+  done
+  [[ -f "$metrics" && $(wc -l < "$metrics") -ge 5 ]] ||
+    { cat "$WORK/$name.log"; echo "FAILED: $name: never reached step 5"; exit 1; }
+  start=$(date +%s.%N)
+  ns=$ns eval "$action"
+  status=0
+  wait "$launcher" || status=$?
+  took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  cat "$WORK/$name.log"
+}
+
+# expect NAME MAX_SECONDS PATTERN: the job failed (not by timeout) within MAX_SECONDS with
+# exactly one line matching PATTERN, and at most one mpipe error line.
+expect() {
+  local name=$1 max=$2 pattern=$3
+  [[ $status -ne 0 && $status -ne 124 ]] || { echo "FAILED: $name: exit status $status"; exit 1; }
+  awk -v t="$took" -v m="$max" 'BEGIN { exit !(t <= m) }' ||
+    { echo "FAILED: $name: the job took $took s to end (at most $max s)"; exit 1; }
+  [[ $(grep -cE -- "$pattern" "$WORK/$name.log") -eq 1 ]] ||
+    { echo "FAILED: $name: not one line matching $pattern"; exit 1; }
+  [[ $(grep -c "\[error\]" "$WORK/$name.log") -le 1 ]] || { echo "FAILED: $name: several error lines"; exit 1; }
+}
+
+# nothing_left NAME SECONDS: within SECONDS no process is left on any host (each host's daemon
+# ends its ranks and itself once it has lost mpirun).
+nothing_left() {
+  local host left
+  for _ in $(seq $(($2 * 10))); do
+    left=
+    for host in "${HOSTS[@]}"; do left+=$(ip netns pids "$PREFIX$host"); done
+    [[ -z $left ]] && return
+    sleep 0.1
+  done
+  for host in "${HOSTS[@]}"; do ip netns pids "$PREFIX$host" | xargs -r ps -o pid,args -p; done
+  echo "FAILED: $1: processes left $2 s after the job ended"
+  exit 1
+}
+
+# shellcheck disable=SC2016  # (ACTION is a command line run by lose, with its $ns)
+lose link h3 'ip -n "$ns" link set eth0 down'
+expect link 30 '\[rank [01]/3\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 2 \(stage 2, host h3\),? (which )?does not answer; ending the job$'
+link_took=$took
+nothing_left link 15
+ip -n "$PREFIX"h3 link set eth0 up
+
+# shellcheck disable=SC2016
+lose killed h2 'for pid in $(ip netns pids "$ns"); do kill -KILL "$pid"; done'
+expect killed 30 '^rsh_agent: lost host h2: its Open MPI daemon was killed \(signal 9\)$'
+killed_took=$took
+nothing_left killed 15
+
+passed=1
+echo "multihost failures: h3's link down ends the job after ${link_took} s (comm.timeout 3 s," \
+  "tcp_retries2 4), every process on h2 killed after ${killed_took} s; one line names the host"
