@@ -51,6 +51,15 @@ void* operator new(std::size_t bytes) {
   return p;
 }
 
+// The nothrow form too (std::stable_sort's temporary buffer uses it): its memory reaches the
+// operator delete below, which frees with free(), so it must come from malloc() (under
+// AddressSanitizer, whose own nothrow new would otherwise be paired with free: a mismatch).
+void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
+  void* p = std::malloc(std::max<std::size_t>(bytes, 1));
+  if (p != nullptr) count_allocation(p);
+  return p;
+}
+
 // GCC sees free() on operator delete's argument; this operator new got it from malloc().
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
@@ -62,6 +71,7 @@ void operator delete(void* p) noexcept {
 #pragma GCC diagnostic pop
 
 void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { operator delete(p); }
 
 namespace mpipe::train {
 namespace {
