@@ -41,4 +41,4 @@ def main(description: str, model_text: str, batch: int,
         torch.manual_seed(1)
         s, cpu = seconds_per_step(make_step(), args.steps, args.warmup)
         print(f"pytorch threads={threads} ms_per_step={1e3 * s:.1f} "
-              f"samples_per_s={batch / s:.0f} cpu_ms_per_step={1e3 * cpu:.1f}", flush=True)
+              f"samples_per_s={batch / s:.1f} cpu_ms_per_step={1e3 * cpu:.1f}", flush=True)
