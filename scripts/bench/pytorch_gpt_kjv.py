@@ -112,18 +112,7 @@ def make_step() -> Callable[[], None]:
     exempt = [p for p in model.parameters() if p.dim() < 2 or p is model.token.weight]
     optimizer = torch.optim.AdamW([{"params": matrices, "weight_decay": 0.1},
                                    {"params": exempt, "weight_decay": 0.0}], lr=0.003)
-    ids = torch.randint(0, VOCAB, (BATCH, SEQ))
-    targets = torch.randint(0, VOCAB, (BATCH, SEQ))
-
-    def step() -> None:
-        optimizer.zero_grad(set_to_none=True)
-        logits = model(ids)
-        loss = F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-
-    return step
+    return twin_timing.language_model_step(model, optimizer, VOCAB, BATCH, SEQ)
 
 
 if __name__ == "__main__":

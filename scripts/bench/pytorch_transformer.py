@@ -79,18 +79,7 @@ def make_step() -> Callable[[], None]:
     model = CharTransformer()
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.003, weight_decay=0.01)
-    ids = torch.randint(0, VOCAB, (BATCH, SEQ))
-    targets = torch.randint(0, VOCAB, (BATCH, SEQ))
-
-    def step() -> None:
-        optimizer.zero_grad(set_to_none=True)
-        logits = model(ids)
-        loss = F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-
-    return step
+    return twin_timing.language_model_step(model, optimizer, VOCAB, BATCH, SEQ)
 
 
 if __name__ == "__main__":

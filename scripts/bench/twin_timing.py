@@ -1,7 +1,8 @@
-"""Timing shared by the PyTorch twins (pytorch_mlp.py, pytorch_transformer.py): one training
-step timed over `steps` after `warmup` untimed ones, one printed line per thread count:
+"""Timing shared by the PyTorch twins (pytorch_mlp.py, pytorch_transformer.py, pytorch_gpt_kjv.py):
+one training step timed over `steps` after `warmup` untimed ones, one printed line per thread
+count:
 
-    pytorch threads=1 ms_per_step=123.4 samples_per_s=2075 cpu_ms_per_step=123.0
+    pytorch threads=1 ms_per_step=123.4 samples_per_s=2075.3 cpu_ms_per_step=123.0
 
 (cpu_ms_per_step: the process's CPU time, all threads). A twin removes OPENBLAS_CORETYPE from
 the environment and imports torch before it imports this module.
@@ -21,6 +22,24 @@ def seconds_per_step(step: Callable[[], None], steps: int, warmup: int) -> tuple
     for _ in range(steps):
         step()
     return (time.perf_counter() - start) / steps, (time.process_time() - start_cpu) / steps
+
+
+def language_model_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, vocab: int,
+                        batch: int, seq: int) -> Callable[[], None]:
+    """One training step of a language model on fixed random tokens [batch, seq] (the step's cost
+    does not depend on them): cross-entropy over every position, gradient clipping at norm 1.0."""
+    ids = torch.randint(0, vocab, (batch, seq))
+    targets = torch.randint(0, vocab, (batch, seq))
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        logits = model(ids)
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, vocab), targets.view(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    return step
 
 
 def main(description: str, model_text: str, batch: int,
