@@ -1,4 +1,4 @@
-// MetricsWriter: lazily opened JSON-lines metrics log and atomically replaced summary.
+// MetricsWriter: lazily opened JSON-lines metrics log, atomically replaced summary and trace.
 #include "log/metrics_writer.h"
 
 #include <unistd.h>
@@ -54,6 +54,10 @@ std::string MetricsWriter::summary_path() const {
   return (fs::path(run_dir_) / "summary.json").string();
 }
 
+std::string MetricsWriter::trace_path() const {
+  return (fs::path(run_dir_) / "trace.json").string();
+}
+
 void MetricsWriter::create_run_dir() const {
   std::error_code ec;
   fs::create_directories(run_dir_, ec);
@@ -90,6 +94,11 @@ void MetricsWriter::eval(int64_t step, const std::string& split, double loss, do
 void MetricsWriter::write_summary(const nlohmann::json& summary) {
   create_run_dir();
   replace_file(summary_path(), summary.dump(2) + "\n");
+}
+
+void MetricsWriter::write_trace(const nlohmann::json& trace) {
+  create_run_dir();
+  replace_file(trace_path(), trace.dump() + "\n");
 }
 
 double MetricsWriter::last_train_loss() const {

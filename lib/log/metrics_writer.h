@@ -1,4 +1,5 @@
-// MetricsWriter: metrics.jsonl (one JSON record per line) and summary.json in a run directory.
+// MetricsWriter: metrics.jsonl (one JSON record per line), summary.json and trace.json in a run
+// directory.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,8 @@ class MetricsWriter {
             std::optional<double> bits_per_char = {}, std::optional<double> bits_per_byte = {});
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).
   void write_summary(const nlohmann::json& summary);
+  // Replaces <run_dir>/trace.json atomically: the timeline of log.trace_steps (chrome_trace.h).
+  void write_trace(const nlohmann::json& trace);
   // For a run resumed from a checkpoint at `step`: rewrites metrics.jsonl atomically with only
   // the records of steps <= `step` (those after it are redone, and would appear twice), and
   // drops lines that are not a JSON record (the torn last line of a killed run). Call before
@@ -38,6 +41,7 @@ class MetricsWriter {
 
   std::string metrics_path() const;
   std::string summary_path() const;
+  std::string trace_path() const;
 
  private:
   void append(const nlohmann::ordered_json& record);

@@ -34,6 +34,7 @@
 #include "train/init_weights.h"
 #include "train/nonfinite_policy.h"
 #include "train/run_checkpoint.h"
+#include "train/run_trace.h"
 #include "train/trainer.h"
 #include "train/weight_export.h"
 
@@ -198,6 +199,8 @@ class TrainingRun {
     if (resumed.finished) return complete_finished_run(resumed.step);
     start_from_init_weights(resumed.step);
     first_step_ = resumed.step;
+    trace_.emplace(experiment_.log.trace_steps, first_step_, world_, trainer_.topology(),
+                   trainer_.trace());
     open_outputs();
     if (is_root_ && options_.progress) {
       progress_.emplace(options_.progress, options_.progress_in_place, experiment_.train.steps,
@@ -219,6 +222,7 @@ class TrainingRun {
       checkpoint_if_due(done);
       evaluate_if_due(done);
       stopped = agreed_stop(done);
+      write_trace_if_due(done, stopped);
     }
     if (progress_) progress_->finish();
     if (!stopped) return end_of_run(step);
@@ -279,6 +283,7 @@ class TrainingRun {
   // The step phase: Trainer::step and what it reports (throws when a non-finite step must stop
   // the run).
   StepReport train_step(int64_t step) {
+    trace_->before_step(step + 1);
     StepReport report = trainer_.step(step);
     if (spdlog::should_log(spdlog::level::debug)) log_step_times(report, step, trainer_.topology());
     nonfinite_.record(report, is_root_);
@@ -323,6 +328,7 @@ class TrainingRun {
   void save(int64_t done) {
     if (committed_step_ == done) return;
     const MemoryActivityScope label(kCheckpoint);
+    const log::TraceScope traced(trainer_.trace(), log::TraceKind::kCheckpoint);
     checkpoints_.save(done);
     committed_step_ = done;
   }
@@ -332,7 +338,10 @@ class TrainingRun {
   void evaluate_if_due(int64_t done) {
     const auto& train = experiment_.train;
     if (train.eval_every <= 0 || done % train.eval_every != 0 || done == train.steps) return;
-    const EvalReport eval = evaluate(trainer_, done - 1);
+    const EvalReport eval = [&] {
+      const log::TraceScope traced(trainer_.trace(), log::TraceKind::kEvaluation);
+      return evaluate(trainer_, done - 1);
+    }();
     comm::agree(world_, [&] {
       if (!is_root_) return;
       const std::optional<double> per_byte = bits_per_byte(eval);
@@ -344,6 +353,18 @@ class TrainingRun {
                                                  .bits_per_char = bits_per_char(eval.loss),
                                                  .unigram_entropy_bits = text_baseline_,
                                                  .bits_per_byte = per_byte}));
+    });
+  }
+
+  // log.trace_steps: after the last traced step (or a stop after some were recorded), rank 0
+  // writes every rank's timeline into trace.json.
+  void write_trace_if_due(int64_t done, bool stopping) {
+    if (!trace_->due(done, stopping)) return;
+    const nlohmann::json trace = trace_->merge();
+    comm::agree(world_, [&] {
+      if (!is_root_) return;
+      metrics_->write_trace(trace);
+      spdlog::info("wrote {}", metrics_->trace_path());
     });
   }
 
@@ -477,6 +498,7 @@ class TrainingRun {
   std::optional<double> text_baseline_;        // Dataset::text_baseline_bits
   std::optional<log::MetricsWriter> metrics_;  // rank 0
   std::optional<log::ProgressLine> progress_;  // rank 0, when options.progress is set
+  std::optional<RunTrace> trace_;              // log.trace_steps (set up once resumed)
   Clock::time_point start_, window_start_;
   int64_t window_steps_ = 0;
   LossWindow window_;
