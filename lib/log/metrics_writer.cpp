@@ -74,11 +74,22 @@ void MetricsWriter::append(const nlohmann::ordered_json& record) {
   check(metrics_.good(), "{}: write failed", metrics_path());
 }
 
+void StageTimes::write_into(nlohmann::ordered_json& record) const {
+  if (bubble.empty()) return;
+  record["compute_ms_per_stage"] = compute_ms;
+  record["waiting_ms_per_stage"] = waiting_ms;
+  record["bubble_per_stage"] = bubble;
+  double sum = 0.0;
+  for (double share : bubble) sum += share;
+  record["bubble"] = sum / static_cast<double>(bubble.size());
+}
+
 void MetricsWriter::train(int64_t step, double loss, double lr, double samples_per_s,
-                          int64_t skipped_steps) {
+                          int64_t skipped_steps, const StageTimes& stages) {
   nlohmann::ordered_json record = {
       {"step", step}, {"loss", loss}, {"lr", lr}, {"samples_per_s", samples_per_s}};
   if (skipped_steps > 0) record["skipped_steps"] = skipped_steps;
+  stages.write_into(record);
   append(record);
 }
 

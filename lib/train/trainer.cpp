@@ -188,11 +188,13 @@ StepReport Trainer::step(int64_t step) {
   const bool grads_finite = all_finite(grads);
   std::vector<double> sums = {totals.sum, static_cast<double>(totals.rows),
                               grads_finite ? 0.0 : 1.0};
+  const auto sync_start = Clock::now();
   {
     const log::TraceScope traced(trace_, log::TraceKind::kLossAllreduce);
     world_.allreduce_sum(std::span<double>(sums));
   }
   StepReport report;
+  report.sync_s = seconds_since(sync_start);
   report.times = executor_->last_step_times();
   report.allreduce_s = allreduce_s;
   report.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;

@@ -40,7 +40,8 @@ struct StepReport {
   // This rank's share of the step's wall time (log.level: debug prints it per stage).
   pipeline::StepTimes times;
   double allreduce_s = 0.0;  // waiting for the data-parallel gradient allreduce
-  double step_s = 0.0;       // the whole step
+  double sync_s = 0.0;  // the step's world allreduce (loss, finiteness): waiting for the slowest
+  double step_s = 0.0;  // the whole step
 };
 
 struct EvalReport {
