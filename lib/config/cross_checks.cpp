@@ -1,5 +1,10 @@
-// Cross-section checks: batch size against micro-batches and data parallelism.
+// Cross-section checks: batch size against micro-batches and data parallelism, traced steps
+// against the run's steps.
 #include "config/cross_checks.h"
+
+#include <fmt/format.h>
+
+#include <vector>
 
 #include "pipeline/batch_split.h"
 
@@ -28,6 +33,14 @@ void check_cross_sections(const Field& root, const Experiment& experiment) {
                                                    experiment.pipeline.micro_batches,
                                                    experiment.pipeline.data_parallel)) {
     locate(root, "train", "batch_size").fail(*problem);
+  }
+  const std::vector<int64_t>& traced = experiment.log.trace_steps;
+  if (!traced.empty() && traced.back() > experiment.train.steps) {
+    locate(root, "log", "trace_steps")
+        .elements("a list of steps")
+        .back()
+        .fail(fmt::format("step {} is beyond train.steps ({})", traced.back(),
+                          experiment.train.steps));
   }
 }
 

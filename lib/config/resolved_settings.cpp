@@ -131,6 +131,7 @@ std::map<std::string, std::string> resolved_settings(const Experiment& experimen
   out["checkpoint.keep"] = text(experiment.checkpoint.keep);
   out["log.every"] = text(experiment.log.every);
   out["log.level"] = experiment.log.level;
+  out["log.trace_steps"] = text(experiment.log.trace_steps);
   return out;
 }
 

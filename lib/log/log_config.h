@@ -3,12 +3,15 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mpipe::log {
 
 struct LogConfig {
   int64_t every = 10;          // steps between progress lines and metrics records
   std::string level = "info";  // trace, debug, info, warn, error
+  // Steps (counted from 1, ascending) whose timeline every rank records into trace.json.
+  std::vector<int64_t> trace_steps;
 };
 
 }  // namespace mpipe::log

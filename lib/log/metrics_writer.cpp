@@ -1,4 +1,4 @@
-// MetricsWriter: lazily opened JSON-lines metrics log and atomically replaced summary.
+// MetricsWriter: lazily opened JSON-lines metrics log, atomically replaced summary and trace.
 #include "log/metrics_writer.h"
 
 #include <unistd.h>
@@ -54,6 +54,10 @@ std::string MetricsWriter::summary_path() const {
   return (fs::path(run_dir_) / "summary.json").string();
 }
 
+std::string MetricsWriter::trace_path() const {
+  return (fs::path(run_dir_) / "trace.json").string();
+}
+
 void MetricsWriter::create_run_dir() const {
   std::error_code ec;
   fs::create_directories(run_dir_, ec);
@@ -70,11 +74,22 @@ void MetricsWriter::append(const nlohmann::ordered_json& record) {
   check(metrics_.good(), "{}: write failed", metrics_path());
 }
 
+void StageTimes::write_into(nlohmann::ordered_json& record) const {
+  if (bubble.empty()) return;
+  record["compute_ms_per_stage"] = compute_ms;
+  record["waiting_ms_per_stage"] = waiting_ms;
+  record["bubble_per_stage"] = bubble;
+  double sum = 0.0;
+  for (double share : bubble) sum += share;
+  record["bubble"] = sum / static_cast<double>(bubble.size());
+}
+
 void MetricsWriter::train(int64_t step, double loss, double lr, double samples_per_s,
-                          int64_t skipped_steps) {
+                          int64_t skipped_steps, const StageTimes& stages) {
   nlohmann::ordered_json record = {
       {"step", step}, {"loss", loss}, {"lr", lr}, {"samples_per_s", samples_per_s}};
   if (skipped_steps > 0) record["skipped_steps"] = skipped_steps;
+  stages.write_into(record);
   append(record);
 }
 
@@ -90,6 +105,11 @@ void MetricsWriter::eval(int64_t step, const std::string& split, double loss, do
 void MetricsWriter::write_summary(const nlohmann::json& summary) {
   create_run_dir();
   replace_file(summary_path(), summary.dump(2) + "\n");
+}
+
+void MetricsWriter::write_trace(const nlohmann::json& trace) {
+  create_run_dir();
+  replace_file(trace_path(), trace.dump() + "\n");
 }
 
 double MetricsWriter::last_train_loss() const {

@@ -1,4 +1,5 @@
-// MetricsWriter: metrics.jsonl (one JSON record per line) and summary.json in a run directory.
+// MetricsWriter: metrics.jsonl (one JSON record per line), summary.json and trace.json in a run
+// directory.
 #pragma once
 
 #include <cstdint>
@@ -6,11 +7,27 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mpipe::log {
 
+// Where each stage's step time went, per step, in stage order (means over the replicas):
+// compute (forward, backward, recompute, loss, batched weight gradients), waiting (for
+// neighbours' messages, sends, the allreduces), and the bubble: the share of the step spent
+// waiting.
+struct StageTimes {
+  std::vector<double> compute_ms;
+  std::vector<double> waiting_ms;
+  std::vector<double> bubble;
+  // The keys "compute_ms_per_stage", "waiting_ms_per_stage", "bubble_per_stage" and "bubble"
+  // (the mean over the stages) into `record`.
+  void write_into(nlohmann::ordered_json& record) const;
+};
+
 // Appends to <run_dir>/metrics.jsonl, one object per line, flushed per line:
-//   train: {"step":120,"loss":0.41,"lr":0.001,"samples_per_s":5321.0[,"skipped_steps":2]}
+//   train: {"step":120,"loss":0.41,"lr":0.001,"samples_per_s":5321.0[,"skipped_steps":2]
+//           [,"compute_ms_per_stage":[..],"waiting_ms_per_stage":[..],"bubble_per_stage":[..],
+//           "bubble":0.21]}
 //   eval:  {"step":120,"split":"test","loss":0.45,"accuracy":0.87[,"bits_per_char":1.9]
 //           [,"bits_per_byte":1.7]}
 // Non-finite numbers are written as null. The run directory is created on the first
@@ -22,11 +39,15 @@ class MetricsWriter {
 
   // loss: the mean over the logging window; skipped_steps (written when > 0): steps of the run
   // so far whose update was dropped for a non-finite loss or gradient.
-  void train(int64_t step, double loss, double lr, double samples_per_s, int64_t skipped_steps = 0);
+  // `stages`: the window's step times (written when given).
+  void train(int64_t step, double loss, double lr, double samples_per_s, int64_t skipped_steps = 0,
+             const StageTimes& stages = {});
   void eval(int64_t step, const std::string& split, double loss, double accuracy,
             std::optional<double> bits_per_char = {}, std::optional<double> bits_per_byte = {});
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).
   void write_summary(const nlohmann::json& summary);
+  // Replaces <run_dir>/trace.json atomically: the timeline of log.trace_steps (chrome_trace.h).
+  void write_trace(const nlohmann::json& trace);
   // For a run resumed from a checkpoint at `step`: rewrites metrics.jsonl atomically with only
   // the records of steps <= `step` (those after it are redone, and would appear twice), and
   // drops lines that are not a JSON record (the torn last line of a killed run). Call before
@@ -38,6 +59,7 @@ class MetricsWriter {
 
   std::string metrics_path() const;
   std::string summary_path() const;
+  std::string trace_path() const;
 
  private:
   void append(const nlohmann::ordered_json& record);

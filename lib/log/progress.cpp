@@ -31,9 +31,14 @@ std::string format_rate(double per_s) {
 
 std::string format_progress(const ProgressRecord& record, int64_t total_steps,
                             std::optional<double> eta_s) {
-  return fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {} samples/s | ETA {}", record.step,
-                     total_steps, record.loss, record.lr, format_rate(record.samples_per_s),
-                     eta_s ? format_duration(*eta_s) : "--");
+  std::string speed = format_rate(record.samples_per_s) + " samples/s";
+  if (record.samples_per_s < kSlowSamplesPerS) {
+    speed += fmt::format(" | {} s/step", format_rate(record.seconds_per_step));
+    if (record.tokens_per_s > 0)
+      speed += fmt::format(" | {} tokens/s", format_rate(record.tokens_per_s));
+  }
+  return fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {} | ETA {}", record.step, total_steps,
+                     record.loss, record.lr, speed, eta_s ? format_duration(*eta_s) : "--");
 }
 
 std::string format_evaluation(const EvaluationRecord& record) {

@@ -14,8 +14,13 @@ struct ProgressRecord {
   double loss = 0;
   double lr = 0;
   double samples_per_s = 0;
-  double elapsed_s = 0;  // seconds since this run started training (at start_step)
+  double seconds_per_step = 0;  // over the same window
+  double tokens_per_s = 0;      // token data (inputs are token ids); 0 for other data
+  double elapsed_s = 0;         // seconds since this run started training (at start_step)
 };
+
+// Below this many samples/s the progress line also shows s/step (and tokens/s for token data).
+inline constexpr double kSlowSamplesPerS = 10.0;
 
 // "7s", "1m23s", "2h05m07s" (rounded to whole seconds).
 std::string format_duration(double seconds);
@@ -25,7 +30,8 @@ std::string format_duration(double seconds);
 std::string format_rate(double per_s);
 
 // "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 1m23s"; "ETA --" when
-// `eta_s` is unknown.
+// `eta_s` is unknown. Below kSlowSamplesPerS, s/step (and tokens/s) follow the samples/s:
+// "... | 0.34 samples/s | 94.1 s/step | 696 tokens/s | ETA ...".
 std::string format_progress(const ProgressRecord& record, int64_t total_steps,
                             std::optional<double> eta_s);
 

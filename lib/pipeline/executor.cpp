@@ -89,6 +89,7 @@ Executor::Executor(Stage& stage, Link& link, int stage_index, int num_stages, co
 Executor::~Executor() { stage_.set_layer_hook({}); }
 
 void Executor::between_layers(int global_layer, bool backward) {
+  if (trace_ != nullptr && trace_->recording()) trace_->layer_ended(!backward, Clock::now());
   link_.progress();
   if (reduction_ == nullptr) return;
   if (backward && in_last_backward_) {
@@ -146,11 +147,17 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
     }
     if (is_receive(program[i].kind)) ++consumed;
     const auto start = Clock::now();
+    const bool tracing = trace_ != nullptr && trace_->recording();
+    if (tracing && program[i].kind == OpKind::kBackward) {
+      trace_->backward_began(program[i].micro_batch, start);
+    }
     // (With deferred gradients, a layer's bucket waits for finish_step_grads below.)
     in_last_backward_ = i == last_backward && !stage_.defers_grads();
     run_op(program[i], plan, data, totals);
     in_last_backward_ = false;
-    const double seconds = seconds_since(start);
+    const auto end = Clock::now();
+    if (tracing) trace_op(program[i], start, end);
+    const double seconds = std::chrono::duration<double>(end - start).count();
     time_slot(program[i].kind) += seconds;
     if (spdlog::should_log(spdlog::level::trace)) {
       spdlog::trace("step {} stage {}: {} {:.3f} ms", plan.round + 1, stage_index_,
@@ -172,6 +179,9 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
   in_last_backward_ = false;
   const double finish_s = seconds_since(finish_start);
   times_.compute_s += finish_s;
+  if (trace_ != nullptr && trace_->recording() && stage_.defers_grads()) {
+    trace_->span(log::TraceKind::kWeightGrad, -1, finish_start, Clock::now());
+  }
   if (spdlog::should_log(spdlog::level::trace)) {
     spdlog::trace("step {} stage {}: W {:.3f} ms", plan.round + 1, stage_index_, 1e3 * finish_s);
   }
@@ -179,6 +189,24 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
   check(inputs_.empty() && outputs_.empty() && grad_outputs_.empty() && grad_inputs_.empty(),
         "stage {}: the program left tensors unconsumed", stage_index_);
   return totals;
+}
+
+void Executor::trace_op(const Op& op, Clock::time_point start, Clock::time_point end) {
+  const auto span = [&](log::TraceKind kind) { trace_->span(kind, op.micro_batch, start, end); };
+  switch (op.kind) {
+    case OpKind::kRecvActivation:
+      return span(log::TraceKind::kRecvActivation);
+    case OpKind::kForward:
+      return span(log::TraceKind::kForward);
+    case OpKind::kSendActivation:
+      return span(log::TraceKind::kSendActivation);
+    case OpKind::kRecvGrad:
+      return span(log::TraceKind::kRecvGradient);
+    case OpKind::kBackward:
+      return trace_->backward_ended(end);
+    case OpKind::kSendGrad:
+      return span(log::TraceKind::kSendGradient);
+  }
 }
 
 void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data,

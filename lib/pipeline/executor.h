@@ -8,6 +8,7 @@
 
 #include "comm/bucketed_allreduce.h"
 #include "kernels/context.h"
+#include "log/trace_recorder.h"
 #include "nn/loss.h"
 #include "pipeline/link.h"
 #include "pipeline/op.h"
@@ -78,6 +79,9 @@ class Executor {
                         comm::BucketedAllreduce* reduction = nullptr);
   // The times of the last train_step.
   const StepTimes& last_step_times() const { return times_; }
+  // While `trace` (null: none) is recording, every op of train_step is an event: F, B (with the
+  // recomputes inside it), the deferred W, the sends posted and the waits on receives.
+  void set_trace(log::TraceRecorder* trace) { trace_ = trace; }
   // Forward-only pass of every micro-batch in ascending order (evaluation mode).
   LossTotals evaluate(const RoundPlan& plan, const MicroBatchData& data);
 
@@ -90,6 +94,9 @@ class Executor {
   // The stage's layer hook: progress on the pending transfers and reductions, and the start of a
   // layer's gradient reduction after its last backward.
   void between_layers(int global_layer, bool backward);
+  // Records `op` as a trace event (a backward also closes its recomputes).
+  void trace_op(const Op& op, log::TraceRecorder::Clock::time_point start,
+                log::TraceRecorder::Clock::time_point end);
 
   Stage& stage_;
   Link& link_;
@@ -101,6 +108,7 @@ class Executor {
   double& time_slot(OpKind kind);  // the StepTimes field an op's time goes to
 
   StepTimes times_;
+  log::TraceRecorder* trace_ = nullptr;
   comm::BucketedAllreduce* reduction_ = nullptr;  // during a train_step that was given one
   bool in_last_backward_ = false;
   std::map<int, size_t> gradient_begin_;  // global layer → its first gradient (layers with params)

@@ -62,19 +62,34 @@ Tensor Link::wait_recv(Direction direction, int micro_batch) {
 void Link::send(Direction direction, int64_t round, int micro_batch, Tensor tensor) {
   auto owned = std::make_shared<const Tensor>(std::move(tensor));
   const std::span<const float> data = owned->span();
-  sends_.push_back(pipeline_.isend(data, std::move(owned), peer(direction, false),
-                                   tag(direction, round, micro_batch),
-                                   message_label(direction, micro_batch)));
+  sends_.push_back({.request = pipeline_.isend(data, std::move(owned), peer(direction, false),
+                                               tag(direction, round, micro_batch),
+                                               message_label(direction, micro_batch)),
+                    .direction = direction,
+                    .micro_batch = micro_batch});
   retire_sends();
   // Bounded, so a fast stage does not pile up sent tensors for a slow neighbour.
   while (sends_.size() > static_cast<size_t>(model::kSendsInFlight)) {
-    sends_.front().wait();
+    sends_.front().request.wait();
+    sent(sends_.front());
     sends_.pop_front();
   }
 }
 
+void Link::sent(PendingSend& send) {
+  if (trace_ == nullptr || !trace_->recording() || send.direction == Direction::kEvalActivation) {
+    return;
+  }
+  trace_->instant(send.direction == Direction::kGradient ? log::TraceKind::kSendGradientDone
+                                                         : log::TraceKind::kSendActivationDone,
+                  send.micro_batch, log::TraceRecorder::Clock::now());
+}
+
 void Link::retire_sends() {
-  while (!sends_.empty() && sends_.front().test()) sends_.pop_front();
+  while (!sends_.empty() && sends_.front().request.test()) {
+    sent(sends_.front());
+    sends_.pop_front();
+  }
 }
 
 void Link::progress() {
@@ -85,7 +100,10 @@ void Link::progress() {
 }
 
 void Link::wait_sends() {
-  for (comm::Request& send : sends_) send.wait();
+  for (PendingSend& send : sends_) {
+    send.request.wait();
+    sent(send);
+  }
   sends_.clear();
 }
 

@@ -9,6 +9,7 @@
 #include "comm/communicator.h"
 #include "comm/tag_space.h"
 #include "core/tensor.h"
+#include "log/trace_recorder.h"
 
 namespace mpipe::pipeline {
 
@@ -38,6 +39,10 @@ class Link {
   void progress();
   // Completes every pending send (end of a step).
   void wait_sends();
+  // While `trace` (null: none) is recording, each training send's completion is an instant
+  // event, at the moment this link saw it complete (an upper bound: it tests at each layer
+  // boundary).
+  void set_trace(log::TraceRecorder* trace) { trace_ = trace; }
 
  private:
   struct PendingRecv {
@@ -56,7 +61,15 @@ class Link {
   int num_stages_;
   comm::TagSpace tags_;
   std::map<std::pair<Direction, int>, PendingRecv> receives_;
-  std::deque<comm::Request> sends_;  // each owns its tensor (counted by the memory account)
+  struct PendingSend {
+    comm::Request request;  // owns its tensor (counted by the memory account)
+    Direction direction;
+    int micro_batch;
+  };
+  // Frees a completed send (and records its completion while tracing).
+  void sent(PendingSend& send);
+  std::deque<PendingSend> sends_;
+  log::TraceRecorder* trace_ = nullptr;
 };
 
 }  // namespace mpipe::pipeline

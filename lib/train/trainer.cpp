@@ -101,6 +101,8 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
                                            tags_);
   executor_ = std::make_unique<pipeline::Executor>(*stage_, *link_, topology_.stage,
                                                    topology_.num_stages, *loss_, kernels_);
+  link_->set_trace(&trace_);
+  executor_->set_trace(&trace_);
   program_ = pipeline::make_program(pipe.schedule, topology_.num_stages, pipe.micro_batches,
                                     topology_.stage);
   gradient_buckets_ = pipeline::gradient_buckets(stage_->params());
@@ -175,6 +177,9 @@ StepReport Trainer::step(int64_t step) {
   const auto allreduce_start = Clock::now();
   allreduce.finish();
   const double allreduce_s = seconds_since(allreduce_start);
+  if (reduce && trace_.recording()) {
+    trace_.span(log::TraceKind::kAllreduce, -1, allreduce_start, Clock::now());
+  }
   tied_copies_->sum_gradients();
   const std::vector<float> buffer_updates = gather_buffer_updates(*stage_, groups_.data_parallel);
 
@@ -183,8 +188,13 @@ StepReport Trainer::step(int64_t step) {
   const bool grads_finite = all_finite(grads);
   std::vector<double> sums = {totals.sum, static_cast<double>(totals.rows),
                               grads_finite ? 0.0 : 1.0};
-  world_.allreduce_sum(std::span<double>(sums));
+  const auto sync_start = Clock::now();
+  {
+    const log::TraceScope traced(trace_, log::TraceKind::kLossAllreduce);
+    world_.allreduce_sum(std::span<double>(sums));
+  }
   StepReport report;
+  report.sync_s = seconds_since(sync_start);
   report.times = executor_->last_step_times();
   report.allreduce_s = allreduce_s;
   report.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
@@ -195,6 +205,7 @@ StepReport Trainer::step(int64_t step) {
     report.step_s = seconds_since(step_start);
     return report;
   }
+  const log::TraceScope traced(trace_, log::TraceKind::kOptimizer);
   if (experiment_.optimizer.clip_norm > 0) {  // the norm costs a pass over all gradients
     report.grad_norm = global_grad_norm();
     optim::scale(grads, optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm));

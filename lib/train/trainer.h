@@ -13,6 +13,7 @@
 #include "data/dataset.h"
 #include "data/sampler.h"
 #include "kernels/context.h"
+#include "log/trace_recorder.h"
 #include "model/model_builder.h"
 #include "model/partition.h"
 #include "nn/loss.h"
@@ -39,7 +40,8 @@ struct StepReport {
   // This rank's share of the step's wall time (log.level: debug prints it per stage).
   pipeline::StepTimes times;
   double allreduce_s = 0.0;  // waiting for the data-parallel gradient allreduce
-  double step_s = 0.0;       // the whole step
+  double sync_s = 0.0;  // the step's world allreduce (loss, finiteness): waiting for the slowest
+  double step_s = 0.0;  // the whole step
 };
 
 struct EvalReport {
@@ -77,6 +79,8 @@ class Trainer {
   const pipeline::PipelinePlan& pipeline_plan() const { return pipeline_plan_; }
   pipeline::Stage& stage() { return *stage_; }
   optim::Optimizer& optimizer() { return *optimizer_; }
+  // This rank's timeline of the traced steps (train/run_trace.h switches it on and off).
+  log::TraceRecorder& trace() { return trace_; }
 
  private:
   pipeline::RoundPlan round_plan(int64_t round, int64_t first_row,
@@ -102,6 +106,7 @@ class Trainer {
   std::unique_ptr<pipeline::Stage> stage_;
   std::unique_ptr<nn::Loss> loss_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  log::TraceRecorder trace_;  // before the link and the executor, which record into it
   std::unique_ptr<pipeline::Link> link_;
   std::unique_ptr<pipeline::Executor> executor_;
   std::unique_ptr<TiedCopies> tied_copies_;

@@ -34,6 +34,8 @@
 #include "train/init_weights.h"
 #include "train/nonfinite_policy.h"
 #include "train/run_checkpoint.h"
+#include "train/run_trace.h"
+#include "train/stage_times.h"
 #include "train/trainer.h"
 #include "train/weight_export.h"
 
@@ -94,7 +96,7 @@ struct StageMemoryUse {
 // planner's prediction.
 nlohmann::json make_summary(const config::Experiment& experiment, const Trainer& trainer,
                             const RunResult& result, int64_t steps_run, double wall_s,
-                            const StageMemoryUse& measured) {
+                            const StageMemoryUse& measured, const log::StageTimes& times) {
   const comm::Topology& topo = trainer.topology();
   std::vector<double> predicted_kept, predicted_peak;
   for (const pipeline::StagePlan& stage : trainer.pipeline_plan().stages) {
@@ -122,6 +124,9 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
       {"peak_rss_bytes_per_stage", measured.rss_bytes},
       {"predicted_peak_bytes_per_stage", predicted_peak},
   };
+  nlohmann::ordered_json stage_times;
+  times.write_into(stage_times);
+  for (const auto& [key, value] : stage_times.items()) summary[key] = value;
   if (result.final_bits_per_char && result.unigram_entropy_bits) {
     summary["final_eval_bits_per_char"] = *result.final_bits_per_char;
     summary["unigram_entropy_bits"] = *result.unigram_entropy_bits;
@@ -198,6 +203,8 @@ class TrainingRun {
     if (resumed.finished) return complete_finished_run(resumed.step);
     start_from_init_weights(resumed.step);
     first_step_ = resumed.step;
+    trace_.emplace(experiment_.log.trace_steps, first_step_, world_, trainer_.topology(),
+                   trainer_.trace());
     open_outputs();
     if (is_root_ && options_.progress) {
       progress_.emplace(options_.progress, options_.progress_in_place, experiment_.train.steps,
@@ -219,6 +226,7 @@ class TrainingRun {
       checkpoint_if_due(done);
       evaluate_if_due(done);
       stopped = agreed_stop(done);
+      write_trace_if_due(done, stopped);
     }
     if (progress_) progress_->finish();
     if (!stopped) return end_of_run(step);
@@ -279,11 +287,13 @@ class TrainingRun {
   // The step phase: Trainer::step and what it reports (throws when a non-finite step must stop
   // the run).
   StepReport train_step(int64_t step) {
+    trace_->before_step(step + 1);
     StepReport report = trainer_.step(step);
     if (spdlog::should_log(spdlog::level::debug)) log_step_times(report, step, trainer_.topology());
     nonfinite_.record(report, is_root_);
     if (report.finite) window_.add(report.loss);
     ++window_steps_;
+    window_times_.add(report);
     return report;
   }
 
@@ -292,17 +302,27 @@ class TrainingRun {
   void log_window(int64_t done, const StepReport& report) {
     const auto& train = experiment_.train;
     if (done % experiment_.log.every != 0 && done != train.steps) return;
-    const double samples_per_s =
-        static_cast<double>(window_steps_ * train.batch_size) / seconds_since(window_start_);
+    const double window_s = seconds_since(window_start_);
+    const double samples_per_s = static_cast<double>(window_steps_ * train.batch_size) / window_s;
     train_loss_ = window_.mean();
+    const log::StageTimes stage_times = window_times_.per_stage(world_, trainer_.topology());
+    // The summary's times leave out the first window (warm-up) when there are others.
+    (first_window_times_.steps() == 0 ? first_window_times_ : later_times_).add(window_times_);
+    window_times_ = {};
+    // Token data: each example's inputs are token ids.
+    const double tokens_per_example =
+        dataset_.input_vocab() > 0 ? static_cast<double>(dataset_.input_shape().numel()) : 0.0;
     comm::agree(world_, [&] {
       if (!is_root_) return;
-      metrics_->train(done, train_loss_, report.lr, samples_per_s, nonfinite_.total());
-      const log::ProgressRecord record{.step = done,
-                                       .loss = train_loss_,
-                                       .lr = report.lr,
-                                       .samples_per_s = samples_per_s,
-                                       .elapsed_s = seconds_since(start_)};
+      metrics_->train(done, train_loss_, report.lr, samples_per_s, nonfinite_.total(), stage_times);
+      const log::ProgressRecord record{
+          .step = done,
+          .loss = train_loss_,
+          .lr = report.lr,
+          .samples_per_s = samples_per_s,
+          .seconds_per_step = window_s / static_cast<double>(window_steps_),
+          .tokens_per_s = samples_per_s * tokens_per_example,
+          .elapsed_s = seconds_since(start_)};
       if (progress_) progress_->update(record);
       if (options_.on_progress) {
         options_.on_progress(record, log::estimate_eta_s(record, train.steps, first_step_));
@@ -323,6 +343,7 @@ class TrainingRun {
   void save(int64_t done) {
     if (committed_step_ == done) return;
     const MemoryActivityScope label(kCheckpoint);
+    const log::TraceScope traced(trainer_.trace(), log::TraceKind::kCheckpoint);
     checkpoints_.save(done);
     committed_step_ = done;
   }
@@ -332,7 +353,10 @@ class TrainingRun {
   void evaluate_if_due(int64_t done) {
     const auto& train = experiment_.train;
     if (train.eval_every <= 0 || done % train.eval_every != 0 || done == train.steps) return;
-    const EvalReport eval = evaluate(trainer_, done - 1);
+    const EvalReport eval = [&] {
+      const log::TraceScope traced(trainer_.trace(), log::TraceKind::kEvaluation);
+      return evaluate(trainer_, done - 1);
+    }();
     comm::agree(world_, [&] {
       if (!is_root_) return;
       const std::optional<double> per_byte = bits_per_byte(eval);
@@ -344,6 +368,18 @@ class TrainingRun {
                                                  .bits_per_char = bits_per_char(eval.loss),
                                                  .unigram_entropy_bits = text_baseline_,
                                                  .bits_per_byte = per_byte}));
+    });
+  }
+
+  // log.trace_steps: after the last traced step (or a stop after some were recorded), rank 0
+  // writes every rank's timeline into trace.json.
+  void write_trace_if_due(int64_t done, bool stopping) {
+    if (!trace_->due(done, stopping)) return;
+    const nlohmann::json trace = trace_->merge();
+    comm::agree(world_, [&] {
+      if (!is_root_) return;
+      metrics_->write_trace(trace);
+      spdlog::info("wrote {}", metrics_->trace_path());
     });
   }
 
@@ -382,13 +418,16 @@ class TrainingRun {
       if (is_root_ && samples_text && options_.sample_length > 0) result.sample = sample_text();
     }
     const StageMemoryUse use = measure_memory(trainer_, world_, tensor_peak);
+    const log::StageTimes stage_times =
+        (later_times_.steps() > 0 ? later_times_ : first_window_times_)
+            .per_stage(world_, trainer_.topology());
     comm::agree(world_, [&] {
       if (!is_root_) return;
       result.final_bits_per_byte = bits_per_byte(eval);
       metrics_->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char,
                      result.final_bits_per_byte);
-      metrics_->write_summary(
-          make_summary(experiment_, trainer_, result, step - first_step_, wall_s, use));
+      metrics_->write_summary(make_summary(experiment_, trainer_, result, step - first_step_,
+                                           wall_s, use, stage_times));
     });
     return result;
   }
@@ -477,9 +516,13 @@ class TrainingRun {
   std::optional<double> text_baseline_;        // Dataset::text_baseline_bits
   std::optional<log::MetricsWriter> metrics_;  // rank 0
   std::optional<log::ProgressLine> progress_;  // rank 0, when options.progress is set
+  std::optional<RunTrace> trace_;              // log.trace_steps (set up once resumed)
   Clock::time_point start_, window_start_;
   int64_t window_steps_ = 0;
   LossWindow window_;
+  StepTimeTotals window_times_;        // this rank's, in the logging window
+  StepTimeTotals first_window_times_;  // this run's first logging window
+  StepTimeTotals later_times_;         // the windows after it
   double train_loss_ = std::numeric_limits<double>::quiet_NaN();  // the last window's mean
 };
 

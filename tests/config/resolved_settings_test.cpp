@@ -73,7 +73,8 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"checkpoint.every", "100"},
                                             {"checkpoint.keep", "5"},
                                             {"log.every", "25"},
-                                            {"log.level", "debug"}}));
+                                            {"log.level", "debug"},
+                                            {"log.trace_steps", "[5, 6]"}}));
 }
 
 TEST(ResolvedSettings, DefaultsAreIncluded) {

@@ -368,6 +368,22 @@ TEST(LogSection, LevelMustBeAKnownLevel) {
             "exp.yaml:2: log.level: expected one of trace, debug, info, warn, error, got 'loud'");
 }
 
+TEST(LogSection, TraceStepsAreAnAscendingListOfStepsWithinTheRun) {
+  EXPECT_EQ(error_of("log:\n  trace_steps: 5\n"),
+            "exp.yaml:2: log.trace_steps: expected a list of steps, got '5'");
+  EXPECT_EQ(error_of("log:\n  trace_steps: [0, 1]\n"),
+            "exp.yaml:2: log.trace_steps[0]: must be >= 1, got 0");
+  EXPECT_EQ(error_of("log:\n  trace_steps: [2, x]\n"),
+            "exp.yaml:2: log.trace_steps[1]: expected an integer, got 'x'");
+  EXPECT_EQ(error_of("log:\n  trace_steps:\n    - 3\n    - 3\n"),
+            "exp.yaml:4: log.trace_steps[1]: steps must be ascending, got 3 after 3");
+  EXPECT_EQ(error_of("train:\n  steps: 6\nlog:\n  trace_steps:\n    - 5\n    - 7\n"),
+            "exp.yaml:6: log.trace_steps[1]: step 7 is beyond train.steps (6)");
+  EXPECT_TRUE(ExperimentFile().load(kModel).log.trace_steps.empty());
+  EXPECT_EQ(ExperimentFile().load("log:\n  trace_steps: [5, 6]\n" + kModel).log.trace_steps,
+            (std::vector<int64_t>{5, 6}));
+}
+
 // data
 
 TEST(DataSection, DatasetMustBeAKnownKind) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What a run logs and exports: log.level debug prints each stage's step time split into compute,
-# waiting, sending and allreduce; summary.json puts measured memory next to the prediction; the logged train loss is the mean over the logging window;
+# waiting, sending and allreduce; metrics.jsonl and summary.json hold each stage's compute,
+# waiting and bubble; summary.json puts measured memory next to the prediction; the logged train loss is the mean over the logging window;
 # train.steps 0 exports the initial weights (the same on any number of stages) and prints no train
 # loss; the start line counts in the singular; evaluations during training are printed.
 # Usage: logging.sh CONFIG
@@ -24,6 +25,19 @@ PY
 
 train 2 every1 "$config" --set train.steps=4 --set log.every=1
 train 2 every4 "$config" --set train.steps=4 --set log.every=4
+# Each train record and the summary: every stage's compute and waiting per step and its bubble.
+/usr/bin/python3 - "$WORK/every1" <<'PY' || { echo "FAILED: stage times"; exit 1; }
+import json, sys
+records = [r for r in map(json.loads, open(sys.argv[1] + "/metrics.jsonl")) if "lr" in r]
+summary = json.load(open(sys.argv[1] + "/summary.json"))
+assert len(records) == 4, records
+for r in records + [summary]:
+    compute, waiting, bubble = r["compute_ms_per_stage"], r["waiting_ms_per_stage"], r["bubble_per_stage"]
+    assert len(compute) == len(waiting) == len(bubble) == 2, r
+    assert all(c > 0 for c in compute) and all(w >= 0 for w in waiting), r
+    assert all(0 <= b < 1 for b in bubble), r
+    assert abs(r["bubble"] - sum(bubble) / 2) < 1e-12, r
+PY
 /usr/bin/python3 - "$WORK/every1/metrics.jsonl" "$WORK/every4/metrics.jsonl" <<'PY' || { echo "FAILED: window mean"; exit 1; }
 import json, sys
 def train_losses(path):

@@ -47,6 +47,26 @@ TEST(MetricsWriter, EachRecordIsOneJsonLineWithTheDocumentedKeys) {
                                   {"bits_per_char", 1.8}}));
 }
 
+TEST(MetricsWriter, TrainRecordsCarryEachStagesComputeWaitingAndBubble) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.file("run"));
+  writer.train(10, 0.5, 1e-3, 100.0, 0,
+               {.compute_ms = {3.0, 2.5}, .waiting_ms = {1.0, 1.5}, .bubble = {0.25, 0.5}});
+  const std::vector<std::string> lines = read_lines(writer.metrics_path());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], R"({"step":10,"loss":0.5,"lr":0.001,"samples_per_s":100.0,)"
+                      R"("compute_ms_per_stage":[3.0,2.5],"waiting_ms_per_stage":[1.0,1.5],)"
+                      R"("bubble_per_stage":[0.25,0.5],"bubble":0.375})");
+}
+
+TEST(MetricsWriter, TracesReplaceTraceJson) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.file("run"));
+  writer.write_trace({{"traceEvents", nlohmann::json::array()}});
+  writer.write_trace({{"traceEvents", nlohmann::json::array({1})}});
+  EXPECT_EQ(read_lines(writer.trace_path()), std::vector<std::string>{R"({"traceEvents":[1]})"});
+}
+
 TEST(MetricsWriter, TokenizedTextEvaluationsCarryBitsPerByte) {
   testing::TempDir dir;
   MetricsWriter writer(dir.file("run"));

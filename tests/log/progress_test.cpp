@@ -57,11 +57,29 @@ TEST(Progress, RatesKeepThreeSignificantDigitsBelowAHundred) {
   EXPECT_EQ(format_rate(0), "0");
 }
 
-TEST(Progress, SlowRunShowsItsRateNotZero) {
+TEST(Progress, SlowRunShowsItsRateNotZeroAndItsSecondsPerStep) {
   ProgressRecord slow = record(3, 30);
   slow.samples_per_s = 0.42;
+  slow.seconds_per_step = 76.19;
   EXPECT_EQ(format_progress(slow, 10, 70.0),
-            "step 3/10 | loss 0.4123 | lr 1.00e-03 | 0.42 samples/s | ETA 1m10s");
+            "step 3/10 | loss 0.4123 | lr 1.00e-03 | 0.42 samples/s | 76.2 s/step | ETA 1m10s");
+  slow.tokens_per_s = 0.0042;  // token data: tokens/s too, never rounded to 0
+  EXPECT_EQ(format_progress(slow, 10, 70.0),
+            "step 3/10 | loss 0.4123 | lr 1.00e-03 | 0.42 samples/s | 76.2 s/step | "
+            "0.0042 tokens/s | ETA 1m10s");
+}
+
+TEST(Progress, SecondsPerStepOnlyBelowTenSamplesPerSecond) {
+  ProgressRecord fast = record(3, 30);
+  fast.samples_per_s = 10.0;
+  fast.seconds_per_step = 25.6;
+  fast.tokens_per_s = 640.0;
+  EXPECT_EQ(format_progress(fast, 10, 70.0),
+            "step 3/10 | loss 0.4123 | lr 1.00e-03 | 10 samples/s | ETA 1m10s");
+  fast.samples_per_s = 9.99;
+  EXPECT_EQ(format_progress(fast, 10, 70.0),
+            "step 3/10 | loss 0.4123 | lr 1.00e-03 | 9.99 samples/s | 25.6 s/step | "
+            "640 tokens/s | ETA 1m10s");
 }
 
 TEST(Progress, EvaluationShowsLossAndAccuracyAndBitsPerCharForText) {

@@ -1,0 +1,34 @@
+// StepTimeTotals: where this rank's step time went over some steps (a logging window, the run),
+// and the collective that turns every rank's totals into each stage's compute, waiting and
+// bubble (log::StageTimes).
+#pragma once
+
+#include <cstdint>
+
+#include "comm/communicator.h"
+#include "comm/topology.h"
+#include "log/metrics_writer.h"
+#include "train/trainer.h"
+
+namespace mpipe::train {
+
+class StepTimeTotals {
+ public:
+  // Compute: the executor's (forward, backward, recompute, loss, W). Waiting: for neighbours'
+  // messages, completing sends, the data-parallel allreduce and the step's world allreduce.
+  void add(const StepReport& report);
+  void add(const StepTimeTotals& other);
+  int64_t steps() const { return steps_; }
+
+  // Collective over `world`: per stage, the means over its replicas of the compute and waiting
+  // per step, and the bubble, waiting / step time. Empty when no step was added anywhere.
+  log::StageTimes per_stage(const comm::Communicator& world, const comm::Topology& topology) const;
+
+ private:
+  double compute_s_ = 0.0;
+  double waiting_s_ = 0.0;
+  double step_s_ = 0.0;
+  int64_t steps_ = 0;
+};
+
+}  // namespace mpipe::train

@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""Draws the traced steps of <run_dir>/trace.json (log.trace_steps) into <run_dir>/timeline.png.
+
+One row per rank: its compute (F, B with the recompute inside it hatched, W, optimizer,
+checkpoint, evaluation; each micro-batch's box numbered) and under it, thinner, the time it
+waited on a receive or an allreduce. White space in a compute row is the bubble: time that rank
+did not compute.
+
+Usage: /usr/bin/python3 scripts/plot_timeline.py RUN_DIR [-o OUT.png] [--step N] [--title TEXT]
+Needs matplotlib (Debian: apt-get install python3-matplotlib).
+"""
+import argparse
+import json
+import os
+import sys
+
+# Colour of each compute event, by its name without the micro-batch.
+COMPUTE_COLOURS = {
+    "F": "#4c72b0",
+    "B": "#55a868",
+    "W": "#8172b2",
+    "optimizer": "#8c8c8c",
+    "checkpoint": "#c44e52",
+    "evaluation": "#ccb974",
+}
+RECOMPUTE_COLOUR = "#dd8452"
+WAIT_COLOUR = "#e377c2"
+WAITS = ("RA", "RG", "allreduce", "loss allreduce")
+
+
+def kind_of(name):
+    """'F3' -> 'F', 'SA2 done' -> 'SA', 'optimizer' -> 'optimizer'."""
+    head = name.split(" ")[0] if name.endswith(" done") else name
+    stripped = head.rstrip("0123456789")
+    return stripped or head
+
+
+def read_trace(path):
+    """Returns (ranks, spans): ranks maps pid -> its process name; spans are the X events."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            trace = json.load(file)
+        events = trace["traceEvents"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        sys.exit(f"plot_timeline: {path}: not a trace ({error})")
+    ranks = {e["pid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    spans = [e for e in events if e.get("ph") == "X"]
+    if not spans:
+        sys.exit(f"plot_timeline: {path}: no events")
+    return ranks, spans
+
+
+def plot(ranks, spans, out_path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    origin = min(e["ts"] for e in spans)
+    end = max(e["ts"] + e["dur"] for e in spans)
+    width_ms = (end - origin) / 1e3
+    pids = sorted(ranks)
+    figure, axes = plt.subplots(figsize=(12, 0.9 * len(pids) + 1.6))
+    for row, pid in enumerate(pids):
+        y = len(pids) - 1 - row  # rank 0 on top
+        for e in spans:
+            if e["pid"] != pid:
+                continue
+            kind = kind_of(e["name"])
+            start, length = (e["ts"] - origin) / 1e3, e["dur"] / 1e3
+            if e["cat"] == "compute":
+                if kind == "R":
+                    axes.broken_barh([(start, length)], (y - 0.05, 0.5), facecolors="none",
+                                     edgecolors=RECOMPUTE_COLOUR, hatch="////", linewidth=0)
+                    continue
+                axes.broken_barh([(start, length)], (y - 0.05, 0.5),
+                                 facecolors=COMPUTE_COLOURS.get(kind, "#999999"),
+                                 edgecolors="white", linewidth=0.5)
+                micro_batch = e.get("args", {}).get("micro_batch")
+                if micro_batch is not None and length > width_ms / 150:
+                    axes.text(start + length / 2, y + 0.2, str(micro_batch), ha="center",
+                              va="center", fontsize=7, color="white")
+            elif kind in WAITS:
+                axes.broken_barh([(start, length)], (y - 0.3, 0.18), facecolors=WAIT_COLOUR)
+    axes.set_yticks(range(len(pids)))
+    axes.set_yticklabels([ranks[pid] for pid in reversed(pids)])
+    axes.set_xlim(0, width_ms)
+    axes.set_xlabel("time (ms)")
+    axes.set_title(title)
+    axes.legend(handles=[Patch(color=COMPUTE_COLOURS["F"], label="forward"),
+                         Patch(color=COMPUTE_COLOURS["B"], label="backward"),
+                         Patch(facecolor="none", edgecolor=RECOMPUTE_COLOUR, hatch="////",
+                               label="recompute (inside B)"),
+                         Patch(color=COMPUTE_COLOURS["W"], label="batched weight gradients"),
+                         Patch(color=COMPUTE_COLOURS["optimizer"], label="optimizer"),
+                         Patch(color=WAIT_COLOUR, label="waiting (receive, allreduce)")],
+                loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.2 / len(pids)), ncol=6,
+                fontsize=8, frameon=False)
+    figure.tight_layout()
+    figure.savefig(out_path, dpi=110)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir")
+    parser.add_argument("-o", "--output", help="PNG to write (default RUN_DIR/timeline.png)")
+    parser.add_argument("--step", type=int, help="draw this traced step only (default: all)")
+    parser.add_argument("--title", help="the plot's title (default: the steps and run dir)")
+    args = parser.parse_args()
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        sys.exit("plot_timeline: matplotlib is missing; install it with "
+                 "'apt-get install python3-matplotlib' and run this with /usr/bin/python3")
+
+    trace_path = os.path.join(args.run_dir, "trace.json")
+    if not os.path.isfile(trace_path):
+        sys.exit(f"plot_timeline: {trace_path}: no such file (set log.trace_steps)")
+    ranks, spans = read_trace(trace_path)
+    steps = sorted({e["args"]["step"] for e in spans})
+    if args.step is not None:
+        if args.step not in steps:
+            sys.exit(f"plot_timeline: step {args.step} is not traced in {trace_path} "
+                     f"(traced: {', '.join(map(str, steps))})")
+        spans = [e for e in spans if e["args"]["step"] == args.step]
+        steps = [args.step]
+    title = args.title or (f"{args.run_dir}: step{'s' if len(steps) > 1 else ''} "
+                           f"{', '.join(map(str, steps))}")
+    out_path = args.output or os.path.join(args.run_dir, "timeline.png")
+    plot(ranks, spans, out_path, title)
+    print(out_path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# log.trace_steps: trace.json holds, for every rank, one compute and one communication track with
+# every F and B (and recompute) of the traced steps and nothing of the others; the clocks are
+# aligned, so each receive's wait ends after the matching send started; checkpoint, evaluation,
+# optimizer and allreduce events appear; a run without the key writes no trace.json.
+# Usage: trace.sh CONFIG
+source "$(dirname "$0")/lib.sh"
+config=$1
+
+# K=2 GPipe with recompute, the traced step 3 followed by a checkpoint and an evaluation.
+train 2 gpipe "$config" --set train.steps=4 --set 'log.trace_steps=[2, 3]' \
+  --set checkpoint.every=3 --set train.eval_every=3
+# K=2 x D=2 1F1B: the data-parallel allreduce.
+train 4 replicas "$config" --set train.steps=3 --set 'log.trace_steps=[2]' \
+  --set pipeline.stages=2 --set pipeline.data_parallel=2 --set pipeline.schedule=1f1b
+train 2 untraced "$config" --set train.steps=2
+[[ ! -e "$WORK/untraced/trace.json" ]] || { echo "FAILED: a run without log.trace_steps traced"; exit 1; }
+grep -qF "wrote $WORK/gpipe/trace.json" "$WORK/gpipe.log" ||
+  { cat "$WORK/gpipe.log"; echo "FAILED: no line about trace.json"; exit 1; }
+
+/usr/bin/python3 - "$WORK" <<'PY' || { echo "FAILED: trace.json"; exit 1; }
+import json, sys
+from collections import defaultdict
+
+def check(path, ranks, stages, steps, micro_batches, expect):
+    trace = json.load(open(path))
+    events = trace["traceEvents"]
+    uncertainty = trace["otherData"]["clock_uncertainty_s"]
+    assert len(uncertainty) == ranks, uncertainty
+    tracks = defaultdict(dict)  # pid -> tid -> name
+    for e in events:
+        if e["ph"] == "M" and e["name"] == "thread_name":
+            tracks[e["pid"]][e["tid"]] = e["args"]["name"]
+    assert sorted(tracks) == list(range(ranks)), tracks
+    for pid, names in tracks.items():
+        assert names == {0: "compute", 1: "communication"}, (pid, names)
+    spans = [e for e in events if e["ph"] in ("X", "i")]
+    for e in spans:
+        assert e["args"]["step"] in steps, e
+        assert e["tid"] == (0 if e["cat"] == "compute" else 1), e
+    def find(pid, name, step):
+        found = [e for e in spans if e["pid"] == pid and e["name"] == name
+                 and e["args"]["step"] == step]
+        assert len(found) == 1, (pid, name, step, found)
+        return found[0]
+    end = lambda e: e["ts"] + e.get("dur", 0)
+    for pid in range(ranks):
+        stage = pid % stages
+        for step in steps:
+            for m in range(micro_batches):
+                b = find(pid, f"B{m}", step)
+                find(pid, f"F{m}", step)
+                r = find(pid, f"R{m}", step)  # recompute: always
+                assert b["ts"] <= r["ts"] and end(r) <= end(b) + 1e-3, (b, r)
+            for name in expect:
+                find(pid, name, step)
+    # A receive's wait ends after the send of the same message started on the neighbour (clocks
+    # aligned within the measured uncertainty of both ranks).
+    pairs = 0
+    for pid in range(ranks):
+        stage, replica_base = pid % stages, pid - pid % stages
+        for step in steps:
+            for m in range(micro_batches):
+                for recv, send, peer in (("RA", "SA", stage - 1), ("RG", "SG", stage + 1)):
+                    if not 0 <= peer < stages:
+                        continue
+                    wait = find(pid, f"{recv}{m}", step)
+                    sent = find(replica_base + peer, f"{send}{m}", step)
+                    find(replica_base + peer, f"{send}{m} done", step)
+                    slack = 1e6 * (uncertainty[pid] + uncertainty[replica_base + peer])
+                    assert end(wait) >= sent["ts"] - slack, (wait, sent, slack)
+                    pairs += 1
+    assert pairs == ranks * len(steps) * micro_batches, pairs
+    return spans
+
+spans = check(sys.argv[1] + "/gpipe/trace.json", 2, 2, [2, 3], 4, ["optimizer", "loss allreduce"])
+names_at_3 = {e["name"] for e in spans if e["args"]["step"] == 3}
+assert {"checkpoint", "evaluation"} <= names_at_3, names_at_3
+check(sys.argv[1] + "/replicas/trace.json", 4, 2, [2], 4, ["optimizer", "allreduce"])
+PY
+echo "trace: one compute and one communication track per rank, every F/B/R of the traced steps," \
+  "receives end after their sends, checkpoint/evaluation/optimizer/allreduce present"
