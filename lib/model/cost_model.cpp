@@ -95,7 +95,8 @@ LayerCost cost_of(const LayerPlan& plan) {
                    .workspace_fixed_tensor_bytes = needs.backward_fixed_tensor_bytes,
                    .keeps_consumed_input = needs.keeps_consumed_input,
                    .has_input_gradient = needs.has_input_gradient,
-                   .weight_grad_operand_bytes = needs.weight_grad_operand_bytes};
+                   .weight_grad_operand_bytes = needs.weight_grad_operand_bytes,
+                   .weight_grad_flops = needs.weight_grad_flops};
 }
 
 std::vector<LayerCost> layer_costs(const ModelPlan& plan) {

@@ -49,6 +49,10 @@ struct LayerCost {
   // Per example: what batched weight gradients (pipeline weight_grads: batched) hold from a
   // step's first backward to its GEMM: a copy of the input and of the output gradient (linear).
   double weight_grad_operand_bytes = 0.0;
+  // Per example, for a layer that splits its backward (zero-bubble schedules; 0 for the others):
+  // the FLOPs of its weight gradient, part of backward_flops. Between its I and W ops it keeps
+  // weight_grad_operand_bytes (its saved input and its output gradient).
+  double weight_grad_flops = 0.0;
 
   // Bytes forward keeps for backward for a micro-batch of `rows` examples: exactly what
   // nn::Saved::bytes() reports for this layer's training forward.

@@ -73,6 +73,12 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
     discarding_consumed.push_back(forward_consumed.back() + kept);
   }
   inputs_ = prefix_sums(costs_, [this](const LayerCost& c) { return block(c.input_bytes); });
+  pending_weight_blocks_ = prefix_sums(costs_, [this](const LayerCost& c) {
+    return c.weight_grad_flops > 0.0 ? block(c.input_bytes) + block(c.output_bytes) : 0.0;
+  });
+  pending_grad_blocks_ = prefix_sums(costs_, [this](const LayerCost& c) {
+    return c.weight_grad_flops > 0.0 ? block(c.output_bytes) : 0.0;
+  });
   // At layer i of a per-layer recompute's first forward, the micro-batch has kept the inputs of
   // layers up to i (the later ones are not there yet) and holds layer i's temporaries.
   for (size_t i = 0; i < costs_.size(); ++i) {
@@ -153,6 +159,9 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
         2.0 * sum(weight_grad_layers_, begin, end) *
             (allocator_.rounds ? AllocatorModel::max_overhead() : 0.0);
   }
+  m.weight_grad_operands +=
+      stash.pending_weight_micro_batches * sum(pending_weight_blocks_, begin, end) +
+      (stash.backward && stash.splitting_backward ? sum(pending_grad_blocks_, begin, end) : 0.0);
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;
   m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);

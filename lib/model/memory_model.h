@@ -39,6 +39,12 @@ struct StashProfile {
   // Batched weight gradients: the micro-batches whose weight-gradient operands the layers hold
   // (every one of the step's from its first backward on; 0 before it, or when accumulating).
   int weight_grad_micro_batches = 0;
+  // Zero-bubble schedules: micro-batches past their input-gradient op (I) whose weight-gradient
+  // op (W) has not run, each holding every splitting layer's input and output gradient.
+  int pending_weight_micro_batches = 0;
+  // Zero-bubble schedules, at a backward: the micro-batch in its I keeps every splitting layer's
+  // output gradient for its W (their inputs are among what it saved).
+  bool splitting_backward = false;
 };
 
 // Predicted peak bytes of one stage, by kind.
@@ -50,7 +56,10 @@ struct StageMemory {
   double kept_activations = 0.0;     // inputs and saved tensors of the micro-batches in flight
   double recompute_workspace = 0.0;  // what one micro-batch's layers save, while recomputed
   double transient = 0.0;  // the largest layer's temporaries: its output, gradients, internals
-  double weight_grad_operands = 0.0;  // batched weight gradients' copies of inputs and gradients
+  // Batched weight gradients' copies of inputs and output gradients, and under a zero-bubble
+  // schedule the inputs and output gradients the layers that split their backward keep from a
+  // micro-batch's I to its W.
+  double weight_grad_operands = 0.0;
   double communication = 0.0;  // receives posted ahead, the gradient in use, a send, loss gradients
   // The fields above are the tensors' bytes; the memory account counts each tensor's block as
   // malloc rounds it (AllocatorModel), this much more in all.
@@ -110,6 +119,10 @@ class MemoryModel {
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
   std::vector<double> weight_grad_operands_;     // per example, prefix sums
   std::vector<double> weight_grad_layers_;       // layers with operands, prefix sums
+  // Blocks a micro-batch keeps between its I and W (input and output gradient of each layer that
+  // splits its backward), prefix sums.
+  std::vector<double> pending_weight_blocks_;
+  std::vector<double> pending_grad_blocks_;  // of those, the output gradients'
   // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
   // discarding forward, and a per-layer recompute's first forward: [k][i] = max over layers
   // [i, i + 2^k).

@@ -107,6 +107,21 @@ class Layer {
   // !ctx.need_input_grad). Adds this micro-batch's parameter gradients into the grad views (or
   // writes them: LayerContext::grads_unset; or defers them to finish_step_grads).
   virtual Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) = 0;
+  // The backward split in two for zero-bubble schedules (pipeline schedule zb_h1): the stage
+  // calls backward_input for micro-batch m (its I op) and, later, backward_weight (its W op) with
+  // the same dy and saved tensors, which it keeps in between; W ops run in ascending micro-batch
+  // order, so the parameter gradients are added with the same float operations in the same order
+  // as by backward. A layer that splits returns true from splits_backward and overrides both; for
+  // the others backward_input is the whole backward and backward_weight does nothing.
+  virtual bool splits_backward() const { return false; }
+  // dx as backward returns it; a layer that splits adds no parameter gradient here.
+  virtual Tensor backward_input(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+    return backward(dy, saved, ctx);
+  }
+  // The parameter gradients backward would add (or write, or defer) for this dy.
+  virtual void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+    (void)dy, (void)saved, (void)ctx;
+  }
   // Completes what the step's backwards deferred (batched weight gradients: one GEMM over every
   // micro-batch's operands). Called once per training step, after the last backward (and after
   // its input gradient went on its way: deferred work is off the pipeline's critical path), with

@@ -37,6 +37,11 @@ struct LayerNeeds {
   double weight_grad_operand_bytes = 0.0;
   // Per example: backward floating-point operations (input and parameter gradients).
   double backward_flops = 0.0;
+  // Per example, for a layer that splits its backward (Layer::splits_backward; 0 for the others):
+  // the floating-point operations of backward_weight, part of backward_flops. Between its I and W
+  // ops such a layer keeps its saved input and its output gradient:
+  // weight_grad_operand_bytes.
+  double weight_grad_flops = 0.0;
 
   // Appends what `part` keeps (a sub-layer whose saved tensors a composite layer keeps).
   void keep_all_of(const LayerNeeds& part);

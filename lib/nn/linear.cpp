@@ -64,12 +64,44 @@ Forward Linear::forward_without_input(const Tensor& x, const LayerContext& ctx) 
   return {.output = std::move(y), .saved = {}};
 }
 
-Tensor Linear::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+const Tensor& Linear::saved_input(const Tensor& dy, const Saved& saved, int64_t& rows) const {
   check(saved.tensors.size() == 1, "Linear::backward: nothing saved (forward not in training?)");
   const Tensor& x = saved.tensors[0];
-  const int64_t rows = x.numel() / in_;
+  rows = x.numel() / in_;
   check(dy.numel() == rows * units_, "Linear::backward: dy {} does not match x {}", dy.shape(),
         x.shape());
+  return x;
+}
+
+Tensor Linear::backward_input(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  int64_t rows = 0;
+  const Tensor& x = saved_input(dy, saved, rows);
+  if (!ctx.need_input_grad) return {};
+  // dx[rows, in] = dy[rows, units] · W[units, in]
+  Tensor dx = Tensor::uninitialized(x.shape());
+  kernels::linear_backward_data(ctx.kernels, dy.data(), weight_.data(), dx.data(), rows, in_,
+                                units_);
+  return dx;
+}
+
+void Linear::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  int64_t rows = 0;
+  const Tensor& x = saved_input(dy, saved, rows);
+  if (ctx.batch_weight_grads) {
+    defer_weight_grad(x, dy, rows, ctx);
+    return;
+  }
+  // What linear_backward adds before dx: dW[units, in] += dy^T · x, db[units] += column sums
+  // of dy (= on the step's first write).
+  const bool accumulate = !(ctx.grads_unset && ctx.micro_batch == 0);
+  kernels::linear_backward_weights(ctx.kernels, x.data(), dy.data(), weight_grad_.data(),
+                                   has_bias_ ? bias_grad_.data() : nullptr, rows, in_, units_,
+                                   accumulate);
+}
+
+Tensor Linear::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  int64_t rows = 0;
+  const Tensor& x = saved_input(dy, saved, rows);
   Tensor dx;
   if (ctx.need_input_grad) dx = Tensor::uninitialized(x.shape());
   if (ctx.batch_weight_grads) {
@@ -139,7 +171,9 @@ LayerNeeds Linear::needs() const {
       .keeps_consumed_input = true,
       .weight_grad_operand_bytes =
           float_bytes(input_shape_.numel()) + float_bytes(output_shape_.numel()),
-      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index())};
+      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index()),
+      .weight_grad_flops = 2.0 * static_cast<double>(input_shape_.numel() / in_) *
+                           static_cast<double>(in_) * static_cast<double>(units_)};
 }
 
 }  // namespace mpipe::nn

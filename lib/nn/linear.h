@@ -25,6 +25,11 @@ class Linear : public InputSavingLayer {
   // ctx.batch_weight_grads, it copies x and dy into the step's operands instead, and
   // finish_step_grads adds dW and db over all of their rows in one GEMM.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // Split: backward_input computes dx only, backward_weight dW and db (added, written or deferred
+  // as backward does).
+  bool splits_backward() const override { return true; }
+  Tensor backward_input(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   void finish_step_grads(const LayerContext& ctx) override;
   bool writes_grads_first() const override { return true; }
   double forward_flops_per_example() const override;
@@ -38,6 +43,8 @@ class Linear : public InputSavingLayer {
   Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const override;
 
  private:
+  // The saved input, checked against dy; its rows.
+  const Tensor& saved_input(const Tensor& dy, const Saved& saved, int64_t& rows) const;
   // The rows of x and dy of micro-batch ctx.micro_batch, copied into the step's operands.
   void defer_weight_grad(const Tensor& x, const Tensor& dy, int64_t rows, const LayerContext& ctx);
 

@@ -46,6 +46,8 @@ double& Executor::time_slot(OpKind kind) {
       return times_.send_s;
     case OpKind::kForward:
     case OpKind::kBackward:
+    case OpKind::kBackwardInput:
+    case OpKind::kBackwardWeight:
       break;
   }
   return times_.compute_s;
@@ -124,10 +126,14 @@ void Executor::post_recv(const Op& op, const RoundPlan& plan) {
 LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
                                 const MicroBatchData& data, comm::BucketedAllreduce* reduction) {
   std::vector<size_t> receives;
+  // The op after which every gradient of the step is complete (but deferred ones): the last
+  // backward, or the last W where backwards are split.
   size_t last_backward = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     if (is_receive(program[i].kind)) receives.push_back(i);
-    if (program[i].kind == OpKind::kBackward) last_backward = i;
+    if (program[i].kind == OpKind::kBackward || program[i].kind == OpKind::kBackwardWeight) {
+      last_backward = i;
+    }
   }
   LossTotals totals;
   times_ = {};
@@ -148,7 +154,8 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
     if (is_receive(program[i].kind)) ++consumed;
     const auto start = Clock::now();
     const bool tracing = trace_ != nullptr && trace_->recording();
-    if (tracing && program[i].kind == OpKind::kBackward) {
+    if (tracing &&
+        (program[i].kind == OpKind::kBackward || program[i].kind == OpKind::kBackwardInput)) {
       trace_->backward_began(program[i].micro_batch, start);
     }
     // (With deferred gradients, a layer's bucket waits for finish_step_grads below.)
@@ -203,7 +210,10 @@ void Executor::trace_op(const Op& op, Clock::time_point start, Clock::time_point
     case OpKind::kRecvGrad:
       return span(log::TraceKind::kRecvGradient);
     case OpKind::kBackward:
+    case OpKind::kBackwardInput:  // zb_h1's I<m> shows as B<m>, its W<m> as a W of its own
       return trace_->backward_ended(end);
+    case OpKind::kBackwardWeight:
+      return span(log::TraceKind::kWeightGrad);
     case OpKind::kSendGrad:
       return span(log::TraceKind::kSendGradient);
   }
@@ -237,12 +247,19 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
     case OpKind::kRecvGrad:
       grad_outputs_[m] = link_.wait_recv(Direction::kGradient, m);
       break;
-    case OpKind::kBackward: {
-      Tensor grad_input = stage_.backward(m, take(grad_outputs_, m, "output gradient"),
-                                          layer_context(plan, m, true));
+    case OpKind::kBackward:
+    case OpKind::kBackwardInput: {
+      Tensor grad_output = take(grad_outputs_, m, "output gradient");
+      const nn::LayerContext ctx = layer_context(plan, m, true);
+      Tensor grad_input = op.kind == OpKind::kBackward
+                              ? stage_.backward(m, std::move(grad_output), ctx)
+                              : stage_.backward_input(m, std::move(grad_output), ctx);
       if (!is_first()) grad_inputs_[m] = std::move(grad_input);
       break;
     }
+    case OpKind::kBackwardWeight:
+      stage_.backward_weight(m, layer_context(plan, m, true));
+      break;
     case OpKind::kSendGrad:
       link_.send(Direction::kGradient, plan.round, m, take(grad_inputs_, m, "input gradient"));
       break;

@@ -69,19 +69,32 @@ std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_b
   check(result.orders_match(), "{} schedule: {}", to_string(kind),
         fmt::join(result.order_mismatches, "; "));
 
-  std::vector<int> peaks;
-  for (const StageTimeline& timeline : result.stages) peaks.push_back(timeline.peak_in_flight);
+  std::vector<int> peaks, pending_weights;
+  for (const StageTimeline& timeline : result.stages) {
+    peaks.push_back(timeline.peak_in_flight);
+    pending_weights.push_back(timeline.peak_pending_weights);
+  }
+  const bool split = splits_backward(kind);
   const double gpipe_bound =
       static_cast<double>(num_stages - 1) / (num_micro_batches + num_stages - 1);
-  std::string text = fmt::format("{} schedule: {}, {}, F = {} and B = {} time units\n\n",
-                                 to_string(kind), counted(num_stages, "stage"),
-                                 counted(num_micro_batches, "micro-batch", "micro-batches"),
-                                 options.forward_time, options.backward_time);
+  const std::string costs =
+      split ? fmt::format("F = {}, I = {} and W = {} time units (I + W = B = {})",
+                          options.forward_time, options.backward_time - options.weight_time,
+                          options.weight_time, options.backward_time)
+            : fmt::format("F = {} and B = {} time units", options.forward_time,
+                          options.backward_time);
+  std::string text =
+      fmt::format("{} schedule: {}, {}, {}\n\n", to_string(kind), counted(num_stages, "stage"),
+                  counted(num_micro_batches, "micro-batch", "micro-batches"), costs);
   text += render_grid(result);
   text += fmt::format("\nmakespan: {} time units\n", result.makespan);
   text += fmt::format("bubble fraction: {:.3f} (GPipe bound (K-1)/(M+K-1) = {:.3f})\n",
                       result.bubble_fraction, gpipe_bound);
   text += fmt::format("peak in-flight micro-batches per stage: {}\n", fmt::join(peaks, " "));
+  if (split) {
+    text += fmt::format("peak micro-batches between I and W per stage: {}\n",
+                        fmt::join(pending_weights, " "));
+  }
   text += fmt::format("ideal speedup over one stage: {:.2f}x (K*M/(M+K-1))\n",
                       ideal_speedup(num_stages, num_micro_batches));
   return text;

@@ -17,8 +17,9 @@ std::string program_to_string(const Program& program);
 std::string render_grid(const SimulationResult& result);
 
 // Everything `mpipe schedule` prints: a title line, the grid of the simulated schedule
-// (F = 1, B = 2 time units), makespan, bubble fraction, peak in-flight micro-batches per stage
-// and the ideal speedup. Throws mpipe::Error for invalid K, M.
+// (F = 1, B = 2 time units; where backwards are split, I = 1 and W = 1), makespan, bubble
+// fraction, peak in-flight micro-batches per stage (and, where split, peak micro-batches between
+// their I and W) and the ideal speedup. Throws mpipe::Error for invalid K, M.
 std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_batches);
 
 // Speedup of a K-stage GPipe pipeline over one stage with M micro-batches and no

@@ -21,6 +21,10 @@ const char* prefix(OpKind kind) {
       return "B";
     case OpKind::kSendGrad:
       return "SG";
+    case OpKind::kBackwardInput:
+      return "I";
+    case OpKind::kBackwardWeight:
+      return "W";
   }
   return "?";
 }

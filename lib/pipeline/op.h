@@ -11,8 +11,11 @@ enum class OpKind {
   kForward,         // F<m>
   kSendActivation,  // send micro-batch m's output to stage s+1
   kRecvGrad,        // receive the gradient of micro-batch m's output from stage s+1
-  kBackward,        // B<m>
+  kBackward,        // B<m>: the whole backward (input and weight gradients)
   kSendGrad,        // send the gradient of micro-batch m's input to stage s-1
+  // Zero-bubble schedules split the backward in two (Qi et al. 2024; PyTorch's names):
+  kBackwardInput,   // I<m>: the input gradient, keeping what W<m> needs (the paper's B)
+  kBackwardWeight,  // W<m>: the weight gradients of an earlier I<m>
 };
 
 struct Op {
@@ -23,7 +26,13 @@ struct Op {
 
 using Program = std::vector<Op>;
 
-// "F3", "B0", "RA2", "SA2", "RG1", "SG1".
+// Whether the op computes an input gradient (B or I): the one that consumes a received gradient
+// and produces the gradient sent to the previous stage.
+constexpr bool is_input_backward(OpKind kind) {
+  return kind == OpKind::kBackward || kind == OpKind::kBackwardInput;
+}
+
+// "F3", "B0", "RA2", "SA2", "RG1", "SG1", "I0", "W0".
 std::string to_string(const Op& op);
 
 }  // namespace mpipe::pipeline

@@ -9,7 +9,11 @@
 
 namespace mpipe::pipeline {
 
-enum class ScheduleKind { kGpipe, kOneFOneB };
+enum class ScheduleKind {
+  kGpipe,
+  kOneFOneB,
+  kZbH1,  // 1F1B with the backward split into I and W, W ops filling the bubble (schedule.h)
+};
 // What a stage stores per micro-batch between forward and backward (torchgpipe's checkpoint).
 enum class Recompute {
   kAlways,      // only the stage input; forward re-run before backward
@@ -35,8 +39,9 @@ enum class PartitionMode {
 };
 
 // The words of experiment files and logs (core/enum_names.h).
-inline constexpr EnumNames<ScheduleKind, 2> kScheduleNames{
-    {{"gpipe", ScheduleKind::kGpipe}, {"1f1b", ScheduleKind::kOneFOneB}}};
+inline constexpr EnumNames<ScheduleKind, 3> kScheduleNames{{{"gpipe", ScheduleKind::kGpipe},
+                                                            {"1f1b", ScheduleKind::kOneFOneB},
+                                                            {"zb_h1", ScheduleKind::kZbH1}}};
 inline constexpr EnumNames<Recompute, 5> kRecomputeNames{{{"always", Recompute::kAlways},
                                                           {"except_last", Recompute::kExceptLast},
                                                           {"never", Recompute::kNever},

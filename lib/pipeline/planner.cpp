@@ -50,13 +50,14 @@ class StageTimes {
     // and the optimizer's slots.
     const double optimizer_passes = 5.0 + 2.0 * request.optimizer_slots;
     forward_.assign(costs.size() + 1, 0.0);
-    backward_ = optimizer_ = forward_;
+    backward_ = weight_ = optimizer_ = forward_;
     for (size_t i = 0; i < costs.size(); ++i) {
       const model::LayerCost& c = costs[i];
       forward_[i + 1] = forward_[i] + r * (c.forward_flops / rates.flops_per_s +
                                            c.forward_traffic_bytes() / rates.bytes_per_s);
       backward_[i + 1] = backward_[i] + r * (c.backward_flops / rates.flops_per_s +
                                              c.backward_traffic_bytes() / rates.bytes_per_s);
+      weight_[i + 1] = weight_[i] + r * c.weight_grad_flops / rates.flops_per_s;
       optimizer_[i + 1] = optimizer_[i] + optimizer_passes * c.param_bytes / rates.bytes_per_s;
     }
   }
@@ -65,6 +66,8 @@ class StageTimes {
   double backward(int begin, int end) const {
     return sum(backward_, begin, end) + forward(begin, end) * recomputed_ / num_micro_batches_;
   }
+  // The part of backward() that split layers' W ops take (zero-bubble schedules).
+  double weight(int begin, int end) const { return sum(weight_, begin, end); }
   // All micro-batches of a step.
   double compute(int begin, int end) const {
     return num_micro_batches_ * (forward(begin, end) + backward(begin, end));
@@ -78,7 +81,7 @@ class StageTimes {
   }
   int num_micro_batches_;
   int recomputed_;
-  std::vector<double> forward_, backward_, optimizer_;
+  std::vector<double> forward_, backward_, weight_, optimizer_;  // prefix sums
 };
 
 // Everything the plan of one request computes from, built once.
@@ -215,6 +218,7 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     programs.push_back(make_program(pipe.schedule, c.num_stages, pipe.micro_batches, s));
     options.stage_forward_times.push_back(c.times.forward(r.begin, r.end));
     options.stage_backward_times.push_back(c.times.backward(r.begin, r.end));
+    options.stage_weight_times.push_back(c.times.weight(r.begin, r.end));
     if (s + 1 < c.num_stages) {
       largest_boundary = std::max(
           largest_boundary, static_cast<double>(c.rows) *
@@ -474,6 +478,22 @@ std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanReq
 
 }  // namespace
 
+int pending_weights_at_peak(const Program& program) {
+  int in_flight = 0, pending = 0, most_in_flight = 0, at_peak = 0;
+  for (const Op& op : program) {
+    if (op.kind == OpKind::kForward) ++in_flight;
+    if (op.kind == OpKind::kBackwardWeight) --pending;
+    if (!is_input_backward(op.kind)) continue;
+    if (in_flight > most_in_flight || (in_flight == most_in_flight && pending > at_peak)) {
+      most_in_flight = in_flight;
+      at_peak = pending;
+    }
+    --in_flight;
+    if (op.kind == OpKind::kBackwardInput) ++pending;
+  }
+  return at_peak;
+}
+
 std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute recompute,
                                                 int num_stages, int num_micro_batches, int stage) {
   const int in_flight = schedule == ScheduleKind::kGpipe
@@ -546,6 +566,14 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
     late.receiving_activations = false;
     late.receives_ahead = std::min(model::kReceivesAhead, in_flight - 1);
     late.sends = sends;
+  }
+  if (splits_backward(schedule)) {
+    const int pending =
+        pending_weights_at_peak(make_program(schedule, num_stages, num_micro_batches, stage));
+    for (model::StashProfile& moment : moments) {
+      moment.pending_weight_micro_batches = pending;
+      moment.splitting_backward = true;
+    }
   }
   if (gpipe) {
     // The last forward: every micro-batch stored (the last one in full unless recomputed),

@@ -14,6 +14,7 @@
 #include "model/memory_model.h"
 #include "model/model_builder.h"
 #include "model/partition.h"
+#include "pipeline/op.h"
 #include "pipeline/pipeline_config.h"
 
 namespace mpipe::pipeline {
@@ -85,7 +86,14 @@ struct PipelinePlan {
 // recomputed ones (while the last is not yet forwarded), or the last in full beside
 // in_flight - 1 inputs and a recompute, or the last alone during its backward; for per_layer,
 // every layer's input of `in_flight` micro-batches and one layer's recompute. The last stage
-// also holds in_flight loss gradients. `recompute` is not kAuto.
+// also holds in_flight loss gradients. ZB-H1 (zb_h1) holds what 1F1B holds, and besides, at
+// every moment, the micro-batches between their I and W ops at its program's peak
+// (pending_weights_at_peak). `recompute` is not kAuto.
+// One pass over a stage's program: at the input-gradient op (B or I) with the most micro-batches
+// forwarded and not yet input-backwarded (that one included), the most micro-batches past their
+// I whose W has not run (0 for programs without W ops).
+int pending_weights_at_peak(const Program& program);
+
 std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute recompute,
                                                 int num_stages, int num_micro_batches, int stage);
 

@@ -1,4 +1,4 @@
-// Schedules as data: GPipe fill-drain and 1F1B programs for one stage of one step.
+// Schedules as data: GPipe fill-drain, 1F1B and ZB-H1 programs for one stage of one step.
 #include "pipeline/schedule.h"
 
 #include <algorithm>
@@ -16,10 +16,11 @@ void append_forward(Program& program, int num_stages, int stage, int micro_batch
   if (stage < num_stages - 1) program.push_back({OpKind::kSendActivation, micro_batch});
 }
 
-// Appends [RG m] B m [SG m] for stage `stage` of `num_stages`.
-void append_backward(Program& program, int num_stages, int stage, int micro_batch) {
+// Appends [RG m] B m [SG m] (or I m: `kind`) for stage `stage` of `num_stages`.
+void append_backward(Program& program, int num_stages, int stage, int micro_batch,
+                     OpKind kind = OpKind::kBackward) {
   if (stage < num_stages - 1) program.push_back({OpKind::kRecvGrad, micro_batch});
-  program.push_back({OpKind::kBackward, micro_batch});
+  program.push_back({kind, micro_batch});
   if (stage > 0) program.push_back({OpKind::kSendGrad, micro_batch});
 }
 
@@ -47,6 +48,31 @@ Program make_one_f_one_b(int num_stages, int num_micro_batches, int stage) {
   return program;
 }
 
+// ZB-H1 as PyTorch's ScheduleInterleavedZeroBubble builds it with one chunk per rank: 1F1B's
+// order with I for B, and W ops delayed by `stage` slots.
+Program make_zb_h1(int num_stages, int num_micro_batches, int stage) {
+  Program program;
+  const int warm_up = std::min(num_stages - stage - 1, num_micro_batches);
+  int next_forward = 0;
+  int next_input = 0;
+  int next_weight = 0;
+  // After each I: the oldest pending W, once `stage` I ops have run without one.
+  const auto input_then_weight = [&] {
+    append_backward(program, num_stages, stage, next_input++, OpKind::kBackwardInput);
+    if (next_input > stage) program.push_back({OpKind::kBackwardWeight, next_weight++});
+  };
+  while (next_forward < warm_up) append_forward(program, num_stages, stage, next_forward++);
+  while (next_forward < num_micro_batches) {
+    append_forward(program, num_stages, stage, next_forward++);
+    input_then_weight();
+  }
+  while (next_input < num_micro_batches) input_then_weight();
+  while (next_weight < num_micro_batches) {
+    program.push_back({OpKind::kBackwardWeight, next_weight++});
+  }
+  return program;
+}
+
 }  // namespace
 
 Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage) {
@@ -60,6 +86,8 @@ Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, i
       return make_gpipe(num_stages, num_micro_batches, stage);
     case ScheduleKind::kOneFOneB:
       return make_one_f_one_b(num_stages, num_micro_batches, stage);
+    case ScheduleKind::kZbH1:
+      return make_zb_h1(num_stages, num_micro_batches, stage);
   }
   throw Error("make_program: unknown schedule kind");
 }
@@ -69,6 +97,8 @@ ScheduleKind parse_schedule_kind(const std::string& name) {
   throw InputError(fmt::format("unknown schedule \"{}\" (expected {})", name,
                                list_names(kScheduleNames, " or ")));
 }
+
+bool splits_backward(ScheduleKind kind) { return kind == ScheduleKind::kZbH1; }
 
 std::string to_string(ScheduleKind kind) { return std::string(name_of(kScheduleNames, kind)); }
 

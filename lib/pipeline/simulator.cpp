@@ -27,7 +27,26 @@ struct StageState {
   std::vector<int> sent_activations, received_activations;
   std::vector<int> sent_grads, received_grads;
   std::set<int> in_flight;
+  std::set<int> pending_weights;  // past I, before W
 };
+
+double compute_time(OpKind kind, int stage, const SimulationOptions& options) {
+  switch (kind) {
+    case OpKind::kForward:
+      return options.forward(stage);
+    case OpKind::kBackward:
+      return options.backward(stage);
+    case OpKind::kBackwardInput:
+      check(options.weight(stage) <= options.backward(stage),
+            "simulate: stage {}'s weight gradients take {}, more than its whole backward ({})",
+            stage, options.weight(stage), options.backward(stage));
+      return options.input_backward(stage);
+    case OpKind::kBackwardWeight:
+      return options.weight(stage);
+    default:
+      throw Error(fmt::format("simulate: {} is not a compute op", to_string(Op{kind, 0})));
+  }
+}
 
 bool is_receive(OpKind kind) {
   return kind == OpKind::kRecvActivation || kind == OpKind::kRecvGrad;
@@ -53,19 +72,25 @@ bool advance(int stage, const Program& program, std::vector<StageState>& states,
     const Op& op = program[self.next_op];
     switch (op.kind) {
       case OpKind::kForward:
-      case OpKind::kBackward: {
-        const bool forward = op.kind == OpKind::kForward;
-        const double duration = forward ? options.forward(stage) : options.backward(stage);
+      case OpKind::kBackward:
+      case OpKind::kBackwardInput:
+      case OpKind::kBackwardWeight: {
+        const double duration = compute_time(op.kind, stage, options);
         timeline.compute.push_back({op, self.clock, self.clock + duration});
         timeline.busy_time += duration;
         self.clock += duration;
-        if (forward) {
+        if (op.kind == OpKind::kForward) {
           self.in_flight.insert(op.micro_batch);
+        } else if (op.kind == OpKind::kBackwardWeight) {
+          self.pending_weights.erase(op.micro_batch);
         } else {
           self.in_flight.erase(op.micro_batch);
+          if (op.kind == OpKind::kBackwardInput) self.pending_weights.insert(op.micro_batch);
         }
         timeline.peak_in_flight =
             std::max(timeline.peak_in_flight, static_cast<int>(self.in_flight.size()));
+        timeline.peak_pending_weights =
+            std::max(timeline.peak_pending_weights, static_cast<int>(self.pending_weights.size()));
         break;
       }
       case OpKind::kSendActivation:
@@ -128,6 +153,11 @@ double SimulationOptions::backward(int stage) const {
                                       : stage_backward_times.at(static_cast<size_t>(stage));
 }
 
+double SimulationOptions::weight(int stage) const {
+  return stage_weight_times.empty() ? weight_time
+                                    : stage_weight_times.at(static_cast<size_t>(stage));
+}
+
 std::string SimulationResult::deadlock_report() const {
   if (stuck.empty()) return "";
   std::vector<std::string> parts;
@@ -140,9 +170,11 @@ std::string SimulationResult::deadlock_report() const {
 
 SimulationResult simulate(const std::vector<Program>& programs, const SimulationOptions& options) {
   check(!programs.empty(), "simulate: no stage programs");
-  check(options.forward_time >= 0 && options.backward_time >= 0 && options.send_latency >= 0,
+  check(options.forward_time >= 0 && options.backward_time >= 0 && options.weight_time >= 0 &&
+            options.send_latency >= 0,
         "simulate: op times must be >= 0");
-  for (const auto* times : {&options.stage_forward_times, &options.stage_backward_times}) {
+  for (const auto* times :
+       {&options.stage_forward_times, &options.stage_backward_times, &options.stage_weight_times}) {
     check(times->empty() || times->size() == programs.size(),
           "simulate: {} per-stage times for {} stages", times->size(), programs.size());
     check(std::all_of(times->begin(), times->end(), [](double t) { return t >= 0; }),
@@ -195,6 +227,7 @@ BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_
                                           (last ? costs.head_forward_s : 0.0));
     options.stage_backward_times.push_back(blocks * costs.backward_s +
                                            (last ? costs.head_backward_s : 0.0));
+    options.stage_weight_times.push_back(blocks * costs.weight_s);
     programs.push_back(make_program(schedule, num_stages, num_micro_batches, s));
   }
   const SimulationResult result = simulate(programs, options);

@@ -14,16 +14,22 @@ namespace mpipe::pipeline {
 struct SimulationOptions {
   double forward_time = 1.0;   // time units one F takes
   double backward_time = 2.0;  // time units one B takes (recompute included)
-  double send_latency = 0.0;   // a message sent at t can be received from t + send_latency
-  // Per stage (when not empty, one entry per stage): F and B times of stage s, instead of the
+  // The share of a backward that its weight gradients take: W takes this, I (the input
+  // gradient) the rest of backward_time, so that I + W = B.
+  double weight_time = 1.0;
+  double send_latency = 0.0;  // a message sent at t can be received from t + send_latency
+  // Per stage (when not empty, one entry per stage): F, B and W times of stage s, instead of the
   // uniform ones above (a partition's stages differ).
   std::vector<double> stage_forward_times = {};
   std::vector<double> stage_backward_times = {};
+  std::vector<double> stage_weight_times = {};
   double forward(int stage) const;
   double backward(int stage) const;
+  double weight(int stage) const;
+  double input_backward(int stage) const { return backward(stage) - weight(stage); }
 };
 
-// One compute op (F or B) as it ran: [start, end) in time units.
+// One compute op (F, B, I or W) as it ran: [start, end) in time units.
 struct TimedOp {
   Op op;
   double start = 0.0;
@@ -33,7 +39,8 @@ struct TimedOp {
 struct StageTimeline {
   std::vector<TimedOp> compute;  // in program order
   double busy_time = 0.0;        // sum of compute durations
-  int peak_in_flight = 0;        // most micro-batches forwarded but not yet backwarded
+  int peak_in_flight = 0;        // most micro-batches forwarded but not yet backwarded (B or I)
+  int peak_pending_weights = 0;  // most micro-batches past their I whose W has not yet run
 };
 
 // Where a stage stopped when no stage could make progress.
@@ -69,8 +76,9 @@ SimulationResult simulate(const std::vector<Program>& programs,
 // Measured costs of a model of identical blocks (scaling_mlp: Linear + ReLU), in seconds, each
 // for one micro-batch of the size being predicted (so micro-batch efficiency is in the numbers).
 struct BlockCosts {
-  double forward_s = 0.0;        // one block's forward
-  double backward_s = 0.0;       // one block's backward, its recompute included where there is one
+  double forward_s = 0.0;   // one block's forward
+  double backward_s = 0.0;  // one block's backward, its recompute included where there is one
+  double weight_s = 0.0;    // the part of backward_s a split backward's W op takes (zero-bubble)
   double head_forward_s = 0.0;   // the last stage's extra layers and the loss (0: folded in)
   double head_backward_s = 0.0;  //
   double transfer_s = 0.0;       // one activation or gradient message between neighbouring stages

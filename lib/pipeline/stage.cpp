@@ -34,6 +34,13 @@ size_t Stage::Stash::bytes() const {
   return n;
 }
 
+size_t Stage::WeightWork::bytes() const {
+  size_t n = 0;
+  for (const Tensor& t : grad_outputs) n += t.bytes();
+  for (const nn::Saved& s : saved) n += s.bytes();
+  return n;
+}
+
 Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute,
              int num_micro_batches, WeightGrads weight_grads)
     : layers_(std::move(layers)),
@@ -137,37 +144,99 @@ Tensor Stage::backward(int micro_batch, Tensor grad_output, const nn::LayerConte
   Stash stash = std::move(it->second);
   stash_.erase(it);
   stored_bytes_ -= stash.bytes();
+  return backward_layers(stash, std::move(grad_output), ctx, micro_batch, nullptr);
+}
+
+Tensor Stage::backward_input(int micro_batch, Tensor grad_output, const nn::LayerContext& ctx) {
+  auto it = stash_.find(micro_batch);
+  check(it != stash_.end(), "backward of micro-batch {} before its forward", micro_batch);
+  check(!weight_work_.contains(micro_batch), "micro-batch {}'s weight gradients are pending",
+        micro_batch);
+  Stash stash = std::move(it->second);
+  stash_.erase(it);
+  stored_bytes_ -= stash.bytes();
+  WeightWork work;
+  Tensor grad_input = backward_layers(stash, std::move(grad_output), ctx, micro_batch, &work);
+  stored_bytes_ += work.bytes();
+  peak_stored_bytes_ = std::max(peak_stored_bytes_, stored_bytes_);
+  weight_work_.emplace(micro_batch, std::move(work));
+  return grad_input;
+}
+
+void Stage::backward_weight(int micro_batch, const nn::LayerContext& ctx) {
+  auto it = weight_work_.find(micro_batch);
+  check(it != weight_work_.end(), "weight gradients of micro-batch {} before its input gradient",
+        micro_batch);
+  check(it == weight_work_.begin(),
+        "weight gradients of micro-batch {} before those of micro-batch {}", micro_batch,
+        weight_work_.begin()->first);
+  WeightWork work = std::move(it->second);
+  weight_work_.erase(it);
+  stored_bytes_ -= work.bytes();
+  size_t next = 0;  // into work, whose layers descend
+  for (size_t i = layers_.size(); i-- > 0;) {
+    if (next < work.layers.size() && work.layers[next] == i) {
+      const MemoryActivity activity = layer_activity(*layers_[i], "backward");
+      const MemoryActivityScope label(activity);
+      layers_[i]->backward_weight(work.grad_outputs[next], work.saved[next],
+                                  backward_context(ctx, i, micro_batch));
+      work.grad_outputs[next] = Tensor();
+      work.saved[next] = nn::Saved();
+      ++next;
+    }
+    if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
+  }
+}
+
+Tensor Stage::layer_backward(size_t i, Tensor grad, nn::Saved& saved, const nn::LayerContext& ctx,
+                             int micro_batch, WeightWork* work) {
+  const MemoryActivity activity = layer_activity(*layers_[i], "backward");
+  const MemoryActivityScope label(activity);
+  nn::Layer& layer = *layers_[i];
+  const nn::LayerContext layer_ctx = backward_context(ctx, i, micro_batch);
+  if (work == nullptr || !layer.splits_backward()) return layer.backward(grad, saved, layer_ctx);
+  Tensor grad_input = layer.backward_input(grad, saved, layer_ctx);
+  work->layers.push_back(i);
+  work->grad_outputs.push_back(std::move(grad));
+  work->saved.push_back(std::move(saved));
+  return grad_input;
+}
+
+Tensor Stage::backward_layers(Stash& stash, Tensor grad_output, const nn::LayerContext& ctx,
+                              int micro_batch, WeightWork* work) {
   if (!stash.layer_inputs.empty()) {
-    return backward_per_layer(stash, std::move(grad_output), ctx, micro_batch);
+    return backward_per_layer(stash, std::move(grad_output), ctx, micro_batch, work);
   }
   if (stash.saved.empty()) {
     nn::LayerContext recompute_ctx = ctx;
     recompute_ctx.recompute = true;
     run_forward(stash.input, recompute_ctx, &stash.saved);
   }
-  // Each layer's output gradient is freed once its backward returned the input gradient.
+  // Each layer's output gradient is freed once its backward returned the input gradient (or
+  // kept for its weight gradients).
   Tensor grad = std::move(grad_output);
   for (size_t i = layers_.size(); i-- > 0;) {
-    const MemoryActivity activity = layer_activity(*layers_[i], "backward");
-    const MemoryActivityScope label(activity);
-    grad = layers_[i]->backward(grad, stash.saved[i], backward_context(ctx, i, micro_batch));
+    grad = layer_backward(i, std::move(grad), stash.saved[i], ctx, micro_batch, work);
     if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
   }
   return grad;
 }
 
 Tensor Stage::backward_per_layer(Stash& stash, Tensor grad_output, const nn::LayerContext& ctx,
-                                 int micro_batch) {
+                                 int micro_batch, WeightWork* work) {
   nn::LayerContext recompute_ctx = ctx;
   recompute_ctx.recompute = true;
   Tensor grad = std::move(grad_output);
   for (size_t i = layers_.size(); i-- > 0;) {
-    const MemoryActivity activity = layer_activity(*layers_[i], "backward");
-    const MemoryActivityScope label(activity);
-    nn::Saved saved = layers_[i]->forward(stash.layer_inputs[i], recompute_ctx).saved;
-    stash.layer_inputs[i] = Tensor();  // its internals now hold what backward needs
+    nn::Saved saved;
+    {
+      const MemoryActivity activity = layer_activity(*layers_[i], "backward");
+      const MemoryActivityScope label(activity);
+      saved = layers_[i]->forward(stash.layer_inputs[i], recompute_ctx).saved;
+      stash.layer_inputs[i] = Tensor();  // its internals now hold what backward needs
+    }
     if (layer_hook_) layer_hook_(layers_[i]->global_index(), false);
-    grad = layers_[i]->backward(grad, saved, backward_context(ctx, i, micro_batch));
+    grad = layer_backward(i, std::move(grad), saved, ctx, micro_batch, work);
     if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
   }
   return grad;

@@ -42,6 +42,15 @@ class Stage {
   // grad_output (no copy) and frees it after the last layer's backward. Returns d loss
   // / d input (empty on the stage that holds layer 0). Frees the stash.
   Tensor backward(int micro_batch, Tensor grad_output, const nn::LayerContext& ctx);
+  // The backward split in two (zero-bubble schedules): backward_input is backward (returns the
+  // same input gradient, frees the stash) except that each layer that splits its backward
+  // (nn::Layer::splits_backward) leaves its parameter gradients to backward_weight, which the
+  // stage keeps that layer's output gradient and saved tensors for (counted in stored_bytes);
+  // backward_weight of the same micro-batch adds them, last layer first, calling the layer hook
+  // (backward) after every layer, and frees what was kept. Layers that do not split do all their
+  // work in backward_input. Call backward_weight in ascending micro-batch order.
+  Tensor backward_input(int micro_batch, Tensor grad_output, const nn::LayerContext& ctx);
+  void backward_weight(int micro_batch, const nn::LayerContext& ctx);
   // Completes the gradients the step's backwards deferred (Layer::finish_step_grads), last layer
   // first, calling the layer hook (backward) after each; once per training step, after the last
   // backward. `ctx` is that backward's.
@@ -82,9 +91,24 @@ class Stage {
     std::vector<Tensor> layer_inputs;  // one per layer under per-layer recompute
     size_t bytes() const;
   };
+  // What a micro-batch's backward_input kept for its backward_weight: per layer that splits its
+  // backward, in descending layer order, its index, output gradient and saved tensors.
+  struct WeightWork {
+    std::vector<size_t> layers;
+    std::vector<Tensor> grad_outputs;
+    std::vector<nn::Saved> saved;
+    size_t bytes() const;
+  };
+  // The backwards of a stash's layers, last first; with `work`, a layer that splits its backward
+  // runs only backward_input and moves its output gradient and saved tensors into `work`.
+  Tensor backward_layers(Stash& stash, Tensor grad_output, const nn::LayerContext& ctx,
+                         int micro_batch, WeightWork* work);
   // Backward of a per-layer stash: one layer's recompute and backward at a time.
   Tensor backward_per_layer(Stash& stash, Tensor grad_output, const nn::LayerContext& ctx,
-                            int micro_batch);
+                            int micro_batch, WeightWork* work);
+  // Layer i's backward (whole, or its input part into `work`); returns its input gradient.
+  Tensor layer_backward(size_t i, Tensor grad, nn::Saved& saved, const nn::LayerContext& ctx,
+                        int micro_batch, WeightWork* work);
   // The context of layer `layer`'s backward of `micro_batch`.
   nn::LayerContext backward_context(const nn::LayerContext& ctx, size_t layer,
                                     int micro_batch) const;
@@ -103,6 +127,7 @@ class Stage {
   WeightGrads weight_grads_;
   bool grads_unset_ = false;  // zero_grads_for_step() left the overwriting layers' grads alone
   std::map<int, Stash> stash_;
+  std::map<int, WeightWork> weight_work_;             // per micro-batch, from its I to its W
   std::map<int, std::vector<float>> buffer_updates_;  // per micro-batch, until taken
   size_t stored_bytes_ = 0;
   size_t peak_stored_bytes_ = 0;

@@ -212,9 +212,9 @@ TEST(PipelineSection, MicroBatchesMustBeAtLeastOne) {
             "exp.yaml:2: pipeline.micro_batches: must be >= 1, got 0");
 }
 
-TEST(PipelineSection, ScheduleMustBeGpipeOr1f1b) {
+TEST(PipelineSection, ScheduleMustBeGpipe1f1bOrZbH1) {
   EXPECT_EQ(error_of("pipeline:\n  schedule: zigzag\n"),
-            "exp.yaml:2: pipeline.schedule: expected one of gpipe, 1f1b, got 'zigzag'");
+            "exp.yaml:2: pipeline.schedule: expected one of gpipe, 1f1b, zb_h1, got 'zigzag'");
 }
 
 TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastNeverPerLayerOrAuto) {

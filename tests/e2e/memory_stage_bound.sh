@@ -7,17 +7,22 @@
 # tensor bytes (peak_tensor_bytes_per_stage) and at most 3% above it. A longer run (20 steps,
 # evaluations and checkpoints between them) holds to the same bound: its middle stages meet the
 # moment a short run seldom does, two sends in flight during a backward (issue 18, item 4).
+# The same CONFIG under the zb_h1 schedule (every recompute mode, default allocator) holds too.
 # Usage: memory_stage_bound.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 
 config=${1:?usage: memory_stage_bound.sh CONFIG}
 failed=0
 printf '%-10s %-11s %5s %12s %12s %7s\n' allocator recompute stage predicted measured error
-for allocator in default mmap64k long; do
+for allocator in default mmap64k long zb_h1; do
   for recompute in per_layer never always except_last; do
     [[ $allocator == long && $recompute != always ]] && continue
     name=$allocator-$recompute
-    if [[ $allocator == long ]]; then
+    if [[ $allocator == zb_h1 ]]; then
+      # (Not an allocator: the default one under the zb_h1 schedule, split backwards.)
+      train 4 "$name" "$config" --set pipeline.stages=4 --set pipeline.recompute="$recompute" \
+        --set pipeline.schedule=zb_h1
+    elif [[ $allocator == long ]]; then
       train 4 "$name" "$config" --set pipeline.stages=4 --set pipeline.recompute="$recompute" \
         --set train.steps=20 --set train.eval_every=5 --set checkpoint.every=5
     elif [[ $allocator == mmap64k ]]; then

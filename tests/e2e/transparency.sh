@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Transparency: after 3 steps the exported weights of K = 1, 2, 4 stages are bit-identical (and
 # K = 1 with per-layer recompute to K = 1 with the default),
-# for both schedules and all four recompute modes, with the default partition (auto: the
-# planner's, which differs from uniform for every model here at K = 4) and with uniform.
+# for every schedule (gpipe, 1f1b, zb_h1 with its backwards split into I and W ops) and all
+# four recompute modes, with the default partition (auto: the planner's, which differs from
+# uniform for every model here at K = 4) and with uniform.
 # Weight gradients: GPipe with recompute never batches them (weight_grads: auto), which rounds differently
 # from accumulating them per micro-batch; so runs under never compare with K = 1 under never,
 # which must differ from the default in f32 (batched is in effect), equal K = 1 batched under always
@@ -43,7 +44,7 @@ same k1-never k4-per_layer-batched
 train 1 k1-never-accumulate "$config" --set pipeline.recompute=never \
   --set pipeline.weight_grads=accumulate "${extra[@]}"
 same k1 k1-never-accumulate
-for schedule in gpipe 1f1b; do
+for schedule in gpipe 1f1b zb_h1; do
   for recompute in always except_last never per_layer; do
     for k in 2 4; do
       name=k$k-$schedule-$recompute
@@ -57,4 +58,4 @@ for k in 2 4; do
   train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform "${extra[@]}"
   same k1 "k$k-uniform"
 done
-echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b} x {always,except_last,never,per_layer} (auto) and uniform bit-identical, weight gradients accumulated or batched"
+echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1} x {always,except_last,never,per_layer} (auto) and uniform bit-identical, weight gradients accumulated or batched"

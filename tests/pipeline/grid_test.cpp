@@ -55,6 +55,31 @@ TEST(Grid, DescribesFourStagesEightMicroBatches) {
       << one_f_one_b;
 }
 
+// `mpipe schedule --schedule zb_h1 --stages 4 --micro-batches 8`: W ops fill 1F1B's cool-down
+// bubble, from (K-1)(F+B) = 9 of 33 time units to (K-1)(F+I-W) = 3 of 27.
+TEST(Grid, DescribesZbH1WithWeightOpsAndItsSmallerBubble) {
+  const std::string text = describe_schedule(ScheduleKind::kZbH1, 4, 8);
+  EXPECT_EQ(text.rfind("zb_h1 schedule: 4 stages, 8 micro-batches, F = 1, I = 1 and W = 1 time "
+                       "units (I + W = B = 2)\n",
+                       0),
+            0u)
+      << text;
+  EXPECT_NE(text.find("stage 0 F0 F1 F2 F3  .  .  . I0 W0 F4 I1 W1 F5 I2 W2 F6 I3 W3 F7 I4 W4 I5 "
+                      "W5 I6 W6 I7 W7\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("stage 3  .  .  . F0 I0 F1 I1 F2 I2 F3 I3 W0 F4 I4 W1 F5 I5 W2 F6 I6 W3 F7 "
+                      "I7 W4 W5 W6 W7\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("makespan: 27 time units"), std::string::npos) << text;
+  EXPECT_NE(text.find("bubble fraction: 0.111"), std::string::npos) << text;
+  EXPECT_NE(text.find("peak in-flight micro-batches per stage: 4 3 2 1"), std::string::npos);
+  EXPECT_NE(text.find("peak micro-batches between I and W per stage: 1 2 3 4"), std::string::npos);
+  // The printed bubble is the simulator's.
+  EXPECT_NEAR(simulate_schedule(ScheduleKind::kZbH1, 4, 8).bubble_fraction, 3.0 / 27.0, 1e-12);
+}
+
 TEST(Grid, DescribeRejectsInvalidSizes) {
   EXPECT_THROW(describe_schedule(ScheduleKind::kGpipe, 0, 8), Error);
   EXPECT_THROW(describe_schedule(ScheduleKind::kGpipe, 4, 0), Error);

@@ -113,6 +113,22 @@ TEST(Planner, PredictedKeptActivationsEqualARealStagesPeakUnderEverySchedule) {
   }
 }
 
+TEST(Planner, PendingWeightsAtThePeakComeFromOnePassOverTheProgram) {
+  for (int s = 0; s < 4; ++s) {
+    // In ZB-H1's steady state stage s runs each I with K - s micro-batches forwarded and the W
+    // ops of s earlier ones pending; 1F1B has no W ops.
+    EXPECT_EQ(pending_weights_at_peak(make_program(ScheduleKind::kZbH1, 4, 8, s)), s);
+    EXPECT_EQ(pending_weights_at_peak(make_program(ScheduleKind::kOneFOneB, 4, 8, s)), 0);
+    for (const model::StashProfile& moment :
+         stash_profiles(ScheduleKind::kZbH1, Recompute::kAlways, 4, 8, s)) {
+      EXPECT_EQ(moment.pending_weight_micro_batches, s);
+      EXPECT_TRUE(moment.splitting_backward);
+    }
+  }
+  // Fewer micro-batches than stages: the last stage's W ops wait for the end.
+  EXPECT_EQ(pending_weights_at_peak(make_program(ScheduleKind::kZbH1, 4, 2, 3)), 1);
+}
+
 TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
   using P = model::StashProfile;
   // The backward moments (GPipe adds its last forward after them).

@@ -1,10 +1,13 @@
 // Tests for pipeline schedules: golden programs and invariants over many (K, M).
 #include "pipeline/schedule.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "pipeline/grid.h"
@@ -35,6 +38,73 @@ TEST(Op, PrintsShortNames) {
   EXPECT_EQ(to_string(Op{OpKind::kRecvGrad, 1}), "RG1");
   EXPECT_EQ(to_string(Op{OpKind::kBackward, 0}), "B0");
   EXPECT_EQ(to_string(Op{OpKind::kSendGrad, 11}), "SG11");
+  EXPECT_EQ(to_string(Op{OpKind::kBackwardInput, 4}), "I4");
+  EXPECT_EQ(to_string(Op{OpKind::kBackwardWeight, 5}), "W5");
+}
+
+TEST(Schedule, ZbH1TwoStagesThreeMicroBatchesMatchesGolden) {
+  // Stage 0 runs each W right after its I; the last stage sends its gradient first and runs each
+  // W one slot late, the last one at the end.
+  EXPECT_EQ(program_to_string(make_program(ScheduleKind::kZbH1, 2, 3, 0)),
+            "F0 SA0 F1 SA1 RG0 I0 W0 F2 SA2 RG1 I1 W1 RG2 I2 W2");
+  EXPECT_EQ(program_to_string(make_program(ScheduleKind::kZbH1, 2, 3, 1)),
+            "RA0 F0 I0 SG0 RA1 F1 I1 SG1 W0 RA2 F2 I2 SG2 W1 W2");
+}
+
+TEST(Schedule, ZbH1FourStagesEightMicroBatchesComputeOrderMatchesGolden) {
+  std::vector<std::string> compute;
+  for (int s = 0; s < 4; ++s) {
+    Program compute_ops;
+    for (const Op& op : make_program(ScheduleKind::kZbH1, 4, 8, s)) {
+      if (op.kind == OpKind::kForward || op.kind == OpKind::kBackwardInput ||
+          op.kind == OpKind::kBackwardWeight) {
+        compute_ops.push_back(op);
+      }
+    }
+    compute.push_back(program_to_string(compute_ops));
+  }
+  EXPECT_EQ(compute[0], "F0 F1 F2 F3 I0 W0 F4 I1 W1 F5 I2 W2 F6 I3 W3 F7 I4 W4 I5 W5 I6 W6 I7 W7");
+  EXPECT_EQ(compute[1], "F0 F1 F2 I0 F3 I1 W0 F4 I2 W1 F5 I3 W2 F6 I4 W3 F7 I5 W4 I6 W5 I7 W6 W7");
+  EXPECT_EQ(compute[2], "F0 F1 I0 F2 I1 F3 I2 W0 F4 I3 W1 F5 I4 W2 F6 I5 W3 F7 I6 W4 I7 W5 W6 W7");
+  EXPECT_EQ(compute[3], "F0 I0 F1 I1 F2 I2 F3 I3 W0 F4 I4 W1 F5 I5 W2 F6 I6 W3 F7 I7 W4 W5 W6 W7");
+}
+
+// ZB-H1 is 1F1B with I for B and W ops added: the same forwards and input gradients in the same
+// order, so the same messages in the same order, and at most stage + 1 micro-batches between
+// their I and their W.
+TEST(Schedule, ZbH1IsOneFOneBWithWeightOpsAddedAndBoundedPendingWeights) {
+  for (int k = 1; k <= 8; ++k) {
+    for (int m = 1; m <= 16; ++m) {
+      for (int s = 0; s < k; ++s) {
+        SCOPED_TRACE(fmt::format("K={} M={} stage={}", k, m, s));
+        const Program zb = make_program(ScheduleKind::kZbH1, k, m, s);
+        Program without_weights;
+        int pending = 0, most_pending = 0;
+        for (Op op : zb) {
+          if (op.kind == OpKind::kBackwardWeight) {
+            --pending;
+            continue;
+          }
+          if (op.kind == OpKind::kBackwardInput) {
+            most_pending = std::max(most_pending, ++pending);
+            op.kind = OpKind::kBackward;
+          }
+          without_weights.push_back(op);
+        }
+        EXPECT_EQ(without_weights, make_program(ScheduleKind::kOneFOneB, k, m, s));
+        EXPECT_LE(most_pending, std::min(s + 1, m));
+        // Every W after its I, in ascending order (the order weight gradients accumulate in).
+        EXPECT_EQ(micro_batches_of(zb, OpKind::kBackwardWeight), ascending(m));
+        std::map<int, std::size_t> input_at;
+        for (std::size_t i = 0; i < zb.size(); ++i) {
+          if (zb[i].kind == OpKind::kBackwardInput) input_at[zb[i].micro_batch] = i;
+          if (zb[i].kind == OpKind::kBackwardWeight) {
+            ASSERT_TRUE(input_at.count(zb[i].micro_batch)) << "W" << zb[i].micro_batch;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(Schedule, GpipeTwoStagesTwoMicroBatchesMatchesGolden) {
@@ -130,12 +200,16 @@ TEST(Schedule, RejectsInvalidArguments) {
 TEST(Schedule, ParsesAndPrintsScheduleNames) {
   EXPECT_EQ(parse_schedule_kind("gpipe"), ScheduleKind::kGpipe);
   EXPECT_EQ(parse_schedule_kind("1f1b"), ScheduleKind::kOneFOneB);
+  EXPECT_EQ(parse_schedule_kind("zb_h1"), ScheduleKind::kZbH1);
+  EXPECT_EQ(to_string(ScheduleKind::kZbH1), "zb_h1");
+  EXPECT_TRUE(splits_backward(ScheduleKind::kZbH1));
+  EXPECT_FALSE(splits_backward(ScheduleKind::kOneFOneB));
   for (ScheduleKind kind : kKinds) EXPECT_EQ(parse_schedule_kind(to_string(kind)), kind);
   try {
     parse_schedule_kind("pipedream");
     FAIL() << "no exception";
   } catch (const InputError& error) {
-    EXPECT_STREQ(error.what(), "unknown schedule \"pipedream\" (expected gpipe or 1f1b)");
+    EXPECT_STREQ(error.what(), "unknown schedule \"pipedream\" (expected gpipe, 1f1b or zb_h1)");
   }
 }
 

@@ -90,6 +90,41 @@ TEST(Simulator, OneFOneBHasTheSameBubbleAsGpipe) {
   }
 }
 
+// ZB-H1 with F = I = W = 1: the W ops fill all but (K-1)(F+I-W) of 1F1B's (K-1)(F+B) bubble,
+// for every M >= K (with fewer micro-batches the warm-up is shorter than K-1-s forwards).
+TEST(Simulator, ZbH1ShrinksOneFOneBsBubbleToKMinusOneTimeUnits) {
+  for (int k = 1; k <= 8; ++k) {
+    for (int m = k; m <= 16; ++m) {
+      const SimulationResult result = simulate(programs_for(ScheduleKind::kZbH1, k, m));
+      ASSERT_FALSE(result.deadlocked()) << result.deadlock_report();
+      ASSERT_TRUE(result.orders_match());
+      EXPECT_DOUBLE_EQ(result.makespan, 3.0 * m + (k - 1)) << "K=" << k << " M=" << m;
+      for (int s = 0; s < k; ++s) {
+        const StageTimeline& stage = result.stages[static_cast<std::size_t>(s)];
+        EXPECT_EQ(stage.peak_in_flight, k - s);
+        EXPECT_EQ(stage.peak_pending_weights, std::min(s + 1, m));
+        EXPECT_DOUBLE_EQ(stage.busy_time, 3.0 * m);
+      }
+    }
+  }
+}
+
+TEST(Simulator, ZbH1NeverDeadlocksAndIsNeverSlowerThanOneFOneB) {
+  for (int k = 1; k <= 8; ++k) {
+    for (int m = 1; m <= 16; ++m) {
+      const SimulationResult zb = simulate(programs_for(ScheduleKind::kZbH1, k, m));
+      ASSERT_FALSE(zb.deadlocked()) << "K=" << k << " M=" << m << " " << zb.deadlock_report();
+      EXPECT_TRUE(zb.orders_match());
+      EXPECT_LE(zb.makespan, simulate(programs_for(ScheduleKind::kOneFOneB, k, m)).makespan);
+    }
+  }
+}
+
+TEST(Simulator, WeightOpsLongerThanTheBackwardAreRefused) {
+  const SimulationOptions options{.backward_time = 1.0, .weight_time = 1.5};
+  EXPECT_THROW(simulate(programs_for(ScheduleKind::kZbH1, 2, 2), options), Error);
+}
+
 TEST(Simulator, SendLatencyDelaysEachStageBoundaryCrossing) {
   // Forward fill crosses K-1 boundaries, backward drain crosses them again.
   const SimulationOptions options{.forward_time = 1.0, .backward_time = 2.0, .send_latency = 0.5};

@@ -3,6 +3,7 @@
 // micro-batch and applied in global order, and misuse errors.
 #include "pipeline/stage.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -224,6 +225,10 @@ struct Gradients {
   std::vector<Tensor> inputs;  // one per micro-batch
 };
 
+// How run_micro_batches runs the backwards: whole, or split into backward_input (I) and
+// backward_weight (W), each W one I later (I0 I1 W0 I2 W1 ... W(M-1)), as zb_h1 delays them.
+enum class Backwards { kWhole, kSplit };
+
 // How run_micro_batches starts the step: from zeroed gradients (and every backward adds), or
 // from NaN gradients readied by zero_grads_for_step (whose linear layers then overwrite theirs).
 enum class StepStart { kZeroed, kStale };
@@ -233,7 +238,8 @@ enum class StepStart { kZeroed, kStale };
 // input gradient of every micro-batch.
 Gradients run_micro_batches(Recompute recompute, const std::vector<int64_t>& rows,
                             WeightGrads weight_grads = WeightGrads::kAccumulate,
-                            StepStart start = StepStart::kZeroed) {
+                            StepStart start = StepStart::kZeroed,
+                            Backwards backwards = Backwards::kWhole) {
   kernels::KernelContext kernels;
   const int num_micro_batches = static_cast<int>(rows.size());
   int64_t total = 0;
@@ -258,8 +264,17 @@ Gradients run_micro_batches(Recompute recompute, const std::vector<int64_t>& row
   Gradients grads;
   for (int m = 0; m < num_micro_batches; ++m) {
     const auto i = static_cast<size_t>(m);
+    if (backwards == Backwards::kWhole) {
+      grads.inputs.push_back(
+          stage->backward(m, dy.slice_rows(first[i], rows[i]), context(kernels, first[i])));
+      continue;
+    }
     grads.inputs.push_back(
-        stage->backward(m, dy.slice_rows(first[i], rows[i]), context(kernels, first[i])));
+        stage->backward_input(m, dy.slice_rows(first[i], rows[i]), context(kernels, first[i])));
+    if (m > 0) stage->backward_weight(m - 1, context(kernels, first[i - 1]));
+  }
+  if (backwards == Backwards::kSplit) {
+    stage->backward_weight(num_micro_batches - 1, context(kernels, first.back()));
   }
   stage->finish_step_grads(context(kernels, first.back()));
   const auto span = stage->params().grads();
@@ -308,6 +323,57 @@ TEST(Stage, LinearLayersOverwriteTheirUnzeroedGradientsWithTheSameValues) {
       }
     }
   }
+}
+
+// Zero-bubble schedules: I then W, in ascending micro-batch order, add the same gradient bits
+// as whole backwards, whatever the recompute mode, the weight-gradient mode and the start.
+TEST(Stage, SplitBackwardsGiveTheWholeBackwardsGradientBits) {
+  const std::vector<int64_t> rows = {4, 4, 4};
+  for (WeightGrads weight_grads : {WeightGrads::kAccumulate, WeightGrads::kBatched}) {
+    for (StepStart start : {StepStart::kZeroed, StepStart::kStale}) {
+      for (Recompute recompute :
+           {Recompute::kNever, Recompute::kAlways, Recompute::kExceptLast, Recompute::kPerLayer}) {
+        SCOPED_TRACE(fmt::format("{} {} {}", to_string(weight_grads), to_string(recompute),
+                                 start == StepStart::kStale ? "stale" : "zeroed"));
+        expect_bit_identical(
+            run_micro_batches(recompute, rows, weight_grads, start, Backwards::kSplit),
+            run_micro_batches(recompute, rows, weight_grads, start));
+      }
+    }
+  }
+}
+
+// Between I and W a micro-batch keeps each linear layer's input and output gradient, and W frees
+// them; the other layers keep nothing.
+TEST(Stage, SplitBackwardKeepsTheLinearLayersInputsAndOutputGradientsUntilW) {
+  constexpr int64_t kRows = 4;
+  auto stage = make_stage(Recompute::kNever, 2);
+  kernels::KernelContext kernels;
+  (void)stage->forward(0, random_tensor({kRows, kIn}, 1), context(kernels, 0));
+  (void)stage->forward(1, random_tensor({kRows, kIn}, 2), context(kernels, kRows));
+  const size_t both = stage->stored_bytes();
+  (void)stage->backward_input(0, random_tensor({kRows, kOut}, 3), context(kernels, 0));
+  const size_t kept = kRows * (kIn + kHidden + kHidden + kOut) * sizeof(float);
+  EXPECT_EQ(stage->stored_bytes(), both / 2 + kept);
+  stage->backward_weight(0, context(kernels, 0));
+  EXPECT_EQ(stage->stored_bytes(), both / 2);
+  // (The output gradients make what I0 kept larger than the stash it replaced.)
+  EXPECT_EQ(stage->peak_stored_bytes(), std::max(both, both / 2 + kept));
+}
+
+TEST(Stage, WeightGradientsBeforeTheirInputGradientOrOutOfOrderThrow) {
+  auto stage = make_stage(Recompute::kNever, 2);
+  kernels::KernelContext kernels;
+  EXPECT_THROW(stage->backward_weight(0, context(kernels, 0)), Error);
+  for (int m = 0; m < 2; ++m) {
+    (void)stage->forward(m, random_tensor({2, kIn}, 1), context(kernels, 2 * m));
+  }
+  for (int m = 0; m < 2; ++m) {
+    (void)stage->backward_input(m, random_tensor({2, kOut}, 3), context(kernels, 2 * m));
+  }
+  EXPECT_THROW(stage->backward_weight(1, context(kernels, 2)), Error);
+  stage->backward_weight(0, context(kernels, 0));
+  stage->backward_weight(1, context(kernels, 2));
 }
 
 TEST(Stage, ZeroGradsForStepLeavesTheLinearLayersGradientsToTheirFirstWrite) {
