@@ -15,7 +15,7 @@ enum class TraceKind {
   kForward,             // F<m>
   kBackward,            // B<m> (with its recompute, which also has its own nested events)
   kRecompute,           // R<m>: a recomputed forward inside B<m>
-  kWeightGrad,          // W: the deferred (batched) weight gradients after the last backward
+  kWeightGrad,          // W: the deferred (batched) weight gradients, or zb_h1's W<m> op
   kOptimizer,           // the gradient norm, clipping and the optimizer update
   kEvaluation,          // an evaluation after the step
   kCheckpoint,          // a checkpoint written after the step
