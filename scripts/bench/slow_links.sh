@@ -6,9 +6,10 @@
 # For each link rate (unlimited, 1gbit, 100mbit), layout and progress-thread setting, one run
 # of STEPS steps (logged every 5, the first window dropped): samples/s, each stage's compute and
 # waiting (summary.json), the bytes that crossed the links per step (the veth counters over the
-# run, start-up and final evaluation included, divided by its steps), their transfer time at the link's rate, and the share of that
-# transfer hidden behind compute: hidden = 1 - (step - unlimited step) / transfer, where the
-# unlimited step is the same layout and setting's on unlimited links. Each host is one rank with
+# run, start-up and final evaluation included, divided by its steps), their transfer time at
+# the link's rate, and the share of that transfer hidden behind compute: hidden = 1 - (step -
+# unlimited step) / transfer, where the unlimited step is the same layout and setting's on
+# unlimited links. Each host is one rank with
 # one thread (the runs are interleaved by rate, so a change in load hits them alike).
 #
 # Environment: MPIPE_BIN (default build/release/apps/mpipe), STEPS (default 20), RATES (default
