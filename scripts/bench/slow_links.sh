@@ -9,8 +9,8 @@
 # run, start-up and final evaluation included, divided by its steps), their transfer time at
 # the link's rate, and the share of that transfer hidden behind compute: hidden = 1 - (step -
 # unlimited step) / transfer, where the unlimited step is the same layout and setting's on
-# unlimited links. Each host is one rank with
-# one thread (the runs are interleaved by rate, so a change in load hits them alike).
+# unlimited links. Each host is one rank with one thread. The rates run one after another, not
+# interleaved: run it on an idle machine.
 #
 # Environment: MPIPE_BIN (default build/release/apps/mpipe), STEPS (default 20), RATES (default
 # "unlimited 1gbit 100mbit").
