@@ -67,11 +67,13 @@ echo "ok 1: h2's full disk ended the job at one line naming h2; resumed from $la
 
 # --- 2. h2's run directory removed mid-run ------------------------------------------------------
 on_hosts h1:1 h2:1 h3:1 -- train "$config" --run-dir "$LOCAL/gone" "${layout[@]}" \
-  --set train.steps=100000000 --set checkpoint.every=20 --set checkpoint.keep=2 \
+  --set train.steps=100000000 --set checkpoint.every=200 --set checkpoint.keep=2 \
   > "$WORK/gone.log" 2>&1 &
 launcher=$!
+# Removed just after h2's first shard is in place (renamed there at the end of its write), so
+# that no write is under way: the next is 200 steps later.
 for _ in $(seq 1200); do
-  [[ -d $WORK/h2/gone/checkpoints ]] && break
+  [[ -e $WORK/h2/gone/checkpoints/step_00000200/stage_1.safetensors ]] && break
   sleep 0.05
 done
 rm -rf "$WORK/h2/gone"
