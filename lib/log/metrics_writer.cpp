@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -82,14 +83,22 @@ void StageTimes::write_into(nlohmann::ordered_json& record) const {
   double sum = 0.0;
   for (double share : bubble) sum += share;
   record["bubble"] = sum / static_cast<double>(bubble.size());
+  if (!peak_tensor_bytes.empty()) record["peak_tensor_bytes_per_stage"] = peak_tensor_bytes;
+}
+
+void FlopUtilization::write_into(nlohmann::ordered_json& record) const {
+  if (std::isfinite(mfu)) record["mfu"] = mfu;
+  if (std::isfinite(hfu)) record["hfu"] = hfu;
 }
 
 void MetricsWriter::train(int64_t step, double loss, double lr, double samples_per_s,
-                          int64_t skipped_steps, const StageTimes& stages) {
+                          int64_t skipped_steps, const StageTimes& stages,
+                          const FlopUtilization& utilization) {
   nlohmann::ordered_json record = {
       {"step", step}, {"loss", loss}, {"lr", lr}, {"samples_per_s", samples_per_s}};
   if (skipped_steps > 0) record["skipped_steps"] = skipped_steps;
   stages.write_into(record);
+  utilization.write_into(record);
   append(record);
 }
 
