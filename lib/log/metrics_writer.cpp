@@ -45,7 +45,13 @@ bool is_record_through(const std::string& line, int64_t step) {
 
 }  // namespace
 
-MetricsWriter::MetricsWriter(const std::string& run_dir) : run_dir_(run_dir) {}
+MetricsWriter::MetricsWriter(const std::string& run_dir, bool tensorboard) : run_dir_(run_dir) {
+  if (tensorboard) tensorboard_.emplace(run_dir);
+}
+
+std::string MetricsWriter::tensorboard_path() const {
+  return tensorboard_ ? tensorboard_->path() : std::string();
+}
 
 std::string MetricsWriter::metrics_path() const {
   return (fs::path(run_dir_) / "metrics.jsonl").string();
@@ -65,7 +71,7 @@ void MetricsWriter::create_run_dir() const {
   check(!ec, "{}: cannot create run directory: {}", run_dir_, ec.message());
 }
 
-void MetricsWriter::append(const nlohmann::ordered_json& record) {
+void MetricsWriter::append(const nlohmann::ordered_json& record, const std::string& tag_prefix) {
   if (!metrics_.is_open()) {
     create_run_dir();
     metrics_.open(metrics_path(), std::ios::app);
@@ -73,6 +79,7 @@ void MetricsWriter::append(const nlohmann::ordered_json& record) {
   }
   metrics_ << record.dump() << '\n' << std::flush;
   check(metrics_.good(), "{}: write failed", metrics_path());
+  if (tensorboard_) tensorboard_->write(record, tag_prefix);
 }
 
 void StageTimes::write_into(nlohmann::ordered_json& record) const {
@@ -99,7 +106,7 @@ void MetricsWriter::train(int64_t step, double loss, double lr, double samples_p
   if (skipped_steps > 0) record["skipped_steps"] = skipped_steps;
   stages.write_into(record);
   utilization.write_into(record);
-  append(record);
+  append(record, "train/");
 }
 
 void MetricsWriter::eval(int64_t step, const std::string& split, double loss, double accuracy,
@@ -108,7 +115,7 @@ void MetricsWriter::eval(int64_t step, const std::string& split, double loss, do
       {"step", step}, {"split", split}, {"loss", loss}, {"accuracy", accuracy}};
   if (bits_per_char) record["bits_per_char"] = *bits_per_char;
   if (bits_per_byte) record["bits_per_byte"] = *bits_per_byte;
-  append(record);
+  append(record, "eval/" + split + "/");
 }
 
 void MetricsWriter::write_summary(const nlohmann::json& summary) {

@@ -1,5 +1,5 @@
 // MetricsWriter: metrics.jsonl (one JSON record per line), summary.json and trace.json in a run
-// directory.
+// directory, and with log.tensorboard the records' numbers in a TensorBoard event file.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "log/tensorboard_writer.h"
 
 namespace mpipe::log {
 
@@ -45,10 +47,12 @@ struct FlopUtilization {
 //           [,"bits_per_byte":1.7]}
 // Non-finite numbers are written as null. The run directory is created on the first
 // write, so a run that fails before that leaves nothing behind. Throws mpipe::Error on
-// I/O failure.
+// I/O failure. With `tensorboard`, each record's numbers also go to an event file beside
+// metrics.jsonl (TensorBoardWriter), as scalars "train/<key>" and "eval/<split>/<key>"
+// ("train/bubble_per_stage/1" for a list's numbers).
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const std::string& run_dir);
+  explicit MetricsWriter(const std::string& run_dir, bool tensorboard = false);
 
   // loss: the mean over the logging window; skipped_steps (written when > 0): steps of the run
   // so far whose update was dropped for a non-finite loss or gradient.
@@ -74,13 +78,17 @@ class MetricsWriter {
   std::string metrics_path() const;
   std::string summary_path() const;
   std::string trace_path() const;
+  // The event file's path; empty without tensorboard.
+  std::string tensorboard_path() const;
 
  private:
-  void append(const nlohmann::ordered_json& record);
+  // Writes `record` to metrics.jsonl, and to the event file with tags "<tag_prefix><key>".
+  void append(const nlohmann::ordered_json& record, const std::string& tag_prefix);
   void create_run_dir() const;
 
   std::string run_dir_;
   std::ofstream metrics_;
+  std::optional<TensorBoardWriter> tensorboard_;
 };
 
 }  // namespace mpipe::log

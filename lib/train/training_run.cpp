@@ -304,7 +304,7 @@ class TrainingRun {
       spdlog::info("validation text: unigram entropy {:.3f} bits/char (a model must beat this)",
                    *text_baseline_);
     }
-    if (is_root_) metrics_.emplace(options_.run_dir);
+    if (is_root_) metrics_.emplace(options_.run_dir, experiment_.log.tensorboard);
   }
 
   // The step phase: Trainer::step and what it reports (throws when a non-finite step must stop

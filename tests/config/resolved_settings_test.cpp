@@ -75,7 +75,8 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"log.every", "25"},
                                             {"log.level", "debug"},
                                             {"log.trace_steps", "[5, 6]"},
-                                            {"log.peak_flops", "25000000000"}}));
+                                            {"log.peak_flops", "25000000000"},
+                                            {"log.tensorboard", "true"}}));
 }
 
 TEST(ResolvedSettings, DefaultsAreIncluded) {

@@ -394,6 +394,13 @@ TEST(LogSection, PeakFlopsIsAPositiveNumberAndMeasuredWithoutIt) {
   EXPECT_EQ(ExperimentFile().load("log:\n  peak_flops: 5.5e10\n" + kModel).log.peak_flops, 5.5e10);
 }
 
+TEST(LogSection, TensorboardIsTrueOrFalse) {
+  EXPECT_EQ(error_of("log:\n  tensorboard: sometimes\n"),
+            "exp.yaml:2: log.tensorboard: expected true or false, got 'sometimes'");
+  EXPECT_FALSE(ExperimentFile().load(kModel).log.tensorboard);
+  EXPECT_TRUE(ExperimentFile().load("log:\n  tensorboard: true\n" + kModel).log.tensorboard);
+}
+
 // data
 
 TEST(DataSection, DatasetMustBeAKnownKind) {
