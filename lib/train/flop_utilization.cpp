@@ -63,7 +63,7 @@ std::string describe_peak(const WorldPeak& peak, const StepFlops& flops,
           : std::string();
   return fmt::format(
       "peak {} GFLOP/s per rank ({}{}), {} GFLOP/s over {} rank{}; a step is {:.3g} GFLOP of the "
-      "model ({:.3g} with recompute): MFU counts the model's",
+      "model ({:.3g} with recompute; MFU counts the model's, HFU also the recomputes)",
       gflops(peak.flops_per_s / peak.ranks), source, spread, gflops(peak.flops_per_s), peak.ranks,
       peak.ranks == 1 ? "" : "s", flops.model / 1e9, flops.hardware / 1e9);
 }

@@ -37,8 +37,8 @@ WorldPeak world_peak(const log::LogConfig& config, kernels::KernelContext& kerne
                      const comm::Communicator& world);
 
 // The start-up line: "peak 61.2 GFLOP/s per rank (measured: 1024^3 f32 GEMM, 1 thread, 0.16 s;
-// ranks 60.8-61.5), 122 GFLOP/s over 2 ranks; a step is 1.92 GFLOP of the model (2.40 with
-// recompute)".
+// ranks 60.8-61.5), 122 GFLOP/s over 2 ranks; a step is 1.92 GFLOP of the model (2.4 with
+// recompute; MFU counts the model's, HFU also the recomputes)".
 std::string describe_peak(const WorldPeak& peak, const StepFlops& flops,
                           const std::string& precision);
 

@@ -291,7 +291,7 @@ class TrainingRun {
   void measure_peak() {
     peak_ = world_peak(experiment_.log, kernels_, world_);
     if (is_root_) {
-      spdlog::info("{} FLOPs, forward and backward, without recompute",
+      spdlog::info("{}",
                    describe_peak(peak_, step_flops_, kernels::to_string(kernels_.precision())));
     }
   }
