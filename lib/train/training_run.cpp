@@ -218,8 +218,9 @@ class TrainingRun {
     first_step_ = resumed.step;
     trace_.emplace(experiment_.log.trace_steps, first_step_, world_, trainer_.topology(),
                    trainer_.trace());
-    open_outputs();
+    // Before the clocks start: the measurement's time is not the run's.
     if (first_step_ < experiment_.train.steps) measure_peak();
+    open_outputs();
     if (is_root_ && options_.progress) {
       progress_.emplace(options_.progress, options_.progress_in_place, experiment_.train.steps,
                         first_step_, options_.progress_label);
