@@ -17,6 +17,6 @@ struct GemmPeak {
 
 // Repeats a size x size x size matmul (2·size³ FLOPs each) for at least `min_seconds` (and at
 // least three times after a warm-up repetition) and keeps the fastest repetition's rate.
-GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size = 1024, double min_seconds = 0.15);
+GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size = 1024, double min_seconds = 0.1);
 
 }  // namespace mpipe::kernels
