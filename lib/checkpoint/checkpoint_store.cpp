@@ -4,6 +4,7 @@
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -166,6 +167,14 @@ const nlohmann::json& required_key(const nlohmann::json& meta, const std::string
 CheckpointStore::CheckpointStore(std::string run_dir, int keep)
     : run_dir_(std::move(run_dir)), keep_(keep) {
   check_input(keep_ >= 1, "checkpoint.keep: must be >= 1, got {}", keep_);
+  seen_run_dir_ = run_dir_identity();
+}
+
+std::optional<CheckpointStore::DirectoryIdentity> CheckpointStore::run_dir_identity() const {
+  struct stat info {};
+  if (::stat(run_dir_.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return std::nullopt;
+  return DirectoryIdentity{.device = static_cast<uint64_t>(info.st_dev),
+                           .inode = static_cast<uint64_t>(info.st_ino)};
 }
 
 std::string CheckpointStore::checkpoints_dir() const {
@@ -189,10 +198,15 @@ std::string CheckpointStore::meta_path(int64_t step) const {
 ShardRecord CheckpointStore::write_shard(int64_t step, int stage,
                                          const std::vector<TensorView>& tensors,
                                          const std::map<std::string, std::string>& metadata) {
+  check(!seen_run_dir_ || run_dir_identity() == seen_run_dir_,
+        "{}: the run directory was removed or replaced during the run, and the checkpoints it "
+        "held on this disk with it",
+        run_dir_);
   const std::string dir = step_dir(step);
   std::error_code ec;
   fs::create_directories(dir, ec);
   check(!ec, "{}: cannot create checkpoint folder: {}", dir, ec.message());
+  if (!seen_run_dir_) seen_run_dir_ = run_dir_identity();
   sync_directory(run_dir_);  // the entries of checkpoints/ and of the step folder
   sync_directory(checkpoints_dir());
   fs::remove(meta_path(step), ec);  // a step being rewritten is no longer committed

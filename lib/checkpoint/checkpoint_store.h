@@ -64,6 +64,11 @@ class CheckpointStore {
   // committed. `metadata` is stored in the shard; the keys "step" and "stage" are added. Every
   // key of it must be in meta.json with the same value when the step is read (e.g.
   // "optimizer_steps"), so the manifest cannot be changed apart from its shards.
+  // Throws Error when the run directory this store has seen (at construction, or made by its
+  // first write) was removed or replaced since: its earlier checkpoints on this disk are gone,
+  // so the run must not go on as if they were there (e.g. a node's scratch wiped mid-run):
+  // "runs/x: the run directory was removed or replaced during the run, and the checkpoints it
+  // held on this disk with it".
   ShardRecord write_shard(int64_t step, int stage, const std::vector<TensorView>& tensors,
                           const std::map<std::string, std::string>& metadata = {});
   // Removes this stage's shard of an uncommitted step (after a failed commit); best effort.
@@ -121,8 +126,18 @@ class CheckpointStore {
   // for kExport, ": export it with --step 10"), or "no earlier committed checkpoint is intact".
   std::string intact_hint(int64_t broken_step, CheckpointUse use) const;
 
+  // The run directory's device and inode, once seen (a directory removed and made again, or
+  // replaced, has another).
+  struct DirectoryIdentity {
+    uint64_t device = 0;
+    uint64_t inode = 0;
+    bool operator==(const DirectoryIdentity&) const = default;
+  };
+  std::optional<DirectoryIdentity> run_dir_identity() const;
+
   std::string run_dir_;
   int keep_;
+  std::optional<DirectoryIdentity> seen_run_dir_;
 };
 
 }  // namespace mpipe::checkpoint

@@ -44,9 +44,11 @@ float* allocate(int64_t numel, bool zero = true) {
 
 bool reuse_freed_tensor_memory() {
   if (kAddressSanitizer) return false;  // its mallopt refuses every setting
-  if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_")) return false;
-  constexpr int kMmapThreshold = 32 << 20;  // bytes: glibc's upper limit; larger blocks are mapped
-  check(mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1,
+  for (const char* name :
+       {"MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"}) {
+    if (std::getenv(name)) return false;
+  }
+  check(mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1,
         "mallopt failed: cannot configure the allocator");
   return true;
 }

@@ -55,13 +55,15 @@ class Tensor {
   std::unique_ptr<float[], FreeDeleter> data_;
 };
 
-// Makes the C library's allocator keep freed memory for reuse: blocks of up to 32 MiB (the
-// activations) come from the heap instead of their own mmap, and freed heap memory is not given
-// back to the system. Without it, each step's large tensors are mapped, page-faulted in (zeroed
-// by the kernel) and unmapped again. A program calls it once, at start-up, before any tensor.
-// A user's own setting wins: with MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ in the
-// environment it changes nothing and returns false. So it does under AddressSanitizer, whose
-// allocator (with its own reuse) refuses every mallopt.
+// Makes the C library's allocator keep freed memory for reuse: every block comes from the heap
+// (no block gets its own mmap, however large) and freed heap memory is not given back to the
+// system. Without it, each step's large tensors are mapped, page-faulted in (zeroed by the kernel)
+// and unmapped again; glibc maps every block of 32 MiB or more whatever its mmap threshold, such
+// as a 4096-way head's logits of 2048 positions, unless mapping is switched off (M_MMAP_MAX).
+// A program calls it once, at start-up, before any tensor. A user's own setting wins: with
+// MALLOC_MMAP_MAX_, MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ in the environment it changes
+// nothing and returns false. So it does under AddressSanitizer, whose allocator (with its own
+// reuse) refuses every mallopt.
 bool reuse_freed_tensor_memory();
 
 // True in a build with AddressSanitizer (the asan preset): its allocator replaces glibc's malloc,

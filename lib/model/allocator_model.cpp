@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "core/tensor.h"
 
@@ -52,17 +53,26 @@ double AllocatorModel::blocks_bytes(double bytes, double smallest) const {
 
 AllocatorModel AllocatorModel::of_environment() {
   if (kAddressSanitizer) return {};
-  if (const char* value = std::getenv("MALLOC_MMAP_THRESHOLD_")) {
-    // glibc reads the number as strtoul does, and refuses one above its maximum (32 MiB).
+  // glibc reads both numbers as strtoul does.
+  const auto read = [](const char* value) -> std::optional<unsigned long> {
     char* end = nullptr;
     errno = 0;
-    const unsigned long threshold = std::strtoul(value, &end, 10);
-    if (end != value && errno == 0 && static_cast<double>(threshold) <= kMpipeMmapThreshold) {
-      return {.mmap_threshold = static_cast<double>(threshold)};
+    const unsigned long number = std::strtoul(value, &end, 10);
+    if (end == value || errno != 0) return std::nullopt;
+    return number;
+  };
+  const char* mmap_max = std::getenv("MALLOC_MMAP_MAX_");
+  if (mmap_max && read(mmap_max) == 0UL) return {};
+  if (const char* value = std::getenv("MALLOC_MMAP_THRESHOLD_")) {
+    const std::optional<unsigned long> threshold = read(value);
+    if (threshold && static_cast<double>(*threshold) <= kGlibcMaxMmapThreshold) {
+      return {.mmap_threshold = static_cast<double>(*threshold)};
     }
     return {.mmap_threshold = kGlibcMmapThreshold};
   }
-  if (std::getenv("MALLOC_TRIM_THRESHOLD_")) return {.mmap_threshold = kGlibcMmapThreshold};
+  if (mmap_max || std::getenv("MALLOC_TRIM_THRESHOLD_")) {
+    return {.mmap_threshold = kGlibcMmapThreshold};
+  }
   return {};
 }
 

@@ -5,20 +5,24 @@
 // planner says a stage fits is one the run's account stays within.
 #pragma once
 
+#include <limits>
+
 namespace mpipe::model {
 
 struct AllocatorModel {
-  // The mmap threshold mpipe sets at start-up (core/tensor.cpp, reuse_freed_tensor_memory):
-  // glibc's largest, so that a step's activations reuse the heap.
-  static constexpr double kMpipeMmapThreshold = 32.0 * 1024 * 1024;
-  // glibc's own starting threshold, where mpipe leaves malloc alone (MALLOC_MMAP_THRESHOLD_ or
-  // MALLOC_TRIM_THRESHOLD_ set, or a setting glibc refuses): it only rises from there, so blocks
-  // from this size on may be mapped.
+  // mpipe's setting at start-up (core/tensor.cpp, reuse_freed_tensor_memory): mapping is switched
+  // off, so every block comes from the heap, however large.
+  static constexpr double kNeverMapped = std::numeric_limits<double>::infinity();
+  // glibc's largest mmap threshold: it ignores a larger MALLOC_MMAP_THRESHOLD_.
+  static constexpr double kGlibcMaxMmapThreshold = 32.0 * 1024 * 1024;
+  // glibc's own starting threshold, where mpipe leaves malloc alone (MALLOC_MMAP_MAX_,
+  // MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ set, or a setting glibc refuses): it only
+  // rises from there, so blocks from this size on may be mapped.
   static constexpr double kGlibcMmapThreshold = 128.0 * 1024;
 
   // A block whose request (tensor bytes rounded to 64, plus malloc's padding) reaches this is
   // mapped.
-  double mmap_threshold = kMpipeMmapThreshold;
+  double mmap_threshold = kNeverMapped;
   // False: a block is exactly its tensor's bytes (the model's own arithmetic, for tests).
   bool rounds = true;
 
@@ -32,10 +36,11 @@ struct AllocatorModel {
   // What the account counts for tensors of `bytes` in all, none smaller than `smallest`.
   double blocks_bytes(double bytes, double smallest) const;
 
-  // The setting `mpipe train` runs under in this environment: MALLOC_MMAP_THRESHOLD_ as glibc
-  // reads it (at most 32 MiB; a larger value is ignored), else with MALLOC_TRIM_THRESHOLD_ set
-  // glibc's own, else mpipe's. Under AddressSanitizer (no glibc malloc, nothing set) mpipe's:
-  // its blocks count exactly their request, at most 40 bytes below what this model says.
+  // The setting `mpipe train` runs under in this environment: nothing mapped with MALLOC_MMAP_MAX_
+  // at 0, else MALLOC_MMAP_THRESHOLD_ as glibc reads it (at most 32 MiB; a larger value is
+  // ignored), else with MALLOC_MMAP_MAX_ or MALLOC_TRIM_THRESHOLD_ set glibc's own, else mpipe's.
+  // Under AddressSanitizer (no glibc malloc, nothing set) mpipe's: its blocks count exactly their
+  // request, at most 40 bytes below what this model says.
   static AllocatorModel of_environment();
   static AllocatorModel exact() { return {.mmap_threshold = 0.0, .rounds = false}; }
 };

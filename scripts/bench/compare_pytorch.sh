@@ -13,7 +13,8 @@
 #
 # Environment: MODELS (default "mlp transformer gpt_kjv"), THREADS (list, default "1 2"), WAIT_POLICY
 # (OMP_WAIT_POLICY for both sides; default unset), REPEATS
-# (default 3; the fastest is shown), WAIT_IDLE (before each run, wait up to this many seconds for
+# (default 3; the fastest is shown, and the ratio of each round's back-to-back pair: median and
+# range), WAIT_IDLE (before each run, wait up to this many seconds for
 # idle CPUs; default 120, 0 = no), MPIPE_BIN (default build/release/apps/mpipe). Needs
 # /usr/bin/python3 with Debian's python3-torch and libopenblas0-openmp. Both sides time 25 steps
 # after 5 warm-up steps: mpipe runs 30 steps logged every 5 and drops the first window
@@ -120,6 +121,14 @@ for model in $models_list; do
       if (invalid == "INVALID") printf "%16s\n", "INVALID"; else printf "%15.2fx\n", a / b
     }'
     echo "                     runs: mpipe ${mpipe[$model,$t]}| pytorch ${torch[$model,$t]}"
+    # Each round ran mpipe and PyTorch back to back: the ratio of each such pair, median and range.
+    paste <(tr ' ' '\n' <<<"${mpipe[$model,$t]}" | sed '/^$/d') \
+      <(tr ' ' '\n' <<<"${torch[$model,$t]}" | sed '/^$/d') |
+      awk '$2 > 0 { print $1 / $2 }' | sort -g | awk '{ r[NR] = $1 } END {
+        if (NR == 0) exit
+        m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+        printf "                     round by round: median %.2fx, range %.2f-%.2fx (%d rounds)\n", m, r[1], r[NR], NR
+      }'
   done
 done
 echo "(mpipe/pytorch > 1: mpipe trains faster; the target is >= 1.15x)"

@@ -82,6 +82,36 @@ TEST(CheckpointStore, NewRunDirectoryHasNoCheckpointAndIsNotCreated) {
   EXPECT_FALSE(fs::exists(dir.file("run")));
 }
 
+// A run directory removed during the run (a node's scratch wiped) took its checkpoints along:
+// the next write says so instead of making the directory again and going on.
+TEST(CheckpointStore, WriteRefusesARunDirectoryRemovedSinceTheFirstWrite) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 2);
+  save_two_stage(store, 10);
+  fs::remove_all(dir.file("run"));
+  try {
+    store.write_shard(20, 0, views_of(stage_tensors(0, 1.f)));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), dir.file("run") +
+                                         ": the run directory was removed or replaced during the "
+                                         "run, and the checkpoints it held on this disk with it");
+  }
+  EXPECT_FALSE(fs::exists(dir.file("run")));
+}
+
+// ... and one replaced by another directory of the same name (moved away, made again), seen
+// since the store was made.
+TEST(CheckpointStore, WriteRefusesARunDirectoryReplacedSinceTheStoreWasMade) {
+  testing::TempDir dir;
+  fs::create_directories(dir.file("run"));
+  CheckpointStore store(dir.file("run"), 2);
+  fs::rename(dir.file("run"), dir.file("moved"));
+  fs::create_directories(dir.file("run"));
+  EXPECT_THROW(store.write_shard(10, 0, views_of(stage_tensors(0, 1.f))), Error);
+  EXPECT_TRUE(fs::is_empty(dir.file("run")));
+}
+
 TEST(CheckpointStore, CommitKeepsOnlyTheNewestCheckpoints) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 2);

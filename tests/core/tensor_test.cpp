@@ -173,6 +173,9 @@ TEST(Tensor, ReuseFreedTensorMemoryLeavesAUsersOwnAllocatorSettingAlone) {
   ::setenv("MALLOC_TRIM_THRESHOLD_", "0", 1);
   EXPECT_FALSE(reuse_freed_tensor_memory());
   ::unsetenv("MALLOC_TRIM_THRESHOLD_");
+  ::setenv("MALLOC_MMAP_MAX_", "65536", 1);
+  EXPECT_FALSE(reuse_freed_tensor_memory());
+  ::unsetenv("MALLOC_MMAP_MAX_");
 }
 
 // The asan preset's programs start: AddressSanitizer's allocator refuses every mallopt, so
@@ -193,6 +196,10 @@ TEST(Tensor, AfterReuseFreedTensorMemoryLargeTensorsComeFromTheHeapNotFromMmap) 
   const size_t kept = mallinfo2().fordblks;  // the freed block stays in the heap for reuse
   EXPECT_GE(kept, size_t{24} << 20);
   const Tensor again(Shape{6 << 20});
+  EXPECT_EQ(mallinfo2().hblks, mapped_before);
+  // 40 MiB: above glibc's largest mmap threshold (32 MiB), where only switching mapping off keeps
+  // a block in the heap (a 4096-way head's logits of 2048 positions are 32 MiB).
+  const Tensor huge = Tensor::uninitialized(Shape{10 << 20});
   EXPECT_EQ(mallinfo2().hblks, mapped_before);
 }
 

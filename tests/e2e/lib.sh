@@ -20,9 +20,10 @@ train() {
   }
 }
 
-# same A B [RTOL]: the exported weights of runs A and B agree (bit-identical when RTOL is 0).
+# same A B [RTOL [COMPARE OPTION...]]: the exported weights of runs A and B agree (bit-identical
+# when RTOL is 0); further options go to mpipe compare (e.g. --only REGEX).
 same() {
-  "$MPIPE" compare "$WORK/$1.safetensors" "$WORK/$2.safetensors" --rtol "${3:-0}" \
+  "$MPIPE" compare "$WORK/$1.safetensors" "$WORK/$2.safetensors" --rtol "${3:-0}" "${@:4}" \
     || { echo "FAILED: $1 vs $2"; exit 1; }
 }
 

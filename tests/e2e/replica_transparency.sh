@@ -2,7 +2,8 @@
 # Transparency with data parallelism: with D = 2 replicas, the exported weights of K = 1 and 2
 # stages (auto and uniform partitions, both schedules) are bit-identical; against D = 1 on the
 # same global micro-batches (M = 4 against D = 2 x M = 2) only the gradient sum's order differs,
-# so they agree to 1e-5 relative (as in equivalence.sh), and differ (the replicas did run).
+# so they agree to 1e-5 relative (as in equivalence.sh; the key bias to 1e-4, see below), and
+# differ (the replicas did run).
 # Usage: replica_transparency.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -17,9 +18,14 @@ train 4 k2d2-uniform "$config" --set pipeline.stages=2 --set pipeline.partition=
   "${replicas[@]}"
 same k1d2 k2d2-uniform
 train 1 k1d1 "$config" --set pipeline.stages=1 --set pipeline.micro_batches=4
-same k1d1 k1d2 1e-5
+# The attention's key bias is the exception: its true gradient is 0 (a bias on every key adds the
+# same score to all of a query's keys, which the softmax cancels), so AdamW's steps on it are
+# normalised rounding noise, and the sum's order moves it by up to a few 1e-5 (measured 8e-6 to
+# 2.5e-5) where every other tensor stays below 2e-7.
+same k1d1 k1d2 1e-5 --only '^(?!.*attn\.qkv\.bias$)'
+same k1d1 k1d2 1e-4 --only 'attn\.qkv\.bias$'
 if "$MPIPE" compare "$WORK/k1d1.safetensors" "$WORK/k1d2.safetensors" > /dev/null; then
   echo "FAILED: D=2 gave D=1's exact weights (were the replicas in effect?)"
   exit 1
 fi
-echo "replica transparency: D=2 at K=1 and K=2 (gpipe, 1f1b, uniform) bit-identical, D=1 to 1e-5"
+echo "replica transparency: D=2 at K=1 and K=2 (gpipe, 1f1b, uniform) bit-identical, D=1 to 1e-5 (the key bias to 1e-4)"

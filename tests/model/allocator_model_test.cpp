@@ -32,9 +32,11 @@ const std::vector<size_t> kSizes = {4,      256,    1000,    4096,    65000,  65
 
 TEST(AllocatorModel, HeapBlocksCountAtMostFortyBytesOverTheRequest) {
   if (kAddressSanitizer) GTEST_SKIP() << "measures glibc's malloc, which AddressSanitizer replaces";
-  reuse_freed_tensor_memory();  // mpipe's setting: a 32 MiB threshold
+  reuse_freed_tensor_memory();  // mpipe's setting: no block is mapped
   const AllocatorModel allocator;
-  for (size_t bytes : kSizes) {
+  std::vector<size_t> sizes = kSizes;
+  sizes.push_back(size_t{40} << 20);  // above glibc's largest mmap threshold, 32 MiB
+  for (size_t bytes : sizes) {
     const double usable = usable_size(bytes);
     EXPECT_GE(allocator.block_bytes(static_cast<double>(bytes)), usable) << bytes;
     EXPECT_LE(allocator.block_bytes(static_cast<double>(bytes)), usable + 32.0) << bytes;
@@ -109,7 +111,7 @@ class EnvVar {
 TEST(AllocatorModel, UnderAddressSanitizerIsMpipesSettingWhateverTheEnvironment) {
   if (!kAddressSanitizer) GTEST_SKIP() << "not an AddressSanitizer build (the asan preset)";
   const EnvVar mmap("MALLOC_MMAP_THRESHOLD_", "65536");
-  EXPECT_EQ(AllocatorModel::of_environment().mmap_threshold, 32.0 * 1024 * 1024);
+  EXPECT_EQ(AllocatorModel::of_environment().mmap_threshold, AllocatorModel::kNeverMapped);
   const AllocatorModel allocator = AllocatorModel::of_environment();
   for (size_t bytes : kSizes) {
     const double usable = usable_size(bytes);
@@ -121,9 +123,22 @@ TEST(AllocatorModel, UnderAddressSanitizerIsMpipesSettingWhateverTheEnvironment)
 TEST(AllocatorModel, ReadsTheSettingMpipeTrainRunsUnder) {
   if (kAddressSanitizer) GTEST_SKIP() << "measures glibc's malloc, which AddressSanitizer replaces";
   const EnvVar trim("MALLOC_TRIM_THRESHOLD_", nullptr);
+  const EnvVar no_max("MALLOC_MMAP_MAX_", nullptr);
   {
     const EnvVar mmap("MALLOC_MMAP_THRESHOLD_", nullptr);
-    EXPECT_EQ(AllocatorModel::of_environment().mmap_threshold, 32.0 * 1024 * 1024);
+    EXPECT_EQ(AllocatorModel::of_environment().mmap_threshold, AllocatorModel::kNeverMapped);
+  }
+  {
+    // Mapping switched off by the user: whatever the threshold, nothing is mapped.
+    const EnvVar mmap("MALLOC_MMAP_THRESHOLD_", "65536");
+    const EnvVar max("MALLOC_MMAP_MAX_", "0");
+    EXPECT_EQ(AllocatorModel::of_environment().mmap_threshold, AllocatorModel::kNeverMapped);
+  }
+  {
+    // A limit on the number of mapped blocks: mpipe leaves malloc alone, blocks may be mapped.
+    const EnvVar mmap("MALLOC_MMAP_THRESHOLD_", nullptr);
+    const EnvVar max("MALLOC_MMAP_MAX_", "8");
+    EXPECT_EQ(AllocatorModel::of_environment().mmap_threshold, 128.0 * 1024);
   }
   {
     const EnvVar mmap("MALLOC_MMAP_THRESHOLD_", "65536");

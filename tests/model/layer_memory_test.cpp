@@ -281,6 +281,8 @@ TEST(LayerMemory, WithTheAllocatorModelCoversTheAccountExactly) {
 TEST(LayerMemory, WithTheAllocatorModelCoversMappedBlocks) {
   if (kAddressSanitizer) GTEST_SKIP() << "measures glibc's malloc, which AddressSanitizer replaces";
   constexpr int kThreshold = 64 * 1024;
+  constexpr int kGlibcMmapMax = 65536;  // glibc's default: mpipe's setting switched mapping off
+  ASSERT_EQ(mallopt(M_MMAP_MAX, kGlibcMmapMax), 1);
   ASSERT_EQ(mallopt(M_MMAP_THRESHOLD, kThreshold), 1);
   check_every_layer(AllocatorModel{.mmap_threshold = kThreshold}, 0.0, kMappedOverPrediction);
   reuse_freed_tensor_memory();  // back to mpipe's setting for the other tests

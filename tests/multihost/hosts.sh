@@ -16,7 +16,8 @@
 # root file system, the same copy on every host). mpirun runs on h1 and starts the other hosts'
 # orted through the plm_rsh_agent script `rsh_agent`, which runs its arguments through a shell
 # on that host. Teardown (trap on EXIT, INT, TERM): every process in a host's namespace killed
-# by pid (`ip netns pids`), the namespaces, veth links and bridge deleted; $WORK removed unless
+# by pid (`ip netns pids`), the namespaces, veth links and bridge deleted, whatever the test
+# mounted under $WORK unmounted; $WORK removed unless
 # KEEP_WORK is set or a test failed (then its path is printed).
 set -euo pipefail
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -67,6 +68,8 @@ stop_hosts() {
     ip link del "${PREFIX}$host" 2>/dev/null || true
   done
   ip link del "${PREFIX}br" 2>/dev/null || true
+  # A test's own mounts in the root namespace (a host's disk made small), innermost first.
+  findmnt -rn -o TARGET | grep "^$WORK/" | sort -r | xargs -r -n 1 umount -l 2>/dev/null || true
 }
 
 # The EXIT trap: tears the hosts down; keeps $WORK when a check failed or KEEP_WORK is set.

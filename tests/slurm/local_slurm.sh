@@ -16,14 +16,15 @@
 # schedulers look every second. A deadline of its own (MPIPE_SLURM_BUDGET seconds, 240 by
 # default) ends the test, and stops the daemons, before ctest's timeout would kill it with SIGKILL.
 # Sets: repo, MPIPE_BIN (absolute, exported), SLURM_CONF (exported), scratch, timeout_s (each
-# wait's limit, MPIPE_SLURM_TIMEOUT or 180 s), failed (1 until the test sets 0), fail_logs
-# (more files for fail() to show).
+# wait's limit, MPIPE_SLURM_TIMEOUT or 180 s: tests/slurm/job_waits.sh, whose helpers it
+# brings), failed (1 until the test sets 0), fail_logs (more files for fail() to show).
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 MPIPE_BIN=$(realpath "${MPIPE_BIN:-$repo/build/release/apps/mpipe}")
 export MPIPE_BIN
-timeout_s=${MPIPE_SLURM_TIMEOUT:-180}
 fail_logs=()
+# shellcheck source=tests/slurm/job_waits.sh
+source "$repo/tests/slurm/job_waits.sh"
 
 start_local_slurm() {
   [[ -x "$MPIPE_BIN" ]] || { echo "FAIL: $MPIPE_BIN is not an executable (set MPIPE_BIN)"; exit 1; }
@@ -148,48 +149,4 @@ free_port() {  # a free TCP port above $1
   local p=$1
   while ! port_is_free "$p"; do p=$((p + 1)); done
   echo "$p"
-}
-
-job_field() {  # job id, field name -> its value in `scontrol show job`
-  scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
-}
-job_state() { job_field "$1" JobState; }
-
-wait_until_done() {  # job id -> prints the final state
-  local deadline=$((SECONDS + timeout_s)) state
-  while :; do
-    state=$(job_state "$1")
-    case $state in
-      PENDING | RUNNING | CONFIGURING | COMPLETING | SUSPENDED | REQUEUED | "") ;;
-      *) echo "$state"; return 0 ;;
-    esac
-    ((SECONDS < deadline)) || { echo "TIMEOUT($state)"; return 0; }
-    sleep 0.2
-  done
-}
-
-wait_for_line() {  # file, fixed string[, nth]: wait until the file has it (at least nth times)
-  local deadline=$((SECONDS + timeout_s)) n
-  while :; do
-    n=$(grep -cF -- "$2" "$1" 2>/dev/null || true)  # nothing when the file is not there yet
-    ((${n:-0} >= ${3:-1})) && return 0
-    ((SECONDS < deadline)) || fail "timed out waiting for '$2' in $1"
-    sleep 0.2
-  done
-}
-
-training_after() {  # file, marker: wait for a progress line (the daemon names its experiment first) after the last line holding marker
-  local deadline=$((SECONDS + timeout_s))
-  until awk -v m="$2" 'index($0, m) { seen = 1; next } seen && /^([^ :]+: )?step [0-9]+\// { ok = 1 }
-                       END { exit !ok }' "$1" 2>/dev/null; do
-    ((SECONDS < deadline)) || fail "timed out waiting for training after '$2' in $1"
-    sleep 0.2
-  done
-}
-
-newest_checkpoint_step() {  # run dir -> step number of the newest checkpoint
-  local newest
-  newest=$(find "$1/checkpoints" -maxdepth 1 -name 'step_*' -printf '%f\n' | sort | tail -n 1)
-  [[ -n "$newest" ]] || return 1
-  echo $((10#${newest#step_}))
 }

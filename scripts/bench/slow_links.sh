@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Communication over slow links: K=2 (M=8) and D=2 of configs/scaling_mlp.yaml on two hosts (network namespaces, tests/multihost/hosts.sh), each link limited to 1 Gbit/s or 100 Mbit/s by tc's tbf, without and with comm.progress_thread. Needs root; about 6 minutes on 2 idle cores.
+#
+#   scripts/bench/slow_links.sh
+#
+# For each link rate (unlimited, 1gbit, 100mbit), layout and progress-thread setting, one run
+# of STEPS steps (logged every 5, the first window dropped): samples/s, each stage's compute and
+# waiting (summary.json), the bytes that crossed the links per step (the veth counters over the
+# run, start-up and final evaluation included, divided by its steps), their transfer time at
+# the link's rate, and the share of that transfer hidden behind compute: hidden = 1 - (step -
+# unlimited step) / transfer, where the unlimited step is the same layout and setting's on
+# unlimited links. Each host is one rank with one thread. The rates run one after another, not
+# interleaved: run it on an idle machine.
+#
+# Environment: MPIPE_BIN (default build/release/apps/mpipe), STEPS (default 20), RATES (default
+# "unlimited 1gbit 100mbit").
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+export MPIPE=${MPIPE_BIN:-build/release/apps/mpipe}
+[[ -x $MPIPE ]] || { echo "slow_links.sh: $MPIPE is not an executable (build it)" >&2; exit 2; }
+export MPIPE_MULTIHOST_BUDGET=${MPIPE_MULTIHOST_BUDGET:-1200}
+# shellcheck source=tests/multihost/hosts.sh
+source tests/multihost/hosts.sh
+steps=${STEPS:-20}
+rates=${RATES:-unlimited 1gbit 100mbit}
+start_hosts
+
+# limit RATE: every host's outgoing traffic limited to RATE (tc tbf), or not ("unlimited").
+limit() {
+  local host
+  for host in h1 h2; do
+    ip netns exec "$PREFIX$host" tc qdisc del dev eth0 root 2>/dev/null || true
+    [[ $1 == unlimited ]] ||
+      ip netns exec "$PREFIX$host" tc qdisc add dev eth0 root tbf rate "$1" burst 64kb latency 400ms
+  done
+}
+bytes_crossed() {  # what h1 and h2 sent over their links so far
+  echo $(($(cat "/sys/class/net/${PREFIX}h1/statistics/rx_bytes") +
+    $(cat "/sys/class/net/${PREFIX}h2/statistics/rx_bytes")))
+}
+bits_per_s() {  # 1gbit, 100mbit -> bits per second
+  awk -v r="$1" 'BEGIN { n = r + 0; if (r ~ /gbit$/) n *= 1e9; else if (r ~ /mbit$/) n *= 1e6; print n }'
+}
+
+layouts=("K=2 M=8:--set pipeline.stages=2 --set pipeline.micro_batches=8 --set pipeline.partition=[8,9]"
+  "D=2 M=1:--set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1")
+echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $("$MPIPE" --version 2>/dev/null | head -n 1)"
+echo "load before: $(uptime)"
+declare -A step_ms
+printf '%-8s %-9s %-8s %10s %9s %22s %11s %12s %8s\n' layout rate progress samples/s "step ms" \
+  "compute/waiting ms" "MB/step" "transfer ms" hidden
+for rate in $rates; do
+  limit "$rate"
+  for layout in "${layouts[@]}"; do
+    name=${layout%%:*}
+    read -ra args <<<"${layout#*:}"
+    for progress in false true; do
+      run=r-${name//[ =]/}-$rate-$progress
+      before=$(bytes_crossed)
+      on_hosts h1:1 h2:1 -- train "$repo/configs/scaling_mlp.yaml" --run-dir "$LOCAL/$run" \
+        "${args[@]}" --set train.steps="$steps" --set log.every=5 \
+        --set comm.progress_thread="$progress" > "$WORK/$run.log" 2>&1 ||
+        { tail "$WORK/$run.log" >&2; echo "slow_links.sh: $run failed" >&2; exit 1; }
+      crossed=$(($(bytes_crossed) - before))
+      sps=$(python3 scripts/bench/throughput.py "$WORK/h1/$run")
+      read -r step split < <(/usr/bin/python3 - "$WORK/h1/$run/summary.json" "$sps" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+batch = 256  # configs/scaling_mlp.yaml
+step = 1e3 * batch / float(sys.argv[2])
+split = " ".join(f"{c:.0f}/{w:.0f}" for c, w in zip(s["compute_ms_per_stage"], s["waiting_ms_per_stage"]))
+print(f"{step:.1f} {split}")
+EOF
+)
+      step_ms[$name,$progress,$rate]=$step
+      base=${step_ms[$name,$progress,unlimited]:-}
+      awk -v n="$name" -v r="$rate" -v p="$progress" -v sps="$sps" -v step="$step" -v stage_split="$split" \
+        -v bytes="$crossed" -v steps="$steps" -v bps="$(bits_per_s "$rate")" -v base="$base" 'BEGIN {
+          per_step = bytes / steps
+          if (bps > 0) transfer = 1e3 * per_step * 8 / bps
+          printf "%-8s %-9s %-8s %10.1f %9.1f %22s %11.2f ", n, r, p, sps, step, stage_split, per_step / 1e6
+          if (bps > 0 && base != "") printf "%12.1f %7.0f%%\n", transfer, 100 * (1 - (step - base) / transfer)
+          else printf "%12s %8s\n", "-", "-"
+        }'
+    done
+  done
+done
+limit unlimited
+echo "load after:  $(uptime)"
+echo "(hidden = 1 - (step - the unlimited step) / transfer time at the link rate; goals: >= 90% for"
+echo " the activations of K=2, >= 60% for the allreduce of D=2)"
+passed=1

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Two Slurm nodes (h2 and h3, stock slurmd in their own network namespaces; tests/multihost/slurm_nodes.sh): scripts/slurm's batch scripts across both, a stop by the time-limit signal, and a node set down mid-job.
+#
+# Checks, one rank per node (TCP between the nodes), each training run's weights bit-identical
+# to the same run on one host:
+#   1. `sbatch -N2 scripts/slurm/train.sbatch` completes on both nodes;
+#   2. `sbatch -N2 scripts/slurm/serve.sbatch` runs two experiments of different layouts
+#      (2 stages; 2 replicas of 1 stage) from its spool and ends once idle;
+#   3. SIGUSR1 to the batch shell (what --signal=B:USR1@120 sends before the time limit): every
+#      rank checkpoints and stops, the job requeues itself and resumes on both nodes;
+#   4. `scontrol update nodename=h3 state=down` during a job: Slurm ends the job and requeues it,
+#      it waits for two nodes, and once h3 is back it resumes from its newest checkpoint.
+# About 60 s.
+# Usage: slurm.sh CONFIG
+: "${MPIPE_MULTIHOST_BUDGET:=240}"  # hosts.sh's own deadline: four jobs and two restarts
+# shellcheck source=tests/multihost/hosts.sh
+source "$(dirname "$0")/hosts.sh"
+# shellcheck source=tests/multihost/slurm_nodes.sh
+source "$(dirname "$0")/slurm_nodes.sh"
+config=$(realpath "$1")
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+export MPIPE_BIN=$MPIPE
+start_hosts
+start_slurm_nodes
+echo "slurm up after $SECONDS s: nodes h2 and h3"
+cd "$JOBS"
+# Steps of a few milliseconds: long enough to be stopped before the end, short enough to finish.
+steps=300
+model=(--set train.batch_size=4096 --set data.num_examples=4096 --set log.every=25
+  --set "train.steps=$steps" --set checkpoint.every=25)
+nodes=(-N2 --ntasks-per-node=1)
+out() { echo "runs/slurm-$1.out"; }
+train_here 2 reference "$config" "${model[@]}"
+
+# ran_on_both JOB: the job's output names both nodes.
+ran_on_both() {
+  grep -qE "on h\[2-3\]: 2 tasks" "$(out "$1")" || fail "job $1 did not run on h2 and h3"
+}
+
+# --- 1. train.sbatch across both nodes ---------------------------------------------------------
+job=$(sbatch --parsable "${nodes[@]}" "$repo/scripts/slurm/train.sbatch" "$config" "${model[@]}" \
+  --run-dir runs/straight --export-weights runs/straight.safetensors)
+state=$(wait_until_done "$job")
+[[ $state == COMPLETED ]] || fail "job $job ended $state"
+ran_on_both "$job"
+cp runs/straight.safetensors "$WORK/straight.safetensors"
+same reference straight
+echo "ok 1 (${SECONDS} s): job $job trained on h2 and h3, weights bit-identical to one host's"
+
+# --- 2. serve.sbatch across both nodes ---------------------------------------------------------
+spool=$JOBS/spool
+"$MPIPE" submit "$spool" "$config" --name stages --set train.steps=40 > /dev/null
+"$MPIPE" submit "$spool" "$config" --name replicas --set train.steps=40 \
+  --set pipeline.stages=1 --set pipeline.data_parallel=2 > /dev/null
+job=$(sbatch --parsable "${nodes[@]}" "$repo/scripts/slurm/serve.sbatch" "$spool" --idle-exit 3s)
+state=$(wait_until_done "$job")
+[[ $state == COMPLETED ]] || fail "serve job $job ended $state"
+grep -qE "on h\[2-3\]" "$(out "$job")" || fail "serve job $job did not run on h2 and h3"
+for name in stages replicas; do
+  status=$(/usr/bin/python3 "$repo/tests/e2e/status_field.py" "$spool/status.json" "$name" state)
+  [[ $status == "done" ]] || fail "the daemon's experiment $name is '$status', not done"
+done
+echo "ok 2 (${SECONDS} s): serve job $job ran a 2-stage and a 2-replica experiment on h2 and h3"
+
+# --- 3. the time-limit signal: checkpoint, stop, requeue, resume on both nodes -------------------
+job=$(MPIPE_RESUBMIT=1 sbatch --parsable "${nodes[@]}" "$repo/scripts/slurm/train.sbatch" \
+  "$config" "${model[@]}" --run-dir runs/signal --export-weights runs/signal.safetensors)
+training_after "$(out "$job")" "train.sbatch: job $job "
+scancel --signal=USR1 --batch "$job"
+wait_for_line "$(out "$job")" "requeueing job $job"
+stopped=$(newest_checkpoint_step runs/signal) || fail "no checkpoint after the stop"
+wait_for_line "$(out "$job")" "resumed from step $stopped"
+state=$(wait_until_done "$job")
+[[ $state == COMPLETED ]] || fail "job $job ended $state after its requeue"
+grep -qE "job $job \(restart 1\) on h\[2-3\]" "$(out "$job")" ||
+  fail "the requeued job $job did not run on h2 and h3"
+cp runs/signal.safetensors "$WORK/signal.safetensors"
+same reference signal
+echo "ok 3 (${SECONDS} s): job $job stopped at step $stopped, requeued itself and finished on both" \
+  "nodes, weights bit-identical"
+
+# --- 4. a node set down mid-job: requeued, held until the node returns, resumed -------------------
+job=$(sbatch --parsable "${nodes[@]}" "$repo/scripts/slurm/train.sbatch" "$config" "${model[@]}" \
+  --run-dir runs/down --export-weights runs/down.safetensors)
+deadline=$((SECONDS + timeout_s))
+until newest_checkpoint_step runs/down > /dev/null 2>&1; do
+  ((SECONDS < deadline)) || fail "job $job wrote no checkpoint"
+  sleep 0.2
+done
+scontrol update nodename=h3 state=down reason=mpipe-test
+deadline=$((SECONDS + timeout_s))
+until [[ $(job_field "$job" Restarts) == 1 && $(job_state "$job") == PENDING ]]; do
+  ((SECONDS < deadline)) || fail "job $job was not requeued when h3 went down ($(job_state "$job"))"
+  sleep 0.2
+done
+sleep 2
+[[ $(job_state "$job") == PENDING ]] || fail "job $job did not wait for a second node"
+scontrol update nodename=h3 state=resume
+state=$(wait_until_done "$job")
+[[ $state == COMPLETED ]] || fail "job $job ended $state after h3 came back"
+grep -qE "job $job \(restart 1\) on h\[2-3\]" "$(out "$job")" ||
+  fail "the requeued job $job did not run on h2 and h3"
+grep -q "resumed from step" "$(out "$job")" || fail "the requeued job $job did not resume"
+cp runs/down.safetensors "$WORK/down.safetensors"
+same reference down
+echo "ok 4 (${SECONDS} s): job $job, requeued when h3 went down, resumed once it was back;" \
+  "weights bit-identical"
+passed=1
