@@ -2,6 +2,7 @@
 // serve, submit, status and cancel; tokenize (text to token shards, one process).
 #include "commands.h"
 
+#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -187,6 +188,11 @@ Commands::Commands(CLI::App& app) {
   plan_->add_option("--memory-limit", plan_memory_limit_,
                     "Predicted peak bytes allowed per rank, e.g. 6GiB, 512MiB, 2G, or none "
                     "(default: pipeline.memory_limit)");
+  plan_
+      ->add_option("--threads-per-rank", plan_threads_,
+                   "OpenMP threads each rank computes on (default: this process's, "
+                   "OMP_NUM_THREADS or its cores, as a rank started the same way would have)")
+      ->check(CLI::Range(1, 1 << 16));
   plan_->add_flag("--json", plan_json_, "Print the plan as one JSON object");
 
   generate_ = app.add_subcommand(
@@ -487,8 +493,9 @@ int Commands::plan() {
   auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   const model::ModelPlan model = model::plan_model(experiment.model, dataset->input_shape());
   train::check_model_fits_data(experiment.model, model, dataset->schema());
-  const pipeline::PipelinePlan plan =
-      train::plan_experiment(experiment, model, pipe.stages, pipe.data_parallel);
+  const pipeline::PipelinePlan plan = train::plan_experiment(
+      experiment, model, pipe.stages, pipe.data_parallel,
+      plan_->count("--threads-per-rank") ? plan_threads_ : omp_get_max_threads());
   const train::PlanReport report{
       .experiment = experiment, .model = model, .plan = plan, .pipeline = pipe};
   if (plan_json_) {

@@ -55,6 +55,7 @@ class Commands {
   std::string schedule_kind_ = "gpipe";
   int stages_ = 4;
   int micro_batches_ = 8;
+  int plan_threads_ = 1;  // mpipe plan --threads-per-rank
   std::string plan_memory_limit_;
   bool plan_json_ = false;
 

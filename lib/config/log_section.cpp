@@ -1,4 +1,5 @@
-// The `log:` section: progress cadence, log level and the traced steps.
+// The `log:` section: progress cadence, log level, the traced steps, the peak for the MFU,
+// TensorBoard.
 #include <fmt/format.h>
 
 #include "config/bounded.h"
@@ -24,7 +25,7 @@ std::vector<int64_t> read_trace_steps(const Field& field) {
 }  // namespace
 
 log::LogConfig parse_log(const Field& section) {
-  const MapReader map(section, {"every", "level", "trace_steps"});
+  const MapReader map(section, {"every", "level", "trace_steps", "peak_flops", "tensorboard"});
   log::LogConfig config;
   if (auto f = map.get("every")) config.every = read_int(*f, at_least(1));
   if (auto f = map.get("level")) {
@@ -35,6 +36,8 @@ log::LogConfig parse_log(const Field& section) {
                                                                {"error", "error"}}));
   }
   if (auto f = map.get("trace_steps")) config.trace_steps = read_trace_steps(*f);
+  if (auto f = map.get("peak_flops")) config.peak_flops = read_double(*f, above(0));
+  if (auto f = map.get("tensorboard")) config.tensorboard = f->as_bool();
   return config;
 }
 

@@ -132,6 +132,9 @@ std::map<std::string, std::string> resolved_settings(const Experiment& experimen
   out["log.every"] = text(experiment.log.every);
   out["log.level"] = experiment.log.level;
   out["log.trace_steps"] = text(experiment.log.trace_steps);
+  out["log.peak_flops"] =
+      experiment.log.peak_flops > 0 ? text(experiment.log.peak_flops) : "measured";
+  out["log.tensorboard"] = text(experiment.log.tensorboard);
   return out;
 }
 

@@ -2,6 +2,7 @@
 // writes.
 #include "job/preflight.h"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -218,14 +219,15 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
                               static_cast<int>(experiment.model.layers.size())),
           inputs.init_weights, plan.tied);
     }
-    const pipeline::PipelinePlan& pipeline_plan = result.plan.pipeline =
-        train::plan_experiment(experiment, plan, topology.num_stages, topology.num_replicas);
+    const pipeline::PipelinePlan& pipeline_plan = result.plan.pipeline = train::plan_experiment(
+        experiment, plan, topology.num_stages, topology.num_replicas, omp_get_max_threads());
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
     train::check_message_tags(experiment,
                               train::message_tags(experiment, result.dataset->input_shape()),
                               comm::tag_upper_bound());
   });
-  // Start-up agreement: every rank must run rank 0's resolved config and rank layout.
+  // Start-up agreement: every rank must run rank 0's resolved config and rank layout (with its
+  // threads, which the planner's predictions, and so recompute: auto, depend on).
   const comm::Topology& topology = result.plan.topology;
   comm::require_same_as_rank0(
       world,
@@ -236,7 +238,8 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
               return config::describe_settings_difference(mine, theirs, "rank 0");
             }},
        {.what = "world layout",
-        .mine = fmt::format("{} stages x {} replicas", topology.num_stages, topology.num_replicas),
+        .mine = fmt::format("{} stages x {} replicas, {} threads per rank", topology.num_stages,
+                            topology.num_replicas, omp_get_max_threads()),
         .difference = {}}});
   return result;
 }
@@ -277,9 +280,9 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
   dataset->check_contents(0, 1);
   const model::ModelPlan plan = model::plan_model(experiment.model, dataset->input_shape());
   if (experiment.pipeline.stages > 0) {
-    const pipeline::PipelinePlan pipeline_plan =
-        train::plan_experiment(experiment, plan, experiment.pipeline.stages,
-                               std::max(1, experiment.pipeline.data_parallel));
+    const pipeline::PipelinePlan pipeline_plan = train::plan_experiment(
+        experiment, plan, experiment.pipeline.stages,
+        std::max(1, experiment.pipeline.data_parallel), omp_get_max_threads());
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
   }
   check_memory(experiment, plan, experiment.pipeline.data_parallel);

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -44,7 +45,13 @@ bool is_record_through(const std::string& line, int64_t step) {
 
 }  // namespace
 
-MetricsWriter::MetricsWriter(const std::string& run_dir) : run_dir_(run_dir) {}
+MetricsWriter::MetricsWriter(const std::string& run_dir, bool tensorboard) : run_dir_(run_dir) {
+  if (tensorboard) tensorboard_.emplace(run_dir);
+}
+
+std::string MetricsWriter::tensorboard_path() const {
+  return tensorboard_ ? tensorboard_->path() : std::string();
+}
 
 std::string MetricsWriter::metrics_path() const {
   return (fs::path(run_dir_) / "metrics.jsonl").string();
@@ -64,7 +71,7 @@ void MetricsWriter::create_run_dir() const {
   check(!ec, "{}: cannot create run directory: {}", run_dir_, ec.message());
 }
 
-void MetricsWriter::append(const nlohmann::ordered_json& record) {
+void MetricsWriter::append(const nlohmann::ordered_json& record, const std::string& tag_prefix) {
   if (!metrics_.is_open()) {
     create_run_dir();
     metrics_.open(metrics_path(), std::ios::app);
@@ -72,6 +79,7 @@ void MetricsWriter::append(const nlohmann::ordered_json& record) {
   }
   metrics_ << record.dump() << '\n' << std::flush;
   check(metrics_.good(), "{}: write failed", metrics_path());
+  if (tensorboard_) tensorboard_->write(record, tag_prefix);
 }
 
 void StageTimes::write_into(nlohmann::ordered_json& record) const {
@@ -82,15 +90,23 @@ void StageTimes::write_into(nlohmann::ordered_json& record) const {
   double sum = 0.0;
   for (double share : bubble) sum += share;
   record["bubble"] = sum / static_cast<double>(bubble.size());
+  if (!peak_tensor_bytes.empty()) record["peak_tensor_bytes_per_stage"] = peak_tensor_bytes;
+}
+
+void FlopUtilization::write_into(nlohmann::ordered_json& record) const {
+  if (std::isfinite(mfu)) record["mfu"] = mfu;
+  if (std::isfinite(hfu)) record["hfu"] = hfu;
 }
 
 void MetricsWriter::train(int64_t step, double loss, double lr, double samples_per_s,
-                          int64_t skipped_steps, const StageTimes& stages) {
+                          int64_t skipped_steps, const StageTimes& stages,
+                          const FlopUtilization& utilization) {
   nlohmann::ordered_json record = {
       {"step", step}, {"loss", loss}, {"lr", lr}, {"samples_per_s", samples_per_s}};
   if (skipped_steps > 0) record["skipped_steps"] = skipped_steps;
   stages.write_into(record);
-  append(record);
+  utilization.write_into(record);
+  append(record, "train/");
 }
 
 void MetricsWriter::eval(int64_t step, const std::string& split, double loss, double accuracy,
@@ -99,7 +115,7 @@ void MetricsWriter::eval(int64_t step, const std::string& split, double loss, do
       {"step", step}, {"split", split}, {"loss", loss}, {"accuracy", accuracy}};
   if (bits_per_char) record["bits_per_char"] = *bits_per_char;
   if (bits_per_byte) record["bits_per_byte"] = *bits_per_byte;
-  append(record);
+  append(record, "eval/" + split + "/");
 }
 
 void MetricsWriter::write_summary(const nlohmann::json& summary) {

@@ -1,47 +1,65 @@
 // MetricsWriter: metrics.jsonl (one JSON record per line), summary.json and trace.json in a run
-// directory.
+// directory, and with log.tensorboard the records' numbers in a TensorBoard event file.
 #pragma once
 
 #include <cstdint>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "log/tensorboard_writer.h"
 
 namespace mpipe::log {
 
 // Where each stage's step time went, per step, in stage order (means over the replicas):
 // compute (forward, backward, recompute, loss, batched weight gradients), waiting (for
 // neighbours' messages, sends, the allreduces), and the bubble: the share of the step spent
-// waiting.
+// waiting; beside them, each stage's memory so far.
 struct StageTimes {
   std::vector<double> compute_ms;
   std::vector<double> waiting_ms;
   std::vector<double> bubble;
-  // The keys "compute_ms_per_stage", "waiting_ms_per_stage", "bubble_per_stage" and "bubble"
-  // (the mean over the stages) into `record`.
+  // The largest over the stage's replicas of the run's high-water mark of tensor storage so far
+  // (MemoryAccount), in bytes.
+  std::vector<double> peak_tensor_bytes;
+  // The keys "compute_ms_per_stage", "waiting_ms_per_stage", "bubble_per_stage", "bubble"
+  // (the mean over the stages) and "peak_tensor_bytes_per_stage" into `record`.
+  void write_into(nlohmann::ordered_json& record) const;
+};
+
+// The share of the ranks' peak FLOP/s the run achieved: MFU counts the model's FLOPs (forward
+// and backward), HFU also the recomputed forwards. Unknown (NaN) until a step has run.
+struct FlopUtilization {
+  double mfu = std::numeric_limits<double>::quiet_NaN();
+  double hfu = std::numeric_limits<double>::quiet_NaN();
+  // The keys "mfu" and "hfu" into `record`, when known.
   void write_into(nlohmann::ordered_json& record) const;
 };
 
 // Appends to <run_dir>/metrics.jsonl, one object per line, flushed per line:
 //   train: {"step":120,"loss":0.41,"lr":0.001,"samples_per_s":5321.0[,"skipped_steps":2]
 //           [,"compute_ms_per_stage":[..],"waiting_ms_per_stage":[..],"bubble_per_stage":[..],
-//           "bubble":0.21]}
+//           "bubble":0.21,"peak_tensor_bytes_per_stage":[..]][,"mfu":0.31,"hfu":0.42]}
 //   eval:  {"step":120,"split":"test","loss":0.45,"accuracy":0.87[,"bits_per_char":1.9]
 //           [,"bits_per_byte":1.7]}
 // Non-finite numbers are written as null. The run directory is created on the first
 // write, so a run that fails before that leaves nothing behind. Throws mpipe::Error on
-// I/O failure.
+// I/O failure. With `tensorboard`, each record's numbers also go to an event file beside
+// metrics.jsonl (TensorBoardWriter), as scalars "train/<key>" and "eval/<split>/<key>"
+// ("train/bubble_per_stage/1" for a list's numbers).
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const std::string& run_dir);
+  explicit MetricsWriter(const std::string& run_dir, bool tensorboard = false);
 
   // loss: the mean over the logging window; skipped_steps (written when > 0): steps of the run
   // so far whose update was dropped for a non-finite loss or gradient.
-  // `stages`: the window's step times (written when given).
+  // `stages`: the window's step times (written when given); `utilization`: the window's MFU and
+  // HFU (written when known).
   void train(int64_t step, double loss, double lr, double samples_per_s, int64_t skipped_steps = 0,
-             const StageTimes& stages = {});
+             const StageTimes& stages = {}, const FlopUtilization& utilization = {});
   void eval(int64_t step, const std::string& split, double loss, double accuracy,
             std::optional<double> bits_per_char = {}, std::optional<double> bits_per_byte = {});
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).
@@ -60,13 +78,17 @@ class MetricsWriter {
   std::string metrics_path() const;
   std::string summary_path() const;
   std::string trace_path() const;
+  // The event file's path; empty without tensorboard.
+  std::string tensorboard_path() const;
 
  private:
-  void append(const nlohmann::ordered_json& record);
+  // Writes `record` to metrics.jsonl, and to the event file with tags "<tag_prefix><key>".
+  void append(const nlohmann::ordered_json& record, const std::string& tag_prefix);
   void create_run_dir() const;
 
   std::string run_dir_;
   std::ofstream metrics_;
+  std::optional<TensorBoardWriter> tensorboard_;
 };
 
 }  // namespace mpipe::log

@@ -37,6 +37,7 @@ std::string format_progress(const ProgressRecord& record, int64_t total_steps,
     if (record.tokens_per_s > 0)
       speed += fmt::format(" | {} tokens/s", format_rate(record.tokens_per_s));
   }
+  if (std::isfinite(record.mfu)) speed += fmt::format(" | MFU {:.3g}%", 100.0 * record.mfu);
   return fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {} | ETA {}", record.step, total_steps,
                      record.loss, record.lr, speed, eta_s ? format_duration(*eta_s) : "--");
 }

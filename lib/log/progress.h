@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -16,7 +17,8 @@ struct ProgressRecord {
   double samples_per_s = 0;
   double seconds_per_step = 0;  // over the same window
   double tokens_per_s = 0;      // token data (inputs are token ids); 0 for other data
-  double elapsed_s = 0;         // seconds since this run started training (at start_step)
+  double mfu = std::numeric_limits<double>::quiet_NaN();  // model FLOPs utilization; NaN: unknown
+  double elapsed_s = 0;  // seconds since this run started training (at start_step)
 };
 
 // Below this many samples/s the progress line also shows s/step (and tokens/s for token data).
@@ -29,9 +31,9 @@ std::string format_duration(double seconds);
 // ("42.5", "0.423", "0.00123"), so that a slow run does not read 0.
 std::string format_rate(double per_s);
 
-// "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 1m23s"; "ETA --" when
-// `eta_s` is unknown. Below kSlowSamplesPerS, s/step (and tokens/s) follow the samples/s:
-// "... | 0.34 samples/s | 94.1 s/step | 696 tokens/s | ETA ...".
+// "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | MFU 12.3% | ETA 1m23s"; "ETA --"
+// when `eta_s` is unknown; no MFU when it is unknown. Below kSlowSamplesPerS, s/step (and
+// tokens/s) follow the samples/s: "... | 0.34 samples/s | 94.1 s/step | 696 tokens/s | MFU ...".
 std::string format_progress(const ProgressRecord& record, int64_t total_steps,
                             std::optional<double> eta_s);
 

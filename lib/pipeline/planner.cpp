@@ -43,7 +43,8 @@ class StageTimes {
  public:
   StageTimes(const std::vector<model::LayerCost>& costs, int64_t rows, const PlanRequest& request)
       : num_micro_batches_(request.pipeline.micro_batches),
-        recomputed_(recomputed_micro_batches(request.pipeline.recompute, num_micro_batches_)) {
+        recomputed_(recomputed_micro_batches(request.pipeline.recompute, num_micro_batches_)),
+        per_thread_(1.0 / std::max(1, request.rates.threads)) {
     const MachineRates& rates = request.rates;
     const auto r = static_cast<double>(rows);
     // Zeroing and clipping the gradients, and the update: reads and writes of values, gradients
@@ -61,26 +62,37 @@ class StageTimes {
       optimizer_[i + 1] = optimizer_[i] + optimizer_passes * c.param_bytes / rates.bytes_per_s;
     }
   }
-  // One micro-batch's forward, and its backward (with its share of recomputes).
-  double forward(int begin, int end) const { return sum(forward_, begin, end); }
+  // One micro-batch's forward, and its backward (with its share of recomputes), on the rank's
+  // threads.
+  double forward(int begin, int end) const { return per_thread_ * one_thread_forward(begin, end); }
   double backward(int begin, int end) const {
-    return sum(backward_, begin, end) + forward(begin, end) * recomputed_ / num_micro_batches_;
+    return per_thread_ * one_thread_backward(begin, end);
   }
   // The part of backward() that split layers' W ops take (zero-bubble schedules).
-  double weight(int begin, int end) const { return sum(weight_, begin, end); }
+  double weight(int begin, int end) const { return per_thread_ * sum(weight_, begin, end); }
   // All micro-batches of a step.
   double compute(int begin, int end) const {
     return num_micro_batches_ * (forward(begin, end) + backward(begin, end));
   }
-  double optimizer(int begin, int end) const { return sum(optimizer_, begin, end); }
-  double total(int begin, int end) const { return compute(begin, end) + optimizer(begin, end); }
+  double optimizer(int begin, int end) const { return per_thread_ * sum(optimizer_, begin, end); }
+  // What `auto` balances: a step's compute and optimizer on one thread.
+  double one_thread_total(int begin, int end) const {
+    return num_micro_batches_ * (one_thread_forward(begin, end) + one_thread_backward(begin, end)) +
+           sum(optimizer_, begin, end);
+  }
 
  private:
   static double sum(const std::vector<double>& prefix, int begin, int end) {
     return prefix[static_cast<size_t>(end)] - prefix[static_cast<size_t>(begin)];
   }
+  double one_thread_forward(int begin, int end) const { return sum(forward_, begin, end); }
+  double one_thread_backward(int begin, int end) const {
+    return sum(backward_, begin, end) +
+           one_thread_forward(begin, end) * recomputed_ / num_micro_batches_;
+  }
   int num_micro_batches_;
   int recomputed_;
+  double per_thread_;                                            // 1 / threads per rank
   std::vector<double> forward_, backward_, weight_, optimizer_;  // prefix sums
 };
 
@@ -96,7 +108,7 @@ struct Context {
   std::optional<double> limit;
   std::vector<std::vector<model::StashProfile>> moments;  // per stage: stash_profiles
 
-  double stage_time(int begin, int end, int) const { return times.total(begin, end); }
+  double stage_time(int begin, int end, int) const { return times.one_thread_total(begin, end); }
   // The stage's largest candidate moment (stash_profiles), and that moment.
   std::pair<model::StageMemory, model::StashProfile> peak(int begin, int end, int stage) const {
     std::pair<model::StageMemory, model::StashProfile> largest;

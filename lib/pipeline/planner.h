@@ -20,13 +20,17 @@
 namespace mpipe::pipeline {
 
 // What the time model assumes one rank does per second. The defaults are one core of the
-// development machine (AVX-512, one OpenMP thread per rank); they set the predicted times, and
-// the ratio of the first two sets what `auto` balances (the same on every rank by construction).
+// development machine (AVX-512) per OpenMP thread; they set the predicted times, and the ratio
+// of the first two sets what `auto` balances (the same on every rank by construction).
 struct MachineRates {
-  double flops_per_s = 1.0e11;      // f32 matrix products
+  double flops_per_s = 1.0e11;      // f32 matrix products, per thread
   double bytes_per_s = 4.0e9;       // memory traffic of element-wise work, copies, allocation
   double link_bytes_per_s = 4.0e9;  // activations and gradients between neighbouring stages
   double link_latency_s = 2.0e-5;
+  // OpenMP threads per rank: the predicted compute (FLOPs and memory traffic) takes 1/threads of
+  // one thread's time (the kernels and element-wise loops are parallel), links do not. `auto`
+  // partitions by one thread's times, so the partition does not depend on it.
+  int threads = 1;
 };
 
 struct PlanRequest {

@@ -10,7 +10,7 @@ int optimizer_slots(const optim::OptimizerConfig& optimizer) {
 
 pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                        const model::ModelPlan& plan, int num_stages,
-                                       int num_replicas) {
+                                       int num_replicas, int threads_per_rank) {
   pipeline::PlanRequest request{.pipeline = experiment.pipeline,
                                 .batch_size = experiment.train.batch_size,
                                 .optimizer_slots = optimizer_slots(experiment.optimizer),
@@ -23,6 +23,7 @@ pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                 .eval_batch_where = experiment.where("train.eval_batch_size")};
   request.pipeline.stages = num_stages;
   request.pipeline.data_parallel = num_replicas;
+  request.rates.threads = threads_per_rank;
   return pipeline::plan_pipeline(plan, request);
 }
 

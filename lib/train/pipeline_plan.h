@@ -22,9 +22,11 @@ struct RunPlan {
 };
 
 // The plan for K = num_stages stages and D = num_replicas replicas (experiment.pipeline's
-// `auto` counts resolved by the caller). Errors name the experiment's keys.
+// `auto` counts resolved by the caller), each rank computing on `threads_per_rank` OpenMP
+// threads (the predicted times; the partition does not depend on them). Errors name the
+// experiment's keys.
 pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                        const model::ModelPlan& plan, int num_stages,
-                                       int num_replicas);
+                                       int num_replicas, int threads_per_rank);
 
 }  // namespace mpipe::train

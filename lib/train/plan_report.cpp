@@ -83,11 +83,12 @@ std::string plan_text(const PlanReport& r) {
       seconds(plan.step_s), plan.samples_per_s, 100.0 * plan.bubble_fraction,
       100.0 * plan.largest_stage_share);
   out += fmt::format(
-      "(assumed per rank: {:.0f} GFLOP/s, {:.1f} GB/s of memory traffic, {:.1f} GB/s links; "
+      "(assumed per rank: {}, {:.0f} GFLOP/s, {:.1f} GB/s of memory traffic, {:.1f} GB/s links; "
       "memory: state = parameters, gradients, optimizer state; activations = kept, recompute, "
       "temporaries, batched weight-gradient operands; buffers = messages; peak = state + "
       "activations + buffers)\n",
-      rates.flops_per_s / 1e9, rates.bytes_per_s / 1e9, rates.link_bytes_per_s / 1e9);
+      counted(rates.threads, "thread"), rates.threads * rates.flops_per_s / 1e9,
+      rates.threads * rates.bytes_per_s / 1e9, rates.link_bytes_per_s / 1e9);
   if (!plan.fits()) out += fmt::format("does not fit: {}\n", plan.problem);
   for (const std::string& line : plan.advice) out += fmt::format("advice: {}\n", line);
   return out;
@@ -161,7 +162,8 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
        plan.fits() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(plan.problem)},
       {"advice", plan.advice},
       {"rates",
-       {{"flops_per_s", rates.flops_per_s},
+       {{"threads", rates.threads},
+        {"flops_per_s", rates.flops_per_s},
         {"bytes_per_s", rates.bytes_per_s},
         {"link_bytes_per_s", rates.link_bytes_per_s},
         {"link_latency_s", rates.link_latency_s}}}};

@@ -1,7 +1,10 @@
 // StepTimeTotals: sums of a rank's step times, and the per-stage means over the world.
 #include "train/stage_times.h"
 
+#include <algorithm>
 #include <vector>
+
+#include "core/memory_account.h"
 
 namespace mpipe::train {
 
@@ -21,17 +24,24 @@ void StepTimeTotals::add(const StepTimeTotals& other) {
 
 log::StageTimes StepTimeTotals::per_stage(const comm::Communicator& world,
                                           const comm::Topology& topology) const {
-  const double mine[5] = {static_cast<double>(topology.stage), compute_s_, waiting_s_, step_s_,
-                          static_cast<double>(steps_)};
-  const std::vector<double> all = world.allgatherv(std::span<const double>(mine, 5));
+  constexpr size_t kNumbers = 6;
+  const double mine[kNumbers] = {static_cast<double>(topology.stage),
+                                 compute_s_,
+                                 waiting_s_,
+                                 step_s_,
+                                 static_cast<double>(steps_),
+                                 static_cast<double>(MemoryAccount::process().peak_bytes())};
+  const std::vector<double> all = world.allgatherv(std::span<const double>(mine, kNumbers));
   const auto stages = static_cast<size_t>(topology.num_stages);
-  std::vector<double> compute(stages), waiting(stages), step(stages), steps(stages);
-  for (size_t at = 0; at + 5 <= all.size(); at += 5) {
+  std::vector<double> compute(stages), waiting(stages), step(stages), steps(stages),
+      peak_bytes(stages);
+  for (size_t at = 0; at + kNumbers <= all.size(); at += kNumbers) {
     const auto stage = static_cast<size_t>(all[at]);
     compute[stage] += all[at + 1];
     waiting[stage] += all[at + 2];
     step[stage] += all[at + 3];
     steps[stage] += all[at + 4];
+    peak_bytes[stage] = std::max(peak_bytes[stage], all[at + 5]);
   }
   log::StageTimes times;
   for (size_t s = 0; s < stages; ++s) {
@@ -40,6 +50,7 @@ log::StageTimes StepTimeTotals::per_stage(const comm::Communicator& world,
     times.waiting_ms.push_back(1e3 * waiting[s] / steps[s]);
     times.bubble.push_back(waiting[s] / step[s]);
   }
+  times.peak_tensor_bytes = peak_bytes;
   return times;
 }
 

@@ -21,7 +21,8 @@ class StepTimeTotals {
   int64_t steps() const { return steps_; }
 
   // Collective over `world`: per stage, the means over its replicas of the compute and waiting
-  // per step, and the bubble, waiting / step time. Empty when no step was added anywhere.
+  // per step, and the bubble, waiting / step time; and the largest of its replicas' tensor
+  // high-water marks (MemoryAccount::process) now. Empty when no step was added anywhere.
   log::StageTimes per_stage(const comm::Communicator& world, const comm::Topology& topology) const;
 
  private:

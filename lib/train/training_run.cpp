@@ -30,6 +30,7 @@
 #include "log/metrics_writer.h"
 #include "log/progress.h"
 #include "tokenize/tokenizer.h"
+#include "train/flop_utilization.h"
 #include "train/generator.h"
 #include "train/init_weights.h"
 #include "train/nonfinite_policy.h"
@@ -96,7 +97,8 @@ struct StageMemoryUse {
 // planner's prediction.
 nlohmann::json make_summary(const config::Experiment& experiment, const Trainer& trainer,
                             const RunResult& result, int64_t steps_run, double wall_s,
-                            const StageMemoryUse& measured, const log::StageTimes& times) {
+                            const StageMemoryUse& measured, const log::StageTimes& times,
+                            const StepFlops& flops, const WorldPeak& peak) {
   const comm::Topology& topo = trainer.topology();
   std::vector<double> predicted_kept, predicted_peak;
   for (const pipeline::StagePlan& stage : trainer.pipeline_plan().stages) {
@@ -124,9 +126,20 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
       {"peak_rss_bytes_per_stage", measured.rss_bytes},
       {"predicted_peak_bytes_per_stage", predicted_peak},
   };
+  // MFU over the run's wall time, as samples_per_s; null when no step ran.
+  const log::FlopUtilization utilization =
+      flop_utilization(flops, peak, static_cast<double>(steps_run), wall_s);
+  summary["mfu"] = std::isfinite(utilization.mfu) ? nlohmann::json(utilization.mfu) : nullptr;
+  summary["hfu"] = std::isfinite(utilization.hfu) ? nlohmann::json(utilization.hfu) : nullptr;
+  summary["peak_flops_per_s"] = peak.flops_per_s > 0 ? nlohmann::json(peak.flops_per_s) : nullptr;
+  summary["model_flops_per_step"] = flops.model;
   nlohmann::ordered_json stage_times;
   times.write_into(stage_times);
-  for (const auto& [key, value] : stage_times.items()) summary[key] = value;
+  // The memory measured at the end (above) is the run's: the windows' high-water marks are not
+  // copied over it.
+  for (const auto& [key, value] : stage_times.items()) {
+    if (!summary.contains(key)) summary[key] = value;
+  }
   if (result.final_bits_per_char && result.unigram_entropy_bits) {
     summary["final_eval_bits_per_char"] = *result.final_bits_per_char;
     summary["unigram_entropy_bits"] = *result.unigram_entropy_bits;
@@ -205,6 +218,8 @@ class TrainingRun {
     first_step_ = resumed.step;
     trace_.emplace(experiment_.log.trace_steps, first_step_, world_, trainer_.topology(),
                    trainer_.trace());
+    // Before the clocks start: the measurement's time is not the run's.
+    if (first_step_ < experiment_.train.steps) measure_peak();
     open_outputs();
     if (is_root_ && options_.progress) {
       progress_.emplace(options_.progress, options_.progress_in_place, experiment_.train.steps,
@@ -273,6 +288,15 @@ class TrainingRun {
     }
   }
 
+  // Collective: the ranks' peak FLOP/s for the MFU (flop_utilization.h), said once by rank 0.
+  void measure_peak() {
+    peak_ = world_peak(experiment_.log, kernels_, world_);
+    if (is_root_) {
+      spdlog::info("{}",
+                   describe_peak(peak_, step_flops_, kernels::to_string(kernels_.precision())));
+    }
+  }
+
   // The clocks, the text baseline and metrics.jsonl, before the first step (or the end).
   void open_outputs() {
     start_ = window_start_ = Clock::now();
@@ -281,7 +305,7 @@ class TrainingRun {
       spdlog::info("validation text: unigram entropy {:.3f} bits/char (a model must beat this)",
                    *text_baseline_);
     }
-    if (is_root_) metrics_.emplace(options_.run_dir);
+    if (is_root_) metrics_.emplace(options_.run_dir, experiment_.log.tensorboard);
   }
 
   // The step phase: Trainer::step and what it reports (throws when a non-finite step must stop
@@ -306,6 +330,8 @@ class TrainingRun {
     const double samples_per_s = static_cast<double>(window_steps_ * train.batch_size) / window_s;
     train_loss_ = window_.mean();
     const log::StageTimes stage_times = window_times_.per_stage(world_, trainer_.topology());
+    const log::FlopUtilization utilization =
+        flop_utilization(step_flops_, peak_, static_cast<double>(window_steps_), window_s);
     // The summary's times leave out the first window (warm-up) when there are others.
     (first_window_times_.steps() == 0 ? first_window_times_ : later_times_).add(window_times_);
     window_times_ = {};
@@ -314,7 +340,8 @@ class TrainingRun {
         dataset_.input_vocab() > 0 ? static_cast<double>(dataset_.input_shape().numel()) : 0.0;
     comm::agree(world_, [&] {
       if (!is_root_) return;
-      metrics_->train(done, train_loss_, report.lr, samples_per_s, nonfinite_.total(), stage_times);
+      metrics_->train(done, train_loss_, report.lr, samples_per_s, nonfinite_.total(), stage_times,
+                      utilization);
       const log::ProgressRecord record{
           .step = done,
           .loss = train_loss_,
@@ -322,6 +349,7 @@ class TrainingRun {
           .samples_per_s = samples_per_s,
           .seconds_per_step = window_s / static_cast<double>(window_steps_),
           .tokens_per_s = samples_per_s * tokens_per_example,
+          .mfu = utilization.mfu,
           .elapsed_s = seconds_since(start_)};
       if (progress_) progress_->update(record);
       if (options_.on_progress) {
@@ -427,7 +455,7 @@ class TrainingRun {
       metrics_->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char,
                      result.final_bits_per_byte);
       metrics_->write_summary(make_summary(experiment_, trainer_, result, step - first_step_,
-                                           wall_s, use, stage_times));
+                                           wall_s, use, stage_times, step_flops_, peak_));
     });
     return result;
   }
@@ -523,6 +551,10 @@ class TrainingRun {
   StepTimeTotals window_times_;        // this rank's, in the logging window
   StepTimeTotals first_window_times_;  // this run's first logging window
   StepTimeTotals later_times_;         // the windows after it
+  // The model's FLOPs per step (the planner's) and the ranks' peak, measured before the first step.
+  const StepFlops step_flops_ =
+      step_flops(trainer_.pipeline_plan(), trainer_.topology().num_replicas);
+  WorldPeak peak_;
   double train_loss_ = std::numeric_limits<double>::quiet_NaN();  // the last window's mean
 };
 

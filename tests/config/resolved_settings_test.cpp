@@ -74,7 +74,9 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"checkpoint.keep", "5"},
                                             {"log.every", "25"},
                                             {"log.level", "debug"},
-                                            {"log.trace_steps", "[5, 6]"}}));
+                                            {"log.trace_steps", "[5, 6]"},
+                                            {"log.peak_flops", "25000000000"},
+                                            {"log.tensorboard", "true"}}));
 }
 
 TEST(ResolvedSettings, DefaultsAreIncluded) {

@@ -384,6 +384,23 @@ TEST(LogSection, TraceStepsAreAnAscendingListOfStepsWithinTheRun) {
             (std::vector<int64_t>{5, 6}));
 }
 
+TEST(LogSection, PeakFlopsIsAPositiveNumberAndMeasuredWithoutIt) {
+  EXPECT_EQ(error_of("log:\n  peak_flops: 0\n"), "exp.yaml:2: log.peak_flops: must be > 0, got 0");
+  EXPECT_EQ(error_of("log:\n  peak_flops: -1e9\n"),
+            "exp.yaml:2: log.peak_flops: must be > 0, got -1e9");
+  EXPECT_EQ(error_of("log:\n  peak_flops: fast\n"),
+            "exp.yaml:2: log.peak_flops: expected a number, got 'fast'");
+  EXPECT_EQ(ExperimentFile().load(kModel).log.peak_flops, 0.0);  // measured at start-up
+  EXPECT_EQ(ExperimentFile().load("log:\n  peak_flops: 5.5e10\n" + kModel).log.peak_flops, 5.5e10);
+}
+
+TEST(LogSection, TensorboardIsTrueOrFalse) {
+  EXPECT_EQ(error_of("log:\n  tensorboard: sometimes\n"),
+            "exp.yaml:2: log.tensorboard: expected true or false, got 'sometimes'");
+  EXPECT_FALSE(ExperimentFile().load(kModel).log.tensorboard);
+  EXPECT_TRUE(ExperimentFile().load("log:\n  tensorboard: true\n" + kModel).log.tensorboard);
+}
+
 // data
 
 TEST(DataSection, DatasetMustBeAKnownKind) {

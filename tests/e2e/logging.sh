@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What a run logs and exports: log.level debug prints each stage's step time split into compute,
 # waiting, sending and allreduce; metrics.jsonl and summary.json hold each stage's compute,
-# waiting and bubble; summary.json puts measured memory next to the prediction; the logged train loss is the mean over the logging window;
+# waiting, bubble and memory, and the MFU (the peak measured at start-up, or log.peak_flops);
+# summary.json puts measured memory next to the prediction; the logged train loss is the mean over the logging window;
 # train.steps 0 exports the initial weights (the same on any number of stages) and prints no train
 # loss; the start line counts in the singular; evaluations during training are printed.
 # Usage: logging.sh CONFIG
@@ -37,6 +38,32 @@ for r in records + [summary]:
     assert all(c > 0 for c in compute) and all(w >= 0 for w in waiting), r
     assert all(0 <= b < 1 for b in bubble), r
     assert abs(r["bubble"] - sum(bubble) / 2) < 1e-12, r
+    assert len(r["peak_tensor_bytes_per_stage"]) == 2 and min(r["peak_tensor_bytes_per_stage"]) > 0, r
+PY
+# The MFU: the peak measured at start-up and printed; with log.peak_flops, each window's MFU is its
+# samples/s over the batch times the model's FLOPs per step over the ranks' peak.
+grep -qE "\[info\] peak [0-9.]+ GFLOP/s per rank \(measured: 1024\^3 f32 GEMM, [0-9]+ threads?, [0-9.]+ s; ranks [0-9.]+-[0-9.]+\), [0-9.]+ GFLOP/s over 2 ranks; a step is [0-9.e-]+ GFLOP of the model" \
+  "$WORK/every1.log" || { cat "$WORK/every1.log"; echo "FAILED: the measured peak"; exit 1; }
+grep -qE "^step 4/4 \| .* samples/s \| MFU [0-9.]+% \| ETA" "$WORK/every1.log" ||
+  { cat "$WORK/every1.log"; echo "FAILED: MFU on the progress line"; exit 1; }
+train 2 peak "$config" --set train.steps=4 --set log.every=1 --set log.peak_flops=2.5e9
+grep -qF "peak 2.5 GFLOP/s per rank (log.peak_flops), 5 GFLOP/s over 2 ranks" "$WORK/peak.log" ||
+  { cat "$WORK/peak.log"; echo "FAILED: log.peak_flops"; exit 1; }
+/usr/bin/python3 - "$WORK/every1" "$WORK/peak" <<'PY' || { echo "FAILED: MFU"; exit 1; }
+import json, sys
+for run in sys.argv[1:]:
+    records = [r for r in map(json.loads, open(run + "/metrics.jsonl")) if "lr" in r]
+    summary = json.load(open(run + "/summary.json"))
+    assert len(records) == 4, records
+    for r in records + [summary]:
+        assert 0 < r["mfu"] < r["hfu"] < 1, r  # recompute: always (auto without a limit)
+    assert summary["model_flops_per_step"] > 0 and summary["peak_flops_per_s"] > 0, summary
+peak = json.load(open(sys.argv[2] + "/summary.json"))
+assert peak["peak_flops_per_s"] == 5e9, peak
+batch = 32
+for r in [r for r in map(json.loads, open(sys.argv[2] + "/metrics.jsonl")) if "lr" in r]:
+    expected = r["samples_per_s"] / batch * peak["model_flops_per_step"] / 5e9
+    assert abs(r["mfu"] - expected) <= 1e-9 * expected, (r, expected)
 PY
 /usr/bin/python3 - "$WORK/every1/metrics.jsonl" "$WORK/every4/metrics.jsonl" <<'PY' || { echo "FAILED: window mean"; exit 1; }
 import json, sys

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # mpipe plan: --json parses with every stage and prediction (its run time is printed), recompute:
-# auto chooses the mode by the limit, and its option errors are one line with exit status 2.
+# auto chooses the mode by the limit, threads per rank divide the predicted compute (not the
+# partition), and its option errors are one line with exit status 2.
 source "$(dirname "$0")/lib.sh"
 configs=$(dirname "$0")/../../configs
 
@@ -71,6 +72,23 @@ grep -q "^advice: the largest stage exceeds the limit by 6.7 MiB; with pipeline.
 grep -q "^stage  layers " "$WORK/plan.txt" && grep -q "^predicted step " "$WORK/plan.txt" ||
   { cat "$WORK/plan.txt"; echo "FAILED: plan text"; exit 1; }
 
+# Threads per rank: OMP_NUM_THREADS by default, --threads-per-rank over it; the same partition,
+# each stage's compute in a quarter of the time at 4 threads.
+OMP_NUM_THREADS=1 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --json > "$WORK/t1.json"
+OMP_NUM_THREADS=4 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --json > "$WORK/t4.json"
+OMP_NUM_THREADS=1 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --threads-per-rank 4 \
+  --json > "$WORK/t4_option.json"
+cmp -s "$WORK/t4.json" "$WORK/t4_option.json" || { echo "FAILED: --threads-per-rank 4"; exit 1; }
+/usr/bin/python3 - "$WORK/t1.json" "$WORK/t4.json" <<'PY' || { echo "FAILED: plan threads"; exit 1; }
+import json, sys
+one, four = (json.load(open(path)) for path in sys.argv[1:])
+assert one["rates"]["threads"] == 1 and four["rates"]["threads"] == 4
+for a, b in zip(one["stage_plans"], four["stage_plans"]):
+    assert (a["first_layer"], a["last_layer"]) == (b["first_layer"], b["last_layer"]), (a, b)
+    assert abs(b["compute_s"] - a["compute_s"] / 4) <= 1e-9 * a["compute_s"], (a, b)
+assert one["step_s"] / 4 < four["step_s"] < one["step_s"]
+PY
+
 # plan_error MESSAGE ARGS...: exit status 2 and MESSAGE as the one output line.
 plan_error() {
   local message=$1 status=0
@@ -83,4 +101,6 @@ plan_error "--memory-limit: expected a size such as 6GiB, 512MiB or 2G, got 'lot
   "$configs/transformer_deep.yaml" --memory-limit lots
 plan_error "transformer_deep.yaml:16: train.batch_size: must be divisible by pipeline.micro_batches x data-parallel replicas = 5 x 1 = 5, got 32" \
   "$configs/transformer_deep.yaml" --micro-batches 5
-echo "plan: JSON, text and errors"
+plan_error "--threads-per-rank: Value 0 not in range 1 to 65536" \
+  "$configs/transformer_deep.yaml" --threads-per-rank 0
+echo "plan: JSON, text, threads per rank and errors"

@@ -47,16 +47,23 @@ TEST(MetricsWriter, EachRecordIsOneJsonLineWithTheDocumentedKeys) {
                                   {"bits_per_char", 1.8}}));
 }
 
-TEST(MetricsWriter, TrainRecordsCarryEachStagesComputeWaitingAndBubble) {
+TEST(MetricsWriter, TrainRecordsCarryEachStagesComputeWaitingBubbleMemoryAndTheMfu) {
   testing::TempDir dir;
   MetricsWriter writer(dir.file("run"));
   writer.train(10, 0.5, 1e-3, 100.0, 0,
-               {.compute_ms = {3.0, 2.5}, .waiting_ms = {1.0, 1.5}, .bubble = {0.25, 0.5}});
+               {.compute_ms = {3.0, 2.5},
+                .waiting_ms = {1.0, 1.5},
+                .bubble = {0.25, 0.5},
+                .peak_tensor_bytes = {1024.0, 2048.0}},
+               {.mfu = 0.125, .hfu = 0.25});
+  writer.train(20, 0.5, 1e-3, 100.0);  // unknown MFU: not written
   const std::vector<std::string> lines = read_lines(writer.metrics_path());
-  ASSERT_EQ(lines.size(), 1u);
+  ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0], R"({"step":10,"loss":0.5,"lr":0.001,"samples_per_s":100.0,)"
                       R"("compute_ms_per_stage":[3.0,2.5],"waiting_ms_per_stage":[1.0,1.5],)"
-                      R"("bubble_per_stage":[0.25,0.5],"bubble":0.375})");
+                      R"("bubble_per_stage":[0.25,0.5],"bubble":0.375,)"
+                      R"("peak_tensor_bytes_per_stage":[1024.0,2048.0],"mfu":0.125,"hfu":0.25})");
+  EXPECT_EQ(lines[1], R"({"step":20,"loss":0.5,"lr":0.001,"samples_per_s":100.0})");
 }
 
 TEST(MetricsWriter, TracesReplaceTraceJson) {

@@ -82,6 +82,19 @@ TEST(Progress, SecondsPerStepOnlyBelowTenSamplesPerSecond) {
             "640 tokens/s | ETA 1m10s");
 }
 
+TEST(Progress, ModelFlopsUtilizationFollowsTheRatesWhenKnown) {
+  ProgressRecord line = record(3, 30);
+  line.mfu = 0.1234;
+  EXPECT_EQ(format_progress(line, 10, 70.0),
+            "step 3/10 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | MFU 12.3% | ETA 1m10s");
+  line.samples_per_s = 0.42;
+  line.seconds_per_step = 76.19;
+  line.mfu = 0.004567;  // three significant digits: never rounded to 0
+  EXPECT_EQ(format_progress(line, 10, 70.0),
+            "step 3/10 | loss 0.4123 | lr 1.00e-03 | 0.42 samples/s | 76.2 s/step | "
+            "MFU 0.457% | ETA 1m10s");
+}
+
 TEST(Progress, EvaluationShowsLossAndAccuracyAndBitsPerCharForText) {
   EXPECT_EQ(format_evaluation({.step = 200,
                                .loss = 0.41234,

@@ -48,12 +48,12 @@ TEST(PipelinePlan, ErrorsNameTheExperimentsKeys) {
   config::Experiment e = experiment();
   e.pipeline.memory_limit = 1024;
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   EXPECT_TRUE(plan.problem.starts_with("exp.yaml:21: pipeline.memory_limit: ")) << plan.problem;
   e.pipeline.partition_mode = pipeline::PartitionMode::kManual;
   e.pipeline.partition = {1, 1};
   try {
-    plan_experiment(e, model, 2, 1);
+    plan_experiment(e, model, 2, 1, 1);
     FAIL() << "no error";
   } catch (const InputError& err) {
     EXPECT_STREQ(err.what(),
@@ -64,7 +64,7 @@ TEST(PipelinePlan, ErrorsNameTheExperimentsKeys) {
 TEST(PlanReport, JsonHasEveryStageAndThePredictions) {
   const config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   pipeline::PipelineConfig pipe = e.pipeline;
   const PlanReport report{.experiment = e, .model = model, .plan = plan, .pipeline = pipe};
   const nlohmann::json json = nlohmann::json::parse(plan_json(report).dump());
@@ -108,11 +108,35 @@ TEST(PlanReport, JsonHasEveryStageAndThePredictions) {
   EXPECT_GT(json["rates"]["flops_per_s"].get<double>(), 0.0);
 }
 
+TEST(PipelinePlan, ThreadsPerRankDivideTheComputeButNotThePartition) {
+  config::Experiment e = experiment();
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  const pipeline::PipelinePlan one = plan_experiment(e, model, 2, 1, 1);
+  const pipeline::PipelinePlan four = plan_experiment(e, model, 2, 1, 4);
+  ASSERT_EQ(four.stages.size(), one.stages.size());
+  for (size_t s = 0; s < one.stages.size(); ++s) {
+    EXPECT_EQ(four.stages[s].layers.begin, one.stages[s].layers.begin);
+    EXPECT_EQ(four.stages[s].layers.end, one.stages[s].layers.end);
+    EXPECT_DOUBLE_EQ(four.stages[s].compute_s, one.stages[s].compute_s / 4);
+    EXPECT_DOUBLE_EQ(four.stages[s].optimizer_s, one.stages[s].optimizer_s / 4);
+    EXPECT_EQ(four.stages[s].forward_flops, one.stages[s].forward_flops);  // the same work
+  }
+  // Links do not speed up with threads: the step takes more than a quarter.
+  EXPECT_LT(four.step_s, one.step_s);
+  EXPECT_GT(four.step_s, one.step_s / 4);
+  const PlanReport report{.experiment = e, .model = model, .plan = four, .pipeline = e.pipeline};
+  EXPECT_NE(plan_text(report).find("(assumed per rank: 4 threads, 400 GFLOP/s, 16.0 GB/s of "
+                                   "memory traffic, 4.0 GB/s links; "),
+            std::string::npos)
+      << plan_text(report);
+  EXPECT_EQ(plan_json(report)["rates"]["threads"], 4);
+}
+
 TEST(PlanReport, JsonNamesTheProblemWhenOverTheLimit) {
   config::Experiment e = experiment();
   e.pipeline.memory_limit = 4096;
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   const PlanReport report{.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline};
   const nlohmann::json json = nlohmann::json::parse(plan_json(report).dump());
   EXPECT_EQ(json["fits"], false);
@@ -124,7 +148,7 @@ TEST(PlanReport, JsonNamesTheProblemWhenOverTheLimit) {
 TEST(PlanReport, TextHasTheLayerAndStageTablesAndAdvice) {
   const config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   const std::string text =
       plan_text({.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline});
   EXPECT_TRUE(text.starts_with(

@@ -1,0 +1,82 @@
+// TensorBoardWriter: metrics records as protobuf Events (tensorboard_event.proto) in TFRecords.
+#include "log/tensorboard_writer.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.h"
+#include "log/tensorboard_event.pb.h"
+#include "log/tfrecord.h"
+
+namespace mpipe::log {
+namespace {
+
+double seconds_since_epoch() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// A finite number of the record as a scalar (metrics.jsonl writes the others as null).
+void add_scalar(tensorboard::Summary& summary, const std::string& tag,
+                const nlohmann::ordered_json& number) {
+  if (!number.is_number()) return;
+  const double value = number.get<double>();
+  if (!std::isfinite(value)) return;
+  tensorboard::Summary::Value* scalar = summary.add_value();
+  scalar->set_tag(tag);
+  scalar->set_simple_value(static_cast<float>(value));
+}
+
+}  // namespace
+
+TensorBoardWriter::TensorBoardWriter(const std::string& run_dir)
+    : run_dir_(run_dir),
+      path_((std::filesystem::path(run_dir) /
+             fmt::format("events.out.tfevents.{}.{}", static_cast<int64_t>(seconds_since_epoch()),
+                         host_name()))
+                .string()) {}
+
+void TensorBoardWriter::write_event(const std::string& serialized_event) {
+  const std::string record = tfrecord(serialized_event);
+  out_.write(record.data(), static_cast<std::streamsize>(record.size()));
+  out_.flush();  // a killed run leaves whole records
+  check(out_.good(), "{}: write failed", path_);
+}
+
+void TensorBoardWriter::write(const nlohmann::ordered_json& record, const std::string& prefix) {
+  if (!out_.is_open()) {
+    std::error_code ec;
+    std::filesystem::create_directories(run_dir_, ec);
+    check(!ec, "{}: cannot create run directory: {}", run_dir_, ec.message());
+    out_.open(path_, std::ios::binary | std::ios::app);
+    check(out_.is_open(), "{}: cannot open for appending", path_);
+    tensorboard::Event version;
+    version.set_wall_time(seconds_since_epoch());
+    version.set_file_version("brain.Event:2");
+    write_event(version.SerializeAsString());
+  }
+  tensorboard::Event event;
+  event.set_wall_time(seconds_since_epoch());
+  event.set_step(record.at("step").get<int64_t>());
+  tensorboard::Summary& summary = *event.mutable_summary();
+  for (const auto& [key, value] : record.items()) {
+    if (key == "step") continue;
+    add_scalar(summary, prefix + key, value);
+    if (!value.is_array()) continue;
+    for (size_t i = 0; i < value.size(); ++i) {
+      add_scalar(summary, fmt::format("{}{}/{}", prefix, key, i), value[i]);
+    }
+  }
+  write_event(event.SerializeAsString());
+}
+
+}  // namespace mpipe::log

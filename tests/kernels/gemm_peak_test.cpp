@@ -1,0 +1,22 @@
+// measure_gemm_peak: a positive rate from the repetitions it says it ran, on this process's
+// threads.
+#include "kernels/gemm_peak.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+namespace mpipe::kernels {
+namespace {
+
+TEST(GemmPeak, MeasuresForAtLeastTheGivenTimeOnThisProcesssThreads) {
+  KernelContext kernels;
+  const GemmPeak peak = measure_gemm_peak(kernels, 128, 0.05);
+  EXPECT_EQ(peak.size, 128);
+  EXPECT_EQ(peak.threads, omp_get_max_threads());
+  EXPECT_GE(peak.seconds, 0.05);
+  // At least one product of 2·128³ FLOPs ran within the measurement.
+  EXPECT_GE(peak.flops_per_s * peak.seconds, 2.0 * 128 * 128 * 128);
+}
+
+}  // namespace
+}  // namespace mpipe::kernels
