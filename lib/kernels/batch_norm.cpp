@@ -88,9 +88,10 @@ void batch_norm_forward_inference(KernelContext& ctx, const BatchNormShape& shap
   run_forward(ctx, shape, false, x, gamma, beta, mean, variance, y);
 }
 
-void batch_norm_backward(KernelContext& ctx, const BatchNormShape& shape, bool batch_statistics,
-                         const float* x, const float* dy, const float* gamma, const float* mean,
-                         const float* variance, float* dx, float* dgamma, float* dbeta) {
+void batch_norm_backward_parts(KernelContext& ctx, const BatchNormShape& shape,
+                               bool batch_statistics, const float* x, const float* dy,
+                               const float* gamma, const float* mean, const float* variance,
+                               float* dx, float* dgamma_part, float* dbeta_part) {
   shape.validate();
   const auto& primitive = ctx.cached<dnnl::batch_normalization_backward>(
       fmt::format("batch_norm_backward {} batch_stats{}", shape.key(), batch_statistics), [&] {
@@ -104,22 +105,28 @@ void batch_norm_backward(KernelContext& ctx, const BatchNormShape& shape, bool b
   const dnnl::engine& engine = ctx.engine();
   const memory::desc data = data_desc(shape);
   const memory::desc channel = channel_desc(shape);
+  primitive.execute(ctx.stream(), {{DNNL_ARG_SRC, wrap(data, engine, x)},
+                                   {DNNL_ARG_DIFF_DST, wrap(data, engine, dy)},
+                                   {DNNL_ARG_SCALE, wrap(channel, engine, gamma)},
+                                   // oneDNN 2.6 refuses to run without a shift argument when
+                                   // use_shift is set, though backward never reads it.
+                                   {DNNL_ARG_SHIFT, wrap(channel, engine, gamma)},
+                                   {DNNL_ARG_MEAN, wrap(channel, engine, mean)},
+                                   {DNNL_ARG_VARIANCE, wrap(channel, engine, variance)},
+                                   {DNNL_ARG_DIFF_SRC, wrap(data, engine, dx)},
+                                   {DNNL_ARG_DIFF_SCALE, wrap(channel, engine, dgamma_part)},
+                                   {DNNL_ARG_DIFF_SHIFT, wrap(channel, engine, dbeta_part)}});
+  ctx.stream().wait();
+}
+
+void batch_norm_backward(KernelContext& ctx, const BatchNormShape& shape, bool batch_statistics,
+                         const float* x, const float* dy, const float* gamma, const float* mean,
+                         const float* variance, float* dx, float* dgamma, float* dbeta) {
   // oneDNN overwrites its outputs: compute this call's parameter gradients apart, then add them.
   Tensor dgamma_part(Shape{shape.channels});
   Tensor dbeta_part(Shape{shape.channels});
-  primitive.execute(ctx.stream(),
-                    {{DNNL_ARG_SRC, wrap(data, engine, x)},
-                     {DNNL_ARG_DIFF_DST, wrap(data, engine, dy)},
-                     {DNNL_ARG_SCALE, wrap(channel, engine, gamma)},
-                     // oneDNN 2.6 refuses to run without a shift argument when
-                     // use_shift is set, though backward never reads it.
-                     {DNNL_ARG_SHIFT, wrap(channel, engine, gamma)},
-                     {DNNL_ARG_MEAN, wrap(channel, engine, mean)},
-                     {DNNL_ARG_VARIANCE, wrap(channel, engine, variance)},
-                     {DNNL_ARG_DIFF_SRC, wrap(data, engine, dx)},
-                     {DNNL_ARG_DIFF_SCALE, wrap(channel, engine, dgamma_part.data())},
-                     {DNNL_ARG_DIFF_SHIFT, wrap(channel, engine, dbeta_part.data())}});
-  ctx.stream().wait();
+  batch_norm_backward_parts(ctx, shape, batch_statistics, x, dy, gamma, mean, variance, dx,
+                            dgamma_part.data(), dbeta_part.data());
   add_into(dgamma, dgamma_part.data(), shape.channels);
   add_into(dbeta, dbeta_part.data(), shape.channels);
 }

@@ -35,5 +35,11 @@ void batch_norm_forward_inference(KernelContext& ctx, const BatchNormShape& shap
 void batch_norm_backward(KernelContext& ctx, const BatchNormShape& shape, bool batch_statistics,
                          const float* x, const float* dy, const float* gamma, const float* mean,
                          const float* variance, float* dx, float* dgamma, float* dbeta);
+// The same backward with this call's dgamma and dbeta written (overwritten) into their own [C]
+// arrays: batch_norm_backward adds exactly these into its dgamma and dbeta.
+void batch_norm_backward_parts(KernelContext& ctx, const BatchNormShape& shape,
+                               bool batch_statistics, const float* x, const float* dy,
+                               const float* gamma, const float* mean, const float* variance,
+                               float* dx, float* dgamma_part, float* dbeta_part);
 
 }  // namespace mpipe::kernels

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -62,11 +63,16 @@ void layer_norm_forward(KernelContext& ctx, const float* x, const float* gamma, 
   ctx.stream().wait();
 }
 
-void layer_norm_backward(KernelContext& ctx, const float* x, const float* dy, const float* gamma,
-                         const float* mean, const float* variance, float* dx, float* dgamma,
-                         float* dbeta, int64_t rows, int64_t dim, float eps) {
+void layer_norm_backward_parts(KernelContext& ctx, const float* x, const float* dy,
+                               const float* gamma, const float* mean, const float* variance,
+                               float* dx, float* dgamma_part, float* dbeta_part, int64_t rows,
+                               int64_t dim, float eps) {
   check_shape(rows, dim);
-  if (rows == 0) return;
+  if (rows == 0) {
+    std::fill_n(dgamma_part, dim, 0.0f);
+    std::fill_n(dbeta_part, dim, 0.0f);
+    return;
+  }
   const std::string key = fmt::format("layer_norm_bwd:{}:{}:{}", rows, dim, eps);
   auto& prim = ctx.cached<dnnl::layer_normalization_backward>(key, [&] {
     dnnl::layer_normalization_backward::desc desc(dnnl::prop_kind::backward, data_desc(rows, dim),
@@ -75,9 +81,8 @@ void layer_norm_backward(KernelContext& ctx, const float* x, const float* dy, co
     return dnnl::layer_normalization_backward(dnnl::layer_normalization_backward::primitive_desc(
         desc, ctx.engine(), forward_pd(ctx, rows, dim, eps)));
   });
-  // oneDNN overwrites the parameter gradients: compute them aside, then accumulate. It also
-  // asks for the shift, which the gradients do not depend on: zeros stand in for it.
-  std::vector<float> dgamma_here(static_cast<size_t>(dim)), dbeta_here(static_cast<size_t>(dim));
+  // oneDNN overwrites the parameter gradients. It also asks for the shift, which the gradients
+  // do not depend on: zeros stand in for it.
   const std::vector<float> unused_shift(static_cast<size_t>(dim), 0.0f);
   const auto& engine = ctx.engine();
   auto mem = [&](const memory::desc& desc, const float* p) {
@@ -90,9 +95,20 @@ void layer_norm_backward(KernelContext& ctx, const float* x, const float* dy, co
                               {DNNL_ARG_SHIFT, mem(param_desc(dim), unused_shift.data())},
                               {DNNL_ARG_MEAN, mem(stat_desc(rows), mean)},
                               {DNNL_ARG_VARIANCE, mem(stat_desc(rows), variance)},
-                              {DNNL_ARG_DIFF_SCALE, mem(param_desc(dim), dgamma_here.data())},
-                              {DNNL_ARG_DIFF_SHIFT, mem(param_desc(dim), dbeta_here.data())}});
+                              {DNNL_ARG_DIFF_SCALE, mem(param_desc(dim), dgamma_part)},
+                              {DNNL_ARG_DIFF_SHIFT, mem(param_desc(dim), dbeta_part)}});
   ctx.stream().wait();
+}
+
+void layer_norm_backward(KernelContext& ctx, const float* x, const float* dy, const float* gamma,
+                         const float* mean, const float* variance, float* dx, float* dgamma,
+                         float* dbeta, int64_t rows, int64_t dim, float eps) {
+  check_shape(rows, dim);
+  if (rows == 0) return;
+  // Computed aside, then accumulated.
+  std::vector<float> dgamma_here(static_cast<size_t>(dim)), dbeta_here(static_cast<size_t>(dim));
+  layer_norm_backward_parts(ctx, x, dy, gamma, mean, variance, dx, dgamma_here.data(),
+                            dbeta_here.data(), rows, dim, eps);
   for (int64_t j = 0; j < dim; ++j) {
     dgamma[j] += dgamma_here[static_cast<size_t>(j)];
     dbeta[j] += dbeta_here[static_cast<size_t>(j)];

@@ -18,5 +18,11 @@ void layer_norm_forward(KernelContext& ctx, const float* x, const float* gamma, 
 void layer_norm_backward(KernelContext& ctx, const float* x, const float* dy, const float* gamma,
                          const float* mean, const float* variance, float* dx, float* dgamma,
                          float* dbeta, int64_t rows, int64_t dim, float eps);
+// The same backward with this call's dgamma and dbeta written (overwritten) into their own
+// [dim] arrays: layer_norm_backward adds exactly these into its dgamma and dbeta.
+void layer_norm_backward_parts(KernelContext& ctx, const float* x, const float* dy,
+                               const float* gamma, const float* mean, const float* variance,
+                               float* dx, float* dgamma_part, float* dbeta_part, int64_t rows,
+                               int64_t dim, float eps);
 
 }  // namespace mpipe::kernels

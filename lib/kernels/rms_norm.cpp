@@ -20,8 +20,8 @@ void rms_norm_forward(const float* x, const float* gamma, float* y, float* rstd,
   }
 }
 
-void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd,
-                       float* dx, float* dgamma, int64_t rows, int64_t dim) {
+void rms_norm_backward_data(const float* x, const float* dy, const float* gamma, const float* rstd,
+                            float* dx, int64_t rows, int64_t dim) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
@@ -34,6 +34,10 @@ void rms_norm_backward(const float* x, const float* dy, const float* gamma, cons
 #pragma omp simd
     for (int64_t j = 0; j < dim; ++j) dxr[j] = s * (gamma[j] * dyr[j] - xr[j] * correction);
   }
+}
+
+void rms_norm_backward_weights(const float* x, const float* dy, const float* rstd, float* dgamma,
+                               int64_t rows, int64_t dim) {
   // Each column sums its rows in row order: the same bits on any thread count.
 #pragma omp parallel for schedule(static)
   for (int64_t j = 0; j < dim; ++j) {
@@ -41,6 +45,12 @@ void rms_norm_backward(const float* x, const float* dy, const float* gamma, cons
     for (int64_t r = 0; r < rows; ++r) sum += dy[r * dim + j] * x[r * dim + j] * rstd[r];
     dgamma[j] += sum;
   }
+}
+
+void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd,
+                       float* dx, float* dgamma, int64_t rows, int64_t dim) {
+  rms_norm_backward_data(x, dy, gamma, rstd, dx, rows, dim);
+  rms_norm_backward_weights(x, dy, rstd, dgamma, rows, dim);
 }
 
 }  // namespace mpipe::kernels

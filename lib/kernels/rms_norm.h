@@ -18,5 +18,11 @@ void rms_norm_forward(const float* x, const float* gamma, float* y, float* rstd,
 //   dx = rstd * (gamma * dy - x * rstd^2 * mean(gamma * dy * x)),  dgamma += sum_rows dy * x * rstd
 void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd,
                        float* dx, float* dgamma, int64_t rows, int64_t dim);
+// Its two halves, which rms_norm_backward runs in turn (the same operations in the same order):
+// dx only, and dgamma only.
+void rms_norm_backward_data(const float* x, const float* dy, const float* gamma, const float* rstd,
+                            float* dx, int64_t rows, int64_t dim);
+void rms_norm_backward_weights(const float* x, const float* dy, const float* rstd, float* dgamma,
+                               int64_t rows, int64_t dim);
 
 }  // namespace mpipe::kernels

@@ -63,6 +63,15 @@ double LayerCost::backward_bytes(int64_t rows) const {
   return static_cast<double>(rows) * (input_gradient + output_bytes + workspace_bytes) + fixed;
 }
 
+double LayerCost::weight_work_block_bytes(int64_t rows, const AllocatorModel& allocator) const {
+  if (!splits_backward) return 0.0;
+  const auto r = static_cast<double>(rows);
+  double blocks = allocator.block_bytes(r * output_bytes);
+  for (double bytes : weight_work_tensor_bytes) blocks += allocator.block_bytes(r * bytes);
+  for (double bytes : weight_work_fixed_tensor_bytes) blocks += allocator.block_bytes(bytes);
+  return blocks;
+}
+
 double LayerCost::forward_traffic_bytes() const {
   return input_bytes + output_bytes + saved_bytes + saved_packed_bytes;
 }
@@ -96,7 +105,10 @@ LayerCost cost_of(const LayerPlan& plan) {
                    .keeps_consumed_input = needs.keeps_consumed_input,
                    .has_input_gradient = needs.has_input_gradient,
                    .weight_grad_operand_bytes = needs.weight_grad_operand_bytes,
-                   .weight_grad_flops = needs.weight_grad_flops};
+                   .splits_backward = needs.splits_backward,
+                   .weight_grad_flops = needs.weight_grad_flops,
+                   .weight_work_tensor_bytes = needs.weight_work_tensor_bytes,
+                   .weight_work_fixed_tensor_bytes = needs.weight_work_fixed_tensor_bytes};
 }
 
 std::vector<LayerCost> layer_costs(const ModelPlan& plan) {

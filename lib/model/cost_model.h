@@ -49,10 +49,15 @@ struct LayerCost {
   // Per example: what batched weight gradients (pipeline weight_grads: batched) hold from a
   // step's first backward to its GEMM: a copy of the input and of the output gradient (linear).
   double weight_grad_operand_bytes = 0.0;
-  // Per example, for a layer that splits its backward (zero-bubble schedules; 0 for the others):
-  // the FLOPs of its weight gradient, part of backward_flops. Between its I and W ops it keeps
-  // weight_grad_operand_bytes (its saved input and its output gradient).
+  // Whether the layer splits its backward (zero-bubble schedules: nn::Layer::splits_backward).
+  bool splits_backward = false;
+  // Per example, for a layer that splits its backward (0 for the others): the FLOPs of its
+  // weight gradient, part of backward_flops.
   double weight_grad_flops = 0.0;
+  // What such a layer keeps from its I op to its W op besides its output gradient, tensor by
+  // tensor: per example, and per micro-batch whatever its rows (nn::LayerNeeds).
+  std::vector<double> weight_work_tensor_bytes = {};
+  std::vector<double> weight_work_fixed_tensor_bytes = {};
 
   // Bytes forward keeps for backward for a micro-batch of `rows` examples: exactly what
   // nn::Saved::bytes() reports for this layer's training forward.
@@ -68,6 +73,9 @@ struct LayerCost {
   double kept_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
   double forward_block_bytes(int64_t rows, bool consumed, const AllocatorModel& allocator) const;
   double backward_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
+  // The blocks of what a layer that splits its backward keeps from its I op to its W op, its
+  // output gradient among them (0 for the other layers).
+  double weight_work_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
   // Bytes a forward or backward reads and writes (outputs, saved copies, gradients), per example:
   // the memory-traffic part of the time model.
   double forward_traffic_bytes() const;

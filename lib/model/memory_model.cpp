@@ -73,11 +73,16 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
     discarding_consumed.push_back(forward_consumed.back() + kept);
   }
   inputs_ = prefix_sums(costs_, [this](const LayerCost& c) { return block(c.input_bytes); });
-  pending_weight_blocks_ = prefix_sums(costs_, [this](const LayerCost& c) {
-    return c.weight_grad_flops > 0.0 ? block(c.input_bytes) + block(c.output_bytes) : 0.0;
-  });
+  pending_weight_blocks_ = prefix_sums(
+      costs_, [this](const LayerCost& c) { return c.weight_work_block_bytes(rows_, allocator_); });
+  // In its I, a micro-batch's layers done so far hold their output gradients, and what they keep
+  // beyond what they saved (which the stash counts).
   pending_grad_blocks_ = prefix_sums(costs_, [this](const LayerCost& c) {
-    return c.weight_grad_flops > 0.0 ? block(c.output_bytes) : 0.0;
+    if (!c.splits_backward) return 0.0;
+    const double output_grad = block(c.output_bytes);
+    const double beyond_saved = c.weight_work_block_bytes(rows_, allocator_) - output_grad -
+                                c.kept_block_bytes(rows_, allocator_);
+    return output_grad + std::max(0.0, beyond_saved);
   });
   // At layer i of a per-layer recompute's first forward, the micro-batch has kept the inputs of
   // layers up to i (the later ones are not there yet) and holds layer i's temporaries.

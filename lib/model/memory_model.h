@@ -40,10 +40,11 @@ struct StashProfile {
   // (every one of the step's from its first backward on; 0 before it, or when accumulating).
   int weight_grad_micro_batches = 0;
   // Zero-bubble schedules: micro-batches past their input-gradient op (I) whose weight-gradient
-  // op (W) has not run, each holding every splitting layer's input and output gradient.
+  // op (W) has not run, each holding what every splitting layer keeps for its W (its output
+  // gradient and LayerCost::weight_work_tensor_bytes).
   int pending_weight_micro_batches = 0;
   // Zero-bubble schedules, at a backward: the micro-batch in its I keeps every splitting layer's
-  // output gradient for its W (their inputs are among what it saved).
+  // output gradient for its W, and what such a layer keeps beyond what it saved.
   bool splitting_backward = false;
 };
 
@@ -119,10 +120,12 @@ class MemoryModel {
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
   std::vector<double> weight_grad_operands_;     // per example, prefix sums
   std::vector<double> weight_grad_layers_;       // layers with operands, prefix sums
-  // Blocks a micro-batch keeps between its I and W (input and output gradient of each layer that
-  // splits its backward), prefix sums.
+  // Blocks a micro-batch keeps between its I and W (what each layer that splits its backward
+  // keeps for its W, its output gradient among them), prefix sums.
   std::vector<double> pending_weight_blocks_;
-  std::vector<double> pending_grad_blocks_;  // of those, the output gradients'
+  // Of those, what its I holds beyond the stash: the output gradients, and what a layer keeps
+  // beyond what it saved.
+  std::vector<double> pending_grad_blocks_;
   // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
   // discarding forward, and a per-layer recompute's first forward: [k][i] = max over layers
   // [i, i + 2^k).

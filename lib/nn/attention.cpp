@@ -183,16 +183,71 @@ Tensor CausalSelfAttention::backward(const Tensor& dy, const Saved& saved,
 Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tensor> saved,
                                           const LayerContext& ctx) const {
   check(saved.size() == kSavedTensors, "CausalSelfAttention::backward: nothing saved");
-  const Tensor &x = saved[0], &q = saved[1], &k = saved[2], &v = saved[3];
-  const Tensor &probs = saved[4], &merged = saved[5];
+  const Tensor &x = saved[0], &merged = saved[5];
   check(dy.shape() == x.shape(), "CausalSelfAttention::backward: dy {} does not match x {}",
         dy.shape(), x.shape());
-  const Dims s{.batch = x.dim(0), .seq = seq_, .dim = dim_, .heads = heads_};
+  const int64_t rows = x.dim(0) * seq_;
   // Output projection: dproj.weight += dy^T · merged, dmerged = dy · proj.weight.
   Tensor dmerged = Tensor::uninitialized(x.shape());
   kernels::linear_backward(ctx.kernels, merged.data(), dy.data(), proj_weight_.data(),
-                           dmerged.data(), proj_weight_grad_.data(), proj_bias_grad_.data(),
-                           s.rows(), dim_, dim_);
+                           dmerged.data(), proj_weight_grad_.data(), proj_bias_grad_.data(), rows,
+                           dim_, dim_);
+  const Tensor dqkv = qkv_grad(x.dim(0), std::move(dmerged), saved, ctx);
+  // dqkv.weight += dqkv^T · x, dx = dqkv · qkv.weight.
+  Tensor dx;
+  if (ctx.need_input_grad) dx = Tensor::uninitialized(x.shape());
+  kernels::linear_backward(ctx.kernels, x.data(), dqkv.data(), qkv_weight_.data(),
+                           dx.empty() ? nullptr : dx.data(), qkv_weight_grad_.data(),
+                           qkv_bias_grad_.data(), rows, dim_, 3 * dim_);
+  return dx;
+}
+
+Tensor CausalSelfAttention::backward_input(const Tensor& dy, Saved& saved,
+                                           const LayerContext& ctx) {
+  check(saved.tensors.size() == kSavedTensors, "CausalSelfAttention::backward: nothing saved");
+  const Tensor& x = saved.tensors[0];
+  check(dy.shape() == x.shape(), "CausalSelfAttention::backward: dy {} does not match x {}",
+        dy.shape(), x.shape());
+  const int64_t rows = x.dim(0) * seq_;
+  // dmerged = dy · proj.weight, then dx = dqkv · qkv.weight (the weight gradients wait for W).
+  Tensor dmerged = Tensor::uninitialized(x.shape());
+  kernels::linear_backward_data(ctx.kernels, dy.data(), proj_weight_.data(), dmerged.data(), rows,
+                                dim_, dim_);
+  Tensor dqkv = qkv_grad(x.dim(0), std::move(dmerged), saved.tensors, ctx);
+  Tensor dx;
+  if (ctx.need_input_grad) {
+    dx = Tensor::uninitialized(x.shape());
+    kernels::linear_backward_data(ctx.kernels, dqkv.data(), qkv_weight_.data(), dx.data(), rows,
+                                  dim_, 3 * dim_);
+  }
+  // W needs x, the merged heads and dqkv: q, k, v and the probabilities go.
+  std::vector<Tensor> kept;
+  kept.reserve(3);
+  kept.push_back(std::move(saved.tensors[0]));
+  kept.push_back(std::move(saved.tensors[5]));
+  kept.push_back(std::move(dqkv));
+  saved.tensors = std::move(kept);
+  return dx;
+}
+
+void CausalSelfAttention::backward_weight(const Tensor& dy, const Saved& saved,
+                                          const LayerContext& ctx) {
+  check(saved.tensors.size() == 3, "CausalSelfAttention::backward_weight: nothing kept");
+  const Tensor &x = saved.tensors[0], &merged = saved.tensors[1], &dqkv = saved.tensors[2];
+  check(dy.shape() == x.shape(), "CausalSelfAttention::backward: dy {} does not match x {}",
+        dy.shape(), x.shape());
+  const int64_t rows = x.dim(0) * seq_;
+  // dproj.weight += dy^T · merged, dqkv.weight += dqkv^T · x (and the biases).
+  kernels::linear_backward_weights(ctx.kernels, merged.data(), dy.data(), proj_weight_grad_.data(),
+                                   proj_bias_grad_.data(), rows, dim_, dim_);
+  kernels::linear_backward_weights(ctx.kernels, x.data(), dqkv.data(), qkv_weight_grad_.data(),
+                                   qkv_bias_grad_.data(), rows, dim_, 3 * dim_);
+}
+
+Tensor CausalSelfAttention::qkv_grad(int64_t batch, Tensor dmerged, std::span<const Tensor> saved,
+                                     const LayerContext& ctx) const {
+  const Tensor &q = saved[1], &k = saved[2], &v = saved[3], &probs = saved[4];
+  const Dims s{.batch = batch, .seq = seq_, .dim = dim_, .heads = heads_};
   Tensor dheads = Tensor::uninitialized(q.shape());
   to_heads(s, dmerged.data(), dim_, 0, dheads.data());
   dmerged = Tensor();  // each temporary is freed as soon as it is used up
@@ -214,20 +269,14 @@ Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tens
     kernels::rotary_apply(*rotary_, dq.data(), s.batch * s.heads, /*inverse=*/true);
     kernels::rotary_apply(*rotary_, dk.data(), s.batch * s.heads, /*inverse=*/true);
   }
-  // dqkv: [rows, 3d]; dqkv.weight += dqkv^T · x, dx = dqkv · qkv.weight.
-  Tensor dqkv = Tensor::uninitialized(Shape{s.rows(), 3 * dim_});
+  // dqkv: [rows, 3d].
+  Tensor dqkv = Tensor::uninitialized(Shape{batch, seq_, 3 * dim_});
   from_heads(s, dq.data(), 3 * dim_, 0, dqkv.data());
   dq = Tensor();
   from_heads(s, dk.data(), 3 * dim_, dim_, dqkv.data());
   dk = Tensor();
   from_heads(s, dv.data(), 3 * dim_, 2 * dim_, dqkv.data());
-  dv = Tensor();
-  Tensor dx;
-  if (ctx.need_input_grad) dx = Tensor::uninitialized(x.shape());
-  kernels::linear_backward(ctx.kernels, x.data(), dqkv.data(), qkv_weight_.data(),
-                           dx.empty() ? nullptr : dx.data(), qkv_weight_grad_.data(),
-                           qkv_bias_grad_.data(), s.rows(), dim_, 3 * dim_);
-  return dx;
+  return dqkv;
 }
 
 double CausalSelfAttention::forward_flops_per_example() const {
@@ -253,7 +302,13 @@ LayerNeeds CausalSelfAttention::needs() const {
       .forward_temporary_bytes = std::max(0.0, m - 2.0 * a),
       .smallest_temporary_bytes = a,
       .keeps_consumed_input = true,
-      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index())};
+      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index()),
+      .splits_backward = true,
+      // The projections' weight gradients: 2·T·d·3d and 2·T·d·d. Kept from I to W: x, the merged
+      // heads and dqkv (3a).
+      .weight_grad_flops =
+          8.0 * static_cast<double>(seq_) * static_cast<double>(dim_) * static_cast<double>(dim_),
+      .weight_work_tensor_bytes = {a, a, 3.0 * a}};
 }
 
 }  // namespace mpipe::nn

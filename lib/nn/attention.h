@@ -55,6 +55,12 @@ class CausalSelfAttention : public InputSavingLayer {
   // sub-layers' tensors in one Saved.
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
                        const LayerContext& ctx) const;
+  // Split: backward_input computes dx and keeps x, the merged heads and the q/k/v projection's
+  // output gradient [batch, T, 3d] (in place of what forward saved); backward_weight adds both
+  // projections' weight and bias gradients from those.
+  bool splits_backward() const override { return true; }
+  Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // Matrix products: q/k/v and output projections, q·k^T and probs·v (all T x T entries); the
   // rotation of q and k.
   double forward_flops_per_example() const override;
@@ -68,6 +74,11 @@ class CausalSelfAttention : public InputSavingLayer {
   Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const override;
 
  private:
+  // The q/k/v projection's output gradient [rows, 3d] from the merged heads' gradient (freed as
+  // soon as it is used up) and the saved q, k, v and probabilities.
+  Tensor qkv_grad(int64_t batch, Tensor dmerged, std::span<const Tensor> saved,
+                  const LayerContext& ctx) const;
+
   int64_t seq_, dim_, heads_;
   double dropout_;
   float proj_std_;

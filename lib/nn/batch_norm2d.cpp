@@ -119,6 +119,35 @@ Tensor BatchNorm2d::backward_from(const Tensor& dy, std::span<const Tensor> save
   return dx;
 }
 
+Tensor BatchNorm2d::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
+  check(saved.tensors.size() == kSavedTensors,
+        "BatchNorm2d::backward: nothing saved (forward not in training?)");
+  const Tensor &x = saved.tensors[0], &mean = saved.tensors[1], &variance = saved.tensors[2];
+  check(dy.shape() == x.shape(), "BatchNorm2d::backward: dy {} does not match x {}", dy.shape(),
+        x.shape());
+  Tensor dx(x.shape());
+  Tensor dweight(Shape{channels_}), dbias(Shape{channels_});
+  // x, dy, dx: [batch, C, H, W]; dweight, dbias: [C], this micro-batch's (backward adds the same).
+  kernels::batch_norm_backward_parts(ctx.kernels, kernel_shape(x, eps_), /*batch_statistics=*/true,
+                                     x.data(), dy.data(), weight_.data(), mean.data(),
+                                     variance.data(), dx.data(), dweight.data(), dbias.data());
+  saved.tensors.clear();
+  saved.tensors.push_back(std::move(dweight));
+  saved.tensors.push_back(std::move(dbias));
+  if (!ctx.need_input_grad) return {};
+  return dx;
+}
+
+void BatchNorm2d::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  (void)dy, (void)ctx;
+  check(saved.tensors.size() == 2, "BatchNorm2d::backward_weight: no gradient parts kept");
+  const float *dweight = saved.tensors[0].data(), *dbias = saved.tensors[1].data();
+  for (int64_t c = 0; c < channels_; ++c) {
+    weight_grad_[static_cast<size_t>(c)] += dweight[c];
+    bias_grad_[static_cast<size_t>(c)] += dbias[c];
+  }
+}
+
 double BatchNorm2d::forward_flops_per_example() const {
   // Mean, variance, normalize, scale and shift: about 8 operations per element.
   return 8.0 * static_cast<double>(input_shape_.numel());
@@ -133,7 +162,10 @@ LayerNeeds BatchNorm2d::needs() const {
           .smallest_temporary_bytes = float_bytes(input_shape_.numel()),
           .backward_fixed_tensor_bytes = {channel_bytes, channel_bytes},
           .keeps_consumed_input = true,
-          .backward_flops = forward_flops_per_example()};
+          .backward_flops = forward_flops_per_example(),
+          .splits_backward = true,
+          // Split: backward_input keeps the parameter gradients of the micro-batch.
+          .weight_work_fixed_tensor_bytes = {channel_bytes, channel_bytes}};
 }
 
 }  // namespace mpipe::nn

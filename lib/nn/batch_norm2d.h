@@ -32,6 +32,11 @@ class BatchNorm2d : public InputSavingLayer {
   void apply_buffer_update(std::span<const float> update) override;
   // Backward of the training-mode forward: dx, and dweight, dbias added into the grad views.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // Split: backward_input computes dx and, in the same oneDNN call, the micro-batch's dweight
+  // and dbias, which replace what it saved; backward_weight adds those to the gradients.
+  bool splits_backward() const override { return true; }
+  Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
   LayerNeeds needs() const override;
 

@@ -112,8 +112,7 @@ Tensor Conv2d::backward(const Tensor& dy, const Saved& saved, const LayerContext
   return backward_from(dy, saved.tensors, ctx);
 }
 
-Tensor Conv2d::backward_from(const Tensor& dy, std::span<const Tensor> saved,
-                             const LayerContext& ctx) const {
+const Tensor& Conv2d::saved_input(const Tensor& dy, std::span<const Tensor> saved) const {
   check(saved.size() == kSavedTensors,
         "Conv2d::backward: nothing saved (forward not in training?)");
   const Tensor& x = saved[0];
@@ -121,14 +120,36 @@ Tensor Conv2d::backward_from(const Tensor& dy, std::span<const Tensor> saved,
   check(dy.shape() == Shape({batch, output_shape_[0], output_shape_[1], output_shape_[2]}),
         "Conv2d::backward: dy {} does not match the output {} of batch {}", dy.shape(),
         output_shape_, batch);
-  const kernels::Conv2dShape shape = kernel_shape(batch);
+  return x;
+}
+
+void Conv2d::add_weight_grads(const Tensor& x, const Tensor& dy, const LayerContext& ctx) const {
   // dweight: [O, C/groups, k, k] and dbias: [O] accumulate.
-  kernels::conv2d_backward_weights(ctx.kernels, shape, x.data(), dy.data(), weight_grad_.data(),
-                                   has_bias_ ? bias_grad_.data() : nullptr);
+  kernels::conv2d_backward_weights(ctx.kernels, kernel_shape(x.dim(0)), x.data(), dy.data(),
+                                   weight_grad_.data(), has_bias_ ? bias_grad_.data() : nullptr);
+}
+
+Tensor Conv2d::input_grad(const Tensor& x, const Tensor& dy, const LayerContext& ctx) const {
   if (!ctx.need_input_grad) return {};
   Tensor dx(x.shape());
-  kernels::conv2d_backward_data(ctx.kernels, shape, dy.data(), weight_.data(), dx.data());
+  kernels::conv2d_backward_data(ctx.kernels, kernel_shape(x.dim(0)), dy.data(), weight_.data(),
+                                dx.data());
   return dx;
+}
+
+Tensor Conv2d::backward_from(const Tensor& dy, std::span<const Tensor> saved,
+                             const LayerContext& ctx) const {
+  const Tensor& x = saved_input(dy, saved);
+  add_weight_grads(x, dy, ctx);
+  return input_grad(x, dy, ctx);
+}
+
+Tensor Conv2d::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
+  return input_grad(saved_input(dy, saved.tensors), dy, ctx);
+}
+
+void Conv2d::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  add_weight_grads(saved_input(dy, saved.tensors), dy, ctx);
 }
 
 double Conv2d::forward_flops_per_example() const {
@@ -143,7 +164,10 @@ LayerNeeds Conv2d::needs() const {
       .kept_tensor_bytes = {float_bytes(input_shape_.numel())},
       .smallest_temporary_bytes = smaller_activation_bytes(input_shape_, output_shape_),
       .keeps_consumed_input = true,
-      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index())};
+      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index()),
+      .splits_backward = true,
+      .weight_grad_flops = forward_flops_per_example(),
+      .weight_work_tensor_bytes = {float_bytes(input_shape_.numel())}};
 }
 
 }  // namespace mpipe::nn

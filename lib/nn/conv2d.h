@@ -28,6 +28,10 @@ class Conv2d : public InputSavingLayer {
 
   // dy: [batch, O, Ho, Wo] → dx: [batch, C, H, W]; adds dweight (and dbias) into the grad views.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // Split: backward_input computes dx only (keeps x), backward_weight adds dweight and dbias.
+  bool splits_backward() const override { return true; }
+  Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
   LayerNeeds needs() const override;
 
@@ -44,6 +48,12 @@ class Conv2d : public InputSavingLayer {
 
  private:
   kernels::Conv2dShape kernel_shape(int64_t batch) const;
+  // The saved input, checked against dy.
+  const Tensor& saved_input(const Tensor& dy, std::span<const Tensor> saved) const;
+  // dweight (and dbias) += their gradients for x and dy.
+  void add_weight_grads(const Tensor& x, const Tensor& dy, const LayerContext& ctx) const;
+  // dx for dy (empty when !ctx.need_input_grad).
+  Tensor input_grad(const Tensor& x, const Tensor& dy, const LayerContext& ctx) const;
 
   Shape input_shape_, output_shape_;
   int64_t out_channels_, kernel_, stride_, padding_, dilation_, groups_;

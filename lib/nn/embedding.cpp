@@ -65,6 +65,16 @@ Forward Embedding::forward(const Tensor& ids, const LayerContext& ctx) {
 }
 
 Tensor Embedding::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  backward_weight(dy, saved, ctx);
+  return {};
+}
+
+Tensor Embedding::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
+  (void)dy, (void)saved, (void)ctx;
+  return {};
+}
+
+void Embedding::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
   (void)ctx;
   check(saved.tensors.size() == 1, "Embedding::backward: nothing saved (not training?)");
   const Tensor& ids = saved.tensors[0];
@@ -81,7 +91,6 @@ Tensor Embedding::backward(const Tensor& dy, const Saved& saved, const LayerCont
       for (int64_t j = 0; j < dim_; ++j) position[j] += g[j];
     }
   }
-  return {};
 }
 
 double Embedding::forward_flops_per_example() const {
@@ -94,7 +103,10 @@ LayerNeeds Embedding::needs() const {
   return {.kept_tensor_bytes = {float_bytes(seq_)},
           .smallest_temporary_bytes = smaller_activation_bytes(input, output_shape()),
           .has_input_gradient = false,
-          .backward_flops = forward_flops_per_example()};
+          .backward_flops = forward_flops_per_example(),
+          .splits_backward = true,
+          .weight_grad_flops = forward_flops_per_example(),
+          .weight_work_tensor_bytes = {float_bytes(seq_)}};
 }
 
 }  // namespace mpipe::nn

@@ -26,6 +26,11 @@ class Embedding : public Layer {
   // Adds dy into the rows of "token" named by the ids and into "position". Token ids have no
   // gradient: returns an empty tensor.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // Split: backward_input computes nothing (token ids have no gradient), backward_weight the
+  // scatter-adds.
+  bool splits_backward() const override { return true; }
+  Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   double forward_flops_per_example() const override;
   LayerNeeds needs() const override;
 

@@ -114,11 +114,15 @@ class Layer {
   // as by backward. A layer that splits returns true from splits_backward and overrides both; for
   // the others backward_input is the whole backward and backward_weight does nothing.
   virtual bool splits_backward() const { return false; }
-  // dx as backward returns it; a layer that splits adds no parameter gradient here.
-  virtual Tensor backward_input(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  // dx as backward returns it; a layer that splits adds no parameter gradient here. It may
+  // replace `saved` by what its backward_weight needs (its output gradient aside, which the
+  // stage keeps): drop what only dx needed, add what dx computed on the way (attention's q/k/v
+  // gradient, a composite's inner output gradients), as LayerNeeds::weight_work_tensor_bytes says.
+  virtual Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
     return backward(dy, saved, ctx);
   }
-  // The parameter gradients backward would add (or write, or defer) for this dy.
+  // The parameter gradients backward would add (or write, or defer) for this dy, from the Saved
+  // that backward_input left.
   virtual void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
     (void)dy, (void)saved, (void)ctx;
   }

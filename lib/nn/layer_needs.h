@@ -37,11 +37,17 @@ struct LayerNeeds {
   double weight_grad_operand_bytes = 0.0;
   // Per example: backward floating-point operations (input and parameter gradients).
   double backward_flops = 0.0;
-  // Per example, for a layer that splits its backward (Layer::splits_backward; 0 for the others):
-  // the floating-point operations of backward_weight, part of backward_flops. Between its I and W
-  // ops such a layer keeps its saved input and its output gradient:
-  // weight_grad_operand_bytes.
+  // Whether the layer splits its backward (Layer::splits_backward): zero-bubble schedules then
+  // run its backward_input in the I op and its backward_weight in the W op.
+  bool splits_backward = false;
+  // Per example, for a layer that splits its backward (0 for the others): the floating-point
+  // operations of backward_weight, part of backward_flops.
   double weight_grad_flops = 0.0;
+  // What such a layer keeps from its I op to its W op besides its output gradient (which the
+  // stage keeps): the Saved that backward_input leaves, tensor by tensor, per example and per
+  // micro-batch whatever its rows (a norm's parameter-gradient parts).
+  std::vector<double> weight_work_tensor_bytes = {};
+  std::vector<double> weight_work_fixed_tensor_bytes = {};
 
   // Appends what `part` keeps (a sub-layer whose saved tensors a composite layer keeps).
   void keep_all_of(const LayerNeeds& part);

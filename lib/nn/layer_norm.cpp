@@ -62,6 +62,35 @@ Tensor LayerNorm::backward_from(const Tensor& dy, std::span<const Tensor> saved,
   return dx;
 }
 
+Tensor LayerNorm::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
+  check(saved.tensors.size() == kSavedTensors,
+        "LayerNorm::backward: nothing saved (not training?)");
+  const Tensor &x = saved.tensors[0], &mean = saved.tensors[1], &variance = saved.tensors[2];
+  check(dy.shape() == x.shape(), "LayerNorm::backward: dy {} does not match x {}", dy.shape(),
+        x.shape());
+  Tensor dx = Tensor::uninitialized(x.shape());
+  Tensor dweight = Tensor::uninitialized(Shape{dim_}), dbias = Tensor::uninitialized(Shape{dim_});
+  // x, dy, dx: [rows, dim]; dweight, dbias: [dim], this micro-batch's (backward adds the same).
+  kernels::layer_norm_backward_parts(ctx.kernels, x.data(), dy.data(), weight_.data(), mean.data(),
+                                     variance.data(), dx.data(), dweight.data(), dbias.data(),
+                                     mean.numel(), dim_, eps_);
+  saved.tensors.clear();
+  saved.tensors.push_back(std::move(dweight));
+  saved.tensors.push_back(std::move(dbias));
+  if (!ctx.need_input_grad) return {};
+  return dx;
+}
+
+void LayerNorm::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  (void)dy, (void)ctx;
+  check(saved.tensors.size() == 2, "LayerNorm::backward_weight: no gradient parts kept");
+  const float *dweight = saved.tensors[0].data(), *dbias = saved.tensors[1].data();
+  for (int64_t j = 0; j < dim_; ++j) {
+    weight_grad_[static_cast<size_t>(j)] += dweight[j];
+    bias_grad_[static_cast<size_t>(j)] += dbias[j];
+  }
+}
+
 double LayerNorm::forward_flops_per_example() const {
   // Mean, variance, normalize, scale and shift: about 8 operations per element.
   return 8.0 * static_cast<double>(input_shape_.numel());
@@ -74,7 +103,11 @@ LayerNeeds LayerNorm::needs() const {
                                 float_bytes(rows)},
           .smallest_temporary_bytes = float_bytes(input_shape_.numel()),
           .keeps_consumed_input = true,
-          .backward_flops = forward_flops_per_example()};
+          .backward_flops = forward_flops_per_example(),
+          .splits_backward = true,
+          // backward_input computes the parameter gradients with dx (one oneDNN call) and keeps
+          // them; backward_weight adds them.
+          .weight_work_fixed_tensor_bytes = {float_bytes(dim_), float_bytes(dim_)}};
 }
 
 }  // namespace mpipe::nn

@@ -20,6 +20,12 @@ class LayerNorm : public RowNorm {
 
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
                        const LayerContext& ctx) const override;
+  // Split: backward_input computes dx and, in the same oneDNN call, the
+  // micro-batch's dweight and dbias, which replace what it saved; backward_weight adds those to the
+  // gradients.
+  bool splits_backward() const override { return true; }
+  Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   size_t saved_tensors() const override { return kSavedTensors; }
   double forward_flops_per_example() const override;
   LayerNeeds needs() const override;

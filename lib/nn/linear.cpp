@@ -73,7 +73,7 @@ const Tensor& Linear::saved_input(const Tensor& dy, const Saved& saved, int64_t&
   return x;
 }
 
-Tensor Linear::backward_input(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+Tensor Linear::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
   int64_t rows = 0;
   const Tensor& x = saved_input(dy, saved, rows);
   if (!ctx.need_input_grad) return {};
@@ -172,8 +172,10 @@ LayerNeeds Linear::needs() const {
       .weight_grad_operand_bytes =
           float_bytes(input_shape_.numel()) + float_bytes(output_shape_.numel()),
       .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index()),
+      .splits_backward = true,
       .weight_grad_flops = 2.0 * static_cast<double>(input_shape_.numel() / in_) *
-                           static_cast<double>(in_) * static_cast<double>(units_)};
+                           static_cast<double>(in_) * static_cast<double>(units_),
+      .weight_work_tensor_bytes = {float_bytes(input_shape_.numel())}};
 }
 
 }  // namespace mpipe::nn

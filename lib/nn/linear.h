@@ -28,7 +28,7 @@ class Linear : public InputSavingLayer {
   // Split: backward_input computes dx only, backward_weight dW and db (added, written or deferred
   // as backward does).
   bool splits_backward() const override { return true; }
-  Tensor backward_input(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
   void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   void finish_step_grads(const LayerContext& ctx) override;
   bool writes_grads_first() const override { return true; }

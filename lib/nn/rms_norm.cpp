@@ -56,6 +56,30 @@ Tensor RmsNorm::backward_from(const Tensor& dy, std::span<const Tensor> saved,
   return dx;
 }
 
+Tensor RmsNorm::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
+  check(saved.tensors.size() == kSavedTensors, "RmsNorm::backward: nothing saved (not training?)");
+  const Tensor &x = saved.tensors[0], &rstd = saved.tensors[1];
+  check(dy.shape() == x.shape(), "RmsNorm::backward: dy {} does not match x {}", dy.shape(),
+        x.shape());
+  if (!ctx.need_input_grad) return {};
+  Tensor dx = Tensor::uninitialized(x.shape());
+  // x, dy, dx: [rows, dim]
+  kernels::rms_norm_backward_data(x.data(), dy.data(), weight_.data(), rstd.data(), dx.data(),
+                                  rstd.numel(), dim_);
+  return dx;
+}
+
+void RmsNorm::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  (void)ctx;
+  check(saved.tensors.size() == kSavedTensors, "RmsNorm::backward: nothing saved (not training?)");
+  const Tensor &x = saved.tensors[0], &rstd = saved.tensors[1];
+  check(dy.shape() == x.shape(), "RmsNorm::backward: dy {} does not match x {}", dy.shape(),
+        x.shape());
+  // dweight: [dim] accumulated.
+  kernels::rms_norm_backward_weights(x.data(), dy.data(), rstd.data(), weight_grad_.data(),
+                                     rstd.numel(), dim_);
+}
+
 double RmsNorm::forward_flops_per_example() const {
   // Square and sum, scale twice: about 4 operations per element.
   return 4.0 * static_cast<double>(input_shape_.numel());
@@ -67,7 +91,12 @@ LayerNeeds RmsNorm::needs() const {
                                 float_bytes(input_shape_.numel() / dim_)},
           .smallest_temporary_bytes = float_bytes(input_shape_.numel()),
           .keeps_consumed_input = true,
-          .backward_flops = forward_flops_per_example()};
+          .backward_flops = forward_flops_per_example(),
+          .splits_backward = true,
+          // dweight: a multiply-add of dy, x and the reciprocal RMS per element.
+          .weight_grad_flops = 3.0 * static_cast<double>(input_shape_.numel()),
+          .weight_work_tensor_bytes = {float_bytes(input_shape_.numel()),
+                                       float_bytes(input_shape_.numel() / dim_)}};
 }
 
 }  // namespace mpipe::nn

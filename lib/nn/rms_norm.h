@@ -22,6 +22,11 @@ class RmsNorm : public RowNorm {
 
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
                        const LayerContext& ctx) const override;
+  // Split: backward_input computes dx only (keeps x and the reciprocal RMS); backward_weight adds
+  // dweight.
+  bool splits_backward() const override { return true; }
+  Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   size_t saved_tensors() const override { return kSavedTensors; }
   double forward_flops_per_example() const override;
   LayerNeeds needs() const override;

@@ -8,28 +8,31 @@
 # evaluations and checkpoints between them) holds to the same bound: its middle stages meet the
 # moment a short run seldom does, two sends in flight during a backward (issue 18, item 4).
 # The same CONFIG under the zb_h1 schedule (every recompute mode, default allocator) holds too.
-# Usage: memory_stage_bound.sh CONFIG
+# Usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]: STAGES (ranks, one per stage) 4 and
+# the modes default, mmap64k, long and zb_h1 unless given (the modes are the loop's "allocator" below).
 source "$(dirname "$0")/lib.sh"
 
-config=${1:?usage: memory_stage_bound.sh CONFIG}
+config=${1:?usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]}
+stages=${2:-4}
+modes=("${@:3}")
+[[ ${#modes[@]} -gt 0 ]] || modes=(default mmap64k long zb_h1)
 failed=0
 printf '%-10s %-11s %5s %12s %12s %7s\n' allocator recompute stage predicted measured error
-for allocator in default mmap64k long zb_h1; do
+for allocator in "${modes[@]}"; do
   for recompute in per_layer never always except_last; do
     [[ $allocator == long && $recompute != always ]] && continue
     name=$allocator-$recompute
+    layout=(--set pipeline.stages="$stages" --set pipeline.recompute="$recompute")
     if [[ $allocator == zb_h1 ]]; then
       # (Not an allocator: the default one under the zb_h1 schedule, split backwards.)
-      train 4 "$name" "$config" --set pipeline.stages=4 --set pipeline.recompute="$recompute" \
-        --set pipeline.schedule=zb_h1
+      train "$stages" "$name" "$config" "${layout[@]}" --set pipeline.schedule=zb_h1
     elif [[ $allocator == long ]]; then
-      train 4 "$name" "$config" --set pipeline.stages=4 --set pipeline.recompute="$recompute" \
-        --set train.steps=20 --set train.eval_every=5 --set checkpoint.every=5
+      train "$stages" "$name" "$config" "${layout[@]}" --set train.steps=20 \
+        --set train.eval_every=5 --set checkpoint.every=5
     elif [[ $allocator == mmap64k ]]; then
-      MALLOC_MMAP_THRESHOLD_=65536 train 4 "$name" "$config" --set pipeline.stages=4 \
-        --set pipeline.recompute="$recompute"
+      MALLOC_MMAP_THRESHOLD_=65536 train "$stages" "$name" "$config" "${layout[@]}"
     else
-      train 4 "$name" "$config" --set pipeline.stages=4 --set pipeline.recompute="$recompute"
+      train "$stages" "$name" "$config" "${layout[@]}"
     fi
     python3 - "$WORK/$name/summary.json" "$allocator" "$recompute" <<'PY' || failed=1
 import json, sys

@@ -15,6 +15,7 @@
 #include "kernels/transformer_reference.h"
 #include "nn/dropout.h"
 #include "nn/param_buffer.h"
+#include "split_backward_check.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -232,6 +233,19 @@ TEST(FillDropoutMask, SitesDrawIndependentMasksWithAboutTheRateOfZeros) {
   EXPECT_NEAR(static_cast<double>(zeros) / n, 0.5, 0.05);
   EXPECT_NEAR(static_cast<double>(same_ab) / n, 0.5, 0.05);
   EXPECT_NEAR(static_cast<double>(same_bc) / n, 0.5, 0.05);
+}
+
+TEST(CausalSelfAttention, SplitBackwardGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  CausalSelfAttention layer(1, Shape{kSeq, kDim}, kHeads, 0.2, {.enabled = true});
+  testing::expect_split_backward_bit_identical(
+      layer, {random_tensor({2, kSeq, kDim}, 1), random_tensor({2, kSeq, kDim}, 2)}, kernels);
+}
+
+TEST(CausalSelfAttention, SplitBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  testing::SplitBackwardOf<CausalSelfAttention> layer(1, Shape{kSeq, kDim}, kHeads, 0.2);
+  testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "core/rng.h"
 #include "forward_consuming_check.h"
 #include "gradient_check.h"
+#include "split_backward_check.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -242,6 +243,21 @@ TEST(BatchNorm2d, RejectsBadShapesAndSettings) {
   Bound bound(layer, 2);
   // One value per channel has no variance to normalize by.
   EXPECT_THROW(layer.forward(Tensor(Shape{1, 2, 1, 1}), LayerContext{.kernels = ctx}), Error);
+}
+
+TEST(BatchNorm2d, SplitBackwardGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  BatchNorm2d layer(1, Shape{3, 4, 3});
+  testing::expect_split_backward_bit_identical(
+      layer, {random_tensor({2, 3, 4, 3}, 2), random_tensor({2, 3, 4, 3}, 3)}, kernels);
+}
+
+TEST(BatchNorm2d, SplitBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  testing::SplitBackwardOf<BatchNorm2d> layer(0, Shape{3, 4, 3});
+  Tensor x = random_tensor({2, 3, 4, 3}, 1);
+  for (int64_t i = 0; i < x.numel(); ++i) x[i] = 2.0f * x[i] + 0.5f;
+  testing::expect_gradients_match(layer, x, ctx);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "forward_consuming_check.h"
 #include "gradient_check.h"
 #include "kernels/conv_reference.h"
+#include "split_backward_check.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -148,6 +149,28 @@ TEST(Conv2d, AccumulatesWeightGradientsAndSkipsInputGradientWhenNotNeeded) {
   }
   EXPECT_NEAR(bias_grad[0], 2.0f * bias_once[0], 1e-5);
   EXPECT_NE(bias_once[0], 0.0f);
+}
+
+TEST(Conv2d, SplitBackwardGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  Conv2d layer(1, Shape{3, 5, 5}, 4, 3, /*stride=*/1, /*padding=*/1);
+  testing::expect_split_backward_bit_identical(
+      layer, {random_tensor({2, 3, 5, 5}, 4), random_tensor({2, 3, 5, 5}, 5)}, kernels);
+}
+
+TEST(Conv2d, SplitBackwardWithoutInputGradientGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  Conv2d layer(0, Shape{2, 6, 6}, 4, 3, /*stride=*/2, /*padding=*/1, /*dilation=*/1,
+               /*groups=*/2);
+  testing::expect_split_backward_bit_identical(
+      layer, {random_tensor({2, 2, 6, 6}, 6), random_tensor({2, 2, 6, 6}, 7)}, kernels,
+      /*need_input_grad=*/false);
+}
+
+TEST(Conv2d, SplitBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  testing::SplitBackwardOf<Conv2d> layer(1, Shape{2, 7, 6}, 3, 3, /*stride=*/2, /*padding=*/1);
+  testing::expect_gradients_match(layer, random_tensor({2, 2, 7, 6}, 2), ctx);
 }
 
 }  // namespace

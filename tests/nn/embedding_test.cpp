@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "gradient_check.h"
 #include "nn/param_buffer.h"
+#include "split_backward_check.h"
 
 namespace mpipe::nn {
 namespace {
@@ -87,6 +88,21 @@ TEST(Embedding, RejectsSequencesLongerThanMaxLen) {
   EXPECT_EQ(specs[0].shape, Shape({10, 4}));
   EXPECT_EQ(specs[1].name, "position");
   EXPECT_EQ(specs[1].shape, Shape({8, 4}));
+}
+
+TEST(Embedding, SplitBackwardGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  Embedding layer(0, Shape{4}, 6, 3, 5);
+  testing::expect_split_backward_bit_identical(
+      layer, {ids({2, 4}, {0, 5, 2, 2, 1, 0, 5, 3}), ids({2, 4}, {5, 5, 1, 0, 2, 4, 4, 3})},
+      kernels, /*need_input_grad=*/false);
+}
+
+TEST(Embedding, SplitBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  testing::SplitBackwardOf<Embedding> layer(0, Shape{4}, 6, 3, 5);
+  testing::expect_gradients_match(layer, ids({2, 4}, {0, 5, 2, 2, 1, 0, 5, 3}), ctx,
+                                  {.check_input = false});
 }
 
 }  // namespace

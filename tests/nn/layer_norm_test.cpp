@@ -8,6 +8,7 @@
 #include "forward_consuming_check.h"
 #include "gradient_check.h"
 #include "nn/param_buffer.h"
+#include "split_backward_check.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -65,6 +66,19 @@ TEST(LayerNorm, RejectsAnEmptyLastAxisAndANonPositiveEps) {
   EXPECT_THROW(LayerNorm(0, Shape{4, 0}), InputError);
   EXPECT_THROW(LayerNorm(0, Shape{}), InputError);
   EXPECT_THROW(LayerNorm(0, Shape{4}, 0.0), InputError);
+}
+
+TEST(LayerNorm, SplitBackwardGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  LayerNorm layer(1, Shape{4, 6});
+  testing::expect_split_backward_bit_identical(
+      layer, {random_tensor({3, 4, 6}), random_tensor({3, 4, 6}, 2.0f, 0.5f)}, kernels);
+}
+
+TEST(LayerNorm, SplitBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  testing::SplitBackwardOf<LayerNorm> layer(0, Shape{4, 6});
+  testing::expect_gradients_match(layer, random_tensor({3, 4, 6}), ctx);
 }
 
 }  // namespace

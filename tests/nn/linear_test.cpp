@@ -13,6 +13,7 @@
 #include "gradient_check.h"
 #include "kernels/reference.h"
 #include "nn/param_buffer.h"
+#include "split_backward_check.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -256,6 +257,20 @@ TEST_F(LinearBatchedWeightGrads, RejectsAMicroBatchOfAnotherSize) {
   LayerContext ctx = micro_batch_context(1);
   const Tensor x = random_tensor({3, 5}, 9), dy = random_tensor({3, 3}, 10);
   EXPECT_THROW(layer_.backward(dy, layer_.forward(x, ctx).saved, ctx), Error);
+}
+
+TEST(Linear, SplitBackwardGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  Linear layer(1, Shape{5}, 4);
+  testing::expect_split_backward_bit_identical(
+      layer, {random_tensor({3, 5}, 4), random_tensor({3, 5}, 5), random_tensor({3, 5}, 6)},
+      kernels);
+}
+
+TEST(Linear, SplitBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  testing::SplitBackwardOf<Linear> layer(1, Shape{2, 6}, 4);
+  testing::expect_gradients_match(layer, random_tensor({2, 2, 6}, 2), ctx);
 }
 
 }  // namespace

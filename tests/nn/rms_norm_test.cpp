@@ -8,6 +8,7 @@
 #include "forward_consuming_check.h"
 #include "gradient_check.h"
 #include "nn/param_buffer.h"
+#include "split_backward_check.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -58,6 +59,19 @@ TEST(RmsNorm, HasOneWeightAndRejectsBadShapes) {
   EXPECT_EQ(layer.param_specs()[0].shape, Shape({5}));
   EXPECT_THROW(RmsNorm(0, Shape{0}), InputError);
   EXPECT_THROW(RmsNorm(0, Shape{4}, 0.0), InputError);
+}
+
+TEST(RmsNorm, SplitBackwardGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  RmsNorm layer(1, Shape{4, 6});
+  testing::expect_split_backward_bit_identical(
+      layer, {random_tensor({3, 4, 6}, 2.0f, -0.5f), random_tensor({3, 4, 6})}, kernels);
+}
+
+TEST(RmsNorm, SplitBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  testing::SplitBackwardOf<RmsNorm> layer(0, Shape{4, 6});
+  testing::expect_gradients_match(layer, random_tensor({3, 4, 6}, 2.0f, -0.5f), ctx);
 }
 
 }  // namespace
