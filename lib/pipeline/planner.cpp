@@ -14,6 +14,7 @@
 #include "model/memory_check.h"
 #include "model/partitioner.h"
 #include "pipeline/batch_split.h"
+#include "pipeline/program_memory.h"
 #include "pipeline/schedule.h"
 #include "pipeline/simulator.h"
 
@@ -94,10 +95,10 @@ struct Context {
   model::MemoryModel memory;
   StageTimes times;
   std::optional<double> limit;
-  std::vector<std::vector<model::StashProfile>> moments;  // per stage: stash_profiles
+  std::vector<std::vector<model::StashProfile>> moments;  // per stage: program_moments
 
   double stage_time(int begin, int end, int) const { return times.total(begin, end); }
-  // The stage's largest candidate moment (stash_profiles), and that moment.
+  // The stage's largest candidate moment (program_moments), and that moment.
   std::pair<model::StageMemory, model::StashProfile> peak(int begin, int end, int stage) const {
     std::pair<model::StageMemory, model::StashProfile> largest;
     bool first = true;
@@ -332,15 +333,12 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
                          : std::nullopt,
             .moments = {}};
   const bool batched = resolve_weight_grads(pipe) == WeightGrads::kBatched;
+  std::vector<Program> programs;
   for (int s = 0; s < pipe.stages; ++s) {
-    c.moments.push_back(
-        stash_profiles(pipe.schedule, pipe.recompute, pipe.stages, pipe.micro_batches, s));
-    // Batched weight gradients hold every micro-batch's operands from the first backward on
-    // (under 1F1B, for simplicity, also at the forwards before it).
-    for (model::StashProfile& moment : c.moments.back()) {
-      const bool after_a_backward = moment.backward || pipe.schedule != ScheduleKind::kGpipe;
-      if (batched && after_a_backward) moment.weight_grad_micro_batches = pipe.micro_batches;
-    }
+    programs.push_back(make_program(pipe.schedule, pipe.stages, pipe.micro_batches, s));
+  }
+  for (int s = 0; s < pipe.stages; ++s) {
+    c.moments.push_back(program_moments(programs, s, pipe.recompute, batched));
   }
   PipelinePlan out;
   out.recompute = pipe.recompute;
