@@ -79,24 +79,6 @@ struct PipelinePlan {
   bool fits() const { return problem.empty(); }
 };
 
-// How stage `stage` of `num_stages` may hold micro-batches at its peak: the candidate moments,
-// of which the stage's peak is the largest. `in_flight` = M (GPipe) or min(K - stage, M) (1F1B)
-// micro-batches are forwarded and not yet backwarded: kept as inputs with one of them being
-// recomputed (recompute: always), in full (never); for except_last, either `in_flight`
-// recomputed ones (while the last is not yet forwarded), or the last in full beside
-// in_flight - 1 inputs and a recompute, or the last alone during its backward; for per_layer,
-// every layer's input of `in_flight` micro-batches and one layer's recompute. The last stage
-// also holds in_flight loss gradients. ZB-H1 (zb_h1) holds what 1F1B holds, and besides, at
-// every moment, the micro-batches between their I and W ops at its program's peak
-// (pending_weights_at_peak). `recompute` is not kAuto.
-// One pass over a stage's program: at the input-gradient op (B or I) with the most micro-batches
-// forwarded and not yet input-backwarded (that one included), the most micro-batches past their
-// I whose W has not run (0 for programs without W ops).
-int pending_weights_at_peak(const Program& program);
-
-std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute recompute,
-                                                int num_stages, int num_micro_batches, int stage);
-
 // Throws InputError for a partition that cannot be (counts, more stages than layers), naming
 // request.partition_where. A memory limit that cannot be met is reported in `problem`.
 // recompute: auto is resolved here: without a memory limit to always (GPipe's choice); with one,
