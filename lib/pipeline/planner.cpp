@@ -341,6 +341,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
     c.moments.push_back(program_moments(programs, s, pipe.recompute, batched));
   }
   PipelinePlan out;
+  out.schedule = pipe.schedule;
   out.recompute = pipe.recompute;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
@@ -477,8 +478,39 @@ std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanReq
 }  // namespace
 
 PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request) {
-  PipelinePlan out = plan_resolved(plan, request);
-  out.advice = make_advice(plan, request, out);
+  if (request.pipeline.schedule != ScheduleKind::kAuto) {
+    PipelinePlan out = plan_resolved(plan, request);
+    out.advice = make_advice(plan, request, out);
+    return out;
+  }
+  PlanRequest r = request;
+  r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
+  std::optional<PipelinePlan> fastest, smallest;
+  std::vector<ScheduleCandidate> candidates;
+  for (ScheduleKind schedule : kConcreteSchedules) {
+    r.pipeline.schedule = schedule;
+    PipelinePlan p = plan_resolved(plan, r);
+    ScheduleCandidate& candidate =
+        candidates.emplace_back(ScheduleCandidate{.schedule = schedule,
+                                                  .recompute = p.recompute,
+                                                  .step_s = p.step_s,
+                                                  .bubble_fraction = p.bubble_fraction,
+                                                  .peak_bytes = {},
+                                                  .fits = p.fits()});
+    for (const StagePlan& s : p.stages) candidate.peak_bytes.push_back(s.memory.total());
+    if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
+    if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
+  }
+  PipelinePlan out = fastest ? *fastest : *smallest;
+  if (!fastest) {
+    out.problem = fmt::format("{}: no schedule fits {} per rank; the smallest need is {} ({})",
+                              request.memory_limit_where,
+                              format_bytes(static_cast<double>(request.pipeline.memory_limit)),
+                              format_bytes_up(largest_peak(out)), to_string(out.schedule));
+  }
+  r.pipeline.schedule = out.schedule;
+  out.advice = make_advice(plan, r, out);
+  out.candidates = std::move(candidates);
   return out;
 }
 

@@ -62,7 +62,19 @@ struct StagePlan {
   bool fits = true;  // training and evaluation within the memory limit (always without one)
 };
 
+// One schedule `pipeline.schedule: auto` weighed: its plan's predictions.
+struct ScheduleCandidate {
+  ScheduleKind schedule = ScheduleKind::kGpipe;
+  Recompute recompute = Recompute::kAlways;  // the mode its plan runs (recompute: auto resolved)
+  double step_s = 0.0;
+  double bubble_fraction = 0.0;
+  std::vector<double> peak_bytes;  // per stage
+  bool fits = true;
+};
+
 struct PipelinePlan {
+  // The schedule the stages run: the request's, or the one `auto` chose (never kAuto).
+  ScheduleKind schedule = ScheduleKind::kGpipe;
   // The recompute mode the stages run: the request's, or the one `auto` chose (never kAuto).
   Recompute recompute = Recompute::kAlways;
   std::vector<StagePlan> stages;
@@ -76,6 +88,8 @@ struct PipelinePlan {
   std::string problem;
   std::vector<std::string> advice;  // short suggestions for `mpipe plan`
   MachineRates rates;               // what the times assume
+  // Under schedule: auto, every schedule weighed, in kConcreteSchedules' order (else empty).
+  std::vector<ScheduleCandidate> candidates;
   bool fits() const { return problem.empty(); }
 };
 
@@ -85,6 +99,11 @@ struct PipelinePlan {
 // to the mode with the fastest predicted step among those whose plan fits, ties going to the
 // first of never, except_last, per_layer, always; when none fits, to the one with the smallest
 // largest stage (its problem is reported).
+// schedule: auto is resolved before recompute, over kConcreteSchedules (each planned with the
+// request's recompute, auto resolved per schedule, and with weight_grads resolved as configured:
+// not batched unless set): the one with the fastest predicted step whose plan fits, ties going
+// to the first; when none fits, the one whose largest stage is smallest, with the problem "<memory
+// limit key>: no schedule fits <limit> per rank; the smallest need is <bytes> (<schedule>)".
 PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request);
 
 }  // namespace mpipe::pipeline

@@ -499,6 +499,56 @@ TEST(Planner, RecomputeAutoChoosesTheFastestModeThatFits) {
                   .starts_with("per_layer: exp.yaml:21: pipeline.memory_limit: "));
 }
 
+TEST(Planner, ScheduleAutoChoosesTheFastestScheduleThatFits) {
+  const ModelSpec spec = equal_model();
+  PlanRequest r = memory_request(4, 0);
+  r.pipeline.micro_batches = 8;
+  r.batch_size = 64;
+  std::map<ScheduleKind, PipelinePlan> each;
+  for (ScheduleKind schedule : kConcreteSchedules) {
+    r.pipeline.schedule = schedule;
+    each.emplace(schedule, plan_of(spec, kEqualInput, r));
+  }
+  // Tanh layers do not split their backward: zb_h1 runs 1F1B's step at 1F1B's memory. GPipe's
+  // step is predicted faster here (fewer, larger message waits), at more memory (all 8
+  // micro-batches kept).
+  EXPECT_EQ(each[ScheduleKind::kZbH1].step_s, each[ScheduleKind::kOneFOneB].step_s);
+  EXPECT_LT(each[ScheduleKind::kGpipe].step_s, each[ScheduleKind::kOneFOneB].step_s);
+  EXPECT_GT(peak_of(each[ScheduleKind::kGpipe]), peak_of(each[ScheduleKind::kOneFOneB]));
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  const auto chosen = [&](double limit) {
+    r.pipeline.memory_limit = static_cast<int64_t>(limit);
+    const PipelinePlan p = plan_of(spec, kEqualInput, r);
+    return to_string(p.schedule) + (p.fits() ? "" : ": " + p.problem);
+  };
+  EXPECT_EQ(chosen(0), "gpipe");  // the fastest
+  const double one_f_one_b = peak_of(each[ScheduleKind::kOneFOneB]);
+  // GPipe is over the limit; 1f1b and zb_h1 tie: the first of gpipe, 1f1b, zb_h1.
+  EXPECT_EQ(chosen(one_f_one_b), "1f1b");
+  const int64_t too_small = static_cast<int64_t>(one_f_one_b / 4);
+  const PipelinePlan smallest = plan_of(spec, kEqualInput, [&] {
+    PlanRequest s = r;
+    s.pipeline.schedule = ScheduleKind::kOneFOneB;
+    s.pipeline.memory_limit = too_small;
+    return s;
+  }());
+  EXPECT_EQ(chosen(static_cast<double>(too_small)),
+            fmt::format("1f1b: exp.yaml:21: pipeline.memory_limit: no schedule fits {} per rank; "
+                        "the smallest need is {} (1f1b)",
+                        format_bytes(static_cast<double>(too_small)),
+                        format_bytes_up(peak_of(smallest))));
+  // Each schedule weighed, with its own predictions.
+  r.pipeline.memory_limit = 0;
+  const PipelinePlan p = plan_of(spec, kEqualInput, r);
+  ASSERT_EQ(p.candidates.size(), 3u);
+  for (const ScheduleCandidate& c : p.candidates) {
+    EXPECT_EQ(c.step_s, each[c.schedule].step_s);
+    EXPECT_EQ(c.bubble_fraction, each[c.schedule].bubble_fraction);
+    EXPECT_EQ(c.peak_bytes.size(), 4u);
+    EXPECT_EQ(*std::ranges::max_element(c.peak_bytes), peak_of(each[c.schedule]));
+  }
+}
+
 TEST(Planner, AdviseTheRecomputeModeAutoWouldChoose) {
   const ModelSpec spec = block_model();
   const double always = peak_of(plan_of(spec, kBlockInput, block_request(Recompute::kAlways, 0)));
