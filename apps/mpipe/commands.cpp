@@ -166,8 +166,10 @@ Commands::Commands(CLI::App& app) {
 
   schedule_ = app.add_subcommand("schedule", "Print a pipeline schedule as a grid");
   std::vector<std::string> schedules;
-  for (const auto& [name, kind] : pipeline::kScheduleNames) schedules.emplace_back(name);
-  schedule_->add_option("--schedule", schedule_kind_, list_names(pipeline::kScheduleNames, " or "))
+  for (pipeline::ScheduleKind kind : pipeline::kConcreteSchedules) {
+    schedules.push_back(pipeline::to_string(kind));
+  }
+  schedule_->add_option("--schedule", schedule_kind_, "The schedule to print")
       ->check(CLI::IsMember(schedules));
   schedule_->add_option("--stages", stages_, "Pipeline stages K")->check(CLI::Range(1, 64));
   schedule_->add_option("--micro-batches", micro_batches_, "Micro-batches M")

@@ -27,7 +27,7 @@ struct StashProfile {
   int layer_inputs = 0;
   bool layer_recompute = false;
   // Whether the peak is in a backward (else in a forward), and messages at the peak (see
-  // pipeline::stash_profiles): receives posted ahead (activations from the previous stage among
+  // pipeline::program_moments): receives posted ahead (activations from the previous stage among
   // them or not), and sends whose copies are not yet freed.
   bool backward = true;
   // A forward whose layers' saved tensors are dropped one by one (a recomputed micro-batch's

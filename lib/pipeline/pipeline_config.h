@@ -13,6 +13,7 @@ enum class ScheduleKind {
   kGpipe,
   kOneFOneB,
   kZbH1,  // 1F1B with the backward split into I and W, W ops filling the bubble (schedule.h)
+  kAuto,  // the planner's choice among the others (pipeline/planner.h); never reaches a Stage
 };
 // What a stage stores per micro-batch between forward and backward (torchgpipe's checkpoint).
 enum class Recompute {
@@ -39,9 +40,13 @@ enum class PartitionMode {
 };
 
 // The words of experiment files and logs (core/enum_names.h).
-inline constexpr EnumNames<ScheduleKind, 3> kScheduleNames{{{"gpipe", ScheduleKind::kGpipe},
+inline constexpr EnumNames<ScheduleKind, 4> kScheduleNames{{{"gpipe", ScheduleKind::kGpipe},
                                                             {"1f1b", ScheduleKind::kOneFOneB},
-                                                            {"zb_h1", ScheduleKind::kZbH1}}};
+                                                            {"zb_h1", ScheduleKind::kZbH1},
+                                                            {"auto", ScheduleKind::kAuto}}};
+// The schedules `pipeline.schedule: auto` chooses among, in the order that breaks ties.
+inline constexpr ScheduleKind kConcreteSchedules[] = {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB,
+                                                      ScheduleKind::kZbH1};
 inline constexpr EnumNames<Recompute, 5> kRecomputeNames{{{"always", Recompute::kAlways},
                                                           {"except_last", Recompute::kExceptLast},
                                                           {"never", Recompute::kNever},

@@ -14,6 +14,7 @@
 #include "model/memory_check.h"
 #include "model/partitioner.h"
 #include "pipeline/batch_split.h"
+#include "pipeline/program_memory.h"
 #include "pipeline/schedule.h"
 #include "pipeline/simulator.h"
 
@@ -106,10 +107,10 @@ struct Context {
   model::MemoryModel memory;
   StageTimes times;
   std::optional<double> limit;
-  std::vector<std::vector<model::StashProfile>> moments;  // per stage: stash_profiles
+  std::vector<std::vector<model::StashProfile>> moments;  // per stage: program_moments
 
   double stage_time(int begin, int end, int) const { return times.one_thread_total(begin, end); }
-  // The stage's largest candidate moment (stash_profiles), and that moment.
+  // The stage's largest candidate moment (program_moments), and that moment.
   std::pair<model::StageMemory, model::StashProfile> peak(int begin, int end, int stage) const {
     std::pair<model::StageMemory, model::StashProfile> largest;
     bool first = true;
@@ -344,17 +345,15 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
                          : std::nullopt,
             .moments = {}};
   const bool batched = resolve_weight_grads(pipe) == WeightGrads::kBatched;
+  std::vector<Program> programs;
   for (int s = 0; s < pipe.stages; ++s) {
-    c.moments.push_back(
-        stash_profiles(pipe.schedule, pipe.recompute, pipe.stages, pipe.micro_batches, s));
-    // Batched weight gradients hold every micro-batch's operands from the first backward on
-    // (under 1F1B, for simplicity, also at the forwards before it).
-    for (model::StashProfile& moment : c.moments.back()) {
-      const bool after_a_backward = moment.backward || pipe.schedule != ScheduleKind::kGpipe;
-      if (batched && after_a_backward) moment.weight_grad_micro_batches = pipe.micro_batches;
-    }
+    programs.push_back(make_program(pipe.schedule, pipe.stages, pipe.micro_batches, s));
+  }
+  for (int s = 0; s < pipe.stages; ++s) {
+    c.moments.push_back(program_moments(programs, s, pipe.recompute, batched));
   }
   PipelinePlan out;
+  out.schedule = pipe.schedule;
   out.recompute = pipe.recompute;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
@@ -490,128 +489,40 @@ std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanReq
 
 }  // namespace
 
-int pending_weights_at_peak(const Program& program) {
-  int in_flight = 0, pending = 0, most_in_flight = 0, at_peak = 0;
-  for (const Op& op : program) {
-    if (op.kind == OpKind::kForward) ++in_flight;
-    if (op.kind == OpKind::kBackwardWeight) --pending;
-    if (!is_input_backward(op.kind)) continue;
-    if (in_flight > most_in_flight || (in_flight == most_in_flight && pending > at_peak)) {
-      most_in_flight = in_flight;
-      at_peak = pending;
-    }
-    --in_flight;
-    if (op.kind == OpKind::kBackwardInput) ++pending;
-  }
-  return at_peak;
-}
-
-std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute recompute,
-                                                int num_stages, int num_micro_batches, int stage) {
-  const int in_flight = schedule == ScheduleKind::kGpipe
-                            ? num_micro_batches
-                            : std::min(num_stages - stage, num_micro_batches);
-  const bool last = stage == num_stages - 1;
-  // The last stage's loss gradients: those of the micro-batches in flight but one, whose
-  // backward runs (it took its gradient over) or whose forward runs (no loss yet).
-  const int loss_grads = last ? in_flight - 1 : 0;
-  std::vector<model::StashProfile> moments;
-  // Three moments at most, and GPipe's last forward (reserved: without it GCC 12 reports a false
-  // -Wstringop-overflow in the push_back below).
-  moments.reserve(4);
-  switch (recompute) {
-    case Recompute::kNever:
-      moments = {{.inputs = 0, .full = in_flight, .recompute = false, .loss_grads = loss_grads}};
-      break;
-    case Recompute::kAlways:
-      moments = {{.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads}};
-      break;
-    case Recompute::kPerLayer:
-      // All in flight before a backward (at the forward of the latest), then the others' layer
-      // inputs beside the one in its per-layer backward.
-      moments = {
-          {.loss_grads = loss_grads, .layer_inputs = in_flight, .backward = false},
-          {.loss_grads = loss_grads, .layer_inputs = in_flight - 1, .layer_recompute = true}};
-      break;
-    case Recompute::kExceptLast:
-      // The last micro-batch alone, in full, during its backward (its own recompute is skipped).
-      moments = {{.inputs = 0, .full = 1, .recompute = false, .loss_grads = loss_grads}};
-      if (in_flight < num_micro_batches) {
-        // `in_flight` recomputed micro-batches, before the last one is forwarded.
-        moments.push_back(
-            {.inputs = in_flight, .full = 0, .recompute = true, .loss_grads = loss_grads});
-      }
-      if (in_flight > 1) {
-        // The last one in full while an earlier one is recomputed.
-        moments.push_back(
-            {.inputs = in_flight - 1, .full = 1, .recompute = true, .loss_grads = loss_grads});
-      }
-      break;
-    case Recompute::kAuto:
-      throw Error("stash_profiles: recompute: auto is not resolved");
-  }
-  // Messages, at a backward: under GPipe the first one (the next stage has received every
-  // activation, Link has freed their copies, no gradient was sent yet); under 1F1B any one of the
-  // steady state, activations of later micro-batches arriving and sends in flight. The first and
-  // last stages have at most their latest send in flight (its receiver took the one before to
-  // make what this stage received since). A middle stage usually has only its previous gradient,
-  // waiting for the previous stage to finish a forward, but when the next stage is slow to take
-  // the activations sent just before (descheduled between its gradient send and its next
-  // receive), both: a long run meets that moment now and then, a short one seldom.
-  const bool gpipe = schedule == ScheduleKind::kGpipe;
-  const int sends = gpipe ? 0 : stage > 0 && !last ? model::kSendsInFlight : 1;
-  for (model::StashProfile& moment : moments) {
-    moment.receiving_activations = in_flight < num_micro_batches;
-    moment.receives_ahead =
-        gpipe ? std::min(model::kReceivesAhead, num_micro_batches - 1) : model::kReceivesAhead;
-    moment.sends = sends;
-  }
-  if (recompute == Recompute::kExceptLast && in_flight > 1) {
-    // The last one in full beside an earlier one's recompute: every activation received, and the
-    // gradients of the other micro-batches in flight left to receive (up to two posted ahead;
-    // under GPipe the last micro-batch is in full from the first backward on, when all of them
-    // are). Under 1F1B the last activation sent may still be in flight: the next stage sends the
-    // gradient this backward uses before it receives that activation (and so, busy in its
-    // backward, may not have taken it yet), beside an earlier gradient; under GPipe it took
-    // every activation first.
-    model::StashProfile& late = moments.back();
-    late.receiving_activations = false;
-    late.receives_ahead = std::min(model::kReceivesAhead, in_flight - 1);
-    late.sends = sends;
-  }
-  if (splits_backward(schedule)) {
-    const int pending =
-        pending_weights_at_peak(make_program(schedule, num_stages, num_micro_batches, stage));
-    for (model::StashProfile& moment : moments) {
-      moment.pending_weight_micro_batches = pending;
-      moment.splitting_backward = true;
-    }
-  }
-  if (gpipe) {
-    // The last forward: every micro-batch stored (the last one in full unless recomputed),
-    // gradient receives posted, and the latest outputs perhaps not yet received by a slower
-    // next stage.
-    const bool per_layer = recompute == Recompute::kPerLayer;
-    const int full = recompute == Recompute::kNever        ? num_micro_batches
-                     : recompute == Recompute::kExceptLast ? 1
-                                                           : 0;
-    moments.push_back({.inputs = per_layer ? 0 : num_micro_batches - full,
-                       .full = full,
-                       .recompute = false,
-                       .loss_grads = loss_grads,
-                       .layer_inputs = per_layer ? num_micro_batches : 0,
-                       .backward = false,
-                       .discarding = full == 0,
-                       .receiving_activations = false,
-                       .receives_ahead = model::kReceivesAhead,
-                       .sends = last ? 0 : std::min(model::kSendsInFlight, num_micro_batches - 1)});
-  }
-  return moments;
-}
-
 PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request) {
-  PipelinePlan out = plan_resolved(plan, request);
-  out.advice = make_advice(plan, request, out);
+  if (request.pipeline.schedule != ScheduleKind::kAuto) {
+    PipelinePlan out = plan_resolved(plan, request);
+    out.advice = make_advice(plan, request, out);
+    return out;
+  }
+  PlanRequest r = request;
+  r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
+  std::optional<PipelinePlan> fastest, smallest;
+  std::vector<ScheduleCandidate> candidates;
+  for (ScheduleKind schedule : kConcreteSchedules) {
+    r.pipeline.schedule = schedule;
+    PipelinePlan p = plan_resolved(plan, r);
+    ScheduleCandidate& candidate =
+        candidates.emplace_back(ScheduleCandidate{.schedule = schedule,
+                                                  .recompute = p.recompute,
+                                                  .step_s = p.step_s,
+                                                  .bubble_fraction = p.bubble_fraction,
+                                                  .peak_bytes = {},
+                                                  .fits = p.fits()});
+    for (const StagePlan& s : p.stages) candidate.peak_bytes.push_back(s.memory.total());
+    if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
+    if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
+  }
+  PipelinePlan out = fastest ? *fastest : *smallest;
+  if (!fastest) {
+    out.problem = fmt::format("{}: no schedule fits {} per rank; the smallest need is {} ({})",
+                              request.memory_limit_where,
+                              format_bytes(static_cast<double>(request.pipeline.memory_limit)),
+                              format_bytes_up(largest_peak(out)), to_string(out.schedule));
+  }
+  r.pipeline.schedule = out.schedule;
+  out.advice = make_advice(plan, r, out);
+  out.candidates = std::move(candidates);
   return out;
 }
 

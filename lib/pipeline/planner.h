@@ -66,7 +66,19 @@ struct StagePlan {
   bool fits = true;  // training and evaluation within the memory limit (always without one)
 };
 
+// One schedule `pipeline.schedule: auto` weighed: its plan's predictions.
+struct ScheduleCandidate {
+  ScheduleKind schedule = ScheduleKind::kGpipe;
+  Recompute recompute = Recompute::kAlways;  // the mode its plan runs (recompute: auto resolved)
+  double step_s = 0.0;
+  double bubble_fraction = 0.0;
+  std::vector<double> peak_bytes;  // per stage
+  bool fits = true;
+};
+
 struct PipelinePlan {
+  // The schedule the stages run: the request's, or the one `auto` chose (never kAuto).
+  ScheduleKind schedule = ScheduleKind::kGpipe;
   // The recompute mode the stages run: the request's, or the one `auto` chose (never kAuto).
   Recompute recompute = Recompute::kAlways;
   std::vector<StagePlan> stages;
@@ -80,26 +92,10 @@ struct PipelinePlan {
   std::string problem;
   std::vector<std::string> advice;  // short suggestions for `mpipe plan`
   MachineRates rates;               // what the times assume
+  // Under schedule: auto, every schedule weighed, in kConcreteSchedules' order (else empty).
+  std::vector<ScheduleCandidate> candidates;
   bool fits() const { return problem.empty(); }
 };
-
-// How stage `stage` of `num_stages` may hold micro-batches at its peak: the candidate moments,
-// of which the stage's peak is the largest. `in_flight` = M (GPipe) or min(K - stage, M) (1F1B)
-// micro-batches are forwarded and not yet backwarded: kept as inputs with one of them being
-// recomputed (recompute: always), in full (never); for except_last, either `in_flight`
-// recomputed ones (while the last is not yet forwarded), or the last in full beside
-// in_flight - 1 inputs and a recompute, or the last alone during its backward; for per_layer,
-// every layer's input of `in_flight` micro-batches and one layer's recompute. The last stage
-// also holds in_flight loss gradients. ZB-H1 (zb_h1) holds what 1F1B holds, and besides, at
-// every moment, the micro-batches between their I and W ops at its program's peak
-// (pending_weights_at_peak). `recompute` is not kAuto.
-// One pass over a stage's program: at the input-gradient op (B or I) with the most micro-batches
-// forwarded and not yet input-backwarded (that one included), the most micro-batches past their
-// I whose W has not run (0 for programs without W ops).
-int pending_weights_at_peak(const Program& program);
-
-std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute recompute,
-                                                int num_stages, int num_micro_batches, int stage);
 
 // Throws InputError for a partition that cannot be (counts, more stages than layers), naming
 // request.partition_where. A memory limit that cannot be met is reported in `problem`.
@@ -107,6 +103,11 @@ std::vector<model::StashProfile> stash_profiles(ScheduleKind schedule, Recompute
 // to the mode with the fastest predicted step among those whose plan fits, ties going to the
 // first of never, except_last, per_layer, always; when none fits, to the one with the smallest
 // largest stage (its problem is reported).
+// schedule: auto is resolved before recompute, over kConcreteSchedules (each planned with the
+// request's recompute, auto resolved per schedule, and with weight_grads resolved as configured:
+// not batched unless set): the one with the fastest predicted step whose plan fits, ties going
+// to the first; when none fits, the one whose largest stage is smallest, with the problem "<memory
+// limit key>: no schedule fits <limit> per rank; the smallest need is <bytes> (<schedule>)".
 PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request);
 
 }  // namespace mpipe::pipeline

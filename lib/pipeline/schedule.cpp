@@ -88,6 +88,8 @@ Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, i
       return make_one_f_one_b(num_stages, num_micro_batches, stage);
     case ScheduleKind::kZbH1:
       return make_zb_h1(num_stages, num_micro_batches, stage);
+    case ScheduleKind::kAuto:
+      throw Error("make_program: schedule: auto is not resolved");
   }
   throw Error("make_program: unknown schedule kind");
 }

@@ -25,7 +25,7 @@ namespace mpipe::pipeline {
 // RG before B or I (s < K-1), SG after B or I (s > 0).
 Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage);
 
-ScheduleKind parse_schedule_kind(const std::string& name);  // "gpipe" | "1f1b" | "zb_h1"
+ScheduleKind parse_schedule_kind(const std::string& name);  // "gpipe" | "1f1b" | "zb_h1" | "auto"
 // Whether the schedule splits backwards into I and W ops.
 bool splits_backward(ScheduleKind kind);
 std::string to_string(ScheduleKind kind);

@@ -26,6 +26,12 @@ std::string recompute_name(const PlanReport& r) {
   return r.pipeline.recompute == pipeline::Recompute::kAuto ? name + " (auto)" : name;
 }
 
+// The schedule the stages run, and "(auto)" when the planner chose it.
+std::string schedule_name(const PlanReport& r) {
+  const std::string name = pipeline::to_string(r.plan.schedule);
+  return r.pipeline.schedule == pipeline::ScheduleKind::kAuto ? name + " (auto)" : name;
+}
+
 std::string header(const PlanReport& r) {
   const pipeline::PipelineConfig& p = r.pipeline;
   return fmt::format(
@@ -34,8 +40,8 @@ std::string header(const PlanReport& r) {
       r.experiment.source, counted(std::ssize(r.model.layers), "layer"), r.model.num_params(),
       counted(p.stages, "stage"), counted(p.data_parallel, "replica"),
       counted(p.micro_batches, "micro-batch", "micro-batches"), r.plan.micro_batch_rows,
-      pipeline::to_string(p.schedule), recompute_name(r),
-      pipeline::to_string(pipeline::resolve_weight_grads(p)), pipeline::to_string(p.partition_mode),
+      schedule_name(r), recompute_name(r), pipeline::to_string(pipeline::resolve_weight_grads(p)),
+      pipeline::to_string(p.partition_mode),
       p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
 }
 
@@ -71,12 +77,34 @@ std::string stage_table(const PlanReport& r) {
   return out;
 }
 
+// schedule: auto: each schedule weighed, its predicted step, bubble and peak per stage.
+std::string candidate_table(const PlanReport& r) {
+  std::string out = fmt::format("{:<8} {:<11} {:>10} {:>7}  {}\n", "schedule", "recompute", "step",
+                                "bubble", "peak memory per stage");
+  for (const pipeline::ScheduleCandidate& c : r.plan.candidates) {
+    std::string peaks;
+    for (double bytes : c.peak_bytes) {
+      if (!peaks.empty()) peaks += ' ';
+      peaks += format_bytes(bytes);
+    }
+    const bool chosen = c.schedule == r.plan.schedule;
+    out += fmt::format("{:<8} {:<11} {:>10} {:>6.1f}%  {}{}\n", pipeline::to_string(c.schedule),
+                       pipeline::to_string(c.recompute), seconds(c.step_s),
+                       100.0 * c.bubble_fraction, peaks,
+                       chosen   ? "  <- chosen"
+                       : c.fits ? ""
+                                : "  over the limit");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string plan_text(const PlanReport& r) {
   const pipeline::PipelinePlan& plan = r.plan;
   const pipeline::MachineRates& rates = plan.rates;
   std::string out = header(r) + "\n" + layer_table(r) + "\n" + stage_table(r) + "\n";
+  if (!plan.candidates.empty()) out += candidate_table(r) + "\n";
   out += fmt::format(
       "predicted step {} | {:.1f} samples/s | bubble {:.1f}% | slowest stage {:.0f}% of the "
       "compute\n",
@@ -134,6 +162,16 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                         {"communication", m.communication},
                         {"allocator_rounding", m.allocator_rounding}}}});
   }
+  nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+  for (const pipeline::ScheduleCandidate& c : plan.candidates) {
+    candidates.push_back({{"schedule", pipeline::to_string(c.schedule)},
+                          {"recompute", pipeline::to_string(c.recompute)},
+                          {"step_s", c.step_s},
+                          {"bubble_fraction", c.bubble_fraction},
+                          {"peak_bytes", c.peak_bytes},
+                          {"fits", c.fits},
+                          {"chosen", c.schedule == plan.schedule}});
+  }
   const pipeline::MachineRates& rates = plan.rates;
   nlohmann::ordered_json out = {
       {"config", r.experiment.source},
@@ -144,7 +182,9 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"micro_batches", p.micro_batches},
       {"micro_batch_rows", plan.micro_batch_rows},
       {"batch_size", r.experiment.train.batch_size},
-      {"schedule", pipeline::to_string(p.schedule)},
+      {"schedule", pipeline::to_string(plan.schedule)},
+      {"schedule_setting", pipeline::to_string(p.schedule)},
+      {"schedule_candidates", candidates},
       {"recompute", pipeline::to_string(plan.recompute)},
       {"recompute_setting", pipeline::to_string(p.recompute)},
       {"weight_grads", pipeline::to_string(pipeline::resolve_weight_grads(p))},

@@ -22,7 +22,10 @@ struct PlanReport {
 std::string plan_text(const PlanReport& report);
 
 // {"config", "num_layers", "num_params", "stages", "data_parallel", "micro_batches",
-//  "micro_batch_rows", "batch_size", "schedule", "recompute" (the mode the stages run),
+//  "micro_batch_rows", "batch_size", "schedule" (the one the stages run), "schedule_setting"
+//  (the experiment's: "auto" when the planner chose), "schedule_candidates" (under auto: one
+//  {"schedule", "recompute", "step_s", "bubble_fraction", "peak_bytes" per stage, "fits",
+//  "chosen"} per schedule weighed; else []), "recompute" (the mode the stages run),
 //  "recompute_setting" (the experiment's: "auto" when the planner chose), "partition",
 //  "memory_limit_bytes" (null: none), "layers": [{"index", "kind", "input", "output",
 //  "num_params", "forward_flops"}], "stage_plans": [{"stage", "first_layer", "last_layer",

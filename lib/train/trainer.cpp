@@ -103,8 +103,8 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
                                                    topology_.num_stages, *loss_, kernels_);
   link_->set_trace(&trace_);
   executor_->set_trace(&trace_);
-  program_ = pipeline::make_program(pipe.schedule, topology_.num_stages, pipe.micro_batches,
-                                    topology_.stage);
+  program_ = pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
+                                    pipe.micro_batches, topology_.stage);
   gradient_buckets_ = pipeline::gradient_buckets(stage_->params());
 }
 

@@ -29,6 +29,7 @@
 #include "data/dataset.h"
 #include "log/metrics_writer.h"
 #include "log/progress.h"
+#include "pipeline/schedule.h"
 #include "tokenize/tokenizer.h"
 #include "train/flop_utilization.h"
 #include "train/generator.h"
@@ -119,6 +120,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
       {"stages", topo.num_stages},
       {"data_parallel", topo.num_replicas},
       {"micro_batches", experiment.pipeline.micro_batches},
+      {"schedule", pipeline::to_string(trainer.pipeline_plan().schedule)},
       {"predicted_samples_per_s", trainer.pipeline_plan().samples_per_s},
       {"peak_activation_bytes_per_stage", measured.activation_bytes},
       {"predicted_kept_activation_bytes_per_stage", predicted_kept},
@@ -264,6 +266,14 @@ class TrainingRun {
         counted(experiment_.pipeline.micro_batches, "micro-batch", "micro-batches"),
         experiment_.train.batch_size / topo.num_replicas / experiment_.pipeline.micro_batches,
         kernels::to_string(kernels_.precision()));
+    const pipeline::PipelinePlan& plan = trainer_.pipeline_plan();
+    if (experiment_.pipeline.schedule == pipeline::ScheduleKind::kAuto) {
+      spdlog::info(
+          "pipeline.schedule: auto chose {} (predicted step {:.3f} s, bubble {:.1f}%, the fastest "
+          "of {} within the memory limit)",
+          pipeline::to_string(plan.schedule), plan.step_s, 100.0 * plan.bubble_fraction,
+          counted(std::ssize(plan.candidates), "schedule"));
+    }
   }
 
   // --init-weights: a new run's stages take their weights from the file (a failure on any rank

@@ -212,9 +212,10 @@ TEST(PipelineSection, MicroBatchesMustBeAtLeastOne) {
             "exp.yaml:2: pipeline.micro_batches: must be >= 1, got 0");
 }
 
-TEST(PipelineSection, ScheduleMustBeGpipe1f1bOrZbH1) {
-  EXPECT_EQ(error_of("pipeline:\n  schedule: zigzag\n"),
-            "exp.yaml:2: pipeline.schedule: expected one of gpipe, 1f1b, zb_h1, got 'zigzag'");
+TEST(PipelineSection, ScheduleMustBeGpipe1f1bZbH1OrAuto) {
+  EXPECT_EQ(
+      error_of("pipeline:\n  schedule: zigzag\n"),
+      "exp.yaml:2: pipeline.schedule: expected one of gpipe, 1f1b, zb_h1, auto, got 'zigzag'");
 }
 
 TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastNeverPerLayerOrAuto) {

@@ -7,15 +7,18 @@
 # tensor bytes (peak_tensor_bytes_per_stage) and at most 3% above it. A longer run (20 steps,
 # evaluations and checkpoints between them) holds to the same bound: its middle stages meet the
 # moment a short run seldom does, two sends in flight during a backward (issue 18, item 4).
-# The same CONFIG under the zb_h1 schedule (every recompute mode, default allocator) holds too.
+# The same CONFIG under the gpipe schedule and under zb_h1 at M = 4 (every recompute mode, default
+# allocator) holds too: the planner's moments come from each schedule's op list
+# (pipeline/program_memory.h).
 # Usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]: STAGES (ranks, one per stage) 4 and
-# the modes default, mmap64k, long and zb_h1 unless given (the modes are the loop's "allocator" below).
+# the modes default, mmap64k, long, gpipe and zb_h1 unless given (the modes are the loop's
+# "allocator" below).
 source "$(dirname "$0")/lib.sh"
 
 config=${1:?usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]}
 stages=${2:-4}
 modes=("${@:3}")
-[[ ${#modes[@]} -gt 0 ]] || modes=(default mmap64k long zb_h1)
+[[ ${#modes[@]} -gt 0 ]] || modes=(default mmap64k long gpipe zb_h1)
 failed=0
 printf '%-10s %-11s %5s %12s %12s %7s\n' allocator recompute stage predicted measured error
 for allocator in "${modes[@]}"; do
@@ -23,9 +26,13 @@ for allocator in "${modes[@]}"; do
     [[ $allocator == long && $recompute != always ]] && continue
     name=$allocator-$recompute
     layout=(--set pipeline.stages="$stages" --set pipeline.recompute="$recompute")
-    if [[ $allocator == zb_h1 ]]; then
-      # (Not an allocator: the default one under the zb_h1 schedule, split backwards.)
-      train "$stages" "$name" "$config" "${layout[@]}" --set pipeline.schedule=zb_h1
+    if [[ $allocator == gpipe || $allocator == zb_h1 ]]; then
+      # (Not an allocator: the default one under another schedule; zb_h1 at M = K, where stage 0
+      # runs all its forwards before its first backward and the later ones hold W ops back.)
+      micro_batches=8
+      [[ $allocator == zb_h1 ]] && micro_batches=$stages
+      train "$stages" "$name" "$config" "${layout[@]}" --set pipeline.schedule="$allocator" \
+        --set pipeline.micro_batches="$micro_batches"
     elif [[ $allocator == long ]]; then
       train "$stages" "$name" "$config" "${layout[@]}" --set train.steps=20 \
         --set train.eval_every=5 --set checkpoint.every=5

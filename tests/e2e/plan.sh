@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mpipe plan: --json parses with every stage and prediction (its run time is printed), recompute:
 # auto chooses the mode by the limit, threads per rank divide the predicted compute (not the
-# partition), and its option errors are one line with exit status 2.
+# partition), schedule: auto shows its candidates and runs its choice, and its option errors are
+# one line with exit status 2.
 source "$(dirname "$0")/lib.sh"
 configs=$(dirname "$0")/../../configs
 
@@ -103,4 +104,37 @@ plan_error "transformer_deep.yaml:16: train.batch_size: must be divisible by pip
   "$configs/transformer_deep.yaml" --micro-batches 5
 plan_error "--threads-per-rank: Value 0 not in range 1 to 65536" \
   "$configs/transformer_deep.yaml" --threads-per-rank 0
-echo "plan: JSON, text, threads per rank and errors"
+# pipeline.schedule: auto: one row per schedule weighed (step, bubble, peak per stage), the chosen
+# one marked, and the same choice in the JSON; nothing within the limit: the smallest need.
+"$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --set pipeline.schedule=auto \
+  > "$WORK/auto.txt"
+[[ $(grep -cE '^(gpipe|1f1b|zb_h1) +[a-z_]+ +[0-9.]+ m?s +[0-9.]+%  ([0-9.]+ [KMG]?i?B ?){4}' \
+  "$WORK/auto.txt") -eq 3 && $(grep -c -- '<- chosen$' "$WORK/auto.txt") -eq 1 ]] ||
+  { cat "$WORK/auto.txt"; echo "FAILED: schedule: auto's candidate table"; exit 1; }
+"$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --set pipeline.schedule=auto --json \
+  > "$WORK/auto.json"
+chosen=$(grep -- '<- chosen$' "$WORK/auto.txt" | cut -d' ' -f1)
+/usr/bin/python3 - "$WORK/auto.json" "$chosen" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+assert plan["schedule_setting"] == "auto" and plan["schedule"] == sys.argv[2], plan["schedule"]
+candidates = plan["schedule_candidates"]
+assert [c["schedule"] for c in candidates] == ["gpipe", "1f1b", "zb_h1"], candidates
+assert [c["chosen"] for c in candidates].count(True) == 1
+fastest = min(c["step_s"] for c in candidates)
+assert next(c for c in candidates if c["chosen"])["step_s"] == fastest
+PY
+"$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --set pipeline.schedule=auto \
+  --memory-limit 1KiB > "$WORK/auto_limit.txt"
+grep -qE '^does not fit: --memory-limit 1KiB: no schedule fits 1\.0 KiB per rank; the smallest need is [0-9.]+ MiB \((gpipe|1f1b|zb_h1)\)$' \
+  "$WORK/auto_limit.txt" ||
+  { cat "$WORK/auto_limit.txt"; echo "FAILED: schedule: auto over the limit"; exit 1; }
+# A run under schedule: auto runs the schedule the planner chose, says so in one line and
+# records it in summary.json (two steps of memory_mlp on 2 ranks, a few seconds).
+train 2 auto_run "$(dirname "$0")/files/memory_mlp.yaml" --set pipeline.schedule=auto
+ran=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["schedule"])' \
+  "$WORK/auto_run/summary.json")
+[[ $(grep -cE "pipeline\.schedule: auto chose $ran \(predicted step [0-9.]+ s, bubble [0-9.]+%, the fastest of 3 schedules within the memory limit\)$" \
+  "$WORK/auto_run.log") -eq 1 ]] ||
+  { cat "$WORK/auto_run.log"; echo "FAILED: schedule: auto's run"; exit 1; }
+echo "plan: JSON, text, threads per rank, schedule: auto and errors"

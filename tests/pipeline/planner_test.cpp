@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "kernels/context.h"
+#include "pipeline/program_memory.h"
 #include "pipeline/schedule.h"
 #include "pipeline/stage.h"
 #include "support/random_tensor.h"
@@ -96,8 +97,10 @@ TEST(Planner, PredictedKeptActivationsEqualARealStagesPeakUnderEverySchedule) {
           for (int m : {1, 2, 3, 5}) {
             for (int s = 0; s < k; ++s) {
               double predicted = 0.0;
+              std::vector<Program> programs;
+              for (int t = 0; t < k; ++t) programs.push_back(make_program(schedule, k, m, t));
               for (const model::StashProfile& moment :
-                   stash_profiles(schedule, recompute, k, m, s)) {
+                   program_moments(programs, s, recompute, false)) {
                 const auto mem = memory.stage(0, num_layers, moment, s == 0, s == k - 1);
                 predicted = std::max(predicted, mem.kept_activations);
               }
@@ -111,103 +114,6 @@ TEST(Planner, PredictedKeptActivationsEqualARealStagesPeakUnderEverySchedule) {
       }
     }
   }
-}
-
-TEST(Planner, PendingWeightsAtThePeakComeFromOnePassOverTheProgram) {
-  for (int s = 0; s < 4; ++s) {
-    // In ZB-H1's steady state stage s runs each I with K - s micro-batches forwarded and the W
-    // ops of s earlier ones pending; 1F1B has no W ops.
-    EXPECT_EQ(pending_weights_at_peak(make_program(ScheduleKind::kZbH1, 4, 8, s)), s);
-    EXPECT_EQ(pending_weights_at_peak(make_program(ScheduleKind::kOneFOneB, 4, 8, s)), 0);
-    for (const model::StashProfile& moment :
-         stash_profiles(ScheduleKind::kZbH1, Recompute::kAlways, 4, 8, s)) {
-      EXPECT_EQ(moment.pending_weight_micro_batches, s);
-      EXPECT_TRUE(moment.splitting_backward);
-    }
-  }
-  // Fewer micro-batches than stages: the last stage's W ops wait for the end.
-  EXPECT_EQ(pending_weights_at_peak(make_program(ScheduleKind::kZbH1, 4, 2, 3)), 1);
-}
-
-TEST(Planner, StashProfilesFollowTheScheduleAndTheRecomputeMode) {
-  using P = model::StashProfile;
-  // The backward moments (GPipe adds its last forward after them).
-  const auto one = [](ScheduleKind kind, Recompute r, int k, int m, int s) {
-    const auto moments = stash_profiles(kind, r, k, m, s);
-    EXPECT_EQ(moments.size(), kind == ScheduleKind::kGpipe ? 2u : 1u);
-    return moments.front();
-  };
-  const auto same = [](const P& a, const P& b) {
-    return a.inputs == b.inputs && a.full == b.full && a.recompute == b.recompute &&
-           a.loss_grads == b.loss_grads && a.layer_inputs == b.layer_inputs &&
-           a.layer_recompute == b.layer_recompute;
-  };
-  // GPipe keeps all M; 1F1B keeps min(K - s, M); the last stage holds as many loss gradients,
-  // less the one a backward took over (or, at a forward, whose loss is not computed yet).
-  EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kAlways, 4, 8, 1), P{8, 0, true, 0}));
-  EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 1), P{3, 0, true, 0}));
-  EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 2, 0), P{2, 0, true, 0}));
-  EXPECT_TRUE(same(one(ScheduleKind::kOneFOneB, Recompute::kNever, 4, 8, 3), P{0, 1, false, 0}));
-  EXPECT_TRUE(same(one(ScheduleKind::kGpipe, Recompute::kNever, 4, 8, 3), P{0, 8, false, 7}));
-  // per_layer: every layer's input of the micro-batches in flight before a backward, then of
-  // the others beside the one in its per-layer backward.
-  const auto per_layer_1f1b =
-      stash_profiles(ScheduleKind::kOneFOneB, Recompute::kPerLayer, 4, 8, 1);
-  ASSERT_EQ(per_layer_1f1b.size(), 2u);
-  EXPECT_TRUE(same(per_layer_1f1b[0], P{0, 0, false, 0, 3, false}));
-  EXPECT_FALSE(per_layer_1f1b[0].backward);
-  EXPECT_TRUE(same(per_layer_1f1b[1], P{0, 0, false, 0, 2, true}));
-  const auto per_layer_gpipe = stash_profiles(ScheduleKind::kGpipe, Recompute::kPerLayer, 4, 8, 3);
-  ASSERT_EQ(per_layer_gpipe.size(), 3u);
-  EXPECT_TRUE(same(per_layer_gpipe[1], P{0, 0, false, 7, 7, true}));
-  EXPECT_TRUE(same(per_layer_gpipe[2], P{0, 0, false, 7, 8, false}));  // the last forward
-  // except_last under GPipe: the last micro-batch alone, or in full beside M - 1 inputs.
-  const auto moments = stash_profiles(ScheduleKind::kGpipe, Recompute::kExceptLast, 2, 4, 0);
-  ASSERT_EQ(moments.size(), 3u);
-  EXPECT_TRUE(same(moments[0], P{0, 1, false, 0}));
-  EXPECT_TRUE(same(moments[1], P{3, 1, true, 0}));
-}
-
-TEST(Planner, StashProfilesPlaceMessagesWhereTheExecutorHoldsThem) {
-  // GPipe's backward: gradients arrive (up to two ahead), nothing is sent yet.
-  const auto gpipe = stash_profiles(ScheduleKind::kGpipe, Recompute::kAlways, 2, 4, 0);
-  ASSERT_EQ(gpipe.size(), 2u);
-  EXPECT_TRUE(gpipe[0].backward);
-  EXPECT_FALSE(gpipe[0].receiving_activations);
-  EXPECT_EQ(gpipe[0].receives_ahead, 2);
-  EXPECT_EQ(gpipe[0].sends, 0);
-  // GPipe's last forward: every input stored, the layers' saved tensors dropped one by one, up
-  // to two sends not yet received by the next stage (none from the last stage).
-  EXPECT_FALSE(gpipe[1].backward);
-  EXPECT_TRUE(gpipe[1].discarding);
-  EXPECT_EQ(gpipe[1].inputs, 4);
-  EXPECT_EQ(gpipe[1].sends, 2);
-  EXPECT_EQ(stash_profiles(ScheduleKind::kGpipe, Recompute::kNever, 2, 4, 1)[1].sends, 0);
-  // 1F1B's steady state: activations arrive too; a middle stage's previous gradient and the
-  // activations it sent just before may both be in flight (as many as a Link keeps:
-  // Link.KeepsTwoSendsWhileNeitherNeighbourReceives), the first and last stages' latest send.
-  const auto one_f_one_b = stash_profiles(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 1);
-  ASSERT_EQ(one_f_one_b.size(), 1u);
-  EXPECT_TRUE(one_f_one_b[0].receiving_activations);
-  EXPECT_EQ(one_f_one_b[0].receives_ahead, 2);
-  EXPECT_EQ(one_f_one_b[0].sends, model::kSendsInFlight);
-  EXPECT_EQ(stash_profiles(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 0)[0].sends, 1);
-  EXPECT_EQ(stash_profiles(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 3)[0].sends, 1);
-  // except_last's last micro-batch in full beside a recompute: the gradients of the others in
-  // flight still to come, up to two posted ahead (GPipe: from the first backward on).
-  const auto late = [](ScheduleKind kind, int k, int m) {
-    const auto moments = stash_profiles(kind, Recompute::kExceptLast, k, m, 0);
-    return moments[kind == ScheduleKind::kGpipe ? 1 : moments.size() - 1];
-  };
-  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).inputs, 3);
-  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).full, 1);
-  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).receives_ahead, 2);
-  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).receives_ahead, 1);
-  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 4, 8).receives_ahead, 2);
-  // Under 1F1B the last activation sent may not have been taken yet (the next stage sent the
-  // gradient in use before it received that activation); under GPipe it was.
-  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).sends, 1);
-  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).sends, 0);
 }
 
 // An MLP whose first layer costs far more than the rest: uniform gives it company, auto not.
@@ -591,6 +497,56 @@ TEST(Planner, RecomputeAutoChoosesTheFastestModeThatFits) {
   EXPECT_EQ(chosen(peak[Recompute::kAlways] - 1), "per_layer");
   EXPECT_TRUE(chosen(peak[Recompute::kPerLayer] - 1)
                   .starts_with("per_layer: exp.yaml:21: pipeline.memory_limit: "));
+}
+
+TEST(Planner, ScheduleAutoChoosesTheFastestScheduleThatFits) {
+  const ModelSpec spec = equal_model();
+  PlanRequest r = memory_request(4, 0);
+  r.pipeline.micro_batches = 8;
+  r.batch_size = 64;
+  std::map<ScheduleKind, PipelinePlan> each;
+  for (ScheduleKind schedule : kConcreteSchedules) {
+    r.pipeline.schedule = schedule;
+    each.emplace(schedule, plan_of(spec, kEqualInput, r));
+  }
+  // Tanh layers do not split their backward: zb_h1 runs 1F1B's step at 1F1B's memory. GPipe's
+  // step is predicted faster here (fewer, larger message waits), at more memory (all 8
+  // micro-batches kept).
+  EXPECT_EQ(each[ScheduleKind::kZbH1].step_s, each[ScheduleKind::kOneFOneB].step_s);
+  EXPECT_LT(each[ScheduleKind::kGpipe].step_s, each[ScheduleKind::kOneFOneB].step_s);
+  EXPECT_GT(peak_of(each[ScheduleKind::kGpipe]), peak_of(each[ScheduleKind::kOneFOneB]));
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  const auto chosen = [&](double limit) {
+    r.pipeline.memory_limit = static_cast<int64_t>(limit);
+    const PipelinePlan p = plan_of(spec, kEqualInput, r);
+    return to_string(p.schedule) + (p.fits() ? "" : ": " + p.problem);
+  };
+  EXPECT_EQ(chosen(0), "gpipe");  // the fastest
+  const double one_f_one_b = peak_of(each[ScheduleKind::kOneFOneB]);
+  // GPipe is over the limit; 1f1b and zb_h1 tie: the first of gpipe, 1f1b, zb_h1.
+  EXPECT_EQ(chosen(one_f_one_b), "1f1b");
+  const int64_t too_small = static_cast<int64_t>(one_f_one_b / 4);
+  const PipelinePlan smallest = plan_of(spec, kEqualInput, [&] {
+    PlanRequest s = r;
+    s.pipeline.schedule = ScheduleKind::kOneFOneB;
+    s.pipeline.memory_limit = too_small;
+    return s;
+  }());
+  EXPECT_EQ(chosen(static_cast<double>(too_small)),
+            fmt::format("1f1b: exp.yaml:21: pipeline.memory_limit: no schedule fits {} per rank; "
+                        "the smallest need is {} (1f1b)",
+                        format_bytes(static_cast<double>(too_small)),
+                        format_bytes_up(peak_of(smallest))));
+  // Each schedule weighed, with its own predictions.
+  r.pipeline.memory_limit = 0;
+  const PipelinePlan p = plan_of(spec, kEqualInput, r);
+  ASSERT_EQ(p.candidates.size(), 3u);
+  for (const ScheduleCandidate& c : p.candidates) {
+    EXPECT_EQ(c.step_s, each[c.schedule].step_s);
+    EXPECT_EQ(c.bubble_fraction, each[c.schedule].bubble_fraction);
+    EXPECT_EQ(c.peak_bytes.size(), 4u);
+    EXPECT_EQ(*std::ranges::max_element(c.peak_bytes), peak_of(each[c.schedule]));
+  }
 }
 
 TEST(Planner, AdviseTheRecomputeModeAutoWouldChoose) {

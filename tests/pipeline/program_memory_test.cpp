@@ -1,0 +1,161 @@
+// Tests for memory from the op list: the moments one pass over a stage's program gives.
+#include "pipeline/program_memory.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "pipeline/schedule.h"
+
+namespace mpipe::pipeline {
+namespace {
+
+using model::AttrValue;
+
+using P = model::StashProfile;
+
+std::vector<P> moments_of(ScheduleKind kind, Recompute recompute, int k, int m, int stage) {
+  std::vector<Program> programs;
+  for (int s = 0; s < k; ++s) programs.push_back(make_program(kind, k, m, s));
+  return program_moments(programs, stage, recompute, false);
+}
+
+// The counts of a moment (what is kept, recomputed and waiting), not its messages.
+bool same_counts(const P& a, const P& b) {
+  return a.inputs == b.inputs && a.full == b.full && a.recompute == b.recompute &&
+         a.loss_grads == b.loss_grads && a.layer_inputs == b.layer_inputs &&
+         a.layer_recompute == b.layer_recompute && a.backward == b.backward &&
+         a.pending_weight_micro_batches == b.pending_weight_micro_batches;
+}
+
+// The moment with these counts (a default one when there is none).
+P find(const std::vector<P>& moments, const P& counts) {
+  for (const P& m : moments) {
+    if (same_counts(m, counts)) return m;
+  }
+  ADD_FAILURE() << "no moment with inputs " << counts.inputs << " full " << counts.full
+                << " layer_inputs " << counts.layer_inputs << " pending "
+                << counts.pending_weight_micro_batches;
+  return {};
+}
+
+int most(const std::vector<P>& moments, int P::*field) {
+  int largest = 0;
+  for (const P& m : moments) largest = std::max(largest, m.*field);
+  return largest;
+}
+
+TEST(ProgramMemory, KeepsWhatTheMicroBatchesInFlightKeep) {
+  // GPipe keeps all M; 1F1B keeps min(K - s, M); the last stage holds as many loss gradients,
+  // less the one a backward took over (or, at a forward, whose loss is not computed yet).
+  const auto gpipe = moments_of(ScheduleKind::kGpipe, Recompute::kAlways, 4, 8, 1);
+  find(gpipe, {.inputs = 8, .recompute = true});
+  EXPECT_EQ(most(gpipe, &P::inputs), 8);
+  const auto one_f_one_b = moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 1);
+  find(one_f_one_b, {.inputs = 3, .recompute = true});
+  EXPECT_EQ(most(one_f_one_b, &P::inputs), 3);
+  EXPECT_EQ(most(moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 2, 0), &P::inputs), 2);
+  const auto last = moments_of(ScheduleKind::kOneFOneB, Recompute::kNever, 4, 8, 3);
+  EXPECT_EQ(most(last, &P::full), 1);
+  EXPECT_EQ(most(last, &P::loss_grads), 0);
+  find(moments_of(ScheduleKind::kGpipe, Recompute::kNever, 4, 8, 3),
+       {.full = 8, .recompute = false, .loss_grads = 7});
+  // per_layer: every layer's input of the micro-batches in flight before a backward, then of
+  // the others beside the one in its per-layer backward.
+  const auto per_layer = moments_of(ScheduleKind::kOneFOneB, Recompute::kPerLayer, 4, 8, 1);
+  find(per_layer, {.layer_inputs = 3, .backward = false});
+  find(per_layer, {.layer_inputs = 2, .layer_recompute = true});
+  EXPECT_EQ(most(per_layer, &P::layer_inputs), 3);
+  const auto per_layer_gpipe = moments_of(ScheduleKind::kGpipe, Recompute::kPerLayer, 4, 8, 3);
+  find(per_layer_gpipe, {.loss_grads = 7, .layer_inputs = 7, .layer_recompute = true});
+  // GPipe's last forward, its saved tensors dropped layer by layer.
+  EXPECT_TRUE(
+      find(per_layer_gpipe, {.loss_grads = 7, .layer_inputs = 8, .backward = false}).discarding);
+  // except_last: the last micro-batch alone in full, or in full beside M - 1 inputs.
+  const auto except_last = moments_of(ScheduleKind::kGpipe, Recompute::kExceptLast, 2, 4, 0);
+  find(except_last, {.full = 1, .recompute = false});
+  find(except_last, {.inputs = 3, .full = 1, .recompute = true});
+}
+
+TEST(ProgramMemory, PlacesMessagesWhereTheExecutorHoldsThem) {
+  // GPipe's backward: gradients arrive (up to two ahead), nothing is sent yet.
+  const auto gpipe = moments_of(ScheduleKind::kGpipe, Recompute::kAlways, 2, 4, 0);
+  const P backward = find(gpipe, {.inputs = 4, .recompute = true});
+  EXPECT_FALSE(backward.receiving_activations);
+  EXPECT_EQ(backward.receives_ahead, 2);
+  EXPECT_EQ(backward.sends, 0);
+  // GPipe's last forward: every input stored, the layers' saved tensors dropped one by one, up
+  // to two sends not yet received by the next stage (none from the last stage).
+  const P last_forward = find(gpipe, {.inputs = 4, .backward = false});
+  EXPECT_TRUE(last_forward.discarding);
+  EXPECT_EQ(last_forward.sends, 2);
+  EXPECT_EQ(find(moments_of(ScheduleKind::kGpipe, Recompute::kNever, 2, 4, 1),
+                 {.full = 4, .loss_grads = 3, .backward = false})
+                .sends,
+            0);
+  // 1F1B's steady state: activations arrive too; a middle stage's previous gradient and the
+  // activations it sent just before may both be in flight (as many as a Link keeps:
+  // Link.KeepsTwoSendsWhileNeitherNeighbourReceives), the first and last stages' latest send.
+  const P steady = find(moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 1),
+                        {.inputs = 3, .recompute = true});
+  EXPECT_TRUE(steady.receiving_activations);
+  EXPECT_EQ(steady.receives_ahead, 2);
+  EXPECT_EQ(steady.sends, model::kSendsInFlight);
+  EXPECT_EQ(find(moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 0),
+                 {.inputs = 4, .recompute = true})
+                .sends,
+            1);
+  EXPECT_EQ(find(moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 3),
+                 {.inputs = 1, .recompute = true})
+                .sends,
+            1);
+  // except_last's last micro-batch in full beside a recompute: the gradients of the others in
+  // flight still to come, up to two posted ahead (GPipe: from the first backward on).
+  const auto late = [](ScheduleKind kind, int k, int m) {
+    return find(moments_of(kind, Recompute::kExceptLast, k, m, 0),
+                {.inputs = (kind == ScheduleKind::kGpipe ? m : std::min(k, m)) - 1,
+                 .full = 1,
+                 .recompute = true});
+  };
+  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).receives_ahead, 2);
+  EXPECT_FALSE(late(ScheduleKind::kGpipe, 2, 4).receiving_activations);
+  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).receives_ahead, 1);
+  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 4, 8).receives_ahead, 2);
+  // Under 1F1B the last activation sent may not have been taken yet (the next stage sent the
+  // gradient in use before it received that activation); under GPipe it was.
+  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).sends, 1);
+  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).sends, 0);
+}
+
+TEST(ProgramMemory, CountsWeightGradientsPendingAtEachOp) {
+  for (int s = 0; s < 4; ++s) {
+    // In ZB-H1's steady state stage s runs each I with K - s micro-batches forwarded and the W
+    // ops of s earlier ones pending; 1F1B has no W ops.
+    const auto zb = moments_of(ScheduleKind::kZbH1, Recompute::kAlways, 4, 8, s);
+    find(zb, {.inputs = 4 - s, .recompute = true, .pending_weight_micro_batches = s});
+    EXPECT_EQ(most(zb, &P::pending_weight_micro_batches), s);
+    EXPECT_TRUE(std::ranges::all_of(zb, [](const P& m) { return m.splitting_backward; }));
+    EXPECT_EQ(most(moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, s),
+                   &P::pending_weight_micro_batches),
+              0);
+  }
+  // Fewer micro-batches than stages: stage 2 of 4 holds its W ops back to the end, so its last
+  // I has one micro-batch in flight beside two pending W (the formula before the pass paired the
+  // most in flight with the W pending then, and missed this moment).
+  const auto few = moments_of(ScheduleKind::kZbH1, Recompute::kNever, 4, 3, 2);
+  find(few, {.full = 2, .pending_weight_micro_batches = 0});
+  find(few, {.full = 2, .pending_weight_micro_batches = 1});
+  find(few, {.full = 1, .pending_weight_micro_batches = 2});
+}
+
+TEST(ProgramMemory, BatchedWeightGradientsFromTheFirstBackwardOn) {
+  std::vector<Program> programs;
+  for (int s = 0; s < 2; ++s) programs.push_back(make_program(ScheduleKind::kGpipe, 2, 4, s));
+  for (const P& m : program_moments(programs, 0, Recompute::kNever, true)) {
+    EXPECT_EQ(m.weight_grad_micro_batches, m.backward ? 4 : 0);
+  }
+}
+
+}  // namespace
+}  // namespace mpipe::pipeline
