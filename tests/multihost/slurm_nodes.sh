@@ -49,6 +49,8 @@ fail() {
 }
 # shellcheck source=tests/slurm/job_waits.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../slurm/job_waits.sh"
+# shellcheck source=tests/slurm/slurm_settings.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../slurm/slurm_settings.sh"
 
 start_slurm_nodes() {
   local dir=$WORK/slurm n
@@ -61,29 +63,16 @@ start_slurm_nodes() {
   cat > "$SLURM_CONF" <<EOF
 ClusterName=mpipe-hosts
 SlurmctldHost=h1(10.77.0.1)
-AuthType=auth/munge
-AuthInfo=socket=$dir/munge.sock,cred_expire=5
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation=$dir/state
+$(slurm_shared_settings "$dir")
 SlurmdSpoolDir=$dir/spool-%n
 TmpFS=$dir/tmp-%n
 SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd-%n.pid
 SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=pmix
 # A node set DOWN stays down until scontrol sets it back (2 would let it return as soon
 # as its slurmd registers again, a second later).
 ReturnToService=1
-SchedulerParameters=bf_interval=1,sched_interval=1
-SlurmdParameters=config_overrides
 NodeName=h2 NodeAddr=10.77.0.2 CPUs=2 State=UNKNOWN
 NodeName=h3 NodeAddr=10.77.0.3 CPUs=2 State=UNKNOWN
 PartitionName=nodes Nodes=h2,h3 Default=YES MaxTime=INFINITE State=UP

@@ -25,6 +25,8 @@ export MPIPE_BIN
 fail_logs=()
 # shellcheck source=tests/slurm/job_waits.sh
 source "$repo/tests/slurm/job_waits.sh"
+# shellcheck source=tests/slurm/slurm_settings.sh
+source "$repo/tests/slurm/slurm_settings.sh"
 
 start_local_slurm() {
   [[ -x "$MPIPE_BIN" ]] || { echo "FAIL: $MPIPE_BIN is not an executable (set MPIPE_BIN)"; exit 1; }
@@ -66,27 +68,13 @@ ClusterName=mpipe-test
 SlurmctldHost=localhost
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
-AuthType=auth/munge
-AuthInfo=socket=$scratch/munge.sock,cred_expire=5
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation=$scratch/state
+$(slurm_shared_settings "$scratch")
 SlurmdSpoolDir=$scratch/spool
 SlurmctldPidFile=$scratch/slurmctld.pid
 SlurmdPidFile=$scratch/slurmd.pid
 SlurmctldLogFile=$scratch/slurmctld.log
 SlurmdLogFile=$scratch/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=pmix
 ReturnToService=2
-# Start a requeued job as soon as its hold ends (the defaults look every 30 to 60 s).
-SchedulerParameters=bf_interval=1,sched_interval=1
-SlurmdParameters=config_overrides
 NodeName=localhost CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
