@@ -1,6 +1,6 @@
 // BucketedAllreduce: sums a float buffer over a communicator in buckets, each started
 // (MPI_Iallreduce) as soon as its part of the buffer is final, so the reduction overlaps the
-// computation of the rest.
+// computation of the rest; or over the levels of a fixed pairwise tree.
 #pragma once
 
 #include <cstddef>
@@ -17,32 +17,49 @@ namespace mpipe::comm {
 // timing. Each element is summed by exactly one MPI_Iallreduce of its own bucket: the sum of a
 // bucket is the same as if that bucket were reduced alone; with 2 ranks it is a + b, the same
 // bits as one allreduce of the whole buffer.
+//
+// Over a pairwise tree (tree_levels), each bucket is summed over level 0's pair, then level 1's,
+// and so on, each level's collectives started in the same bucket order: with 2^k ranks every rank
+// ends with ((s0 + s1) + (s2 + s3)) + ..., whatever algorithm MPI picks (each level's sum is one
+// IEEE addition, which commutes).
 class BucketedAllreduce {
  public:
   // `begins`: strictly ascending offsets into `data`, the first 0 (empty `data`: no buckets).
   BucketedAllreduce(const Communicator& comm, std::span<float> data, std::vector<size_t> begins);
+  // `levels`: the tree's levels, lowest first (each a communicator of 2 ranks), or one
+  // communicator of any size (the constructor above).
+  BucketedAllreduce(std::vector<const Communicator*> levels, std::span<float> data,
+                    std::vector<size_t> begins);
   BucketedAllreduce(const BucketedAllreduce&) = delete;
   BucketedAllreduce& operator=(const BucketedAllreduce&) = delete;
 
   // Starts every bucket not yet started that begins at or after `offset`: call it when
   // data[offset, end) is final.
   void start_from(size_t offset);
-  // Drives MPI's progress (this Open MPI has none of its own) by testing the started buckets.
+  // Drives MPI's progress (this Open MPI has none of its own) by testing the started buckets,
+  // and starts a bucket's next level once its previous one is done (in bucket order).
   void progress();
   // Starts the buckets that are left and waits for all of them (under the watchdog's deadline).
   void finish();
 
   size_t num_buckets() const { return begins_.size(); }
   size_t num_started() const { return begins_.size() - next_; }
-  // Buckets known to be complete (by progress() or finish()).
+  // Buckets known to be complete at every level (by progress() or finish()).
   size_t num_completed() const;
 
  private:
-  const Communicator& comm_;
+  // Starts level `level` of the `k`-th bucket in start order.
+  void start(size_t level, size_t k);
+
+  std::vector<const Communicator*> levels_;
   std::span<float> data_;
   std::vector<size_t> begins_;
-  size_t next_;                    // buckets [next_, size) have been started
-  std::vector<Request> requests_;  // in start order
+  size_t next_;                                 // buckets [next_, size) have been started
+  std::vector<std::vector<Request>> requests_;  // per level, in start order
 };
+
+// The levels of a pairwise tree over `group` (its size a power of two, at least 2): level i pairs
+// rank r with rank r xor 2^i. Collective over `group`.
+std::vector<Communicator> tree_levels(const Communicator& group);
 
 }  // namespace mpipe::comm

@@ -155,6 +155,7 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
   // The stage's values, gradients, each optimizer slot and its buffers are a tensor each.
   m.params = allocator_.block_bytes(sum(params_, begin, end));
   m.grads = m.params;
+  m.gradient_partials = stash.gradient_partials * m.grads;
   m.optimizer_state = optimizer_slots_ * m.params;
   m.buffers = allocator_.block_bytes(sum(buffers_, begin, end));
   // Each layer with operands holds two tensors of all micro-batches' rows.

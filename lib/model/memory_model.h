@@ -46,12 +46,16 @@ struct StashProfile {
   // Zero-bubble schedules, at a backward: the micro-batch in its I keeps every splitting layer's
   // output gradient for its W, and what such a layer keeps beyond what it saved.
   bool splitting_backward = false;
+  // weight_grads: tree: the older partial sums of the stage's gradients held aside (an upper
+  // bound: pipeline::GradientTree::max_waiting).
+  int gradient_partials = 0;
 };
 
 // Predicted peak bytes of one stage, by kind.
 struct StageMemory {
   double params = 0.0;
   double grads = 0.0;
+  double gradient_partials = 0.0;    // weight_grads: tree: older partial sums of the gradients
   double optimizer_state = 0.0;      // optimizer_slots x params (SGD momentum 1, Adam/AdamW 2)
   double buffers = 0.0;              // non-trainable (batch-norm running statistics)
   double kept_activations = 0.0;     // inputs and saved tensors of the micro-batches in flight
@@ -67,7 +71,7 @@ struct StageMemory {
   double allocator_rounding = 0.0;
   // A checkpoint adds nothing: its shard is written from the live state, one tensor at a time
   // (train/stage_tensors.h), and a resume reads each tensor into place.
-  double state() const { return params + grads + optimizer_state + buffers; }
+  double state() const { return params + grads + gradient_partials + optimizer_state + buffers; }
   // (The allocator's rounding counts with the activations, most of whose tensors it rounds.)
   double activations() const {
     return kept_activations + recompute_workspace + transient + weight_grad_operands +

@@ -100,6 +100,16 @@ void ParamBuffer::zero_grads_of(std::span<const int> global_layers) {
   }
 }
 
+std::span<float> ParamBuffer::grads_of(int global_layer) {
+  for (const LayerRange& range : ranges_) {
+    if (range.global_layer == global_layer) {
+      return grads().subspan(static_cast<size_t>(range.begin),
+                             static_cast<size_t>(range.end - range.begin));
+    }
+  }
+  return {};
+}
+
 std::vector<std::pair<int, double>> ParamBuffer::grad_square_sums_per_layer() const {
   std::vector<std::pair<int, double>> sums;
   const std::span<const float> g = grads();

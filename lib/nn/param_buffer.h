@@ -45,6 +45,9 @@ class ParamBuffer {
   void zero_grads();
   // Zeroes the gradients of the layers with these global indices (ascending) only.
   void zero_grads_of(std::span<const int> global_layers);
+  // The gradients of one layer's parameters, alignment padding between them included (empty for
+  // a layer without parameters).
+  std::span<float> grads_of(int global_layer);
 
   // Per layer: its params (trainable, in param_specs() order), then its buffers.
   const std::vector<Entry>& entries() const { return entries_; }

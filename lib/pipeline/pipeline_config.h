@@ -24,10 +24,12 @@ enum class Recompute {
   kAuto,        // the planner's choice (pipeline/planner.h); never reaches a Stage
 };
 
-// How a layer with weights (linear) computes its weight gradient over a step's micro-batches.
+// How the layers with weights sum their weight gradients over a step's micro-batches (kBatched:
+// linear layers; the others accumulate).
 enum class WeightGrads {
-  kAccumulate,  // one accumulating GEMM per micro-batch, during its backward
+  kAccumulate,  // added to the gradients micro-batch by micro-batch (one accumulating GEMM each)
   kBatched,     // one GEMM over all micro-batches after the last backward (holds their operands)
+  kTree,  // each micro-batch's gradients apart, summed in a fixed pairwise tree (GradientTree)
   kAuto,  // kBatched under GPipe with recompute never (every micro-batch's activations are kept
           // until the backwards anyway), else kAccumulate
 };
@@ -52,9 +54,10 @@ inline constexpr EnumNames<Recompute, 5> kRecomputeNames{{{"always", Recompute::
                                                           {"never", Recompute::kNever},
                                                           {"per_layer", Recompute::kPerLayer},
                                                           {"auto", Recompute::kAuto}}};
-inline constexpr EnumNames<WeightGrads, 3> kWeightGradsNames{
+inline constexpr EnumNames<WeightGrads, 4> kWeightGradsNames{
     {{"accumulate", WeightGrads::kAccumulate},
      {"batched", WeightGrads::kBatched},
+     {"tree", WeightGrads::kTree},
      {"auto", WeightGrads::kAuto}}};
 inline constexpr EnumNames<PartitionMode, 3> kPartitionModeNames{
     {{"auto", PartitionMode::kAuto},

@@ -14,6 +14,7 @@
 #include "model/memory_check.h"
 #include "model/partitioner.h"
 #include "pipeline/batch_split.h"
+#include "pipeline/gradient_tree.h"
 #include "pipeline/program_memory.h"
 #include "pipeline/schedule.h"
 #include "pipeline/simulator.h"
@@ -351,6 +352,11 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   }
   for (int s = 0; s < pipe.stages; ++s) {
     c.moments.push_back(program_moments(programs, s, pipe.recompute, batched));
+    if (resolve_weight_grads(pipe) == WeightGrads::kTree) {
+      for (model::StashProfile& moment : c.moments.back()) {
+        moment.gradient_partials = GradientTree::max_waiting(pipe.micro_batches);
+      }
+    }
   }
   PipelinePlan out;
   out.schedule = pipe.schedule;

@@ -52,6 +52,7 @@ Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute
   check(weight_grads_ != WeightGrads::kAuto, "a stage needs resolved weight_grads, not auto");
   auto pointers = raw_pointers(layers_);
   params_ = std::make_unique<nn::ParamBuffer>(std::span<nn::Layer* const>(pointers));
+  if (weight_grads_ == WeightGrads::kTree) gradient_tree_.emplace(num_micro_batches_);
 }
 
 void Stage::zero_grads_for_step() {
@@ -61,6 +62,20 @@ void Stage::zero_grads_for_step() {
   }
   params_->zero_grads_of(zeroed);
   grads_unset_ = true;
+  if (gradient_tree_) gradient_tree_->clear();
+}
+
+template <typename Contribute>
+void Stage::add_layer_grads(size_t i, int micro_batch, Contribute contribute) {
+  if (!gradient_tree_) {
+    contribute();
+    return;
+  }
+  const int layer = layers_[i]->global_index();
+  const std::span<float> grads = params_->grads_of(layer);
+  gradient_tree_->open(layer, micro_batch, grads);
+  contribute();
+  gradient_tree_->close(layer, micro_batch, grads);
 }
 
 bool Stage::recomputes(int micro_batch) const {
@@ -178,8 +193,10 @@ void Stage::backward_weight(int micro_batch, const nn::LayerContext& ctx) {
     if (next < work.layers.size() && work.layers[next] == i) {
       const MemoryActivity activity = layer_activity(*layers_[i], "backward");
       const MemoryActivityScope label(activity);
-      layers_[i]->backward_weight(work.grad_outputs[next], work.saved[next],
-                                  backward_context(ctx, i, micro_batch));
+      add_layer_grads(i, micro_batch, [&] {
+        layers_[i]->backward_weight(work.grad_outputs[next], work.saved[next],
+                                    backward_context(ctx, i, micro_batch));
+      });
       work.grad_outputs[next] = Tensor();
       work.saved[next] = nn::Saved();
       ++next;
@@ -194,7 +211,11 @@ Tensor Stage::layer_backward(size_t i, Tensor grad, nn::Saved& saved, const nn::
   const MemoryActivityScope label(activity);
   nn::Layer& layer = *layers_[i];
   const nn::LayerContext layer_ctx = backward_context(ctx, i, micro_batch);
-  if (work == nullptr || !layer.splits_backward()) return layer.backward(grad, saved, layer_ctx);
+  if (work == nullptr || !layer.splits_backward()) {
+    Tensor grad_input;
+    add_layer_grads(i, micro_batch, [&] { grad_input = layer.backward(grad, saved, layer_ctx); });
+    return grad_input;
+  }
   Tensor grad_input = layer.backward_input(grad, saved, layer_ctx);
   work->layers.push_back(i);
   work->grad_outputs.push_back(std::move(grad));
@@ -249,7 +270,8 @@ nn::LayerContext Stage::backward_context(const nn::LayerContext& ctx, size_t lay
   layer_ctx.micro_batch = micro_batch;
   layer_ctx.micro_batches = num_micro_batches_;
   layer_ctx.batch_weight_grads = defers_grads();
-  layer_ctx.grads_unset = grads_unset_ && layers_[layer]->writes_grads_first();
+  // (The gradient tree zeroes a layer's gradients before each micro-batch's.)
+  layer_ctx.grads_unset = grads_unset_ && layers_[layer]->writes_grads_first() && !gradient_tree_;
   return layer_ctx;
 }
 

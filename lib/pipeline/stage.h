@@ -7,12 +7,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "core/tensor.h"
 #include "nn/layer.h"
 #include "nn/param_buffer.h"
+#include "pipeline/gradient_tree.h"
 #include "pipeline/pipeline_config.h"
 
 namespace mpipe::pipeline {
@@ -106,6 +108,10 @@ class Stage {
   // Backward of a per-layer stash: one layer's recompute and backward at a time.
   Tensor backward_per_layer(Stash& stash, Tensor grad_output, const nn::LayerContext& ctx,
                             int micro_batch, WeightWork* work);
+  // Runs `contribute`, which adds layer i's parameter gradients of `micro_batch`: under
+  // weight_grads: tree, inside the gradient tree's open and close.
+  template <typename Contribute>
+  void add_layer_grads(size_t i, int micro_batch, Contribute contribute);
   // Layer i's backward (whole, or its input part into `work`); returns its input gradient.
   Tensor layer_backward(size_t i, Tensor grad, nn::Saved& saved, const nn::LayerContext& ctx,
                         int micro_batch, WeightWork* work);
@@ -126,6 +132,7 @@ class Stage {
   int num_micro_batches_;
   WeightGrads weight_grads_;
   bool grads_unset_ = false;  // zero_grads_for_step() left the overwriting layers' grads alone
+  std::optional<GradientTree> gradient_tree_;  // weight_grads: tree
   std::map<int, Stash> stash_;
   std::map<int, WeightWork> weight_work_;             // per micro-batch, from its I to its W
   std::map<int, std::vector<float>> buffer_updates_;  // per micro-batch, until taken

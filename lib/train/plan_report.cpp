@@ -153,6 +153,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                       {"memory",
                        {{"params", m.params},
                         {"grads", m.grads},
+                        {"gradient_partials", m.gradient_partials},
                         {"optimizer_state", m.optimizer_state},
                         {"buffers", m.buffers},
                         {"kept_activations", m.kept_activations},

@@ -31,8 +31,9 @@ std::string plan_text(const PlanReport& report);
 //  "num_params", "forward_flops"}], "stage_plans": [{"stage", "first_layer", "last_layer",
 //  "num_params", "forward_flops", "backward_flops", "recompute_flops", "compute_s",
 //  "optimizer_s", "peak_bytes", "evaluation_peak_bytes", "fits", "memory": {"params", "grads",
-//  "optimizer_state", "buffers", "kept_activations", "recompute_workspace", "transient",
-//  "communication"}}],
+//  "gradient_partials", "optimizer_state", "buffers", "kept_activations",
+//  "recompute_workspace", "transient", "weight_grad_operands", "communication",
+//  "allocator_rounding"}}],
 //  "bubble_fraction", "step_s", "samples_per_s", "largest_stage_share", "fits",
 //  "problem" (null when it fits), "advice": [...], "rates": {...}}; FLOPs and seconds per step.
 nlohmann::ordered_json plan_json(const PlanReport& report);

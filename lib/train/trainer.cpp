@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -106,6 +107,13 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
   program_ = pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
                                     pipe.micro_batches, topology_.stage);
   gradient_buckets_ = pipeline::gradient_buckets(stage_->params());
+  const auto replicas = static_cast<unsigned>(topology_.num_replicas);
+  if (pipeline::resolve_weight_grads(pipe) == pipeline::WeightGrads::kTree && replicas > 2 &&
+      std::has_single_bit(replicas)) {
+    tree_levels_ = comm::tree_levels(groups_.data_parallel);
+  }
+  for (const comm::Communicator& level : tree_levels_) reduction_levels_.push_back(&level);
+  if (reduction_levels_.empty()) reduction_levels_.push_back(&groups_.data_parallel);
 }
 
 pipeline::RoundPlan Trainer::round_plan(int64_t round, int64_t first_row,
@@ -165,7 +173,7 @@ StepReport Trainer::step(int64_t step) {
   // remaining sends of the step.
   auto grads = stage_->params().grads();
   const bool reduce = topology_.num_replicas > 1;
-  comm::BucketedAllreduce allreduce(groups_.data_parallel, reduce ? grads : std::span<float>{},
+  comm::BucketedAllreduce allreduce(reduction_levels_, reduce ? grads : std::span<float>{},
                                     gradient_buckets_);
   pipeline::LossTotals totals;
   {

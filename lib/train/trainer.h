@@ -112,6 +112,10 @@ class Trainer {
   std::unique_ptr<TiedCopies> tied_copies_;
   pipeline::Program program_;
   std::vector<size_t> gradient_buckets_;  // of the data-parallel allreduce (pipeline/executor.h)
+  // What the data-parallel sum runs over: the group, or under weight_grads: tree with 2^k > 2
+  // replicas the levels of a pairwise tree (comm::tree_levels), so that the sum is the tree's.
+  std::vector<comm::Communicator> tree_levels_;
+  std::vector<const comm::Communicator*> reduction_levels_;
   int64_t loss_rows_per_example_ = 1;
   data::EpochSampler sampler_;  // the order of training examples, cached per epoch
 };

@@ -224,10 +224,11 @@ TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastNeverPerLayerOrAuto) {
             "per_layer, auto, got 'sometimes'");
 }
 
-TEST(PipelineSection, WeightGradsMustBeAccumulateBatchedOrAuto) {
-  EXPECT_EQ(error_of("pipeline:\n  weight_grads: deferred\n"),
-            "exp.yaml:2: pipeline.weight_grads: expected one of accumulate, batched, auto, got "
-            "'deferred'");
+TEST(PipelineSection, WeightGradsMustBeOneOfItsChoices) {
+  EXPECT_EQ(
+      error_of("pipeline:\n  weight_grads: deferred\n"),
+      "exp.yaml:2: pipeline.weight_grads: expected one of accumulate, batched, tree, auto, got "
+      "'deferred'");
 }
 
 TEST(PipelineSection, PartitionMustBeAutoUniformOrAList) {

@@ -21,7 +21,8 @@ for a, b in zip(stages, stages[1:]):
 assert sum(s["num_params"] for s in stages) == plan["num_params"]
 for s in stages:
     m = s["memory"]
-    state = m["params"] + m["grads"] + m["optimizer_state"] + m["buffers"]
+    state = (m["params"] + m["grads"] + m["gradient_partials"] + m["optimizer_state"]
+             + m["buffers"])
     step = (m["kept_activations"] + m["recompute_workspace"] + m["transient"]
             + m["weight_grad_operands"] + m["communication"] + m["allocator_rounding"])
     assert 0 < m["allocator_rounding"] < 0.05 * s["peak_bytes"], m  # a few bytes to a page a block

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Transparency with data parallelism: with D = 2 replicas, the exported weights of K = 1 and 2
-# stages (auto and uniform partitions, both schedules) are bit-identical; against D = 1 on the
-# same global micro-batches (M = 4 against D = 2 x M = 2) only the gradient sum's order differs,
-# so they agree to 1e-5 relative (as in equivalence.sh; the key bias to 1e-4, see below), and
-# differ (the replicas did run).
+# Transparency with data parallelism. With D = 2 replicas, the exported weights of K = 1 and 2
+# stages (auto and uniform partitions, both schedules) are bit-identical. Against D = 1 on the
+# same global micro-batches (M = 4 against D = 2 x M = 2): summed in micro-batch order
+# (weight_grads: accumulate) they differ in the sum's order only, so they agree to 1e-5 relative
+# (the key bias to 1e-4, see below) and are not identical (weight_grads: tree makes them so:
+# replica_tree.sh).
 # Usage: replica_transparency.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -25,7 +26,8 @@ train 1 k1d1 "$config" --set pipeline.stages=1 --set pipeline.micro_batches=4
 same k1d1 k1d2 1e-5 --only '^(?!.*attn\.qkv\.bias$)'
 same k1d1 k1d2 1e-4 --only 'attn\.qkv\.bias$'
 if "$MPIPE" compare "$WORK/k1d1.safetensors" "$WORK/k1d2.safetensors" > /dev/null; then
-  echo "FAILED: D=2 gave D=1's exact weights (were the replicas in effect?)"
+  echo "FAILED: D=2 gave D=1's exact weights under accumulate (were the replicas in effect?)"
   exit 1
 fi
+
 echo "replica transparency: D=2 at K=1 and K=2 (gpipe, 1f1b, uniform) bit-identical, D=1 to 1e-5 (the key bias to 1e-4)"

@@ -2,8 +2,8 @@
 # Tied embeddings: a tiny GPT whose output linear shares the embedding's matrix (tie: embedding)
 # ends with bit-identical weights for K = 1, 2, 4 stages (the two uses on one rank, or on the
 # first and the last stage; weight gradients accumulated or batched) at D = 1, and for K = 1, 2
-# at D = 2; D = 2 agrees with D = 1 up to rounding (same global micro-batches, SGD:
-# tests/e2e/equivalence.sh); 3 steps then a resume to 6 on another number of stages equal 6
+# at D = 2; with weight_grads: tree, D = 2 is bit-identical to D = 1 (same global micro-batches);
+# 3 steps then a resume to 6 on another number of stages equal 6
 # straight; the export and the checkpoints hold the matrix once, under the embedding's name, with
 # metadata naming the tie, and mpipe export of the checkpoint writes the same bytes; the two
 # copies stay equal under decay_exempt (a resume, which restores the head's copy from the
@@ -24,13 +24,16 @@ train 1 k1-batched "$config" --set pipeline.weight_grads=batched
 train 2 k2-batched "$config" --set pipeline.weight_grads=batched
 same k1-batched k2-batched
 
-train 1 k1-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5
-train 2 d2-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5 \
+# weight_grads: tree sums each layer's micro-batch gradients in a fixed pairwise tree of which a
+# replica's share is a node, so D = 2 replicas (same global micro-batches) give D = 1's bits.
+tree=(--set pipeline.weight_grads=tree)
+train 1 k1-tree "$config" "${tree[@]}"
+train 2 d2-tree "$config" "${tree[@]}" \
   --set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=2
-same k1-sgd d2-sgd 1e-5
-train 4 k2d2-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5 \
+same k1-tree d2-tree
+train 4 k2d2-tree "$config" "${tree[@]}" \
   --set pipeline.stages=2 --set pipeline.data_parallel=2 --set pipeline.micro_batches=2
-same d2-sgd k2d2-sgd
+same k1-tree k2d2-tree
 
 train 2 straight "$config" --set train.steps=6 --set checkpoint.every=3
 train 2 resumed "$config" --set train.steps=3
@@ -82,4 +85,4 @@ timeout 60 "$MPIPE" generate "$config" --weights "$WORK/k1.safetensors" --length
 sed 's/units: 256, bias: false/units: 255, bias: false/' "$config" > "$WORK/bad_tie.yaml"
 rejected bad_tie "$WORK/bad_tie.yaml:10: model.layers[4].tie: a tied linear needs units equal to the embedding's vocab (256, model.layers[0]), got 255" \
   "$WORK/bad_tie.yaml"
-echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6 (also under decay_exempt), the matrix stored once, mpipe export == --export-weights, --init-weights, generate, a bad tie refused"
+echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 under weight_grads: tree, resume 3+3 == 6 (also under decay_exempt), the matrix stored once, mpipe export == --export-weights, --init-weights, generate, a bad tie refused"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Token shards end to end: `mpipe tokenize` trains a BPE model on text and writes llm.c shards;
 # a GPT trained on them (data.dataset: tokens) ends with bit-identical weights for K = 1, 2
-# stages (both schedules) and with the same weights up to rounding for D = 1, 2 replicas (at the
-# same number of global micro-batches; bit-identical for K = 1, 2 at D = 2); 3 steps then a
+# stages (both schedules), and for D = 1, 2 replicas at K = 1, 2 under weight_grads: tree (at the
+# same number of global micro-batches); 3 steps then a
 # resume to 6 on another number of stages equal 6 straight;
 # the evaluation reports bits per byte; generate samples through the tokenizer; bad inputs of
 # tokenize and generate, a damaged shard and a token outside the vocabulary (found by one rank's
@@ -45,16 +45,17 @@ train 2 k2 "$config" --set pipeline.stages=2
 same k1 k2
 train 2 k2-1f1b "$config" --set pipeline.stages=2 --set pipeline.schedule=1f1b
 same k1 k2-1f1b
-# Replicas split the same global micro-batches (micro_batches x data_parallel = 2), which changes
-# only rounding (tests/e2e/equivalence.sh); under SGD, which does not magnify it as Adam's first
-# steps do, D=2 agrees with D=1 to 1e-5. Replicas reading other examples would not.
-train 1 k1-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5
-train 2 d2-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5 \
+# Replicas split the same global micro-batches (micro_batches x data_parallel = 2); summed in a
+# fixed pairwise tree (weight_grads: tree), D=2 gives D=1's bits. Replicas reading other examples
+# would not.
+tree=(--set pipeline.weight_grads=tree)
+train 1 k1-tree "$config" "${tree[@]}"
+train 2 d2-tree "$config" "${tree[@]}" \
   --set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1
-same k1-sgd d2-sgd 1e-5
-train 4 k2d2-sgd "$config" --set optimizer.kind=sgd --set optimizer.lr=0.5 \
+same k1-tree d2-tree
+train 4 k2d2-tree "$config" "${tree[@]}" \
   --set pipeline.stages=2 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1
-same d2-sgd k2d2-sgd
+same k1-tree k2d2-tree
 
 # 3 steps, then a resume to 6 on another number of stages, mid-epoch of the keyed order.
 train 2 straight "$config" --set train.steps=6 --set pipeline.stages=2
@@ -105,4 +106,4 @@ last=$(( ($(stat -c %s "$WORK/bad_token.bin") - 1024) / 2 - 1 ))  # uint16 token
 printf '\xff\xff' | dd of="$WORK/bad_token.bin" bs=1 seek=$(( 1024 + 2 * last )) conv=notrunc status=none
 rejected bad_token "$WORK/bad_token.bin: token $last is 65535, not below the vocabulary of 512 (data.tokenizer $WORK/shards/tokenizer.model)" \
   "$config" --set "data.val=$WORK/bad_token.bin" --set pipeline.stages=2
-echo "tokens: tokenize, K=1,2 bit-identical (D=1 and D=2), D=2 == D=1 to 1e-5, resume 3+3 == 6, bits per byte, generate, bad inputs refused"
+echo "tokens: tokenize, K=1,2 bit-identical (D=1 and D=2), D=2 == D=1 under weight_grads: tree, resume 3+3 == 6, bits per byte, generate, bad inputs refused"

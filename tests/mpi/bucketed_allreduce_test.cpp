@@ -1,6 +1,6 @@
 // Multi-rank tests of comm::BucketedAllreduce (run with 4 ranks): the same bits as one allreduce
 // of the whole buffer with 2 ranks, each bucket summed as if alone with 4, uneven buckets,
-// the start order, and progress without a wait.
+// the start order, progress without a wait, and the pairwise tree's bits.
 #include "comm/bucketed_allreduce.h"
 
 #include <gtest/gtest.h>
@@ -80,6 +80,42 @@ TEST(BucketedAllreduce, WithFourRanksSumsEachBucketAsIfItWereReducedAlone) {
   const std::vector<char> all = world.allgather(bytes);
   for (int r = 1; r < 4; ++r) {
     EXPECT_EQ(std::memcmp(all.data(), all.data() + r * bytes.size(), bytes.size()), 0) << r;
+  }
+}
+
+TEST(BucketedAllreduce, OverTheTreeLevelsEveryRankHoldsTheSumOfPairsOfPairs) {
+  const Communicator world = Communicator::world();
+  ASSERT_EQ(world.size(), 4);
+  // Big enough that Open MPI's own allreduce of 4 ranks takes another order (its ring).
+  constexpr size_t kMany = size_t{1} << 21;
+  const std::vector<size_t> begins = {0, 1, 8, 9, 1000, 65536, size_t{1} << 20};
+  std::vector<float> data = random_values(world.rank(), kMany);
+  const std::vector<Communicator> levels = tree_levels(world);
+  ASSERT_EQ(levels.size(), 2u);
+  BucketedAllreduce buckets({&levels[0], &levels[1]}, data, begins);
+  for (size_t b = begins.size(); b-- > 0;) {
+    buckets.start_from(begins[b]);
+    buckets.progress();
+  }
+  buckets.finish();
+  EXPECT_EQ(buckets.num_completed(), begins.size());
+  std::vector<std::vector<float>> s;
+  for (int r = 0; r < 4; ++r) s.push_back(random_values(r, kMany));
+  std::vector<float> expected(kMany);
+  for (size_t i = 0; i < kMany; ++i) expected[i] = (s[0][i] + s[1][i]) + (s[2][i] + s[3][i]);
+  EXPECT_TRUE(same_bits(data, expected));
+}
+
+TEST(BucketedAllreduce, TreeLevelsNeedAPowerOfTwoOfRanks) {
+  const Communicator world = Communicator::world();
+  const Communicator three = world.split(world.rank() < 3 ? 0 : 1, world.rank(), "three");
+  if (world.rank() < 3) {
+    try {
+      tree_levels(three);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(), "tree_levels: 3 ranks is not a power of two of at least 2");
+    }
   }
 }
 

@@ -243,6 +243,23 @@ TEST(Planner, StageStateIsParametersGradientsAndOptimizerSlots) {
   EXPECT_GT(p.bubble_fraction, 0.0);
 }
 
+TEST(Planner, TheGradientTreeCountsFloorLog2MPartialSumsOfTheGradients) {
+  const ModelSpec spec = uneven_model();
+  const model::ModelPlan model = model::plan_model(spec, kUnevenInput);
+  PlanRequest plain = request(2, PartitionMode::kAuto);  // M = 4
+  plain.pipeline.weight_grads = WeightGrads::kAccumulate;
+  PlanRequest tree = plain;
+  tree.pipeline.weight_grads = WeightGrads::kTree;
+  const PipelinePlan a = plan_pipeline(model, plain), b = plan_pipeline(model, tree);
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (size_t s = 0; s < a.stages.size(); ++s) {
+    EXPECT_EQ(a.stages[s].memory.gradient_partials, 0.0);
+    EXPECT_EQ(b.stages[s].memory.gradient_partials, 2 * b.stages[s].memory.grads);
+    EXPECT_DOUBLE_EQ(b.stages[s].memory.total(),
+                     a.stages[s].memory.total() + 2 * a.stages[s].memory.grads);
+  }
+}
+
 TEST(Planner, MoreMicroBatchesShrinkTheBubble) {
   const ModelSpec spec = uneven_model();
   PlanRequest few = request(3, PartitionMode::kAuto);
