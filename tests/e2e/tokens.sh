@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Token shards end to end: `mpipe tokenize` trains a BPE model on text and writes llm.c shards;
-# a GPT trained on them (data.dataset: tokens) ends with bit-identical weights for K = 1, 2
-# stages (both schedules), and for D = 1, 2 replicas at K = 1, 2 under weight_grads: tree (at the
-# same number of global micro-batches); 3 steps then a
-# resume to 6 on another number of stages equal 6 straight;
+# a GPT trained on them (data.dataset: tokens) ends with bit-identical weights for K = 1, 2, 4
+# stages (both schedules at K = 2), and for D = 1, 2 replicas at K = 1, 2 under
+# weight_grads: tree (at the same number of global micro-batches); 3 steps then a resume to 6 on
+# another number of stages equal 6 straight;
 # the evaluation reports bits per byte; generate samples through the tokenizer; bad inputs of
 # tokenize and generate, a damaged shard and a token outside the vocabulary (found by one rank's
 # share of the scan) end every rank with one line naming them.
@@ -45,6 +45,8 @@ train 2 k2 "$config" --set pipeline.stages=2
 same k1 k2
 train 2 k2-1f1b "$config" --set pipeline.stages=2 --set pipeline.schedule=1f1b
 same k1 k2-1f1b
+train 4 k4 "$config" --set pipeline.stages=4
+same k1 k4
 # Replicas split the same global micro-batches (micro_batches x data_parallel = 2); summed in a
 # fixed pairwise tree (weight_grads: tree), D=2 gives D=1's bits. Replicas reading other examples
 # would not.
@@ -106,4 +108,4 @@ last=$(( ($(stat -c %s "$WORK/bad_token.bin") - 1024) / 2 - 1 ))  # uint16 token
 printf '\xff\xff' | dd of="$WORK/bad_token.bin" bs=1 seek=$(( 1024 + 2 * last )) conv=notrunc status=none
 rejected bad_token "$WORK/bad_token.bin: token $last is 65535, not below the vocabulary of 512 (data.tokenizer $WORK/shards/tokenizer.model)" \
   "$config" --set "data.val=$WORK/bad_token.bin" --set pipeline.stages=2
-echo "tokens: tokenize, K=1,2 bit-identical (D=1 and D=2), D=2 == D=1 under weight_grads: tree, resume 3+3 == 6, bits per byte, generate, bad inputs refused"
+echo "tokens: tokenize, K=1,2,4 bit-identical, D=2 == D=1 under weight_grads: tree, resume 3+3 == 6, bits per byte, generate, bad inputs refused"
