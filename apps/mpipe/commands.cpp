@@ -23,12 +23,14 @@
 #include "comm/watchdog.h"
 #include "config/byte_size.h"
 #include "config/experiment.h"
+#include "config/link_rate.h"
 #include "core/byte_format.h"
 #include "core/error.h"
 #include "core/memory_account.h"
 #include "data/dataset.h"
 #include "job/train_job.h"
 #include "kernels/context.h"
+#include "kernels/gemm_peak.h"
 #include "log/logging.h"
 #include "log/progress.h"
 #include "model/model_builder.h"
@@ -195,6 +197,13 @@ Commands::Commands(CLI::App& app) {
                    "OpenMP threads each rank computes on (default: this process's, "
                    "OMP_NUM_THREADS or its cores, as a rank started the same way would have)")
       ->check(CLI::Range(1, 1 << 16));
+  plan_->add_option("--link-bandwidth", plan_link_bandwidth_,
+                    "The rate of the links between ranks, e.g. 100mbit, 1gbit or 125MB (per "
+                    "second; default: shared memory's, 4 GB/s)");
+  plan_->add_flag("--calibrate", plan_calibrate_,
+                  "Measure this machine's GEMM rate at the ranks' threads (a short oneDNN "
+                  "matmul, as mpipe train's MFU does) and predict with it instead of the "
+                  "development machine's 100 GFLOP/s per thread");
   plan_->add_flag("--json", plan_json_, "Print the plan as one JSON object");
 
   generate_ = app.add_subcommand(
@@ -495,9 +504,24 @@ int Commands::plan() {
   auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   const model::ModelPlan model = model::plan_model(experiment.model, dataset->input_shape());
   train::check_model_fits_data(experiment.model, model, dataset->schema());
-  const pipeline::PipelinePlan plan = train::plan_experiment(
-      experiment, model, pipe.stages, pipe.data_parallel,
-      plan_->count("--threads-per-rank") ? plan_threads_ : omp_get_max_threads());
+  pipeline::MachineRates rates;
+  rates.threads = plan_->count("--threads-per-rank") ? plan_threads_ : omp_get_max_threads();
+  if (plan_->count("--link-bandwidth")) {
+    try {
+      rates.link_bytes_per_s = config::parse_link_rate(plan_link_bandwidth_);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--link-bandwidth: {}", e.what()));
+    }
+  }
+  if (plan_calibrate_) {
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(rates.threads);
+    kernels::KernelContext kernels;
+    rates.flops_per_s = kernels::measure_gemm_peak(kernels).flops_per_s / rates.threads;
+    omp_set_num_threads(threads);
+  }
+  const pipeline::PipelinePlan plan =
+      train::plan_experiment(experiment, model, pipe.stages, pipe.data_parallel, rates);
   const train::PlanReport report{
       .experiment = experiment, .model = model, .plan = plan, .pipeline = pipe};
   if (plan_json_) {

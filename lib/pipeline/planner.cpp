@@ -240,7 +240,8 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     }
   }
   if (c.num_stages > 1) {
-    options.send_latency = rates.link_latency_s + largest_boundary / rates.link_bytes_per_s;
+    options.send_latency = rates.link_latency_s;
+    options.send_transfer = largest_boundary / rates.link_bytes_per_s;
   }
   const SimulationResult result = simulate(programs, options);
   double optimizer_s = 0.0, param_bytes = 0.0, compute = 0.0, largest = 0.0;

@@ -22,6 +22,7 @@ using Mailbox = std::multimap<int, double>;
 struct StageState {
   std::size_t next_op = 0;
   double clock = 0.0;
+  double link_free = 0.0;  // when the stage's outgoing link has sent its earlier messages
   Mailbox activations_in;  // from stage s-1
   Mailbox grads_in;        // from stage s+1
   std::vector<int> sent_activations, received_activations;
@@ -96,7 +97,8 @@ bool advance(int stage, const Program& program, std::vector<StageState>& states,
       case OpKind::kSendActivation:
       case OpKind::kSendGrad: {
         StageState& peer = states[peer_of(op, stage, num_stages, self.next_op)];
-        const double arrival = self.clock + options.send_latency;
+        self.link_free = std::max(self.clock, self.link_free) + options.send_transfer;
+        const double arrival = self.link_free + options.send_latency;
         if (op.kind == OpKind::kSendActivation) {
           peer.activations_in.emplace(op.micro_batch, arrival);
           self.sent_activations.push_back(op.micro_batch);
@@ -171,7 +173,7 @@ std::string SimulationResult::deadlock_report() const {
 SimulationResult simulate(const std::vector<Program>& programs, const SimulationOptions& options) {
   check(!programs.empty(), "simulate: no stage programs");
   check(options.forward_time >= 0 && options.backward_time >= 0 && options.weight_time >= 0 &&
-            options.send_latency >= 0,
+            options.send_latency >= 0 && options.send_transfer >= 0,
         "simulate: op times must be >= 0");
   for (const auto* times :
        {&options.stage_forward_times, &options.stage_backward_times, &options.stage_weight_times}) {

@@ -17,7 +17,10 @@ struct SimulationOptions {
   // The share of a backward that its weight gradients take: W takes this, I (the input
   // gradient) the rest of backward_time, so that I + W = B.
   double weight_time = 1.0;
-  double send_latency = 0.0;  // a message sent at t can be received from t + send_latency
+  // A message sent at t occupies its sender's link for send_transfer (after the sender's earlier
+  // messages: they queue on one link) and can be received send_latency after it left the link.
+  double send_latency = 0.0;
+  double send_transfer = 0.0;
   // Per stage (when not empty, one entry per stage): F, B and W times of stage s, instead of the
   // uniform ones above (a partition's stages differ).
   std::vector<double> stage_forward_times = {};

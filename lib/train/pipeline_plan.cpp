@@ -11,10 +11,18 @@ int optimizer_slots(const optim::OptimizerConfig& optimizer) {
 pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                        const model::ModelPlan& plan, int num_stages,
                                        int num_replicas, int threads_per_rank) {
+  pipeline::MachineRates rates;
+  rates.threads = threads_per_rank;
+  return plan_experiment(experiment, plan, num_stages, num_replicas, rates);
+}
+
+pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                       const model::ModelPlan& plan, int num_stages,
+                                       int num_replicas, const pipeline::MachineRates& rates) {
   pipeline::PlanRequest request{.pipeline = experiment.pipeline,
                                 .batch_size = experiment.train.batch_size,
                                 .optimizer_slots = optimizer_slots(experiment.optimizer),
-                                .rates = {},
+                                .rates = rates,
                                 .partition_where = experiment.where("pipeline.partition"),
                                 .memory_limit_where = experiment.where("pipeline.memory_limit"),
                                 .eval_batch_size = experiment.train.eval_batch_size > 0
@@ -23,7 +31,6 @@ pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                 .eval_batch_where = experiment.where("train.eval_batch_size")};
   request.pipeline.stages = num_stages;
   request.pipeline.data_parallel = num_replicas;
-  request.rates.threads = threads_per_rank;
   return pipeline::plan_pipeline(plan, request);
 }
 

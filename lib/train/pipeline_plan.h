@@ -28,5 +28,10 @@ struct RunPlan {
 pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                        const model::ModelPlan& plan, int num_stages,
                                        int num_replicas, int threads_per_rank);
+// The same with the machine's rates given (`mpipe plan --calibrate`, `--link-bandwidth`); their
+// `threads` are the threads per rank.
+pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                       const model::ModelPlan& plan, int num_stages,
+                                       int num_replicas, const pipeline::MachineRates& rates);
 
 }  // namespace mpipe::train

@@ -111,12 +111,12 @@ std::string plan_text(const PlanReport& r) {
       seconds(plan.step_s), plan.samples_per_s, 100.0 * plan.bubble_fraction,
       100.0 * plan.largest_stage_share);
   out += fmt::format(
-      "(assumed per rank: {}, {:.0f} GFLOP/s, {:.1f} GB/s of memory traffic, {:.1f} GB/s links; "
+      "(assumed per rank: {}, {:.0f} GFLOP/s, {:.1f} GB/s of memory traffic, {:.3g} MB/s links; "
       "memory: state = parameters, gradients, optimizer state; activations = kept, recompute, "
       "temporaries, batched weight-gradient operands; buffers = messages; peak = state + "
       "activations + buffers)\n",
       counted(rates.threads, "thread"), rates.threads * rates.flops_per_s / 1e9,
-      rates.threads * rates.bytes_per_s / 1e9, rates.link_bytes_per_s / 1e9);
+      rates.threads * rates.bytes_per_s / 1e9, rates.link_bytes_per_s / 1e6);
   if (!plan.fits()) out += fmt::format("does not fit: {}\n", plan.problem);
   for (const std::string& line : plan.advice) out += fmt::format("advice: {}\n", line);
   return out;

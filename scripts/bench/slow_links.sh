@@ -48,13 +48,21 @@ layouts=("K=2 M=8:--set pipeline.stages=2 --set pipeline.micro_batches=8 --set p
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $("$MPIPE" --version 2>/dev/null | head -n 1)"
 echo "load before: $(uptime)"
 declare -A step_ms
-printf '%-8s %-9s %-8s %10s %9s %22s %11s %12s %8s\n' layout rate progress samples/s "step ms" \
-  "compute/waiting ms" "MB/step" "transfer ms" hidden
+# predicted_ms LAYOUT_ARGS... : mpipe plan's step at this link rate and this machine's GEMM rate.
+predicted_ms() {
+  local link=()
+  [[ $rate == unlimited ]] || link=(--link-bandwidth "$rate")
+  "$MPIPE" plan "$repo/configs/scaling_mlp.yaml" "$@" --threads-per-rank 1 --calibrate "${link[@]}" \
+    --json | /usr/bin/python3 -c 'import json, sys; print("%.1f" % (1e3 * json.load(sys.stdin)["step_s"]))'
+}
+printf '%-8s %-9s %-8s %10s %9s %9s %22s %11s %12s %8s\n' layout rate progress samples/s "step ms" \
+  "predicted" "compute/waiting ms" "MB/step" "transfer ms" hidden
 for rate in $rates; do
   limit "$rate"
   for layout in "${layouts[@]}"; do
     name=${layout%%:*}
     read -ra args <<<"${layout#*:}"
+    predicted=$(predicted_ms "${args[@]}")
     for progress in false true; do
       run=r-${name//[ =]/}-$rate-$progress
       before=$(bytes_crossed)
@@ -75,11 +83,13 @@ EOF
 )
       step_ms[$name,$progress,$rate]=$step
       base=${step_ms[$name,$progress,unlimited]:-}
-      awk -v n="$name" -v r="$rate" -v p="$progress" -v sps="$sps" -v step="$step" -v stage_split="$split" \
+      awk -v n="$name" -v r="$rate" -v p="$progress" -v sps="$sps" -v step="$step" \
+        -v predicted="$predicted" -v stage_split="$split" \
         -v bytes="$crossed" -v steps="$steps" -v bps="$(bits_per_s "$rate")" -v base="$base" 'BEGIN {
           per_step = bytes / steps
           if (bps > 0) transfer = 1e3 * per_step * 8 / bps
-          printf "%-8s %-9s %-8s %10.1f %9.1f %22s %11.2f ", n, r, p, sps, step, stage_split, per_step / 1e6
+          printf "%-8s %-9s %-8s %10.1f %9.1f %9.1f %22s %11.2f ", n, r, p, sps, step, predicted,
+            stage_split, per_step / 1e6
           if (bps > 0 && base != "") printf "%12.1f %7.0f%%\n", transfer, 100 * (1 - (step - base) / transfer)
           else printf "%12s %8s\n", "-", "-"
         }'
@@ -88,6 +98,9 @@ EOF
 done
 limit unlimited
 echo "load after:  $(uptime)"
+echo "(predicted: mpipe plan --calibrate --link-bandwidth RATE, the step at this machine's GEMM rate"
+echo " with the sends queued on each link, the allreduce after the last backward; goal: within 15%)"
 echo "(hidden = 1 - (step - the unlimited step) / transfer time at the link rate; goals: >= 90% for"
 echo " the activations of K=2, >= 60% for the allreduce of D=2)"
+# shellcheck disable=SC2034  # read by hosts.sh at exit
 passed=1

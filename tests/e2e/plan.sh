@@ -105,6 +105,20 @@ plan_error "transformer_deep.yaml:16: train.batch_size: must be divisible by pip
   "$configs/transformer_deep.yaml" --micro-batches 5
 plan_error "--threads-per-rank: Value 0 not in range 1 to 65536" \
   "$configs/transformer_deep.yaml" --threads-per-rank 0
+plan_error "--link-bandwidth: expected a rate such as 100mbit, 1gbit or 125MB, got 'fast'" \
+  "$configs/transformer_deep.yaml" --link-bandwidth fast
+# --link-bandwidth and --calibrate: the links' rate and this machine's GEMM rate in the prediction.
+"$MPIPE" plan "$configs/scaling_mlp.yaml" --stages 2 --set pipeline.micro_batches=8 --json \
+  > "$WORK/fast.json"
+"$MPIPE" plan "$configs/scaling_mlp.yaml" --stages 2 --set pipeline.micro_batches=8 --json \
+  --link-bandwidth 100mbit --calibrate > "$WORK/slow.json"
+/usr/bin/python3 - "$WORK/fast.json" "$WORK/slow.json" <<'PY'
+import json, sys
+fast, slow = (json.load(open(p)) for p in sys.argv[1:])
+assert slow["rates"]["link_bytes_per_s"] == 12.5e6, slow["rates"]
+assert slow["rates"]["flops_per_s"] != fast["rates"]["flops_per_s"], slow["rates"]
+assert slow["step_s"] > fast["step_s"], (slow["step_s"], fast["step_s"])
+PY
 # pipeline.schedule: auto: one row per schedule weighed (step, bubble, peak per stage), the chosen
 # one marked, and the same choice in the JSON; nothing within the limit: the smallest need.
 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --set pipeline.schedule=auto \

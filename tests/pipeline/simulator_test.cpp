@@ -132,6 +132,21 @@ TEST(Simulator, SendLatencyDelaysEachStageBoundaryCrossing) {
   EXPECT_DOUBLE_EQ(result.makespan, (8 + 4 - 1) * 3.0 + 2 * 3 * 0.5);
 }
 
+TEST(Simulator, MessagesQueueOnTheSendersLinkForTheirTransferTime) {
+  // K = 2, M = 4, F = 1, B = 2, each message 3 on the link. As latency, micro-batch m's
+  // activation arrives at m + 4 and the step ends at 21; on one link the activations arrive
+  // at 4, 7, 10, 13, stage 1's backwards (14-22) send gradients that arrive at 19, 22, 25 and 28,
+  // and stage 0's last backward ends at 30.
+  const auto programs = programs_for(ScheduleKind::kGpipe, 2, 4);
+  EXPECT_DOUBLE_EQ(
+      simulate(programs, {.forward_time = 1.0, .backward_time = 2.0, .send_latency = 3.0}).makespan,
+      21.0);
+  const SimulationResult queued =
+      simulate(programs, {.forward_time = 1.0, .backward_time = 2.0, .send_transfer = 3.0});
+  EXPECT_DOUBLE_EQ(queued.makespan, 30.0);
+  EXPECT_DOUBLE_EQ(queued.stages[1].compute[3].start, 13.0);  // F3
+}
+
 TEST(Simulator, RecordsComputeTimesOfTwoStageGpipe) {
   const SimulationResult result = simulate(programs_for(ScheduleKind::kGpipe, 2, 2));
   ASSERT_EQ(result.stages.size(), 2u);

@@ -126,10 +126,22 @@ TEST(PipelinePlan, ThreadsPerRankDivideTheComputeButNotThePartition) {
   EXPECT_GT(four.step_s, one.step_s / 4);
   const PlanReport report{.experiment = e, .model = model, .plan = four, .pipeline = e.pipeline};
   EXPECT_NE(plan_text(report).find("(assumed per rank: 4 threads, 400 GFLOP/s, 16.0 GB/s of "
-                                   "memory traffic, 4.0 GB/s links; "),
+                                   "memory traffic, 4e+03 MB/s links; "),
             std::string::npos)
       << plan_text(report);
   EXPECT_EQ(plan_json(report)["rates"]["threads"], 4);
+}
+
+TEST(PlanReport, SlowerLinksLengthenTheStepByTheirQueuedTransfers) {
+  const config::Experiment e = experiment();
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  pipeline::MachineRates fast, slow;
+  slow.link_bytes_per_s = 12.5e6;  // 100mbit
+  const pipeline::PipelinePlan a = plan_experiment(e, model, 2, 1, fast);
+  const pipeline::PipelinePlan b = plan_experiment(e, model, 2, 1, slow);
+  EXPECT_GT(b.step_s, a.step_s);
+  const PlanReport report{.experiment = e, .model = model, .plan = b, .pipeline = e.pipeline};
+  EXPECT_NE(plan_text(report).find("12.5 MB/s links"), std::string::npos) << plan_text(report);
 }
 
 TEST(PlanReport, JsonNamesTheProblemWhenOverTheLimit) {
