@@ -50,7 +50,7 @@ checkpoint: {every: 0}
 log: {every: 2}
 YAML
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "load before: $(uptime)"
 echo "reference: 16 x Linear(1024)+ReLU + head, batch 2048, M=$micro, $threads threads per rank"
 
