@@ -4,10 +4,12 @@
 #   scripts/bench/slow_links.sh
 #
 # For each link rate (unlimited, 1gbit, 100mbit), layout and progress-thread setting, one run
-# of STEPS steps (logged every 5, the first window dropped): samples/s, each stage's compute and
+# of STEPS steps (8 for D=2 at 100 Mbit/s; logged in 4 windows, the first dropped): samples/s, each stage's compute and
 # waiting (summary.json), the bytes that crossed the links per step (the veth counters over the
 # run, start-up and final evaluation included, divided by its steps), their transfer time at
-# the link's rate, and the share of that transfer hidden behind compute: hidden = 1 - (step -
+# the link's rate (K=2: the busier host's link, both directions run at once; D=2: both hosts'
+# bytes, as the allreduce's reduce and broadcast take turns), mpipe plan's predicted step, and
+# the share of that transfer hidden behind compute: hidden = 1 - (step -
 # unlimited step) / transfer, where the unlimited step is the same layout and setting's on
 # unlimited links. Each host is one rank with one thread. The rates run one after another, not
 # interleaved: run it on an idle machine.
@@ -35,9 +37,8 @@ limit() {
       ip netns exec "$PREFIX$host" tc qdisc add dev eth0 root tbf rate "$1" burst 64kb latency 400ms
   done
 }
-bytes_crossed() {  # what h1 and h2 sent over their links so far
-  echo $(($(cat "/sys/class/net/${PREFIX}h1/statistics/rx_bytes") +
-    $(cat "/sys/class/net/${PREFIX}h2/statistics/rx_bytes")))
+sent() {  # what host $1 sent over its link so far
+  cat "/sys/class/net/${PREFIX}$1/statistics/rx_bytes"
 }
 bits_per_s() {  # 1gbit, 100mbit -> bits per second
   awk -v r="$1" 'BEGIN { n = r + 0; if (r ~ /gbit$/) n *= 1e9; else if (r ~ /mbit$/) n *= 1e6; print n }'
@@ -63,14 +64,17 @@ for rate in $rates; do
     name=${layout%%:*}
     read -ra args <<<"${layout#*:}"
     predicted=$(predicted_ms "${args[@]}")
+    # (The allreduce of D=2 takes seconds a step at 100 Mbit/s: fewer steps there.)
+    run_steps=$steps
+    [[ $rate == 100mbit && $name == D* ]] && run_steps=8
     for progress in false true; do
       run=r-${name//[ =]/}-$rate-$progress
-      before=$(bytes_crossed)
+      before1=$(sent h1) before2=$(sent h2)
       on_hosts h1:1 h2:1 -- train "$repo/configs/scaling_mlp.yaml" --run-dir "$LOCAL/$run" \
-        "${args[@]}" --set train.steps="$steps" --set log.every=5 \
+        "${args[@]}" --set train.steps="$run_steps" --set log.every=$((run_steps / 4)) \
         --set comm.progress_thread="$progress" > "$WORK/$run.log" 2>&1 ||
         { tail "$WORK/$run.log" >&2; echo "slow_links.sh: $run failed" >&2; exit 1; }
-      crossed=$(($(bytes_crossed) - before))
+      sent1=$(($(sent h1) - before1)) sent2=$(($(sent h2) - before2))
       sps=$(python3 scripts/bench/throughput.py "$WORK/h1/$run")
       read -r step split < <(/usr/bin/python3 - "$WORK/h1/$run/summary.json" "$sps" <<'EOF'
 import json, sys
@@ -85,9 +89,13 @@ EOF
       base=${step_ms[$name,$progress,unlimited]:-}
       awk -v n="$name" -v r="$rate" -v p="$progress" -v sps="$sps" -v step="$step" \
         -v predicted="$predicted" -v stage_split="$split" \
-        -v bytes="$crossed" -v steps="$steps" -v bps="$(bits_per_s "$rate")" -v base="$base" 'BEGIN {
-          per_step = bytes / steps
-          if (bps > 0) transfer = 1e3 * per_step * 8 / bps
+        -v sent1="$sent1" -v sent2="$sent2" -v steps="$run_steps" -v bps="$(bits_per_s "$rate")" \
+        -v base="$base" 'BEGIN {
+          per_step = (sent1 + sent2) / steps
+          # K=2: activations and gradients on their own links at once; D=2: Open MPI reduces, then
+          # broadcasts, the whole gradient over one link after the other.
+          link_bytes = n ~ /^D/ ? sent1 + sent2 : (sent1 > sent2 ? sent1 : sent2)
+          if (bps > 0) transfer = 1e3 * link_bytes / steps * 8 / bps
           printf "%-8s %-9s %-8s %10.1f %9.1f %9.1f %22s %11.2f ", n, r, p, sps, step, predicted,
             stage_split, per_step / 1e6
           if (bps > 0 && base != "") printf "%12.1f %7.0f%%\n", transfer, 100 * (1 - (step - base) / transfer)

@@ -144,6 +144,20 @@ TEST(PlanReport, SlowerLinksLengthenTheStepByTheirQueuedTransfers) {
   EXPECT_NE(plan_text(report).find("12.5 MB/s links"), std::string::npos) << plan_text(report);
 }
 
+TEST(PlanReport, TheReplicasAllreduceIsABinomialReduceThenBroadcastOfTheWholeGradient) {
+  // On a link so slow that the allreduce is the whole step: D = 2 moves the gradient twice
+  // (reduce, broadcast), D = 4 four times (two rounds of each).
+  const config::Experiment e = experiment();
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  pipeline::MachineRates slow;
+  slow.link_bytes_per_s = 1.0;
+  const pipeline::PipelinePlan d2 = plan_experiment(e, model, 1, 2, slow);
+  const pipeline::PipelinePlan d4 = plan_experiment(e, model, 1, 4, slow);
+  const double gradient_bytes = d2.stages[0].memory.params;
+  EXPECT_NEAR(d2.step_s / (2 * gradient_bytes), 1.0, 1e-3);
+  EXPECT_NEAR(d4.step_s / (4 * gradient_bytes), 1.0, 1e-3);
+}
+
 TEST(PlanReport, JsonNamesTheProblemWhenOverTheLimit) {
   config::Experiment e = experiment();
   e.pipeline.memory_limit = 4096;
