@@ -14,7 +14,7 @@
 # runs at the speed of its slowest stage). The planner's predicted bubble is printed beside it.
 #
 # Environment: STAGES (8), MICRO (32), THREADS (2), ROUNDS (3), STEPS (12), SCHEDULES ("gpipe
-# 1f1b zb_h1"), PT_SCHEDULES ("gpipe 1f1b interleaved izb"; empty: none), EXTRA (more --set
+# 1f1b zb_h1"; an entry may add settings: "gpipe:pipeline.balance=measured,log.every=1"), PT_SCHEDULES ("gpipe 1f1b interleaved izb"; empty: none), EXTRA (more --set
 # arguments for every mpipe run), TRACE_DIR (where set: one traced K run per schedule, its
 # trace.json copied there), MPIPE_BIN, MPIRUN, PT_SCRIPT (default .portable/pt_schedules.py).
 set -euo pipefail
@@ -54,13 +54,25 @@ echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(grep -m1 'model name' /p
 echo "load before: $(uptime)"
 echo "reference: 16 x Linear(1024)+ReLU + head, batch 2048, M=$micro, $threads threads per rank"
 
-# run NAME K SCHEDULE: one mpipe run; prints "samples/s step_ms slowest_ms waiting% per-stage".
+# settings ENTRY: the --set arguments of a SCHEDULES entry ("schedule[:key=value,...]").
+settings() {
+  local entry=$1 more
+  echo "--set pipeline.schedule=${entry%%:*}"
+  [[ $entry == *:* ]] || return 0
+  IFS=, read -r -a more <<<"${entry#*:}"
+  printf -- '--set %s\n' "${more[@]}"
+}
+# label ENTRY: the entry as a file name.
+label() { echo "${1//[^A-Za-z0-9._-]/_}"; }
+
+# run NAME K ENTRY: one mpipe run; prints "samples/s step_ms slowest_ms waiting% per-stage".
 run() {
-  local name=$1 k=$2 schedule=$3
+  local name=$1 k=$2 entry=$3
   local dir=$work/$name
+  local -a set_args
+  mapfile -t set_args < <(settings "$entry" | tr ' ' '\n')
   local cmd=("$mpirun" -n "$k" --map-by "slot:PE=$threads" --bind-to core "$bin" train "$config"
-    --run-dir "$dir" --set "pipeline.stages=$k" --set "pipeline.schedule=$schedule"
-    "${extra[@]}")
+    --run-dir "$dir" --set "pipeline.stages=$k" "${set_args[@]}" "${extra[@]}")
   echo "  ${cmd[*]}" >>"$work/commands"
   "${cmd[@]}" >"$dir.log" 2>&1 || { tail -5 "$dir.log"; echo "$name: failed"; return 0; }
   python3 - "$dir" <<'PY'
@@ -77,7 +89,9 @@ PY
 }
 
 predicted_bubble() {
-  "$bin" plan "$config" --stages "$stages" --set "pipeline.schedule=$1" "${extra[@]}" --json 2>/dev/null |
+  local -a set_args
+  mapfile -t set_args < <(settings "$1" | tr ' ' '\n')
+  "$bin" plan "$config" --stages "$stages" "${set_args[@]}" "${extra[@]}" --json 2>/dev/null |
     python3 -c 'import json,sys; print("%.1f%%" % (100 * json.load(sys.stdin)["bubble_fraction"]))' ||
     echo "?"
 }
@@ -93,9 +107,9 @@ for ((r = 1; r <= rounds; r++)); do
   echo "round $r:"
   printf '  %-12s %9s %8s %8s %6s %7s\n' run samples/s step_ms slowest step/sl bubble
   printf '  %-12s %s\n' "k1" "$(run "k1-r$r" 1 gpipe)" | tee -a "$work/k1"
-  for schedule in $schedules; do
-    printf '  %-12s %s\n' "k$stages-$schedule" "$(run "k$stages-$schedule-r$r" "$stages" "$schedule")" |
-      tee -a "$work/mpipe-$schedule"
+  for entry in $schedules; do
+    printf '  %-12s %s\n' "k$stages-$entry" "$(run "k$stages-$(label "$entry")-r$r" "$stages" "$entry")" |
+      tee -a "$work/mpipe-$(label "$entry")"
   done
   if ((has_torch)); then
     for schedule in $pt_schedules; do
@@ -126,19 +140,20 @@ if rates:
 PY
 }
 summarize k1 "$work/k1"
-for schedule in $schedules; do
-  summarize "k$stages-$schedule" "$work/mpipe-$schedule" "predicted bubble $(predicted_bubble "$schedule")"
+for entry in $schedules; do
+  summarize "k$stages-$entry" "$work/mpipe-$(label "$entry")" "predicted bubble $(predicted_bubble "$entry")"
 done
 for schedule in $pt_schedules; do summarize "pt-$schedule" "$work/pt-$schedule"; done
 
 if [[ -n "${TRACE_DIR:-}" ]]; then
   mkdir -p "$TRACE_DIR"
-  for schedule in $schedules; do
+  for entry in $schedules; do
+    traced=traced-$(label "$entry")
+    mapfile -t set_args < <(settings "$entry" | tr ' ' '\n')
     if "$mpirun" -n "$stages" --map-by "slot:PE=$threads" --bind-to core "$bin" train "$config" \
-      --run-dir "$work/traced-$schedule" --set "pipeline.stages=$stages" \
-      --set "pipeline.schedule=$schedule" --set "log.trace_steps=[6]" "${extra[@]}" \
-      >"$work/traced-$schedule.log" 2>&1; then
-      cp "$work/traced-$schedule/trace.json" "$TRACE_DIR/trace-k$stages-$schedule.json"
+      --run-dir "$work/$traced" --set "pipeline.stages=$stages" "${set_args[@]}" \
+      --set "log.trace_steps=[6]" "${extra[@]}" >"$work/$traced.log" 2>&1; then
+      cp "$work/$traced/trace.json" "$TRACE_DIR/trace-k$stages-$(label "$entry").json"
     fi
   done
 fi
