@@ -75,15 +75,15 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   inputs_ = prefix_sums(costs_, [this](const LayerCost& c) { return block(c.input_bytes); });
   pending_weight_blocks_ = prefix_sums(
       costs_, [this](const LayerCost& c) { return c.weight_work_block_bytes(rows_, allocator_); });
-  // In its I, a micro-batch's layers done so far hold their output gradients, and what they keep
-  // beyond what they saved (which the stash counts).
-  pending_grad_blocks_ = prefix_sums(costs_, [this](const LayerCost& c) {
-    if (!c.splits_backward) return 0.0;
-    const double output_grad = block(c.output_bytes);
-    const double beyond_saved = c.weight_work_block_bytes(rows_, allocator_) - output_grad -
-                                c.kept_block_bytes(rows_, allocator_);
-    return output_grad + std::max(0.0, beyond_saved);
-  });
+  // In its I, a micro-batch's layers done so far hold their W's tensors (their output gradients
+  // among them) in place of what they saved: under per-layer recompute the stash holds only
+  // their inputs (freed by then), otherwise it counts what they saved.
+  for (const LayerCost& c : costs_) {
+    const double held = c.weight_work_block_bytes(rows_, allocator_);
+    weight_work_held_.push_back(held);
+    weight_work_beyond_saved_.push_back(
+        c.splits_backward ? held - c.kept_block_bytes(rows_, allocator_) : 0.0);
+  }
   // At layer i of a per-layer recompute's first forward, the micro-batch has kept the inputs of
   // layers up to i (the later ones are not there yet) and holds layer i's temporaries.
   for (size_t i = 0; i < costs_.size(); ++i) {
@@ -101,6 +101,8 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
         allocator_.blocks_bytes(r * c.forward_workspace_bytes, r * c.smallest_temporary_bytes);
     per_layer_backward.push_back(std::max(recomputing, inputs_[i] + kept + backward[i]));
   }
+  per_layer_backward_at_ = per_layer_backward;
+  backward_at_ = backward;
   per_layer_backward_ = range_max_table(std::move(per_layer_backward));
   backward_ = range_max_table(std::move(backward));
   forward_ = range_max_table(std::move(forward));
@@ -122,6 +124,16 @@ double MemoryModel::layer_inputs(int begin, int end) const { return sum(inputs_,
 
 double MemoryModel::per_layer_backward(int begin, int end) const {
   return range_max(per_layer_backward_, begin, end) - inputs_[static_cast<size_t>(begin)];
+}
+
+double MemoryModel::splitting_backward(int begin, int end, const std::vector<double>& at,
+                                       double offset, const std::vector<double>& beyond) const {
+  double most = 0.0, done = 0.0;
+  for (auto i = static_cast<size_t>(end); i-- > static_cast<size_t>(begin);) {
+    most = std::max(most, at[i] - offset + done);
+    done += beyond[i];
+  }
+  return most;
 }
 
 double MemoryModel::sum(const std::vector<double>& prefix, int begin, int end) const {
@@ -166,17 +178,22 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
             (allocator_.rounds ? AllocatorModel::max_overhead() : 0.0);
   }
   m.weight_grad_operands +=
-      stash.pending_weight_micro_batches * sum(pending_weight_blocks_, begin, end) +
-      (stash.backward && stash.splitting_backward ? sum(pending_grad_blocks_, begin, end) : 0.0);
+      stash.pending_weight_micro_batches * sum(pending_weight_blocks_, begin, end);
+  const bool splitting = stash.backward && stash.splitting_backward;
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;
   m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);
   if (stash.layer_recompute) {
     // One layer at a time: its temporaries are those of the layer where the sum peaks.
-    m.recompute_workspace += per_layer_backward(begin, end);
+    m.recompute_workspace +=
+        splitting ? splitting_backward(begin, end, per_layer_backward_at_,
+                                       inputs_[static_cast<size_t>(begin)], weight_work_held_)
+                  : per_layer_backward(begin, end);
   } else if (stash.backward) {
     // (A recompute's forward holds only part of the workspace: its backward is the larger.)
-    m.transient = range_max(backward_, begin, end);
+    m.transient = splitting
+                      ? splitting_backward(begin, end, backward_at_, 0.0, weight_work_beyond_saved_)
+                      : range_max(backward_, begin, end);
   } else {
     if (stash.layer_inputs > 0) {
       // kept_activations counts the forwarded micro-batch's every layer input: less those of

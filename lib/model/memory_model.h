@@ -43,8 +43,9 @@ struct StashProfile {
   // op (W) has not run, each holding what every splitting layer keeps for its W (its output
   // gradient and LayerCost::weight_work_tensor_bytes).
   int pending_weight_micro_batches = 0;
-  // Zero-bubble schedules, at a backward: the micro-batch in its I keeps every splitting layer's
-  // output gradient for its W, and what such a layer keeps beyond what it saved.
+  // Zero-bubble schedules, at a backward: the micro-batch in its I, last layer first, keeps each
+  // splitting layer's output gradient and W's tensors in place of what it saved, from that
+  // layer's I on (MemoryModel::splitting_backward walks the layers).
   bool splitting_backward = false;
   // weight_grads: tree: the older partial sums of the stage's gradients held aside (an upper
   // bound: pipeline::GradientTree::max_waiting).
@@ -106,6 +107,12 @@ class MemoryModel {
   // the gradient waiting for it; then the inputs of layers [begin, i) (each is freed once its
   // layer is recomputed), what layer i saved, and its backward temporaries.
   double per_layer_backward(int begin, int end) const;
+  // The most one micro-batch holds beyond the stash in its I over layers [begin, end), last layer
+  // first: at layer i, that layer's backward temporaries (`at`: backward_at_, or
+  // per_layer_backward_at_ less the inputs before `begin`), and what each layer after it holds
+  // for its W beyond its share of the stash (`beyond`).
+  double splitting_backward(int begin, int end, const std::vector<double>& at, double offset,
+                            const std::vector<double>& beyond) const;
 
  private:
   // stage() with every tensor as its block (all rounding inside the fields).
@@ -127,9 +134,12 @@ class MemoryModel {
   // Blocks a micro-batch keeps between its I and W (what each layer that splits its backward
   // keeps for its W, its output gradient among them), prefix sums.
   std::vector<double> pending_weight_blocks_;
-  // Of those, what its I holds beyond the stash: the output gradients, and what a layer keeps
-  // beyond what it saved.
-  std::vector<double> pending_grad_blocks_;
+  // Per layer, for the walk over a micro-batch's I (splitting_backward): what a layer whose I is
+  // done holds for its W (0 for a layer that does not split), and that less what it saved (the
+  // stash's share, freed by its I).
+  std::vector<double> weight_work_held_, weight_work_beyond_saved_;
+  // Per layer, the values the sparse tables backward_ and per_layer_backward_ are built from.
+  std::vector<double> backward_at_, per_layer_backward_at_;
   // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
   // discarding forward, and a per-layer recompute's first forward: [k][i] = max over layers
   // [i, i + 2^k).

@@ -222,7 +222,7 @@ Tensor CausalSelfAttention::backward_input(const Tensor& dy, Saved& saved,
   }
   // W needs x, the merged heads and dqkv: q, k, v and the probabilities go.
   std::vector<Tensor> kept;
-  kept.reserve(3);
+  kept.reserve(kWeightKeptTensors);
   kept.push_back(std::move(saved.tensors[0]));
   kept.push_back(std::move(saved.tensors[5]));
   kept.push_back(std::move(dqkv));
@@ -232,8 +232,13 @@ Tensor CausalSelfAttention::backward_input(const Tensor& dy, Saved& saved,
 
 void CausalSelfAttention::backward_weight(const Tensor& dy, const Saved& saved,
                                           const LayerContext& ctx) {
-  check(saved.tensors.size() == 3, "CausalSelfAttention::backward_weight: nothing kept");
-  const Tensor &x = saved.tensors[0], &merged = saved.tensors[1], &dqkv = saved.tensors[2];
+  backward_weight_from(dy, saved.tensors, ctx);
+}
+
+void CausalSelfAttention::backward_weight_from(const Tensor& dy, std::span<const Tensor> kept,
+                                               const LayerContext& ctx) const {
+  check(kept.size() == kWeightKeptTensors, "CausalSelfAttention::backward_weight: nothing kept");
+  const Tensor &x = kept[0], &merged = kept[1], &dqkv = kept[2];
   check(dy.shape() == x.shape(), "CausalSelfAttention::backward: dy {} does not match x {}",
         dy.shape(), x.shape());
   const int64_t rows = x.dim(0) * seq_;

@@ -61,12 +61,16 @@ class CausalSelfAttention : public InputSavingLayer {
   bool splits_backward() const override { return true; }
   Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
   void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // backward_weight() with what backward_input left (kWeightKeptTensors) given as a span.
+  void backward_weight_from(const Tensor& dy, std::span<const Tensor> kept,
+                            const LayerContext& ctx) const;
   // Matrix products: q/k/v and output projections, q·k^T and probs·v (all T x T entries); the
   // rotation of q and k.
   double forward_flops_per_example() const override;
   LayerNeeds needs() const override;
 
   static constexpr size_t kSavedTensors = 6;
+  static constexpr size_t kWeightKeptTensors = 3;
 
  protected:
   // x: [batch, T, d] → y: [batch, T, d]; saves q, k (rotated), v ([batch, heads, T, d / heads]),

@@ -15,6 +15,16 @@ void LayerNeeds::keep_all_of(const LayerNeeds& part) {
   kept_packed_bytes += part.kept_packed_bytes;
 }
 
+void LayerNeeds::keep_weight_work_of(const LayerNeeds& part) {
+  weight_work_tensor_bytes.insert(weight_work_tensor_bytes.end(),
+                                  part.weight_work_tensor_bytes.begin(),
+                                  part.weight_work_tensor_bytes.end());
+  weight_work_fixed_tensor_bytes.insert(weight_work_fixed_tensor_bytes.end(),
+                                        part.weight_work_fixed_tensor_bytes.begin(),
+                                        part.weight_work_fixed_tensor_bytes.end());
+  weight_grad_flops += part.weight_grad_flops;
+}
+
 double LayerNeeds::kept_bytes_per_example() const {
   return std::accumulate(kept_tensor_bytes.begin(), kept_tensor_bytes.end(), 0.0);
 }

@@ -51,6 +51,9 @@ struct LayerNeeds {
 
   // Appends what `part` keeps (a sub-layer whose saved tensors a composite layer keeps).
   void keep_all_of(const LayerNeeds& part);
+  // Appends what a splitting `part` keeps from its I op to its W op and adds its W FLOPs (a
+  // sub-layer whose backward a composite layer splits).
+  void keep_weight_work_of(const LayerNeeds& part);
   // The sum of kept_tensor_bytes.
   double kept_bytes_per_example() const;
 };

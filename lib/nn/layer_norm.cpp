@@ -81,10 +81,11 @@ Tensor LayerNorm::backward_input(const Tensor& dy, Saved& saved, const LayerCont
   return dx;
 }
 
-void LayerNorm::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+void LayerNorm::backward_weight_from(const Tensor& dy, std::span<const Tensor> kept,
+                                     const LayerContext& ctx) const {
   (void)dy, (void)ctx;
-  check(saved.tensors.size() == 2, "LayerNorm::backward_weight: no gradient parts kept");
-  const float *dweight = saved.tensors[0].data(), *dbias = saved.tensors[1].data();
+  check(kept.size() == weight_kept_tensors(), "LayerNorm::backward_weight: no gradient parts kept");
+  const float *dweight = kept[0].data(), *dbias = kept[1].data();
   for (int64_t j = 0; j < dim_; ++j) {
     weight_grad_[static_cast<size_t>(j)] += dweight[j];
     bias_grad_[static_cast<size_t>(j)] += dbias[j];

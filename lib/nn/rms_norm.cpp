@@ -69,10 +69,11 @@ Tensor RmsNorm::backward_input(const Tensor& dy, Saved& saved, const LayerContex
   return dx;
 }
 
-void RmsNorm::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+void RmsNorm::backward_weight_from(const Tensor& dy, std::span<const Tensor> kept,
+                                   const LayerContext& ctx) const {
   (void)ctx;
-  check(saved.tensors.size() == kSavedTensors, "RmsNorm::backward: nothing saved (not training?)");
-  const Tensor &x = saved.tensors[0], &rstd = saved.tensors[1];
+  check(kept.size() == kSavedTensors, "RmsNorm::backward: nothing saved (not training?)");
+  const Tensor &x = kept[0], &rstd = kept[1];
   check(dy.shape() == x.shape(), "RmsNorm::backward: dy {} does not match x {}", dy.shape(),
         x.shape());
   // dweight: [dim] accumulated.

@@ -26,7 +26,10 @@ class RmsNorm : public RowNorm {
   // dweight.
   bool splits_backward() const override { return true; }
   Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
-  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  void backward_weight_from(const Tensor& dy, std::span<const Tensor> kept,
+                            const LayerContext& ctx) const override;
+  size_t weight_kept_tensors() const override { return kSavedTensors; }
+  bool weight_reads_output_grad() const override { return true; }
   size_t saved_tensors() const override { return kSavedTensors; }
   double forward_flops_per_example() const override;
   LayerNeeds needs() const override;

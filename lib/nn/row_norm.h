@@ -28,6 +28,18 @@ class RowNorm : public InputSavingLayer {
                                const LayerContext& ctx) const = 0;
   // How many tensors a training forward saves (x first).
   virtual size_t saved_tensors() const = 0;
+
+  // The split backward (both norms split), for composite layers in the same way:
+  // backward_weight() with what backward_input left given as a span, how many tensors that is,
+  // and whether backward_weight reads its output gradient (a composite keeps it for the W op
+  // only then; otherwise it may pass an empty tensor).
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override {
+    backward_weight_from(dy, saved.tensors, ctx);
+  }
+  virtual void backward_weight_from(const Tensor& dy, std::span<const Tensor> kept,
+                                    const LayerContext& ctx) const = 0;
+  virtual size_t weight_kept_tensors() const = 0;
+  virtual bool weight_reads_output_grad() const = 0;
 };
 
 // The norm of `kind` over the last axis of `input_shape`, with its default eps.

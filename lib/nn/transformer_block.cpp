@@ -59,6 +59,15 @@ size_t TransformerBlock::num_saved() const {
          kMlpSavedTensors;
 }
 
+size_t TransformerBlock::num_weight_kept() const {
+  // The sub-layers' kept tensors; the output gradients of LN1 (RMS norm only), attention and LN2
+  // (RMS norm only); LN2's output, fc1's output gradient, the activation's output; the MLP's
+  // masked output gradient (with dropout).
+  return ln1_->weight_kept_tensors() + CausalSelfAttention::kWeightKeptTensors +
+         ln2_->weight_kept_tensors() + (ln1_->weight_reads_output_grad() ? 1 : 0) + 1 +
+         (ln2_->weight_reads_output_grad() ? 1 : 0) + 3 + (dropout_ > 0.0 ? 1 : 0);
+}
+
 std::vector<ParamSpec> TransformerBlock::param_specs() const {
   std::vector<ParamSpec> specs;
   append_prefixed(specs, ln1_->param_specs(), "ln1.");
@@ -222,6 +231,104 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved, const La
   return dx;
 }
 
+Tensor TransformerBlock::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
+  check(saved.tensors.size() == num_saved(), "TransformerBlock::backward: nothing saved");
+  check(dy.shape().rank() == 3 && dy.dim(1) == seq_ && dy.dim(2) == dim_,
+        "TransformerBlock::backward: dy {} is not [batch, {}, {}]", dy.shape(), seq_, dim_);
+  // The sub-layers' saved tensors, each moved into a Saved of its own for its backward_input.
+  std::vector<Tensor>& all = saved.tensors;
+  auto take = [&all](size_t from, size_t count) {
+    Saved part;
+    for (size_t i = from; i < from + count; ++i) part.tensors.push_back(std::move(all[i]));
+    return part;
+  };
+  const size_t ln1_count = ln1_->saved_tensors(), attn_count = CausalSelfAttention::kSavedTensors;
+  Saved ln1_saved = take(0, ln1_count);
+  Saved attn_saved = take(ln1_count, attn_count);
+  Saved ln2_saved = take(ln1_count + attn_count, ln2_->saved_tensors());
+  const size_t n = all.size();
+  Tensor normed2 = std::move(all[n - 3]), hidden = std::move(all[n - 2]);
+  Tensor activated = std::move(all[n - 1]);
+  all.clear();
+  const int64_t rows = dy.dim(0) * seq_;
+  LayerContext inner = ctx;
+  inner.need_input_grad = true;
+
+  // MLP branch, as in backward without the parameter gradients: dactivated = dmlp · fc2,
+  // dnormed2 = dhidden · fc1.
+  Tensor dmlp = dy;
+  apply_dropout(dmlp, DropoutSite::kMlpOutput, ctx);
+  Tensor dactivated = Tensor::uninitialized(activated.shape());
+  kernels::linear_backward_data(ctx.kernels, dmlp.data(), fc2_weight_.data(), dactivated.data(),
+                                rows, hidden_, dim_);
+  if (dropout_ == 0.0) dmlp = Tensor();  // W reads dy itself
+  Tensor dhidden = activation_backward(hidden, std::move(dactivated), ctx);
+  hidden = Tensor();
+  Tensor dnormed2 = Tensor::uninitialized(dy.shape());
+  kernels::linear_backward_data(ctx.kernels, dhidden.data(), fc1_weight_.data(), dnormed2.data(),
+                                rows, dim_, fc1_width());
+  Tensor dx1 = ln2_->backward_input(dnormed2, ln2_saved, inner);
+  if (!ln2_->weight_reads_output_grad()) dnormed2 = Tensor();
+  add_into(dx1, dy);
+
+  // Attention branch: back through the dropout, attention and LN1.
+  Tensor dattn = dx1;
+  apply_dropout(dattn, DropoutSite::kAttentionOutput, ctx);
+  Tensor dnormed1 = attn_.backward_input(dattn, attn_saved, inner);
+  Tensor dx = ln1_->backward_input(dnormed1, ln1_saved, ctx);
+  if (!ln1_->weight_reads_output_grad()) dnormed1 = Tensor();
+
+  // What backward_weight reads, in the order num_weight_kept() counts it.
+  all.reserve(num_weight_kept());
+  for (Saved* part : {&ln1_saved, &attn_saved, &ln2_saved}) {
+    for (Tensor& t : part->tensors) all.push_back(std::move(t));
+  }
+  if (ln1_->weight_reads_output_grad()) all.push_back(std::move(dnormed1));
+  all.push_back(std::move(dattn));
+  if (ln2_->weight_reads_output_grad()) all.push_back(std::move(dnormed2));
+  all.push_back(std::move(normed2));
+  all.push_back(std::move(dhidden));
+  all.push_back(std::move(activated));
+  if (dropout_ > 0.0) all.push_back(std::move(dmlp));
+  if (!ctx.need_input_grad) return {};
+  add_into(dx, dx1);
+  return dx;
+}
+
+void TransformerBlock::backward_weight(const Tensor& dy, const Saved& saved,
+                                       const LayerContext& ctx) {
+  check(saved.tensors.size() == num_weight_kept(),
+        "TransformerBlock::backward_weight: nothing kept");
+  const std::span<const Tensor> all(saved.tensors);
+  size_t at = 0;
+  auto next = [&all, &at](size_t count) {
+    const auto part = all.subspan(at, count);
+    at += count;
+    return part;
+  };
+  const auto ln1_kept = next(ln1_->weight_kept_tensors());
+  const auto attn_kept = next(CausalSelfAttention::kWeightKeptTensors);
+  const auto ln2_kept = next(ln2_->weight_kept_tensors());
+  const Tensor none;
+  const Tensor& dnormed1 = ln1_->weight_reads_output_grad() ? all[at++] : none;
+  const Tensor& dattn = all[at++];
+  const Tensor& dnormed2 = ln2_->weight_reads_output_grad() ? all[at++] : none;
+  const Tensor &normed2 = all[at], &dhidden = all[at + 1], &activated = all[at + 2];
+  const Tensor& dmlp = dropout_ > 0.0 ? all[at + 3] : dy;
+  const int64_t rows = dy.dim(0) * seq_;
+  // What backward adds, sub-layer by sub-layer: fc2 and fc1 (dW += dy^T · x, db += column sums
+  // of dy), LN2, attention, LN1.
+  kernels::linear_backward_weights(ctx.kernels, activated.data(), dmlp.data(),
+                                   fc2_weight_grad_.data(), fc2_bias_grad_.data(), rows, hidden_,
+                                   dim_);
+  kernels::linear_backward_weights(ctx.kernels, normed2.data(), dhidden.data(),
+                                   fc1_weight_grad_.data(), fc1_bias_grad_.data(), rows, dim_,
+                                   fc1_width());
+  ln2_->backward_weight_from(dnormed2, ln2_kept, ctx);
+  attn_.backward_weight_from(dattn, attn_kept, ctx);
+  ln1_->backward_weight_from(dnormed1, ln1_kept, ctx);
+}
+
 double TransformerBlock::forward_flops_per_example() const {
   const auto t = static_cast<double>(seq_), d = static_cast<double>(dim_);
   const auto h = static_cast<double>(hidden_), w = static_cast<double>(fc1_width());
@@ -250,6 +357,23 @@ LayerNeeds TransformerBlock::needs() const {
   needs.forward_temporary_bytes = dropout_ > 0.0 ? a : 0.0;
   needs.smallest_temporary_bytes = a;
   needs.backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index());
+  // Split (num_weight_kept's order): the sub-layers' own, the output gradients of LN1 (RMS norm),
+  // attention and LN2 (RMS norm), LN2's output, fc1's output gradient, the activation's output
+  // and, with dropout, the MLP's masked output gradient. W runs fc1's and fc2's weight products
+  // (2·T·d·w and 2·T·h·d) besides the sub-layers'.
+  needs.splits_backward = true;
+  needs.keep_weight_work_of(ln1_->needs());
+  needs.keep_weight_work_of(attention);
+  needs.keep_weight_work_of(ln2_->needs());
+  auto& work = needs.weight_work_tensor_bytes;
+  if (ln1_->weight_reads_output_grad()) work.push_back(a);
+  work.push_back(a);
+  if (ln2_->weight_reads_output_grad()) work.push_back(a);
+  work.insert(work.end(), {a, fc1_out, h});
+  if (dropout_ > 0.0) work.push_back(a);
+  const auto t = static_cast<double>(seq_), d = static_cast<double>(dim_);
+  needs.weight_grad_flops +=
+      2.0 * t * d * static_cast<double>(fc1_width()) + 2.0 * t * static_cast<double>(hidden_) * d;
   return needs;
 }
 

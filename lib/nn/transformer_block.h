@@ -52,6 +52,15 @@ class TransformerBlock : public Layer {
   // x: [batch, T, d] → y: [batch, T, d].
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // Split: backward_input computes dx only (the MLP's and attention's input gradients, the norms'
+  // backward_input) and keeps, in place of what forward saved, what each sub-layer's
+  // backward_weight needs: the norms' and attention's own kept tensors, the output gradients of
+  // attention (and of an RMS norm), and the MLP's LN2 output, fc1 output gradient, activation
+  // output (and, with dropout, the masked output gradient); backward_weight adds every parameter
+  // gradient from those.
+  bool splits_backward() const override { return true; }
+  Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // Matrix products of the attention and the MLP.
   double forward_flops_per_example() const override;
   LayerNeeds needs() const override;
@@ -60,6 +69,8 @@ class TransformerBlock : public Layer {
   // The MLP's saved tensors after ln1, attn and ln2's: LN2 output, fc1 output, activation output.
   static constexpr size_t kMlpSavedTensors = 3;
   size_t num_saved() const;
+  // How many tensors backward_input leaves for backward_weight.
+  size_t num_weight_kept() const;
   // fc1's output width: h (gelu) or 2h (swiglu).
   int64_t fc1_width() const;
 

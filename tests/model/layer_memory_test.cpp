@@ -311,5 +311,38 @@ TEST(LayerMemory, OnlyAStagesFirstLayerCopiesItsInput) {
   EXPECT_EQ(model.stage(1, 2, discarding, true, true).transient, kRows * (32.0 + 4096.0 + 32.0));
 }
 
+// A micro-batch in its I (zero-bubble schedules), last layer first: at each layer, its backward
+// temporaries and what the layers after it hold for their W (their output gradients and W's
+// tensors, in place of what they saved unless per-layer recompute kept only their inputs).
+TEST(LayerMemory, AMicroBatchInItsInputBackwardHoldsWhatTheLayersDoneKeepForTheirW) {
+  constexpr double kRows = 4;
+  const LayerCost first{.kind = "linear",
+                        .input_bytes = 32,
+                        .output_bytes = 64,
+                        .saved_bytes = 32,
+                        .keeps_consumed_input = true,
+                        .splits_backward = true,
+                        .weight_work_tensor_bytes = {32}};
+  const LayerCost second{.kind = "composite",
+                         .input_bytes = 64,
+                         .output_bytes = 16,
+                         .saved_bytes = 64,
+                         .keeps_consumed_input = true,
+                         .splits_backward = true,
+                         .weight_work_tensor_bytes = {64, 256}};
+  const MemoryModel model({first, second}, static_cast<int64_t>(kRows), 0);
+  // The second layer's backward holds 64 + 16 bytes; then the first's (32 + 64) beside the
+  // second's W tensors and output gradient (16 + 64 + 256) less what it saved (64).
+  const StashProfile in_input_backward{.full = 1, .splitting_backward = true};
+  EXPECT_EQ(model.stage(0, 2, in_input_backward, true, true).transient,
+            kRows * (32.0 + 64.0 + 16.0 + 64.0 + 256.0 - 64.0));
+  // Per-layer recompute: each layer's recompute holds the inputs up to its own, what it saves
+  // and its output twice (192 bytes for each); the first's beside the second's W tensors in full.
+  const StashProfile per_layer{
+      .layer_recompute = true, .backward = true, .splitting_backward = true};
+  EXPECT_EQ(model.stage(0, 2, per_layer, true, true).recompute_workspace,
+            kRows * (192.0 + 16.0 + 64.0 + 256.0));
+}
+
 }  // namespace
 }  // namespace mpipe::model

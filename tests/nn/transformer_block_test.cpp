@@ -12,6 +12,7 @@
 #include "core/rng.h"
 #include "gradient_check.h"
 #include "nn/param_buffer.h"
+#include "split_backward_check.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -181,6 +182,57 @@ TEST(TransformerBlock, RejectsBadShapesAndSizes) {
   EXPECT_THROW(TransformerBlock(0, Shape{kSeq, kDim}, 3), InputError);
   EXPECT_THROW(TransformerBlock(0, Shape{kSeq, kDim}, kHeads, 0), InputError);
   EXPECT_THROW(TransformerBlock(0, Shape{kSeq, kDim}, kHeads, 4, -0.1), InputError);
+}
+
+TEST(TransformerBlock, SplitBackwardGivesTheBitsOfBackward) {
+  // GPT-2's block and the modern one, with and without dropout, as a middle and a first layer.
+  kernels::KernelContext kernels;
+  const TransformerBlockVariant variants[] = {{}, kModern};
+  for (size_t v = 0; v < std::size(variants); ++v) {
+    for (const double dropout : {0.0, 0.2}) {
+      for (const bool need_input_grad : {true, false}) {
+        SCOPED_TRACE("variant " + std::to_string(v) + ", dropout " + std::to_string(dropout) +
+                     (need_input_grad ? "" : ", no input gradient"));
+        TransformerBlock layer(2, Shape{kSeq, kDim}, kHeads, 2, dropout, variants[v]);
+        testing::expect_split_backward_bit_identical(
+            layer, {random_tensor({2, kSeq, kDim}), random_tensor({3, kSeq, kDim})}, kernels,
+            need_input_grad);
+      }
+    }
+  }
+}
+
+TEST(TransformerBlock, SplitBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  for (const TransformerBlockVariant& variant : {TransformerBlockVariant{}, kModern}) {
+    testing::SplitBackwardOf<TransformerBlock> layer(2, Shape{kSeq, kDim}, kHeads, 2, 0.2, variant);
+    testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
+  }
+}
+
+TEST(TransformerBlock, NeedsCountWhatBackwardInputKeepsForBackwardWeight) {
+  // The bytes LayerNeeds states per example and per micro-batch, against the tensors that
+  // backward_input leaves in Saved.
+  kernels::KernelContext kernels;
+  for (const TransformerBlockVariant& variant : {TransformerBlockVariant{}, kModern}) {
+    for (const double dropout : {0.0, 0.2}) {
+      SCOPED_TRACE("dropout " + std::to_string(dropout));
+      TransformerBlock layer(2, Shape{kSeq, kDim}, kHeads, 2, dropout, variant);
+      RandomParams params(layer);
+      constexpr int64_t kBatch = 3;
+      const Tensor x = random_tensor({kBatch, kSeq, kDim});
+      Forward f = layer.forward(x, training(kernels, 0));
+      (void)layer.backward_input(random_tensor(x.shape()), f.saved, training(kernels, 0));
+      const LayerNeeds needs = layer.needs();
+      EXPECT_TRUE(needs.splits_backward);
+      ASSERT_EQ(f.saved.tensors.size(), needs.weight_work_tensor_bytes.size() +
+                                            needs.weight_work_fixed_tensor_bytes.size());
+      double stated = 0.0;
+      for (double bytes : needs.weight_work_tensor_bytes) stated += kBatch * bytes;
+      for (double bytes : needs.weight_work_fixed_tensor_bytes) stated += bytes;
+      EXPECT_EQ(static_cast<double>(f.saved.bytes()), stated);
+    }
+  }
 }
 
 }  // namespace
