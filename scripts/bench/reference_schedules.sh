@@ -86,6 +86,8 @@ step = compute[0] + waiting[0]
 print(f"{rate:9.1f} {step:8.1f} {max(compute):8.1f} {step / max(compute):6.2f} {100 * s['bubble']:6.1f}%"
       f"  compute {' '.join(f'{c:.0f}' for c in compute)}")
 PY
+  # pipeline.balance: measured says what it did in one line.
+  grep -oE '(re-partitioned|kept) \[.*' "$dir.log" | head -1 | sed 's/^/      /' || true
 }
 
 predicted_bubble() {
