@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# pipeline.balance: measured: with one rank made slow (the test hook MPIPE_TEST_SLOW_RANK busy-waits
+# each of its layer ops until it took 10 times as long), the run re-partitions after 3 steps,
+# moving layers off the slow stage, and its weights stay bit-identical to the same run without
+# balancing: at K = 2, at K = 2 with 2 replicas (every replica moves alike), and with later
+# re-measurements (balance_every), at most balance_moves moves. A checkpoint written after the move
+# resumes on the default partition to the same weights.
+# Usage: measured_balance.sh CONFIG
+source "$(dirname "$0")/lib.sh"
+config=$1
+steps=(--set train.steps=7)
+measured=(--set pipeline.balance=measured --set pipeline.balance_after=3)
+
+# moved NAME [MOST]: the run's log has a re-partition line with a changed partition at step 3,
+# at most MOST (1) in all, and summary.json records the first move.
+moved() {
+  local line
+  line=$(grep -E "step 3: re-partitioned \[[0-9,]+\] -> \[[0-9,]+\] by measured time: predicted step" \
+    "$WORK/$1.log") || { cat "$WORK/$1.log"; echo "FAILED: $1: no re-partition line"; exit 1; }
+  echo "$1: $line"
+  [[ $(grep -c "re-partitioned" "$WORK/$1.log") -le ${2:-1} ]] || { echo "FAILED: $1: moved too often"; exit 1; }
+  local from to
+  from=$(sed -E 's/.*re-partitioned (\[[0-9,]+\]).*/\1/' <<< "$line")
+  to=$(sed -E 's/.* -> (\[[0-9,]+\]).*/\1/' <<< "$line")
+  [[ $from != "$to" ]] || { echo "FAILED: $1: the partition did not change"; exit 1; }
+  python3 - "$WORK/$1/summary.json" "$to" << 'PY'
+import json, sys
+history = json.load(open(sys.argv[1]))["partition_history"]
+assert history[0]["by"] == "predicted", history
+moves = [h for h in history if h.get("moved")]
+assert moves and str(moves[0]["partition"]).replace(" ", "") == sys.argv[2], history
+PY
+}
+
+train 2 plain "$config" "${steps[@]}"
+MPIPE_TEST_SLOW_RANK=1:10 train 2 balanced "$config" "${steps[@]}" "${measured[@]}"
+moved balanced
+same plain balanced
+
+# Re-measured every 2 steps after the first check (steps 5 and 7), at most 2 moves in all (the
+# second, if any, moves on from the first's partition).
+MPIPE_TEST_SLOW_RANK=1:10 train 2 remeasured "$config" "${steps[@]}" "${measured[@]}" \
+  --set pipeline.balance_every=2 --set pipeline.balance_moves=2
+moved remeasured 2
+grep -qE "step 5: (kept|re-partitioned)" "$WORK/remeasured.log" ||
+  { cat "$WORK/remeasured.log"; echo "FAILED: no re-measurement"; exit 1; }
+same plain remeasured
+
+# Two replicas of each stage (world rank 1 is one replica of one stage): both replicas move alike.
+replicas=(--set pipeline.stages=2 --set pipeline.data_parallel=2 --set pipeline.micro_batches=2)
+train 4 plain-replicas "$config" "${steps[@]}" "${replicas[@]}"
+MPIPE_TEST_SLOW_RANK=1:10 train 4 balanced-replicas "$config" "${steps[@]}" "${replicas[@]}" \
+  "${measured[@]}"
+moved balanced-replicas
+same plain-replicas balanced-replicas
+
+# The checkpoint written after the move at step 3 resumes on the default partition, to the same
+# weights.
+MPIPE_TEST_SLOW_RANK=1:10 train 2 resumed "$config" --set train.steps=3 "${measured[@]}"
+moved resumed
+train 2 resumed "$config" "${steps[@]}" --resume
+grep -q "resumed from step 3" "$WORK/resumed.log" || { cat "$WORK/resumed.log"; echo "FAILED: not resumed"; exit 1; }
+same plain resumed
+
+# A bad test hook value is refused in one line.
+MPIPE_TEST_SLOW_RANK=one rejected bad-hook "MPIPE_TEST_SLOW_RANK=one: expected <world rank>:<factor >= 1>" \
+  "$config"
+echo PASSED
