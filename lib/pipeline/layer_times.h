@@ -14,17 +14,28 @@ class LayerTimes {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Test hook: every timed op busy-waits until it has taken `factor` times as long (>= 1), so a
-  // rank can be made slow on purpose (MPIPE_TEST_SLOW_RANK, train/measured_balance.h).
-  void set_slowdown(double factor) { slowdown_ = factor; }
-  double slowdown() const { return slowdown_; }
+  // Test hook: in steps first..last (counted by begin_step from 1), every timed op busy-waits
+  // until it has taken `factor` times as long (>= 1), so a rank can be made slow on purpose
+  // (MPIPE_TEST_SLOW_RANK, train/measured_balance.h).
+  void set_slowdown(double factor, int64_t first_step, int64_t last_step) {
+    slowdown_ = factor;
+    slow_first_ = first_step;
+    slow_last_ = last_step;
+  }
+  // The factor of the current step.
+  double slowdown() const {
+    return steps_ >= slow_first_ && steps_ <= slow_last_ ? slowdown_ : 1.0;
+  }
   // Whether ended steps join the window (off: nothing is kept).
   void set_windowed(bool windowed) { windowed_ = windowed; }
   // Whether the ops are timed at all: for the window or the slowdown.
-  bool active() const { return windowed_ || slowdown_ > 1.0; }
+  bool active() const { return windowed_ || slowdown() > 1.0; }
 
   // Starts a step: what was timed since the last end_step (an evaluation) is dropped.
-  void begin_step() { current_.clear(); }
+  void begin_step() {
+    current_.clear();
+    ++steps_;
+  }
   void add(int global_layer, double seconds) { current_[global_layer] += seconds; }
   // Ends a step: its per-layer totals join the window.
   void end_step();
@@ -34,6 +45,9 @@ class LayerTimes {
 
  private:
   double slowdown_ = 1.0;
+  int64_t slow_first_ = 0;
+  int64_t slow_last_ = 0;
+  int64_t steps_ = 0;  // begun
   bool windowed_ = false;
   std::map<int, double> current_;
   std::vector<std::map<int, double>> window_;  // one per step

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "comm/agree.h"
@@ -34,27 +35,34 @@ std::vector<model::LayerRange> ranges_of(const pipeline::PipelinePlan& plan) {
 
 }  // namespace
 
-double test_slowdown(int world_rank) {
+void apply_test_slowdown(int world_rank, pipeline::LayerTimes& times) {
   const char* value = std::getenv(kSlowRankVariable);
-  if (value == nullptr) return 1.0;
+  if (value == nullptr) return;
   const std::string text = value;
-  const size_t colon = text.find(':');
-  int rank = -1;
-  double factor = 0.0;
-  try {
-    if (colon != std::string::npos) {
+  std::vector<double> fields;
+  size_t at = 0;
+  bool valid = true;
+  while (valid && at <= text.size()) {
+    const size_t colon = std::min(text.find(':', at), text.size());
+    try {
       size_t used = 0;
-      rank = std::stoi(text.substr(0, colon), &used);
-      if (used != colon) rank = -1;
-      factor = std::stod(text.substr(colon + 1), &used);
-      if (used != text.size() - colon - 1) factor = 0.0;
+      fields.push_back(std::stod(text.substr(at, colon - at), &used));
+      valid = used == colon - at;
+    } catch (const std::exception&) {
+      valid = false;
     }
-  } catch (const std::exception&) {
-    rank = -1;
+    at = colon + 1;
   }
-  check_input(rank >= 0 && factor >= 1.0, "{}={}: expected <world rank>:<factor >= 1>, e.g. 1:2.5",
+  valid = valid && (fields.size() == 2 || fields.size() == 4) && fields[0] >= 0 &&
+          fields[1] >= 1.0 && (fields.size() == 2 || (fields[2] >= 1 && fields[3] >= fields[2]));
+  check_input(valid,
+              "{}={}: expected <world rank>:<factor >= 1>[:<first step>:<last step>], e.g. 1:2.5",
               kSlowRankVariable, text);
-  return rank == world_rank ? factor : 1.0;
+  if (static_cast<int>(fields[0]) != world_rank) return;
+  const auto first = fields.size() == 4 ? static_cast<int64_t>(fields[2]) : int64_t{1};
+  const auto last = fields.size() == 4 ? static_cast<int64_t>(fields[3])
+                                       : std::numeric_limits<int64_t>::max();
+  times.set_slowdown(fields[1], first, last);
 }
 
 MeasuredBalance::MeasuredBalance(const config::Experiment& experiment, Trainer& trainer,
@@ -66,9 +74,7 @@ MeasuredBalance::MeasuredBalance(const config::Experiment& experiment, Trainer& 
                trainer.topology().num_stages > 1),
       next_check_(experiment.pipeline.balance_after),
       moves_left_(experiment.pipeline.balance_moves) {
-  double slowdown = 1.0;
-  comm::agree(world, [&] { slowdown = test_slowdown(world.rank()); });
-  trainer_.layer_times().set_slowdown(slowdown);
+  comm::agree(world, [&] { apply_test_slowdown(world.rank(), trainer_.layer_times()); });
   trainer_.layer_times().set_windowed(enabled_);
   history_.push_back({{"step", 0},
                       {"partition", layer_counts(ranges_of(trainer.pipeline_plan()))},

@@ -51,11 +51,12 @@ TEST(LayerTimes, NothingIsKeptOutsideAWindow) {
 
 TEST(LayerTimes, TheSlowdownHookStretchesEachTimedOp) {
   LayerTimes times;
-  times.set_slowdown(3.0);
-  EXPECT_TRUE(times.active());
+  times.set_slowdown(3.0, 1, 1);
+  EXPECT_FALSE(times.active());  // before step 1
   times.set_windowed(true);
   const auto start = LayerTimes::Clock::now();
   times.begin_step();
+  EXPECT_DOUBLE_EQ(times.slowdown(), 3.0);
   {
     const LayerTimeScope timed(&times, 2);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -65,6 +66,8 @@ TEST(LayerTimes, TheSlowdownHookStretchesEachTimedOp) {
   const double recorded = times.take_window_medians().at(2);
   EXPECT_GE(recorded, 0.015);  // at least 3 x the 5 ms op
   EXPECT_LE(recorded, wall);
+  times.begin_step();  // step 2: after the slow steps
+  EXPECT_DOUBLE_EQ(times.slowdown(), 1.0);
 }
 
 }  // namespace
