@@ -60,8 +60,8 @@ void apply_test_slowdown(int world_rank, pipeline::LayerTimes& times) {
               kSlowRankVariable, text);
   if (static_cast<int>(fields[0]) != world_rank) return;
   const auto first = fields.size() == 4 ? static_cast<int64_t>(fields[2]) : int64_t{1};
-  const auto last = fields.size() == 4 ? static_cast<int64_t>(fields[3])
-                                       : std::numeric_limits<int64_t>::max();
+  const auto last =
+      fields.size() == 4 ? static_cast<int64_t>(fields[3]) : std::numeric_limits<int64_t>::max();
   times.set_slowdown(fields[1], first, last);
 }
 
