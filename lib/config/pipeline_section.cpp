@@ -56,11 +56,34 @@ int64_t read_memory_limit(const Field& field) {
   }
 }
 
+// pipeline.balance and its counts, which only `measured` of an `auto` partition uses.
+void read_balance(const MapReader& map, pipeline::PipelineConfig& config) {
+  const auto balance = map.get("balance");
+  if (balance) config.balance = balance->as_choice(pipeline::kBalanceNames);
+  const bool measured = config.balance == pipeline::Balance::kMeasured;
+  if (measured && config.partition_mode != pipeline::PartitionMode::kAuto) {
+    balance->fail(fmt::format("measured re-partitions the auto partition; pipeline.partition is {}",
+                              config.partition_mode == pipeline::PartitionMode::kUniform
+                                  ? "uniform"
+                                  : "a list of counts"));
+  }
+  auto read_count = [&](const char* key, int& into, int least) {
+    if (auto f = map.get(key)) {
+      if (!measured) f->fail("is used only with pipeline.balance: measured");
+      into = read_int32(*f, at_least(least));
+    }
+  };
+  read_count("balance_after", config.balance_after, 1);
+  read_count("balance_every", config.balance_every, 0);
+  read_count("balance_moves", config.balance_moves, 1);
+}
+
 }  // namespace
 
 pipeline::PipelineConfig parse_pipeline(const Field& section) {
   const MapReader map(section, {"stages", "data_parallel", "micro_batches", "schedule", "recompute",
-                                "weight_grads", "partition", "memory_limit"});
+                                "weight_grads", "partition", "memory_limit", "balance",
+                                "balance_after", "balance_every", "balance_moves"});
   pipeline::PipelineConfig config;
   if (auto f = map.get("stages")) config.stages = read_count_or_auto(*f);
   if (auto f = map.get("data_parallel")) {
@@ -88,6 +111,7 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
                           config.stages, entries));
     }
   }
+  read_balance(map, config);
   return config;
 }
 

@@ -22,4 +22,6 @@ std::string to_string(PartitionMode mode) {
   return std::string(name_of(kPartitionModeNames, mode));
 }
 
+std::string to_string(Balance balance) { return std::string(name_of(kBalanceNames, balance)); }
+
 }  // namespace mpipe::pipeline

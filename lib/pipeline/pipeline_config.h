@@ -41,6 +41,12 @@ enum class PartitionMode {
   kManual,   // the counts in `partition`
 };
 
+// What the `auto` partition balances.
+enum class Balance {
+  kPredicted,  // the planner's predicted times, once at start-up
+  kMeasured,   // then the layers' times measured on the ranks: re-partitioned at run time
+};
+
 // The words of experiment files and logs (core/enum_names.h).
 inline constexpr EnumNames<ScheduleKind, 4> kScheduleNames{{{"gpipe", ScheduleKind::kGpipe},
                                                             {"1f1b", ScheduleKind::kOneFOneB},
@@ -59,6 +65,8 @@ inline constexpr EnumNames<WeightGrads, 4> kWeightGradsNames{
      {"batched", WeightGrads::kBatched},
      {"tree", WeightGrads::kTree},
      {"auto", WeightGrads::kAuto}}};
+inline constexpr EnumNames<Balance, 2> kBalanceNames{
+    {{"predicted", Balance::kPredicted}, {"measured", Balance::kMeasured}}};
 inline constexpr EnumNames<PartitionMode, 3> kPartitionModeNames{
     {{"auto", PartitionMode::kAuto},
      {"uniform", PartitionMode::kUniform},
@@ -74,6 +82,12 @@ struct PipelineConfig {
   PartitionMode partition_mode = PartitionMode::kAuto;
   std::vector<int> partition;  // layers per stage (kManual only)
   int64_t memory_limit = 0;    // predicted peak bytes allowed per rank; 0 = no limit
+  Balance balance = Balance::kPredicted;
+  // Under kMeasured: the steps measured before the first re-partition, the steps between later
+  // re-measurements (0: none), and the most moves of layers the run makes.
+  int balance_after = 3;
+  int balance_every = 0;
+  int balance_moves = 1;
 };
 
 // Their names in experiment files: "always", "except_last", "never", "per_layer", "auto";
@@ -81,6 +95,7 @@ struct PipelineConfig {
 std::string to_string(Recompute recompute);
 std::string to_string(WeightGrads weight_grads);
 std::string to_string(PartitionMode mode);
+std::string to_string(Balance balance);
 
 // weight_grads with auto resolved from the recompute mode as configured (not as the planner
 // resolves recompute: auto), so that the choice, and with it the result's bits, is the same at

@@ -111,7 +111,11 @@ struct Context {
   std::optional<double> limit;
   std::vector<std::vector<model::StashProfile>> moments;  // per stage: program_moments
 
-  double stage_time(int begin, int end, int) const { return times.one_thread_total(begin, end); }
+  // What `auto` balances: the measured time when the request has it, else the predicted one.
+  double stage_time(int begin, int end, int stage) const {
+    if (request.measured_time) return request.measured_time(begin, end, stage);
+    return times.one_thread_total(begin, end);
+  }
   // The stage's largest candidate moment (program_moments), and that moment.
   std::pair<model::StageMemory, model::StashProfile> peak(int begin, int end, int stage) const {
     std::pair<model::StageMemory, model::StashProfile> largest;

@@ -14,6 +14,7 @@
 #include "model/memory_model.h"
 #include "model/model_builder.h"
 #include "model/partition.h"
+#include "model/partitioner.h"
 #include "pipeline/op.h"
 #include "pipeline/pipeline_config.h"
 
@@ -48,6 +49,10 @@ struct PlanRequest {
   // counts): by default from this process's environment, which `mpipe train` and `mpipe plan`
   // share under one launcher.
   model::AllocatorModel allocator = model::AllocatorModel::of_environment();
+  // pipeline.balance: measured: the time of layers [begin, end) as stage `stage` from the ranks'
+  // measurements, which the `auto` partition then balances instead of the predicted times
+  // (within the memory limit as before); empty: the predicted times.
+  model::StageCost measured_time = {};
 };
 
 struct StagePlan {

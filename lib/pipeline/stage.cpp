@@ -101,6 +101,7 @@ Tensor Stage::run_forward(const Tensor& input, const nn::LayerContext& ctx,
     nn::Layer& layer = *layers_[i];
     const MemoryActivity activity = layer_activity(layer, forward_kind(ctx));
     const MemoryActivityScope label(activity);
+    const LayerTimeScope timed(layer_times_, layer.global_index());
     nn::Forward result =
         i == 0 ? layer.forward(input, ctx) : layer.forward_consuming(std::move(current), ctx);
     if (saved) saved->push_back(std::move(result.saved));
@@ -120,6 +121,7 @@ Tensor Stage::forward_per_layer(Tensor input, const nn::LayerContext& ctx,
   for (size_t i = 0;; ++i) {
     const MemoryActivity activity = layer_activity(*layers_[i], forward_kind(ctx));
     const MemoryActivityScope label(activity);
+    const LayerTimeScope timed(layer_times_, layers_[i]->global_index());
     nn::Forward result = layers_[i]->forward(inputs.back(), ctx);
     update.insert(update.end(), result.buffer_update.begin(), result.buffer_update.end());
     if (layer_hook_) layer_hook_(layers_[i]->global_index(), false);
@@ -193,6 +195,7 @@ void Stage::backward_weight(int micro_batch, const nn::LayerContext& ctx) {
     if (next < work.layers.size() && work.layers[next] == i) {
       const MemoryActivity activity = layer_activity(*layers_[i], "backward");
       const MemoryActivityScope label(activity);
+      const LayerTimeScope timed(layer_times_, layers_[i]->global_index());
       add_layer_grads(i, micro_batch, [&] {
         layers_[i]->backward_weight(work.grad_outputs[next], work.saved[next],
                                     backward_context(ctx, i, micro_batch));
@@ -209,6 +212,7 @@ Tensor Stage::layer_backward(size_t i, Tensor grad, nn::Saved& saved, const nn::
                              int micro_batch, WeightWork* work) {
   const MemoryActivity activity = layer_activity(*layers_[i], "backward");
   const MemoryActivityScope label(activity);
+  const LayerTimeScope timed(layer_times_, layers_[i]->global_index());
   nn::Layer& layer = *layers_[i];
   const nn::LayerContext layer_ctx = backward_context(ctx, i, micro_batch);
   if (work == nullptr || !layer.splits_backward()) {
@@ -253,6 +257,7 @@ Tensor Stage::backward_per_layer(Stash& stash, Tensor grad_output, const nn::Lay
     {
       const MemoryActivity activity = layer_activity(*layers_[i], "backward");
       const MemoryActivityScope label(activity);
+      const LayerTimeScope timed(layer_times_, layers_[i]->global_index());
       saved = layers_[i]->forward(stash.layer_inputs[i], recompute_ctx).saved;
       stash.layer_inputs[i] = Tensor();  // its internals now hold what backward needs
     }
@@ -277,7 +282,10 @@ nn::LayerContext Stage::backward_context(const nn::LayerContext& ctx, size_t lay
 
 void Stage::finish_step_grads(const nn::LayerContext& ctx) {
   for (size_t i = layers_.size(); i-- > 0;) {
-    layers_[i]->finish_step_grads(backward_context(ctx, i, num_micro_batches_ - 1));
+    {
+      const LayerTimeScope timed(layer_times_, layers_[i]->global_index());
+      layers_[i]->finish_step_grads(backward_context(ctx, i, num_micro_batches_ - 1));
+    }
     if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
   }
 }

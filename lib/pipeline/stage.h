@@ -15,6 +15,7 @@
 #include "nn/layer.h"
 #include "nn/param_buffer.h"
 #include "pipeline/gradient_tree.h"
+#include "pipeline/layer_times.h"
 #include "pipeline/pipeline_config.h"
 
 namespace mpipe::pipeline {
@@ -85,6 +86,9 @@ class Stage {
   // layer's global index; the executor drives MPI progress and starts gradient reductions there.
   using LayerHook = std::function<void(int global_layer, bool backward)>;
   void set_layer_hook(LayerHook hook) { layer_hook_ = std::move(hook); }
+  // Where each layer's training ops (forward, backward, recompute, weight gradients) add their
+  // wall time; null: not timed.
+  void set_layer_times(LayerTimes* times) { layer_times_ = times; }
 
  private:
   struct Stash {
@@ -139,6 +143,7 @@ class Stage {
   size_t stored_bytes_ = 0;
   size_t peak_stored_bytes_ = 0;
   LayerHook layer_hook_;
+  LayerTimes* layer_times_ = nullptr;
 };
 
 }  // namespace mpipe::pipeline

@@ -8,17 +8,10 @@ int optimizer_slots(const optim::OptimizerConfig& optimizer) {
   return 2;
 }
 
-pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                       const model::ModelPlan& plan, int num_stages,
-                                       int num_replicas, int threads_per_rank) {
-  pipeline::MachineRates rates;
-  rates.threads = threads_per_rank;
-  return plan_experiment(experiment, plan, num_stages, num_replicas, rates);
-}
+namespace {
 
-pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                       const model::ModelPlan& plan, int num_stages,
-                                       int num_replicas, const pipeline::MachineRates& rates) {
+pipeline::PlanRequest plan_request(const config::Experiment& experiment, int num_stages,
+                                   int num_replicas, const pipeline::MachineRates& rates) {
   pipeline::PlanRequest request{.pipeline = experiment.pipeline,
                                 .batch_size = experiment.train.batch_size,
                                 .optimizer_slots = optimizer_slots(experiment.optimizer),
@@ -31,6 +24,35 @@ pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                 .eval_batch_where = experiment.where("train.eval_batch_size")};
   request.pipeline.stages = num_stages;
   request.pipeline.data_parallel = num_replicas;
+  return request;
+}
+
+}  // namespace
+
+pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                       const model::ModelPlan& plan, int num_stages,
+                                       int num_replicas, int threads_per_rank) {
+  pipeline::MachineRates rates;
+  rates.threads = threads_per_rank;
+  return plan_experiment(experiment, plan, num_stages, num_replicas, rates);
+}
+
+pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                       const model::ModelPlan& plan, int num_stages,
+                                       int num_replicas, const pipeline::MachineRates& rates) {
+  return pipeline::plan_pipeline(plan, plan_request(experiment, num_stages, num_replicas, rates));
+}
+
+pipeline::PipelinePlan plan_measured(const config::Experiment& experiment,
+                                     const model::ModelPlan& plan,
+                                     const pipeline::PipelinePlan& current, int num_replicas,
+                                     model::StageCost measured_time) {
+  pipeline::PlanRequest request = plan_request(experiment, static_cast<int>(current.stages.size()),
+                                               num_replicas, current.rates);
+  request.pipeline.schedule = current.schedule;
+  request.pipeline.recompute = current.recompute;
+  request.pipeline.weight_grads = pipeline::resolve_weight_grads(experiment.pipeline);
+  request.measured_time = std::move(measured_time);
   return pipeline::plan_pipeline(plan, request);
 }
 

@@ -32,6 +32,13 @@ std::string schedule_name(const PlanReport& r) {
   return r.pipeline.schedule == pipeline::ScheduleKind::kAuto ? name + " (auto)" : name;
 }
 
+// The partition mode, and under pipeline.balance: measured when it re-partitions.
+std::string partition_name(const pipeline::PipelineConfig& p) {
+  const std::string name = pipeline::to_string(p.partition_mode);
+  if (p.balance != pipeline::Balance::kMeasured) return name;
+  return fmt::format("{} (then by measured time after {})", name, counted(p.balance_after, "step"));
+}
+
 std::string header(const PlanReport& r) {
   const pipeline::PipelineConfig& p = r.pipeline;
   return fmt::format(
@@ -41,7 +48,7 @@ std::string header(const PlanReport& r) {
       counted(p.stages, "stage"), counted(p.data_parallel, "replica"),
       counted(p.micro_batches, "micro-batch", "micro-batches"), r.plan.micro_batch_rows,
       schedule_name(r), recompute_name(r), pipeline::to_string(pipeline::resolve_weight_grads(p)),
-      pipeline::to_string(p.partition_mode),
+      partition_name(p),
       p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
 }
 
@@ -190,6 +197,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"recompute_setting", pipeline::to_string(p.recompute)},
       {"weight_grads", pipeline::to_string(pipeline::resolve_weight_grads(p))},
       {"partition", pipeline::to_string(p.partition_mode)},
+      {"balance", pipeline::to_string(p.balance)},
       {"memory_limit_bytes", p.memory_limit > 0 ? nlohmann::ordered_json(p.memory_limit)
                                                 : nlohmann::ordered_json(nullptr)},
       {"layers", layers},

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "checkpoint/weights_file.h"
 #include "core/error.h"
@@ -83,6 +84,40 @@ std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Laye
     }
   }
   return layout;
+}
+
+std::vector<checkpoint::TensorInfo> state_layout(
+    const std::vector<std::unique_ptr<nn::Layer>>& layers,
+    const std::vector<std::string>& optimizer_slots, const Tied& tied) {
+  std::vector<checkpoint::TensorInfo> weights;
+  std::vector<checkpoint::TensorInfo> trainable;
+  for (const auto& layer : layers) {
+    const int index = layer->global_index();
+    for (const auto& spec : layer->param_specs()) {
+      trainable.push_back({stored_name(tied, index, spec.name), spec.shape});
+      weights.push_back(trainable.back());
+    }
+    for (const auto& spec : layer->buffer_specs()) {
+      weights.push_back({weight_name(index, spec.name), spec.shape});
+    }
+  }
+  for (const std::string& slot : optimizer_slots) {
+    for (const auto& param : trainable) {
+      weights.push_back({fmt::format("optim.{}.{}", slot, param.name), param.shape});
+    }
+  }
+  std::vector<checkpoint::TensorInfo> layout;
+  std::set<std::string> seen;
+  for (auto& tensor : weights) {
+    if (seen.insert(tensor.name).second) layout.push_back(std::move(tensor));
+  }
+  return layout;
+}
+
+int layer_of_state_tensor(const std::string& name) {
+  const size_t at = name.find(checkpoint::kWeightPrefix);
+  check(at != std::string::npos, "{} is not a state tensor's name", name);
+  return std::stoi(name.substr(at + checkpoint::kWeightPrefix.size()));
 }
 
 std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage, const Tied& tied) {

@@ -42,6 +42,18 @@ std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage,
 std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
                                                 optim::Optimizer& optimizer,
                                                 const std::optional<model::TiedWeights>& tied);
+// Every tensor load_stage_state restores into a stage holding `layers` under an optimizer with
+// the state slots `optimizer_slots` ("exp_avg", ...), by its name in files, each name once (a
+// tied copy under the embedding's name), in a fixed order: a stage can say what another needs
+// without building it.
+std::vector<checkpoint::TensorInfo> state_layout(
+    const std::vector<std::unique_ptr<nn::Layer>>& layers,
+    const std::vector<std::string>& optimizer_slots, const std::optional<model::TiedWeights>& tied);
+
+// The global layer a state tensor belongs to: N of "layers.N.<name>" or
+// "optim.<slot>.layers.N.<name>".
+int layer_of_state_tensor(const std::string& name);
+
 // Restores the stage's weights (params and buffers) from named tensors, e.g. exported weights.
 // Throws InputError naming `source` when a tensor is missing or has another shape, or when a
 // tied copy's own tensor is present and differs from the embedding's.

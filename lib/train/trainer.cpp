@@ -17,8 +17,10 @@
 #include "pipeline/schedule.h"
 #include "train/decay_exemption.h"
 #include "train/finite_check.h"
+#include "train/layer_move.h"
 #include "train/message_tags.h"
 #include "train/pipeline_plan.h"
+#include "train/stage_tensors.h"
 
 namespace mpipe::train {
 namespace {
@@ -80,40 +82,74 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       pipeline_plan_(std::move(plan.pipeline)),
       range_(pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order()) {
+  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages,
+                                           tags_);
+  link_->set_trace(&trace_);
+  build_stage();
+  const auto replicas = static_cast<unsigned>(topology_.num_replicas);
+  if (pipeline::resolve_weight_grads(experiment.pipeline) == pipeline::WeightGrads::kTree &&
+      replicas > 2 && std::has_single_bit(replicas)) {
+    tree_levels_ = comm::tree_levels(groups_.data_parallel);
+  }
+  for (const comm::Communicator& level : tree_levels_) reduction_levels_.push_back(&level);
+  if (reduction_levels_.empty()) reduction_levels_.push_back(&groups_.data_parallel);
+}
+
+void Trainer::build_stage() {
+  const auto& experiment = experiment_;
   const auto& pipe = experiment.pipeline;
   stage_ = std::make_unique<pipeline::Stage>(
-      model::build_layers(experiment.model, dataset.input_shape(), range_.begin, range_.end),
+      model::build_layers(experiment.model, dataset_.input_shape(), range_.begin, range_.end),
       pipeline_plan_.recompute, pipe.micro_batches, pipeline::resolve_weight_grads(pipe));
+  stage_->set_layer_times(&layer_times_);
   stage_->params().initialize(experiment.train.seed);
   std::vector<model::LayerRange> ranges;
   for (const auto& stage : pipeline_plan_.stages) ranges.push_back(stage.layers);
   tied_copies_ =
       std::make_unique<TiedCopies>(plan_.tied, ranges, topology_.stage, &groups_.pipeline, *stage_);
-  tied_copies_->initialize(experiment.train.seed, experiment.model, dataset.input_shape());
+  tied_copies_->initialize(experiment.train.seed, experiment.model, dataset_.input_shape());
   loss_ = nn::make_loss(experiment.model.loss);
   if (experiment.model.loss == "cross_entropy") {
-    loss_rows_per_example_ = std::max<int64_t>(1, dataset.target_shape().numel());
+    loss_rows_per_example_ = std::max<int64_t>(1, dataset_.target_shape().numel());
   }
   optimizer_ = optim::Optimizer::make(experiment.optimizer, stage_->params().num_params(),
                                       experiment.optimizer.decay_exempt
                                           ? decay_exempt_ranges(*stage_, plan_.tied)
                                           : std::vector<optim::ParamRange>{});
-  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages,
-                                           tags_);
   executor_ = std::make_unique<pipeline::Executor>(*stage_, *link_, topology_.stage,
                                                    topology_.num_stages, *loss_, kernels_);
-  link_->set_trace(&trace_);
   executor_->set_trace(&trace_);
   program_ = pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
                                     pipe.micro_batches, topology_.stage);
   gradient_buckets_ = pipeline::gradient_buckets(stage_->params());
-  const auto replicas = static_cast<unsigned>(topology_.num_replicas);
-  if (pipeline::resolve_weight_grads(pipe) == pipeline::WeightGrads::kTree && replicas > 2 &&
-      std::has_single_bit(replicas)) {
-    tree_levels_ = comm::tree_levels(groups_.data_parallel);
+}
+
+void Trainer::repartition(pipeline::PipelinePlan plan) {
+  const comm::WatchScope watch(world_, "moving layers", comm::WaitPhase::kLong);
+  LayerMove move{.pipeline = &groups_.pipeline, .tag = tags_.tensor(0), .from = {}, .wanted = {}};
+  for (const auto& stage : pipeline_plan_.stages) move.from.push_back(stage.layers);
+  // The old stage and optimizer stay alive until their state has been sent and copied.
+  const std::unique_ptr<pipeline::Stage> old_stage = std::move(stage_);
+  const std::unique_ptr<optim::Optimizer> old_optimizer = std::move(optimizer_);
+  const std::vector<checkpoint::TensorView> old_state =
+      stage_state(*old_stage, *old_optimizer, plan_.tied);
+  pipeline_plan_ = std::move(plan);
+  range_ = pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers;
+  executor_.reset();  // holds the old stage
+  build_stage();
+  optimizer_->set_steps_taken(old_optimizer->steps_taken());
+  std::vector<std::string> slots;
+  for (const auto& [slot, state] : optimizer_->state()) slots.push_back(slot);
+  for (const auto& stage : pipeline_plan_.stages) {
+    move.wanted.push_back(
+        state_layout(model::build_layers(experiment_.model, dataset_.input_shape(),
+                                         stage.layers.begin, stage.layers.end),
+                     slots, plan_.tied));
   }
-  for (const comm::Communicator& level : tree_levels_) reduction_levels_.push_back(&level);
-  if (reduction_levels_.empty()) reduction_levels_.push_back(&groups_.data_parallel);
+  load_stage_state(
+      *stage_, *optimizer_,
+      [&](const checkpoint::TensorDestination& into) { move_layer_state(move, old_state, into); },
+      "the moved layers", plan_.tied);
 }
 
 pipeline::RoundPlan Trainer::round_plan(int64_t round, int64_t first_row,
@@ -159,6 +195,7 @@ StepReport Trainer::step(int64_t step) {
   const int64_t replica_rows = train.batch_size / topology_.num_replicas;
 
   stage_->zero_grads_for_step();
+  layer_times_.begin_step();
   const bool needs_data = topology_.stage == 0 || topology_.stage == topology_.num_stages - 1;
   std::vector<int64_t> indices;
   if (needs_data) {
@@ -182,6 +219,7 @@ StepReport Trainer::step(int64_t step) {
                                    micro_batch_data(data::Split::kTrain, indices, plan, step),
                                    reduce ? &allreduce : nullptr);
   }
+  layer_times_.end_step();
   const auto allreduce_start = Clock::now();
   allreduce.finish();
   const double allreduce_s = seconds_since(allreduce_start);

@@ -66,6 +66,13 @@ class Trainer {
   StepReport step(int64_t step);
   EvalReport evaluate(int64_t step);
 
+  // Collective over the world, at a step boundary: runs `plan` (the same partition on every
+  // rank; same schedule and recompute mode) from now on. Each stage is rebuilt for its new layer
+  // range, and the layers that change stage bring their weights, buffers and optimizer state
+  // from the stage that held them (train/layer_move.h; gradients are zero between steps), in
+  // every replica alike, so the run continues bit for bit as it would have.
+  void repartition(pipeline::PipelinePlan plan);
+
   const comm::Topology& topology() const { return topology_; }
   const comm::Communicator& world() const { return world_; }
   const comm::Groups& groups() const { return groups_; }
@@ -81,8 +88,13 @@ class Trainer {
   optim::Optimizer& optimizer() { return *optimizer_; }
   // This rank's timeline of the traced steps (train/run_trace.h switches it on and off).
   log::TraceRecorder& trace() { return trace_; }
+  // This rank's per-layer times of the training steps (pipeline.balance: measured).
+  pipeline::LayerTimes& layer_times() { return layer_times_; }
 
  private:
+  // Builds this rank's stage of pipeline_plan_ (range_), its optimizer and what runs them, the
+  // weights initialized from the seed.
+  void build_stage();
   pipeline::RoundPlan round_plan(int64_t round, int64_t first_row,
                                  const std::vector<int64_t>& rows) const;
   pipeline::MicroBatchData micro_batch_data(data::Split split, const std::vector<int64_t>& indices,
@@ -106,7 +118,8 @@ class Trainer {
   std::unique_ptr<pipeline::Stage> stage_;
   std::unique_ptr<nn::Loss> loss_;
   std::unique_ptr<optim::Optimizer> optimizer_;
-  log::TraceRecorder trace_;  // before the link and the executor, which record into it
+  log::TraceRecorder trace_;          // before the link and the executor, which record into it
+  pipeline::LayerTimes layer_times_;  // before the stage, which records into it
   std::unique_ptr<pipeline::Link> link_;
   std::unique_ptr<pipeline::Executor> executor_;
   std::unique_ptr<TiedCopies> tied_copies_;

@@ -34,6 +34,7 @@
 #include "train/flop_utilization.h"
 #include "train/generator.h"
 #include "train/init_weights.h"
+#include "train/measured_balance.h"
 #include "train/nonfinite_policy.h"
 #include "train/run_checkpoint.h"
 #include "train/run_trace.h"
@@ -209,6 +210,7 @@ class TrainingRun {
         trainer_(experiment, std::move(plan), world, kernels, dataset),
         limit_(memory_limit(experiment, trainer_.topology(), world.rank())),
         checkpoints_(trainer_, experiment, options, world),
+        balance_(experiment, trainer_, world),
         nonfinite_(experiment.train) {}
 
   RunResult run() {
@@ -240,6 +242,7 @@ class TrainingRun {
       const StepReport report = train_step(step);
       const int64_t done = ++step;
       log_window(done, report);
+      balance_.after_step(done);
       checkpoint_if_due(done);
       evaluate_if_due(done);
       stopped = agreed_stop(done);
@@ -464,8 +467,10 @@ class TrainingRun {
       result.final_bits_per_byte = bits_per_byte(eval);
       metrics_->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char,
                      result.final_bits_per_byte);
-      metrics_->write_summary(make_summary(experiment_, trainer_, result, step - first_step_,
-                                           wall_s, use, stage_times, step_flops_, peak_));
+      nlohmann::json summary = make_summary(experiment_, trainer_, result, step - first_step_,
+                                            wall_s, use, stage_times, step_flops_, peak_);
+      summary["partition_history"] = balance_.history();
+      metrics_->write_summary(summary);
     });
     return result;
   }
@@ -546,6 +551,7 @@ class TrainingRun {
   // does not cover (the export, evaluation beyond its estimate), on the rank where it happens.
   const MemoryLimitScope limit_;
   RunCheckpoints checkpoints_;
+  MeasuredBalance balance_;  // pipeline.balance: measured
   NonFiniteSteps nonfinite_;
   int64_t first_step_ = 0;
   // The newest step whose state is committed (at a fresh run's step 0: the seed's, which needs

@@ -257,6 +257,40 @@ TEST(PipelineSection, PartitionModeIsAutoByDefaultAndSetByTheKey) {
   EXPECT_EQ(manual.pipeline.partition, (std::vector<int>{1, 2}));
 }
 
+TEST(PipelineSection, BalanceIsPredictedByDefaultAndMeasuredOnRequest) {
+  const Experiment defaults = ExperimentFile().load(kModel);
+  EXPECT_EQ(defaults.pipeline.balance, pipeline::Balance::kPredicted);
+  const Experiment measured = ExperimentFile().load(
+      "pipeline:\n  balance: measured\n  balance_after: 5\n  balance_every: 10\n"
+      "  balance_moves: 2\n" +
+      kModel);
+  EXPECT_EQ(measured.pipeline.balance, pipeline::Balance::kMeasured);
+  EXPECT_EQ(measured.pipeline.balance_after, 5);
+  EXPECT_EQ(measured.pipeline.balance_every, 10);
+  EXPECT_EQ(measured.pipeline.balance_moves, 2);
+}
+
+TEST(PipelineSection, BalanceKeysAreValidated) {
+  EXPECT_EQ(error_of("pipeline:\n  balance: timed\n"),
+            "exp.yaml:2: pipeline.balance: expected one of predicted, measured, got 'timed'");
+  EXPECT_EQ(error_of("pipeline:\n  partition: uniform\n  balance: measured\n"),
+            "exp.yaml:3: pipeline.balance: measured re-partitions the auto partition; "
+            "pipeline.partition is uniform");
+  EXPECT_EQ(error_of("pipeline:\n  stages: 2\n  partition: [1, 2]\n  balance: measured\n"),
+            "exp.yaml:4: pipeline.balance: measured re-partitions the auto partition; "
+            "pipeline.partition is a list of counts");
+  EXPECT_EQ(error_of("pipeline:\n  balance_after: 2\n"),
+            "exp.yaml:2: pipeline.balance_after: is used only with pipeline.balance: measured");
+  EXPECT_EQ(error_of("pipeline:\n  balance: predicted\n  balance_moves: 2\n"),
+            "exp.yaml:3: pipeline.balance_moves: is used only with pipeline.balance: measured");
+  EXPECT_EQ(error_of("pipeline:\n  balance: measured\n  balance_after: 0\n"),
+            "exp.yaml:3: pipeline.balance_after: must be >= 1, got 0");
+  EXPECT_EQ(error_of("pipeline:\n  balance: measured\n  balance_every: -1\n"),
+            "exp.yaml:3: pipeline.balance_every: must be >= 0, got -1");
+  EXPECT_EQ(error_of("pipeline:\n  balance: measured\n  balance_moves: 0\n"),
+            "exp.yaml:3: pipeline.balance_moves: must be >= 1, got 0");
+}
+
 // The memory limit as parsed from `memory_limit: <text>`.
 int64_t memory_limit_of(const std::string& text) {
   return ExperimentFile()

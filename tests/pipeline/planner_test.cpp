@@ -203,6 +203,21 @@ TEST(Planner, UniformAndManualPartitionsAreTakenAsGiven) {
             (std::vector<LayerRange>{{0, 1}, {1, 2}, {2, 7}}));
 }
 
+TEST(Planner, MeasuredTimeIsWhatAutoBalances) {
+  const ModelSpec spec = uneven_model();  // 7 layers
+  PlanRequest r = request(2, PartitionMode::kAuto);
+  // Every layer 1 s, but stage 1 is twice as slow: it gets the fewest layers that balance.
+  r.measured_time = [](int begin, int end, int stage) {
+    return (stage == 1 ? 2.0 : 1.0) * (end - begin);
+  };
+  EXPECT_EQ(ranges_of(plan_of(spec, kUnevenInput, r)), (std::vector<LayerRange>{{0, 5}, {5, 7}}));
+  r.measured_time = [](int begin, int end, int stage) {
+    return (stage == 0 ? 2.0 : 1.0) * (end - begin);
+  };
+  EXPECT_EQ(ranges_of(plan_of(spec, kUnevenInput, r)),
+            (std::vector<LayerRange>{{0, 2}, {2, 7}}));  // 4 and 5 s
+}
+
 TEST(Planner, PartitionErrorsNameThePartitionKey) {
   const ModelSpec spec = dense_model();  // 3 layers
   try {

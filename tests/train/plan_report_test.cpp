@@ -171,6 +171,22 @@ TEST(PlanReport, JsonNamesTheProblemWhenOverTheLimit) {
   EXPECT_NE(plan_text(report).find("does not fit: " + plan.problem + "\n"), std::string::npos);
 }
 
+TEST(PlanReport, SaysWhenMeasuredTimeReplacesThePartition) {
+  config::Experiment e = experiment();
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+  EXPECT_EQ(plan_json({.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline})
+                .at("balance"),
+            "predicted");
+  e.pipeline.balance = pipeline::Balance::kMeasured;
+  e.pipeline.balance_after = 5;
+  const PlanReport report{.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline};
+  EXPECT_EQ(plan_json(report).at("balance"), "measured");
+  EXPECT_NE(plan_text(report).find("partition: auto (then by measured time after 5 steps), "),
+            std::string::npos)
+      << plan_text(report);
+}
+
 TEST(PlanReport, TextHasTheLayerAndStageTablesAndAdvice) {
   const config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);

@@ -1,0 +1,89 @@
+// The point-to-point exchange of state tensors between a pipeline's stages when layers move.
+#include "train/layer_move.h"
+
+#include <algorithm>
+#include <map>
+#include <span>
+#include <string>
+
+#include "core/error.h"
+#include "train/stage_tensors.h"
+
+namespace mpipe::train {
+namespace {
+
+// The stage of `from` that holds `layer`.
+int owner_of(const std::vector<model::LayerRange>& from, int layer) {
+  for (size_t s = 0; s < from.size(); ++s) {
+    if (from[s].begin <= layer && layer < from[s].end) return static_cast<int>(s);
+  }
+  check(false, "layer {} is in no stage of the partition", layer);
+  return -1;
+}
+
+int64_t numel(const checkpoint::TensorInfo& tensor) { return tensor.shape.numel(); }
+
+}  // namespace
+
+void move_layer_state(const LayerMove& move, const std::vector<checkpoint::TensorView>& mine,
+                      const checkpoint::TensorDestination& into) {
+  const comm::Communicator& pipeline = *move.pipeline;
+  const int me = pipeline.rank();
+  const auto num_stages = static_cast<int>(move.wanted.size());
+  std::map<std::string, std::span<const float>> held;
+  for (const checkpoint::TensorView& tensor : mine) held[tensor.name] = tensor.values;
+
+  // Sends: to each other stage, the tensors it wants from this one, in its wanted order.
+  std::vector<comm::Request> requests;
+  for (int peer = 0; peer < num_stages; ++peer) {
+    if (peer == me) continue;
+    std::vector<float> message;
+    for (const auto& tensor : move.wanted[static_cast<size_t>(peer)]) {
+      if (owner_of(move.from, layer_of_state_tensor(tensor.name)) != me) continue;
+      const auto it = held.find(tensor.name);
+      check(it != held.end() && std::ssize(it->second) == numel(tensor),
+            "stage {} cannot send {} to stage {}", me, tensor.name, peer);
+      message.insert(message.end(), it->second.begin(), it->second.end());
+    }
+    if (!message.empty()) {
+      requests.push_back(pipeline.isend(message, peer, move.tag, "moved layer state"));
+    }
+  }
+  // Receives: from each other stage, one message with what this stage wants from it.
+  const auto& wanted = move.wanted[static_cast<size_t>(me)];
+  std::vector<int> source(wanted.size());
+  std::vector<int64_t> offset(wanted.size());
+  std::vector<std::vector<float>> received(static_cast<size_t>(num_stages));
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    source[i] = owner_of(move.from, layer_of_state_tensor(wanted[i].name));
+    auto& buffer = received[static_cast<size_t>(source[i])];
+    offset[i] = std::ssize(buffer);
+    if (source[i] != me) buffer.resize(buffer.size() + static_cast<size_t>(numel(wanted[i])));
+  }
+  for (int peer = 0; peer < num_stages; ++peer) {
+    auto& buffer = received[static_cast<size_t>(peer)];
+    if (peer != me && !buffer.empty()) {
+      requests.push_back(pipeline.irecv(buffer, peer, move.tag, "moved layer state"));
+    }
+  }
+  for (comm::Request& request : requests) request.wait();
+
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const auto destination = into(wanted[i].name, wanted[i].shape);
+    check(destination.has_value(), "stage {} has no place for {}", me, wanted[i].name);
+    std::span<const float> values;
+    if (source[i] == me) {
+      const auto it = held.find(wanted[i].name);
+      check(it != held.end(), "stage {} does not hold {}", me, wanted[i].name);
+      values = it->second;
+    } else {
+      values = std::span<const float>(received[static_cast<size_t>(source[i])])
+                   .subspan(static_cast<size_t>(offset[i]), static_cast<size_t>(numel(wanted[i])));
+    }
+    check(values.size() == destination->size(), "{}: {} values for {}", wanted[i].name,
+          values.size(), destination->size());
+    std::copy(values.begin(), values.end(), destination->begin());
+  }
+}
+
+}  // namespace mpipe::train

@@ -1,0 +1,54 @@
+// MeasuredBalance: pipeline.balance: measured. After pipeline.balance_after steps (and every
+// balance_every steps after, up to balance_moves moves) the ranks agree on every layer's measured
+// time, the exact partitioner re-runs with it, and when the slowest stage gets at least
+// kMinimumGain faster the layers move (Trainer::repartition); each decision is logged and kept for
+// summary.json.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "config/experiment.h"
+#include "train/trainer.h"
+
+namespace mpipe::train {
+
+// Test hook: MPIPE_TEST_SLOW_RANK=<world rank>:<factor>[:<first step>:<last step>] makes that
+// rank's layer ops busy-wait until each took <factor> (>= 1) times as long, in every step or in
+// steps first..last of this process (from 1), so that a test or benchmark can slow one rank down
+// (or change its speed during a run). Sets `times` on that rank; throws InputError for a bad value.
+void apply_test_slowdown(int world_rank, pipeline::LayerTimes& times);
+
+class MeasuredBalance {
+ public:
+  // A move must make the predicted step at least this much faster.
+  static constexpr double kMinimumGain = 0.05;
+
+  MeasuredBalance(const config::Experiment& experiment, Trainer& trainer,
+                  const comm::Communicator& world);
+
+  // Collective over the world, after `done` steps: re-partitions when due (see above).
+  void after_step(int64_t done);
+
+  // The partitions the run used: the first (by the planner's prediction), then one record per
+  // measured decision, moved or not.
+  const nlohmann::json& history() const { return history_; }
+
+ private:
+  void rebalance(int64_t done);
+  // Every layer's measured time per step: per layer, the largest over the replicas of the median
+  // over the window's steps on the rank that ran it.
+  std::vector<double> agreed_layer_times() const;
+
+  const config::Experiment& experiment_;
+  Trainer& trainer_;
+  const comm::Communicator& world_;
+  bool enabled_;
+  int64_t next_check_;
+  int moves_left_;
+  nlohmann::json history_ = nlohmann::json::array();
+};
+
+}  // namespace mpipe::train

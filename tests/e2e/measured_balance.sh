@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# pipeline.balance: measured: with one rank made slow (the test hook MPIPE_TEST_SLOW_RANK busy-waits
+# each of its layer ops until it took 10 times as long, 30 with 4 ranks), the run re-partitions after 3 steps,
+# moving layers off the slow stage, and its weights stay bit-identical to the same run without
+# balancing: at K = 2, at K = 2 with 2 replicas (every replica moves alike), and with later
+# re-measurements (balance_every), at most balance_moves moves, a second move when the speeds
+# change (the hook slows a rank for some steps only). A checkpoint written after the move
+# resumes on the default partition to the same weights. TIED_CONFIG, a model whose head shares the
+# embedding's matrix, checks that the head's stage receives the embedding's tensors.
+# Usage: measured_balance.sh CONFIG TIED_CONFIG
+source "$(dirname "$0")/lib.sh"
+config=$1
+tied_config=$2
+steps=(--set train.steps=7)
+measured=(--set pipeline.balance=measured --set pipeline.balance_after=3)
+
+# moved NAME [MOST]: the run's log has a re-partition line with a changed partition at step 3,
+# at most MOST (1) in all, and summary.json records the first move.
+moved() {
+  local line
+  line=$(grep -E "step 3: re-partitioned \[[0-9,]+\] -> \[[0-9,]+\] by measured time: predicted step" \
+    "$WORK/$1.log") || { cat "$WORK/$1.log"; echo "FAILED: $1: no re-partition line"; exit 1; }
+  echo "$1: $line"
+  [[ $(grep -c "re-partitioned" "$WORK/$1.log") -le ${2:-1} ]] || { echo "FAILED: $1: moved too often"; exit 1; }
+  local from to
+  from=$(sed -E 's/.*re-partitioned (\[[0-9,]+\]).*/\1/' <<< "$line")
+  to=$(sed -E 's/.* -> (\[[0-9,]+\]).*/\1/' <<< "$line")
+  [[ $from != "$to" ]] || { echo "FAILED: $1: the partition did not change"; exit 1; }
+  python3 - "$WORK/$1/summary.json" "$to" << 'PY'
+import json, sys
+history = json.load(open(sys.argv[1]))["partition_history"]
+assert history[0]["by"] == "predicted", history
+moves = [h for h in history if h.get("moved")]
+assert moves and str(moves[0]["partition"]).replace(" ", "") == sys.argv[2], history
+PY
+}
+
+train 2 plain "$config" "${steps[@]}"
+MPIPE_TEST_SLOW_RANK=1:10 train 2 balanced "$config" "${steps[@]}" "${measured[@]}"
+moved balanced
+same plain balanced
+
+# Re-measured every 2 steps after the first check (steps 5 and 7), at most 2 moves in all (the
+# second, if any, moves on from the first's partition).
+MPIPE_TEST_SLOW_RANK=1:10 train 2 remeasured "$config" "${steps[@]}" "${measured[@]}" \
+  --set pipeline.balance_every=2 --set pipeline.balance_moves=2
+moved remeasured 2
+grep -qE "step 5: (kept|re-partitioned)" "$WORK/remeasured.log" ||
+  { cat "$WORK/remeasured.log"; echo "FAILED: no re-measurement"; exit 1; }
+same plain remeasured
+
+# Drift: rank 0 is slow in steps 1-3 only, so the check at step 3 moves layers to rank 1 and the
+# one at step 6, with rank 0 at full speed again, moves some back; balance_moves bounds the moves.
+MPIPE_TEST_SLOW_RANK=0:10:1:3 train 2 drift "$config" "${steps[@]}" "${measured[@]}" \
+  --set pipeline.balance_every=3 --set pipeline.balance_moves=2
+grep "re-partitioned" "$WORK/drift.log" | sed 's/^.*\[info\] /drift: /'
+if ! grep -qE "step 3: re-partitioned \[3,3\] -> \[[12]," "$WORK/drift.log" ||
+  ! grep -q "step 6: re-partitioned" "$WORK/drift.log"; then
+  cat "$WORK/drift.log"
+  echo "FAILED: drift: not moved at steps 3 and 6"
+  exit 1
+fi
+same plain drift
+
+# Two replicas of each stage (world rank 1 is one replica of one stage): both replicas move alike.
+# (4 ranks share 2 cores here, which blurs every rank's times: the slow rank is slowed more.)
+replicas=(--set pipeline.stages=2 --set pipeline.data_parallel=2 --set pipeline.micro_batches=2)
+train 4 plain-replicas "$config" "${steps[@]}" "${replicas[@]}"
+MPIPE_TEST_SLOW_RANK=1:30 train 4 balanced-replicas "$config" "${steps[@]}" "${replicas[@]}" \
+  "${measured[@]}"
+moved balanced-replicas
+same plain-replicas balanced-replicas
+
+# The checkpoint written after the move at step 3 resumes on the default partition, to the same
+# weights.
+MPIPE_TEST_SLOW_RANK=1:10 train 2 resumed "$config" --set train.steps=3 "${measured[@]}"
+moved resumed
+train 2 resumed "$config" "${steps[@]}" --resume
+grep -q "resumed from step 3" "$WORK/resumed.log" || { cat "$WORK/resumed.log"; echo "FAILED: not resumed"; exit 1; }
+same plain resumed
+
+# A tied head on another stage than the embedding gets the tied matrix and its optimizer state.
+train 2 plain-tied "$tied_config" "${steps[@]}"
+MPIPE_TEST_SLOW_RANK=1:10 train 2 balanced-tied "$tied_config" "${steps[@]}" "${measured[@]}"
+moved balanced-tied
+same plain-tied balanced-tied
+
+# A bad test hook value is refused in one line.
+MPIPE_TEST_SLOW_RANK=one rejected bad-hook "MPIPE_TEST_SLOW_RANK=one: expected <world rank>:<factor >= 1>" \
+  "$config"
+echo PASSED
