@@ -119,10 +119,11 @@ Tensor BatchNorm2d::backward_from(const Tensor& dy, std::span<const Tensor> save
   return dx;
 }
 
-Tensor BatchNorm2d::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
-  check(saved.tensors.size() == kSavedTensors,
+Tensor BatchNorm2d::backward_input_from(const Tensor& dy, std::span<const Tensor> saved,
+                                        const LayerContext& ctx, std::vector<Tensor>& kept) const {
+  check(saved.size() == kSavedTensors,
         "BatchNorm2d::backward: nothing saved (forward not in training?)");
-  const Tensor &x = saved.tensors[0], &mean = saved.tensors[1], &variance = saved.tensors[2];
+  const Tensor &x = saved[0], &mean = saved[1], &variance = saved[2];
   check(dy.shape() == x.shape(), "BatchNorm2d::backward: dy {} does not match x {}", dy.shape(),
         x.shape());
   Tensor dx(x.shape());
@@ -131,21 +132,31 @@ Tensor BatchNorm2d::backward_input(const Tensor& dy, Saved& saved, const LayerCo
   kernels::batch_norm_backward_parts(ctx.kernels, kernel_shape(x, eps_), /*batch_statistics=*/true,
                                      x.data(), dy.data(), weight_.data(), mean.data(),
                                      variance.data(), dx.data(), dweight.data(), dbias.data());
-  saved.tensors.clear();
-  saved.tensors.push_back(std::move(dweight));
-  saved.tensors.push_back(std::move(dbias));
+  kept.push_back(std::move(dweight));
+  kept.push_back(std::move(dbias));
   if (!ctx.need_input_grad) return {};
+  return dx;
+}
+
+void BatchNorm2d::backward_weight_from(std::span<const Tensor> kept) const {
+  check(kept.size() == kWeightKeptTensors, "BatchNorm2d::backward_weight: no gradient parts kept");
+  const float *dweight = kept[0].data(), *dbias = kept[1].data();
+  for (int64_t c = 0; c < channels_; ++c) {
+    weight_grad_[static_cast<size_t>(c)] += dweight[c];
+    bias_grad_[static_cast<size_t>(c)] += dbias[c];
+  }
+}
+
+Tensor BatchNorm2d::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
+  std::vector<Tensor> kept;
+  Tensor dx = backward_input_from(dy, saved.tensors, ctx, kept);
+  saved.tensors = std::move(kept);
   return dx;
 }
 
 void BatchNorm2d::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
   (void)dy, (void)ctx;
-  check(saved.tensors.size() == 2, "BatchNorm2d::backward_weight: no gradient parts kept");
-  const float *dweight = saved.tensors[0].data(), *dbias = saved.tensors[1].data();
-  for (int64_t c = 0; c < channels_; ++c) {
-    weight_grad_[static_cast<size_t>(c)] += dweight[c];
-    bias_grad_[static_cast<size_t>(c)] += dbias[c];
-  }
+  backward_weight_from(saved.tensors);
 }
 
 double BatchNorm2d::forward_flops_per_example() const {

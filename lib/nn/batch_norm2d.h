@@ -43,7 +43,14 @@ class BatchNorm2d : public InputSavingLayer {
   // backward() with the saved tensors given as a span, for composite layers.
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
                        const LayerContext& ctx) const;
+  // The split backward for composite layers: backward_input() with the saved tensors as a span,
+  // appending the micro-batch's dweight and dbias (kWeightKeptTensors) to `kept` instead of
+  // replacing them; backward_weight() with those two as a span.
+  Tensor backward_input_from(const Tensor& dy, std::span<const Tensor> saved,
+                             const LayerContext& ctx, std::vector<Tensor>& kept) const;
+  void backward_weight_from(std::span<const Tensor> kept) const;
   static constexpr size_t kSavedTensors = 3;
+  static constexpr size_t kWeightKeptTensors = 2;
 
  protected:
   // x: [batch, C, H, W] → y: same shape; saves the batch mean and the biased batch variance

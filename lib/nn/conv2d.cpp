@@ -129,27 +129,37 @@ void Conv2d::add_weight_grads(const Tensor& x, const Tensor& dy, const LayerCont
                                    weight_grad_.data(), has_bias_ ? bias_grad_.data() : nullptr);
 }
 
-Tensor Conv2d::input_grad(const Tensor& x, const Tensor& dy, const LayerContext& ctx) const {
+Tensor Conv2d::backward_data(const Tensor& dy, const LayerContext& ctx) const {
+  const int64_t batch = dy.shape().rank() == 4 ? dy.dim(0) : 0;
+  check(dy.shape() == Shape({batch, output_shape_[0], output_shape_[1], output_shape_[2]}),
+        "Conv2d::backward: dy {} does not match the output {}", dy.shape(), output_shape_);
   if (!ctx.need_input_grad) return {};
-  Tensor dx(x.shape());
-  kernels::conv2d_backward_data(ctx.kernels, kernel_shape(x.dim(0)), dy.data(), weight_.data(),
+  // dy: [batch, O, Ho, Wo], weight: [O, C/groups, k, k] → dx: [batch, C, H, W]
+  Tensor dx(Shape{batch, input_shape_[0], input_shape_[1], input_shape_[2]});
+  kernels::conv2d_backward_data(ctx.kernels, kernel_shape(batch), dy.data(), weight_.data(),
                                 dx.data());
   return dx;
+}
+
+void Conv2d::backward_weight_from(const Tensor& dy, std::span<const Tensor> saved,
+                                  const LayerContext& ctx) const {
+  add_weight_grads(saved_input(dy, saved), dy, ctx);
 }
 
 Tensor Conv2d::backward_from(const Tensor& dy, std::span<const Tensor> saved,
                              const LayerContext& ctx) const {
   const Tensor& x = saved_input(dy, saved);
   add_weight_grads(x, dy, ctx);
-  return input_grad(x, dy, ctx);
+  return backward_data(dy, ctx);
 }
 
 Tensor Conv2d::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
-  return input_grad(saved_input(dy, saved.tensors), dy, ctx);
+  (void)saved_input(dy, saved.tensors);
+  return backward_data(dy, ctx);
 }
 
 void Conv2d::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
-  add_weight_grads(saved_input(dy, saved.tensors), dy, ctx);
+  backward_weight_from(dy, saved.tensors, ctx);
 }
 
 double Conv2d::forward_flops_per_example() const {

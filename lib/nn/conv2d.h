@@ -40,6 +40,11 @@ class Conv2d : public InputSavingLayer {
   Tensor apply(const Tensor& x, const LayerContext& ctx) const;
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
                        const LayerContext& ctx) const;
+  // The split backward for composite layers: dx alone (reads no saved tensor; empty when
+  // !ctx.need_input_grad), and backward_weight() with the saved tensors (just x) as a span.
+  Tensor backward_data(const Tensor& dy, const LayerContext& ctx) const;
+  void backward_weight_from(const Tensor& dy, std::span<const Tensor> saved,
+                            const LayerContext& ctx) const;
   static constexpr size_t kSavedTensors = 1;
 
  protected:
@@ -52,8 +57,6 @@ class Conv2d : public InputSavingLayer {
   const Tensor& saved_input(const Tensor& dy, std::span<const Tensor> saved) const;
   // dweight (and dbias) += their gradients for x and dy.
   void add_weight_grads(const Tensor& x, const Tensor& dy, const LayerContext& ctx) const;
-  // dx for dy (empty when !ctx.need_input_grad).
-  Tensor input_grad(const Tensor& x, const Tensor& dy, const LayerContext& ctx) const;
 
   Shape input_shape_, output_shape_;
   int64_t out_channels_, kernel_, stride_, padding_, dilation_, groups_;

@@ -123,6 +123,10 @@ size_t ResidualBlock::num_saved() const {
   return path_.size() * kSavedPerConvBn + (has_projection() ? BatchNorm2d::kSavedTensors : 0) + 1;
 }
 
+size_t ResidualBlock::num_weight_kept() const {
+  return path_.size() * kWeightKeptPerConvBn + (has_projection() ? kWeightKeptShortcut : 0);
+}
+
 Forward ResidualBlock::forward(const Tensor& x, const LayerContext& ctx) {
   Forward result;
   std::vector<Tensor>& saved = result.saved.tensors;
@@ -200,6 +204,86 @@ Tensor ResidualBlock::backward(const Tensor& dy, const Saved& saved, const Layer
   return grad;
 }
 
+Tensor ResidualBlock::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
+  check(saved.tensors.size() == num_saved(),
+        "ResidualBlock::backward: nothing saved (forward not in training?)");
+  std::vector<Tensor>& all = saved.tensors;
+  check(dy.shape() == all.back().shape(), "ResidualBlock::backward: dy {} does not match y {}",
+        dy.shape(), all.back().shape());
+  LayerContext inner = ctx;
+  inner.need_input_grad = true;
+  // What backward_weight reads, in the order num_weight_kept() counts it: each pair's part is
+  // filled as backward reaches it, last pair first.
+  std::vector<Tensor> kept(num_weight_kept());
+  // As in backward: through the final ReLU (y is used up), then the pairs, last first, each
+  // batch norm's saved tensors freed once it has run (its conv's output gradient, kept, takes
+  // their place).
+  Tensor dsum(dy.shape());
+  kernels::eltwise_backward(ctx.kernels, kernels::EltwiseKind::kRelu, all.back().data(), dy.data(),
+                            dsum.data(), dsum.numel());
+  all.back() = Tensor();
+  Tensor grad;
+  for (size_t i = path_.size(); i-- > 0;) {
+    const auto pair_saved = std::span(all).subspan(i * kSavedPerConvBn, kSavedPerConvBn);
+    const auto pair_kept = std::span(kept).subspan(i * kWeightKeptPerConvBn, kWeightKeptPerConvBn);
+    const Tensor& upstream = i + 1 == path_.size() ? dsum : grad;
+    std::vector<Tensor> parts;
+    Tensor dconv = path_[i].bn->backward_input_from(
+        upstream, pair_saved.subspan(Conv2d::kSavedTensors, BatchNorm2d::kSavedTensors), inner,
+        parts);
+    for (Tensor& t : pair_saved.subspan(Conv2d::kSavedTensors)) t = Tensor();
+    grad = Tensor();
+    grad = path_[i].conv->backward_data(dconv, i == 0 ? ctx : inner);
+    if (i > 0) {
+      kernels::eltwise_backward(ctx.kernels, kernels::EltwiseKind::kRelu, pair_saved[0].data(),
+                                grad.data(), grad.data(), grad.numel());
+    }
+    pair_kept[0] = std::move(pair_saved[0]);
+    pair_kept[Conv2d::kSavedTensors] = std::move(dconv);
+    std::move(parts.begin(), parts.end(), pair_kept.begin() + Conv2d::kSavedTensors + 1);
+  }
+  Tensor dx_shortcut;
+  if (has_projection()) {
+    const auto bn_saved =
+        std::span(all).subspan(path_.size() * kSavedPerConvBn, BatchNorm2d::kSavedTensors);
+    const auto shortcut_kept = std::span(kept).last(kWeightKeptShortcut);
+    std::vector<Tensor> parts;
+    Tensor dconv = shortcut_.bn->backward_input_from(dsum, bn_saved, inner, parts);
+    for (Tensor& t : bn_saved) t = Tensor();
+    dsum = Tensor();  // used up: freed before the shortcut conv allocates its input gradient
+    dx_shortcut = shortcut_.conv->backward_data(dconv, ctx);
+    shortcut_kept[0] = std::move(dconv);
+    std::move(parts.begin(), parts.end(), shortcut_kept.begin() + 1);
+  }
+  all = std::move(kept);
+  if (!ctx.need_input_grad) return {};
+  add_into(grad, has_projection() ? dx_shortcut : dsum);
+  return grad;
+}
+
+void ResidualBlock::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  (void)dy;
+  check(saved.tensors.size() == num_weight_kept(), "ResidualBlock::backward_weight: nothing kept");
+  const std::span<const Tensor> all(saved.tensors);
+  // What backward adds, pair by pair: the conv's dweight from its input and output gradient, the
+  // batch norm's parts.
+  auto add = [&ctx](const ConvBn& pair, std::span<const Tensor> conv_input, const Tensor& dconv,
+                    std::span<const Tensor> parts) {
+    pair.conv->backward_weight_from(dconv, conv_input, ctx);
+    pair.bn->backward_weight_from(parts);
+  };
+  for (size_t i = 0; i < path_.size(); ++i) {
+    const auto pair_kept = all.subspan(i * kWeightKeptPerConvBn, kWeightKeptPerConvBn);
+    add(path_[i], pair_kept.first(Conv2d::kSavedTensors), pair_kept[Conv2d::kSavedTensors],
+        pair_kept.last(BatchNorm2d::kWeightKeptTensors));
+  }
+  if (has_projection()) {
+    const auto shortcut_kept = all.last(kWeightKeptShortcut);
+    add(shortcut_, all.first(Conv2d::kSavedTensors), shortcut_kept[0],
+        shortcut_kept.last(BatchNorm2d::kWeightKeptTensors));
+  }
+}
+
 int64_t ResidualBlock::buffer_update_size() const {
   int64_t size = 0;
   for (const auto& [prefix, layer] : sub_layers()) size += layer->buffer_update_size();
@@ -262,6 +346,20 @@ LayerNeeds ResidualBlock::needs() const {
   // Its widest batch norm's per-channel partial sums, one batch norm at a time.
   needs.backward_fixed_tensor_bytes = path_.back().bn->needs().backward_fixed_tensor_bytes;
   needs.backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index());
+  // Split (num_weight_kept's order): per pair its conv's input and output gradient (the size of
+  // the pair's output) and its batch norm's parts, then the shortcut's conv output gradient (y)
+  // and parts. W runs the convs' weight products.
+  needs.splits_backward = true;
+  for (const ConvBn& pair : path_) {
+    needs.keep_weight_work_of(pair.conv->needs());
+    needs.weight_work_tensor_bytes.push_back(float_bytes(pair.bn->output_shape().numel()));
+    needs.keep_weight_work_of(pair.bn->needs());
+  }
+  if (has_projection()) {
+    needs.weight_grad_flops += shortcut_.conv->needs().weight_grad_flops;
+    needs.weight_work_tensor_bytes.push_back(y);
+    needs.keep_weight_work_of(shortcut_.bn->needs());
+  }
   return needs;
 }
 

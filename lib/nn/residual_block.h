@@ -40,6 +40,15 @@ class ResidualBlock : public Layer {
   // main path, the conv input and the bn's saved tensors; then the shortcut bn's; then y.
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // Split: backward_input computes dx only (the batch norms' backward, which gives each batch
+  // norm's parameter gradients of the micro-batch in the same call, and the convolutions' data
+  // gradients) and keeps, in place of what forward saved, per conv-bn pair of the main path the
+  // conv's input, its output gradient and the batch norm's two parameter-gradient parts, then the
+  // shortcut's conv output gradient and parts (its conv's input is x, the first pair's);
+  // backward_weight adds every parameter gradient from those (it does not read dy).
+  bool splits_backward() const override { return true; }
+  Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // One update: the batch norms' updates in sub-layer order (bn1, bn2, ..., shortcut.bn), the
   // order in which forward meets them.
   int64_t buffer_update_size() const override;
@@ -57,12 +66,18 @@ class ResidualBlock : public Layer {
     std::string conv_name, bn_name;
   };
   static constexpr size_t kSavedPerConvBn = Conv2d::kSavedTensors + BatchNorm2d::kSavedTensors;
+  // What backward_input keeps per pair of the main path (the conv's input and output gradient,
+  // the batch norm's parts) and for the shortcut (its conv's output gradient and its parts).
+  static constexpr size_t kWeightKeptPerConvBn =
+      Conv2d::kSavedTensors + 1 + BatchNorm2d::kWeightKeptTensors;
+  static constexpr size_t kWeightKeptShortcut = 1 + BatchNorm2d::kWeightKeptTensors;
 
   ConvBn make_conv_bn(const Shape& input, int64_t out_channels, int64_t kernel, int64_t stride,
                       std::string conv_name, std::string bn_name) const;
   // Every sub-layer with its name prefix, in spec and bind order.
   std::vector<std::pair<std::string, Layer*>> sub_layers() const;
   size_t num_saved() const;
+  size_t num_weight_kept() const;
 
   std::vector<ConvBn> path_;  // ReLU after each pair but the last
   ConvBn shortcut_;           // empty for the identity shortcut

@@ -100,6 +100,45 @@ Tensor SeparableCell::backward(const Tensor& dy, const Saved& saved, const Layer
   return dx;
 }
 
+Tensor SeparableCell::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
+  check(saved.tensors.size() == kSavedTensors,
+        "SeparableCell::backward: nothing saved (forward not in training?)");
+  std::vector<Tensor>& all = saved.tensors;
+  LayerContext inner = ctx;
+  inner.need_input_grad = true;
+  // As in backward, without the parameter gradients; the batch norm's saved tensors are freed
+  // once it has run.
+  std::vector<Tensor> parts;
+  Tensor dpointwise = bn_.backward_input_from(dy, std::span(all).subspan(2), inner, parts);
+  all.resize(2);
+  Tensor ddepthwise = pointwise_.backward_data(dpointwise, inner);
+  Tensor dx = depthwise_.backward_data(ddepthwise, ctx);
+  Tensor& x = all[0];
+  if (ctx.need_input_grad) {
+    kernels::eltwise_backward(ctx.kernels, kernels::EltwiseKind::kRelu, x.data(), dx.data(),
+                              dx.data(), dx.numel());
+    if (residual_) add_into(dx, dy);
+  }
+  // x is used up: the depthwise conv's input, ReLU(x), takes its place (backward recomputes it).
+  kernels::eltwise_forward(ctx.kernels, kernels::EltwiseKind::kRelu, x.data(), x.data(), x.numel());
+  // What backward_weight reads, in this order.
+  all.push_back(std::move(dpointwise));
+  all.push_back(std::move(ddepthwise));
+  for (Tensor& t : parts) all.push_back(std::move(t));
+  return dx;
+}
+
+void SeparableCell::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
+  (void)dy;
+  check(saved.tensors.size() == kWeightKeptTensors, "SeparableCell::backward_weight: nothing kept");
+  const std::span<const Tensor> all(saved.tensors);
+  // What backward adds: the batch norm's parts, the pointwise conv's dweight from the depthwise
+  // output and its output gradient, the depthwise conv's from ReLU(x) and its own.
+  bn_.backward_weight_from(all.last(BatchNorm2d::kWeightKeptTensors));
+  pointwise_.backward_weight_from(all[2], all.subspan(1, 1), ctx);
+  depthwise_.backward_weight_from(all[3], all.subspan(0, 1), ctx);
+}
+
 double SeparableCell::forward_flops_per_example() const {
   // Sub-layers, then about one operation per element for the ReLU and the residual sum.
   const auto elements = static_cast<double>(output_shape().numel());
@@ -118,6 +157,15 @@ LayerNeeds SeparableCell::needs() const {
       smaller_activation_bytes(depthwise_.input_shape(), output_shape());
   needs.backward_fixed_tensor_bytes = bn_.needs().backward_fixed_tensor_bytes;
   needs.backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index());
+  // Split (backward_input's order): ReLU(x), the depthwise output, the pointwise and depthwise
+  // output gradients, the batch norm's parts. W runs both convs' weight products.
+  needs.splits_backward = true;
+  const double depthwise_output = float_bytes(depthwise_.output_shape().numel());
+  needs.keep_weight_work_of(depthwise_.needs());
+  needs.keep_weight_work_of(pointwise_.needs());
+  needs.weight_work_tensor_bytes.push_back(float_bytes(output_shape().numel()));
+  needs.weight_work_tensor_bytes.push_back(depthwise_output);
+  needs.keep_weight_work_of(bn_.needs());
   return needs;
 }
 

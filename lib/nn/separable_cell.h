@@ -32,6 +32,14 @@ class SeparableCell : public Layer {
   // the bn's saved tensors (the ReLU output is recomputed in backward).
   Forward forward(const Tensor& x, const LayerContext& ctx) override;
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
+  // Split: backward_input computes dx only (the batch norm's backward, which gives its parameter
+  // gradients of the micro-batch in the same call, and both convolutions' data gradients) and
+  // keeps, in place of what forward saved, the ReLU output (computed in place of x once dx is
+  // done), the depthwise output, the pointwise and depthwise output gradients and the batch
+  // norm's two parts; backward_weight adds every parameter gradient from those (not reading dy).
+  bool splits_backward() const override { return true; }
+  Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
+  void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // The batch norm's (its only sub-layer with buffers).
   int64_t buffer_update_size() const override { return bn_.buffer_update_size(); }
   void apply_buffer_update(std::span<const float> update) override {
@@ -44,6 +52,7 @@ class SeparableCell : public Layer {
 
  private:
   static constexpr size_t kSavedTensors = 2 + BatchNorm2d::kSavedTensors;
+  static constexpr size_t kWeightKeptTensors = 4 + BatchNorm2d::kWeightKeptTensors;
 
   Conv2d depthwise_, pointwise_;
   BatchNorm2d bn_;

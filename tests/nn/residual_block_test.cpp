@@ -1,5 +1,6 @@
 // Tests for ResidualBlock: finite-difference gradients of the basic and bottleneck blocks, the
-// prefixed specs, agreement with the composed sub-layers and the batch norms' buffer updates.
+// prefixed specs, agreement with the composed sub-layers, the batch norms' buffer updates and the
+// split backward (bit-identical to backward, finite differences, what I keeps for W).
 #include "nn/residual_block.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include "gradient_check.h"
 #include "kernels/eltwise.h"
 #include "nn/param_buffer.h"
+#include "split_backward_check.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -205,6 +207,56 @@ TEST(ResidualBlock, SkipsTheInputGradientWhenNotNeededButStillAccumulatesParamet
   double sum = 0.0;
   for (float g : buffer.grads()) sum += std::abs(g);
   EXPECT_GT(sum, 0.0);
+}
+
+// The three shapes of block: basic with the identity shortcut, basic with the projection, and
+// bottleneck with the projection; with the batch and stream of their unsplit finite-difference
+// checks above (whose inputs keep the ReLUs' inputs away from zero at the step 1e-3).
+struct BlockCase {
+  const char* name;
+  Shape input;
+  int64_t channels, stride;
+  bool bottleneck;
+  int64_t check_batch;
+  uint64_t check_stream;
+};
+const BlockCase kBlockCases[] = {{"basic identity", Shape{3, 4, 4}, 3, 1, false, 2, 1},
+                                 {"basic projection", Shape{2, 5, 5}, 4, 2, false, 3, 2},
+                                 {"bottleneck", Shape{4, 4, 4}, 8, 2, true, 3, 3}};
+
+TEST(ResidualBlock, SplitBackwardGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  for (const BlockCase& c : kBlockCases) {
+    for (const bool need_input_grad : {true, false}) {
+      SCOPED_TRACE(std::string(c.name) + (need_input_grad ? "" : ", no input gradient"));
+      ResidualBlock block(need_input_grad ? 1 : 0, c.input, c.channels, c.stride, c.bottleneck);
+      std::vector<Tensor> inputs;
+      for (uint64_t m = 0; m < 3; ++m) {
+        inputs.push_back(random_tensor(c.input.batched(2), 10 + m));
+      }
+      testing::expect_split_backward_bit_identical(block, inputs, kernels, need_input_grad);
+    }
+  }
+}
+
+TEST(ResidualBlock, SplitBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  for (const BlockCase& c : kBlockCases) {
+    SCOPED_TRACE(c.name);
+    testing::SplitBackwardOf<ResidualBlock> block(1, c.input, c.channels, c.stride, c.bottleneck);
+    testing::expect_gradients_match(block,
+                                    random_tensor(c.input.batched(c.check_batch), c.check_stream),
+                                    ctx, {.epsilon = 1e-3, .max_checks = 24});
+  }
+}
+
+TEST(ResidualBlock, NeedsCountWhatBackwardInputKeepsForBackwardWeight) {
+  kernels::KernelContext kernels;
+  for (const BlockCase& c : kBlockCases) {
+    SCOPED_TRACE(c.name);
+    ResidualBlock block(1, c.input, c.channels, c.stride, c.bottleneck);
+    testing::expect_needs_count_weight_work(block, random_tensor(c.input.batched(3), 30), kernels);
+  }
 }
 
 TEST(ResidualBlock, RejectsBadSettings) {

@@ -1,15 +1,18 @@
 // Tests for SeparableCell: finite-difference gradients with and without the residual sum,
-// prefixed specs, the batch norm's buffer update and input validation.
+// prefixed specs, the batch norm's buffer update, input validation and the split backward
+// (bit-identical to backward, finite differences, what I keeps for W).
 #include "nn/separable_cell.h"
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/rng.h"
 #include "gradient_check.h"
 #include "nn/param_buffer.h"
+#include "split_backward_check.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -72,6 +75,52 @@ TEST(SeparableCell, BufferUpdateIsItsBatchNormsStatisticsFromAFirstForwardOnly) 
   ASSERT_EQ(running_mean.name, "bn.running_mean");
   for (int64_t c = 0; c < 2; ++c) {
     EXPECT_FLOAT_EQ(buffer.buffers()[static_cast<size_t>(running_mean.offset + c)], 0.1f * mean[c]);
+  }
+}
+
+// With the residual sum (same shape), and with a stride and a new width (no residual); with the
+// stream of their unsplit finite-difference checks above (inputs whose ReLUs stay off their kink
+// at the check's step).
+struct CellCase {
+  const char* name;
+  Shape input;
+  int64_t channels, kernel, stride;
+  uint64_t check_stream;
+};
+const CellCase kCellCases[] = {{"residual", Shape{3, 5, 5}, 3, 3, 1, 1},
+                               {"stride and new width", Shape{2, 6, 6}, 4, 5, 2, 2}};
+
+TEST(SeparableCell, SplitBackwardGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  for (const CellCase& c : kCellCases) {
+    for (const bool need_input_grad : {true, false}) {
+      SCOPED_TRACE(std::string(c.name) + (need_input_grad ? "" : ", no input gradient"));
+      SeparableCell cell(need_input_grad ? 1 : 0, c.input, c.channels, c.kernel, c.stride);
+      std::vector<Tensor> inputs;
+      for (uint64_t m = 0; m < 3; ++m) {
+        inputs.push_back(random_tensor(c.input.batched(2), 10 + m));
+      }
+      testing::expect_split_backward_bit_identical(cell, inputs, kernels, need_input_grad);
+    }
+  }
+}
+
+TEST(SeparableCell, SplitBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  for (const CellCase& c : kCellCases) {
+    SCOPED_TRACE(c.name);
+    testing::SplitBackwardOf<SeparableCell> cell(1, c.input, c.channels, c.kernel, c.stride);
+    testing::expect_gradients_match(cell, random_tensor(c.input.batched(2), c.check_stream), ctx,
+                                    {.max_checks = 32});
+  }
+}
+
+TEST(SeparableCell, NeedsCountWhatBackwardInputKeepsForBackwardWeight) {
+  kernels::KernelContext kernels;
+  for (const CellCase& c : kCellCases) {
+    SCOPED_TRACE(c.name);
+    SeparableCell cell(1, c.input, c.channels, c.kernel, c.stride);
+    testing::expect_needs_count_weight_work(cell, random_tensor(c.input.batched(3), 30), kernels);
   }
 }
 

@@ -101,6 +101,29 @@ inline void expect_split_backward_bit_identical(nn::Layer& layer, const std::vec
   }
 }
 
+// Runs one training forward of `x` and backward_input, and expects the layer's LayerNeeds to state
+// exactly the tensors backward_input leaves in Saved for backward_weight: their count, and their
+// bytes at x's batch (weight_work_tensor_bytes per example, weight_work_fixed_tensor_bytes per
+// micro-batch).
+inline void expect_needs_count_weight_work(nn::Layer& layer, const Tensor& x,
+                                           kernels::KernelContext& kernels, uint64_t seed = 7) {
+  detail::GradientCheckStorage storage = detail::bind_for_split_check(layer, seed);
+  const nn::LayerContext ctx{.kernels = kernels, .seed = seed};
+  nn::Forward f = layer.forward(x, ctx);
+  Tensor dy(f.output.shape());
+  dy.fill(0.5f);
+  (void)layer.backward_input(dy, f.saved, ctx);
+  const nn::LayerNeeds needs = layer.needs();
+  EXPECT_TRUE(needs.splits_backward);
+  ASSERT_EQ(f.saved.tensors.size(),
+            needs.weight_work_tensor_bytes.size() + needs.weight_work_fixed_tensor_bytes.size());
+  const auto batch = static_cast<double>(x.dim(0));
+  double stated = 0.0;
+  for (double bytes : needs.weight_work_tensor_bytes) stated += batch * bytes;
+  for (double bytes : needs.weight_work_fixed_tensor_bytes) stated += bytes;
+  EXPECT_EQ(static_cast<double>(f.saved.bytes()), stated);
+}
+
 // A layer that runs its backward split: backward is backward_input then backward_weight.
 template <class Base>
 class SplitBackwardOf : public Base {
