@@ -42,12 +42,24 @@ double LayerCost::forward_block_bytes(int64_t rows, bool consumed,
 }
 
 double LayerCost::backward_block_bytes(int64_t rows, const AllocatorModel& allocator) const {
+  return gradient_block_bytes(rows, workspace_bytes, workspace_fixed_tensor_bytes, allocator);
+}
+
+double LayerCost::backward_input_block_bytes(int64_t rows, const AllocatorModel& allocator) const {
+  if (!splits_backward) return backward_block_bytes(rows, allocator);
+  return gradient_block_bytes(rows, input_workspace_bytes, input_workspace_fixed_tensor_bytes,
+                              allocator);
+}
+
+double LayerCost::gradient_block_bytes(int64_t rows, double workspace,
+                                       const std::vector<double>& fixed,
+                                       const AllocatorModel& allocator) const {
   const auto r = static_cast<double>(rows);
   const double input_gradient = has_input_gradient ? input_bytes : 0.0;
   double bytes = allocator.block_bytes(r * input_gradient) +
                  allocator.block_bytes(r * output_bytes) +
-                 allocator.blocks_bytes(r * workspace_bytes, r * smallest_temporary_bytes);
-  for (double t : workspace_fixed_tensor_bytes) bytes += allocator.block_bytes(t);
+                 allocator.blocks_bytes(r * workspace, r * smallest_temporary_bytes);
+  for (double t : fixed) bytes += allocator.block_bytes(t);
   return bytes;
 }
 
@@ -83,32 +95,37 @@ double LayerCost::backward_traffic_bytes() const {
 
 LayerCost cost_of(const LayerPlan& plan) {
   const nn::LayerNeeds& needs = plan.needs;
-  return LayerCost{.index = plan.index,
-                   .kind = plan.kind,
-                   .forward_flops = plan.forward_flops,
-                   .backward_flops = needs.backward_flops,
-                   .num_params = plan.num_params,
-                   .param_bytes = static_cast<double>(plan.param_bytes),
-                   .buffer_bytes = static_cast<double>(plan.buffer_bytes),
-                   .input_bytes = static_cast<double>(plan.input.numel()) * kFloat,
-                   .output_bytes = static_cast<double>(plan.output_bytes),
-                   .saved_bytes = needs.kept_bytes_per_example(),
-                   .saved_fixed_bytes = std::accumulate(needs.kept_fixed_tensor_bytes.begin(),
-                                                        needs.kept_fixed_tensor_bytes.end(), 0.0),
-                   .saved_packed_bytes = needs.kept_packed_bytes,
-                   .saved_tensor_bytes = needs.kept_tensor_bytes,
-                   .saved_fixed_tensor_bytes = needs.kept_fixed_tensor_bytes,
-                   .workspace_bytes = needs.backward_temporary_bytes,
-                   .forward_workspace_bytes = needs.forward_temporary_bytes,
-                   .smallest_temporary_bytes = needs.smallest_temporary_bytes,
-                   .workspace_fixed_tensor_bytes = needs.backward_fixed_tensor_bytes,
-                   .keeps_consumed_input = needs.keeps_consumed_input,
-                   .has_input_gradient = needs.has_input_gradient,
-                   .weight_grad_operand_bytes = needs.weight_grad_operand_bytes,
-                   .splits_backward = needs.splits_backward,
-                   .weight_grad_flops = needs.weight_grad_flops,
-                   .weight_work_tensor_bytes = needs.weight_work_tensor_bytes,
-                   .weight_work_fixed_tensor_bytes = needs.weight_work_fixed_tensor_bytes};
+  return LayerCost{
+      .index = plan.index,
+      .kind = plan.kind,
+      .forward_flops = plan.forward_flops,
+      .backward_flops = needs.backward_flops,
+      .num_params = plan.num_params,
+      .param_bytes = static_cast<double>(plan.param_bytes),
+      .buffer_bytes = static_cast<double>(plan.buffer_bytes),
+      .input_bytes = static_cast<double>(plan.input.numel()) * kFloat,
+      .output_bytes = static_cast<double>(plan.output_bytes),
+      .saved_bytes = needs.kept_bytes_per_example(),
+      .saved_fixed_bytes = std::accumulate(needs.kept_fixed_tensor_bytes.begin(),
+                                           needs.kept_fixed_tensor_bytes.end(), 0.0),
+      .saved_packed_bytes = needs.kept_packed_bytes,
+      .saved_tensor_bytes = needs.kept_tensor_bytes,
+      .saved_fixed_tensor_bytes = needs.kept_fixed_tensor_bytes,
+      .workspace_bytes = needs.backward_temporary_bytes,
+      .forward_workspace_bytes = needs.forward_temporary_bytes,
+      .smallest_temporary_bytes = needs.smallest_temporary_bytes,
+      .workspace_fixed_tensor_bytes = needs.backward_fixed_tensor_bytes,
+      .keeps_consumed_input = needs.keeps_consumed_input,
+      .has_input_gradient = needs.has_input_gradient,
+      .weight_grad_operand_bytes = needs.weight_grad_operand_bytes,
+      .splits_backward = needs.splits_backward,
+      .weight_grad_flops = needs.weight_grad_flops,
+      .weight_work_tensor_bytes = needs.weight_work_tensor_bytes,
+      .weight_work_fixed_tensor_bytes = needs.weight_work_fixed_tensor_bytes,
+      .input_workspace_bytes =
+          needs.backward_input_temporary_bytes.value_or(needs.backward_temporary_bytes),
+      .input_workspace_fixed_tensor_bytes =
+          needs.backward_input_fixed_tensor_bytes.value_or(needs.backward_fixed_tensor_bytes)};
 }
 
 std::vector<LayerCost> layer_costs(const ModelPlan& plan) {

@@ -58,6 +58,10 @@ struct LayerCost {
   // tensor: per example, and per micro-batch whatever its rows (nn::LayerNeeds).
   std::vector<double> weight_work_tensor_bytes = {};
   std::vector<double> weight_work_fixed_tensor_bytes = {};
+  // workspace_bytes and workspace_fixed_tensor_bytes for such a layer's I op (backward_input),
+  // which may hold other temporaries (nn::LayerNeeds::backward_input_temporary_bytes).
+  double input_workspace_bytes = 0.0;
+  std::vector<double> input_workspace_fixed_tensor_bytes = {};
 
   // Bytes forward keeps for backward for a micro-batch of `rows` examples: exactly what
   // nn::Saved::bytes() reports for this layer's training forward.
@@ -73,6 +77,13 @@ struct LayerCost {
   double kept_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
   double forward_block_bytes(int64_t rows, bool consumed, const AllocatorModel& allocator) const;
   double backward_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
+  // backward_block_bytes for the I op of a layer that splits its backward (its backward's for
+  // the others).
+  double backward_input_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
+  // Either of the two with temporaries of `workspace` bytes per example and `fixed` per
+  // micro-batch.
+  double gradient_block_bytes(int64_t rows, double workspace, const std::vector<double>& fixed,
+                              const AllocatorModel& allocator) const;
   // The blocks of what a layer that splits its backward keeps from its I op to its W op, its
   // output gradient among them (0 for the other layers).
   double weight_work_block_bytes(int64_t rows, const AllocatorModel& allocator) const;

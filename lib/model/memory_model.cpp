@@ -67,6 +67,7 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   for (const LayerCost& c : costs_) {
     const double kept = c.kept_block_bytes(rows_, allocator_);
     backward.push_back(c.backward_block_bytes(rows_, allocator_));
+    backward_input_at_.push_back(c.backward_input_block_bytes(rows_, allocator_));
     forward.push_back(c.forward_block_bytes(rows_, false, allocator_));
     discarding.push_back(forward.back() + kept);
     forward_consumed.push_back(c.forward_block_bytes(rows_, true, allocator_));
@@ -92,6 +93,7 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   // At layer i of a per-layer backward: while it is recomputed, the inputs of the layers up to i,
   // its output, what it saves (and its forward internals) and the gradient waiting for it;
   // then, its input freed, the inputs before i, what it saved and its backward temporaries.
+  // (The same for a micro-batch's I: its layer's I temporaries.)
   std::vector<double> per_layer_backward;
   for (size_t i = 0; i < costs_.size(); ++i) {
     const LayerCost& c = costs_[i];
@@ -100,9 +102,9 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
         inputs_[i + 1] + kept + 2.0 * block(c.output_bytes) +
         allocator_.blocks_bytes(r * c.forward_workspace_bytes, r * c.smallest_temporary_bytes);
     per_layer_backward.push_back(std::max(recomputing, inputs_[i] + kept + backward[i]));
+    per_layer_backward_input_at_.push_back(
+        std::max(recomputing, inputs_[i] + kept + backward_input_at_[i]));
   }
-  per_layer_backward_at_ = per_layer_backward;
-  backward_at_ = backward;
   per_layer_backward_ = range_max_table(std::move(per_layer_backward));
   backward_ = range_max_table(std::move(backward));
   forward_ = range_max_table(std::move(forward));
@@ -186,14 +188,14 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
   if (stash.layer_recompute) {
     // One layer at a time: its temporaries are those of the layer where the sum peaks.
     m.recompute_workspace +=
-        splitting ? splitting_backward(begin, end, per_layer_backward_at_,
+        splitting ? splitting_backward(begin, end, per_layer_backward_input_at_,
                                        inputs_[static_cast<size_t>(begin)], weight_work_held_)
                   : per_layer_backward(begin, end);
   } else if (stash.backward) {
     // (A recompute's forward holds only part of the workspace: its backward is the larger.)
-    m.transient = splitting
-                      ? splitting_backward(begin, end, backward_at_, 0.0, weight_work_beyond_saved_)
-                      : range_max(backward_, begin, end);
+    m.transient = splitting ? splitting_backward(begin, end, backward_input_at_, 0.0,
+                                                 weight_work_beyond_saved_)
+                            : range_max(backward_, begin, end);
   } else {
     if (stash.layer_inputs > 0) {
       // kept_activations counts the forwarded micro-batch's every layer input: less those of

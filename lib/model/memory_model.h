@@ -108,9 +108,9 @@ class MemoryModel {
   // layer is recomputed), what layer i saved, and its backward temporaries.
   double per_layer_backward(int begin, int end) const;
   // The most one micro-batch holds beyond the stash in its I over layers [begin, end), last layer
-  // first: at layer i, that layer's backward temporaries (`at`: backward_at_, or
-  // per_layer_backward_at_ less the inputs before `begin`), and what each layer after it holds
-  // for its W beyond its share of the stash (`beyond`).
+  // first: at layer i, that layer's I temporaries (`at`: backward_input_at_, or
+  // per_layer_backward_input_at_ less the inputs before `begin`), and what each layer after it
+  // holds for its W beyond its share of the stash (`beyond`).
   double splitting_backward(int begin, int end, const std::vector<double>& at, double offset,
                             const std::vector<double>& beyond) const;
 
@@ -138,8 +138,9 @@ class MemoryModel {
   // done holds for its W (0 for a layer that does not split), and that less what it saved (the
   // stash's share, freed by its I).
   std::vector<double> weight_work_held_, weight_work_beyond_saved_;
-  // Per layer, the values the sparse tables backward_ and per_layer_backward_ are built from.
-  std::vector<double> backward_at_, per_layer_backward_at_;
+  // Per layer, a backward's temporaries and a per-layer backward's peak (the values of the sparse
+  // tables backward_ and per_layer_backward_) for a micro-batch's I op: its layer's I temporaries.
+  std::vector<double> backward_input_at_, per_layer_backward_input_at_;
   // Sparse tables of a layer's temporaries in a backward, a forward (or recompute) and a
   // discarding forward, and a per-layer recompute's first forward: [k][i] = max over layers
   // [i, i + 2^k).

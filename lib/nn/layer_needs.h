@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/shape.h"
@@ -48,6 +49,14 @@ struct LayerNeeds {
   // micro-batch whatever its rows (a norm's parameter-gradient parts).
   std::vector<double> weight_work_tensor_bytes = {};
   std::vector<double> weight_work_fixed_tensor_bytes = {};
+  // Per example, for such a layer whose backward_input holds other temporaries than its backward
+  // (a composite that frees its saved tensors as it goes and keeps its inner output gradients):
+  // those, counted as backward_temporary_bytes is (beyond its input and output gradients, with
+  // what forward saved still held); unset: backward_temporary_bytes. The same for its small
+  // tensors per micro-batch (a norm's parameter-gradient parts); unset:
+  // backward_fixed_tensor_bytes.
+  std::optional<double> backward_input_temporary_bytes = {};
+  std::optional<std::vector<double>> backward_input_fixed_tensor_bytes = {};
 
   // Appends what `part` keeps (a sub-layer whose saved tensors a composite layer keeps).
   void keep_all_of(const LayerNeeds& part);

@@ -108,7 +108,9 @@ LayerNeeds LayerNorm::needs() const {
           .splits_backward = true,
           // backward_input computes the parameter gradients with dx (one oneDNN call) and keeps
           // them; backward_weight adds them.
-          .weight_work_fixed_tensor_bytes = {float_bytes(dim_), float_bytes(dim_)}};
+          .weight_work_fixed_tensor_bytes = {float_bytes(dim_), float_bytes(dim_)},
+          // (which backward_input allocates: backward adds into the gradients directly)
+          .backward_input_fixed_tensor_bytes = std::vector{float_bytes(dim_), float_bytes(dim_)}};
 }
 
 }  // namespace mpipe::nn

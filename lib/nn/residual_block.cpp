@@ -360,6 +360,20 @@ LayerNeeds ResidualBlock::needs() const {
     needs.weight_work_tensor_bytes.push_back(y);
     needs.keep_weight_work_of(shortcut_.bn->needs());
   }
+  // I, beyond what forward saved and dy: the sum's gradient beside y (then y is freed); per pair
+  // its batch norm's dconv (kept) beside its saved input (then freed) and the upstream gradient
+  // (the pair's output) for all but the last pair, then the conv's input gradient; the
+  // projection's dconv beside the main path's dx, then (dsum and its batch norm's input freed)
+  // the shortcut's dx beside it.
+  double input_peak = y;
+  for (size_t i = 0; i < path_.size(); ++i) {
+    const double pair_input = float_bytes(path_[i].conv->input_shape().numel());
+    const double pair_output = float_bytes(path_[i].bn->output_shape().numel());
+    if (i + 1 < path_.size()) input_peak = std::max(input_peak, 2.0 * pair_output);
+    input_peak = std::max(input_peak, pair_input);
+  }
+  if (has_projection()) input_peak = std::max({input_peak, x + y, 2.0 * x - y});
+  needs.backward_input_temporary_bytes = input_peak - x;
   return needs;
 }
 

@@ -2,6 +2,8 @@
 // through the eltwise kernel and the residual sum.
 #include "nn/separable_cell.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "kernels/eltwise.h"
 #include "nn/composite.h"
@@ -166,6 +168,11 @@ LayerNeeds SeparableCell::needs() const {
   needs.weight_work_tensor_bytes.push_back(float_bytes(output_shape().numel()));
   needs.weight_work_tensor_bytes.push_back(depthwise_output);
   needs.keep_weight_work_of(bn_.needs());
+  // I, beyond what forward saved and dy: the pointwise output gradient (kept) beside the batch
+  // norm's saved input, then (that freed) the depthwise output gradient (kept) and dx.
+  const double x = float_bytes(depthwise_.input_shape().numel());
+  needs.backward_input_temporary_bytes =
+      std::max(float_bytes(output_shape().numel()) - x, depthwise_output);
   return needs;
 }
 

@@ -354,6 +354,10 @@ LayerNeeds TransformerBlock::needs() const {
   // dropout mask beside everything else.
   const double mlp = variant_.mlp == MlpKind::kSwiglu ? std::max(h, h + fc1_out - a) : h;
   needs.backward_temporary_bytes = std::max(mlp, 2.0 * a + attention.backward_temporary_bytes);
+  // I: the same, but with dropout the MLP's masked output gradient stays (W reads it) beside the
+  // MLP's backward.
+  needs.backward_input_temporary_bytes =
+      std::max(mlp + (dropout_ > 0.0 ? a : 0.0), 2.0 * a + attention.backward_temporary_bytes);
   needs.forward_temporary_bytes = dropout_ > 0.0 ? a : 0.0;
   needs.smallest_temporary_bytes = a;
   needs.backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index());

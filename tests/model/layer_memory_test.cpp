@@ -123,6 +123,7 @@ struct Measured {
   int64_t forward = 0;            // a forward that copies its input (a stage's first layer)
   int64_t forward_consuming = 0;  // a forward handed its predecessor's output
   int64_t backward = 0;           // backward from its saved tensors
+  int64_t backward_input = 0;     // its I op (zero-bubble schedules) from its saved tensors
   int64_t per_layer = 0;          // recompute from the kept input, then backward
 };
 
@@ -154,6 +155,10 @@ class LayerRun {
     Tensor dy;
     const int64_t dy_bytes = held([&] { dy = gradient(); });
     m.backward = dy_bytes + peak_above([&] { layer_->backward(dy, saved, ctx_); });
+    // (backward_input may replace what it is handed: a copy, made before the measurement.)
+    nn::Saved split = saved;
+    m.backward_input = dy_bytes + peak_above([&] { layer_->backward_input(dy, split, ctx_); });
+    split = {};
     saved = {};
     // Per-layer recompute: the layer's kept input is recomputed, freed, then backward runs.
     nn::LayerContext recompute = ctx_;
@@ -190,6 +195,7 @@ struct Predicted {
   double forward = 0.0;            // the layer's forward temporaries and what it saves
   double forward_consuming = 0.0;  // the same, for a forward handed its input
   double backward = 0.0;           // the layer's backward temporaries
+  double backward_input = 0.0;     // the same in its I op
   double per_layer = 0.0;          // one layer's per-layer recompute and backward
 };
 
@@ -212,6 +218,7 @@ Predicted predict(const LayerCost& cost, int64_t rows,
           .forward_consuming = cost.forward_block_bytes(rows, true, allocator) +
                                cost.kept_block_bytes(rows, allocator),
           .backward = temporaries(backward),
+          .backward_input = temporaries({.backward = true, .splitting_backward = true}),
           .per_layer = model.per_layer_backward(0, 1)};
 }
 
@@ -254,6 +261,7 @@ void check_every_layer(AllocatorModel allocator, double slack, double over) {
     check("forward", p.forward, m.forward);
     check("forward_consuming", p.forward_consuming, m.forward_consuming);
     check("backward", p.backward, m.backward);
+    check("backward_input", p.backward_input, m.backward_input);
     check("per_layer", p.per_layer, m.per_layer);
     covered.push_back(c.kind);
   }
@@ -342,6 +350,30 @@ TEST(LayerMemory, AMicroBatchInItsInputBackwardHoldsWhatTheLayersDoneKeepForThei
       .layer_recompute = true, .backward = true, .splitting_backward = true};
   EXPECT_EQ(model.stage(0, 2, per_layer, true, true).recompute_workspace,
             kRows * (192.0 + 16.0 + 64.0 + 256.0));
+}
+
+// A layer whose I holds other temporaries than its backward (a composite that frees what it
+// saved as it goes): a micro-batch's I counts those, its backward the backward's.
+TEST(LayerMemory, AMicroBatchInItsInputBackwardHoldsItsLayersInputBackwardTemporaries) {
+  constexpr double kRows = 4;
+  const LayerCost composite{.kind = "composite",
+                            .input_bytes = 64,
+                            .output_bytes = 16,
+                            .saved_bytes = 64,
+                            .workspace_bytes = 128,
+                            .workspace_fixed_tensor_bytes = {8},
+                            .keeps_consumed_input = true,
+                            .splits_backward = true,
+                            .weight_work_tensor_bytes = {64},
+                            .input_workspace_bytes = 32,
+                            .input_workspace_fixed_tensor_bytes = {8, 24}};
+  const MemoryModel model({composite}, static_cast<int64_t>(kRows), 0);
+  const StashProfile in_backward{.full = 1};
+  EXPECT_EQ(model.stage(0, 1, in_backward, true, true).transient,
+            kRows * (64.0 + 16.0 + 128.0) + 8.0);
+  const StashProfile in_input_backward{.full = 1, .splitting_backward = true};
+  EXPECT_EQ(model.stage(0, 1, in_input_backward, true, true).transient,
+            kRows * (64.0 + 16.0 + 32.0) + 8.0 + 24.0);
 }
 
 }  // namespace
