@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Transparency: after 3 steps the exported weights of K = 1, 2, 4 stages are bit-identical (and
 # K = 1 with per-layer recompute to K = 1 with the default),
-# for every schedule (gpipe, 1f1b, zb_h1 with its backwards split into I and W ops) and all
-# four recompute modes, with the default partition (auto: the planner's, which differs from
+# for every schedule (gpipe, 1f1b, zb_h1 with its backwards split into I and W ops, also at
+# K = 1) and all four recompute modes, with the default partition (auto: the planner's, which differs from
 # uniform for every model here at K = 4) and with uniform.
 # Weight gradients: GPipe with recompute never batches them (weight_grads: auto), which rounds differently
 # from accumulating them per micro-batch; so runs under never compare with K = 1 under never,
@@ -45,8 +45,10 @@ train 1 k1-never-accumulate "$config" --set pipeline.recompute=never \
   --set pipeline.weight_grads=accumulate "${extra[@]}"
 same k1 k1-never-accumulate
 for schedule in gpipe 1f1b zb_h1; do
+  stage_counts=(2 4)
+  [[ $schedule == zb_h1 ]] && stage_counts=(1 2 4)  # (one stage still runs I, then W)
   for recompute in always except_last never per_layer; do
-    for k in 2 4; do
+    for k in "${stage_counts[@]}"; do
       name=k$k-$schedule-$recompute
       train "$k" "$name" "$config" --set pipeline.schedule=$schedule --set pipeline.recompute=$recompute \
         "${extra[@]}"
@@ -58,4 +60,4 @@ for k in 2 4; do
   train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform "${extra[@]}"
   same k1 "k$k-uniform"
 done
-echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1} x {always,except_last,never,per_layer} (auto) and uniform bit-identical, weight gradients accumulated or batched"
+echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1 (and zb_h1 at K=1)} x {always,except_last,never,per_layer} (auto) and uniform bit-identical, weight gradients accumulated or batched"
