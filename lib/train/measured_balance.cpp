@@ -12,8 +12,10 @@
 #include <string>
 
 #include "comm/agree.h"
+#include "core/byte_format.h"
 #include "core/error.h"
 #include "model/partitioner.h"
+#include "train/layer_move.h"
 #include "train/pipeline_plan.h"
 
 namespace mpipe::train {
@@ -111,6 +113,20 @@ std::vector<double> MeasuredBalance::agreed_layer_times() const {
   return per_layer;
 }
 
+std::string MeasuredBalance::move_over_memory_limit(const pipeline::PipelinePlan& from,
+                                                    const pipeline::PipelinePlan& to) const {
+  const int64_t limit = experiment_.pipeline.memory_limit;
+  if (limit <= 0) return {};
+  const std::vector<double> peak =
+      move_peak_bytes(from, to, trainer_.plan(), optimizer_slots(experiment_.optimizer));
+  const auto largest = std::max_element(peak.begin(), peak.end());
+  if (*largest <= static_cast<double>(limit)) return {};
+  return fmt::format(
+      "moving needs {} on stage {} (its old and new layers' state at once), over "
+      "pipeline.memory_limit {}",
+      format_bytes(*largest), largest - peak.begin(), format_bytes(static_cast<double>(limit)));
+}
+
 void MeasuredBalance::rebalance(int64_t done) {
   const std::vector<double> measured = agreed_layer_times();
   const pipeline::PipelinePlan& current = trainer_.pipeline_plan();
@@ -150,6 +166,8 @@ void MeasuredBalance::rebalance(int64_t done) {
     skipped = next.problem;
   } else if (gain < kMinimumGain) {
     skipped = fmt::format("a gain of {:.1f}% is under {:.0f}%", 100.0 * gain, 100.0 * kMinimumGain);
+  } else {
+    skipped = move_over_memory_limit(current, next);
   }
   const bool moved = skipped.empty();
   history_.push_back({{"step", done},

@@ -1,12 +1,13 @@
 // MeasuredBalance: pipeline.balance: measured. After pipeline.balance_after steps (and every
 // balance_every steps after, up to balance_moves moves) the ranks agree on every layer's measured
 // time, the exact partitioner re-runs with it, and when the slowest stage gets at least
-// kMinimumGain faster the layers move (Trainer::repartition); each decision is logged and kept for
-// summary.json.
+// kMinimumGain faster (and the move fits pipeline.memory_limit) the layers move
+// (Trainer::repartition); each decision is logged and kept for summary.json.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -38,6 +39,10 @@ class MeasuredBalance {
 
  private:
   void rebalance(int64_t done);
+  // Why the move from `from` to `to` would exceed pipeline.memory_limit (move_peak_bytes), or
+  // nothing.
+  std::string move_over_memory_limit(const pipeline::PipelinePlan& from,
+                                     const pipeline::PipelinePlan& to) const;
   // Every layer's measured time per step: per layer, the largest over the replicas of the median
   // over the window's steps on the rank that ran it.
   std::vector<double> agreed_layer_times() const;

@@ -4,7 +4,8 @@
 # moving layers off the slow stage, and its weights stay bit-identical to the same run without
 # balancing: at K = 2, at K = 2 with 2 replicas (every replica moves alike), and with later
 # re-measurements (balance_every), at most balance_moves moves, a second decision when the speeds
-# change (the hook slows a rank for some steps only). A checkpoint written after the move
+# change (the hook slows a rank for some steps only), and no move where moving would exceed
+# pipeline.memory_limit. A checkpoint written after the move
 # resumes on the default partition to the same weights. TIED_CONFIG, a model whose head shares the
 # embedding's matrix, checks that the head's stage receives the embedding's tensors.
 # Usage: measured_balance.sh CONFIG TIED_CONFIG
@@ -39,6 +40,15 @@ train 2 plain "$config" "${steps[@]}"
 MPIPE_TEST_SLOW_RANK=1:10 train 2 balanced "$config" "${steps[@]}" "${measured[@]}"
 moved balanced
 same plain balanced
+
+# Under a memory limit that the new partition fits but the move does not (stage 0 would hold its
+# old layers' state, its new layers' and the received ones at once: about 151 KiB, where [3,3]
+# and the measured [4,2] or [5,1] peak at 71-102 KiB), the layers stay where they are.
+MPIPE_TEST_SLOW_RANK=1:10 train 2 limited "$config" "${steps[@]}" "${measured[@]}" \
+  --set pipeline.memory_limit=120KiB
+grep -E "step 3: kept \[3,3\] \(measured time suggests \[[45],[21]\], .*\): moving needs [0-9.]+ KiB on stage 0 \(its old and new layers' state at once\), over pipeline.memory_limit 120.0 KiB$" \
+  "$WORK/limited.log" || { cat "$WORK/limited.log"; echo "FAILED: limited: the move was not refused"; exit 1; }
+same plain limited
 
 # Re-measured every 2 steps after the first check (steps 5 and 7), at most 2 moves in all (the
 # second, if any, moves on from the first's partition).
