@@ -22,6 +22,13 @@ namespace mpipe::train {
 // (or change its speed during a run). Sets `times` on that rank; throws InputError for a bad value.
 void apply_test_slowdown(int world_rank, pipeline::LayerTimes& times);
 
+// The stages' speeds (measured compute over predicted, 1 = as predicted) that re-partitioning
+// goes by: a speed within MeasuredBalance::kMinimumGain of the median counts as the median. A
+// few percent between ranks of equal work is what a short window measures from noise alone (on
+// a 16-core machine, re-partitions that followed such differences ran no faster), so only a
+// rank clearly slower or faster than the others moves layers.
+std::vector<double> distinct_speeds(const std::vector<double>& speeds);
+
 class MeasuredBalance {
  public:
   // A move must make the predicted step at least this much faster.
