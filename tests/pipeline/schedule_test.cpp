@@ -210,7 +210,7 @@ TEST(Schedule, ParsesAndPrintsScheduleNames) {
     FAIL() << "no exception";
   } catch (const InputError& error) {
     EXPECT_STREQ(error.what(),
-                 "unknown schedule \"pipedream\" (expected gpipe, 1f1b, zb_h1 or auto)");
+                 "unknown schedule \"pipedream\" (expected gpipe, 1f1b, zb_h1, interleaved or auto)");
   }
 }
 
