@@ -255,26 +255,35 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
 }
 
 BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_stages,
-                               int num_micro_batches, int64_t batch_size, ScheduleKind schedule) {
-  check(num_stages >= 1 && num_blocks >= num_stages && num_micro_batches >= 1 && batch_size > 0,
-        "project_blocks: {} blocks on {} stages with {} micro-batches of a batch of {}", num_blocks,
-        num_stages, num_micro_batches, batch_size);
+                               int num_micro_batches, int64_t batch_size, ScheduleKind schedule,
+                               int virtual_stages) {
+  const Placement placement{.num_ranks = num_stages, .virtual_stages = virtual_stages};
+  check(num_stages >= 1 && virtual_stages >= 1 && num_blocks >= placement.num_stages() &&
+            num_micro_batches >= 1 && batch_size > 0,
+        "project_blocks: {} blocks on {} stages of {} chunks with {} micro-batches of a batch of "
+        "{}",
+        num_blocks, num_stages, virtual_stages, num_micro_batches, batch_size);
   SimulationOptions options;
   options.send_latency = costs.transfer_s;
-  std::vector<Program> programs;
-  int most_blocks = 0;
-  for (int s = 0; s < num_stages; ++s) {
-    const int blocks = num_blocks / num_stages + (s < num_blocks % num_stages ? 1 : 0);
-    most_blocks = std::max(most_blocks, blocks);
-    const bool last = s == num_stages - 1;
+  std::vector<int> rank_blocks(static_cast<size_t>(num_stages), 0);
+  const int stages = placement.num_stages();
+  for (int s = 0; s < stages; ++s) {
+    const int blocks = num_blocks / stages + (s < num_blocks % stages ? 1 : 0);
+    rank_blocks[static_cast<size_t>(placement.rank_of(s))] += blocks;
+    const bool last = s == stages - 1;
     options.stage_forward_times.push_back(blocks * costs.forward_s +
                                           (last ? costs.head_forward_s : 0.0));
     options.stage_backward_times.push_back(blocks * costs.backward_s +
                                            (last ? costs.head_backward_s : 0.0));
     options.stage_weight_times.push_back(blocks * costs.weight_s);
-    programs.push_back(make_program(schedule, num_stages, num_micro_batches, s));
+  }
+  std::vector<Program> programs;
+  for (int r = 0; r < num_stages; ++r) {
+    programs.push_back(make_program(schedule, num_stages, num_micro_batches, r, virtual_stages));
   }
   const SimulationResult result = simulate(programs, options);
+  check(!result.deadlocked(), "project_blocks: {}", result.deadlock_report());
+  const int most_blocks = *std::ranges::max_element(rank_blocks);
   BlockProjection projection;
   projection.pipeline_s = result.makespan;
   projection.bubble_fraction = result.bubble_fraction;

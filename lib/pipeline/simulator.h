@@ -102,12 +102,14 @@ struct BlockProjection {
   double bubble_fraction = 0.0;
 };
 
-// Predicts one step of `num_blocks` blocks on `num_stages` stages (stage s gets
-// num_blocks / K blocks, the first num_blocks % K stages one more; the last also the head), with
+// Predicts one step of `num_blocks` blocks on `num_stages` ranks of `virtual_stages` chunks
+// each (K·v stages: stage s gets num_blocks / (K·v) blocks, the first num_blocks % (K·v) stages
+// one more; the last also the head; a rank updates the blocks of all its chunks), with
 // `num_micro_batches` micro-batches of a mini-batch of `batch_size` examples, by simulating the
 // schedule's programs with the costs above.
 BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_stages,
                                int num_micro_batches, int64_t batch_size,
-                               ScheduleKind schedule = ScheduleKind::kGpipe);
+                               ScheduleKind schedule = ScheduleKind::kGpipe,
+                               int virtual_stages = 1);
 
 }  // namespace mpipe::pipeline
