@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "pipeline/schedule.h"
 #include "pipeline/simulator.h"
 
@@ -59,27 +60,32 @@ int main(int argc, char** argv) {
       transfer_ms, update_ms, overhead_ms);
   fmt::print("{:<15} {:>3} {:>4} {:>12} {:>12} {:>8} {:>10}   {}\n", "schedule", "K", "M",
              "step ms", "samples/s", "bubble", "vs K=1", "");
-  std::istringstream schedule_list(schedules);
-  for (std::string name; schedule_list >> name;) {
-    const auto kind = mpipe::pipeline::parse_schedule_kind(name);
-    const int chunks = kind == mpipe::pipeline::ScheduleKind::kInterleaved ? virtual_stages : 1;
-    const std::string title = chunks > 1 ? fmt::format("{} v={}", name, chunks) : name;
-    std::istringstream list(stages);
-    double first = 0;
-    for (int k = 0; list >> k;) {
-      if (kind == mpipe::pipeline::ScheduleKind::kInterleaved && k == 1) continue;  // needs K > 1
-      const auto p =
-          mpipe::pipeline::project_blocks(costs, blocks, k, micro_batches, batch, kind, chunks);
-      if (first == 0) {
-        // Interleaved starts at K = 2: its speedup is against GPipe's K = 1, one stage.
-        first = k == 1 ? p.samples_per_s
-                       : mpipe::pipeline::project_blocks(costs, blocks, 1, micro_batches, batch)
-                             .samples_per_s;
+  try {
+    std::istringstream schedule_list(schedules);
+    for (std::string name; schedule_list >> name;) {
+      const auto kind = mpipe::pipeline::parse_schedule_kind(name);
+      const int chunks = kind == mpipe::pipeline::ScheduleKind::kInterleaved ? virtual_stages : 1;
+      const std::string title = chunks > 1 ? fmt::format("{} v={}", name, chunks) : name;
+      std::istringstream list(stages);
+      double first = 0;
+      for (int k = 0; list >> k;) {
+        if (kind == mpipe::pipeline::ScheduleKind::kInterleaved && k == 1) continue;  // needs K > 1
+        const auto p =
+            mpipe::pipeline::project_blocks(costs, blocks, k, micro_batches, batch, kind, chunks);
+        if (first == 0) {
+          // Interleaved starts at K = 2: its speedup is against GPipe's K = 1, one stage.
+          first = k == 1 ? p.samples_per_s
+                         : mpipe::pipeline::project_blocks(costs, blocks, 1, micro_batches, batch)
+                               .samples_per_s;
+        }
+        fmt::print("{:<15} {:>3} {:>4} {:>12.1f} {:>12.0f} {:>7.0f}% {:>9.2f}x   {}\n", title, k,
+                   micro_batches, 1e3 * p.step_s, p.samples_per_s, 100 * p.bubble_fraction,
+                   p.samples_per_s / first, label);
       }
-      fmt::print("{:<15} {:>3} {:>4} {:>12.1f} {:>12.0f} {:>7.0f}% {:>9.2f}x   {}\n", title, k,
-                 micro_batches, 1e3 * p.step_s, p.samples_per_s, 100 * p.bubble_fraction,
-                 p.samples_per_s / first, label);
     }
+  } catch (const mpipe::Error& e) {  // a shape the schedule or the blocks do not allow
+    fmt::print(stderr, "bench_project: {}\n", e.what());
+    return 2;
   }
   return 0;
 }
