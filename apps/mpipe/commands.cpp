@@ -171,11 +171,27 @@ Commands::Commands(CLI::App& app) {
   for (pipeline::ScheduleKind kind : pipeline::kConcreteSchedules) {
     schedules.push_back(pipeline::to_string(kind));
   }
+  schedules.push_back(pipeline::to_string(pipeline::ScheduleKind::kInterleaved));
   schedule_->add_option("--schedule", schedule_kind_, "The schedule to print")
       ->check(CLI::IsMember(schedules));
   schedule_->add_option("--stages", stages_, "Pipeline stages K")->check(CLI::Range(1, 64));
   schedule_->add_option("--micro-batches", micro_batches_, "Micro-batches M")
       ->check(CLI::Range(1, 1024));
+  schedule_
+      ->add_option("--virtual-stages", virtual_stages_,
+                   "Model chunks per rank v (interleaved: chunk c of rank r is stage r + c*K)")
+      ->check(CLI::Range(1, 16));
+  // The schedule's shape is checked with the options, so every rank refuses it alike.
+  schedule_->callback([this] {
+    if (auto problem =
+            pipeline::schedule_shape_problem(pipeline::parse_schedule_kind(schedule_kind_), stages_,
+                                             micro_batches_, virtual_stages_)) {
+      const bool micro_batches =
+          problem->setting == pipeline::ScheduleShapeProblem::Setting::kMicroBatches;
+      throw CLI::ValidationError(micro_batches ? "--micro-batches" : "--virtual-stages",
+                                 problem->message);
+    }
+  });
 
   plan_ = app.add_subcommand(
       "plan",
@@ -471,7 +487,7 @@ int Commands::cancel() {
 
 int Commands::schedule() {
   std::fputs(pipeline::describe_schedule(pipeline::parse_schedule_kind(schedule_kind_), stages_,
-                                         micro_batches_)
+                                         micro_batches_, virtual_stages_)
                  .c_str(),
              stdout);
   return 0;
