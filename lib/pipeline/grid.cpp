@@ -116,8 +116,15 @@ std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_b
     text += fmt::format("peak micro-batches between I and W per stage: {}\n",
                         fmt::join(pending_weights, " "));
   }
-  text += fmt::format("ideal speedup over one stage: {:.2f}x (K*M/(M+K-1))\n",
-                      ideal_speedup(num_stages, num_micro_batches));
+  if (chunked) {
+    // A rank's v chunks over v·M slots, with the same K - 1 slots of fill and drain.
+    const double vm = static_cast<double>(virtual_stages) * num_micro_batches;
+    text += fmt::format("ideal speedup over one rank: {:.2f}x (K*v*M/(v*M+K-1))\n",
+                        num_stages * vm / (vm + num_stages - 1));
+  } else {
+    text += fmt::format("ideal speedup over one stage: {:.2f}x (K*M/(M+K-1))\n",
+                        ideal_speedup(num_stages, num_micro_batches));
+  }
   return text;
 }
 

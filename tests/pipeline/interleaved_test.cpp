@@ -173,6 +173,9 @@ TEST(Interleaved, DescribesTheGridWithChunksAndTheBoundItMeets) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("makespan: 27 time units\n"), std::string::npos) << text;
+  // 2 x 8 / (8 + 1): each rank's 2 chunks over 8 slots with 1 slot of fill and drain.
+  EXPECT_NE(text.find("ideal speedup over one rank: 1.78x (K*v*M/(v*M+K-1))\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("bubble fraction: 0.111 (GPipe bound (K-1)/(M+K-1) = 0.200; with v chunks "
                       "(K-1)/(v*M+K-1) = 0.111)\n"),
             std::string::npos)
