@@ -110,19 +110,23 @@ for r in range(1, rounds + 1):
     for n in runs:
         rates[n].append(row[n])
     lost = row["even"] - row["slow-predicted"]
-    share = 100 * (row["slow-measured"] - row["slow-predicted"]) / lost if lost > 0 else float("nan")
-    recovered.append(share)
+    share = 100 * (row["slow-measured"] - row["slow-predicted"]) / lost if lost > 0 else None
+    if share is not None:
+        recovered.append(share)
     history = json.load(open(f"{work}/slow-measured-{r}/summary.json"))["partition_history"]
     measured = windows(f"slow-measured-{r}")
     before = rate([w for w in measured[1:] if w["step"] <= after])
     print(f"round {r}: even {row['even']:.1f}, slow-predicted {row['slow-predicted']:.1f}, "
           f"slow-measured {row['slow-measured']:.1f} samples/s (steps {first_after_move}-); "
-          f"recovered {share:.0f}%; the measured run {before:.1f} before its move (steps "
+          + (f"recovered {share:.0f}%" if share is not None else "nothing lost to recover")
+          + f"; the measured run {before:.1f} before its move (steps "
           f"{every + 1}-{after}), {row['slow-measured']:.1f} after; partitions "
           f"{' -> '.join(str(h['partition']) for h in history)}")
 if rounds > 1:
     summary = ", ".join(f"{n} {statistics.median(v):.1f} [{min(v):.1f}-{max(v):.1f}]"
                         for n, v in rates.items())
-    print(f"median [range] of {rounds} rounds: {summary} samples/s; recovered "
-          f"{statistics.median(recovered):.0f}% [{min(recovered):.0f}-{max(recovered):.0f}%]")
+    share = (f"recovered {statistics.median(recovered):.0f}% [{min(recovered):.0f}-"
+             f"{max(recovered):.0f}%] of {len(recovered)} rounds that lost throughput"
+             if recovered else "no round lost throughput")
+    print(f"median [range] of {rounds} rounds: {summary} samples/s; {share}")
 PY
