@@ -30,7 +30,6 @@
 #include "data/dataset.h"
 #include "job/train_job.h"
 #include "kernels/context.h"
-#include "kernels/gemm_peak.h"
 #include "log/logging.h"
 #include "log/progress.h"
 #include "model/model_builder.h"
@@ -45,6 +44,7 @@
 #include "train/data_contract.h"
 #include "train/generator.h"
 #include "train/pipeline_plan.h"
+#include "train/plan_calibration.h"
 #include "train/plan_report.h"
 #include "train/trainer.h"
 #include "train/training_run.h"
@@ -171,11 +171,27 @@ Commands::Commands(CLI::App& app) {
   for (pipeline::ScheduleKind kind : pipeline::kConcreteSchedules) {
     schedules.push_back(pipeline::to_string(kind));
   }
+  schedules.push_back(pipeline::to_string(pipeline::ScheduleKind::kInterleaved));
   schedule_->add_option("--schedule", schedule_kind_, "The schedule to print")
       ->check(CLI::IsMember(schedules));
   schedule_->add_option("--stages", stages_, "Pipeline stages K")->check(CLI::Range(1, 64));
   schedule_->add_option("--micro-batches", micro_batches_, "Micro-batches M")
       ->check(CLI::Range(1, 1024));
+  schedule_
+      ->add_option("--virtual-stages", virtual_stages_,
+                   "Model chunks per rank v (interleaved: chunk c of rank r is stage r + c*K)")
+      ->check(CLI::Range(1, 16));
+  // The schedule's shape is checked with the options, so every rank refuses it alike.
+  schedule_->callback([this] {
+    if (auto problem =
+            pipeline::schedule_shape_problem(pipeline::parse_schedule_kind(schedule_kind_), stages_,
+                                             micro_batches_, virtual_stages_)) {
+      const bool micro_batches =
+          problem->setting == pipeline::ScheduleShapeProblem::Setting::kMicroBatches;
+      throw CLI::ValidationError(micro_batches ? "--micro-batches" : "--virtual-stages",
+                                 problem->message);
+    }
+  });
 
   plan_ = app.add_subcommand(
       "plan",
@@ -201,9 +217,9 @@ Commands::Commands(CLI::App& app) {
                     "The rate of the links between ranks, e.g. 100mbit, 1gbit or 125MB (per "
                     "second; default: shared memory's, 4 GB/s)");
   plan_->add_flag("--calibrate", plan_calibrate_,
-                  "Measure this machine's GEMM rate at the ranks' threads (a short oneDNN "
-                  "matmul, as mpipe train's MFU does) and predict with it instead of the "
-                  "development machine's 100 GFLOP/s per thread");
+                  "Measure this machine's GEMM rate at the ranks' threads (oneDNN matmuls of the "
+                  "model's main linear shape at the micro-batch's rows, else of 1024^3) and "
+                  "predict with it instead of the development machine's 100 GFLOP/s per thread");
   plan_->add_flag("--json", plan_json_, "Print the plan as one JSON object");
 
   generate_ = app.add_subcommand(
@@ -471,7 +487,7 @@ int Commands::cancel() {
 
 int Commands::schedule() {
   std::fputs(pipeline::describe_schedule(pipeline::parse_schedule_kind(schedule_kind_), stages_,
-                                         micro_batches_)
+                                         micro_batches_, virtual_stages_)
                  .c_str(),
              stdout);
   return 0;
@@ -517,8 +533,15 @@ int Commands::plan() {
     const int threads = omp_get_max_threads();
     omp_set_num_threads(rates.threads);
     kernels::KernelContext kernels;
-    rates.flops_per_s = kernels::measure_gemm_peak(kernels).flops_per_s / rates.threads;
+    const int64_t micro_batch_rows =
+        experiment.train.batch_size / (pipe.data_parallel * pipe.micro_batches);
+    const train::CalibratedRate rate = train::calibrate_gemm_rate(model, micro_batch_rows, kernels);
+    rates.flops_per_s = rate.flops_per_s / rates.threads;
     omp_set_num_threads(threads);
+    if (!plan_json_) {
+      std::printf("calibrated: %.1f GFLOP/s per rank (%s, %d thread(s))\n", rate.flops_per_s / 1e9,
+                  rate.measured.c_str(), rates.threads);
+    }
   }
   const pipeline::PipelinePlan plan =
       train::plan_experiment(experiment, model, pipe.stages, pipe.data_parallel, rates);

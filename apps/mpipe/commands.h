@@ -55,6 +55,7 @@ class Commands {
   std::string schedule_kind_ = "gpipe";
   int stages_ = 4;
   int micro_batches_ = 8;
+  int virtual_stages_ = 1;
   int plan_threads_ = 1;             // mpipe plan --threads-per-rank
   std::string plan_link_bandwidth_;  // mpipe plan --link-bandwidth
   bool plan_calibrate_ = false;      // mpipe plan --calibrate

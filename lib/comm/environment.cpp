@@ -1,6 +1,7 @@
-// comm::Environment: MPI_Init_thread (MULTIPLE, FUNNELED accepted) and MPI_Finalize as RAII; the
-// thread level MPI provides.
+// comm::Environment: MPI_Init_thread (MULTIPLE, FUNNELED accepted, and the allreduce algorithm
+// chosen) and MPI_Finalize as RAII; the thread level MPI provides.
 #include "comm/communicator.h"
+#include "comm/iallreduce_algorithm.h"
 #include "comm/mpi_handles.h"
 #include "core/error.h"
 
@@ -19,6 +20,7 @@ Environment::Environment(int* argc, char*** argv) {
         "only level {}",
         provided));
   }
+  prefer_reduce_scatter_allgather();
 }
 
 Environment::~Environment() {

@@ -95,6 +95,9 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
   if (auto f = map.get("micro_batches")) config.micro_batches = read_int32(*f, at_least(1));
   if (auto f = map.get("schedule")) {
     config.schedule = f->as_choice(pipeline::kScheduleNames);
+    if (config.schedule == pipeline::ScheduleKind::kInterleaved) {
+      f->fail("interleaved is not run by the trainer yet; mpipe schedule prints it");
+    }
   }
   if (auto f = map.get("recompute")) {
     config.recompute = f->as_choice(pipeline::kRecomputeNames);

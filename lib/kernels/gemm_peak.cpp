@@ -7,34 +7,57 @@
 #include <chrono>
 #include <vector>
 
-#include "kernels/matmul.h"
-
 namespace mpipe::kernels {
+namespace {
 
-GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size, double min_seconds) {
-  using Clock = std::chrono::steady_clock;
-  const auto elements = static_cast<size_t>(size * size);
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, double min_seconds) {
   // Operands of ordinary magnitude (no denormals, which some CPUs compute slowly).
-  const std::vector<float> a(elements, 0.5f), b(elements, 0.25f);
-  std::vector<float> c(elements);
-  const MatmulShape shape{.batch = 1, .m = size, .k = size, .n = size};
-  const double flops =
-      2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size);
+  const std::vector<float> a(static_cast<size_t>(shape.m * shape.k), 0.5f),
+      b(static_cast<size_t>(shape.k * shape.n), 0.25f);
+  std::vector<float> c(static_cast<size_t>(shape.m * shape.n));
+  const double flops = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.k) *
+                       static_cast<double>(shape.n);
   const Clock::time_point start = Clock::now();
   matmul(kernels, shape, a.data(), b.data(), c.data());  // warm-up: the primitive, the pages
   double fastest_s = 0.0;
-  for (int repetition = 0;
-       repetition < 3 || std::chrono::duration<double>(Clock::now() - start).count() < min_seconds;
-       ++repetition) {
+  for (int repetition = 0; repetition < 3 || seconds_since(start) < min_seconds; ++repetition) {
     const Clock::time_point begin = Clock::now();
     matmul(kernels, shape, a.data(), b.data(), c.data());
-    const double s = std::chrono::duration<double>(Clock::now() - begin).count();
+    const double s = seconds_since(begin);
     fastest_s = repetition == 0 ? s : std::min(fastest_s, s);
   }
-  return {.flops_per_s = flops / fastest_s,
+  return flops / fastest_s;
+}
+
+GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size, double min_seconds) {
+  const Clock::time_point start = Clock::now();
+  const double rate =
+      measure_gemm_rate(kernels, {.batch = 1, .m = size, .k = size, .n = size}, min_seconds);
+  return {.flops_per_s = rate,
           .size = size,
           .threads = omp_get_max_threads(),
-          .seconds = std::chrono::duration<double>(Clock::now() - start).count()};
+          .seconds = seconds_since(start)};
+}
+
+double measure_linear_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
+                           double min_seconds) {
+  const double flops =
+      2.0 * static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out);
+  const double forward =
+      flops / measure_gemm_rate(kernels, {.m = rows, .k = in, .n = out}, min_seconds);
+  const double input_gradient =
+      flops / measure_gemm_rate(kernels, {.m = rows, .k = out, .n = in}, min_seconds);
+  const double weight_gradient =
+      flops / measure_gemm_rate(kernels, {.m = in, .k = rows, .n = out}, min_seconds);
+  return 3.0 * flops / (forward + input_gradient + weight_gradient);
 }
 
 }  // namespace mpipe::kernels

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kernels/context.h"
+#include "kernels/matmul.h"
 
 namespace mpipe::kernels {
 
@@ -18,5 +19,14 @@ struct GemmPeak {
 // Repeats a size x size x size matmul (2·size³ FLOPs each) for at least `min_seconds` (and at
 // least three times after a warm-up repetition) and keeps the fastest repetition's rate.
 GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size = 1024, double min_seconds = 0.1);
+
+// The same for one product of any shape: its FLOP/s (2·m·k·n per product).
+double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, double min_seconds);
+
+// What a fully connected layer's products run at with `rows` rows (the micro-batch's): its
+// forward and input gradient (rows x in x out) and its weight gradient (in x rows x out, the
+// rows summed over), timed each and combined as their FLOPs over their time.
+double measure_linear_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
+                           double min_seconds = 0.05);
 
 }  // namespace mpipe::kernels

@@ -125,6 +125,8 @@ void Executor::post_recv(const Op& op, const RoundPlan& plan) {
 
 LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
                                 const MicroBatchData& data, comm::BucketedAllreduce* reduction) {
+  // One Stage per rank: a program of several chunks (virtual stages) is not run yet.
+  check(!has_chunks(program), "Executor: programs with model chunks are not run yet");
   std::vector<size_t> receives;
   // The op after which every gradient of the step is complete (but deferred ones): the last
   // backward, or the last W where backwards are split.

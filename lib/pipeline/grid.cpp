@@ -16,10 +16,10 @@ namespace mpipe::pipeline {
 namespace {
 
 // The label of the compute op covering the middle of column `column`, or "." if idle.
-std::string cell_label(const StageTimeline& timeline, int column) {
+std::string cell_label(const StageTimeline& timeline, int column, bool with_chunk) {
   const double middle = column + 0.5;
   for (const TimedOp& timed : timeline.compute) {
-    if (timed.start <= middle && middle < timed.end) return to_string(timed.op);
+    if (timed.start <= middle && middle < timed.end) return to_string(timed.op, with_chunk);
   }
   return ".";
 }
@@ -27,41 +27,45 @@ std::string cell_label(const StageTimeline& timeline, int column) {
 }  // namespace
 
 std::string program_to_string(const Program& program) {
+  const bool with_chunk = has_chunks(program);
   std::vector<std::string> names;
   names.reserve(program.size());
-  for (const Op& op : program) names.push_back(to_string(op));
+  for (const Op& op : program) names.push_back(to_string(op, with_chunk));
   return fmt::format("{}", fmt::join(names, " "));
 }
 
 std::string render_grid(const SimulationResult& result) {
   const int num_columns = static_cast<int>(std::ceil(result.makespan));
+  const bool with_chunk = result.virtual_stages > 1;
+  const std::string row_name = with_chunk ? "rank " : "stage ";
   std::size_t width = fmt::format("{}", std::max(num_columns - 1, 0)).size();
   for (const StageTimeline& timeline : result.stages) {
     for (const TimedOp& timed : timeline.compute) {
-      width = std::max(width, to_string(timed.op).size());
+      width = std::max(width, to_string(timed.op, with_chunk).size());
     }
   }
   ++width;  // one space between cells
   const std::size_t stage_digits = fmt::format("{}", result.stages.size() - 1).size();
-  const std::size_t title_width = std::string("stage ").size() + stage_digits;
+  const std::size_t title_width = row_name.size() + stage_digits;
 
   std::string text = fmt::format("{:<{}}", "time", title_width);
   for (int c = 0; c < num_columns; ++c) text += fmt::format("{:>{}}", c, width);
   text += '\n';
   for (std::size_t s = 0; s < result.stages.size(); ++s) {
-    text += fmt::format("stage {:<{}}", s, stage_digits);
+    text += fmt::format("{}{:<{}}", row_name, s, stage_digits);
     for (int c = 0; c < num_columns; ++c) {
-      text += fmt::format("{:>{}}", cell_label(result.stages[s], c), width);
+      text += fmt::format("{:>{}}", cell_label(result.stages[s], c, with_chunk), width);
     }
     text += '\n';
   }
   return text;
 }
 
-std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_batches) {
+std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_batches,
+                              int virtual_stages) {
   std::vector<Program> programs;
   for (int s = 0; s < num_stages; ++s) {
-    programs.push_back(make_program(kind, num_stages, num_micro_batches, s));
+    programs.push_back(make_program(kind, num_stages, num_micro_batches, s, virtual_stages));
   }
   const SimulationOptions options;
   const SimulationResult result = simulate(programs, options);
@@ -83,20 +87,44 @@ std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_b
                           options.weight_time, options.backward_time)
             : fmt::format("F = {} and B = {} time units", options.forward_time,
                           options.backward_time);
+  const bool chunked = virtual_stages > 1;
   std::string text =
-      fmt::format("{} schedule: {}, {}, {}\n\n", to_string(kind), counted(num_stages, "stage"),
-                  counted(num_micro_batches, "micro-batch", "micro-batches"), costs);
+      chunked ? fmt::format(
+                    "{} schedule: {} of {} ({} stages: chunk c of rank r is stage r + "
+                    "c*{}), {}, {} per chunk\n\n",
+                    to_string(kind), counted(num_stages, "rank"), counted(virtual_stages, "chunk"),
+                    num_stages * virtual_stages, num_stages,
+                    counted(num_micro_batches, "micro-batch", "micro-batches"), costs)
+              : fmt::format("{} schedule: {}, {}, {}\n\n", to_string(kind),
+                            counted(num_stages, "stage"),
+                            counted(num_micro_batches, "micro-batch", "micro-batches"), costs);
   text += render_grid(result);
+  if (chunked) text += "(F3.1: micro-batch 3's forward in chunk 1)\n";
   text += fmt::format("\nmakespan: {} time units\n", result.makespan);
-  text += fmt::format("bubble fraction: {:.3f} (GPipe bound (K-1)/(M+K-1) = {:.3f})\n",
+  text += fmt::format("bubble fraction: {:.3f} (GPipe bound (K-1)/(M+K-1) = {:.3f}",
                       result.bubble_fraction, gpipe_bound);
-  text += fmt::format("peak in-flight micro-batches per stage: {}\n", fmt::join(peaks, " "));
+  if (chunked) {
+    text += fmt::format("; with v chunks (K-1)/(v*M+K-1) = {:.3f}",
+                        static_cast<double>(num_stages - 1) /
+                            (virtual_stages * num_micro_batches + num_stages - 1));
+  }
+  text += ")\n";
+  text +=
+      fmt::format("peak in-flight micro-batches per {}: {}\n",
+                  chunked ? "rank (a micro-batch once per chunk)" : "stage", fmt::join(peaks, " "));
   if (split) {
     text += fmt::format("peak micro-batches between I and W per stage: {}\n",
                         fmt::join(pending_weights, " "));
   }
-  text += fmt::format("ideal speedup over one stage: {:.2f}x (K*M/(M+K-1))\n",
-                      ideal_speedup(num_stages, num_micro_batches));
+  if (chunked) {
+    // A rank's v chunks over v·M slots, with the same K - 1 slots of fill and drain.
+    const double vm = static_cast<double>(virtual_stages) * num_micro_batches;
+    text += fmt::format("ideal speedup over one rank: {:.2f}x (K*v*M/(v*M+K-1))\n",
+                        num_stages * vm / (vm + num_stages - 1));
+  } else {
+    text += fmt::format("ideal speedup over one stage: {:.2f}x (K*M/(M+K-1))\n",
+                        ideal_speedup(num_stages, num_micro_batches));
+  }
   return text;
 }
 

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace mpipe::pipeline {
 
 namespace {
@@ -31,6 +33,13 @@ const char* prefix(OpKind kind) {
 
 }  // namespace
 
-std::string to_string(const Op& op) { return fmt::format("{}{}", prefix(op.kind), op.micro_batch); }
+bool has_chunks(const Program& program) {
+  return std::ranges::any_of(program, [](const Op& op) { return op.chunk != 0; });
+}
+
+std::string to_string(const Op& op, bool with_chunk) {
+  if (with_chunk) return fmt::format("{}{}.{}", prefix(op.kind), op.micro_batch, op.chunk);
+  return fmt::format("{}{}", prefix(op.kind), op.micro_batch);
+}
 
 }  // namespace mpipe::pipeline

@@ -21,10 +21,17 @@ enum class OpKind {
 struct Op {
   OpKind kind;
   int micro_batch;
+  // Which of the rank's model chunks the op belongs to (virtual stages: chunk c of rank r is
+  // stage r + c·K, pipeline/placement.h); 0 when each rank holds one stage. A communication op
+  // carries the chunk of the compute op it serves.
+  int chunk = 0;
   friend bool operator==(const Op&, const Op&) = default;
 };
 
 using Program = std::vector<Op>;
+
+// Whether any op of the program belongs to a chunk other than 0.
+bool has_chunks(const Program& program);
 
 // Whether the op computes an input gradient (B or I): the one that consumes a received gradient
 // and produces the gradient sent to the previous stage.
@@ -32,7 +39,8 @@ constexpr bool is_input_backward(OpKind kind) {
   return kind == OpKind::kBackward || kind == OpKind::kBackwardInput;
 }
 
-// "F3", "B0", "RA2", "SA2", "RG1", "SG1", "I0", "W0".
-std::string to_string(const Op& op);
+// "F3", "B0", "RA2", "SA2", "RG1", "SG1", "I0", "W0"; with `with_chunk`, the chunk after a dot:
+// "F3.1" is micro-batch 3's forward in chunk 1.
+std::string to_string(const Op& op, bool with_chunk = false);
 
 }  // namespace mpipe::pipeline

@@ -12,7 +12,8 @@ namespace mpipe::pipeline {
 enum class ScheduleKind {
   kGpipe,
   kOneFOneB,
-  kZbH1,  // 1F1B with the backward split into I and W, W ops filling the bubble (schedule.h)
+  kZbH1,         // 1F1B with the backward split into I and W, W ops filling the bubble (schedule.h)
+  kInterleaved,  // interleaved 1F1B: v chunks per rank (virtual stages, schedule.h)
   kAuto,  // the planner's choice among the others (pipeline/planner.h); never reaches a Stage
 };
 // What a stage stores per micro-batch between forward and backward (torchgpipe's checkpoint).
@@ -48,10 +49,12 @@ enum class Balance {
 };
 
 // The words of experiment files and logs (core/enum_names.h).
-inline constexpr EnumNames<ScheduleKind, 4> kScheduleNames{{{"gpipe", ScheduleKind::kGpipe},
-                                                            {"1f1b", ScheduleKind::kOneFOneB},
-                                                            {"zb_h1", ScheduleKind::kZbH1},
-                                                            {"auto", ScheduleKind::kAuto}}};
+inline constexpr EnumNames<ScheduleKind, 5> kScheduleNames{
+    {{"gpipe", ScheduleKind::kGpipe},
+     {"1f1b", ScheduleKind::kOneFOneB},
+     {"zb_h1", ScheduleKind::kZbH1},
+     {"interleaved", ScheduleKind::kInterleaved},
+     {"auto", ScheduleKind::kAuto}}};
 // The schedules `pipeline.schedule: auto` chooses among, in the order that breaks ties.
 inline constexpr ScheduleKind kConcreteSchedules[] = {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB,
                                                       ScheduleKind::kZbH1};

@@ -256,13 +256,17 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     compute += s.compute_s;
     largest = std::max(largest, s.compute_s);
   }
-  // The largest stage's gradients summed over the replicas by MPI_Iallreduce in place, which
-  // Open MPI 4.1 (libnbc) runs as a binomial reduce and then a binomial broadcast: each of the
-  // ceil(log2 D) rounds of both moves the whole buffer, one after another (measured on two hosts
-  // at 100 Mbit/s: 5.2 s for 32 MiB, where a ring would take half: scripts/bench/slow_links.sh).
+  // The largest stage's gradients summed over the replicas by MPI_Iallreduce as mpipe asks Open
+  // MPI to run it (comm::prefer_reduce_scatter_allgather): a reduce-scatter, then an allgather,
+  // each moving (D - 1) / D of the buffer over every rank's link at once. Under `weight_grads:
+  // tree` each of the log2 D levels is such an allreduce of 2 ranks (half the buffer each way,
+  // twice). (Measured on two hosts at 100 Mbit/s: scripts/bench/slow_links.sh.)
   const int replicas = pipe.data_parallel;
-  const int rounds = replicas > 1 ? std::bit_width(static_cast<unsigned>(replicas - 1)) : 0;
-  const double allreduce_s = 2.0 * rounds * param_bytes / rates.link_bytes_per_s;
+  const double gradient_transfers = replicas < 2 ? 0.0
+                                    : resolve_weight_grads(pipe) == WeightGrads::kTree
+                                        ? std::bit_width(static_cast<unsigned>(replicas)) - 1.0
+                                        : 2.0 * (replicas - 1) / replicas;
+  const double allreduce_s = gradient_transfers * param_bytes / rates.link_bytes_per_s;
   out.bubble_fraction = result.bubble_fraction;
   out.step_s = result.makespan + optimizer_s + allreduce_s;
   out.samples_per_s = out.step_s > 0 ? static_cast<double>(c.request.batch_size) / out.step_s : 0.0;

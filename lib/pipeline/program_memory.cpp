@@ -2,6 +2,7 @@
 #include "pipeline/program_memory.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 
 #include "core/error.h"
@@ -26,9 +27,13 @@ bool interleaves(const Program& program) {
 }  // namespace
 
 std::vector<model::StashProfile> program_moments(const std::vector<Program>& programs, int stage,
-                                                 Recompute recompute, bool batched_weight_grads) {
+                                                 Recompute recompute, bool batched_weight_grads,
+                                                 int chunk) {
   check(recompute != Recompute::kAuto, "program_moments: recompute: auto is not resolved");
-  const Program& program = programs.at(static_cast<size_t>(stage));
+  Program program;
+  std::ranges::copy_if(programs.at(static_cast<size_t>(stage)), std::back_inserter(program),
+                       [chunk](const Op& op) { return op.chunk == chunk; });
+  check(!program.empty(), "program_moments: rank {} runs no op of chunk {}", stage, chunk);
   const auto num_micro_batches = static_cast<int>(
       std::ranges::count_if(program, [](const Op& op) { return op.kind == OpKind::kForward; }));
   const int last_micro_batch = num_micro_batches - 1;

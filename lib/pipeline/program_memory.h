@@ -27,7 +27,12 @@ namespace mpipe::pipeline {
 // stage one), in a fill-drain pipeline none (the next stage took every activation before it sent
 // the first gradient). With `batched_weight_grads` every micro-batch's weight-gradient operands
 // are held from the first input-backward op on.
+// With virtual stages (programs per rank, ops carrying chunks), `stage` is a rank and the pass
+// counts only chunk `chunk`'s ops, a stage's program like any other (first or last by its own
+// messages); whether the pipeline interleaves is read from the whole programs. A rank's peak is
+// planned as the sum of its chunks' (an upper bound: they need not peak at the same op).
 std::vector<model::StashProfile> program_moments(const std::vector<Program>& programs, int stage,
-                                                 Recompute recompute, bool batched_weight_grads);
+                                                 Recompute recompute, bool batched_weight_grads,
+                                                 int chunk = 0);
 
 }  // namespace mpipe::pipeline

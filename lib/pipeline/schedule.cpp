@@ -1,27 +1,31 @@
-// Schedules as data: GPipe fill-drain, 1F1B and ZB-H1 programs for one stage of one step.
+// Schedules as data: GPipe fill-drain, 1F1B, ZB-H1 and interleaved 1F1B programs for one rank of
+// one step.
 #include "pipeline/schedule.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
 #include "core/error.h"
+#include "pipeline/placement.h"
 
 namespace mpipe::pipeline {
 
 namespace {
 
-// Appends [RA m] F m [SA m] for stage `stage` of `num_stages`.
-void append_forward(Program& program, int num_stages, int stage, int micro_batch) {
-  if (stage > 0) program.push_back({OpKind::kRecvActivation, micro_batch});
-  program.push_back({OpKind::kForward, micro_batch});
-  if (stage < num_stages - 1) program.push_back({OpKind::kSendActivation, micro_batch});
+// Appends [RA m] F m [SA m] for global stage `stage` of `num_stages` (chunk `chunk` of its rank).
+void append_forward(Program& program, int num_stages, int stage, int micro_batch, int chunk = 0) {
+  if (stage > 0) program.push_back({OpKind::kRecvActivation, micro_batch, chunk});
+  program.push_back({OpKind::kForward, micro_batch, chunk});
+  if (stage < num_stages - 1) program.push_back({OpKind::kSendActivation, micro_batch, chunk});
 }
 
-// Appends [RG m] B m [SG m] (or I m: `kind`) for stage `stage` of `num_stages`.
+// Appends [RG m] B m [SG m] (or I m: `kind`) for global stage `stage` of `num_stages`.
 void append_backward(Program& program, int num_stages, int stage, int micro_batch,
-                     OpKind kind = OpKind::kBackward) {
-  if (stage < num_stages - 1) program.push_back({OpKind::kRecvGrad, micro_batch});
-  program.push_back({kind, micro_batch});
-  if (stage > 0) program.push_back({OpKind::kSendGrad, micro_batch});
+                     OpKind kind = OpKind::kBackward, int chunk = 0) {
+  if (stage < num_stages - 1) program.push_back({OpKind::kRecvGrad, micro_batch, chunk});
+  program.push_back({kind, micro_batch, chunk});
+  if (stage > 0) program.push_back({OpKind::kSendGrad, micro_batch, chunk});
 }
 
 Program make_gpipe(int num_stages, int num_micro_batches, int stage) {
@@ -73,14 +77,90 @@ Program make_zb_h1(int num_stages, int num_micro_batches, int stage) {
   return program;
 }
 
+// Interleaved 1F1B as PyTorch's ScheduleInterleaved1F1B orders it (M a multiple of K): forwards
+// go K micro-batches at a time through chunk 0, then the same K through chunk 1, ...; backwards
+// through the chunks in reverse. Rank `rank` warms up with (v-1)·K + 2(K-1-rank) forwards.
+Program make_interleaved(int num_ranks, int num_micro_batches, int rank, int virtual_stages) {
+  const Placement placement{.num_ranks = num_ranks, .virtual_stages = virtual_stages};
+  const int total = virtual_stages * num_micro_batches;  // forwards (and backwards) of the rank
+  const int warm_up =
+      std::min((virtual_stages - 1) * num_ranks + 2 * (num_ranks - 1 - rank), total);
+  // The k-th forward's chunk and micro-batch: rounds of K micro-batches, each through every
+  // chunk in turn (backward: from the last chunk).
+  const auto chunk_of_forward = [&](int k) { return (k / num_ranks) % virtual_stages; };
+  const auto chunk_of_backward = [&](int k) {
+    return virtual_stages - 1 - (k / num_ranks) % virtual_stages;
+  };
+  const auto micro_batch_of = [&](int k) {
+    return k / (num_ranks * virtual_stages) * num_ranks + k % num_ranks;
+  };
+  Program program;
+  int next_forward = 0;
+  int next_backward = 0;
+  const auto forward = [&] {
+    const int chunk = chunk_of_forward(next_forward);
+    append_forward(program, placement.num_stages(), placement.stage_of(rank, chunk),
+                   micro_batch_of(next_forward), chunk);
+    ++next_forward;
+  };
+  const auto backward = [&] {
+    const int chunk = chunk_of_backward(next_backward);
+    append_backward(program, placement.num_stages(), placement.stage_of(rank, chunk),
+                    micro_batch_of(next_backward), OpKind::kBackward, chunk);
+    ++next_backward;
+  };
+  while (next_forward < warm_up) forward();
+  while (next_forward < total) {
+    forward();
+    backward();
+  }
+  while (next_backward < total) backward();
+  return program;
+}
+
 }  // namespace
 
-Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage) {
+std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, int num_stages,
+                                                           int num_micro_batches,
+                                                           int virtual_stages) {
+  using Setting = ScheduleShapeProblem::Setting;
+  if (kind == ScheduleKind::kInterleaved) {
+    if (virtual_stages < 2) {
+      return ScheduleShapeProblem{
+          Setting::kVirtualStages,
+          fmt::format(
+              "interleaved needs 2 or more chunks per rank, got {}; with one chunk per rank "
+              "use 1f1b",
+              virtual_stages)};
+    }
+    if (num_micro_batches % num_stages != 0) {
+      return ScheduleShapeProblem{
+          Setting::kMicroBatches,
+          fmt::format("interleaved needs a multiple of the stages ({}), got {}", num_stages,
+                      num_micro_batches)};
+    }
+    return std::nullopt;
+  }
+  if (virtual_stages != 1 && kind != ScheduleKind::kAuto) {
+    return ScheduleShapeProblem{
+        Setting::kVirtualStages,
+        fmt::format("{} chunks per rank need the interleaved schedule, got {}", virtual_stages,
+                    to_string(kind))};
+  }
+  return std::nullopt;
+}
+
+Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage,
+                     int virtual_stages) {
   check(num_stages >= 1, "make_program: number of stages must be >= 1, got {}", num_stages);
   check(num_micro_batches >= 1, "make_program: number of micro-batches must be >= 1, got {}",
         num_micro_batches);
   check(stage >= 0 && stage < num_stages, "make_program: stage must be in [0, {}), got {}",
         num_stages, stage);
+  check(virtual_stages >= 1, "make_program: chunks per rank must be >= 1, got {}", virtual_stages);
+  if (auto problem = schedule_shape_problem(kind, num_stages, num_micro_batches, virtual_stages)) {
+    throw Error(fmt::format("make_program: {}", problem->message));
+  }
   switch (kind) {
     case ScheduleKind::kGpipe:
       return make_gpipe(num_stages, num_micro_batches, stage);
@@ -88,6 +168,8 @@ Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, i
       return make_one_f_one_b(num_stages, num_micro_batches, stage);
     case ScheduleKind::kZbH1:
       return make_zb_h1(num_stages, num_micro_batches, stage);
+    case ScheduleKind::kInterleaved:
+      return make_interleaved(num_stages, num_micro_batches, stage, virtual_stages);
     case ScheduleKind::kAuto:
       throw Error("make_program: schedule: auto is not resolved");
   }

@@ -1,6 +1,7 @@
-// Schedules as data: a pure function (kind, K, M, stage) → that stage's program for one step.
+// Schedules as data: a pure function (kind, K, M, rank, v) → that rank's program for one step.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,11 +22,33 @@ namespace mpipe::pipeline {
 // Every schedule runs each op kind (F, B, I, W) in ascending micro-batch order on every stage:
 // that fixes the order in which weight gradients accumulate, so the weights do not depend on
 // the schedule or on K.
-// Communication ops surround the compute: RA before F (s > 0), SA after F (s < K-1),
-// RG before B or I (s < K-1), SG after B or I (s > 0).
-Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage);
+// kInterleaved (interleaved 1F1B, Narayanan et al. 2021; PyTorch's ScheduleInterleaved1F1B):
+// `stage` is a rank holding `virtual_stages` (v >= 2) chunks, chunk c being global stage
+// stage + c·K (pipeline/placement.h). (v-1)·K + 2(K-1-rank) warm-up forwards (at most v·M), then
+// one forward one backward, then the cool-down backwards; the k-th forward is chunk (k/K) mod v
+// and the k-th backward chunk v-1 - (k/K) mod v, each chunk's micro-batches in ascending order.
+// Needs M a multiple of K (schedule_shape_problem).
+// Every schedule runs each op kind in ascending micro-batch order per stage (per chunk).
+// Communication ops surround the compute, each carrying its chunk: RA before F (global stage
+// s > 0), SA after F (s < K·v-1), RG before B or I (s < K·v-1), SG after B or I (s > 0).
+// Throws mpipe::Error for a shape schedule_shape_problem refuses.
+Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage,
+                     int virtual_stages = 1);
 
-ScheduleKind parse_schedule_kind(const std::string& name);  // "gpipe" | "1f1b" | "zb_h1" | "auto"
+// What is wrong with running `kind` on K ranks of v chunks with M micro-batches, and which
+// setting it belongs to; the message reads after that setting's name ("--micro-batches: ",
+// "exp.yaml:7: pipeline.micro_batches: "). nullopt when the shape is fine.
+struct ScheduleShapeProblem {
+  enum class Setting { kMicroBatches, kVirtualStages };
+  Setting setting;
+  std::string message;
+};
+std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, int num_stages,
+                                                           int num_micro_batches,
+                                                           int virtual_stages);
+
+// "gpipe" | "1f1b" | "zb_h1" | "interleaved" | "auto"
+ScheduleKind parse_schedule_kind(const std::string& name);
 // Whether the schedule splits backwards into I and W ops.
 bool splits_backward(ScheduleKind kind);
 std::string to_string(ScheduleKind kind);

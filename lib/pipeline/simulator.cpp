@@ -7,28 +7,34 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
+#include "pipeline/placement.h"
 #include "pipeline/schedule.h"
 
 namespace mpipe::pipeline {
 
 namespace {
 
-// Messages waiting at one stage from one neighbour: micro-batch -> arrival times.
-using Mailbox = std::multimap<int, double>;
+// A message as its receiver knows it: (its chunk there, micro-batch).
+using MessageKey = std::pair<int, int>;
+// Messages waiting at one rank: key -> arrival times.
+using Mailbox = std::multimap<MessageKey, double>;
+// Per peer rank, the messages exchanged with it in order.
+using MessageLog = std::map<int, std::vector<MessageKey>>;
 
-// Everything the simulation tracks for one stage.
+// Everything the simulation tracks for one rank.
 struct StageState {
   std::size_t next_op = 0;
   double clock = 0.0;
-  double link_free = 0.0;  // when the stage's outgoing link has sent its earlier messages
-  Mailbox activations_in;  // from stage s-1
-  Mailbox grads_in;        // from stage s+1
-  std::vector<int> sent_activations, received_activations;
-  std::vector<int> sent_grads, received_grads;
-  std::set<int> in_flight;
-  std::set<int> pending_weights;  // past I, before W
+  double link_free = 0.0;  // when the rank's outgoing link has sent its earlier messages
+  Mailbox activations_in;  // from the previous stages
+  Mailbox grads_in;        // from the next stages
+  MessageLog sent_activations, received_activations;
+  MessageLog sent_grads, received_grads;
+  std::set<MessageKey> in_flight;        // (chunk, micro-batch)
+  std::set<MessageKey> pending_weights;  // past I, before W
 };
 
 double compute_time(OpKind kind, int stage, const SimulationOptions& options) {
@@ -53,40 +59,41 @@ bool is_receive(OpKind kind) {
   return kind == OpKind::kRecvActivation || kind == OpKind::kRecvGrad;
 }
 
-// The stage an op talks to, checked to exist.
-int peer_of(const Op& op, int stage, int num_stages, std::size_t op_index) {
-  const bool towards_next = op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvGrad;
-  const int peer = towards_next ? stage + 1 : stage - 1;
-  check(peer >= 0 && peer < num_stages, "simulate: stage {} op {} ({}) has no stage {} to talk to",
-        stage, op_index, to_string(op), peer);
-  return peer;
+// The rank and chunk an op talks to, checked to exist.
+Peer checked_peer(const Op& op, int rank, const Placement& placement, std::size_t op_index) {
+  try {
+    return peer_of(op, rank, placement);
+  } catch (const Error& e) {
+    throw Error(fmt::format("simulate: rank {} op {}: {}", rank, op_index, e.what()));
+  }
 }
 
-// Runs ops of `stage` until it finishes or waits on a message not yet sent. Returns true if it
-// ran at least one op.
-bool advance(int stage, const Program& program, std::vector<StageState>& states,
-             StageTimeline& timeline, const SimulationOptions& options) {
-  StageState& self = states[stage];
-  const int num_stages = static_cast<int>(states.size());
+// Runs ops of rank `rank` until it finishes or waits on a message not yet sent. Returns true if
+// it ran at least one op.
+bool advance(int rank, const Program& program, const Placement& placement,
+             std::vector<StageState>& states, StageTimeline& timeline,
+             const SimulationOptions& options) {
+  StageState& self = states[rank];
   bool progressed = false;
   while (self.next_op < program.size()) {
     const Op& op = program[self.next_op];
+    const MessageKey own{op.chunk, op.micro_batch};
     switch (op.kind) {
       case OpKind::kForward:
       case OpKind::kBackward:
       case OpKind::kBackwardInput:
       case OpKind::kBackwardWeight: {
-        const double duration = compute_time(op.kind, stage, options);
+        const double duration = compute_time(op.kind, placement.stage_of(rank, op.chunk), options);
         timeline.compute.push_back({op, self.clock, self.clock + duration});
         timeline.busy_time += duration;
         self.clock += duration;
         if (op.kind == OpKind::kForward) {
-          self.in_flight.insert(op.micro_batch);
+          self.in_flight.insert(own);
         } else if (op.kind == OpKind::kBackwardWeight) {
-          self.pending_weights.erase(op.micro_batch);
+          self.pending_weights.erase(own);
         } else {
-          self.in_flight.erase(op.micro_batch);
-          if (op.kind == OpKind::kBackwardInput) self.pending_weights.insert(op.micro_batch);
+          self.in_flight.erase(own);
+          if (op.kind == OpKind::kBackwardInput) self.pending_weights.insert(own);
         }
         timeline.peak_in_flight =
             std::max(timeline.peak_in_flight, static_cast<int>(self.in_flight.size()));
@@ -96,28 +103,30 @@ bool advance(int stage, const Program& program, std::vector<StageState>& states,
       }
       case OpKind::kSendActivation:
       case OpKind::kSendGrad: {
-        StageState& peer = states[peer_of(op, stage, num_stages, self.next_op)];
+        const Peer to = checked_peer(op, rank, placement, self.next_op);
+        StageState& peer = states[to.rank];
         self.link_free = std::max(self.clock, self.link_free) + options.send_transfer;
         const double arrival = self.link_free + options.send_latency;
+        const MessageKey key{to.chunk, op.micro_batch};
         if (op.kind == OpKind::kSendActivation) {
-          peer.activations_in.emplace(op.micro_batch, arrival);
-          self.sent_activations.push_back(op.micro_batch);
+          peer.activations_in.emplace(key, arrival);
+          self.sent_activations[to.rank].push_back(key);
         } else {
-          peer.grads_in.emplace(op.micro_batch, arrival);
-          self.sent_grads.push_back(op.micro_batch);
+          peer.grads_in.emplace(key, arrival);
+          self.sent_grads[to.rank].push_back(key);
         }
         break;
       }
       case OpKind::kRecvActivation:
       case OpKind::kRecvGrad: {
-        peer_of(op, stage, num_stages, self.next_op);
+        const Peer from = checked_peer(op, rank, placement, self.next_op);
         const bool activation = op.kind == OpKind::kRecvActivation;
         Mailbox& mailbox = activation ? self.activations_in : self.grads_in;
-        auto message = mailbox.find(op.micro_batch);
+        auto message = mailbox.find(own);
         if (message == mailbox.end()) return progressed;
         self.clock = std::max(self.clock, message->second);
         mailbox.erase(message);
-        (activation ? self.received_activations : self.received_grads).push_back(op.micro_batch);
+        (activation ? self.received_activations : self.received_grads)[from.rank].push_back(own);
         break;
       }
     }
@@ -127,20 +136,49 @@ bool advance(int stage, const Program& program, std::vector<StageState>& states,
   return progressed;
 }
 
-void check_orders(const std::vector<StageState>& states, SimulationResult& result) {
-  for (std::size_t s = 0; s + 1 < states.size(); ++s) {
-    if (states[s].sent_activations != states[s + 1].received_activations) {
-      result.order_mismatches.push_back(
-          fmt::format("stage {} sends activations in order [{}] but stage {} receives [{}]", s,
-                      fmt::join(states[s].sent_activations, " "), s + 1,
-                      fmt::join(states[s + 1].received_activations, " ")));
+// "[0 1]", or with chunks "[0.0 1.0 0.1]" (micro-batch.chunk at the receiver).
+std::string message_list(const std::vector<MessageKey>& messages, bool with_chunk) {
+  std::vector<std::string> names;
+  for (const auto& [chunk, micro_batch] : messages) {
+    names.push_back(with_chunk ? fmt::format("{}.{}", micro_batch, chunk)
+                               : fmt::format("{}", micro_batch));
+  }
+  return fmt::format("[{}]", fmt::join(names, " "));
+}
+
+void check_orders(const std::vector<StageState>& states, bool with_chunk,
+                  SimulationResult& result) {
+  static const std::vector<MessageKey> kNone;
+  const auto compare = [&](int from, const MessageLog& sent, MessageLog StageState::*received,
+                           const char* what) {
+    for (const auto& [to, messages] : sent) {
+      const MessageLog& log = states[static_cast<size_t>(to)].*received;
+      const auto it = log.find(from);
+      const std::vector<MessageKey>& got = it == log.end() ? kNone : it->second;
+      if (messages != got) {
+        result.order_mismatches.push_back(
+            fmt::format("stage {} sends {} in order {} but stage {} receives {}", from, what,
+                        message_list(messages, with_chunk), to, message_list(got, with_chunk)));
+      }
     }
-    if (states[s + 1].sent_grads != states[s].received_grads) {
-      result.order_mismatches.push_back(fmt::format(
-          "stage {} sends gradients in order [{}] but stage {} receives [{}]", s + 1,
-          fmt::join(states[s + 1].sent_grads, " "), s, fmt::join(states[s].received_grads, " ")));
+  };
+  for (std::size_t s = 0; s < states.size(); ++s) {
+    const int from = static_cast<int>(s);
+    compare(from, states[s].sent_activations, &StageState::received_activations, "activations");
+    compare(from, states[s].sent_grads, &StageState::received_grads, "gradients");
+  }
+}
+
+// v: one more than the largest chunk any op names.
+int chunks_of(const std::vector<Program>& programs) {
+  int most = 0;
+  for (const Program& program : programs) {
+    for (const Op& op : program) {
+      check(op.chunk >= 0, "simulate: chunk {} of {}", op.chunk, to_string(op));
+      most = std::max(most, op.chunk);
     }
   }
+  return most + 1;
 }
 
 }  // namespace
@@ -164,8 +202,8 @@ std::string SimulationResult::deadlock_report() const {
   if (stuck.empty()) return "";
   std::vector<std::string> parts;
   for (const StuckStage& s : stuck) {
-    parts.push_back(
-        fmt::format("stage {} waits at op {} ({})", s.stage, s.op_index, to_string(s.op)));
+    parts.push_back(fmt::format("stage {} waits at op {} ({})", s.stage, s.op_index,
+                                to_string(s.op, virtual_stages > 1)));
   }
   return fmt::format("deadlock: {}", fmt::join(parts, "; "));
 }
@@ -175,16 +213,19 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
   check(options.forward_time >= 0 && options.backward_time >= 0 && options.weight_time >= 0 &&
             options.send_latency >= 0 && options.send_transfer >= 0,
         "simulate: op times must be >= 0");
+  const Placement placement{.num_ranks = static_cast<int>(programs.size()),
+                            .virtual_stages = chunks_of(programs)};
   for (const auto* times :
        {&options.stage_forward_times, &options.stage_backward_times, &options.stage_weight_times}) {
-    check(times->empty() || times->size() == programs.size(),
-          "simulate: {} per-stage times for {} stages", times->size(), programs.size());
+    check(times->empty() || std::cmp_equal(times->size(), placement.num_stages()),
+          "simulate: {} per-stage times for {} stages", times->size(), placement.num_stages());
     check(std::all_of(times->begin(), times->end(), [](double t) { return t >= 0; }),
           "simulate: op times must be >= 0");
   }
   const int num_stages = static_cast<int>(programs.size());
   std::vector<StageState> states(programs.size());
   SimulationResult result;
+  result.virtual_stages = placement.virtual_stages;
   result.stages.resize(programs.size());
 
   // Sends never block, so each op's time is max(previous op on its stage, message arrival):
@@ -193,7 +234,8 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
   while (progressed) {
     progressed = false;
     for (int s = 0; s < num_stages; ++s) {
-      progressed = advance(s, programs[s], states, result.stages[s], options) || progressed;
+      progressed =
+          advance(s, programs[s], placement, states, result.stages[s], options) || progressed;
     }
   }
 
@@ -208,31 +250,40 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
   double busy = 0.0;
   for (const StageTimeline& timeline : result.stages) busy += timeline.busy_time;
   result.bubble_fraction = result.makespan > 0 ? 1.0 - busy / (num_stages * result.makespan) : 0.0;
-  check_orders(states, result);
+  check_orders(states, placement.virtual_stages > 1, result);
   return result;
 }
 
 BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_stages,
-                               int num_micro_batches, int64_t batch_size, ScheduleKind schedule) {
-  check(num_stages >= 1 && num_blocks >= num_stages && num_micro_batches >= 1 && batch_size > 0,
-        "project_blocks: {} blocks on {} stages with {} micro-batches of a batch of {}", num_blocks,
-        num_stages, num_micro_batches, batch_size);
+                               int num_micro_batches, int64_t batch_size, ScheduleKind schedule,
+                               int virtual_stages) {
+  const Placement placement{.num_ranks = num_stages, .virtual_stages = virtual_stages};
+  check(num_stages >= 1 && virtual_stages >= 1 && num_blocks >= placement.num_stages() &&
+            num_micro_batches >= 1 && batch_size > 0,
+        "project_blocks: {} blocks on {} stages of {} chunks with {} micro-batches of a batch of "
+        "{}",
+        num_blocks, num_stages, virtual_stages, num_micro_batches, batch_size);
   SimulationOptions options;
   options.send_latency = costs.transfer_s;
-  std::vector<Program> programs;
-  int most_blocks = 0;
-  for (int s = 0; s < num_stages; ++s) {
-    const int blocks = num_blocks / num_stages + (s < num_blocks % num_stages ? 1 : 0);
-    most_blocks = std::max(most_blocks, blocks);
-    const bool last = s == num_stages - 1;
+  std::vector<int> rank_blocks(static_cast<size_t>(num_stages), 0);
+  const int stages = placement.num_stages();
+  for (int s = 0; s < stages; ++s) {
+    const int blocks = num_blocks / stages + (s < num_blocks % stages ? 1 : 0);
+    rank_blocks[static_cast<size_t>(placement.rank_of(s))] += blocks;
+    const bool last = s == stages - 1;
     options.stage_forward_times.push_back(blocks * costs.forward_s +
                                           (last ? costs.head_forward_s : 0.0));
     options.stage_backward_times.push_back(blocks * costs.backward_s +
                                            (last ? costs.head_backward_s : 0.0));
     options.stage_weight_times.push_back(blocks * costs.weight_s);
-    programs.push_back(make_program(schedule, num_stages, num_micro_batches, s));
+  }
+  std::vector<Program> programs;
+  for (int r = 0; r < num_stages; ++r) {
+    programs.push_back(make_program(schedule, num_stages, num_micro_batches, r, virtual_stages));
   }
   const SimulationResult result = simulate(programs, options);
+  check(!result.deadlocked(), "project_blocks: {}", result.deadlock_report());
+  const int most_blocks = *std::ranges::max_element(rank_blocks);
   BlockProjection projection;
   projection.pipeline_s = result.makespan;
   projection.bubble_fraction = result.bubble_fraction;

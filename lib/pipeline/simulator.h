@@ -1,4 +1,4 @@
-// Timeline simulator: runs all K stage programs in simulated time, without MPI, to measure
+// Timeline simulator: runs all K rank programs in simulated time, without MPI, to measure
 // makespan, bubble fraction and in-flight micro-batches, and to find deadlocks.
 #pragma once
 
@@ -21,8 +21,9 @@ struct SimulationOptions {
   // messages: they queue on one link) and can be received send_latency after it left the link.
   double send_latency = 0.0;
   double send_transfer = 0.0;
-  // Per stage (when not empty, one entry per stage): F, B and W times of stage s, instead of the
-  // uniform ones above (a partition's stages differ).
+  // Per stage (when not empty, one entry per global stage, K·v of them: chunk c of rank r is
+  // stage r + c·K): F, B and W times of stage s, instead of the uniform ones above (a
+  // partition's stages differ).
   std::vector<double> stage_forward_times = {};
   std::vector<double> stage_backward_times = {};
   std::vector<double> stage_weight_times = {};
@@ -39,6 +40,8 @@ struct TimedOp {
   double end = 0.0;
 };
 
+// One rank's timeline (with virtual stages, its chunks' ops together; a micro-batch counts once
+// per chunk it is in).
 struct StageTimeline {
   std::vector<TimedOp> compute;  // in program order
   double busy_time = 0.0;        // sum of compute durations
@@ -54,13 +57,14 @@ struct StuckStage {
 };
 
 struct SimulationResult {
-  std::vector<StageTimeline> stages;  // one per stage
+  std::vector<StageTimeline> stages;  // one per rank (per stage when v = 1)
+  int virtual_stages = 1;             // v: chunks per rank, one more than the largest op chunk
   double makespan = 0.0;              // time the last op ends
   // 1 - (sum of busy time over stages) / (K * makespan): the idle share of the pipeline.
   double bubble_fraction = 0.0;
   std::vector<StuckStage> stuck;  // empty unless the programs deadlock
-  // One line per neighbour pair whose send order differs from the peer's receive order
-  // (activations s -> s+1 and gradients s+1 -> s); empty when all agree.
+  // One line per (sender, receiver, direction) whose send order differs from the receiver's
+  // receive order; empty when all agree.
   std::vector<std::string> order_mismatches;
 
   bool deadlocked() const { return !stuck.empty(); }
@@ -69,10 +73,12 @@ struct SimulationResult {
   std::string deadlock_report() const;
 };
 
-// Runs programs[s] as stage s. Compute ops take the configured time; sends never block;
-// a receive (matched by micro-batch with the neighbour's send of the same kind) blocks until
-// that message has arrived. Throws mpipe::Error for a program that sends to or receives from
-// a stage that does not exist. A deadlock is reported in the result, not thrown.
+// Runs programs[r] as rank r, holding v chunks (v: one more than the largest chunk an op names;
+// pipeline/placement.h places them). Compute ops take the configured time of their global
+// stage; sends never block; a receive (matched by chunk and micro-batch with the peer's send of
+// the same kind) blocks until that message has arrived. Throws mpipe::Error for a program that
+// sends to or receives from a stage that does not exist. A deadlock is reported in the result,
+// not thrown.
 SimulationResult simulate(const std::vector<Program>& programs,
                           const SimulationOptions& options = {});
 
@@ -96,12 +102,14 @@ struct BlockProjection {
   double bubble_fraction = 0.0;
 };
 
-// Predicts one step of `num_blocks` blocks on `num_stages` stages (stage s gets
-// num_blocks / K blocks, the first num_blocks % K stages one more; the last also the head), with
+// Predicts one step of `num_blocks` blocks on `num_stages` ranks of `virtual_stages` chunks
+// each (K·v stages: stage s gets num_blocks / (K·v) blocks, the first num_blocks % (K·v) stages
+// one more; the last also the head; a rank updates the blocks of all its chunks), with
 // `num_micro_batches` micro-batches of a mini-batch of `batch_size` examples, by simulating the
 // schedule's programs with the costs above.
 BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_stages,
                                int num_micro_batches, int64_t batch_size,
-                               ScheduleKind schedule = ScheduleKind::kGpipe);
+                               ScheduleKind schedule = ScheduleKind::kGpipe,
+                               int virtual_stages = 1);
 
 }  // namespace mpipe::pipeline

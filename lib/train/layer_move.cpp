@@ -86,4 +86,23 @@ void move_layer_state(const LayerMove& move, const std::vector<checkpoint::Tenso
   }
 }
 
+std::vector<double> move_peak_bytes(const pipeline::PipelinePlan& from,
+                                    const pipeline::PipelinePlan& to, const model::ModelPlan& model,
+                                    int optimizer_slots) {
+  std::vector<double> peak;
+  for (size_t s = 0; s < to.stages.size(); ++s) {
+    const model::LayerRange old_layers = from.stages[s].layers;
+    const model::LayerRange new_layers = to.stages[s].layers;
+    double received = 0.0;
+    for (int l = new_layers.begin; l < new_layers.end; ++l) {
+      if (old_layers.begin <= l && l < old_layers.end) continue;
+      const model::LayerPlan& layer = model.layers[static_cast<size_t>(l)];
+      received += static_cast<double>(layer.param_bytes) * (1 + optimizer_slots) +
+                  static_cast<double>(layer.buffer_bytes);
+    }
+    peak.push_back(from.stages[s].memory.state() + to.stages[s].memory.state() + received);
+  }
+  return peak;
+}
+
 }  // namespace mpipe::train

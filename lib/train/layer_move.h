@@ -8,7 +8,9 @@
 
 #include "checkpoint/safetensors.h"
 #include "comm/communicator.h"
+#include "model/model_builder.h"
 #include "model/partition.h"
+#include "pipeline/planner.h"
 
 namespace mpipe::train {
 
@@ -26,5 +28,12 @@ struct LayerMove {
 // when a tensor another stage wants is not in `mine`.
 void move_layer_state(const LayerMove& move, const std::vector<checkpoint::TensorView>& mine,
                       const checkpoint::TensorDestination& into);
+
+// The tensor bytes each stage holds at once while its layers move (Trainer::repartition): its
+// old layers' state (kept until sent), its new layers' state, and what it receives, the
+// weights, buffers and `optimizer_slots` floats per weight of the layers it did not hold.
+std::vector<double> move_peak_bytes(const pipeline::PipelinePlan& from,
+                                    const pipeline::PipelinePlan& to, const model::ModelPlan& model,
+                                    int optimizer_slots);
 
 }  // namespace mpipe::train

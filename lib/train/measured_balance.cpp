@@ -7,13 +7,16 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <string>
 
 #include "comm/agree.h"
+#include "core/byte_format.h"
 #include "core/error.h"
 #include "model/partitioner.h"
+#include "train/layer_move.h"
 #include "train/pipeline_plan.h"
 
 namespace mpipe::train {
@@ -34,6 +37,19 @@ std::vector<model::LayerRange> ranges_of(const pipeline::PipelinePlan& plan) {
 }
 
 }  // namespace
+
+std::vector<double> distinct_speeds(const std::vector<double>& speeds) {
+  if (speeds.empty()) return {};
+  std::vector<double> sorted = speeds;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  const double median = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  std::vector<double> distinct = speeds;
+  for (double& speed : distinct) {
+    if (std::abs(speed / median - 1.0) < MeasuredBalance::kMinimumGain) speed = median;
+  }
+  return distinct;
+}
 
 void apply_test_slowdown(int world_rank, pipeline::LayerTimes& times) {
   const char* value = std::getenv(kSlowRankVariable);
@@ -111,24 +127,39 @@ std::vector<double> MeasuredBalance::agreed_layer_times() const {
   return per_layer;
 }
 
+std::string MeasuredBalance::move_over_memory_limit(const pipeline::PipelinePlan& from,
+                                                    const pipeline::PipelinePlan& to) const {
+  const int64_t limit = experiment_.pipeline.memory_limit;
+  if (limit <= 0) return {};
+  const std::vector<double> peak =
+      move_peak_bytes(from, to, trainer_.plan(), optimizer_slots(experiment_.optimizer));
+  const auto largest = std::max_element(peak.begin(), peak.end());
+  if (*largest <= static_cast<double>(limit)) return {};
+  return fmt::format(
+      "moving needs {} on stage {} (its old and new layers' state at once), over "
+      "pipeline.memory_limit {}",
+      format_bytes(*largest), largest - peak.begin(), format_bytes(static_cast<double>(limit)));
+}
+
 void MeasuredBalance::rebalance(int64_t done) {
   const std::vector<double> measured = agreed_layer_times();
   const pipeline::PipelinePlan& current = trainer_.pipeline_plan();
   const std::vector<model::LayerRange> from = ranges_of(current);
   // Each stage's speed: its measured compute over the planner's prediction for it (1 when
   // either is zero). A layer's time on another stage is scaled by the two stages' speeds.
-  std::vector<double> speed(from.size(), 1.0);
+  std::vector<double> measured_speed(from.size(), 1.0);
   std::vector<double> base(measured.size(), 0.0);  // per layer: measured / its stage's speed
   for (size_t s = 0; s < from.size(); ++s) {
     double total = 0.0;
     for (int l = from[s].begin; l < from[s].end; ++l) total += measured[static_cast<size_t>(l)];
     if (total > 0.0 && current.stages[s].compute_s > 0.0) {
-      speed[s] = total / current.stages[s].compute_s;
+      measured_speed[s] = total / current.stages[s].compute_s;
     }
     for (int l = from[s].begin; l < from[s].end; ++l) {
-      base[static_cast<size_t>(l)] = measured[static_cast<size_t>(l)] / speed[s];
+      base[static_cast<size_t>(l)] = measured[static_cast<size_t>(l)] / measured_speed[s];
     }
   }
+  const std::vector<double> speed = distinct_speeds(measured_speed);
   std::vector<double> prefix(base.size() + 1, 0.0);
   for (size_t l = 0; l < base.size(); ++l) prefix[l + 1] = prefix[l] + base[l];
   const model::StageCost cost = [&speed, &prefix](int begin, int end, int stage) {
@@ -150,6 +181,8 @@ void MeasuredBalance::rebalance(int64_t done) {
     skipped = next.problem;
   } else if (gain < kMinimumGain) {
     skipped = fmt::format("a gain of {:.1f}% is under {:.0f}%", 100.0 * gain, 100.0 * kMinimumGain);
+  } else {
+    skipped = move_over_memory_limit(current, next);
   }
   const bool moved = skipped.empty();
   history_.push_back({{"step", done},

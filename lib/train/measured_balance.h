@@ -1,12 +1,13 @@
 // MeasuredBalance: pipeline.balance: measured. After pipeline.balance_after steps (and every
 // balance_every steps after, up to balance_moves moves) the ranks agree on every layer's measured
 // time, the exact partitioner re-runs with it, and when the slowest stage gets at least
-// kMinimumGain faster the layers move (Trainer::repartition); each decision is logged and kept for
-// summary.json.
+// kMinimumGain faster (and the move fits pipeline.memory_limit) the layers move
+// (Trainer::repartition); each decision is logged and kept for summary.json.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -20,6 +21,13 @@ namespace mpipe::train {
 // steps first..last of this process (from 1), so that a test or benchmark can slow one rank down
 // (or change its speed during a run). Sets `times` on that rank; throws InputError for a bad value.
 void apply_test_slowdown(int world_rank, pipeline::LayerTimes& times);
+
+// The stages' speeds (measured compute over predicted, 1 = as predicted) that re-partitioning
+// goes by: a speed within MeasuredBalance::kMinimumGain of the median counts as the median. A
+// few percent between ranks of equal work is what a short window measures from noise alone (on
+// a 16-core machine, re-partitions that followed such differences ran no faster), so only a
+// rank clearly slower or faster than the others moves layers.
+std::vector<double> distinct_speeds(const std::vector<double>& speeds);
 
 class MeasuredBalance {
  public:
@@ -38,6 +46,10 @@ class MeasuredBalance {
 
  private:
   void rebalance(int64_t done);
+  // Why the move from `from` to `to` would exceed pipeline.memory_limit (move_peak_bytes), or
+  // nothing.
+  std::string move_over_memory_limit(const pipeline::PipelinePlan& from,
+                                     const pipeline::PipelinePlan& to) const;
   // Every layer's measured time per step: per layer, the largest over the replicas of the median
   // over the window's steps on the rank that ran it.
   std::vector<double> agreed_layer_times() const;

@@ -113,7 +113,7 @@ measure_reference() {
   printf '%3s %14s %14s %8s %14s %10s\n' K "projected" "mpipe meas" error "PyTorch meas" \
     "mpipe/PT"
   for k in "${fits[@]}"; do
-    projected=$(awk -v k="$k" '$1 == k && $2 == 32 { print $4 }' "$work/projected.txt")
+    projected=$(awk -v k="$k" '$1 == "gpipe" && $2 == k && $3 == 32 { print $5 }' "$work/projected.txt")
     mpipe=${mpipe_rate[$k]}
     pytorch=${torch_rate[$k]:-}
     awk -v k="$k" -v p="$projected" -v m="$mpipe" -v t="$pytorch" -v k1="${mpipe_rate[${fits[0]}]}" \
@@ -160,7 +160,7 @@ for m in $micro_list; do
     --stages "2" --forward-ms "$(awk -v x="$f" 'BEGIN { print x / 8 }')" \
     --backward-ms "$(awk -v x="$b" 'BEGIN { print x / 8 }')" \
     --update-ms "$(awk -v x="$rest" 'BEGIN { print x / 8 }')" \
-    --transfer-ms "$(transfer_ms $bytes)" | awk '$1 == 2 { print $4 }')
+    --transfer-ms "$(transfer_ms $bytes)" | awk '$1 == "gpipe" && $2 == 2 { print $5 }')
   best_k2=$(best <<<"${measured[$m]}")
   printf '%4d %10.2f %10.2f %10.2f %10.0f %12.0f %10.0f   error %+.1f%%   (K=2 runs: %s)\n' \
     "$m" "$f" "$b" "$rest" "${k1[$m]}" "${predicted[$m]}" "$best_k2" \
@@ -180,6 +180,7 @@ if [[ "${REFERENCE:-1}" == 1 ]]; then
     --backward-ms "$(awk -v x="$b" 'BEGIN { print x / 16 }')" \
     --update-ms "$(awk -v x="$rest" 'BEGIN { print x / 16 }')" \
     --transfer-ms "$(transfer_ms $((64 * 1024 * 4)))" \
+    --schedules "gpipe 1f1b interleaved" --virtual-stages 2 \
     --label "PROJECTED: 16-core machine, 2 threads per rank, this machine's per-core speed" |
     tee "$work/projected.txt"
   echo "PyTorch torch.distributed.pipelining over gloo (the issue's 16-core Xeon): 282 samples/s" \

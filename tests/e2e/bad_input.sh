@@ -33,6 +33,8 @@ rejected limit_smallest "--set pipeline.memory_limit: no partition of 6 layers i
   "$mlp" --set pipeline.memory_limit=68.5KiB
 rejected limit_manual "--set pipeline.memory_limit: stage 1 (layers 3-5) needs 69.5 KiB, over the limit of 68.5 KiB" \
   "$mlp" --set pipeline.memory_limit=68.5KiB --set pipeline.partition=uniform
+rejected interleaved_train "--set pipeline.schedule: interleaved is not run by the trainer yet; mpipe schedule prints it" \
+  "$mlp" --set pipeline.schedule=interleaved
 rejected limit_size "--set pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
   "$mlp" --set pipeline.memory_limit=lots
 # Evaluation batches (64 x the training micro-batch) that training's limit cannot hold.
@@ -91,6 +93,16 @@ parse_error empty_export "--export-weights: must not be empty (\`mpipe train --h
   train "$mlp" --export-weights ''
 parse_error bad_stages "--stages: Value 0 not in range 1 to 64 (\`mpipe schedule --help\` lists the options)" \
   schedule --stages 0
+# The interleaved schedule's shape: M a multiple of K, v >= 2, and chunks only with it.
+parse_error interleaved_micro_batches \
+  "--micro-batches: interleaved needs a multiple of the stages (4), got 6 (\`mpipe schedule --help\` lists the options)" \
+  schedule --schedule interleaved --stages 4 --virtual-stages 2 --micro-batches 6
+parse_error interleaved_one_chunk \
+  "--virtual-stages: interleaved needs 2 or more chunks per rank, got 1; with one chunk per rank use 1f1b (\`mpipe schedule --help\` lists the options)" \
+  schedule --schedule interleaved --stages 4 --micro-batches 8
+parse_error chunks_without_interleaved \
+  "--virtual-stages: 2 chunks per rank need the interleaved schedule, got 1f1b (\`mpipe schedule --help\` lists the options)" \
+  schedule --schedule 1f1b --stages 4 --virtual-stages 2 --micro-batches 8
 # --help and --version still exit 0 on every rank.
 # shellcheck disable=SC2016
 timeout 60 mpirun -n 2 --oversubscribe --bind-to none \

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # pipeline.balance: measured: with one rank made slow (the test hook MPIPE_TEST_SLOW_RANK busy-waits
-# each of its layer ops until it took 10 times as long, 300 with 4 ranks), the run re-partitions after 3 steps,
+# each of its layer ops until it took 100 times as long, 300 with 4 ranks: this MLP's ops take
+# microseconds, and a busy machine preempts a rank for milliseconds), the run re-partitions after 3 steps,
 # moving layers off the slow stage, and its weights stay bit-identical to the same run without
 # balancing: at K = 2, at K = 2 with 2 replicas (every replica moves alike), and with later
 # re-measurements (balance_every), at most balance_moves moves, a second decision when the speeds
-# change (the hook slows a rank for some steps only). A checkpoint written after the move
+# change (the hook slows a rank for some steps only), and no move where moving would exceed
+# pipeline.memory_limit. A checkpoint written after the move
 # resumes on the default partition to the same weights. TIED_CONFIG, a model whose head shares the
 # embedding's matrix, checks that the head's stage receives the embedding's tensors.
 # Usage: measured_balance.sh CONFIG TIED_CONFIG
@@ -36,13 +38,22 @@ PY
 }
 
 train 2 plain "$config" "${steps[@]}"
-MPIPE_TEST_SLOW_RANK=1:10 train 2 balanced "$config" "${steps[@]}" "${measured[@]}"
+MPIPE_TEST_SLOW_RANK=1:100 train 2 balanced "$config" "${steps[@]}" "${measured[@]}"
 moved balanced
 same plain balanced
 
+# Under a memory limit that the new partition fits but the move does not (stage 0 would hold its
+# old layers' state, its new layers' and the received ones at once: about 151 KiB, where [3,3]
+# and the measured [4,2] or [5,1] peak at 71-102 KiB), the layers stay where they are.
+MPIPE_TEST_SLOW_RANK=1:100 train 2 limited "$config" "${steps[@]}" "${measured[@]}" \
+  --set pipeline.memory_limit=120KiB
+grep -E "step 3: kept \[3,3\] \(measured time suggests \[[45],[21]\], .*\): moving needs [0-9.]+ KiB on stage 0 \(its old and new layers' state at once\), over pipeline.memory_limit 120.0 KiB$" \
+  "$WORK/limited.log" || { cat "$WORK/limited.log"; echo "FAILED: limited: the move was not refused"; exit 1; }
+same plain limited
+
 # Re-measured every 2 steps after the first check (steps 5 and 7), at most 2 moves in all (the
 # second, if any, moves on from the first's partition).
-MPIPE_TEST_SLOW_RANK=1:10 train 2 remeasured "$config" "${steps[@]}" "${measured[@]}" \
+MPIPE_TEST_SLOW_RANK=1:100 train 2 remeasured "$config" "${steps[@]}" "${measured[@]}" \
   --set pipeline.balance_every=2 --set pipeline.balance_moves=2
 moved remeasured 2
 grep -qE "step 5: (kept|re-partitioned)" "$WORK/remeasured.log" ||
@@ -53,7 +64,7 @@ same plain remeasured
 # the one at step 6, with rank 0 at full speed again, measures anew: it usually moves some back,
 # but this MLP's layer ops take microseconds, which a busy machine's preemptions outweigh, so
 # only the decision itself is required; balance_moves bounds the moves.
-MPIPE_TEST_SLOW_RANK=0:10:1:3 train 2 drift "$config" "${steps[@]}" "${measured[@]}" \
+MPIPE_TEST_SLOW_RANK=0:100:1:3 train 2 drift "$config" "${steps[@]}" "${measured[@]}" \
   --set pipeline.balance_every=3 --set pipeline.balance_moves=2
 grep -E "step [36]: (re-partitioned|kept)" "$WORK/drift.log" | sed 's/^.*\[info\] /drift: /'
 if ! grep -qE "step 3: re-partitioned \[3,3\] -> \[[12]," "$WORK/drift.log" ||
@@ -76,7 +87,7 @@ same plain-replicas balanced-replicas
 
 # The checkpoint written after the move at step 3 resumes on the default partition, to the same
 # weights.
-MPIPE_TEST_SLOW_RANK=1:10 train 2 resumed "$config" --set train.steps=3 "${measured[@]}"
+MPIPE_TEST_SLOW_RANK=1:100 train 2 resumed "$config" --set train.steps=3 "${measured[@]}"
 moved resumed
 train 2 resumed "$config" "${steps[@]}" --resume
 grep -q "resumed from step 3" "$WORK/resumed.log" || { cat "$WORK/resumed.log"; echo "FAILED: not resumed"; exit 1; }
@@ -84,7 +95,7 @@ same plain resumed
 
 # A tied head on another stage than the embedding gets the tied matrix and its optimizer state.
 train 2 plain-tied "$tied_config" "${steps[@]}"
-MPIPE_TEST_SLOW_RANK=1:10 train 2 balanced-tied "$tied_config" "${steps[@]}" "${measured[@]}"
+MPIPE_TEST_SLOW_RANK=1:100 train 2 balanced-tied "$tied_config" "${steps[@]}" "${measured[@]}"
 moved balanced-tied
 same plain-tied balanced-tied
 

@@ -1,5 +1,5 @@
 // measure_gemm_peak: a positive rate from the repetitions it says it ran, on this process's
-// threads.
+// threads; any shape's rate, and a linear layer's.
 #include "kernels/gemm_peak.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +16,12 @@ TEST(GemmPeak, MeasuresForAtLeastTheGivenTimeOnThisProcesssThreads) {
   EXPECT_GE(peak.seconds, 0.05);
   // At least one product of 2·128³ FLOPs ran within the measurement.
   EXPECT_GE(peak.flops_per_s * peak.seconds, 2.0 * 128 * 128 * 128);
+}
+
+TEST(GemmPeak, MeasuresAnyShapeAndALinearLayersThreeProducts) {
+  KernelContext kernels;
+  EXPECT_GT(measure_gemm_rate(kernels, {.m = 16, .k = 64, .n = 32}, 0.01), 0.0);
+  EXPECT_GT(measure_linear_rate(kernels, 16, 64, 32, 0.01), 0.0);
 }
 
 }  // namespace

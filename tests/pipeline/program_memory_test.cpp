@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/error.h"
 #include "pipeline/schedule.h"
 
 namespace mpipe::pipeline {
@@ -155,6 +156,35 @@ TEST(ProgramMemory, BatchedWeightGradientsFromTheFirstBackwardOn) {
   for (const P& m : program_moments(programs, 0, Recompute::kNever, true)) {
     EXPECT_EQ(m.weight_grad_micro_batches, m.backward ? 4 : 0);
   }
+}
+
+// Virtual stages: each chunk's moments come from its own ops in the rank's program. Interleaved
+// K = 2, v = 2, M = 4, rank 0: chunk 0 (stage 0) forwards all four before its first backward,
+// chunk 1 (stage 2) holds at most two.
+TEST(ProgramMemory, CountsEachChunkOfARankFromItsOwnOps) {
+  std::vector<Program> programs;
+  for (int r = 0; r < 2; ++r) {
+    programs.push_back(make_program(ScheduleKind::kInterleaved, 2, 4, r, 2));
+  }
+  const auto kept = [&](int chunk) {
+    std::vector<int> full;
+    for (const P& m : program_moments(programs, 0, Recompute::kNever, false, chunk)) {
+      if (m.backward) full.push_back(m.full);
+    }
+    return full;
+  };
+  EXPECT_EQ(kept(0), (std::vector<int>{4, 3, 2, 1}));
+  EXPECT_EQ(kept(1), (std::vector<int>{2, 1, 2, 1}));
+  // Neither chunk of rank 0 is the last stage: no loss gradients; rank 1's chunk 1 is.
+  for (const P& m : program_moments(programs, 0, Recompute::kNever, false, 1)) {
+    EXPECT_EQ(m.loss_grads, 0);
+  }
+  int most_loss_grads = 0;
+  for (const P& m : program_moments(programs, 1, Recompute::kNever, false, 1)) {
+    most_loss_grads = std::max(most_loss_grads, m.loss_grads);
+  }
+  EXPECT_EQ(most_loss_grads, 0);  // the last stage backwards each micro-batch after its forward
+  EXPECT_THROW(program_moments(programs, 0, Recompute::kNever, false, 2), Error);
 }
 
 }  // namespace

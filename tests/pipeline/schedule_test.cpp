@@ -209,8 +209,9 @@ TEST(Schedule, ParsesAndPrintsScheduleNames) {
     parse_schedule_kind("pipedream");
     FAIL() << "no exception";
   } catch (const InputError& error) {
-    EXPECT_STREQ(error.what(),
-                 "unknown schedule \"pipedream\" (expected gpipe, 1f1b, zb_h1 or auto)");
+    EXPECT_STREQ(
+        error.what(),
+        "unknown schedule \"pipedream\" (expected gpipe, 1f1b, zb_h1, interleaved or auto)");
   }
 }
 

@@ -247,5 +247,20 @@ TEST(ProjectBlocks, TheFirstStagesTakeTheExtraBlocksAndTheLastTheHead) {
   EXPECT_THROW(project_blocks(costs, 2, 3, 1, 64), Error);
 }
 
+// Two ranks of two chunks, 8 blocks: 2 blocks a stage (F = 2, B = 4 per chunk op). The
+// interleaved step at M = 4 is (v·M + K - 1)(F + B) = 9 x 6 = 54 without transfers, against
+// 1F1B's (M + K - 1) x 12 = 60 on the same ranks; each rank updates its 4 blocks.
+TEST(ProjectBlocks, VirtualStagesSplitEachRanksBlocksIntoChunks) {
+  const BlockProjection p =
+      project_blocks(known_costs(0.0), 8, 2, 4, 256, ScheduleKind::kInterleaved, 2);
+  EXPECT_DOUBLE_EQ(p.pipeline_s, 54.0);
+  EXPECT_DOUBLE_EQ(p.step_s, 54.0 + 4 * 0.5 + 3.0);
+  EXPECT_NEAR(p.bubble_fraction, 1.0 / 9.0, 1e-12);
+  EXPECT_DOUBLE_EQ(
+      project_blocks(known_costs(0.0), 8, 2, 4, 256, ScheduleKind::kOneFOneB).pipeline_s, 60.0);
+  EXPECT_THROW(project_blocks(known_costs(0.0), 3, 2, 4, 256, ScheduleKind::kInterleaved, 2),
+               Error);
+}
+
 }  // namespace
 }  // namespace mpipe::pipeline

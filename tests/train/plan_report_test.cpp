@@ -144,18 +144,22 @@ TEST(PlanReport, SlowerLinksLengthenTheStepByTheirQueuedTransfers) {
   EXPECT_NE(plan_text(report).find("12.5 MB/s links"), std::string::npos) << plan_text(report);
 }
 
-TEST(PlanReport, TheReplicasAllreduceIsABinomialReduceThenBroadcastOfTheWholeGradient) {
-  // On a link so slow that the allreduce is the whole step: D = 2 moves the gradient twice
-  // (reduce, broadcast), D = 4 four times (two rounds of each).
-  const config::Experiment e = experiment();
+TEST(PlanReport, TheReplicasAllreduceIsAReduceScatterThenAnAllgather) {
+  // On a link so slow that the allreduce is the whole step: each rank sends (D - 1) / D of the
+  // gradient in each half, so D = 2 moves it once and D = 4 one and a half times; under
+  // weight_grads: tree, D = 4 is two levels of D = 2.
+  config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);
   pipeline::MachineRates slow;
   slow.link_bytes_per_s = 1.0;
   const pipeline::PipelinePlan d2 = plan_experiment(e, model, 1, 2, slow);
   const pipeline::PipelinePlan d4 = plan_experiment(e, model, 1, 4, slow);
+  e.pipeline.weight_grads = pipeline::WeightGrads::kTree;
+  const pipeline::PipelinePlan d4_tree = plan_experiment(e, model, 1, 4, slow);
   const double gradient_bytes = d2.stages[0].memory.params;
-  EXPECT_NEAR(d2.step_s / (2 * gradient_bytes), 1.0, 1e-3);
-  EXPECT_NEAR(d4.step_s / (4 * gradient_bytes), 1.0, 1e-3);
+  EXPECT_NEAR(d2.step_s / gradient_bytes, 1.0, 1e-3);
+  EXPECT_NEAR(d4.step_s / (1.5 * gradient_bytes), 1.0, 1e-3);
+  EXPECT_NEAR(d4_tree.step_s / (2 * gradient_bytes), 1.0, 1e-3);
 }
 
 TEST(PlanReport, JsonNamesTheProblemWhenOverTheLimit) {

@@ -1,0 +1,37 @@
+// The calibrated GEMM rate: the model's main linear shape, timed on this machine.
+#include "train/plan_calibration.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <tuple>
+
+#include "kernels/gemm_peak.h"
+
+namespace mpipe::train {
+
+CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,
+                                   kernels::KernelContext& kernels) {
+  // (m, k, n) -> the FLOPs per example of the linear layers of that shape.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> flops_by_shape;
+  for (const model::LayerPlan& layer : model.layers) {
+    if (layer.kind != "linear" || layer.input.rank() == 0) continue;
+    const int64_t in = layer.input.dims().back();
+    const int64_t positions = layer.input.numel() / in;
+    flops_by_shape[{micro_batch_rows * positions, in, layer.output.dims().back()}] +=
+        layer.forward_flops;
+  }
+  if (flops_by_shape.empty()) {
+    return {.flops_per_s = kernels::measure_gemm_peak(kernels).flops_per_s,
+            .measured = "1024^3 GEMM"};
+  }
+  auto main = flops_by_shape.begin();
+  for (auto it = flops_by_shape.begin(); it != flops_by_shape.end(); ++it) {
+    if (it->second > main->second) main = it;
+  }
+  const auto [m, k, n] = main->first;
+  return {.flops_per_s = kernels::measure_linear_rate(kernels, m, k, n),
+          .measured = fmt::format("linear {} x {} -> {}", m, k, n)};
+}
+
+}  // namespace mpipe::train

@@ -1,0 +1,52 @@
+// move_peak_bytes: while layers move, a stage holds its old layers' state, its new layers' state
+// and the tensors it receives for the layers it did not hold.
+#include "train/layer_move.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "train/pipeline_plan.h"
+
+namespace mpipe::train {
+namespace {
+
+model::LayerSpec layer(std::string kind, int64_t units) {
+  model::LayerSpec spec{.kind = std::move(kind), .attrs = {}, .where = {"exp.yaml", 3, "l"}};
+  if (units > 0) spec.attrs["units"] = {.value = units, .where = {"exp.yaml", 3, "l.units"}};
+  return spec;
+}
+
+TEST(LayerMove, AStageHoldsItsOldAndNewStateAndWhatItReceives) {
+  // linear(64) relu linear(48) tanh linear(4) on [32], AdamW (2 floats per weight), K = 2.
+  config::Experiment e;
+  e.source = "exp.yaml";
+  e.model.layers = {layer("linear", 64), layer("relu", 0), layer("linear", 48), layer("tanh", 0),
+                    layer("linear", 4)};
+  e.train.batch_size = 16;
+  e.pipeline.stages = 2;
+  e.pipeline.micro_batches = 2;
+  e.optimizer.kind = optim::OptimizerKind::kAdamW;
+  e.pipeline.partition_mode = pipeline::PartitionMode::kManual;
+  const model::ModelPlan model = model::plan_model(e.model, Shape{32});
+  e.pipeline.partition = {2, 3};
+  const pipeline::PipelinePlan from = plan_experiment(e, model, 2, 1, 1);
+  e.pipeline.partition = {4, 1};
+  const pipeline::PipelinePlan to = plan_experiment(e, model, 2, 1, 1);
+
+  const std::vector<double> peak = move_peak_bytes(from, to, model, 2);
+  ASSERT_EQ(peak.size(), 2u);
+  // Stage 0 receives layer 2's weights and its two optimizer slots; stage 1 receives nothing.
+  const double layer2 = static_cast<double>(model.layers[2].param_bytes);
+  EXPECT_GT(layer2, 0.0);
+  EXPECT_DOUBLE_EQ(peak[0],
+                   from.stages[0].memory.state() + to.stages[0].memory.state() + 3 * layer2);
+  EXPECT_DOUBLE_EQ(peak[1], from.stages[1].memory.state() + to.stages[1].memory.state());
+  // The same partition moves nothing, and each stage holds its state twice (old and new).
+  const std::vector<double> unmoved = move_peak_bytes(to, to, model, 2);
+  EXPECT_DOUBLE_EQ(unmoved[0], 2 * to.stages[0].memory.state());
+}
+
+}  // namespace
+}  // namespace mpipe::train

@@ -1,0 +1,48 @@
+// calibrate_gemm_rate: it times the linear shape that carries most of the model's FLOPs, at the
+// micro-batch's rows times an example's positions, and the 1024^3 GEMM without linear layers.
+#include "train/plan_calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace mpipe::train {
+namespace {
+
+model::LayerSpec layer(std::string kind, int64_t units) {
+  model::LayerSpec spec{.kind = std::move(kind), .attrs = {}, .where = {"exp.yaml", 3, "l"}};
+  if (units > 0) spec.attrs["units"] = {.value = units, .where = {"exp.yaml", 3, "l.units"}};
+  return spec;
+}
+
+TEST(PlanCalibration, TimesTheLinearShapeWithMostFlopsAtTheMicroBatchRows) {
+  // 16 -> 96 once (1536 FLOPs' worth per example), then 96 -> 96 twice (18432): the second wins.
+  model::ModelSpec spec;
+  spec.layers = {layer("linear", 96), layer("relu", 0), layer("linear", 96), layer("linear", 96)};
+  kernels::KernelContext kernels;
+  const CalibratedRate rate = calibrate_gemm_rate(model::plan_model(spec, Shape{16}), 8, kernels);
+  EXPECT_EQ(rate.measured, "linear 8 x 96 -> 96");
+  EXPECT_GT(rate.flops_per_s, 0.0);
+}
+
+TEST(PlanCalibration, CountsEveryPositionOfAnExampleAsARow) {
+  model::ModelSpec spec;
+  spec.layers = {layer("linear", 32)};
+  kernels::KernelContext kernels;
+  const CalibratedRate rate =
+      calibrate_gemm_rate(model::plan_model(spec, Shape{5, 24}), 4, kernels);
+  EXPECT_EQ(rate.measured, "linear 20 x 24 -> 32");
+}
+
+TEST(PlanCalibration, WithoutALinearLayerTimesTheSquareGemm) {
+  model::ModelSpec spec;
+  spec.layers = {layer("relu", 0)};
+  kernels::KernelContext kernels;
+  const CalibratedRate rate = calibrate_gemm_rate(model::plan_model(spec, Shape{16}), 8, kernels);
+  EXPECT_EQ(rate.measured, "1024^3 GEMM");
+  EXPECT_GT(rate.flops_per_s, 0.0);
+}
+
+}  // namespace
+}  // namespace mpipe::train
