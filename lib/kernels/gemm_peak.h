@@ -27,6 +27,6 @@ double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, doubl
 // forward and input gradient (rows x in x out) and its weight gradient (in x rows x out, the
 // rows summed over), timed each and combined as their FLOPs over their time.
 double measure_linear_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                           double min_seconds = 0.05);
+                           double min_seconds = 0.2);
 
 }  // namespace mpipe::kernels
