@@ -7,13 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "support/layer_spec.h"
+
 namespace mpipe::train {
 namespace {
 
-model::LayerSpec layer(std::string kind, int64_t units) {
-  model::LayerSpec spec{.kind = std::move(kind), .attrs = {}, .where = {"exp.yaml", 3, "l"}};
-  if (units > 0) spec.attrs["units"] = {.value = units, .where = {"exp.yaml", 3, "l.units"}};
-  return spec;
+model::LayerSpec layer(const std::string& kind, int64_t units) {
+  if (units == 0) return testing::layer_spec(kind, {});
+  return testing::layer_spec(kind, {{"units", units}});
 }
 
 TEST(PlanCalibration, TimesTheLinearShapeWithMostFlopsAtTheMicroBatchRows) {
