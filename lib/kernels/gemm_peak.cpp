@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
-#include "core/tensor.h"
+#include "core/error.h"
 
 namespace mpipe::kernels {
 namespace {
@@ -17,23 +18,37 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// A 64-byte aligned float buffer filled with one value.
+struct AlignedFloats {
+  AlignedFloats(int64_t count, float value) {
+    constexpr size_t kAlignment = 64;
+    const size_t bytes =
+        (static_cast<size_t>(count) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+    data = static_cast<float*>(std::aligned_alloc(kAlignment, bytes));
+    check(data != nullptr, "gemm_peak: cannot allocate {} bytes", bytes);
+    std::fill_n(data, count, value);
+  }
+  ~AlignedFloats() { std::free(data); }
+  AlignedFloats(const AlignedFloats&) = delete;
+  AlignedFloats& operator=(const AlignedFloats&) = delete;
+  float* data = nullptr;
+};
+
 }  // namespace
 
 double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, double min_seconds) {
   // 64-byte aligned like every tensor of a run (the rate depends on it: heap vectors ran at half
-  // the rate in some processes), with operands of ordinary magnitude (no denormals, which some
-  // CPUs compute slowly).
-  Tensor a(Shape{shape.m, shape.k}), b(Shape{shape.k, shape.n}), c(Shape{shape.m, shape.n});
-  a.fill(0.5f);
-  b.fill(0.25f);
+  // the rate in some processes), but not Tensors, which the run's memory account would count;
+  // operands of ordinary magnitude (no denormals, which some CPUs compute slowly).
+  AlignedFloats a(shape.m * shape.k, 0.5f), b(shape.k * shape.n, 0.25f), c(shape.m * shape.n, 0.0f);
   const double flops = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.k) *
                        static_cast<double>(shape.n);
   const Clock::time_point start = Clock::now();
-  matmul(kernels, shape, a.data(), b.data(), c.data());  // warm-up: the primitive, the pages
+  matmul(kernels, shape, a.data, b.data, c.data);  // warm-up: the primitive, the pages
   double fastest_s = 0.0;
   for (int repetition = 0; repetition < 3 || seconds_since(start) < min_seconds; ++repetition) {
     const Clock::time_point begin = Clock::now();
-    matmul(kernels, shape, a.data(), b.data(), c.data());
+    matmul(kernels, shape, a.data, b.data, c.data);
     const double s = seconds_since(begin);
     fastest_s = repetition == 0 ? s : std::min(fastest_s, s);
   }
