@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-
-#include "core/error.h"
+#include <new>
 
 namespace mpipe::kernels {
 namespace {
@@ -19,19 +17,21 @@ double seconds_since(Clock::time_point start) {
 }
 
 // A 64-byte aligned float buffer filled with one value.
-struct AlignedFloats {
-  AlignedFloats(int64_t count, float value) {
-    constexpr size_t kAlignment = 64;
-    const size_t bytes =
-        (static_cast<size_t>(count) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
-    data = static_cast<float*>(std::aligned_alloc(kAlignment, bytes));
-    check(data != nullptr, "gemm_peak: cannot allocate {} bytes", bytes);
+class AlignedFloats {
+ public:
+  AlignedFloats(int64_t count, float value)
+      : data(static_cast<float*>(
+            ::operator new(static_cast<size_t>(count) * sizeof(float), kAlignment))) {
     std::fill_n(data, count, value);
   }
-  ~AlignedFloats() { std::free(data); }
+  ~AlignedFloats() { ::operator delete(data, kAlignment); }
   AlignedFloats(const AlignedFloats&) = delete;
   AlignedFloats& operator=(const AlignedFloats&) = delete;
-  float* data = nullptr;
+
+  float* const data;
+
+ private:
+  static constexpr std::align_val_t kAlignment{64};
 };
 
 }  // namespace
