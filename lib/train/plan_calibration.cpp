@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -25,11 +26,10 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
     return {.flops_per_s = kernels::measure_gemm_peak(kernels).flops_per_s,
             .measured = "1024^3 GEMM"};
   }
-  auto main = flops_by_shape.begin();
-  for (auto it = flops_by_shape.begin(); it != flops_by_shape.end(); ++it) {
-    if (it->second > main->second) main = it;
-  }
-  const auto [m, k, n] = main->first;
+  const auto [m, k, n] =
+      std::max_element(flops_by_shape.begin(), flops_by_shape.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; })
+          ->first;
   return {.flops_per_s = kernels::measure_linear_rate(kernels, m, k, n),
           .measured = fmt::format("linear {} x {} -> {}", m, k, n)};
 }
