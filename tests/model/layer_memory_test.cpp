@@ -299,7 +299,12 @@ TEST(LayerMemory, WithTheAllocatorModelCoversMappedBlocks) {
   ASSERT_EQ(mallopt(M_TRIM_THRESHOLD, 0), 1);
   ASSERT_EQ(mallopt(M_TOP_PAD, 0), 1);
   malloc_trim(0);
-  check_every_layer(AllocatorModel{.mmap_threshold = kThreshold}, 0.0, kMappedOverPrediction);
+  // kAllocatorSlack below: where aligned_alloc places a heap block (and so its usable size)
+  // still depends on the process's history here, though mapped blocks no longer do: the same
+  // binary measured residual_block [8,14,14]'s I at 202848 or 204672 bytes run directly or by
+  // ctest, against 203039 predicted.
+  check_every_layer(AllocatorModel{.mmap_threshold = kThreshold}, kAllocatorSlack,
+                    kMappedOverPrediction);
   reuse_freed_tensor_memory();  // back to mpipe's setting for the other tests
 }
 
