@@ -1,8 +1,9 @@
-// comm::Environment: MPI_Init_thread (MULTIPLE, FUNNELED accepted, and the allreduce algorithm
-// chosen) and MPI_Finalize as RAII; the thread level MPI provides.
+// comm::Environment: MPI_Init_thread (MULTIPLE, FUNNELED accepted; the TCP eager limit and the
+// allreduce algorithm chosen) and MPI_Finalize as RAII; the thread level MPI provides.
 #include "comm/communicator.h"
 #include "comm/iallreduce_algorithm.h"
 #include "comm/mpi_handles.h"
+#include "comm/tcp_eager_limit.h"
 #include "core/error.h"
 
 namespace mpipe::comm {
@@ -11,6 +12,7 @@ Environment::Environment(int* argc, char*** argv) {
   int initialized = 0;
   check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
   check(!initialized, "MPI is already initialized: create one comm::Environment per process");
+  prefer_eager_tcp_messages();
   int provided = 0;
   check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
   if (provided < MPI_THREAD_FUNNELED) {

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "model/memory_check.h"
 #include "model/partitioner.h"
+#include "pipeline/allreduce_overlap.h"
 #include "pipeline/batch_split.h"
 #include "pipeline/gradient_tree.h"
 #include "pipeline/program_memory.h"
@@ -225,7 +226,50 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
   return s;
 }
 
-// The step's timeline: every stage's program in simulated time, F and B per stage.
+// A stage's gradients summed over the replicas by MPI_Iallreduce as mpipe asks Open MPI to run
+// it (comm::prefer_reduce_scatter_allgather): a reduce-scatter, then an allgather, each moving
+// (D - 1) / D of a layer's gradient over every rank's link at once; under `weight_grads: tree`
+// each of the log2 D levels is such an allreduce of 2 ranks (half the gradient each way, twice).
+// Each layer's starts once its part of the stage's last gradient work is done, last layer first
+// (Executor::between_layers): of the last backward, of the last W op where backwards are split,
+// or of the batched weight gradients that end the step. Measured on two hosts at 1 Gbit/s and
+// 100 Mbit/s: scripts/bench/slow_links.sh.
+std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRange& range,
+                                                 const StageTimeline& timeline) {
+  const PipelineConfig& pipe = c.request.pipeline;
+  const int replicas = pipe.data_parallel;
+  if (replicas < 2) return {};
+  const WeightGrads weight_grads = resolve_weight_grads(pipe);
+  const double transfers = weight_grads == WeightGrads::kTree
+                               ? std::bit_width(static_cast<unsigned>(replicas)) - 1.0
+                               : 2.0 * (replicas - 1) / replicas;
+  const auto last =
+      std::find_if(timeline.compute.rbegin(), timeline.compute.rend(), [](const TimedOp& t) {
+        return t.op.kind == OpKind::kBackward || t.op.kind == OpKind::kBackwardWeight;
+      });
+  check(last != timeline.compute.rend(), "replicas_allreduce: a stage without a backward");
+  const bool batched = weight_grads == WeightGrads::kBatched && pipe.micro_batches > 1;
+  const auto part = [&](int layer) {  // layer's share of the work that completes its gradient
+    if (batched) return pipe.micro_batches * c.times.weight(layer, layer + 1);
+    if (last->op.kind == OpKind::kBackwardWeight) return c.times.weight(layer, layer + 1);
+    return c.times.backward(layer, layer + 1);
+  };
+  double done = last->end;
+  for (int i = range.begin; i < range.end; ++i) done -= part(i);
+  std::vector<GradientTransfer> gradients;
+  for (int i = range.end; i-- > range.begin;) {
+    done += part(i);
+    const double bytes = c.memory.costs()[static_cast<size_t>(i)].param_bytes;
+    if (bytes > 0) {
+      gradients.push_back(
+          {.ready = done, .transfer = transfers * bytes / c.request.rates.link_bytes_per_s});
+    }
+  }
+  return gradients;
+}
+
+// The step's timeline: every stage's program in simulated time, F and B per stage, and each
+// stage's allreduce behind its last gradient work.
 void simulate_step(const Context& c, PipelinePlan& out) {
   const PipelineConfig& pipe = c.request.pipeline;
   const MachineRates& rates = c.request.rates;
@@ -249,26 +293,17 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     options.send_transfer = largest_boundary / rates.link_bytes_per_s;
   }
   const SimulationResult result = simulate(programs, options);
-  double optimizer_s = 0.0, param_bytes = 0.0, compute = 0.0, largest = 0.0;
-  for (const StagePlan& s : out.stages) {
-    optimizer_s = std::max(optimizer_s, s.optimizer_s);
-    param_bytes = std::max(param_bytes, s.memory.params);
-    compute += s.compute_s;
-    largest = std::max(largest, s.compute_s);
+  double optimizer_s = 0.0, compute = 0.0, largest = 0.0, step_end = result.makespan;
+  for (int s = 0; s < c.num_stages; ++s) {
+    const StagePlan& stage = out.stages[static_cast<size_t>(s)];
+    optimizer_s = std::max(optimizer_s, stage.optimizer_s);
+    compute += stage.compute_s;
+    largest = std::max(largest, stage.compute_s);
+    step_end = std::max(step_end, allreduce_end(replicas_allreduce(
+                                      c, stage.layers, result.stages[static_cast<size_t>(s)])));
   }
-  // The largest stage's gradients summed over the replicas by MPI_Iallreduce as mpipe asks Open
-  // MPI to run it (comm::prefer_reduce_scatter_allgather): a reduce-scatter, then an allgather,
-  // each moving (D - 1) / D of the buffer over every rank's link at once. Under `weight_grads:
-  // tree` each of the log2 D levels is such an allreduce of 2 ranks (half the buffer each way,
-  // twice). (Measured on two hosts at 100 Mbit/s: scripts/bench/slow_links.sh.)
-  const int replicas = pipe.data_parallel;
-  const double gradient_transfers = replicas < 2 ? 0.0
-                                    : resolve_weight_grads(pipe) == WeightGrads::kTree
-                                        ? std::bit_width(static_cast<unsigned>(replicas)) - 1.0
-                                        : 2.0 * (replicas - 1) / replicas;
-  const double allreduce_s = gradient_transfers * param_bytes / rates.link_bytes_per_s;
   out.bubble_fraction = result.bubble_fraction;
-  out.step_s = result.makespan + optimizer_s + allreduce_s;
+  out.step_s = step_end + optimizer_s;
   out.samples_per_s = out.step_s > 0 ? static_cast<double>(c.request.batch_size) / out.step_s : 0.0;
   out.largest_stage_share = compute > 0 ? largest / compute : 1.0;
 }

@@ -3,19 +3,23 @@
 #
 #   scripts/bench/slow_links.sh
 #
-# For each link rate (unlimited, 1gbit, 100mbit), layout and progress-thread setting, one run
-# of STEPS steps (8 for D=2 at 100 Mbit/s; logged in 4 windows, the first dropped): samples/s, each stage's compute and
-# waiting (summary.json), the bytes that crossed the links per step (the veth counters over the
-# run, start-up and final evaluation included, divided by its steps), their transfer time at
-# the link's rate (the busier host's link: K=2's activations and gradients, D=2's reduce-scatter
-# and allgather each move over both links at once), mpipe plan's predicted step, and
-# the share of that transfer hidden behind compute: hidden = 1 - (step -
-# unlimited step) / transfer, where the unlimited step is the same layout and setting's on
-# unlimited links. Each host is one rank with one thread. The rates run one after another, not
-# interleaved: run it on an idle machine.
+# ROUNDS rounds, each running every link rate (unlimited, 1gbit, 100mbit), layout and
+# progress-thread setting once, STEPS steps a run (8 for D=2 at 100 Mbit/s; logged in 4 windows,
+# the first dropped). Per cell, the median over the rounds (and the step's range) of: the step
+# (from samples/s), each stage's compute and waiting (summary.json), the bytes that crossed the
+# links per step (the veth counters over the run, start-up and final evaluation included), the
+# kernel's softirq CPU time per step; then the transfer time of those bytes at the link's rate
+# (the busier host's link: K=2's activations and gradients, D=2's reduce-scatter and allgather
+# each move over both links at once), mpipe plan's predicted step, and the share of the transfer
+# hidden behind compute, twice: by the step, 1 - (step - unlimited step) / transfer, and by the
+# wait, 1 - (waiting - unlimited waiting) / transfer (the stages' mean waiting: D=2's is its wait
+# for the allreduce, which the compute's run-to-run spread does not move), each against the same
+# layout and setting on unlimited links. Each host is one rank with one thread. Run it on an
+# idle machine.
 #
-# Environment: MPIPE_BIN (default build/release/apps/mpipe), STEPS (default 20), RATES (default
-# "unlimited 1gbit 100mbit").
+# Environment: MPIPE_BIN (default build/release/apps/mpipe), STEPS (default 20), ROUNDS (default
+# 3), RATES (default "unlimited 1gbit 100mbit"), LAYOUTS (names to run, default all: "K=2 M=8",
+# "D=2 M=1", "D=2 B=1024").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -25,17 +29,27 @@ export MPIPE_MULTIHOST_BUDGET=${MPIPE_MULTIHOST_BUDGET:-1200}
 # shellcheck source=tests/multihost/hosts.sh
 source tests/multihost/hosts.sh
 steps=${STEPS:-20}
+rounds=${ROUNDS:-3}
 rates=${RATES:-unlimited 1gbit 100mbit}
 start_hosts
 
 # limit RATE: every host's outgoing traffic limited to RATE (tc tbf), or not ("unlimited").
+# The burst is 256 KB: tbf splits a packet larger than its burst into MTU-sized segments in
+# software, and TCP over veth sends segments of up to 64 KB. With a 64 KB burst that split cost
+# 440 ms of softirq CPU per D=2 step at 1 Gbit/s (/proc/stat), taken from the compute the
+# transfer was to hide behind; a real NIC shapes in hardware. 256 KB is 2 ms at 1 Gbit/s.
 limit() {
   local host
   for host in h1 h2; do
     ip netns exec "$PREFIX$host" tc qdisc del dev eth0 root 2>/dev/null || true
     [[ $1 == unlimited ]] ||
-      ip netns exec "$PREFIX$host" tc qdisc add dev eth0 root tbf rate "$1" burst 64kb latency 400ms
+      ip netns exec "$PREFIX$host" tc qdisc add dev eth0 root tbf rate "$1" burst 256kb latency 400ms
   done
+}
+softirq_ms() {  # CPU time in softirqs so far, all cores (the kernel's network work)
+  local ticks
+  read -r _ _ _ _ _ _ _ ticks _ </proc/stat
+  echo $((ticks * 1000 / $(getconf CLK_TCK)))
 }
 sent() {  # what host $1 sent over its link so far
   cat "/sys/class/net/${PREFIX}$1/statistics/rx_bytes"
@@ -45,12 +59,16 @@ bits_per_s() {  # 1gbit, 100mbit -> bits per second
 }
 
 # NAME:BATCH:ARGS (the batch of configs/scaling_mlp.yaml is 256)
-layouts=("K=2 M=8:256:--set pipeline.stages=2 --set pipeline.micro_batches=8 --set pipeline.partition=[8,9]"
+all_layouts=("K=2 M=8:256:--set pipeline.stages=2 --set pipeline.micro_batches=8 --set pipeline.partition=[8,9]"
   "D=2 M=1:256:--set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1"
   "D=2 B=1024:1024:--set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1 --set train.batch_size=1024")
+layouts=()
+for layout in "${all_layouts[@]}"; do
+  [[ -z ${LAYOUTS:-} || " $LAYOUTS " == *" ${layout%%:*} "* ]] && layouts+=("$layout")
+done
+((${#layouts[@]} > 0)) || { echo "slow_links.sh: LAYOUTS names none of the layouts" >&2; exit 2; }
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $("$MPIPE" --version 2>/dev/null | head -n 1)"
 echo "load before: $(uptime)"
-declare -A step_ms
 # predicted_ms LAYOUT_ARGS... : mpipe plan's step at this link rate and this machine's GEMM rate.
 predicted_ms() {
   local link=()
@@ -58,61 +76,91 @@ predicted_ms() {
   "$MPIPE" plan "$repo/configs/scaling_mlp.yaml" "$@" --threads-per-rank 1 --calibrate "${link[@]}" \
     --json | /usr/bin/python3 -c 'import json, sys; print("%.1f" % (1e3 * json.load(sys.stdin)["step_s"]))'
 }
-printf '%-8s %-9s %-8s %10s %9s %9s %22s %11s %12s %8s\n' layout rate progress samples/s "step ms" \
-  "predicted" "compute/waiting ms" "MB/step" "transfer ms" hidden
-for rate in $rates; do
-  limit "$rate"
-  for layout in "${layouts[@]}"; do
-    name=${layout%%:*}
-    batch=${layout#*:}
-    batch=${batch%%:*}
-    read -ra args <<<"${layout#*:*:}"
-    predicted=$(predicted_ms "${args[@]}")
-    # (The allreduce of D=2 takes seconds a step at 100 Mbit/s: fewer steps there.)
-    run_steps=$steps
-    [[ $rate == 100mbit && $name == D* ]] && run_steps=8
-    for progress in false true; do
-      run=r-${name//[ =]/}-$rate-$progress
-      before1=$(sent h1) before2=$(sent h2)
-      on_hosts h1:1 h2:1 -- train "$repo/configs/scaling_mlp.yaml" --run-dir "$LOCAL/$run" \
-        "${args[@]}" --set train.steps="$run_steps" --set log.every=$((run_steps / 4)) \
-        --set comm.progress_thread="$progress" > "$WORK/$run.log" 2>&1 ||
-        { tail "$WORK/$run.log" >&2; echo "slow_links.sh: $run failed" >&2; exit 1; }
-      sent1=$(($(sent h1) - before1)) sent2=$(($(sent h2) - before2))
-      sps=$(python3 scripts/bench/throughput.py "$WORK/h1/$run")
-      read -r step split < <(/usr/bin/python3 - "$WORK/h1/$run/summary.json" "$sps" "$batch" <<'EOF'
-import json, sys
-s = json.load(open(sys.argv[1]))
-step = 1e3 * float(sys.argv[3]) / float(sys.argv[2])
-split = " ".join(f"{c:.0f}/{w:.0f}" for c, w in zip(s["compute_ms_per_stage"], s["waiting_ms_per_stage"]))
-print(f"{step:.1f} {split}")
-EOF
-)
-      step_ms[$name,$progress,$rate]=$step
-      base=${step_ms[$name,$progress,unlimited]:-}
-      awk -v n="$name" -v r="$rate" -v p="$progress" -v sps="$sps" -v step="$step" \
-        -v predicted="$predicted" -v stage_split="$split" \
-        -v sent1="$sent1" -v sent2="$sent2" -v steps="$run_steps" -v bps="$(bits_per_s "$rate")" \
-        -v base="$base" 'BEGIN {
-          per_step = (sent1 + sent2) / steps
-          # Both links carry their bytes at once (K=2: activations one way, gradients the other;
-          # D=2: each half of the reduce-scatter and of the allgather).
-          link_bytes = sent1 > sent2 ? sent1 : sent2
-          if (bps > 0) transfer = 1e3 * link_bytes / steps * 8 / bps
-          printf "%-8s %-9s %-8s %10.1f %9.1f %9.1f %22s %11.2f ", n, r, p, sps, step, predicted,
-            stage_split, per_step / 1e6
-          if (bps > 0 && base != "") printf "%12.1f %7.0f%%\n", transfer, 100 * (1 - (step - base) / transfer)
-          else printf "%12s %8s\n", "-", "-"
-        }'
+runs=$WORK/runs.tsv  # one line per run: its cell, then its numbers
+for ((round = 1; round <= rounds; round++)); do
+  for rate in $rates; do
+    limit "$rate"
+    for layout in "${layouts[@]}"; do
+      name=${layout%%:*}
+      batch=${layout#*:}
+      batch=${batch%%:*}
+      read -ra args <<<"${layout#*:*:}"
+      predicted=$(predicted_ms "${args[@]}")
+      # (The allreduce of D=2 takes seconds a step at 100 Mbit/s: fewer steps there.)
+      run_steps=$steps
+      [[ $rate == 100mbit && $name == D* ]] && run_steps=8
+      for progress in false true; do
+        run=r-${name//[ =]/}-$rate-$progress-$round
+        before1=$(sent h1) before2=$(sent h2) softirq_before=$(softirq_ms)
+        on_hosts h1:1 h2:1 -- train "$repo/configs/scaling_mlp.yaml" --run-dir "$LOCAL/$run" \
+          "${args[@]}" --set train.steps="$run_steps" --set log.every=$((run_steps / 4)) \
+          --set comm.progress_thread="$progress" >"$WORK/$run.log" 2>&1 ||
+          { tail "$WORK/$run.log" >&2; echo "slow_links.sh: $run failed" >&2; exit 1; }
+        sent1=$(($(sent h1) - before1)) sent2=$(($(sent h2) - before2))
+        softirq=$(($(softirq_ms) - softirq_before))
+        sps=$(python3 scripts/bench/throughput.py "$WORK/h1/$run")
+        printf '%s\t' "$name" "$rate" "$progress" "$batch" "$predicted" "$sps" \
+          "$WORK/h1/$run/summary.json" "$sent1" "$sent2" "$softirq" "$run_steps" >>"$runs"
+        bits_per_s "$rate" >>"$runs"
+      done
     done
   done
+  echo "round $round of $rounds done: $(uptime)"
 done
 limit unlimited
+/usr/bin/python3 - "$runs" <<'EOF'
+import json, statistics, sys
+
+cells = {}  # (layout, rate, progress) -> its runs, cells in the order they first ran
+for line in open(sys.argv[1]):
+    name, rate, progress, batch, predicted, sps, summary, sent1, sent2, softirq, steps, bps = \
+        line.rstrip("\n").split("\t")
+    s = json.load(open(summary))
+    steps, bps = int(steps), float(bps)
+    cells.setdefault((name, rate, progress), []).append({
+        "predicted": float(predicted),
+        "step": 1e3 * float(batch) / float(sps),
+        "compute": s["compute_ms_per_stage"], "waiting": s["waiting_ms_per_stage"],
+        "mb": (int(sent1) + int(sent2)) / steps / 1e6,
+        "softirq": int(softirq) / steps,
+        # The busier link carries its bytes while the other carries its own.
+        "transfer": 1e3 * max(int(sent1), int(sent2)) / steps * 8 / bps if bps else None})
+
+
+def median(runs, key):
+    return statistics.median(r[key] for r in runs)
+
+
+def per_stage(runs, key):
+    return [statistics.median(r[key][i] for r in runs) for i in range(len(runs[0][key]))]
+
+
+print(f"{'layout':10} {'rate':9} {'progress':8} {'step ms (range)':>18} {'predicted':>9} "
+      f"{'compute/waiting ms':>18} {'MB/step':>7} {'softirq':>7} {'transfer':>8} "
+      f"{'hidden: by step':>15} {'by wait':>7}")
+for (name, rate, progress), runs in cells.items():
+    step = median(runs, "step")
+    compute, waiting = per_stage(runs, "compute"), per_stage(runs, "waiting")
+    split = " ".join(f"{c:.0f}/{w:.0f}" for c, w in zip(compute, waiting))
+    spread = f"{step:.0f} ({min(r['step'] for r in runs):.0f}-{max(r['step'] for r in runs):.0f})"
+    line = (f"{name:10} {rate:9} {progress:8} {spread:>18} {median(runs, 'predicted'):9.0f} "
+            f"{split:>18} {median(runs, 'mb'):7.2f} {median(runs, 'softirq'):7.0f} ")
+    base = cells.get((name, "unlimited", progress))
+    if runs[0]["transfer"] is None or base is None:
+        print(line + f"{'-':>8} {'-':>15} {'-':>7}")
+        continue
+    transfer = median(runs, "transfer")
+    by_step = 1 - (step - median(base, "step")) / transfer
+    by_wait = 1 - (statistics.mean(waiting) - statistics.mean(per_stage(base, "waiting"))) / transfer
+    print(line + f"{transfer:8.0f} {100 * by_step:14.0f}% {100 * by_wait:6.0f}%")
+EOF
 echo "load after:  $(uptime)"
 echo "(predicted: mpipe plan --calibrate --link-bandwidth RATE, the step at this machine's GEMM rate"
-echo " with the sends queued on each link, the allreduce (reduce-scatter + allgather) after the last"
-echo " backward; goal: within 15%)"
-echo "(hidden = 1 - (step - the unlimited step) / transfer time at the link rate; goals: >= 90% for"
-echo " the activations of K=2, >= 60% for the allreduce of D=2)"
+echo " with the sends queued on each link and each layer's allreduce (reduce-scatter + allgather)"
+echo " queued on it from the end of the layer's part of the last backward; goal: within 15%)"
+echo "(softirq: the kernel's softirq CPU time per step, all cores: the emulated links' network"
+echo " work, which a real NIC does not take from the compute)"
+echo "(hidden: the share of the transfer time by which the step, or the stages' mean waiting, does"
+echo " not grow; goals: >= 90% for the activations of K=2, >= 60% for the allreduce of D=2)"
 # shellcheck disable=SC2034  # read by hosts.sh at exit
 passed=1

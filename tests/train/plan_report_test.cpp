@@ -162,6 +162,26 @@ TEST(PlanReport, TheReplicasAllreduceIsAReduceScatterThenAnAllgather) {
   EXPECT_NEAR(d4_tree.step_s / (2 * gradient_bytes), 1.0, 1e-3);
 }
 
+TEST(PlanReport, TheReplicasAllreduceRunsBehindTheLastBackward) {
+  // On a link whose allreduce takes a third of the step, each layer's gradient leaves once its
+  // part of the last backward is done (the second linear's before the first's backward): the
+  // step grows by less than the transfer, yet the link's time still bounds it from below.
+  config::Experiment e = experiment();
+  e.pipeline.stages = 1;
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  pipeline::MachineRates fast;
+  fast.link_bytes_per_s = 1e18;
+  const pipeline::PipelinePlan unlimited = plan_experiment(e, model, 1, 2, fast);
+  const double gradient_bytes = unlimited.stages[0].memory.params;
+  pipeline::MachineRates slow = fast;
+  slow.link_bytes_per_s = gradient_bytes / (unlimited.step_s / 3);
+  const pipeline::PipelinePlan limited = plan_experiment(e, model, 1, 2, slow);
+  const double transfer = unlimited.step_s / 3;
+  EXPECT_GT(limited.step_s, unlimited.step_s);
+  EXPECT_LT(limited.step_s, unlimited.step_s + 0.9 * transfer);
+  EXPECT_GT(limited.step_s, transfer);
+}
+
 TEST(PlanReport, JsonNamesTheProblemWhenOverTheLimit) {
   config::Experiment e = experiment();
   e.pipeline.memory_limit = 4096;
