@@ -33,17 +33,24 @@ rounds=${ROUNDS:-3}
 rates=${RATES:-unlimited 1gbit 100mbit}
 start_hosts
 
+bits_per_s() {  # 1gbit, 100mbit -> bits per second
+  awk -v r="$1" 'BEGIN { n = r + 0; if (r ~ /gbit$/) n *= 1e9; else if (r ~ /mbit$/) n *= 1e6; print n }'
+}
 # limit RATE: every host's outgoing traffic limited to RATE (tc tbf), or not ("unlimited").
-# The burst is 256 KB: tbf splits a packet larger than its burst into MTU-sized segments in
-# software, and TCP over veth sends segments of up to 64 KB. With a 64 KB burst that split cost
-# 440 ms of softirq CPU per D=2 step at 1 Gbit/s (/proc/stat), taken from the compute the
-# transfer was to hide behind; a real NIC shapes in hardware. 256 KB is 2 ms at 1 Gbit/s.
+# TCP over veth sends segments of up to 64 KB, and tbf cuts a packet larger than its buckets into
+# MTU-sized ones in software: with a 64 KB burst that cost 440 ms of softirq CPU per D=2 step at
+# 1 Gbit/s (/proc/stat), taken from the compute the transfer was to hide behind (a real NIC
+# shapes in hardware). Hence a 256 KB burst, and a peak rate of 1.01 x RATE over a 72000-byte
+# bucket, so that a segment passes whole but an idle link's bucket cannot send a message faster
+# than RATE: only one segment (5 ms at 100 Mbit/s) leaves at once.
 limit() {
-  local host
+  local host peak
+  peak=$(awk -v n="$(bits_per_s "$1")" 'BEGIN { printf "%.0fbit", 1.01 * n }')
   for host in h1 h2; do
     ip netns exec "$PREFIX$host" tc qdisc del dev eth0 root 2>/dev/null || true
     [[ $1 == unlimited ]] ||
-      ip netns exec "$PREFIX$host" tc qdisc add dev eth0 root tbf rate "$1" burst 256kb latency 400ms
+      ip netns exec "$PREFIX$host" tc qdisc add dev eth0 root tbf rate "$1" burst 256kb \
+        latency 400ms peakrate "$peak" mtu 72000
   done
 }
 softirq_ms() {  # CPU time in softirqs so far, all cores (the kernel's network work)
@@ -53,9 +60,6 @@ softirq_ms() {  # CPU time in softirqs so far, all cores (the kernel's network w
 }
 sent() {  # what host $1 sent over its link so far
   cat "/sys/class/net/${PREFIX}$1/statistics/rx_bytes"
-}
-bits_per_s() {  # 1gbit, 100mbit -> bits per second
-  awk -v r="$1" 'BEGIN { n = r + 0; if (r ~ /gbit$/) n *= 1e9; else if (r ~ /mbit$/) n *= 1e6; print n }'
 }
 
 # NAME:BATCH:ARGS (the batch of configs/scaling_mlp.yaml is 256)
