@@ -115,10 +115,10 @@ nn::LayerContext Executor::layer_context(const RoundPlan& plan, int micro_batch,
 void Executor::post_recv(const Op& op, const RoundPlan& plan) {
   const int64_t rows = plan.rows.at(static_cast<size_t>(op.micro_batch));
   if (op.kind == OpKind::kRecvActivation) {
-    link_.post_recv(Direction::kActivation, plan.round, op.micro_batch,
+    link_.post_recv(Direction::kActivation, plan.round, op.micro_batch, op.chunk,
                     plan.stage_input.batched(rows));
   } else {
-    link_.post_recv(Direction::kGradient, plan.round, op.micro_batch,
+    link_.post_recv(Direction::kGradient, plan.round, op.micro_batch, op.chunk,
                     plan.stage_output.batched(rows));
   }
 }
@@ -226,7 +226,7 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
   const int m = op.micro_batch;
   switch (op.kind) {
     case OpKind::kRecvActivation:
-      inputs_[m] = link_.wait_recv(Direction::kActivation, m);
+      inputs_[m] = link_.wait_recv(Direction::kActivation, m, op.chunk);
       break;
     case OpKind::kForward: {
       Tensor input = is_first() ? data.inputs(m) : take(inputs_, m, "input");
@@ -244,10 +244,10 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
       break;
     }
     case OpKind::kSendActivation:
-      link_.send(Direction::kActivation, plan.round, m, take(outputs_, m, "output"));
+      link_.send(Direction::kActivation, plan.round, m, op.chunk, take(outputs_, m, "output"));
       break;
     case OpKind::kRecvGrad:
-      grad_outputs_[m] = link_.wait_recv(Direction::kGradient, m);
+      grad_outputs_[m] = link_.wait_recv(Direction::kGradient, m, op.chunk);
       break;
     case OpKind::kBackward:
     case OpKind::kBackwardInput: {
@@ -263,7 +263,8 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
       stage_.backward_weight(m, layer_context(plan, m, true));
       break;
     case OpKind::kSendGrad:
-      link_.send(Direction::kGradient, plan.round, m, take(grad_inputs_, m, "input gradient"));
+      link_.send(Direction::kGradient, plan.round, m, op.chunk,
+                 take(grad_inputs_, m, "input gradient"));
       break;
   }
 }
@@ -272,13 +273,13 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data)
   const int num_micro_batches = static_cast<int>(plan.rows.size());
   if (!is_first()) {
     for (int m = 0; m < num_micro_batches; ++m) {
-      link_.post_recv(Direction::kEvalActivation, plan.round, m,
+      link_.post_recv(Direction::kEvalActivation, plan.round, m, 0,
                       plan.stage_input.batched(plan.rows[static_cast<size_t>(m)]));
     }
   }
   LossTotals totals;
   for (int m = 0; m < num_micro_batches; ++m) {
-    Tensor input = is_first() ? data.inputs(m) : link_.wait_recv(Direction::kEvalActivation, m);
+    Tensor input = is_first() ? data.inputs(m) : link_.wait_recv(Direction::kEvalActivation, m, 0);
     Tensor output = stage_.evaluate(input, layer_context(plan, m, false));
     if (is_last()) {
       nn::LossOutput loss = loss_.compute(kernels_, output, data.targets(m), 1.0f, false);
@@ -286,7 +287,7 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data)
       totals.rows += loss.rows;
       totals.correct += loss.correct;
     } else {
-      link_.send(Direction::kEvalActivation, plan.round, m, std::move(output));
+      link_.send(Direction::kEvalActivation, plan.round, m, 0, std::move(output));
     }
   }
   link_.wait_sends();

@@ -82,8 +82,9 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       pipeline_plan_(std::move(plan.pipeline)),
       range_(pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order()) {
-  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages,
-                                           tags_);
+  link_ = std::make_unique<pipeline::Link>(
+      groups_.pipeline, topology_.stage,
+      pipeline::Placement{.num_ranks = topology_.num_stages, .virtual_stages = 1}, tags_);
   link_->set_trace(&trace_);
   build_stage();
   const auto replicas = static_cast<unsigned>(topology_.num_replicas);

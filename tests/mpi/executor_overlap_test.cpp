@@ -54,7 +54,7 @@ TEST(ExecutorOverlap, StartsEachLayersBucketDuringTheLastBackward) {
   layers.push_back(std::make_unique<nn::Linear>(2, Shape{3}, 2));
   Stage stage(std::move(layers), Recompute::kNever, 2);
   stage.params().initialize(5);
-  Link link(pipeline, 0, 1, comm::TagSpace({.kinds = kDirections, .micro_batches = 2}));
+  Link link(pipeline, 0, Placement{}, comm::TagSpace({.kinds = kDirections, .micro_batches = 2}));
   kernels::KernelContext kernels;
   const auto loss = nn::make_loss("mse");
   Executor executor(stage, link, 0, 1, *loss, kernels);
