@@ -550,13 +550,18 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
   r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
   std::optional<PipelinePlan> fastest, smallest;
   std::vector<ScheduleCandidate> candidates;
-  // Chunks per rank are run by the interleaved schedule alone (schedule_shape_problem).
-  const std::vector<ScheduleKind> choices =
-      request.pipeline.virtual_stages > 1
-          ? std::vector<ScheduleKind>{ScheduleKind::kInterleaved}
-          : std::vector<ScheduleKind>(std::begin(kConcreteSchedules), std::end(kConcreteSchedules));
-  for (ScheduleKind schedule : choices) {
+  // The one-chunk schedules on K stages, and with pipeline.virtual_stages v > 1 interleaved on K·v
+  // (when M allows it: schedule_shape_problem), last in the order that breaks ties.
+  std::vector<std::pair<ScheduleKind, int>> choices;  // (schedule, chunks per rank)
+  for (ScheduleKind schedule : kConcreteSchedules) choices.emplace_back(schedule, 1);
+  const int v = request.pipeline.virtual_stages;
+  if (v > 1 && !schedule_shape_problem(ScheduleKind::kInterleaved, request.pipeline.stages,
+                                       request.pipeline.micro_batches, v)) {
+    choices.emplace_back(ScheduleKind::kInterleaved, v);
+  }
+  for (const auto& [schedule, chunks] : choices) {
     r.pipeline.schedule = schedule;
+    r.pipeline.virtual_stages = chunks;
     PipelinePlan p = plan_resolved(plan, r);
     ScheduleCandidate& candidate =
         candidates.emplace_back(ScheduleCandidate{.schedule = schedule,
@@ -577,6 +582,7 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
                               format_bytes_up(largest_peak(out)), to_string(out.schedule));
   }
   r.pipeline.schedule = out.schedule;
+  r.pipeline.virtual_stages = out.virtual_stages;
   out.advice = make_advice(plan, r, out);
   out.candidates = std::move(candidates);
   return out;

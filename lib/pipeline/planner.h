@@ -88,7 +88,8 @@ struct PipelinePlan {
   Recompute recompute = Recompute::kAlways;
   // Every global stage, K·v of them (rank r's chunk c is stage r + c·K).
   std::vector<StagePlan> stages;
-  int virtual_stages = 1;  // v: chunks per rank
+  // v: chunks per rank; the request's, or 1 when `auto` chose a schedule of one chunk per rank.
+  int virtual_stages = 1;
   int64_t micro_batch_rows = 0;
   double bubble_fraction = 0.0;  // idle share of the pipeline (timeline simulation)
   double step_s = 0.0;           // simulated pipeline + slowest optimizer step + allreduce (D > 1)
@@ -110,7 +111,8 @@ struct PipelinePlan {
 // to the mode with the fastest predicted step among those whose plan fits, ties going to the
 // first of never, except_last, per_layer, always; when none fits, to the one with the smallest
 // largest stage (its problem is reported).
-// schedule: auto is resolved before recompute, over kConcreteSchedules (each planned with the
+// schedule: auto is resolved before recompute, over kConcreteSchedules on K stages and, with
+// pipeline.virtual_stages v > 1 (and M a multiple of K), interleaved on K·v (each planned with the
 // request's recompute, auto resolved per schedule, and with weight_grads resolved as configured:
 // not batched unless set): the one with the fastest predicted step whose plan fits, ties going
 // to the first; when none fits, the one whose largest stage is smallest, with the problem "<memory

@@ -45,8 +45,8 @@ std::string header(const PlanReport& r) {
       "{}: {}, {} parameters; {} x {}, {} of {} examples, "
       "{}, recompute: {}, weight gradients: {}, partition: {}, memory limit: {}\n",
       r.experiment.source, counted(std::ssize(r.model.layers), "layer"), r.model.num_params(),
-      p.virtual_stages > 1
-          ? fmt::format("{} x {} chunks", counted(p.stages, "rank"), p.virtual_stages)
+      r.plan.virtual_stages > 1
+          ? fmt::format("{} x {} chunks", counted(p.stages, "rank"), r.plan.virtual_stages)
           : counted(p.stages, "stage"),
       counted(p.data_parallel, "replica"), counted(p.micro_batches, "micro-batch", "micro-batches"),
       r.plan.micro_batch_rows, schedule_name(r), recompute_name(r),
@@ -102,7 +102,7 @@ std::string rank_table(const PlanReport& r) {
 
 // schedule: auto: each schedule weighed, its predicted step, bubble and peak per rank.
 std::string candidate_table(const PlanReport& r) {
-  std::string out = fmt::format("{:<8} {:<11} {:>10} {:>7}  {}\n", "schedule", "recompute", "step",
+  std::string out = fmt::format("{:<11} {:<11} {:>10} {:>7}  {}\n", "schedule", "recompute", "step",
                                 "bubble", "peak memory per rank");
   for (const pipeline::ScheduleCandidate& c : r.plan.candidates) {
     std::string peaks;
@@ -111,7 +111,7 @@ std::string candidate_table(const PlanReport& r) {
       peaks += format_bytes(bytes);
     }
     const bool chosen = c.schedule == r.plan.schedule;
-    out += fmt::format("{:<8} {:<11} {:>10} {:>6.1f}%  {}{}\n", pipeline::to_string(c.schedule),
+    out += fmt::format("{:<11} {:<11} {:>10} {:>6.1f}%  {}{}\n", pipeline::to_string(c.schedule),
                        pipeline::to_string(c.recompute), seconds(c.step_s),
                        100.0 * c.bubble_fraction, peaks,
                        chosen   ? "  <- chosen"
@@ -203,7 +203,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"num_layers", r.model.layers.size()},
       {"num_params", r.model.num_params()},
       {"stages", p.stages},
-      {"virtual_stages", p.virtual_stages},
+      {"virtual_stages", plan.virtual_stages},
       {"rank_peak_bytes", pipeline::rank_peak_bytes(plan)},
       {"data_parallel", p.data_parallel},
       {"micro_batches", p.micro_batches},

@@ -81,7 +81,7 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       tags_(message_tags(experiment, dataset.input_shape())),
       pipeline_plan_(std::move(plan.pipeline)),
       placement_{.num_ranks = topology_.num_stages,
-                 .virtual_stages = experiment.pipeline.virtual_stages},
+                 .virtual_stages = pipeline_plan_.virtual_stages},
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order()) {
   link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, placement_, tags_);
   link_->set_trace(&trace_);

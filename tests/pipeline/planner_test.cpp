@@ -205,8 +205,8 @@ TEST(Planner, UniformAndManualPartitionsAreTakenAsGiven) {
 }
 
 // Under virtual stages the partition cuts K·v stages in global stage order (rank r holds stages
-// r, r + K, ...), and `schedule: auto` weighs interleaved alone (the other schedules run one chunk
-// per rank).
+// r, r + K, ...), and `schedule: auto` weighs interleaved on them beside the one-chunk schedules
+// on K stages (when M is a multiple of K).
 TEST(Planner, VirtualStagesCutKTimesVStages) {
   const ModelSpec spec = uneven_model();
   PlanRequest r = request(2, PartitionMode::kManual, {1, 2, 3, 1});
@@ -219,11 +219,22 @@ TEST(Planner, VirtualStagesCutKTimesVStages) {
   r.pipeline.partition_mode = PartitionMode::kAuto;
   r.pipeline.schedule = ScheduleKind::kAuto;
   const PipelinePlan chosen = plan_of(spec, kUnevenInput, r);
-  EXPECT_EQ(chosen.schedule, ScheduleKind::kInterleaved);
-  ASSERT_EQ(chosen.candidates.size(), 1u);
-  EXPECT_EQ(chosen.stages.size(), 4u);
-  EXPECT_EQ(chosen.candidates[0].peak_bytes.size(), 2u);  // per rank
-  EXPECT_EQ(chosen.candidates[0].peak_bytes, rank_peak_bytes(chosen));
+  ASSERT_EQ(chosen.candidates.size(), 4u);
+  const ScheduleCandidate& interleaved = chosen.candidates.back();
+  EXPECT_EQ(interleaved.schedule, ScheduleKind::kInterleaved);
+  r.pipeline.schedule = ScheduleKind::kInterleaved;
+  const PipelinePlan alone = plan_of(spec, kUnevenInput, r);
+  EXPECT_EQ(alone.stages.size(), 4u);
+  EXPECT_EQ(interleaved.step_s, alone.step_s);
+  EXPECT_EQ(interleaved.peak_bytes, rank_peak_bytes(alone));  // per rank: 2 of them
+  // The one-chunk schedules are planned on K = 2 stages.
+  EXPECT_EQ(chosen.candidates[1].peak_bytes.size(), 2u);
+  EXPECT_EQ(chosen.stages.size(), static_cast<size_t>(2 * chosen.virtual_stages));
+  // M = 3 is no multiple of K = 2: interleaved is left out.
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  r.pipeline.micro_batches = 3;
+  r.batch_size = 30;
+  EXPECT_EQ(plan_of(spec, kUnevenInput, r).candidates.size(), 3u);
 }
 
 // With chunks a rank holds several stages at once: the limit holds for each rank's sum of its
