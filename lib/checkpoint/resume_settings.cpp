@@ -11,7 +11,7 @@ namespace mpipe::checkpoint {
 namespace {
 
 // Keys (or, ending in '.', key prefixes) that do not change the trained weights' trajectory.
-constexpr std::array<std::string_view, 16> kMayChange = {
+constexpr std::array<std::string_view, 17> kMayChange = {
     "train.steps",
     "train.on_nonfinite",
     "train.max_skips_in_a_row",
@@ -23,6 +23,7 @@ constexpr std::array<std::string_view, 16> kMayChange = {
     "pipeline.stages",
     "pipeline.data_parallel",
     "pipeline.micro_batches",
+    "pipeline.virtual_stages",
     "pipeline.schedule",
     "pipeline.recompute",
     "pipeline.weight_grads",

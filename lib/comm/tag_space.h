@@ -16,7 +16,7 @@ inline constexpr int kGuaranteedTagUb = 32767;
 struct TagNeeds {
   int kinds = 1;          // what a pipeline message carries (pipeline::Direction)
   int micro_batches = 1;  // micro-batch indices 0..M-1
-  int chunks = 1;         // model chunks per stage (interleaved schedules; 1 today)
+  int chunks = 1;         // model chunks per rank (pipeline.virtual_stages)
   int tensors = 1;        // tensors a rank sends one by one (the weight export's)
 };
 

@@ -1,5 +1,5 @@
-// The `pipeline:` section: stages, data parallelism, micro-batches, schedule, re-materialization,
-// the partition of layers into stages and the memory limit per rank.
+// The `pipeline:` section: stages, data parallelism, micro-batches, chunks per rank, schedule,
+// re-materialization, the partition of layers into stages and the memory limit per rank.
 #include <fmt/format.h>
 
 #include "config/bounded.h"
@@ -81,9 +81,10 @@ void read_balance(const MapReader& map, pipeline::PipelineConfig& config) {
 }  // namespace
 
 pipeline::PipelineConfig parse_pipeline(const Field& section) {
-  const MapReader map(section, {"stages", "data_parallel", "micro_batches", "schedule", "recompute",
-                                "weight_grads", "partition", "memory_limit", "balance",
-                                "balance_after", "balance_every", "balance_moves"});
+  const MapReader map(section,
+                      {"stages", "data_parallel", "micro_batches", "virtual_stages", "schedule",
+                       "recompute", "weight_grads", "partition", "memory_limit", "balance",
+                       "balance_after", "balance_every", "balance_moves"});
   pipeline::PipelineConfig config;
   if (auto f = map.get("stages")) config.stages = read_count_or_auto(*f);
   if (auto f = map.get("data_parallel")) {
@@ -93,12 +94,8 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
     }
   }
   if (auto f = map.get("micro_batches")) config.micro_batches = read_int32(*f, at_least(1));
-  if (auto f = map.get("schedule")) {
-    config.schedule = f->as_choice(pipeline::kScheduleNames);
-    if (config.schedule == pipeline::ScheduleKind::kInterleaved) {
-      f->fail("interleaved is not run by the trainer yet; mpipe schedule prints it");
-    }
-  }
+  if (auto f = map.get("virtual_stages")) config.virtual_stages = read_int32(*f, at_least(1));
+  if (auto f = map.get("schedule")) config.schedule = f->as_choice(pipeline::kScheduleNames);
   if (auto f = map.get("recompute")) {
     config.recompute = f->as_choice(pipeline::kRecomputeNames);
   }
@@ -109,9 +106,14 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
   if (auto f = map.get("partition")) {
     read_partition(*f, config);
     const auto entries = static_cast<int>(config.partition.size());
-    if (config.stages > 0 && entries > 0 && entries != config.stages) {
-      f->fail(fmt::format("must have as many entries as pipeline.stages = {}, got {}",
-                          config.stages, entries));
+    const int stages = config.stages * config.virtual_stages;
+    if (config.stages > 0 && entries > 0 && entries != stages) {
+      f->fail(config.virtual_stages == 1
+                  ? fmt::format("must have as many entries as pipeline.stages = {}, got {}",
+                                config.stages, entries)
+                  : fmt::format("must have as many entries as pipeline.stages x "
+                                "pipeline.virtual_stages = {}, got {}",
+                                stages, entries));
     }
   }
   read_balance(map, config);

@@ -107,6 +107,7 @@ void add_pipeline(const pipeline::PipelineConfig& pipeline, Settings& out) {
   out["pipeline.stages"] = count_or_auto(pipeline.stages);
   out["pipeline.data_parallel"] = count_or_auto(pipeline.data_parallel);
   out["pipeline.micro_batches"] = text(pipeline.micro_batches);
+  out["pipeline.virtual_stages"] = text(pipeline.virtual_stages);
   out["pipeline.schedule"] = pipeline::to_string(pipeline.schedule);
   out["pipeline.recompute"] = pipeline::to_string(pipeline.recompute);
   out["pipeline.weight_grads"] = pipeline::to_string(pipeline.weight_grads);

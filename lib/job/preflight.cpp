@@ -29,6 +29,7 @@
 #include "train/message_tags.h"
 #include "train/pipeline_plan.h"
 #include "train/trainer.h"
+#include "train/virtual_stage_rules.h"
 
 namespace mpipe::job {
 namespace {
@@ -213,6 +214,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
         model::plan_model(experiment.model, result.dataset->input_shape());
     check_memory(experiment, plan, topology.num_replicas);
     train::check_model_fits_data(experiment.model, plan, result.dataset->schema());
+    train::check_virtual_stages(experiment, topology.num_stages, topology.num_replicas, plan);
     if (!inputs.init_weights.path.empty()) {
       train::check_init_weights(
           model::build_layers(experiment.model, result.dataset->input_shape(), 0,

@@ -1,10 +1,12 @@
-// The op loop: early-posted receives, nonblocking sends, forward/backward, and the loss.
+// The op loop: early-posted receives, nonblocking sends, forward/backward on the op's chunk, and
+// the loss.
 #include "pipeline/executor.h"
 
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <iterator>
+#include <utility>
 
 #include "core/error.h"
 
@@ -19,10 +21,11 @@ bool is_receive(OpKind kind) {
   return kind == OpKind::kRecvActivation || kind == OpKind::kRecvGrad;
 }
 
-Tensor take(std::map<int, Tensor>& tensors, int micro_batch, const char* what) {
-  auto it = tensors.find(micro_batch);
-  check(it != tensors.end(), "{} of micro-batch {} is missing: the program is out of order", what,
-        micro_batch);
+Tensor take(std::map<std::pair<int, int>, Tensor>& tensors, const Op& op, const char* what) {
+  auto it = tensors.find({op.chunk, op.micro_batch});
+  check(it != tensors.end(),
+        "{} of micro-batch {} of chunk {} is missing: the program is out of order", what,
+        op.micro_batch, op.chunk);
   Tensor tensor = std::move(it->second);
   tensors.erase(it);
   return tensor;
@@ -75,20 +78,26 @@ std::vector<size_t> gradient_buckets(const nn::ParamBuffer& params) {
   return begins;
 }
 
-Executor::Executor(Stage& stage, Link& link, int stage_index, int num_stages, const nn::Loss& loss,
-                   kernels::KernelContext& kernels)
-    : stage_(stage),
+Executor::Executor(std::vector<Stage*> stages, Link& link, int rank, Placement placement,
+                   const nn::Loss& loss, kernels::KernelContext& kernels)
+    : stages_(std::move(stages)),
       link_(link),
-      stage_index_(stage_index),
-      num_stages_(num_stages),
+      rank_(rank),
+      placement_(placement),
       loss_(loss),
       kernels_(kernels) {
-  gradient_begin_ = layer_gradient_begins(stage_.params());
-  stage_.set_layer_hook(
-      [this](int global_layer, bool backward) { between_layers(global_layer, backward); });
+  check(num_chunks() == placement_.virtual_stages, "Executor: {} stages for {} chunks per rank",
+        num_chunks(), placement_.virtual_stages);
+  if (num_chunks() == 1) gradient_begin_ = layer_gradient_begins(stages_[0]->params());
+  for (Stage* stage : stages_) {
+    stage->set_layer_hook(
+        [this](int global_layer, bool backward) { between_layers(global_layer, backward); });
+  }
 }
 
-Executor::~Executor() { stage_.set_layer_hook({}); }
+Executor::~Executor() {
+  for (Stage* stage : stages_) stage->set_layer_hook({});
+}
 
 void Executor::between_layers(int global_layer, bool backward) {
   if (trace_ != nullptr && trace_->recording()) trace_->layer_ended(!backward, Clock::now());
@@ -114,19 +123,22 @@ nn::LayerContext Executor::layer_context(const RoundPlan& plan, int micro_batch,
 
 void Executor::post_recv(const Op& op, const RoundPlan& plan) {
   const int64_t rows = plan.rows.at(static_cast<size_t>(op.micro_batch));
+  const auto chunk = static_cast<size_t>(op.chunk);
   if (op.kind == OpKind::kRecvActivation) {
-    link_.post_recv(Direction::kActivation, plan.round, op.micro_batch,
-                    plan.stage_input.batched(rows));
+    link_.post_recv(Direction::kActivation, plan.round, op.micro_batch, op.chunk,
+                    plan.stage_inputs.at(chunk).batched(rows));
   } else {
-    link_.post_recv(Direction::kGradient, plan.round, op.micro_batch,
-                    plan.stage_output.batched(rows));
+    link_.post_recv(Direction::kGradient, plan.round, op.micro_batch, op.chunk,
+                    plan.stage_outputs.at(chunk).batched(rows));
   }
 }
 
 LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
                                 const MicroBatchData& data, comm::BucketedAllreduce* reduction) {
-  // One Stage per rank: a program of several chunks (virtual stages) is not run yet.
-  check(!has_chunks(program), "Executor: programs with model chunks are not run yet");
+  // Buckets are started by one stage's layers (data parallelism with chunks is refused at
+  // preflight: train/virtual_stage_rules.h).
+  check(reduction == nullptr || num_chunks() == 1,
+        "Executor: a data-parallel reduction over {} chunks", num_chunks());
   std::vector<size_t> receives;
   // The op after which every gradient of the step is complete (but deferred ones): the last
   // backward, or the last W where backwards are split.
@@ -161,7 +173,7 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
       trace_->backward_began(program[i].micro_batch, start);
     }
     // (With deferred gradients, a layer's bucket waits for finish_step_grads below.)
-    in_last_backward_ = i == last_backward && !stage_.defers_grads();
+    in_last_backward_ = i == last_backward && !stages_[0]->defers_grads();
     run_op(program[i], plan, data, totals);
     in_last_backward_ = false;
     const auto end = Clock::now();
@@ -169,8 +181,8 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
     const double seconds = std::chrono::duration<double>(end - start).count();
     time_slot(program[i].kind) += seconds;
     if (spdlog::should_log(spdlog::level::trace)) {
-      spdlog::trace("step {} stage {}: {} {:.3f} ms", plan.round + 1, stage_index_,
-                    to_string(program[i]), 1e3 * seconds);
+      spdlog::trace("step {} stage {}: {} {:.3f} ms", plan.round + 1,
+                    global_stage(program[i].chunk), to_string(program[i]), 1e3 * seconds);
     }
   }
   // The last sends complete before the deferred gradients: the previous stage is waiting for
@@ -182,21 +194,25 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
   times_.send_s += seconds_since(send_start);
   // Deferred gradients (batched weight gradients) after the last gradient was sent: off the
   // pipeline's critical path. Each layer's bucket starts once its gradient is complete.
-  const auto finish_start = Clock::now();
-  in_last_backward_ = true;
-  stage_.finish_step_grads(layer_context(plan, static_cast<int>(plan.rows.size()) - 1, true));
-  in_last_backward_ = false;
-  const double finish_s = seconds_since(finish_start);
-  times_.compute_s += finish_s;
-  if (trace_ != nullptr && trace_->recording() && stage_.defers_grads()) {
-    trace_->span(log::TraceKind::kWeightGrad, -1, finish_start, Clock::now());
-  }
-  if (spdlog::should_log(spdlog::level::trace)) {
-    spdlog::trace("step {} stage {}: W {:.3f} ms", plan.round + 1, stage_index_, 1e3 * finish_s);
+  for (int chunk = 0; chunk < num_chunks(); ++chunk) {
+    Stage& stage = *stages_[static_cast<size_t>(chunk)];
+    const auto finish_start = Clock::now();
+    in_last_backward_ = true;
+    stage.finish_step_grads(layer_context(plan, static_cast<int>(plan.rows.size()) - 1, true));
+    in_last_backward_ = false;
+    const double finish_s = seconds_since(finish_start);
+    times_.compute_s += finish_s;
+    if (trace_ != nullptr && trace_->recording() && stage.defers_grads()) {
+      trace_->span(log::TraceKind::kWeightGrad, -1, finish_start, Clock::now());
+    }
+    if (spdlog::should_log(spdlog::level::trace)) {
+      spdlog::trace("step {} stage {}: W {:.3f} ms", plan.round + 1, global_stage(chunk),
+                    1e3 * finish_s);
+    }
   }
   if (reduction) reduction->start_from(0);
   check(inputs_.empty() && outputs_.empty() && grad_outputs_.empty() && grad_inputs_.empty(),
-        "stage {}: the program left tensors unconsumed", stage_index_);
+        "rank {}: the program left tensors unconsumed", rank_);
   return totals;
 }
 
@@ -224,69 +240,80 @@ void Executor::trace_op(const Op& op, Clock::time_point start, Clock::time_point
 void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data,
                       LossTotals& totals) {
   const int m = op.micro_batch;
+  const Slot slot{op.chunk, m};
+  Stage& stage = *stages_.at(static_cast<size_t>(op.chunk));
   switch (op.kind) {
     case OpKind::kRecvActivation:
-      inputs_[m] = link_.wait_recv(Direction::kActivation, m);
+      inputs_[slot] = link_.wait_recv(Direction::kActivation, m, op.chunk);
       break;
     case OpKind::kForward: {
-      Tensor input = is_first() ? data.inputs(m) : take(inputs_, m, "input");
-      Tensor output = stage_.forward(m, std::move(input), layer_context(plan, m, true));
-      if (is_last()) {
+      Tensor input = is_first(op.chunk) ? data.inputs(m) : take(inputs_, op, "input");
+      Tensor output = stage.forward(m, std::move(input), layer_context(plan, m, true));
+      if (is_last(op.chunk)) {
         nn::LossOutput loss =
             loss_.compute(kernels_, output, data.targets(m), plan.grad_scale, /*want_grad=*/true);
         totals.sum += loss.sum;
         totals.rows += loss.rows;
         totals.correct += loss.correct;
-        grad_outputs_[m] = std::move(loss.grad);
+        grad_outputs_[slot] = std::move(loss.grad);
       } else {
-        outputs_[m] = std::move(output);
+        outputs_[slot] = std::move(output);
       }
       break;
     }
     case OpKind::kSendActivation:
-      link_.send(Direction::kActivation, plan.round, m, take(outputs_, m, "output"));
+      link_.send(Direction::kActivation, plan.round, m, op.chunk, take(outputs_, op, "output"));
       break;
     case OpKind::kRecvGrad:
-      grad_outputs_[m] = link_.wait_recv(Direction::kGradient, m);
+      grad_outputs_[slot] = link_.wait_recv(Direction::kGradient, m, op.chunk);
       break;
     case OpKind::kBackward:
     case OpKind::kBackwardInput: {
-      Tensor grad_output = take(grad_outputs_, m, "output gradient");
+      Tensor grad_output = take(grad_outputs_, op, "output gradient");
       const nn::LayerContext ctx = layer_context(plan, m, true);
       Tensor grad_input = op.kind == OpKind::kBackward
-                              ? stage_.backward(m, std::move(grad_output), ctx)
-                              : stage_.backward_input(m, std::move(grad_output), ctx);
-      if (!is_first()) grad_inputs_[m] = std::move(grad_input);
+                              ? stage.backward(m, std::move(grad_output), ctx)
+                              : stage.backward_input(m, std::move(grad_output), ctx);
+      if (!is_first(op.chunk)) grad_inputs_[slot] = std::move(grad_input);
       break;
     }
     case OpKind::kBackwardWeight:
-      stage_.backward_weight(m, layer_context(plan, m, true));
+      stage.backward_weight(m, layer_context(plan, m, true));
       break;
     case OpKind::kSendGrad:
-      link_.send(Direction::kGradient, plan.round, m, take(grad_inputs_, m, "input gradient"));
+      link_.send(Direction::kGradient, plan.round, m, op.chunk,
+                 take(grad_inputs_, op, "input gradient"));
       break;
   }
 }
 
 LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data) {
   const int num_micro_batches = static_cast<int>(plan.rows.size());
-  if (!is_first()) {
+  for (int chunk = 0; chunk < num_chunks(); ++chunk) {
+    if (is_first(chunk)) continue;
     for (int m = 0; m < num_micro_batches; ++m) {
-      link_.post_recv(Direction::kEvalActivation, plan.round, m,
-                      plan.stage_input.batched(plan.rows[static_cast<size_t>(m)]));
+      link_.post_recv(Direction::kEvalActivation, plan.round, m, chunk,
+                      plan.stage_inputs.at(static_cast<size_t>(chunk))
+                          .batched(plan.rows[static_cast<size_t>(m)]));
     }
   }
   LossTotals totals;
-  for (int m = 0; m < num_micro_batches; ++m) {
-    Tensor input = is_first() ? data.inputs(m) : link_.wait_recv(Direction::kEvalActivation, m);
-    Tensor output = stage_.evaluate(input, layer_context(plan, m, false));
-    if (is_last()) {
-      nn::LossOutput loss = loss_.compute(kernels_, output, data.targets(m), 1.0f, false);
-      totals.sum += loss.sum;
-      totals.rows += loss.rows;
-      totals.correct += loss.correct;
-    } else {
-      link_.send(Direction::kEvalActivation, plan.round, m, std::move(output));
+  // Chunk by chunk: a micro-batch's input to chunk c comes from an earlier chunk or rank, which
+  // never waits for this rank's later work.
+  for (int chunk = 0; chunk < num_chunks(); ++chunk) {
+    Stage& stage = *stages_[static_cast<size_t>(chunk)];
+    for (int m = 0; m < num_micro_batches; ++m) {
+      Tensor input =
+          is_first(chunk) ? data.inputs(m) : link_.wait_recv(Direction::kEvalActivation, m, chunk);
+      Tensor output = stage.evaluate(input, layer_context(plan, m, false));
+      if (is_last(chunk)) {
+        nn::LossOutput loss = loss_.compute(kernels_, output, data.targets(m), 1.0f, false);
+        totals.sum += loss.sum;
+        totals.rows += loss.rows;
+        totals.correct += loss.correct;
+      } else {
+        link_.send(Direction::kEvalActivation, plan.round, m, chunk, std::move(output));
+      }
     }
   }
   link_.wait_sends();

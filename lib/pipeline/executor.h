@@ -1,5 +1,5 @@
-// Executor: runs a stage's program op by op, mapping compute ops to the stage and
-// communication ops to the link; the last stage turns outputs into loss gradients.
+// Executor: runs a rank's program op by op, mapping compute ops to the stage of the op's chunk
+// and communication ops to the link; the last stage turns outputs into loss gradients.
 #pragma once
 
 #include <functional>
@@ -12,6 +12,7 @@
 #include "nn/loss.h"
 #include "pipeline/link.h"
 #include "pipeline/op.h"
+#include "pipeline/placement.h"
 #include "pipeline/stage.h"
 
 namespace mpipe::pipeline {
@@ -22,25 +23,26 @@ struct RoundPlan {
   uint64_t seed = 0;
   std::vector<int64_t> rows;           // examples in each micro-batch
   std::vector<int64_t> first_example;  // global mini-batch index of each one's first example
-  Shape stage_input;                   // one example's input shape at this stage
-  Shape stage_output;                  // one example's output shape at this stage
+  std::vector<Shape> stage_inputs;     // per chunk: one example's input shape at its stage
+  std::vector<Shape> stage_outputs;    // per chunk: one example's output shape at its stage
   float grad_scale = 1.0f;             // multiplies the loss gradient (1 / rows of the batch)
 };
 
-// Reads data only where it is needed: inputs on the first stage, targets on the last.
+// Reads data only where it is needed: inputs on the first stage, targets on the last (global
+// stages 0 and K·v - 1).
 struct MicroBatchData {
   std::function<Tensor(int micro_batch)> inputs;
   std::function<Tensor(int micro_batch)> targets;
 };
 
-// Loss totals of the micro-batches this stage saw (non-zero on the last stage only).
+// Loss totals of the micro-batches this rank saw (non-zero only on the rank of the last stage).
 struct LossTotals {
   double sum = 0.0;
   int64_t rows = 0;
   int64_t correct = 0;
 };
 
-// Where one training step's wall time went on this stage, in seconds.
+// Where one training step's wall time went on this rank (all its chunks), in seconds.
 struct StepTimes {
   double compute_s = 0.0;  // forward, backward (with recompute) and the loss
   double wait_s = 0.0;     // waiting for a neighbour's activations or gradients
@@ -63,18 +65,21 @@ std::vector<size_t> gradient_buckets(const nn::ParamBuffer& params);
 
 class Executor {
  public:
-  // Installs a layer hook on `stage` (Stage::set_layer_hook) that drives MPI progress between
-  // layers; the stage must not be given another while the executor lives.
-  Executor(Stage& stage, Link& link, int stage_index, int num_stages, const nn::Loss& loss,
-           kernels::KernelContext& kernels);
+  // Rank `rank` of `placement`, holding `stages` (one per chunk: stages[c] is global stage
+  // placement.stage_of(rank, c)). Installs a layer hook on each stage (Stage::set_layer_hook)
+  // that drives MPI progress between layers; the stages must not be given another while the
+  // executor lives.
+  Executor(std::vector<Stage*> stages, Link& link, int rank, Placement placement,
+           const nn::Loss& loss, kernels::KernelContext& kernels);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Runs one training step. Gradients are accumulated into the stage's parameter buffer.
-  // `reduction` (optional, over the stage's gradient buffer, bucketed by gradient_buckets): during
-  // the stage's last backward, each layer's bucket is started as soon as that layer's backward is
-  // done, while the earlier layers' backward still runs; the caller finishes it after the step.
+  // Runs one training step: each op on the stage of its chunk. Gradients are accumulated into
+  // the stages' parameter buffers. `reduction` (optional; one chunk only, over that stage's
+  // gradient buffer, bucketed by gradient_buckets): during the stage's last backward, each layer's
+  // bucket is started as soon as that layer's backward is done, while the earlier layers' backward
+  // still runs; the caller finishes it after the step.
   LossTotals train_step(const Program& program, const RoundPlan& plan, const MicroBatchData& data,
                         comm::BucketedAllreduce* reduction = nullptr);
   // The times of the last train_step.
@@ -82,29 +87,32 @@ class Executor {
   // While `trace` (null: none) is recording, every op of train_step is an event: F, B (with the
   // recomputes inside it), the deferred W, the sends posted and the waits on receives.
   void set_trace(log::TraceRecorder* trace) { trace_ = trace; }
-  // Forward-only pass of every micro-batch in ascending order (evaluation mode).
+  // Forward-only pass of every micro-batch in ascending order through each chunk in turn
+  // (evaluation mode).
   LossTotals evaluate(const RoundPlan& plan, const MicroBatchData& data);
 
  private:
-  bool is_first() const { return stage_index_ == 0; }
-  bool is_last() const { return stage_index_ == num_stages_ - 1; }
+  int num_chunks() const { return static_cast<int>(stages_.size()); }
+  bool is_first(int chunk) const { return placement_.is_first(rank_, chunk); }
+  bool is_last(int chunk) const { return placement_.is_last(rank_, chunk); }
   nn::LayerContext layer_context(const RoundPlan& plan, int micro_batch, bool training) const;
   void post_recv(const Op& op, const RoundPlan& plan);
   void run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data, LossTotals& totals);
-  // The stage's layer hook: progress on the pending transfers and reductions, and the start of a
+  // A stage's layer hook: progress on the pending transfers and reductions, and the start of a
   // layer's gradient reduction after its last backward.
   void between_layers(int global_layer, bool backward);
   // Records `op` as a trace event (a backward also closes its recomputes).
   void trace_op(const Op& op, log::TraceRecorder::Clock::time_point start,
                 log::TraceRecorder::Clock::time_point end);
+  // The stage's global index, for logs.
+  int global_stage(int chunk) const { return placement_.stage_of(rank_, chunk); }
 
-  Stage& stage_;
+  std::vector<Stage*> stages_;
   Link& link_;
-  int stage_index_;
-  int num_stages_;
+  int rank_;
+  Placement placement_;
   const nn::Loss& loss_;
   kernels::KernelContext& kernels_;
-  // Tensors between the op that produces them and the op that consumes them.
   double& time_slot(OpKind kind);  // the StepTimes field an op's time goes to
 
   StepTimes times_;
@@ -112,10 +120,13 @@ class Executor {
   comm::BucketedAllreduce* reduction_ = nullptr;  // during a train_step that was given one
   bool in_last_backward_ = false;
   std::map<int, size_t> gradient_begin_;  // global layer → its first gradient (layers with params)
-  std::map<int, Tensor> inputs_;          // RA → F
-  std::map<int, Tensor> outputs_;         // F → SA
-  std::map<int, Tensor> grad_outputs_;    // RG (or the loss) → B
-  std::map<int, Tensor> grad_inputs_;     // B → SG
+  // Tensors between the op that produces them and the op that consumes them, by (chunk,
+  // micro-batch).
+  using Slot = std::pair<int, int>;
+  std::map<Slot, Tensor> inputs_;        // RA → F
+  std::map<Slot, Tensor> outputs_;       // F → SA
+  std::map<Slot, Tensor> grad_outputs_;  // RG (or the loss) → B
+  std::map<Slot, Tensor> grad_inputs_;   // B → SG
 };
 
 }  // namespace mpipe::pipeline

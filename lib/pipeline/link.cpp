@@ -1,4 +1,4 @@
-// Point-to-point transfers between neighbouring stages.
+// Point-to-point transfers between neighbouring stages, each to the rank and chunk that holds it.
 #include "pipeline/link.h"
 
 #include <fmt/format.h>
@@ -11,47 +11,56 @@
 namespace mpipe::pipeline {
 namespace {
 
-// What a message carries, for watchdog messages: "the gradient of micro-batch 3".
-std::string message_label(Direction direction, int micro_batch) {
+// What a message carries, for watchdog messages: "the gradient of micro-batch 3" ("... of chunk
+// 1" when ranks hold several).
+std::string message_label(Direction direction, int micro_batch, int chunk, bool chunked) {
   const char* what = direction == Direction::kActivation ? "activations"
                      : direction == Direction::kGradient ? "gradient"
                                                          : "evaluation activations";
-  return fmt::format("the {} of micro-batch {}", what, micro_batch);
+  return chunked ? fmt::format("the {} of micro-batch {} of chunk {}", what, micro_batch, chunk)
+                 : fmt::format("the {} of micro-batch {}", what, micro_batch);
+}
+
+// The communication op that moves a message in `direction` (an evaluation's activations move as
+// training activations do).
+OpKind message_op(Direction direction, bool receiving) {
+  if (direction == Direction::kGradient) return receiving ? OpKind::kRecvGrad : OpKind::kSendGrad;
+  return receiving ? OpKind::kRecvActivation : OpKind::kSendActivation;
 }
 
 }  // namespace
 
-Link::Link(const comm::Communicator& pipeline, int stage, int num_stages, comm::TagSpace tags)
-    : pipeline_(pipeline), stage_(stage), num_stages_(num_stages), tags_(tags) {}
+Link::Link(const comm::Communicator& pipeline, int rank, Placement placement, comm::TagSpace tags)
+    : pipeline_(pipeline), rank_(rank), placement_(placement), tags_(tags) {}
 
-int Link::tag(Direction direction, int64_t round, int micro_batch) const {
+int Link::tag(Direction direction, int64_t round, int micro_batch, int receiving_chunk) const {
   return tags_.message({.round = round,
-                        .chunk = 0,
+                        .chunk = receiving_chunk,
                         .micro_batch = micro_batch,
                         .kind = static_cast<int>(direction)});
 }
 
-int Link::peer(Direction direction, bool receiving) const {
-  // Activations move forward (s-1 → s → s+1), gradients backward.
-  bool from_previous = (direction != Direction::kGradient) == receiving;
-  int peer = from_previous ? stage_ - 1 : stage_ + 1;
-  check(peer >= 0 && peer < num_stages_, "stage {} has no neighbour {}", stage_, peer);
-  return peer;
+Peer Link::peer(Direction direction, int chunk, bool receiving) const {
+  return peer_of({.kind = message_op(direction, receiving), .micro_batch = 0, .chunk = chunk},
+                 rank_, placement_);
 }
 
-void Link::post_recv(Direction direction, int64_t round, int micro_batch, Shape shape) {
-  auto key = std::make_pair(direction, micro_batch);
-  check(!receives_.contains(key), "receive of micro-batch {} posted twice", micro_batch);
+void Link::post_recv(Direction direction, int64_t round, int micro_batch, int chunk, Shape shape) {
+  const RecvKey key{.direction = direction, .chunk = chunk, .micro_batch = micro_batch};
+  check(!receives_.contains(key), "receive of micro-batch {} of chunk {} posted twice", micro_batch,
+        chunk);
   PendingRecv pending{.buffer = Tensor(std::move(shape)), .request = {}};
   pending.request =
-      pipeline_.irecv(pending.buffer.span(), peer(direction, true),
-                      tag(direction, round, micro_batch), message_label(direction, micro_batch));
+      pipeline_.irecv(pending.buffer.span(), peer(direction, chunk, true).rank,
+                      tag(direction, round, micro_batch, chunk),
+                      message_label(direction, micro_batch, chunk, placement_.virtual_stages > 1));
   receives_.emplace(key, std::move(pending));
 }
 
-Tensor Link::wait_recv(Direction direction, int micro_batch) {
-  auto it = receives_.find({direction, micro_batch});
-  check(it != receives_.end(), "waiting for micro-batch {} that was never posted", micro_batch);
+Tensor Link::wait_recv(Direction direction, int micro_batch, int chunk) {
+  auto it = receives_.find({.direction = direction, .chunk = chunk, .micro_batch = micro_batch});
+  check(it != receives_.end(), "waiting for micro-batch {} of chunk {} that was never posted",
+        micro_batch, chunk);
   PendingRecv pending = std::move(it->second);
   receives_.erase(it);
   pending.request.wait();  // throws unless exactly the expected number of values arrived
@@ -59,14 +68,17 @@ Tensor Link::wait_recv(Direction direction, int micro_batch) {
   return std::move(pending.buffer);
 }
 
-void Link::send(Direction direction, int64_t round, int micro_batch, Tensor tensor) {
+void Link::send(Direction direction, int64_t round, int micro_batch, int chunk, Tensor tensor) {
   auto owned = std::make_shared<const Tensor>(std::move(tensor));
   const std::span<const float> data = owned->span();
-  sends_.push_back({.request = pipeline_.isend(data, std::move(owned), peer(direction, false),
-                                               tag(direction, round, micro_batch),
-                                               message_label(direction, micro_batch)),
-                    .direction = direction,
-                    .micro_batch = micro_batch});
+  // The tag carries the chunk that receives the message.
+  const Peer to = peer(direction, chunk, false);
+  sends_.push_back(
+      {.request = pipeline_.isend(
+           data, std::move(owned), to.rank, tag(direction, round, micro_batch, to.chunk),
+           message_label(direction, micro_batch, chunk, placement_.virtual_stages > 1)),
+       .direction = direction,
+       .micro_batch = micro_batch});
   retire_sends();
   // Bounded, so a fast stage does not pile up sent tensors for a slow neighbour.
   while (sends_.size() > static_cast<size_t>(model::kSendsInFlight)) {

@@ -1,5 +1,6 @@
-// Link: a stage's nonblocking connections to its pipeline neighbours. Receives are posted
-// before they are needed; a send's buffer belongs to its request until it completes.
+// Link: a rank's nonblocking connections to the ranks that hold its chunks' neighbouring stages.
+// Receives are posted before they are needed; a send's buffer belongs to its request until it
+// completes.
 #pragma once
 
 #include <deque>
@@ -10,29 +11,33 @@
 #include "comm/tag_space.h"
 #include "core/tensor.h"
 #include "log/trace_recorder.h"
+#include "pipeline/placement.h"
 
 namespace mpipe::pipeline {
 
-// What a message carries: activations flow to stage s+1, gradients back to s-1.
+// What a message carries: activations flow from stage s to s+1, gradients back to s-1.
 enum class Direction { kActivation = 0, kGradient = 1, kEvalActivation = 2 };
 inline constexpr int kDirections = 3;  // the kinds of message in a comm::TagSpace
 
 class Link {
  public:
-  // Each message's tag is `tags`' for (round, micro-batch, direction); a round is a training step
-  // or an evaluation batch.
-  Link(const comm::Communicator& pipeline, int stage, int num_stages, comm::TagSpace tags);
+  // Rank `rank` of the pipeline group `pipeline`, holding chunk c's stage r + c·K of `placement`.
+  // Each message's tag is `tags`' for (round, the receiving chunk, micro-batch, direction); a round
+  // is a training step or an evaluation batch.
+  Link(const comm::Communicator& pipeline, int rank, Placement placement, comm::TagSpace tags);
 
-  // Posts the receive of micro-batch `micro_batch` of `round`: activations come from the
-  // previous stage, gradients from the next. `shape` is what must arrive.
-  void post_recv(Direction direction, int64_t round, int micro_batch, Shape shape);
+  // Posts chunk `chunk`'s receive of micro-batch `micro_batch` of `round`: activations come from
+  // the stage before the chunk's, gradients from the stage after it (pipeline::peer_of). `shape`
+  // is what must arrive.
+  void post_recv(Direction direction, int64_t round, int micro_batch, int chunk, Shape shape);
   // Waits for a posted receive; throws if the message does not have the expected size
   // (the shape check on arrival: both sides derive the shape from the model plan). Like every
   // wait here, it has the watchdog's deadline (comm::WatchdogTimeout names the micro-batch,
   // the direction and the peer).
-  Tensor wait_recv(Direction direction, int micro_batch);
-  // Sends `tensor` without copying it: the pending send owns it until it completes.
-  void send(Direction direction, int64_t round, int micro_batch, Tensor tensor);
+  Tensor wait_recv(Direction direction, int micro_batch, int chunk);
+  // Sends chunk `chunk`'s `tensor` to the stage after it (activations) or before it (gradients)
+  // without copying it: the pending send owns it until it completes.
+  void send(Direction direction, int64_t round, int micro_batch, int chunk, Tensor tensor);
   // Drives MPI's progress on the pending transfers without waiting (Open MPI moves a posted
   // message only while some call into MPI is made) and frees the sends that completed. Cheap:
   // one MPI_Test per pending request at most.
@@ -49,18 +54,25 @@ class Link {
     Tensor buffer;
     comm::Request request;
   };
-  int peer(Direction direction, bool receiving) const;
-  int tag(Direction direction, int64_t round, int micro_batch) const;
+  // The other end of chunk `chunk`'s message in `direction`, received or sent.
+  Peer peer(Direction direction, int chunk, bool receiving) const;
+  int tag(Direction direction, int64_t round, int micro_batch, int receiving_chunk) const;
   // Frees the tensors of completed sends (in order), after every send and completed receive: a
   // GPipe stage sends nothing during its backward phase, and would otherwise hold its last
   // forward sends until the end of the step.
   void retire_sends();
 
   const comm::Communicator& pipeline_;
-  int stage_;
-  int num_stages_;
+  int rank_;
+  Placement placement_;
   comm::TagSpace tags_;
-  std::map<std::pair<Direction, int>, PendingRecv> receives_;
+  struct RecvKey {
+    Direction direction;
+    int chunk;
+    int micro_batch;
+    auto operator<=>(const RecvKey&) const = default;
+  };
+  std::map<RecvKey, PendingRecv> receives_;
   struct PendingSend {
     comm::Request request;  // owns its tensor (counted by the memory account)
     Direction direction;

@@ -79,11 +79,13 @@ struct PipelineConfig {
   int stages = 1;         // K; 0 = auto (world size / data_parallel)
   int data_parallel = 1;  // D; 0 = auto (world size / stages)
   int micro_batches = 1;  // M
+  // v: model chunks per rank (interleaved: chunk c of rank r is stage r + c·K of K·v stages).
+  int virtual_stages = 1;
   ScheduleKind schedule = ScheduleKind::kGpipe;
   Recompute recompute = Recompute::kAuto;
   WeightGrads weight_grads = WeightGrads::kAuto;
   PartitionMode partition_mode = PartitionMode::kAuto;
-  std::vector<int> partition;  // layers per stage (kManual only)
+  std::vector<int> partition;  // layers per stage, K·v of them (kManual only)
   int64_t memory_limit = 0;    // predicted peak bytes allowed per rank; 0 = no limit
   Balance balance = Balance::kPredicted;
   // Under kMeasured: the steps measured before the first re-partition, the steps between later

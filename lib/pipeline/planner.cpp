@@ -17,6 +17,7 @@
 #include "pipeline/allreduce_overlap.h"
 #include "pipeline/batch_split.h"
 #include "pipeline/gradient_tree.h"
+#include "pipeline/placement.h"
 #include "pipeline/program_memory.h"
 #include "pipeline/schedule.h"
 #include "pipeline/simulator.h"
@@ -105,7 +106,8 @@ struct Context {
   const model::ModelPlan& plan;
   const PlanRequest& request;
   int num_layers;
-  int num_stages;
+  int num_stages;  // K·v: every rank's chunks
+  Placement placement;
   int64_t rows;
   model::MemoryModel memory;
   StageTimes times;
@@ -275,10 +277,13 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   const MachineRates& rates = c.request.rates;
   SimulationOptions options;
   std::vector<Program> programs;
+  for (int r = 0; r < c.placement.num_ranks; ++r) {
+    programs.push_back(make_program(pipe.schedule, c.placement.num_ranks, pipe.micro_batches, r,
+                                    c.placement.virtual_stages));
+  }
   double largest_boundary = 0.0;
-  for (int s = 0; s < c.num_stages; ++s) {
+  for (int s = 0; s < c.num_stages; ++s) {  // indexed by global stage, as the simulator reads them
     const LayerRange& r = out.stages[static_cast<size_t>(s)].layers;
-    programs.push_back(make_program(pipe.schedule, c.num_stages, pipe.micro_batches, s));
     options.stage_forward_times.push_back(c.times.forward(r.begin, r.end));
     options.stage_backward_times.push_back(c.times.backward(r.begin, r.end));
     options.stage_weight_times.push_back(c.times.weight(r.begin, r.end));
@@ -356,8 +361,31 @@ std::string evaluation_over_limit_message(const Context& c, const PipelinePlan& 
       fitting > 0 ? fmt::format("at most {} fit", fitting) : "not even one example fits");
 }
 
-// The first stage whose training is over the limit, or else the evaluation, as one line.
+// The first rank holding several chunks whose training is over the limit, as one line naming its
+// stages; empty when none.
+std::string rank_over_limit_message(const Context& c, const PipelinePlan& out) {
+  const std::vector<double> peaks = rank_peak_bytes(out);
+  for (int rank = 0; rank < c.placement.num_ranks; ++rank) {
+    if (peaks[static_cast<size_t>(rank)] <= *c.limit) continue;
+    std::vector<std::string> stages;
+    for (int chunk = 0; chunk < c.placement.virtual_stages; ++chunk) {
+      const int s = c.placement.stage_of(rank, chunk);
+      stages.push_back(
+          fmt::format("stage {}: {}", s, layer_span(out.stages[static_cast<size_t>(s)].layers)));
+    }
+    return fmt::format("{}: rank {} ({}) needs {}, over the limit of {}",
+                       c.request.memory_limit_where, rank, fmt::join(stages, ", "),
+                       format_bytes(peaks[static_cast<size_t>(rank)]), format_bytes(*c.limit));
+  }
+  return "";
+}
+
+// The first stage (with chunks: rank) whose training is over the limit, or else the evaluation,
+// as one line.
 std::string over_limit_message(const Context& c, const PipelinePlan& out) {
+  if (c.placement.virtual_stages > 1) {
+    if (std::string message = rank_over_limit_message(c, out); !message.empty()) return message;
+  }
   for (size_t s = 0; s < out.stages.size(); ++s) {
     const StagePlan& stage = out.stages[s];
     if (stage.memory.total() <= *c.limit) continue;
@@ -385,7 +413,8 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   Context c{.plan = plan,
             .request = request,
             .num_layers = static_cast<int>(plan.layers.size()),
-            .num_stages = pipe.stages,
+            .num_stages = pipe.stages * pipe.virtual_stages,
+            .placement = {.num_ranks = pipe.stages, .virtual_stages = pipe.virtual_stages},
             .rows = rows,
             .memory = std::move(memory),
             .times = std::move(times),
@@ -394,12 +423,14 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
                          : std::nullopt,
             .moments = {}};
   const bool batched = resolve_weight_grads(pipe) == WeightGrads::kBatched;
-  std::vector<Program> programs;
-  for (int s = 0; s < pipe.stages; ++s) {
-    programs.push_back(make_program(pipe.schedule, pipe.stages, pipe.micro_batches, s));
+  std::vector<Program> programs;  // per rank
+  for (int r = 0; r < pipe.stages; ++r) {
+    programs.push_back(
+        make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r, pipe.virtual_stages));
   }
-  for (int s = 0; s < pipe.stages; ++s) {
-    c.moments.push_back(program_moments(programs, s, pipe.recompute, batched));
+  for (int s = 0; s < c.num_stages; ++s) {  // per global stage: its rank's ops of its chunk
+    c.moments.push_back(program_moments(programs, c.placement.rank_of(s), pipe.recompute, batched,
+                                        c.placement.chunk_of(s)));
     if (resolve_weight_grads(pipe) == WeightGrads::kTree) {
       for (model::StashProfile& moment : c.moments.back()) {
         moment.gradient_partials = GradientTree::max_waiting(pipe.micro_batches);
@@ -409,6 +440,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   PipelinePlan out;
   out.schedule = pipe.schedule;
   out.recompute = pipe.recompute;
+  out.virtual_stages = pipe.virtual_stages;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
   const std::vector<LayerRange> ranges = choose_partition(c, out.problem);
@@ -436,7 +468,7 @@ double slowest_stage_s(const PipelinePlan& p) {
 
 double largest_peak(const PipelinePlan& p) {
   double largest = 0.0;
-  for (const StagePlan& s : p.stages) largest = std::max(largest, s.memory.total());
+  for (double bytes : rank_peak_bytes(p)) largest = std::max(largest, bytes);
   return largest;
 }
 
@@ -553,8 +585,18 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
   r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
   std::optional<PipelinePlan> fastest, smallest;
   std::vector<ScheduleCandidate> candidates;
-  for (ScheduleKind schedule : kConcreteSchedules) {
+  // The one-chunk schedules on K stages, and with pipeline.virtual_stages v > 1 interleaved on K·v
+  // (when M allows it: schedule_shape_problem), last in the order that breaks ties.
+  std::vector<std::pair<ScheduleKind, int>> choices;  // (schedule, chunks per rank)
+  for (ScheduleKind schedule : kConcreteSchedules) choices.emplace_back(schedule, 1);
+  const int v = request.pipeline.virtual_stages;
+  if (v > 1 && !schedule_shape_problem(ScheduleKind::kInterleaved, request.pipeline.stages,
+                                       request.pipeline.micro_batches, v)) {
+    choices.emplace_back(ScheduleKind::kInterleaved, v);
+  }
+  for (const auto& [schedule, chunks] : choices) {
     r.pipeline.schedule = schedule;
+    r.pipeline.virtual_stages = chunks;
     PipelinePlan p = plan_resolved(plan, r);
     ScheduleCandidate& candidate =
         candidates.emplace_back(ScheduleCandidate{.schedule = schedule,
@@ -563,7 +605,7 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
                                                   .bubble_fraction = p.bubble_fraction,
                                                   .peak_bytes = {},
                                                   .fits = p.fits()});
-    for (const StagePlan& s : p.stages) candidate.peak_bytes.push_back(s.memory.total());
+    candidate.peak_bytes = rank_peak_bytes(p);
     if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
     if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
   }
@@ -575,9 +617,17 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
                               format_bytes_up(largest_peak(out)), to_string(out.schedule));
   }
   r.pipeline.schedule = out.schedule;
+  r.pipeline.virtual_stages = out.virtual_stages;
   out.advice = make_advice(plan, r, out);
   out.candidates = std::move(candidates);
   return out;
+}
+
+std::vector<double> rank_peak_bytes(const PipelinePlan& plan) {
+  const size_t ranks = plan.stages.size() / static_cast<size_t>(plan.virtual_stages);
+  std::vector<double> peaks(ranks, 0.0);
+  for (size_t s = 0; s < plan.stages.size(); ++s) peaks[s % ranks] += plan.stages[s].memory.total();
+  return peaks;
 }
 
 }  // namespace mpipe::pipeline

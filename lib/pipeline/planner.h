@@ -77,7 +77,7 @@ struct ScheduleCandidate {
   Recompute recompute = Recompute::kAlways;  // the mode its plan runs (recompute: auto resolved)
   double step_s = 0.0;
   double bubble_fraction = 0.0;
-  std::vector<double> peak_bytes;  // per stage
+  std::vector<double> peak_bytes;  // per rank (rank_peak_bytes)
   bool fits = true;
 };
 
@@ -86,7 +86,10 @@ struct PipelinePlan {
   ScheduleKind schedule = ScheduleKind::kGpipe;
   // The recompute mode the stages run: the request's, or the one `auto` chose (never kAuto).
   Recompute recompute = Recompute::kAlways;
+  // Every global stage, K·v of them (rank r's chunk c is stage r + c·K).
   std::vector<StagePlan> stages;
+  // v: chunks per rank; the request's, or 1 when `auto` chose a schedule of one chunk per rank.
+  int virtual_stages = 1;
   int64_t micro_batch_rows = 0;
   double bubble_fraction = 0.0;  // idle share of the pipeline (timeline simulation)
   double step_s = 0.0;           // simulated pipeline + slowest optimizer step + allreduce (D > 1)
@@ -108,11 +111,18 @@ struct PipelinePlan {
 // to the mode with the fastest predicted step among those whose plan fits, ties going to the
 // first of never, except_last, per_layer, always; when none fits, to the one with the smallest
 // largest stage (its problem is reported).
-// schedule: auto is resolved before recompute, over kConcreteSchedules (each planned with the
+// schedule: auto is resolved before recompute, over kConcreteSchedules on K stages and, with
+// pipeline.virtual_stages v > 1 (and M a multiple of K), interleaved on K·v (each planned with the
 // request's recompute, auto resolved per schedule, and with weight_grads resolved as configured:
 // not batched unless set): the one with the fastest predicted step whose plan fits, ties going
 // to the first; when none fits, the one whose largest stage is smallest, with the problem "<memory
 // limit key>: no schedule fits <limit> per rank; the smallest need is <bytes> (<schedule>)".
 PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request);
+
+// Each rank's predicted training peak: the sum of its chunks' stages' peaks (an upper bound, as
+// the chunks need not peak at the same op; a stage's own peak at v = 1). With v > 1 the memory
+// limit holds for these sums: "exp.yaml:21: pipeline.memory_limit: rank 1 (stage 1: layers 2-3,
+// stage 3: layers 6-7) needs 1.2 MiB, over the limit of 1.0 MiB".
+std::vector<double> rank_peak_bytes(const PipelinePlan& plan);
 
 }  // namespace mpipe::pipeline

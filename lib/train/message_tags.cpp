@@ -18,7 +18,7 @@ comm::TagSpace message_tags(const config::Experiment& experiment, const Shape& i
   return comm::TagSpace(
       {.kinds = pipeline::kDirections,
        .micro_batches = experiment.pipeline.micro_batches,
-       .chunks = 1,
+       .chunks = experiment.pipeline.virtual_stages,
        .tensors = std::max(1, static_cast<int>(weight_layout(layers, std::nullopt).size()))});
 }
 

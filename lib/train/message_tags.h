@@ -8,8 +8,8 @@
 
 namespace mpipe::train {
 
-// What the experiment's messages must tell apart: pipeline::Link's directions and micro-batches,
-// and the weight tensors a stage exports one by one (at most the model's).
+// What the experiment's messages must tell apart: pipeline::Link's directions, micro-batches and
+// chunks per rank, and the weight tensors a rank exports one by one (at most the model's).
 comm::TagSpace message_tags(const config::Experiment& experiment, const Shape& input_shape);
 
 // Throws InputError naming pipeline.micro_batches when the tags do not all fit under `tag_ub`:

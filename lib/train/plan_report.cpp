@@ -45,10 +45,12 @@ std::string header(const PlanReport& r) {
       "{}: {}, {} parameters; {} x {}, {} of {} examples, "
       "{}, recompute: {}, weight gradients: {}, partition: {}, memory limit: {}\n",
       r.experiment.source, counted(std::ssize(r.model.layers), "layer"), r.model.num_params(),
-      counted(p.stages, "stage"), counted(p.data_parallel, "replica"),
-      counted(p.micro_batches, "micro-batch", "micro-batches"), r.plan.micro_batch_rows,
-      schedule_name(r), recompute_name(r), pipeline::to_string(pipeline::resolve_weight_grads(p)),
-      partition_name(p),
+      r.plan.virtual_stages > 1
+          ? fmt::format("{} x {} chunks", counted(p.stages, "rank"), r.plan.virtual_stages)
+          : counted(p.stages, "stage"),
+      counted(p.data_parallel, "replica"), counted(p.micro_batches, "micro-batch", "micro-batches"),
+      r.plan.micro_batch_rows, schedule_name(r), recompute_name(r),
+      pipeline::to_string(pipeline::resolve_weight_grads(p)), partition_name(p),
       p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
 }
 
@@ -84,10 +86,24 @@ std::string stage_table(const PlanReport& r) {
   return out;
 }
 
-// schedule: auto: each schedule weighed, its predicted step, bubble and peak per stage.
+// With chunks: each rank's stages and predicted peak, the sum of its stages' (what the memory
+// limit holds for).
+std::string rank_table(const PlanReport& r) {
+  const std::vector<double> peaks = pipeline::rank_peak_bytes(r.plan);
+  std::string out = fmt::format("{:<6} {:<12} {:>11}\n", "rank", "stages", "peak memory");
+  for (size_t rank = 0; rank < peaks.size(); ++rank) {
+    std::vector<size_t> stages;
+    for (size_t s = rank; s < r.plan.stages.size(); s += peaks.size()) stages.push_back(s);
+    out += fmt::format("{:<6} {:<12} {:>11}\n", rank, fmt::format("{}", fmt::join(stages, ", ")),
+                       format_bytes(peaks[rank]));
+  }
+  return out;
+}
+
+// schedule: auto: each schedule weighed, its predicted step, bubble and peak per rank.
 std::string candidate_table(const PlanReport& r) {
-  std::string out = fmt::format("{:<8} {:<11} {:>10} {:>7}  {}\n", "schedule", "recompute", "step",
-                                "bubble", "peak memory per stage");
+  std::string out = fmt::format("{:<11} {:<11} {:>10} {:>7}  {}\n", "schedule", "recompute", "step",
+                                "bubble", "peak memory per rank");
   for (const pipeline::ScheduleCandidate& c : r.plan.candidates) {
     std::string peaks;
     for (double bytes : c.peak_bytes) {
@@ -95,7 +111,7 @@ std::string candidate_table(const PlanReport& r) {
       peaks += format_bytes(bytes);
     }
     const bool chosen = c.schedule == r.plan.schedule;
-    out += fmt::format("{:<8} {:<11} {:>10} {:>6.1f}%  {}{}\n", pipeline::to_string(c.schedule),
+    out += fmt::format("{:<11} {:<11} {:>10} {:>6.1f}%  {}{}\n", pipeline::to_string(c.schedule),
                        pipeline::to_string(c.recompute), seconds(c.step_s),
                        100.0 * c.bubble_fraction, peaks,
                        chosen   ? "  <- chosen"
@@ -111,6 +127,7 @@ std::string plan_text(const PlanReport& r) {
   const pipeline::PipelinePlan& plan = r.plan;
   const pipeline::MachineRates& rates = plan.rates;
   std::string out = header(r) + "\n" + layer_table(r) + "\n" + stage_table(r) + "\n";
+  if (plan.virtual_stages > 1) out += rank_table(r) + "\n";
   if (!plan.candidates.empty()) out += candidate_table(r) + "\n";
   out += fmt::format(
       "predicted step {} | {:.1f} samples/s | bubble {:.1f}% | slowest stage {:.0f}% of the "
@@ -186,6 +203,8 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"num_layers", r.model.layers.size()},
       {"num_params", r.model.num_params()},
       {"stages", p.stages},
+      {"virtual_stages", plan.virtual_stages},
+      {"rank_peak_bytes", pipeline::rank_peak_bytes(plan)},
       {"data_parallel", p.data_parallel},
       {"micro_batches", p.micro_batches},
       {"micro_batch_rows", plan.micro_batch_rows},

@@ -77,52 +77,69 @@ checkpoint::Settings RunCheckpoints::settings() const {
 void RunCheckpoints::save(int64_t steps_done) {
   const comm::WatchScope watch(world_, "checkpoint", comm::WaitPhase::kLong);
   const comm::Topology& topo = trainer_.topology();
-  const bool writer = topo.replica == 0;        // the other replicas hold the same stages
-  std::vector<checkpoint::TensorView> tensors;  // views: the live state, written as it is
-  if (writer) tensors = stage_state(trainer_.stage(), trainer_.optimizer(), trainer_.tied());
+  const bool writer = topo.replica == 0;  // the other replicas hold the same stages
+  // Views (the live state, written as it is), per chunk: a shard per global stage.
+  std::vector<std::vector<checkpoint::TensorView>> tensors;
+  if (writer) {
+    for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
+      tensors.push_back(
+          stage_state(trainer_.stage(chunk), trainer_.optimizer(chunk), trainer_.tied()));
+    }
+  }
   comm::agree(world_, [&] {
-    if (auto name = checkpoint::first_non_finite(tensors)) {
-      throw Error(fmt::format("step {}: not saving a checkpoint: non-finite value in {} (stage {})",
-                              steps_done, *name, topo.stage));
+    for (size_t chunk = 0; chunk < tensors.size(); ++chunk) {
+      if (auto name = checkpoint::first_non_finite(tensors[chunk])) {
+        throw Error(
+            fmt::format("step {}: not saving a checkpoint: non-finite value in {} (stage {})",
+                        steps_done, *name, trainer_.global_stage(static_cast<int>(chunk))));
+      }
     }
   });
-  checkpoint::ShardRecord mine;
+  const int64_t steps_taken = trainer_.optimizer(0).steps_taken();
+  std::vector<checkpoint::ShardRecord> mine;
+  const auto discard_mine = [&](int64_t step) {
+    for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
+      store_.discard_shard(step, trainer_.global_stage(chunk));
+    }
+  };
   try {
     comm::agree(world_, [&] {
-      if (!writer) return;
-      const std::string steps_taken = std::to_string(trainer_.optimizer().steps_taken());
-      mine =
-          store_.write_shard(steps_done, topo.stage, tensors, {{kOptimizerStepsKey, steps_taken}});
+      for (size_t chunk = 0; chunk < tensors.size(); ++chunk) {
+        mine.push_back(store_.write_shard(
+            steps_done, trainer_.global_stage(static_cast<int>(chunk)), tensors[chunk],
+            {{kOptimizerStepsKey, std::to_string(steps_taken)}}));
+      }
     });
-    const auto shards = gather_shard_records(writer ? &mine : nullptr, steps_done);
+    const auto shards = gather_shard_records(mine, steps_done);
     comm::agree(world_, [&] {
       if (world_.rank() != 0) return;
-      nlohmann::json meta = {{"num_stages", topo.num_stages},
-                             {kOptimizerStepsKey, trainer_.optimizer().steps_taken()},
+      nlohmann::json meta = {{"num_stages", topo.num_stages * trainer_.num_chunks()},
+                             {kOptimizerStepsKey, steps_taken},
                              {"seed", experiment_.train.seed},
                              {"config", experiment_.source},
                              {"settings", settings()}};
       store_.commit(steps_done, meta, shards);
     });
   } catch (const AgreedError&) {
-    if (writer) store_.discard_shard(steps_done, topo.stage);  // the step is not committed
+    if (writer) discard_mine(steps_done);  // the step is not committed
     throw;
   }
   // Rank 0's commit pruned its disk to the newest checkpoint.keep; the other writers drop their
   // shards of the same old steps (a no-op where they share rank 0's disk).
   committed_.push_back(steps_done);
   while (committed_.size() > static_cast<size_t>(experiment_.checkpoint.keep)) {
-    if (writer && world_.rank() != 0) store_.discard_shard(committed_.front(), topo.stage);
+    if (writer && world_.rank() != 0) discard_mine(committed_.front());
     committed_.pop_front();
   }
 }
 
 std::vector<checkpoint::ShardRecord> RunCheckpoints::gather_shard_records(
-    const checkpoint::ShardRecord* mine, int64_t step) const {
+    const std::vector<checkpoint::ShardRecord>& mine, int64_t step) const {
   std::vector<double> report;
-  if (mine) {
-    report = {static_cast<double>(mine->stage), static_cast<double>(mine->digest.crc32),
-              static_cast<double>(mine->digest.size)};
+  for (const checkpoint::ShardRecord& shard : mine) {
+    report.insert(report.end(),
+                  {static_cast<double>(shard.stage), static_cast<double>(shard.digest.crc32),
+                   static_cast<double>(shard.digest.size)});
   }
   const std::vector<double> all = world_.allgatherv(report);
   std::vector<checkpoint::ShardRecord> records;
@@ -178,11 +195,13 @@ void RunCheckpoints::load(int64_t step) {
 void RunCheckpoints::load(int64_t step, const nlohmann::json& meta) {
   comm::agree(world_, [&] {
     const int64_t optimizer_steps_done = optimizer_steps(meta, store_.meta_path(step));
-    load_stage_state(
-        trainer_.stage(), trainer_.optimizer(),
-        [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
-        store_.step_dir(step), trainer_.tied());
-    trainer_.optimizer().set_steps_taken(optimizer_steps_done);
+    for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
+      load_stage_state(
+          trainer_.stage(chunk), trainer_.optimizer(chunk),
+          [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
+          store_.step_dir(step), trainer_.tied());
+      trainer_.optimizer(chunk).set_steps_taken(optimizer_steps_done);
+    }
   });
 }
 

@@ -57,8 +57,9 @@ class RunCheckpoints {
   checkpoint::Settings settings() const;
   void check_settings(const nlohmann::json& meta, int64_t step) const;
   void load(int64_t step, const nlohmann::json& meta);
-  std::vector<checkpoint::ShardRecord> gather_shard_records(const checkpoint::ShardRecord* mine,
-                                                            int64_t step) const;
+  // Every rank's shard records (a rank writes one per chunk; other replicas none) on every rank.
+  std::vector<checkpoint::ShardRecord> gather_shard_records(
+      const std::vector<checkpoint::ShardRecord>& mine, int64_t step) const;
   void drop_metrics_after(int64_t step) const;
 
   Trainer& trainer_;

@@ -80,12 +80,12 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       plan_(std::move(plan.model)),
       tags_(message_tags(experiment, dataset.input_shape())),
       pipeline_plan_(std::move(plan.pipeline)),
-      range_(pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers),
+      placement_{.num_ranks = topology_.num_stages,
+                 .virtual_stages = pipeline_plan_.virtual_stages},
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order()) {
-  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, topology_.num_stages,
-                                           tags_);
+  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, placement_, tags_);
   link_->set_trace(&trace_);
-  build_stage();
+  build_stages();
   const auto replicas = static_cast<unsigned>(topology_.num_replicas);
   if (pipeline::resolve_weight_grads(experiment.pipeline) == pipeline::WeightGrads::kTree &&
       replicas > 2 && std::has_single_bit(replicas)) {
@@ -95,51 +95,65 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
   if (reduction_levels_.empty()) reduction_levels_.push_back(&groups_.data_parallel);
 }
 
-void Trainer::build_stage() {
+void Trainer::build_stages() {
   const auto& experiment = experiment_;
   const auto& pipe = experiment.pipeline;
-  stage_ = std::make_unique<pipeline::Stage>(
-      model::build_layers(experiment.model, dataset_.input_shape(), range_.begin, range_.end),
-      pipeline_plan_.recompute, pipe.micro_batches, pipeline::resolve_weight_grads(pipe));
-  stage_->set_layer_times(&layer_times_);
-  stage_->params().initialize(experiment.train.seed);
+  executor_.reset();  // holds the old stages
+  stages_.clear();
+  optimizers_.clear();
+  ranges_.clear();
+  for (int chunk = 0; chunk < placement_.virtual_stages; ++chunk) {
+    const model::LayerRange range =
+        pipeline_plan_.stages.at(static_cast<size_t>(global_stage(chunk))).layers;
+    ranges_.push_back(range);
+    auto& stage = *stages_.emplace_back(std::make_unique<pipeline::Stage>(
+        model::build_layers(experiment.model, dataset_.input_shape(), range.begin, range.end),
+        pipeline_plan_.recompute, pipe.micro_batches, pipeline::resolve_weight_grads(pipe)));
+    stage.set_layer_times(&layer_times_);
+    stage.params().initialize(experiment.train.seed);
+  }
   std::vector<model::LayerRange> ranges;
   for (const auto& stage : pipeline_plan_.stages) ranges.push_back(stage.layers);
-  tied_copies_ =
-      std::make_unique<TiedCopies>(plan_.tied, ranges, topology_.stage, &groups_.pipeline, *stage_);
+  tied_copies_ = std::make_unique<TiedCopies>(plan_.tied, ranges, topology_.stage,
+                                              &groups_.pipeline, *stages_[0]);
   tied_copies_->initialize(experiment.train.seed, experiment.model, dataset_.input_shape());
   loss_ = nn::make_loss(experiment.model.loss);
   if (experiment.model.loss == "cross_entropy") {
     loss_rows_per_example_ = std::max<int64_t>(1, dataset_.target_shape().numel());
   }
-  optimizer_ = optim::Optimizer::make(experiment.optimizer, stage_->params().num_params(),
-                                      experiment.optimizer.decay_exempt
-                                          ? decay_exempt_ranges(*stage_, plan_.tied)
-                                          : std::vector<optim::ParamRange>{});
-  executor_ = std::make_unique<pipeline::Executor>(*stage_, *link_, topology_.stage,
-                                                   topology_.num_stages, *loss_, kernels_);
+  std::vector<pipeline::Stage*> stages;
+  for (const auto& stage : stages_) {
+    optimizers_.push_back(optim::Optimizer::make(experiment.optimizer, stage->params().num_params(),
+                                                 experiment.optimizer.decay_exempt
+                                                     ? decay_exempt_ranges(*stage, plan_.tied)
+                                                     : std::vector<optim::ParamRange>{}));
+    stages.push_back(stage.get());
+  }
+  executor_ = std::make_unique<pipeline::Executor>(std::move(stages), *link_, topology_.stage,
+                                                   placement_, *loss_, kernels_);
   executor_->set_trace(&trace_);
   program_ = pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
-                                    pipe.micro_batches, topology_.stage);
-  gradient_buckets_ = pipeline::gradient_buckets(stage_->params());
+                                    pipe.micro_batches, topology_.stage, placement_.virtual_stages);
+  gradient_buckets_ = pipeline::gradient_buckets(stages_[0]->params());
 }
 
 void Trainer::repartition(pipeline::PipelinePlan plan) {
+  // (pipeline.balance: measured is refused with chunks: train/virtual_stage_rules.h.)
+  check(num_chunks() == 1, "Trainer::repartition: {} chunks per rank", num_chunks());
   const comm::WatchScope watch(world_, "moving layers", comm::WaitPhase::kLong);
   LayerMove move{.pipeline = &groups_.pipeline, .tag = tags_.tensor(0), .from = {}, .wanted = {}};
   for (const auto& stage : pipeline_plan_.stages) move.from.push_back(stage.layers);
   // The old stage and optimizer stay alive until their state has been sent and copied.
-  const std::unique_ptr<pipeline::Stage> old_stage = std::move(stage_);
-  const std::unique_ptr<optim::Optimizer> old_optimizer = std::move(optimizer_);
+  executor_.reset();  // holds the old stage
+  const std::unique_ptr<pipeline::Stage> old_stage = std::move(stages_[0]);
+  const std::unique_ptr<optim::Optimizer> old_optimizer = std::move(optimizers_[0]);
   const std::vector<checkpoint::TensorView> old_state =
       stage_state(*old_stage, *old_optimizer, plan_.tied);
   pipeline_plan_ = std::move(plan);
-  range_ = pipeline_plan_.stages[static_cast<size_t>(topology_.stage)].layers;
-  executor_.reset();  // holds the old stage
-  build_stage();
-  optimizer_->set_steps_taken(old_optimizer->steps_taken());
+  build_stages();
+  optimizers_[0]->set_steps_taken(old_optimizer->steps_taken());
   std::vector<std::string> slots;
-  for (const auto& [slot, state] : optimizer_->state()) slots.push_back(slot);
+  for (const auto& [slot, state] : optimizers_[0]->state()) slots.push_back(slot);
   for (const auto& stage : pipeline_plan_.stages) {
     move.wanted.push_back(
         state_layout(model::build_layers(experiment_.model, dataset_.input_shape(),
@@ -147,7 +161,7 @@ void Trainer::repartition(pipeline::PipelinePlan plan) {
                      slots, plan_.tied));
   }
   load_stage_state(
-      *stage_, *optimizer_,
+      *stages_[0], *optimizers_[0],
       [&](const checkpoint::TensorDestination& into) { move_layer_state(move, old_state, into); },
       "the moved layers", plan_.tied);
 }
@@ -158,9 +172,13 @@ pipeline::RoundPlan Trainer::round_plan(int64_t round, int64_t first_row,
                            .seed = experiment_.train.seed,
                            .rows = rows,
                            .first_example = {},
-                           .stage_input = plan_.layers[static_cast<size_t>(range_.begin)].input,
-                           .stage_output = plan_.layers[static_cast<size_t>(range_.end - 1)].output,
+                           .stage_inputs = {},
+                           .stage_outputs = {},
                            .grad_scale = 1.0f};
+  for (const model::LayerRange& range : ranges_) {
+    plan.stage_inputs.push_back(plan_.layers[static_cast<size_t>(range.begin)].input);
+    plan.stage_outputs.push_back(plan_.layers[static_cast<size_t>(range.end - 1)].output);
+  }
   int64_t first = first_row;
   for (int64_t r : rows) {
     plan.first_example.push_back(first);
@@ -194,8 +212,9 @@ StepReport Trainer::step(int64_t step) {
   const int num_micro_batches = experiment_.pipeline.micro_batches;
   const int64_t replica_rows = train.batch_size / topology_.num_replicas;
 
-  stage_->zero_grads_for_step();
+  for (const auto& stage : stages_) stage->zero_grads_for_step();
   layer_times_.begin_step();
+  // The ranks of the first and the last stage (global stages 0 and K·v - 1).
   const bool needs_data = topology_.stage == 0 || topology_.stage == topology_.num_stages - 1;
   std::vector<int64_t> indices;
   if (needs_data) {
@@ -207,8 +226,8 @@ StepReport Trainer::step(int64_t step) {
   plan.grad_scale = 1.0f / static_cast<float>(train.batch_size * loss_rows_per_example_);
   // With data parallelism, each layer's gradient allreduce starts as soon as the stage's last
   // backward has finished that layer, and overlaps the backward of the earlier layers and the
-  // remaining sends of the step.
-  auto grads = stage_->params().grads();
+  // remaining sends of the step. (One chunk per rank: train/virtual_stage_rules.h.)
+  auto grads = stages_[0]->params().grads();
   const bool reduce = topology_.num_replicas > 1;
   comm::BucketedAllreduce allreduce(reduction_levels_, reduce ? grads : std::span<float>{},
                                     gradient_buckets_);
@@ -227,11 +246,15 @@ StepReport Trainer::step(int64_t step) {
     trace_.span(log::TraceKind::kAllreduce, -1, allreduce_start, Clock::now());
   }
   tied_copies_->sum_gradients();
-  const std::vector<float> buffer_updates = gather_buffer_updates(*stage_, groups_.data_parallel);
+  std::vector<std::vector<float>> buffer_updates;  // per chunk
+  for (const auto& stage : stages_) {
+    buffer_updates.push_back(gather_buffer_updates(*stage, groups_.data_parallel));
+  }
 
   // Every rank learns the step's loss and whether any gradient is non-finite before any
   // update, in the one allreduce the loss needs anyway.
-  const bool grads_finite = all_finite(grads);
+  const bool grads_finite = std::ranges::all_of(
+      stages_, [](const auto& stage) { return all_finite(stage->params().grads()); });
   std::vector<double> sums = {totals.sum, static_cast<double>(totals.rows),
                               grads_finite ? 0.0 : 1.0};
   const auto sync_start = Clock::now();
@@ -254,10 +277,14 @@ StepReport Trainer::step(int64_t step) {
   const log::TraceScope traced(trace_, log::TraceKind::kOptimizer);
   if (experiment_.optimizer.clip_norm > 0) {  // the norm costs a pass over all gradients
     report.grad_norm = global_grad_norm();
-    optim::scale(grads, optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm));
+    const double coefficient =
+        optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm);
+    for (const auto& stage : stages_) optim::scale(stage->params().grads(), coefficient);
   }
-  optimizer_->step(stage_->params().values(), grads, report.lr);
-  stage_->apply_buffer_updates(buffer_updates);
+  for (size_t c = 0; c < stages_.size(); ++c) {
+    optimizers_[c]->step(stages_[c]->params().values(), stages_[c]->params().grads(), report.lr);
+    stages_[c]->apply_buffer_updates(buffer_updates[c]);
+  }
   report.step_s = seconds_since(step_start);
   return report;
 }
@@ -267,9 +294,12 @@ std::string Trainer::describe_nonfinite(int64_t step, double loss) const {
   // replicas hold the same summed gradients, so replica 0's pipeline speaks for all.
   std::vector<double> mine;
   if (topology_.replica == 0) {
-    for (int layer : layers_with_nonfinite(stage_->params(), stage_->params().grads())) {
-      mine.push_back(static_cast<double>(topology_.stage));
-      mine.push_back(static_cast<double>(layer));
+    for (int chunk = 0; chunk < num_chunks(); ++chunk) {
+      const pipeline::Stage& stage = *stages_[static_cast<size_t>(chunk)];
+      for (int layer : layers_with_nonfinite(stage.params(), stage.params().grads())) {
+        mine.push_back(static_cast<double>(global_stage(chunk)));
+        mine.push_back(static_cast<double>(layer));
+      }
     }
   }
   const std::vector<double> all = world_.allgatherv(mine);
@@ -278,8 +308,12 @@ std::string Trainer::describe_nonfinite(int64_t step, double loss) const {
   if (all.empty()) return text + "every gradient is finite";
   // In backward order (descending layer): the first one is where the fault showed up first.
   const auto num_layers = all.size() / 2;
-  const int last_stage = static_cast<int>(all[all.size() - 2]);
-  const auto last_layer = static_cast<size_t>(all.back());
+  size_t last = 0;  // the pair of the highest layer (ranks' chunks are not in layer order)
+  for (size_t i = 0; i < all.size(); i += 2) {
+    if (all[i + 1] > all[last + 1]) last = i;
+  }
+  const int last_stage = static_cast<int>(all[last]);
+  const auto last_layer = static_cast<size_t>(all[last + 1]);
   return text + fmt::format(
                     "non-finite gradients in {} layer{}, first in backward order: layer {} ({}) "
                     "on stage {}",
@@ -291,7 +325,12 @@ double Trainer::global_grad_norm() const {
   // Per-layer partial sums from every stage, combined in global layer order, so the norm is
   // the same for every partition.
   std::vector<double> mine;
-  auto per_layer_here = stage_->params().grad_square_sums_per_layer();
+  std::vector<std::pair<int, double>> per_layer_here;
+  for (const auto& stage : stages_) {
+    for (const auto& entry : stage->params().grad_square_sums_per_layer()) {
+      per_layer_here.push_back(entry);
+    }
+  }
   tied_copies_->count_once(per_layer_here);
   for (const auto& [layer, square_sum] : per_layer_here) {
     mine.push_back(static_cast<double>(layer));

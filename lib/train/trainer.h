@@ -1,5 +1,6 @@
-// Trainer: one rank's part of a synchronous pipeline-parallel training run. Trainer::step reads
-// like the algorithm: zero grads → run the stage program → allreduce → clip → optimizer step.
+// Trainer: one rank's part of a synchronous pipeline-parallel training run (its v chunks, each a
+// Stage). Trainer::step reads like the algorithm: zero grads → run the rank's program →
+// allreduce → clip → optimizer step.
 #pragma once
 
 #include <memory>
@@ -21,6 +22,7 @@
 #include "pipeline/executor.h"
 #include "pipeline/link.h"
 #include "pipeline/op.h"
+#include "pipeline/placement.h"
 #include "pipeline/planner.h"
 #include "pipeline/stage.h"
 #include "train/pipeline_plan.h"
@@ -58,8 +60,8 @@ comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int worl
 class Trainer {
  public:
   // Collective over `world`: splits it into pipeline and data-parallel groups as `plan` (the
-  // preflight's, for this world) lays them out, builds this rank's stage and initializes its
-  // weights from the seed.
+  // preflight's, for this world) lays them out, builds this rank's stages (one per chunk:
+  // pipeline.virtual_stages) and initializes their weights from the seed.
   Trainer(const config::Experiment& experiment, RunPlan plan, const comm::Communicator& world,
           kernels::KernelContext& kernels, const data::Dataset& dataset);
 
@@ -67,7 +69,8 @@ class Trainer {
   EvalReport evaluate(int64_t step);
 
   // Collective over the world, at a step boundary: runs `plan` (the same partition on every
-  // rank; same schedule and recompute mode) from now on. Each stage is rebuilt for its new layer
+  // rank; same schedule and recompute mode; one chunk per rank) from now on. Each stage is
+  // rebuilt for its new layer
   // range, and the layers that change stage bring their weights, buffers and optimizer state
   // from the stage that held them (train/layer_move.h; gradients are zero between steps), in
   // every replica alike, so the run continues bit for bit as it would have.
@@ -81,20 +84,27 @@ class Trainer {
   const std::optional<model::TiedWeights>& tied() const { return plan_.tied; }
   // The tags of this run's point-to-point messages (train/message_tags.h).
   const comm::TagSpace& tags() const { return tags_; }
-  const model::LayerRange& layer_range() const { return range_; }
+  // Where this rank's chunks sit among the K·v stages (chunk c is global stage rank + c·K).
+  const pipeline::Placement& placement() const { return placement_; }
+  int num_chunks() const { return static_cast<int>(stages_.size()); }
+  int global_stage(int chunk) const { return placement_.stage_of(topology_.stage, chunk); }
+  const model::LayerRange& layer_range(int chunk) const {
+    return ranges_.at(static_cast<size_t>(chunk));
+  }
   // The partition and the predicted time and memory of every stage (pipeline/planner.h).
   const pipeline::PipelinePlan& pipeline_plan() const { return pipeline_plan_; }
-  pipeline::Stage& stage() { return *stage_; }
-  optim::Optimizer& optimizer() { return *optimizer_; }
+  pipeline::Stage& stage(int chunk) { return *stages_.at(static_cast<size_t>(chunk)); }
+  // Each chunk's optimizer runs over that stage's parameter buffer; all take the same steps.
+  optim::Optimizer& optimizer(int chunk) { return *optimizers_.at(static_cast<size_t>(chunk)); }
   // This rank's timeline of the traced steps (train/run_trace.h switches it on and off).
   log::TraceRecorder& trace() { return trace_; }
   // This rank's per-layer times of the training steps (pipeline.balance: measured).
   pipeline::LayerTimes& layer_times() { return layer_times_; }
 
  private:
-  // Builds this rank's stage of pipeline_plan_ (range_), its optimizer and what runs them, the
-  // weights initialized from the seed.
-  void build_stage();
+  // Builds this rank's stages of pipeline_plan_ (ranges_), their optimizers and what runs them,
+  // the weights initialized from the seed.
+  void build_stages();
   pipeline::RoundPlan round_plan(int64_t round, int64_t first_row,
                                  const std::vector<int64_t>& rows) const;
   pipeline::MicroBatchData micro_batch_data(data::Split split, const std::vector<int64_t>& indices,
@@ -114,15 +124,16 @@ class Trainer {
   model::ModelPlan plan_;
   comm::TagSpace tags_;
   pipeline::PipelinePlan pipeline_plan_;
-  model::LayerRange range_;
-  std::unique_ptr<pipeline::Stage> stage_;
+  pipeline::Placement placement_;
+  std::vector<model::LayerRange> ranges_;  // per chunk
+  std::vector<std::unique_ptr<pipeline::Stage>> stages_;
   std::unique_ptr<nn::Loss> loss_;
-  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;
   log::TraceRecorder trace_;          // before the link and the executor, which record into it
   pipeline::LayerTimes layer_times_;  // before the stage, which records into it
   std::unique_ptr<pipeline::Link> link_;
   std::unique_ptr<pipeline::Executor> executor_;
-  std::unique_ptr<TiedCopies> tied_copies_;
+  std::unique_ptr<TiedCopies> tied_copies_;  // of chunk 0 (a tie is refused with chunks)
   pipeline::Program program_;
   std::vector<size_t> gradient_buckets_;  // of the data-parallel allreduce (pipeline/executor.h)
   // What the data-parallel sum runs over: the group, or under weight_grads: tree with 2^k > 2

@@ -88,7 +88,7 @@ void log_step_times(const StepReport& report, int64_t step, const comm::Topology
       1e3 * report.times.send_s, 1e3 * report.allreduce_s, 1e3 * report.step_s);
 }
 
-// Measured memory per stage of the first replica, in stage order.
+// Measured memory per rank of the first replica (all its chunks), in rank order.
 struct StageMemoryUse {
   std::vector<double> activation_bytes;  // the peak of activations stored between F and B
   std::vector<double> tensor_bytes;      // the peak of tensor storage (MemoryAccount)
@@ -102,11 +102,14 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
                             const StageMemoryUse& measured, const log::StageTimes& times,
                             const StepFlops& flops, const WorldPeak& peak) {
   const comm::Topology& topo = trainer.topology();
-  std::vector<double> predicted_kept, predicted_peak;
-  for (const pipeline::StagePlan& stage : trainer.pipeline_plan().stages) {
-    predicted_kept.push_back(stage.memory.kept_activations);
-    predicted_peak.push_back(stage.memory.total());
+  // Per rank, as measured: the sum over its chunks' stages.
+  const auto ranks = static_cast<size_t>(topo.num_stages);
+  std::vector<double> predicted_kept(ranks, 0.0);
+  const std::vector<pipeline::StagePlan>& stages = trainer.pipeline_plan().stages;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    predicted_kept[s % ranks] += stages[s].memory.kept_activations;
   }
+  const std::vector<double> predicted_peak = pipeline::rank_peak_bytes(trainer.pipeline_plan());
   nlohmann::json summary = {
       {"steps", result.steps_done},
       {"final_train_loss", result.final_train_loss},
@@ -119,6 +122,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
            ? nlohmann::json(static_cast<double>(steps_run * experiment.train.batch_size) / wall_s)
            : nlohmann::json(nullptr)},
       {"stages", topo.num_stages},
+      {"virtual_stages", trainer.num_chunks()},
       {"data_parallel", topo.num_replicas},
       {"micro_batches", experiment.pipeline.micro_batches},
       {"schedule", pipeline::to_string(trainer.pipeline_plan().schedule)},
@@ -158,8 +162,12 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
 // `tensor_peak`: this rank's high-water mark of tensor bytes.
 StageMemoryUse measure_memory(Trainer& trainer, const comm::Communicator& world,
                               int64_t tensor_peak) {
-  const double mine[3] = {static_cast<double>(trainer.stage().peak_stored_bytes()),
-                          static_cast<double>(tensor_peak), static_cast<double>(peak_rss_bytes())};
+  double stored = 0.0;  // each chunk's peak: their sum bounds the rank's
+  for (int chunk = 0; chunk < trainer.num_chunks(); ++chunk) {
+    stored += static_cast<double>(trainer.stage(chunk).peak_stored_bytes());
+  }
+  const double mine[3] = {stored, static_cast<double>(tensor_peak),
+                          static_cast<double>(peak_rss_bytes())};
   const std::vector<double> all = world.allgatherv(std::span<const double>(mine, 3));
   StageMemoryUse use;
   for (int s = 0; s < trainer.topology().num_stages; ++s) {
@@ -292,7 +300,11 @@ class TrainingRun {
       }
       return;
     }
-    comm::agree(world_, [&] { load_init_weights(trainer_.stage(), init, trainer_.tied()); });
+    comm::agree(world_, [&] {
+      for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
+        load_init_weights(trainer_.stage(chunk), init, trainer_.tied());
+      }
+    });
     if (is_root_) {
       spdlog::info("started from the weights in {}{}", init.path,
                    init.skip.empty() ? ""

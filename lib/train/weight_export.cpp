@@ -27,12 +27,23 @@ Tensor flat_copy(std::span<const float> values) {
   return Tensor(Shape{static_cast<int64_t>(values.size())}, values);
 }
 
-// Stage s > 0 of the first replica: its tensors to stage 0, one at a time (the send owns a
-// copy of one tensor only).
+// Every tensor this rank's chunks hold, chunk 0's first (so in ascending global layer order).
+std::vector<std::span<const float>> rank_weight_values(Trainer& trainer) {
+  std::vector<std::span<const float>> values;
+  for (int chunk = 0; chunk < trainer.num_chunks(); ++chunk) {
+    for (std::span<const float> tensor : weight_values(trainer.stage(chunk), trainer.tied())) {
+      values.push_back(tensor);
+    }
+  }
+  return values;
+}
+
+// Rank r > 0 of the first replica: its tensors to rank 0, one at a time (the send owns a
+// copy of one tensor only), tagged by their index among the rank's tensors.
 void send_weights(Trainer& trainer) {
   const comm::Communicator& pipeline = trainer.groups().pipeline;
   int index = 0;
-  for (std::span<const float> values : weight_values(trainer.stage(), trainer.tied())) {
+  for (std::span<const float> values : rank_weight_values(trainer)) {
     auto copy = std::make_shared<const Tensor>(flat_copy(values));
     const std::span<const float> data = copy->span();
     comm::Request send = pipeline.isend(data, std::move(copy), 0, trainer.tags().tensor(index++));
@@ -40,16 +51,17 @@ void send_weights(Trainer& trainer) {
   }
 }
 
-// Stage 0 of the first replica: writes the model's tensors in global layer order, its own from
-// memory and every other stage's as they arrive. A failure (a non-finite value, a full disk)
-// stops the writing but not the receiving, so no sender waits forever; it is returned.
+// Rank 0 of the first replica: writes the model's tensors in global layer order, its own from
+// memory and every other rank's as they arrive (`first_layer_of_stage`: per global stage). A
+// failure (a non-finite value, a full disk) stops the writing but not the receiving, so no sender
+// waits forever; it is returned.
 std::string write_weights(Trainer& trainer, const config::Experiment& experiment,
                           const data::Dataset& dataset, const std::string& path,
                           const std::vector<int>& first_layer_of_stage) {
   const auto layers = model::build_layers(experiment.model, dataset.input_shape(), 0,
                                           static_cast<int>(experiment.model.layers.size()));
   const std::vector<WeightSlot> layout = weight_layout(layers, trainer.tied());
-  const std::vector<std::span<const float>> own = weight_values(trainer.stage(), trainer.tied());
+  const std::vector<std::span<const float>> own = rank_weight_values(trainer);
   std::vector<checkpoint::TensorInfo> tensors;
   for (const WeightSlot& slot : layout) tensors.push_back(slot.tensor);
 
@@ -73,21 +85,22 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
   attempt([&] {
     writer.emplace(path, tensors, checkpoint::weights_file_metadata(experiment.source, tied));
   });
-  std::vector<int> sent(first_layer_of_stage.size(), 0);  // tensors received per stage
-  Tensor buffer;                                          // the tensor being received
+  std::vector<int> sent(static_cast<size_t>(trainer.placement().num_ranks), 0);  // per rank
+  Tensor buffer;  // the tensor being received
   for (size_t t = 0; t < layout.size(); ++t) {
     const auto stage =
         static_cast<int>(std::upper_bound(first_layer_of_stage.begin(), first_layer_of_stage.end(),
                                           layout[t].global_layer) -
                          first_layer_of_stage.begin() - 1);
-    const int index = sent[static_cast<size_t>(stage)]++;
+    const int rank = trainer.placement().rank_of(stage);
+    const int index = sent[static_cast<size_t>(rank)]++;
     std::span<const float> values;
-    if (stage == 0) {
+    if (rank == 0) {
       values = own.at(static_cast<size_t>(index));
     } else {
       buffer = Tensor();  // the previous one is freed first
       buffer = Tensor::uninitialized(Shape{layout[t].tensor.shape.numel()});
-      trainer.groups().pipeline.irecv(buffer.span(), stage, trainer.tags().tensor(index)).wait();
+      trainer.groups().pipeline.irecv(buffer.span(), rank, trainer.tags().tensor(index)).wait();
       values = buffer.span();
     }
     attempt([&] {
@@ -106,11 +119,19 @@ void export_weights(Trainer& trainer, const config::Experiment& experiment,
                     const data::Dataset& dataset, const std::string& path) {
   std::string error;
   if (trainer.topology().replica == 0) {
-    // Where each stage's layers begin, so stage 0 knows who sends which tensor.
-    const double mine = trainer.layer_range().begin;
-    std::vector<int> first_layer_of_stage;
-    for (double begin : trainer.groups().pipeline.allgatherv(std::span<const double>(&mine, 1))) {
-      first_layer_of_stage.push_back(static_cast<int>(begin));
+    // Where each global stage's layers begin, so rank 0 knows who sends which tensor (gathered
+    // rank by rank, chunk by chunk: rank r's chunk c is stage r + c·K).
+    std::vector<double> mine;
+    for (int chunk = 0; chunk < trainer.num_chunks(); ++chunk) {
+      mine.push_back(trainer.layer_range(chunk).begin);
+    }
+    const std::vector<double> all = trainer.groups().pipeline.allgatherv(mine);
+    std::vector<int> first_layer_of_stage(all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      const auto rank = static_cast<int>(i) / trainer.num_chunks();
+      const auto chunk = static_cast<int>(i) % trainer.num_chunks();
+      first_layer_of_stage[static_cast<size_t>(trainer.placement().stage_of(rank, chunk))] =
+          static_cast<int>(all[i]);
     }
     if (trainer.topology().stage == 0) {
       error = write_weights(trainer, experiment, dataset, path, first_layer_of_stage);

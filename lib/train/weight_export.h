@@ -14,7 +14,7 @@ namespace mpipe::train {
 
 // Collective over the world: the first replica's stages stream their weights, one tensor at a
 // time, to world rank 0, which writes `path` atomically as they arrive; no rank ever holds more
-// than its own stage plus one tensor. Refuses non-finite weights. Throws AgreedError on every
+// than its own stages plus one tensor. Refuses non-finite weights. Throws AgreedError on every
 // rank when the file could not be written.
 void export_weights(Trainer& trainer, const config::Experiment& experiment,
                     const data::Dataset& dataset, const std::string& path);

@@ -59,6 +59,7 @@ TEST(LoadExperiment, FullFileParsesEveryKeyIntoTheModuleStructs) {
   EXPECT_EQ(e.pipeline.stages, 2);
   EXPECT_EQ(e.pipeline.data_parallel, 3);
   EXPECT_EQ(e.pipeline.micro_batches, 4);
+  EXPECT_EQ(e.pipeline.virtual_stages, 1);
   EXPECT_EQ(e.pipeline.schedule, pipeline::ScheduleKind::kOneFOneB);
   EXPECT_EQ(e.pipeline.recompute, pipeline::Recompute::kExceptLast);
   EXPECT_EQ(e.pipeline.weight_grads, pipeline::WeightGrads::kBatched);

@@ -65,6 +65,7 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"pipeline.stages", "2"},
                                             {"pipeline.data_parallel", "3"},
                                             {"pipeline.micro_batches", "4"},
+                                            {"pipeline.virtual_stages", "1"},
                                             {"pipeline.schedule", "1f1b"},
                                             {"pipeline.recompute", "except_last"},
                                             {"pipeline.weight_grads", "batched"},

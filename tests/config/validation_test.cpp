@@ -218,11 +218,13 @@ TEST(PipelineSection, ScheduleMustBeGpipe1f1bZbH1OrAuto) {
             "got 'zigzag'");
 }
 
-// Virtual stages exist as schedules (mpipe schedule), not yet in the trainer (design.md).
-TEST(PipelineSection, InterleavedIsRefusedUntilTheTrainerRunsIt) {
-  EXPECT_EQ(error_of("pipeline:\n  schedule: interleaved\n"),
-            "exp.yaml:2: pipeline.schedule: interleaved is not run by the trainer yet; mpipe "
-            "schedule prints it");
+TEST(PipelineSection, VirtualStagesMustBeAtLeastOne) {
+  EXPECT_EQ(error_of("pipeline:\n  virtual_stages: 0\n"),
+            "exp.yaml:2: pipeline.virtual_stages: must be >= 1, got 0");
+  const Experiment e =
+      ExperimentFile().load("pipeline:\n  schedule: interleaved\n  virtual_stages: 2\n" + kModel);
+  EXPECT_EQ(e.pipeline.virtual_stages, 2);
+  EXPECT_EQ(e.pipeline.schedule, pipeline::ScheduleKind::kInterleaved);
 }
 
 TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastNeverPerLayerOrAuto) {
@@ -362,6 +364,13 @@ TEST(PipelineSection, PartitionLengthMustEqualStages) {
   EXPECT_EQ(error_of("pipeline:\n  stages: 2\n  partition: [1, 1, 1]\n"),
             "exp.yaml:3: pipeline.partition: must have as many entries as pipeline.stages = 2, "
             "got 3");
+}
+
+// Under virtual stages the partition lists every rank's chunks: K·v stages.
+TEST(PipelineSection, PartitionLengthMustEqualStagesTimesVirtualStages) {
+  EXPECT_EQ(error_of("pipeline:\n  stages: 2\n  virtual_stages: 2\n  partition: [1, 1]\n"),
+            "exp.yaml:4: pipeline.partition: must have as many entries as pipeline.stages x "
+            "pipeline.virtual_stages = 4, got 2");
 }
 
 TEST(PipelineSection, PartitionOfAnyLengthIsAcceptedWhenStagesIsAuto) {

@@ -33,8 +33,21 @@ rejected limit_smallest "--set pipeline.memory_limit: no partition of 6 layers i
   "$mlp" --set pipeline.memory_limit=68.5KiB
 rejected limit_manual "--set pipeline.memory_limit: stage 1 (layers 3-5) needs 69.5 KiB, over the limit of 68.5 KiB" \
   "$mlp" --set pipeline.memory_limit=68.5KiB --set pipeline.partition=uniform
-rejected interleaved_train "--set pipeline.schedule: interleaved is not run by the trainer yet; mpipe schedule prints it" \
+# Virtual stages: the interleaved schedule's shape for the world's K (the rule mpipe schedule
+# applies), and what runs with one chunk per rank only.
+rejected interleaved_one_chunk "mlp.yaml: pipeline.virtual_stages: interleaved needs 2 or more chunks per rank, got 1; with one chunk per rank use 1f1b" \
   "$mlp" --set pipeline.schedule=interleaved
+rejected chunks_need_interleaved "--set pipeline.virtual_stages: 2 chunks per rank need the interleaved schedule, got gpipe" \
+  "$mlp" --set pipeline.virtual_stages=2
+interleaved=(--set pipeline.schedule=interleaved --set pipeline.virtual_stages=2)
+rejected interleaved_micro_batches_train "--set pipeline.micro_batches: interleaved needs a multiple of the stages (2), got 1" \
+  "$mlp" "${interleaved[@]}" --set pipeline.micro_batches=1
+rejected chunks_data_parallel "--set pipeline.virtual_stages: 2 chunks per rank are not run with data parallelism (2 replicas) yet" \
+  "$mlp" "${interleaved[@]}" --set pipeline.stages=1 --set pipeline.data_parallel=2
+rejected chunks_tied "--set pipeline.virtual_stages: 2 chunks per rank are not run with a tied embedding (layer 4's tie: embedding) yet" \
+  "$(dirname "$0")/files/tied.yaml" "${interleaved[@]}"
+rejected chunks_measured "--set pipeline.virtual_stages: 2 chunks per rank are not run with pipeline.balance: measured yet" \
+  "$mlp" "${interleaved[@]}" --set pipeline.balance=measured
 rejected limit_size "--set pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
   "$mlp" --set pipeline.memory_limit=lots
 # Evaluation batches (64 x the training micro-batch) that training's limit cannot hold.

@@ -1,10 +1,27 @@
 #!/usr/bin/env bash
 # Resume: 3 steps, stop, resume to 6 (on another number of stages) gives the same weights as
-# 6 steps straight. Usage: resume.sh CONFIG
+# 6 steps straight. Checkpoints hold a shard per global stage, so a run of K = 2 ranks with v = 2
+# chunks each (interleaved) resumes at K = 2 with one chunk (1f1b) and at K = 1, and K = 1
+# resumes at K = 2 v = 2; `mpipe export` of the v = 2 checkpoint equals its --export-weights.
+# Usage: resume.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
 train 2 straight "$config" --set train.steps=6
 train 2 resumed "$config" --set train.steps=3
 train 4 resumed "$config" --set train.steps=6 --resume
 same straight resumed
-echo "resume: 3 + 3 steps (2 then 4 stages) == 6 steps"
+interleaved=(--set pipeline.schedule=interleaved --set pipeline.virtual_stages=2)
+for to in 1f1b k1; do
+  train 2 "chunks-to-$to" "$config" --set train.steps=3 "${interleaved[@]}"
+done
+"$MPIPE" export "$WORK/chunks-to-1f1b" "$WORK/chunks-exported.safetensors" > /dev/null
+cmp "$WORK/chunks-to-1f1b.safetensors" "$WORK/chunks-exported.safetensors" ||
+  { echo "FAILED: mpipe export of the v = 2 checkpoint differs from its --export-weights"; exit 1; }
+train 2 chunks-to-1f1b "$config" --set train.steps=6 --set pipeline.schedule=1f1b --resume
+same straight chunks-to-1f1b
+train 1 chunks-to-k1 "$config" --set train.steps=6 --resume
+same straight chunks-to-k1
+train 1 k1-to-chunks "$config" --set train.steps=3
+train 2 k1-to-chunks "$config" --set train.steps=6 "${interleaved[@]}" --resume
+same straight k1-to-chunks
+echo "resume: 3 + 3 steps (2 then 4 stages; 2 ranks x 2 chunks then 1f1b or 1 stage, and back) == 6 steps"

@@ -2,7 +2,7 @@
 # Transparency: after 3 steps the exported weights of K = 1, 2, 4 stages are bit-identical (and
 # K = 1 with per-layer recompute to K = 1 with the default),
 # for every schedule (gpipe, 1f1b, zb_h1 with its backwards split into I and W ops, also at
-# K = 1) and all four recompute modes, with the default partition (auto: the planner's, which differs from
+# K = 1; interleaved at K = 2 with v = 2 chunks per rank) and all four recompute modes, with the default partition (auto: the planner's, which differs from
 # uniform for every model here at K = 4) and with uniform.
 # Weight gradients: GPipe with recompute never batches them (weight_grads: auto), which rounds differently
 # from accumulating them per micro-batch; so runs under never compare with K = 1 under never,
@@ -60,4 +60,11 @@ for k in 2 4; do
   train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform "${extra[@]}"
   same k1 "k$k-uniform"
 done
-echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1 (and zb_h1 at K=1)} x {always,except_last,never,per_layer} (auto) and uniform bit-identical, weight gradients accumulated or batched"
+# Interleaved 1F1B: K = 2 ranks of v = 2 chunks each (4 stages, rank 0 holding stages 0 and 2).
+for recompute in always except_last never per_layer; do
+  name=k2-interleaved-$recompute
+  train 2 "$name" "$config" --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2 \
+    --set pipeline.recompute=$recompute "${extra[@]}"
+  same k1 "$name"
+done
+echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1 (and zb_h1 at K=1)} x {always,except_last,never,per_layer} (auto), interleaved at K=2 v=2 in every mode, and uniform bit-identical, weight gradients accumulated or batched"

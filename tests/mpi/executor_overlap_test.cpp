@@ -54,17 +54,17 @@ TEST(ExecutorOverlap, StartsEachLayersBucketDuringTheLastBackward) {
   layers.push_back(std::make_unique<nn::Linear>(2, Shape{3}, 2));
   Stage stage(std::move(layers), Recompute::kNever, 2);
   stage.params().initialize(5);
-  Link link(pipeline, 0, 1, comm::TagSpace({.kinds = kDirections, .micro_batches = 2}));
+  Link link(pipeline, 0, Placement{}, comm::TagSpace({.kinds = kDirections, .micro_batches = 2}));
   kernels::KernelContext kernels;
   const auto loss = nn::make_loss("mse");
-  Executor executor(stage, link, 0, 1, *loss, kernels);
+  Executor executor({&stage}, link, 0, Placement{}, *loss, kernels);
 
   const RoundPlan plan{.round = 0,
                        .seed = 1,
                        .rows = {2, 2},
                        .first_example = {0, 2},
-                       .stage_input = Shape{4},
-                       .stage_output = Shape{2},
+                       .stage_inputs = {Shape{4}},
+                       .stage_outputs = {Shape{2}},
                        .grad_scale = 0.25f};
   const MicroBatchData data{.inputs =
                                 [](int m) {

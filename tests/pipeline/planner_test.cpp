@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -201,6 +202,67 @@ TEST(Planner, UniformAndManualPartitionsAreTakenAsGiven) {
             (std::vector<LayerRange>{{0, 3}, {3, 5}, {5, 7}}));
   EXPECT_EQ(ranges_of(plan_of(spec, kUnevenInput, request(3, PartitionMode::kManual, {1, 1, 5}))),
             (std::vector<LayerRange>{{0, 1}, {1, 2}, {2, 7}}));
+}
+
+// Under virtual stages the partition cuts K·v stages in global stage order (rank r holds stages
+// r, r + K, ...), and `schedule: auto` weighs interleaved on them beside the one-chunk schedules
+// on K stages (when M is a multiple of K).
+TEST(Planner, VirtualStagesCutKTimesVStages) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest r = request(2, PartitionMode::kManual, {1, 2, 3, 1});
+  r.pipeline.schedule = ScheduleKind::kInterleaved;
+  r.pipeline.virtual_stages = 2;
+  const PipelinePlan manual = plan_of(spec, kUnevenInput, r);
+  EXPECT_EQ(ranges_of(manual), (std::vector<LayerRange>{{0, 1}, {1, 3}, {3, 6}, {6, 7}}));
+  r.pipeline.partition_mode = PartitionMode::kUniform;
+  EXPECT_EQ(plan_of(spec, kUnevenInput, r).stages.size(), 4u);
+  r.pipeline.partition_mode = PartitionMode::kAuto;
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  const PipelinePlan chosen = plan_of(spec, kUnevenInput, r);
+  ASSERT_EQ(chosen.candidates.size(), 4u);
+  const ScheduleCandidate& interleaved = chosen.candidates.back();
+  EXPECT_EQ(interleaved.schedule, ScheduleKind::kInterleaved);
+  r.pipeline.schedule = ScheduleKind::kInterleaved;
+  const PipelinePlan alone = plan_of(spec, kUnevenInput, r);
+  EXPECT_EQ(alone.stages.size(), 4u);
+  EXPECT_EQ(interleaved.step_s, alone.step_s);
+  EXPECT_EQ(interleaved.peak_bytes, rank_peak_bytes(alone));  // per rank: 2 of them
+  // The one-chunk schedules are planned on K = 2 stages.
+  EXPECT_EQ(chosen.candidates[1].peak_bytes.size(), 2u);
+  EXPECT_EQ(chosen.stages.size(), static_cast<size_t>(2 * chosen.virtual_stages));
+  // M = 3 is no multiple of K = 2: interleaved is left out.
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  r.pipeline.micro_batches = 3;
+  r.batch_size = 30;
+  EXPECT_EQ(plan_of(spec, kUnevenInput, r).candidates.size(), 3u);
+}
+
+// With chunks a rank holds several stages at once: the limit holds for each rank's sum of its
+// stages' peaks, and the error names the rank and its stages.
+TEST(Planner, WithChunksTheLimitHoldsForEachRanksSumOfItsStages) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest r = request(2, PartitionMode::kManual, {1, 2, 3, 1});
+  r.pipeline.schedule = ScheduleKind::kInterleaved;
+  r.pipeline.virtual_stages = 2;
+  const PipelinePlan unlimited = plan_of(spec, kUnevenInput, r);
+  const std::vector<double> ranks = rank_peak_bytes(unlimited);
+  ASSERT_EQ(ranks.size(), 2u);
+  const auto peak = [&](size_t s) { return unlimited.stages[s].memory.total(); };
+  EXPECT_EQ(ranks[0], peak(0) + peak(2));
+  EXPECT_EQ(ranks[1], peak(1) + peak(3));
+  // Every stage fits this limit; the larger rank's sum does not.
+  const double largest_stage = std::max({peak(0), peak(1), peak(2), peak(3)});
+  r.pipeline.memory_limit = static_cast<int64_t>(std::ceil(largest_stage));
+  const PipelinePlan limited = plan_of(spec, kUnevenInput, r);
+  const double limit = static_cast<double>(r.pipeline.memory_limit);
+  const bool first = ranks[0] > limit;
+  EXPECT_EQ(limited.problem,
+            fmt::format("exp.yaml:21: pipeline.memory_limit: rank {} ({}) needs {}, over the limit "
+                        "of {}",
+                        first ? 0 : 1,
+                        first ? "stage 0: layer 0, stage 2: layers 3-5"
+                              : "stage 1: layers 1-2, stage 3: layer 6",
+                        format_bytes(first ? ranks[0] : ranks[1]), format_bytes(limit)));
 }
 
 TEST(Planner, MeasuredTimeIsWhatAutoBalances) {

@@ -1,0 +1,35 @@
+// What pipeline.virtual_stages allows, checked at preflight against the resolved world.
+#include "train/virtual_stage_rules.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "pipeline/schedule.h"
+
+namespace mpipe::train {
+
+void check_virtual_stages(const config::Experiment& experiment, int num_stages, int num_replicas,
+                          const model::ModelPlan& plan) {
+  const pipeline::PipelineConfig& pipe = experiment.pipeline;
+  if (auto problem = pipeline::schedule_shape_problem(pipe.schedule, num_stages, pipe.micro_batches,
+                                                      pipe.virtual_stages)) {
+    const bool micro_batches =
+        problem->setting == pipeline::ScheduleShapeProblem::Setting::kMicroBatches;
+    throw InputError(fmt::format(
+        "{}: {}",
+        experiment.where(micro_batches ? "pipeline.micro_batches" : "pipeline.virtual_stages"),
+        problem->message));
+  }
+  if (pipe.virtual_stages == 1) return;
+  const auto refuse = [&](const std::string& what) {
+    throw InputError(fmt::format("{}: {} chunks per rank are not run with {} yet",
+                                 experiment.where("pipeline.virtual_stages"), pipe.virtual_stages,
+                                 what));
+  };
+  if (num_replicas > 1) refuse(fmt::format("data parallelism ({} replicas)", num_replicas));
+  if (plan.tied)
+    refuse(fmt::format("a tied embedding (layer {}'s tie: embedding)", plan.tied->head));
+  if (pipe.balance == pipeline::Balance::kMeasured) refuse("pipeline.balance: measured");
+}
+
+}  // namespace mpipe::train
