@@ -228,8 +228,9 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
   return s;
 }
 
-// A stage's gradients summed over the replicas by MPI_Iallreduce as mpipe asks Open MPI to run
-// it (comm::prefer_reduce_scatter_allgather): a reduce-scatter, then an allgather, each moving
+// A stage's gradients (chunk `chunk` of the rank whose timeline is given) summed over the
+// replicas by MPI_Iallreduce as mpipe asks Open MPI to run it
+// (comm::prefer_reduce_scatter_allgather): a reduce-scatter, then an allgather, each moving
 // (D - 1) / D of a layer's gradient over every rank's link at once; under `weight_grads: tree`
 // each of the log2 D levels is such an allreduce of 2 ranks (half the gradient each way, twice).
 // Each layer's starts once its part of the stage's last gradient work is done, last layer first
@@ -237,7 +238,7 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
 // or of the batched weight gradients that end the step. Measured on two hosts at 1 Gbit/s and
 // 100 Mbit/s: scripts/bench/slow_links.sh.
 std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRange& range,
-                                                 const StageTimeline& timeline) {
+                                                 const StageTimeline& timeline, int chunk) {
   const PipelineConfig& pipe = c.request.pipeline;
   const int replicas = pipe.data_parallel;
   if (replicas < 2) return {};
@@ -246,8 +247,9 @@ std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRa
                                ? std::bit_width(static_cast<unsigned>(replicas)) - 1.0
                                : 2.0 * (replicas - 1) / replicas;
   const auto last =
-      std::find_if(timeline.compute.rbegin(), timeline.compute.rend(), [](const TimedOp& t) {
-        return t.op.kind == OpKind::kBackward || t.op.kind == OpKind::kBackwardWeight;
+      std::find_if(timeline.compute.rbegin(), timeline.compute.rend(), [chunk](const TimedOp& t) {
+        return t.op.chunk == chunk &&
+               (t.op.kind == OpKind::kBackward || t.op.kind == OpKind::kBackwardWeight);
       });
   check(last != timeline.compute.rend(), "replicas_allreduce: a stage without a backward");
   const bool batched = weight_grads == WeightGrads::kBatched && pipe.micro_batches > 1;
@@ -298,17 +300,20 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     options.send_transfer = largest_boundary / rates.link_bytes_per_s;
   }
   const SimulationResult result = simulate(programs, options);
-  double optimizer_s = 0.0, compute = 0.0, largest = 0.0, step_end = result.makespan;
+  double compute = 0.0, largest = 0.0, step_end = result.makespan;
+  std::vector<double> rank_optimizer_s(static_cast<size_t>(c.placement.num_ranks), 0.0);
   for (int s = 0; s < c.num_stages; ++s) {
     const StagePlan& stage = out.stages[static_cast<size_t>(s)];
-    optimizer_s = std::max(optimizer_s, stage.optimizer_s);
+    const auto rank = static_cast<size_t>(c.placement.rank_of(s));
+    rank_optimizer_s[rank] += stage.optimizer_s;  // a rank updates its chunks one after another
     compute += stage.compute_s;
     largest = std::max(largest, stage.compute_s);
-    step_end = std::max(step_end, allreduce_end(replicas_allreduce(
-                                      c, stage.layers, result.stages[static_cast<size_t>(s)])));
+    step_end =
+        std::max(step_end, allreduce_end(replicas_allreduce(c, stage.layers, result.stages[rank],
+                                                            c.placement.chunk_of(s))));
   }
   out.bubble_fraction = result.bubble_fraction;
-  out.step_s = step_end + optimizer_s;
+  out.step_s = step_end + *std::max_element(rank_optimizer_s.begin(), rank_optimizer_s.end());
   out.samples_per_s = out.step_s > 0 ? static_cast<double>(c.request.batch_size) / out.step_s : 0.0;
   out.largest_stage_share = compute > 0 ? largest / compute : 1.0;
 }
