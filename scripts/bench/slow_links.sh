@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Communication over slow links: K=2 (M=8) and D=2 (batch 256, and 1024 for a backward long enough to hide the allreduce) of configs/scaling_mlp.yaml on two hosts (network namespaces, tests/multihost/hosts.sh), each link limited to 1 Gbit/s or 100 Mbit/s by tc's tbf, without and with comm.progress_thread. Needs root; about 8 minutes on 2 idle cores.
+# Communication over slow links: K=2 (M=8) and D=2 (batch 256, and 1024 for a backward long enough to hide the allreduce) of configs/scaling_mlp.yaml, and K=2 (M=16) of a 24-block version whose stages outrun a 100 Mbit/s link, on two hosts (network namespaces, tests/multihost/hosts.sh), each link limited to 1 Gbit/s or 100 Mbit/s by tc's tbf, without and with comm.progress_thread. Needs root; about 6 minutes a round on 2 idle cores (3 rounds by default).
 #
 #   scripts/bench/slow_links.sh
 #
@@ -7,7 +7,9 @@
 # progress-thread setting once, STEPS steps a run (8 for D=2 at 100 Mbit/s; logged in 4 windows,
 # the first dropped). Per cell, the median over the rounds (and the step's range) of: the step
 # (from samples/s), each stage's compute and waiting (summary.json), the bytes that crossed the
-# links per step (the veth counters over the run, start-up and final evaluation included), the
+# links per step (the veth counters over the run: start-up and the final evaluation included,
+# about 0.5 MB per link per step at STEPS=20, 1% of D=2's allreduce but as much again as K=2's
+# activations, so K=2's transfer and hidden share read high), the
 # kernel's softirq CPU time per step; then the transfer time of those bytes at the link's rate
 # (the busier host's link: K=2's activations and gradients, D=2's reduce-scatter and allgather
 # each move over both links at once), mpipe plan's predicted step, and the share of the transfer
@@ -19,7 +21,7 @@
 #
 # Environment: MPIPE_BIN (default build/release/apps/mpipe), STEPS (default 20), ROUNDS (default
 # 3), RATES (default "unlimited 1gbit 100mbit"), LAYOUTS (names to run, default all: "K=2 M=8",
-# "D=2 M=1", "D=2 B=1024").
+# "D=2 M=1", "D=2 B=1024", "K=2 deep").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -62,10 +64,19 @@ sent() {  # what host $1 sent over its link so far
   cat "/sys/class/net/${PREFIX}$1/statistics/rx_bytes"
 }
 
-# NAME:BATCH:ARGS (the batch of configs/scaling_mlp.yaml is 256)
-all_layouts=("K=2 M=8:256:--set pipeline.stages=2 --set pipeline.micro_batches=8 --set pipeline.partition=[8,9]"
-  "D=2 M=1:256:--set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1"
-  "D=2 B=1024:1024:--set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1 --set train.batch_size=1024")
+# NAME:BATCH:CONFIG:ARGS (the batch of both configs is 256). deep_mlp is scaling_mlp with 24
+# blocks in place of 8: at 100 Mbit/s a stage's forward of a micro-batch (12 blocks) outlasts its
+# activation's 15 ms on the link, which scaling_mlp's 4 blocks (6 ms) do not, so only there can
+# a fill-drain pipeline hide nearly all of its transfers (M=16: the first activation and the last
+# gradient, which nothing can hide, are 2 of 32 messages).
+deep_mlp=$WORK/deep_mlp.yaml
+sed 's/repeat: 8$/repeat: 24/' configs/scaling_mlp.yaml >"$deep_mlp"
+grep -q 'repeat: 24$' "$deep_mlp" || { echo "slow_links.sh: no 'repeat: 8' in scaling_mlp.yaml" >&2; exit 2; }
+mlp=$repo/configs/scaling_mlp.yaml
+all_layouts=("K=2 M=8:256:$mlp:--set pipeline.stages=2 --set pipeline.micro_batches=8 --set pipeline.partition=[8,9]"
+  "D=2 M=1:256:$mlp:--set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1"
+  "D=2 B=1024:1024:$mlp:--set pipeline.stages=1 --set pipeline.data_parallel=2 --set pipeline.micro_batches=1 --set train.batch_size=1024"
+  "K=2 deep:256:$deep_mlp:--set pipeline.stages=2 --set pipeline.micro_batches=16 --set pipeline.partition=[24,25]")
 layouts=()
 for layout in "${all_layouts[@]}"; do
   [[ -z ${LAYOUTS:-} || " $LAYOUTS " == *" ${layout%%:*} "* ]] && layouts+=("$layout")
@@ -75,9 +86,10 @@ echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model
 echo "load before: $(uptime)"
 # predicted_ms LAYOUT_ARGS... : mpipe plan's step at this link rate and this machine's GEMM rate.
 predicted_ms() {
-  local link=()
+  local link=() config=$1
+  shift
   [[ $rate == unlimited ]] || link=(--link-bandwidth "$rate")
-  "$MPIPE" plan "$repo/configs/scaling_mlp.yaml" "$@" --threads-per-rank 1 --calibrate "${link[@]}" \
+  "$MPIPE" plan "$config" "$@" --threads-per-rank 1 --calibrate "${link[@]}" \
     --json | /usr/bin/python3 -c 'import json, sys; print("%.1f" % (1e3 * json.load(sys.stdin)["step_s"]))'
 }
 runs=$WORK/runs.tsv  # one line per run: its cell, then its numbers
@@ -88,15 +100,17 @@ for ((round = 1; round <= rounds; round++)); do
       name=${layout%%:*}
       batch=${layout#*:}
       batch=${batch%%:*}
-      read -ra args <<<"${layout#*:*:}"
-      predicted=$(predicted_ms "${args[@]}")
+      config=${layout#*:*:}
+      config=${config%%:*}
+      read -ra args <<<"${layout#*:*:*:}"
+      predicted=$(predicted_ms "$config" "${args[@]}")
       # (The allreduce of D=2 takes seconds a step at 100 Mbit/s: fewer steps there.)
       run_steps=$steps
       [[ $rate == 100mbit && $name == D* ]] && run_steps=8
       for progress in false true; do
         run=r-${name//[ =]/}-$rate-$progress-$round
         before1=$(sent h1) before2=$(sent h2) softirq_before=$(softirq_ms)
-        on_hosts h1:1 h2:1 -- train "$repo/configs/scaling_mlp.yaml" --run-dir "$LOCAL/$run" \
+        on_hosts h1:1 h2:1 -- train "$config" --run-dir "$LOCAL/$run" \
           "${args[@]}" --set train.steps="$run_steps" --set log.every=$((run_steps / 4)) \
           --set comm.progress_thread="$progress" >"$WORK/$run.log" 2>&1 ||
           { tail "$WORK/$run.log" >&2; echo "slow_links.sh: $run failed" >&2; exit 1; }
