@@ -204,14 +204,20 @@ TEST(Planner, UniformAndManualPartitionsAreTakenAsGiven) {
             (std::vector<LayerRange>{{0, 1}, {1, 2}, {2, 7}}));
 }
 
+// K = 2 ranks of v = 2 chunks under interleaved, the uneven model cut {1, 2, 3, 1}.
+PlanRequest interleaved_request() {
+  PlanRequest r = request(2, PartitionMode::kManual, {1, 2, 3, 1});
+  r.pipeline.schedule = ScheduleKind::kInterleaved;
+  r.pipeline.virtual_stages = 2;
+  return r;
+}
+
 // Under virtual stages the partition cuts K·v stages in global stage order (rank r holds stages
 // r, r + K, ...), and `schedule: auto` weighs interleaved on them beside the one-chunk schedules
 // on K stages (when M is a multiple of K).
 TEST(Planner, VirtualStagesCutKTimesVStages) {
   const ModelSpec spec = uneven_model();
-  PlanRequest r = request(2, PartitionMode::kManual, {1, 2, 3, 1});
-  r.pipeline.schedule = ScheduleKind::kInterleaved;
-  r.pipeline.virtual_stages = 2;
+  PlanRequest r = interleaved_request();
   const PipelinePlan manual = plan_of(spec, kUnevenInput, r);
   EXPECT_EQ(ranges_of(manual), (std::vector<LayerRange>{{0, 1}, {1, 3}, {3, 6}, {6, 7}}));
   r.pipeline.partition_mode = PartitionMode::kUniform;
@@ -241,9 +247,7 @@ TEST(Planner, VirtualStagesCutKTimesVStages) {
 // stages' peaks, and the error names the rank and its stages.
 TEST(Planner, WithChunksTheLimitHoldsForEachRanksSumOfItsStages) {
   const ModelSpec spec = uneven_model();
-  PlanRequest r = request(2, PartitionMode::kManual, {1, 2, 3, 1});
-  r.pipeline.schedule = ScheduleKind::kInterleaved;
-  r.pipeline.virtual_stages = 2;
+  PlanRequest r = interleaved_request();
   const PipelinePlan unlimited = plan_of(spec, kUnevenInput, r);
   const std::vector<double> ranks = rank_peak_bytes(unlimited);
   ASSERT_EQ(ranks.size(), 2u);
