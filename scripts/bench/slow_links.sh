@@ -8,14 +8,14 @@
 # the first dropped). Per cell, the median over the rounds (and the step's range) of: the step
 # (from samples/s), each stage's compute and waiting (summary.json), the bytes that crossed the
 # links per step (the veth counters over the run: start-up and the final evaluation included,
-# about 0.5 MB per link per step at STEPS=20, 1% of D=2's allreduce but as much again as K=2's
-# activations, so K=2's transfer and hidden share read high), the
-# kernel's softirq CPU time per step; then the transfer time of those bytes at the link's rate
-# (the busier host's link: K=2's activations and gradients, D=2's reduce-scatter and allgather
-# each move over both links at once), mpipe plan's predicted step, and the share of the transfer
-# hidden behind compute, twice: by the step, 1 - (step - unlimited step) / transfer, and by the
-# wait, 1 - (waiting - unlimited waiting) / transfer (the stages' mean waiting: D=2's is its wait
-# for the allreduce, which the compute's run-to-run spread does not move), each against the same
+# about 0.5 MB per link per step at STEPS=20), the kernel's softirq CPU time per step; then
+# mpipe plan's predicted step, the transfer time at the link's rate of what the step itself
+# must move over the busier link (from the plan: a boundary's activations, M micro-batches of
+# its rows, whose gradients cross the other link meanwhile; D=2's reduce-scatter and allgather,
+# the stage's gradient, over both links at once), and the share of that transfer hidden behind
+# compute, twice: by the step, 1 - (step - unlimited step) / transfer, and by the wait,
+# 1 - (waiting - unlimited waiting) / transfer (the stages' mean waiting: D=2's is its wait for
+# the allreduce, which the compute's run-to-run spread does not move), each against the same
 # layout and setting on unlimited links. Each host is one rank with one thread. Run it on an
 # idle machine.
 #
@@ -84,13 +84,25 @@ done
 ((${#layouts[@]} > 0)) || { echo "slow_links.sh: LAYOUTS names none of the layouts" >&2; exit 2; }
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $("$MPIPE" --version 2>/dev/null | head -n 1)"
 echo "load before: $(uptime)"
-# predicted_ms LAYOUT_ARGS... : mpipe plan's step at this link rate and this machine's GEMM rate.
-predicted_ms() {
+# plan_step CONFIG LAYOUT_ARGS... : mpipe plan's step (ms) at this link rate and this machine's GEMM
+# rate, and the bytes the step must move over the busier link: each boundary's activations
+# (M micro-batches of its rows; their gradients go back over the other link), and with D
+# replicas 2(D-1)/D of the largest stage's gradient (the reduce-scatter and the allgather).
+plan_step() {
   local link=() config=$1
   shift
   [[ $rate == unlimited ]] || link=(--link-bandwidth "$rate")
-  "$MPIPE" plan "$config" "$@" --threads-per-rank 1 --calibrate "${link[@]}" \
-    --json | /usr/bin/python3 -c 'import json, sys; print("%.1f" % (1e3 * json.load(sys.stdin)["step_s"]))'
+  "$MPIPE" plan "$config" "$@" --threads-per-rank 1 --calibrate "${link[@]}" --json |
+    /usr/bin/python3 -c '
+import json, math, sys
+p = json.load(sys.stdin)
+rows = p["micro_batch_rows"] * p["micro_batches"]
+stages = p["stage_plans"]
+link = max([rows * 4 * math.prod(p["layers"][s["last_layer"]]["output"]) for s in stages[:-1]],
+           default=0)
+replicas = p["data_parallel"]
+link += 2 * (replicas - 1) / replicas * 4 * max(s["num_params"] for s in stages)
+print("%.1f %d" % (1e3 * p["step_s"], link))'
 }
 runs=$WORK/runs.tsv  # one line per run: its cell, then its numbers
 for ((round = 1; round <= rounds; round++)); do
@@ -103,7 +115,7 @@ for ((round = 1; round <= rounds; round++)); do
       config=${layout#*:*:}
       config=${config%%:*}
       read -ra args <<<"${layout#*:*:*:}"
-      predicted=$(predicted_ms "$config" "${args[@]}")
+      read -r predicted link_bytes < <(plan_step "$config" "${args[@]}")
       # (The allreduce of D=2 takes seconds a step at 100 Mbit/s: fewer steps there.)
       run_steps=$steps
       [[ $rate == 100mbit && $name == D* ]] && run_steps=8
@@ -118,7 +130,8 @@ for ((round = 1; round <= rounds; round++)); do
         softirq=$(($(softirq_ms) - softirq_before))
         sps=$(python3 scripts/bench/throughput.py "$WORK/h1/$run")
         printf '%s\t' "$name" "$rate" "$progress" "$batch" "$predicted" "$sps" \
-          "$WORK/h1/$run/summary.json" "$sent1" "$sent2" "$softirq" "$run_steps" >>"$runs"
+          "$WORK/h1/$run/summary.json" "$sent1" "$sent2" "$softirq" "$run_steps" "$link_bytes" \
+          >>"$runs"
         bits_per_s "$rate" >>"$runs"
       done
     done
@@ -131,8 +144,8 @@ import json, statistics, sys
 
 cells = {}  # (layout, rate, progress) -> its runs, cells in the order they first ran
 for line in open(sys.argv[1]):
-    name, rate, progress, batch, predicted, sps, summary, sent1, sent2, softirq, steps, bps = \
-        line.rstrip("\n").split("\t")
+    name, rate, progress, batch, predicted, sps, summary, sent1, sent2, softirq, steps, \
+        link_bytes, bps = line.rstrip("\n").split("\t")
     s = json.load(open(summary))
     steps, bps = int(steps), float(bps)
     cells.setdefault((name, rate, progress), []).append({
@@ -141,8 +154,8 @@ for line in open(sys.argv[1]):
         "compute": s["compute_ms_per_stage"], "waiting": s["waiting_ms_per_stage"],
         "mb": (int(sent1) + int(sent2)) / steps / 1e6,
         "softirq": int(softirq) / steps,
-        # The busier link carries its bytes while the other carries its own.
-        "transfer": 1e3 * max(int(sent1), int(sent2)) / steps * 8 / bps if bps else None})
+        # What the step must move over the busier link (the other carries its own meanwhile).
+        "transfer": 1e3 * int(link_bytes) * 8 / bps if bps else None})
 
 
 def median(runs, key):
