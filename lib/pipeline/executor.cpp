@@ -252,9 +252,7 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
       if (is_last(op.chunk)) {
         nn::LossOutput loss =
             loss_.compute(kernels_, output, data.targets(m), plan.grad_scale, /*want_grad=*/true);
-        totals.sum += loss.sum;
-        totals.rows += loss.rows;
-        totals.correct += loss.correct;
+        totals.add(loss);
         grad_outputs_[slot] = std::move(loss.grad);
       } else {
         outputs_[slot] = std::move(output);
@@ -308,9 +306,7 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data)
       Tensor output = stage.evaluate(input, layer_context(plan, m, false));
       if (is_last(chunk)) {
         nn::LossOutput loss = loss_.compute(kernels_, output, data.targets(m), 1.0f, false);
-        totals.sum += loss.sum;
-        totals.rows += loss.rows;
-        totals.correct += loss.correct;
+        totals.add(loss);
       } else {
         link_.send(Direction::kEvalActivation, plan.round, m, chunk, std::move(output));
       }

@@ -40,6 +40,12 @@ struct LossTotals {
   double sum = 0.0;
   int64_t rows = 0;
   int64_t correct = 0;
+  // Counts one micro-batch's loss.
+  void add(const nn::LossOutput& loss) {
+    sum += loss.sum;
+    rows += loss.rows;
+    correct += loss.correct;
+  }
 };
 
 // Where one training step's wall time went on this rank (all its chunks), in seconds.
