@@ -185,7 +185,9 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;
   m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);
-  if (stash.layer_recompute) {
+  if (stash.idle) {
+    // Another chunk of the rank runs: nothing of this stage's is in use.
+  } else if (stash.layer_recompute) {
     // One layer at a time: its temporaries are those of the layer where the sum peaks.
     m.recompute_workspace +=
         splitting ? splitting_backward(begin, end, per_layer_backward_input_at_,

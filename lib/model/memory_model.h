@@ -47,6 +47,10 @@ struct StashProfile {
   // splitting layer's output gradient and W's tensors in place of what it saved, from that
   // layer's I on (MemoryModel::splitting_backward walks the layers).
   bool splitting_backward = false;
+  // With virtual stages: another chunk of the rank runs an op, so this one (a stage of that rank)
+  // holds no temporaries, only what it keeps between its ops (pipeline::rank_moments; its
+  // receives_ahead and sends are 0: the running chunk's profile counts the rank's messages).
+  bool idle = false;
   // weight_grads: tree: the older partial sums of the stage's gradients held aside (an upper
   // bound: pipeline::GradientTree::max_waiting).
   int gradient_partials = 0;

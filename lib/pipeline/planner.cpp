@@ -112,7 +112,8 @@ struct Context {
   model::MemoryModel memory;
   StageTimes times;
   std::optional<double> limit;
-  std::vector<std::vector<model::StashProfile>> moments;  // per stage: program_moments
+  std::vector<std::vector<RankMoment>> rank_moments;      // per rank
+  std::vector<std::vector<model::StashProfile>> moments;  // per stage: its chunk's, where it runs
 
   // What `auto` balances: the measured time when the request has it, else the predicted one.
   double stage_time(int begin, int end, int stage) const {
@@ -366,10 +367,31 @@ std::string evaluation_over_limit_message(const Context& c, const PipelinePlan& 
       fitting > 0 ? fmt::format("at most {} fit", fitting) : "not even one example fits");
 }
 
+// Each rank's peak: its largest moment, each chunk's profile then on its stage's layers.
+std::vector<double> rank_peaks(const Context& c, const std::vector<StagePlan>& stages) {
+  std::vector<double> peaks;
+  for (int rank = 0; rank < c.placement.num_ranks; ++rank) {
+    double& peak = peaks.emplace_back(0.0);
+    for (const RankMoment& moment : c.rank_moments[static_cast<size_t>(rank)]) {
+      double bytes = 0.0;
+      for (int chunk = 0; chunk < c.placement.virtual_stages; ++chunk) {
+        const int s = c.placement.stage_of(rank, chunk);
+        const LayerRange& r = stages[static_cast<size_t>(s)].layers;
+        bytes += c.memory
+                     .stage(r.begin, r.end, moment.chunks[static_cast<size_t>(chunk)], s == 0,
+                            s == c.num_stages - 1)
+                     .total();
+      }
+      peak = std::max(peak, bytes);
+    }
+  }
+  return peaks;
+}
+
 // The first rank holding several chunks whose training is over the limit, as one line naming its
 // stages; empty when none.
 std::string rank_over_limit_message(const Context& c, const PipelinePlan& out) {
-  const std::vector<double> peaks = rank_peak_bytes(out);
+  const std::vector<double>& peaks = out.rank_peak_bytes;
   for (int rank = 0; rank < c.placement.num_ranks; ++rank) {
     if (peaks[static_cast<size_t>(rank)] <= *c.limit) continue;
     std::vector<std::string> stages;
@@ -426,6 +448,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
             .limit = pipe.memory_limit > 0
                          ? std::optional<double>(static_cast<double>(pipe.memory_limit))
                          : std::nullopt,
+            .rank_moments = {},
             .moments = {}};
   const bool batched = resolve_weight_grads(pipe) == WeightGrads::kBatched;
   std::vector<Program> programs;  // per rank
@@ -433,13 +456,20 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
     programs.push_back(
         make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r, pipe.virtual_stages));
   }
-  for (int s = 0; s < c.num_stages; ++s) {  // per global stage: its rank's ops of its chunk
-    c.moments.push_back(program_moments(programs, c.placement.rank_of(s), pipe.recompute, batched,
-                                        c.placement.chunk_of(s)));
-    if (resolve_weight_grads(pipe) == WeightGrads::kTree) {
-      for (model::StashProfile& moment : c.moments.back()) {
-        moment.gradient_partials = GradientTree::max_waiting(pipe.micro_batches);
+  for (int r = 0; r < pipe.stages; ++r) {
+    c.rank_moments.push_back(rank_moments(programs, r, pipe.recompute, batched));
+    if (resolve_weight_grads(pipe) != WeightGrads::kTree) continue;
+    for (RankMoment& moment : c.rank_moments.back()) {
+      for (model::StashProfile& chunk : moment.chunks) {
+        chunk.gradient_partials = GradientTree::max_waiting(pipe.micro_batches);
       }
+    }
+  }
+  for (int s = 0; s < c.num_stages; ++s) {  // per global stage: its chunk's where it runs
+    const int chunk = c.placement.chunk_of(s);
+    std::vector<model::StashProfile>& moments = c.moments.emplace_back();
+    for (const RankMoment& m : c.rank_moments[static_cast<size_t>(c.placement.rank_of(s))]) {
+      if (m.chunk == chunk) moments.push_back(m.chunks[static_cast<size_t>(chunk)]);
     }
   }
   PipelinePlan out;
@@ -460,6 +490,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
       out.stages[s].fits = out.stages[s].fits && (!c.limit || evaluation[s].total() <= *c.limit);
     }
   }
+  out.rank_peak_bytes = rank_peaks(c, out.stages);
   if (out.problem.empty() && c.limit) out.problem = over_limit_message(c, out);
   simulate_step(c, out);
   return out;
@@ -473,7 +504,7 @@ double slowest_stage_s(const PipelinePlan& p) {
 
 double largest_peak(const PipelinePlan& p) {
   double largest = 0.0;
-  for (double bytes : rank_peak_bytes(p)) largest = std::max(largest, bytes);
+  for (double bytes : p.rank_peak_bytes) largest = std::max(largest, bytes);
   return largest;
 }
 
@@ -610,7 +641,7 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
                                                   .bubble_fraction = p.bubble_fraction,
                                                   .peak_bytes = {},
                                                   .fits = p.fits()});
-    candidate.peak_bytes = rank_peak_bytes(p);
+    candidate.peak_bytes = p.rank_peak_bytes;
     if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
     if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
   }
@@ -626,13 +657,6 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
   out.advice = make_advice(plan, r, out);
   out.candidates = std::move(candidates);
   return out;
-}
-
-std::vector<double> rank_peak_bytes(const PipelinePlan& plan) {
-  const size_t ranks = plan.stages.size() / static_cast<size_t>(plan.virtual_stages);
-  std::vector<double> peaks(ranks, 0.0);
-  for (size_t s = 0; s < plan.stages.size(); ++s) peaks[s % ranks] += plan.stages[s].memory.total();
-  return peaks;
 }
 
 }  // namespace mpipe::pipeline

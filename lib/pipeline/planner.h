@@ -77,7 +77,7 @@ struct ScheduleCandidate {
   Recompute recompute = Recompute::kAlways;  // the mode its plan runs (recompute: auto resolved)
   double step_s = 0.0;
   double bubble_fraction = 0.0;
-  std::vector<double> peak_bytes;  // per rank (rank_peak_bytes)
+  std::vector<double> peak_bytes;  // per rank (PipelinePlan::rank_peak_bytes)
   bool fits = true;
 };
 
@@ -88,6 +88,11 @@ struct PipelinePlan {
   Recompute recompute = Recompute::kAlways;
   // Every global stage, K·v of them (rank r's chunk c is stage r + c·K).
   std::vector<StagePlan> stages;
+  // Each rank's predicted training peak: its largest moment over one walk of its program, every
+  // chunk's profile at that moment on its stage (pipeline::rank_moments); a stage's own peak at
+  // v = 1. With v > 1 the memory limit holds for these: "exp.yaml:21: pipeline.memory_limit: rank
+  // 1 (stage 1: layers 2-3, stage 3: layers 6-7) needs 1.2 MiB, over the limit of 1.0 MiB".
+  std::vector<double> rank_peak_bytes;
   // v: chunks per rank; the request's, or 1 when `auto` chose a schedule of one chunk per rank.
   int virtual_stages = 1;
   int64_t micro_batch_rows = 0;
@@ -118,11 +123,5 @@ struct PipelinePlan {
 // to the first; when none fits, the one whose largest stage is smallest, with the problem "<memory
 // limit key>: no schedule fits <limit> per rank; the smallest need is <bytes> (<schedule>)".
 PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request);
-
-// Each rank's predicted training peak: the sum of its chunks' stages' peaks (an upper bound, as
-// the chunks need not peak at the same op; a stage's own peak at v = 1). With v > 1 the memory
-// limit holds for these sums: "exp.yaml:21: pipeline.memory_limit: rank 1 (stage 1: layers 2-3,
-// stage 3: layers 6-7) needs 1.2 MiB, over the limit of 1.0 MiB".
-std::vector<double> rank_peak_bytes(const PipelinePlan& plan);
 
 }  // namespace mpipe::pipeline

@@ -89,7 +89,7 @@ std::string stage_table(const PlanReport& r) {
 // With chunks: each rank's stages and predicted peak, the sum of its stages' (what the memory
 // limit holds for).
 std::string rank_table(const PlanReport& r) {
-  const std::vector<double> peaks = pipeline::rank_peak_bytes(r.plan);
+  const std::vector<double>& peaks = r.plan.rank_peak_bytes;
   std::string out = fmt::format("{:<6} {:<12} {:>11}\n", "rank", "stages", "peak memory");
   for (size_t rank = 0; rank < peaks.size(); ++rank) {
     std::vector<size_t> stages;
@@ -204,7 +204,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"num_params", r.model.num_params()},
       {"stages", p.stages},
       {"virtual_stages", plan.virtual_stages},
-      {"rank_peak_bytes", pipeline::rank_peak_bytes(plan)},
+      {"rank_peak_bytes", plan.rank_peak_bytes},
       {"data_parallel", p.data_parallel},
       {"micro_batches", p.micro_batches},
       {"micro_batch_rows", plan.micro_batch_rows},

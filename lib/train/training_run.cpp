@@ -109,7 +109,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
   for (size_t s = 0; s < stages.size(); ++s) {
     predicted_kept[s % ranks] += stages[s].memory.kept_activations;
   }
-  const std::vector<double> predicted_peak = pipeline::rank_peak_bytes(trainer.pipeline_plan());
+  const std::vector<double>& predicted_peak = trainer.pipeline_plan().rank_peak_bytes;
   nlohmann::json summary = {
       {"steps", result.steps_done},
       {"final_train_loss", result.final_train_loss},

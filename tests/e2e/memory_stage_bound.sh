@@ -7,21 +7,18 @@
 # tensor bytes (peak_tensor_bytes_per_stage) and at most 3% above it. A longer run (20 steps,
 # evaluations and checkpoints between them) holds to the same bound: its middle stages meet the
 # moment a short run seldom does, two sends in flight during a backward (issue 18, item 4).
-# The same CONFIG under the gpipe schedule and under zb_h1 at M = 4 (every recompute mode, default
-# allocator) holds too: the planner's moments come from each schedule's op list
-# (pipeline/program_memory.h).
-# Mode `interleaved` (not run by default): K ranks of 2 chunks each at M = 8, each rank's
-# prediction the sum of its chunks' peaks (an upper bound: they need not peak at the same op); at
-# K = 2 it is 14% to 31% over the measured peak today (docs/design.md, virtual stages), so it fails.
-# Usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]: STAGES (ranks, one per stage) 4 and
-# the modes default, mmap64k, long, gpipe and zb_h1 unless given (the modes are the loop's
-# "allocator" below).
+# The same CONFIG under the gpipe schedule, under zb_h1 at M = 4 and interleaved with 2 chunks
+# per rank at M = 8 (every recompute mode, default allocator) holds too: the planner's moments come
+# from each schedule's op list, a rank's every chunk at once (pipeline/program_memory.h).
+# Usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]: STAGES (ranks) 4 and the modes default,
+# mmap64k, long, gpipe, zb_h1 and interleaved unless given (the modes are the loop's "allocator"
+# below).
 source "$(dirname "$0")/lib.sh"
 
 config=${1:?usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]}
 stages=${2:-4}
 modes=("${@:3}")
-[[ ${#modes[@]} -gt 0 ]] || modes=(default mmap64k long gpipe zb_h1)
+[[ ${#modes[@]} -gt 0 ]] || modes=(default mmap64k long gpipe zb_h1 interleaved)
 failed=0
 printf '%-10s %-11s %5s %12s %12s %7s\n' allocator recompute stage predicted measured error
 for allocator in "${modes[@]}"; do

@@ -187,5 +187,47 @@ TEST(ProgramMemory, CountsEachChunkOfARankFromItsOwnOps) {
   EXPECT_THROW(program_moments(programs, 0, Recompute::kNever, false, 2), Error);
 }
 
+// A rank's moments hold every chunk at once: the running one as program_moments gives it, the
+// others idle with their micro-batches in flight. Rank 0 of the interleaved program above runs
+// F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0.
+TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
+  std::vector<Program> programs;
+  for (int r = 0; r < 2; ++r) {
+    programs.push_back(make_program(ScheduleKind::kInterleaved, 2, 4, r, 2));
+  }
+  // At each backward: the running chunk, and the micro-batches each chunk keeps in full.
+  std::vector<std::vector<int>> backwards;
+  for (const RankMoment& m : rank_moments(programs, 0, Recompute::kNever, false)) {
+    ASSERT_EQ(m.chunks.size(), 2u);
+    const P& running = m.chunks[static_cast<size_t>(m.chunk)];
+    const P& other = m.chunks[static_cast<size_t>(1 - m.chunk)];
+    EXPECT_FALSE(running.idle);
+    EXPECT_TRUE(other.idle);
+    // Only the running chunk counts the rank's messages; the idle one runs nothing.
+    EXPECT_EQ(running.receives_ahead, model::kReceivesAhead);
+    EXPECT_EQ(other.receives_ahead + other.sends, 0);
+    EXPECT_FALSE(other.backward || other.recompute || other.layer_recompute);
+    if (running.backward) backwards.push_back({m.chunk, m.chunks[0].full, m.chunks[1].full});
+  }
+  EXPECT_EQ(
+      backwards,
+      (std::vector<std::vector<int>>{
+          {1, 3, 2}, {1, 4, 1}, {0, 4, 1}, {0, 3, 2}, {1, 2, 2}, {1, 2, 1}, {0, 2, 0}, {0, 1, 0}}));
+  // Rank 0 sends activations (both chunks) and gradients (chunk 1): two sends may be in flight.
+  const RankMoment first = rank_moments(programs, 0, Recompute::kNever, false).front();
+  EXPECT_EQ(first.chunks[static_cast<size_t>(first.chunk)].sends, model::kSendsInFlight);
+  // Per-layer recompute: an idle chunk keeps every layer's input of its micro-batches in flight
+  // (the same counts as the idle chunks above).
+  std::vector<int> idle_at_backwards;
+  for (const RankMoment& m : rank_moments(programs, 0, Recompute::kPerLayer, false)) {
+    const P& other = m.chunks[static_cast<size_t>(1 - m.chunk)];
+    EXPECT_EQ(other.inputs + other.full, 0);
+    if (m.chunks[static_cast<size_t>(m.chunk)].layer_recompute) {
+      idle_at_backwards.push_back(other.layer_inputs);
+    }
+  }
+  EXPECT_EQ(idle_at_backwards, (std::vector<int>{3, 4, 1, 2, 2, 2, 0, 0}));
+}
+
 }  // namespace
 }  // namespace mpipe::pipeline
