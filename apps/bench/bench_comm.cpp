@@ -200,18 +200,16 @@ Overlap gradient_allreduce(const comm::Communicator& world, pipeline::Stage& sta
   x.fill(0.5f);
   dy.fill(0.01f);
   const nn::LayerContext ctx{.kernels = kernels};
-  const std::vector<size_t> begins = pipeline::gradient_buckets(stage.params());
-  const std::map<int, size_t> layer_begin = pipeline::layer_gradient_begins(stage.params());
-  auto grads = stage.params().grads();
+  const pipeline::RankBuckets buckets = pipeline::rank_gradient_buckets({&stage.params()});
   // The timed part is the backward (its forward is run before, untimed); the buffer keeps
   // accumulating, which changes nothing in the time.
   enum class During { kNothing, kStartAndTest, kStart };
   auto backward = [&](During during) {
-    comm::BucketedAllreduce reduction(world, grads, begins);
+    comm::BucketedAllreduce reduction(world, buckets.buckets);
     stage.set_layer_hook([&](int layer, bool is_backward) {
       if (during == During::kNothing) return;
-      const auto it = layer_begin.find(layer);
-      if (is_backward && it != layer_begin.end()) reduction.start_from(it->second);
+      const auto it = buckets.first_of_layer.find(layer);
+      if (is_backward && it != buckets.first_of_layer.end()) reduction.start_from(it->second);
       if (during == During::kStartAndTest) reduction.progress();
     });
     (void)stage.backward(0, dy, ctx);
@@ -223,7 +221,7 @@ Overlap gradient_allreduce(const comm::Communicator& world, pipeline::Stage& sta
       fastest(world, {{.prepare = {},
                        .body =
                            [&] {
-                             comm::BucketedAllreduce reduction(world, grads, begins);
+                             comm::BucketedAllreduce reduction(world, buckets.buckets);
                              reduction.finish();
                            }},
                       {.prepare = forward, .body = [&] { (void)stage.backward(0, dy, ctx); }},

@@ -1,4 +1,4 @@
-// BucketedAllreduce: per-bucket MPI_Iallreduce, started from the end of the buffer.
+// BucketedAllreduce: per-bucket MPI_Iallreduce, started from the last bucket.
 #include "comm/bucketed_allreduce.h"
 
 #include <fmt/format.h>
@@ -9,38 +9,45 @@
 
 namespace mpipe::comm {
 
-BucketedAllreduce::BucketedAllreduce(const Communicator& comm, std::span<float> data,
-                                     std::vector<size_t> begins)
-    : BucketedAllreduce(std::vector<const Communicator*>{&comm}, data, std::move(begins)) {}
-
-BucketedAllreduce::BucketedAllreduce(std::vector<const Communicator*> levels, std::span<float> data,
-                                     std::vector<size_t> begins)
-    : levels_(std::move(levels)), data_(data), begins_(std::move(begins)) {
-  check(!levels_.empty(), "BucketedAllreduce: no communicator");
-  if (data_.empty()) begins_.clear();
-  check(data_.empty() || (!begins_.empty() && begins_.front() == 0),
+std::vector<std::span<float>> cut_into_buckets(std::span<float> data,
+                                               const std::vector<size_t>& begins) {
+  if (data.empty()) return {};
+  check(!begins.empty() && begins.front() == 0,
         "BucketedAllreduce: the first bucket must begin at 0");
-  for (size_t i = 1; i < begins_.size(); ++i) {
-    check(begins_[i - 1] < begins_[i] && begins_[i] < data_.size(),
+  for (size_t i = 1; i < begins.size(); ++i) {
+    check(begins[i - 1] < begins[i] && begins[i] < data.size(),
           "BucketedAllreduce: bucket {} begins at {}: begins must ascend within {} values", i,
-          begins_[i], data_.size());
+          begins[i], data.size());
   }
-  next_ = begins_.size();
+  std::vector<std::span<float>> buckets;
+  for (size_t i = 0; i < begins.size(); ++i) {
+    const size_t end = i + 1 < begins.size() ? begins[i + 1] : data.size();
+    buckets.push_back(data.subspan(begins[i], end - begins[i]));
+  }
+  return buckets;
+}
+
+BucketedAllreduce::BucketedAllreduce(const Communicator& comm,
+                                     std::vector<std::span<float>> buckets)
+    : BucketedAllreduce(std::vector<const Communicator*>{&comm}, std::move(buckets)) {}
+
+BucketedAllreduce::BucketedAllreduce(std::vector<const Communicator*> levels,
+                                     std::vector<std::span<float>> buckets)
+    : levels_(std::move(levels)), buckets_(std::move(buckets)) {
+  check(!levels_.empty(), "BucketedAllreduce: no communicator");
+  next_ = buckets_.size();
   requests_.resize(levels_.size());
-  for (auto& level : requests_) level.reserve(begins_.size());
+  for (auto& level : requests_) level.reserve(buckets_.size());
 }
 
 void BucketedAllreduce::start(size_t level, size_t k) {
-  const size_t bucket = begins_.size() - 1 - k;
-  const size_t end = bucket + 1 < begins_.size() ? begins_[bucket + 1] : data_.size();
-  requests_[level].push_back(
-      levels_[level]->iallreduce_sum(data_.subspan(begins_[bucket], end - begins_[bucket])));
+  requests_[level].push_back(levels_[level]->iallreduce_sum(buckets_[buckets_.size() - 1 - k]));
 }
 
-void BucketedAllreduce::start_from(size_t offset) {
-  while (next_ > 0 && begins_[next_ - 1] >= offset) {
+void BucketedAllreduce::start_from(size_t first) {
+  while (next_ > first) {
     --next_;
-    start(0, begins_.size() - 1 - next_);
+    start(0, buckets_.size() - 1 - next_);
   }
 }
 

@@ -11,12 +11,12 @@
 
 namespace mpipe::comm {
 
-// Bucket i is data[begins[i], begins[i + 1]) (the last one ends at data.size()). Buckets are
-// started in descending order (the backward pass finalizes a gradient buffer from its end), so
-// every rank of the communicator starts the same collectives in the same order whatever the
-// timing. Each element is summed by exactly one MPI_Iallreduce of its own bucket: the sum of a
-// bucket is the same as if that bucket were reduced alone; with 2 ranks it is a + b, the same
-// bits as one allreduce of the whole buffer.
+// Each bucket is a span of floats summed in place by MPI_Iallreduce. Buckets are started from
+// the last (the backward pass finalizes a gradient buffer from its end), so every rank of the
+// communicator starts the same collectives in the same order whatever the timing. Each element is
+// summed by exactly one MPI_Iallreduce of its own bucket: the sum of a bucket is the same as if
+// that bucket were reduced alone; with 2 ranks it is a + b, the same bits as one allreduce of the
+// whole buffer.
 //
 // Over a pairwise tree (tree_levels), each bucket is summed over level 0's pair, then level 1's,
 // and so on, each level's collectives started in the same bucket order: with 2^k ranks every rank
@@ -24,26 +24,24 @@ namespace mpipe::comm {
 // IEEE addition, which commutes).
 class BucketedAllreduce {
  public:
-  // `begins`: strictly ascending offsets into `data`, the first 0 (empty `data`: no buckets).
-  BucketedAllreduce(const Communicator& comm, std::span<float> data, std::vector<size_t> begins);
+  BucketedAllreduce(const Communicator& comm, std::vector<std::span<float>> buckets);
   // `levels`: the tree's levels, lowest first (each a communicator of 2 ranks), or one
   // communicator of any size (the constructor above).
-  BucketedAllreduce(std::vector<const Communicator*> levels, std::span<float> data,
-                    std::vector<size_t> begins);
+  BucketedAllreduce(std::vector<const Communicator*> levels, std::vector<std::span<float>> buckets);
   BucketedAllreduce(const BucketedAllreduce&) = delete;
   BucketedAllreduce& operator=(const BucketedAllreduce&) = delete;
 
-  // Starts every bucket not yet started that begins at or after `offset`: call it when
-  // data[offset, end) is final.
-  void start_from(size_t offset);
+  // Starts every bucket not yet started from bucket `first` on: call it when buckets [first,
+  // end) are final.
+  void start_from(size_t first);
   // Drives MPI's progress (this Open MPI has none of its own) by testing the started buckets,
   // and starts a bucket's next level once its previous one is done (in bucket order).
   void progress();
   // Starts the buckets that are left and waits for all of them (under the watchdog's deadline).
   void finish();
 
-  size_t num_buckets() const { return begins_.size(); }
-  size_t num_started() const { return begins_.size() - next_; }
+  size_t num_buckets() const { return buckets_.size(); }
+  size_t num_started() const { return buckets_.size() - next_; }
   // Buckets known to be complete at every level (by progress() or finish()).
   size_t num_completed() const;
 
@@ -52,11 +50,16 @@ class BucketedAllreduce {
   void start(size_t level, size_t k);
 
   std::vector<const Communicator*> levels_;
-  std::span<float> data_;
-  std::vector<size_t> begins_;
+  std::vector<std::span<float>> buckets_;
   size_t next_;                                 // buckets [next_, size) have been started
   std::vector<std::vector<Request>> requests_;  // per level, in start order
 };
+
+// `data` cut into buckets: bucket i is data[begins[i], begins[i + 1]) (the last one ends at
+// data.size()). `begins`: strictly ascending offsets into `data`, the first 0 (empty `data`: no
+// buckets); else throws mpipe::Error.
+std::vector<std::span<float>> cut_into_buckets(std::span<float> data,
+                                               const std::vector<size_t>& begins);
 
 // The levels of a pairwise tree over `group` (its size a power of two, at least 2): level i pairs
 // rank r with rank r xor 2^i. Collective over `group`.

@@ -4,8 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
-#include <iterator>
+#include <functional>
 #include <utility>
 
 #include "core/error.h"
@@ -56,28 +57,6 @@ double& Executor::time_slot(OpKind kind) {
   return times_.compute_s;
 }
 
-std::map<int, size_t> layer_gradient_begins(const nn::ParamBuffer& params) {
-  std::map<int, size_t> begins;
-  for (const nn::ParamBuffer::Entry& entry : params.entries()) {
-    // The first layer's bucket also takes any padding in front of it.
-    if (entry.trainable && !begins.contains(entry.global_layer)) {
-      begins[entry.global_layer] = begins.empty() ? 0 : static_cast<size_t>(entry.offset);
-    }
-  }
-  return begins;
-}
-
-std::vector<size_t> gradient_buckets(const nn::ParamBuffer& params) {
-  const std::map<int, size_t> layers = layer_gradient_begins(params);
-  const size_t size = params.grads().size();
-  std::vector<size_t> begins;
-  for (auto it = layers.begin(); it != layers.end(); ++it) {
-    const size_t end = std::next(it) != layers.end() ? std::next(it)->second : size;
-    for (size_t begin = it->second; begin < end; begin += kMaxBucketFloats) begins.push_back(begin);
-  }
-  return begins;
-}
-
 Executor::Executor(std::vector<Stage*> stages, Link& link, int rank, Placement placement,
                    const nn::Loss& loss, kernels::KernelContext& kernels)
     : stages_(std::move(stages)),
@@ -88,7 +67,9 @@ Executor::Executor(std::vector<Stage*> stages, Link& link, int rank, Placement p
       kernels_(kernels) {
   check(num_chunks() == placement_.virtual_stages, "Executor: {} stages for {} chunks per rank",
         num_chunks(), placement_.virtual_stages);
-  if (num_chunks() == 1) gradient_begin_ = layer_gradient_begins(stages_[0]->params());
+  std::vector<nn::ParamBuffer*> buffers;
+  for (Stage* stage : stages_) buffers.push_back(&stage->params());
+  first_bucket_ = rank_gradient_buckets(buffers).first_of_layer;
   for (Stage* stage : stages_) {
     stage->set_layer_hook(
         [this](int global_layer, bool backward) { between_layers(global_layer, backward); });
@@ -104,8 +85,8 @@ void Executor::between_layers(int global_layer, bool backward) {
   link_.progress();
   if (reduction_ == nullptr) return;
   if (backward && in_last_backward_) {
-    auto it = gradient_begin_.find(global_layer);
-    if (it != gradient_begin_.end()) reduction_->start_from(it->second);
+    auto it = first_bucket_.find(global_layer);
+    if (it != first_bucket_.end()) reduction_->start_from(it->second);
   }
   reduction_->progress();
 }
@@ -135,20 +116,20 @@ void Executor::post_recv(const Op& op, const RoundPlan& plan) {
 
 LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
                                 const MicroBatchData& data, comm::BucketedAllreduce* reduction) {
-  // Buckets are started by one stage's layers (data parallelism with chunks is refused at
-  // preflight: train/virtual_stage_rules.h).
-  check(reduction == nullptr || num_chunks() == 1,
-        "Executor: a data-parallel reduction over {} chunks", num_chunks());
   std::vector<size_t> receives;
-  // The op after which every gradient of the step is complete (but deferred ones): the last
-  // backward, or the last W where backwards are split.
-  size_t last_backward = 0;
+  // Per chunk, the op after which every gradient of the chunk's step is complete (but deferred
+  // ones): its last backward, or its last W where backwards are split.
+  std::vector<size_t> last_backward(stages_.size(), 0);
   for (size_t i = 0; i < program.size(); ++i) {
     if (is_receive(program[i].kind)) receives.push_back(i);
     if (program[i].kind == OpKind::kBackward || program[i].kind == OpKind::kBackwardWeight) {
-      last_backward = i;
+      last_backward[static_cast<size_t>(program[i].chunk)] = i;
     }
   }
+  // The buckets start from the last (RankBuckets): a later chunk's gradients must be complete
+  // first (as every schedule's are).
+  check(reduction == nullptr || std::ranges::is_sorted(last_backward, std::greater<>()),
+        "rank {}: the program completes an earlier chunk's gradients before a later one's", rank_);
   LossTotals totals;
   times_ = {};
   reduction_ = reduction;
@@ -173,7 +154,8 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
       trace_->backward_began(program[i].micro_batch, start);
     }
     // (With deferred gradients, a layer's bucket waits for finish_step_grads below.)
-    in_last_backward_ = i == last_backward && !stages_[0]->defers_grads();
+    const auto chunk = static_cast<size_t>(program[i].chunk);
+    in_last_backward_ = i == last_backward[chunk] && !stages_[chunk]->defers_grads();
     run_op(program[i], plan, data, totals);
     in_last_backward_ = false;
     const auto end = Clock::now();
@@ -193,8 +175,9 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
   link_.wait_sends();
   times_.send_s += seconds_since(send_start);
   // Deferred gradients (batched weight gradients) after the last gradient was sent: off the
-  // pipeline's critical path. Each layer's bucket starts once its gradient is complete.
-  for (int chunk = 0; chunk < num_chunks(); ++chunk) {
+  // pipeline's critical path. Each layer's bucket starts once its gradient is complete (the later
+  // chunks' first, as the buckets start).
+  for (int chunk = num_chunks() - 1; chunk >= 0; --chunk) {
     Stage& stage = *stages_[static_cast<size_t>(chunk)];
     const auto finish_start = Clock::now();
     in_last_backward_ = true;

@@ -10,6 +10,7 @@
 #include "kernels/context.h"
 #include "log/trace_recorder.h"
 #include "nn/loss.h"
+#include "pipeline/gradient_buckets.h"
 #include "pipeline/link.h"
 #include "pipeline/op.h"
 #include "pipeline/placement.h"
@@ -55,20 +56,6 @@ struct StepTimes {
   double send_s = 0.0;     // posting sends and completing them at the end of the step
 };
 
-// The largest data-parallel bucket, in floats (1 MiB): on both transports the measured transfer
-// rate peaks at about this size (bench_comm), and smaller buckets start and finish sooner.
-constexpr size_t kMaxBucketFloats = size_t{1} << 18;
-
-// Where each layer with trainable parameters begins in the stage's gradient buffer (global
-// layer → offset; the first one at 0).
-std::map<int, size_t> layer_gradient_begins(const nn::ParamBuffer& params);
-
-// The data-parallel buckets of a stage's gradient buffer (ascending begins): each layer with
-// trainable parameters, from its first parameter to the next such layer, cut into pieces of
-// kMaxBucketFloats counted from the layer's own beginning. Each bucket's sum over the replicas
-// thus depends on that layer alone, never on which other layers share its stage (so not on K).
-std::vector<size_t> gradient_buckets(const nn::ParamBuffer& params);
-
 class Executor {
  public:
   // Rank `rank` of `placement`, holding `stages` (one per chunk: stages[c] is global stage
@@ -82,10 +69,10 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // Runs one training step: each op on the stage of its chunk. Gradients are accumulated into
-  // the stages' parameter buffers. `reduction` (optional; one chunk only, over that stage's
-  // gradient buffer, bucketed by gradient_buckets): during the stage's last backward, each layer's
-  // bucket is started as soon as that layer's backward is done, while the earlier layers' backward
-  // still runs; the caller finishes it after the step.
+  // the stages' parameter buffers. `reduction` (optional; over the rank's buckets as
+  // rank_gradient_buckets cuts its chunks' gradient buffers): during a chunk's last backward (or
+  // W), each layer's bucket is started as soon as that layer's gradient is complete, while the
+  // earlier layers' backward still runs; the caller finishes it after the step.
   LossTotals train_step(const Program& program, const RoundPlan& plan, const MicroBatchData& data,
                         comm::BucketedAllreduce* reduction = nullptr);
   // The times of the last train_step.
@@ -125,7 +112,8 @@ class Executor {
   log::TraceRecorder* trace_ = nullptr;
   comm::BucketedAllreduce* reduction_ = nullptr;  // during a train_step that was given one
   bool in_last_backward_ = false;
-  std::map<int, size_t> gradient_begin_;  // global layer → its first gradient (layers with params)
+  // Global layer → its first data-parallel bucket (layers with params; RankBuckets).
+  std::map<int, size_t> first_bucket_;
   // Tensors between the op that produces them and the op that consumes them, by (chunk,
   // micro-batch).
   using Slot = std::pair<int, int>;

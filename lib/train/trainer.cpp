@@ -134,7 +134,9 @@ void Trainer::build_stages() {
   executor_->set_trace(&trace_);
   program_ = pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
                                     pipe.micro_batches, topology_.stage, placement_.virtual_stages);
-  gradient_buckets_ = pipeline::gradient_buckets(stages_[0]->params());
+  std::vector<nn::ParamBuffer*> buffers;
+  for (const auto& stage : stages_) buffers.push_back(&stage->params());
+  gradient_buckets_ = pipeline::rank_gradient_buckets(buffers).buckets;
 }
 
 void Trainer::repartition(pipeline::PipelinePlan plan) {
@@ -224,13 +226,12 @@ StepReport Trainer::step(int64_t step) {
                                         std::vector<int64_t>(static_cast<size_t>(num_micro_batches),
                                                              replica_rows / num_micro_batches));
   plan.grad_scale = 1.0f / static_cast<float>(train.batch_size * loss_rows_per_example_);
-  // With data parallelism, each layer's gradient allreduce starts as soon as the stage's last
+  // With data parallelism, each layer's gradient allreduce starts as soon as its chunk's last
   // backward has finished that layer, and overlaps the backward of the earlier layers and the
-  // remaining sends of the step. (One chunk per rank: train/virtual_stage_rules.h.)
-  auto grads = stages_[0]->params().grads();
+  // remaining sends of the step.
   const bool reduce = topology_.num_replicas > 1;
-  comm::BucketedAllreduce allreduce(reduction_levels_, reduce ? grads : std::span<float>{},
-                                    gradient_buckets_);
+  comm::BucketedAllreduce allreduce(reduction_levels_,
+                                    reduce ? gradient_buckets_ : std::vector<std::span<float>>{});
   pipeline::LossTotals totals;
   {
     const kernels::WeightsFixed fixed(kernels_);  // until the optimizer update below

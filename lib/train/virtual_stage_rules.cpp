@@ -8,7 +8,7 @@
 
 namespace mpipe::train {
 
-void check_virtual_stages(const config::Experiment& experiment, int num_stages, int num_replicas,
+void check_virtual_stages(const config::Experiment& experiment, int num_stages,
                           const model::ModelPlan& plan) {
   const pipeline::PipelineConfig& pipe = experiment.pipeline;
   if (auto problem = pipeline::schedule_shape_problem(pipe.schedule, num_stages, pipe.micro_batches,
@@ -26,7 +26,6 @@ void check_virtual_stages(const config::Experiment& experiment, int num_stages, 
                                  experiment.where("pipeline.virtual_stages"), pipe.virtual_stages,
                                  what));
   };
-  if (num_replicas > 1) refuse(fmt::format("data parallelism ({} replicas)", num_replicas));
   if (plan.tied)
     refuse(fmt::format("a tied embedding (layer {}'s tie: embedding)", plan.tied->head));
   if (pipe.balance == pipeline::Balance::kMeasured) refuse("pipeline.balance: measured");

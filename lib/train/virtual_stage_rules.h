@@ -13,10 +13,10 @@ namespace mpipe::train {
 //   multiple of the stages (2), got 3", "exp.yaml: pipeline.virtual_stages: interleaved needs 2
 //   or more chunks per rank, got 1; ...", "...: 2 chunks per rank need the interleaved schedule,
 //   got 1f1b";
-// - with v > 1, data parallelism, a tied embedding and pipeline.balance: measured, which are run
-//   with one chunk per rank only: "exp.yaml:5: pipeline.virtual_stages: 2 chunks per rank are not
-//   run with data parallelism (2 replicas) yet".
-void check_virtual_stages(const config::Experiment& experiment, int num_stages, int num_replicas,
+// - with v > 1, a tied embedding and pipeline.balance: measured, which are run with one chunk
+//   per rank only: "exp.yaml:5: pipeline.virtual_stages: 2 chunks per rank are not run with
+//   pipeline.balance: measured yet".
+void check_virtual_stages(const config::Experiment& experiment, int num_stages,
                           const model::ModelPlan& plan);
 
 }  // namespace mpipe::train

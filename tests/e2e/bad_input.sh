@@ -42,8 +42,6 @@ rejected chunks_need_interleaved "--set pipeline.virtual_stages: 2 chunks per ra
 interleaved=(--set pipeline.schedule=interleaved --set pipeline.virtual_stages=2)
 rejected interleaved_micro_batches_train "--set pipeline.micro_batches: interleaved needs a multiple of the stages (2), got 1" \
   "$mlp" "${interleaved[@]}" --set pipeline.micro_batches=1
-rejected chunks_data_parallel "--set pipeline.virtual_stages: 2 chunks per rank are not run with data parallelism (2 replicas) yet" \
-  "$mlp" "${interleaved[@]}" --set pipeline.stages=1 --set pipeline.data_parallel=2
 rejected chunks_tied "--set pipeline.virtual_stages: 2 chunks per rank are not run with a tied embedding (layer 4's tie: embedding) yet" \
   "$(dirname "$0")/files/tied.yaml" "${interleaved[@]}"
 rejected chunks_measured "--set pipeline.virtual_stages: 2 chunks per rank are not run with pipeline.balance: measured yet" \

@@ -46,10 +46,10 @@ TEST(BucketedAllreduce, WithTwoRanksGivesTheBitsOfOneAllreduceOfTheWholeBuffer) 
   for (size_t i = 0; i < kValues; ++i) by_hand[i] = data[i] + peer[i];
   EXPECT_TRUE(same_bits(whole, by_hand));  // with 2 ranks every algorithm computes a + b
 
-  BucketedAllreduce buckets(pair, data, kBegins);
-  buckets.start_from(65536);
+  BucketedAllreduce buckets(pair, cut_into_buckets(data, kBegins));
+  buckets.start_from(5);  // [65536, end)
   buckets.progress();
-  buckets.start_from(5);
+  buckets.start_from(2);  // [8, 65536)
   buckets.finish();
   EXPECT_EQ(buckets.num_completed(), kBegins.size());
   EXPECT_TRUE(same_bits(data, whole));
@@ -67,9 +67,9 @@ TEST(BucketedAllreduce, WithFourRanksSumsEachBucketAsIfItWereReducedAlone) {
     world.allreduce_sum(bucket);
     expected.insert(expected.end(), bucket.begin(), bucket.end());
   }
-  BucketedAllreduce buckets(world, data, kBegins);
+  BucketedAllreduce buckets(world, cut_into_buckets(data, kBegins));
   for (size_t b = kBegins.size(); b-- > 0;) {
-    buckets.start_from(kBegins[b]);
+    buckets.start_from(b);
     buckets.progress();
   }
   buckets.finish();
@@ -92,9 +92,9 @@ TEST(BucketedAllreduce, OverTheTreeLevelsEveryRankHoldsTheSumOfPairsOfPairs) {
   std::vector<float> data = random_values(world.rank(), kMany);
   const std::vector<Communicator> levels = tree_levels(world);
   ASSERT_EQ(levels.size(), 2u);
-  BucketedAllreduce buckets({&levels[0], &levels[1]}, data, begins);
+  BucketedAllreduce buckets({&levels[0], &levels[1]}, cut_into_buckets(data, begins));
   for (size_t b = begins.size(); b-- > 0;) {
-    buckets.start_from(begins[b]);
+    buckets.start_from(b);
     buckets.progress();
   }
   buckets.finish();
@@ -119,28 +119,46 @@ TEST(BucketedAllreduce, TreeLevelsNeedAPowerOfTwoOfRanks) {
   }
 }
 
-TEST(BucketedAllreduce, StartsTheBucketsThatBeginAtOrAfterTheOffsetFromTheEnd) {
+TEST(BucketedAllreduce, StartsTheBucketsFromTheGivenOneToTheLast) {
   const Communicator world = Communicator::world();
   std::vector<float> data(10, 1.0f);
-  BucketedAllreduce buckets(world, data, {0, 4, 7});
+  BucketedAllreduce buckets(world, cut_into_buckets(data, {0, 4, 7}));
   EXPECT_EQ(buckets.num_started(), 0u);
-  buckets.start_from(8);
+  buckets.start_from(3);
   EXPECT_EQ(buckets.num_started(), 0u);
-  buckets.start_from(7);
+  buckets.start_from(2);
   EXPECT_EQ(buckets.num_started(), 1u);
-  buckets.start_from(5);
+  buckets.start_from(2);
   EXPECT_EQ(buckets.num_started(), 1u);
-  buckets.start_from(4);
+  buckets.start_from(1);
   EXPECT_EQ(buckets.num_started(), 2u);
   buckets.finish();
   EXPECT_EQ(buckets.num_started(), 3u);
   EXPECT_EQ(data, std::vector<float>(10, 4.0f));
 }
 
+// A rank with several chunks reduces the buckets of several buffers, each as if alone.
+TEST(BucketedAllreduce, SumsTheBucketsOfSeveralBuffers) {
+  const Communicator world = Communicator::world();
+  std::vector<float> first = random_values(world.rank(), 1000);
+  std::vector<float> second = random_values(world.rank() + 4, 70000);
+  std::vector<float> first_expected = first, second_expected = second;
+  world.allreduce_sum(first_expected);
+  world.allreduce_sum(second_expected);
+  std::vector<std::span<float>> buckets = cut_into_buckets(first, {0, 10});
+  for (std::span<float> bucket : cut_into_buckets(second, {0, 65536})) buckets.push_back(bucket);
+  BucketedAllreduce reduction(world, buckets);
+  reduction.start_from(2);  // the second buffer's
+  reduction.finish();
+  EXPECT_EQ(reduction.num_completed(), 4u);
+  EXPECT_TRUE(same_bits(first, first_expected));
+  EXPECT_TRUE(same_bits(second, second_expected));
+}
+
 TEST(BucketedAllreduce, ProgressCompletesTheBucketsWithoutAWait) {
   const Communicator world = Communicator::world();
   std::vector<float> data = random_values(world.rank(), kValues);
-  BucketedAllreduce buckets(world, data, kBegins);
+  BucketedAllreduce buckets(world, cut_into_buckets(data, kBegins));
   buckets.start_from(0);
   // Compute stands in for the layers between the calls: progress() alone must finish the job.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -153,17 +171,16 @@ TEST(BucketedAllreduce, ProgressCompletesTheBucketsWithoutAWait) {
 }
 
 TEST(BucketedAllreduce, BeginsThatDoNotAscendAreRefused) {
-  const Communicator world = Communicator::world();
   std::vector<float> data(10);
   try {
-    BucketedAllreduce buckets(world, data, {0, 7, 4});
+    cut_into_buckets(data, {0, 7, 4});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
                  "BucketedAllreduce: bucket 2 begins at 4: begins must ascend within 10 values");
   }
-  EXPECT_THROW(BucketedAllreduce(world, data, {1, 4}), Error);
-  EXPECT_THROW(BucketedAllreduce(world, data, {0, 10}), Error);
+  EXPECT_THROW(cut_into_buckets(data, {1, 4}), Error);
+  EXPECT_THROW(cut_into_buckets(data, {0, 10}), Error);
 }
 
 }  // namespace

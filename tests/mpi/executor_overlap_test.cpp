@@ -76,7 +76,7 @@ TEST(ExecutorOverlap, StartsEachLayersBucketDuringTheLastBackward) {
                                 [](int) {
                                   return Tensor(Shape{2, 2});
                                 }};
-  comm::BucketedAllreduce buckets(world, stage.params().grads(), gradient_buckets(stage.params()));
+  comm::BucketedAllreduce buckets(world, rank_gradient_buckets({&stage.params()}).buckets);
   ASSERT_EQ(buckets.num_buckets(), 2u);
   reduction = &buckets;
   executor.train_step(make_program(ScheduleKind::kGpipe, 1, 2, 0), plan, data, &buckets);

@@ -100,5 +100,25 @@ TEST(GradientBuckets, CutALayerIntoPiecesCountedFromItsOwnBeginning) {
   EXPECT_LT(expected.back(), stage.params().grads().size());
 }
 
+// A rank's buckets are its chunks' in chunk order, each layer's first one found by its global
+// layer: chunk 0 holds layer 0, chunk 1 layers 1 and 2 (the big one in 5 pieces).
+TEST(GradientBuckets, ARanksChunksBucketsFollowEachOtherInChunkOrder) {
+  std::vector<std::unique_ptr<nn::Layer>> first_layers, second_layers;
+  first_layers.push_back(std::make_unique<nn::Linear>(0, Shape{2}, 3));
+  second_layers.push_back(std::make_unique<nn::Linear>(1, Shape{3}, 1024));
+  second_layers.push_back(std::make_unique<nn::Linear>(2, Shape{1024}, 1024));
+  Stage first(std::move(first_layers), Recompute::kNever, 1);
+  Stage second(std::move(second_layers), Recompute::kNever, 1);
+  const RankBuckets rank = rank_gradient_buckets({&first.params(), &second.params()});
+  ASSERT_EQ(rank.buckets.size(), 7u);
+  EXPECT_EQ(rank.first_of_layer, (std::map<int, size_t>{{0, 0}, {1, 1}, {2, 2}}));
+  EXPECT_EQ(rank.buckets[0].data(), first.params().grads().data());
+  EXPECT_EQ(rank.buckets[0].size(), first.params().grads().size());
+  EXPECT_EQ(rank.buckets[1].data(), second.params().grads().data());
+  EXPECT_EQ(rank.buckets[2].size(), kMaxBucketFloats);
+  EXPECT_EQ(rank.buckets.back().data() + rank.buckets.back().size(),
+            second.params().grads().data() + second.params().grads().size());
+}
+
 }  // namespace
 }  // namespace mpipe::pipeline
