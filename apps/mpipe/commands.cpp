@@ -521,7 +521,7 @@ int Commands::plan() {
   auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   const model::ModelPlan model = model::plan_model(experiment.model, dataset->input_shape());
   train::check_model_fits_data(experiment.model, model, dataset->schema());
-  train::check_virtual_stages(experiment, pipe.stages, model);
+  train::check_virtual_stages(experiment, pipe.stages);
   pipeline::MachineRates rates;
   rates.threads = plan_->count("--threads-per-rank") ? plan_threads_ : omp_get_max_threads();
   if (plan_->count("--link-bandwidth")) {

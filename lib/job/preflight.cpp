@@ -214,7 +214,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
         model::plan_model(experiment.model, result.dataset->input_shape());
     check_memory(experiment, plan, topology.num_replicas);
     train::check_model_fits_data(experiment.model, plan, result.dataset->schema());
-    train::check_virtual_stages(experiment, topology.num_stages, plan);
+    train::check_virtual_stages(experiment, topology.num_stages);
     if (!inputs.init_weights.path.empty()) {
       train::check_init_weights(
           model::build_layers(experiment.model, result.dataset->input_shape(), 0,

@@ -36,24 +36,31 @@ int stage_of(const std::vector<model::LayerRange>& ranges, int layer) {
 }  // namespace
 
 TiedCopies::TiedCopies(std::optional<model::TiedWeights> tied,
-                       const std::vector<model::LayerRange>& ranges, int stage_index,
-                       const comm::Communicator* pipeline, pipeline::Stage& stage)
-    : tied_(tied), stage_(stage) {
+                       const std::vector<model::LayerRange>& ranges,
+                       const pipeline::Placement& placement, int rank,
+                       const comm::Communicator* pipeline,
+                       const std::vector<pipeline::Stage*>& chunks)
+    : tied_(tied) {
   if (!tied_) return;
-  auto& params = stage.params();
-  const auto* embedding =
-      param_entry(params, tied_->embedding, model::TiedWeights::kEmbeddingParam);
-  const auto* head = param_entry(params, tied_->head, model::TiedWeights::kHeadParam);
-  embedding_grad_ = view(params.grads(), embedding);
-  head_grad_ = view(params.grads(), head);
-  head_values_ = view(params.values(), head);
-  const int embedding_stage = stage_of(ranges, tied_->embedding);
-  const int head_stage = stage_of(ranges, tied_->head);
-  if (embedding_stage != head_stage) {
-    check(pipeline != nullptr, "TiedCopies: layers {} and {} are on two stages, but no pipeline",
+  for (pipeline::Stage* stage : chunks) {
+    auto& params = stage->params();
+    if (const auto* embedding =
+            param_entry(params, tied_->embedding, model::TiedWeights::kEmbeddingParam)) {
+      embedding_grad_ = view(params.grads(), embedding);
+    }
+    if (const auto* head = param_entry(params, tied_->head, model::TiedWeights::kHeadParam)) {
+      head_stage_ = stage;
+      head_grad_ = view(params.grads(), head);
+      head_values_ = view(params.values(), head);
+    }
+  }
+  const int embedding_rank = placement.rank_of(stage_of(ranges, tied_->embedding));
+  const int head_rank = placement.rank_of(stage_of(ranges, tied_->head));
+  if (embedding_rank != head_rank) {
+    check(pipeline != nullptr, "TiedCopies: layers {} and {} are on two ranks, but no pipeline",
           tied_->embedding, tied_->head);
-    const bool holds_one = stage_index == embedding_stage || stage_index == head_stage;
-    pair_ = pipeline->split(holds_one ? 0 : 1, stage_index, "the stages of the tied weights");
+    const bool holds_one = rank == embedding_rank || rank == head_rank;
+    pair_ = pipeline->split(holds_one ? 0 : 1, rank, "the ranks of the tied weights");
   }
 }
 
@@ -67,7 +74,7 @@ void TiedCopies::initialize(uint64_t seed, const model::ModelSpec& spec, const S
 
 void TiedCopies::sum_gradients() {
   if (!tied_) return;
-  if (!embedding_grad_.empty() && !head_grad_.empty()) {  // both uses on this stage
+  if (!embedding_grad_.empty() && !head_grad_.empty()) {  // both uses on this rank
     for (size_t i = 0; i < head_grad_.size(); ++i) {
       embedding_grad_[i] += head_grad_[i];
       head_grad_[i] = embedding_grad_[i];
@@ -75,7 +82,7 @@ void TiedCopies::sum_gradients() {
     return;
   }
   const std::span<float> mine = embedding_grad_.empty() ? head_grad_ : embedding_grad_;
-  if (mine.empty()) return;  // a stage between them
+  if (mine.empty()) return;  // a rank between them
   // Chunks bound the extra memory to one chunk received and one sent, whatever the vocabulary.
   constexpr size_t kChunk = size_t{1} << 16;
   const int peer = 1 - pair_->rank();
@@ -94,7 +101,7 @@ void TiedCopies::sum_gradients() {
 void TiedCopies::count_once(std::vector<std::pair<int, double>>& per_layer) const {
   if (head_grad_.empty()) return;
   double others = 0.0;  // the head's parameters other than the tied weight, in layer order
-  const auto& params = stage_.params();
+  const auto& params = head_stage_->params();
   for (const auto& entry : params.entries()) {
     if (entry.global_layer != tied_->head || !entry.trainable ||
         entry.name == model::TiedWeights::kHeadParam) {

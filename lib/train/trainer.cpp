@@ -114,8 +114,10 @@ void Trainer::build_stages() {
   }
   std::vector<model::LayerRange> ranges;
   for (const auto& stage : pipeline_plan_.stages) ranges.push_back(stage.layers);
-  tied_copies_ = std::make_unique<TiedCopies>(plan_.tied, ranges, topology_.stage,
-                                              &groups_.pipeline, *stages_[0]);
+  std::vector<pipeline::Stage*> chunks;
+  for (const auto& stage : stages_) chunks.push_back(stage.get());
+  tied_copies_ = std::make_unique<TiedCopies>(plan_.tied, ranges, placement_, topology_.stage,
+                                              &groups_.pipeline, chunks);
   tied_copies_->initialize(experiment.train.seed, experiment.model, dataset_.input_shape());
   loss_ = nn::make_loss(experiment.model.loss);
   if (experiment.model.loss == "cross_entropy") {

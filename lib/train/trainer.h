@@ -133,7 +133,7 @@ class Trainer {
   pipeline::LayerTimes layer_times_;  // before the stage, which records into it
   std::unique_ptr<pipeline::Link> link_;
   std::unique_ptr<pipeline::Executor> executor_;
-  std::unique_ptr<TiedCopies> tied_copies_;  // of chunk 0 (a tie is refused with chunks)
+  std::unique_ptr<TiedCopies> tied_copies_;  // of every chunk
   pipeline::Program program_;
   // Of the data-parallel allreduce: every chunk's (pipeline::rank_gradient_buckets).
   std::vector<std::span<float>> gradient_buckets_;

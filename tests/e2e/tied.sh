@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Tied embeddings: a tiny GPT whose output linear shares the embedding's matrix (tie: embedding)
 # ends with bit-identical weights for K = 1, 2, 4 stages (the two uses on one rank, or on the
-# first and the last stage; weight gradients accumulated or batched) at D = 1, and for K = 1, 2
-# at D = 2; with weight_grads: tree, D = 2 is bit-identical to D = 1 (same global micro-batches);
-# 3 steps then a resume to 6 on another number of stages equal 6
+# first and the last stage; weight gradients accumulated or batched; interleaved with 2 chunks per
+# rank) at D = 1, and for K = 1, 2 at D = 2 (interleaved too); with weight_grads: tree, D = 2 is bit-identical to D = 1 (same global micro-batches);
+# 3 steps then a resume to 6 on another number of stages (or from interleaved) equal 6
 # straight; the export and the checkpoints hold the matrix once, under the embedding's name, with
 # metadata naming the tie, and mpipe export of the checkpoint writes the same bytes; the two
 # copies stay equal under decay_exempt (a resume, which restores the head's copy from the
@@ -19,6 +19,10 @@ for k in 2 4; do
 done
 train 4 k4-1f1b-uniform "$config" --set pipeline.schedule=1f1b --set pipeline.partition=uniform
 same k1 k4-1f1b-uniform
+# Interleaved, 2 chunks per rank: the embedding in rank 0's chunk 0, the head in rank 1's chunk 1.
+interleaved=(--set pipeline.schedule=interleaved --set pipeline.virtual_stages=2)
+train 2 k2-interleaved "$config" "${interleaved[@]}"
+same k1 k2-interleaved
 # Batched weight gradients: the head's gradient is complete only after the step's last backward.
 train 1 k1-batched "$config" --set pipeline.weight_grads=batched
 train 2 k2-batched "$config" --set pipeline.weight_grads=batched
@@ -34,11 +38,18 @@ same k1-tree d2-tree
 train 4 k2d2-tree "$config" "${tree[@]}" \
   --set pipeline.stages=2 --set pipeline.data_parallel=2 --set pipeline.micro_batches=2
 same k1-tree k2d2-tree
+train 4 k2d2-tree-interleaved "$config" "${tree[@]}" "${interleaved[@]}" \
+  --set pipeline.stages=2 --set pipeline.data_parallel=2 --set pipeline.micro_batches=2
+same k1-tree k2d2-tree-interleaved
 
 train 2 straight "$config" --set train.steps=6 --set checkpoint.every=3
 train 2 resumed "$config" --set train.steps=3
 train 4 resumed "$config" --set train.steps=6 --resume
 same straight resumed
+# From interleaved shards (one per global stage, the head's copy restored from the embedding's).
+train 2 resumed-interleaved "$config" --set train.steps=3 "${interleaved[@]}"
+train 4 resumed-interleaved "$config" --set train.steps=6 --resume
+same straight resumed-interleaved
 
 # decay_exempt exempts the embedding's table, so the head's copy of it too: else the copies
 # would drift apart and the resume (head restored from the embedding) would differ.

@@ -57,8 +57,9 @@ struct TiedModel {
     tied = model::find_tied_weights(spec, layers);
     stage = std::make_unique<pipeline::Stage>(std::move(layers), pipeline::Recompute::kNever, 1);
     stage->params().initialize(kSeed);
-    copies = std::make_unique<TiedCopies>(tied, std::vector<model::LayerRange>{{0, 3}}, 0, nullptr,
-                                          *stage);
+    copies = std::make_unique<TiedCopies>(tied, std::vector<model::LayerRange>{{0, 3}},
+                                          pipeline::Placement{}, 0, nullptr,
+                                          std::vector<pipeline::Stage*>{stage.get()});
     copies->initialize(kSeed, spec, Shape{kSeq});
   }
   std::span<float> param(int layer, const std::string& name, bool grad = false) {
@@ -126,6 +127,42 @@ TEST(TiedCopies, TheSummedGradientIsTheLossGradientInTheSharedMatrix) {
   }
   // The check can fail: most elements' gradient through the embedding alone is not the answer.
   EXPECT_GT(embedding_use_alone_wrong, static_cast<int>(summed.size()) / 2);
+}
+
+// One rank, two chunks (K = 1, v = 2): the embedding in chunk 0, the head in chunk 1. The copies
+// sum across the chunks' buffers, and the norm keeps the head chunk's bias only.
+TEST(TiedCopies, TwoChunksOfOneRankSumTheirUsesInPlace) {
+  const model::ModelSpec spec = tied_model();
+  const auto tied = model::find_tied_weights(spec, model::build_layers(spec, Shape{kSeq}, 0, 3));
+  ASSERT_TRUE(tied.has_value());
+  pipeline::Stage embedding(model::build_layers(spec, Shape{kSeq}, 0, 1),
+                            pipeline::Recompute::kNever, 1);
+  pipeline::Stage head(model::build_layers(spec, Shape{kSeq}, 1, 3), pipeline::Recompute::kNever,
+                       1);
+  TiedCopies copies(tied, {{0, 1}, {1, 3}},
+                    pipeline::Placement{.num_ranks = 1, .virtual_stages = 2}, 0, nullptr,
+                    {&embedding, &head});
+  std::ranges::fill(embedding.params().grads(), 1.0f);
+  std::ranges::fill(head.params().grads(), 2.0f);
+  copies.sum_gradients();
+  const auto grad = [](pipeline::Stage& stage, int layer, const std::string& name) {
+    for (const auto& entry : stage.params().entries()) {
+      if (entry.global_layer == layer && entry.name == name) {
+        const auto all = stage.params().grads().subspan(static_cast<size_t>(entry.offset),
+                                                        static_cast<size_t>(entry.shape.numel()));
+        return std::vector<float>(all.begin(), all.end());
+      }
+    }
+    throw Error("no such parameter");
+  };
+  const std::vector<float> summed(kVocab * kDim, 3.0f);
+  EXPECT_EQ(grad(embedding, 0, "token"), summed);
+  EXPECT_EQ(grad(head, 2, "weight"), summed);
+  EXPECT_EQ(grad(head, 2, "bias"), std::vector<float>(kVocab, 2.0f));
+  auto per_layer = head.params().grad_square_sums_per_layer();
+  copies.count_once(per_layer);
+  ASSERT_EQ(per_layer.back().first, 2);
+  EXPECT_EQ(per_layer.back().second, 2.0 * 2.0 * kVocab);  // the bias alone
 }
 
 TEST(TiedCopies, TheNormCountsTheMatrixOnce) {
