@@ -213,14 +213,15 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
       }
     }
   }
-  // Receives posted ahead (gradients from the next stage; activations from the previous one too
-  // when they arrive at the peak), the sends not yet freed, and the last stage's loss gradients.
-  // The received gradient a backward is using is its last layer's output gradient (Stage::backward
-  // takes it over and frees it after that layer): a temporary of that layer's backward.
-  const double gradient = last_stage ? 0.0 : output;
+  // Receive buffers posted ahead and the tensors of sends not yet retired, of activations (the
+  // stage's input and output) and gradients (of its output and input), and the last stage's loss
+  // gradients. The received gradient a backward is using is its last layer's output gradient
+  // (Stage::backward takes it over and frees it after that layer): a temporary of that layer's
+  // backward.
   const double activation = first_stage ? 0.0 : input;
-  const double ahead = std::max(gradient, stash.receiving_activations ? activation : 0.0);
-  m.communication = stash.receives_ahead * ahead + stash.sends * std::max(gradient, activation) +
+  const double gradient = last_stage ? 0.0 : output;
+  m.communication = (stash.posted_activations + stash.sent_gradients) * activation +
+                    (stash.posted_gradients + stash.sent_activations) * gradient +
                     stash.loss_grads * output;
   return m;
 }

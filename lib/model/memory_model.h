@@ -26,16 +26,16 @@ struct StashProfile {
   // alive; the moment's `transient` is then part of the workspace).
   int layer_inputs = 0;
   bool layer_recompute = false;
-  // Whether the peak is in a backward (else in a forward), and messages at the peak (see
-  // pipeline::program_moments): receives posted ahead (activations from the previous stage among
-  // them or not), and sends whose copies are not yet freed.
+  // Whether the peak is in a backward (else in a forward).
   bool backward = true;
   // A forward whose layers' saved tensors are dropped one by one (a recomputed micro-batch's
   // first forward): the largest layer's saved tensors add to its temporaries.
   bool discarding = false;
-  bool receiving_activations = false;
-  int receives_ahead = 0;
-  int sends = 0;
+  // Messages at the peak (pipeline::rank_moments, from the op list): receive buffers posted and
+  // not consumed, of activations from the previous stage and of gradients from the next one, and
+  // the tensors of sends not yet retired, of activations and of input gradients.
+  int posted_activations = 0, posted_gradients = 0;
+  int sent_activations = 0, sent_gradients = 0;
   // Batched weight gradients: the micro-batches whose weight-gradient operands the layers hold
   // (every one of the step's from its first backward on; 0 before it, or when accumulating).
   int weight_grad_micro_batches = 0;
@@ -48,8 +48,8 @@ struct StashProfile {
   // layer's I on (MemoryModel::splitting_backward walks the layers).
   bool splitting_backward = false;
   // With virtual stages: another chunk of the rank runs an op, so this one (a stage of that rank)
-  // holds no temporaries, only what it keeps between its ops (pipeline::rank_moments; its
-  // receives_ahead and sends are 0: the running chunk's profile counts the rank's messages).
+  // holds no temporaries, only what it keeps between its ops and its messages
+  // (pipeline::rank_moments).
   bool idle = false;
   // weight_grads: tree: the older partial sums of the stage's gradients held aside (an upper
   // bound: pipeline::GradientTree::max_waiting).

@@ -332,13 +332,13 @@ std::vector<model::StageMemory> evaluation_memory(const Context& c,
   std::vector<model::StageMemory> out;
   for (int s = 0; s < c.num_stages; ++s) {
     const bool first = s == 0;
+    const bool last = s == c.num_stages - 1;
     const model::StashProfile moment{.inputs = first ? static_cast<int>(parts) : 0,
                                      .backward = false,
-                                     .receiving_activations = true,
-                                     .receives_ahead = first ? 0 : model::kReceivesAhead,
-                                     .sends = model::kSendsInFlight};
+                                     .posted_activations = first ? 0 : model::kReceivesAhead,
+                                     .sent_activations = last ? 0 : model::kSendsInFlight};
     const LayerRange& r = stages[static_cast<size_t>(s)].layers;
-    out.push_back(memory.stage(r.begin, r.end, moment, first, s == c.num_stages - 1));
+    out.push_back(memory.stage(r.begin, r.end, moment, first, last));
   }
   return out;
 }

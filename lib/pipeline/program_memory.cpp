@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "pipeline/placement.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -24,19 +25,129 @@ bool interleaves(const Program& program) {
   return false;
 }
 
-// What the rank's messages are at a moment: how many sends a backward may find in flight and how
-// many receives are posted ahead.
-struct Messages {
-  bool interleaved = false;
-  int sends_at_backward = 0;
+bool is_receive(OpKind kind) {
+  return kind == OpKind::kRecvActivation || kind == OpKind::kRecvGrad;
+}
+
+bool is_send(OpKind kind) { return kind == OpKind::kSendActivation || kind == OpKind::kSendGrad; }
+
+// The op of `program` of this kind, chunk and micro-batch (its index).
+size_t find_op(const Program& program, OpKind kind, int chunk, int micro_batch) {
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Op& op = program[i];
+    if (op.kind == kind && op.chunk == chunk && op.micro_batch == micro_batch) return i;
+  }
+  throw Error(
+      fmt::format("program_memory: no {} in the program",
+                  to_string(Op{.kind = kind, .micro_batch = micro_batch, .chunk = chunk}, true)));
+}
+
+// The messages a rank holds at each op of its program: the receives the executor has posted and
+// not consumed (Executor::train_step posts them kReceivesAhead receive ops ahead, each with its
+// buffer), and the sends whose tensors its Link may still hold: of the sends issued before the
+// op, at most the last kSendsInFlight (Link::send waits for older ones), from the oldest not
+// known to be delivered on (Link retires them in order). A send is known delivered once the rank
+// has consumed a message that its peer sent after it had received that send (an upper bound: it
+// may have been delivered earlier, or be known so through a third rank).
+class MessageWalk {
+ public:
+  MessageWalk(const std::vector<Program>& programs, int rank) {
+    const Program& program = programs.at(static_cast<size_t>(rank));
+    int chunks = 1;
+    for (const Program& p : programs) {
+      for (const Op& op : p) chunks = std::max(chunks, op.chunk + 1);
+    }
+    const Placement placement{.num_ranks = static_cast<int>(programs.size()),
+                              .virtual_stages = chunks};
+    held_.resize(program.size());
+    std::vector<size_t> receives;
+    for (size_t i = 0; i < program.size(); ++i) {
+      if (is_receive(program[i].kind)) receives.push_back(i);
+    }
+    // Per issued send: its op, its peer's rank and the peer's op that receives it.
+    struct Sent {
+      size_t op;
+      int peer;
+      size_t received_at;
+    };
+    std::vector<Sent> sent;
+    // Per peer rank: the latest op of that peer known done (its send of a message consumed here).
+    std::vector<std::optional<size_t>> peer_done(programs.size());
+    size_t posted = 0, consumed = 0, retired = 0;
+    for (size_t i = 0; i < program.size(); ++i) {
+      const Op& op = program[i];
+      while (posted < receives.size() &&
+             (posted - consumed < static_cast<size_t>(model::kReceivesAhead) ||
+              receives[posted] <= i)) {
+        ++posted;
+      }
+      for (size_t r = consumed; r < posted; ++r) held_[i].push_back(receives[r]);
+      for (size_t k = retired; k < sent.size(); ++k) held_[i].push_back(sent[k].op);
+      if (is_receive(op.kind)) {
+        ++consumed;
+        const Peer from = peer_of(op, rank, placement);
+        const OpKind kind =
+            op.kind == OpKind::kRecvActivation ? OpKind::kSendActivation : OpKind::kSendGrad;
+        const size_t sent_at =
+            find_op(programs.at(static_cast<size_t>(from.rank)), kind, from.chunk, op.micro_batch);
+        std::optional<size_t>& done = peer_done[static_cast<size_t>(from.rank)];
+        done = std::max(done.value_or(0), sent_at);
+        // The sends retired in order: each delivered (its peer's receive done before a send of
+        // that peer consumed here), up to the first that is not known to be.
+        while (retired < sent.size()) {
+          const std::optional<size_t>& peer = peer_done[static_cast<size_t>(sent[retired].peer)];
+          if (!peer || *peer <= sent[retired].received_at) break;
+          ++retired;
+        }
+      } else if (is_send(op.kind)) {
+        const Peer to = peer_of(op, rank, placement);
+        const OpKind kind =
+            op.kind == OpKind::kSendActivation ? OpKind::kRecvActivation : OpKind::kRecvGrad;
+        sent.push_back({.op = i,
+                        .peer = to.rank,
+                        .received_at = find_op(programs.at(static_cast<size_t>(to.rank)), kind,
+                                               to.chunk, op.micro_batch)});
+        retired = std::max(retired, sent.size() > static_cast<size_t>(model::kSendsInFlight)
+                                        ? sent.size() - model::kSendsInFlight
+                                        : 0);
+      }
+    }
+  }
+
+  // The messages of chunk `chunk` held while op `i` runs (before a receive op consumes its own).
+  void count(const Program& program, size_t i, int chunk, model::StashProfile& m) const {
+    for (size_t k : held_[i]) {
+      const Op& op = program[k];
+      if (op.chunk != chunk || k == i) continue;
+      switch (op.kind) {
+        case OpKind::kRecvActivation:
+          ++m.posted_activations;
+          break;
+        case OpKind::kRecvGrad:
+          ++m.posted_gradients;
+          break;
+        case OpKind::kSendActivation:
+          ++m.sent_activations;
+          break;
+        case OpKind::kSendGrad:
+          ++m.sent_gradients;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+ private:
+  std::vector<std::vector<size_t>> held_;  // per op: the ops whose messages are held then
 };
 
 // One chunk's micro-batches, counted op by op over its ops in the rank's program.
 class ChunkWalk {
  public:
   ChunkWalk(const Program& rank_program, int chunk, Recompute recompute, bool batched,
-            const Messages& messages)
-      : recompute_(recompute), batched_(batched), messages_(messages) {
+            bool interleaved)
+      : recompute_(recompute), batched_(batched), interleaved_(interleaved) {
     Program program;
     std::ranges::copy_if(rank_program, std::back_inserter(program),
                          [chunk](const Op& op) { return op.chunk == chunk; });
@@ -44,9 +155,6 @@ class ChunkWalk {
         std::ranges::count_if(program, [](const Op& op) { return op.kind == OpKind::kForward; }));
     last_ = !has_op(program, OpKind::kSendActivation);
     splitting_ = has_op(program, OpKind::kBackwardInput);
-    receives_ahead_ = messages.interleaved
-                          ? model::kReceivesAhead
-                          : std::min(model::kReceivesAhead, num_micro_batches_ - 1);
   }
 
   // The moments of op `op` of this chunk (running it), and under per-layer recompute the moment
@@ -67,7 +175,7 @@ class ChunkWalk {
   }
 
   // What the chunk holds while another chunk of its rank runs: its micro-batches in flight as
-  // the recompute mode keeps them, their W work and loss gradients; no temporaries, no messages.
+  // the recompute mode keeps them, their W work and loss gradients; no temporaries.
   model::StashProfile idle() const {
     model::StashProfile m = common();
     m.idle = true;
@@ -105,14 +213,11 @@ class ChunkWalk {
     return m;
   }
 
-  // A moment of this chunk running an op, with the rank's messages.
+  // A moment of this chunk running an op.
   model::StashProfile running(bool backward) const {
     model::StashProfile m = common();
     m.backward = backward;
     m.loss_grads = last_ ? in_flight_ - 1 : 0;
-    m.receiving_activations = forwarded_ < num_micro_batches_;
-    m.receives_ahead = receives_ahead_;
-    m.sends = messages_.sends_at_backward;
     return m;
   }
 
@@ -124,9 +229,9 @@ class ChunkWalk {
       found.before_backward = running(false);
       found.before_backward->layer_inputs = in_flight_;
     }
-    if (!messages_.interleaved && forwarded_ == num_micro_batches_) {
+    if (!interleaved_ && forwarded_ == num_micro_batches_) {
       // The last forward of a fill-drain step: its saved tensors are dropped layer by layer
-      // unless kept in full, and the latest outputs may not have been received yet.
+      // unless kept in full.
       model::StashProfile m = running(false);
       const int full = recompute_ == Recompute::kNever        ? in_flight_
                        : recompute_ == Recompute::kExceptLast ? 1
@@ -135,8 +240,6 @@ class ChunkWalk {
       m.full = full;
       m.layer_inputs = recompute_ == Recompute::kPerLayer ? in_flight_ : 0;
       m.discarding = full == 0;
-      m.receives_ahead = model::kReceivesAhead;
-      m.sends = last_ ? 0 : std::min(model::kSendsInFlight, last_micro_batch());
       found.now.push_back(m);
     }
   }
@@ -160,12 +263,6 @@ class ChunkWalk {
         m.full = last_in_flight_ ? 1 : 0;
         m.inputs = in_flight_ - m.full;
         m.recompute = op.micro_batch != last_micro_batch();
-        if (last_in_flight_ && in_flight_ > 1) {
-          // The last micro-batch in full beside an earlier one's recompute: every activation
-          // received, the gradients of the others in flight left to come (some posted ahead).
-          m.receiving_activations = false;
-          m.receives_ahead = std::min(model::kReceivesAhead, in_flight_ - 1);
-        }
         break;
       case Recompute::kAuto:
         break;
@@ -178,8 +275,8 @@ class ChunkWalk {
 
   Recompute recompute_;
   bool batched_;
-  Messages messages_;
-  int num_micro_batches_ = 0, receives_ahead_ = 0;
+  bool interleaved_;  // whether any rank runs a forward after a backward
+  int num_micro_batches_ = 0;
   bool last_ = false, splitting_ = false;
   int in_flight_ = 0, forwarded_ = 0, pending_weights_ = 0;
   bool last_in_flight_ = false, backward_begun_ = false;
@@ -197,24 +294,19 @@ std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int r
                                      Recompute recompute, bool batched_weight_grads) {
   check(recompute != Recompute::kAuto, "rank_moments: recompute: auto is not resolved");
   const Program& program = programs.at(static_cast<size_t>(rank));
-  // The rank's Link: the first rank receives no activation, the last sends none.
-  const bool first = !has_op(program, OpKind::kRecvActivation);
-  const bool last = !has_op(program, OpKind::kSendActivation);
-  Messages messages;
-  messages.interleaved = std::ranges::any_of(programs, interleaves);
-  messages.sends_at_backward = !messages.interleaved ? 0
-                               : !first && !last     ? model::kSendsInFlight
-                                                     : 1;
+  const bool interleaved = std::ranges::any_of(programs, interleaves);
+  const MessageWalk messages(programs, rank);
   const int chunks = num_chunks(program);
   std::vector<ChunkWalk> walks;
   for (int c = 0; c < chunks; ++c) {
-    walks.emplace_back(program, c, recompute, batched_weight_grads, messages);
+    walks.emplace_back(program, c, recompute, batched_weight_grads, interleaved);
   }
-  // With chunk `chunk` running in moment `running`, the others idle.
-  const auto with_others = [&](int chunk, const model::StashProfile& running) {
+  // At op `i`: chunk `chunk` running in moment `running`, the others idle, each with its messages.
+  const auto with_others = [&](size_t i, int chunk, const model::StashProfile& running) {
     RankMoment m{.chunk = chunk, .chunks = {}};
     for (int c = 0; c < chunks; ++c) {
       m.chunks.push_back(c == chunk ? running : walks[static_cast<size_t>(c)].idle());
+      messages.count(program, i, c, m.chunks.back());
     }
     return m;
   };
@@ -222,7 +314,8 @@ std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int r
   // Per chunk, per_layer: the moment after its last forward, kept when its next compute op is
   // an input-backward.
   std::vector<std::optional<RankMoment>> before_backward(static_cast<size_t>(chunks));
-  for (const Op& op : program) {
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Op& op = program[i];
     std::optional<RankMoment>& deferred = before_backward[static_cast<size_t>(op.chunk)];
     if (op.kind == OpKind::kForward || op.kind == OpKind::kBackwardWeight ||
         is_input_backward(op.kind)) {
@@ -231,8 +324,8 @@ std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int r
     }
     // (The others' idle profiles do not change while this chunk's op runs.)
     const ChunkWalk::Found found = walks[static_cast<size_t>(op.chunk)].run(op);
-    for (const model::StashProfile& m : found.now) moments.push_back(with_others(op.chunk, m));
-    if (found.before_backward) deferred = with_others(op.chunk, *found.before_backward);
+    for (const model::StashProfile& m : found.now) moments.push_back(with_others(i, op.chunk, m));
+    if (found.before_backward) deferred = with_others(i, op.chunk, *found.before_backward);
   }
   return moments;
 }

@@ -28,15 +28,14 @@ struct RankMoment {
 // - per_layer, at a forward the chunk's next compute op after which is an input-backward: every
 //   layer's input of the micro-batches in flight;
 // - when no rank runs a forward after a backward (fill-drain), at the last forward: every
-//   micro-batch stored, saved tensors being dropped unless kept in full, sends in flight.
-// Messages are the rank's (its Link's), counted in the running chunk's profile (see
-// model::StashProfile): while forwards remain, activations arrive; receives are posted
-// kReceivesAhead ops ahead; in a pipeline whose ranks interleave forwards and backwards a rank
-// that sends both activations and gradients may have kSendsInFlight sends not yet taken at a
-// backward (the first and last rank one), in a fill-drain pipeline none (the next stage took
-// every activation before it sent the first gradient). With `batched_weight_grads` every
-// micro-batch's weight-gradient operands are held from the chunk's first input-backward op on.
-// The other chunks keep their micro-batches in flight, waiting W work and loss gradients.
+//   micro-batch stored, saved tensors being dropped unless kept in full.
+// The other chunks keep their micro-batches in flight, waiting W work and loss gradients. With
+// `batched_weight_grads` every micro-batch's weight-gradient operands are held from the chunk's
+// first input-backward op on. Every chunk's profile counts its own messages at the op, from the
+// op lists: the receives the executor has posted (kReceivesAhead receive ops ahead in the rank's
+// program) and not consumed, and the sends its Link may still hold: of those issued, the last
+// kSendsInFlight at most, from the oldest not known to be delivered on (it is once the rank has
+// consumed a message its peer sent after receiving it; the link retires sends in order).
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
                                      Recompute recompute, bool batched_weight_grads);
 

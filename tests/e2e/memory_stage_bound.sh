@@ -9,7 +9,9 @@
 # moment a short run seldom does, two sends in flight during a backward (issue 18, item 4).
 # The same CONFIG under the gpipe schedule, under zb_h1 at M = 4 and interleaved with 2 chunks
 # per rank at M = 8 (every recompute mode, default allocator) holds too: the planner's moments come
-# from each schedule's op list, a rank's every chunk at once (pipeline/program_memory.h).
+# from each schedule's op list, a rank's every chunk at once (pipeline/program_memory.h). Mode
+# 1f1b_mk (not a default) runs 1f1b at M = K, where a stage's last micro-batches have no message
+# left to receive and the first has sent none (the messages held come from the op list too).
 # Usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]: STAGES (ranks) 4 and the modes default,
 # mmap64k, long, gpipe, zb_h1 and interleaved unless given (the modes are the loop's "allocator"
 # below).
@@ -33,6 +35,9 @@ for allocator in "${modes[@]}"; do
       [[ $allocator == zb_h1 ]] && micro_batches=$stages
       train "$stages" "$name" "$config" "${layout[@]}" --set pipeline.schedule="$allocator" \
         --set pipeline.micro_batches="$micro_batches"
+    elif [[ $allocator == 1f1b_mk ]]; then
+      train "$stages" "$name" "$config" "${layout[@]}" --set pipeline.schedule=1f1b \
+        --set pipeline.micro_batches="$stages"
     elif [[ $allocator == interleaved ]]; then
       train "$stages" "$name" "$config" "${layout[@]}" --set pipeline.schedule=interleaved \
         --set pipeline.virtual_stages=2 --set pipeline.micro_batches=8

@@ -79,54 +79,43 @@ TEST(ProgramMemory, KeepsWhatTheMicroBatchesInFlightKeep) {
   find(except_last, {.inputs = 3, .full = 1, .recompute = true});
 }
 
+// The messages held at a moment, as posted_activations, posted_gradients, sent_activations and
+// sent_gradients.
+std::vector<int> messages(const P& m) {
+  return {m.posted_activations, m.posted_gradients, m.sent_activations, m.sent_gradients};
+}
+
 TEST(ProgramMemory, PlacesMessagesWhereTheExecutorHoldsThem) {
-  // GPipe's backward: gradients arrive (up to two ahead), nothing is sent yet.
+  // GPipe's backward on stage 0 of 2: gradients posted two ahead; nothing sent is held, since
+  // stage 1 sent the gradient in use after it had received every activation.
   const auto gpipe = moments_of(ScheduleKind::kGpipe, Recompute::kAlways, 2, 4, 0);
-  const P backward = find(gpipe, {.inputs = 4, .recompute = true});
-  EXPECT_FALSE(backward.receiving_activations);
-  EXPECT_EQ(backward.receives_ahead, 2);
-  EXPECT_EQ(backward.sends, 0);
-  // GPipe's last forward: every input stored, the layers' saved tensors dropped one by one, up
-  // to two sends not yet received by the next stage (none from the last stage).
+  EXPECT_EQ(messages(find(gpipe, {.inputs = 4, .recompute = true})),
+            (std::vector<int>{0, 2, 0, 0}));
+  // GPipe's last forward: every input stored, the layers' saved tensors dropped one by one, the
+  // two latest activations sent (the link holds two) not known to be received yet.
   const P last_forward = find(gpipe, {.inputs = 4, .backward = false});
   EXPECT_TRUE(last_forward.discarding);
-  EXPECT_EQ(last_forward.sends, 2);
-  EXPECT_EQ(find(moments_of(ScheduleKind::kGpipe, Recompute::kNever, 2, 4, 1),
-                 {.full = 4, .loss_grads = 3, .backward = false})
-                .sends,
-            0);
-  // 1F1B's steady state: activations arrive too; a middle stage's previous gradient and the
-  // activations it sent just before may both be in flight (as many as a Link keeps:
-  // Link.KeepsTwoSendsWhileNeitherNeighbourReceives), the first and last stages' latest send.
-  const P steady = find(moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 1),
-                        {.inputs = 3, .recompute = true});
-  EXPECT_TRUE(steady.receiving_activations);
-  EXPECT_EQ(steady.receives_ahead, 2);
-  EXPECT_EQ(steady.sends, model::kSendsInFlight);
-  EXPECT_EQ(find(moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 0),
-                 {.inputs = 4, .recompute = true})
-                .sends,
-            1);
-  EXPECT_EQ(find(moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 3),
-                 {.inputs = 1, .recompute = true})
-                .sends,
-            1);
-  // except_last's last micro-batch in full beside a recompute: the gradients of the others in
-  // flight still to come, up to two posted ahead (GPipe: from the first backward on).
-  const auto late = [](ScheduleKind kind, int k, int m) {
-    return find(moments_of(kind, Recompute::kExceptLast, k, m, 0),
-                {.inputs = (kind == ScheduleKind::kGpipe ? m : std::min(k, m)) - 1,
-                 .full = 1,
-                 .recompute = true});
-  };
-  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).receives_ahead, 2);
-  EXPECT_FALSE(late(ScheduleKind::kGpipe, 2, 4).receiving_activations);
-  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).receives_ahead, 1);
-  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 4, 8).receives_ahead, 2);
-  // Under 1F1B the last activation sent may not have been taken yet (the next stage sent the
-  // gradient in use before it received that activation); under GPipe it was.
-  EXPECT_EQ(late(ScheduleKind::kOneFOneB, 2, 4).sends, 1);
-  EXPECT_EQ(late(ScheduleKind::kGpipe, 2, 4).sends, 0);
+  EXPECT_EQ(messages(last_forward), (std::vector<int>{0, 2, 2, 0}));
+  // The last stage sends no activation.
+  EXPECT_EQ(messages(find(moments_of(ScheduleKind::kGpipe, Recompute::kNever, 2, 4, 1),
+                          {.full = 4, .loss_grads = 3, .backward = false})),
+            (std::vector<int>{0, 0, 0, 0}));
+  // 1F1B's steady state on a middle stage (K = 4, M = 8, stage 1, program RA0 F0 SA0 ... RG0 B0
+  // SG0 RA3 F3 SA3 RG1 B1 ...): the next activation and gradient posted, and the latest
+  // activation and gradient sent (as many as a Link keeps:
+  // Link.KeepsTwoSendsWhileNeitherNeighbourReceives); at its first backward no gradient was sent.
+  const auto steady = moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 4, 8, 1);
+  ASSERT_EQ(steady.size(), 8u);
+  EXPECT_EQ(messages(steady[0]), (std::vector<int>{1, 1, 1, 0}));
+  EXPECT_EQ(messages(steady[1]), (std::vector<int>{1, 1, 1, 1}));
+  // At its last backward: two gradients sent (stage 0 receives them at its end).
+  EXPECT_EQ(messages(steady[7]), (std::vector<int>{0, 0, 0, 2}));
+  // 1F1B at M = K = 2, last stage (RA0 F0 B0 SG0 RA1 F1 B1 SG1): at B0 one activation is left to
+  // receive and nothing was sent; at B1 nothing is left to receive and SG0 may be in flight.
+  const auto two = moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 2, 2, 1);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(messages(two[0]), (std::vector<int>{1, 0, 0, 0}));
+  EXPECT_EQ(messages(two[1]), (std::vector<int>{0, 0, 0, 1}));
 }
 
 TEST(ProgramMemory, CountsWeightGradientsPendingAtEachOp) {
@@ -203,9 +192,7 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
     const P& other = m.chunks[static_cast<size_t>(1 - m.chunk)];
     EXPECT_FALSE(running.idle);
     EXPECT_TRUE(other.idle);
-    // Only the running chunk counts the rank's messages; the idle one runs nothing.
-    EXPECT_EQ(running.receives_ahead, model::kReceivesAhead);
-    EXPECT_EQ(other.receives_ahead + other.sends, 0);
+    // The idle chunk runs nothing (its messages are its own).
     EXPECT_FALSE(other.backward || other.recompute || other.layer_recompute);
     if (running.backward) backwards.push_back({m.chunk, m.chunks[0].full, m.chunks[1].full});
   }
@@ -213,9 +200,13 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
       backwards,
       (std::vector<std::vector<int>>{
           {1, 3, 2}, {1, 4, 1}, {0, 4, 1}, {0, 3, 2}, {1, 2, 2}, {1, 2, 1}, {0, 2, 0}, {0, 1, 0}}));
-  // Rank 0 sends activations (both chunks) and gradients (chunk 1): two sends may be in flight.
+  // Each chunk counts its own messages. At rank 0's first backward (B0.1; with messages, F0.0
+  // SA0.0 F1.0 SA1.0 RA0.1 F0.1 SA0.1 RA1.1 F1.1 SA1.1 F2.0 SA2.0 RG0.1 B0.1 SG0.1 F3.0 SA3.0
+  // RG1.1 B1.1 SG1.1 RA2.1 ...) the link holds the two latest sends, SA1.1 and SA2.0, and the two
+  // receives posted next, RG1.1 and RA2.1: chunk 0 one sent activation, chunk 1 one of each.
   const RankMoment first = rank_moments(programs, 0, Recompute::kNever, false).front();
-  EXPECT_EQ(first.chunks[static_cast<size_t>(first.chunk)].sends, model::kSendsInFlight);
+  EXPECT_EQ(messages(first.chunks[0]), (std::vector<int>{0, 0, 1, 0}));
+  EXPECT_EQ(messages(first.chunks[1]), (std::vector<int>{1, 1, 1, 0}));
   // Per-layer recompute: an idle chunk keeps every layer's input of its micro-batches in flight
   // (the same counts as the idle chunks above).
   std::vector<int> idle_at_backwards;
