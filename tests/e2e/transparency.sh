@@ -2,7 +2,8 @@
 # Transparency: after 3 steps the exported weights of K = 1, 2, 4 stages are bit-identical (and
 # K = 1 with per-layer recompute to K = 1 with the default),
 # for every schedule (gpipe, 1f1b, zb_h1 with its backwards split into I and W ops, also at
-# K = 1; interleaved at K = 2 with v = 2 chunks per rank) and all four recompute modes, with the default partition (auto: the planner's, which differs from
+# K = 1; interleaved at K = 2 with v = 2 chunks per rank, and at K = 4 for a model of 8 layers or
+# more) and all four recompute modes, with the default partition (auto: the planner's, which differs from
 # uniform for every model here at K = 4) and with uniform.
 # Weight gradients: GPipe with recompute never batches them (weight_grads: auto), which rounds differently
 # from accumulating them per micro-batch; so runs under never compare with K = 1 under never,
@@ -67,4 +68,11 @@ for recompute in always except_last never per_layer; do
     --set pipeline.recompute=$recompute "${extra[@]}"
   same k1 "$name"
 done
-echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1 (and zb_h1 at K=1)} x {always,except_last,never,per_layer} (auto), interleaved at K=2 v=2 in every mode, and uniform bit-identical, weight gradients accumulated or batched"
+# And at K = 4 (8 stages) where the model has the layers for it (the CNN's 10).
+layers=$("$MPIPE" plan "$config" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["num_layers"])')
+if ((layers >= 8)); then
+  train 4 k4-interleaved "$config" --set pipeline.schedule=interleaved \
+    --set pipeline.virtual_stages=2 "${extra[@]}"
+  same k1 k4-interleaved
+fi
+echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1 (and zb_h1 at K=1)} x {always,except_last,never,per_layer} (auto), interleaved at K=2 v=2 in every mode (and K=4 v=2 with 8 layers or more), and uniform bit-identical, weight gradients accumulated or batched"
