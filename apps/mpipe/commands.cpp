@@ -537,12 +537,20 @@ int Commands::plan() {
     kernels::KernelContext kernels;
     const int64_t micro_batch_rows =
         experiment.train.batch_size / (pipe.data_parallel * pipe.micro_batches);
-    const train::CalibratedRate rate = train::calibrate_gemm_rate(model, micro_batch_rows, kernels);
+    const train::CalibratedRate rate =
+        train::calibrate_gemm_rate(model, micro_batch_rows, pipe.micro_batches, kernels);
     rates.flops_per_s = rate.flops_per_s / rates.threads;
+    rates.input_gradient_flops_per_s = rate.input_gradient_flops_per_s / rates.threads;
+    rates.weight_flops_per_s = rate.weight_flops_per_s / rates.threads;
+    rates.batched_weight_flops_per_s = rate.batched_weight_flops_per_s / rates.threads;
     omp_set_num_threads(threads);
     if (!plan_json_) {
-      std::printf("calibrated: %.1f GFLOP/s per rank (%s, %d thread(s))\n", rate.flops_per_s / 1e9,
-                  rate.measured.c_str(), rates.threads);
+      std::printf(
+          "calibrated (%s, %d thread(s)), GFLOP/s per rank: forward %.1f, input gradient %.1f, "
+          "weight gradient %.1f, batched over the micro-batches %.1f\n",
+          rate.measured.c_str(), rates.threads, rate.flops_per_s / 1e9,
+          rate.input_gradient_flops_per_s / 1e9, rate.weight_flops_per_s / 1e9,
+          rate.batched_weight_flops_per_s / 1e9);
     }
   }
   const pipeline::PipelinePlan plan =

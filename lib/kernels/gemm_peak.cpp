@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <new>
+#include <vector>
 
 namespace mpipe::kernels {
 namespace {
@@ -65,17 +67,44 @@ GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size, double min_seco
           .seconds = seconds_since(start)};
 }
 
-double measure_linear_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                           double min_seconds) {
+LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
+                                 double min_seconds) {
+  constexpr double kStreamedBytes = 64.0 * (1 << 20);
+  const int64_t weight_floats = in * out;
+  const auto copies = static_cast<size_t>(std::clamp(
+      kStreamedBytes / (2.0 * sizeof(float) * static_cast<double>(weight_floats)), 2.0, 64.0));
+  std::vector<std::unique_ptr<AlignedFloats>> weights, grads;
+  for (size_t c = 0; c < copies; ++c) {
+    weights.push_back(std::make_unique<AlignedFloats>(weight_floats, 0.25f));
+    grads.push_back(std::make_unique<AlignedFloats>(weight_floats, 0.0f));
+  }
+  AlignedFloats x(rows * in, 0.5f), y(rows * out, 0.0f), dy(rows * out, 0.01f), dx(rows * in, 0.0f);
   const double flops =
       2.0 * static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out);
-  const double forward =
-      flops / measure_gemm_rate(kernels, {.m = rows, .k = in, .n = out}, min_seconds);
-  const double input_gradient =
-      flops / measure_gemm_rate(kernels, {.m = rows, .k = out, .n = in}, min_seconds);
-  const double weight_gradient =
-      flops / measure_gemm_rate(kernels, {.m = in, .k = rows, .n = out}, min_seconds);
-  return 3.0 * flops / (forward + input_gradient + weight_gradient);
+  // The median repetition's rate of `product` (run on copy r % copies), after one of each copy.
+  const auto median_rate = [&](const auto& product) {
+    for (size_t c = 0; c < copies; ++c) product(c);
+    std::vector<double> times;
+    const Clock::time_point start = Clock::now();
+    for (size_t r = 0; r < 3 * copies || seconds_since(start) < min_seconds; ++r) {
+      const Clock::time_point begin = Clock::now();
+      product(r % copies);
+      times.push_back(seconds_since(begin));
+    }
+    const auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
+    std::ranges::nth_element(times, middle);
+    return flops / *middle;
+  };
+  return {.forward = median_rate([&](size_t c) {
+            linear_forward(kernels, x.data, weights[c]->data, nullptr, y.data, rows, in, out);
+          }),
+          .input_gradient = median_rate([&](size_t c) {
+            linear_backward_data(kernels, dy.data, weights[c]->data, dx.data, rows, in, out);
+          }),
+          .weight_gradient = median_rate([&](size_t c) {
+            linear_backward_weights(kernels, x.data, dy.data, grads[c]->data, nullptr, rows, in,
+                                    out);
+          })};
 }
 
 }  // namespace mpipe::kernels

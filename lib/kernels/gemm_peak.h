@@ -23,10 +23,16 @@ GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size = 1024, double m
 // The same for one product of any shape: its FLOP/s (2·m·k·n per product).
 double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, double min_seconds);
 
-// What a fully connected layer's products run at with `rows` rows (the micro-batch's): its
-// forward and input gradient (rows x in x out) and its weight gradient (in x rows x out, the
-// rows summed over), timed each and combined as their FLOPs over their time.
-double measure_linear_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                           double min_seconds = 0.2);
+// What a fully connected layer's products run at with `rows` rows, each timed with the layer's
+// own kernel and kept as the median repetition's FLOP/s (2·rows·in·out per product). As a stage
+// runs its layers one after another, each product finds its weights (and their gradient) out of
+// the caches, so the products cycle through copies of them, 64 MiB in all.
+struct LinearRates {
+  double forward = 0.0;          // linear_forward
+  double input_gradient = 0.0;   // linear_backward_data
+  double weight_gradient = 0.0;  // linear_backward_weights, accumulating into the gradient
+};
+LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
+                                 double min_seconds = 0.1);
 
 }  // namespace mpipe::kernels

@@ -51,19 +51,35 @@ class StageTimes {
         recomputed_(recomputed_micro_batches(request.pipeline.recompute, num_micro_batches_)),
         per_thread_(1.0 / std::max(1, request.rates.threads)) {
     const MachineRates& rates = request.rates;
+    const auto rate = [&rates](double measured) {
+      return measured > 0 ? measured : rates.flops_per_s;
+    };
+    const double input_gradient_rate = rate(rates.input_gradient_flops_per_s);
+    const double weight_rate = rate(rates.weight_flops_per_s);
+    const double batched_rate = rate(rates.batched_weight_flops_per_s);
+    // Linear layers batch their weight gradients over the step (nn::Linear, Stage::defers_grads).
+    const bool batched =
+        resolve_weight_grads(request.pipeline) == WeightGrads::kBatched && num_micro_batches_ > 1;
     const auto r = static_cast<double>(rows);
     // Zeroing and clipping the gradients, and the update: reads and writes of values, gradients
     // and the optimizer's slots.
     const double optimizer_passes = 5.0 + 2.0 * request.optimizer_slots;
     forward_.assign(costs.size() + 1, 0.0);
-    backward_ = weight_ = optimizer_ = forward_;
+    backward_ = weight_ = batched_weight_ = optimizer_ = forward_;
     for (size_t i = 0; i < costs.size(); ++i) {
       const model::LayerCost& c = costs[i];
+      const bool deferred = batched && c.kind == "linear";
       forward_[i + 1] = forward_[i] + r * (c.forward_flops / rates.flops_per_s +
                                            c.forward_traffic_bytes() / rates.bytes_per_s);
-      backward_[i + 1] = backward_[i] + r * (c.backward_flops / rates.flops_per_s +
-                                             c.backward_traffic_bytes() / rates.bytes_per_s);
-      weight_[i + 1] = weight_[i] + r * c.weight_grad_flops / rates.flops_per_s;
+      backward_[i + 1] =
+          backward_[i] + r * ((c.backward_flops - c.weight_grad_flops) / input_gradient_rate +
+                              (deferred ? 0.0 : c.weight_grad_flops / weight_rate) +
+                              c.backward_traffic_bytes() / rates.bytes_per_s);
+      // (A split layer's W op, when batched, only copies its operands.)
+      weight_[i + 1] = weight_[i] + (deferred ? 0.0 : r * c.weight_grad_flops / weight_rate);
+      batched_weight_[i + 1] =
+          batched_weight_[i] +
+          (deferred ? num_micro_batches_ * r * c.weight_grad_flops / batched_rate : 0.0);
       optimizer_[i + 1] = optimizer_[i] + optimizer_passes * c.param_bytes / rates.bytes_per_s;
     }
   }
@@ -75,15 +91,21 @@ class StageTimes {
   }
   // The part of backward() that split layers' W ops take (zero-bubble schedules).
   double weight(int begin, int end) const { return per_thread_ * sum(weight_, begin, end); }
+  // weight_grads: batched: the step's batched weight gradients, after the last backward (not in
+  // backward()).
+  double batched_weight(int begin, int end) const {
+    return per_thread_ * sum(batched_weight_, begin, end);
+  }
   // All micro-batches of a step.
   double compute(int begin, int end) const {
-    return num_micro_batches_ * (forward(begin, end) + backward(begin, end));
+    return num_micro_batches_ * (forward(begin, end) + backward(begin, end)) +
+           batched_weight(begin, end);
   }
   double optimizer(int begin, int end) const { return per_thread_ * sum(optimizer_, begin, end); }
   // What `auto` balances: a step's compute and optimizer on one thread.
   double one_thread_total(int begin, int end) const {
     return num_micro_batches_ * (one_thread_forward(begin, end) + one_thread_backward(begin, end)) +
-           sum(optimizer_, begin, end);
+           sum(batched_weight_, begin, end) + sum(optimizer_, begin, end);
   }
 
  private:
@@ -97,8 +119,8 @@ class StageTimes {
   }
   int num_micro_batches_;
   int recomputed_;
-  double per_thread_;                                            // 1 / threads per rank
-  std::vector<double> forward_, backward_, weight_, optimizer_;  // prefix sums
+  double per_thread_;  // 1 / threads per rank
+  std::vector<double> forward_, backward_, weight_, batched_weight_, optimizer_;  // prefix sums
 };
 
 // Everything the plan of one request computes from, built once.
@@ -236,10 +258,12 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
 // each of the log2 D levels is such an allreduce of 2 ranks (half the gradient each way, twice).
 // Each layer's starts once its part of the stage's last gradient work is done, last layer first
 // (Executor::between_layers): of the last backward, of the last W op where backwards are split,
-// or of the batched weight gradients that end the step. Measured on two hosts at 1 Gbit/s and
-// 100 Mbit/s: scripts/bench/slow_links.sh.
+// or of the batched weight gradients that end the step (from `batched_start`, when the rank
+// begins this chunk's). Measured on two hosts at 1 Gbit/s and 100 Mbit/s:
+// scripts/bench/slow_links.sh.
 std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRange& range,
-                                                 const StageTimeline& timeline, int chunk) {
+                                                 const StageTimeline& timeline, int chunk,
+                                                 double batched_start) {
   const PipelineConfig& pipe = c.request.pipeline;
   const int replicas = pipe.data_parallel;
   if (replicas < 2) return {};
@@ -253,14 +277,17 @@ std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRa
                (t.op.kind == OpKind::kBackward || t.op.kind == OpKind::kBackwardWeight);
       });
   check(last != timeline.compute.rend(), "replicas_allreduce: a stage without a backward");
+  // Batched weight gradients: every bucket starts in the pass that ends the step.
   const bool batched = weight_grads == WeightGrads::kBatched && pipe.micro_batches > 1;
   const auto part = [&](int layer) {  // layer's share of the work that completes its gradient
-    if (batched) return pipe.micro_batches * c.times.weight(layer, layer + 1);
+    if (batched) return c.times.batched_weight(layer, layer + 1);
     if (last->op.kind == OpKind::kBackwardWeight) return c.times.weight(layer, layer + 1);
     return c.times.backward(layer, layer + 1);
   };
-  double done = last->end;
-  for (int i = range.begin; i < range.end; ++i) done -= part(i);
+  double done = batched ? batched_start : last->end;
+  if (!batched) {
+    for (int i = range.begin; i < range.end; ++i) done -= part(i);
+  }
   std::vector<GradientTransfer> gradients;
   for (int i = range.end; i-- > range.begin;) {
     done += part(i);
@@ -303,15 +330,32 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   const SimulationResult result = simulate(programs, options);
   double compute = 0.0, largest = 0.0, step_end = result.makespan;
   std::vector<double> rank_optimizer_s(static_cast<size_t>(c.placement.num_ranks), 0.0);
+  // Batched weight gradients run after each rank's last op, its later chunks' first
+  // (Executor::train_step): where each chunk's begin, and where the rank's end.
+  std::vector<double> batched_end(static_cast<size_t>(c.placement.num_ranks), 0.0);
+  std::vector<double> batched_start(static_cast<size_t>(c.num_stages), 0.0);
+  for (int r = 0; r < c.placement.num_ranks; ++r) {
+    double& end = batched_end[static_cast<size_t>(r)];
+    for (const TimedOp& op : result.stages[static_cast<size_t>(r)].compute) {
+      end = std::max(end, op.end);
+    }
+    for (int chunk = c.placement.virtual_stages; chunk-- > 0;) {
+      const int s = c.placement.stage_of(r, chunk);
+      const LayerRange& range = out.stages[static_cast<size_t>(s)].layers;
+      batched_start[static_cast<size_t>(s)] = end;
+      end += c.times.batched_weight(range.begin, range.end);
+    }
+    step_end = std::max(step_end, end);
+  }
   for (int s = 0; s < c.num_stages; ++s) {
     const StagePlan& stage = out.stages[static_cast<size_t>(s)];
     const auto rank = static_cast<size_t>(c.placement.rank_of(s));
     rank_optimizer_s[rank] += stage.optimizer_s;  // a rank updates its chunks one after another
     compute += stage.compute_s;
     largest = std::max(largest, stage.compute_s);
-    step_end =
-        std::max(step_end, allreduce_end(replicas_allreduce(c, stage.layers, result.stages[rank],
-                                                            c.placement.chunk_of(s))));
+    step_end = std::max(step_end, allreduce_end(replicas_allreduce(
+                                      c, stage.layers, result.stages[rank], c.placement.chunk_of(s),
+                                      batched_start[static_cast<size_t>(s)])));
   }
   out.bubble_fraction = result.bubble_fraction;
   out.step_s = step_end + *std::max_element(rank_optimizer_s.begin(), rank_optimizer_s.end());

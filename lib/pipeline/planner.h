@@ -24,7 +24,13 @@ namespace mpipe::pipeline {
 // development machine (AVX-512) per OpenMP thread; they set the predicted times, and the ratio
 // of the first two sets what `auto` balances (the same on every rank by construction).
 struct MachineRates {
-  double flops_per_s = 1.0e11;      // f32 matrix products, per thread
+  double flops_per_s = 1.0e11;  // f32 matrix products, per thread: forwards and every other FLOP
+  // Per thread, where measured (`mpipe plan --calibrate`; 0: flops_per_s): a backward's input
+  // gradient products, its weight-gradient products accumulated per micro-batch, and the linear
+  // layers' weight gradients batched over the step's micro-batches (weight_grads: batched).
+  double input_gradient_flops_per_s = 0.0;
+  double weight_flops_per_s = 0.0;
+  double batched_weight_flops_per_s = 0.0;
   double bytes_per_s = 4.0e9;       // memory traffic of element-wise work, copies, allocation
   double link_bytes_per_s = 4.0e9;  // activations and gradients between neighbouring stages
   double link_latency_s = 2.0e-5;

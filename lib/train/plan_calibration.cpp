@@ -1,4 +1,4 @@
-// The calibrated GEMM rate: the model's main linear shape, timed on this machine.
+// The calibrated GEMM rates: the model's main linear shape, timed on this machine.
 #include "train/plan_calibration.h"
 
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 namespace mpipe::train {
 
 CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,
-                                   kernels::KernelContext& kernels) {
+                                   int num_micro_batches, kernels::KernelContext& kernels) {
   // (m, k, n) -> the FLOPs per example of the linear layers of that shape.
   std::map<std::tuple<int64_t, int64_t, int64_t>, double> flops_by_shape;
   for (const model::LayerPlan& layer : model.layers) {
@@ -23,14 +23,26 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
         layer.forward_flops;
   }
   if (flops_by_shape.empty()) {
-    return {.flops_per_s = kernels::measure_gemm_peak(kernels).flops_per_s,
+    const double peak = kernels::measure_gemm_peak(kernels).flops_per_s;
+    return {.flops_per_s = peak,
+            .input_gradient_flops_per_s = peak,
+            .weight_flops_per_s = peak,
+            .batched_weight_flops_per_s = peak,
             .measured = "1024^3 GEMM"};
   }
   const auto [m, k, n] =
       std::max_element(flops_by_shape.begin(), flops_by_shape.end(),
                        [](const auto& a, const auto& b) { return a.second < b.second; })
           ->first;
-  return {.flops_per_s = kernels::measure_linear_rate(kernels, m, k, n),
+  const kernels::LinearRates rates = kernels::measure_linear_rates(kernels, m, k, n);
+  const double batched =
+      num_micro_batches > 1
+          ? kernels::measure_linear_rates(kernels, m * num_micro_batches, k, n).weight_gradient
+          : rates.weight_gradient;
+  return {.flops_per_s = rates.forward,
+          .input_gradient_flops_per_s = rates.input_gradient,
+          .weight_flops_per_s = rates.weight_gradient,
+          .batched_weight_flops_per_s = batched,
           .measured = fmt::format("linear {} x {} -> {}", m, k, n)};
 }
 

@@ -1,4 +1,4 @@
-// The GEMM rate `mpipe plan --calibrate` predicts with: this machine's, measured at the shape of
+// The GEMM rates `mpipe plan --calibrate` predicts with: this machine's, measured at the shape of
 // the model's main fully connected products and the micro-batch's rows.
 #pragma once
 
@@ -11,14 +11,21 @@
 namespace mpipe::train {
 
 struct CalibratedRate {
-  double flops_per_s = 0.0;  // on this process's OpenMP threads
-  std::string measured;      // what was timed: "linear 32 x 1024 -> 1024" or "1024^3 GEMM"
+  // On this process's OpenMP threads (pipeline::MachineRates' fields, not per thread): forwards
+  // (and every FLOP not below), input gradients, weight gradients accumulated per micro-batch and
+  // batched over the step's micro-batches.
+  double flops_per_s = 0.0;
+  double input_gradient_flops_per_s = 0.0;
+  double weight_flops_per_s = 0.0;
+  double batched_weight_flops_per_s = 0.0;
+  std::string measured;  // what was timed: "linear 32 x 1024 -> 1024" or "1024^3 GEMM"
 };
 
 // The linear layers' shape that carries most of their FLOPs (m = `micro_batch_rows` x the
-// positions of an example, k = in, n = out), timed by kernels::measure_linear_rate; a model with
-// no linear layer, by the 1024³ GEMM peak.
+// positions of an example, k = in, n = out), each product timed by kernels::measure_linear_rates,
+// the batched weight gradient at `num_micro_batches` times the rows; a model with no linear
+// layer, by the 1024³ GEMM peak (every rate the same).
 CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,
-                                   kernels::KernelContext& kernels);
+                                   int num_micro_batches, kernels::KernelContext& kernels);
 
 }  // namespace mpipe::train

@@ -21,7 +21,10 @@ TEST(GemmPeak, MeasuresForAtLeastTheGivenTimeOnThisProcesssThreads) {
 TEST(GemmPeak, MeasuresAnyShapeAndALinearLayersThreeProducts) {
   KernelContext kernels;
   EXPECT_GT(measure_gemm_rate(kernels, {.m = 16, .k = 64, .n = 32}, 0.01), 0.0);
-  EXPECT_GT(measure_linear_rate(kernels, 16, 64, 32, 0.01), 0.0);
+  const LinearRates linear = measure_linear_rates(kernels, 16, 64, 32, 0.01);
+  EXPECT_GT(linear.forward, 0.0);
+  EXPECT_GT(linear.input_gradient, 0.0);
+  EXPECT_GT(linear.weight_gradient, 0.0);
 }
 
 }  // namespace

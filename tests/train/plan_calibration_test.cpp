@@ -22,9 +22,13 @@ TEST(PlanCalibration, TimesTheLinearShapeWithMostFlopsAtTheMicroBatchRows) {
   model::ModelSpec spec;
   spec.layers = {layer("linear", 96), layer("relu", 0), layer("linear", 96), layer("linear", 96)};
   kernels::KernelContext kernels;
-  const CalibratedRate rate = calibrate_gemm_rate(model::plan_model(spec, Shape{16}), 8, kernels);
+  const CalibratedRate rate =
+      calibrate_gemm_rate(model::plan_model(spec, Shape{16}), 8, 4, kernels);
   EXPECT_EQ(rate.measured, "linear 8 x 96 -> 96");
   EXPECT_GT(rate.flops_per_s, 0.0);
+  EXPECT_GT(rate.input_gradient_flops_per_s, 0.0);
+  EXPECT_GT(rate.weight_flops_per_s, 0.0);
+  EXPECT_GT(rate.batched_weight_flops_per_s, 0.0);
 }
 
 TEST(PlanCalibration, CountsEveryPositionOfAnExampleAsARow) {
@@ -32,7 +36,7 @@ TEST(PlanCalibration, CountsEveryPositionOfAnExampleAsARow) {
   spec.layers = {layer("linear", 32)};
   kernels::KernelContext kernels;
   const CalibratedRate rate =
-      calibrate_gemm_rate(model::plan_model(spec, Shape{5, 24}), 4, kernels);
+      calibrate_gemm_rate(model::plan_model(spec, Shape{5, 24}), 4, 1, kernels);
   EXPECT_EQ(rate.measured, "linear 20 x 24 -> 32");
 }
 
@@ -40,9 +44,11 @@ TEST(PlanCalibration, WithoutALinearLayerTimesTheSquareGemm) {
   model::ModelSpec spec;
   spec.layers = {layer("relu", 0)};
   kernels::KernelContext kernels;
-  const CalibratedRate rate = calibrate_gemm_rate(model::plan_model(spec, Shape{16}), 8, kernels);
+  const CalibratedRate rate =
+      calibrate_gemm_rate(model::plan_model(spec, Shape{16}), 8, 2, kernels);
   EXPECT_EQ(rate.measured, "1024^3 GEMM");
   EXPECT_GT(rate.flops_per_s, 0.0);
+  EXPECT_EQ(rate.weight_flops_per_s, rate.flops_per_s);
 }
 
 }  // namespace
