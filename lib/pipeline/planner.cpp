@@ -278,6 +278,7 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   const PipelineConfig& pipe = c.request.pipeline;
   const MachineRates& rates = c.request.rates;
   SimulationOptions options;
+  options.placement = c.placement.kind;
   std::vector<Program> programs;
   for (int r = 0; r < c.placement.num_ranks; ++r) {
     programs.push_back(make_program(pipe.schedule, c.placement.num_ranks, pipe.micro_batches, r,
@@ -419,7 +420,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
             .request = request,
             .num_layers = static_cast<int>(plan.layers.size()),
             .num_stages = pipe.stages * pipe.virtual_stages,
-            .placement = {.num_ranks = pipe.stages, .virtual_stages = pipe.virtual_stages},
+            .placement = placement_for(pipe.schedule, pipe.stages, pipe.virtual_stages),
             .rows = rows,
             .memory = std::move(memory),
             .times = std::move(times),
@@ -595,9 +596,11 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
   std::vector<std::pair<ScheduleKind, int>> choices;  // (schedule, chunks per rank)
   for (ScheduleKind schedule : kConcreteSchedules) choices.emplace_back(schedule, 1);
   const int v = request.pipeline.virtual_stages;
-  if (v > 1 && !schedule_shape_problem(ScheduleKind::kInterleaved, request.pipeline.stages,
-                                       request.pipeline.micro_batches, v)) {
-    choices.emplace_back(ScheduleKind::kInterleaved, v);
+  for (ScheduleKind chunked : {ScheduleKind::kInterleaved, ScheduleKind::kZbv}) {
+    if (v > 1 && !schedule_shape_problem(chunked, request.pipeline.stages,
+                                         request.pipeline.micro_batches, v)) {
+      choices.emplace_back(chunked, v);
+    }
   }
   for (const auto& [schedule, chunks] : choices) {
     r.pipeline.schedule = schedule;
@@ -629,9 +632,13 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
 }
 
 std::vector<double> rank_peak_bytes(const PipelinePlan& plan) {
-  const size_t ranks = plan.stages.size() / static_cast<size_t>(plan.virtual_stages);
-  std::vector<double> peaks(ranks, 0.0);
-  for (size_t s = 0; s < plan.stages.size(); ++s) peaks[s % ranks] += plan.stages[s].memory.total();
+  const int ranks = static_cast<int>(plan.stages.size()) / plan.virtual_stages;
+  const Placement placement = placement_for(plan.schedule, ranks, plan.virtual_stages);
+  std::vector<double> peaks(static_cast<size_t>(ranks), 0.0);
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    peaks[static_cast<size_t>(placement.rank_of(static_cast<int>(s)))] +=
+        plan.stages[s].memory.total();
+  }
   return peaks;
 }
 
