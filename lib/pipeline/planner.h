@@ -86,7 +86,7 @@ struct PipelinePlan {
   ScheduleKind schedule = ScheduleKind::kGpipe;
   // The recompute mode the stages run: the request's, or the one `auto` chose (never kAuto).
   Recompute recompute = Recompute::kAlways;
-  // Every global stage, K·v of them (rank r's chunk c is stage r + c·K).
+  // Every global stage, K·v of them (placed by the schedule: pipeline::placement_for).
   std::vector<StagePlan> stages;
   // v: chunks per rank; the request's, or 1 when `auto` chose a schedule of one chunk per rank.
   int virtual_stages = 1;
