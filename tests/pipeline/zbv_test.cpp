@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model/memory_model.h"
 #include "pipeline/grid.h"
 #include "pipeline/placement.h"
 #include "pipeline/schedule.h"
@@ -95,6 +96,40 @@ TEST(Zbv, SurroundsEachComputeOpWithItsChunksMessages) {
   EXPECT_EQ(peer_of({OpKind::kSendActivation, 0, 1}, 1, v), (Peer{0, 1}));  // stage 2 -> 3
   EXPECT_EQ(peer_of({OpKind::kRecvGrad, 0, 0}, 1, v), (Peer{1, 1}));
   EXPECT_EQ(peer_of({OpKind::kSendGrad, 0, 1}, 0, v), (Peer{1, 1}));  // stage 3 -> 2
+}
+
+// Rank K-1 sends to itself (stage K-1 to K, and the gradient back). A rank that waits on its own
+// send (Link bounds the sends in flight) must have posted the matching receive, and the executor
+// posts the next two receives of the program before each op (model::kReceivesAhead): in zbv's
+// programs the receive of every self message is among the two receives after its send.
+TEST(Zbv, EverySelfMessageIsReceivedAmongTheNextTwoReceives) {
+  for (int k = 1; k <= 8; ++k) {
+    for (int m = 1; m <= 3 * k; ++m) {
+      SCOPED_TRACE(fmt::format("K={} M={}", k, m));
+      const Program program = zbv(k, m, k - 1);
+      const Placement placement = placement_for(ScheduleKind::kZbv, k, 2);
+      int self_sends = 0;
+      for (size_t i = 0; i < program.size(); ++i) {
+        const Op& send = program[i];
+        const bool sends = send.kind == OpKind::kSendActivation || send.kind == OpKind::kSendGrad;
+        if (!sends || peer_of(send, k - 1, placement).rank != k - 1) continue;
+        ++self_sends;
+        const Op receive{
+            send.kind == OpKind::kSendActivation ? OpKind::kRecvActivation : OpKind::kRecvGrad,
+            send.micro_batch, 1 - send.chunk};
+        int receives_after = 0;
+        size_t j = i + 1;
+        for (; j < program.size() && program[j] != receive; ++j) {
+          if (program[j].kind == OpKind::kRecvActivation || program[j].kind == OpKind::kRecvGrad) {
+            ++receives_after;
+          }
+        }
+        ASSERT_LT(j, program.size()) << to_string(send, true);
+        EXPECT_LT(receives_after, model::kReceivesAhead) << to_string(send, true);
+      }
+      EXPECT_EQ(self_sends, 2 * m);  // each micro-batch's activation and gradient
+    }
+  }
 }
 
 // Every chunk is a stage like any other: each op kind once per micro-batch in ascending order
