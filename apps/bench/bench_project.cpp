@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
     std::istringstream schedule_list(schedules);
     for (std::string name; schedule_list >> name;) {
       const auto kind = mpipe::pipeline::parse_schedule_kind(name);
-      const int chunks = kind == mpipe::pipeline::ScheduleKind::kInterleaved ? virtual_stages : 1;
+      const int chunks = kind == mpipe::pipeline::ScheduleKind::kInterleaved ? virtual_stages
+                         : kind == mpipe::pipeline::ScheduleKind::kZbv       ? 2  // the V
+                                                                             : 1;
       const std::string title = chunks > 1 ? fmt::format("{} v={}", name, chunks) : name;
       std::istringstream list(stages);
       double first = 0;

@@ -173,6 +173,7 @@ Commands::Commands(CLI::App& app) {
     schedules.push_back(pipeline::to_string(kind));
   }
   schedules.push_back(pipeline::to_string(pipeline::ScheduleKind::kInterleaved));
+  schedules.push_back(pipeline::to_string(pipeline::ScheduleKind::kZbv));
   schedule_->add_option("--schedule", schedule_kind_, "The schedule to print")
       ->check(CLI::IsMember(schedules));
   schedule_->add_option("--stages", stages_, "Pipeline stages K")->check(CLI::Range(1, 64));
@@ -180,13 +181,17 @@ Commands::Commands(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   schedule_
       ->add_option("--virtual-stages", virtual_stages_,
-                   "Model chunks per rank v (interleaved: chunk c of rank r is stage r + c*K)")
+                   "Model chunks per rank v (interleaved: chunk c of rank r is stage r + c*K; "
+                   "zbv: 2, implied)")
       ->check(CLI::Range(1, 16));
   // The schedule's shape is checked with the options, so every rank refuses it alike.
   schedule_->callback([this] {
+    const pipeline::ScheduleKind kind = pipeline::parse_schedule_kind(schedule_kind_);
+    if (kind == pipeline::ScheduleKind::kZbv && schedule_->count("--virtual-stages") == 0) {
+      virtual_stages_ = 2;  // the V
+    }
     if (auto problem =
-            pipeline::schedule_shape_problem(pipeline::parse_schedule_kind(schedule_kind_), stages_,
-                                             micro_batches_, virtual_stages_)) {
+            pipeline::schedule_shape_problem(kind, stages_, micro_batches_, virtual_stages_)) {
       const bool micro_batches =
           problem->setting == pipeline::ScheduleShapeProblem::Setting::kMicroBatches;
       throw CLI::ValidationError(micro_batches ? "--micro-batches" : "--virtual-stages",

@@ -96,6 +96,11 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
   if (auto f = map.get("micro_batches")) config.micro_batches = read_int32(*f, at_least(1));
   if (auto f = map.get("virtual_stages")) config.virtual_stages = read_int32(*f, at_least(1));
   if (auto f = map.get("schedule")) config.schedule = f->as_choice(pipeline::kScheduleNames);
+  // zbv's V is two chunks per rank; another explicit count is refused at start-up
+  // (pipeline::schedule_shape_problem).
+  if (config.schedule == pipeline::ScheduleKind::kZbv && !map.get("virtual_stages")) {
+    config.virtual_stages = 2;
+  }
   if (auto f = map.get("recompute")) {
     config.recompute = f->as_choice(pipeline::kRecomputeNames);
   }

@@ -67,7 +67,8 @@ std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_b
   for (int s = 0; s < num_stages; ++s) {
     programs.push_back(make_program(kind, num_stages, num_micro_batches, s, virtual_stages));
   }
-  const SimulationOptions options;
+  SimulationOptions options;
+  options.placement = placement_for(kind, num_stages, virtual_stages).kind;
   const SimulationResult result = simulate(programs, options);
   check(!result.deadlocked(), "{} schedule: {}", to_string(kind), result.deadlock_report());
   check(result.orders_match(), "{} schedule: {}", to_string(kind),
@@ -88,13 +89,16 @@ std::string describe_schedule(ScheduleKind kind, int num_stages, int num_micro_b
             : fmt::format("F = {} and B = {} time units", options.forward_time,
                           options.backward_time);
   const bool chunked = virtual_stages > 1;
+  const std::string placed =
+      options.placement == PlacementKind::kV
+          ? fmt::format(" in a V: chunk 0 of rank r is stage r, chunk 1 is stage {} - r",
+                        2 * num_stages - 1)
+          : fmt::format(": chunk c of rank r is stage r + c*{}", num_stages);
   std::string text =
-      chunked ? fmt::format(
-                    "{} schedule: {} of {} ({} stages: chunk c of rank r is stage r + "
-                    "c*{}), {}, {} per chunk\n\n",
-                    to_string(kind), counted(num_stages, "rank"), counted(virtual_stages, "chunk"),
-                    num_stages * virtual_stages, num_stages,
-                    counted(num_micro_batches, "micro-batch", "micro-batches"), costs)
+      chunked ? fmt::format("{} schedule: {} of {} ({} stages{}), {}, {} per chunk\n\n",
+                            to_string(kind), counted(num_stages, "rank"),
+                            counted(virtual_stages, "chunk"), num_stages * virtual_stages, placed,
+                            counted(num_micro_batches, "micro-batch", "micro-batches"), costs)
               : fmt::format("{} schedule: {}, {}, {}\n\n", to_string(kind),
                             counted(num_stages, "stage"),
                             counted(num_micro_batches, "micro-batch", "micro-batches"), costs);

@@ -21,7 +21,8 @@ inline constexpr int kDirections = 3;  // the kinds of message in a comm::TagSpa
 
 class Link {
  public:
-  // Rank `rank` of the pipeline group `pipeline`, holding chunk c's stage r + c·K of `placement`.
+  // Rank `rank` of the pipeline group `pipeline`, holding chunk c's stage
+  // placement.stage_of(rank, c).
   // Each message's tag is `tags`' for (round, the receiving chunk, micro-batch, direction); a round
   // is a training step or an evaluation batch.
   Link(const comm::Communicator& pipeline, int rank, Placement placement, comm::TagSpace tags);

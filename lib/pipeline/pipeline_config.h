@@ -14,6 +14,7 @@ enum class ScheduleKind {
   kOneFOneB,
   kZbH1,         // 1F1B with the backward split into I and W, W ops filling the bubble (schedule.h)
   kInterleaved,  // interleaved 1F1B: v chunks per rank (virtual stages, schedule.h)
+  kZbv,          // ZB-V: 2 chunks per rank in a V, backwards split into I and W (schedule.h)
   kAuto,  // the planner's choice among the others (pipeline/planner.h); never reaches a Stage
 };
 // What a stage stores per micro-batch between forward and backward (torchgpipe's checkpoint).
@@ -49,11 +50,12 @@ enum class Balance {
 };
 
 // The words of experiment files and logs (core/enum_names.h).
-inline constexpr EnumNames<ScheduleKind, 5> kScheduleNames{
+inline constexpr EnumNames<ScheduleKind, 6> kScheduleNames{
     {{"gpipe", ScheduleKind::kGpipe},
      {"1f1b", ScheduleKind::kOneFOneB},
      {"zb_h1", ScheduleKind::kZbH1},
      {"interleaved", ScheduleKind::kInterleaved},
+     {"zbv", ScheduleKind::kZbv},
      {"auto", ScheduleKind::kAuto}}};
 // The schedules `pipeline.schedule: auto` chooses among, in the order that breaks ties.
 inline constexpr ScheduleKind kConcreteSchedules[] = {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB,
@@ -79,7 +81,8 @@ struct PipelineConfig {
   int stages = 1;         // K; 0 = auto (world size / data_parallel)
   int data_parallel = 1;  // D; 0 = auto (world size / stages)
   int micro_batches = 1;  // M
-  // v: model chunks per rank (interleaved: chunk c of rank r is stage r + c·K of K·v stages).
+  // v: model chunks per rank (interleaved: chunk c of rank r is stage r + c·K of K·v stages;
+  // zbv: 2, the V of pipeline/placement.h, implied when the key is absent).
   int virtual_stages = 1;
   ScheduleKind schedule = ScheduleKind::kGpipe;
   Recompute recompute = Recompute::kAuto;

@@ -142,7 +142,7 @@ struct Context {
     if (request.measured_time) return request.measured_time(begin, end, stage);
     return times.one_thread_total(begin, end);
   }
-  // The stage's largest candidate moment (program_moments), and that moment.
+  // The stage's largest candidate moment (its chunk's where it runs), and that moment.
   std::pair<model::StageMemory, model::StashProfile> peak(int begin, int end, int stage) const {
     std::pair<model::StageMemory, model::StashProfile> largest;
     bool first = true;
@@ -306,6 +306,7 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   const PipelineConfig& pipe = c.request.pipeline;
   const MachineRates& rates = c.request.rates;
   SimulationOptions options;
+  options.placement = c.placement.kind;
   std::vector<Program> programs;
   for (int r = 0; r < c.placement.num_ranks; ++r) {
     programs.push_back(make_program(pipe.schedule, c.placement.num_ranks, pipe.micro_batches, r,
@@ -485,7 +486,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
             .request = request,
             .num_layers = static_cast<int>(plan.layers.size()),
             .num_stages = pipe.stages * pipe.virtual_stages,
-            .placement = {.num_ranks = pipe.stages, .virtual_stages = pipe.virtual_stages},
+            .placement = placement_for(pipe.schedule, pipe.stages, pipe.virtual_stages),
             .rows = rows,
             .memory = std::move(memory),
             .times = std::move(times),
@@ -501,7 +502,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
         make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r, pipe.virtual_stages));
   }
   for (int r = 0; r < pipe.stages; ++r) {
-    c.rank_moments.push_back(rank_moments(programs, r, pipe.recompute, batched));
+    c.rank_moments.push_back(rank_moments(programs, r, c.placement.kind, pipe.recompute, batched));
     if (resolve_weight_grads(pipe) != WeightGrads::kTree) continue;
     for (RankMoment& moment : c.rank_moments.back()) {
       for (model::StashProfile& chunk : moment.chunks) {
@@ -670,9 +671,11 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
   std::vector<std::pair<ScheduleKind, int>> choices;  // (schedule, chunks per rank)
   for (ScheduleKind schedule : kConcreteSchedules) choices.emplace_back(schedule, 1);
   const int v = request.pipeline.virtual_stages;
-  if (v > 1 && !schedule_shape_problem(ScheduleKind::kInterleaved, request.pipeline.stages,
-                                       request.pipeline.micro_batches, v)) {
-    choices.emplace_back(ScheduleKind::kInterleaved, v);
+  for (ScheduleKind chunked : {ScheduleKind::kInterleaved, ScheduleKind::kZbv}) {
+    if (v > 1 && !schedule_shape_problem(chunked, request.pipeline.stages,
+                                         request.pipeline.micro_batches, v)) {
+      choices.emplace_back(chunked, v);
+    }
   }
   for (const auto& [schedule, chunks] : choices) {
     r.pipeline.schedule = schedule;

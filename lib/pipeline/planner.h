@@ -92,7 +92,7 @@ struct PipelinePlan {
   ScheduleKind schedule = ScheduleKind::kGpipe;
   // The recompute mode the stages run: the request's, or the one `auto` chose (never kAuto).
   Recompute recompute = Recompute::kAlways;
-  // Every global stage, K·v of them (rank r's chunk c is stage r + c·K).
+  // Every global stage, K·v of them (placed by the schedule: pipeline::placement_for).
   std::vector<StagePlan> stages;
   // Each rank's predicted training peak: its largest moment over one walk of its program, every
   // chunk's profile at that moment on its stage (pipeline::rank_moments); a stage's own peak at

@@ -51,14 +51,14 @@ size_t find_op(const Program& program, OpKind kind, int chunk, int micro_batch) 
 // may have been delivered earlier, or be known so through a third rank).
 class MessageWalk {
  public:
-  MessageWalk(const std::vector<Program>& programs, int rank) {
+  MessageWalk(const std::vector<Program>& programs, int rank, PlacementKind kind) {
     const Program& program = programs.at(static_cast<size_t>(rank));
     int chunks = 1;
     for (const Program& p : programs) {
       for (const Op& op : p) chunks = std::max(chunks, op.chunk + 1);
     }
-    const Placement placement{.num_ranks = static_cast<int>(programs.size()),
-                              .virtual_stages = chunks};
+    const Placement placement{
+        .num_ranks = static_cast<int>(programs.size()), .virtual_stages = chunks, .kind = kind};
     held_.resize(program.size());
     std::vector<size_t> receives;
     for (size_t i = 0; i < program.size(); ++i) {
@@ -291,11 +291,12 @@ int num_chunks(const Program& program) {
 }  // namespace
 
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
-                                     Recompute recompute, bool batched_weight_grads) {
+                                     PlacementKind placement, Recompute recompute,
+                                     bool batched_weight_grads) {
   check(recompute != Recompute::kAuto, "rank_moments: recompute: auto is not resolved");
   const Program& program = programs.at(static_cast<size_t>(rank));
   const bool interleaved = std::ranges::any_of(programs, interleaves);
-  const MessageWalk messages(programs, rank);
+  const MessageWalk messages(programs, rank, placement);
   const int chunks = num_chunks(program);
   std::vector<ChunkWalk> walks;
   for (int c = 0; c < chunks; ++c) {
@@ -328,19 +329,6 @@ std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int r
     if (found.before_backward) deferred = with_others(i, op.chunk, *found.before_backward);
   }
   return moments;
-}
-
-std::vector<model::StashProfile> program_moments(const std::vector<Program>& programs, int rank,
-                                                 Recompute recompute, bool batched_weight_grads,
-                                                 int chunk) {
-  check(std::ranges::any_of(programs.at(static_cast<size_t>(rank)),
-                            [chunk](const Op& op) { return op.chunk == chunk; }),
-        "program_moments: rank {} runs no op of chunk {}", rank, chunk);
-  std::vector<model::StashProfile> out;
-  for (const RankMoment& m : rank_moments(programs, rank, recompute, batched_weight_grads)) {
-    if (m.chunk == chunk) out.push_back(m.chunks[static_cast<size_t>(chunk)]);
-  }
-  return out;
 }
 
 }  // namespace mpipe::pipeline

@@ -6,6 +6,7 @@
 #include "model/memory_model.h"
 #include "pipeline/op.h"
 #include "pipeline/pipeline_config.h"
+#include "pipeline/placement.h"
 
 namespace mpipe::pipeline {
 
@@ -17,7 +18,8 @@ struct RankMoment {
 };
 
 // The candidate moments of rank `rank`'s peak, from one pass over programs[rank] (`programs`
-// holds every rank's program of one step, as make_program gives them). The pass counts per chunk,
+// holds every rank's program of one step, as make_program gives them, its chunks placed as
+// `placement` says: the schedule's, placement_for). The pass counts per chunk,
 // at each op, the micro-batches forwarded and not yet input-backwarded (B or I), those past their
 // I whose W has not run, and, on the last stage, the loss gradients waiting; what each micro-batch
 // keeps follows from `recompute` (not kAuto). The running chunk's moments are:
@@ -37,13 +39,7 @@ struct RankMoment {
 // kSendsInFlight at most, from the oldest not known to be delivered on (it is once the rank has
 // consumed a message its peer sent after receiving it; the link retires sends in order).
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
-                                     Recompute recompute, bool batched_weight_grads);
-
-// The moments of rank `rank`'s chunk `chunk` at its own ops (rank_moments' profiles of that chunk
-// where it runs): with one chunk per rank, the candidate moments of stage `rank`'s peak. Throws
-// mpipe::Error when the rank runs no op of that chunk.
-std::vector<model::StashProfile> program_moments(const std::vector<Program>& programs, int rank,
-                                                 Recompute recompute, bool batched_weight_grads,
-                                                 int chunk = 0);
+                                     PlacementKind placement, Recompute recompute,
+                                     bool batched_weight_grads);
 
 }  // namespace mpipe::pipeline

@@ -1,5 +1,5 @@
-// Schedules as data: GPipe fill-drain, 1F1B, ZB-H1 and interleaved 1F1B programs for one rank of
-// one step.
+// Schedules as data: GPipe fill-drain, 1F1B, ZB-H1, interleaved 1F1B and ZB-V programs for one
+// rank of one step.
 #include "pipeline/schedule.h"
 
 #include <fmt/format.h>
@@ -118,7 +118,75 @@ Program make_interleaved(int num_ranks, int num_micro_batches, int rank, int vir
   return program;
 }
 
+// ZB-V as PyTorch's ScheduleZBVZeroBubble orders it: the rank's chunk 0 (stage r) and chunk 1
+// (stage 2K-1-r, the V of pipeline/placement.h), each backward split into I and W. Built over
+// max(M, 2K-1) micro-batches, the count whose phases fill the pipeline, with the ops of
+// micro-batches M and above left out (PyTorch leaves their slots empty).
+Program make_zbv(int num_ranks, int num_micro_batches, int rank) {
+  const Placement placement = placement_for(ScheduleKind::kZbv, num_ranks, 2);
+  const int stages = placement.num_stages();
+  const int filled = std::max(num_micro_batches, 2 * num_ranks - 1);
+  Program program;
+  // Per chunk, the next micro-batch of each op kind: forwards, input gradients, weight gradients.
+  int forwards[2] = {0, 0}, inputs[2] = {0, 0}, weights[2] = {0, 0};
+  const auto forward = [&](int chunk) {
+    const int m = forwards[chunk]++;
+    if (m < num_micro_batches) {
+      append_forward(program, stages, placement.stage_of(rank, chunk), m, chunk);
+    }
+  };
+  const auto input = [&](int chunk) {
+    const int m = inputs[chunk]++;
+    if (m < num_micro_batches) {
+      append_backward(program, stages, placement.stage_of(rank, chunk), m, OpKind::kBackwardInput,
+                      chunk);
+    }
+  };
+  const auto weight = [&](int chunk) {
+    const int m = weights[chunk]++;
+    if (m < num_micro_batches) program.push_back({OpKind::kBackwardWeight, m, chunk});
+  };
+  // Warm-up: chunk 0 fills the way down, then chunk 1 starts as the V turns at rank K-1.
+  for (int i = 0; i < 2 * (num_ranks - rank) - 1; ++i) forward(0);
+  for (int i = 0; i < rank; ++i) {
+    forward(1);
+    forward(0);
+  }
+  for (int i = 0; i < num_ranks - rank; ++i) {
+    forward(1);
+    input(1);
+    weight(1);
+  }
+  // Steady state: F I W on chunk 0, then on chunk 1.
+  while (forwards[1] < forwards[0] || forwards[0] < filled) {
+    if (forwards[0] < filled) forward(0);
+    input(0);
+    weight(0);
+    forward(1);
+    input(1);
+    weight(1);
+  }
+  // Cool-down: the last input gradients first, the weight gradients they leave fill the drain.
+  for (int i = 0; i < rank; ++i) {
+    input(0);
+    input(1);
+  }
+  for (int i = 0; i < num_ranks - rank; ++i) {
+    input(0);
+    weight(0);
+  }
+  while (weights[1] < inputs[1]) weight(1);
+  while (weights[0] < inputs[0]) weight(0);
+  return program;
+}
+
 }  // namespace
+
+Placement placement_for(ScheduleKind kind, int num_ranks, int virtual_stages) {
+  return {.num_ranks = num_ranks,
+          .virtual_stages = virtual_stages,
+          .kind = kind == ScheduleKind::kZbv ? PlacementKind::kV : PlacementKind::kLoop};
+}
 
 std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, int num_stages,
                                                            int num_micro_batches,
@@ -141,11 +209,21 @@ std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, in
     }
     return std::nullopt;
   }
+  if (kind == ScheduleKind::kZbv) {
+    if (virtual_stages != 2) {
+      return ScheduleShapeProblem{
+          Setting::kVirtualStages,
+          fmt::format("zbv needs 2 chunks per rank (the V: chunk 0 of rank r is stage r, chunk 1 "
+                      "stage 2K-1-r), got {}",
+                      virtual_stages)};
+    }
+    return std::nullopt;
+  }
   if (virtual_stages != 1 && kind != ScheduleKind::kAuto) {
     return ScheduleShapeProblem{
         Setting::kVirtualStages,
-        fmt::format("{} chunks per rank need the interleaved schedule, got {}", virtual_stages,
-                    to_string(kind))};
+        fmt::format("{} chunks per rank need the interleaved or zbv schedule, got {}",
+                    virtual_stages, to_string(kind))};
   }
   return std::nullopt;
 }
@@ -170,6 +248,8 @@ Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, i
       return make_zb_h1(num_stages, num_micro_batches, stage);
     case ScheduleKind::kInterleaved:
       return make_interleaved(num_stages, num_micro_batches, stage, virtual_stages);
+    case ScheduleKind::kZbv:
+      return make_zbv(num_stages, num_micro_batches, stage);
     case ScheduleKind::kAuto:
       throw Error("make_program: schedule: auto is not resolved");
   }
@@ -182,7 +262,9 @@ ScheduleKind parse_schedule_kind(const std::string& name) {
                                list_names(kScheduleNames, " or ")));
 }
 
-bool splits_backward(ScheduleKind kind) { return kind == ScheduleKind::kZbH1; }
+bool splits_backward(ScheduleKind kind) {
+  return kind == ScheduleKind::kZbH1 || kind == ScheduleKind::kZbv;
+}
 
 std::string to_string(ScheduleKind kind) { return std::string(name_of(kScheduleNames, kind)); }
 

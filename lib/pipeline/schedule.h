@@ -7,6 +7,7 @@
 
 #include "pipeline/op.h"
 #include "pipeline/pipeline_config.h"
+#include "pipeline/placement.h"
 
 namespace mpipe::pipeline {
 
@@ -28,12 +29,22 @@ namespace mpipe::pipeline {
 // one forward one backward, then the cool-down backwards; the k-th forward is chunk (k/K) mod v
 // and the k-th backward chunk v-1 - (k/K) mod v, each chunk's micro-batches in ascending order.
 // Needs M a multiple of K (schedule_shape_problem).
+// kZbv (ZB-V, Qi et al. 2024; PyTorch's ScheduleZBVZeroBubble): v = 2 chunks per rank in the V
+// placement (chunk 0 of rank r is stage r, chunk 1 stage 2K-1-r), backwards split into I and W.
+// Rank r warms up with 2(K-r)-1 forwards of chunk 0, then r pairs F1 F0, then K-r triples F1 I1
+// W1; the steady state runs F0 I0 W0 F1 I1 W1; the cool-down r pairs I0 I1, then K-r pairs I0 W0,
+// then the remaining W ops, chunk 1's first. The phases are laid out for max(M, 2K-1)
+// micro-batches; with fewer, the ops of the missing ones are left out.
 // Every schedule runs each op kind in ascending micro-batch order per stage (per chunk).
 // Communication ops surround the compute, each carrying its chunk: RA before F (global stage
 // s > 0), SA after F (s < K·v-1), RG before B or I (s < K·v-1), SG after B or I (s > 0).
 // Throws mpipe::Error for a shape schedule_shape_problem refuses.
 Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage,
                      int virtual_stages = 1);
+
+// The placement `kind`'s programs assume on K = `num_ranks` ranks of v chunks: the V for zbv,
+// the loop placement for every other schedule.
+Placement placement_for(ScheduleKind kind, int num_ranks, int virtual_stages);
 
 // What is wrong with running `kind` on K ranks of v chunks with M micro-batches, and which
 // setting it belongs to; the message reads after that setting's name ("--micro-batches: ",
@@ -47,7 +58,7 @@ std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, in
                                                            int num_micro_batches,
                                                            int virtual_stages);
 
-// "gpipe" | "1f1b" | "zb_h1" | "interleaved" | "auto"
+// "gpipe" | "1f1b" | "zb_h1" | "interleaved" | "zbv" | "auto"
 ScheduleKind parse_schedule_kind(const std::string& name);
 // Whether the schedule splits backwards into I and W ops.
 bool splits_backward(ScheduleKind kind);

@@ -214,7 +214,8 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
             options.send_latency >= 0 && options.send_transfer >= 0,
         "simulate: op times must be >= 0");
   const Placement placement{.num_ranks = static_cast<int>(programs.size()),
-                            .virtual_stages = chunks_of(programs)};
+                            .virtual_stages = chunks_of(programs),
+                            .kind = options.placement};
   for (const auto* times :
        {&options.stage_forward_times, &options.stage_backward_times, &options.stage_weight_times}) {
     check(times->empty() || std::cmp_equal(times->size(), placement.num_stages()),
@@ -257,13 +258,14 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
 BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_stages,
                                int num_micro_batches, int64_t batch_size, ScheduleKind schedule,
                                int virtual_stages) {
-  const Placement placement{.num_ranks = num_stages, .virtual_stages = virtual_stages};
+  const Placement placement = placement_for(schedule, num_stages, virtual_stages);
   check(num_stages >= 1 && virtual_stages >= 1 && num_blocks >= placement.num_stages() &&
             num_micro_batches >= 1 && batch_size > 0,
         "project_blocks: {} blocks on {} stages of {} chunks with {} micro-batches of a batch of "
         "{}",
         num_blocks, num_stages, virtual_stages, num_micro_batches, batch_size);
   SimulationOptions options;
+  options.placement = placement.kind;
   options.send_latency = costs.transfer_s;
   std::vector<int> rank_blocks(static_cast<size_t>(num_stages), 0);
   const int stages = placement.num_stages();

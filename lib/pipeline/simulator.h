@@ -8,6 +8,7 @@
 
 #include "pipeline/op.h"
 #include "pipeline/pipeline_config.h"
+#include "pipeline/placement.h"
 
 namespace mpipe::pipeline {
 
@@ -21,8 +22,10 @@ struct SimulationOptions {
   // messages: they queue on one link) and can be received send_latency after it left the link.
   double send_latency = 0.0;
   double send_transfer = 0.0;
-  // Per stage (when not empty, one entry per global stage, K·v of them: chunk c of rank r is
-  // stage r + c·K): F, B and W times of stage s, instead of the uniform ones above (a
+  // How the ranks' chunks map to global stages (the schedule's: pipeline::placement_for).
+  PlacementKind placement = PlacementKind::kLoop;
+  // Per stage (when not empty, one entry per global stage, K·v of them, placed as `placement`
+  // says): F, B and W times of stage s, instead of the uniform ones above (a
   // partition's stages differ).
   std::vector<double> stage_forward_times = {};
   std::vector<double> stage_backward_times = {};
@@ -74,7 +77,7 @@ struct SimulationResult {
 };
 
 // Runs programs[r] as rank r, holding v chunks (v: one more than the largest chunk an op names;
-// pipeline/placement.h places them). Compute ops take the configured time of their global
+// options.placement places them). Compute ops take the configured time of their global
 // stage; sends never block; a receive (matched by chunk and micro-batch with the peer's send of
 // the same kind) blocks until that message has arrived. Throws mpipe::Error for a program that
 // sends to or receives from a stage that does not exist. A deadlock is reported in the result,

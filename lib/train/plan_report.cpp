@@ -86,14 +86,18 @@ std::string stage_table(const PlanReport& r) {
   return out;
 }
 
-// With chunks: each rank's stages and predicted peak, the sum of its stages' (what the memory
-// limit holds for).
+// With chunks: each rank's stages (as the schedule places them) and predicted peak, the sum of its
+// stages' (what the memory limit holds for).
 std::string rank_table(const PlanReport& r) {
   const std::vector<double>& peaks = r.plan.rank_peak_bytes;
   std::string out = fmt::format("{:<6} {:<12} {:>11}\n", "rank", "stages", "peak memory");
+  const pipeline::Placement placement = pipeline::placement_for(
+      r.plan.schedule, static_cast<int>(peaks.size()), r.plan.virtual_stages);
   for (size_t rank = 0; rank < peaks.size(); ++rank) {
-    std::vector<size_t> stages;
-    for (size_t s = rank; s < r.plan.stages.size(); s += peaks.size()) stages.push_back(s);
+    std::vector<int> stages;
+    for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
+      stages.push_back(placement.stage_of(static_cast<int>(rank), chunk));
+    }
     out += fmt::format("{:<6} {:<12} {:>11}\n", rank, fmt::format("{}", fmt::join(stages, ", ")),
                        format_bytes(peaks[rank]));
   }

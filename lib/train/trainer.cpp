@@ -80,8 +80,8 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       plan_(std::move(plan.model)),
       tags_(message_tags(experiment, dataset.input_shape())),
       pipeline_plan_(std::move(plan.pipeline)),
-      placement_{.num_ranks = topology_.num_stages,
-                 .virtual_stages = pipeline_plan_.virtual_stages},
+      placement_(pipeline::placement_for(pipeline_plan_.schedule, topology_.num_stages,
+                                         pipeline_plan_.virtual_stages)),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order()) {
   link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, placement_, tags_);
   link_->set_trace(&trace_);

@@ -84,7 +84,8 @@ class Trainer {
   const std::optional<model::TiedWeights>& tied() const { return plan_.tied; }
   // The tags of this run's point-to-point messages (train/message_tags.h).
   const comm::TagSpace& tags() const { return tags_; }
-  // Where this rank's chunks sit among the K·v stages (chunk c is global stage rank + c·K).
+  // Where this rank's chunks sit among the K·v stages (the schedule's placement: chunk c is
+  // global stage rank + c·K, or under zbv the V of pipeline/placement.h).
   const pipeline::Placement& placement() const { return placement_; }
   int num_chunks() const { return static_cast<int>(stages_.size()); }
   int global_stage(int chunk) const { return placement_.stage_of(topology_.stage, chunk); }

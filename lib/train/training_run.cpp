@@ -107,7 +107,8 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
   std::vector<double> predicted_kept(ranks, 0.0);
   const std::vector<pipeline::StagePlan>& stages = trainer.pipeline_plan().stages;
   for (size_t s = 0; s < stages.size(); ++s) {
-    predicted_kept[s % ranks] += stages[s].memory.kept_activations;
+    const int rank = trainer.placement().rank_of(static_cast<int>(s));
+    predicted_kept[static_cast<size_t>(rank)] += stages[s].memory.kept_activations;
   }
   const std::vector<double>& predicted_peak = trainer.pipeline_plan().rank_peak_bytes;
   nlohmann::json summary = {

@@ -120,7 +120,7 @@ void export_weights(Trainer& trainer, const config::Experiment& experiment,
   std::string error;
   if (trainer.topology().replica == 0) {
     // Where each global stage's layers begin, so rank 0 knows who sends which tensor (gathered
-    // rank by rank, chunk by chunk: rank r's chunk c is stage r + c·K).
+    // rank by rank, chunk by chunk: rank r's chunk c is stage placement().stage_of(r, c)).
     std::vector<double> mine;
     for (int chunk = 0; chunk < trainer.num_chunks(); ++chunk) {
       mine.push_back(trainer.layer_range(chunk).begin);

@@ -55,7 +55,7 @@ TEST(EnumNames, ListsWordsInTableOrder) {
   EXPECT_EQ(list_names(pipeline::kRecomputeNames), "always, except_last, never, per_layer, auto");
   EXPECT_EQ(list_names(kernels::kEltwiseNames, " or "), "relu, gelu or tanh");
   EXPECT_EQ(list_names(pipeline::kScheduleNames, " or "),
-            "gpipe, 1f1b, zb_h1, interleaved or auto");
+            "gpipe, 1f1b, zb_h1, interleaved, zbv or auto");
   constexpr EnumNames<int, 1> one{{{"only", 1}}};
   EXPECT_EQ(list_names(one, " or "), "only");
 }

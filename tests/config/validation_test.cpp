@@ -214,8 +214,18 @@ TEST(PipelineSection, MicroBatchesMustBeAtLeastOne) {
 
 TEST(PipelineSection, ScheduleMustBeGpipe1f1bZbH1OrAuto) {
   EXPECT_EQ(error_of("pipeline:\n  schedule: zigzag\n"),
-            "exp.yaml:2: pipeline.schedule: expected one of gpipe, 1f1b, zb_h1, interleaved, auto, "
-            "got 'zigzag'");
+            "exp.yaml:2: pipeline.schedule: expected one of gpipe, 1f1b, zb_h1, interleaved, zbv, "
+            "auto, got 'zigzag'");
+}
+
+TEST(PipelineSection, ZbvImpliesTwoChunksPerRankUnlessTheyAreGiven) {
+  EXPECT_EQ(ExperimentFile().load("pipeline:\n  schedule: zbv\n" + kModel).pipeline.virtual_stages,
+            2);
+  // Another count is kept, for the start-up rule to refuse (train/virtual_stage_rules.h).
+  EXPECT_EQ(ExperimentFile()
+                .load("pipeline:\n  schedule: zbv\n  virtual_stages: 3\n" + kModel)
+                .pipeline.virtual_stages,
+            3);
 }
 
 TEST(PipelineSection, VirtualStagesMustBeAtLeastOne) {

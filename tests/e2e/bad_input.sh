@@ -37,8 +37,11 @@ rejected limit_manual "--set pipeline.memory_limit: stage 1 (layers 3-5) needs 6
 # applies), and what runs with one chunk per rank only.
 rejected interleaved_one_chunk "mlp.yaml: pipeline.virtual_stages: interleaved needs 2 or more chunks per rank, got 1; with one chunk per rank use 1f1b" \
   "$mlp" --set pipeline.schedule=interleaved
-rejected chunks_need_interleaved "--set pipeline.virtual_stages: 2 chunks per rank need the interleaved schedule, got gpipe" \
+rejected chunks_need_interleaved "--set pipeline.virtual_stages: 2 chunks per rank need the interleaved or zbv schedule, got gpipe" \
   "$mlp" --set pipeline.virtual_stages=2
+# zbv implies v = 2 and refuses another explicit count.
+rejected zbv_chunks "--set pipeline.virtual_stages: zbv needs 2 chunks per rank (the V: chunk 0 of rank r is stage r, chunk 1 stage 2K-1-r), got 3" \
+  "$mlp" --set pipeline.schedule=zbv --set pipeline.virtual_stages=3
 interleaved=(--set pipeline.schedule=interleaved --set pipeline.virtual_stages=2)
 rejected interleaved_micro_batches_train "--set pipeline.micro_batches: interleaved needs a multiple of the stages (2), got 1" \
   "$mlp" "${interleaved[@]}" --set pipeline.micro_batches=1
@@ -102,7 +105,8 @@ parse_error empty_export "--export-weights: must not be empty (\`mpipe train --h
   train "$mlp" --export-weights ''
 parse_error bad_stages "--stages: Value 0 not in range 1 to 64 (\`mpipe schedule --help\` lists the options)" \
   schedule --stages 0
-# The interleaved schedule's shape: M a multiple of K, v >= 2, and chunks only with it.
+# The interleaved schedule's shape: M a multiple of K, v >= 2, and chunks only with it or zbv
+# (which needs exactly 2).
 parse_error interleaved_micro_batches \
   "--micro-batches: interleaved needs a multiple of the stages (4), got 6 (\`mpipe schedule --help\` lists the options)" \
   schedule --schedule interleaved --stages 4 --virtual-stages 2 --micro-batches 6
@@ -110,8 +114,11 @@ parse_error interleaved_one_chunk \
   "--virtual-stages: interleaved needs 2 or more chunks per rank, got 1; with one chunk per rank use 1f1b (\`mpipe schedule --help\` lists the options)" \
   schedule --schedule interleaved --stages 4 --micro-batches 8
 parse_error chunks_without_interleaved \
-  "--virtual-stages: 2 chunks per rank need the interleaved schedule, got 1f1b (\`mpipe schedule --help\` lists the options)" \
+  "--virtual-stages: 2 chunks per rank need the interleaved or zbv schedule, got 1f1b (\`mpipe schedule --help\` lists the options)" \
   schedule --schedule 1f1b --stages 4 --virtual-stages 2 --micro-batches 8
+parse_error zbv_one_chunk \
+  "--virtual-stages: zbv needs 2 chunks per rank (the V: chunk 0 of rank r is stage r, chunk 1 stage 2K-1-r), got 1 (\`mpipe schedule --help\` lists the options)" \
+  schedule --schedule zbv --stages 4 --virtual-stages 1 --micro-batches 8
 # --help and --version still exit 0 on every rank.
 # shellcheck disable=SC2016
 timeout 60 mpirun -n 2 --oversubscribe --bind-to none \

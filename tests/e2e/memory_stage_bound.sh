@@ -7,20 +7,20 @@
 # tensor bytes (peak_tensor_bytes_per_stage) and at most 3% above it. A longer run (20 steps,
 # evaluations and checkpoints between them) holds to the same bound: its middle stages meet the
 # moment a short run seldom does, two sends in flight during a backward (issue 18, item 4).
-# The same CONFIG under the gpipe schedule, under zb_h1 at M = 4 and interleaved with 2 chunks
-# per rank at M = 8 (every recompute mode, default allocator) holds too: the planner's moments come
+# The same CONFIG under the gpipe schedule, under zb_h1 at M = 4, and interleaved and zbv with 2
+# chunks per rank at M = 8 (every recompute mode, default allocator) holds too: the planner's moments come
 # from each schedule's op list, a rank's every chunk at once (pipeline/program_memory.h). Mode
 # 1f1b_mk (not a default) runs 1f1b at M = K, where a stage's last micro-batches have no message
 # left to receive and the first has sent none (the messages held come from the op list too).
 # Usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]: STAGES (ranks) 4 and the modes default,
-# mmap64k, long, gpipe, zb_h1 and interleaved unless given (the modes are the loop's "allocator"
+# mmap64k, long, gpipe, zb_h1, interleaved and zbv unless given (the modes are the loop's "allocator"
 # below).
 source "$(dirname "$0")/lib.sh"
 
 config=${1:?usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]}
 stages=${2:-4}
 modes=("${@:3}")
-[[ ${#modes[@]} -gt 0 ]] || modes=(default mmap64k long gpipe zb_h1 interleaved)
+[[ ${#modes[@]} -gt 0 ]] || modes=(default mmap64k long gpipe zb_h1 interleaved zbv)
 failed=0
 printf '%-10s %-11s %5s %12s %12s %7s\n' allocator recompute stage predicted measured error
 for allocator in "${modes[@]}"; do
@@ -38,8 +38,8 @@ for allocator in "${modes[@]}"; do
     elif [[ $allocator == 1f1b_mk ]]; then
       train "$stages" "$name" "$config" "${layout[@]}" --set pipeline.schedule=1f1b \
         --set pipeline.micro_batches="$stages"
-    elif [[ $allocator == interleaved ]]; then
-      train "$stages" "$name" "$config" "${layout[@]}" --set pipeline.schedule=interleaved \
+    elif [[ $allocator == interleaved || $allocator == zbv ]]; then
+      train "$stages" "$name" "$config" "${layout[@]}" --set pipeline.schedule="$allocator" \
         --set pipeline.virtual_stages=2 --set pipeline.micro_batches=8
     elif [[ $allocator == long ]]; then
       train "$stages" "$name" "$config" "${layout[@]}" --set train.steps=20 \

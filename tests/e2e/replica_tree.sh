@@ -2,8 +2,8 @@
 # Transparency across replicas under weight_grads: tree: each layer's micro-batch gradients are
 # summed in a fixed pairwise tree of which each replica's share is a node, and the replicas' sums
 # meet in the same tree, so the same global micro-batches give bit-identical weights for
-# D = 1, 2, 4 replicas at K = 1, 2, 4 stages and every schedule (interleaved with 2 chunks per
-# rank: each rank's buckets hold both chunks' gradients).
+# D = 1, 2, 4 replicas at K = 1, 2, 4 stages and every schedule (interleaved and zbv with 2 chunks
+# per rank: each rank's buckets hold both chunks' gradients).
 # Usage: replica_tree.sh CONFIG (its micro_batches must be 4)
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -15,9 +15,9 @@ same k1d1 k1d2
 train 4 k1d4 "$config" "${tree[@]}" --set pipeline.stages=1 --set pipeline.data_parallel=4 \
   --set pipeline.micro_batches=1
 same k1d1 k1d4
-for schedule in gpipe 1f1b zb_h1 interleaved; do
+for schedule in gpipe 1f1b zb_h1 interleaved zbv; do
   chunks=1
-  [[ $schedule == interleaved ]] && chunks=2
+  [[ $schedule == interleaved || $schedule == zbv ]] && chunks=2
   train 4 "k2d2-$schedule" "$config" "${tree[@]}" --set pipeline.stages=2 \
     --set pipeline.schedule=$schedule --set pipeline.virtual_stages=$chunks "${replicas[@]}"
   same k1d1 "k2d2-$schedule"
@@ -35,4 +35,4 @@ if "$MPIPE" compare "$WORK/k1d1-accumulate.safetensors" "$WORK/k1d2-accumulate.s
   echo "FAILED: D=2 gave D=1's exact weights summed in micro-batch order (were replicas in effect?)"
   exit 1
 fi
-echo "replica tree: D=1, 2, 4 x K=1, 2, 4 (gpipe, 1f1b, zb_h1, interleaved) bit-identical under weight_grads: tree"
+echo "replica tree: D=1, 2, 4 x K=1, 2, 4 (gpipe, 1f1b, zb_h1, interleaved, zbv) bit-identical under weight_grads: tree"

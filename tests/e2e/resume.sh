@@ -2,7 +2,8 @@
 # Resume: 3 steps, stop, resume to 6 (on another number of stages) gives the same weights as
 # 6 steps straight. Checkpoints hold a shard per global stage, so a run of K = 2 ranks with v = 2
 # chunks each (interleaved) resumes at K = 2 with one chunk (1f1b) and at K = 1, and K = 1
-# resumes at K = 2 v = 2; `mpipe export` of the v = 2 checkpoint equals its --export-weights.
+# resumes at K = 2 v = 2, and zbv (2 chunks in a V) at 1f1b; `mpipe export` of the v = 2
+# checkpoints equals their --export-weights.
 # Usage: resume.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -24,4 +25,12 @@ same straight chunks-to-k1
 train 1 k1-to-chunks "$config" --set train.steps=3
 train 2 k1-to-chunks "$config" --set train.steps=6 "${interleaved[@]}" --resume
 same straight k1-to-chunks
-echo "resume: 3 + 3 steps (2 then 4 stages; 2 ranks x 2 chunks then 1f1b or 1 stage, and back) == 6 steps"
+# ZB-V's V (rank 0 holding stages 0 and 3, rank 1 stages 1 and 2) resumes at 1f1b; its export
+# gathers the stages from the ranks that hold them.
+train 2 zbv-to-1f1b "$config" --set train.steps=3 --set pipeline.schedule=zbv
+"$MPIPE" export "$WORK/zbv-to-1f1b" "$WORK/zbv-exported.safetensors" > /dev/null
+cmp "$WORK/zbv-to-1f1b.safetensors" "$WORK/zbv-exported.safetensors" ||
+  { echo "FAILED: mpipe export of the zbv checkpoint differs from its --export-weights"; exit 1; }
+train 2 zbv-to-1f1b "$config" --set train.steps=6 --set pipeline.schedule=1f1b --resume
+same straight zbv-to-1f1b
+echo "resume: 3 + 3 steps (2 then 4 stages; 2 ranks x 2 chunks then 1f1b or 1 stage, and back; zbv then 1f1b) == 6 steps"

@@ -23,6 +23,9 @@ same k1 k4-1f1b-uniform
 interleaved=(--set pipeline.schedule=interleaved --set pipeline.virtual_stages=2)
 train 2 k2-interleaved "$config" "${interleaved[@]}"
 same k1 k2-interleaved
+# zbv: the V puts the embedding (stage 0) and the head (stage 3) both on rank 0, in two chunks.
+train 2 k2-zbv "$config" --set pipeline.schedule=zbv
+same k1 k2-zbv
 # Batched weight gradients: the head's gradient is complete only after the step's last backward.
 train 1 k1-batched "$config" --set pipeline.weight_grads=batched
 train 2 k2-batched "$config" --set pipeline.weight_grads=batched

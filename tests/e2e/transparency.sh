@@ -2,8 +2,9 @@
 # Transparency: after 3 steps the exported weights of K = 1, 2, 4 stages are bit-identical (and
 # K = 1 with per-layer recompute to K = 1 with the default),
 # for every schedule (gpipe, 1f1b, zb_h1 with its backwards split into I and W ops, also at
-# K = 1; interleaved at K = 2 with v = 2 chunks per rank, and at K = 4 for a model of 8 layers or
-# more) and all four recompute modes, with the default partition (auto: the planner's, which differs from
+# K = 1; interleaved at K = 2 with v = 2 chunks per rank; zbv at K = 2, and at K = 1 in the
+# default mode; both at K = 4 for a model of 8 layers or more) and all four recompute modes, with
+# the default partition (auto: the planner's, which differs from
 # uniform for every model here at K = 4) and with uniform.
 # Weight gradients: GPipe with recompute never batches them (weight_grads: auto), which rounds differently
 # from accumulating them per micro-batch; so runs under never compare with K = 1 under never,
@@ -62,17 +63,27 @@ for k in 2 4; do
   same k1 "k$k-uniform"
 done
 # Interleaved 1F1B: K = 2 ranks of v = 2 chunks each (4 stages, rank 0 holding stages 0 and 2).
+# ZB-V: K = 2 ranks of 2 chunks in a V (rank 0 holding stages 0 and 3, rank 1 stages 1 and 2, its
+# chunk 0 sending to its chunk 1), v = 2 implied; and K = 1 (one rank holding stages 0 and 1).
 for recompute in always except_last never per_layer; do
   name=k2-interleaved-$recompute
   train 2 "$name" "$config" --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2 \
     --set pipeline.recompute=$recompute "${extra[@]}"
   same k1 "$name"
+  name=k2-zbv-$recompute
+  train 2 "$name" "$config" --set pipeline.schedule=zbv --set pipeline.recompute=$recompute \
+    "${extra[@]}"
+  same k1 "$name"
 done
+train 1 k1-zbv "$config" --set pipeline.schedule=zbv "${extra[@]}"
+same k1 k1-zbv
 # And at K = 4 (8 stages) where the model has the layers for it (the CNN's 10).
 layers=$("$MPIPE" plan "$config" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["num_layers"])')
 if ((layers >= 8)); then
-  train 4 k4-interleaved "$config" --set pipeline.schedule=interleaved \
-    --set pipeline.virtual_stages=2 "${extra[@]}"
-  same k1 k4-interleaved
+  for schedule in interleaved zbv; do
+    train 4 "k4-$schedule" "$config" --set pipeline.schedule=$schedule \
+      --set pipeline.virtual_stages=2 "${extra[@]}"
+    same k1 "k4-$schedule"
+  done
 fi
-echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1 (and zb_h1 at K=1)} x {always,except_last,never,per_layer} (auto), interleaved at K=2 v=2 in every mode (and K=4 v=2 with 8 layers or more), and uniform bit-identical, weight gradients accumulated or batched"
+echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1 (and zb_h1 at K=1)} x {always,except_last,never,per_layer} (auto), interleaved and zbv at K=2 v=2 in every mode (zbv also at K=1; both at K=4 with 8 layers or more), and uniform bit-identical, weight gradients accumulated or batched"

@@ -200,7 +200,7 @@ TEST(Interleaved, RefusesShapesItCannotRun) {
   const auto chunks = schedule_shape_problem(ScheduleKind::kZbH1, 4, 8, 2);
   ASSERT_TRUE(chunks);
   EXPECT_EQ(chunks->setting, Setting::kVirtualStages);
-  EXPECT_EQ(chunks->message, "2 chunks per rank need the interleaved schedule, got zb_h1");
+  EXPECT_EQ(chunks->message, "2 chunks per rank need the interleaved or zbv schedule, got zb_h1");
   EXPECT_FALSE(schedule_shape_problem(ScheduleKind::kInterleaved, 4, 8, 2));
   EXPECT_FALSE(schedule_shape_problem(ScheduleKind::kGpipe, 4, 6, 1));
   EXPECT_THROW(interleaved(4, 2, 6, 0), Error);

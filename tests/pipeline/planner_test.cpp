@@ -100,9 +100,10 @@ TEST(Planner, PredictedKeptActivationsEqualARealStagesPeakUnderEverySchedule) {
               double predicted = 0.0;
               std::vector<Program> programs;
               for (int t = 0; t < k; ++t) programs.push_back(make_program(schedule, k, m, t));
-              for (const model::StashProfile& moment :
-                   program_moments(programs, s, recompute, false)) {
-                const auto mem = memory.stage(0, num_layers, moment, s == 0, s == k - 1);
+              for (const RankMoment& moment :
+                   rank_moments(programs, s, PlacementKind::kLoop, recompute, false)) {
+                const auto mem =
+                    memory.stage(0, num_layers, moment.chunks.front(), s == 0, s == k - 1);
                 predicted = std::max(predicted, mem.kept_activations);
               }
               EXPECT_EQ(predicted, static_cast<double>(measured_stash_peak(
@@ -213,8 +214,8 @@ PlanRequest interleaved_request() {
 }
 
 // Under virtual stages the partition cuts K·v stages in global stage order (rank r holds stages
-// r, r + K, ...), and `schedule: auto` weighs interleaved on them beside the one-chunk schedules
-// on K stages (when M is a multiple of K).
+// r, r + K, ...), and `schedule: auto` weighs interleaved (when M is a multiple of K) and, with
+// v = 2, zbv on them beside the one-chunk schedules on K stages.
 TEST(Planner, VirtualStagesCutKTimesVStages) {
   const ModelSpec spec = uneven_model();
   PlanRequest r = interleaved_request();
@@ -225,9 +226,11 @@ TEST(Planner, VirtualStagesCutKTimesVStages) {
   r.pipeline.partition_mode = PartitionMode::kAuto;
   r.pipeline.schedule = ScheduleKind::kAuto;
   const PipelinePlan chosen = plan_of(spec, kUnevenInput, r);
-  ASSERT_EQ(chosen.candidates.size(), 4u);
-  const ScheduleCandidate& interleaved = chosen.candidates.back();
+  ASSERT_EQ(chosen.candidates.size(), 5u);
+  const ScheduleCandidate& interleaved = chosen.candidates[3];
   EXPECT_EQ(interleaved.schedule, ScheduleKind::kInterleaved);
+  const ScheduleCandidate& zbv = chosen.candidates[4];
+  EXPECT_EQ(zbv.schedule, ScheduleKind::kZbv);
   r.pipeline.schedule = ScheduleKind::kInterleaved;
   const PipelinePlan alone = plan_of(spec, kUnevenInput, r);
   EXPECT_EQ(alone.stages.size(), 4u);
@@ -236,11 +239,22 @@ TEST(Planner, VirtualStagesCutKTimesVStages) {
   // The one-chunk schedules are planned on K = 2 stages.
   EXPECT_EQ(chosen.candidates[1].peak_bytes.size(), 2u);
   EXPECT_EQ(chosen.stages.size(), static_cast<size_t>(2 * chosen.virtual_stages));
-  // M = 3 is no multiple of K = 2: interleaved is left out.
+  // zbv on the same cut, its ranks' peaks over the V (rank 0 holds stages 0 and 3): more than
+  // either stage's, at most their sum.
+  r.pipeline.schedule = ScheduleKind::kZbv;
+  const PipelinePlan v = plan_of(spec, kUnevenInput, r);
+  EXPECT_EQ(zbv.step_s, v.step_s);
+  EXPECT_EQ(zbv.peak_bytes, v.rank_peak_bytes);
+  const double first = v.stages[0].memory.total(), last = v.stages[3].memory.total();
+  EXPECT_GT(v.rank_peak_bytes[0], std::max(first, last));
+  EXPECT_LE(v.rank_peak_bytes[0], first + last);
+  // M = 3 is no multiple of K = 2: interleaved is left out, zbv stays.
   r.pipeline.schedule = ScheduleKind::kAuto;
   r.pipeline.micro_batches = 3;
   r.batch_size = 30;
-  EXPECT_EQ(plan_of(spec, kUnevenInput, r).candidates.size(), 3u);
+  const PipelinePlan three = plan_of(spec, kUnevenInput, r);
+  ASSERT_EQ(three.candidates.size(), 4u);
+  EXPECT_EQ(three.candidates.back().schedule, ScheduleKind::kZbv);
 }
 
 // With chunks a rank holds several stages at once: the limit holds for each rank's peak (every

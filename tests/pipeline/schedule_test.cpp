@@ -211,7 +211,7 @@ TEST(Schedule, ParsesAndPrintsScheduleNames) {
   } catch (const InputError& error) {
     EXPECT_STREQ(
         error.what(),
-        "unknown schedule \"pipedream\" (expected gpipe, 1f1b, zb_h1, interleaved or auto)");
+        "unknown schedule \"pipedream\" (expected gpipe, 1f1b, zb_h1, interleaved, zbv or auto)");
   }
 }
 

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/byte_format.h"
 #include "core/error.h"
@@ -232,6 +234,33 @@ TEST(PlanReport, TextHasTheLayerAndStageTablesAndAdvice) {
   EXPECT_NE(text.find("advice: raise pipeline.micro_batches to >= 4 x stages = 8"),
             std::string::npos)
       << text;
+}
+
+// With chunks the rank table lists each rank's stages as the schedule places them: rank r holds
+// stages r and r + K under interleaved, r and 2K-1-r under zbv's V.
+TEST(PlanReport, TheRankTableFollowsTheSchedulesPlacement) {
+  config::Experiment e = experiment();
+  const std::vector<model::LayerSpec> first_two(e.model.layers.begin(), e.model.layers.begin() + 2);
+  // linear(64) relu linear(64) relu linear(10)
+  e.model.layers.insert(e.model.layers.begin() + 2, first_two.begin(), first_two.end());
+  e.pipeline.virtual_stages = 2;
+  e.pipeline.micro_batches = 2;
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  const auto rank_rows = [&](pipeline::ScheduleKind schedule) {
+    e.pipeline.schedule = schedule;
+    const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+    const std::string text =
+        plan_text({.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline});
+    const size_t table = text.find("rank   stages");
+    EXPECT_NE(table, std::string::npos) << text;
+    const size_t first = text.find('\n', table) + 1;
+    const size_t second = text.find('\n', first) + 1;
+    return std::pair{text.substr(first, 15), text.substr(second, 15)};
+  };
+  EXPECT_EQ(rank_rows(pipeline::ScheduleKind::kInterleaved),
+            (std::pair<std::string, std::string>{"0      0, 2    ", "1      1, 3    "}));
+  EXPECT_EQ(rank_rows(pipeline::ScheduleKind::kZbv),
+            (std::pair<std::string, std::string>{"0      0, 3    ", "1      1, 2    "}));
 }
 
 }  // namespace
