@@ -366,8 +366,8 @@ void simulate_step(const Context& c, PipelinePlan& out) {
 
 // Each stage's predicted peak while evaluating batches of `batch` examples: forward only, one
 // micro-batch at a time, with the whole batch's input data on the first stage, activations
-// received ahead (all but the first stage) and sends in flight (on the last stage, where
-// nothing is sent, they stand for the loss's temporaries of the same size: measured equal).
+// received ahead (all but the first stage) and sent (all but the last; on the last stage two
+// tensors of its input's size stand for the loss's temporaries: measured equal).
 std::vector<model::StageMemory> evaluation_memory(const Context& c,
                                                   const std::vector<StagePlan>& stages,
                                                   int64_t batch) {
@@ -381,7 +381,8 @@ std::vector<model::StageMemory> evaluation_memory(const Context& c,
     const model::StashProfile moment{.inputs = first ? static_cast<int>(parts) : 0,
                                      .backward = false,
                                      .posted_activations = first ? 0 : model::kReceivesAhead,
-                                     .sent_activations = last ? 0 : model::kSendsInFlight};
+                                     .sent_activations = last ? 0 : model::kSendsInFlight,
+                                     .sent_gradients = last ? model::kSendsInFlight : 0};
     const LayerRange& r = stages[static_cast<size_t>(s)].layers;
     out.push_back(memory.stage(r.begin, r.end, moment, first, last));
   }

@@ -236,6 +236,9 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"rates",
        {{"threads", rates.threads},
         {"flops_per_s", rates.flops_per_s},
+        {"input_gradient_flops_per_s", rates.input_gradient_flops_per_s},
+        {"weight_flops_per_s", rates.weight_flops_per_s},
+        {"batched_weight_flops_per_s", rates.batched_weight_flops_per_s},
         {"bytes_per_s", rates.bytes_per_s},
         {"link_bytes_per_s", rates.link_bytes_per_s},
         {"link_latency_s", rates.link_latency_s}}}};

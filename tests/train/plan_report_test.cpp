@@ -108,6 +108,9 @@ TEST(PlanReport, JsonHasEveryStageAndThePredictions) {
   EXPECT_TRUE(json["problem"].is_null());
   EXPECT_EQ(json["advice"].size(), plan.advice.size());
   EXPECT_GT(json["rates"]["flops_per_s"].get<double>(), 0.0);
+  // Not calibrated: the per-product rates are unset (the forward rate stands for them).
+  EXPECT_EQ(json["rates"]["weight_flops_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(json["rates"]["batched_weight_flops_per_s"].get<double>(), 0.0);
 }
 
 TEST(PipelinePlan, ThreadsPerRankDivideTheComputeButNotThePartition) {
