@@ -333,10 +333,9 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   std::vector<double> rank_optimizer_s(static_cast<size_t>(c.placement.num_ranks), 0.0);
   // Batched weight gradients run after each rank's last op, its later chunks' first
   // (Executor::train_step): where each chunk's begin, and where the rank's end.
-  std::vector<double> batched_end(static_cast<size_t>(c.placement.num_ranks), 0.0);
   std::vector<double> batched_start(static_cast<size_t>(c.num_stages), 0.0);
   for (int r = 0; r < c.placement.num_ranks; ++r) {
-    double& end = batched_end[static_cast<size_t>(r)];
+    double end = 0.0;
     for (const TimedOp& op : result.stages[static_cast<size_t>(r)].compute) {
       end = std::max(end, op.end);
     }
