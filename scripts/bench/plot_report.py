@@ -5,8 +5,12 @@
   plot_report.py scaling OUTPUT_OF_scaling.sh PNG           # samples/s vs M, against the ideal
   plot_report.py pipeline OUTPUT_OF_project.sh PNG          # the reference model by K: mpipe,
                                                             # PyTorch's pipeline, the projection
+  plot_report.py schedules OUTPUT_OF_reference_schedules.sh PNG  # each schedule's step and
+                                                            # bubble by M: measured (median and
+                                                            # range of the rounds), predicted
 """
 import re
+import statistics
 import sys
 
 import matplotlib
@@ -42,6 +46,38 @@ def pipeline_rows(text):
     return table_rows(text.split("reference measured", 1)[-1],
                       r"^(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+x\s+[+-][\d.]+%\s+(\d+)\s+[\d.]+x",
                       (int, float, float, float), "measured reference table of the project.sh output")
+
+
+def schedule_rows(text):
+    """(schedule, M, step ms, bubble %, predicted step ms, predicted bubble %) per K > 1 run of
+    reference_schedules.sh's rounds (its per-round lines, which carry the plan's prediction)."""
+    return table_rows(text, r"^k\d+-m(\d+)-([\w]+)\S*\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+"
+                      r"([\d.]+)%.*\(predicted ([\d.]+) ms, bubble ([\d.]+)%\)$",
+                      (int, str, float, float, float, float), "reference_schedules.sh output")
+
+
+def plot_schedules(rows, png):
+    schedules = list(dict.fromkeys(r[1] for r in rows))
+    micro = sorted({r[0] for r in rows})
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    width = 0.8 / len(schedules)
+    for i, schedule in enumerate(schedules):
+        x = [j + (i - (len(schedules) - 1) / 2) * width for j in range(len(micro))]
+        for ax, measured, predicted in ((axes[0], 2, 4), (axes[1], 3, 5)):
+            runs = [[r for r in rows if r[1] == schedule and r[0] == m] for m in micro]
+            middle = [statistics.median(r[measured] for r in run) for run in runs]
+            low = [mid - min(r[measured] for r in run) for mid, run in zip(middle, runs)]
+            high = [max(r[measured] for r in run) - mid for mid, run in zip(middle, runs)]
+            ax.bar(x, middle, width, yerr=[low, high], capsize=2, label=f"{schedule} measured")
+            ax.plot(x, [statistics.median(r[predicted] for r in run) for run in runs], "k_",
+                    markersize=12, markeredgewidth=2,
+                    label="predicted (mpipe plan)" if i == 0 else None)
+    for ax, what in ((axes[0], "step (ms)"), (axes[1], "bubble (% of the step)")):
+        ax.set_xticks(range(len(micro)), [f"M={m}" for m in micro])
+        ax.set_ylabel(what)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
 
 
 def plot_pipeline(rows, png):
@@ -94,7 +130,8 @@ def plot_scaling(rows, png):
 
 def main():
     plots = {"pytorch": (pytorch_rows, plot_pytorch), "scaling": (scaling_rows, plot_scaling),
-             "pipeline": (pipeline_rows, plot_pipeline)}
+             "pipeline": (pipeline_rows, plot_pipeline),
+             "schedules": (schedule_rows, plot_schedules)}
     if len(sys.argv) != 4 or sys.argv[1] not in plots:
         sys.exit(__doc__)
     kind, source, png = sys.argv[1:]
