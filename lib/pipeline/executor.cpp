@@ -18,10 +18,6 @@ namespace {
 // next micro-batch overlaps the compute of the current one.
 constexpr size_t kReceiveLookahead = 2;
 
-bool is_receive(OpKind kind) {
-  return kind == OpKind::kRecvActivation || kind == OpKind::kRecvGrad;
-}
-
 Tensor take(std::map<std::pair<int, int>, Tensor>& tensors, const Op& op, const char* what) {
   auto it = tensors.find({op.chunk, op.micro_batch});
   check(it != tensors.end(),

@@ -39,6 +39,14 @@ constexpr bool is_input_backward(OpKind kind) {
   return kind == OpKind::kBackward || kind == OpKind::kBackwardInput;
 }
 
+// Whether the op receives (RA, RG) or sends (SA, SG) a message.
+constexpr bool is_receive(OpKind kind) {
+  return kind == OpKind::kRecvActivation || kind == OpKind::kRecvGrad;
+}
+constexpr bool is_send(OpKind kind) {
+  return kind == OpKind::kSendActivation || kind == OpKind::kSendGrad;
+}
+
 // "F3", "B0", "RA2", "SA2", "RG1", "SG1", "I0", "W0"; with `with_chunk`, the chunk after a dot:
 // "F3.1" is micro-batch 3's forward in chunk 1.
 std::string to_string(const Op& op, bool with_chunk = false);

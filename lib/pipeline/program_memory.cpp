@@ -25,12 +25,6 @@ bool interleaves(const Program& program) {
   return false;
 }
 
-bool is_receive(OpKind kind) {
-  return kind == OpKind::kRecvActivation || kind == OpKind::kRecvGrad;
-}
-
-bool is_send(OpKind kind) { return kind == OpKind::kSendActivation || kind == OpKind::kSendGrad; }
-
 // The op of `program` of this kind, chunk and micro-batch (its index).
 size_t find_op(const Program& program, OpKind kind, int chunk, int micro_batch) {
   for (size_t i = 0; i < program.size(); ++i) {

@@ -55,10 +55,6 @@ double compute_time(OpKind kind, int stage, const SimulationOptions& options) {
   }
 }
 
-bool is_receive(OpKind kind) {
-  return kind == OpKind::kRecvActivation || kind == OpKind::kRecvGrad;
-}
-
 // The rank and chunk an op talks to, checked to exist.
 Peer checked_peer(const Op& op, int rank, const Placement& placement, std::size_t op_index) {
   try {
