@@ -502,7 +502,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
         make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r, pipe.virtual_stages));
   }
   for (int r = 0; r < pipe.stages; ++r) {
-    c.rank_moments.push_back(rank_moments(programs, r, c.placement.kind, pipe.recompute, batched));
+    c.rank_moments.push_back(rank_moments(programs, r, c.placement, pipe.recompute, batched));
     if (resolve_weight_grads(pipe) != WeightGrads::kTree) continue;
     for (RankMoment& moment : c.rank_moments.back()) {
       for (model::StashProfile& chunk : moment.chunks) {

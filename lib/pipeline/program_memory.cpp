@@ -45,14 +45,8 @@ size_t find_op(const Program& program, OpKind kind, int chunk, int micro_batch) 
 // may have been delivered earlier, or be known so through a third rank).
 class MessageWalk {
  public:
-  MessageWalk(const std::vector<Program>& programs, int rank, PlacementKind kind) {
+  MessageWalk(const std::vector<Program>& programs, int rank, const Placement& placement) {
     const Program& program = programs.at(static_cast<size_t>(rank));
-    int chunks = 1;
-    for (const Program& p : programs) {
-      for (const Op& op : p) chunks = std::max(chunks, op.chunk + 1);
-    }
-    const Placement placement{
-        .num_ranks = static_cast<int>(programs.size()), .virtual_stages = chunks, .kind = kind};
     held_.resize(program.size());
     std::vector<size_t> receives;
     for (size_t i = 0; i < program.size(); ++i) {
@@ -276,22 +270,16 @@ class ChunkWalk {
   bool last_in_flight_ = false, backward_begun_ = false;
 };
 
-int num_chunks(const Program& program) {
-  int chunks = 1;
-  for (const Op& op : program) chunks = std::max(chunks, op.chunk + 1);
-  return chunks;
-}
-
 }  // namespace
 
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
-                                     PlacementKind placement, Recompute recompute,
+                                     const Placement& placement, Recompute recompute,
                                      bool batched_weight_grads) {
   check(recompute != Recompute::kAuto, "rank_moments: recompute: auto is not resolved");
   const Program& program = programs.at(static_cast<size_t>(rank));
   const bool interleaved = std::ranges::any_of(programs, interleaves);
   const MessageWalk messages(programs, rank, placement);
-  const int chunks = num_chunks(program);
+  const int chunks = placement.virtual_stages;
   std::vector<ChunkWalk> walks;
   for (int c = 0; c < chunks; ++c) {
     walks.emplace_back(program, c, recompute, batched_weight_grads, interleaved);

@@ -18,8 +18,8 @@ struct RankMoment {
 };
 
 // The candidate moments of rank `rank`'s peak, from one pass over programs[rank] (`programs`
-// holds every rank's program of one step, as make_program gives them, its chunks placed as
-// `placement` says: the schedule's, placement_for). The pass counts per chunk,
+// holds every rank's program of one step, as make_program gives them, its ranks and chunks
+// placed as `placement` says: the schedule's, placement_for). The pass counts per chunk,
 // at each op, the micro-batches forwarded and not yet input-backwarded (B or I), those past their
 // I whose W has not run, and, on the last stage, the loss gradients waiting; what each micro-batch
 // keeps follows from `recompute` (not kAuto). The running chunk's moments are:
@@ -39,7 +39,7 @@ struct RankMoment {
 // kSendsInFlight at most, from the oldest not known to be delivered on (it is once the rank has
 // consumed a message its peer sent after receiving it; the link retires sends in order).
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
-                                     PlacementKind placement, Recompute recompute,
+                                     const Placement& placement, Recompute recompute,
                                      bool batched_weight_grads);
 
 }  // namespace mpipe::pipeline

@@ -16,12 +16,16 @@ using model::AttrValue;
 
 using P = model::StashProfile;
 
-// Chunk `chunk`'s profiles where it runs, over rank `rank`'s moments (loop placement).
-std::vector<P> program_moments(const std::vector<Program>& programs, int rank, Recompute recompute,
-                               bool batched, int chunk = 0) {
+// The loop placement of `programs`, one per rank, with `chunks` chunks each.
+Placement loop(const std::vector<Program>& programs, int chunks = 1) {
+  return {.num_ranks = static_cast<int>(programs.size()), .virtual_stages = chunks};
+}
+
+// Chunk `chunk`'s profiles where it runs, over rank `rank`'s moments.
+std::vector<P> program_moments(const std::vector<Program>& programs, const Placement& placement,
+                               int rank, Recompute recompute, bool batched, int chunk = 0) {
   std::vector<P> out;
-  for (const RankMoment& m :
-       rank_moments(programs, rank, PlacementKind::kLoop, recompute, batched)) {
+  for (const RankMoment& m : rank_moments(programs, rank, placement, recompute, batched)) {
     if (m.chunk == chunk) out.push_back(m.chunks[static_cast<size_t>(chunk)]);
   }
   return out;
@@ -30,7 +34,7 @@ std::vector<P> program_moments(const std::vector<Program>& programs, int rank, R
 std::vector<P> moments_of(ScheduleKind kind, Recompute recompute, int k, int m, int stage) {
   std::vector<Program> programs;
   for (int s = 0; s < k; ++s) programs.push_back(make_program(kind, k, m, s));
-  return program_moments(programs, stage, recompute, false);
+  return program_moments(programs, loop(programs), stage, recompute, false);
 }
 
 // The counts of a moment (what is kept, recomputed and waiting), not its messages.
@@ -153,7 +157,7 @@ TEST(ProgramMemory, CountsWeightGradientsPendingAtEachOp) {
 TEST(ProgramMemory, BatchedWeightGradientsFromTheFirstBackwardOn) {
   std::vector<Program> programs;
   for (int s = 0; s < 2; ++s) programs.push_back(make_program(ScheduleKind::kGpipe, 2, 4, s));
-  for (const P& m : program_moments(programs, 0, Recompute::kNever, true)) {
+  for (const P& m : program_moments(programs, loop(programs), 0, Recompute::kNever, true)) {
     EXPECT_EQ(m.weight_grad_micro_batches, m.backward ? 4 : 0);
   }
 }
@@ -168,7 +172,8 @@ TEST(ProgramMemory, CountsEachChunkOfARankFromItsOwnOps) {
   }
   const auto kept = [&](int chunk) {
     std::vector<int> full;
-    for (const P& m : program_moments(programs, 0, Recompute::kNever, false, chunk)) {
+    for (const P& m :
+         program_moments(programs, loop(programs, 2), 0, Recompute::kNever, false, chunk)) {
       if (m.backward) full.push_back(m.full);
     }
     return full;
@@ -176,11 +181,11 @@ TEST(ProgramMemory, CountsEachChunkOfARankFromItsOwnOps) {
   EXPECT_EQ(kept(0), (std::vector<int>{4, 3, 2, 1}));
   EXPECT_EQ(kept(1), (std::vector<int>{2, 1, 2, 1}));
   // Neither chunk of rank 0 is the last stage: no loss gradients; rank 1's chunk 1 is.
-  for (const P& m : program_moments(programs, 0, Recompute::kNever, false, 1)) {
+  for (const P& m : program_moments(programs, loop(programs, 2), 0, Recompute::kNever, false, 1)) {
     EXPECT_EQ(m.loss_grads, 0);
   }
   int most_loss_grads = 0;
-  for (const P& m : program_moments(programs, 1, Recompute::kNever, false, 1)) {
+  for (const P& m : program_moments(programs, loop(programs, 2), 1, Recompute::kNever, false, 1)) {
     most_loss_grads = std::max(most_loss_grads, m.loss_grads);
   }
   EXPECT_EQ(most_loss_grads, 0);  // the last stage backwards each micro-batch after its forward
@@ -197,7 +202,7 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
   // At each backward: the running chunk, and the micro-batches each chunk keeps in full.
   std::vector<std::vector<int>> backwards;
   for (const RankMoment& m :
-       rank_moments(programs, 0, PlacementKind::kLoop, Recompute::kNever, false)) {
+       rank_moments(programs, 0, loop(programs, 2), Recompute::kNever, false)) {
     ASSERT_EQ(m.chunks.size(), 2u);
     const P& running = m.chunks[static_cast<size_t>(m.chunk)];
     const P& other = m.chunks[static_cast<size_t>(1 - m.chunk)];
@@ -216,14 +221,14 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
   // RG1.1 B1.1 SG1.1 RA2.1 ...) the link holds the two latest sends, SA1.1 and SA2.0, and the two
   // receives posted next, RG1.1 and RA2.1: chunk 0 one sent activation, chunk 1 one of each.
   const RankMoment first =
-      rank_moments(programs, 0, PlacementKind::kLoop, Recompute::kNever, false).front();
+      rank_moments(programs, 0, loop(programs, 2), Recompute::kNever, false).front();
   EXPECT_EQ(messages(first.chunks[0]), (std::vector<int>{0, 0, 1, 0}));
   EXPECT_EQ(messages(first.chunks[1]), (std::vector<int>{1, 1, 1, 0}));
   // Per-layer recompute: an idle chunk keeps every layer's input of its micro-batches in flight
   // (the same counts as the idle chunks above).
   std::vector<int> idle_at_backwards;
   for (const RankMoment& m :
-       rank_moments(programs, 0, PlacementKind::kLoop, Recompute::kPerLayer, false)) {
+       rank_moments(programs, 0, loop(programs, 2), Recompute::kPerLayer, false)) {
     const P& other = m.chunks[static_cast<size_t>(1 - m.chunk)];
     EXPECT_EQ(other.inputs + other.full, 0);
     if (m.chunks[static_cast<size_t>(m.chunk)].layer_recompute) {
