@@ -65,7 +65,7 @@ Executor::Executor(std::vector<Stage*> stages, Link& link, int rank, Placement p
         num_chunks(), placement_.virtual_stages);
   std::vector<nn::ParamBuffer*> buffers;
   for (Stage* stage : stages_) buffers.push_back(&stage->params());
-  first_bucket_ = rank_gradient_buckets(buffers).first_of_layer;
+  buckets_ = rank_gradient_buckets(buffers);
   for (Stage* stage : stages_) {
     stage->set_layer_hook(
         [this](int global_layer, bool backward) { between_layers(global_layer, backward); });
@@ -81,8 +81,8 @@ void Executor::between_layers(int global_layer, bool backward) {
   link_.progress();
   if (reduction_ == nullptr) return;
   if (backward && in_last_backward_) {
-    auto it = first_bucket_.find(global_layer);
-    if (it != first_bucket_.end()) reduction_->start_from(it->second);
+    auto it = buckets_.first_of_layer.find(global_layer);
+    if (it != buckets_.first_of_layer.end()) reduction_->start_from(it->second);
   }
   reduction_->progress();
 }

@@ -75,6 +75,9 @@ class Executor {
   // earlier layers' backward still runs; the caller finishes it after the step.
   LossTotals train_step(const Program& program, const RoundPlan& plan, const MicroBatchData& data,
                         comm::BucketedAllreduce* reduction = nullptr);
+  // The rank's data-parallel buckets, over its chunks' gradient buffers (rank_gradient_buckets):
+  // what a `reduction` for train_step reduces.
+  const std::vector<std::span<float>>& gradient_buckets() const { return buckets_.buckets; }
   // The times of the last train_step.
   const StepTimes& last_step_times() const { return times_; }
   // While `trace` (null: none) is recording, every op of train_step is an event: F, B (with the
@@ -112,8 +115,7 @@ class Executor {
   log::TraceRecorder* trace_ = nullptr;
   comm::BucketedAllreduce* reduction_ = nullptr;  // during a train_step that was given one
   bool in_last_backward_ = false;
-  // Global layer → its first data-parallel bucket (layers with params; RankBuckets).
-  std::map<int, size_t> first_bucket_;
+  RankBuckets buckets_;  // and each layer's first bucket among them
   // Tensors between the op that produces them and the op that consumes them, by (chunk,
   // micro-batch).
   using Slot = std::pair<int, int>;

@@ -136,9 +136,6 @@ void Trainer::build_stages() {
   executor_->set_trace(&trace_);
   program_ = pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
                                     pipe.micro_batches, topology_.stage, placement_.virtual_stages);
-  std::vector<nn::ParamBuffer*> buffers;
-  for (const auto& stage : stages_) buffers.push_back(&stage->params());
-  gradient_buckets_ = pipeline::rank_gradient_buckets(buffers).buckets;
 }
 
 void Trainer::repartition(pipeline::PipelinePlan plan) {
@@ -232,8 +229,8 @@ StepReport Trainer::step(int64_t step) {
   // backward has finished that layer, and overlaps the backward of the earlier layers and the
   // remaining sends of the step.
   const bool reduce = topology_.num_replicas > 1;
-  comm::BucketedAllreduce allreduce(reduction_levels_,
-                                    reduce ? gradient_buckets_ : std::vector<std::span<float>>{});
+  comm::BucketedAllreduce allreduce(
+      reduction_levels_, reduce ? executor_->gradient_buckets() : std::vector<std::span<float>>{});
   pipeline::LossTotals totals;
   {
     const kernels::WeightsFixed fixed(kernels_);  // until the optimizer update below
