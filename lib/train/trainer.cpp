@@ -123,15 +123,13 @@ void Trainer::build_stages() {
   if (experiment.model.loss == "cross_entropy") {
     loss_rows_per_example_ = std::max<int64_t>(1, dataset_.target_shape().numel());
   }
-  std::vector<pipeline::Stage*> stages;
   for (const auto& stage : stages_) {
     optimizers_.push_back(optim::Optimizer::make(experiment.optimizer, stage->params().num_params(),
                                                  experiment.optimizer.decay_exempt
                                                      ? decay_exempt_ranges(*stage, plan_.tied)
                                                      : std::vector<optim::ParamRange>{}));
-    stages.push_back(stage.get());
   }
-  executor_ = std::make_unique<pipeline::Executor>(std::move(stages), *link_, topology_.stage,
+  executor_ = std::make_unique<pipeline::Executor>(std::move(chunks), *link_, topology_.stage,
                                                    placement_, *loss_, kernels_);
   executor_->set_trace(&trace_);
   program_ = pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
