@@ -86,8 +86,8 @@ std::string stage_table(const PlanReport& r) {
   return out;
 }
 
-// With chunks: each rank's stages (as the schedule places them) and predicted peak, the sum of its
-// stages' (what the memory limit holds for).
+// With chunks: each rank's stages (as the schedule places them) and predicted peak, every chunk
+// at the rank's largest moment (PipelinePlan::rank_peak_bytes, what the memory limit holds for).
 std::string rank_table(const PlanReport& r) {
   const std::vector<double>& peaks = r.plan.rank_peak_bytes;
   std::string out = fmt::format("{:<6} {:<12} {:>11}\n", "rank", "stages", "peak memory");
