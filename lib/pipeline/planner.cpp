@@ -595,16 +595,23 @@ std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanReq
   };
   const int k = pipe.stages;
   if (k > 1 && pipe.micro_batches < 4 * k) {
-    std::string line = fmt::format(
+    // Only when that is predicted at least 5% faster: where messages' latency outweighs a tiny
+    // model's compute, more micro-batches add more time than their smaller bubble saves.
+    const std::string line = fmt::format(
         "raise pipeline.micro_batches to >= 4 x stages = {}: the bubble is {:.0f}% of the step "
         "at M = {}",
         4 * k, 100.0 * out.bubble_fraction, pipe.micro_batches);
     if (auto more = variant([k](PipelineConfig& p) { p.micro_batches = 4 * k; })) {
-      line += fmt::format(", {:.0f}% at M = {}", 100.0 * more->bubble_fraction, 4 * k);
+      if (more->samples_per_s >= 1.05 * out.samples_per_s) {
+        advice.push_back(line + fmt::format(", {:.0f}% at M = {} (predicted {:.1f} vs {:.1f} "
+                                            "samples/s)",
+                                            100.0 * more->bubble_fraction, 4 * k,
+                                            more->samples_per_s, out.samples_per_s));
+      }
     } else {
-      line += fmt::format(" (train.batch_size must then be divisible by {} x D)", 4 * k);
+      advice.push_back(line +
+                       fmt::format(" (train.batch_size must then be divisible by {} x D)", 4 * k));
     }
-    advice.push_back(line);
   }
   const auto limit = static_cast<double>(request.pipeline.memory_limit);
   if (!out.fits() && request.pipeline.memory_limit > 0 && largest_peak(out) > limit) {

@@ -500,11 +500,27 @@ bool has_advice(const PipelinePlan& p, const std::string& start) {
 }
 
 TEST(Planner, AdviseMoreMicroBatchesWhenTheBubbleIsLarge) {
-  const PipelinePlan p = plan_of(uneven_model(), kUnevenInput, request(2, PartitionMode::kAuto));
-  EXPECT_TRUE(has_advice(p, "raise pipeline.micro_batches to >= 4 x stages = 8: the bubble is "));
-  PlanRequest enough = request(2, PartitionMode::kAuto);
+  // Micro-batches of 512 rows: compute outweighs the messages' latency.
+  PlanRequest r = request(2, PartitionMode::kAuto);
+  r.batch_size = 2048;
+  const PipelinePlan p = plan_of(uneven_model(), kUnevenInput, r);
+  EXPECT_TRUE(has_advice(p, "raise pipeline.micro_batches to >= 4 x stages = 8: the bubble is "))
+      << (p.advice.empty() ? "no advice" : p.advice.front());
+  PlanRequest enough = r;
   enough.pipeline.micro_batches = 8;
   EXPECT_FALSE(has_advice(plan_of(uneven_model(), kUnevenInput, enough), "raise"));
+}
+
+TEST(Planner, AdviseMoreMicroBatchesOnlyWhenTheStepGetsFaster) {
+  // Messages that take a millisecond beside microseconds of compute: at M = 8 the bubble is
+  // smaller but the step longer, so no advice to go there.
+  PlanRequest slow_links = request(2, PartitionMode::kAuto);
+  slow_links.rates.link_latency_s = 1e-3;
+  const PipelinePlan p = plan_of(uneven_model(), kUnevenInput, slow_links);
+  slow_links.pipeline.micro_batches = 8;
+  const PipelinePlan more = plan_of(uneven_model(), kUnevenInput, slow_links);
+  ASSERT_LT(more.samples_per_s, p.samples_per_s);
+  EXPECT_FALSE(has_advice(p, "raise")) << p.advice.front();
 }
 
 TEST(Planner, AdviseAutoForAnUnbalancedManualPartition) {

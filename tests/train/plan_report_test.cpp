@@ -217,13 +217,15 @@ TEST(PlanReport, SaysWhenMeasuredTimeReplacesThePartition) {
 }
 
 TEST(PlanReport, TextHasTheLayerAndStageTablesAndAdvice) {
-  const config::Experiment e = experiment();
+  config::Experiment e = experiment();
+  e.train.batch_size = 4096;  // enough compute that more micro-batches are predicted faster
   const model::ModelPlan model = model::plan_model(e.model, kInput);
   const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   const std::string text =
       plan_text({.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline});
   EXPECT_TRUE(text.starts_with(
-      "exp.yaml: 3 layers, 2762 parameters; 2 stages x 1 replica, 2 micro-batches of 8 examples, "
+      "exp.yaml: 3 layers, 2762 parameters; 2 stages x 1 replica, 2 micro-batches of 2048 "
+      "examples, "
       "gpipe, recompute: always (auto), weight gradients: accumulate, partition: auto, memory "
       "limit: "
       "none\n"))
