@@ -1,4 +1,4 @@
-// The point-to-point exchange of state tensors between a pipeline's stages when layers move.
+// The point-to-point exchange of state tensors between a pipeline's ranks when layers move.
 #include "train/layer_move.h"
 
 #include <algorithm>
@@ -12,10 +12,12 @@
 namespace mpipe::train {
 namespace {
 
-// The stage of `from` that holds `layer`.
-int owner_of(const std::vector<model::LayerRange>& from, int layer) {
-  for (size_t s = 0; s < from.size(); ++s) {
-    if (from[s].begin <= layer && layer < from[s].end) return static_cast<int>(s);
+// The rank whose chunk held `layer` in the partition the move starts from.
+int owner_of(const LayerMove& move, int layer) {
+  for (size_t s = 0; s < move.from.size(); ++s) {
+    if (move.from[s].begin <= layer && layer < move.from[s].end) {
+      return move.placement.rank_of(static_cast<int>(s));
+    }
   }
   check(false, "layer {} is in no stage of the partition", layer);
   return -1;
@@ -29,38 +31,38 @@ void move_layer_state(const LayerMove& move, const std::vector<checkpoint::Tenso
                       const checkpoint::TensorDestination& into) {
   const comm::Communicator& pipeline = *move.pipeline;
   const int me = pipeline.rank();
-  const auto num_stages = static_cast<int>(move.wanted.size());
+  const auto num_ranks = static_cast<int>(move.wanted.size());
   std::map<std::string, std::span<const float>> held;
   for (const checkpoint::TensorView& tensor : mine) held[tensor.name] = tensor.values;
 
-  // Sends: to each other stage, the tensors it wants from this one, in its wanted order.
+  // Sends: to each other rank, the tensors it wants from this one, in its wanted order.
   std::vector<comm::Request> requests;
-  for (int peer = 0; peer < num_stages; ++peer) {
+  for (int peer = 0; peer < num_ranks; ++peer) {
     if (peer == me) continue;
     std::vector<float> message;
     for (const auto& tensor : move.wanted[static_cast<size_t>(peer)]) {
-      if (owner_of(move.from, layer_of_state_tensor(tensor.name)) != me) continue;
+      if (owner_of(move, layer_of_state_tensor(tensor.name)) != me) continue;
       const auto it = held.find(tensor.name);
       check(it != held.end() && std::ssize(it->second) == numel(tensor),
-            "stage {} cannot send {} to stage {}", me, tensor.name, peer);
+            "rank {} cannot send {} to rank {}", me, tensor.name, peer);
       message.insert(message.end(), it->second.begin(), it->second.end());
     }
     if (!message.empty()) {
       requests.push_back(pipeline.isend(message, peer, move.tag, "moved layer state"));
     }
   }
-  // Receives: from each other stage, one message with what this stage wants from it.
+  // Receives: from each other rank, one message with what this rank wants from it.
   const auto& wanted = move.wanted[static_cast<size_t>(me)];
   std::vector<int> source(wanted.size());
   std::vector<int64_t> offset(wanted.size());
-  std::vector<std::vector<float>> received(static_cast<size_t>(num_stages));
+  std::vector<std::vector<float>> received(static_cast<size_t>(num_ranks));
   for (size_t i = 0; i < wanted.size(); ++i) {
-    source[i] = owner_of(move.from, layer_of_state_tensor(wanted[i].name));
+    source[i] = owner_of(move, layer_of_state_tensor(wanted[i].name));
     auto& buffer = received[static_cast<size_t>(source[i])];
     offset[i] = std::ssize(buffer);
     if (source[i] != me) buffer.resize(buffer.size() + static_cast<size_t>(numel(wanted[i])));
   }
-  for (int peer = 0; peer < num_stages; ++peer) {
+  for (int peer = 0; peer < num_ranks; ++peer) {
     auto& buffer = received[static_cast<size_t>(peer)];
     if (peer != me && !buffer.empty()) {
       requests.push_back(pipeline.irecv(buffer, peer, move.tag, "moved layer state"));
@@ -70,11 +72,11 @@ void move_layer_state(const LayerMove& move, const std::vector<checkpoint::Tenso
 
   for (size_t i = 0; i < wanted.size(); ++i) {
     const auto destination = into(wanted[i].name, wanted[i].shape);
-    check(destination.has_value(), "stage {} has no place for {}", me, wanted[i].name);
+    check(destination.has_value(), "rank {} has no place for {}", me, wanted[i].name);
     std::span<const float> values;
     if (source[i] == me) {
       const auto it = held.find(wanted[i].name);
-      check(it != held.end(), "stage {} does not hold {}", me, wanted[i].name);
+      check(it != held.end(), "rank {} does not hold {}", me, wanted[i].name);
       values = it->second;
     } else {
       values = std::span<const float>(received[static_cast<size_t>(source[i])])
@@ -87,20 +89,30 @@ void move_layer_state(const LayerMove& move, const std::vector<checkpoint::Tenso
 }
 
 std::vector<double> move_peak_bytes(const pipeline::PipelinePlan& from,
-                                    const pipeline::PipelinePlan& to, const model::ModelPlan& model,
-                                    int optimizer_slots) {
-  std::vector<double> peak;
-  for (size_t s = 0; s < to.stages.size(); ++s) {
-    const model::LayerRange old_layers = from.stages[s].layers;
-    const model::LayerRange new_layers = to.stages[s].layers;
-    double received = 0.0;
-    for (int l = new_layers.begin; l < new_layers.end; ++l) {
-      if (old_layers.begin <= l && l < old_layers.end) continue;
-      const model::LayerPlan& layer = model.layers[static_cast<size_t>(l)];
-      received += static_cast<double>(layer.param_bytes) * (1 + optimizer_slots) +
-                  static_cast<double>(layer.buffer_bytes);
+                                    const pipeline::PipelinePlan& to,
+                                    const pipeline::Placement& placement,
+                                    const model::ModelPlan& model, int optimizer_slots) {
+  std::vector<double> peak(static_cast<size_t>(placement.num_ranks), 0.0);
+  for (int rank = 0; rank < placement.num_ranks; ++rank) {
+    auto held_before = [&](int layer) {
+      for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
+        const model::LayerRange& r =
+            from.stages[static_cast<size_t>(placement.stage_of(rank, chunk))].layers;
+        if (r.begin <= layer && layer < r.end) return true;
+      }
+      return false;
+    };
+    double& bytes = peak[static_cast<size_t>(rank)];
+    for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
+      const auto s = static_cast<size_t>(placement.stage_of(rank, chunk));
+      bytes += from.stages[s].memory.state() + to.stages[s].memory.state();
+      for (int l = to.stages[s].layers.begin; l < to.stages[s].layers.end; ++l) {
+        if (held_before(l)) continue;
+        const model::LayerPlan& layer = model.layers[static_cast<size_t>(l)];
+        bytes += static_cast<double>(layer.param_bytes) * (1 + optimizer_slots) +
+                 static_cast<double>(layer.buffer_bytes);
+      }
     }
-    peak.push_back(from.stages[s].memory.state() + to.stages[s].memory.state() + received);
   }
   return peak;
 }

@@ -1,6 +1,7 @@
 // Moving layers between the stages of a pipeline at a step boundary (pipeline.balance: measured):
-// each stage sends the state tensors (weights, buffers, optimizer state, named as checkpoints name
-// them, train/stage_tensors.h) that another stage's new layers need, point to point.
+// each rank sends the state tensors (weights, buffers, optimizer state, named as checkpoints name
+// them, train/stage_tensors.h) that another rank's new layers need, point to point. With virtual
+// stages a rank holds several stages (its chunks), placed alike before and after the move.
 #pragma once
 
 #include <functional>
@@ -10,30 +11,34 @@
 #include "comm/communicator.h"
 #include "model/model_builder.h"
 #include "model/partition.h"
+#include "pipeline/placement.h"
 #include "pipeline/planner.h"
 
 namespace mpipe::train {
 
 struct LayerMove {
-  const comm::Communicator* pipeline = nullptr;  // one replica's stages, rank = stage
+  const comm::Communicator* pipeline = nullptr;  // one replica's ranks
   int tag = 0;                                   // of the moved tensors' messages
-  std::vector<model::LayerRange> from;           // the partition the state is in
-  // Per stage of the new partition, the state tensors it restores (state_layout).
+  pipeline::Placement placement;                 // which rank holds each stage
+  std::vector<model::LayerRange> from;           // per stage: the partition the state is in
+  // Per rank, the state tensors its chunks restore in the new partition (state_layout of all
+  // their layers).
   std::vector<std::vector<checkpoint::TensorInfo>> wanted;
 };
 
-// Collective over move.pipeline: this stage's old state `mine` (stage_state of its layers in
-// move.from) goes where move.wanted says, one message per pair of stages, and every tensor this
-// stage wants is offered to `into` (its own from `mine`, the others' as received). Throws Error
-// when a tensor another stage wants is not in `mine`.
+// Collective over move.pipeline: this rank's old state `mine` (stage_state of its chunks' layers
+// in move.from) goes where move.wanted says, one message per pair of ranks, and every tensor this
+// rank wants is offered to `into` (its own from `mine`, the others' as received). Throws Error
+// when a tensor another rank wants is not in `mine`.
 void move_layer_state(const LayerMove& move, const std::vector<checkpoint::TensorView>& mine,
                       const checkpoint::TensorDestination& into);
 
-// The tensor bytes each stage holds at once while its layers move (Trainer::repartition): its
-// old layers' state (kept until sent), its new layers' state, and what it receives, the
+// The tensor bytes each rank holds at once while its layers move (Trainer::repartition): its
+// chunks' old layers' state (kept until sent), their new layers' state, and what it receives, the
 // weights, buffers and `optimizer_slots` floats per weight of the layers it did not hold.
 std::vector<double> move_peak_bytes(const pipeline::PipelinePlan& from,
-                                    const pipeline::PipelinePlan& to, const model::ModelPlan& model,
-                                    int optimizer_slots);
+                                    const pipeline::PipelinePlan& to,
+                                    const pipeline::Placement& placement,
+                                    const model::ModelPlan& model, int optimizer_slots);
 
 }  // namespace mpipe::train

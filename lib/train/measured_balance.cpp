@@ -36,6 +36,18 @@ std::vector<model::LayerRange> ranges_of(const pipeline::PipelinePlan& plan) {
   return ranges;
 }
 
+// The largest over the ranks of the sum of `cost` over the rank's stages of `partition`.
+double largest_rank_cost(const std::vector<model::LayerRange>& partition,
+                         const pipeline::Placement& placement, const model::StageCost& cost) {
+  std::vector<double> rank_cost(static_cast<size_t>(placement.num_ranks), 0.0);
+  for (size_t s = 0; s < partition.size(); ++s) {
+    const auto stage = static_cast<int>(s);
+    rank_cost[static_cast<size_t>(placement.rank_of(stage))] +=
+        cost(partition[s].begin, partition[s].end, stage);
+  }
+  return *std::max_element(rank_cost.begin(), rank_cost.end());
+}
+
 }  // namespace
 
 std::vector<double> distinct_speeds(const std::vector<double>& speeds) {
@@ -131,12 +143,12 @@ std::string MeasuredBalance::move_over_memory_limit(const pipeline::PipelinePlan
                                                     const pipeline::PipelinePlan& to) const {
   const int64_t limit = experiment_.pipeline.memory_limit;
   if (limit <= 0) return {};
-  const std::vector<double> peak =
-      move_peak_bytes(from, to, trainer_.plan(), optimizer_slots(experiment_.optimizer));
+  const std::vector<double> peak = move_peak_bytes(from, to, trainer_.placement(), trainer_.plan(),
+                                                   optimizer_slots(experiment_.optimizer));
   const auto largest = std::max_element(peak.begin(), peak.end());
   if (*largest <= static_cast<double>(limit)) return {};
   return fmt::format(
-      "moving needs {} on stage {} (its old and new layers' state at once), over "
+      "moving needs {} on rank {} (its old and new layers' state at once), over "
       "pipeline.memory_limit {}",
       format_bytes(*largest), largest - peak.begin(), format_bytes(static_cast<double>(limit)));
 }
@@ -144,33 +156,46 @@ std::string MeasuredBalance::move_over_memory_limit(const pipeline::PipelinePlan
 void MeasuredBalance::rebalance(int64_t done) {
   const std::vector<double> measured = agreed_layer_times();
   const pipeline::PipelinePlan& current = trainer_.pipeline_plan();
+  const pipeline::Placement& placement = trainer_.placement();
   const std::vector<model::LayerRange> from = ranges_of(current);
-  // Each stage's speed: its measured compute over the planner's prediction for it (1 when
-  // either is zero). A layer's time on another stage is scaled by the two stages' speeds.
-  std::vector<double> measured_speed(from.size(), 1.0);
-  std::vector<double> base(measured.size(), 0.0);  // per layer: measured / its stage's speed
+  // Each rank's speed: its chunks' measured compute over the planner's prediction for them (1
+  // when either is zero). A layer's time on another rank is scaled by the two ranks' speeds.
+  std::vector<double> measured_total(static_cast<size_t>(placement.num_ranks), 0.0);
+  std::vector<double> predicted_total(static_cast<size_t>(placement.num_ranks), 0.0);
   for (size_t s = 0; s < from.size(); ++s) {
-    double total = 0.0;
-    for (int l = from[s].begin; l < from[s].end; ++l) total += measured[static_cast<size_t>(l)];
-    if (total > 0.0 && current.stages[s].compute_s > 0.0) {
-      measured_speed[s] = total / current.stages[s].compute_s;
-    }
+    const auto rank = static_cast<size_t>(placement.rank_of(static_cast<int>(s)));
     for (int l = from[s].begin; l < from[s].end; ++l) {
-      base[static_cast<size_t>(l)] = measured[static_cast<size_t>(l)] / measured_speed[s];
+      measured_total[rank] += measured[static_cast<size_t>(l)];
+    }
+    predicted_total[rank] += current.stages[s].compute_s;
+  }
+  std::vector<double> measured_speed(measured_total.size(), 1.0);
+  for (size_t r = 0; r < measured_speed.size(); ++r) {
+    if (measured_total[r] > 0.0 && predicted_total[r] > 0.0) {
+      measured_speed[r] = measured_total[r] / predicted_total[r];
+    }
+  }
+  std::vector<double> base(measured.size(), 0.0);  // per layer: measured / its rank's speed
+  for (size_t s = 0; s < from.size(); ++s) {
+    const double speed =
+        measured_speed[static_cast<size_t>(placement.rank_of(static_cast<int>(s)))];
+    for (int l = from[s].begin; l < from[s].end; ++l) {
+      base[static_cast<size_t>(l)] = measured[static_cast<size_t>(l)] / speed;
     }
   }
   const std::vector<double> speed = distinct_speeds(measured_speed);
   std::vector<double> prefix(base.size() + 1, 0.0);
   for (size_t l = 0; l < base.size(); ++l) prefix[l + 1] = prefix[l] + base[l];
-  const model::StageCost cost = [&speed, &prefix](int begin, int end, int stage) {
-    return speed[static_cast<size_t>(stage)] *
+  const model::StageCost cost = [&speed, &prefix, &placement](int begin, int end, int stage) {
+    return speed[static_cast<size_t>(placement.rank_of(stage))] *
            (prefix[static_cast<size_t>(end)] - prefix[static_cast<size_t>(begin)]);
   };
   pipeline::PipelinePlan next =
       plan_measured(experiment_, trainer_.plan(), current, trainer_.topology().num_replicas, cost);
   const std::vector<model::LayerRange> to = ranges_of(next);
-  const double before_s = model::largest_stage_cost(from, cost);
-  const double after_s = model::largest_stage_cost(to, cost);
+  // The step goes at the pace of the slowest rank, which computes all its chunks.
+  const double before_s = largest_rank_cost(from, placement, cost);
+  const double after_s = largest_rank_cost(to, placement, cost);
   const double gain = before_s > 0.0 ? 1.0 - after_s / before_s : 0.0;
   const std::vector<int> from_counts = layer_counts(from);
   const std::vector<int> to_counts = layer_counts(to);

@@ -1,6 +1,6 @@
 // MeasuredBalance: pipeline.balance: measured. After pipeline.balance_after steps (and every
 // balance_every steps after, up to balance_moves moves) the ranks agree on every layer's measured
-// time, the exact partitioner re-runs with it, and when the slowest stage gets at least
+// time, the exact partitioner re-runs with it, and when the slowest rank gets at least
 // kMinimumGain faster (and the move fits pipeline.memory_limit) the layers move
 // (Trainer::repartition); each decision is logged and kept for summary.json.
 #pragma once
@@ -22,7 +22,7 @@ namespace mpipe::train {
 // (or change its speed during a run). Sets `times` on that rank; throws InputError for a bad value.
 void apply_test_slowdown(int world_rank, pipeline::LayerTimes& times);
 
-// The stages' speeds (measured compute over predicted, 1 = as predicted) that re-partitioning
+// The ranks' speeds (measured compute over predicted, 1 = as predicted) that re-partitioning
 // goes by: a speed within MeasuredBalance::kMinimumGain of the median counts as the median. A
 // few percent between ranks of equal work is what a short window measures from noise alone (on
 // a 16-core machine, re-partitions that followed such differences ran no faster), so only a

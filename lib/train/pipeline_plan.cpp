@@ -47,9 +47,10 @@ pipeline::PipelinePlan plan_measured(const config::Experiment& experiment,
                                      const model::ModelPlan& plan,
                                      const pipeline::PipelinePlan& current, int num_replicas,
                                      model::StageCost measured_time) {
-  pipeline::PlanRequest request = plan_request(experiment, static_cast<int>(current.stages.size()),
-                                               num_replicas, current.rates);
+  const int num_ranks = static_cast<int>(current.stages.size()) / current.virtual_stages;
+  pipeline::PlanRequest request = plan_request(experiment, num_ranks, num_replicas, current.rates);
   request.pipeline.schedule = current.schedule;
+  request.pipeline.virtual_stages = current.virtual_stages;
   request.pipeline.recompute = current.recompute;
   request.pipeline.weight_grads = pipeline::resolve_weight_grads(experiment.pipeline);
   request.measured_time = std::move(measured_time);

@@ -34,8 +34,9 @@ pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                        const model::ModelPlan& plan, int num_stages,
                                        int num_replicas, const pipeline::MachineRates& rates);
 
-// pipeline.balance: measured: the plan of `current`'s schedule and recompute mode whose `auto`
-// partition balances `measured_time` instead of the predicted times (within the memory limit).
+// pipeline.balance: measured: the plan of `current`'s schedule, chunks and recompute mode whose
+// `auto` partition balances `measured_time` instead of the predicted times (within the memory
+// limit).
 pipeline::PipelinePlan plan_measured(const config::Experiment& experiment,
                                      const model::ModelPlan& plan,
                                      const pipeline::PipelinePlan& current, int num_replicas,

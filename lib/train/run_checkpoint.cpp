@@ -195,11 +195,11 @@ void RunCheckpoints::load(int64_t step) {
 void RunCheckpoints::load(int64_t step, const nlohmann::json& meta) {
   comm::agree(world_, [&] {
     const int64_t optimizer_steps_done = optimizer_steps(meta, store_.meta_path(step));
+    load_rank_state(
+        trainer_.chunk_states(),
+        [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
+        store_.step_dir(step), trainer_.tied());
     for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
-      load_stage_state(
-          trainer_.stage(chunk), trainer_.optimizer(chunk),
-          [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
-          store_.step_dir(step), trainer_.tied());
       trainer_.optimizer(chunk).set_steps_taken(optimizer_steps_done);
     }
   });

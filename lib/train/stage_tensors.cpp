@@ -147,7 +147,7 @@ namespace {
 
 // The stage's tensors by name, writable: where a restore puts each, checking that every one is
 // found once with the model's shape. A name may have several destinations (the two copies of a
-// tied matrix on one stage): the first is read into, the others get copies (finish). A tied
+// tied matrix on one rank): the first is read into, the others get copies (finish). A tied
 // copy's own name, should a file hold it, is read aside and must equal what the stage restored.
 class Destinations {
  public:
@@ -255,16 +255,17 @@ void load_stage_weights(pipeline::Stage& stage,
   destinations.finish();
 }
 
-void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
-                      const std::function<void(const checkpoint::TensorDestination&)>& read,
-                      const std::string& source, const Tied& tied) {
+void load_rank_state(const std::vector<ChunkState>& chunks,
+                     const std::function<void(const checkpoint::TensorDestination&)>& read,
+                     const std::string& source, const Tied& tied) {
   Destinations destinations(source);
-  add_weights(stage, tied, destinations);
-  for_each_optimizer_tensor(
-      stage, optimizer, tied,
-      [&destinations](const std::string& name, const Shape& shape, std::span<float> values, bool) {
-        destinations.add(name, shape, values);
-      });
+  for (const ChunkState& chunk : chunks) {
+    add_weights(*chunk.stage, tied, destinations);
+    for_each_optimizer_tensor(
+        *chunk.stage, *chunk.optimizer, tied,
+        [&destinations](const std::string& name, const Shape& shape, std::span<float> values,
+                        bool) { destinations.add(name, shape, values); });
+  }
   read([&destinations](const std::string& name, const Shape& shape) {
     return destinations.take(name, shape);
   });

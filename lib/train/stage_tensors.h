@@ -68,12 +68,20 @@ void load_stage_weights(pipeline::Stage& stage,
                         const std::string& source,
                         const std::function<bool(const std::string&)>& keep,
                         const std::optional<model::TiedWeights>& tied);
-// Restores what stage_state wrote, from any partition's shards: `read` offers every tensor of
-// the checkpoint to the destination it is given (CheckpointStore::read_into), which takes the
-// stage's own straight into its parameters, buffers and optimizer state, so no copy of the state
-// is held. Throws InputError naming `source` when a tensor is missing or has another shape.
-void load_stage_state(pipeline::Stage& stage, optim::Optimizer& optimizer,
-                      const std::function<void(const checkpoint::TensorDestination&)>& read,
-                      const std::string& source, const std::optional<model::TiedWeights>& tied);
+// One chunk of a rank: a stage and the optimizer of its parameters.
+struct ChunkState {
+  pipeline::Stage* stage;
+  optim::Optimizer* optimizer;
+};
+
+// Restores what stage_state wrote into every chunk of a rank, from any partition's shards, in one
+// read: `read` offers every tensor of the checkpoint to the destination it is given
+// (CheckpointStore::read_into), which takes the chunks' own straight into their parameters,
+// buffers and optimizer state, so no copy of the state is held. A tensor two chunks hold (the
+// embedding and the head's tied copy on one rank) is read once and copied. Throws InputError
+// naming `source` when a tensor is missing or has another shape.
+void load_rank_state(const std::vector<ChunkState>& chunks,
+                     const std::function<void(const checkpoint::TensorDestination&)>& read,
+                     const std::string& source, const std::optional<model::TiedWeights>& tied);
 
 }  // namespace mpipe::train

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <utility>
 
 #include "comm/watchdog.h"
@@ -137,32 +138,52 @@ void Trainer::build_stages() {
 }
 
 void Trainer::repartition(pipeline::PipelinePlan plan) {
-  // (pipeline.balance: measured is refused with chunks: train/virtual_stage_rules.h.)
-  check(num_chunks() == 1, "Trainer::repartition: {} chunks per rank", num_chunks());
   const comm::WatchScope watch(world_, "moving layers", comm::WaitPhase::kLong);
-  LayerMove move{.pipeline = &groups_.pipeline, .tag = tags_.tensor(0), .from = {}, .wanted = {}};
+  LayerMove move{.pipeline = &groups_.pipeline,
+                 .tag = tags_.tensor(0),
+                 .placement = placement_,
+                 .from = {},
+                 .wanted = {}};
   for (const auto& stage : pipeline_plan_.stages) move.from.push_back(stage.layers);
-  // The old stage and optimizer stay alive until their state has been sent and copied.
-  executor_.reset();  // holds the old stage
-  const std::unique_ptr<pipeline::Stage> old_stage = std::move(stages_[0]);
-  const std::unique_ptr<optim::Optimizer> old_optimizer = std::move(optimizers_[0]);
-  const std::vector<checkpoint::TensorView> old_state =
-      stage_state(*old_stage, *old_optimizer, plan_.tied);
+  // The old stages and optimizers stay alive until their state has been sent and copied.
+  executor_.reset();  // holds the old stages
+  const std::vector<std::unique_ptr<pipeline::Stage>> old_stages = std::move(stages_);
+  const std::vector<std::unique_ptr<optim::Optimizer>> old_optimizers = std::move(optimizers_);
+  std::vector<checkpoint::TensorView> old_state;
+  for (size_t chunk = 0; chunk < old_stages.size(); ++chunk) {
+    std::ranges::move(stage_state(*old_stages[chunk], *old_optimizers[chunk], plan_.tied),
+                      std::back_inserter(old_state));
+  }
   pipeline_plan_ = std::move(plan);
   build_stages();
-  optimizers_[0]->set_steps_taken(old_optimizer->steps_taken());
   std::vector<std::string> slots;
   for (const auto& [slot, state] : optimizers_[0]->state()) slots.push_back(slot);
-  for (const auto& stage : pipeline_plan_.stages) {
-    move.wanted.push_back(
-        state_layout(model::build_layers(experiment_.model, dataset_.input_shape(),
-                                         stage.layers.begin, stage.layers.end),
-                     slots, plan_.tied));
+  for (int rank = 0; rank < placement_.num_ranks; ++rank) {
+    std::vector<std::unique_ptr<nn::Layer>> layers;  // of every chunk of the rank
+    for (int chunk = 0; chunk < placement_.virtual_stages; ++chunk) {
+      const model::LayerRange range =
+          pipeline_plan_.stages.at(static_cast<size_t>(placement_.stage_of(rank, chunk))).layers;
+      std::ranges::move(
+          model::build_layers(experiment_.model, dataset_.input_shape(), range.begin, range.end),
+          std::back_inserter(layers));
+    }
+    move.wanted.push_back(state_layout(layers, slots, plan_.tied));
   }
-  load_stage_state(
-      *stages_[0], *optimizers_[0],
+  for (const auto& optimizer : optimizers_) {
+    optimizer->set_steps_taken(old_optimizers[0]->steps_taken());
+  }
+  load_rank_state(
+      chunk_states(),
       [&](const checkpoint::TensorDestination& into) { move_layer_state(move, old_state, into); },
       "the moved layers", plan_.tied);
+}
+
+std::vector<ChunkState> Trainer::chunk_states() {
+  std::vector<ChunkState> chunks;
+  for (size_t chunk = 0; chunk < stages_.size(); ++chunk) {
+    chunks.push_back({.stage = stages_[chunk].get(), .optimizer = optimizers_[chunk].get()});
+  }
+  return chunks;
 }
 
 pipeline::RoundPlan Trainer::round_plan(int64_t round, int64_t first_row,

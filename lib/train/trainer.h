@@ -26,6 +26,7 @@
 #include "pipeline/planner.h"
 #include "pipeline/stage.h"
 #include "train/pipeline_plan.h"
+#include "train/stage_tensors.h"
 #include "train/tied_copies.h"
 
 namespace mpipe::train {
@@ -69,11 +70,11 @@ class Trainer {
   EvalReport evaluate(int64_t step);
 
   // Collective over the world, at a step boundary: runs `plan` (the same partition on every
-  // rank; same schedule and recompute mode; one chunk per rank) from now on. Each stage is
-  // rebuilt for its new layer
-  // range, and the layers that change stage bring their weights, buffers and optimizer state
-  // from the stage that held them (train/layer_move.h; gradients are zero between steps), in
-  // every replica alike, so the run continues bit for bit as it would have.
+  // rank; same schedule, recompute mode and chunks per rank) from now on. Each chunk's stage is
+  // rebuilt for its new layer range, and the layers that change rank bring their weights,
+  // buffers and optimizer state from the rank that held them (train/layer_move.h; gradients are
+  // zero between steps), in every replica alike, so the run continues bit for bit as it would
+  // have.
   void repartition(pipeline::PipelinePlan plan);
 
   const comm::Topology& topology() const { return topology_; }
@@ -97,6 +98,8 @@ class Trainer {
   pipeline::Stage& stage(int chunk) { return *stages_.at(static_cast<size_t>(chunk)); }
   // Each chunk's optimizer runs over that stage's parameter buffer; all take the same steps.
   optim::Optimizer& optimizer(int chunk) { return *optimizers_.at(static_cast<size_t>(chunk)); }
+  // Every chunk's stage and optimizer, in chunk order (what a checkpoint restores).
+  std::vector<ChunkState> chunk_states();
   // This rank's timeline of the traced steps (train/run_trace.h switches it on and off).
   log::TraceRecorder& trace() { return trace_; }
   // This rank's per-layer times of the training steps (pipeline.balance: measured).

@@ -19,11 +19,6 @@ void check_virtual_stages(const config::Experiment& experiment, int num_stages) 
         experiment.where(micro_batches ? "pipeline.micro_batches" : "pipeline.virtual_stages"),
         problem->message));
   }
-  if (pipe.virtual_stages > 1 && pipe.balance == pipeline::Balance::kMeasured) {
-    throw InputError(
-        fmt::format("{}: {} chunks per rank are not run with pipeline.balance: measured yet",
-                    experiment.where("pipeline.virtual_stages"), pipe.virtual_stages));
-  }
 }
 
 }  // namespace mpipe::train

@@ -1,20 +1,16 @@
-// The rules of pipeline.virtual_stages that need the resolved world: the interleaved schedule's
-// shape for this K, and what is not run with several chunks per rank yet.
+// The rule of pipeline.virtual_stages that needs the resolved world: the chunked schedule's shape
+// for this K.
 #pragma once
 
 #include "config/experiment.h"
 
 namespace mpipe::train {
 
-// Throws InputError naming the key, one line:
-// - the schedule's shape on K = `num_stages` ranks (pipeline::schedule_shape_problem, the
-//   rule `mpipe schedule` applies): "exp.yaml:4: pipeline.micro_batches: interleaved needs a
-//   multiple of the stages (2), got 3", "exp.yaml: pipeline.virtual_stages: interleaved needs 2
-//   or more chunks per rank, got 1; ...", "...: 2 chunks per rank need the interleaved schedule,
-//   got 1f1b";
-// - with v > 1, pipeline.balance: measured, which is run with one chunk per rank only:
-//   "exp.yaml:5: pipeline.virtual_stages: 2 chunks per rank are not run with pipeline.balance:
-//   measured yet".
+// Throws InputError naming the key, in one line, when the schedule's shape does not suit K =
+// `num_stages` ranks (pipeline::schedule_shape_problem, the rule `mpipe schedule` applies):
+// "exp.yaml:4: pipeline.micro_batches: interleaved needs a multiple of the stages (2), got 3",
+// "exp.yaml: pipeline.virtual_stages: interleaved needs 2 or more chunks per rank, got 1; ...",
+// "...: 2 chunks per rank need the interleaved schedule, got 1f1b".
 void check_virtual_stages(const config::Experiment& experiment, int num_stages);
 
 }  // namespace mpipe::train

@@ -45,8 +45,6 @@ rejected zbv_chunks "--set pipeline.virtual_stages: zbv needs 2 chunks per rank 
 interleaved=(--set pipeline.schedule=interleaved --set pipeline.virtual_stages=2)
 rejected interleaved_micro_batches_train "--set pipeline.micro_batches: interleaved needs a multiple of the stages (2), got 1" \
   "$mlp" "${interleaved[@]}" --set pipeline.micro_batches=1
-rejected chunks_measured "--set pipeline.virtual_stages: 2 chunks per rank are not run with pipeline.balance: measured yet" \
-  "$mlp" "${interleaved[@]}" --set pipeline.balance=measured
 rejected limit_size "--set pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
   "$mlp" --set pipeline.memory_limit=lots
 # Evaluation batches (64 x the training micro-batch) that training's limit cannot hold.

@@ -3,7 +3,8 @@
 # each of its layer ops until it took 100 times as long, 300 with 4 ranks: this MLP's ops take
 # microseconds, and a busy machine preempts a rank for milliseconds), the run re-partitions after 3 steps,
 # moving layers off the slow stage, and its weights stay bit-identical to the same run without
-# balancing: at K = 2, at K = 2 with 2 replicas (every replica moves alike), and with later
+# balancing: at K = 2, at K = 2 with 2 chunks per rank (interleaved and zbv), at K = 2 with 2
+# replicas (every replica moves alike), and with later
 # re-measurements (balance_every), at most balance_moves moves, a second decision when the speeds
 # change (the hook slows a rank for some steps only), and no move where moving would exceed
 # pipeline.memory_limit. A checkpoint written after the move
@@ -47,9 +48,26 @@ same plain balanced
 # and the measured [4,2] or [5,1] peak at 71-102 KiB), the layers stay where they are.
 MPIPE_TEST_SLOW_RANK=1:100 train 2 limited "$config" "${steps[@]}" "${measured[@]}" \
   --set pipeline.memory_limit=120KiB
-grep -E "step 3: kept \[3,3\] \(measured time suggests \[[45],[21]\], .*\): moving needs [0-9.]+ KiB on stage 0 \(its old and new layers' state at once\), over pipeline.memory_limit 120.0 KiB$" \
+grep -E "step 3: kept \[3,3\] \(measured time suggests \[[45],[21]\], .*\): moving needs [0-9.]+ KiB on rank 0 \(its old and new layers' state at once\), over pipeline.memory_limit 120.0 KiB$" \
   "$WORK/limited.log" || { cat "$WORK/limited.log"; echo "FAILED: limited: the move was not refused"; exit 1; }
 same plain limited
+
+# With 2 chunks per rank, the slow rank's stages together end with fewer layers: under
+# interleaved rank 1 holds stages 1 and 3, under zbv stages 1 and 2 (the V's turn).
+for schedule_stages in interleaved:1,3 zbv:1,2; do
+  schedule=${schedule_stages%%:*}
+  MPIPE_TEST_SLOW_RANK=1:100 train 2 "balanced-$schedule" "$config" "${steps[@]}" "${measured[@]}" \
+    --set pipeline.schedule="$schedule" --set pipeline.virtual_stages=2
+  moved "balanced-$schedule"
+  python3 - "$WORK/balanced-$schedule/summary.json" "${schedule_stages#*:}" << 'PY'
+import json, sys
+history = json.load(open(sys.argv[1]))["partition_history"]
+slow = [int(s) for s in sys.argv[2].split(",")]
+before, after = history[0]["partition"], [h for h in history if h.get("moved")][0]["partition"]
+assert sum(after[s] for s in slow) < sum(before[s] for s in slow), history
+PY
+  same plain "balanced-$schedule"
+done
 
 # Re-measured every 2 steps after the first check (steps 5 and 7), at most 2 moves in all (the
 # second, if any, moves on from the first's partition).

@@ -137,8 +137,8 @@ TEST(CheckpointMemory, ResumingReadsTheStateIntoPlaceWithoutACopy) {
   }
   fresh.stage->params().initialize(6);
   const int64_t peak = peak_new_bytes_during([&] {
-    load_stage_state(
-        *fresh.stage, *fresh.optimizer,
+    load_rank_state(
+        {{.stage = fresh.stage.get(), .optimizer = fresh.optimizer.get()}},
         [&](const checkpoint::TensorDestination& into) { store.read_into(10, into); }, "ckpt",
         std::nullopt);
   });
