@@ -224,8 +224,10 @@ Commands::Commands(CLI::App& app) {
                     "second; default: shared memory's, 4 GB/s)");
   plan_->add_flag("--calibrate", plan_calibrate_,
                   "Measure this machine's GEMM rate at the ranks' threads (oneDNN matmuls of the "
-                  "model's main linear shape at the micro-batch's rows, else of 1024^3) and "
-                  "predict with it instead of the development machine's 100 GFLOP/s per thread");
+                  "model's main linear shape at the micro-batch's rows, else of 1024^3) and its "
+                  "memory traffic (the optimizer step over a rank's parameters), and predict "
+                  "with them instead of the development machine's 100 GFLOP/s and 4 GB/s per "
+                  "thread");
   plan_->add_flag("--json", plan_json_, "Print the plan as one JSON object");
 
   generate_ = app.add_subcommand(
@@ -548,14 +550,19 @@ int Commands::plan() {
     rates.input_gradient_flops_per_s = rate.input_gradient_flops_per_s / rates.threads;
     rates.weight_flops_per_s = rate.weight_flops_per_s / rates.threads;
     rates.batched_weight_flops_per_s = rate.batched_weight_flops_per_s / rates.threads;
+    // A rank's share of the parameters, as its optimizer step meets them.
+    const double memory_rate =
+        train::calibrate_memory_rate(experiment.optimizer, model.num_params() / pipe.stages);
+    rates.bytes_per_s = memory_rate / rates.threads;
     omp_set_num_threads(threads);
     if (!plan_json_) {
       std::printf(
           "calibrated (%s, %d thread(s)), GFLOP/s per rank: forward %.1f, input gradient %.1f, "
-          "weight gradient %.1f, batched over the micro-batches %.1f\n",
+          "weight gradient %.1f, batched over the micro-batches %.1f; memory traffic %.1f GB/s "
+          "(the optimizer step)\n",
           rate.measured.c_str(), rates.threads, rate.flops_per_s / 1e9,
           rate.input_gradient_flops_per_s / 1e9, rate.weight_flops_per_s / 1e9,
-          rate.batched_weight_flops_per_s / 1e9);
+          rate.batched_weight_flops_per_s / 1e9, memory_rate / 1e9);
     }
   }
   const pipeline::PipelinePlan plan =

@@ -23,6 +23,9 @@
 #include "pipeline/simulator.h"
 
 namespace mpipe::pipeline {
+
+double optimizer_passes(int optimizer_slots) { return 5.0 + 2.0 * optimizer_slots; }
+
 namespace {
 
 using model::LayerRange;
@@ -61,9 +64,7 @@ class StageTimes {
     const bool batched =
         resolve_weight_grads(request.pipeline) == WeightGrads::kBatched && num_micro_batches_ > 1;
     const auto r = static_cast<double>(rows);
-    // Zeroing and clipping the gradients, and the update: reads and writes of values, gradients
-    // and the optimizer's slots.
-    const double optimizer_passes = 5.0 + 2.0 * request.optimizer_slots;
+    const double passes = optimizer_passes(request.optimizer_slots);
     forward_.assign(costs.size() + 1, 0.0);
     backward_ = weight_ = batched_weight_ = optimizer_ = forward_;
     for (size_t i = 0; i < costs.size(); ++i) {
@@ -80,7 +81,7 @@ class StageTimes {
       batched_weight_[i + 1] =
           batched_weight_[i] +
           (deferred ? num_micro_batches_ * r * c.weight_grad_flops / batched_rate : 0.0);
-      optimizer_[i + 1] = optimizer_[i] + optimizer_passes * c.param_bytes / rates.bytes_per_s;
+      optimizer_[i + 1] = optimizer_[i] + passes * c.param_bytes / rates.bytes_per_s;
     }
   }
   // One micro-batch's forward, and its backward (with its share of recomputes), on the rank's

@@ -40,6 +40,11 @@ struct MachineRates {
   int threads = 1;
 };
 
+// The passes over a stage's parameter bytes that a step's zeroing, finite check and optimizer
+// update make, each at MachineRates::bytes_per_s: the gradients zeroed and read, the values read
+// and written, the gradients read again, and each of `optimizer_slots` slots read and written.
+double optimizer_passes(int optimizer_slots);
+
 struct PlanRequest {
   PipelineConfig pipeline;  // stages and data_parallel resolved (>= 1)
   int64_t batch_size = 1;   // the mini-batch over all replicas; divisible by D x M

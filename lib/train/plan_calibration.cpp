@@ -1,13 +1,22 @@
-// The calibrated GEMM rates: the model's main linear shape, timed on this machine.
+// The calibrated rates: the model's main linear shape and a rank's optimizer step, timed on this
+// machine.
 #include "train/plan_calibration.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <memory>
 #include <tuple>
+#include <vector>
 
+#include "core/error.h"
 #include "kernels/gemm_peak.h"
+#include "optim/optimizer.h"
+#include "pipeline/planner.h"
+#include "train/finite_check.h"
+#include "train/pipeline_plan.h"
 
 namespace mpipe::train {
 
@@ -44,6 +53,29 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
           .weight_flops_per_s = rates.weight_gradient,
           .batched_weight_flops_per_s = batched,
           .measured = fmt::format("linear {} x {} -> {}", m, k, n)};
+}
+
+double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params) {
+  const auto n = static_cast<size_t>(std::max<int64_t>(num_params, 1));
+  std::vector<float> values(n, 0.5f);
+  std::vector<float> grads(n);
+  const std::unique_ptr<optim::Optimizer> update =
+      optim::Optimizer::make(optimizer, static_cast<int64_t>(n));
+  constexpr int kRepetitions = 7;  // after one that warms up
+  std::vector<double> seconds;
+  for (int i = 0; i <= kRepetitions; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    check(all_finite(grads), "calibrate_memory_rate: zeroed gradients are not finite");
+    update->step(values, grads, 1e-3);
+    if (i > 0) {
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + kRepetitions / 2, seconds.end());
+  return pipeline::optimizer_passes(optimizer_slots(optimizer)) * sizeof(float) *
+         static_cast<double>(n) / seconds[kRepetitions / 2];
 }
 
 }  // namespace mpipe::train

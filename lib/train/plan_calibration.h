@@ -1,5 +1,6 @@
-// The GEMM rates `mpipe plan --calibrate` predicts with: this machine's, measured at the shape of
-// the model's main fully connected products and the micro-batch's rows.
+// The rates `mpipe plan --calibrate` predicts with: this machine's GEMM rates, measured at the
+// shape of the model's main fully connected products and the micro-batch's rows, and its memory
+// traffic, measured on the step's passes over a rank's parameters.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 
 #include "kernels/context.h"
 #include "model/model_builder.h"
+#include "optim/optimizer_config.h"
 
 namespace mpipe::train {
 
@@ -27,5 +29,12 @@ struct CalibratedRate {
 // layer, by the 1024³ GEMM peak (every rate the same).
 CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,
                                    int num_micro_batches, kernels::KernelContext& kernels);
+
+// The memory traffic per second (pipeline::MachineRates::bytes_per_s, on this process's OpenMP
+// threads) at which a rank holding `num_params` parameters zeroes its gradients, checks them and
+// takes an `optimizer` step, each as a run's step does it: pipeline::optimizer_passes over the
+// parameters' bytes in the median of a few timed repetitions, so that the plan's optimizer time
+// is the time measured.
+double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params);
 
 }  // namespace mpipe::train

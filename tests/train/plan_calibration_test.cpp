@@ -1,9 +1,11 @@
 // calibrate_gemm_rate: it times the linear shape that carries most of the model's FLOPs, at the
-// micro-batch's rows times an example's positions, and the 1024^3 GEMM without linear layers.
+// micro-batch's rows times an example's positions, and the 1024^3 GEMM without linear layers;
+// calibrate_memory_rate: the optimizer step's traffic.
 #include "train/plan_calibration.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,15 @@ TEST(PlanCalibration, WithoutALinearLayerTimesTheSquareGemm) {
   EXPECT_EQ(rate.measured, "1024^3 GEMM");
   EXPECT_GT(rate.flops_per_s, 0.0);
   EXPECT_EQ(rate.weight_flops_per_s, rate.flops_per_s);
+}
+
+TEST(PlanCalibration, TimesTheMemoryTrafficOfEachOptimizersStep) {
+  for (const auto kind : {optim::OptimizerKind::kSgd, optim::OptimizerKind::kAdamW}) {
+    optim::OptimizerConfig optimizer;
+    optimizer.kind = kind;
+    const double rate = calibrate_memory_rate(optimizer, 1 << 20);
+    EXPECT_TRUE(std::isfinite(rate) && rate > 0.0) << rate;
+  }
 }
 
 }  // namespace
