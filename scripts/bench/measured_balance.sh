@@ -17,7 +17,8 @@
 # slower and layers of no size, the best partition recovers (K - 1) / K of the loss, whatever f:
 # half at K = 2, 87.5% at K = 8 (docs/benchmarks.md).
 # Environment: STAGES (2), THREADS (1, cores per rank), ROUNDS (1), BLOCKS (24), WIDTH (512), BATCH
-# (256), MICRO (4), SCHEDULE (1f1b), STEPS (40), EVERY (log.every, 4), BALANCE_AFTER (8), FACTOR
+# (256), MICRO (4), SCHEDULE (1f1b), CHUNKS (pipeline.virtual_stages, 1; 2 with SCHEDULE
+# interleaved or zbv), STEPS (40), EVERY (log.every, 4), BALANCE_AFTER (8), FACTOR
 # (1.3), SLOW (hook or busy), SLOW_RANK (the last), MPIPE_BIN, MPIRUN.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,7 +52,7 @@ model:
 data: {dataset: synthetic, num_examples: $((9 * ${BATCH:-256})), features: ${WIDTH:-512}, classes: 10}
 train: {steps: $steps, batch_size: ${BATCH:-256}, seed: 1, eval_batches: 1}
 optimizer: {kind: sgd, lr: 0.01}
-pipeline: {micro_batches: ${MICRO:-4}, schedule: ${SCHEDULE:-1f1b}, recompute: never}
+pipeline: {micro_batches: ${MICRO:-4}, schedule: ${SCHEDULE:-1f1b}, virtual_stages: ${CHUNKS:-1}, recompute: never}
 checkpoint: {every: 0}
 YAML
 echo "K=$stages, $threads thread(s) per rank, rank $slow_rank slowed ($slow, factor $factor)," \
