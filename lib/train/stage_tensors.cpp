@@ -145,10 +145,11 @@ std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
 
 namespace {
 
-// The stage's tensors by name, writable: where a restore puts each, checking that every one is
-// found once with the model's shape. A name may have several destinations (the two copies of a
-// tied matrix on one rank): the first is read into, the others get copies (finish). A tied
-// copy's own name, should a file hold it, is read aside and must equal what the stage restored.
+// The tensors of a stage (or of a rank's stages) by name, writable: where a restore puts each,
+// checking that every one is found once with the model's shape. A name may have several
+// destinations (the two copies of a tied matrix on one rank): the first is read into, the others
+// get copies (finish). A tied copy's own name, should a file hold it, is read aside and must equal
+// what the stage restored.
 class Destinations {
  public:
   explicit Destinations(const std::string& source) : source_(source) {}
