@@ -1,7 +1,8 @@
 // Tests for tied embeddings on one stage: the head's copy starts as the embedding's draw; the
 // summed gradient of the two uses matches finite differences of the loss in the shared matrix
 // (and neither use's gradient alone does); the norm counts the matrix once; weights and
-// optimizer state hold it once and restore both copies; a file whose head copy differs is refused.
+// optimizer state hold it once and restore both copies, also into two chunks of one rank; a file
+// whose head copy differs is refused.
 #include "train/tied_copies.h"
 
 #include <fmt/format.h>
@@ -220,6 +221,63 @@ TEST(TiedCopies, WeightsAndStateHoldTheMatrixOnceAndRestoreBothCopies) {
     EXPECT_STREQ(e.what(),
                  "w.safetensors: tensor layers.2.weight is tied to layers.0.token but holds other "
                  "values");
+  }
+}
+
+TEST(TiedCopies, TwoChunksOfOneRankRestoreBothCopiesFromTheOneStoredMatrix) {
+  // The state of the model on one stage, as a checkpoint holds it: the matrix once.
+  TiedModel whole;
+  const auto whole_optimizer =
+      optim::Optimizer::make(optim::OptimizerConfig{}, whole.stage->params().num_params());
+  std::ranges::fill(whole.stage->params().values(), 0.5f);
+  for (const auto& [slot, state] : whole_optimizer->state()) std::ranges::fill(state, 0.25f);
+  std::vector<checkpoint::NamedTensor> file;
+  for (const auto& view : stage_state(*whole.stage, *whole_optimizer, whole.tied)) {
+    file.push_back({view.name, view.shape, {view.values.begin(), view.values.end()}});
+  }
+
+  // Restored into a rank holding the embedding and the head in two chunks (zbv's rank 0).
+  pipeline::Stage embedding(model::build_layers(whole.spec, Shape{kSeq}, 0, 1),
+                            pipeline::Recompute::kNever, 1);
+  pipeline::Stage head(model::build_layers(whole.spec, Shape{kSeq}, 1, 3),
+                       pipeline::Recompute::kNever, 1);
+  const auto embedding_optimizer =
+      optim::Optimizer::make(optim::OptimizerConfig{}, embedding.params().num_params());
+  const auto head_optimizer =
+      optim::Optimizer::make(optim::OptimizerConfig{}, head.params().num_params());
+  int offers_taken = 0;
+  load_rank_state(
+      {{.stage = &embedding, .optimizer = embedding_optimizer.get()},
+       {.stage = &head, .optimizer = head_optimizer.get()}},
+      [&](const checkpoint::TensorDestination& into) {
+        for (const auto& tensor : file) {
+          if (auto values = into(tensor.name, tensor.shape)) {
+            std::ranges::copy(tensor.values, values->begin());
+            ++offers_taken;
+          }
+        }
+      },
+      "ckpt", whole.tied);
+  EXPECT_EQ(offers_taken, std::ssize(file));  // each stored tensor read once
+  // Every parameter's values and optimizer slots, entry by entry (not the padding between them).
+  const auto every_entry_is = [](const pipeline::Stage& stage, std::span<const float> buffer,
+                                 float expected) {
+    return std::ranges::all_of(stage.params().entries(), [&](const auto& entry) {
+      return std::ranges::all_of(buffer.subspan(static_cast<size_t>(entry.offset),
+                                                static_cast<size_t>(entry.shape.numel())),
+                                 [expected](float v) { return v == expected; });
+    });
+  };
+  // The head's weight is not in the file: it comes from layers.0.token.
+  ASSERT_EQ(std::ranges::count_if(file, [](const auto& t) { return t.name == "layers.2.weight"; }),
+            0);
+  EXPECT_TRUE(every_entry_is(embedding, embedding.params().values(), 0.5f));
+  EXPECT_TRUE(every_entry_is(head, head.params().values(), 0.5f));
+  for (const auto& [stage, optimizer] :
+       {std::pair{&embedding, embedding_optimizer.get()}, std::pair{&head, head_optimizer.get()}}) {
+    for (const auto& [slot, state] : optimizer->state()) {
+      EXPECT_TRUE(every_entry_is(*stage, state, 0.25f)) << slot;
+    }
   }
 }
 
