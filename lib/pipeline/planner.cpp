@@ -24,7 +24,9 @@
 
 namespace mpipe::pipeline {
 
-double optimizer_passes(int optimizer_slots) { return 5.0 + 2.0 * optimizer_slots; }
+double optimizer_passes(int optimizer_slots, bool clips_gradients) {
+  return 5.0 + 2.0 * optimizer_slots + (clips_gradients ? 3.0 : 0.0);
+}
 
 namespace {
 
@@ -64,7 +66,7 @@ class StageTimes {
     const bool batched =
         resolve_weight_grads(request.pipeline) == WeightGrads::kBatched && num_micro_batches_ > 1;
     const auto r = static_cast<double>(rows);
-    const double passes = optimizer_passes(request.optimizer_slots);
+    const double passes = optimizer_passes(request.optimizer_slots, request.clips_gradients);
     forward_.assign(costs.size() + 1, 0.0);
     backward_ = weight_ = batched_weight_ = optimizer_ = forward_;
     for (size_t i = 0; i < costs.size(); ++i) {

@@ -42,13 +42,15 @@ struct MachineRates {
 
 // The passes over a stage's parameter bytes that a step's zeroing, finite check and optimizer
 // update make, each at MachineRates::bytes_per_s: the gradients zeroed and read, the values read
-// and written, the gradients read again, and each of `optimizer_slots` slots read and written.
-double optimizer_passes(int optimizer_slots);
+// and written, the gradients read again, and each of `optimizer_slots` slots read and written;
+// with `clips_gradients`, also the gradients read for their norm, then read and written scaled.
+double optimizer_passes(int optimizer_slots, bool clips_gradients);
 
 struct PlanRequest {
-  PipelineConfig pipeline;  // stages and data_parallel resolved (>= 1)
-  int64_t batch_size = 1;   // the mini-batch over all replicas; divisible by D x M
-  int optimizer_slots = 0;  // floats of optimizer state per parameter
+  PipelineConfig pipeline;       // stages and data_parallel resolved (>= 1)
+  int64_t batch_size = 1;        // the mini-batch over all replicas; divisible by D x M
+  int optimizer_slots = 0;       // floats of optimizer state per parameter
+  bool clips_gradients = false;  // optimizer.clip_norm > 0: the gradients' norm and scaling
   MachineRates rates = {};
   std::string partition_where;     // "exp.yaml:20: pipeline.partition", for errors
   std::string memory_limit_where;  // "exp.yaml:21: pipeline.memory_limit"

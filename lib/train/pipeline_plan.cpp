@@ -15,6 +15,7 @@ pipeline::PlanRequest plan_request(const config::Experiment& experiment, int num
   pipeline::PlanRequest request{.pipeline = experiment.pipeline,
                                 .batch_size = experiment.train.batch_size,
                                 .optimizer_slots = optimizer_slots(experiment.optimizer),
+                                .clips_gradients = experiment.optimizer.clip_norm > 0,
                                 .rates = rates,
                                 .partition_where = experiment.where("pipeline.partition"),
                                 .memory_limit_where = experiment.where("pipeline.memory_limit"),

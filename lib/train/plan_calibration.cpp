@@ -74,7 +74,7 @@ double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t nu
     }
   }
   std::nth_element(seconds.begin(), seconds.begin() + kRepetitions / 2, seconds.end());
-  return pipeline::optimizer_passes(optimizer_slots(optimizer)) * sizeof(float) *
+  return pipeline::optimizer_passes(optimizer_slots(optimizer), false) * sizeof(float) *
          static_cast<double>(n) / seconds[kRepetitions / 2];
 }
 

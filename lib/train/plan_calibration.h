@@ -34,7 +34,7 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
 // threads) at which a rank holding `num_params` parameters zeroes its gradients, checks them and
 // takes an `optimizer` step, each as a run's step does it: pipeline::optimizer_passes over the
 // parameters' bytes in the median of a few timed repetitions, so that the plan's optimizer time
-// is the time measured.
+// is the time measured. Clipping is not timed; the plan charges its passes at this rate.
 double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params);
 
 }  // namespace mpipe::train

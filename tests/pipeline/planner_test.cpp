@@ -343,6 +343,24 @@ TEST(Planner, StageStateIsParametersGradientsAndOptimizerSlots) {
   EXPECT_GT(p.bubble_fraction, 0.0);
 }
 
+TEST(Planner, TheOptimizerPhaseMakesItsPassesOverTheParametersAtTheMemoryRate) {
+  PlanRequest r = request(2, PartitionMode::kAuto);  // Adam's two slots: 9 passes
+  r.rates.bytes_per_s = 1e9;
+  const PipelinePlan plain = plan_of(uneven_model(), kUnevenInput, r);
+  r.clips_gradients = true;  // the norm's read and the scaling's read and write: 3 more
+  const PipelinePlan clipped = plan_of(uneven_model(), kUnevenInput, r);
+  const model::ModelPlan model = model::plan_model(uneven_model(), kUnevenInput);
+  for (size_t s = 0; s < plain.stages.size(); ++s) {
+    double bytes = 0.0;  // the parameters as allocated
+    for (int l = plain.stages[s].layers.begin; l < plain.stages[s].layers.end; ++l) {
+      bytes += static_cast<double>(model.layers[static_cast<size_t>(l)].param_bytes);
+    }
+    EXPECT_GT(bytes, 0.0);
+    EXPECT_NEAR(plain.stages[s].optimizer_s, 9.0 * bytes / 1e9, 1e-12) << s;
+    EXPECT_NEAR(clipped.stages[s].optimizer_s, 12.0 * bytes / 1e9, 1e-12) << s;
+  }
+}
+
 TEST(Planner, TheGradientTreeCountsFloorLog2MPartialSumsOfTheGradients) {
   const ModelSpec spec = uneven_model();
   const model::ModelPlan model = model::plan_model(spec, kUnevenInput);
