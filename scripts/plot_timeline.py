@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Draws the traced steps of <run_dir>/trace.json (log.trace_steps) into <run_dir>/timeline.png.
 
-One row per rank: its compute (F, B with the recompute inside it hatched, W, optimizer,
+One row per rank: its compute (F, B with the recompute inside it hatched over it, W, optimizer,
 checkpoint, evaluation; each micro-batch's box numbered) and under it, thinner, the time it
 waited on a receive or an allreduce. White space in a compute row is the bubble: time that rank
 did not compute.
@@ -33,6 +33,16 @@ def kind_of(name):
     head = name.split(" ")[0] if name.endswith(" done") else name
     stripped = head.rstrip("0123456789")
     return stripped or head
+
+
+def weight_gradient_label(spans):
+    """The legend of W: one micro-batch's weight gradient (W3, zero-bubble schedules) or the
+    step's batched ones (W, pipeline.weight_grads: batched)."""
+    names = {e["name"] for e in spans if e["cat"] == "compute" and kind_of(e["name"]) == "W"}
+    per_micro_batch, batched = any(name != "W" for name in names), "W" in names
+    if per_micro_batch != batched:
+        return "weight gradients (per micro-batch)" if per_micro_batch else "batched weight gradients"
+    return "weight gradients"
 
 
 def read_trace(path):
@@ -71,9 +81,10 @@ def plot(ranks, spans, out_path, title):
             kind = kind_of(e["name"])
             start, length = (e["ts"] - origin) / 1e3, e["dur"] / 1e3
             if e["cat"] == "compute":
-                if kind == "R":
+                if kind == "R":  # over the B that holds it, whichever comes first in the file
                     axes.broken_barh([(start, length)], (y - 0.05, 0.5), facecolors="none",
-                                     edgecolors=RECOMPUTE_COLOUR, hatch="////", linewidth=0)
+                                     edgecolors=RECOMPUTE_COLOUR, hatch="////", linewidth=0,
+                                     zorder=3)
                     continue
                 axes.broken_barh([(start, length)], (y - 0.05, 0.5),
                                  facecolors=COMPUTE_COLOURS.get(kind, "#999999"),
@@ -93,7 +104,7 @@ def plot(ranks, spans, out_path, title):
                          Patch(color=COMPUTE_COLOURS["B"], label="backward"),
                          Patch(facecolor="none", edgecolor=RECOMPUTE_COLOUR, hatch="////",
                                label="recompute (inside B)"),
-                         Patch(color=COMPUTE_COLOURS["W"], label="batched weight gradients"),
+                         Patch(color=COMPUTE_COLOURS["W"], label=weight_gradient_label(spans)),
                          Patch(color=COMPUTE_COLOURS["optimizer"], label="optimizer"),
                          Patch(color=WAIT_COLOUR, label="waiting (receive, allreduce)")],
                 loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.2 / len(pids)), ncol=6,

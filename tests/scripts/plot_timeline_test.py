@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""scripts/plot_timeline.py: the recompute hatching shows over the backward that holds it, and the
+W legend names what the trace's W events are (batched, or one micro-batch's under zb_h1)."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                      "plot_timeline.py")
+spec = importlib.util.spec_from_file_location("plot_timeline", SCRIPT)
+plot_timeline = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plot_timeline)
+
+
+def span(name, start_us, length_us, micro_batch=-1):
+    return {"ph": "X", "pid": 0, "tid": 0, "cat": "compute", "name": name, "ts": start_us,
+            "dur": length_us, "args": {"step": 5, "micro_batch": micro_batch}}
+
+
+def recompute_pixels(trace_events):
+    """How many pixels of the recompute colour the drawn timeline of `trace_events` holds."""
+    import matplotlib.image
+
+    with tempfile.TemporaryDirectory() as run_dir:
+        events = [{"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "rank 0"}}]
+        with open(os.path.join(run_dir, "trace.json"), "w", encoding="utf-8") as file:
+            json.dump({"traceEvents": events + trace_events}, file)
+        subprocess.run([sys.executable, SCRIPT, run_dir], check=True, capture_output=True)
+        image = matplotlib.image.imread(os.path.join(run_dir, "timeline.png"))
+    r, g, b = (int(plot_timeline.RECOMPUTE_COLOUR[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    close = ((abs(image[:, :, 0] - r) < 0.08) & (abs(image[:, :, 1] - g) < 0.08)
+             & (abs(image[:, :, 2] - b) < 0.08))
+    return int(close.sum())
+
+
+def main():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("matplotlib is missing: skipped")
+        sys.exit(77)
+    # The trace lists a recompute before the backward that holds it (it ends first); the legend's
+    # hatched patch has the colour too, so a trace without recompute is the baseline.
+    backward = [span("F0", 0, 1000, 0), span("B0", 1000, 4000, 0)]
+    baseline = recompute_pixels(backward)
+    hatched = recompute_pixels([span("F0", 0, 1000, 0), span("R0", 1000, 2000, 0),
+                                span("B0", 1000, 4000, 0)])
+    assert hatched > baseline + 100, f"recompute hidden under the backward: {hatched} vs {baseline}"
+
+    label = plot_timeline.weight_gradient_label
+    assert label([span("W", 0, 10)]) == "batched weight gradients"
+    assert label([span("W0", 0, 10, 0), span("W1", 10, 10, 1)]) == \
+        "weight gradients (per micro-batch)"
+    assert label([span("F0", 0, 10, 0)]) == "weight gradients"
+    print("plot_timeline: recompute hatched over B, W labelled by what it is")
+
+
+if __name__ == "__main__":
+    main()
