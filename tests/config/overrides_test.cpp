@@ -83,6 +83,35 @@ TEST(Overrides, WithoutEqualsSignIsMalformed) {
   EXPECT_EQ(ExperimentFile().error(kBase, {"=2"}), "--set '=2': expected key.path=value");
 }
 
+TEST(Overrides, ReachAnItemOfAListByItsIndex) {
+  const std::string layers =
+      "model:\n  layers:\n    - {type: linear, units: 8}\n    - {type: relu}\n";
+  const Experiment e = ExperimentFile().load(layers, {"model.layers[0].units=5"});
+  EXPECT_EQ(e.model.layers[0].attrs.at("units").where.file, "--set");
+  EXPECT_EQ(e.model.layers[0].attrs.at("units").where.path, "model.layers[0].units");
+  EXPECT_EQ(e.model.layers[1].kind, "relu");
+  EXPECT_EQ(ExperimentFile().load(layers, {"model.layers[1]={type: tanh}"}).model.layers[1].kind,
+            "tanh");
+  EXPECT_EQ(ExperimentFile().error(layers, {"model.layers[0].unitz=5"}),
+            "--set model.layers[0].unitz: unknown key for layer 'linear' (known: bias, init, tie, "
+            "units)");
+  EXPECT_EQ(ExperimentFile().error(layers, {"model.layers[2].units=5"}),
+            "--set model.layers[2].units: model.layers has 2 item(s), counted from 0");
+  EXPECT_EQ(ExperimentFile().error(layers, {"model[0].x=5"}),
+            "--set model[0].x: model is not a list");
+  EXPECT_EQ(ExperimentFile().error(layers, {"model.layers[x].units=5"}),
+            "--set 'model.layers[x].units=5': expected a list index such as [0] after "
+            "model.layers");
+  EXPECT_EQ(ExperimentFile().error(layers, {"model.layers[0]units=5"}),
+            "--set 'model.layers[0]units=5': expected key.path=value");
+}
+
+TEST(Overrides, OfAKeyWithOtherCharactersSayItIsUnknown) {
+  EXPECT_EQ(ExperimentFile().error(kBase, {"tr\u00e0in.steps=3"}),
+            "--set tr\u00e0in: unknown key (known: model, data, train, optimizer, pipeline, "
+            "checkpoint, log, comm)");
+}
+
 TEST(Overrides, WithInvalidYamlValueIsRejected) {
   EXPECT_EQ(ExperimentFile().error(kBase, {"pipeline.partition=[1, 2"}),
             "--set pipeline.partition: invalid YAML value: end of sequence flow not found");
