@@ -104,7 +104,7 @@ void StatusBoard::ended(const std::string& name, const Ending& ending) {
   ExperimentStatus* e = status_.find(name);
   if (!e) return;
   e->state = ending.state;
-  e->step = ending.step;
+  if (ending.state != ExperimentState::kFailed) e->step = ending.step;
   if (ending.loss) e->loss = ending.loss;
   if (ending.eval_loss) e->eval_loss = ending.eval_loss;
   if (ending.eval_accuracy) e->eval_accuracy = ending.eval_accuracy;

@@ -15,6 +15,8 @@ namespace mpipe::serve {
 // What an experiment ended with (RunResult's numbers for a finished one).
 struct Ending {
   ExperimentState state = ExperimentState::kDone;
+  // Steps done. Not read for kFailed: a failure (seen at any step) keeps the step of its last
+  // progress record, which status shows.
   int64_t step = 0;
   std::optional<double> loss = {};
   std::optional<double> eval_loss = {};

@@ -399,6 +399,20 @@ TEST(StatusBoard, RecordsAnExperimentFromStartToEnd) {
   EXPECT_EQ(written.daemon->reason, "idle");
 }
 
+TEST(StatusBoard, AFailedExperimentKeepsTheStepItReached) {
+  testing::TempDir dir;
+  const Spool spool(dir.file("spool"));
+  const QueueEntry a = spool.submit(entry("a"), "x");
+  StatusBoard board(spool, 1, /*min_interval_s=*/0.0);
+  board.started(a);
+  board.progress("a", {.step = 10, .loss = 0.5, .lr = 0.1, .samples_per_s = 99, .elapsed_s = 1},
+                 9.0);
+  board.ended("a", {.state = ExperimentState::kFailed, .error = "step 12: the loss is NaN"});
+  const SpoolStatus written = read_status_file(spool.status_path());
+  EXPECT_EQ(written.experiments.at(0).state, ExperimentState::kFailed);
+  EXPECT_EQ(written.experiments.at(0).step, 10);
+}
+
 TEST(StatusBoard, ProgressIsWrittenAtMostOncePerInterval) {
   testing::TempDir dir;
   const Spool spool(dir.file("spool"));
