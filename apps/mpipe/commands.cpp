@@ -2,6 +2,7 @@
 // serve, submit, status and cancel; tokenize (text to token shards, one process).
 #include "commands.h"
 
+#include <fmt/ranges.h>
 #include <omp.h>
 #include <spdlog/spdlog.h>
 
@@ -30,6 +31,7 @@
 #include "data/dataset.h"
 #include "job/train_job.h"
 #include "kernels/context.h"
+#include "launcher_rank.h"
 #include "log/logging.h"
 #include "log/progress.h"
 #include "model/model_builder.h"
@@ -68,6 +70,10 @@ extern "C" void request_stop(int) { g_stop_requested.store(true); }
   world.abort(code);
 }
 
+// mpipe plan's exit code when the plan does not fit the memory limit (the plan is printed all the
+// same): distinct from bad input (2) and from a run over the limit (4).
+constexpr int kPlanDoesNotFitExitCode = 5;
+
 std::string default_run_dir(const std::string& config_path) {
   return (std::filesystem::path("runs") / std::filesystem::path(config_path).stem()).string();
 }
@@ -100,6 +106,10 @@ const std::atomic<bool>* stop_on_signals() {
   return &g_stop_requested;
 }
 
+// `validator` without its name in --help, which then shows the value's type and default alone
+// ("--stages INT=4", not "INT:INT in [1 - 64]=4"); the option's text says what it accepts.
+CLI::Validator unnamed(const CLI::Validator& validator) { return validator.description(""); }
+
 // Refuses an empty value (`--run-dir ''`), which would otherwise read as not given.
 const CLI::Validator kNotEmpty(
     [](const std::string& value) { return value.empty() ? "must not be empty" : std::string(); },
@@ -114,7 +124,7 @@ CLI::Validator non_negative_number(const std::string& zero) {
                    ? std::string()
                    : "must be a number >= 0 (" + zero + "), got " + text;
       },
-      "NUMBER >= 0");
+      "");  // the option's help says what 0 means
 }
 
 // "30s", "5m", "1.5h" or plain seconds, as seconds > 0.
@@ -126,10 +136,12 @@ CLI::Validator duration_in_seconds() {
                    ? std::string()
                    : "must be longer than 0 s, got " + seconds + " s";
       },
-      "DURATION > 0");
-  return CLI::AsNumberWithUnit(std::map<std::string, double>{{"s", 1}, {"m", 60}, {"h", 3600}},
-                               CLI::AsNumberWithUnit::CASE_SENSITIVE) &
-         positive;
+      "");
+  // --help shows the option's type_name (DURATION), not the validators' "(FLOAT [UNIT]) AND ...".
+  return unnamed(
+      CLI::AsNumberWithUnit(std::map<std::string, double>{{"s", 1}, {"m", 60}, {"h", 3600}},
+                            CLI::AsNumberWithUnit::CASE_SENSITIVE) &
+      positive);
 }
 
 }  // namespace
@@ -174,16 +186,23 @@ Commands::Commands(CLI::App& app) {
   }
   schedules.push_back(pipeline::to_string(pipeline::ScheduleKind::kInterleaved));
   schedules.push_back(pipeline::to_string(pipeline::ScheduleKind::kZbv));
-  schedule_->add_option("--schedule", schedule_kind_, "The schedule to print")
-      ->check(CLI::IsMember(schedules));
-  schedule_->add_option("--stages", stages_, "Pipeline stages K")->check(CLI::Range(1, 64));
-  schedule_->add_option("--micro-batches", micro_batches_, "Micro-batches M")
-      ->check(CLI::Range(1, 1024));
+  schedule_
+      ->add_option("--schedule", schedule_kind_,
+                   fmt::format("The schedule to print: {}", fmt::join(schedules, ", ")))
+      ->check(unnamed(CLI::IsMember(schedules)))
+      ->capture_default_str();
+  schedule_->add_option("--stages", stages_, "Pipeline stages K (1 to 64)")
+      ->check(unnamed(CLI::Range(1, 64)))
+      ->capture_default_str();
+  schedule_->add_option("--micro-batches", micro_batches_, "Micro-batches M (1 to 1024)")
+      ->check(unnamed(CLI::Range(1, 1024)))
+      ->capture_default_str();
   schedule_
       ->add_option("--virtual-stages", virtual_stages_,
-                   "Model chunks per rank v (interleaved: chunk c of rank r is stage r + c*K; "
-                   "zbv: 2, implied)")
-      ->check(CLI::Range(1, 16));
+                   "Model chunks per rank v, 1 to 16 (interleaved: chunk c of rank r is stage r + "
+                   "c*K; zbv: 2, implied)")
+      ->check(unnamed(CLI::Range(1, 16)))
+      ->capture_default_str();
   // The schedule's shape is checked with the options, so every rank refuses it alike.
   schedule_->callback([this] {
     const pipeline::ScheduleKind kind = pipeline::parse_schedule_kind(schedule_kind_);
@@ -208,9 +227,9 @@ Commands::Commands(CLI::App& app) {
   plan_
       ->add_option("--stages", stages_,
                    "Pipeline stages K (default: from the config; a manual partition becomes auto)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(unnamed(CLI::Range(1, 1 << 20)));
   plan_->add_option("--micro-batches", micro_batches_, "Micro-batches M (default: from the config)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(unnamed(CLI::Range(1, 1 << 20)));
   plan_->add_option("--memory-limit", plan_memory_limit_,
                     "Predicted peak bytes allowed per rank, e.g. 6GiB, 512MiB, 2G, or none "
                     "(default: pipeline.memory_limit)");
@@ -218,7 +237,7 @@ Commands::Commands(CLI::App& app) {
       ->add_option("--threads-per-rank", plan_threads_,
                    "OpenMP threads each rank computes on (default: this process's, "
                    "OMP_NUM_THREADS or its cores, as a rank started the same way would have)")
-      ->check(CLI::Range(1, 1 << 16));
+      ->check(unnamed(CLI::Range(1, 1 << 16)));
   plan_->add_option("--link-bandwidth", plan_link_bandwidth_,
                     "The rate of the links between ranks, e.g. 100mbit, 1gbit or 125MB (per "
                     "second; default: shared memory's, 4 GB/s)");
@@ -238,25 +257,33 @@ Commands::Commands(CLI::App& app) {
   generate_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")
       ->required()
       ->check(kNotEmpty);
-  generate_->add_option("--prompt", generate_options_.prompt, "Text to continue");
+  generate_->add_option("--prompt", generate_options_.prompt,
+                        "Text to continue (default: a newline)");
   generate_
       ->add_option("--length", generate_options_.length,
-                   "Tokens to generate (bytes for a character-level model)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+                   "Tokens to generate (bytes for a character-level model), at most 1048576")
+      ->check(unnamed(CLI::Range(int64_t{1}, int64_t{1} << 20)))
+      ->capture_default_str();
   generate_
       ->add_option("--temperature", generate_options_.sampling.temperature,
                    "Sampling temperature (0 = greedy: always the most likely token)")
-      ->check(non_negative_number("0 = greedy"));
+      ->check(non_negative_number("0 = greedy"))
+      ->capture_default_str();
   generate_
       ->add_option("--top-k", generate_options_.sampling.top_k,
                    "Draw only from the k most likely tokens (0 = all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(unnamed(CLI::NonNegativeNumber))
+      ->capture_default_str();
   generate_
       ->add_option("--top-p", generate_options_.sampling.top_p,
                    "Draw only from the fewest most likely tokens whose probabilities add up to "
-                   "at least p (1 = all)")
-      ->check(CLI::Range(0.0, 1.0));
-  generate_->add_option("--seed", generate_options_.seed, "Random seed");
+                   "at least p, in (0, 1] (1 = all)")
+      ->check(unnamed(CLI::Range(0.0, 1.0)))
+      ->capture_default_str();
+  generate_
+      ->add_option("--seed", generate_options_.seed,
+                   "Random seed of the draws (docs/design.md, \"Sampling text\")")
+      ->capture_default_str();
   generate_->add_option("--set", overrides_, "Override a config key: key.path=value");
 
   serve_ = app.add_subcommand(
@@ -267,7 +294,8 @@ Commands::Commands(CLI::App& app) {
   serve_
       ->add_option("--idle-exit", idle_exit_s_,
                    "Stop after this long with nothing to run: 30s, 5m, 1h (default: never)")
-      ->transform(duration_in_seconds());
+      ->transform(duration_in_seconds())
+      ->type_name("DURATION");
 
   submit_ = app.add_subcommand("submit", "Check an experiment file and queue it in a spool");
   submit_->add_option("spool", spool_dir_, "Spool directory (created if needed)")
@@ -307,10 +335,13 @@ Commands::Commands(CLI::App& app) {
   tokenize_
       ->add_option("--model-type", tokenize_model_type_,
                    "Model to train: " + list_names(tokenize::kModelTypeNames, " or "))
-      ->check(CLI::IsMember(model_types))
+      ->check(unnamed(CLI::IsMember(model_types)))
+      ->capture_default_str()
       ->needs(vocab_size);
-  tokenize_->add_option("--val-fraction", tokenize_options_.val_fraction,
-                        "The last part of the text kept for validation (from a line start)");
+  tokenize_
+      ->add_option("--val-fraction", tokenize_options_.val_fraction,
+                   "The last part of the text kept for validation (from a line start)")
+      ->capture_default_str();
   tokenize_->add_option("--shard-tokens", tokenize_options_.shard_tokens,
                         "At most this many tokens per shard file");
 
@@ -325,7 +356,7 @@ Commands::Commands(CLI::App& app) {
   export_
       ->add_option("--step", export_step_,
                    "The checkpoint's step (default: the newest committed checkpoint)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(unnamed(CLI::NonNegativeNumber));
 
   compare_ = app.add_subcommand("compare", "Compare two safetensors weight files");
   compare_->add_option("files", compare_paths_, "Two .safetensors files")
@@ -336,11 +367,14 @@ Commands::Commands(CLI::App& app) {
       ->add_option("--rtol", rtol_,
                    "Largest relative L2 difference per tensor, ||a-b||/max(||a||,||b||), accepted "
                    "(0: must be bit-identical)")
-      ->check(non_negative_number("0 = bit-identical"));
+      ->check(non_negative_number("0 = bit-identical"))
+      ->capture_default_str();
   compare_->add_option("--only", compare_only_,
                        "Compare only the tensors whose name matches this regular expression "
                        "(ECMAScript, anywhere in the name), e.g. 'running_'");
 }
+
+bool Commands::needs_mpi() const { return *train_ || *serve_; }
 
 int Commands::run(const comm::Communicator& world) {
   try {
@@ -348,18 +382,7 @@ int Commands::run(const comm::Communicator& world) {
     if (*train_) job::use_experiment_deadlines(config_path_, overrides_, world);
     start_up(world);  // the first collective: every rank runs the same mpipe version
     if (*train_) return train(world);
-    if (*schedule_) return schedule();
-    if (*plan_) return plan();
-    if (*compare_) return compare();
-    if (*generate_) return generate();
     if (*serve_) return serve(world);
-    // The companion commands are single processes (started under mpirun by mistake: rank 0).
-    if (world.rank() != 0) return 0;
-    if (*export_) return export_checkpoint();
-    if (*submit_) return submit();
-    if (*status_) return status();
-    if (*cancel_) return cancel();
-    if (*tokenize_) return tokenize();
     return 1;
   } catch (const AgreedError& e) {
     // Every rank has this error (they agreed on it): each exits, rank 0 alone reports.
@@ -382,6 +405,32 @@ int Commands::run(const comm::Communicator& world) {
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     if (world.size() > 1) world.abort(1);
+    return 1;
+  }
+}
+
+int Commands::run_alone() {
+  // Started by a launcher on several ranks by mistake: rank 0 runs it, the others do nothing.
+  if (launcher_rank() != 0) return 0;
+  try {
+    if (*schedule_) return schedule();
+    if (*plan_) return plan();
+    if (*compare_) return compare();
+    if (*generate_) return generate();
+    if (*export_) return export_checkpoint();
+    if (*submit_) return submit();
+    if (*status_) return status();
+    if (*cancel_) return cancel();
+    if (*tokenize_) return tokenize();
+    return 1;
+  } catch (const AgreedError& e) {
+    spdlog::error("{}", e.what());
+    return e.exit_code();
+  } catch (const InputError& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
     return 1;
   }
 }
@@ -574,7 +623,7 @@ int Commands::plan() {
   } else {
     std::fputs(train::plan_text(report).c_str(), stdout);
   }
-  return 0;
+  return plan.fits() ? 0 : kPlanDoesNotFitExitCode;
 }
 
 int Commands::generate() {

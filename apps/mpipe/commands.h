@@ -16,8 +16,14 @@ namespace mpipe::app {
 class Commands {
  public:
   explicit Commands(CLI::App& app);
-  // Runs the parsed subcommand on this rank; returns the process exit code.
+  // Whether the parsed subcommand runs on every rank under MPI (train, serve); the others are one
+  // process and run without MPI.
+  bool needs_mpi() const;
+  // Runs the parsed subcommand that needs MPI on this rank; returns the process exit code.
   int run(const comm::Communicator& world);
+  // Runs the parsed subcommand of one process (on the launcher's rank 0 only, should one start
+  // it on several); returns the process exit code.
+  int run_alone();
 
  private:
   int train(const comm::Communicator& world);

@@ -4,18 +4,49 @@
 #include <spdlog/spdlog.h>
 
 #include <string>
+#include <vector>
 
 namespace mpipe::app {
+namespace {
 
-int exit_after_parse_failure(const CLI::App& app, const CLI::ParseError& error, int world_rank) {
-  if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {  // --help, --version
-    return world_rank == 0 ? app.exit(error) : 0;
+// "train, schedule, ...": the program's subcommands, in the order --help lists them.
+std::string subcommand_names(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* subcommand : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + subcommand->get_name();
   }
-  if (world_rank == 0) {
+  return names;
+}
+
+// The message for `error`, which CLI11 words for a program without subcommands.
+std::string message(const CLI::App& app, const CLI::ParseError& error) {
+  const std::vector<std::string> left = app.remaining();
+  if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {  // --help, --version
+    return "The following argument was not expected: " + left.front();
+  }
+  if (app.get_subcommands().empty()) {  // no subcommand was recognised
+    if (!left.empty() && !left.front().starts_with('-')) {
+      return fmt::format("unknown subcommand '{}'; the subcommands are {}", left.front(),
+                         subcommand_names(app));
+    }
+    if (error.get_name() == "RequiredError") {
+      return "A subcommand is required: " + subcommand_names(app);
+    }
+  }
+  return error.what();
+}
+
+}  // namespace
+
+int exit_after_parse_failure(const CLI::App& app, const CLI::ParseError& error, int rank) {
+  const bool success = error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success);
+  if (success && app.remaining().empty()) return rank == 0 ? app.exit(error) : 0;
+  if (rank == 0) {
     std::string command = "mpipe";
-    for (const CLI::App* subcommand : app.get_subcommands())
+    for (const CLI::App* subcommand : app.get_subcommands()) {
       command += " " + subcommand->get_name();
-    spdlog::error("{} (`{} --help` lists the options)", error.what(), command);
+    }
+    spdlog::error("{} (`{} --help` lists the options)", message(app, error), command);
   }
   return 2;  // bad input, as for every other one-line error
 }

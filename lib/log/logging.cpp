@@ -1,5 +1,5 @@
-// Logging setup: rank-stamped pattern, level parsing, the default stderr logger and its file
-// copies.
+// Logging setup: rank-stamped pattern, level parsing, the default stderr logger (rank-stamped or
+// plain) and its file copies.
 #include "log/logging.h"
 
 #include <spdlog/sinks/basic_file_sink.h>
@@ -61,6 +61,14 @@ void setup_logging(int world_rank, int world_size, const std::string& level) {
   auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   auto logger = make_rank_logger(world_rank, world_size, parsed, std::move(sink));
   logger->sinks().push_back(file_copies());  // each file keeps its own pattern
+  spdlog::set_default_logger(std::move(logger));
+}
+
+void setup_plain_logging(const std::string& level) {
+  auto logger = std::make_shared<spdlog::logger>(
+      "mpipe", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  logger->set_pattern("[%^%l%$] %v");
+  logger->set_level(parse_log_level(level));
   spdlog::set_default_logger(std::move(logger));
 }
 

@@ -1,5 +1,5 @@
-// Logging setup: the spdlog default logger on stderr, with the MPI rank in every line, and
-// copies of it in a log file while one is open (LogFileCopy).
+// Logging setup: the spdlog default logger on stderr, with the MPI rank in every line (or plain,
+// for a command of one process), and copies of it in a log file while one is open (LogFileCopy).
 #pragma once
 
 #include <spdlog/spdlog.h>
@@ -25,6 +25,10 @@ std::shared_ptr<spdlog::logger> make_rank_logger(int world_rank, int world_size,
 // default, so library code logs with spdlog::info(...) and friends. Its lines also go to each
 // open LogFileCopy.
 void setup_logging(int world_rank, int world_size, const std::string& level);
+
+// Makes a logger on stderr with neither time nor rank ("[error] message") the spdlog default: the
+// commands of one process, and a command line that does not parse.
+void setup_plain_logging(const std::string& level);
 
 // While it lives, the default logger's lines (of this and later setup_logging calls) are also
 // appended to `path`, with the same pattern: the daemon's log of one experiment

@@ -52,7 +52,10 @@ def plan(blocks, k, extra, work, verbose=False):
            "--json"] + sets(extra)
     if verbose:
         show(cmd)
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode not in (0, 5):  # 5: the plan does not fit (printed all the same)
+        raise subprocess.CalledProcessError(done.returncode, cmd, done.stdout, done.stderr)
+    return json.loads(done.stdout)
 
 
 def largest_fitting(k, extra, work):

@@ -47,6 +47,12 @@ rejected interleaved_micro_batches_train "--set pipeline.micro_batches: interlea
   "$mlp" "${interleaved[@]}" --set pipeline.micro_batches=1
 rejected limit_size "--set pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
   "$mlp" --set pipeline.memory_limit=lots
+# --set key paths: a list item by index; a key the config does not know, named as such.
+rejected list_index "--set model.layers[0].unitz: unknown key" "$mlp" --set 'model.layers[0].unitz=5'
+rejected list_index_range "--set model.layers[9].units: model.layers has 6 item(s), counted from 0" \
+  "$mlp" --set 'model.layers[9].units=5'
+rejected non_ascii_key "--set tràin: unknown key (known: model, data, train, optimizer, pipeline, checkpoint, log, comm)" \
+  "$mlp" --set 'tràin.steps=3'
 # Evaluation batches (64 x the training micro-batch) that training's limit cannot hold.
 evaluated=$(dirname "$0")/files/eval_memory_limit.yaml
 rejected limit_evaluation "$evaluated:13: train.eval_batch_size: evaluation batches of 2048 examples \
@@ -96,7 +102,13 @@ parse_error unknown_option \
   "The following argument was not expected: --bogus (\`mpipe train --help\` lists the options)" \
   train "$mlp" --bogus
 parse_error no_config "config is required (\`mpipe train --help\` lists the options)" train
-parse_error no_subcommand "A subcommand is required (\`mpipe --help\` lists the options)"
+subcommands="train, schedule, plan, generate, serve, submit, status, cancel, tokenize, export, compare"
+parse_error no_subcommand "A subcommand is required: $subcommands (\`mpipe --help\` lists the options)"
+parse_error unknown_subcommand \
+  "unknown subcommand 'frobnicate'; the subcommands are $subcommands (\`mpipe --help\` lists the options)" \
+  frobnicate
+parse_error version_extra \
+  "The following argument was not expected: extra (\`mpipe --help\` lists the options)" --version extra
 parse_error empty_run_dir "--run-dir: must not be empty (\`mpipe train --help\` lists the options)" \
   train "$mlp" --run-dir ''
 parse_error empty_export "--export-weights: must not be empty (\`mpipe train --help\` lists the options)" \
@@ -133,6 +145,7 @@ alone() {
   "$MPIPE" "$@" > "$WORK/$name.out" 2>&1 || status=$?
   failed_in_one_line "$name" "$status" "$message" "$WORK/$name"
   [[ $status -eq 2 ]] || { echo "FAILED: $name: exit status $status, not 2"; exit 1; }
+  ! grep -q '\[rank ' "$WORK/$name.out" || { echo "FAILED: $name: a rank in one process"; exit 1; }
 }
 alone negative_rtol \
   "--rtol: must be a number >= 0 (0 = bit-identical), got -1 (\`mpipe compare --help\` lists the options)" \

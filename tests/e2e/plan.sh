@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # mpipe plan: --json parses with every stage and prediction (its run time is printed), recompute:
 # auto chooses the mode by the limit, threads per rank divide the predicted compute (not the
-# partition), schedule: auto shows its candidates and runs its choice, and its option errors are
-# one line with exit status 2.
+# partition), schedule: auto shows its candidates and runs its choice, a plan over the memory limit
+# exits 5, and its option errors are one line with exit status 2.
 source "$(dirname "$0")/lib.sh"
 configs=$(dirname "$0")/../../configs
 
@@ -38,9 +38,12 @@ assert plan["partition"] == "auto" and plan["schedule"] == "1f1b"
 PY
 echo "plan --json of transformer_deep at K=4: ${elapsed}s (reported, not asserted: timings are benchmarks)"
 
-# --micro-batches and --memory-limit override the config; a limit nothing meets is reported.
+# --micro-batches and --memory-limit override the config; a limit nothing meets is reported, with
+# exit status 5 (a plan that fits: 0, as above).
+status=0
 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 2 --micro-batches 16 --memory-limit 32MiB \
-  --json > "$WORK/limited.json"
+  --json > "$WORK/limited.json" || status=$?
+[[ $status -eq 5 ]] || { echo "FAILED: a plan that does not fit: exit status $status, not 5"; exit 1; }
 /usr/bin/python3 - "$WORK/limited.json" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))
@@ -64,8 +67,10 @@ done
 "$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit 80MiB \
   --set pipeline.schedule=gpipe > "$WORK/auto.txt"
 grep -q "recompute: per_layer (auto)," "$WORK/auto.txt" || { cat "$WORK/auto.txt"; echo "FAILED: auto text"; exit 1; }
+status=0
 "$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit 80MiB \
-  --set pipeline.schedule=gpipe --set pipeline.recompute=always > "$WORK/always.txt"
+  --set pipeline.schedule=gpipe --set pipeline.recompute=always > "$WORK/always.txt" || status=$?
+[[ $status -eq 5 ]] || { echo "FAILED: recompute always over the limit: exit status $status"; exit 1; }
 grep -q "^advice: the largest stage exceeds the limit by 6.7 MiB; with pipeline.recompute: per_layer (and partition: auto) it fits$" "$WORK/always.txt" ||
   { cat "$WORK/always.txt"; echo "FAILED: recompute advice"; exit 1; }
 
@@ -139,8 +144,10 @@ assert [c["chosen"] for c in candidates].count(True) == 1
 fastest = min(c["step_s"] for c in candidates)
 assert next(c for c in candidates if c["chosen"])["step_s"] == fastest
 PY
+status=0
 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --set pipeline.schedule=auto \
-  --memory-limit 1KiB > "$WORK/auto_limit.txt"
+  --memory-limit 1KiB > "$WORK/auto_limit.txt" || status=$?
+[[ $status -eq 5 ]] || { echo "FAILED: schedule: auto over the limit: exit status $status"; exit 1; }
 grep -qE '^does not fit: --memory-limit 1KiB: no schedule fits 1\.0 KiB per rank; the smallest need is [0-9.]+ MiB \((gpipe|1f1b|zb_h1)\)$' \
   "$WORK/auto_limit.txt" ||
   { cat "$WORK/auto_limit.txt"; echo "FAILED: schedule: auto over the limit"; exit 1; }
