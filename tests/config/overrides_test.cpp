@@ -92,9 +92,6 @@ TEST(Overrides, ReachAnItemOfAListByItsIndex) {
   EXPECT_EQ(e.model.layers[1].kind, "relu");
   EXPECT_EQ(ExperimentFile().load(layers, {"model.layers[1]={type: tanh}"}).model.layers[1].kind,
             "tanh");
-  EXPECT_EQ(ExperimentFile().error(layers, {"model.layers[0].unitz=5"}),
-            "--set model.layers[0].unitz: unknown key for layer 'linear' (known: bias, init, tie, "
-            "units)");
   EXPECT_EQ(ExperimentFile().error(layers, {"model.layers[2].units=5"}),
             "--set model.layers[2].units: model.layers has 2 item(s), counted from 0");
   EXPECT_EQ(ExperimentFile().error(layers, {"model[0].x=5"}),
