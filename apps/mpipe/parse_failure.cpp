@@ -18,10 +18,12 @@ std::string subcommand_names(const CLI::App& app) {
   return names;
 }
 
-// The message for `error`, which CLI11 words for a program without subcommands.
+// The line for `error`: CLI11's own, except where it misses the point: an unknown subcommand
+// reads "A subcommand is required", and --help or --version with more after it (which is left
+// over) is not an error to CLI11.
 std::string message(const CLI::App& app, const CLI::ParseError& error) {
   const std::vector<std::string> left = app.remaining();
-  if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {  // --help, --version
+  if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
     return "The following argument was not expected: " + left.front();
   }
   if (app.get_subcommands().empty()) {  // no subcommand was recognised

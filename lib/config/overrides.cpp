@@ -11,8 +11,8 @@ namespace {
 
 // One step of a key path: a map key, or an index into a list (`layers[2]`: the key, then 2).
 struct Step {
-  std::string key;
-  std::optional<size_t> index;
+  std::string key = {};
+  std::optional<size_t> index = {};
 };
 
 // The path as the config's errors name it: "model.layers[0].units".
