@@ -34,6 +34,9 @@ Range half_open(double min, double max) {
 Range open_interval(double min, double max) {
   return {.min = min, .min_open = true, .max = max, .max_open = true};
 }
+Range left_open(double min, double max) {
+  return {.min = min, .min_open = true, .max = max, .max_open = false};
+}
 
 namespace {
 

@@ -23,6 +23,7 @@ Range at_least(double min);                   // [min, inf)
 Range above(double min);                      // (min, inf)
 Range half_open(double min, double max);      // [min, max)
 Range open_interval(double min, double max);  // (min, max)
+Range left_open(double min, double max);      // (min, max]
 
 // The value, checked against `range` (failing "must be <range>, got <as written>").
 int64_t read_int(const Field& field, const Range& range = {});

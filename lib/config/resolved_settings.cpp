@@ -101,6 +101,8 @@ void add_optimizer(const optim::OptimizerConfig& optimizer, Settings& out) {
   out["optimizer.schedule.step_size"] = text(optimizer.schedule.step_size);
   out["optimizer.schedule.gamma"] = text(optimizer.schedule.gamma);
   out["optimizer.schedule.min_lr"] = text(optimizer.schedule.min_lr);
+  out["optimizer.schedule.decay_steps"] = text(optimizer.schedule.decay_steps);
+  out["optimizer.schedule.decay_fraction"] = text(optimizer.schedule.decay_fraction);
 }
 
 void add_pipeline(const pipeline::PipelineConfig& pipeline, Settings& out) {

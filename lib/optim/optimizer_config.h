@@ -8,21 +8,27 @@
 namespace mpipe::optim {
 
 enum class OptimizerKind { kSgd, kAdam, kAdamW };
-enum class LrScheduleKind { kConstant, kStep, kCosine };
+enum class LrScheduleKind { kConstant, kStep, kCosine, kLinear, kWsd, kInverseSqrt };
 inline constexpr EnumNames<OptimizerKind, 3> kOptimizerNames{{{"sgd", OptimizerKind::kSgd},
                                                               {"adam", OptimizerKind::kAdam},
                                                               {"adamw", OptimizerKind::kAdamW}}};
-inline constexpr EnumNames<LrScheduleKind, 3> kLrScheduleNames{
+inline constexpr EnumNames<LrScheduleKind, 6> kLrScheduleNames{
     {{"constant", LrScheduleKind::kConstant},
      {"step", LrScheduleKind::kStep},
-     {"cosine", LrScheduleKind::kCosine}}};
+     {"cosine", LrScheduleKind::kCosine},
+     {"linear", LrScheduleKind::kLinear},
+     {"wsd", LrScheduleKind::kWsd},
+     {"inverse_sqrt", LrScheduleKind::kInverseSqrt}}};
 
 struct LrScheduleConfig {
   LrScheduleKind kind = LrScheduleKind::kConstant;
   int64_t warmup_steps = 0;  // linear warm-up from 0 (all kinds)
   int64_t step_size = 1000;  // kStep: multiply by gamma every step_size steps
   double gamma = 0.1;        // kStep
-  double min_lr = 0.0;       // kCosine: the value reached at total_steps
+  double min_lr = 0.0;       // kCosine, kLinear, kWsd: the value reached at total_steps
+  // kWsd: the number of final steps that decay; 0 = decay_fraction of total_steps.
+  int64_t decay_steps = 0;
+  double decay_fraction = 0.2;
 };
 
 struct OptimizerConfig {

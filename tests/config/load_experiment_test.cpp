@@ -55,6 +55,8 @@ TEST(LoadExperiment, FullFileParsesEveryKeyIntoTheModuleStructs) {
   EXPECT_EQ(e.optimizer.schedule.step_size, 20);
   EXPECT_DOUBLE_EQ(e.optimizer.schedule.gamma, 0.5);
   EXPECT_DOUBLE_EQ(e.optimizer.schedule.min_lr, 0.001);
+  EXPECT_EQ(e.optimizer.schedule.decay_steps, 30);
+  EXPECT_DOUBLE_EQ(e.optimizer.schedule.decay_fraction, 0.1);
 
   EXPECT_EQ(e.pipeline.stages, 2);
   EXPECT_EQ(e.pipeline.data_parallel, 3);

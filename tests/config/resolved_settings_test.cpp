@@ -62,6 +62,8 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"optimizer.schedule.step_size", "20"},
                                             {"optimizer.schedule.gamma", "0.5"},
                                             {"optimizer.schedule.min_lr", "0.001"},
+                                            {"optimizer.schedule.decay_steps", "30"},
+                                            {"optimizer.schedule.decay_fraction", "0.1"},
                                             {"pipeline.stages", "2"},
                                             {"pipeline.data_parallel", "3"},
                                             {"pipeline.micro_batches", "4"},

@@ -150,10 +150,10 @@ TEST(OptimizerSection, ClipNormMustBeNonNegative) {
             "exp.yaml:2: optimizer.clip_norm: must be >= 0, got -1");
 }
 
-TEST(OptimizerSection, ScheduleKindMustBeConstantStepOrCosine) {
-  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    kind: linear\n"),
-            "exp.yaml:3: optimizer.schedule.kind: expected one of constant, step, cosine, got "
-            "'linear'");
+TEST(OptimizerSection, ScheduleKindMustBeOneOfTheNamedSchedules) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    kind: exponential\n"),
+            "exp.yaml:3: optimizer.schedule.kind: expected one of constant, step, cosine, linear, "
+            "wsd, inverse_sqrt, got 'exponential'");
 }
 
 TEST(OptimizerSection, ScheduleWarmupStepsMustBeNonNegative) {
@@ -179,7 +179,50 @@ TEST(OptimizerSection, ScheduleMinLrMustBeNonNegative) {
 TEST(OptimizerSection, ScheduleUnknownKeyListsTheKnownKeys) {
   EXPECT_EQ(error_of("optimizer:\n  schedule:\n    warmup: 5\n"),
             "exp.yaml:3: optimizer.schedule.warmup: unknown key (known: kind, warmup_steps, "
-            "step_size, gamma, min_lr)");
+            "step_size, gamma, min_lr, decay_steps, decay_fraction)");
+}
+
+TEST(OptimizerSection, ScheduleDecayStepsMustBeNonNegative) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    decay_steps: -1\n"),
+            "exp.yaml:3: optimizer.schedule.decay_steps: must be >= 0, got -1");
+}
+
+TEST(OptimizerSection, ScheduleDecayFractionMustBeInZeroToOne) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    decay_fraction: 0\n"),
+            "exp.yaml:3: optimizer.schedule.decay_fraction: must be in (0, 1], got 0");
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    decay_fraction: 1.5\n"),
+            "exp.yaml:3: optimizer.schedule.decay_fraction: must be in (0, 1], got 1.5");
+  EXPECT_DOUBLE_EQ(ExperimentFile()
+                       .load("optimizer:\n  schedule:\n    decay_fraction: 1\n" + kModel)
+                       .optimizer.schedule.decay_fraction,
+                   1.0);
+}
+
+TEST(OptimizerSection, WsdWarmupAndDecayStepsMustFitInTheRun) {
+  const std::string head = "train:\n  steps: 10\noptimizer:\n  schedule:\n    kind: wsd\n";
+  EXPECT_EQ(error_of(head + "    warmup_steps: 7\n    decay_steps: 4\n"),
+            "exp.yaml:7: optimizer.schedule.decay_steps: warmup_steps + decay_steps = 7 + 4 = 11 "
+            "must be at most train.steps (10)");
+  EXPECT_EQ(error_of(head + "    warmup_steps: 6\n    decay_steps: 4\n"), "(no error)");
+  // (Other schedules do not decay over a number of final steps.)
+  EXPECT_EQ(error_of("train:\n  steps: 10\noptimizer:\n  schedule: {warmup_steps: 7, "
+                     "decay_steps: 4}\n"),
+            "(no error)");
+}
+
+TEST(OptimizerSection, WsdWarmupAndDecayFractionMustFitInTheRun) {
+  const std::string head = "train:\n  steps: 10\noptimizer:\n  schedule:\n    kind: wsd\n";
+  EXPECT_EQ(error_of(head + "    warmup_steps: 6\n    decay_fraction: 0.5\n"),
+            "exp.yaml:7: optimizer.schedule.decay_fraction: warmup_steps + decay_fraction x "
+            "train.steps = 6 + 5 = 11 must be at most train.steps (10)");
+  // The default fraction (0.2) is not in the file: the error has no line.
+  EXPECT_EQ(error_of(head + "    warmup_steps: 9\n"),
+            "exp.yaml: optimizer.schedule.decay_fraction: warmup_steps + decay_fraction x "
+            "train.steps = 9 + 2 = 11 must be at most train.steps (10)");
+  // A --set train.steps that shortens the run is checked too.
+  EXPECT_EQ(ExperimentFile().error(head + "    warmup_steps: 6\n" + kModel, {"train.steps=6"}),
+            "exp.yaml: optimizer.schedule.decay_fraction: warmup_steps + decay_fraction x "
+            "train.steps = 6 + 1 = 7 must be at most train.steps (6)");
 }
 
 // pipeline

@@ -10,6 +10,10 @@ printf 'model:\n  layers:\n    - {type: linear, units: 4}\noptimizer:\n  lr: -1\
 rejected config "bad.yaml:5: optimizer.lr: must be > 0, got -1" "$WORK/bad.yaml"
 printf 'model:\n  layers:\n    - {type: linear, units: 4}\noptimizer:\n  lr: .inf\n' > "$WORK/inf.yaml"
 rejected infinite "inf.yaml:5: optimizer.lr: expected a finite number, got '.inf'" "$WORK/inf.yaml"
+# The wsd schedule's warm-up and decay must fit in the run (a cross-section rule).
+rejected wsd_phases "--set optimizer.schedule.decay_steps: warmup_steps + decay_steps = 2 + 2 = 4 must be at most train.steps (3)" \
+  "$mlp" --set optimizer.schedule.kind=wsd --set optimizer.schedule.warmup_steps=2 \
+  --set optimizer.schedule.decay_steps=2
 rejected directory "$WORK: is a directory, not an experiment file" "$WORK"
 
 # World size and config disagree; partition sums; more stages than layers.
