@@ -18,6 +18,9 @@ class Commands {
   explicit Commands(CLI::App& app);
   // Runs the parsed subcommand on this rank; returns the process exit code.
   int run(const comm::Communicator& world);
+  // After a parse, before MPI_Init: comm.startup_timeout of train's experiment (--set applied; the
+  // default when it cannot be read), else the default.
+  double startup_timeout_s() const;
 
  private:
   int train(const comm::Communicator& world);

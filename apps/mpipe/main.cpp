@@ -4,12 +4,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
 
 #include "comm/communicator.h"
 #include "comm/watchdog.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "init_deadline.h"
 #include "log/logging.h"
 #include "parse_failure.h"
 #include "startup.h"
@@ -17,7 +19,11 @@
 
 int main(int argc, char** argv) {
   mpipe::reuse_freed_tensor_memory();  // each step's activations reuse the last step's memory
+  // MPI_Init waits for every rank of the job: comm.startup_timeout bounds that wait too.
+  auto init_deadline = std::make_unique<mpipe::app::InitDeadline>(
+      mpipe::app::startup_timeout_before_mpi(argc, argv));
   mpipe::comm::Environment mpi(&argc, &argv);
+  init_deadline.reset();
   mpipe::comm::Communicator world = mpipe::comm::Communicator::world();
   mpipe::log::setup_logging(world.rank(), world.size(), "info");
   // Every wait on a peer has a deadline from here on (the config's comm: section, once read).
