@@ -354,7 +354,7 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
           // own SIGTERM), and SIGKILL after it; so does Slurm.
           spdlog::log(level,
                       "watchdog: {}: SIGTERM while waiting {:.1f} s for {}; the job is ending "
-                      "(SIGKILL follows), with a checkpoint only if this wait completes first",
+                      "(SIGKILL follows)",
                       state.activity(), waited_s, describe_wait(state, op));
         } else {
           spdlog::log(level,

@@ -27,7 +27,7 @@ took=$(awk -v a="$error_at" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 awk -v t="$took" -v m="$((2 * sigkill_timeout + slack))" 'BEGIN { exit !(t <= m) }' ||
   { echo "FAILED: the job took $took s after the error line"; exit 1; }
 ! grep -q "waiting up to" "$WORK/run.out" || { echo "FAILED: a rank says it waits on"; exit 1; }
-grep -qE "^\[[^]]+\] \[rank 0/2\] \[warn\] watchdog: .*: SIGTERM while waiting [0-9.]+ s for .*; the job is ending \(SIGKILL follows\), with a checkpoint only if this wait completes first$" \
+grep -qE "^\[[^]]+\] \[rank 0/2\] \[warning\] watchdog: .*: SIGTERM while waiting [0-9.]+ s for .*; the job is ending \(SIGKILL follows\)$" \
   "$WORK/run.out" || { echo "FAILED: no warning that the job is ending"; exit 1; }
 message="rank 1 (stage 1): memory limit exceeded in the weight export: asked 1.0 MiB \
 with 4.2 MiB in use; pipeline.memory_limit is 4.75 MiB ($config:$line)"
