@@ -6,6 +6,7 @@
 # on h2 stopped, a frozen node (the watchdog's line names h2; the rsh agent, like ssh with
 # ServerAliveInterval, gives up on h2, and with it mpirun). Prints how long each took from the
 # failure to the end of mpirun. About 40 s. Usage: failures.sh CONFIG
+: "${MPIPE_MULTIHOST_BUDGET:=250}"  # hosts.sh's own deadline: three jobs on a loaded machine
 # shellcheck source=tests/multihost/hosts.sh
 source "$(dirname "$0")/hosts.sh"
 config=$(realpath "$1")
