@@ -59,8 +59,12 @@ namespace {
 // loop checkpoints and stops at the next step boundary. A signal handler can only reach
 // process-wide state, hence this one global.
 std::atomic<bool> g_stop_requested{false};
+std::atomic<int> g_stop_signal{0};  // the signal that set it, for the watchdog's warning
 
-extern "C" void request_stop(int) { g_stop_requested.store(true); }
+extern "C" void request_stop(int signal) {
+  g_stop_signal.store(signal);
+  g_stop_requested.store(true);
+}
 
 // Ends the whole job from this rank, which cannot reach agreement with its peers (a lost peer,
 // or a rank over its memory limit mid-step): logs `line`, then MPI_Abort(code) kills every rank.
@@ -433,11 +437,23 @@ int Commands::run_alone() {
     spdlog::error("{}", e.what());
     return 1;
   }
+
+double Commands::startup_timeout_s() const {
+  comm::CommConfig deadlines;
+  if (*train_) {
+    try {
+      deadlines = config::load_comm_section(config_path_, overrides_);
+    } catch (const InputError&) {
+      // The default: preflight reads the file again and reports its problem on every rank.
+    }
+  }
+  return deadlines.startup_timeout_s;
 }
 
 int Commands::train(const comm::Communicator& world) {
   // First, so a stop request during start-up is not fatal: it is seen after the first step.
   const std::atomic<bool>* stop_requested = stop_on_signals();
+  if (comm::Watchdog* watchdog = world.watchdog()) watchdog->set_stop_signal(&g_stop_signal);
   const std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
   const std::string export_path =
       export_path_.empty() ? run_dir + "/weights.safetensors" : export_path_;

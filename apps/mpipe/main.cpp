@@ -1,15 +1,17 @@
 // mpipe: the command-line program. Parses the subcommands; runs those of one process without
-// MPI, and for train and serve sets up MPI, the watchdog and logging; turns any error into a
-// one-line message and a non-zero exit on every rank.
+// MPI, and for train and serve sets up MPI (its start bounded by comm.startup_timeout), the
+// watchdog and logging; turns any error into a one-line message and a non-zero exit on every rank.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <memory>
 
 #include "comm/communicator.h"
 #include "comm/watchdog.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "init_deadline.h"
 #include "launcher_rank.h"
 #include "log/logging.h"
 #include "parse_failure.h"
@@ -31,7 +33,10 @@ int main(int argc, char** argv) {
   }
   if (!commands.needs_mpi()) return commands.run_alone();
 
+  // MPI_Init waits for every rank of the job: comm.startup_timeout bounds that wait too.
+  auto init_deadline = std::make_unique<mpipe::app::InitDeadline>(commands.startup_timeout_s());
   mpipe::comm::Environment mpi(&argc, &argv);
+  init_deadline.reset();
   mpipe::comm::Communicator world = mpipe::comm::Communicator::world();
   mpipe::log::setup_logging(world.rank(), world.size(), "info");
   // Every wait on a peer has a deadline from here on (the config's comm: section, once read).

@@ -1,9 +1,11 @@
 // The start-up handshake (versions and hosts of every rank) and the end-of-job barrier.
 #include "startup.h"
 
+#include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "comm/handshake.h"
 #include "comm/watchdog.h"
@@ -18,6 +20,12 @@ std::string running_version() {
 }
 
 void start_up(const comm::Communicator& world) {
+  // Test hook: the world rank $MPIPE_TEST_STOP_BEFORE_HANDSHAKE stops itself (SIGSTOP) here, past
+  // MPI_Init and before the first collective (tests of the watchdog's line at that point).
+  if (const char* stop = std::getenv("MPIPE_TEST_STOP_BEFORE_HANDSHAKE");
+      stop && *stop && std::to_string(world.rank()) == stop) {
+    raise(SIGSTOP);
+  }
   const std::vector<comm::RankIdentity> ranks =
       comm::exchange_identities(world, comm::own_identity(running_version()));
   // Every rank holds the same table, so every rank finds the same mismatch: agreed by construction.

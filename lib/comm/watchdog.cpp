@@ -213,11 +213,12 @@ Watchdog::Watchdog(const Communicator& world, const CommConfig& config)
   state_->size = world.size();
   state_->policy = DeadlinePolicy(config);
   state_->last_wait_end = WatchClock::now();
+  state_->roll_comm = world.handle_->comm;
   watch_for_resumes();
 }
 
 Watchdog::~Watchdog() {
-  if (state_->roll_comm != MPI_COMM_NULL && !mpi_finalized()) MPI_Comm_free(&state_->roll_comm);
+  if (state_->roll_comm_owned && !mpi_finalized()) MPI_Comm_free(&state_->roll_comm);
 }
 
 void Watchdog::configure(const CommConfig& config) { state_->policy = DeadlinePolicy(config); }
@@ -226,6 +227,10 @@ const DeadlinePolicy& Watchdog::policy() const { return state_->policy; }
 
 void Watchdog::set_stop_flag(const std::atomic<bool>* stop_requested) {
   state_->stop_requested = stop_requested;
+}
+
+void Watchdog::set_stop_signal(const std::atomic<int>* stop_signal) {
+  state_->stop_signal = stop_signal;
 }
 
 void Watchdog::set_hosts(std::vector<std::string> hosts) { state_->hosts = std::move(hosts); }
@@ -237,7 +242,7 @@ std::string Watchdog::describe_rank(int world_rank) const {
 }
 
 void Watchdog::enable_roll_call(const Communicator& world) {
-  if (state_->roll_comm != MPI_COMM_NULL) return;
+  if (state_->roll_comm_owned) return;
   PendingOp op;
   op.call = "MPI_Comm_idup";
   op.watchdog = this;
@@ -251,6 +256,7 @@ void Watchdog::enable_roll_call(const Communicator& world) {
   if (!done) wait_watched(*this, op, status);
   check_mpi(MPI_Comm_set_errhandler(roll_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   state_->roll_comm = roll_comm;
+  state_->roll_comm_owned = true;
 }
 
 std::string Watchdog::activity() const { return state_->activity(); }
@@ -342,10 +348,20 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
       // holds the stop up: most waits of a step complete before the step boundary sees the stop.
       if (!grace_s && !state.stop_warned && held_s >= kStopWarningSeconds) {
         state.stop_warned = true;
-        spdlog::log(state.rank == 0 ? spdlog::level::warn : spdlog::level::debug,
-                    "watchdog: {}: stop requested while waiting {:.1f} s for {}; waiting up to "
-                    "{:.0f} s more",
-                    state.activity(), waited_s, describe_wait(state, op), timeout_s - waited_s);
+        const auto level = state.rank == 0 ? spdlog::level::warn : spdlog::level::debug;
+        if (state.stop_signal && state.stop_signal->load() == SIGTERM) {
+          // mpirun sends SIGTERM only to end the job (after a rank's exit or MPI_Abort, or its
+          // own SIGTERM), and SIGKILL after it; so does Slurm.
+          spdlog::log(level,
+                      "watchdog: {}: SIGTERM while waiting {:.1f} s for {}; the job is ending "
+                      "(SIGKILL follows)",
+                      state.activity(), waited_s, describe_wait(state, op));
+        } else {
+          spdlog::log(level,
+                      "watchdog: {}: stop requested while waiting {:.1f} s for {}; waiting up to "
+                      "{:.0f} s more",
+                      state.activity(), waited_s, describe_wait(state, op), timeout_s - waited_s);
+        }
       }
     }
     std::this_thread::sleep_for(pause);

@@ -50,13 +50,19 @@ class Watchdog {
   const DeadlinePolicy& policy() const;
   // The flag a SIGTERM/SIGUSR1 handler sets (null: none).
   void set_stop_flag(const std::atomic<bool>* stop_requested);
+  // The number of the signal that set it (0: none; null: not known), for the warning that a stop
+  // waits for a wait: after SIGTERM (mpirun ending the job, Slurm) a SIGKILL follows, so the job
+  // ends before that wait's deadline.
+  void set_stop_signal(const std::atomic<int>* stop_signal);
   // The host of every world rank and the rank layout, for messages.
   void set_hosts(std::vector<std::string> hosts);
   void set_topology(const Topology& topology);
   // "rank 1 (stage 1, host node7)"; "rank 1 (host node7)" before the layout is known.
   std::string describe_rank(int world_rank) const;
   // Collective over `world`: a communicator of the watchdog's own, on which a rank whose wait
-  // expired asks every rank what it is waiting for; ranks that do not answer are named.
+  // expired asks every rank what it is waiting for; ranks that do not answer are named. Until then
+  // (start-up's first collectives) roll calls use the point-to-point messages of the constructor's
+  // `world`, which must carry no other point-to-point message before.
   void enable_roll_call(const Communicator& world);
   // What the rank is doing: "step 12", "step 10: checkpoint", "start-up", "after step 100:
   // evaluation" (the scopes in progress, outermost first; after the last step scope outside one).

@@ -33,6 +33,7 @@ struct Watchdog::State {
   int size = 1;
   DeadlinePolicy policy;
   const std::atomic<bool>* stop_requested = nullptr;
+  const std::atomic<int>* stop_signal = nullptr;
   std::vector<std::string> hosts;  // by world rank; empty until the handshake
   std::optional<Topology> topology;
   std::vector<Activity> activities;  // innermost last
@@ -45,10 +46,13 @@ struct Watchdog::State {
   WatchClock::time_point last_wait_end;  // of the last polled wait that completed (or creation)
   // Ranks whose roll call came before this rank's own wait expired: their waits expired first.
   std::vector<int> called_before_expiry;
-  // Roll call: a communicator of its own (a duplicate of the world).
+  // Roll call: a communicator of its own (a duplicate of the world) once enable_roll_call made it;
+  // before, the world's point-to-point messages (no mpipe message uses them before start-up's
+  // first collective, the identity exchange, and roll calls never after).
   MPI_Comm roll_comm = MPI_COMM_NULL;
-  int roll_calls = 0;    // started by this rank (numbers the answer tags)
-  int ping_payload = 0;  // sent with every ping; lives as long as the pings may
+  bool roll_comm_owned = false;  // the duplicate, freed by the destructor
+  int roll_calls = 0;            // started by this rank (numbers the answer tags)
+  int ping_payload = 0;          // sent with every ping; lives as long as the pings may
   std::vector<std::unique_ptr<RollCallAnswer>> answers;
 
   WaitPhase phase() const {
@@ -94,7 +98,7 @@ bool leaves_the_report(const Watchdog::State& state,
 
 // Asks every other rank what it waits for and collects the answers for up to `window_s` seconds
 // (answering others meanwhile). By world rank: the answer, or nothing for a rank that did not
-// answer (and for this rank). Empty when roll calls are not enabled.
+// answer (and for this rank). Empty in a world of one rank.
 std::vector<std::optional<std::string>> roll_call(Watchdog& watchdog, double window_s);
 
 }  // namespace mpipe::comm

@@ -7,7 +7,7 @@ config=$1
 
 # A long run, holding the lock, until SIGUSR1 stops it.
 endless 2 run "$config" --export-weights "$WORK/run.safetensors"
-wait_for_steps run 3 30
+wait_for_steps run 3 100
 holder=$(tr -d '\n' < "$WORK/run/.lock")
 pid=$(sed 's/.*"pid":\([0-9]*\).*/\1/' <<< "$holder")
 since=$(sed 's/.*"since":"\([^"]*\)".*/\1/' <<< "$holder")

@@ -21,15 +21,20 @@ run() {
 }
 
 # 1. Killed during the final evaluation, a long one: 160000 test examples in batches of 2 (3 s
-# on an idle 2-core machine, longer under load).
+# on an idle 2-core machine, longer under load), as soon as step 4's commit is there (the final
+# checkpoint takes milliseconds; a summary first means the evaluation ended before it).
 timeout 120 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$config" "${steps[@]}" \
   --set data.num_examples=1280000 --set train.eval_batch_size=2 --run-dir "$WORK/killed" \
   > "$WORK/killed.log" 2>&1 &
 job=$!
 wait_for_steps killed 4 100
-sleep 0.5  # the final checkpoint takes milliseconds, the evaluation seconds
+for _ in $(seq 2000); do
+  [[ -e "$WORK/killed/checkpoints/step_00000004/meta.json" || -e "$WORK/killed/summary.json" ]] &&
+    break
+  sleep 0.05
+done
 [[ ! -e "$WORK/killed/summary.json" ]] ||
-  { echo "FAILED: the evaluation ended before the kill (make it longer)"; exit 1; }
+  { echo "FAILED: the evaluation ended before the kill, or before the commit"; exit 1; }
 for pid in $(pgrep -f -- "--run-dir $WORK/killed( |$)"); do kill -KILL "$pid" 2> /dev/null || true; done
 wait "$job" || true
 cat "$WORK/killed.log"

@@ -38,13 +38,19 @@ endless() {
   launcher=$!
 }
 
-# wait_for_steps NAME STEPS SECONDS: waits until run NAME has logged STEPS steps, or SECONDS pass.
+# wait_for_steps NAME STEPS SECONDS: waits until run NAME has logged STEPS steps; fails the test
+# when SECONDS pass first (a bound for a hung run, far above a loaded machine's time), or when
+# the run started by `endless` ($launcher) ended.
 wait_for_steps() {
   local metrics=$WORK/$1/metrics.jsonl
   for _ in $(seq $(($3 * 20))); do
     [[ -f "$metrics" && $(wc -l < "$metrics") -ge $2 ]] && return
+    [[ -z "${launcher:-}" ]] || kill -0 "$launcher" 2>/dev/null || break
     sleep 0.05
   done
+  cat "$WORK/$1.log"
+  echo "FAILED: $1: fewer than $2 steps logged (the run ended, or $3 s passed)"
+  exit 1
 }
 
 # failed_in_one_line NAME STATUS MESSAGE RUN_DIR: the run whose output is $WORK/NAME.out exited

@@ -8,7 +8,7 @@ config=$1
 
 # A run far too long to finish, stopped by the signal once a few steps are logged.
 endless 2 cut "$config" --export-weights "$WORK/cut.safetensors"
-wait_for_steps cut 5 30
+wait_for_steps cut 5 100
 pkill -USR1 -P "$launcher" -x mpirun  # mpirun forwards SIGUSR1 to every rank
 wait "$launcher" || { cat "$WORK/cut.log"; echo "FAILED: preempted run exited non-zero"; exit 1; }
 stop=$(grep -o "stopped at step [0-9]*" "$WORK/cut.log") || { cat "$WORK/cut.log"; echo "FAILED: no stop"; exit 1; }

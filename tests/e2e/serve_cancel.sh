@@ -23,7 +23,7 @@ submit "$config" --name endless --set train.steps=100000000 --set log.every=1
 submit "$config" --name waiting --set train.steps=5
 start_daemon "$WORK/serve.log"
 wait_lines "$SPOOL/runs/endless/metrics.jsonl" 3
-for _ in $(seq 200); do [[ $(field endless step) -gt 0 ]] && break; sleep 0.05; done
+for _ in $(seq 1200); do [[ $(field endless step) -gt 0 ]] && break; sleep 0.05; done
 "$MPIPE" status "$SPOOL" > "$WORK/running.out"
 grep -qE "^endless +running +2x1 +[1-9][0-9]*/100000000 +[0-9]+\.[0-9]{4} +[0-9]+ +([0-9]+[hms])+$" "$WORK/running.out" ||
   { cat "$WORK/running.out"; echo "FAILED: progress of a running experiment"; exit 1; }

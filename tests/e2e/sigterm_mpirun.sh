@@ -10,7 +10,7 @@ grace=${OMPI_MCA_odls_base_sigkill_timeout:?set by scripts/mpi_env.sh}
 
 # A run far too long to finish; SIGTERM to mpirun as soon as the first step is logged.
 endless 2 cut "$config" --export-weights "$WORK/cut.safetensors"
-wait_for_steps cut 1 60
+wait_for_steps cut 1 100
 [[ -s "$WORK/cut/metrics.jsonl" ]] || { cat "$WORK/cut.log"; echo "FAILED: no step logged"; exit 1; }
 batch=$(grep -o 'batch_size: [0-9]*' "$config" | head -n 1)
 step_s=$(awk -F'"samples_per_s":' -v b="${batch##* }" \

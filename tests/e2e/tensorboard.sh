@@ -19,7 +19,7 @@ cat "$WORK/tb.check"
 
 # SIGKILL to the ranks while they log every step: the file holds whole records only.
 endless 2 killed "$config" --set log.tensorboard=true
-wait_for_steps killed 30 60
+wait_for_steps killed 30 100
 # shellcheck disable=SC2154  # launcher: set by endless (lib.sh)
 mpirun_pid=$(pgrep -P "$launcher" -x mpirun) || { cat "$WORK/killed.log"; echo "FAILED: no mpirun"; exit 1; }
 pkill -KILL -P "$mpirun_pid"

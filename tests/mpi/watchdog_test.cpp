@@ -143,6 +143,26 @@ TEST(Watchdog, ACollectivePastItsDeadlineNamesTheRankThatDoesNotAnswerOnce) {
   w.world.barrier();
 }
 
+TEST(Watchdog, BeforeItsRollCallCommunicatorExistsTheRanksThatDoNotAnswerAreNamed) {
+  // As in start-up's first collective, the identity exchange: no hosts and no roll-call
+  // communicator yet. Ranks 0-2 wait in a barrier for rank 3, which sleeps 2.5 s without calling
+  // MPI; the roll call goes over the watched communicator's point-to-point messages (a split of
+  // the world here, so that no late ping reaches another test).
+  const Communicator world = Communicator::world();
+  Communicator group = world.split(0, world.rank(), "the test group");
+  Watchdog watchdog(group, deadlines(world.rank() == 3 ? 30.0 : 0.3));
+  group.set_watchdog(&watchdog);
+  if (group.rank() == 3) {
+    std::this_thread::sleep_for(2500ms);
+    group.barrier();
+  } else {
+    EXPECT_EQ(timeout_message([&] { group.barrier(); }),
+              "watchdog: start-up: waited S s for a barrier over the test group (4 ranks); rank 3 "
+              "does not answer; ending the job");
+  }
+  world.barrier();
+}
+
 TEST(Watchdog, AWaitSaysWhatTheAnsweringPeerWaitsFor) {
   // Rank 0 waits for rank 1, which waits for rank 2, which sleeps without calling MPI.
   const int me = world_rank();

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # A host lost in the middle of a step ends the whole job within a bound, with one line that names
 # the host: h3's link set down (the watchdog's line names rank 2 and h3; TCP then gives up on
-# h3's daemon, and h3's daemon on mpirun, so nothing is left running on any host), and every
-# process on h2 killed (the line of the rsh agent, the test's ssh, names h2). Prints how long each
-# took from the failure to the end of mpirun. About 30 s. Usage: failures.sh CONFIG
+# h3's daemon, and h3's daemon on mpirun, so nothing is left running on any host), every
+# process on h2 killed (the line of the rsh agent, the test's ssh, names h2), and every process
+# on h2 stopped, a frozen node (the watchdog's line names h2; the rsh agent, like ssh with
+# ServerAliveInterval, gives up on h2, and with it mpirun). Prints how long each took from the
+# failure to the end of mpirun. About 40 s. Usage: failures.sh CONFIG
+: "${MPIPE_MULTIHOST_BUDGET:=250}"  # hosts.sh's own deadline: three jobs on a loaded machine
 # shellcheck source=tests/multihost/hosts.sh
 source "$(dirname "$0")/hosts.sh"
 config=$(realpath "$1")
@@ -15,6 +18,11 @@ start_hosts
 for host in "${HOSTS[@]}"; do
   ip netns exec "$PREFIX$host" sysctl -qw net.ipv4.tcp_retries2=4
 done
+# Each bound says "does not hang" and follows from the settings: comm.timeout 3 s, the roll call
+# (at most 5 s), TCP giving up (6.2 s), the rsh agent giving up (3 s), mpirun's teardown (2 x
+# odls_base_sigkill_timeout, 1 s), and $slack s for a loaded machine. A hang lasts until
+# `timeout` (120 s), or 15 minutes.
+slack=30
 
 # lose NAME HOST ACTION: starts an endless K=3 run on h1-h3, waits until 5 steps are logged (past
 # the warm-up), runs ACTION (a shell command line, $ns: HOST's namespace) and sets $status and
@@ -50,34 +58,49 @@ expect() {
   [[ $(grep -c "\[error\]" "$WORK/$name.log") -le 1 ]] || { echo "FAILED: $name: several error lines"; exit 1; }
 }
 
-# nothing_left NAME SECONDS: within SECONDS no process is left on any host (each host's daemon
-# ends its ranks and itself once it has lost mpirun).
+# nothing_left NAME SECONDS [HOST...]: within SECONDS no process is left on the hosts (all by
+# default; each host's daemon ends its ranks and itself once it has lost mpirun).
 nothing_left() {
-  local host left
-  for _ in $(seq $(($2 * 10))); do
+  local name=$1 seconds=$2 host left hosts=("${HOSTS[@]}")
+  shift 2
+  (($# == 0)) || hosts=("$@")
+  for _ in $(seq $((seconds * 10))); do
     left=
-    for host in "${HOSTS[@]}"; do left+=$(ip netns pids "$PREFIX$host"); done
+    for host in "${hosts[@]}"; do left+=$(ip netns pids "$PREFIX$host"); done
     [[ -z $left ]] && return
     sleep 0.1
   done
-  for host in "${HOSTS[@]}"; do ip netns pids "$PREFIX$host" | xargs -r ps -o pid,args -p; done
-  echo "FAILED: $1: processes left $2 s after the job ended"
+  for host in "${hosts[@]}"; do ip netns pids "$PREFIX$host" | xargs -r ps -o pid,args -p; done
+  echo "FAILED: $name: processes left $seconds s after the job ended"
   exit 1
 }
 
 # shellcheck disable=SC2016  # (ACTION is a command line run by lose, with its $ns)
 lose link h3 'ip -n "$ns" link set eth0 down'
-expect link 30 '\[rank [01]/3\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 2 \(stage 2, host h3\),? (which )?does not answer; ending the job$'
+expect link $((3 + 5 + 7 + 2 + slack)) '\[rank [01]/3\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 2 \(stage 2, host h3\),? (which )?does not answer; ending the job$'
 link_took=$took
-nothing_left link 15
+nothing_left link $((7 + 2 + slack))
 ip -n "$PREFIX"h3 link set eth0 up
 
 # shellcheck disable=SC2016
 lose killed h2 'for pid in $(ip netns pids "$ns"); do kill -KILL "$pid"; done'
-expect killed 30 '^rsh_agent: lost host h2: its Open MPI daemon was killed \(signal 9\)$'
+expect killed $((1 + 2 + slack)) '^rsh_agent: lost host h2: its Open MPI daemon was killed \(signal 9\)$'
 killed_took=$took
-nothing_left killed 15
+nothing_left killed $((2 + slack))
+
+# Every process on h2 stopped: the watchdog's line names h2 after comm.timeout, and the rsh agent
+# gives up on h2 3 s after the stop, which ends mpirun (without it mpirun waits for h2's daemon
+# until h2 resumes). The processes on h1 and h3 end with the job; h2's stay stopped (a frozen
+# node's processes end once it thaws and finds mpirun gone; here the teardown kills them).
+# shellcheck disable=SC2016
+lose stopped h2 'for pid in $(ip netns pids "$ns"); do kill -STOP "$pid"; done'
+expect stopped $((3 + 5 + 3 + 2 + slack)) '\[rank [02]/3\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 1 \(stage 1, host h2\),? (which )?does not answer; ending the job$'
+grep -q '^rsh_agent: lost host h2: it does not answer (every process there is stopped)$' \
+  "$WORK/stopped.log" || { echo "FAILED: stopped: no line from the rsh agent"; exit 1; }
+stopped_took=$took
+nothing_left stopped $((2 + slack)) h1 h3
 
 passed=1
 echo "multihost failures: h3's link down ends the job after ${link_took} s (comm.timeout 3 s," \
-  "tcp_retries2 4), every process on h2 killed after ${killed_took} s; one line names the host"
+  "tcp_retries2 4), every process on h2 killed after ${killed_took} s, every process on h2" \
+  "stopped after ${stopped_took} s; one line names the host"

@@ -130,12 +130,30 @@ exec ip netns exec "$PREFIX\$host" unshare --uts --mount sh -c \\
 EOF
   # Open MPI calls the agent as `rsh_agent HOST COMMAND...` to start its daemon on HOST. Like
   # ssh, it stays on the calling host while the command runs there, and says so when the other
-  # end dies (ssh: "Connection to HOST closed by remote host.").
+  # end dies (ssh: "Connection to HOST closed by remote host."). Like ssh with
+  # `-o ServerAliveInterval=1 -o ServerAliveCountMax=3`, it gives up on a host that does not
+  # answer for 3 s (every process there stopped: a frozen node), and exits 255 (ssh: "Timeout,
+  # server HOST not responding.").
   cat > "$WORK/rsh_agent" <<EOF
 #!/bin/sh
 # Open MPI's plm_rsh_agent for this test's hosts (its ssh): runs its command line on host \$1.
+"$WORK/host_exec" "\$@" <&0 &
+command=\$!
+silent=0
+while [ -n "\$(ps -o stat= -p \$command | grep -v '^Z')" ]; do
+  answers=0
+  for pid in \$(ip netns pids "$PREFIX\$1"); do
+    [ "\$(ps -o stat= -p \$pid | cut -c1)" = T ] || answers=1
+  done
+  if [ \$answers = 1 ]; then silent=0; else silent=\$((silent + 1)); fi
+  if [ \$silent -ge 3 ]; then
+    echo "rsh_agent: lost host \$1: it does not answer (every process there is stopped)" >&2
+    exit 255
+  fi
+  sleep 1
+done
 status=0
-"$WORK/host_exec" "\$@" || status=\$?
+wait \$command || status=\$?
 if [ \$status -gt 128 ]; then
   echo "rsh_agent: lost host \$1: its Open MPI daemon was killed (signal \$((status - 128)))" >&2
   exit 255
