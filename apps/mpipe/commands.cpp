@@ -328,8 +328,8 @@ Commands::Commands(CLI::App& app) {
   tokenize_->add_option("--out", tokenize_options_.out_dir, "Output folder (created if needed)")
       ->required()
       ->check(kNotEmpty);
-  auto* vocab_size = tokenize_->add_option(
-      "--vocab-size", tokenize_options_.vocab_size,
+  auto* vocab_size = tokenize_->add_option_function<int64_t>(
+      "--vocab-size", [this](int64_t pieces) { tokenize_options_.vocab_size = pieces; },
       "Train a model of this many pieces on the text (written to OUT/tokenizer.model)");
   tokenize_->add_option("--model", tokenize_options_.model, "Apply this existing .model instead")
       ->check(kNotEmpty)
@@ -520,8 +520,6 @@ int Commands::submit() {
 }
 
 int Commands::tokenize() {
-  check_input(!tokenize_options_.model.empty() || tokenize_options_.vocab_size != 0,
-              "tokenize: give --vocab-size to train a model or --model to apply one");
   tokenize_options_.model_type = *value_named(tokenize::kModelTypeNames, tokenize_model_type_);
   const data::TokenizeReport report = data::tokenize_corpus(tokenize_options_);
   std::printf("tokenizer %s: %lld pieces\n", report.model.c_str(),

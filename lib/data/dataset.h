@@ -1,4 +1,4 @@
-// Dataset: a labelled dataset with a train and a test split (in memory, or token shards mapped).
+// Dataset: a labelled dataset with a train and a test split (in memory, or token shards on disk).
 #pragma once
 
 #include <cstdint>
@@ -65,6 +65,12 @@ class Dataset {
   // InputError naming the file. Token shards: every token id below the vocabulary. Other data
   // has nothing left to check.
   virtual void check_contents(int part, int parts) const { (void)part, (void)parts; }
+  // What went wrong reading examples since the run started, "" while nothing did. Data read
+  // from files during the run (token shards, which may change under it) does not throw from
+  // inputs(), targets() or test_target_bytes(), mid-step, where this rank's peers would wait
+  // for it forever: they give zeros (or nullopt) and keep the first fault here, which the
+  // trainer agrees on at the end of the step or evaluation. Other data cannot fail there.
+  virtual std::string read_fault() const { return {}; }
 
   DataSchema schema() const;
 };

@@ -32,17 +32,22 @@ const char* file_type_name(fs::file_type type) {
 
 }  // namespace
 
-std::string read_text_file(const std::string& path) {
-  return read_regular_file(path, "data.path: must be a regular file or a folder of them");
+std::string read_text_file(const std::string& path, const std::string& key) {
+  std::string text = read_regular_file(path, key + ": must be a regular file or a folder of them");
+  const size_t nul = text.find('\0');
+  check_input(nul == std::string::npos,
+              "{}: a binary file, not text (a NUL byte at offset {}); {} takes text files", path,
+              nul, key);
+  return text;
 }
 
-std::vector<std::string> corpus_files(const std::string& path) {
+std::vector<std::string> corpus_files(const std::string& path, const std::string& key) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   check_input(!error && fs::exists(status), "{}: cannot open", path);
   if (fs::is_regular_file(status)) return {path};
   check_input(fs::is_directory(status),
-              "{}: data.path: must be a regular file or a folder of them, not {}", path,
+              "{}: {}: must be a regular file or a folder of them, not {}", path, key,
               file_type_name(status.type()));
   std::vector<std::string> files;
   for (auto it = fs::recursive_directory_iterator(path, error);
@@ -78,7 +83,9 @@ TextCorpus::TextCorpus(const DataConfig& config)
   check_input(seq_len_ >= 1, "data.seq_len: must be >= 1, got {}", seq_len_);
   check_input(config.val_fraction > 0.0 && config.val_fraction < 1.0,
               "data.val_fraction: must be in (0, 1), got {}", config.val_fraction);
-  for (const std::string& file : corpus_files(path_)) bytes_ += read_text_file(file);
+  for (const std::string& file : corpus_files(path_, kTextPathKey)) {
+    bytes_ += read_text_file(file, kTextPathKey);
+  }
   const auto total = static_cast<int64_t>(bytes_.size());
   const auto val_bytes = static_cast<int64_t>(std::llround(config.val_fraction * total));
   train_bytes_ = total - val_bytes;

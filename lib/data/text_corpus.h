@@ -14,17 +14,23 @@ namespace mpipe::data {
 
 inline constexpr const char* kDefaultTextPath = "/usr/share/games/fortunes";
 
-// The files a corpus at `path` is read from: `path` itself if it is a regular file; for a folder,
-// its regular files found recursively, sorted, skipping symbolic links, names ending in ".dat"
-// (fortune's index files) and anything else that is not a regular file. Throws InputError when
-// `path` does not exist, holds no file, or is neither a regular file nor a folder (a device, a
-// FIFO, a socket: never opened, as reading one may not end).
-std::vector<std::string> corpus_files(const std::string& path);
+// What names a corpus's path in errors: the text dataset's key, or `mpipe tokenize`'s argument.
+inline constexpr const char* kTextPathKey = "data.path";
+inline constexpr const char* kTokenizeTextArgument = "tokenize TEXT";
 
-// The bytes of the regular file `path`, at most the size stat reported: opened without blocking
-// (a FIFO put in its place after the check is refused, not waited on) and confirmed regular.
-// Throws InputError naming the path.
-std::string read_text_file(const std::string& path);
+// The files a corpus at `path` (given as `key`) is read from: `path` itself if it is a regular
+// file; for a folder, its regular files found recursively, sorted, skipping symbolic links, names
+// ending in ".dat" (fortune's index files) and anything else that is not a regular file. Throws
+// InputError when `path` does not exist, holds no file, or is neither a regular file nor a folder
+// (a device, a FIFO, a socket: never opened, as reading one may not end).
+std::vector<std::string> corpus_files(const std::string& path, const std::string& key);
+
+// The bytes of the regular file `path` (a file of the corpus given as `key`), at most the size
+// stat reported: opened without blocking (a FIFO put in its place after the check is refused, not
+// waited on) and confirmed regular. Throws InputError naming the path, also for a binary file (a
+// NUL byte: "/bin/ls: a binary file, not text (a NUL byte at offset 7); tokenize TEXT takes
+// text files").
+std::string read_text_file(const std::string& path, const std::string& key);
 
 // Bytes as token ids, [text.size()], and back (ids rounded and clamped to [0, 255]).
 std::vector<float> encode_text(std::string_view text);
@@ -43,8 +49,8 @@ class TextCorpus : public Dataset {
   static constexpr int64_t kVocab = 256;
 
   // Reads config.path (default kDefaultTextPath), each file up to the size it had when opened.
-  // Throws InputError naming the path when it cannot be read or a split is shorter than
-  // seq_len + 1 bytes.
+  // Throws InputError naming the path when it cannot be read, is binary, or a split is shorter
+  // than seq_len + 1 bytes.
   explicit TextCorpus(const DataConfig& config);
 
   Shape input_shape() const override { return Shape{seq_len_}; }

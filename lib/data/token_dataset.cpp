@@ -4,8 +4,10 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "core/error.h"
+#include "data/shard_manifest.h"
 #include "tokenize/tokenizer.h"
 
 namespace mpipe::data {
@@ -46,13 +48,13 @@ ShardWindows::ShardWindows(const std::vector<std::string>& files, int64_t seq_le
   }
 }
 
-void ShardWindows::read(int64_t index, int64_t offset, float* out) const {
+void ShardWindows::read(int64_t index, int64_t offset, int64_t vocab, float* out) const {
   check(index >= 0 && index < size(), "token window {} out of range [0, {})", index, size());
   // The last shard whose first window is at or before `index`.
   const auto shard = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), index) -
                                          starts_.begin() - 1);
   const int64_t first = (index - starts_[shard]) * seq_len_ + offset;
-  shards_[shard]->read_as_floats(first, seq_len_, out);
+  shards_[shard]->read_as_floats(first, seq_len_, vocab, out);
 }
 
 TokenDataset::TokenDataset(const DataConfig& config)
@@ -72,6 +74,11 @@ TokenDataset::TokenDataset(const DataConfig& config)
               "{}: a vocabulary of {} token ids; token ids are stored as floats, so it must be "
               "in [2, 2^24)",
               vocab_key_, vocab_);
+  std::vector<std::string> files;
+  for (const auto* split : {&train_, &val_}) {
+    for (const auto& shard : split->shards()) files.push_back(shard->path());
+  }
+  check_shard_manifests(files, config.tokenizer, "data.tokenizer");
   for (const auto* split : {&train_, &val_}) {
     const char* key = split == &train_ ? "data.train" : "data.val";
     check_input(split->size() > 0,
@@ -102,10 +109,28 @@ void TokenDataset::check_contents(int part, int parts) const {
 Tensor TokenDataset::read(Split split, std::span<const int64_t> indices, int64_t offset) const {
   const auto count = static_cast<int64_t>(indices.size());
   Tensor out(Shape{count, seq_len_});  // [n, seq_len]
-  for (int64_t row = 0; row < count; ++row) {
-    windows(split).read(indices[static_cast<size_t>(row)], offset, out.data() + row * seq_len_);
+  try {
+    for (int64_t row = 0; row < count; ++row) {
+      windows(split).read(indices[static_cast<size_t>(row)], offset, vocab_,
+                          out.data() + row * seq_len_);
+    }
+  } catch (const InputError& error) {
+    // Mid-step, where a throw would leave this rank's peers waiting: zeros (a valid token id)
+    // instead, and the fault for the trainer to agree on at the step's end.
+    record_fault(error);
+    out.fill(0.0f);
   }
   return out;
+}
+
+void TokenDataset::record_fault(const InputError& error) const {
+  const std::lock_guard lock(fault_mutex_);
+  if (fault_.empty()) fault_ = error.what();
+}
+
+std::string TokenDataset::read_fault() const {
+  const std::lock_guard lock(fault_mutex_);
+  return fault_;
 }
 
 Tensor TokenDataset::inputs(Split split, std::span<const int64_t> indices, uint64_t /*seed*/,
@@ -123,9 +148,14 @@ std::optional<int64_t> TokenDataset::test_target_bytes(int64_t num_examples) con
         num_examples, val_.size());
   std::vector<float> tokens(static_cast<size_t>(seq_len_));
   int64_t bytes = 0;
-  for (int64_t i = 0; i < num_examples; ++i) {
-    val_.read(i, 1, tokens.data());
-    for (float token : tokens) bytes += piece_bytes_[static_cast<size_t>(token)];
+  try {
+    for (int64_t i = 0; i < num_examples; ++i) {
+      val_.read(i, 1, vocab_, tokens.data());
+      for (float token : tokens) bytes += piece_bytes_[static_cast<size_t>(token)];
+    }
+  } catch (const InputError& error) {
+    record_fault(error);  // no bits per byte then
+    return std::nullopt;
   }
   return bytes;
 }

@@ -1,13 +1,15 @@
-// TokenDataset (data.dataset: tokens): language-model windows over memory-mapped token shards.
+// TokenDataset (data.dataset: tokens): language-model windows over token shards.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "data/data_config.h"
 #include "data/dataset.h"
 #include "data/token_shard.h"
@@ -29,8 +31,9 @@ class ShardWindows {
   int64_t size() const { return starts_.back(); }
   int64_t num_tokens() const { return num_tokens_; }
   const std::vector<std::unique_ptr<TokenShard>>& shards() const { return shards_; }
-  // Tokens [offset, offset + seq_len) of window `index` as floats, to `out`.
-  void read(int64_t index, int64_t offset, float* out) const;
+  // Tokens [offset, offset + seq_len) of window `index` as floats, to `out`; throws
+  // InputError when its shard changed or a token is not below `vocab` (TokenShard).
+  void read(int64_t index, int64_t offset, int64_t vocab, float* out) const;
 
  private:
   int64_t seq_len_;
@@ -42,7 +45,8 @@ class ShardWindows {
 // Example i of a split: inputs = tokens [0, seq_len) of window i, targets = tokens [1, seq_len]
 // (ids as floats). The vocabulary is the tokenizer's (data.tokenizer) or data.vocab; every
 // token of every shard is checked against it by check_contents, the ranks of a run each scanning
-// an equal share of the tokens. Training order: ExampleOrder::kKeyed.
+// an equal share of the tokens. Training order: ExampleOrder::kKeyed. A shard that changes
+// during the run is a read fault (Dataset::read_fault): the reads give zeros from then on.
 class TokenDataset : public Dataset {
  public:
   // Throws InputError naming the shard (or tokenizer) file and what is wrong with it.
@@ -62,10 +66,13 @@ class TokenDataset : public Dataset {
   // Scans tokens [part·N/parts, (part+1)·N/parts) of the N tokens of the training shards then
   // the validation shards.
   void check_contents(int part, int parts) const override;
+  std::string read_fault() const override;
 
  private:
   const ShardWindows& windows(Split split) const { return split == Split::kTrain ? train_ : val_; }
   Tensor read(Split split, std::span<const int64_t> indices, int64_t offset) const;
+  // Keeps the first fault's message.
+  void record_fault(const InputError& error) const;
 
   int64_t seq_len_;
   int64_t vocab_;
@@ -73,6 +80,8 @@ class TokenDataset : public Dataset {
   std::vector<int64_t> piece_bytes_;  // bytes of text per token id; empty without a tokenizer
   ShardWindows train_;
   ShardWindows val_;
+  mutable std::mutex fault_mutex_;
+  mutable std::string fault_;  // the first read fault, "" while there was none
 };
 
 }  // namespace mpipe::data

@@ -1,8 +1,7 @@
-// Opening, checking, mapping and scanning of one llm.c token shard.
+// Opening, checking, reading and scanning of one llm.c token shard.
 #include "data/token_shard.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,20 +23,26 @@ namespace format = token_shard;
 
 // Tokens per pread of the vocabulary scan: 4 MiB of uint32.
 constexpr int64_t kScanChunkTokens = int64_t{1} << 20;
-// The largest page-cache folio a fault may map at once (a PMD: 2 MiB on x86-64).
-constexpr size_t kLargestFolioBytes = size_t{2} << 20;
 
-// Reads exactly `bytes` at `offset`, or throws naming `path`.
-void read_exactly(int fd, const std::string& path, void* out, size_t bytes, off_t offset) {
+// Reads up to `bytes` at `offset`, fewer only at the end of the file; throws naming `path` on a
+// read error.
+size_t read_up_to(int fd, const std::string& path, void* out, size_t bytes, off_t offset) {
   auto* dst = static_cast<char*>(out);
   size_t done = 0;
   while (done < bytes) {
     const ssize_t got = ::pread(fd, dst + done, bytes - done, offset + static_cast<off_t>(done));
     if (got < 0 && errno == EINTR) continue;
     check_input(got >= 0, "{}: read error: {}", path, std::strerror(errno));
-    check_input(got > 0, "{}: the file shrank while it was read", path);
+    if (got == 0) break;
     done += static_cast<size_t>(got);
   }
+  return done;
+}
+
+// Reads exactly `bytes` at `offset`, or throws naming `path`.
+void read_exactly(int fd, const std::string& path, void* out, size_t bytes, off_t offset) {
+  check_input(read_up_to(fd, path, out, bytes, offset) == bytes,
+              "{}: the file shrank while it was read", path);
 }
 
 // Token i of little-endian tokens of `width` bytes at `base` (this is a little-endian build).
@@ -85,41 +90,51 @@ TokenShard::TokenShard(std::string path) : path_(std::move(path)) {
                 "{}: token count {} in the header needs {} bytes after it, the file has {}", path_,
                 count, static_cast<int64_t>(count) * static_cast<int64_t>(token_bytes_), payload);
     num_tokens_ = count;
-    map_bytes_ = file_bytes;
-    void* map = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, fd_, 0);
-    check_input(map != MAP_FAILED, "{}: cannot map: {}", path_, std::strerror(errno));
-    map_ = static_cast<const std::byte*>(map);
-    // Windows are read at random places: no read-ahead around them.
-    ::madvise(map, map_bytes_, MADV_RANDOM);
+    file_bytes_ = info.st_size;
+    modified_at_ = info.st_mtim;
   } catch (...) {
     ::close(fd_);
     throw;
   }
 }
 
-TokenShard::~TokenShard() {
-  if (map_ != nullptr) ::munmap(const_cast<std::byte*>(map_), map_bytes_);
-  ::close(fd_);
+TokenShard::~TokenShard() { ::close(fd_); }
+
+void TokenShard::check_unchanged() const {
+  struct stat info {};
+  check_input(::fstat(fd_, &info) == 0, "{}: cannot stat: {}", path_, std::strerror(errno));
+  const bool resized = info.st_size != file_bytes_;
+  if (!resized && info.st_mtim.tv_sec == modified_at_.tv_sec &&
+      info.st_mtim.tv_nsec == modified_at_.tv_nsec) {
+    return;
+  }
+  throw InputError(fmt::format(
+      "{}: changed during the run ({}); a run's token shards must stay as they are until it ends",
+      path_,
+      resized ? fmt::format("{} bytes when the run opened it, {} now", file_bytes_, info.st_size)
+              : std::string("modified after the run opened it")));
 }
 
-void TokenShard::read_as_floats(int64_t first, int64_t count, float* out) const {
+void TokenShard::read_as_floats(int64_t first, int64_t count, int64_t vocab, float* out) const {
   check(first >= 0 && count >= 0 && first + count <= num_tokens_,
         "{}: tokens [{}, {}) out of range [0, {})", path_, first, first + count, num_tokens_);
-  const std::byte* tokens = map_ + format::kHeaderBytes;
-  for (int64_t i = 0; i < count; ++i) {
-    out[i] = static_cast<float>(token_at(tokens, token_bytes_, first + i));
+  // The tokens are read into the front of `out` (a token is at most as wide as a float) and
+  // widened in place from the last one down, each float written over bytes already converted.
+  auto* bytes = reinterpret_cast<std::byte*>(out);
+  const size_t wanted = static_cast<size_t>(count) * token_bytes_;
+  const size_t got = read_up_to(
+      fd_, path_, bytes, wanted,
+      static_cast<off_t>(format::kHeaderBytes + static_cast<size_t>(first) * token_bytes_));
+  check_unchanged();
+  check_input(got == wanted, "{}: the file shrank while it was read", path_);
+  for (int64_t i = count - 1; i >= 0; --i) {
+    const uint32_t id = token_at(bytes, token_bytes_, i);
+    check_input(static_cast<int64_t>(id) < vocab,
+                "{}: token {} is {}, not below the vocabulary of {} as at start-up: the shard "
+                "changed during the run",
+                path_, first + i, id, vocab);
+    out[i] = static_cast<float>(id);
   }
-  // Unmap what was just read from this process (the pages stay in the page cache, and a later
-  // read maps them again): a fault maps a whole large folio of the file, up to 2 MiB, so
-  // otherwise every window read would add up to 2 MiB to the resident memory, towards the
-  // whole corpus (measured: 20 MiB per step of 8 windows; scripts/bench/token_rss.sh).
-  const size_t begin = format::kHeaderBytes + static_cast<size_t>(first) * token_bytes_;
-  const size_t end = begin + static_cast<size_t>(count) * token_bytes_;
-  const size_t release_begin = begin / kLargestFolioBytes * kLargestFolioBytes;
-  const size_t release_end = std::min(
-      (end + kLargestFolioBytes - 1) / kLargestFolioBytes * kLargestFolioBytes, map_bytes_);
-  ::madvise(const_cast<std::byte*>(map_) + release_begin, release_end - release_begin,
-            MADV_DONTNEED);
 }
 
 void TokenShard::check_ids_below(int64_t vocab, const std::string& vocab_key, int64_t first,

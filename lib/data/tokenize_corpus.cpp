@@ -1,12 +1,15 @@
 // The steps of `mpipe tokenize`: read, train or load the model, split, encode, write shards.
 #include "data/tokenize_corpus.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <span>
 #include <string_view>
 
 #include "checkpoint/atomic_file.h"
+#include "checkpoint/file_digest.h"
 #include "core/error.h"
+#include "data/shard_manifest.h"
 #include "data/text_corpus.h"
 #include "data/token_shard_writer.h"
 
@@ -18,6 +21,32 @@ namespace fs = std::filesystem;
 // Token ids travel as floats in training, exact below 2^24.
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
 
+// The name of shard `index` of a split: "train_000003.bin".
+std::string shard_name(const std::string& prefix, int64_t index) {
+  return fmt::format("{}_{:06}.bin", prefix, index);
+}
+
+// Throws InputError when `out_dir` holds shards already (train_*.bin, val_*.bin): shards of this
+// tokenize beside them would mix into such a glob, maybe made with another tokenizer.
+void refuse_earlier_shards(const std::string& out_dir) {
+  std::error_code error;
+  std::vector<std::string> found;
+  for (auto it = fs::directory_iterator(out_dir, error); !error && it != fs::directory_iterator();
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if ((name.starts_with("train_") || name.starts_with("val_")) && name.ends_with(".bin")) {
+      found.push_back(name);
+    }
+  }
+  if (found.empty()) return;
+  std::sort(found.begin(), found.end());
+  throw InputError(fmt::format(
+      "{}: holds the shards of an earlier tokenize ({}{}); new shards beside them would mix "
+      "into train_*.bin: remove them or choose another --out",
+      out_dir, found.front(),
+      found.size() > 1 ? fmt::format(" and {} more", found.size() - 1) : std::string()));
+}
+
 // Encodes `text` line by line (each line with its newline) and writes its tokens as shards
 // `<out_dir>/<prefix>_NNNNNN.bin` of at most `shard_tokens` tokens.
 SplitCount write_split(const tokenize::Tokenizer& tokenizer, std::string_view text,
@@ -26,8 +55,8 @@ SplitCount write_split(const tokenize::Tokenizer& tokenizer, std::string_view te
   SplitCount count{.bytes = static_cast<int64_t>(text.size())};
   std::vector<int> pending;
   auto flush = [&] {
-    const std::string name = fmt::format("{}_{:06}.bin", prefix, count.shards);
-    write_token_shard((fs::path(out_dir) / name).string(), pending, tokenizer.vocab_size());
+    write_token_shard((fs::path(out_dir) / shard_name(prefix, count.shards)).string(), pending,
+                      tokenizer.vocab_size());
     count.tokens += static_cast<int64_t>(pending.size());
     ++count.shards;
     pending.clear();
@@ -50,11 +79,17 @@ TokenizeReport tokenize_corpus(const TokenizeOptions& options) {
   check_input(!options.text_files.empty(), "tokenize: no text files given");
   check_input(options.val_fraction > 0.0 && options.val_fraction < 1.0,
               "--val-fraction: must be in (0, 1), got {}", options.val_fraction);
-  check_input(options.shard_tokens >= 1 && options.shard_tokens <= INT32_MAX,
-              "--shard-tokens: must be in [1, 2^31), got {}", options.shard_tokens);
+  check_input(options.shard_tokens >= kMinShardTokens && options.shard_tokens <= INT32_MAX,
+              "--shard-tokens: must be in [{}, 2^31), got {}", kMinShardTokens,
+              options.shard_tokens);
+  check_input(!options.model.empty() || options.vocab_size.has_value(),
+              "tokenize: give --vocab-size to train a model or --model to apply one");
+  refuse_earlier_shards(options.out_dir);
   std::string text;
   for (const std::string& path : options.text_files) {
-    for (const std::string& file : corpus_files(path)) text += read_text_file(file);
+    for (const std::string& file : corpus_files(path, kTokenizeTextArgument)) {
+      text += read_text_file(file, kTokenizeTextArgument);
+    }
   }
   check_input(!text.empty(), "tokenize: the text files are empty");
   // The validation text starts at the first line start at or after the cut.
@@ -72,11 +107,11 @@ TokenizeReport tokenize_corpus(const TokenizeOptions& options) {
   std::optional<tokenize::Tokenizer> tokenizer;
   std::string trained;  // the serialized model when one is trained
   if (options.model.empty()) {
-    check_input(options.vocab_size >= 2 && options.vocab_size < kMaxVocab,
-                "--vocab-size: must be in [2, 2^24), got {}", options.vocab_size);
+    const int64_t vocab_size = *options.vocab_size;
+    check_input(vocab_size >= 2 && vocab_size < kMaxVocab,
+                "--vocab-size: must be in [2, 2^24), got {}", vocab_size);
     // Learned from the training text only: the validation text stays unseen.
-    trained =
-        tokenize::train_model(all.substr(0, val_start), options.vocab_size, options.model_type);
+    trained = tokenize::train_model(all.substr(0, val_start), vocab_size, options.model_type);
     report.model = (fs::path(options.out_dir) / "tokenizer.model").string();
     tokenizer = tokenize::Tokenizer::from_bytes(trained, report.model);
   } else {
@@ -96,6 +131,15 @@ TokenizeReport tokenize_corpus(const TokenizeOptions& options) {
                              options.shard_tokens);
   report.val =
       write_split(*tokenizer, all.substr(val_start), options.out_dir, "val", options.shard_tokens);
+  // Last: a folder with a manifest holds every shard it lists.
+  ShardManifest manifest{
+      .tokenizer_crc32 = checkpoint::crc32_hex(checkpoint::digest_file(report.model).crc32),
+      .vocab = report.vocab,
+      .shards = {}};
+  for (const auto& [prefix, count] : {std::pair{"train", report.train}, {"val", report.val}}) {
+    for (int64_t i = 0; i < count.shards; ++i) manifest.shards.push_back(shard_name(prefix, i));
+  }
+  write_shard_manifest(options.out_dir, manifest);
   return report;
 }
 

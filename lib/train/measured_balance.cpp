@@ -100,7 +100,7 @@ MeasuredBalance::MeasuredBalance(const config::Experiment& experiment, Trainer& 
       world_(world),
       enabled_(experiment.pipeline.balance == pipeline::Balance::kMeasured &&
                trainer.topology().num_stages > 1),
-      next_check_(experiment.pipeline.balance_after),
+      schedule_(experiment.pipeline.balance_after, experiment.pipeline.balance_every),
       moves_left_(experiment.pipeline.balance_moves) {
   comm::agree(world, [&] { apply_test_slowdown(world.rank(), trainer_.layer_times()); });
   trainer_.layer_times().set_windowed(enabled_);
@@ -114,9 +114,7 @@ MeasuredBalance::MeasuredBalance(const config::Experiment& experiment, Trainer& 
 }
 
 void MeasuredBalance::after_step(int64_t done) {
-  if (!enabled_ || done != next_check_) return;
-  const int every = experiment_.pipeline.balance_every;
-  next_check_ = every > 0 ? done + every : -1;
+  if (!enabled_ || !schedule_.due(done)) return;
   rebalance(done);
   if (moves_left_ == 0) {
     enabled_ = false;

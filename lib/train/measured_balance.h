@@ -1,6 +1,6 @@
-// MeasuredBalance: pipeline.balance: measured. After pipeline.balance_after steps (and every
-// balance_every steps after, up to balance_moves moves) the ranks agree on every layer's measured
-// time, the exact partitioner re-runs with it, and when the slowest rank gets at least
+// MeasuredBalance: pipeline.balance: measured. After pipeline.balance_after steps of this process
+// (and every balance_every steps after, up to balance_moves moves) the ranks agree on every layer's
+// measured time, the exact partitioner re-runs with it, and when the slowest rank gets at least
 // kMinimumGain faster (and the move fits pipeline.memory_limit) the layers move
 // (Trainer::repartition); each decision is logged and kept for summary.json.
 #pragma once
@@ -12,6 +12,7 @@
 
 #include "comm/communicator.h"
 #include "config/experiment.h"
+#include "train/measured_balance_schedule.h"
 #include "train/trainer.h"
 
 namespace mpipe::train {
@@ -37,6 +38,8 @@ class MeasuredBalance {
   MeasuredBalance(const config::Experiment& experiment, Trainer& trainer,
                   const comm::Communicator& world);
 
+  // The run's first step: 0, or the step a resumed run starts from (it measures again).
+  void start_at(int64_t first_step) { schedule_.start_at(first_step); }
   // Collective over the world, after `done` steps: re-partitions when due (see above).
   void after_step(int64_t done);
 
@@ -58,7 +61,7 @@ class MeasuredBalance {
   Trainer& trainer_;
   const comm::Communicator& world_;
   bool enabled_;
-  int64_t next_check_;
+  MeasuredBalanceSchedule schedule_;
   int moves_left_;
   nlohmann::json history_ = nlohmann::json::array();
 };

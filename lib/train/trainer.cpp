@@ -11,6 +11,7 @@
 #include <iterator>
 #include <utility>
 
+#include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "core/error.h"
 #include "optim/clipping.h"
@@ -270,17 +271,19 @@ StepReport Trainer::step(int64_t step) {
     buffer_updates.push_back(gather_buffer_updates(*stage, groups_.data_parallel));
   }
 
-  // Every rank learns the step's loss and whether any gradient is non-finite before any
-  // update, in the one allreduce the loss needs anyway.
+  // Every rank learns the step's loss, whether any gradient is non-finite and whether any rank
+  // met a read fault (a shard changed under the run) before any update, in the one allreduce
+  // the loss needs anyway.
   const bool grads_finite = std::ranges::all_of(
       stages_, [](const auto& stage) { return all_finite(stage->params().grads()); });
   std::vector<double> sums = {totals.sum, static_cast<double>(totals.rows),
-                              grads_finite ? 0.0 : 1.0};
+                              grads_finite ? 0.0 : 1.0, read_fault_here()};
   const auto sync_start = Clock::now();
   {
     const log::TraceScope traced(trace_, log::TraceKind::kLossAllreduce);
     world_.allreduce_sum(std::span<double>(sums));
   }
+  if (sums[3] > 0) end_on_read_fault();
   StepReport report;
   report.sync_s = seconds_since(sync_start);
   report.times = executor_->last_step_times();
@@ -363,10 +366,20 @@ double Trainer::global_grad_norm() const {
   return optim::global_norm(per_layer);
 }
 
+double Trainer::read_fault_here() const { return dataset_.read_fault().empty() ? 0.0 : 1.0; }
+
+void Trainer::end_on_read_fault() const {
+  comm::agree(world_, [this] {
+    const std::string fault = dataset_.read_fault();
+    if (!fault.empty()) throw InputError(fault);
+  });
+}
+
 pipeline::LossTotals Trainer::sum_over_world(const pipeline::LossTotals& mine) const {
   std::vector<double> values = {mine.sum, static_cast<double>(mine.rows),
-                                static_cast<double>(mine.correct)};
+                                static_cast<double>(mine.correct), read_fault_here()};
   world_.allreduce_sum(std::span<double>(values));
+  if (values[3] > 0) end_on_read_fault();
   return {.sum = values[0],
           .rows = static_cast<int64_t>(values[1]),
           .correct = static_cast<int64_t>(values[2])};

@@ -114,8 +114,16 @@ class Trainer {
   pipeline::MicroBatchData micro_batch_data(data::Split split, const std::vector<int64_t>& indices,
                                             const pipeline::RoundPlan& plan, int64_t step) const;
   double global_grad_norm() const;
-  // Sums [loss sum, rows, correct] of the last stages over the world.
+  // Sums [loss sum, rows, correct] of the last stages over the world; ends the run as
+  // end_on_read_fault does when any rank met a read fault.
   pipeline::LossTotals sum_over_world(const pipeline::LossTotals& mine) const;
+  // 1 when this rank's reads of the data met a fault (Dataset::read_fault), else 0: summed over
+  // the world with a step's or an evaluation's totals.
+  double read_fault_here() const;
+  // Collective, once the world's sum says a rank met a read fault: every rank throws an
+  // AgreedError with the lowest such rank's fault (an InputError's exit code), before the step
+  // updates anything.
+  void end_on_read_fault() const;
   // Collective: which layers of the model have non-finite gradients, said in one line.
   std::string describe_nonfinite(int64_t step, double loss) const;
 

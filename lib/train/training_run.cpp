@@ -229,6 +229,7 @@ class TrainingRun {
     if (resumed.finished) return complete_finished_run(resumed.step);
     start_from_init_weights(resumed.step);
     first_step_ = resumed.step;
+    balance_.start_at(first_step_);
     trace_.emplace(experiment_.log.trace_steps, first_step_, world_, trainer_.topology(),
                    trainer_.trace());
     // Before the clocks start: the measurement's time is not the run's.

@@ -2,7 +2,7 @@
 # Peak resident memory (VmHWM) of a run over token shards several times larger than it, beside
 # the same run over small shards: two training shards of SHARD_MB MiB each of random uint16
 # tokens below 4096, a small validation shard, a 2-layer GPT for STEPS steps on one rank. The
-# shards are memory-mapped and only the windows a step reads are touched, so the peak RSS does
+# shards are read a window at a time with pread, never mapped or read whole, so the peak RSS does
 # not grow with them.
 #
 #   scripts/bench/token_rss.sh        # about a minute on an idle 2-core machine (1 GiB of shards)

@@ -16,5 +16,7 @@ mkdir -p "$out"
 # "  1 In the beginning ..." wrapped at 80 columns: keep the words, drop the verse numbers.
 bible -p /usr/lib Gen1:1-Rev22:21 | sed -E -e 's/^ +[0-9]+ //' -e '/^$/d' > "$out/kjv.txt.tmp"
 mv "$out/kjv.txt.tmp" "$out/kjv.txt"
+# This script's own earlier shards go (tokenize refuses a folder that holds shards).
+rm -f "$out"/train_*.bin "$out"/val_*.bin "$out/shards.json"
 build/release/apps/mpipe tokenize "$out/kjv.txt" --out "$out" --vocab-size "$vocab" \
   --model-type bpe --val-fraction 0.05

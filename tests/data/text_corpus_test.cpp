@@ -119,11 +119,27 @@ TEST(TextCorpus, FifoIsRefusedWithoutOpeningIt) {
   }
 }
 
+TEST(TextCorpus, BinaryFileIsRefusedNamingIt) {
+  TempDir dir;
+  write_plain(dir.file("a"), "AAAABBBBCCCC");
+  write_plain(dir.file("b"), std::string("text, then \0 a NUL", 19));
+  try {
+    TextCorpus corpus(text_config(dir.path().string(), 2, 0.25));
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_EQ(
+        std::string(error.what()),
+        dir.file("b") +
+            ": a binary file, not text (a NUL byte at offset 11); data.path takes text files");
+  }
+}
+
 TEST(TextCorpus, FolderSkipsFifosInIt) {
   TempDir dir;
   write_plain(dir.file("a"), "AAAABBBBCCCC");
   ASSERT_EQ(::mkfifo(dir.file("b").c_str(), 0600), 0);
-  EXPECT_EQ(corpus_files(dir.path().string()), (std::vector<std::string>{dir.file("a")}));
+  EXPECT_EQ(corpus_files(dir.path().string(), kTextPathKey),
+            (std::vector<std::string>{dir.file("a")}));
   const TextCorpus corpus(text_config(dir.path().string(), 2, 0.25));
   EXPECT_EQ(corpus.text(Split::kTrain), "AAAABBBBC");
 }
@@ -136,7 +152,7 @@ TEST(TextCorpus, FolderIsReadRecursivelyInSortedOrderSkippingDatFilesAndLinks) {
   write_plain(dir.file("a.dat"), "index");
   write_plain(dir.file("sub/c"), "CCCC");
   std::filesystem::create_symlink(dir.file("a"), dir.file("a.u8"));
-  const auto files = corpus_files(dir.path().string());
+  const auto files = corpus_files(dir.path().string(), kTextPathKey);
   EXPECT_EQ(files, (std::vector<std::string>{dir.file("a"), dir.file("b"), dir.file("sub/c")}));
   const TextCorpus corpus(text_config(dir.path().string(), 2, 0.25));
   EXPECT_EQ(corpus.text(Split::kTrain), "AAAABBBBC");
@@ -164,7 +180,7 @@ TEST(TextCodec, EncodeDecodeRoundTripsAllBytes) {
 
 TEST(TextCorpusFortunes, DefaultCorpusLoadsWithoutIndexFilesOrDuplicates) {
   if (!std::filesystem::exists(kDefaultTextPath)) GTEST_SKIP() << kDefaultTextPath << " missing";
-  for (const std::string& file : corpus_files(kDefaultTextPath)) {
+  for (const std::string& file : corpus_files(kDefaultTextPath, kTextPathKey)) {
     EXPECT_NE(std::filesystem::path(file).extension(), ".dat") << file;
     EXPECT_FALSE(std::filesystem::is_symlink(file)) << file;
   }

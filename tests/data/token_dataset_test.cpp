@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "checkpoint/file_digest.h"
+#include "data/shard_manifest.h"
 #include "data/test_files.h"
 #include "data/token_shard_files.h"
 #include "support/input_error_of.h"
@@ -201,6 +203,62 @@ TEST(TokenDataset, RefusesAnUnreadableTokenizer) {
   config.tokenizer = dir.file("bad.model");
   EXPECT_EQ(input_error_of([&] { TokenDataset data(config); }),
             dir.file("bad.model") + ": not a SentencePiece model (its bytes do not parse as one)");
+}
+
+TEST(TokenDataset, RefusesAShardThatTheFoldersManifestDoesNotList) {
+  const TempDir dir;
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10)));
+  write_bytes(dir.file("train_1.bin"), shard_bytes(counting(0, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  write_shard_manifest(
+      dir.path().string(),
+      {.tokenizer_crc32 = "12345678", .vocab = 1000, .shards = {"train_0.bin", "val.bin"}});
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(tokens_config(dir)); }),
+            dir.file("train_1.bin") + ": not one of the shards that " + dir.file("shards.json") +
+                " lists (left by another tokenize, maybe of another tokenizer)");
+}
+
+TEST(TokenDataset, RefusesATokenizerOtherThanTheOneTheManifestRecords) {
+  const TempDir dir;
+  std::string text;
+  for (int line = 0; line < 100; ++line) text += "kalo mine sutavo\n";
+  write_plain(dir.file("t.model"), tokenize::train_model(text, 300, tokenize::ModelType::kBpe));
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10, 300)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4, 300)));
+  write_shard_manifest(
+      dir.path().string(),
+      {.tokenizer_crc32 = "12345678", .vocab = 300, .shards = {"train_0.bin", "val.bin"}});
+  DataConfig config = tokens_config(dir);
+  config.tokenizer = dir.file("t.model");
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(config); }),
+            "data.tokenizer " + dir.file("t.model") + ": crc32 " +
+                checkpoint::crc32_hex(checkpoint::digest_file(dir.file("t.model")).crc32) +
+                ", but " + dir.file("shards.json") +
+                " records its shards as made with a tokenizer of crc32 12345678");
+}
+
+TEST(TokenDataset, AShardChangedDuringTheRunGivesZerosAndAReadFaultInsteadOfThrowing) {
+  // Mid-step, a throw on one rank would leave its peers waiting: the fault is kept for the
+  // trainer to agree on.
+  const TempDir dir;
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(100, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(300, 4)));
+  const TokenDataset data(tokens_config(dir));
+  EXPECT_EQ(data.read_fault(), "");
+  const std::vector<int64_t> indices{1, 0};
+  EXPECT_EQ(values(data.inputs(Split::kTrain, indices, 0, 0)),
+            (std::vector<float>{103, 104, 105, 100, 101, 102}));
+  write_bytes(dir.file("train_0.bin"), shard_bytes(counting(100, 5)));
+  EXPECT_EQ(values(data.inputs(Split::kTrain, indices, 0, 0)), std::vector<float>(6, 0.0f));
+  const std::string fault = dir.file("train_0.bin") +
+                            ": changed during the run (1044 bytes when the run opened it, 1034 "
+                            "now); a run's token shards must stay as they are until it ends";
+  EXPECT_EQ(data.read_fault(), fault);
+  // The first fault is kept; the validation shard still reads.
+  EXPECT_EQ(values(data.targets(Split::kTrain, indices)), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(values(data.targets(Split::kTest, std::vector<int64_t>{0})),
+            (std::vector<float>{301, 302, 303}));
+  EXPECT_EQ(data.read_fault(), fault);
 }
 
 }  // namespace

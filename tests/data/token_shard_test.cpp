@@ -2,7 +2,10 @@
 // damaged header refused with one line naming the file.
 #include "data/token_shard.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -22,7 +25,7 @@ using testing::write_bytes;
 
 std::vector<float> all_tokens(const TokenShard& shard) {
   std::vector<float> out(static_cast<size_t>(shard.num_tokens()));
-  shard.read_as_floats(0, shard.num_tokens(), out.data());
+  shard.read_as_floats(0, shard.num_tokens(), int64_t{1} << 24, out.data());
   return out;
 }
 
@@ -40,7 +43,7 @@ TEST(TokenShard, ReadsUint32TokensFromAnOffset) {
   write_bytes(dir.file("a.bin"), shard_bytes({5, 70000, 16777215, 3}, token_shard::kMagicU32));
   const TokenShard shard(dir.file("a.bin"));
   std::vector<float> out(2);
-  shard.read_as_floats(1, 2, out.data());
+  shard.read_as_floats(1, 2, int64_t{1} << 24, out.data());
   EXPECT_EQ(out, (std::vector<float>{70000, 16777215}));
 }
 
@@ -127,6 +130,59 @@ TEST(TokenShard, ScanFindsTheFirstTokenAtOrAboveTheVocabularyAcrossChunks) {
             dir.file("a.bin") +
                 ": token 1048618 is 1000, not below the vocabulary of 1000 "
                 "(data.vocab)");
+}
+
+// Sets the modification time of `path` an hour back, so that a rewrite in the same tick of the
+// file system's clock still changes it.
+void backdate(const std::string& path) {
+  struct stat info {};
+  ASSERT_EQ(::stat(path.c_str(), &info), 0);
+  const timespec times[2] = {info.st_atim, {info.st_mtim.tv_sec - 3600, info.st_mtim.tv_nsec}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+}
+
+TEST(TokenShard, AShardTruncatedAfterOpeningIsAnInputErrorNamingItNotASignal) {
+  // Read through a map, the truncated pages killed the process with SIGBUS.
+  const TempDir dir;
+  write_bytes(dir.file("a.bin"), shard_bytes(counting(0, 4096)));
+  const TokenShard shard(dir.file("a.bin"));
+  ASSERT_EQ(::truncate(dir.file("a.bin").c_str(), 3000), 0);
+  std::vector<float> out(16);
+  EXPECT_EQ(input_error_of([&] { shard.read_as_floats(4000, 16, 65536, out.data()); }),
+            dir.file("a.bin") +
+                ": changed during the run (9216 bytes when the run opened it, 3000 now); a run's "
+                "token shards must stay as they are until it ends");
+  // Within what is left, too.
+  EXPECT_EQ(input_error_of([&] { shard.read_as_floats(0, 16, 65536, out.data()); }),
+            dir.file("a.bin") +
+                ": changed during the run (9216 bytes when the run opened it, 3000 now); a run's "
+                "token shards must stay as they are until it ends");
+}
+
+TEST(TokenShard, AShardRewrittenInPlaceAtItsSizeIsAnInputError) {
+  const TempDir dir;
+  write_bytes(dir.file("a.bin"), shard_bytes(counting(0, 64)));
+  backdate(dir.file("a.bin"));
+  const TokenShard shard(dir.file("a.bin"));
+  std::vector<float> out(4);
+  shard.read_as_floats(0, 4, 65536, out.data());
+  EXPECT_EQ(out, (std::vector<float>{0, 1, 2, 3}));
+  write_bytes(dir.file("a.bin"), shard_bytes(counting(7, 64)));  // same size, other tokens
+  EXPECT_EQ(input_error_of([&] { shard.read_as_floats(0, 4, 65536, out.data()); }),
+            dir.file("a.bin") +
+                ": changed during the run (modified after the run opened it); a run's token "
+                "shards must stay as they are until it ends");
+}
+
+TEST(TokenShard, ATokenNotBelowTheVocabularyIsAnInputErrorOnRead) {
+  const TempDir dir;
+  write_bytes(dir.file("a.bin"), shard_bytes({1, 2, 999, 3}));
+  const TokenShard shard(dir.file("a.bin"));
+  std::vector<float> out(4);
+  EXPECT_EQ(input_error_of([&] { shard.read_as_floats(0, 4, 999, out.data()); }),
+            dir.file("a.bin") +
+                ": token 2 is 999, not below the vocabulary of 999 as at start-up: the shard "
+                "changed during the run");
 }
 
 }  // namespace

@@ -8,8 +8,9 @@
 # re-measurements (balance_every), at most balance_moves moves, a second decision when the speeds
 # change (the hook slows a rank for some steps only), and no move where moving would exceed
 # pipeline.memory_limit. A checkpoint written after the move
-# resumes on the default partition to the same weights. TIED_CONFIG, a model whose head shares the
-# embedding's matrix, checks that the head's stage receives the embedding's tensors.
+# resumes on the default partition to the same weights, and measures again. TIED_CONFIG, a model
+# whose head shares the embedding's matrix, checks that the head's stage receives the embedding's
+# tensors.
 # Usage: measured_balance.sh CONFIG TIED_CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -104,11 +105,13 @@ moved balanced-replicas
 same plain-replicas balanced-replicas
 
 # The checkpoint written after the move at step 3 resumes on the default partition, to the same
-# weights.
+# weights, and measures again: its first check is balance_after steps after step 3.
 MPIPE_TEST_SLOW_RANK=1:100 train 2 resumed "$config" --set train.steps=3 "${measured[@]}"
 moved resumed
-train 2 resumed "$config" "${steps[@]}" --resume
+MPIPE_TEST_SLOW_RANK=1:100 train 2 resumed "$config" "${steps[@]}" "${measured[@]}" --resume
 grep -q "resumed from step 3" "$WORK/resumed.log" || { cat "$WORK/resumed.log"; echo "FAILED: not resumed"; exit 1; }
+grep -qE "step 6: (re-partitioned|kept)" "$WORK/resumed.log" ||
+  { cat "$WORK/resumed.log"; echo "FAILED: resumed: not measured again at step 6"; exit 1; }
 same plain resumed
 
 # A tied head on another stage than the embedding gets the tied matrix and its optimizer state.

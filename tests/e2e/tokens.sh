@@ -6,7 +6,8 @@
 # another number of stages equal 6 straight;
 # the evaluation reports bits per byte; generate samples through the tokenizer; bad inputs of
 # tokenize and generate, a damaged shard and a token outside the vocabulary (found by one rank's
-# share of the scan) end every rank with one line naming them.
+# share of the scan) end every rank with one line naming them, and so does a shard changed during a
+# run.
 # Usage: tokens.sh
 source "$(dirname "$0")/lib.sh"
 text=/usr/share/games/fortunes
@@ -93,6 +94,23 @@ refused bad_model "$WORK/bad.model: not a SentencePiece model (its bytes do not 
   tokenize "$WORK/text.txt" --out "$WORK/bad_model" --model "$WORK/bad.model"
 refused no_model "tokenize: give --vocab-size to train a model or --model to apply one" \
   tokenize "$WORK/text.txt" --out "$WORK/no_model"
+refused vocab_zero "--vocab-size: must be in [2, 2^24), got 0" \
+  tokenize "$WORK/text.txt" --out "$WORK/vocab_zero" --vocab-size 0
+refused tiny_shards "--shard-tokens: must be in [1024, 2^31), got 1" \
+  tokenize "$WORK/text.txt" --out "$WORK/tiny_shards" --vocab-size 512 --shard-tokens 1
+refused binary "/bin/ls: a binary file, not text (a NUL byte at offset " \
+  tokenize /bin/ls --out "$WORK/binary" --vocab-size 512
+refused device "/dev/zero: tokenize TEXT: must be a regular file or a folder of them, not a character device" \
+  tokenize /dev/zero --out "$WORK/device" --vocab-size 512
+# A folder that holds shards already (here of the 512-piece model) is refused, as shards of
+# another tokenizer beside them would mix into train_*.bin; the manifest lists the shards.
+refused earlier_shards "$WORK/shards: holds the shards of an earlier tokenize (train_000000.bin and " \
+  tokenize "$WORK/text.txt" --out "$WORK/shards" --vocab-size 300
+grep -q '"val_000000.bin"' "$WORK/shards/shards.json" || { echo "FAILED: no manifest"; exit 1; }
+cp "$WORK/shards/val_000000.bin" "$WORK/shards/train_stray.bin"
+rejected stray_shard "$WORK/shards/train_stray.bin: not one of the shards that $WORK/shards/shards.json lists" \
+  "$config" --set pipeline.stages=2
+rm "$WORK/shards/train_stray.bin"
 sed '/tokenizer:/d' "$config" > "$WORK/no_tokenizer.yaml"
 refused no_tokenizer "$WORK/no_tokenizer.yaml: generate needs data.tokenizer to turn the model's tokens into text" \
   generate "$WORK/no_tokenizer.yaml" --weights "$WORK/k1.safetensors"
@@ -108,4 +126,30 @@ last=$(( ($(stat -c %s "$WORK/bad_token.bin") - 1024) / 2 - 1 ))  # uint16 token
 printf '\xff\xff' | dd of="$WORK/bad_token.bin" bs=1 seek=$(( 1024 + 2 * last )) conv=notrunc status=none
 rejected bad_token "$WORK/bad_token.bin: token $last is 65535, not below the vocabulary of 512 (data.tokenizer $WORK/shards/tokenizer.model)" \
   "$config" --set "data.val=$WORK/bad_token.bin" --set pipeline.stages=2
+# A training shard changed during a 2-rank run, by `cp` over it (another size) or by token ids
+# written over it in place (the same size), ends every rank cleanly in one line naming it, before
+# the step's update: no SIGBUS, no MPI_ABORT banner, the run's lock released.
+# changed NAME EXPECTED_DETAIL COMMAND...: runs COMMAND (on $WORK/NAME-shards) once the run on a
+# copy of the shards has logged 2 steps.
+changed() {
+  local name=$1 detail=$2 status=0
+  shift 2
+  cp -r "$WORK/shards" "$WORK/$name-shards"
+  endless 2 "$name" "$config" --set pipeline.stages=2 \
+    --set "data.train=$WORK/$name-shards/train_*.bin"
+  wait_for_steps "$name" 2 60
+  "$@"
+  wait "$launcher" || status=$?
+  cp "$WORK/$name.log" "$WORK/$name.out"
+  failed_in_one_line "$name" "$status" \
+    "$WORK/$name-shards/train_000000.bin: changed during the run ($detail); a run's token shards must stay as they are until it ends" \
+    "$WORK/$name/.lock"
+}
+opened=$(stat -c %s "$WORK/shards/train_000000.bin")
+changed copied "$opened bytes when the run opened it, $(stat -c %s "$WORK/shards/val_000000.bin") now" \
+  cp "$WORK/shards/val_000000.bin" "$WORK/copied-shards/train_000000.bin"
+head -c 64 /dev/zero | tr '\0' '\377' > "$WORK/ff.bin"  # 32 token ids 65535, over the vocabulary
+changed overwritten "modified after the run opened it" \
+  dd if="$WORK/ff.bin" of="$WORK/overwritten-shards/train_000000.bin" bs=1 seek=2000 \
+  conv=notrunc status=none
 echo "tokens: tokenize, K=1,2,4 bit-identical, D=2 == D=1 under weight_grads: tree, resume 3+3 == 6, bits per byte, generate, bad inputs refused"
