@@ -9,7 +9,8 @@ namespace mpipe::config {
 namespace {
 
 optim::LrScheduleConfig parse_schedule(const Field& section) {
-  const MapReader map(section, {"kind", "warmup_steps", "step_size", "gamma", "min_lr"});
+  const MapReader map(section,
+                      {"kind", "warmup_steps", "step_size", "gamma", "min_lr", "total_steps"});
   optim::LrScheduleConfig config;
   if (auto f = map.get("kind")) {
     config.kind = f->as_choice(optim::kLrScheduleNames);
@@ -18,6 +19,7 @@ optim::LrScheduleConfig parse_schedule(const Field& section) {
   if (auto f = map.get("step_size")) config.step_size = read_int(*f, at_least(1));
   if (auto f = map.get("gamma")) config.gamma = read_double(*f, above(0));
   if (auto f = map.get("min_lr")) config.min_lr = read_double(*f, at_least(0));
+  if (auto f = map.get("total_steps")) config.total_steps = read_int(*f, at_least(0));
   return config;
 }
 

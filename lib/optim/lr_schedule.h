@@ -16,4 +16,8 @@ namespace mpipe::optim {
 //             (min_lr is reached at step total_steps).
 double learning_rate(const OptimizerConfig& config, int64_t step, int64_t total_steps);
 
+// The schedule's length for a run of `train_steps` steps: schedule.total_steps if set, else
+// train_steps.
+int64_t schedule_steps(const OptimizerConfig& config, int64_t train_steps);
+
 }  // namespace mpipe::optim

@@ -23,6 +23,9 @@ struct LrScheduleConfig {
   int64_t step_size = 1000;  // kStep: multiply by gamma every step_size steps
   double gamma = 0.1;        // kStep
   double min_lr = 0.0;       // kCosine: the value reached at total_steps
+  // The schedule's length (kCosine reaches min_lr there); 0 = the run's train.steps. A resumed
+  // run keeps the length it started with (see schedule_steps).
+  int64_t total_steps = 0;
 };
 
 struct OptimizerConfig {

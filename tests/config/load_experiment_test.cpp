@@ -55,6 +55,7 @@ TEST(LoadExperiment, FullFileParsesEveryKeyIntoTheModuleStructs) {
   EXPECT_EQ(e.optimizer.schedule.step_size, 20);
   EXPECT_DOUBLE_EQ(e.optimizer.schedule.gamma, 0.5);
   EXPECT_DOUBLE_EQ(e.optimizer.schedule.min_lr, 0.001);
+  EXPECT_EQ(e.optimizer.schedule.total_steps, 400);
 
   EXPECT_EQ(e.pipeline.stages, 2);
   EXPECT_EQ(e.pipeline.data_parallel, 3);

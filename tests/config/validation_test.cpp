@@ -179,7 +179,12 @@ TEST(OptimizerSection, ScheduleMinLrMustBeNonNegative) {
 TEST(OptimizerSection, ScheduleUnknownKeyListsTheKnownKeys) {
   EXPECT_EQ(error_of("optimizer:\n  schedule:\n    warmup: 5\n"),
             "exp.yaml:3: optimizer.schedule.warmup: unknown key (known: kind, warmup_steps, "
-            "step_size, gamma, min_lr)");
+            "step_size, gamma, min_lr, total_steps)");
+}
+
+TEST(OptimizerSection, ScheduleTotalStepsMustBeNonNegative) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    total_steps: -1\n"),
+            "exp.yaml:3: optimizer.schedule.total_steps: must be >= 0, got -1");
 }
 
 // pipeline

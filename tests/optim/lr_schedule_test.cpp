@@ -63,5 +63,12 @@ TEST(LearningRate, CosineWithWarmupCoveringTheWholeRunEndsAtMinLr) {
   EXPECT_DOUBLE_EQ(learning_rate(config, 10, 10), 0.01);
 }
 
+TEST(ScheduleSteps, AreTrainStepsUnlessTheScheduleSetsItsLength) {
+  OptimizerConfig config = schedule_of(LrScheduleKind::kCosine, 0);
+  EXPECT_EQ(schedule_steps(config, 313), 313);
+  config.schedule.total_steps = 100;
+  EXPECT_EQ(schedule_steps(config, 313), 100);
+}
+
 }  // namespace
 }  // namespace mpipe::optim
