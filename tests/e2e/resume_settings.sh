@@ -4,7 +4,7 @@
 # differences are listed and not taken (a larger train.steps in the file does not extend a
 # finished run), and a finished run extended by --set train.steps keeps the learning-rate
 # schedule's length unless optimizer.schedule.total_steps is set too, saying which.
-# Usage: resume_settings.sh CONFIG (a constant schedule and train.steps: 3 in it)
+# Usage: resume_settings.sh CONFIG (a constant schedule, `steps: 3,` and `clip_norm: 0.5}` in it)
 source "$(dirname "$0")/checkpoint_lib.sh"
 config=$1
 
@@ -28,18 +28,20 @@ info_line "$WORK/resumed.log" "$WORK/resumed: resuming with the settings stored 
 events=$(compgen -G "$WORK/resumed/events.out.tfevents.*" | wc -l)
 [[ $events -eq 2 ]] || { ls "$WORK/resumed"; echo "FAILED: $events event files, expected one per part"; exit 1; }
 
-# 2. A finished cosine run of 4 steps; a file with 8 steps does not extend it.
-cosine=(--set optimizer.schedule.kind=cosine --set optimizer.schedule.min_lr=0.001)
-train 2 extended "$config" --set train.steps=4 "${cosine[@]}"
+# 2. A finished cosine run of 4 steps; the same file with 8 steps does not extend it.
+sed 's/steps: 3,/steps: 4,/; s/clip_norm: 0.5}/clip_norm: 0.5, schedule: {kind: cosine, min_lr: 0.001}}/' \
+  "$config" > "$WORK/cosine.yaml"
+sed 's/steps: 4,/steps: 8,/' "$WORK/cosine.yaml" > "$WORK/longer.yaml"
+grep -q 'steps: 8,.*kind: cosine' <(tr '\n' ' ' < "$WORK/longer.yaml") ||
+  { echo "FAILED: $config is not as this test expects"; exit 1; }
+train 2 extended "$WORK/cosine.yaml"
 cp -r "$WORK/extended" "$WORK/stretched"
-sed 's/steps: 3,/steps: 8,/' "$config" > "$WORK/longer.yaml"
-grep -q 'steps: 8,' "$WORK/longer.yaml" || { echo "FAILED: $config has no 'steps: 3,'"; exit 1; }
 train 2 extended "$WORK/longer.yaml" --resume
-info_line "$WORK/extended.log" "$WORK/extended: resuming with the settings stored with step 4 where $WORK/longer.yaml differs: optimizer.schedule.kind: cosine (file: constant); optimizer.schedule.min_lr: 0.001 (file: 0); optimizer.schedule.total_steps: 4 (file: 8); train.steps: 4 (file: 8)"
+info_line "$WORK/extended.log" "$WORK/extended: resuming with the settings stored with step 4 where $WORK/longer.yaml differs: optimizer.schedule.total_steps: 4 (file: 8); train.steps: 4 (file: 8)"
 info_line "$WORK/extended.log" "$WORK/extended: already finished at step 4 (train.steps = 4); nothing to do"
 
 # 3. --set train.steps=8 extends it; the schedule keeps its 4 steps: min_lr from step 5 on.
-train 2 extended "$config" --set train.steps=8 --resume
+train 2 extended "$WORK/cosine.yaml" --set train.steps=8 --resume
 info_line "$WORK/extended.log" "$WORK/extended: train.steps changed from 4 to 8; the learning-rate schedule keeps its length of 4 steps (optimizer.schedule.total_steps): the next step's rate is 0.001 and the last step's 0.001 (--set optimizer.schedule.total_steps=8 stretches it to the new end)"
 for step in 5 8; do
   [[ $(lr_of extended $step) == 0.001 ]] || { echo "FAILED: extended: lr of step $step is $(lr_of extended $step)"; exit 1; }
@@ -47,7 +49,7 @@ done
 
 # 4. With optimizer.schedule.total_steps=8 too, the cosine is stretched to step 8, and the jump
 # of the rate is a warning.
-train 2 stretched "$config" --set train.steps=8 --set optimizer.schedule.total_steps=8 --resume
+train 2 stretched "$WORK/cosine.yaml" --set train.steps=8 --set optimizer.schedule.total_steps=8 --resume
 info_line "$WORK/stretched.log" "$WORK/stretched: optimizer.schedule.total_steps changed from 4 to 8: the learning-rate schedule is stretched to end at step 8, so the next step's rate is 0.0055 instead of 0.001"
 [[ $(lr_of stretched 5) == 0.0055 ]] || { echo "FAILED: stretched: lr of step 5 is $(lr_of stretched 5)"; exit 1; }
 echo "resume settings: the start's --set kept, the file's differences listed, extensions explicit about the schedule"
