@@ -466,14 +466,16 @@ int Commands::train(const comm::Communicator& world) {
                             .progress = stdout,
                             .progress_in_place = progress_in_place(),
                             .stop_requested = stop_requested};
-  const train::RunResult result = job::run_train_job({.config_path = config_path_,
-                                                      .overrides = overrides_,
-                                                      .run_dir = run_dir,
-                                                      .export_path = export_path,
-                                                      .init_weights = init_weights_,
-                                                      .resuming = resume_ || resume_or_start_},
-                                                     std::move(options), world)
-                                      .result;
+  const train::RunResult result =
+      job::run_train_job({.config_path = config_path_,
+                          .overrides = overrides_,
+                          .run_dir = run_dir,
+                          .export_path = export_path,
+                          .init_weights = init_weights_,
+                          .resuming = resume_ || resume_or_start_,
+                          .stored_settings = resume_ || resume_or_start_},
+                         std::move(options), world)
+          .result;
   if (world.rank() == 0) {
     if (result.preempted) {
       spdlog::warn("stopped at step {} by a signal; checkpoint saved in {}; continue with --resume",

@@ -11,8 +11,9 @@ namespace mpipe::checkpoint {
 namespace {
 
 // Keys (or, ending in '.', key prefixes) that do not change the trained weights' trajectory.
-constexpr std::array<std::string_view, 17> kMayChange = {
+constexpr std::array<std::string_view, 18> kMayChange = {
     "train.steps",
+    "optimizer.schedule.total_steps",  // said explicitly: how the schedule goes on
     "train.on_nonfinite",
     "train.max_skips_in_a_row",
     "train.eval_every",

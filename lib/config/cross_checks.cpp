@@ -30,19 +30,21 @@ Field locate(const Field& root, std::initializer_list<const char*> keys) {
   return Field(root.source(), node, node.Mark(), path);
 }
 
-// Under the wsd schedule, warm-up and decay must fit in train.steps without overlapping.
+// Under the wsd schedule, warm-up and decay must fit in the schedule's length (train.steps unless
+// optimizer.schedule.total_steps sets it) without overlapping.
 void check_wsd_phases(const Field& root, const Experiment& experiment) {
   const optim::LrScheduleConfig& schedule = experiment.optimizer.schedule;
   if (schedule.kind != optim::LrScheduleKind::kWsd) return;
-  const int64_t steps = experiment.train.steps;
+  const int64_t steps = optim::schedule_steps(experiment.optimizer, experiment.train.steps);
+  const char* length = schedule.total_steps > 0 ? "optimizer.schedule.total_steps" : "train.steps";
   const int64_t decay_steps = optim::wsd_decay_steps(schedule, steps);
   if (schedule.warmup_steps + decay_steps <= steps) return;
   const bool by_count = schedule.decay_steps > 0;
   locate(root, {"optimizer", "schedule", by_count ? "decay_steps" : "decay_fraction"})
-      .fail(fmt::format("warmup_steps + {} = {} + {} = {} must be at most train.steps ({})",
-                        by_count ? "decay_steps" : "decay_fraction x train.steps",
+      .fail(fmt::format("warmup_steps + {} = {} + {} = {} must be at most {} ({})",
+                        by_count ? "decay_steps" : fmt::format("decay_fraction x {}", length),
                         schedule.warmup_steps, decay_steps, schedule.warmup_steps + decay_steps,
-                        steps));
+                        length, steps));
 }
 
 }  // namespace

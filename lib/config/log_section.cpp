@@ -36,7 +36,9 @@ log::LogConfig parse_log(const Field& section) {
                                                                {"error", "error"}}));
   }
   if (auto f = map.get("trace_steps")) config.trace_steps = read_trace_steps(*f);
-  if (auto f = map.get("peak_flops")) config.peak_flops = read_double(*f, above(0));
+  if (auto f = map.get("peak_flops")) {  // `measured`: the default, as resolved settings write it
+    config.peak_flops = f->text() == "measured" ? 0.0 : read_double(*f, above(0));
+  }
   if (auto f = map.get("tensorboard")) config.tensorboard = f->as_bool();
   return config;
 }

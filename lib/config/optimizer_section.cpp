@@ -10,7 +10,7 @@ namespace {
 
 optim::LrScheduleConfig parse_schedule(const Field& section) {
   const MapReader map(section, {"kind", "warmup_steps", "step_size", "gamma", "min_lr",
-                                "decay_steps", "decay_fraction"});
+                                "decay_steps", "decay_fraction", "total_steps"});
   optim::LrScheduleConfig config;
   if (auto f = map.get("kind")) {
     config.kind = f->as_choice(optim::kLrScheduleNames);
@@ -21,6 +21,7 @@ optim::LrScheduleConfig parse_schedule(const Field& section) {
   if (auto f = map.get("min_lr")) config.min_lr = read_double(*f, at_least(0));
   if (auto f = map.get("decay_steps")) config.decay_steps = read_int(*f, at_least(0));
   if (auto f = map.get("decay_fraction")) config.decay_fraction = read_double(*f, left_open(0, 1));
+  if (auto f = map.get("total_steps")) config.total_steps = read_int(*f, at_least(0));
   return config;
 }
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "optim/lr_schedule.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/schedule.h"
 
@@ -85,7 +86,7 @@ void add_train(const train::TrainConfig& train, Settings& out) {
   out["train.precision"] = kernels::to_string(train.precision);
 }
 
-void add_optimizer(const optim::OptimizerConfig& optimizer, Settings& out) {
+void add_optimizer(const optim::OptimizerConfig& optimizer, int64_t train_steps, Settings& out) {
   out["optimizer.kind"] = text(optimizer.kind);
   out["optimizer.lr"] = text(optimizer.lr);
   out["optimizer.momentum"] = text(optimizer.momentum);
@@ -103,6 +104,8 @@ void add_optimizer(const optim::OptimizerConfig& optimizer, Settings& out) {
   out["optimizer.schedule.min_lr"] = text(optimizer.schedule.min_lr);
   out["optimizer.schedule.decay_steps"] = text(optimizer.schedule.decay_steps);
   out["optimizer.schedule.decay_fraction"] = text(optimizer.schedule.decay_fraction);
+  // The length in steps, not "train.steps": a resume keeps it when train.steps changes.
+  out["optimizer.schedule.total_steps"] = text(optim::schedule_steps(optimizer, train_steps));
 }
 
 void add_pipeline(const pipeline::PipelineConfig& pipeline, Settings& out) {
@@ -128,7 +131,7 @@ std::map<std::string, std::string> resolved_settings(const Experiment& experimen
   add_model(experiment.model, out);
   add_data(experiment.data, out);
   add_train(experiment.train, out);
-  add_optimizer(experiment.optimizer, out);
+  add_optimizer(experiment.optimizer, experiment.train.steps, out);
   add_pipeline(experiment.pipeline, out);
   out["checkpoint.every"] = text(experiment.checkpoint.every);
   out["checkpoint.keep"] = text(experiment.checkpoint.keep);

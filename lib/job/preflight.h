@@ -25,6 +25,10 @@ struct TrainInputs {
   std::string export_path;
   train::InitWeights init_weights = {};  // --init-weights, --init-skip
   bool resuming = false;  // --resume or --resume-or-start: the run directory may hold a run
+  // `mpipe train` resuming: the settings stored with the run's newest committed checkpoint are the
+  // experiment's, and `overrides` change them (see run_train_job). The daemon runs its spool
+  // entry's settings instead.
+  bool stored_settings = false;
   // The daemon: pipeline.stages and pipeline.data_parallel that the experiment does not fix are
   // planned for the world size (see plan_for_any_world).
   bool any_world = false;

@@ -2,11 +2,13 @@
 // experiment's log level (and the MPI progress thread if it asks for one).
 #include "job/train_job.h"
 
+#include <fmt/ranges.h>
 #include <omp.h>
 #include <sched.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
 
@@ -15,6 +17,7 @@
 #include "comm/progress_thread.h"
 #include "comm/watchdog.h"
 #include "config/resolved_settings.h"
+#include "config/stored_settings.h"
 #include "core/error.h"
 #include "kernels/context.h"
 #include "log/logging.h"
@@ -40,6 +43,36 @@ void warn_without_spare_core() {
       num_threads + 1);
 }
 
+// `inputs.stored_settings`: puts the overrides that restore the settings of the run's newest
+// committed checkpoint before the command line's. Rank 0 reads and works them out; every rank
+// gets its list. Returns the line rank 0 logs about them (empty: nothing restored).
+std::string restore_stored_settings(TrainInputs& inputs, const comm::Communicator& world) {
+  std::vector<std::string> restored;
+  std::string note;
+  comm::agree(world, [&] {
+    if (world.rank() != 0) return;
+    const std::optional<train::StoredSettings> stored =
+        train::newest_stored_settings(inputs.run_dir);
+    if (!stored) return;
+    config::SettingsRestore restore = config::resume_overrides(
+        stored->settings,
+        config::resolved_settings(config::load_experiment(inputs.config_path, inputs.overrides)),
+        inputs.overrides);
+    restored = std::move(restore.overrides);
+    if (restore.restored.empty()) return;
+    note = fmt::format("{}: resuming with the settings stored with step {} where {}{} differs: {}",
+                       inputs.run_dir, stored->step, inputs.config_path,
+                       inputs.overrides.empty() ? "" : " with this --set",
+                       fmt::join(restore.restored, "; "));
+  });
+  std::string text = nlohmann::json(restored).dump();
+  world.broadcast(text, 0);
+  std::vector<std::string> overrides = nlohmann::json::parse(text).get<std::vector<std::string>>();
+  overrides.insert(overrides.end(), inputs.overrides.begin(), inputs.overrides.end());
+  inputs.overrides = std::move(overrides);
+  return note;
+}
+
 }  // namespace
 
 void use_experiment_deadlines(const std::string& config_path,
@@ -56,11 +89,14 @@ void use_experiment_deadlines(const std::string& config_path,
   watchdog->configure(deadlines);
 }
 
-TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
+TrainOutcome run_train_job(TrainInputs inputs, train::RunOptions options,
                            const comm::Communicator& world) {
   use_experiment_deadlines(inputs.config_path, inputs.overrides, world);
+  const std::string restored =
+      inputs.stored_settings ? restore_stored_settings(inputs, world) : std::string();
   PreflightResult checked = preflight_train(inputs, world);
   log::setup_logging(world.rank(), world.size(), checked.experiment.log.level);
+  if (world.rank() == 0 && !restored.empty()) spdlog::info("{}", restored);
   if (comm::Watchdog* watchdog = world.watchdog()) {  // this experiment's deadlines
     watchdog->configure(checked.experiment.comm);
     watchdog->set_stop_flag(options.stop_requested);  // a stop during a hung wait ends the job

@@ -16,11 +16,14 @@ struct TrainOutcome {
 };
 
 // Collective over `world`. `options.run_dir`, `options.export_weights` and `options.init_weights`
-// are taken from `inputs`, `options.settings` from the resolved experiment. Rank 0 holds the run
-// directory's lock (checkpoint::RunLock) for the whole run. Throws AgreedError on every rank for
-// bad input, a run directory another job holds, and a run that fails (a non-finite loss, a damaged
-// checkpoint, a full disk).
-TrainOutcome run_train_job(const TrainInputs& inputs, train::RunOptions options,
+// are taken from `inputs`, `options.settings` from the resolved experiment. With
+// `inputs.stored_settings` and a committed checkpoint in the run directory, the experiment is the
+// file with the settings that checkpoint was saved with (config::resume_overrides) and then
+// `inputs.overrides`; rank 0 logs the settings restored where the file differs. Rank 0 holds the
+// run directory's lock (checkpoint::RunLock) for the whole run. Throws AgreedError on every rank
+// for bad input, a run directory another job holds, and a run that fails (a non-finite loss, a
+// damaged checkpoint, a full disk).
+TrainOutcome run_train_job(TrainInputs inputs, train::RunOptions options,
                            const comm::Communicator& world);
 
 // Gives `world`'s watchdog the deadlines of the experiment at `config_path` before anything is

@@ -71,4 +71,8 @@ double learning_rate(const OptimizerConfig& config, int64_t step, int64_t total_
   throw Error("learning_rate: unknown schedule kind");
 }
 
+int64_t schedule_steps(const OptimizerConfig& config, int64_t train_steps) {
+  return config.schedule.total_steps > 0 ? config.schedule.total_steps : train_steps;
+}
+
 }  // namespace mpipe::optim

@@ -24,5 +24,8 @@ double learning_rate(const OptimizerConfig& config, int64_t step, int64_t total_
 // The number of final steps over which the wsd schedule decays: decay_steps if > 0, else
 // decay_fraction * total_steps rounded to the nearest step.
 int64_t wsd_decay_steps(const LrScheduleConfig& schedule, int64_t total_steps);
+// The schedule's length for a run of `train_steps` steps: schedule.total_steps if set, else
+// train_steps.
+int64_t schedule_steps(const OptimizerConfig& config, int64_t train_steps);
 
 }  // namespace mpipe::optim

@@ -29,6 +29,9 @@ struct LrScheduleConfig {
   // kWsd: the number of final steps that decay; 0 = decay_fraction of total_steps.
   int64_t decay_steps = 0;
   double decay_fraction = 0.2;
+  // The schedule's length (kCosine, kLinear and kWsd reach min_lr there); 0 = the run's
+  // train.steps. A resumed run keeps the length it started with (see schedule_steps).
+  int64_t total_steps = 0;
 };
 
 struct OptimizerConfig {

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <filesystem>
 #include <span>
 
@@ -11,6 +12,7 @@
 #include "comm/watchdog.h"
 #include "core/error.h"
 #include "log/metrics_writer.h"
+#include "optim/lr_schedule.h"
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
@@ -20,6 +22,7 @@ namespace fs = std::filesystem;
 
 constexpr size_t kReportSize = 3;  // stage, crc32, size: exact in doubles (sizes below 2^53)
 constexpr const char* kOptimizerStepsKey = "optimizer_steps";  // in meta.json and every shard
+constexpr const char* kScheduleStepsKey = "optimizer.schedule.total_steps";
 
 checkpoint::Settings saved_settings(const nlohmann::json& meta, const std::string& path) {
   const nlohmann::json& saved = checkpoint::required_key(meta, path, "settings");
@@ -32,6 +35,17 @@ checkpoint::Settings saved_settings(const nlohmann::json& meta, const std::strin
   return settings;
 }
 
+// A count among the saved settings; nullopt when it is missing or not a number.
+std::optional<int64_t> saved_count(const checkpoint::Settings& saved, const std::string& key) {
+  const auto found = saved.find(key);
+  int64_t count = 0;
+  if (found == saved.end()) return std::nullopt;
+  const std::string& text = found->second;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return count;
+}
+
 int64_t optimizer_steps(const nlohmann::json& meta, const std::string& path) {
   const nlohmann::json& steps = checkpoint::required_key(meta, path, kOptimizerStepsKey);
   check_input(steps.is_number_integer() && steps.get<int64_t>() >= 0,
@@ -40,6 +54,16 @@ int64_t optimizer_steps(const nlohmann::json& meta, const std::string& path) {
 }
 
 }  // namespace
+
+std::optional<StoredSettings> newest_stored_settings(const std::string& run_dir) {
+  std::error_code ec;
+  const checkpoint::CheckpointStore store(run_dir, 1);
+  if (!fs::is_directory(store.checkpoints_dir(), ec)) return std::nullopt;
+  const std::optional<int64_t> step = store.latest_committed();
+  if (!step) return std::nullopt;
+  return StoredSettings{.step = *step,
+                        .settings = saved_settings(store.read_meta(*step), store.meta_path(*step))};
+}
 
 void require_committed_checkpoint(const std::string& run_dir) {
   std::error_code ec;
@@ -212,20 +236,40 @@ void RunCheckpoints::check_settings(const nlohmann::json& meta, int64_t step) co
   const checkpoint::SettingChanges changes = checkpoint::compare_settings(saved, settings());
   check_input(changes.refused.empty(),
               "{}: cannot resume step {} with other settings: {} (a resumed run may change only "
-              "train.steps, train.eval_*, log.*, checkpoint.* and the pipeline layout, keeping "
-              "pipeline.micro_batches × data_parallel; start a new run with another --run-dir)",
+              "train.steps, optimizer.schedule.total_steps, train.eval_*, log.*, checkpoint.* and "
+              "the pipeline layout, keeping pipeline.micro_batches × data_parallel; start a new "
+              "run with another --run-dir)",
               options_.run_dir, step, fmt::join(changes.refused, "; "));
   if (!is_root || changes.allowed.empty()) return;
   spdlog::info("{}: resuming with changed settings: {}", options_.run_dir,
                fmt::join(changes.allowed, "; "));
-  const auto schedule = saved.find("optimizer.schedule.kind");
-  const auto steps = saved.find("train.steps");
-  if (schedule != saved.end() && schedule->second == "cosine" && steps != saved.end() &&
-      steps->second != std::to_string(experiment_.train.steps)) {
+  describe_schedule(saved, step);
+}
+
+void RunCheckpoints::describe_schedule(const checkpoint::Settings& saved, int64_t step) const {
+  const int64_t steps = experiment_.train.steps;
+  if (step >= steps) return;  // finished: no step is run
+  const optim::OptimizerConfig& optimizer = experiment_.optimizer;
+  const int64_t length = optim::schedule_steps(optimizer, steps);
+  const std::optional<int64_t> saved_steps = saved_count(saved, "train.steps");
+  // A run saved before optimizer.schedule.total_steps existed: its schedule ended at train.steps.
+  const std::optional<int64_t> saved_length =
+      saved.contains(kScheduleStepsKey) ? saved_count(saved, kScheduleStepsKey) : saved_steps;
+  if (!saved_steps || !saved_length) return;
+  const double next = optim::learning_rate(optimizer, step, length);
+  if (*saved_length != length) {
     spdlog::warn(
-        "{}: train.steps changed from {} to {}: the cosine learning-rate schedule ends "
-        "at train.steps, so from step {} on it differs from the original run's",
-        options_.run_dir, steps->second, experiment_.train.steps, step);
+        "{}: {} changed from {} to {}: the learning-rate schedule is stretched to end at step {}, "
+        "so the next step's rate is {:.4g} instead of {:.4g}",
+        options_.run_dir, kScheduleStepsKey, *saved_length, length, length, next,
+        optim::learning_rate(optimizer, step, *saved_length));
+  } else if (*saved_steps != steps) {
+    spdlog::info(
+        "{}: train.steps changed from {} to {}; the learning-rate schedule keeps its length of {} "
+        "steps ({}): the next step's rate is {:.4g} and the last step's {:.4g} (--set {}={} "
+        "stretches it to the new end)",
+        options_.run_dir, *saved_steps, steps, length, kScheduleStepsKey, next,
+        optim::learning_rate(optimizer, steps - 1, length), kScheduleStepsKey, steps);
   }
 }
 

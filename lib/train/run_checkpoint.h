@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,17 @@ struct ResumePoint {
   int64_t step = 0;       // steps already done: 0 for a new run
   bool finished = false;  // the checkpoint has train.steps steps (or more): not loaded
 };
+
+// The settings a run's checkpoint was saved with (meta.json's "settings").
+struct StoredSettings {
+  int64_t step = 0;  // the checkpoint's
+  checkpoint::Settings settings;
+};
+
+// The settings of the newest committed checkpoint in `run_dir`, read and checked as a resume
+// reads meta.json; nullopt when there is none. Throws InputError naming meta.json (and the newest
+// intact checkpoint) when it is damaged or has no settings.
+std::optional<StoredSettings> newest_stored_settings(const std::string& run_dir);
 
 // --resume needs a committed checkpoint in `run_dir`. Throws InputError saying what was found:
 // "runs/typo: --resume: no committed checkpoint (the directory does not exist)", "(it has no
@@ -56,6 +68,9 @@ class RunCheckpoints {
  private:
   checkpoint::Settings settings() const;
   void check_settings(const nlohmann::json& meta, int64_t step) const;
+  // Rank 0, resuming at `step` with train.steps or the schedule's length changed: one line on
+  // how the learning-rate schedule goes on (its length kept, or stretched: the rate's jump).
+  void describe_schedule(const checkpoint::Settings& saved, int64_t step) const;
   void load(int64_t step, const nlohmann::json& meta);
   // Every rank's shard records (a rank writes one per chunk; other replicas none) on every rank.
   std::vector<checkpoint::ShardRecord> gather_shard_records(

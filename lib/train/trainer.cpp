@@ -289,7 +289,8 @@ StepReport Trainer::step(int64_t step) {
   report.times = executor_->last_step_times();
   report.allreduce_s = allreduce_s;
   report.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
-  report.lr = optim::learning_rate(experiment_.optimizer, step, train.steps);
+  report.lr = optim::learning_rate(experiment_.optimizer, step,
+                                   optim::schedule_steps(experiment_.optimizer, train.steps));
   if (sums[2] > 0 || !std::isfinite(report.loss)) {
     report.finite = false;
     report.nonfinite = describe_nonfinite(step, report.loss);

@@ -51,6 +51,16 @@ TEST(CompareSettings, StepsEvaluationLoggingAndCheckpointCadenceMayChange) {
                                       "train.eval_every: 0 → 10", "train.steps: 100 → 200"}));
 }
 
+TEST(CompareSettings, TheScheduleLengthMayChange) {
+  // How the learning-rate schedule goes on past a changed train.steps is said with it.
+  const SettingChanges changes = compare_settings(
+      with(base(), {{"optimizer.schedule.total_steps", "100"}}),
+      with(base(), {{"train.steps", "200"}, {"optimizer.schedule.total_steps", "200"}}));
+  EXPECT_TRUE(changes.refused.empty());
+  EXPECT_EQ(changes.allowed, (std::vector<std::string>{"optimizer.schedule.total_steps: 100 → 200",
+                                                       "train.steps: 100 → 200"}));
+}
+
 TEST(CompareSettings, PipelineLayoutMayChangeWithTheSameGlobalMicroBatches) {
   const SettingChanges changes =
       compare_settings(base(), with(base(), {{"pipeline.stages", "1"},

@@ -57,6 +57,7 @@ TEST(LoadExperiment, FullFileParsesEveryKeyIntoTheModuleStructs) {
   EXPECT_DOUBLE_EQ(e.optimizer.schedule.min_lr, 0.001);
   EXPECT_EQ(e.optimizer.schedule.decay_steps, 30);
   EXPECT_DOUBLE_EQ(e.optimizer.schedule.decay_fraction, 0.1);
+  EXPECT_EQ(e.optimizer.schedule.total_steps, 400);
 
   EXPECT_EQ(e.pipeline.stages, 2);
   EXPECT_EQ(e.pipeline.data_parallel, 3);

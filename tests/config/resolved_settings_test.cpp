@@ -64,6 +64,7 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"optimizer.schedule.min_lr", "0.001"},
                                             {"optimizer.schedule.decay_steps", "30"},
                                             {"optimizer.schedule.decay_fraction", "0.1"},
+                                            {"optimizer.schedule.total_steps", "400"},
                                             {"pipeline.stages", "2"},
                                             {"pipeline.data_parallel", "3"},
                                             {"pipeline.micro_batches", "4"},
@@ -113,6 +114,18 @@ TEST(ResolvedSettings, ModelInitIsWrittenOnlyWhenSet) {
   EXPECT_FALSE(resolved_settings(file.load(kModel)).contains("model.init"));
   const std::string gpt2 = "model:\n  init: gpt2\n  layers: [{type: relu}]\n";
   EXPECT_EQ(resolved_settings(file.load(gpt2)).at("model.init"), "gpt2");
+}
+
+TEST(ResolvedSettings, ScheduleLengthIsTrainStepsUnlessSet) {
+  // Written as a number, so that a resume that changes train.steps keeps it.
+  ExperimentFile file;
+  EXPECT_EQ(resolved_settings(file.load("train: {steps: 313}\n" + kModel))
+                .at("optimizer.schedule.total_steps"),
+            "313");
+  EXPECT_EQ(resolved_settings(
+                file.load("train: {steps: 313}\n" + kModel, {"optimizer.schedule.total_steps=600"}))
+                .at("optimizer.schedule.total_steps"),
+            "600");
 }
 
 TEST(ResolvedSettings, AutoCountsStayAuto) {

@@ -179,7 +179,7 @@ TEST(OptimizerSection, ScheduleMinLrMustBeNonNegative) {
 TEST(OptimizerSection, ScheduleUnknownKeyListsTheKnownKeys) {
   EXPECT_EQ(error_of("optimizer:\n  schedule:\n    warmup: 5\n"),
             "exp.yaml:3: optimizer.schedule.warmup: unknown key (known: kind, warmup_steps, "
-            "step_size, gamma, min_lr, decay_steps, decay_fraction)");
+            "step_size, gamma, min_lr, decay_steps, decay_fraction, total_steps)");
 }
 
 TEST(OptimizerSection, ScheduleDecayStepsMustBeNonNegative) {
@@ -223,6 +223,11 @@ TEST(OptimizerSection, WsdWarmupAndDecayFractionMustFitInTheRun) {
   EXPECT_EQ(ExperimentFile().error(head + "    warmup_steps: 6\n" + kModel, {"train.steps=6"}),
             "exp.yaml: optimizer.schedule.decay_fraction: warmup_steps + decay_fraction x "
             "train.steps = 6 + 1 = 7 must be at most train.steps (6)");
+}
+
+TEST(OptimizerSection, ScheduleTotalStepsMustBeNonNegative) {
+  EXPECT_EQ(error_of("optimizer:\n  schedule:\n    total_steps: -1\n"),
+            "exp.yaml:3: optimizer.schedule.total_steps: must be >= 0, got -1");
 }
 
 // pipeline

@@ -32,7 +32,7 @@ done
 ! grep -q "final:" "$WORK/done.log" || { echo "FAILED: a finished run printed a result"; exit 1; }
 
 # Settings the training depends on: refused, each difference listed.
-allowed="a resumed run may change only train.steps, train.eval_*, log.*, checkpoint.* and the pipeline layout, keeping pipeline.micro_batches × data_parallel; start a new run with another --run-dir"
+allowed="a resumed run may change only train.steps, optimizer.schedule.total_steps, train.eval_*, log.*, checkpoint.* and the pipeline layout, keeping pipeline.micro_batches × data_parallel; start a new run with another --run-dir"
 fails settings 2 "$WORK/done: cannot resume step 4 with other settings: optimizer.lr: 0.01 → 0.02; train.seed: 5 → 6 ($allowed)" \
   "$config" --run-dir "$WORK/done" --set train.steps=6 --set optimizer.lr=0.02 --set train.seed=6 --resume
 if grep -qw avx512_bf16 /proc/cpuinfo; then  # elsewhere preflight refuses bf16 itself, first

@@ -18,9 +18,13 @@ done
 "$MPIPE" export "$WORK/chunks-to-1f1b" "$WORK/chunks-exported.safetensors" > /dev/null
 cmp "$WORK/chunks-to-1f1b.safetensors" "$WORK/chunks-exported.safetensors" ||
   { echo "FAILED: mpipe export of the v = 2 checkpoint differs from its --export-weights"; exit 1; }
-train 2 chunks-to-1f1b "$config" --set train.steps=6 --set pipeline.schedule=1f1b --resume
+# (A resume keeps the stored layout unless --set changes it.)
+one_chunk=(--set pipeline.virtual_stages=1)
+train 2 chunks-to-1f1b "$config" --set train.steps=6 --set pipeline.schedule=1f1b "${one_chunk[@]}" \
+  --resume
 same straight chunks-to-1f1b
-train 1 chunks-to-k1 "$config" --set train.steps=6 --resume
+train 1 chunks-to-k1 "$config" --set train.steps=6 --set pipeline.schedule=gpipe "${one_chunk[@]}" \
+  --resume
 same straight chunks-to-k1
 train 1 k1-to-chunks "$config" --set train.steps=3
 train 2 k1-to-chunks "$config" --set train.steps=6 "${interleaved[@]}" --resume
@@ -31,6 +35,7 @@ train 2 zbv-to-1f1b "$config" --set train.steps=3 --set pipeline.schedule=zbv
 "$MPIPE" export "$WORK/zbv-to-1f1b" "$WORK/zbv-exported.safetensors" > /dev/null
 cmp "$WORK/zbv-to-1f1b.safetensors" "$WORK/zbv-exported.safetensors" ||
   { echo "FAILED: mpipe export of the zbv checkpoint differs from its --export-weights"; exit 1; }
-train 2 zbv-to-1f1b "$config" --set train.steps=6 --set pipeline.schedule=1f1b --resume
+train 2 zbv-to-1f1b "$config" --set train.steps=6 --set pipeline.schedule=1f1b "${one_chunk[@]}" \
+  --resume
 same straight zbv-to-1f1b
 echo "resume: 3 + 3 steps (2 then 4 stages; 2 ranks x 2 chunks then 1f1b or 1 stage, and back; zbv then 1f1b) == 6 steps"

@@ -49,9 +49,11 @@ train 2 straight "$config" --set train.steps=6 --set checkpoint.every=3
 train 2 resumed "$config" --set train.steps=3
 train 4 resumed "$config" --set train.steps=6 --resume
 same straight resumed
-# From interleaved shards (one per global stage, the head's copy restored from the embedding's).
+# From interleaved shards (one per global stage, the head's copy restored from the embedding's),
+# at one chunk per rank (the resume keeps the stored layout unless --set changes it).
 train 2 resumed-interleaved "$config" --set train.steps=3 "${interleaved[@]}"
-train 4 resumed-interleaved "$config" --set train.steps=6 --resume
+train 4 resumed-interleaved "$config" --set train.steps=6 --set pipeline.schedule=gpipe \
+  --set pipeline.virtual_stages=1 --resume
 same straight resumed-interleaved
 
 # decay_exempt exempts the embedding's table, so the head's copy of it too: else the copies
