@@ -53,9 +53,10 @@ struct LayerSpec {
   std::map<std::string, Attr> attrs;
   SourceRef where;  // the layer entry itself: model.layers[3]
   // The model graph's edges beyond the main stream (model::ModelGraph checks them):
-  std::optional<ValueRef> save;   // `save: NAME`: the output is also the value NAME
-  std::vector<ValueRef> reads;    // `read: [NAME, ...]`: extra inputs after the main one
-  std::optional<ValueRef> input;  // `input: NAME`: the main input, instead of the last output
+  std::optional<ValueRef> save = std::nullopt;  // `save: NAME`: the output is also the value NAME
+  std::vector<ValueRef> reads = {};  // `read: [NAME, ...]`: extra inputs after the main one
+  std::optional<ValueRef> input =
+      std::nullopt;  // `input: NAME`: the main input, not the last output
   bool has_edges() const { return save || !reads.empty() || input; }
 };
 

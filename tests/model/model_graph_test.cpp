@@ -16,9 +16,9 @@ namespace {
 
 // model.layers[index] at exp.yaml line 10 + 3 * index, with its edges on the next lines.
 struct Edges {
-  std::optional<std::string> save;
-  std::vector<std::string> reads;
-  std::optional<std::string> input;
+  std::optional<std::string> save = std::nullopt;
+  std::vector<std::string> reads = {};
+  std::optional<std::string> input = std::nullopt;
 };
 
 LayerSpec layer(int index, std::string kind, Edges edges = {}) {
@@ -167,7 +167,8 @@ TEST(ModelBuilder, RefusesAReadByALayerKindThatTakesNoExtraInputs) {
 TEST(ModelBuilder, ALayerWithAnInputTakesThatValuesShape) {
   ModelSpec spec = model(
       {layer(0, "linear", {.save = "h"}), layer(1, "linear", {.input = "h"}), layer(2, "linear")});
-  XX for (int i = 0; i < 3; ++i) {
+  // units 4, 5, 6: the shapes show which value each layer's main input is
+  for (int i = 0; i < 3; ++i) {
     spec.layers[static_cast<size_t>(i)].attrs["units"] =
         Attr{.value = int64_t{4 + i}, .where = {"exp.yaml", 40 + i, "u"}};
   }
