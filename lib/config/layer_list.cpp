@@ -3,12 +3,30 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "config/bounded.h"
 #include "config/layer_attr.h"
 #include "config/map_reader.h"
 
 namespace mpipe::config {
 namespace {
+
+// A value's name (`save`, `input` or an element of `read`): letters, digits and '_', starting with
+// a letter, so that it reads the same in a plan, a trace and an error.
+model::ValueRef value_ref(const Field& field) {
+  const std::string name = field.node().IsScalar() ? field.node().Scalar() : "";
+  const bool valid = !name.empty() && std::isalpha(static_cast<unsigned char>(name[0])) &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                     });
+  if (!valid) {
+    field.fail(fmt::format("expected a value name (a letter, then letters, digits or '_'), got {}",
+                           field.describe()));
+  }
+  return {.name = name, .where = field.source().ref(field.path(), field.mark())};
+}
 
 model::LayerSpec read_layer(const Field& entry) {
   const MapReader map(entry);
@@ -18,6 +36,21 @@ model::LayerSpec read_layer(const Field& entry) {
   if (layer.kind.empty()) type.fail("must not be empty");
   for (const auto& [name, value] : map.entries()) {
     if (name == "type") continue;
+    if (name == "save") {
+      layer.save = value_ref(value);
+      continue;
+    }
+    if (name == "input") {
+      layer.input = value_ref(value);
+      continue;
+    }
+    if (name == "read") {
+      for (const Field& element : value.elements("a list of value names")) {
+        layer.reads.push_back(value_ref(element));
+      }
+      if (layer.reads.empty()) value.fail("must not be an empty list");
+      continue;
+    }
     layer.attrs[name] = model::Attr{.value = attr_value(value),
                                     .where = value.source().ref(value.path(), value.mark())};
   }

@@ -50,6 +50,14 @@ void add_model(const model::ModelSpec& model, Settings& out) {
     for (const auto& [name, attr] : layer.attrs) {
       out[prefix + name] = std::visit([](const auto& value) { return text(value); }, attr.value);
     }
+    // The graph's edges, only where a layer has them (a chain's settings are unchanged).
+    if (layer.save) out[prefix + "save"] = layer.save->name;
+    if (layer.input) out[prefix + "input"] = layer.input->name;
+    if (!layer.reads.empty()) {
+      std::vector<std::string> names;
+      for (const model::ValueRef& read : layer.reads) names.push_back(read.name);
+      out[prefix + "read"] = fmt::format("[{}]", fmt::join(names, ", "));
+    }
   }
 }
 

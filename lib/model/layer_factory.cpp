@@ -4,13 +4,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
+#include <ranges>
+#include <span>
 
 #include "core/error.h"
 #include "model/layer_attrs.h"
 #include "model/layer_options.h"
 #include "nn/activation.h"
+#include "nn/add.h"
 #include "nn/attention.h"
 #include "nn/batch_norm2d.h"
 #include "nn/conv2d.h"
@@ -119,6 +123,30 @@ std::unique_ptr<nn::Layer> transformer_block(LayerAttrs& a, const Shape& in, int
                                                 });
 }
 
+// A kind that reads values (a model graph's `read`) also takes their shapes; shape errors name
+// the read's own key.
+using ReadingBuilder = std::function<std::unique_ptr<nn::Layer>(
+    const LayerSpec&, LayerAttrs&, const Shape&, std::span<const Shape>, int)>;
+
+std::unique_ptr<nn::Layer> add(const LayerSpec& spec, LayerAttrs&, const Shape& in,
+                               std::span<const Shape> reads, int i) {
+  for (size_t r = 0; r < reads.size(); ++r) {
+    if (reads[r] != in) {  // (an AttributeError: it names the read's own line)
+      throw AttributeError(fmt::format("{}: '{}' has shape {}, but the main input has {}",
+                                       spec.reads[r].where.prefix(), spec.reads[r].name, reads[r],
+                                       in));
+    }
+  }
+  return std::make_unique<nn::Add>(i, in, std::vector<Shape>(reads.begin(), reads.end()));
+}
+
+const std::map<std::string, ReadingBuilder>& reading_builders() {
+  static const std::map<std::string, ReadingBuilder> table = {
+      {"add", add},
+  };
+  return table;
+}
+
 const std::map<std::string, Builder>& builders() {
   static const std::map<std::string, Builder> table = {
       {"linear", linear},
@@ -148,18 +176,34 @@ const std::map<std::string, Builder>& builders() {
 std::vector<std::string> known_layer_kinds() {
   std::vector<std::string> kinds;
   for (const auto& [kind, builder] : builders()) kinds.push_back(kind);
+  for (const auto& [kind, builder] : reading_builders()) kinds.push_back(kind);
+  std::sort(kinds.begin(), kinds.end());
   return kinds;
 }
 
-std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input, int global_index,
+std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input,
+                                      std::span<const Shape> reads, int global_index,
                                       const ModelContext& model) {
   auto it = builders().find(spec.kind);
-  check_input(it != builders().end(), "{}.type: unknown layer type '{}' (known: {})",
-              spec.where.prefix(), spec.kind, fmt::join(known_layer_kinds(), ", "));
+  auto reading = reading_builders().find(spec.kind);
+  check_input(it != builders().end() || reading != reading_builders().end(),
+              "{}.type: unknown layer type '{}' (known: {})", spec.where.prefix(), spec.kind,
+              fmt::join(known_layer_kinds(), ", "));
+  if (reading == reading_builders().end() && !spec.reads.empty()) {
+    throw InputError(fmt::format("{}: {} takes no extra inputs (layers that read: {})",
+                                 spec.reads.front().where.prefix(), spec.kind,
+                                 fmt::join(std::views::keys(reading_builders()), ", ")));
+  }
+  if (reading != reading_builders().end() && spec.reads.empty()) {
+    throw InputError(fmt::format("{}: {} needs at least one value to read (read: [NAME])",
+                                 spec.where.prefix(), spec.kind));
+  }
   LayerAttrs attrs(spec);
   std::unique_ptr<nn::Layer> layer;
   try {
-    layer = it->second(attrs, input, global_index, model);
+    layer = reading != reading_builders().end()
+                ? reading->second(spec, attrs, input, reads, global_index)
+                : it->second(attrs, input, global_index, model);
   } catch (const AttributeError&) {
     throw;  // already names the attribute's own line
   } catch (const InputError& e) {
@@ -169,6 +213,11 @@ std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input,
   }
   attrs.finish();
   return layer;
+}
+
+std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input, int global_index,
+                                      const ModelContext& model) {
+  return make_layer(spec, input, {}, global_index, model);
 }
 
 }  // namespace mpipe::model

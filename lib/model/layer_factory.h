@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,13 @@ struct ModelContext {
   float residual_std = 0.02f;
 };
 
-// Builds one layer for one example's input shape. Attribute errors name the attribute's
-// YAML line; shape errors from the layer are prefixed with the layer entry's file and line.
+// Builds one layer for one example's input shape and the shapes of the values it reads (its
+// `read`, in order; only kinds that read take any). Attribute errors name the attribute's YAML
+// line; shape errors from the layer are prefixed with the layer entry's file and line.
+std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input,
+                                      std::span<const Shape> reads, int global_index,
+                                      const ModelContext& model = {});
+// The same for a layer that reads no values.
 std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input, int global_index,
                                       const ModelContext& model = {});
 

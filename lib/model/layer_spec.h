@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -40,10 +41,23 @@ struct Attr {
   SourceRef where;
 };
 
+// A named value on a graph edge (docs/design.md, "Networks that are not a chain"): a layer's
+// saved output or a data input, with where the experiment file names it.
+struct ValueRef {
+  std::string name;
+  SourceRef where;
+};
+
 struct LayerSpec {
   std::string kind;  // "linear", "relu", "conv2d", "transformer_block", ...
   std::map<std::string, Attr> attrs;
   SourceRef where;  // the layer entry itself: model.layers[3]
+  // The model graph's edges beyond the main stream (model::ModelGraph checks them):
+  std::optional<ValueRef> save = std::nullopt;  // `save: NAME`: the output is also the value NAME
+  std::vector<ValueRef> reads = {};  // `read: [NAME, ...]`: extra inputs after the main one
+  std::optional<ValueRef> input =
+      std::nullopt;  // `input: NAME`: the main input, not the last output
+  bool has_edges() const { return save || !reads.empty() || input; }
 };
 
 struct ModelSpec {

@@ -68,6 +68,48 @@ int64_t ModelPlan::num_params() const {
   return n;
 }
 
+ModelGraph model_graph(const ModelSpec& spec) {
+  const std::string inputs[] = {kDataInputName};
+  return ModelGraph(spec, inputs);
+}
+
+Shape ModelPlan::value_shape(int value) const {
+  const GraphValue& v = graph.values().at(static_cast<size_t>(value));
+  return v.producer < 0 ? input : layers.at(static_cast<size_t>(v.producer)).output;
+}
+
+std::vector<Shape> ModelPlan::live_shapes(int cut) const {
+  std::vector<Shape> shapes;
+  for (int value : graph.live_set(cut)) shapes.push_back(value_shape(value));
+  return shapes;
+}
+
+std::vector<Shape> ModelPlan::live_grad_shapes(int cut) const {
+  std::vector<Shape> shapes;
+  for (int value : graph.live_set(cut)) {
+    if (graph.values()[static_cast<size_t>(value)].needs_grad()) {
+      shapes.push_back(value_shape(value));
+    }
+  }
+  return shapes;
+}
+
+namespace {
+
+int64_t bytes_of(const std::vector<Shape>& shapes) {
+  int64_t bytes = 0;
+  for (const Shape& shape : shapes) {
+    bytes = checked_add(bytes, checked_mul(shape.numel(), sizeof(float), "cut bytes"), "cut bytes");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+int64_t ModelPlan::live_bytes(int cut) const { return bytes_of(live_shapes(cut)); }
+
+int64_t ModelPlan::live_grad_bytes(int cut) const { return bytes_of(live_grad_shapes(cut)); }
+
 std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, const Shape& input,
                                                      int begin, int end) {
   const int num_layers = static_cast<int>(spec.layers.size());
@@ -75,13 +117,22 @@ std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, cons
         end, num_layers);
   std::vector<std::unique_ptr<nn::Layer>> layers;
   const ModelContext context = model_context(spec);
-  Shape shape = input;
+  const ModelGraph graph = model_graph(spec);
+  std::vector<Shape> outputs;  // of layers 0 .. i-1
   for (int i = 0; i < end; ++i) {
     const LayerSpec& layer_spec = spec.layers[static_cast<size_t>(i)];
+    const auto shape_of = [&](int value) {
+      const int producer = graph.values()[static_cast<size_t>(value)].producer;
+      return producer < 0 ? input : outputs[static_cast<size_t>(producer)];
+    };
+    const auto consumed = graph.inputs_of(i);
+    const Shape shape = shape_of(consumed.front());
+    std::vector<Shape> reads;
+    for (int value : consumed.subspan(1)) reads.push_back(shape_of(value));
     try {
-      auto layer = make_layer(layer_spec, shape, i, context);
-      shape = layer->output_shape();
-      shape.numel();  // its size must be countable too
+      auto layer = make_layer(layer_spec, shape, reads, i, context);
+      outputs.push_back(layer->output_shape());
+      outputs.back().numel();  // its size must be countable too
       if (i >= begin) layers.push_back(std::move(layer));
     } catch (const SizeError& e) {
       throw InputError(
@@ -92,18 +143,17 @@ std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, cons
 }
 
 ModelPlan plan_model(const ModelSpec& spec, const Shape& input) {
-  ModelPlan plan{.input = input, .layers = {}, .tied = std::nullopt};
+  ModelPlan plan{.input = input, .layers = {}, .tied = std::nullopt, .graph = model_graph(spec)};
   auto layers = build_layers(spec, input, 0, static_cast<int>(spec.layers.size()));
-  Shape shape = input;
   for (const auto& layer : layers) {
-    const LayerSpec& layer_spec = spec.layers[static_cast<size_t>(layer->global_index())];
+    const int i = layer->global_index();
+    const LayerSpec& layer_spec = spec.layers[static_cast<size_t>(i)];
     try {
-      plan.layers.push_back(plan_layer(*layer, shape));
+      plan.layers.push_back(plan_layer(*layer, plan.value_shape(plan.graph.inputs_of(i).front())));
     } catch (const SizeError& e) {
       throw InputError(
           fmt::format("{} ({}): {}", layer_spec.where.prefix(), layer_spec.kind, e.what()));
     }
-    shape = plan.layers.back().output;
   }
   plan.tied = find_tied_weights(spec, layers);
   try {

@@ -9,6 +9,7 @@
 #include "core/shape.h"
 #include "model/layer_factory.h"
 #include "model/layer_spec.h"
+#include "model/model_graph.h"
 #include "model/tied_weights.h"
 #include "nn/layer.h"
 
@@ -32,8 +33,21 @@ struct ModelPlan {
   Shape input;
   std::vector<LayerPlan> layers;
   std::optional<TiedWeights> tied;  // the output linear that shares the embedding's matrix
+  ModelGraph graph;                 // the values layers save and read; each cut's live set
   int64_t num_params() const;       // distinct trainable values: a tied matrix counts once
+  // One example's shape of graph value `value` (a data input's or a layer's output).
+  Shape value_shape(int value) const;
+  // One example's shape of each value of cut `cut`'s live set (ModelGraph::live_set), and of
+  // each that needs a gradient: what crosses the cut forward and backward.
+  std::vector<Shape> live_shapes(int cut) const;
+  std::vector<Shape> live_grad_shapes(int cut) const;
+  // Their bytes, one example's.
+  int64_t live_bytes(int cut) const;
+  int64_t live_grad_bytes(int cut) const;
 };
+
+// The graph of `spec` over the data's one input (model::kDataInputName); InputError on a mistake.
+ModelGraph model_graph(const ModelSpec& spec);
 
 // What every layer of `spec` is built with from the model as a whole: model.init: gpt2 scales the
 // residual output projections' std to 0.02 / sqrt(2 · the number of transformer_block layers).

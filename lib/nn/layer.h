@@ -103,6 +103,18 @@ class Layer {
   // The same for a caller that has no further use for x: a layer that saves its input keeps x
   // itself instead of a copy (the stage's forward passes each layer's output on this way).
   virtual Forward forward_consuming(Tensor x, const LayerContext& ctx) { return forward(x, ctx); }
+  // Extra inputs (a model graph's `read`: docs/design.md, "Networks that are not a chain"). A
+  // kind that reads takes the read values' shapes in its constructor and overrides these three;
+  // a stage calls forward_reading and backward_reading, never forward and backward, for a layer
+  // with num_reads() > 0, and never these two for the others.
+  virtual int num_reads() const { return 0; }
+  // x: the main input; reads: num_reads() tensors [batch, ...], in the order the layer lists them.
+  virtual Forward forward_reading(const Tensor& x, std::span<const Tensor* const> reads,
+                                  const LayerContext& ctx);
+  // dy → the gradients of x (empty when !ctx.need_input_grad) and of each read, in that order.
+  virtual std::vector<Tensor> backward_reading(const Tensor& dy, const Saved& saved,
+                                               const LayerContext& ctx);
+
   // dy: [batch, ...output shape] → dx: [batch, ...input shape] (empty when
   // !ctx.need_input_grad). Adds this micro-batch's parameter gradients into the grad views (or
   // writes them: LayerContext::grads_unset; or defers them to finish_step_grads).

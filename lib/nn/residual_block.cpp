@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/eltwise.h"
 #include "nn/composite.h"
+#include "nn/elementwise.h"
 
 namespace mpipe::nn {
 namespace {
@@ -21,13 +22,6 @@ const Shape& checked_input(const Shape& input_shape) {
 
 void relu_in_place(kernels::KernelContext& ctx, Tensor& t) {
   kernels::eltwise_forward(ctx, kernels::EltwiseKind::kRelu, t.data(), t.data(), t.numel());
-}
-
-// y += x, element-wise; both of the same shape.
-void add_into(Tensor& y, const Tensor& x) {
-  float* out = y.data();
-  const float* in = x.data();
-  for (int64_t i = 0; i < y.numel(); ++i) out[i] += in[i];
 }
 
 }  // namespace

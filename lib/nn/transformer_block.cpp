@@ -11,6 +11,7 @@
 #include "kernels/matmul.h"
 #include "kernels/swiglu.h"
 #include "nn/composite.h"
+#include "nn/elementwise.h"
 
 namespace mpipe::nn {
 namespace {
@@ -20,15 +21,6 @@ const Shape& checked_input(const Shape& input_shape) {
   check_input(input_shape.rank() == 2 && input_shape[0] > 0 && input_shape[1] > 0,
               "transformer_block needs an input [T, d], got {}", input_shape);
   return input_shape;
-}
-
-// y += x, element-wise; both of the same shape.
-void add_into(Tensor& y, const Tensor& x) {
-  float* out = y.data();
-  const float* in = x.data();
-  const int64_t n = y.numel();
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) out[i] += in[i];
 }
 
 constexpr size_t kMlpParams = 4;

@@ -18,14 +18,20 @@ namespace {
 // next micro-batch overlaps the compute of the current one.
 constexpr size_t kReceiveLookahead = 2;
 
-Tensor take(std::map<std::pair<int, int>, Tensor>& tensors, const Op& op, const char* what) {
-  auto it = tensors.find({op.chunk, op.micro_batch});
-  check(it != tensors.end(),
+Bundle take(std::map<std::pair<int, int>, Bundle>& bundles, const Op& op, const char* what) {
+  auto it = bundles.find({op.chunk, op.micro_batch});
+  check(it != bundles.end(),
         "{} of micro-batch {} of chunk {} is missing: the program is out of order", what,
         op.micro_batch, op.chunk);
-  Tensor tensor = std::move(it->second);
-  tensors.erase(it);
-  return tensor;
+  Bundle bundle = std::move(it->second);
+  bundles.erase(it);
+  return bundle;
+}
+
+// The model's output: the last stage's output bundle holds it alone.
+const Tensor& model_output(const Bundle& output) {
+  check(output.size() == 1, "the last stage's output has {} tensors, expected 1", output.size());
+  return output.front();
 }
 
 using Clock = std::chrono::steady_clock;
@@ -103,10 +109,10 @@ void Executor::post_recv(const Op& op, const RoundPlan& plan) {
   const auto chunk = static_cast<size_t>(op.chunk);
   if (op.kind == OpKind::kRecvActivation) {
     link_.post_recv(Direction::kActivation, plan.round, op.micro_batch, op.chunk,
-                    plan.stage_inputs.at(chunk).batched(rows));
+                    message_shape(plan.stage_inputs.at(chunk), rows));
   } else {
     link_.post_recv(Direction::kGradient, plan.round, op.micro_batch, op.chunk,
-                    plan.stage_outputs.at(chunk).batched(rows));
+                    message_shape(plan.stage_output_grads.at(chunk), rows));
   }
 }
 
@@ -220,35 +226,40 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
                       LossTotals& totals) {
   const int m = op.micro_batch;
   const Slot slot{op.chunk, m};
-  Stage& stage = *stages_.at(static_cast<size_t>(op.chunk));
+  const auto chunk = static_cast<size_t>(op.chunk);
+  const int64_t rows = plan.rows.at(static_cast<size_t>(m));
+  Stage& stage = *stages_.at(chunk);
   switch (op.kind) {
     case OpKind::kRecvActivation:
-      inputs_[slot] = link_.wait_recv(Direction::kActivation, m, op.chunk);
+      inputs_[slot] = unpack(link_.wait_recv(Direction::kActivation, m, op.chunk),
+                             plan.stage_inputs.at(chunk), rows);
       break;
     case OpKind::kForward: {
-      Tensor input = is_first(op.chunk) ? data.inputs(m) : take(inputs_, op, "input");
-      Tensor output = stage.forward(m, std::move(input), layer_context(plan, m, true));
+      Bundle input = is_first(op.chunk) ? bundle_of(data.inputs(m)) : take(inputs_, op, "input");
+      Bundle output = stage.forward(m, std::move(input), layer_context(plan, m, true));
       if (is_last(op.chunk)) {
-        nn::LossOutput loss =
-            loss_.compute(kernels_, output, data.targets(m), plan.grad_scale, /*want_grad=*/true);
+        nn::LossOutput loss = loss_.compute(kernels_, model_output(output), data.targets(m),
+                                            plan.grad_scale, /*want_grad=*/true);
         totals.add(loss);
-        grad_outputs_[slot] = std::move(loss.grad);
+        grad_outputs_[slot] = bundle_of(std::move(loss.grad));
       } else {
         outputs_[slot] = std::move(output);
       }
       break;
     }
     case OpKind::kSendActivation:
-      link_.send(Direction::kActivation, plan.round, m, op.chunk, take(outputs_, op, "output"));
+      link_.send(Direction::kActivation, plan.round, m, op.chunk,
+                 pack(take(outputs_, op, "output")));
       break;
     case OpKind::kRecvGrad:
-      grad_outputs_[slot] = link_.wait_recv(Direction::kGradient, m, op.chunk);
+      grad_outputs_[slot] = unpack(link_.wait_recv(Direction::kGradient, m, op.chunk),
+                                   plan.stage_output_grads.at(chunk), rows);
       break;
     case OpKind::kBackward:
     case OpKind::kBackwardInput: {
-      Tensor grad_output = take(grad_outputs_, op, "output gradient");
+      Bundle grad_output = take(grad_outputs_, op, "output gradient");
       const nn::LayerContext ctx = layer_context(plan, m, true);
-      Tensor grad_input = op.kind == OpKind::kBackward
+      Bundle grad_input = op.kind == OpKind::kBackward
                               ? stage.backward(m, std::move(grad_output), ctx)
                               : stage.backward_input(m, std::move(grad_output), ctx);
       if (!is_first(op.chunk)) grad_inputs_[slot] = std::move(grad_input);
@@ -259,7 +270,7 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
       break;
     case OpKind::kSendGrad:
       link_.send(Direction::kGradient, plan.round, m, op.chunk,
-                 take(grad_inputs_, op, "input gradient"));
+                 pack(take(grad_inputs_, op, "input gradient")));
       break;
   }
 }
@@ -270,8 +281,8 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data)
     if (is_first(chunk)) continue;
     for (int m = 0; m < num_micro_batches; ++m) {
       link_.post_recv(Direction::kEvalActivation, plan.round, m, chunk,
-                      plan.stage_inputs.at(static_cast<size_t>(chunk))
-                          .batched(plan.rows[static_cast<size_t>(m)]));
+                      message_shape(plan.stage_inputs.at(static_cast<size_t>(chunk)),
+                                    plan.rows[static_cast<size_t>(m)]));
     }
   }
   LossTotals totals;
@@ -280,14 +291,17 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data)
   for (int chunk = 0; chunk < num_chunks(); ++chunk) {
     Stage& stage = *stages_[static_cast<size_t>(chunk)];
     for (int m = 0; m < num_micro_batches; ++m) {
-      Tensor input =
-          is_first(chunk) ? data.inputs(m) : link_.wait_recv(Direction::kEvalActivation, m, chunk);
-      Tensor output = stage.evaluate(input, layer_context(plan, m, false));
+      Bundle input = is_first(chunk) ? bundle_of(data.inputs(m))
+                                     : unpack(link_.wait_recv(Direction::kEvalActivation, m, chunk),
+                                              plan.stage_inputs.at(static_cast<size_t>(chunk)),
+                                              plan.rows[static_cast<size_t>(m)]);
+      Bundle output = stage.evaluate(input, layer_context(plan, m, false));
       if (is_last(chunk)) {
-        nn::LossOutput loss = loss_.compute(kernels_, output, data.targets(m), 1.0f, false);
+        nn::LossOutput loss =
+            loss_.compute(kernels_, model_output(output), data.targets(m), 1.0f, false);
         totals.add(loss);
       } else {
-        link_.send(Direction::kEvalActivation, plan.round, m, chunk, std::move(output));
+        link_.send(Direction::kEvalActivation, plan.round, m, chunk, pack(std::move(output)));
       }
     }
   }

@@ -10,6 +10,7 @@
 #include "kernels/context.h"
 #include "log/trace_recorder.h"
 #include "nn/loss.h"
+#include "pipeline/bundle.h"
 #include "pipeline/gradient_buckets.h"
 #include "pipeline/link.h"
 #include "pipeline/op.h"
@@ -24,9 +25,12 @@ struct RoundPlan {
   uint64_t seed = 0;
   std::vector<int64_t> rows;           // examples in each micro-batch
   std::vector<int64_t> first_example;  // global mini-batch index of each one's first example
-  std::vector<Shape> stage_inputs;     // per chunk: one example's input shape at its stage
-  std::vector<Shape> stage_outputs;    // per chunk: one example's output shape at its stage
-  float grad_scale = 1.0f;             // multiplies the loss gradient (1 / rows of the batch)
+  // Per chunk, one example's shape of each value its stage receives (its input bundle) and of
+  // each gradient it receives (its output values that need one): model::ModelPlan::live_shapes
+  // and live_grad_shapes of the cuts around it.
+  std::vector<std::vector<Shape>> stage_inputs;
+  std::vector<std::vector<Shape>> stage_output_grads;
+  float grad_scale = 1.0f;  // multiplies the loss gradient (1 / rows of the batch)
 };
 
 // Reads data only where it is needed: inputs on the first stage, targets on the last (global
@@ -119,10 +123,10 @@ class Executor {
   // Tensors between the op that produces them and the op that consumes them, by (chunk,
   // micro-batch).
   using Slot = std::pair<int, int>;
-  std::map<Slot, Tensor> inputs_;        // RA → F
-  std::map<Slot, Tensor> outputs_;       // F → SA
-  std::map<Slot, Tensor> grad_outputs_;  // RG (or the loss) → B
-  std::map<Slot, Tensor> grad_inputs_;   // B → SG
+  std::map<Slot, Bundle> inputs_;        // RA → F
+  std::map<Slot, Bundle> outputs_;       // F → SA
+  std::map<Slot, Bundle> grad_outputs_;  // RG (or the loss) → B
+  std::map<Slot, Bundle> grad_inputs_;   // B → SG
 };
 
 }  // namespace mpipe::pipeline

@@ -322,9 +322,11 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     options.stage_backward_times.push_back(c.times.backward(r.begin, r.end));
     options.stage_weight_times.push_back(c.times.weight(r.begin, r.end));
     if (s + 1 < c.num_stages) {
-      largest_boundary = std::max(
-          largest_boundary, static_cast<double>(c.rows) *
-                                c.memory.costs()[static_cast<size_t>(r.end - 1)].output_bytes);
+      // What crosses the cut: its live set, both ways (model::ModelPlan::live_bytes).
+      largest_boundary = std::max(largest_boundary,
+                                  static_cast<double>(c.rows) *
+                                      static_cast<double>(std::max(c.plan.live_bytes(r.end),
+                                                                   c.plan.live_grad_bytes(r.end))));
     }
   }
   if (c.num_stages > 1) {

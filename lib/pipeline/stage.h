@@ -1,7 +1,9 @@
 // Stage: one pipeline position: its layer range, its parameter buffer, and what it stores per
 // micro-batch between forward and backward (all of it, only its input under recompute, or every
 // layer's input under per-layer recompute), and the buffer updates of its micro-batches until the
-// step applies them.
+// step applies them. Its input and output are the live sets of the cuts around it (Bundle): the
+// values its layers save and read move through a value table per micro-batch, and their gradients
+// are summed in the model graph's fixed order (docs/design.md, "Networks that are not a chain").
 #pragma once
 
 #include <functional>
@@ -12,8 +14,10 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "model/model_graph.h"
 #include "nn/layer.h"
 #include "nn/param_buffer.h"
+#include "pipeline/bundle.h"
 #include "pipeline/gradient_tree.h"
 #include "pipeline/layer_times.h"
 #include "pipeline/pipeline_config.h"
@@ -23,9 +27,15 @@ namespace mpipe::pipeline {
 class Stage {
  public:
   // `layers` are this stage's contiguous layers in global order; `recompute` is not kAuto (the
-  // planner resolves it), nor is `weight_grads` (resolve_weight_grads).
+  // planner resolves it), nor is `weight_grads` (resolve_weight_grads). `graph` is the model's
+  // (null: a chain, every layer reading only its predecessor's output).
   Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute, int num_micro_batches,
-        WeightGrads weight_grads = WeightGrads::kAccumulate);
+        WeightGrads weight_grads = WeightGrads::kAccumulate,
+        std::shared_ptr<const model::ModelGraph> graph = nullptr);
+  // The values that cross the cut before this stage (its input bundle, in this order) and the
+  // one after it (its output), as model::ModelGraph::live_set gives them.
+  const std::vector<int>& input_values() const { return input_values_; }
+  const std::vector<int>& output_values() const { return output_values_; }
 
   nn::ParamBuffer& params() { return *params_; }
   const nn::ParamBuffer& params() const { return *params_; }
@@ -36,15 +46,17 @@ class Stage {
   // backwards then get LayerContext::grads_unset). Without it, every backward adds.
   void zero_grads_for_step();
 
-  // Forward of micro-batch `micro_batch` in training mode; stores what its backward needs
-  // (the input only when that micro-batch is recomputed).
-  Tensor forward(int micro_batch, Tensor input, const nn::LayerContext& ctx);
+  // Forward of micro-batch `micro_batch` in training mode: the input bundle (input_values()) to the
+  // output bundle (output_values()); stores what its backward needs (the input only when that
+  // micro-batch is recomputed).
+  Bundle forward(int micro_batch, Bundle input, const nn::LayerContext& ctx);
   // Backward of `micro_batch`: recomputes its forward first if only the input was stored; under
   // per-layer recompute, walks the layers from last to first, re-running one layer's forward from
   // its kept input just before that layer's backward (and dropping the input after). Takes over
-  // grad_output (no copy) and frees it after the last layer's backward. Returns d loss
-  // / d input (empty on the stage that holds layer 0). Frees the stash.
-  Tensor backward(int micro_batch, Tensor grad_output, const nn::LayerContext& ctx);
+  // grad_output (the gradients of the output values that need one, in order; no copy) and frees
+  // each once it is used. Returns the gradients of the input values that need one (none on the
+  // stage that holds layer 0). Frees the stash.
+  Bundle backward(int micro_batch, Bundle grad_output, const nn::LayerContext& ctx);
   // The backward split in two (zero-bubble schedules): backward_input is backward (returns the
   // same input gradient, frees the stash) except that each layer that splits its backward
   // (nn::Layer::splits_backward) leaves its parameter gradients to backward_weight, which the
@@ -52,7 +64,7 @@ class Stage {
   // backward_weight of the same micro-batch adds them, last layer first, calling the layer hook
   // (backward) after every layer, and frees what was kept. Layers that do not split do all their
   // work in backward_input. Call backward_weight in ascending micro-batch order.
-  Tensor backward_input(int micro_batch, Tensor grad_output, const nn::LayerContext& ctx);
+  Bundle backward_input(int micro_batch, Bundle grad_output, const nn::LayerContext& ctx);
   void backward_weight(int micro_batch, const nn::LayerContext& ctx);
   // Completes the gradients the step's backwards deferred (Layer::finish_step_grads), last layer
   // first, calling the layer hook (backward) after each; once per training step, after the last
@@ -63,8 +75,8 @@ class Stage {
   bool defers_grads() const {
     return weight_grads_ == WeightGrads::kBatched && num_micro_batches_ > 1;
   }
-  // Forward in evaluation mode; stores nothing.
-  Tensor evaluate(const Tensor& input, const nn::LayerContext& ctx);
+  // Forward in evaluation mode; stores nothing. `input` is left as it was given.
+  Bundle evaluate(Bundle& input, const nn::LayerContext& ctx);
 
   // Deferred buffer updates (nn::Layer::buffer_update_size): forward() keeps the update of each
   // micro-batch's first forward over all layers, buffer_update_size() floats (none when 0).
@@ -91,10 +103,12 @@ class Stage {
   void set_layer_times(LayerTimes* times) { layer_times_ = times; }
 
  private:
+  // Values by their index in the model graph.
+  using ValueTable = std::map<int, Tensor>;
   struct Stash {
-    Tensor input;                      // kept when the forward is recomputed
-    std::vector<nn::Saved> saved;      // one per layer, kept when it is not
-    std::vector<Tensor> layer_inputs;  // one per layer under per-layer recompute
+    Bundle input;                  // kept when the forward is recomputed
+    std::vector<nn::Saved> saved;  // one per layer, kept when it is not
+    ValueTable layer_inputs;       // under per-layer recompute: every value a layer here reads
     size_t bytes() const;
   };
   // What a micro-batch's backward_input kept for its backward_weight: per layer that splits its
@@ -107,30 +121,53 @@ class Stage {
   };
   // The backwards of a stash's layers, last first; with `work`, a layer that splits its backward
   // runs only backward_input and moves its output gradient and saved tensors into `work`.
-  Tensor backward_layers(Stash& stash, Tensor grad_output, const nn::LayerContext& ctx,
+  // Under per-layer recompute, each layer's forward is re-run from its kept inputs just before
+  // its backward.
+  Bundle backward_layers(Stash& stash, Bundle grad_output, const nn::LayerContext& ctx,
                          int micro_batch, WeightWork* work);
-  // Backward of a per-layer stash: one layer's recompute and backward at a time.
-  Tensor backward_per_layer(Stash& stash, Tensor grad_output, const nn::LayerContext& ctx,
-                            int micro_batch, WeightWork* work);
   // Runs `contribute`, which adds layer i's parameter gradients of `micro_batch`: under
   // weight_grads: tree, inside the gradient tree's open and close.
   template <typename Contribute>
   void add_layer_grads(size_t i, int micro_batch, Contribute contribute);
-  // Layer i's backward (whole, or its input part into `work`); returns its input gradient.
-  Tensor layer_backward(size_t i, Tensor grad, nn::Saved& saved, const nn::LayerContext& ctx,
-                        int micro_batch, WeightWork* work);
+  // Layer i's backward (whole, or its input part into `work`); returns the gradients of its
+  // inputs: the main one, then each read.
+  std::vector<Tensor> layer_backward(size_t i, Tensor grad, nn::Saved& saved,
+                                     const nn::LayerContext& ctx, int micro_batch,
+                                     WeightWork* work);
+  // Layer i's forward from the values it reads in `values`; with `consume`, hands it its main
+  // input to keep (Layer::forward_consuming), taken out of `values`.
+  nn::Forward layer_forward(size_t i, ValueTable& values, const nn::LayerContext& ctx,
+                            bool consume);
+  // The graph's index of layer i's main input and of its output.
+  std::span<const int> layer_inputs(size_t i) const;
+  int layer_output(size_t i) const;
+  bool is_output_value(int value) const;
+  // Whether `value`'s last reader is layer i (so i may take it over: nothing after needs it).
+  bool last_read_by(int value, size_t i) const;
+  // Whether a layer of this stage reads `value`, and the first that does (its index here).
+  bool read_here(int value) const;
+  size_t first_reader_here(int value) const;
   // The context of layer `layer`'s backward of `micro_batch`.
   nn::LayerContext backward_context(const nn::LayerContext& ctx, size_t layer,
                                     int micro_batch) const;
-  // Runs all layers; appends each layer's Saved to `saved` and its buffer update to `update`
-  // unless they are null.
-  Tensor run_forward(const Tensor& input, const nn::LayerContext& ctx,
+  // What run_forward does with its input bundle: takes it (a value that is also an output is
+  // moved on), keeps it (`input` as it was given after the call: such a value is copied), or
+  // keeps it for a recompute, which builds no output bundle.
+  enum class InputUse { kTake, kKeep, kRecompute };
+  // Runs all layers on `input`; appends each layer's Saved to `saved` and its buffer update to
+  // `update` unless they are null. Returns the output bundle (empty for kRecompute). The input's
+  // values are held to the end, as a chain's stage holds its input.
+  Bundle run_forward(Bundle& input, InputUse use, const nn::LayerContext& ctx,
                      std::vector<nn::Saved>* saved, std::vector<float>* update = nullptr);
-  // Runs all layers, moving each layer's input into `inputs` (no copies); returns the output.
-  Tensor forward_per_layer(Tensor input, const nn::LayerContext& ctx, std::vector<Tensor>& inputs,
+  // Runs all layers, keeping in `kept` every value a layer of this stage reads (no copies but of
+  // a value that is also an output); returns the output bundle.
+  Bundle forward_per_layer(Bundle input, const nn::LayerContext& ctx, ValueTable& kept,
                            std::vector<float>& update);
 
   std::vector<std::unique_ptr<nn::Layer>> layers_;
+  std::shared_ptr<const model::ModelGraph> graph_;
+  std::vector<int> input_values_;
+  std::vector<int> output_values_;
   std::unique_ptr<nn::ParamBuffer> params_;
   Recompute recompute_;
   int num_micro_batches_;

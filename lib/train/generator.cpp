@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <optional>
 
@@ -65,7 +66,9 @@ std::string generate_text(const model::ModelSpec& spec, int64_t seq_len,
               sampling.top_p);
   auto layers = model::build_layers(spec, Shape{seq_len}, 0, static_cast<int>(spec.layers.size()));
   const std::optional<model::TiedWeights> tied = model::find_tied_weights(spec, layers);
-  pipeline::Stage model(std::move(layers), pipeline::Recompute::kNever, 1);
+  pipeline::Stage model(std::move(layers), pipeline::Recompute::kNever, 1,
+                        pipeline::WeightGrads::kAccumulate,
+                        std::make_shared<const model::ModelGraph>(model::model_graph(spec)));
   load_stage_weights(model, weights, weights_source, tied);
   const Shape output = model.layers().back()->output_shape();
   check_input(output.rank() == 2 && output[0] == seq_len,
@@ -94,7 +97,8 @@ std::string generate_text(const model::ModelSpec& spec, int64_t seq_len,
     Tensor window(Shape{1, seq_len});
     window.fill(padding);
     std::copy(tokens.end() - count, tokens.end(), window.data());
-    const Tensor logits = model.evaluate(window, ctx);
+    pipeline::Bundle input = pipeline::bundle_of(std::move(window));
+    const Tensor logits = std::move(model.evaluate(input, ctx).at(0));
     const auto row =
         std::span<const float>(logits.data() + (count - 1) * vocab, static_cast<size_t>(vocab));
     tokens.push_back(

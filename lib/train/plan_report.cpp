@@ -2,6 +2,7 @@
 #include "train/plan_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/byte_format.h"
 #include "core/counted.h"
@@ -125,6 +126,31 @@ std::string candidate_table(const PlanReport& r) {
   return out;
 }
 
+// The cuts between the stages, in stage order (the first layer of each stage after the first).
+std::vector<int> stage_cuts(const PlanReport& r) {
+  std::vector<int> cuts;
+  for (size_t s = 1; s < r.plan.stages.size(); ++s) cuts.push_back(r.plan.stages[s].layers.begin);
+  return cuts;
+}
+
+// Each cut's live set (docs/design.md, "Networks that are not a chain"): shown for a model whose
+// layers save or read values, where a cut may carry more than the last layer's output.
+std::string cut_table(const PlanReport& r) {
+  const model::ModelGraph& graph = r.model.graph;
+  std::string out = fmt::format("{:<6} {:>12} {:>12}  {}\n", "cut", "bytes/ex", "grad bytes/ex",
+                                "live set (the gradient: its layer outputs)");
+  for (int cut : stage_cuts(r)) {
+    std::vector<std::string> entries;
+    for (int value : graph.live_set(cut)) {
+      entries.push_back(fmt::format("{} {}", graph.label(value), r.model.value_shape(value).str()));
+    }
+    out += fmt::format("{:<6} {:>12} {:>12}  {}\n", fmt::format("{}|{}", cut - 1, cut),
+                       r.model.live_bytes(cut), r.model.live_grad_bytes(cut),
+                       fmt::join(entries, ", "));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string plan_text(const PlanReport& r) {
@@ -132,6 +158,7 @@ std::string plan_text(const PlanReport& r) {
   const pipeline::MachineRates& rates = plan.rates;
   std::string out = header(r) + "\n" + layer_table(r) + "\n" + stage_table(r) + "\n";
   if (plan.virtual_stages > 1) out += rank_table(r) + "\n";
+  if (!r.model.graph.is_chain() && plan.stages.size() > 1) out += cut_table(r) + "\n";
   if (!plan.candidates.empty()) out += candidate_table(r) + "\n";
   out += fmt::format(
       "predicted step {} | {:.1f} samples/s | bubble {:.1f}% | slowest stage {:.0f}% of the "
@@ -201,6 +228,20 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                           {"fits", c.fits},
                           {"chosen", c.schedule == plan.schedule}});
   }
+  nlohmann::ordered_json cuts = nlohmann::ordered_json::array();
+  for (int cut : stage_cuts(r)) {
+    nlohmann::ordered_json live = nlohmann::ordered_json::array();
+    for (int value : r.model.graph.live_set(cut)) {
+      live.push_back(
+          {{"name", r.model.graph.label(value)},
+           {"shape", r.model.value_shape(value).dims()},
+           {"needs_grad", r.model.graph.values()[static_cast<size_t>(value)].needs_grad()}});
+    }
+    cuts.push_back({{"before_layer", cut},
+                    {"bytes_per_example", r.model.live_bytes(cut)},
+                    {"grad_bytes_per_example", r.model.live_grad_bytes(cut)},
+                    {"live", live}});
+  }
   const pipeline::MachineRates& rates = plan.rates;
   nlohmann::ordered_json out = {
       {"config", r.experiment.source},
@@ -225,6 +266,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                                                 : nlohmann::ordered_json(nullptr)},
       {"layers", layers},
       {"stage_plans", stages},
+      {"cuts", cuts},
       {"bubble_fraction", plan.bubble_fraction},
       {"step_s", plan.step_s},
       {"samples_per_s", plan.samples_per_s},

@@ -33,7 +33,9 @@ std::string plan_text(const PlanReport& report);
 //  "optimizer_s", "peak_bytes", "evaluation_peak_bytes", "fits", "memory": {"params", "grads",
 //  "gradient_partials", "optimizer_state", "buffers", "kept_activations",
 //  "recompute_workspace", "transient", "weight_grad_operands", "communication",
-//  "allocator_rounding"}}],
+//  "allocator_rounding"}}], "cuts": [{"before_layer", "bytes_per_example",
+//  "grad_bytes_per_example", "live": [{"name", "shape", "needs_grad"}]}] (one per cut between
+//  stages: its live set, model::ModelGraph::live_set),
 //  "bubble_fraction", "step_s", "samples_per_s", "largest_stage_share", "fits",
 //  "problem" (null when it fits), "advice": [...], "rates": {...}}; FLOPs and seconds per step.
 nlohmann::ordered_json plan_json(const PlanReport& report);

@@ -80,6 +80,7 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       topology_(plan.topology),
       groups_(comm::split_world(world, topology_)),
       plan_(std::move(plan.model)),
+      graph_(std::make_shared<const model::ModelGraph>(plan_.graph)),
       tags_(message_tags(experiment, dataset.input_shape())),
       pipeline_plan_(std::move(plan.pipeline)),
       placement_(pipeline::placement_for(pipeline_plan_.schedule, topology_.num_stages,
@@ -110,7 +111,8 @@ void Trainer::build_stages() {
     ranges_.push_back(range);
     auto& stage = *stages_.emplace_back(std::make_unique<pipeline::Stage>(
         model::build_layers(experiment.model, dataset_.input_shape(), range.begin, range.end),
-        pipeline_plan_.recompute, pipe.micro_batches, pipeline::resolve_weight_grads(pipe)));
+        pipeline_plan_.recompute, pipe.micro_batches, pipeline::resolve_weight_grads(pipe),
+        graph_));
     stage.set_layer_times(&layer_times_);
     stage.params().initialize(experiment.train.seed);
   }
@@ -194,11 +196,11 @@ pipeline::RoundPlan Trainer::round_plan(int64_t round, int64_t first_row,
                            .rows = rows,
                            .first_example = {},
                            .stage_inputs = {},
-                           .stage_outputs = {},
+                           .stage_output_grads = {},
                            .grad_scale = 1.0f};
   for (const model::LayerRange& range : ranges_) {
-    plan.stage_inputs.push_back(plan_.layers[static_cast<size_t>(range.begin)].input);
-    plan.stage_outputs.push_back(plan_.layers[static_cast<size_t>(range.end - 1)].output);
+    plan.stage_inputs.push_back(plan_.live_shapes(range.begin));
+    plan.stage_output_grads.push_back(plan_.live_grad_shapes(range.end));
   }
   int64_t first = first_row;
   for (int64_t r : rows) {

@@ -134,6 +134,7 @@ class Trainer {
   comm::Topology topology_;
   comm::Groups groups_;
   model::ModelPlan plan_;
+  std::shared_ptr<const model::ModelGraph> graph_;  // plan_'s, which the stages share
   comm::TagSpace tags_;
   pipeline::PipelinePlan pipeline_plan_;
   pipeline::Placement placement_;

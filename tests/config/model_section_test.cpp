@@ -158,5 +158,45 @@ TEST(ModelSection, RunawayRepeatIsRejected) {
             "exp.yaml:3: model.layers[0].repeat: expands the model to more than 100000 layers");
 }
 
+TEST(ModelSection, SaveReadAndInputAreTheGraphsEdgesNotAttributes) {
+  ExperimentFile file;
+  const std::string path = file.write(
+      "model:\n"
+      "  layers:\n"
+      "    - {type: linear, units: 8, save: skip0}\n"
+      "    - type: relu\n"
+      "    - type: add\n"
+      "      read: [skip0, other_1]\n"
+      "    - {type: linear, units: 8, input: skip0}\n");
+  const Experiment e = load_experiment(path, {});
+  ASSERT_EQ(e.model.layers.size(), 4u);
+  const model::LayerSpec& saver = e.model.layers[0];
+  EXPECT_EQ(saver.attrs.size(), 1u);  // units only
+  ASSERT_TRUE(saver.save.has_value());
+  EXPECT_EQ(saver.save->name, "skip0");
+  EXPECT_EQ(saver.save->where.prefix(), path + ":3: model.layers[0].save");
+  const model::LayerSpec& add = e.model.layers[2];
+  EXPECT_TRUE(add.attrs.empty());
+  ASSERT_EQ(add.reads.size(), 2u);
+  EXPECT_EQ(add.reads[1].name, "other_1");
+  EXPECT_EQ(add.reads[1].where.prefix(), path + ":6: model.layers[2].read[1]");
+  ASSERT_TRUE(e.model.layers[3].input.has_value());
+  EXPECT_EQ(e.model.layers[3].input->name, "skip0");
+  EXPECT_FALSE(e.model.layers[1].has_edges());
+}
+
+TEST(ModelSection, ValueNamesAreIdentifiersAndReadIsANonEmptyList) {
+  EXPECT_EQ(ExperimentFile().error("model:\n  layers:\n    - {type: relu, save: 2x}\n"),
+            "exp.yaml:3: model.layers[0].save: expected a value name (a letter, then letters, "
+            "digits or '_'), got '2x'");
+  EXPECT_EQ(ExperimentFile().error("model:\n  layers:\n    - {type: add, read: skip}\n"),
+            "exp.yaml:3: model.layers[0].read: expected a list of value names, got 'skip'");
+  EXPECT_EQ(ExperimentFile().error("model:\n  layers:\n    - {type: add, read: []}\n"),
+            "exp.yaml:3: model.layers[0].read: must not be an empty list");
+  EXPECT_EQ(ExperimentFile().error("model:\n  layers:\n    - {type: relu, input: [a]}\n"),
+            "exp.yaml:3: model.layers[0].input: expected a value name (a letter, then letters, "
+            "digits or '_'), got a list");
+}
+
 }  // namespace
 }  // namespace mpipe::config

@@ -24,6 +24,20 @@ rejected partition "--set pipeline.partition: [2, 2] sums to 4 layers, but the m
 printf 'model:\n  layers:\n    - {type: linear, units: 4}\ndata: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}\npipeline: {stages: 2}\n' \
   > "$WORK/one_layer.yaml"
 rejected stages "the model has 1 layer, fewer than the 2 pipeline stages" "$WORK/one_layer.yaml"
+# A model graph's mistakes (save, read, input), each named by its key's file and line.
+graph_data='data: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}'
+printf 'model:\n  layers:\n    - {type: linear, units: 8}\n    - {type: add, read: [skip]}\n    - {type: linear, units: 4, save: skip}\n%s\n' \
+  "$graph_data" > "$WORK/read_early.yaml"
+rejected graph_read_early "read_early.yaml:4: model.layers[1].read[0]: reads 'skip' before model.layers[2] saves it" \
+  "$WORK/read_early.yaml"
+printf 'model:\n  layers:\n    - {type: linear, units: 8, save: skip}\n    - {type: linear, units: 4}\n%s\n' \
+  "$graph_data" > "$WORK/never_read.yaml"
+rejected graph_never_read "never_read.yaml:3: model.layers[0].save: no later layer reads 'skip'" \
+  "$WORK/never_read.yaml"
+printf 'model:\n  layers:\n    - {type: linear, units: 8, save: skip}\n    - {type: linear, units: 4}\n    - {type: add, read: [skip]}\n%s\n' \
+  "$graph_data" > "$WORK/add_shape.yaml"
+rejected graph_add_shape "add_shape.yaml:5: model.layers[2].read[0]: 'skip' has shape [8], but the main input has [4]" \
+  "$WORK/add_shape.yaml"
 # The batch splits by the micro-batches (checked with the config) but not by the replicas the world
 # gives (checked at preflight): the same rule, in the same words.
 rejected batch_split "--set train.batch_size: must be divisible by pipeline.micro_batches x data-parallel replicas = 4 x 2 = 8, got 36" \

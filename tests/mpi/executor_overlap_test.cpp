@@ -63,8 +63,8 @@ TEST(ExecutorOverlap, StartsEachLayersBucketDuringTheLastBackward) {
                        .seed = 1,
                        .rows = {2, 2},
                        .first_example = {0, 2},
-                       .stage_inputs = {Shape{4}},
-                       .stage_outputs = {Shape{2}},
+                       .stage_inputs = {{Shape{4}}},
+                       .stage_output_grads = {{Shape{2}}},
                        .grad_scale = 0.25f};
   const MicroBatchData data{.inputs =
                                 [](int m) {

@@ -40,8 +40,8 @@ Calls run_step(Stage& stage) {
   x.fill(0.5f);
   Tensor dy(Shape{2, 2});
   dy.fill(0.1f);
-  (void)stage.forward(0, x, ctx);
-  (void)stage.backward(0, dy, ctx);
+  (void)stage.forward(0, bundle_of(x), ctx);
+  (void)stage.backward(0, bundle_of(dy), ctx);
   return calls;
 }
 

@@ -73,13 +73,13 @@ TEST(Stage, BackwardTakesTheOutputGradientOverWithoutACopy) {
         std::make_unique<nn::Activation>(kFirstLayer, Shape{kWidth}, kernels::EltwiseKind::kRelu));
     Stage stage(std::move(layers), recompute, 1);
     kernels::KernelContext kernels;
-    (void)stage.forward(0, random_tensor({kRows, kWidth}, 1), context(kernels, 0));
+    (void)stage.forward(0, bundle_of(random_tensor({kRows, kWidth}, 1)), context(kernels, 0));
     Tensor dy = random_tensor({kRows, kWidth}, 2);
     const int64_t activation = static_cast<int64_t>(dy.bytes());
     MemoryAccount& account = MemoryAccount::process();
     const int64_t before = account.live_bytes();
     account.reset_peak();
-    const Tensor dx = stage.backward(0, std::move(dy), context(kernels, 0));
+    const Bundle dx = stage.backward(0, bundle_of(std::move(dy)), context(kernels, 0));
     const int64_t above = account.peak_bytes() - before;
     // Per-layer recompute re-runs the forward from the kept input first (its saved input copy).
     const int64_t expected = recompute == Recompute::kPerLayer ? 2 * activation : activation;
@@ -117,12 +117,13 @@ std::vector<size_t> stored_bytes_after_each_forward(Stage& stage) {
   kernels::KernelContext kernels;
   std::vector<size_t> stored;
   for (int m = 0; m < kMicroBatches; ++m) {
-    stage.forward(m, random_tensor({kRows, kIn}, m), context(kernels, m * kRows));
+    stage.forward(m, bundle_of(random_tensor({kRows, kIn}, m)), context(kernels, m * kRows));
     stored.push_back(stage.stored_bytes());
   }
   EXPECT_EQ(stage.peak_stored_bytes(), stored.back());
   for (int m = 0; m < kMicroBatches; ++m) {
-    stage.backward(m, random_tensor({kRows, kOut}, 100 + m), context(kernels, m * kRows));
+    stage.backward(m, bundle_of(random_tensor({kRows, kOut}, 100 + m)),
+                   context(kernels, m * kRows));
   }
   EXPECT_EQ(stage.stored_bytes(), 0u);
   EXPECT_EQ(stage.peak_stored_bytes(), stored.back());
@@ -177,10 +178,11 @@ TEST(Stage, PeakTracksTheMostMicroBatchesInFlight) {
   const auto stage = make_stage(Recompute::kNever, 3);
   const size_t full = predicted_full_bytes(*stage, kRows);
   auto forward = [&](int m) {
-    stage->forward(m, random_tensor({kRows, kIn}, m), context(kernels, m * kRows));
+    stage->forward(m, bundle_of(random_tensor({kRows, kIn}, m)), context(kernels, m * kRows));
   };
   auto backward = [&](int m) {
-    stage->backward(m, random_tensor({kRows, kOut}, 100 + m), context(kernels, m * kRows));
+    stage->backward(m, bundle_of(random_tensor({kRows, kOut}, 100 + m)),
+                    context(kernels, m * kRows));
   };
   // 1F1B-like order: at most two micro-batches are stored at once.
   forward(0);
@@ -201,8 +203,10 @@ TEST(Stage, EvaluateStoresNothing) {
   const auto stage = make_stage(Recompute::kNever, 1);
   nn::LayerContext ctx = context(kernels, 0);
   ctx.training = false;
-  const Tensor y = stage->evaluate(random_tensor({kRows, kIn}, 0), ctx);
-  EXPECT_EQ(y.shape(), (Shape{kRows, kOut}));
+  Bundle x = bundle_of(random_tensor({kRows, kIn}, 0));
+  const Bundle y = stage->evaluate(x, ctx);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y.front().shape(), (Shape{kRows, kOut}));
   EXPECT_EQ(stage->stored_bytes(), 0u);
   EXPECT_EQ(stage->peak_stored_bytes(), 0u);
 }
@@ -222,7 +226,7 @@ TEST(Stage, NeedsAResolvedRecomputeMode) { EXPECT_THROW(make_stage(Recompute::kA
 
 struct Gradients {
   std::vector<float> params;
-  std::vector<Tensor> inputs;  // one per micro-batch
+  std::vector<Bundle> inputs;  // one per micro-batch
 };
 
 // How run_micro_batches runs the backwards: whole, or split into backward_input (I) and
@@ -259,18 +263,18 @@ Gradients run_micro_batches(Recompute recompute, const std::vector<int64_t>& row
   for (size_t m = 1; m < rows.size(); ++m) first[m] = first[m - 1] + rows[m - 1];
   for (int m = 0; m < num_micro_batches; ++m) {
     const auto i = static_cast<size_t>(m);
-    stage->forward(m, x.slice_rows(first[i], rows[i]), context(kernels, first[i]));
+    stage->forward(m, bundle_of(x.slice_rows(first[i], rows[i])), context(kernels, first[i]));
   }
   Gradients grads;
   for (int m = 0; m < num_micro_batches; ++m) {
     const auto i = static_cast<size_t>(m);
     if (backwards == Backwards::kWhole) {
-      grads.inputs.push_back(
-          stage->backward(m, dy.slice_rows(first[i], rows[i]), context(kernels, first[i])));
+      grads.inputs.push_back(stage->backward(m, bundle_of(dy.slice_rows(first[i], rows[i])),
+                                             context(kernels, first[i])));
       continue;
     }
-    grads.inputs.push_back(
-        stage->backward_input(m, dy.slice_rows(first[i], rows[i]), context(kernels, first[i])));
+    grads.inputs.push_back(stage->backward_input(m, bundle_of(dy.slice_rows(first[i], rows[i])),
+                                                 context(kernels, first[i])));
     if (m > 0) stage->backward_weight(m - 1, context(kernels, first[i - 1]));
   }
   if (backwards == Backwards::kSplit) {
@@ -287,8 +291,9 @@ void expect_bit_identical(const Gradients& a, const Gradients& b) {
   EXPECT_EQ(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)), 0);
   ASSERT_EQ(a.inputs.size(), b.inputs.size());
   for (size_t m = 0; m < a.inputs.size(); ++m) {
-    ASSERT_EQ(a.inputs[m].shape(), b.inputs[m].shape()) << m;
-    EXPECT_EQ(std::memcmp(a.inputs[m].data(), b.inputs[m].data(), a.inputs[m].bytes()), 0) << m;
+    ASSERT_EQ(a.inputs[m].at(0).shape(), b.inputs[m].at(0).shape()) << m;
+    EXPECT_EQ(std::memcmp(a.inputs[m][0].data(), b.inputs[m][0].data(), a.inputs[m][0].bytes()), 0)
+        << m;
   }
 }
 
@@ -299,7 +304,7 @@ TEST(Stage, RecomputeChangesNoGradientBit) {
   EXPECT_TRUE(
       std::any_of(never.params.begin(), never.params.end(), [](float g) { return g != 0; }));
   ASSERT_EQ(never.inputs.size(), 3u);
-  EXPECT_EQ(never.inputs[0].shape(), (Shape{4, kIn}));
+  EXPECT_EQ(never.inputs[0].at(0).shape(), (Shape{4, kIn}));
   expect_bit_identical(run_micro_batches(Recompute::kAlways, rows), never);
   expect_bit_identical(run_micro_batches(Recompute::kExceptLast, rows), never);
   expect_bit_identical(run_micro_batches(Recompute::kPerLayer, rows), never);
@@ -319,7 +324,7 @@ TEST(Stage, LinearLayersOverwriteTheirUnzeroedGradientsWithTheSameValues) {
       const Gradients stale = run_micro_batches(recompute, rows, weight_grads, StepStart::kStale);
       expect_equal_values(stale.params, zeroed.params);
       for (size_t m = 0; m < rows.size(); ++m) {
-        expect_equal_values(stale.inputs[m].span(), zeroed.inputs[m].span());
+        expect_equal_values(stale.inputs[m].at(0).span(), zeroed.inputs[m].at(0).span());
       }
     }
   }
@@ -349,10 +354,10 @@ TEST(Stage, SplitBackwardKeepsTheLinearLayersInputsAndOutputGradientsUntilW) {
   constexpr int64_t kRows = 4;
   auto stage = make_stage(Recompute::kNever, 2);
   kernels::KernelContext kernels;
-  (void)stage->forward(0, random_tensor({kRows, kIn}, 1), context(kernels, 0));
-  (void)stage->forward(1, random_tensor({kRows, kIn}, 2), context(kernels, kRows));
+  (void)stage->forward(0, bundle_of(random_tensor({kRows, kIn}, 1)), context(kernels, 0));
+  (void)stage->forward(1, bundle_of(random_tensor({kRows, kIn}, 2)), context(kernels, kRows));
   const size_t both = stage->stored_bytes();
-  (void)stage->backward_input(0, random_tensor({kRows, kOut}, 3), context(kernels, 0));
+  (void)stage->backward_input(0, bundle_of(random_tensor({kRows, kOut}, 3)), context(kernels, 0));
   const size_t kept = kRows * (kIn + kHidden + kHidden + kOut) * sizeof(float);
   EXPECT_EQ(stage->stored_bytes(), both / 2 + kept);
   stage->backward_weight(0, context(kernels, 0));
@@ -366,10 +371,10 @@ TEST(Stage, WeightGradientsBeforeTheirInputGradientOrOutOfOrderThrow) {
   kernels::KernelContext kernels;
   EXPECT_THROW(stage->backward_weight(0, context(kernels, 0)), Error);
   for (int m = 0; m < 2; ++m) {
-    (void)stage->forward(m, random_tensor({2, kIn}, 1), context(kernels, 2 * m));
+    (void)stage->forward(m, bundle_of(random_tensor({2, kIn}, 1)), context(kernels, 2 * m));
   }
   for (int m = 0; m < 2; ++m) {
-    (void)stage->backward_input(m, random_tensor({2, kOut}, 3), context(kernels, 2 * m));
+    (void)stage->backward_input(m, bundle_of(random_tensor({2, kOut}, 3)), context(kernels, 2 * m));
   }
   EXPECT_THROW(stage->backward_weight(1, context(kernels, 2)), Error);
   stage->backward_weight(0, context(kernels, 0));
@@ -412,32 +417,35 @@ TEST(Stage, TwoMicroBatchesAccumulateTheFullBatchGradient) {
     const Gradients whole = run_micro_batches(recompute, {8});
     expect_close(split.params, whole.params);
     ASSERT_EQ(split.inputs.size(), 2u);
-    const Tensor& dx = whole.inputs[0];
-    expect_close(split.inputs[0].span(), dx.slice_rows(0, 4).span());
-    expect_close(split.inputs[1].span(), dx.slice_rows(4, 4).span());
+    const Tensor& dx = whole.inputs[0].at(0);
+    expect_close(split.inputs[0].at(0).span(), dx.slice_rows(0, 4).span());
+    expect_close(split.inputs[1].at(0).span(), dx.slice_rows(4, 4).span());
   }
 }
 
 TEST(Stage, BackwardBeforeForwardThrows) {
   kernels::KernelContext kernels;
   const auto stage = make_stage(Recompute::kAlways, 2);
-  EXPECT_THROW(stage->backward(0, random_tensor({kRows, kOut}, 0), context(kernels, 0)), Error);
+  EXPECT_THROW(stage->backward(0, bundle_of(random_tensor({kRows, kOut}, 0)), context(kernels, 0)),
+               Error);
 }
 
 TEST(Stage, BackwardTwiceThrows) {
   kernels::KernelContext kernels;
   const auto stage = make_stage(Recompute::kNever, 1);
-  stage->forward(0, random_tensor({kRows, kIn}, 0), context(kernels, 0));
-  stage->backward(0, random_tensor({kRows, kOut}, 1), context(kernels, 0));
-  EXPECT_THROW(stage->backward(0, random_tensor({kRows, kOut}, 1), context(kernels, 0)), Error);
+  stage->forward(0, bundle_of(random_tensor({kRows, kIn}, 0)), context(kernels, 0));
+  stage->backward(0, bundle_of(random_tensor({kRows, kOut}, 1)), context(kernels, 0));
+  EXPECT_THROW(stage->backward(0, bundle_of(random_tensor({kRows, kOut}, 1)), context(kernels, 0)),
+               Error);
 }
 
 TEST(Stage, ForwardingTheSameMicroBatchTwiceThrows) {
   kernels::KernelContext kernels;
   const auto stage = make_stage(Recompute::kExceptLast, 2);
-  stage->forward(1, random_tensor({kRows, kIn}, 0), context(kernels, kRows));
+  stage->forward(1, bundle_of(random_tensor({kRows, kIn}, 0)), context(kernels, kRows));
   const size_t stored = stage->stored_bytes();
-  EXPECT_THROW(stage->forward(1, random_tensor({kRows, kIn}, 0), context(kernels, kRows)), Error);
+  EXPECT_THROW(
+      stage->forward(1, bundle_of(random_tensor({kRows, kIn}, 0)), context(kernels, kRows)), Error);
   EXPECT_EQ(stage->stored_bytes(), stored);
 }
 
@@ -463,11 +471,12 @@ void run_images(Stage& stage, const std::vector<int64_t>& global,
   kernels::KernelContext kernels;
   for (int m : forward_order) {
     const int64_t g = global[static_cast<size_t>(m)];
-    stage.forward(m, image_micro_batch(g), context(kernels, g * kRows));
+    stage.forward(m, bundle_of(image_micro_batch(g)), context(kernels, g * kRows));
   }
   for (int m = 0; m < std::ssize(global); ++m) {
     const int64_t g = global[static_cast<size_t>(m)];
-    stage.backward(m, random_tensor(kImage.batched(kRows), 300 + g), context(kernels, g * kRows));
+    stage.backward(m, bundle_of(random_tensor(kImage.batched(kRows), 300 + g)),
+                   context(kernels, g * kRows));
   }
 }
 
@@ -495,11 +504,12 @@ TEST(Stage, KeepsOneBufferUpdatePerMicroBatchFromFirstForwardsInMicroBatchOrder)
 std::vector<float> image_gradients(Stage& stage) {
   kernels::KernelContext kernels;
   std::vector<float> out;
-  for (int m = 0; m < 3; ++m) stage.forward(m, image_micro_batch(m), context(kernels, m * kRows));
+  for (int m = 0; m < 3; ++m)
+    stage.forward(m, bundle_of(image_micro_batch(m)), context(kernels, m * kRows));
   for (int m = 0; m < 3; ++m) {
-    const Tensor dx = stage.backward(m, random_tensor(kImage.batched(kRows), 300 + m),
+    const Bundle dx = stage.backward(m, bundle_of(random_tensor(kImage.batched(kRows), 300 + m)),
                                      context(kernels, m * kRows));
-    out.insert(out.end(), dx.span().begin(), dx.span().end());
+    out.insert(out.end(), dx.at(0).span().begin(), dx.at(0).span().end());
   }
   out.insert(out.end(), stage.params().grads().begin(), stage.params().grads().end());
   return out;
@@ -539,9 +549,9 @@ TEST(Stage, ForwardingAMicroBatchAgainBeforeItsBufferUpdateIsTakenThrows) {
   const auto stage = make_batch_norm_stage(Recompute::kAlways, 1);
   run_images(*stage, {0}, {0});
   kernels::KernelContext kernels;
-  EXPECT_THROW(stage->forward(0, image_micro_batch(0), context(kernels, 0)), Error);
+  EXPECT_THROW(stage->forward(0, bundle_of(image_micro_batch(0)), context(kernels, 0)), Error);
   stage->take_buffer_updates();
-  stage->forward(0, image_micro_batch(0), context(kernels, 0));
+  stage->forward(0, bundle_of(image_micro_batch(0)), context(kernels, 0));
 }
 
 TEST(Stage, ApplyingPartOfAnUpdateThrows) {

@@ -241,6 +241,39 @@ TEST(PlanReport, TextHasTheLayerAndStageTablesAndAdvice) {
       << text;
 }
 
+// linear(64, saves h) relu linear(64) add(h) linear(10), K = 2 cut after the relu: the cut carries
+// the main stream and h; a chain's plan shows no cut table.
+TEST(PlanReport, EachCutListsItsLiveSetAndBytes) {
+  config::Experiment e = experiment();
+  EXPECT_EQ(plan_text({.experiment = e,
+                       .model = model::plan_model(e.model, kInput),
+                       .plan = plan_experiment(e, model::plan_model(e.model, kInput), 2, 1, 1),
+                       .pipeline = e.pipeline})
+                .find("live set"),
+            std::string::npos);
+  e.model.layers[0].save = model::ValueRef{"h", {"exp.yaml", 3, "l.save"}};
+  model::LayerSpec linear = e.model.layers[0];
+  linear.save.reset();
+  model::LayerSpec add{.kind = "add", .attrs = {}, .where = {"exp.yaml", 6, "l"}};
+  add.reads = {model::ValueRef{"h", {"exp.yaml", 6, "l.read[0]"}}};
+  e.model.layers.insert(e.model.layers.begin() + 2, {linear, add});
+  e.pipeline.partition = {2, 3};
+  e.pipeline.partition_mode = pipeline::PartitionMode::kManual;
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+  const PlanReport report{.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline};
+  const std::string text = plan_text(report);
+  EXPECT_NE(text.find("1|2             512          512  layers.1 [64], h [64]"), std::string::npos)
+      << text;
+  const nlohmann::json json = nlohmann::json::parse(plan_json(report).dump());
+  ASSERT_EQ(json["cuts"].size(), 1u);
+  EXPECT_EQ(json["cuts"][0]["before_layer"], 2);
+  EXPECT_EQ(json["cuts"][0]["bytes_per_example"], 2 * 64 * 4);
+  ASSERT_EQ(json["cuts"][0]["live"].size(), 2u);
+  EXPECT_EQ(json["cuts"][0]["live"][1]["name"], "h");
+  EXPECT_EQ(json["cuts"][0]["live"][1]["needs_grad"], true);
+}
+
 // With chunks the rank table lists each rank's stages as the schedule places them: rank r holds
 // stages r and r + K under interleaved, r and 2K-1-r under zbv's V.
 TEST(PlanReport, TheRankTableFollowsTheSchedulesPlacement) {

@@ -90,10 +90,14 @@ double loss_of(TiedModel& m, kernels::KernelContext& kernels, bool grad) {
   const Tensor targets(Shape{kRows, kSeq}, std::vector<float>{4, 6, 2, 3, 5, 1});
   const auto loss = nn::make_loss("cross_entropy");
   const nn::LayerContext ctx{.kernels = kernels, .seed = kSeed, .training = grad};
-  if (!grad) return loss->compute(kernels, m.stage->evaluate(ids, ctx), targets, 1.0f, false).sum;
+  pipeline::Bundle input = pipeline::bundle_of(ids);
+  if (!grad) {
+    return loss->compute(kernels, m.stage->evaluate(input, ctx).at(0), targets, 1.0f, false).sum;
+  }
   m.stage->params().zero_grads();
-  nn::LossOutput out = loss->compute(kernels, m.stage->forward(0, ids, ctx), targets, 1.0f, true);
-  m.stage->backward(0, std::move(out.grad), ctx);
+  nn::LossOutput out =
+      loss->compute(kernels, m.stage->forward(0, std::move(input), ctx).at(0), targets, 1.0f, true);
+  m.stage->backward(0, pipeline::bundle_of(std::move(out.grad)), ctx);
   return out.sum;
 }
 
