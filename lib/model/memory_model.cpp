@@ -208,7 +208,9 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
                                        inputs_[static_cast<size_t>(begin)], weight_work_held_)
                   : per_layer_backward(begin, end);
   } else if (stash.loss) {
-    m.transient = 2.0 * output;
+    // The output beside what the loss holds (its gradient and the targets).
+    m.transient = output;
+    for (double bytes : last.loss_tensor_bytes) m.transient += block(bytes);
   } else if (stash.backward) {
     m.transient = splitting ? splitting_backward(begin, end, backward_input_at_, 0.0,
                                                  weight_work_beyond_saved_)

@@ -29,8 +29,8 @@ struct StashProfile {
   // Whether the peak is in a backward (else in a forward).
   bool backward = true;
   // The last stage right after a forward, computing that micro-batch's loss: no layer runs, the
-  // stage's output and the loss gradient (a tensor of the output's shape: nn::Loss::compute)
-  // are alive.
+  // stage's output is alive beside what the loss holds (LayerCost::loss_tensor_bytes: its
+  // gradient and the targets).
   bool loss = false;
   // A forward whose layers' saved tensors are dropped one by one (a recomputed micro-batch's
   // first forward): the largest layer's saved tensors add to its temporaries.

@@ -32,7 +32,10 @@ struct ModelPlan {
   Shape input;
   std::vector<LayerPlan> layers;
   std::optional<TiedWeights> tied;  // the output linear that shares the embedding's matrix
-  int64_t num_params() const;       // distinct trainable values: a tied matrix counts once
+  // What the loss holds beside the model's output while it computes its gradient, tensor by
+  // tensor in bytes per example (nn::Loss::training_tensor_bytes).
+  std::vector<double> loss_tensor_bytes = {};
+  int64_t num_params() const;  // distinct trainable values: a tied matrix counts once
 };
 
 // What every layer of `spec` is built with from the model as a whole: model.init: gpt2 scales the

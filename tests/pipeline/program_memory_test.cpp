@@ -139,9 +139,9 @@ TEST(ProgramMemory, PlacesMessagesWhereTheExecutorHoldsThem) {
 TEST(ProgramMemory, TheLastStageComputesEachMicroBatchsLossAfterItsForward) {
   // 1F1B's last stage backwards each micro-batch after its forward: at each loss one micro-batch
   // in flight, kept as the mode keeps it, and no other loss gradient waiting.
-  for (const auto& [recompute, kept] : {std::pair{Recompute::kNever, P{.full = 1}},
-                                        std::pair{Recompute::kAlways, P{.inputs = 1}},
-                                        std::pair{Recompute::kPerLayer, P{.layer_inputs = 1}}}) {
+  for (const auto& [recompute, kept] :
+       {std::pair{Recompute::kNever, P{.full = 1}}, std::pair{Recompute::kAlways, P{.inputs = 1}},
+        std::pair{Recompute::kPerLayer, P{.layer_inputs = 1}}}) {
     const auto moments = moments_of(ScheduleKind::kOneFOneB, recompute, 2, 4, 1);
     P loss = kept;
     loss.backward = false;
