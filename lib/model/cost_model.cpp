@@ -125,13 +125,15 @@ LayerCost cost_of(const LayerPlan& plan) {
       .input_workspace_bytes =
           needs.backward_input_temporary_bytes.value_or(needs.backward_temporary_bytes),
       .input_workspace_fixed_tensor_bytes =
-          needs.backward_input_fixed_tensor_bytes.value_or(needs.backward_fixed_tensor_bytes)};
+          needs.backward_input_fixed_tensor_bytes.value_or(needs.backward_fixed_tensor_bytes),
+      .loss_tensor_bytes = {}};
 }
 
 std::vector<LayerCost> layer_costs(const ModelPlan& plan) {
   std::vector<LayerCost> costs;
   costs.reserve(plan.layers.size());
   for (const LayerPlan& layer : plan.layers) costs.push_back(cost_of(layer));
+  if (!costs.empty()) costs.back().loss_tensor_bytes = plan.loss_tensor_bytes;
   return costs;
 }
 

@@ -62,6 +62,9 @@ struct LayerCost {
   // which may hold other temporaries (nn::LayerNeeds::backward_input_temporary_bytes).
   double input_workspace_bytes = 0.0;
   std::vector<double> input_workspace_fixed_tensor_bytes = {};
+  // The model's last layer: what the loss holds beside its output while it computes its gradient,
+  // tensor by tensor, per example (ModelPlan::loss_tensor_bytes); empty for the other layers.
+  std::vector<double> loss_tensor_bytes = {};
 
   // Bytes forward keeps for backward for a micro-batch of `rows` examples: exactly what
   // nn::Saved::bytes() reports for this layer's training forward.
@@ -96,7 +99,7 @@ struct LayerCost {
 // The cost of one planned layer, from its plan and what the layer reported (LayerPlan::needs).
 LayerCost cost_of(const LayerPlan& plan);
 
-// Every layer's cost, in model order.
+// Every layer's cost, in model order (the last one with the loss's tensors).
 std::vector<LayerCost> layer_costs(const ModelPlan& plan);
 
 }  // namespace mpipe::model

@@ -105,6 +105,11 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
     per_layer_backward_input_at_.push_back(
         std::max(recomputing, inputs_[i] + kept + backward_input_at_[i]));
   }
+  std::vector<double> recompute_forward;
+  for (size_t i = 0; i < costs_.size(); ++i) {
+    recompute_forward.push_back(kept_[i + 1] + forward_consumed[i]);
+  }
+  recompute_forward_ = range_max_table(std::move(recompute_forward));
   per_layer_backward_ = range_max_table(std::move(per_layer_backward));
   backward_ = range_max_table(std::move(backward));
   forward_ = range_max_table(std::move(forward));
@@ -126,6 +131,15 @@ double MemoryModel::layer_inputs(int begin, int end) const { return sum(inputs_,
 
 double MemoryModel::per_layer_backward(int begin, int end) const {
   return range_max(per_layer_backward_, begin, end) - inputs_[static_cast<size_t>(begin)];
+}
+
+double MemoryModel::recompute_forward(int begin, int end) const {
+  // The stage's first layer copies its input (the stash keeps it), the others take theirs over.
+  const auto b = static_cast<size_t>(begin);
+  double most = kept_[b + 1] + range_max(forward_, begin, begin + 1);
+  if (end - begin > 1) most = std::max(most, range_max(recompute_forward_, begin + 1, end));
+  return most - kept_[static_cast<size_t>(end)] +
+         block(costs_[static_cast<size_t>(end - 1)].output_bytes);
 }
 
 double MemoryModel::splitting_backward(int begin, int end, const std::vector<double>& at,
@@ -193,11 +207,17 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
         splitting ? splitting_backward(begin, end, per_layer_backward_input_at_,
                                        inputs_[static_cast<size_t>(begin)], weight_work_held_)
                   : per_layer_backward(begin, end);
+  } else if (stash.loss) {
+    // The output beside what the loss holds (its gradient and the targets).
+    m.transient = output;
+    for (double bytes : last.loss_tensor_bytes) m.transient += block(bytes);
   } else if (stash.backward) {
-    // (A recompute's forward holds only part of the workspace: its backward is the larger.)
     m.transient = splitting ? splitting_backward(begin, end, backward_input_at_, 0.0,
                                                  weight_work_beyond_saved_)
                             : range_max(backward_, begin, end);
+    // A recompute's forward holds part of the workspace beside the gradient waiting for the
+    // backward, which may be the larger (a large-vocabulary head's logits beside their gradient).
+    if (stash.recompute) m.transient = std::max(m.transient, recompute_forward(begin, end));
   } else {
     if (stash.layer_inputs > 0) {
       // kept_activations counts the forwarded micro-batch's every layer input: less those of

@@ -28,6 +28,10 @@ struct StashProfile {
   bool layer_recompute = false;
   // Whether the peak is in a backward (else in a forward).
   bool backward = true;
+  // The last stage right after a forward, computing that micro-batch's loss: no layer runs, the
+  // stage's output is alive beside what the loss holds (LayerCost::loss_tensor_bytes: its
+  // gradient and the targets).
+  bool loss = false;
   // A forward whose layers' saved tensors are dropped one by one (a recomputed micro-batch's
   // first forward): the largest layer's saved tensors add to its temporaries.
   bool discarding = false;
@@ -111,6 +115,11 @@ class MemoryModel {
   // the gradient waiting for it; then the inputs of layers [begin, i) (each is freed once its
   // layer is recomputed), what layer i saved, and its backward temporaries.
   double per_layer_backward(int begin, int end) const;
+  // The most one micro-batch's recompute (pipeline recompute: always, except_last) holds beyond
+  // what layers [begin, end) save: at layer i, what the layers after i have not saved yet
+  // subtracted, that layer's forward temporaries (its output among them), and the output
+  // gradient waiting for the backward (the loss gradient on the last stage).
+  double recompute_forward(int begin, int end) const;
   // The most one micro-batch holds beyond the stash in its I over layers [begin, end), last layer
   // first: at layer i, that layer's I temporaries (`at`: backward_input_at_, or
   // per_layer_backward_input_at_ less the inputs before `begin`), and what each layer after it
@@ -151,6 +160,9 @@ class MemoryModel {
   std::vector<std::vector<double>> backward_, forward_, discarding_, per_layer_forward_;
   // As forward_ and discarding_, for a layer handed its input (not a stage's first).
   std::vector<std::vector<double>> forward_consumed_, discarding_consumed_;
+  // As forward_consumed_, of kept_[i + 1] + layer i's forward temporaries (what a recompute
+  // holds at layer i; recompute_forward subtracts the offset).
+  std::vector<std::vector<double>> recompute_forward_;
   std::vector<double> inputs_;  // prefix sums of the blocks of rows x input bytes
   // As backward_, of inputs_[i] + layer i's kept bytes and backward temporaries
   // (per_layer_backward subtracts the offset).

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "nn/loss.h"
 
 namespace mpipe::model {
 namespace {
@@ -143,7 +144,11 @@ std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, cons
 }
 
 ModelPlan plan_model(const ModelSpec& spec, const Shape& input) {
-  ModelPlan plan{.input = input, .layers = {}, .tied = std::nullopt, .graph = model_graph(spec)};
+  ModelPlan plan{.input = input,
+                 .layers = {},
+                 .tied = std::nullopt,
+                 .graph = model_graph(spec),
+                 .loss_tensor_bytes = {}};
   auto layers = build_layers(spec, input, 0, static_cast<int>(spec.layers.size()));
   for (const auto& layer : layers) {
     const int i = layer->global_index();
@@ -156,6 +161,7 @@ ModelPlan plan_model(const ModelSpec& spec, const Shape& input) {
     }
   }
   plan.tied = find_tied_weights(spec, layers);
+  plan.loss_tensor_bytes = nn::make_loss(spec.loss)->training_tensor_bytes(shape);
   try {
     plan.num_params();  // the total must be countable too
   } catch (const SizeError& e) {

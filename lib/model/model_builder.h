@@ -34,7 +34,10 @@ struct ModelPlan {
   std::vector<LayerPlan> layers;
   std::optional<TiedWeights> tied;  // the output linear that shares the embedding's matrix
   ModelGraph graph;                 // the values layers save and read; each cut's live set
-  int64_t num_params() const;       // distinct trainable values: a tied matrix counts once
+  // What the loss holds beside the model's output while it computes its gradient, tensor by
+  // tensor in bytes per example (nn::Loss::training_tensor_bytes).
+  std::vector<double> loss_tensor_bytes = {};
+  int64_t num_params() const;  // distinct trainable values: a tied matrix counts once
   // One example's shape of graph value `value` (a data input's or a layer's output).
   Shape value_shape(int value) const;
   // One example's shape of each value of cut `cut`'s live set (ModelGraph::live_set), and of

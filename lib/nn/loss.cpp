@@ -34,6 +34,14 @@ class CrossEntropyLoss : public Loss {
     result.correct = sums.correct;
     return result;
   }
+
+  // The gradient (the output's shape) and the class indices (one float per row; compute refuses
+  // an output without a class axis).
+  std::vector<double> training_tensor_bytes(const Shape& output) const override {
+    const auto numel = static_cast<double>(output.numel());
+    const auto classes = static_cast<double>(output.rank() > 0 ? output[output.rank() - 1] : 1);
+    return {numel * sizeof(float), numel / classes * sizeof(float)};
+  }
 };
 
 class MseLoss : public Loss {
@@ -58,6 +66,12 @@ class MseLoss : public Loss {
       if (want_grad) result.grad[i] = static_cast<float>(2.0 * grad_scale * diff);
     }
     return result;
+  }
+
+  // The gradient and the targets, each as many floats as the output.
+  std::vector<double> training_tensor_bytes(const Shape& output) const override {
+    const double bytes = static_cast<double>(output.numel()) * sizeof(float);
+    return {bytes, bytes};
   }
 };
 

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "core/tensor.h"
 #include "kernels/context.h"
@@ -26,6 +27,10 @@ class Loss {
   // the gradient of the mini-batch mean loss.
   virtual LossOutput compute(kernels::KernelContext& kernels, const Tensor& output,
                              const Tensor& targets, float grad_scale, bool want_grad) const = 0;
+  // What a training compute (want_grad) holds beside the output, tensor by tensor in bytes per
+  // example of an output whose example has shape `output`: the gradient and the targets handed
+  // in (the memory model's account of the last stage's loss, model/memory_model).
+  virtual std::vector<double> training_tensor_bytes(const Shape& output) const = 0;
 };
 
 // "cross_entropy" (fused softmax + cross-entropy over the last axis) or "mse".

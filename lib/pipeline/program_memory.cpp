@@ -169,6 +169,15 @@ class ChunkWalk {
     m.idle = true;
     m.backward = false;
     m.loss_grads = last_ ? in_flight_ : 0;
+    keep_in_flight(m);
+    return m;
+  }
+
+ private:
+  int last_micro_batch() const { return num_micro_batches_ - 1; }
+
+  // The micro-batches in flight as the recompute mode keeps them between their ops.
+  void keep_in_flight(model::StashProfile& m) const {
     switch (recompute_) {
       case Recompute::kNever:
         m.full = in_flight_;
@@ -186,11 +195,7 @@ class ChunkWalk {
       case Recompute::kAuto:
         break;
     }
-    return m;
   }
-
- private:
-  int last_micro_batch() const { return num_micro_batches_ - 1; }
 
   // What every moment of the chunk shares at the current op.
   model::StashProfile common() const {
@@ -228,6 +233,14 @@ class ChunkWalk {
       m.full = full;
       m.layer_inputs = recompute_ == Recompute::kPerLayer ? in_flight_ : 0;
       m.discarding = full == 0;
+      found.now.push_back(m);
+    }
+    if (last_) {
+      // The last stage computes the micro-batch's loss: every micro-batch in flight kept (this
+      // one too), its output beside the loss gradient, the others' loss gradients waiting.
+      model::StashProfile m = running(false);
+      keep_in_flight(m);
+      m.loss = true;
       found.now.push_back(m);
     }
   }

@@ -30,7 +30,9 @@ struct RankMoment {
 // - per_layer, at a forward the chunk's next compute op after which is an input-backward: every
 //   layer's input of the micro-batches in flight;
 // - when no rank runs a forward after a backward (fill-drain), at the last forward: every
-//   micro-batch stored, saved tensors being dropped unless kept in full.
+//   micro-batch stored, saved tensors being dropped unless kept in full;
+// - on the last stage, after every forward: its loss computed (model::StashProfile::loss), the
+//   micro-batches in flight (that one included) kept as between ops.
 // The other chunks keep their micro-batches in flight, waiting W work and loss gradients. With
 // `batched_weight_grads` every micro-batch's weight-gradient operands are held from the chunk's
 // first input-backward op on. Every chunk's profile counts its own messages at the op, from the

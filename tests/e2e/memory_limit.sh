@@ -5,10 +5,12 @@
 # the bytes asked and in use, and the limit with where it was set. The trained state was
 # committed before the export, so --resume with the limit lifted trains nothing and writes the
 # export and summary.json. Rank 0, which waits for rank 1's weights when mpirun's SIGTERM comes,
-# says that the job is ending, not that it waits on. Usage: memory_limit.sh CONFIG
-# (tests/e2e/files/memory_limit.yaml)
+# says that the job is ending, not that it waits on. And a language model's head (LM_CONFIG)
+# trains within a limit its plan fits. Usage: memory_limit.sh CONFIG LM_CONFIG
+# (tests/e2e/files/memory_limit.yaml and memory_lm.yaml)
 source "$(dirname "$0")/lib.sh"
 config=$1
+lm=${2:?usage: memory_limit.sh CONFIG LM_CONFIG}
 line=$(grep -n "memory_limit:" "$config" | cut -d: -f1)
 
 # mpirun ends the job 2T after the MPI_Abort (SIGTERM after T, SIGKILL after 2T): T = 3 s leaves
@@ -51,4 +53,27 @@ grep -qF "finished at step 3 but summary.json and the export $WORK/run/weights.s
   "$WORK/resume.out" || { echo "FAILED: resume message"; exit 1; }
 [[ -e "$WORK/run/summary.json" && -e "$WORK/run/weights.safetensors" ]] ||
   { ls -R "$WORK/run"; echo "FAILED: resume wrote no summary or export"; exit 1; }
+
+# A language model whose head's logits are its last stage's largest tensors, at K = 2 with
+# recompute always and never, under a limit of the plan's own largest prediction (training and
+# evaluation), which the plan fits by definition: the run stays within it. (The model once left
+# out one micro-batch's logits beside their loss gradient, 10-30% of the last stage, and such a
+# run ended at step 1 with exit 4 after its plan had said it fits.)
+for recompute in always never; do
+  layout=(--set pipeline.stages=2 --set pipeline.recompute="$recompute")
+  "$MPIPE" plan "$lm" "${layout[@]}" --json > "$WORK/lm-$recompute.json"
+  limit=$(python3 -c '
+import json, math, sys
+plan = json.load(open(sys.argv[1]))
+print(math.ceil(max(max(s["peak_bytes"], s["evaluation_peak_bytes"]) for s in plan["stage_plans"])))
+' "$WORK/lm-$recompute.json")
+  timeout 300 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" train "$lm" "${layout[@]}" \
+    --set pipeline.memory_limit="$limit" --run-dir "$WORK/lm-$recompute" \
+    > "$WORK/lm-$recompute.out" 2>&1 || {
+    cat "$WORK/lm-$recompute.out"
+    echo "FAILED: $lm (recompute $recompute) over the limit of $limit bytes its plan fits"
+    exit 1
+  }
+  echo "$lm, recompute $recompute: trained within the plan's $limit bytes"
+done
 echo "memory_limit: OK (the job ended $took s after its error line)"

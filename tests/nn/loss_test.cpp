@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -88,6 +89,28 @@ TEST(MseLoss, SumsSquaredDifferencesWithOneRowPerExample) {
   EXPECT_THROW(loss->compute(kernels, y, Tensor(Shape{2}), 1.0f, true), InputError);
   const Tensor column(Shape{2, 1}, std::vector<float>{1, 2});
   EXPECT_DOUBLE_EQ(loss->compute(kernels, column, Tensor(Shape{2}), 1.0f, false).sum, 5.0);
+}
+
+// The memory model counts what training_tensor_bytes states beside the output: the gradient
+// compute returns and the targets it takes, per example.
+TEST(Loss, TrainingTensorBytesAreTheGradientAndTheTargetsPerExample) {
+  kernels::KernelContext kernels;
+  const auto bytes = [](const Tensor& t, int64_t rows) {
+    return static_cast<double>(t.numel()) * sizeof(float) / static_cast<double>(rows);
+  };
+  const auto cross_entropy = make_loss("cross_entropy");
+  const Tensor logits = random_tensor({2, 3, 5}, 2);
+  const Tensor classes(Shape{2, 3}, std::vector<float>{0, 4, 2, 1, 1, 3});
+  EXPECT_EQ(cross_entropy->training_tensor_bytes(Shape{3, 5}),
+            (std::vector<double>{
+                bytes(cross_entropy->compute(kernels, logits, classes, 1.0f, true).grad, 2),
+                bytes(classes, 2)}));
+  const auto mse = make_loss("mse");
+  const Tensor y = random_tensor({2, 4}, 3);
+  const Tensor t = random_tensor({2, 4}, 4);
+  EXPECT_EQ(
+      mse->training_tensor_bytes(Shape{4}),
+      (std::vector<double>{bytes(mse->compute(kernels, y, t, 1.0f, true).grad, 2), bytes(t, 2)}));
 }
 
 TEST(Loss, UnknownKindIsAnInputError) { EXPECT_THROW(make_loss("hinge"), InputError); }

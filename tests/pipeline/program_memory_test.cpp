@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include "core/error.h"
@@ -41,7 +42,7 @@ std::vector<P> moments_of(ScheduleKind kind, Recompute recompute, int k, int m, 
 bool same_counts(const P& a, const P& b) {
   return a.inputs == b.inputs && a.full == b.full && a.recompute == b.recompute &&
          a.loss_grads == b.loss_grads && a.layer_inputs == b.layer_inputs &&
-         a.layer_recompute == b.layer_recompute && a.backward == b.backward &&
+         a.layer_recompute == b.layer_recompute && a.backward == b.backward && a.loss == b.loss &&
          a.pending_weight_micro_batches == b.pending_weight_micro_batches;
 }
 
@@ -127,10 +128,36 @@ TEST(ProgramMemory, PlacesMessagesWhereTheExecutorHoldsThem) {
   EXPECT_EQ(messages(steady[7]), (std::vector<int>{0, 0, 0, 2}));
   // 1F1B at M = K = 2, last stage (RA0 F0 B0 SG0 RA1 F1 B1 SG1): at B0 one activation is left to
   // receive and nothing was sent; at B1 nothing is left to receive and SG0 may be in flight.
-  const auto two = moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 2, 2, 1);
+  std::vector<P> two;
+  std::ranges::copy_if(moments_of(ScheduleKind::kOneFOneB, Recompute::kAlways, 2, 2, 1),
+                       std::back_inserter(two), [](const P& m) { return m.backward; });
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(messages(two[0]), (std::vector<int>{1, 0, 0, 0}));
   EXPECT_EQ(messages(two[1]), (std::vector<int>{0, 0, 0, 1}));
+}
+
+TEST(ProgramMemory, TheLastStageComputesEachMicroBatchsLossAfterItsForward) {
+  // 1F1B's last stage backwards each micro-batch after its forward: at each loss one micro-batch
+  // in flight, kept as the mode keeps it, and no other loss gradient waiting.
+  for (const auto& [recompute, kept] :
+       {std::pair{Recompute::kNever, P{.full = 1}}, std::pair{Recompute::kAlways, P{.inputs = 1}},
+        std::pair{Recompute::kPerLayer, P{.layer_inputs = 1}}}) {
+    const auto moments = moments_of(ScheduleKind::kOneFOneB, recompute, 2, 4, 1);
+    P loss = kept;
+    loss.backward = false;
+    loss.loss = true;
+    find(moments, loss);
+    EXPECT_EQ(std::ranges::count_if(moments, [](const P& m) { return m.loss; }), 4);
+  }
+  // GPipe's last: the last forward's loss beside every micro-batch kept and three loss gradients;
+  // under except_last the last micro-batch is kept in full.
+  find(moments_of(ScheduleKind::kGpipe, Recompute::kAlways, 2, 4, 1),
+       {.inputs = 4, .loss_grads = 3, .backward = false, .loss = true});
+  find(moments_of(ScheduleKind::kGpipe, Recompute::kExceptLast, 2, 4, 1),
+       {.inputs = 3, .full = 1, .loss_grads = 3, .backward = false, .loss = true});
+  // Only the last stage computes a loss.
+  EXPECT_TRUE(std::ranges::none_of(moments_of(ScheduleKind::kOneFOneB, Recompute::kNever, 2, 4, 0),
+                                   [](const P& m) { return m.loss; }));
 }
 
 TEST(ProgramMemory, CountsWeightGradientsPendingAtEachOp) {
