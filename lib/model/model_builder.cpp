@@ -161,7 +161,9 @@ ModelPlan plan_model(const ModelSpec& spec, const Shape& input) {
     }
   }
   plan.tied = find_tied_weights(spec, layers);
-  plan.loss_tensor_bytes = nn::make_loss(spec.loss)->training_tensor_bytes(shape);
+  // (The loss reads the model's output: the last layer's.)
+  plan.loss_tensor_bytes =
+      nn::make_loss(spec.loss)->training_tensor_bytes(plan.layers.back().output);
   try {
     plan.num_params();  // the total must be countable too
   } catch (const SizeError& e) {
