@@ -437,6 +437,7 @@ int Commands::run_alone() {
     spdlog::error("{}", e.what());
     return 1;
   }
+}
 
 double Commands::startup_timeout_s() const {
   comm::CommConfig deadlines;
