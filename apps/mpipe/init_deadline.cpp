@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -13,7 +12,6 @@
 #include <string>
 
 #include "comm/watchdog.h"
-#include "commands.h"
 #include "log/logging.h"
 
 namespace mpipe::app {
