@@ -141,8 +141,9 @@ void print_overlap(const char* what, const Overlap& o) {
 Overlap activation_exchange(const comm::Communicator& world, pipeline::Stage& stage,
                             kernels::KernelContext& kernels, int64_t rows, ThreadSwitch& thread) {
   const int peer = 1 - world.rank();
-  Tensor x(Shape{rows, kWidth});
-  x.fill(0.5f);
+  Tensor values(Shape{rows, kWidth});
+  values.fill(0.5f);
+  pipeline::Bundle x = pipeline::bundle_of(std::move(values));
   const nn::LayerContext ctx{.kernels = kernels, .training = false};
   auto outgoing = std::make_shared<Tensor>(Shape{rows, kWidth});
   Tensor incoming(Shape{rows, kWidth});
@@ -212,11 +213,11 @@ Overlap gradient_allreduce(const comm::Communicator& world, pipeline::Stage& sta
       if (is_backward && it != buckets.first_of_layer.end()) reduction.start_from(it->second);
       if (during == During::kStartAndTest) reduction.progress();
     });
-    (void)stage.backward(0, dy, ctx);
+    (void)stage.backward(0, pipeline::bundle_of(Tensor(dy)), ctx);
     reduction.finish();
     stage.set_layer_hook({});
   };
-  auto forward = [&] { (void)stage.forward(0, x, ctx); };
+  auto forward = [&] { (void)stage.forward(0, pipeline::bundle_of(Tensor(x)), ctx); };
   const std::vector<double> t =
       fastest(world, {{.prepare = {},
                        .body =
@@ -224,7 +225,7 @@ Overlap gradient_allreduce(const comm::Communicator& world, pipeline::Stage& sta
                              comm::BucketedAllreduce reduction(world, buckets.buckets);
                              reduction.finish();
                            }},
-                      {.prepare = forward, .body = [&] { (void)stage.backward(0, dy, ctx); }},
+                      {.prepare = forward, .body = [&] { (void)stage.backward(0, pipeline::bundle_of(Tensor(dy)), ctx); }},
                       {.prepare = forward, .body = [&] { backward(During::kNothing); }},
                       {.prepare = forward, .body = [&] { backward(During::kStartAndTest); }},
                       {.prepare =
