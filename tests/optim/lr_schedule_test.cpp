@@ -140,6 +140,7 @@ TEST(LearningRate, InverseSqrtWithoutWarmupStartsAtTheBaseRate) {
   EXPECT_EQ(learning_rate(config, 0, 10), 0.1);
   EXPECT_DOUBLE_EQ(learning_rate(config, 3, 10), 0.05);
   EXPECT_DOUBLE_EQ(learning_rate(config, 99, 10), 0.01);
+}
 
 TEST(ScheduleSteps, AreTrainStepsUnlessTheScheduleSetsItsLength) {
   OptimizerConfig config = schedule_of(LrScheduleKind::kCosine, 0);
