@@ -218,23 +218,24 @@ Overlap gradient_allreduce(const comm::Communicator& world, pipeline::Stage& sta
     stage.set_layer_hook({});
   };
   auto forward = [&] { (void)stage.forward(0, pipeline::bundle_of(Tensor(x)), ctx); };
-  const std::vector<double> t =
-      fastest(world, {{.prepare = {},
-                       .body =
-                           [&] {
-                             comm::BucketedAllreduce reduction(world, buckets.buckets);
-                             reduction.finish();
-                           }},
-                      {.prepare = forward, .body = [&] { (void)stage.backward(0, pipeline::bundle_of(Tensor(dy)), ctx); }},
-                      {.prepare = forward, .body = [&] { backward(During::kNothing); }},
-                      {.prepare = forward, .body = [&] { backward(During::kStartAndTest); }},
-                      {.prepare =
-                           [&] {
-                             forward();
-                             thread.on();
-                           },
-                       .body = [&] { backward(During::kStart); },
-                       .finish = [&] { thread.off(); }}});
+  const std::vector<double> t = fastest(
+      world, {{.prepare = {},
+               .body =
+                   [&] {
+                     comm::BucketedAllreduce reduction(world, buckets.buckets);
+                     reduction.finish();
+                   }},
+              {.prepare = forward,
+               .body = [&] { (void)stage.backward(0, pipeline::bundle_of(Tensor(dy)), ctx); }},
+              {.prepare = forward, .body = [&] { backward(During::kNothing); }},
+              {.prepare = forward, .body = [&] { backward(During::kStartAndTest); }},
+              {.prepare =
+                   [&] {
+                     forward();
+                     thread.on();
+                   },
+               .body = [&] { backward(During::kStart); },
+               .finish = [&] { thread.off(); }}});
   return {.transfer = t[0],
           .compute = t[1],
           .without_progress = t[2],

@@ -77,9 +77,11 @@ size_t measured_stash_peak(const ModelSpec& spec, const Shape& input, ScheduleKi
   const CounterRng rng(5, RngPurpose::kData, 1, 0);
   for (const Op& op : make_program(schedule, num_stages, num_micro_batches, stage)) {
     if (op.kind == OpKind::kForward) {
-      real.forward(op.micro_batch, testing::uniform_tensor(input.batched(rows), rng), ctx);
+      real.forward(op.micro_batch, bundle_of(testing::uniform_tensor(input.batched(rows), rng)),
+                   ctx);
     } else if (op.kind == OpKind::kBackward) {
-      real.backward(op.micro_batch, testing::uniform_tensor(output.batched(rows), rng), ctx);
+      real.backward(op.micro_batch, bundle_of(testing::uniform_tensor(output.batched(rows), rng)),
+                    ctx);
     }
   }
   return real.peak_stored_bytes();
