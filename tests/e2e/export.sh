@@ -44,6 +44,11 @@ refused no_step "$WORK/run: no committed checkpoint at step 3 (committed: 2, 4)"
 refused no_folder "$WORK/nowhere/w.safetensors: the folder $WORK/nowhere does not exist" \
   "$WORK/run" "$WORK/nowhere/w.safetensors"
 refused to_folder "$WORK/empty: is a directory, not a file" "$WORK/run" "$WORK/empty"
+# A FIFO (or a device such as /dev/null) as the file to write: the rename into place replaced it.
+mkfifo "$WORK/fifo"
+refused to_fifo "$WORK/fifo: exists and is not a regular file (export writes a new file or replaces a regular one)" \
+  "$WORK/run" "$WORK/fifo"
+[[ -p "$WORK/fifo" ]] || { echo "FAILED: the FIFO was replaced"; exit 1; }
 ck=$WORK/run/checkpoints
 shard=$ck/step_00000004/stage_1.safetensors
 intact="the newest intact checkpoint is step 2 ($ck/step_00000002): export it with --step 2"
