@@ -112,6 +112,10 @@ class CheckpointStore {
   // Throws InputError (as read_all, without the hint) unless every shard of `step` is intact
   // and finite; holds one tensor at a time.
   void verify(int64_t step) const;
+  // What to do about the damaged checkpoint `broken_step`, for what follows an error about it:
+  // "the newest intact checkpoint is step 10 (DIR): remove step_00000020 to resume from it" (or,
+  // for kExport, ": export it with --step 10"), or "no earlier committed checkpoint is intact".
+  std::string intact_hint(int64_t broken_step, CheckpointUse use) const;
 
  private:
   // Step folders found on disk (committed or not), ascending.
@@ -122,9 +126,6 @@ class CheckpointStore {
   // Verifies one shard against its record and the rest of meta.json `meta`.
   void check_shard(const ShardRecord& expected, const nlohmann::json& meta) const;
   void read_verified(int64_t step, const TensorDestination& destination) const;
-  // "the newest intact checkpoint is step 10 (DIR): remove step_00000020 to resume from it" (or,
-  // for kExport, ": export it with --step 10"), or "no earlier committed checkpoint is intact".
-  std::string intact_hint(int64_t broken_step, CheckpointUse use) const;
 
   // The run directory's device and inode, once seen (a directory removed and made again, or
   // replaced, has another).

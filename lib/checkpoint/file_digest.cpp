@@ -4,10 +4,10 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <fstream>
 #include <vector>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace mpipe::checkpoint {
 namespace {
@@ -27,16 +27,10 @@ void DigestBuilder::update(std::span<const std::byte> bytes) {
 }
 
 FileDigest digest_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check_input(in.is_open(), "{}: cannot open", path);
+  RegularFile file(path, "not a regular file");
   DigestBuilder builder;
-  std::vector<char> chunk(kChunkBytes);
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const auto n = static_cast<size_t>(in.gcount());
-    builder.update(std::as_bytes(std::span<const char>(chunk.data(), n)));
-  }
-  check_input(in.eof(), "{}: read failed", path);
+  std::vector<std::byte> chunk(kChunkBytes);
+  while (const size_t n = file.read(chunk)) builder.update(std::span(chunk).first(n));
   return builder.digest();
 }
 

@@ -24,8 +24,9 @@ class DigestBuilder {
   FileDigest digest_;
 };
 
-// The digest of the file at `path`, read in chunks. Throws InputError naming the file if it
-// cannot be read.
+// The digest of the regular file at `path`, read in chunks. Throws InputError naming the file if
+// it cannot be read or is not a regular file (a FIFO is refused, not waited on; a device such as
+// /dev/zero is never read): "PATH: not a regular file".
 FileDigest digest_file(const std::string& path);
 
 // A crc32 as 8 lowercase hex digits ("1a2b3c4d"), the way meta.json and messages write it.

@@ -10,8 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <span>
@@ -19,6 +17,7 @@
 
 #include "checkpoint/atomic_file.h"
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace mpipe::checkpoint {
 namespace {
@@ -94,12 +93,10 @@ std::string make_header(const std::vector<TensorInfo>& layout,
 }
 
 // Reads exactly `bytes` bytes at `offset` into `out`.
-void read_at(std::ifstream& in, const std::string& path, uint64_t offset, void* out,
-             uint64_t bytes) {
-  if (bytes == 0) return;
-  in.seekg(static_cast<std::streamoff>(offset));
-  in.read(static_cast<char*>(out), static_cast<std::streamsize>(bytes));
-  check_input(static_cast<bool>(in), "{}: read failed at byte {}", path, offset);
+void read_at(const RegularFile& in, uint64_t offset, void* out, uint64_t bytes) {
+  const size_t got =
+      in.read_at(offset, std::span(static_cast<std::byte*>(out), static_cast<size_t>(bytes)));
+  check_input(got == bytes, "{}: read failed at byte {}", in.path(), offset);
 }
 
 std::map<std::string, std::string> parse_metadata(const std::string& path, const json& value) {
@@ -245,42 +242,35 @@ namespace {
 
 // An opened file and its parsed JSON header.
 struct Header {
-  std::ifstream in;
+  explicit Header(const std::string& path);
+
+  RegularFile in;
   uint64_t file_bytes = 0;
   uint64_t data_start = 0;  // where the tensors' data begins
   json fields;
 };
 
-Header read_header(const std::string& path) {
-  Header header;
-  std::error_code ec;
-  header.file_bytes = std::filesystem::file_size(path, ec);
-  check_input(!ec, "{}: cannot read: {}", path, ec.message());
-  header.in.open(path, std::ios::binary);
-  check_input(header.in.is_open(), "{}: cannot open", path);
-
-  const uint64_t file_bytes = header.file_bytes;
+Header::Header(const std::string& path) : in(path, "not a regular file"), file_bytes(in.size()) {
   check_input(file_bytes >= 8,
               "{}: truncated: file has {} bytes, a safetensors file starts with an 8-byte length",
               path, file_bytes);
   uint64_t header_bytes = 0;
-  read_at(header.in, path, 0, &header_bytes, 8);
+  read_at(in, 0, &header_bytes, 8);
   check_input(header_bytes <= kMaxHeaderBytes, "{}: header length {} is implausible (limit {})",
               path, header_bytes, kMaxHeaderBytes);
   check_input(header_bytes <= file_bytes - 8,
               "{}: truncated: header says {} bytes of header, file has {} after the length", path,
               header_bytes, file_bytes - 8);
   std::string header_text(header_bytes, '\0');
-  read_at(header.in, path, 8, header_text.data(), header_bytes);
+  read_at(in, 8, header_text.data(), header_bytes);
 
   try {
-    header.fields = json::parse(header_text);
+    fields = json::parse(header_text);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: header is not valid JSON: {}", path, e.what()));
   }
-  check_input(header.fields.is_object(), "{}: header is not a JSON object", path);
-  header.data_start = 8 + header_bytes;
-  return header;
+  check_input(fields.is_object(), "{}: header is not a JSON object", path);
+  data_start = 8 + header_bytes;
 }
 
 }  // namespace
@@ -295,7 +285,7 @@ std::optional<std::string> first_non_finite(const std::vector<TensorView>& tenso
 }
 
 std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
-  const Header header = read_header(path);
+  const Header header(path);
   const auto metadata = header.fields.find(kMetadataKey);
   if (metadata == header.fields.end()) return {};
   return parse_metadata(path, *metadata);
@@ -327,7 +317,7 @@ Contents parse_contents(const std::string& path, const Header& header,
 
 std::vector<TensorInfo> read_safetensors_layout(const std::string& path) {
   std::vector<TensorInfo> layout;
-  for (const Entry& e : parse_contents(path, read_header(path)).entries) {
+  for (const Entry& e : parse_contents(path, Header(path)).entries) {
     layout.push_back({e.name, e.shape});
   }
   return layout;
@@ -335,13 +325,13 @@ std::vector<TensorInfo> read_safetensors_layout(const std::string& path) {
 
 std::map<std::string, std::string> read_safetensors_into(const std::string& path,
                                                          const TensorDestination& destination) {
-  Header header = read_header(path);
+  const Header header(path);
   auto [metadata, entries] = parse_contents(path, header);
   for (const Entry& e : entries) {
     const std::optional<std::span<float>> values = destination(e.name, e.shape);
     if (!values) continue;
     check_size(path, {e.name, e.shape}, values->size());
-    read_at(header.in, path, header.data_start + e.begin, values->data(), e.end - e.begin);
+    read_at(header.in, header.data_start + e.begin, values->data(), e.end - e.begin);
     const auto bad =
         std::find_if(values->begin(), values->end(), [](float v) { return !std::isfinite(v); });
     check_input(bad == values->end(), "{}: tensor '{}' holds a non-finite value ({}) at index {}",
@@ -352,7 +342,7 @@ std::map<std::string, std::string> read_safetensors_into(const std::string& path
 
 std::vector<StoredTensor> read_stored_tensors(const std::string& path,
                                               const std::vector<std::string>& names) {
-  Header header = read_header(path);
+  const Header header(path);
   const std::vector<Entry> entries = parse_contents(path, header, kStoredDtypes).entries;
   std::vector<StoredTensor> tensors;
   for (const std::string& name : names) {
@@ -371,8 +361,7 @@ std::vector<StoredTensor> read_stored_tensors(const std::string& path,
     tensor.dtype = entry->dtype;
     tensor.shape = entry->shape;
     tensor.bytes.resize(entry->end - entry->begin);
-    read_at(header.in, path, header.data_start + entry->begin, tensor.bytes.data(),
-            tensor.bytes.size());
+    read_at(header.in, header.data_start + entry->begin, tensor.bytes.data(), tensor.bytes.size());
   }
   return tensors;
 }

@@ -84,7 +84,8 @@ FileDigest write_safetensors(const std::string& path, const std::vector<NamedTen
 // Reads and validates a safetensors file holding only finite F32 tensors. Throws
 // mpipe::InputError with a one-line message naming the file, e.g.
 // "ckpt.safetensors: truncated: header says 1024 bytes of data, file has 512" or
-// "ckpt.safetensors: tensor 'layers.0.weight' holds a non-finite value (nan) at index 3".
+// "ckpt.safetensors: tensor 'layers.0.weight' holds a non-finite value (nan) at index 3". A FIFO
+// or a device (/dev/zero) is refused, never waited on or read: "x: not a regular file".
 SafetensorsFile read_safetensors(const std::string& path);
 
 // Where read_safetensors_into puts a tensor: the span its values go to (shape.numel() floats,

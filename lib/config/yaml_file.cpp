@@ -2,23 +2,23 @@
 #include "config/yaml_file.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace mpipe::config {
 
-YAML::Node read_yaml_file(const std::string& path) {
+std::string read_experiment_text(const std::string& path) {
   std::error_code ec;
   check_input(!std::filesystem::is_directory(path, ec),
               "{}: is a directory, not an experiment file", path);
-  std::ifstream in(path);
-  check_input(in.good(), "{}: cannot open file", path);
-  std::stringstream text;
-  text << in.rdbuf();
+  return read_regular_file(path, "an experiment file must be a regular file");
+}
+
+YAML::Node read_yaml_file(const std::string& path) {
+  const std::string text = read_experiment_text(path);
   try {
-    return YAML::Load(text.str());
+    return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw InputError(fmt::format("{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.msg));
   }

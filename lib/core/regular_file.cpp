@@ -1,4 +1,4 @@
-// Reading a whole regular file with open(O_NONBLOCK), fstat and read.
+// RegularFile: open(O_NONBLOCK), fstat and read/pread.
 #include "core/regular_file.h"
 
 #include <fcntl.h>
@@ -12,25 +12,48 @@
 
 namespace mpipe {
 
-std::string read_regular_file(const std::string& path, std::string_view not_regular) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  check_input(fd >= 0, "{}: cannot open: {}", path, std::strerror(errno));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
+RegularFile::RegularFile(std::string path, std::string_view not_regular) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  check_input(fd_ >= 0, "{}: cannot open: {}", path_, std::strerror(errno));
   struct stat info {};
-  check_input(::fstat(fd, &info) == 0 && S_ISREG(info.st_mode), "{}: {}", path, not_regular);
-  std::string contents(static_cast<size_t>(info.st_size), '\0');
+  if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd_);
+    throw InputError(fmt::format("{}: {}", path_, not_regular));
+  }
+  size_ = static_cast<uint64_t>(info.st_size);
+}
+
+RegularFile::~RegularFile() { ::close(fd_); }
+
+size_t RegularFile::read(std::span<std::byte> out) {
   size_t filled = 0;
-  while (filled < contents.size()) {
-    const ssize_t got = ::read(fd, contents.data() + filled, contents.size() - filled);
+  while (filled < out.size()) {
+    const ssize_t got = ::read(fd_, out.data() + filled, out.size() - filled);
     if (got < 0 && errno == EINTR) continue;
-    check_input(got >= 0, "{}: read error: {}", path, std::strerror(errno));
-    if (got == 0) break;  // the file shrank since fstat
+    check_input(got >= 0, "{}: read error: {}", path_, std::strerror(errno));
+    if (got == 0) break;
     filled += static_cast<size_t>(got);
   }
-  contents.resize(filled);
+  return filled;
+}
+
+size_t RegularFile::read_at(uint64_t offset, std::span<std::byte> out) const {
+  size_t filled = 0;
+  while (filled < out.size()) {
+    const ssize_t got =
+        ::pread(fd_, out.data() + filled, out.size() - filled, static_cast<off_t>(offset + filled));
+    if (got < 0 && errno == EINTR) continue;
+    check_input(got >= 0, "{}: read error: {}", path_, std::strerror(errno));
+    if (got == 0) break;
+    filled += static_cast<size_t>(got);
+  }
+  return filled;
+}
+
+std::string read_regular_file(const std::string& path, std::string_view not_regular) {
+  RegularFile file(path, not_regular);
+  std::string contents(static_cast<size_t>(file.size()), '\0');
+  contents.resize(file.read(std::as_writable_bytes(std::span(contents))));  // it may have shrunk
   return contents;
 }
 

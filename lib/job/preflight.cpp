@@ -82,6 +82,11 @@ void check_writable(const WritePlace& place) {
   check_input(!fs::is_directory(file, ec), "{}: {} is a directory, not a file", file.string(),
               place.what);
   if (fs::exists(file, ec)) {
+    // A FIFO would block the open; a device such as /dev/null the rename replaces with a file.
+    check_input(fs::is_regular_file(file, ec),
+                "{}: {} exists and is not a regular file (a run writes a new file or replaces a "
+                "regular one)",
+                file.string(), place.what);
     check_input(::access(file.c_str(), W_OK) == 0, "{}: {} is not writable", file.string(),
                 place.what);
   }

@@ -1,11 +1,16 @@
 // MetricsWriter: lazily opened JSON-lines metrics log, atomically replaced summary and trace.
 #include "log/metrics_writer.h"
 
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "core/error.h"
@@ -15,24 +20,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Replaces the file at `path` with `contents`: written to a temporary file, then renamed.
+// Replaces the file at `path` with `contents`: written to a temporary file, then renamed. Throws
+// mpipe::Error with the reason.
 void replace_file(const std::string& path, const std::string& contents) {
   const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << contents;
-    out.close();
-    if (!out) {
-      std::remove(temp.c_str());
-      throw Error(fmt::format("{}: write failed", path));
-    }
-  }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) {
+  const auto fail = [&](const char* what, int error) {
     std::remove(temp.c_str());
-    throw Error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
+    return Error(fmt::format("{}: {}: {}", path, what, std::strerror(error)));
+  };
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw fail("cannot create", errno);
+  for (size_t written = 0; written < contents.size();) {
+    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : ENOSPC;  // 0 bytes written: no room
+      ::close(fd);
+      throw fail("write failed", error);
+    }
+    written += static_cast<size_t>(n);
   }
+  if (::close(fd) != 0) throw fail("write failed", errno);
+  if (::rename(temp.c_str(), path.c_str()) != 0) throw fail("cannot rename into place", errno);
 }
 
 // Whether `line` is a metrics record of a step <= `step`.
@@ -72,14 +81,18 @@ void MetricsWriter::create_run_dir() const {
 }
 
 void MetricsWriter::append(const nlohmann::ordered_json& record, const std::string& tag_prefix) {
-  if (!metrics_.is_open()) {
+  if (!metrics_) {
     create_run_dir();
-    metrics_.open(metrics_path(), std::ios::app);
-    check(metrics_.is_open(), "{}: cannot open for appending", metrics_path());
+    metrics_.emplace(metrics_path());
   }
-  metrics_ << record.dump() << '\n' << std::flush;
-  check(metrics_.good(), "{}: write failed", metrics_path());
-  if (tensorboard_) tensorboard_->write(record, tag_prefix);
+  metrics_->append(record.dump() + '\n');
+  if (!writes_tensorboard()) return;
+  try {
+    tensorboard_->write(record, tag_prefix);
+  } catch (const Error& e) {
+    tensorboard_failed_ = true;
+    spdlog::warn("{}; no more TensorBoard events in this run (metrics.jsonl goes on)", e.what());
+  }
 }
 
 void StageTimes::write_into(nlohmann::ordered_json& record) const {
@@ -123,9 +136,15 @@ void MetricsWriter::write_summary(const nlohmann::json& summary) {
   replace_file(summary_path(), summary.dump(2) + "\n");
 }
 
-void MetricsWriter::write_trace(const nlohmann::json& trace) {
-  create_run_dir();
-  replace_file(trace_path(), trace.dump() + "\n");
+bool MetricsWriter::write_trace(const nlohmann::json& trace) {
+  try {
+    create_run_dir();
+    replace_file(trace_path(), trace.dump() + "\n");
+    return true;
+  } catch (const Error& e) {
+    spdlog::warn("{}; the run goes on without its trace", e.what());
+    return false;
+  }
 }
 
 double MetricsWriter::last_train_loss() const {
@@ -142,7 +161,7 @@ double MetricsWriter::last_train_loss() const {
 }
 
 int64_t MetricsWriter::keep_records_through(int64_t step) {
-  if (metrics_.is_open()) metrics_.close();
+  metrics_.reset();
   const std::string path = metrics_path();
   std::ifstream in(path);
   if (!in.is_open()) return 0;

@@ -3,13 +3,13 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "log/append_file.h"
 #include "log/tensorboard_writer.h"
 
 namespace mpipe::log {
@@ -46,10 +46,14 @@ struct FlopUtilization {
 //   eval:  {"step":120,"split":"test","loss":0.45,"accuracy":0.87[,"bits_per_char":1.9]
 //           [,"bits_per_byte":1.7]}
 // Non-finite numbers are written as null. The run directory is created on the first
-// write, so a run that fails before that leaves nothing behind. Throws mpipe::Error on
-// I/O failure. With `tensorboard`, each record's numbers also go to an event file beside
-// metrics.jsonl (TensorBoardWriter), as scalars "train/<key>" and "eval/<split>/<key>"
-// ("train/bubble_per_stage/1" for a list's numbers).
+// write, so a run that fails before that leaves nothing behind. metrics.jsonl is the run's
+// record (a resume trims it, summary.json and `mpipe status` read it): a write that fails throws
+// mpipe::Error with the reason, and the file keeps only whole lines (AppendFile). With
+// `tensorboard`, each record's numbers also go to an event file beside metrics.jsonl
+// (TensorBoardWriter), as scalars "train/<key>" and "eval/<split>/<key>"
+// ("train/bubble_per_stage/1" for a list's numbers). The event file and trace.json are
+// diagnostics: one that cannot be written is warned about once, with the reason, and no longer
+// written; the run goes on.
 class MetricsWriter {
  public:
   explicit MetricsWriter(const std::string& run_dir, bool tensorboard = false);
@@ -65,7 +69,8 @@ class MetricsWriter {
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).
   void write_summary(const nlohmann::json& summary);
   // Replaces <run_dir>/trace.json atomically: the timeline of log.trace_steps (chrome_trace.h).
-  void write_trace(const nlohmann::json& trace);
+  // Returns whether it did; a failure is a warning with the reason (the run goes on without it).
+  bool write_trace(const nlohmann::json& trace);
   // For a run resumed from a checkpoint at `step`: rewrites metrics.jsonl atomically with only
   // the records of steps <= `step` (those after it are redone, and would appear twice), and
   // drops lines that are not a JSON record (the torn last line of a killed run). Call before
@@ -80,6 +85,9 @@ class MetricsWriter {
   std::string trace_path() const;
   // The event file's path; empty without tensorboard.
   std::string tensorboard_path() const;
+  // Whether the event file is still written: false without tensorboard, and after a write of it
+  // failed.
+  bool writes_tensorboard() const { return tensorboard_.has_value() && !tensorboard_failed_; }
 
  private:
   // Writes `record` to metrics.jsonl, and to the event file with tags "<tag_prefix><key>".
@@ -87,8 +95,9 @@ class MetricsWriter {
   void create_run_dir() const;
 
   std::string run_dir_;
-  std::ofstream metrics_;
+  std::optional<AppendFile> metrics_;
   std::optional<TensorBoardWriter> tensorboard_;
+  bool tensorboard_failed_ = false;  // warned about; no more events
 };
 
 }  // namespace mpipe::log

@@ -46,19 +46,15 @@ TensorBoardWriter::TensorBoardWriter(const std::string& run_dir)
                 .string()) {}
 
 void TensorBoardWriter::write_event(const std::string& serialized_event) {
-  const std::string record = tfrecord(serialized_event);
-  out_.write(record.data(), static_cast<std::streamsize>(record.size()));
-  out_.flush();  // a killed run leaves whole records
-  check(out_.good(), "{}: write failed", path_);
+  out_->append(tfrecord(serialized_event));  // one write: a killed run leaves whole records
 }
 
 void TensorBoardWriter::write(const nlohmann::ordered_json& record, const std::string& prefix) {
-  if (!out_.is_open()) {
+  if (!out_) {
     std::error_code ec;
     std::filesystem::create_directories(run_dir_, ec);
     check(!ec, "{}: cannot create run directory: {}", run_dir_, ec.message());
-    out_.open(path_, std::ios::binary | std::ios::app);
-    check(out_.is_open(), "{}: cannot open for appending", path_);
+    out_.emplace(path_);
     tensorboard::Event version;
     version.set_wall_time(seconds_since_epoch());
     version.set_file_version("brain.Event:2");

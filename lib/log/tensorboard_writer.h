@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+
+#include "log/append_file.h"
 
 namespace mpipe::log {
 
@@ -18,7 +20,7 @@ class TensorBoardWriter {
   // One event at record["step"] with a scalar per number of `record`: "<prefix><key>" for a
   // number, "<prefix><key>/<i>" for each number of a list; "step", strings, nulls and non-finite
   // numbers are not scalars. Scalars are float32, as TensorBoard stores them. Throws mpipe::Error
-  // on I/O failure.
+  // with the reason on I/O failure (AppendFile: the file keeps only whole records).
   void write(const nlohmann::ordered_json& record, const std::string& prefix);
 
   const std::string& path() const { return path_; }
@@ -28,7 +30,7 @@ class TensorBoardWriter {
 
   std::string run_dir_;
   std::string path_;
-  std::ofstream out_;
+  std::optional<AppendFile> out_;
 };
 
 }  // namespace mpipe::log

@@ -7,16 +7,15 @@
 #include <cctype>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <sstream>
 #include <utility>
 
 #include "checkpoint/atomic_file.h"
 #include "core/error.h"
 #include "core/file_lock.h"
 #include "core/host_clock.h"
+#include "core/regular_file.h"
 #include "serve/status_file.h"
 
 namespace mpipe::serve {
@@ -37,12 +36,9 @@ bool is_foreign_file_name(const std::string& file_name) {
   return file_name.starts_with('.') || file_name.find(".tmp-") != std::string::npos;
 }
 
+// A spool file's text; a FIFO or a device in its place is refused (InputError), never waited on.
 std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  check(in.good(), "{}: cannot read", path.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_regular_file(path.string(), "not a regular file");
 }
 
 nlohmann::json to_json(const QueueEntry& entry) {
@@ -263,13 +259,18 @@ int64_t Spool::next_sequence_number() const {
   const fs::path counter = fs::path(dir_) / ".sequence";
   std::error_code ec;
   if (fs::exists(counter, ec)) {
-    const std::string text = read_text(counter);
-    const std::string number = text.substr(0, text.find_last_not_of(" \n") + 1);
-    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), last);
-    if (error != std::errc() || end != number.data() + number.size() || last < 0) {
+    try {
+      const std::string text = read_text(counter);
+      const std::string number = text.substr(0, text.find_last_not_of(" \n") + 1);
+      const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), last);
+      if (error != std::errc() || end != number.data() + number.size() || last < 0) {
+        last = 0;
+        spdlog::warn("{}: not a sequence number: '{}'; going on from the entries the spool holds",
+                     counter.string(), number.substr(0, std::min<size_t>(number.find('\n'), 40)));
+      }
+    } catch (const InputError& e) {  // a FIFO, say: replaced below
       last = 0;
-      spdlog::warn("{}: not a sequence number: '{}'; going on from the entries the spool holds",
-                   counter.string(), number.substr(0, std::min<size_t>(number.find('\n'), 40)));
+      spdlog::warn("{}; going on from the entries the spool holds", e.what());
     }
   }
   // An unreadable or outdated .sequence never gives out a number again: the highest one any

@@ -9,14 +9,13 @@
 #include <cerrno>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <utility>
 
 #include "checkpoint/atomic_file.h"
 #include "core/error.h"
 #include "core/host_clock.h"
+#include "core/regular_file.h"
 #include "log/progress.h"
 #include "serve/spool.h"
 
@@ -208,11 +207,8 @@ SpoolStatus status_from_json(const nlohmann::json& json, const std::string& wher
 SpoolStatus read_status_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return {};
-  std::ifstream in(path);
-  check_input(in.good(), "{}: cannot read", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, false);
+  const nlohmann::json json = nlohmann::json::parse(
+      read_regular_file(path, "not a status file: not a regular file"), nullptr, false);
   check_input(!json.is_discarded(), "{}: not a status file: not valid JSON", path);
   return status_from_json(json, path);
 }

@@ -81,7 +81,8 @@ nlohmann::json to_json(const SpoolStatus& status);
 // Throws InputError "`where`: not a status file: <reason>".
 SpoolStatus status_from_json(const nlohmann::json& json, const std::string& where);
 
-// The file's status; empty when it does not exist yet. Throws InputError for a damaged file.
+// The file's status; empty when it does not exist yet. Throws InputError for a damaged file
+// (one that is not a regular file too: a FIFO is refused, not waited on).
 SpoolStatus read_status_file(const std::string& path);
 // Replaces the file atomically (readers see the old or the new one, whole).
 void write_status_file(const std::string& path, const SpoolStatus& status);

@@ -2,9 +2,8 @@
 #include "serve/submit.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "config/yaml_file.h"
 #include "core/error.h"
 #include "job/preflight.h"
 
@@ -14,15 +13,11 @@ QueueEntry submit_experiment(const Submission& submission) {
   if (!submission.name.empty()) check_experiment_name(submission.name);
   const config::Experiment experiment =
       job::check_experiment_for_any_world(submission.config_path, submission.overrides);
-  std::ifstream in(submission.config_path);
-  check_input(in.good(), "{}: cannot open file", submission.config_path);
-  std::stringstream text;
-  text << in.rdbuf();
   const std::filesystem::path path(submission.config_path);
   QueueEntry entry{.seq = 0,
                    .name = submission.name,
                    .config = std::filesystem::absolute(path).lexically_normal().string(),
-                   .yaml = text.str(),
+                   .yaml = config::read_experiment_text(submission.config_path),
                    .overrides = submission.overrides,
                    .steps = experiment.train.steps,
                    .submitted = {}};

@@ -427,14 +427,13 @@ class TrainingRun {
   }
 
   // log.trace_steps: after the last traced step (or a stop after some were recorded), rank 0
-  // writes every rank's timeline into trace.json.
+  // writes every rank's timeline into trace.json (a diagnostic: one it cannot write is a warning).
   void write_trace_if_due(int64_t done, bool stopping) {
     if (!trace_->due(done, stopping)) return;
     const nlohmann::json trace = trace_->merge();
     comm::agree(world_, [&] {
       if (!is_root_) return;
-      metrics_->write_trace(trace);
-      spdlog::info("wrote {}", metrics_->trace_path());
+      if (metrics_->write_trace(trace)) spdlog::info("wrote {}", metrics_->trace_path());
     });
   }
 

@@ -2,11 +2,14 @@
 #include "checkpoint/file_digest.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "core/error.h"
+#include "support/input_error_of.h"
 #include "support/temp_dir.h"
 
 namespace mpipe::checkpoint {
@@ -55,8 +58,24 @@ TEST(FileDigest, MissingFileIsAnInputErrorNamingIt) {
     digest_file(dir.file("nope"));
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), dir.file("nope") + ": cannot open");
+    EXPECT_EQ(std::string(e.what()), dir.file("nope") + ": cannot open: No such file or directory");
   }
+}
+
+TEST(FileDigest, FifoIsRefusedWithoutWaitingForAWriter) {
+  // A checkpoint shard replaced by a FIFO: old code blocked in open() (until ctest's timeout).
+  testing::TempDir dir;
+  const std::string fifo = dir.file("stage_0.safetensors");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(testing::input_error_of([&] { digest_file(fifo); }), fifo + ": not a regular file");
+}
+
+TEST(FileDigest, SymlinkToACharacterDeviceIsRefusedBeforeItIsRead) {
+  // A shard linked to /dev/zero: old code computed the crc32 of it forever.
+  testing::TempDir dir;
+  const std::string link = dir.file("stage_0.safetensors");
+  std::filesystem::create_symlink("/dev/zero", link);
+  EXPECT_EQ(testing::input_error_of([&] { digest_file(link); }), link + ": not a regular file");
 }
 
 TEST(FileDigest, HexIsEightLowercaseDigits) {

@@ -2,6 +2,7 @@
 #include "checkpoint/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "support/input_error_of.h"
 #include "support/temp_dir.h"
 
 namespace mpipe::checkpoint {
@@ -282,7 +284,22 @@ TEST(Safetensors, MetadataMustMapStringsToStrings) {
 TEST(Safetensors, MissingFileIsAnInputError) {
   testing::TempDir dir;
   const std::string path = dir.file("nope.safetensors");
-  EXPECT_EQ(read_error(path), path + ": cannot read: No such file or directory");
+  EXPECT_EQ(read_error(path), path + ": cannot open: No such file or directory");
+}
+
+TEST(Safetensors, FifoIsRefusedWithoutWaitingForAWriter) {
+  // --init-weights, compare or generate given a FIFO: old code said "cannot read: Operation not
+  // supported" (and a reader that opened it first would block until ctest's timeout).
+  testing::TempDir dir;
+  const std::string fifo = dir.file("w.safetensors");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(read_error(fifo), fifo + ": not a regular file");
+  EXPECT_EQ(testing::input_error_of([&] { read_safetensors_layout(fifo); }),
+            fifo + ": not a regular file");
+}
+
+TEST(Safetensors, CharacterDeviceIsRefusedBeforeItIsRead) {
+  EXPECT_EQ(read_error("/dev/zero"), "/dev/zero: not a regular file");
 }
 
 TEST(Safetensors, WriteIntoAMissingDirectoryThrowsAndCreatesNothing) {

@@ -1,8 +1,11 @@
 // Tests for load_experiment: a full file, defaults, and file-level errors.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "config/experiment.h"
 #include "experiment_file.h"
+#include "support/input_error_of.h"
+#include "support/temp_dir.h"
 
 namespace mpipe::config {
 namespace {
@@ -114,8 +117,24 @@ TEST(LoadExperiment, MissingFileIsReportedWithItsName) {
     load_experiment("/nonexistent/exp.yaml", {});
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "/nonexistent/exp.yaml: cannot open file");
+    EXPECT_STREQ(e.what(), "/nonexistent/exp.yaml: cannot open: No such file or directory");
   }
+}
+
+TEST(LoadExperiment, FifoIsRefusedWithoutWaitingForAWriter) {
+  // Opening a FIFO for reading blocks until a writer comes: on old code the test hangs (until
+  // ctest's timeout).
+  const testing::TempDir dir;
+  const std::string fifo = dir.file("exp.yaml");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(testing::input_error_of([&] { load_experiment(fifo, {}); }),
+            fifo + ": an experiment file must be a regular file");
+}
+
+TEST(LoadExperiment, CharacterDeviceIsRefusedBeforeItIsRead) {
+  // /dev/zero never ends: old code read it until memory ran out.
+  EXPECT_EQ(testing::input_error_of([] { load_comm_section("/dev/zero", {}); }),
+            "/dev/zero: an experiment file must be a regular file");
 }
 
 TEST(LoadExperiment, DirectoryIsNotAnExperimentFile) {

@@ -15,6 +15,11 @@ rejected wsd_phases "--set optimizer.schedule.decay_steps: warmup_steps + decay_
   "$mlp" --set optimizer.schedule.kind=wsd --set optimizer.schedule.warmup_steps=2 \
   --set optimizer.schedule.decay_steps=2
 rejected directory "$WORK: is a directory, not an experiment file" "$WORK"
+# A FIFO or a device as the experiment file: refused, never waited on (a FIFO blocked every rank
+# forever) nor read without end (/dev/zero grew to 845 MB in 6 s).
+mkfifo "$WORK/fifo.yaml"
+rejected fifo "$WORK/fifo.yaml: an experiment file must be a regular file" "$WORK/fifo.yaml"
+rejected dev_zero "/dev/zero: an experiment file must be a regular file" /dev/zero
 
 # World size and config disagree; partition sums; more stages than layers.
 rejected topology "pipeline.stages (4) x pipeline.data_parallel (1) = 4 ranks, but mpirun started 2" \
@@ -177,4 +182,32 @@ status=0
 "$MPIPE" plan "$WORK/overflow.yaml" > "$WORK/plan.out" 2>&1 || status=$?
 [[ $status -eq 2 ]] && grep -q "output bytes overflows 64 bits" "$WORK/plan.out" ||
   { cat "$WORK/plan.out"; echo "FAILED: plan of an overflowing model"; exit 1; }
+# A FIFO or a device where a regular file belongs, for the other commands: one line, exit status 2,
+# within the timeout (plan and submit waited on the FIFO forever; compare, generate and
+# --init-weights said "cannot read: Operation not supported").
+# special NAME MESSAGE ARGS...: `mpipe ARGS`, bounded by timeout, exits 2 with MESSAGE.
+special() {
+  local name=$1 message=$2 status=0
+  shift 2
+  timeout 30 "$MPIPE" "$@" > "$WORK/$name.out" 2>&1 || status=$?
+  failed_in_one_line "$name" "$status" "$message" "$WORK/$name"
+  [[ $status -eq 2 ]] || { echo "FAILED: $name: exit status $status, not 2"; exit 1; }
+}
+mkfifo "$WORK/fifo.safetensors"
+special plan_fifo "$WORK/fifo.yaml: an experiment file must be a regular file" plan "$WORK/fifo.yaml"
+special plan_zero "/dev/zero: an experiment file must be a regular file" plan /dev/zero
+special submit_fifo "$WORK/fifo.yaml: an experiment file must be a regular file" \
+  submit "$WORK/spool" "$WORK/fifo.yaml"
+special compare_fifo "$WORK/fifo.safetensors: not a regular file" \
+  compare "$WORK/fifo.safetensors" "$WORK/fifo.safetensors"
+special compare_zero "/dev/zero: not a regular file" compare /dev/zero /dev/zero
+special generate_fifo "$WORK/fifo.safetensors: not a regular file" \
+  generate "$(dirname "$0")/files/tied.yaml" --weights "$WORK/fifo.safetensors"
+rejected init_fifo "$WORK/fifo.safetensors: not a regular file" "$mlp" \
+  --init-weights "$WORK/fifo.safetensors"
+rejected init_zero "/dev/zero: not a regular file" "$mlp" --init-weights /dev/zero
+# A FIFO (or a device such as /dev/null) as --export-weights: refused at preflight (the rename
+# into place replaced it with a file at the end of the run).
+rejected export_fifo "$WORK/fifo.safetensors: --export-weights exists and is not a regular file (a run writes a new file or replaces a regular one)" \
+  "$mlp" --export-weights "$WORK/fifo.safetensors"
 echo "bad input: one-line errors, non-zero exit, nothing written"

@@ -9,6 +9,13 @@ Usage:
   checkpoint_edit.py nan META STAGE         puts a NaN first in the last tensor of shard STAGE,
                                             records its new crc32 in META, reseals META, and
                                             prints the tensor's name
+  checkpoint_edit.py rename META STAGE OLD NEW
+                                            renames tensor OLD of shard STAGE to NEW in its
+                                            header, records the shard's new size and crc32 in
+                                            META, and reseals META
+  checkpoint_edit.py reshape META STAGE NAME SHAPE
+                                            gives tensor NAME of shard STAGE the shape SHAPE (a
+                                            JSON list of as many values), likewise
 """
 import json
 import os
@@ -39,6 +46,29 @@ def poison_last_tensor(path):
         return name, f"{zlib.crc32(f.read()):08x}"
 
 
+def edit_header(path, change):
+    """Applies `change` to the header of safetensors file `path`; returns its new size and crc32."""
+    with open(path, "rb") as f:
+        (header_len,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(header_len))
+        data = f.read()
+    change(header)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    content = struct.pack("<Q", len(text)) + text + data
+    with open(path, "wb") as f:
+        f.write(content)
+    return len(content), f"{zlib.crc32(content):08x}"
+
+
+def rename(header, old, new):
+    header[new] = header.pop(old)
+
+
+def reshape(header, name, shape):
+    header[name]["shape"] = shape
+
+
 command, meta_path = sys.argv[1], sys.argv[2]
 with open(meta_path) as f:
     meta = json.load(f)
@@ -58,6 +88,16 @@ elif command == "nan":
     meta["shards"][stage]["crc32"] = crc
     meta[KEY] = checksum(meta)
     print(name)
+elif command in ("rename", "reshape"):
+    stage = int(sys.argv[3])
+    shard = os.path.join(os.path.dirname(meta_path), f"stage_{stage}.safetensors")
+    if command == "rename":
+        size, crc = edit_header(shard, lambda h: rename(h, sys.argv[4], sys.argv[5]))
+    else:
+        size, crc = edit_header(shard, lambda h: reshape(h, sys.argv[4], json.loads(sys.argv[5])))
+    meta["shards"][stage]["size"] = size
+    meta["shards"][stage]["crc32"] = crc
+    meta[KEY] = checksum(meta)
 else:
     sys.exit(f"unknown command {command}")
 with open(meta_path, "w") as f:

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Checkpoint integrity: meta.json records each shard's size and zlib crc32 (checked here against
 # gzip's) and step, and its own checksum (checked against Python's); a resume refuses a shard
-# with a flipped bit, a shard copied from another step, a truncated shard, a meta.json without a
-# required key, edited, or disagreeing with a shard's own metadata, and a NaN whose crc32
-# matches, with one line naming the file and the newest intact checkpoint, every rank exiting 2.
+# with a flipped bit, a shard copied from another step, a truncated shard, a FIFO or a link to
+# /dev/zero in a shard's place, a meta.json without a required key, edited, or disagreeing with a
+# shard's own metadata, and a NaN whose crc32 matches, with one line naming the file and the
+# newest intact checkpoint, every rank exiting 2.
 # Usage: checkpoint_integrity.sh CONFIG
 source "$(dirname "$0")/checkpoint_lib.sh"
 config=$1
@@ -38,6 +39,14 @@ truncate -s -8 "$shard"
 fails truncated 2 "$shard: size mismatch ($((size - 8)) bytes, meta.json says $size); $intact" \
   "${resume[@]}"
 cp "$WORK/good" "$shard"
+
+# A FIFO, or a link to /dev/zero, in a shard's place: both ranks blocked in open(), or computed
+# the crc32 of /dev/zero forever (`fails` bounds the run by its timeout).
+rm "$shard" && mkfifo "$shard"
+fails fifo 2 "$shard: not a regular file; $intact" "${resume[@]}"
+rm "$shard" && ln -s /dev/zero "$shard"
+fails dev_zero 2 "$shard: not a regular file; $intact" "${resume[@]}"
+rm "$shard" && cp "$WORK/good" "$shard"
 
 first=$ck/step_00000002/stage_0.safetensors
 cp "$first" "$WORK/good0"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # mpipe export: the weights file made from a committed checkpoint is byte-equal to the one
 # --export-weights writes at that step (the newest checkpoint, and an earlier one by --step, of a
-# 2-stage run, equal to a 1-stage run's export); a missing run, a missing step, a damaged shard and
-# a non-finite value whose crc32 matches are refused in one line, exit status 2, no file written.
+# 2-stage run, equal to a 1-stage run's export); a missing run, a missing step, a FIFO to write
+# to, a damaged shard, a non-finite value whose crc32 matches, a FIFO shard, a weight renamed or
+# reshaped (crc32 and manifest forged) and settings that are not strings are refused in one line
+# with the newest intact checkpoint to export instead, exit status 2, no file written.
 # Usage: export.sh CONFIG
 source "$(dirname "$0")/checkpoint_lib.sh"
 config=$1
@@ -44,6 +46,11 @@ refused no_step "$WORK/run: no committed checkpoint at step 3 (committed: 2, 4)"
 refused no_folder "$WORK/nowhere/w.safetensors: the folder $WORK/nowhere does not exist" \
   "$WORK/run" "$WORK/nowhere/w.safetensors"
 refused to_folder "$WORK/empty: is a directory, not a file" "$WORK/run" "$WORK/empty"
+# A FIFO (or a device such as /dev/null) as the file to write: the rename into place replaced it.
+mkfifo "$WORK/fifo"
+refused to_fifo "$WORK/fifo: exists and is not a regular file (export writes a new file or replaces a regular one)" \
+  "$WORK/run" "$WORK/fifo"
+[[ -p "$WORK/fifo" ]] || { echo "FAILED: the FIFO was replaced"; exit 1; }
 ck=$WORK/run/checkpoints
 shard=$ck/step_00000004/stage_1.safetensors
 intact="the newest intact checkpoint is step 2 ($ck/step_00000002): export it with --step 2"
@@ -54,7 +61,29 @@ refused damaged "$shard: checksum mismatch (crc32 $(crc32 "$shard"), meta.json s
   "$WORK/run" "$out"
 cp "$WORK/good" "$shard"
 meta=$ck/step_00000004/meta.json
+cp "$meta" "$WORK/good_meta"
 tensor=$(python3 "$(dirname "$0")/checkpoint_edit.py" nan "$meta" 1)  # crc32s made to match
 refused nan "$shard: tensor '$tensor' holds a non-finite value (nan) at index 0; $intact" \
   "$WORK/run" "$out"
-echo "export: byte-equal to --export-weights at the newest step and at --step 2; a missing run or step, a damaged shard and a NaN refused in one line"
+cp "$WORK/good" "$shard"
+cp "$WORK/good_meta" "$meta"
+# A FIFO in a shard's place: one line with the advice (a resume blocked in open()).
+rm "$shard" && mkfifo "$shard"
+refused shard_fifo "$shard: not a regular file; $intact" "$WORK/run" "$out"
+rm "$shard" && cp "$WORK/good" "$shard"
+# A weight renamed or reshaped, the shard's crc32 and the manifest forged to match (a resume refuses
+# it; export wrote it): refused by the weight's optimizer state.
+edit() { python3 "$(dirname "$0")/checkpoint_edit.py" "$@"; }
+edit rename "$meta" 1 layers.3.weight layers.3.weigxt
+refused renamed "$shard: tensor 'optim.exp_avg.layers.3.weight' is the optimizer state of 'layers.3.weight', which no shard holds; $intact" \
+  "$WORK/run" "$out"
+cp "$WORK/good" "$shard" && cp "$WORK/good_meta" "$meta"
+edit reshape "$meta" 1 layers.3.weight '[64, 48]'
+refused reshaped "$shard: tensor 'layers.3.weight' has shape [64, 48], its optimizer state 'optim.exp_avg.layers.3.weight' (in stage_1.safetensors) has [48, 64]; $intact" \
+  "$WORK/run" "$out"
+cp "$WORK/good" "$shard" && cp "$WORK/good_meta" "$meta"
+# A manifest whose settings are not strings (resealed): one line with the advice, exit status 2.
+edit set "$meta" settings '{"optimizer.lr": 1}' && edit seal "$meta"
+refused settings "$meta: settings.optimizer.lr: must be a string; $intact" "$WORK/run" "$out"
+cp "$WORK/good_meta" "$meta"
+echo "export: byte-equal to --export-weights at the newest step and at --step 2; a missing run or step, a FIFO to write, a damaged shard, a NaN, a FIFO shard, a renamed or reshaped weight and bad settings refused in one line"

@@ -2,7 +2,8 @@
 # log.trace_steps: trace.json holds, for every rank, one compute and one communication track with
 # every F and B (and recompute) of the traced steps and nothing of the others; the clocks are
 # aligned, so each receive's wait ends after the matching send started; checkpoint, evaluation,
-# optimizer and allreduce events appear; a run without the key writes no trace.json.
+# optimizer and allreduce events appear; a run without the key writes no trace.json; one whose
+# trace.json cannot be written warns and goes on.
 # Usage: trace.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -17,6 +18,15 @@ train 2 untraced "$config" --set train.steps=2
 [[ ! -e "$WORK/untraced/trace.json" ]] || { echo "FAILED: a run without log.trace_steps traced"; exit 1; }
 grep -qF "wrote $WORK/gpipe/trace.json" "$WORK/gpipe.log" ||
   { cat "$WORK/gpipe.log"; echo "FAILED: no line about trace.json"; exit 1; }
+# A trace.json that cannot be written (a folder in its place) is a warning with the reason: the run
+# goes on to its end and its checkpoint (it ended with exit status 1 after the traced step, and
+# without its checkpoint).
+mkdir -p "$WORK/blocked/trace.json"
+train 2 blocked "$config" --set train.steps=4 --set 'log.trace_steps=[2]' --set checkpoint.every=4
+grep -qF "[warning] $WORK/blocked/trace.json: cannot rename into place: Is a directory; the run goes on without its trace" \
+  "$WORK/blocked.log" || { cat "$WORK/blocked.log"; echo "FAILED: no warning about trace.json"; exit 1; }
+[[ -f $WORK/blocked/checkpoints/step_00000004/meta.json ]] ||
+  { echo "FAILED: no checkpoint after the failed trace"; exit 1; }
 
 /usr/bin/python3 - "$WORK" <<'PY' || { echo "FAILED: trace.json"; exit 1; }
 import json, sys

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "file_size_limit.h"
 #include "support/temp_dir.h"
 
 namespace mpipe::log {
@@ -72,6 +73,35 @@ TEST(MetricsWriter, TracesReplaceTraceJson) {
   writer.write_trace({{"traceEvents", nlohmann::json::array()}});
   writer.write_trace({{"traceEvents", nlohmann::json::array({1})}});
   EXPECT_EQ(read_lines(writer.trace_path()), std::vector<std::string>{R"({"traceEvents":[1]})"});
+}
+
+TEST(MetricsWriter, ATraceThatCannotBeWrittenIsAWarningNotAnError) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.path().string());
+  fs::create_directory(writer.trace_path());  // the rename into place fails
+  EXPECT_FALSE(writer.write_trace({{"traceEvents", nlohmann::json::array()}}));
+  writer.train(1, 1.0, 0.1, 1.0);  // the run goes on
+  EXPECT_EQ(read_lines(writer.metrics_path()).size(), 1u);
+  EXPECT_TRUE(fs::is_empty(writer.trace_path()));
+}
+
+TEST(MetricsWriter, AFailedRecordGivesTheReasonAndLeavesNoTornLine) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.path().string());
+  writer.train(1, 2.0, 0.1, 1.0);
+  const auto whole = fs::file_size(writer.metrics_path());
+  {
+    const FileSizeLimit full(whole + 10);  // the next line fits only in part
+    try {
+      writer.train(2, 1.0, 0.1, 1.0);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), writer.metrics_path() + ": write failed: File too large");
+    }
+  }
+  EXPECT_EQ(fs::file_size(writer.metrics_path()), whole);
+  writer.train(2, 1.0, 0.1, 1.0);  // room again: the log goes on with whole lines
+  EXPECT_EQ(read_lines(writer.metrics_path()).size(), 2u);
 }
 
 TEST(MetricsWriter, TokenizedTextEvaluationsCarryBitsPerByte) {

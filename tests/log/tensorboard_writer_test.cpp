@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "file_size_limit.h"
 #include "log/metrics_writer.h"
 #include "support/temp_dir.h"
 #include "support/tensorboard_events.h"
@@ -88,6 +89,43 @@ TEST(TensorBoardWriter, ADamagedRecordIsFound) {
   fs::resize_file(path, size - 3);  // a torn last record
   EXPECT_EQ(testing::read_event_file(path).problems,
             std::vector<std::string>{"record 4: torn data"});
+}
+
+// The lines of metrics.jsonl at `path`.
+size_t count_lines(const std::string& path) {
+  std::ifstream in(path);
+  size_t lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  return lines;
+}
+
+TEST(TensorBoardWriter, AnEventFileThatCannotBeOpenedIsAWarningAndMetricsGoOn) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.file("run"), /*tensorboard=*/true);
+  fs::create_directories(writer.tensorboard_path());  // a folder in its place
+  write_records(writer);
+  EXPECT_FALSE(writer.writes_tensorboard());
+  EXPECT_EQ(count_lines(writer.metrics_path()), 4u);
+}
+
+TEST(TensorBoardWriter, AFailedWriteStopsTheEventsAndLeavesWholeRecords) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.file("run"), /*tensorboard=*/true);
+  writer.train(1, 0.5, 1e-3, 100.0);
+  const auto events = fs::file_size(writer.tensorboard_path());
+  const auto metrics = fs::file_size(writer.metrics_path());
+  ASSERT_LT(2 * metrics, events + 10);  // metrics.jsonl's next line fits, the next event does not
+  {
+    const FileSizeLimit full(events + 10);
+    writer.train(2, 0.5, 1e-3, 100.0);
+  }
+  writer.train(3, 0.5, 1e-3, 100.0);  // room again, but the events stopped at the failure
+  EXPECT_FALSE(writer.writes_tensorboard());
+  EXPECT_EQ(fs::file_size(writer.tensorboard_path()), events);
+  const testing::EventFile file = testing::read_event_file(writer.tensorboard_path());
+  EXPECT_EQ(file.problems, std::vector<std::string>{});
+  EXPECT_EQ(file.events.size(), 2u);  // the version and step 1
+  EXPECT_EQ(count_lines(writer.metrics_path()), 3u);
 }
 
 TEST(TensorBoardWriter, NoEventFileWithoutTensorboard) {

@@ -3,6 +3,7 @@
 #include "serve/status_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +106,20 @@ TEST(StatusFile, MissingFileIsAnEmptyStatusAndADamagedOneIsNamed) {
   std::ofstream(dir.file("status.json")) << "{\"experiments\": [{\"name\": \"a\", \"seq\": 1, "
                                             "\"state\": \"paused\"}]}";
   EXPECT_THROW(read_status_file(dir.file("status.json")), InputError);
+}
+
+TEST(StatusFile, AFifoIsADamagedFileNotWaitedOn) {
+  // Opening a FIFO for reading blocks until a writer comes: `mpipe status` and the daemon hung
+  // (here: until ctest's timeout).
+  testing::TempDir dir;
+  const std::string fifo = dir.file("status.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    read_status_file(fifo);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), fifo + ": not a status file: not a regular file");
+  }
 }
 
 TEST(StatusFile, UpsertKeepsSubmissionOrder) {
