@@ -24,8 +24,8 @@ class Commands {
   // Runs the parsed subcommand of one process (on the launcher's rank 0 only, should one start
   // it on several); returns the process exit code.
   int run_alone();
-  // After a parse, before MPI_Init (train and serve): comm.startup_timeout of train's experiment (--set applied; the
-  // default when it cannot be read), else the default.
+  // After a parse, before MPI_Init (train and serve): comm.startup_timeout of train's experiment
+  // (--set applied; the default when it cannot be read), else the default.
   double startup_timeout_s() const;
 
  private:
