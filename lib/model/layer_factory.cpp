@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <ranges>
 #include <span>
 
 #include "core/error.h"
@@ -181,6 +180,12 @@ std::vector<std::string> known_layer_kinds() {
   return kinds;
 }
 
+std::vector<std::string> reading_layer_kinds() {
+  std::vector<std::string> kinds;
+  for (const auto& [kind, builder] : reading_builders()) kinds.push_back(kind);
+  return kinds;
+}
+
 std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input,
                                       std::span<const Shape> reads, int global_index,
                                       const ModelContext& model) {
@@ -192,7 +197,7 @@ std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input,
   if (reading == reading_builders().end() && !spec.reads.empty()) {
     throw InputError(fmt::format("{}: {} takes no extra inputs (layers that read: {})",
                                  spec.reads.front().where.prefix(), spec.kind,
-                                 fmt::join(std::views::keys(reading_builders()), ", ")));
+                                 fmt::join(reading_layer_kinds(), ", ")));
   }
   if (reading != reading_builders().end() && spec.reads.empty()) {
     throw InputError(fmt::format("{}: {} needs at least one value to read (read: [NAME])",

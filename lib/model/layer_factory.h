@@ -30,5 +30,7 @@ std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input,
                                       const ModelContext& model = {});
 
 std::vector<std::string> known_layer_kinds();
+// The kinds among them that read values (a model graph's `read`): built with the reads' shapes.
+std::vector<std::string> reading_layer_kinds();
 
 }  // namespace mpipe::model

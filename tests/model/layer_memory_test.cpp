@@ -25,6 +25,13 @@
 namespace mpipe::model {
 namespace {
 
+// Whether layers of `kind` read values (an `add`): these harnesses build one layer on its main
+// input alone.
+bool reads_values(const std::string& kind) {
+  const std::vector<std::string> reading = reading_layer_kinds();
+  return std::find(reading.begin(), reading.end(), kind) != reading.end();
+}
+
 struct Case {
   std::string kind;
   std::map<std::string, AttrValue> attrs;
@@ -266,6 +273,7 @@ void check_every_layer(AllocatorModel allocator, double slack, double over) {
     covered.push_back(c.kind);
   }
   for (const std::string& kind : known_layer_kinds()) {
+    if (reads_values(kind)) continue;  // built with its reads' shapes: nn/add_test's checks
     EXPECT_NE(std::find(covered.begin(), covered.end(), kind), covered.end())
         << "no per-layer memory case for layer kind " << kind;
   }

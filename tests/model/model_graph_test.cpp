@@ -159,7 +159,9 @@ TEST(ModelBuilder, RefusesAReadByALayerKindThatTakesNoExtraInputs) {
     plan_model(spec, Shape{3});
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "exp.yaml:15: model.layers[1].read[0]: relu takes no extra inputs");
+    EXPECT_STREQ(e.what(),
+                 "exp.yaml:15: model.layers[1].read[0]: relu takes no extra inputs (layers that "
+                 "read: add)");
   }
 }
 

@@ -41,6 +41,15 @@ TEST(Add, SumsTheMainInputAndEveryReadInOrder) {
   const Forward forward = add.forward_reading(x, reads, LayerContext{.kernels = kernels});
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(forward.output[i], (x[i] + a[i]) + b[i]);
   EXPECT_TRUE(forward.saved.tensors.empty());
+  // What it states for the memory model: nothing kept; its backward's copies of dy, one per read
+  // beyond the input gradient.
+  const LayerNeeds needs = add.needs();
+  EXPECT_TRUE(needs.kept_tensor_bytes.empty());
+  EXPECT_EQ(needs.backward_temporary_bytes, 2 * 6 * sizeof(float));
+  const std::vector<Tensor> grads =
+      add.backward_reading(forward.output, forward.saved, LayerContext{.kernels = kernels});
+  ASSERT_EQ(grads.size(), 3u);
+  for (const Tensor& g : grads) EXPECT_EQ(g.shape(), x.shape());
 }
 
 // Every input's gradient against central differences of sum(y * r).
