@@ -1,9 +1,11 @@
-// Resolved settings written as sorted "key: value" lines, and the first key where two differ.
+// Resolved settings written as sorted "key: value" lines, and the keys where two differ.
 #include "config/settings_text.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <sstream>
+#include <vector>
 
 namespace mpipe::config {
 namespace {
@@ -44,24 +46,35 @@ std::string settings_text(const Settings& settings) {
 std::optional<std::string> describe_settings_difference(const std::string& mine,
                                                         const std::string& theirs,
                                                         const std::string& them) {
+  constexpr size_t kNamed = 3;  // differences named; the others are counted
   const Settings a = parse(mine), b = parse(theirs);
+  std::vector<std::string> differences;
   auto i = a.begin();
   auto j = b.begin();
   while (i != a.end() || j != b.end()) {
     if (j == b.end() || (i != a.end() && i->first < j->first)) {
-      return fmt::format("{} is {} here, not set on {}", i->first, shown(i->second), them);
+      differences.push_back(
+          fmt::format("{} is {} here, not set on {}", i->first, shown(i->second), them));
+      ++i;
+    } else if (i == a.end() || j->first < i->first) {
+      differences.push_back(
+          fmt::format("{} is not set here, {} on {}", j->first, shown(j->second), them));
+      ++j;
+    } else {
+      if (i->second != j->second) {
+        differences.push_back(fmt::format("{} is {} here, {} on {}", i->first, shown(i->second),
+                                          shown(j->second), them));
+      }
+      ++i;
+      ++j;
     }
-    if (i == a.end() || j->first < i->first) {
-      return fmt::format("{} is not set here, {} on {}", j->first, shown(j->second), them);
-    }
-    if (i->second != j->second) {
-      return fmt::format("{} is {} here, {} on {}", i->first, shown(i->second), shown(j->second),
-                         them);
-    }
-    ++i;
-    ++j;
   }
-  return std::nullopt;
+  if (differences.empty()) return std::nullopt;
+  const size_t more = differences.size() > kNamed ? differences.size() - kNamed : 0;
+  differences.resize(differences.size() - more);
+  std::string text = fmt::format("{}", fmt::join(differences, "; "));
+  if (more > 0) text += fmt::format("; and {} more", more);
+  return text;
 }
 
 }  // namespace mpipe::config

@@ -12,9 +12,10 @@ namespace mpipe::config {
 std::string settings_text(const std::map<std::string, std::string>& settings);
 
 // Nothing when `mine` and `theirs` (settings_text texts) hold the same keys and values; else
-// the first key, in key order, that differs: "train.steps is 7 here, 3 on rank 0",
-// "model.layers[3].units is 8 here, not set on rank 0", "model.layers[3].type is not set here,
-// relu on rank 0" (`them` names the other side).
+// the keys that differ, in key order, the first three named and the rest counted, joined by "; ":
+// "train.steps is 7 here, 3 on rank 0", "model.layers[3].units is 8 here, not set on rank 0",
+// "model.layers[3].type is not set here, relu on rank 0", "...; and 2 more" (`them` names the
+// other side).
 std::optional<std::string> describe_settings_difference(const std::string& mine,
                                                         const std::string& theirs,
                                                         const std::string& them);

@@ -1,4 +1,4 @@
-// Tests for the settings text ranks compare at start-up, and the first difference it names.
+// Tests for the settings text ranks compare at start-up, and the differences it names.
 #include "config/settings_text.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +21,17 @@ TEST(SettingsText, TheFirstDifferingKeyIsNamedWithBothValues) {
   EXPECT_EQ(describe_settings_difference(
                 settings_text({{"optimizer.lr", "0.01"}, {"train.steps", "7"}}), rank0, "rank 0"),
             "train.steps is 7 here, 3 on rank 0");
+}
+
+TEST(SettingsText, EveryDifferingKeyIsNamedUpToThreeAndTheRestCounted) {
+  const std::string rank0 = settings_text({{"a", "1"}, {"b", "1"}, {"c", "1"}, {"d", "1"}});
+  EXPECT_EQ(describe_settings_difference(settings_text({{"a", "2"}, {"b", "1"}, {"c", "2"}}), rank0,
+                                         "rank 0"),
+            "a is 2 here, 1 on rank 0; c is 2 here, 1 on rank 0; d is not set here, 1 on rank 0");
+  EXPECT_EQ(describe_settings_difference(
+                settings_text({{"a", "2"}, {"b", "2"}, {"c", "2"}, {"d", "2"}}), rank0, "rank 0"),
+            "a is 2 here, 1 on rank 0; b is 2 here, 1 on rank 0; c is 2 here, 1 on rank 0; and 1 "
+            "more");
 }
 
 TEST(SettingsText, AKeyOnOneSideOnlyIsNamed) {

@@ -30,7 +30,8 @@ printf 'model:\n  layers:\n    - {type: linear, units: 4}\ndata: {dataset: synth
   > "$WORK/one_layer.yaml"
 rejected stages "the model has 1 layer, fewer than the 2 pipeline stages" "$WORK/one_layer.yaml"
 # A model graph's mistakes (save, read, input), each named by its key's file and line.
-graph_data='data: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}'
+graph_data='data: {dataset: synthetic, num_examples: 64, features: 8, classes: 4}
+pipeline: {stages: 2}'
 printf 'model:\n  layers:\n    - {type: linear, units: 8}\n    - {type: add, read: [skip]}\n    - {type: linear, units: 4, save: skip}\n%s\n' \
   "$graph_data" > "$WORK/read_early.yaml"
 rejected graph_read_early "read_early.yaml:4: model.layers[1].read[0]: reads 'skip' before model.layers[2] saves it" \

@@ -20,7 +20,7 @@ refused() {
 }
 
 host=$(hostname)
-refused steps "[rank 0/2] [error] rank 1 (host $host): config differs from rank 0's: train.steps is 7 here, 3 on rank 0" \
+refused steps "[rank 0/2] [error] rank 1 (host $host): config differs from rank 0's: optimizer.schedule.total_steps is 7 here, 3 on rank 0; train.steps is 7 here, 3 on rank 0" \
   "$MPIPE" train "$config" --set train.steps=7
 sed 's/units: 48/units: 40/' "$config" > "$WORK/narrow.yaml"
 refused layer "rank 1 (host $host): config differs from rank 0's: model.layers[3].units is 40 here, 48 on rank 0" \
