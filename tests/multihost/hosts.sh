@@ -131,9 +131,9 @@ EOF
   # Open MPI calls the agent as `rsh_agent HOST COMMAND...` to start its daemon on HOST. Like
   # ssh, it stays on the calling host while the command runs there, and says so when the other
   # end dies (ssh: "Connection to HOST closed by remote host."). Like ssh with
-  # `-o ServerAliveInterval=1 -o ServerAliveCountMax=3`, it gives up on a host that does not
-  # answer for 3 s (every process there stopped: a frozen node), and exits 255 (ssh: "Timeout,
-  # server HOST not responding.").
+  # `-o ServerAliveInterval=5 -o ServerAliveCountMax=3` (docs/multinode.md), it gives up on a
+  # host that does not answer for 15 s (every process there stopped: a frozen node), and exits
+  # 255 (ssh: "Timeout, server HOST not responding."): after the watchdog has ended the ranks.
   cat > "$WORK/rsh_agent" <<EOF
 #!/bin/sh
 # Open MPI's plm_rsh_agent for this test's hosts (its ssh): runs its command line on host \$1.
@@ -146,7 +146,7 @@ while [ -n "\$(ps -o stat= -p \$command | grep -v '^Z')" ]; do
     [ "\$(ps -o stat= -p \$pid | cut -c1)" = T ] || answers=1
   done
   if [ \$answers = 1 ]; then silent=0; else silent=\$((silent + 1)); fi
-  if [ \$silent -ge 3 ]; then
+  if [ \$silent -ge 15 ]; then
     echo "rsh_agent: lost host \$1: it does not answer (every process there is stopped)" >&2
     exit 255
   fi
