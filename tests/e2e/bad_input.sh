@@ -51,12 +51,12 @@ rejected batch_split "--set train.batch_size: must be divisible by pipeline.micr
 
 # A memory limit no partition meets: a layer too large alone, or the smallest limit that fits;
 # a limit that is not a size.
-rejected limit_layer "--set pipeline.memory_limit: layer 3 (linear) alone needs 67.3 KiB (parameters, gradients, optimizer state and activations), over the limit of 60.0 KiB" \
+rejected limit_layer "--set pipeline.memory_limit: layer 3 (linear) alone needs 68.8 KiB (parameters, gradients, optimizer state and activations), over the limit of 60.0 KiB" \
   "$mlp" --set pipeline.memory_limit=60KiB
-rejected limit_smallest "--set pipeline.memory_limit: no partition of 6 layers into 2 stages fits 68.5 KiB per rank; the smallest limit that fits is 69.5 KiB" \
-  "$mlp" --set pipeline.memory_limit=68.5KiB
-rejected limit_manual "--set pipeline.memory_limit: stage 1 (layers 3-5) needs 69.5 KiB, over the limit of 68.5 KiB" \
-  "$mlp" --set pipeline.memory_limit=68.5KiB --set pipeline.partition=uniform
+rejected limit_smallest "--set pipeline.memory_limit: no partition of 6 layers into 2 stages fits 69.0 KiB per rank; the smallest limit that fits is 69.5 KiB" \
+  "$mlp" --set pipeline.memory_limit=69KiB
+rejected limit_manual "--set pipeline.memory_limit: stage 1 (layers 3-5) needs 69.5 KiB, over the limit of 69.0 KiB" \
+  "$mlp" --set pipeline.memory_limit=69KiB --set pipeline.partition=uniform
 # Virtual stages: the interleaved schedule's shape for the world's K (the rule mpipe schedule
 # applies), and what runs with one chunk per rank only.
 rejected interleaved_one_chunk "mlp.yaml: pipeline.virtual_stages: interleaved needs 2 or more chunks per rank, got 1; with one chunk per rank use 1f1b" \
