@@ -12,10 +12,21 @@ namespace mpipe::data {
 
 DataSchema Dataset::schema() const {
   return DataSchema{.name = std::string(name()),
-                    .input = input_shape(),
-                    .input_vocab = input_vocab(),
+                    .inputs = data_inputs(),
                     .target = target_shape(),
-                    .classes = num_classes()};
+                    .classes = num_classes(),
+                    .pad_target = pad_target()};
+}
+
+std::vector<DataInput> Dataset::data_inputs() const {
+  return {{.name = kMainInputName, .shape = input_shape(), .vocab = input_vocab()}};
+}
+
+std::vector<Tensor> Dataset::input_tensors(Split split, std::span<const int64_t> indices,
+                                           uint64_t seed, int64_t step) const {
+  std::vector<Tensor> tensors;
+  tensors.push_back(inputs(split, indices, seed, step));
+  return tensors;
 }
 
 std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed) {

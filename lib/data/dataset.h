@@ -17,6 +17,18 @@ namespace mpipe::data {
 
 enum class Split { kTrain, kTest };
 
+// The name of the one input of data that has one: what a model's first layer reads unless it says
+// `input:` (docs/design.md, "Networks that are not a chain").
+inline constexpr const char* kMainInputName = "input";
+
+// One input of every example, by the name a model's layers read it as (a translation pair's
+// "source" and "target_in"; "input" for data with one input).
+struct DataInput {
+  std::string name;
+  Shape shape;        // one example, e.g. [784], [1, 28, 28] or [seq_len]
+  int64_t vocab = 0;  // > 0: token ids in [0, vocab); 0: real values
+};
+
 // How the training examples are ordered, epoch after epoch (data/sampler.h).
 enum class ExampleOrder {
   kShuffledEpochs,  // a Fisher-Yates permutation vector per epoch (datasets below 2^32 examples)
@@ -26,16 +38,18 @@ enum class ExampleOrder {
 // What a dataset provides, per example: the contract a model trained on it must meet
 // (train/data_contract.h checks a model against it).
 struct DataSchema {
-  std::string name;         // the data.dataset value, naming the data in errors: "fashion_mnist"
-  Shape input;              // e.g. [784], [1, 28, 28] or [seq_len]
-  int64_t input_vocab = 0;  // > 0: the inputs are token ids in [0, input_vocab); 0: real values
-  Shape target;             // [] for a class label, [seq_len] for next tokens, [1] for a value
-  int64_t classes = 0;      // > 0: the targets are class indices in [0, classes); 0: real values
+  std::string name;               // the data.dataset value, naming the data in errors
+  std::vector<DataInput> inputs;  // Dataset::data_inputs()
+  Shape target;                   // [] for a class label, [seq_len] for next tokens, [1] for a value
+  int64_t classes = 0;  // > 0: the targets are class indices in [0, classes); 0: real values
+  // The target id of padded positions, which the loss skips (Dataset::pad_target); nullopt: none.
+  std::optional<int64_t> pad_target = std::nullopt;
 };
 
 class Dataset {
  public:
   virtual ~Dataset() = default;
+  // The first of data_inputs(), for the callers that take one input (text generation, throughput).
   virtual Shape input_shape() const = 0;      // one example, e.g. [784] or [1, 28, 28] or [seq_len]
   virtual Shape target_shape() const = 0;     // one example: [] for a class label, [seq_len], ...
   virtual int64_t num_classes() const = 0;    // 0 for regression
@@ -48,6 +62,15 @@ class Dataset {
                         int64_t step) const = 0;
   // [indices.size(), ...target_shape()]; class indices are stored as floats.
   virtual Tensor targets(Split split, std::span<const int64_t> indices) const = 0;
+  // Every input of an example, in the order input_tensors() gives them. Data with one input has
+  // the one named kMainInputName: {input_shape(), input_vocab()}.
+  virtual std::vector<DataInput> data_inputs() const;
+  // inputs() for each of data_inputs(), in that order.
+  virtual std::vector<Tensor> input_tensors(Split split, std::span<const int64_t> indices,
+                                            uint64_t seed, int64_t step) const;
+  // The target id that marks a padded position (sentences of different lengths), which the loss
+  // leaves out of its sum and its count; nullopt when every target position counts.
+  virtual std::optional<int64_t> pad_target() const { return std::nullopt; }
   // Byte-level text: the entropy of the validation split's bytes in bits per character, the loss
   // (over ln 2) of the best model that ignores context. A run over such data reports its
   // validation losses in bits per character beside it and ends with a sample of generated text.

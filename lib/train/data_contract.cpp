@@ -22,14 +22,15 @@ void check_token_inputs(const model::ModelSpec& spec, const data::DataSchema& da
                 "{} (embedding): takes token ids, which only the data provides; it must be the "
                 "model's first layer",
                 layer.where.prefix());
-    check_input(data.input_vocab > 0,
+    const data::DataInput& input = data.inputs.front();
+    check_input(input.vocab > 0,
                 "{} (embedding): takes token ids, but the data ({}) provides real values",
                 layer.where.prefix(), data.name);
     model::LayerAttrs attrs(layer);
-    const int64_t vocab = model::read_embedding(attrs, data.input).vocab;
-    check_input(vocab >= data.input_vocab,
+    const int64_t vocab = model::read_embedding(attrs, input.shape).vocab;
+    check_input(vocab >= input.vocab,
                 "{}: {} is smaller than the data's vocabulary of {} token ids ({})",
-                layer.attrs.at("vocab").where.prefix(), vocab, data.input_vocab, data.name);
+                layer.attrs.at("vocab").where.prefix(), vocab, input.vocab, data.name);
   }
 }
 

@@ -62,9 +62,11 @@ TEST(TokenDataset, DescribesTokenIdsOfItsVocabularyAndAKeyedOrder) {
   const TokenDataset data(tokens_config(dir));
   const DataSchema schema = data.schema();
   EXPECT_EQ(schema.name, "tokens");
-  EXPECT_EQ(schema.input, (Shape{3}));
+  ASSERT_EQ(schema.inputs.size(), 1u);
+  EXPECT_EQ(schema.inputs[0].name, kMainInputName);
+  EXPECT_EQ(schema.inputs[0].shape, (Shape{3}));
   EXPECT_EQ(schema.target, (Shape{3}));
-  EXPECT_EQ(schema.input_vocab, 1000);
+  EXPECT_EQ(schema.inputs[0].vocab, 1000);
   EXPECT_EQ(schema.classes, 1000);
   EXPECT_EQ(data.example_order(), ExampleOrder::kKeyed);
   EXPECT_EQ(data.test_target_bytes(1), std::nullopt);  // no tokenizer: no bytes per token

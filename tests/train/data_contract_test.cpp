@@ -35,15 +35,17 @@ model::ModelSpec model_of(std::vector<model::LayerSpec> layers,
   return spec;
 }
 
-const data::DataSchema kImages{.name = "fashion_mnist",
-                               .input = Shape{784},
-                               .input_vocab = 0,
-                               .target = Shape{},
-                               .classes = 10};
+// Data with one input (data::kMainInputName) of shape `input` and vocabulary `vocab`.
+std::vector<data::DataInput> one_input(const Shape& input, int64_t vocab) {
+  return {{.name = data::kMainInputName, .shape = input, .vocab = vocab}};
+}
+
+const data::DataSchema kImages{
+    .name = "fashion_mnist", .inputs = one_input(Shape{784}, 0), .target = Shape{}, .classes = 10};
 const data::DataSchema kText{
-    .name = "text", .input = Shape{8}, .input_vocab = 256, .target = Shape{8}, .classes = 256};
+    .name = "text", .inputs = one_input(Shape{8}, 256), .target = Shape{8}, .classes = 256};
 const data::DataSchema kRegression{
-    .name = "synthetic", .input = Shape{16}, .input_vocab = 0, .target = Shape{1}, .classes = 0};
+    .name = "synthetic", .inputs = one_input(Shape{16}, 0), .target = Shape{1}, .classes = 0};
 
 // The contract's error for `spec` on `data` ("" when it fits).
 std::string mismatch(const model::ModelSpec& spec, const data::DataSchema& data) {
@@ -117,7 +119,7 @@ TEST(DataContract, EmbeddingVocabularySmallerThanTheData) {
 
 TEST(DataContract, EmbeddingOfRealValues) {
   const data::DataSchema sequences{
-      .name = "synthetic", .input = Shape{8}, .input_vocab = 0, .target = Shape{}, .classes = 4};
+      .name = "synthetic", .inputs = one_input(Shape{8}, 0), .target = Shape{}, .classes = 4};
   EXPECT_EQ(mismatch(model_of({layer(0, "embedding", {{"vocab", 4}, {"dim", 8}}),
                                layer(1, "flatten"), layer(2, "linear", {{"units", 4}})}),
                      sequences),
