@@ -592,7 +592,7 @@ int Commands::plan() {
   pipeline::check_batch_split(experiment.train.batch_size, pipe.micro_batches, pipe.data_parallel,
                               experiment.where("train.batch_size"));
   auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
-  const model::ModelPlan model = model::plan_model(experiment.model, dataset->input_shape());
+  const model::ModelPlan model = model::plan_model(experiment.model, train::model_inputs(*dataset));
   train::check_model_fits_data(experiment.model, model, dataset->schema());
   train::check_virtual_stages(experiment, pipe.stages);
   pipeline::MachineRates rates;

@@ -39,6 +39,8 @@ std::string text(optim::LrScheduleKind kind) {
 
 void add_model(const model::ModelSpec& model, Settings& out) {
   out["model.loss"] = model.loss;
+  // Only when set, as model.init.
+  if (model.label_smoothing > 0.0) out["model.label_smoothing"] = text(model.label_smoothing);
   // Only when set: a run saved before model.init existed resumes with the default.
   if (model.init != model::ModelInit::kDefault) {
     out["model.init"] = std::string(name_of(model::kModelInitNames, model.init));

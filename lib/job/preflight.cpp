@@ -216,13 +216,13 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
     result.dataset->check_contents(world.rank(), world.size());  // each rank its share
     const model::ModelPlan& plan = result.plan.model =
-        model::plan_model(experiment.model, result.dataset->input_shape());
+        model::plan_model(experiment.model, train::model_inputs(*result.dataset));
     check_memory(experiment, plan, topology.num_replicas);
     train::check_model_fits_data(experiment.model, plan, result.dataset->schema());
     train::check_virtual_stages(experiment, topology.num_stages);
     if (!inputs.init_weights.path.empty()) {
       train::check_init_weights(
-          model::build_layers(experiment.model, result.dataset->input_shape(), 0,
+          model::build_layers(experiment.model, train::model_inputs(*result.dataset), 0,
                               static_cast<int>(experiment.model.layers.size())),
           inputs.init_weights, plan.tied);
     }
@@ -230,7 +230,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
         experiment, plan, topology.num_stages, topology.num_replicas, omp_get_max_threads());
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
     train::check_message_tags(experiment,
-                              train::message_tags(experiment, result.dataset->input_shape()),
+                              train::message_tags(experiment, train::model_inputs(*result.dataset)),
                               comm::tag_upper_bound());
   });
   // Start-up agreement: every rank must run rank 0's resolved config and rank layout (with its
@@ -285,7 +285,7 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
   check_dataset_memory(experiment);
   const auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   dataset->check_contents(0, 1);
-  const model::ModelPlan plan = model::plan_model(experiment.model, dataset->input_shape());
+  const model::ModelPlan plan = model::plan_model(experiment.model, train::model_inputs(*dataset));
   if (experiment.pipeline.stages > 0) {
     const pipeline::PipelinePlan pipeline_plan = train::plan_experiment(
         experiment, plan, experiment.pipeline.stages,

@@ -1,6 +1,7 @@
 // Naive reference kernels: straightforward loops in double, written for clarity, not speed.
 #include "kernels/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <vector>
@@ -116,10 +117,16 @@ void eltwise_backward(EltwiseKind kind, const float* x, const float* dy, float* 
 
 SoftmaxCrossEntropyResult softmax_cross_entropy(const float* logits, const float* targets,
                                                 int64_t rows, int64_t classes, float grad_scale,
-                                                float* grad) {
+                                                float* grad, const CrossEntropyOptions& options) {
   SoftmaxCrossEntropyResult result;
+  const double eps = options.label_smoothing;
   for (int64_t r = 0; r < rows; ++r) {
     const float* z = logits + r * classes;
+    if (options.ignore_target && targets[r] == static_cast<float>(*options.ignore_target)) {
+      if (grad) std::fill(grad + r * classes, grad + (r + 1) * classes, 0.0f);
+      continue;
+    }
+    ++result.counted;
     const auto target = static_cast<int64_t>(targets[r]);
     check_input(targets[r] == static_cast<float>(target) && target >= 0 && target < classes,
                 "target {} of row {} is not a class index in [0, {})", targets[r], r, classes);
@@ -130,12 +137,16 @@ SoftmaxCrossEntropyResult softmax_cross_entropy(const float* logits, const float
     double sum = 0.0;
     for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(z[c]) - z[argmax]);
     const double log_sum_exp = z[argmax] + std::log(sum);
-    result.loss_sum += log_sum_exp - z[target];
+    // The target distribution q = (1 - eps)·onehot + eps / classes; the loss -Σ q·log p.
+    const auto q = [&](int64_t c) {
+      return (c == target ? 1.0 - eps : 0.0) + eps / static_cast<double>(classes);
+    };
+    for (int64_t c = 0; c < classes; ++c) result.loss_sum += q(c) * (log_sum_exp - z[c]);
     if (argmax == target) ++result.correct;
     if (grad) {
       for (int64_t c = 0; c < classes; ++c) {
         const double p = std::exp(static_cast<double>(z[c]) - log_sum_exp);
-        grad[r * classes + c] = static_cast<float>(grad_scale * (p - (c == target ? 1.0 : 0.0)));
+        grad[r * classes + c] = static_cast<float>(grad_scale * (p - q(c)));
       }
     }
   }

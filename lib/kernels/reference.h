@@ -31,6 +31,7 @@ void eltwise_backward(EltwiseKind kind, const float* x, const float* dy, float* 
 // Same contract as kernels::softmax_cross_entropy.
 SoftmaxCrossEntropyResult softmax_cross_entropy(const float* logits, const float* targets,
                                                 int64_t rows, int64_t classes, float grad_scale,
-                                                float* grad);
+                                                float* grad,
+                                                const CrossEntropyOptions& options = {});
 
 }  // namespace mpipe::kernels::reference

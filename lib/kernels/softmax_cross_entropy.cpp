@@ -46,8 +46,12 @@ int64_t class_index(float target, int64_t row, int64_t classes) {
 
 SoftmaxCrossEntropyResult softmax_cross_entropy(KernelContext& ctx, const float* logits,
                                                 const float* targets, int64_t rows, int64_t classes,
-                                                float grad_scale, float* grad) {
+                                                float grad_scale, float* grad,
+                                                const CrossEntropyOptions& options) {
   check(rows >= 0 && classes > 0, "softmax_cross_entropy: bad size [{}, {}]", rows, classes);
+  const double smoothing = options.label_smoothing;
+  check(smoothing >= 0.0 && smoothing < 1.0, "softmax_cross_entropy: label smoothing {}",
+        smoothing);
   SoftmaxCrossEntropyResult result;
   if (rows == 0) return result;
   std::vector<float> scratch;
@@ -58,11 +62,24 @@ SoftmaxCrossEntropyResult softmax_cross_entropy(KernelContext& ctx, const float*
   }
   log_softmax(ctx, logits, log_probs, rows, classes);
 
+  // -1 for an ignored row.
   std::vector<int64_t> target_of(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
+    if (options.ignore_target && targets[r] == static_cast<float>(*options.ignore_target)) {
+      target_of[static_cast<size_t>(r)] = -1;
+      continue;
+    }
     const int64_t t = class_index(targets[r], r, classes);
     target_of[static_cast<size_t>(r)] = t;
-    result.loss_sum -= log_probs[r * classes + t];
+    ++result.counted;
+    const float* lp = log_probs + r * classes;
+    if (smoothing > 0.0) {
+      double sum = 0.0;
+      for (int64_t c = 0; c < classes; ++c) sum += lp[c];
+      result.loss_sum -= (1.0 - smoothing) * lp[t] + smoothing / static_cast<double>(classes) * sum;
+    } else {
+      result.loss_sum -= lp[t];
+    }
     const float* z = logits + r * classes;
     if (std::max_element(z, z + classes) - z == t) ++result.correct;
   }
@@ -70,13 +87,20 @@ SoftmaxCrossEntropyResult softmax_cross_entropy(KernelContext& ctx, const float*
     // Row by row with Eigen's vectorized exp: which values Eigen computes in packets depends only
     // on `classes` and where the row starts, the same for a micro-batch's row on every K,
     // schedule and partition.
+    const auto uniform = static_cast<float>(grad_scale * smoothing / static_cast<double>(classes));
+    const auto at_target = static_cast<float>(grad_scale * (1.0 - smoothing));
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       Eigen::Map<Eigen::ArrayXf> row(grad + r * classes, classes);
+      const int64_t t = target_of[static_cast<size_t>(r)];
+      if (t < 0) {
+        row.setZero();
+        continue;
+      }
       row = grad_scale * row.exp();
+      if (smoothing > 0.0) row -= uniform;
+      row[t] -= at_target;
     }
-    for (int64_t r = 0; r < rows; ++r)
-      grad[r * classes + target_of[static_cast<size_t>(r)]] -= grad_scale;
   }
   return result;
 }

@@ -63,6 +63,7 @@ struct LayerSpec {
 struct ModelSpec {
   std::vector<LayerSpec> layers;  // `repeat:` blocks already expanded
   std::string loss = "cross_entropy";
+  double label_smoothing = 0.0;  // cross_entropy's ε (kernels::CrossEntropyOptions)
   ModelInit init = ModelInit::kDefault;
   SourceRef loss_where;  // model.loss, or the `model:` section's line when the loss is the default
   SourceRef where;

@@ -69,14 +69,18 @@ int64_t ModelPlan::num_params() const {
   return n;
 }
 
-ModelGraph model_graph(const ModelSpec& spec) {
-  const std::string inputs[] = {kDataInputName};
-  return ModelGraph(spec, inputs);
+ModelInputs one_input(const Shape& shape) { return {{.name = kDataInputName, .shape = shape}}; }
+
+ModelGraph model_graph(const ModelSpec& spec, const ModelInputs& inputs) {
+  std::vector<std::string> names;
+  for (const ModelInput& input : inputs) names.push_back(input.name);
+  return ModelGraph(spec, names);
 }
 
 Shape ModelPlan::value_shape(int value) const {
   const GraphValue& v = graph.values().at(static_cast<size_t>(value));
-  return v.producer < 0 ? input : layers.at(static_cast<size_t>(v.producer)).output;
+  return v.producer < 0 ? inputs.at(static_cast<size_t>(value)).shape
+                        : layers.at(static_cast<size_t>(v.producer)).output;
 }
 
 std::vector<Shape> ModelPlan::live_shapes(int cut) const {
@@ -113,18 +117,29 @@ int64_t ModelPlan::live_grad_bytes(int cut) const { return bytes_of(live_grad_sh
 
 std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, const Shape& input,
                                                      int begin, int end) {
+  return build_layers(spec, one_input(input), begin, end);
+}
+
+ModelPlan plan_model(const ModelSpec& spec, const Shape& input) {
+  return plan_model(spec, one_input(input));
+}
+
+std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec,
+                                                     const ModelInputs& inputs, int begin,
+                                                     int end) {
   const int num_layers = static_cast<int>(spec.layers.size());
   check(0 <= begin && begin <= end && end <= num_layers, "layer range [{}, {}) of {} layers", begin,
         end, num_layers);
   std::vector<std::unique_ptr<nn::Layer>> layers;
   const ModelContext context = model_context(spec);
-  const ModelGraph graph = model_graph(spec);
+  const ModelGraph graph = model_graph(spec, inputs);
   std::vector<Shape> outputs;  // of layers 0 .. i-1
   for (int i = 0; i < end; ++i) {
     const LayerSpec& layer_spec = spec.layers[static_cast<size_t>(i)];
     const auto shape_of = [&](int value) {
       const int producer = graph.values()[static_cast<size_t>(value)].producer;
-      return producer < 0 ? input : outputs[static_cast<size_t>(producer)];
+      return producer < 0 ? inputs[static_cast<size_t>(value)].shape
+                          : outputs[static_cast<size_t>(producer)];
     };
     const auto consumed = graph.inputs_of(i);
     const Shape shape = shape_of(consumed.front());
@@ -143,13 +158,13 @@ std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, cons
   return layers;
 }
 
-ModelPlan plan_model(const ModelSpec& spec, const Shape& input) {
-  ModelPlan plan{.input = input,
+ModelPlan plan_model(const ModelSpec& spec, const ModelInputs& inputs) {
+  ModelPlan plan{.inputs = inputs,
                  .layers = {},
                  .tied = std::nullopt,
-                 .graph = model_graph(spec),
+                 .graph = model_graph(spec, inputs),
                  .loss_tensor_bytes = {}};
-  auto layers = build_layers(spec, input, 0, static_cast<int>(spec.layers.size()));
+  auto layers = build_layers(spec, inputs, 0, static_cast<int>(spec.layers.size()));
   for (const auto& layer : layers) {
     const int i = layer->global_index();
     const LayerSpec& layer_spec = spec.layers[static_cast<size_t>(i)];

@@ -29,8 +29,19 @@ struct LayerPlan {
   nn::LayerNeeds needs = {};   // what its forward keeps and its forward and backward allocate
 };
 
+// One data input as the model sees it: the name its layers read it by (`input:`, `read:`) and one
+// example's shape. Data with one input names it kDataInputName.
+struct ModelInput {
+  std::string name;
+  Shape shape;
+};
+using ModelInputs = std::vector<ModelInput>;
+
+// The one input of data that has one: {kDataInputName, shape}.
+ModelInputs one_input(const Shape& shape);
+
 struct ModelPlan {
-  Shape input;
+  ModelInputs inputs;
   std::vector<LayerPlan> layers;
   std::optional<TiedWeights> tied;  // the output linear that shares the embedding's matrix
   ModelGraph graph;                 // the values layers save and read; each cut's live set
@@ -49,8 +60,8 @@ struct ModelPlan {
   int64_t live_grad_bytes(int cut) const;
 };
 
-// The graph of `spec` over the data's one input (model::kDataInputName); InputError on a mistake.
-ModelGraph model_graph(const ModelSpec& spec);
+// The graph of `spec` over the data inputs `inputs` (in their order); InputError on a mistake.
+ModelGraph model_graph(const ModelSpec& spec, const ModelInputs& inputs);
 
 // What every layer of `spec` is built with from the model as a whole: model.init: gpt2 scales the
 // residual output projections' std to 0.02 / sqrt(2 · the number of transformer_block layers).
@@ -59,9 +70,14 @@ ModelContext model_context(const ModelSpec& spec);
 // Builds layers [begin, end) of the model (global indices begin..end-1). Every layer is
 // constructed to infer its input shape, which is cheap: layers allocate nothing until bound.
 // Errors name the YAML file, line and layer: "exp.yaml:12: model.layers[3] (linear): ...".
+std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec,
+                                                     const ModelInputs& inputs, int begin, int end);
+
+ModelPlan plan_model(const ModelSpec& spec, const ModelInputs& inputs);
+
+// The same for data with one input (one_input(input)).
 std::vector<std::unique_ptr<nn::Layer>> build_layers(const ModelSpec& spec, const Shape& input,
                                                      int begin, int end);
-
 ModelPlan plan_model(const ModelSpec& spec, const Shape& input);
 
 }  // namespace mpipe::model

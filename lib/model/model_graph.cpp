@@ -2,6 +2,7 @@
 #include "model/model_graph.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -59,7 +60,12 @@ ModelGraph::ModelGraph(const ModelSpec& spec, std::span<const std::string> input
       }
     } else {
       const auto data = named.find(kDataInputName);
-      check(i > 0 || data != named.end(), "the data provides no '{}'", kDataInputName);
+      if (i == 0 && data == named.end()) {
+        fail(layer.where,
+             fmt::format("the data has no input called '{}' (its inputs: {}): say which one this "
+                         "layer takes with `input:`",
+                         kDataInputName, fmt::join(inputs, ", ")));
+      }
       consumed.push_back(i == 0 ? data->second : output_of(i - 1));
     }
     for (const ValueRef& read : layer.reads) {
@@ -71,20 +77,28 @@ ModelGraph::ModelGraph(const ModelSpec& spec, std::span<const std::string> input
       read_by_name.emplace(value, &read);
     }
     if (layer.save) {
+      // Saving a name again binds it to this output from the next layer on (a residual stream
+      // through a `repeat:` block); the earlier value must have been read by then.
       if (auto it = named.find(layer.save->name); it != named.end()) {
         const GraphValue& before = values_[static_cast<size_t>(it->second)];
-        fail(layer.save->where,
-             before.producer < 0
-                 ? fmt::format("'{}' is the name of a data input", layer.save->name)
-                 : fmt::format("'{}' is already saved by {}", layer.save->name,
-                               spec.layers[static_cast<size_t>(before.producer)].where.path));
+        if (before.producer < 0) {
+          fail(layer.save->where, fmt::format("'{}' is the name of a data input", layer.save->name));
+        }
+        if (!read_by_name.contains(it->second)) {
+          fail(spec.layers[static_cast<size_t>(before.producer)].save->where,
+               fmt::format("no layer reads '{}' before {} saves it again", layer.save->name,
+                           layer.where.path));
+        }
       }
-      named.emplace(layer.save->name, output_of(i));
+      named.insert_or_assign(layer.save->name, output_of(i));
     }
   }
+  // A name's last save may go unread when an earlier one was read: the last block of a `repeat:`
+  // saves its residual stream for a next block that is not there.
   for (int i = 0; i < num_layers; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<size_t>(i)];
-    if (layer.save && !read_by_name.contains(output_of(i))) {
+    if (!layer.save || saver.at(layer.save->name) < i) continue;
+    if (!read_by_name.contains(output_of(i))) {
       fail(layer.save->where, fmt::format("no later layer reads '{}'", layer.save->name));
     }
   }

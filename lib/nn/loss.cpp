@@ -4,13 +4,13 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "kernels/softmax_cross_entropy.h"
 
 namespace mpipe::nn {
 namespace {
 
 class CrossEntropyLoss : public Loss {
  public:
+  explicit CrossEntropyLoss(const kernels::CrossEntropyOptions& options) : options_(options) {}
   std::string_view kind() const override { return "cross_entropy"; }
 
   // output: [batch, ..., classes]; targets: [batch, ...] class indices.
@@ -25,12 +25,13 @@ class CrossEntropyLoss : public Loss {
                 "cross_entropy: targets {} do not match the output {} (expected {})",
                 targets.shape(), shape, Shape(rows_dims));
     LossOutput result;
-    result.rows = targets.numel();
     if (want_grad) result.grad = Tensor(shape);
-    const auto sums =
-        kernels::softmax_cross_entropy(kernels, output.data(), targets.data(), result.rows, classes,
-                                       grad_scale, want_grad ? result.grad.data() : nullptr);
+    const auto sums = kernels::softmax_cross_entropy(kernels, output.data(), targets.data(),
+                                                     targets.numel(), classes, grad_scale,
+                                                     want_grad ? result.grad.data() : nullptr,
+                                                     options_);
     result.sum = sums.loss_sum;
+    result.rows = sums.counted;
     result.correct = sums.correct;
     return result;
   }
@@ -42,6 +43,9 @@ class CrossEntropyLoss : public Loss {
     const auto classes = static_cast<double>(output.rank() > 0 ? output[output.rank() - 1] : 1);
     return {numel * sizeof(float), numel / classes * sizeof(float)};
   }
+
+ private:
+  kernels::CrossEntropyOptions options_;
 };
 
 class MseLoss : public Loss {
@@ -77,8 +81,9 @@ class MseLoss : public Loss {
 
 }  // namespace
 
-std::unique_ptr<Loss> make_loss(std::string_view kind) {
-  if (kind == "cross_entropy") return std::make_unique<CrossEntropyLoss>();
+std::unique_ptr<Loss> make_loss(std::string_view kind,
+                                const kernels::CrossEntropyOptions& options) {
+  if (kind == "cross_entropy") return std::make_unique<CrossEntropyLoss>(options);
   if (kind == "mse") return std::make_unique<MseLoss>();
   throw InputError(fmt::format("unknown loss '{}' (expected cross_entropy or mse)", kind));
 }

@@ -7,12 +7,13 @@
 
 #include "core/tensor.h"
 #include "kernels/context.h"
+#include "kernels/softmax_cross_entropy.h"
 
 namespace mpipe::nn {
 
 struct LossOutput {
   double sum = 0.0;     // loss summed over all rows (examples, or tokens for sequences)
-  int64_t rows = 0;     // number of rows summed
+  int64_t rows = 0;     // number of rows summed (padded target positions are not rows)
   int64_t correct = 0;  // rows whose argmax equals the target (classification only)
   Tensor grad;          // d(grad_scale * sum) / d(output); empty if not requested
 };
@@ -33,7 +34,9 @@ class Loss {
   virtual std::vector<double> training_tensor_bytes(const Shape& output) const = 0;
 };
 
-// "cross_entropy" (fused softmax + cross-entropy over the last axis) or "mse".
-std::unique_ptr<Loss> make_loss(std::string_view kind);
+// "cross_entropy" (fused softmax + cross-entropy over the last axis, with `options`) or "mse"
+// (which takes no options).
+std::unique_ptr<Loss> make_loss(std::string_view kind,
+                                const kernels::CrossEntropyOptions& options = {});
 
 }  // namespace mpipe::nn

@@ -235,7 +235,7 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
                              plan.stage_inputs.at(chunk), rows);
       break;
     case OpKind::kForward: {
-      Bundle input = is_first(op.chunk) ? bundle_of(data.inputs(m)) : take(inputs_, op, "input");
+      Bundle input = is_first(op.chunk) ? data.inputs(m) : take(inputs_, op, "input");
       Bundle output = stage.forward(m, std::move(input), layer_context(plan, m, true));
       if (is_last(op.chunk)) {
         nn::LossOutput loss = loss_.compute(kernels_, model_output(output), data.targets(m),
@@ -291,7 +291,7 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data)
   for (int chunk = 0; chunk < num_chunks(); ++chunk) {
     Stage& stage = *stages_[static_cast<size_t>(chunk)];
     for (int m = 0; m < num_micro_batches; ++m) {
-      Bundle input = is_first(chunk) ? bundle_of(data.inputs(m))
+      Bundle input = is_first(chunk) ? data.inputs(m)
                                      : unpack(link_.wait_recv(Direction::kEvalActivation, m, chunk),
                                               plan.stage_inputs.at(static_cast<size_t>(chunk)),
                                               plan.rows[static_cast<size_t>(m)]);

@@ -34,9 +34,9 @@ struct RoundPlan {
 };
 
 // Reads data only where it is needed: inputs on the first stage, targets on the last (global
-// stages 0 and K·v - 1).
+// stages 0 and K·v - 1). The inputs are the first cut's live set: the data inputs the model reads.
 struct MicroBatchData {
-  std::function<Tensor(int micro_batch)> inputs;
+  std::function<Bundle(int micro_batch)> inputs;
   std::function<Tensor(int micro_batch)> targets;
 };
 

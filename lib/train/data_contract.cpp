@@ -13,16 +13,19 @@
 namespace mpipe::train {
 namespace {
 
-// Token ids go into an embedding, first in the model, with a row for every id the data holds.
-void check_token_inputs(const model::ModelSpec& spec, const data::DataSchema& data) {
+// Token ids go into an embedding, which takes a data input (the first layer's, or one it names
+// with `input:`), with a row for every id that input holds.
+void check_token_inputs(const model::ModelSpec& spec, const model::ModelPlan& plan,
+                        const data::DataSchema& data) {
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const model::LayerSpec& layer = spec.layers[i];
     if (layer.kind != "embedding") continue;
-    check_input(i == 0,
+    const int value = plan.graph.inputs_of(static_cast<int>(i)).front();
+    check_input(!plan.graph.values()[static_cast<size_t>(value)].needs_grad(),
                 "{} (embedding): takes token ids, which only the data provides; it must be the "
-                "model's first layer",
+                "model's first layer, or name a data input with `input:`",
                 layer.where.prefix());
-    const data::DataInput& input = data.inputs.front();
+    const data::DataInput& input = data.inputs.at(static_cast<size_t>(value));
     check_input(input.vocab > 0,
                 "{} (embedding): takes token ids, but the data ({}) provides real values",
                 layer.where.prefix(), data.name);
@@ -42,7 +45,7 @@ void check_outputs(const model::ModelSpec& spec, const model::ModelPlan& plan,
       spec.layers.empty()
           ? spec.where.prefix()
           : fmt::format("{} ({})", spec.layers.back().where.prefix(), spec.layers.back().kind);
-  const Shape& output = plan.layers.empty() ? plan.input : plan.layers.back().output;
+  const Shape& output = plan.layers.empty() ? plan.inputs.front().shape : plan.layers.back().output;
   if (spec.loss == "mse") {
     check_input(data.classes == 0,
                 "{}: mse needs real-valued targets, but the data ({}) has class labels ({} "
@@ -75,9 +78,17 @@ void check_outputs(const model::ModelSpec& spec, const model::ModelPlan& plan,
 
 }  // namespace
 
+model::ModelInputs model_inputs(const data::Dataset& data) {
+  model::ModelInputs inputs;
+  for (const data::DataInput& input : data.data_inputs()) {
+    inputs.push_back({.name = input.name, .shape = input.shape});
+  }
+  return inputs;
+}
+
 void check_model_fits_data(const model::ModelSpec& spec, const model::ModelPlan& plan,
                            const data::DataSchema& data) {
-  check_token_inputs(spec, data);
+  check_token_inputs(spec, plan, data);
   check_outputs(spec, plan, data);
 }
 

@@ -12,8 +12,9 @@
 
 namespace mpipe::train {
 
-comm::TagSpace message_tags(const config::Experiment& experiment, const Shape& input_shape) {
-  const auto layers = model::build_layers(experiment.model, input_shape, 0,
+comm::TagSpace message_tags(const config::Experiment& experiment,
+                            const model::ModelInputs& inputs) {
+  const auto layers = model::build_layers(experiment.model, inputs, 0,
                                           static_cast<int>(experiment.model.layers.size()));
   return comm::TagSpace(
       {.kinds = pipeline::kDirections,

@@ -4,13 +4,14 @@
 
 #include "comm/tag_space.h"
 #include "config/experiment.h"
-#include "core/shape.h"
+#include "model/model_builder.h"
 
 namespace mpipe::train {
 
 // What the experiment's messages must tell apart: pipeline::Link's directions, micro-batches and
 // chunks per rank, and the weight tensors a rank exports one by one (at most the model's).
-comm::TagSpace message_tags(const config::Experiment& experiment, const Shape& input_shape);
+comm::TagSpace message_tags(const config::Experiment& experiment,
+                            const model::ModelInputs& inputs);
 
 // Throws InputError naming pipeline.micro_batches when the tags do not all fit under `tag_ub`:
 // "exp.yaml:9: pipeline.micro_batches: 4096 micro-batches: message tags need 23 bits (...), but

@@ -64,9 +64,10 @@ TiedCopies::TiedCopies(std::optional<model::TiedWeights> tied,
   }
 }
 
-void TiedCopies::initialize(uint64_t seed, const model::ModelSpec& spec, const Shape& input) {
+void TiedCopies::initialize(uint64_t seed, const model::ModelSpec& spec,
+                            const model::ModelInputs& inputs) {
   if (head_values_.empty()) return;
-  const auto embedding = model::build_layers(spec, input, tied_->embedding, tied_->embedding + 1);
+  const auto embedding = model::build_layers(spec, inputs, tied_->embedding, tied_->embedding + 1);
   const int index = model::param_index(*embedding.front(), model::TiedWeights::kEmbeddingParam);
   nn::initialize_param(head_values_, embedding.front()->param_specs()[static_cast<size_t>(index)],
                        seed, tied_->embedding, index);

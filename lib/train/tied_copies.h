@@ -10,6 +10,7 @@
 #include "comm/communicator.h"
 #include "core/shape.h"
 #include "model/layer_spec.h"
+#include "model/model_builder.h"
 #include "model/partition.h"
 #include "model/tied_weights.h"
 #include "pipeline/placement.h"
@@ -34,7 +35,7 @@ class TiedCopies {
 
   // Overwrites the head's copy with the embedding's initial values (same seed, layer and
   // parameter index as the embedding's own draw). `spec` and `input` describe the model.
-  void initialize(uint64_t seed, const model::ModelSpec& spec, const Shape& input);
+  void initialize(uint64_t seed, const model::ModelSpec& spec, const model::ModelInputs& inputs);
   // Replaces each held copy's gradient by the sum of both uses' gradients; the two ranks
   // exchange theirs in fixed-size chunks (under the watchdog's deadlines). Call it after the
   // data-parallel allreduce and before the gradients are checked, clipped or applied.

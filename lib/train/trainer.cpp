@@ -81,7 +81,7 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       groups_(comm::split_world(world, topology_)),
       plan_(std::move(plan.model)),
       graph_(std::make_shared<const model::ModelGraph>(plan_.graph)),
-      tags_(message_tags(experiment, dataset.input_shape())),
+      tags_(message_tags(experiment, plan_.inputs)),
       pipeline_plan_(std::move(plan.pipeline)),
       placement_(pipeline::placement_for(pipeline_plan_.schedule, topology_.num_stages,
                                          pipeline_plan_.virtual_stages)),
@@ -110,7 +110,7 @@ void Trainer::build_stages() {
         pipeline_plan_.stages.at(static_cast<size_t>(global_stage(chunk))).layers;
     ranges_.push_back(range);
     auto& stage = *stages_.emplace_back(std::make_unique<pipeline::Stage>(
-        model::build_layers(experiment.model, dataset_.input_shape(), range.begin, range.end),
+        model::build_layers(experiment.model, plan_.inputs, range.begin, range.end),
         pipeline_plan_.recompute, pipe.micro_batches, pipeline::resolve_weight_grads(pipe),
         graph_));
     stage.set_layer_times(&layer_times_);
@@ -122,8 +122,10 @@ void Trainer::build_stages() {
   for (const auto& stage : stages_) chunks.push_back(stage.get());
   tied_copies_ = std::make_unique<TiedCopies>(plan_.tied, ranges, placement_, topology_.stage,
                                               &groups_.pipeline, chunks);
-  tied_copies_->initialize(experiment.train.seed, experiment.model, dataset_.input_shape());
-  loss_ = nn::make_loss(experiment.model.loss);
+  tied_copies_->initialize(experiment.train.seed, experiment.model, plan_.inputs);
+  loss_ = nn::make_loss(experiment.model.loss,
+                        {.label_smoothing = experiment.model.label_smoothing,
+                         .ignore_target = dataset_.pad_target()});
   if (experiment.model.loss == "cross_entropy") {
     loss_rows_per_example_ = std::max<int64_t>(1, dataset_.target_shape().numel());
   }
@@ -167,7 +169,7 @@ void Trainer::repartition(pipeline::PipelinePlan plan) {
       const model::LayerRange range =
           pipeline_plan_.stages.at(static_cast<size_t>(placement_.stage_of(rank, chunk))).layers;
       std::ranges::move(
-          model::build_layers(experiment_.model, dataset_.input_shape(), range.begin, range.end),
+          model::build_layers(experiment_.model, plan_.inputs, range.begin, range.end),
           std::back_inserter(layers));
     }
     move.wanted.push_back(state_layout(layers, slots, plan_.tied));
@@ -223,10 +225,27 @@ pipeline::MicroBatchData Trainer::micro_batch_data(data::Split split,
   };
   const uint64_t seed = experiment_.train.seed;
   return {
-      .inputs = [this, split, slice, seed,
-                 step](int m) { return dataset_.inputs(split, slice(m), seed, step); },
+      .inputs =
+          [this, split, slice, seed, step](int m) {
+            // The data inputs are the graph's first values, in the dataset's order.
+            std::vector<Tensor> all = dataset_.input_tensors(split, slice(m), seed, step);
+            pipeline::Bundle read;
+            for (int value : graph_->live_set(0)) {
+              read.push_back(std::move(all.at(static_cast<size_t>(value))));
+            }
+            return read;
+          },
       .targets = [this, split, slice](int m) { return dataset_.targets(split, slice(m)); },
   };
+}
+
+int64_t Trainer::loss_rows(std::span<const int64_t> indices) const {
+  const std::optional<int64_t> pad = dataset_.pad_target();
+  if (!pad) return std::ssize(indices) * loss_rows_per_example_;
+  const Tensor targets = dataset_.targets(data::Split::kTrain, indices);
+  const auto padded = std::count(targets.data(), targets.data() + targets.numel(),
+                                 static_cast<float>(*pad));
+  return std::max<int64_t>(1, targets.numel() - padded);
 }
 
 StepReport Trainer::step(int64_t step) {
@@ -246,7 +265,10 @@ StepReport Trainer::step(int64_t step) {
   pipeline::RoundPlan plan = round_plan(step, topology_.replica * replica_rows,
                                         std::vector<int64_t>(static_cast<size_t>(num_micro_batches),
                                                              replica_rows / num_micro_batches));
-  plan.grad_scale = 1.0f / static_cast<float>(train.batch_size * loss_rows_per_example_);
+  // The loss gradient is the mean over the mini-batch's target rows (its padded ones aside), which
+  // only the last stage's ranks use and count.
+  const bool last_stage = topology_.stage == topology_.num_stages - 1;
+  plan.grad_scale = 1.0f / static_cast<float>(last_stage ? loss_rows(indices) : 1);
   // With data parallelism, each layer's gradient allreduce starts as soon as its chunk's last
   // backward has finished that layer, and overlaps the backward of the earlier layers and the
   // remaining sends of the step.

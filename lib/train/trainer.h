@@ -126,6 +126,9 @@ class Trainer {
   void end_on_read_fault() const;
   // Collective: which layers of the model have non-finite gradients, said in one line.
   std::string describe_nonfinite(int64_t step, double loss) const;
+  // The rows the loss counts in the examples `indices` of the training split: each example's
+  // target rows, less its padded ones (Dataset::pad_target); at least 1.
+  int64_t loss_rows(std::span<const int64_t> indices) const;
 
   const config::Experiment& experiment_;
   const comm::Communicator& world_;

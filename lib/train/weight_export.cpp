@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "model/model_builder.h"
+#include "train/data_contract.h"
 #include "train/finite_check.h"
 #include "train/stage_tensors.h"
 
@@ -58,7 +59,7 @@ void send_weights(Trainer& trainer) {
 std::string write_weights(Trainer& trainer, const config::Experiment& experiment,
                           const data::Dataset& dataset, const std::string& path,
                           const std::vector<int>& first_layer_of_stage) {
-  const auto layers = model::build_layers(experiment.model, dataset.input_shape(), 0,
+  const auto layers = model::build_layers(experiment.model, model_inputs(dataset), 0,
                                           static_cast<int>(experiment.model.layers.size()));
   const std::vector<WeightSlot> layout = weight_layout(layers, trainer.tied());
   const std::vector<std::span<const float>> own = rank_weight_values(trainer);

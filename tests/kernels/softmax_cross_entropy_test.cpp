@@ -37,6 +37,49 @@ TEST(SoftmaxCrossEntropy, MatchesReference) {
   }
 }
 
+// Label smoothing and padded rows: the same against the reference, which computes -Σ q·log p
+// with the smoothed target distribution q directly.
+TEST(SoftmaxCrossEntropy, SmoothedAndIgnoringMatchesReference) {
+  KernelContext ctx;
+  const int64_t rows = 9, classes = 17;
+  const auto logits = random_values(rows * classes, 4, -4.0f, 4.0f);
+  auto targets = random_targets(rows, classes);
+  targets[2] = targets[7] = 16.0f;  // padding
+  targets[4] = 3.0f;
+  for (const CrossEntropyOptions options :
+       {CrossEntropyOptions{.label_smoothing = 0.1}, CrossEntropyOptions{.ignore_target = 16},
+        CrossEntropyOptions{.label_smoothing = 0.2, .ignore_target = 16}}) {
+    std::vector<float> grad(logits.size(), 7.0f), expected_grad(logits.size());
+    const auto result = softmax_cross_entropy(ctx, logits.data(), targets.data(), rows, classes,
+                                              0.5f, grad.data(), options);
+    const auto expected = reference::softmax_cross_entropy(
+        logits.data(), targets.data(), rows, classes, 0.5f, expected_grad.data(), options);
+    const int64_t counted = options.ignore_target ? rows - 2 : rows;
+    EXPECT_EQ(result.counted, counted);
+    EXPECT_EQ(expected.counted, counted);
+    EXPECT_NEAR(result.loss_sum, expected.loss_sum, 1e-5 * rows);
+    EXPECT_EQ(result.correct, expected.correct);
+    for (size_t i = 0; i < grad.size(); ++i) ASSERT_NEAR(grad[i], expected_grad[i], 1e-6f) << i;
+    if (options.ignore_target) {
+      for (int64_t c = 0; c < classes; ++c) EXPECT_EQ(grad[2 * classes + c], 0.0f);
+    }
+  }
+}
+
+// Smoothing moves the loss's minimum: with ε = 0.3 over 3 classes, logits giving p = (0.8, 0.1,
+// 0.1) at target 0 are exactly the target distribution, so the gradient is zero.
+TEST(SoftmaxCrossEntropy, SmoothedGradientVanishesAtTheTargetDistribution) {
+  KernelContext ctx;
+  const std::vector<float> logits = {std::log(0.8f), std::log(0.1f), std::log(0.1f)};
+  const std::vector<float> targets = {0.0f};
+  std::vector<float> grad(3);
+  const auto result = softmax_cross_entropy(ctx, logits.data(), targets.data(), 1, 3, 1.0f,
+                                            grad.data(), {.label_smoothing = 0.3});
+  for (float g : grad) EXPECT_NEAR(g, 0.0f, 1e-6f);
+  // The loss is then the entropy of q: -(0.8 log 0.8 + 2 · 0.1 log 0.1).
+  EXPECT_NEAR(result.loss_sum, -(0.8 * std::log(0.8) + 0.2 * std::log(0.1)), 1e-6);
+}
+
 TEST(SoftmaxCrossEntropy, IsStableForHugeLogits) {
   KernelContext ctx;
   const std::vector<float> logits = {1000.0f, 0.0f, -1000.0f, 1e30f, 1e30f, -1e30f};

@@ -134,7 +134,9 @@ TEST(LayerFactory, OverriddenAttributeErrorIsNotPrefixedWithTheLayerEntry) {
 
 TEST(ModelBuilder, InfersShapesThroughLinearReluLinear) {
   const ModelPlan plan = plan_model(mlp(), Shape{784});
-  EXPECT_EQ(plan.input, (Shape{784}));
+  ASSERT_EQ(plan.inputs.size(), 1u);
+  EXPECT_EQ(plan.inputs[0].name, kDataInputName);
+  EXPECT_EQ(plan.inputs[0].shape, (Shape{784}));
   ASSERT_EQ(plan.layers.size(), 3u);
   const std::vector<std::string> kinds = {"linear", "relu", "linear"};
   const std::vector<Shape> inputs = {{784}, {128}, {128}};

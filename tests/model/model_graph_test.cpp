@@ -42,7 +42,7 @@ ModelSpec model(std::vector<LayerSpec> layers) {
 
 std::string error_of(const ModelSpec& spec) {
   try {
-    model_graph(spec);
+    model_graph(spec, one_input(Shape{1}));
   } catch (const InputError& e) {
     return e.what();
   }
@@ -55,7 +55,8 @@ std::vector<int> consumed(const ModelGraph& graph, int layer) {
 }
 
 TEST(ModelGraph, AChainHasTheMainStreamAloneAtEveryCut) {
-  const ModelGraph graph = model_graph(model({layer(0, "a"), layer(1, "b"), layer(2, "c")}));
+  const ModelGraph graph =
+      model_graph(model({layer(0, "a"), layer(1, "b"), layer(2, "c")}), one_input(Shape{1}));
   EXPECT_TRUE(graph.is_chain());
   ASSERT_EQ(graph.values().size(), 4u);  // the data input, then one value per layer
   EXPECT_EQ(consumed(graph, 0), std::vector<int>{0});
@@ -71,7 +72,8 @@ TEST(ModelGraph, AChainHasTheMainStreamAloneAtEveryCut) {
 TEST(ModelGraph, ASkipCrossesEveryCutBetweenItsSaveAndItsRead) {
   const ModelGraph graph =
       model_graph(model({layer(0, "a", {.save = "skip"}), layer(1, "b"), layer(2, "c"),
-                         layer(3, "add", {.reads = {"skip"}}), layer(4, "d")}));
+                         layer(3, "add", {.reads = {"skip"}}), layer(4, "d")}),
+                  one_input(Shape{1}));
   EXPECT_FALSE(graph.is_chain());
   const int skip = graph.output_of(0);
   EXPECT_EQ(graph.label(skip), "skip");
@@ -106,6 +108,19 @@ TEST(ModelGraph, ADecoderStartsFromItsOwnInputAndReadsTheEncodersOutput) {
   EXPECT_TRUE(graph.values()[static_cast<size_t>(memory)].needs_grad());
 }
 
+TEST(ModelGraph, RefusesAFirstLayerWithoutInputWhenTheDataHasNoMainInput) {
+  const std::string inputs[] = {"source", "target_in"};
+  const ModelSpec spec = model({layer(0, "emb"), layer(1, "dec")});
+  try {
+    ModelGraph(spec, inputs);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "exp.yaml:10: model.layers[0]: the data has no input called 'input' (its inputs: "
+                 "source, target_in): say which one this layer takes with `input:`");
+  }
+}
+
 TEST(ModelGraph, RefusesAReadBeforeItsSave) {
   EXPECT_EQ(error_of(model({layer(0, "a", {.reads = {"skip"}}), layer(1, "b", {.save = "skip"}),
                             layer(2, "c", {.reads = {"skip"}})})),
@@ -124,10 +139,26 @@ TEST(ModelGraph, RefusesANameNothingSaves) {
             "input is called that");
 }
 
-TEST(ModelGraph, RefusesANameSavedTwice) {
+TEST(ModelGraph, RefusesASaveOverwrittenBeforeAnyRead) {
   EXPECT_EQ(error_of(model({layer(0, "a", {.save = "x"}), layer(1, "b", {.save = "x"}),
                             layer(2, "c", {.reads = {"x"}})})),
-            "exp.yaml:14: model.layers[1].save: 'x' is already saved by model.layers[0]");
+            "exp.yaml:11: model.layers[0].save: no layer reads 'x' before model.layers[1] saves it "
+            "again");
+}
+
+// A residual stream as a `repeat:` block writes it: each block's `add` reads the stream and saves
+// its sum under the same name, which the next block's `add` reads.
+TEST(ModelGraph, ASavedNameRebindsForTheLayersAfterTheSave) {
+  const ModelGraph graph = model_graph(
+      model({layer(0, "emb", {.save = "x"}), layer(1, "f"),
+             layer(2, "add", {.save = "x", .reads = {"x"}}), layer(3, "g"),
+             layer(4, "add", {.save = "x", .reads = {"x"}}), layer(5, "g"), layer(6, "head")}),
+      one_input(Shape{1}));
+  EXPECT_EQ(consumed(graph, 2), (std::vector<int>{graph.output_of(1), graph.output_of(0)}));
+  EXPECT_EQ(consumed(graph, 4), (std::vector<int>{graph.output_of(3), graph.output_of(2)}));
+  // The last save is read by no layer, as in a `repeat:` block's last repetition: it is no
+  // error, since an earlier save of the name was read.
+  EXPECT_EQ(graph.live_set(4), (std::vector<int>{graph.output_of(3), graph.output_of(2)}));
 }
 
 TEST(ModelGraph, RefusesADataInputsNameAsASave) {

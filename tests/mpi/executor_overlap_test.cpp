@@ -70,7 +70,7 @@ TEST(ExecutorOverlap, StartsEachLayersBucketDuringTheLastBackward) {
                                 [](int m) {
                                   Tensor x(Shape{2, 4});
                                   x.fill(0.5f + static_cast<float>(m));
-                                  return x;
+                                  return bundle_of(std::move(x));
                                 },
                             .targets =
                                 [](int) {

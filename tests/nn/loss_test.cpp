@@ -43,6 +43,24 @@ TEST(CrossEntropyLoss, GradientMatchesFiniteDifferencesForSequences) {
   expect_loss_gradient_matches(*loss, random_tensor({2, 3, 5}, 1), targets);
 }
 
+// Label smoothing and padding (target 4 here): the finite differences of the smoothed loss, with
+// the padded rows contributing nothing.
+TEST(CrossEntropyLoss, SmoothedAndPaddedGradientMatchesFiniteDifferences) {
+  const auto loss = make_loss("cross_entropy", {.label_smoothing = 0.1, .ignore_target = 4});
+  const Tensor targets(Shape{2, 3}, std::vector<float>{0, 4, 2, 1, 4, 3});
+  expect_loss_gradient_matches(*loss, random_tensor({2, 3, 5}, 2), targets);
+}
+
+TEST(CrossEntropyLoss, PaddedTargetsAreNotRows) {
+  kernels::KernelContext kernels;
+  const auto loss = make_loss("cross_entropy", {.ignore_target = 0});
+  const Tensor targets(Shape{2, 3}, std::vector<float>{5, 0, 0, 1, 2, 0});
+  const LossOutput out = loss->compute(kernels, Tensor(Shape{2, 3, 10}), targets, 1.0f, true);
+  EXPECT_EQ(out.rows, 3);
+  EXPECT_NEAR(out.sum, 3 * std::log(10.0), 1e-4);
+  for (int64_t c = 0; c < 10; ++c) EXPECT_EQ(out.grad[10 + c], 0.0f);  // row 1 is padding
+}
+
 TEST(CrossEntropyLoss, OfUniformLogitsIsLogClassesPerRowAndCountsCorrectRows) {
   kernels::KernelContext kernels;
   const auto loss = make_loss("cross_entropy");

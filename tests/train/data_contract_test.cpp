@@ -50,7 +50,9 @@ const data::DataSchema kRegression{
 // The contract's error for `spec` on `data` ("" when it fits).
 std::string mismatch(const model::ModelSpec& spec, const data::DataSchema& data) {
   try {
-    check_model_fits_data(spec, model::plan_model(spec, data.input), data);
+    model::ModelInputs inputs;
+    for (const data::DataInput& input : data.inputs) inputs.push_back({input.name, input.shape});
+    check_model_fits_data(spec, model::plan_model(spec, inputs), data);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -133,7 +135,7 @@ TEST(DataContract, EmbeddingAfterTheFirstLayer) {
                                layer(2, "flatten"), layer(3, "linear", {{"units", 10}})}),
                      kImages),
             "exp.yaml:11: model.layers[1] (embedding): takes token ids, which only the data "
-            "provides; it must be the model's first layer");
+            "provides; it must be the model's first layer, or name a data input with `input:`");
 }
 
 }  // namespace

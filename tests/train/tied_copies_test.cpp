@@ -61,7 +61,7 @@ struct TiedModel {
     copies = std::make_unique<TiedCopies>(tied, std::vector<model::LayerRange>{{0, 3}},
                                           pipeline::Placement{}, 0, nullptr,
                                           std::vector<pipeline::Stage*>{stage.get()});
-    copies->initialize(kSeed, spec, Shape{kSeq});
+    copies->initialize(kSeed, spec, model::one_input(Shape{kSeq}));
   }
   std::span<float> param(int layer, const std::string& name, bool grad = false) {
     auto& params = stage->params();
