@@ -1,4 +1,4 @@
-// Tests for CausalSelfAttention and the per-site dropout masks: reference composition, gradients,
+// Tests for SelfAttention and the per-site dropout masks: reference composition, gradients,
 // causality and mask reproducibility.
 #include "nn/attention.h"
 
@@ -42,7 +42,7 @@ constexpr int64_t kSeq = 5, kDim = 8, kHeads = 2;
 // position embeddings on q and k when `rotary` asks for them.
 void expect_forward_matches_reference(RotaryOptions rotary) {
   kernels::KernelContext kernels;
-  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.0, rotary);
+  SelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.0, rotary);
   RandomParams params(layer);
   const Tensor x = random_tensor({2, kSeq, kDim});
   const Tensor y = layer.forward(x, {.kernels = kernels, .training = false}).output;
@@ -77,9 +77,9 @@ void expect_forward_matches_reference(RotaryOptions rotary) {
                                      false);
   }
   std::vector<float> probs(2 * kHeads * kSeq * kSeq), heads(rows * kDim), merged(rows * kDim);
-  kernels::reference::causal_attention_forward(
-      {.batch = 2, .heads = kHeads, .seq = kSeq, .head_dim = hd}, q.data(), k.data(), v.data(),
-      nullptr, probs.data(), heads.data());
+  kernels::reference::attention_forward(
+      {.batch = 2, .heads = kHeads, .q_len = kSeq, .kv_len = kSeq, .head_dim = hd},
+      {.causal = true}, q.data(), k.data(), v.data(), nullptr, probs.data(), heads.data());
   for (int64_t b = 0; b < 2; ++b) {
     for (int64_t h = 0; h < kHeads; ++h) {
       for (int64_t t = 0; t < kSeq; ++t) {
@@ -97,20 +97,20 @@ void expect_forward_matches_reference(RotaryOptions rotary) {
   for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(y[i], expected[i], 1e-5) << i;
 }
 
-TEST(CausalSelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
+TEST(SelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
   expect_forward_matches_reference({});
 }
 
-TEST(CausalSelfAttention, ForwardWithRotaryEmbeddingsMatchesTheReference) {
+TEST(SelfAttention, ForwardWithRotaryEmbeddingsMatchesTheReference) {
   // A small base turns the pairs by large angles within five positions.
   expect_forward_matches_reference({.enabled = true, .base = 10.0});
 }
 
-TEST(CausalSelfAttention, RotaryEmbeddingsChangeTheOutputAfterTheFirstPosition) {
+TEST(SelfAttention, RotaryEmbeddingsChangeTheOutputAfterTheFirstPosition) {
   // Position 0 is not rotated; the later ones are (their scores change with relative position).
   kernels::KernelContext kernels;
-  CausalSelfAttention plain(0, Shape{kSeq, kDim}, kHeads);
-  CausalSelfAttention rotary(0, Shape{kSeq, kDim}, kHeads, 0.0, {.enabled = true});
+  SelfAttention plain(0, Shape{kSeq, kDim}, kHeads);
+  SelfAttention rotary(0, Shape{kSeq, kDim}, kHeads, 0.0, {.enabled = true});
   RandomParams plain_params(plain), rotary_params(rotary);
   const Tensor x = random_tensor({1, kSeq, kDim});
   const Tensor a = plain.forward(x, {.kernels = kernels, .training = false}).output;
@@ -121,33 +121,33 @@ TEST(CausalSelfAttention, RotaryEmbeddingsChangeTheOutputAfterTheFirstPosition) 
   EXPECT_GT(difference, 1e-3);
 }
 
-TEST(CausalSelfAttention, BackwardWithRotaryEmbeddingsMatchesFiniteDifferences) {
+TEST(SelfAttention, BackwardWithRotaryEmbeddingsMatchesFiniteDifferences) {
   kernels::KernelContext ctx;
-  CausalSelfAttention layer(1, Shape{kSeq, kDim}, kHeads, 0.2, {.enabled = true, .base = 10.0});
+  SelfAttention layer(1, Shape{kSeq, kDim}, kHeads, 0.2, {.enabled = true, .base = 10.0});
   testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
 }
 
-TEST(CausalSelfAttention, ForwardConsumingKeepsTheInputItIsHanded) {
+TEST(SelfAttention, ForwardConsumingKeepsTheInputItIsHanded) {
   kernels::KernelContext kernels;
-  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.3);
+  SelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.3);
   testing::expect_forward_consuming_keeps_input(layer, random_tensor({2, kSeq, kDim}), kernels);
 }
 
-TEST(CausalSelfAttention, BackwardMatchesFiniteDifferences) {
+TEST(SelfAttention, BackwardMatchesFiniteDifferences) {
   kernels::KernelContext ctx;
-  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
+  SelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
   testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
 }
 
-TEST(CausalSelfAttention, BackwardMatchesFiniteDifferencesWithDropoutOnTheProbabilities) {
+TEST(SelfAttention, BackwardMatchesFiniteDifferencesWithDropoutOnTheProbabilities) {
   kernels::KernelContext ctx;
-  CausalSelfAttention layer(4, Shape{kSeq, kDim}, kHeads, 0.3);
+  SelfAttention layer(4, Shape{kSeq, kDim}, kHeads, 0.3);
   testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
 }
 
-TEST(CausalSelfAttention, OutputAtPositionIDoesNotDependOnLaterTokens) {
+TEST(SelfAttention, OutputAtPositionIDoesNotDependOnLaterTokens) {
   kernels::KernelContext kernels;
-  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
+  SelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
   RandomParams params(layer);
   const LayerContext ctx{.kernels = kernels, .training = false};
   const Tensor x = random_tensor({2, kSeq, kDim});
@@ -176,11 +176,11 @@ TEST(CausalSelfAttention, OutputAtPositionIDoesNotDependOnLaterTokens) {
   }
 }
 
-TEST(CausalSelfAttention, RejectsBadShapesHeadsAndRates) {
-  EXPECT_THROW(CausalSelfAttention(0, Shape{kSeq, kDim}, 3), InputError);
-  EXPECT_THROW(CausalSelfAttention(0, Shape{kDim}, 2), InputError);
-  EXPECT_THROW(CausalSelfAttention(0, Shape{kSeq, kDim}, 2, 1.0), InputError);
-  const CausalSelfAttention layer(0, Shape{kSeq, kDim}, 4);
+TEST(SelfAttention, RejectsBadShapesHeadsAndRates) {
+  EXPECT_THROW(SelfAttention(0, Shape{kSeq, kDim}, 3), InputError);
+  EXPECT_THROW(SelfAttention(0, Shape{kDim}, 2), InputError);
+  EXPECT_THROW(SelfAttention(0, Shape{kSeq, kDim}, 2, 1.0), InputError);
+  const SelfAttention layer(0, Shape{kSeq, kDim}, 4);
   const auto specs = layer.param_specs();
   ASSERT_EQ(specs.size(), 4u);
   EXPECT_EQ(specs[0].name, "qkv.weight");
@@ -235,16 +235,16 @@ TEST(FillDropoutMask, SitesDrawIndependentMasksWithAboutTheRateOfZeros) {
   EXPECT_NEAR(static_cast<double>(same_bc) / n, 0.5, 0.05);
 }
 
-TEST(CausalSelfAttention, SplitBackwardGivesTheBitsOfBackward) {
+TEST(SelfAttention, SplitBackwardGivesTheBitsOfBackward) {
   kernels::KernelContext kernels;
-  CausalSelfAttention layer(1, Shape{kSeq, kDim}, kHeads, 0.2, {.enabled = true});
+  SelfAttention layer(1, Shape{kSeq, kDim}, kHeads, 0.2, {.enabled = true});
   testing::expect_split_backward_bit_identical(
       layer, {random_tensor({2, kSeq, kDim}, 1), random_tensor({2, kSeq, kDim}, 2)}, kernels);
 }
 
-TEST(CausalSelfAttention, SplitBackwardMatchesFiniteDifferences) {
+TEST(SelfAttention, SplitBackwardMatchesFiniteDifferences) {
   kernels::KernelContext ctx;
-  testing::SplitBackwardOf<CausalSelfAttention> layer(1, Shape{kSeq, kDim}, kHeads, 0.2);
+  testing::SplitBackwardOf<SelfAttention> layer(1, Shape{kSeq, kDim}, kHeads, 0.2);
   testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
 }
 
