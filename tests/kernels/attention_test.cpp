@@ -188,7 +188,9 @@ TEST_P(AttentionKernel, MaskedEntriesAndRowsWithoutKeysAreZero) {
       ASSERT_EQ(got.dq[row * D + e], 0.0f) << "row " << row;
     }
   }
-  if (c().key_padding) EXPECT_GT(rows_without_keys, 0);
+  if (c().key_padding) {
+    EXPECT_GT(rows_without_keys, 0);
+  }
   for (const std::vector<float>* t : {&got.out, &got.dq, &got.dk, &got.dv}) {
     for (float x : *t) {
       ASSERT_TRUE(std::isfinite(x));
