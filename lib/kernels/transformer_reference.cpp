@@ -1,4 +1,4 @@
-// Naive loops in double for the norms, causal attention, rotary position embeddings and SwiGLU,
+// Naive loops in double for the norms, masked attention, rotary position embeddings and SwiGLU,
 // written for clarity, not speed.
 #include "kernels/transformer_reference.h"
 
@@ -9,24 +9,38 @@
 namespace mpipe::kernels::reference {
 namespace {
 
-using Matrix = std::vector<double>;  // row-major [seq, seq]
+using Matrix = std::vector<double>;  // row-major [q_len, kv_len]
 
-// Probabilities of one (batch, head) slice: softmax over j <= i of q_i · k_j / sqrt(head_dim).
-// q, k: [seq, head_dim] → p: [seq, seq].
-Matrix causal_probs(const float* q, const float* k, int64_t seq, int64_t head_dim) {
-  Matrix p(static_cast<size_t>(seq * seq), 0.0);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  for (int64_t i = 0; i < seq; ++i) {
+// Whether query i of example b may attend to key j.
+bool visible(const AttentionShape& shape, const AttentionMask& mask, int64_t b, int64_t i,
+             int64_t j) {
+  return (!mask.causal || j <= i) && (!mask.key_keep || mask.key_keep[b * shape.kv_len + j] != 0);
+}
+
+// Probabilities of one (batch, head) slice of example b: softmax over the visible j of
+// q_i · k_j / sqrt(head_dim), all 0 in a row that sees no key.
+// q: [q_len, head_dim], k: [kv_len, head_dim] → p: [q_len, kv_len].
+Matrix probabilities(const AttentionShape& shape, const AttentionMask& mask, int64_t b,
+                     const float* q, const float* k) {
+  const int64_t Tq = shape.q_len, Tk = shape.kv_len, D = shape.head_dim;
+  Matrix p(static_cast<size_t>(Tq * Tk), 0.0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  for (int64_t i = 0; i < Tq; ++i) {
     double max = -std::numeric_limits<double>::infinity();
-    for (int64_t j = 0; j <= i; ++j) {
+    for (int64_t j = 0; j < Tk; ++j) {
+      if (!visible(shape, mask, b, i, j)) continue;
       double s = 0.0;
-      for (int64_t e = 0; e < head_dim; ++e) s += double(q[i * head_dim + e]) * k[j * head_dim + e];
-      p[i * seq + j] = s * scale;
-      max = std::max(max, p[i * seq + j]);
+      for (int64_t e = 0; e < D; ++e) s += double(q[i * D + e]) * k[j * D + e];
+      p[i * Tk + j] = s * scale;
+      max = std::max(max, p[i * Tk + j]);
     }
     double sum = 0.0;
-    for (int64_t j = 0; j <= i; ++j) sum += p[i * seq + j] = std::exp(p[i * seq + j] - max);
-    for (int64_t j = 0; j <= i; ++j) p[i * seq + j] /= sum;
+    for (int64_t j = 0; j < Tk; ++j) {
+      if (visible(shape, mask, b, i, j)) sum += p[i * Tk + j] = std::exp(p[i * Tk + j] - max);
+    }
+    for (int64_t j = 0; j < Tk; ++j) {
+      if (visible(shape, mask, b, i, j)) p[i * Tk + j] /= sum;
+    }
   }
   return p;
 }
@@ -80,58 +94,64 @@ void layer_norm_backward(const float* x, const float* dy, const float* gamma, co
   }
 }
 
-void causal_attention_forward(const AttentionShape& shape, const float* q, const float* k,
-                              const float* v, const float* dropout_mask, float* probs, float* out) {
-  const int64_t T = shape.seq, D = shape.head_dim;
+void attention_forward(const AttentionShape& shape, const AttentionMask& mask, const float* q,
+                       const float* k, const float* v, const float* dropout_mask, float* probs,
+                       float* out) {
+  const int64_t Tq = shape.q_len, Tk = shape.kv_len, D = shape.head_dim;
   for (int64_t s = 0; s < shape.batch * shape.heads; ++s) {
-    const Matrix p = causal_probs(q + s * T * D, k + s * T * D, T, D);
-    const float* mask = dropout_mask ? dropout_mask + s * T * T : nullptr;
-    for (int64_t i = 0; i < T * T; ++i) probs[s * T * T + i] = static_cast<float>(p[i]);
-    for (int64_t i = 0; i < T; ++i) {
+    const Matrix p = probabilities(shape, mask, s / shape.heads, q + s * Tq * D, k + s * Tk * D);
+    const float* drop = dropout_mask ? dropout_mask + s * Tq * Tk : nullptr;
+    for (int64_t i = 0; i < Tq * Tk; ++i) probs[s * Tq * Tk + i] = static_cast<float>(p[i]);
+    for (int64_t i = 0; i < Tq; ++i) {
       for (int64_t e = 0; e < D; ++e) {
         double acc = 0.0;
-        for (int64_t j = 0; j < T; ++j) {
-          acc += p[i * T + j] * mask_at(mask, i * T + j) * v[s * T * D + j * D + e];
+        for (int64_t j = 0; j < Tk; ++j) {
+          acc += p[i * Tk + j] * mask_at(drop, i * Tk + j) * v[s * Tk * D + j * D + e];
         }
-        out[s * T * D + i * D + e] = static_cast<float>(acc);
+        out[s * Tq * D + i * D + e] = static_cast<float>(acc);
       }
     }
   }
 }
 
-void causal_attention_backward(const AttentionShape& shape, const float* q, const float* k,
-                               const float* v, const float* dropout_mask, const float* dout,
-                               float* dq, float* dk, float* dv) {
-  const int64_t T = shape.seq, D = shape.head_dim;
+void attention_backward(const AttentionShape& shape, const AttentionMask& mask, const float* q,
+                        const float* k, const float* v, const float* dropout_mask,
+                        const float* dout, float* dq, float* dk, float* dv) {
+  const int64_t Tq = shape.q_len, Tk = shape.kv_len, D = shape.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   for (int64_t s = 0; s < shape.batch * shape.heads; ++s) {
-    const float *qs = q + s * T * D, *ks = k + s * T * D, *vs = v + s * T * D;
-    const float* dos = dout + s * T * D;
-    const float* mask = dropout_mask ? dropout_mask + s * T * T : nullptr;
-    const Matrix p = causal_probs(qs, ks, T, D);
-    // dp[i][j] = mask[i][j] * (dout_i · v_j); ds = p * (dp - sum_j p * dp).
-    Matrix ds(static_cast<size_t>(T * T), 0.0);
-    for (int64_t i = 0; i < T; ++i) {
+    const float *qs = q + s * Tq * D, *ks = k + s * Tk * D, *vs = v + s * Tk * D;
+    const float* dos = dout + s * Tq * D;
+    const float* drop = dropout_mask ? dropout_mask + s * Tq * Tk : nullptr;
+    const Matrix p = probabilities(shape, mask, s / shape.heads, qs, ks);
+    // dp[i][j] = drop[i][j] * (dout_i · v_j); ds = p * (dp - sum_j p * dp).
+    Matrix ds(static_cast<size_t>(Tq * Tk), 0.0);
+    for (int64_t i = 0; i < Tq; ++i) {
       double row = 0.0;
-      for (int64_t j = 0; j < T; ++j) {
+      for (int64_t j = 0; j < Tk; ++j) {
         double dp = 0.0;
         for (int64_t e = 0; e < D; ++e) dp += double(dos[i * D + e]) * vs[j * D + e];
-        ds[i * T + j] = dp * mask_at(mask, i * T + j);
-        row += p[i * T + j] * ds[i * T + j];
+        ds[i * Tk + j] = dp * mask_at(drop, i * Tk + j);
+        row += p[i * Tk + j] * ds[i * Tk + j];
       }
-      for (int64_t j = 0; j < T; ++j) ds[i * T + j] = p[i * T + j] * (ds[i * T + j] - row);
+      for (int64_t j = 0; j < Tk; ++j) ds[i * Tk + j] = p[i * Tk + j] * (ds[i * Tk + j] - row);
     }
-    for (int64_t i = 0; i < T; ++i) {
+    for (int64_t i = 0; i < Tq; ++i) {
       for (int64_t e = 0; e < D; ++e) {
-        double gq = 0.0, gk = 0.0, gv = 0.0;
-        for (int64_t j = 0; j < T; ++j) {
-          gq += ds[i * T + j] * ks[j * D + e];
-          gk += ds[j * T + i] * qs[j * D + e];
-          gv += p[j * T + i] * mask_at(mask, j * T + i) * dos[j * D + e];
+        double gq = 0.0;
+        for (int64_t j = 0; j < Tk; ++j) gq += ds[i * Tk + j] * ks[j * D + e];
+        dq[s * Tq * D + i * D + e] = static_cast<float>(gq * scale);
+      }
+    }
+    for (int64_t j = 0; j < Tk; ++j) {
+      for (int64_t e = 0; e < D; ++e) {
+        double gk = 0.0, gv = 0.0;
+        for (int64_t i = 0; i < Tq; ++i) {
+          gk += ds[i * Tk + j] * qs[i * D + e];
+          gv += p[i * Tk + j] * mask_at(drop, i * Tk + j) * dos[i * D + e];
         }
-        dq[s * T * D + i * D + e] = static_cast<float>(gq * scale);
-        dk[s * T * D + i * D + e] = static_cast<float>(gk * scale);
-        dv[s * T * D + i * D + e] = static_cast<float>(gv);
+        dk[s * Tk * D + j * D + e] = static_cast<float>(gk * scale);
+        dv[s * Tk * D + j * D + e] = static_cast<float>(gv);
       }
     }
   }

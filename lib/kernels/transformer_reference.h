@@ -35,15 +35,16 @@ void swiglu_forward(const float* gate_up, float* out, int64_t rows, int64_t hidd
 void swiglu_backward(const float* gate_up, const float* dout, float* dgate_up, int64_t rows,
                      int64_t hidden);
 
-// Same contract as kernels::causal_attention_forward.
-// q, k, v, out: [batch, heads, seq, head_dim]; probs, dropout_mask: [batch, heads, seq, seq]
-// (dropout_mask may be nullptr).
-void causal_attention_forward(const AttentionShape& shape, const float* q, const float* k,
-                              const float* v, const float* dropout_mask, float* probs, float* out);
-// As kernels::causal_attention_backward, but recomputes the probabilities in double from q and k
-// instead of taking them from the forward pass.
-void causal_attention_backward(const AttentionShape& shape, const float* q, const float* k,
-                               const float* v, const float* dropout_mask, const float* dout,
-                               float* dq, float* dk, float* dv);
+// Same contract as kernels::attention_forward.
+// q, out: [batch, heads, q_len, head_dim]; k, v: [batch, heads, kv_len, head_dim]; probs,
+// dropout_mask: [batch, heads, q_len, kv_len] (dropout_mask may be nullptr).
+void attention_forward(const AttentionShape& shape, const AttentionMask& mask, const float* q,
+                       const float* k, const float* v, const float* dropout_mask, float* probs,
+                       float* out);
+// As kernels::attention_backward, but recomputes the probabilities in double from q, k and the
+// mask instead of taking them from the forward pass.
+void attention_backward(const AttentionShape& shape, const AttentionMask& mask, const float* q,
+                        const float* k, const float* v, const float* dropout_mask,
+                        const float* dout, float* dq, float* dk, float* dv);
 
 }  // namespace mpipe::kernels::reference

@@ -39,8 +39,8 @@ void LayerAttrs::fail(const Attr& attr, const std::string& message) const {
 }
 
 int64_t LayerAttrs::integer(const std::string& key, int64_t min) {
-  if (!find(key)) {
-    throw InputError(
+  if (!find(key)) {  // (an AttributeError: it names the key's own line)
+    throw AttributeError(
         fmt::format("{}.{}: required for layer '{}'", spec_.where.prefix(), key, spec_.kind));
   }
   return integer(key, 0, min);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <span>
 
 #include "core/error.h"
@@ -17,6 +18,7 @@
 #include "nn/attention.h"
 #include "nn/batch_norm2d.h"
 #include "nn/conv2d.h"
+#include "nn/cross_attention.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/flatten.h"
@@ -106,8 +108,8 @@ std::unique_ptr<nn::Layer> rms_norm(LayerAttrs& a, const Shape& in, int i, const
 }
 
 std::unique_ptr<nn::Layer> attention(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
-  const AttentionOptions o = read_attention(a);
-  return std::make_unique<nn::CausalSelfAttention>(i, in, o.heads, o.dropout, o.rotary);
+  const AttentionOptions o = read_attention(a, /*reads_ids=*/false);
+  return std::make_unique<nn::SelfAttention>(i, in, o.heads, o.dropout, o.rotary, 0.02f, o.causal);
 }
 
 std::unique_ptr<nn::Layer> transformer_block(LayerAttrs& a, const Shape& in, int i,
@@ -125,10 +127,32 @@ std::unique_ptr<nn::Layer> transformer_block(LayerAttrs& a, const Shape& in, int
 // A kind that reads values (a model graph's `read`) also takes their shapes; shape errors name
 // the read's own key.
 using ReadingBuilder = std::function<std::unique_ptr<nn::Layer>(
-    const LayerSpec&, LayerAttrs&, const Shape&, std::span<const Shape>, int)>;
+    const LayerSpec&, LayerAttrs&, const Shape&, std::span<const Shape>, int, const ModelContext&)>;
+
+// An AttributeError naming read r's own line: its value has the wrong shape for this layer.
+[[noreturn]] void bad_read(const LayerSpec& spec, size_t r, const Shape& shape,
+                           const std::string& needs) {
+  throw AttributeError(fmt::format("{}: '{}' has shape {}, but {} needs {}",
+                                   spec.reads[r].where.prefix(), spec.reads[r].name, shape,
+                                   spec.kind, needs));
+}
+
+// An AttributeError naming the first read beyond the `most` a layer takes.
+void check_read_count(const LayerSpec& spec, size_t most, const std::string& which) {
+  if (spec.reads.size() > most) {
+    throw AttributeError(fmt::format("{}: {} reads {}, nothing more",
+                                     spec.reads[most].where.prefix(), spec.kind, which));
+  }
+}
+
+// Read r holds the token ids of a sequence of `len` positions: one example's shape [len].
+void check_ids_read(const LayerSpec& spec, size_t r, std::span<const Shape> reads, int64_t len,
+                    const std::string& whose) {
+  if (reads[r] != Shape{len}) bad_read(spec, r, reads[r], fmt::format("{} ids [{}]", whose, len));
+}
 
 std::unique_ptr<nn::Layer> add(const LayerSpec& spec, LayerAttrs&, const Shape& in,
-                               std::span<const Shape> reads, int i) {
+                               std::span<const Shape> reads, int i, const ModelContext&) {
   for (size_t r = 0; r < reads.size(); ++r) {
     if (reads[r] != in) {  // (an AttributeError: it names the read's own line)
       throw AttributeError(fmt::format("{}: '{}' has shape {}, but the main input has {}",
@@ -139,9 +163,41 @@ std::unique_ptr<nn::Layer> add(const LayerSpec& spec, LayerAttrs&, const Shape& 
   return std::make_unique<nn::Add>(i, in, std::vector<Shape>(reads.begin(), reads.end()));
 }
 
+// attention with `read: [IDS]`: keys whose token id is pad_id are padding.
+std::unique_ptr<nn::Layer> padded_attention(const LayerSpec& spec, LayerAttrs& a, const Shape& in,
+                                            std::span<const Shape> reads, int i,
+                                            const ModelContext&) {
+  check_read_count(spec, 1, "one value (its sequence's token ids)");
+  if (in.rank() == 2) check_ids_read(spec, 0, reads, in[0], "its input's token");
+  const AttentionOptions o = read_attention(a, /*reads_ids=*/true);
+  return std::make_unique<nn::SelfAttention>(i, in, o.heads, o.dropout, o.rotary, 0.02f, o.causal,
+                                             o.padding);
+}
+
+// cross_attention with `read: [MEMORY]` or `read: [MEMORY, IDS]`.
+std::unique_ptr<nn::Layer> cross_attention(const LayerSpec& spec, LayerAttrs& a, const Shape& in,
+                                           std::span<const Shape> reads, int i,
+                                           const ModelContext& model) {
+  check_read_count(spec, 2, "a memory and its token ids");
+  if (in.rank() == 2) {
+    const Shape& memory = reads[0];
+    if (memory.rank() != 2 || memory[0] <= 0 || memory[1] != in[1]) {
+      bad_read(spec, 0, memory, fmt::format("a memory [S, {}] (its input's d)", in[1]));
+    }
+    if (reads.size() == 2) check_ids_read(spec, 1, reads, memory[0], "the memory's token");
+  }
+  const bool reads_ids = reads.size() == 2;
+  const CrossAttentionOptions o = read_cross_attention(a, reads_ids);
+  return std::make_unique<nn::CrossAttention>(
+      i, in, reads[0], o.heads, o.dropout, model.residual_std,
+      reads_ids ? std::optional<nn::KeyPadding>(o.padding) : std::nullopt);
+}
+
 const std::map<std::string, ReadingBuilder>& reading_builders() {
   static const std::map<std::string, ReadingBuilder> table = {
       {"add", add},
+      {"attention", padded_attention},
+      {"cross_attention", cross_attention},
   };
   return table;
 }
@@ -173,11 +229,10 @@ const std::map<std::string, Builder>& builders() {
 }  // namespace
 
 std::vector<std::string> known_layer_kinds() {
-  std::vector<std::string> kinds;
-  for (const auto& [kind, builder] : builders()) kinds.push_back(kind);
-  for (const auto& [kind, builder] : reading_builders()) kinds.push_back(kind);
-  std::sort(kinds.begin(), kinds.end());
-  return kinds;
+  std::set<std::string> kinds;
+  for (const auto& [kind, builder] : builders()) kinds.insert(kind);
+  for (const auto& [kind, builder] : reading_builders()) kinds.insert(kind);
+  return {kinds.begin(), kinds.end()};
 }
 
 std::vector<std::string> reading_layer_kinds() {
@@ -199,16 +254,16 @@ std::unique_ptr<nn::Layer> make_layer(const LayerSpec& spec, const Shape& input,
                                  spec.reads.front().where.prefix(), spec.kind,
                                  fmt::join(reading_layer_kinds(), ", ")));
   }
-  if (reading != reading_builders().end() && spec.reads.empty()) {
+  if (it == builders().end() && spec.reads.empty()) {
     throw InputError(fmt::format("{}: {} needs at least one value to read (read: [NAME])",
                                  spec.where.prefix(), spec.kind));
   }
   LayerAttrs attrs(spec);
   std::unique_ptr<nn::Layer> layer;
   try {
-    layer = reading != reading_builders().end()
-                ? reading->second(spec, attrs, input, reads, global_index)
-                : it->second(attrs, input, global_index, model);
+    // A kind with both forms (attention) reads when its entry has a `read`.
+    layer = !spec.reads.empty() ? reading->second(spec, attrs, input, reads, global_index, model)
+                                : it->second(attrs, input, global_index, model);
   } catch (const AttributeError&) {
     throw;  // already names the attribute's own line
   } catch (const InputError& e) {

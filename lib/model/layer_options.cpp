@@ -27,6 +27,11 @@ E read_choice(LayerAttrs& a, const std::string& key, const EnumNames<E, N>& name
   return *value_named(names, a.text(key, std::string(name_of(names, fallback)), choices));
 }
 
+// pad_id (0) of a layer that reads token ids for key padding.
+nn::KeyPadding read_padding(LayerAttrs& a, bool reads_ids) {
+  return {.pad_id = reads_ids ? a.integer("pad_id", 0, 0) : 0};
+}
+
 PoolOptions read_pool(LayerAttrs& a) {
   PoolOptions o;
   o.kernel = a.integer("kernel", 1);
@@ -97,11 +102,19 @@ LayerNormOptions read_layer_norm(LayerAttrs& a) {
 
 LayerNormOptions read_rms_norm(LayerAttrs& a) { return read_layer_norm(a); }
 
-AttentionOptions read_attention(LayerAttrs& a) {
+AttentionOptions read_attention(LayerAttrs& a, bool reads_ids) {
   return {.heads = a.integer("heads", 1),
           .mlp_ratio = AttentionOptions{}.mlp_ratio,
           .dropout = a.number("dropout", 0.0, 0.0, kMaxDropout),
-          .rotary = read_rotary(a)};
+          .rotary = read_rotary(a),
+          .causal = a.flag("causal", true),
+          .padding = read_padding(a, reads_ids)};
+}
+
+CrossAttentionOptions read_cross_attention(LayerAttrs& a, bool reads_ids) {
+  return {.heads = a.integer("heads", 1),
+          .dropout = a.number("dropout", 0.0, 0.0, kMaxDropout),
+          .padding = read_padding(a, reads_ids)};
 }
 
 AttentionOptions read_transformer_block(LayerAttrs& a) {

@@ -9,6 +9,7 @@
 #include "core/shape.h"
 #include "model/layer_attrs.h"
 #include "nn/attention.h"
+#include "nn/key_padding.h"
 #include "nn/layer.h"
 #include "nn/row_norm.h"
 #include "nn/transformer_block.h"
@@ -78,6 +79,14 @@ struct AttentionOptions {  // attention and transformer_block
   nn::RotaryOptions rotary = {};
   nn::NormKind norm = nn::NormKind::kLayerNorm;  // transformer_block only
   nn::MlpKind mlp = nn::MlpKind::kGelu;          // transformer_block only
+  bool causal = true;                            // attention only
+  nn::KeyPadding padding = {};  // attention that reads token ids only: their pad id
+};
+
+struct CrossAttentionOptions {
+  int64_t heads = 1;
+  double dropout = 0.0;
+  nn::KeyPadding padding = {};  // with a read of the memory's token ids: their pad id
 };
 
 // Each reads its kind's keys from `attrs` (which then knows them, for LayerAttrs::finish) and
@@ -94,7 +103,9 @@ SeparableCellOptions read_separable_cell(LayerAttrs& attrs, const Shape& input);
 EmbeddingOptions read_embedding(LayerAttrs& attrs, const Shape& input);
 LayerNormOptions read_layer_norm(LayerAttrs& attrs);
 LayerNormOptions read_rms_norm(LayerAttrs& attrs);
-AttentionOptions read_attention(LayerAttrs& attrs);
+// `reads_ids`: the layer reads token ids (key padding), so it takes a pad_id.
+AttentionOptions read_attention(LayerAttrs& attrs, bool reads_ids);
+CrossAttentionOptions read_cross_attention(LayerAttrs& attrs, bool reads_ids);
 AttentionOptions read_transformer_block(LayerAttrs& attrs);
 
 }  // namespace mpipe::model

@@ -1,5 +1,5 @@
-// CausalSelfAttention layer: projections through the linear kernels, heads split and merged
-// around the causal attention kernel; dropout masks from the counter RNG.
+// SelfAttention layer: projections through the linear kernels, heads split and merged around the
+// attention kernel; dropout masks from the counter RNG.
 #include "nn/attention.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "core/rng.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
+#include "nn/attention_heads.h"
 
 namespace mpipe::nn {
 
@@ -32,56 +33,27 @@ void fill_dropout_mask(const LayerContext& ctx, int global_index, DropoutSite si
 
 namespace {
 
-// Sizes of one call: batch, sequence, model width, heads.
-struct Dims {
-  int64_t batch, seq, dim, heads;
-  int64_t head_dim() const { return dim / heads; }
-  int64_t rows() const { return batch * seq; }
-  kernels::AttentionShape attention() const {
-    return {.batch = batch, .heads = heads, .seq = seq, .head_dim = head_dim()};
-  }
-};
-
-// heads[b, h, t, e] = rows[b * seq + t, offset + h * head_dim + e].
-// rows: [batch * seq, stride] → heads: [batch, heads, seq, head_dim].
-void to_heads(const Dims& s, const float* rows, int64_t stride, int64_t offset, float* heads) {
-  const int64_t hd = s.head_dim();
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t h = 0; h < s.heads; ++h) {
-      for (int64_t t = 0; t < s.seq; ++t) {
-        const float* src = rows + (b * s.seq + t) * stride + offset + h * hd;
-        std::copy(src, src + hd, heads + ((b * s.heads + h) * s.seq + t) * hd);
-      }
-    }
-  }
-}
-
-// The inverse of to_heads: heads: [batch, heads, seq, head_dim] → columns [offset, offset + dim)
-// of rows: [batch * seq, stride].
-void from_heads(const Dims& s, const float* heads, int64_t stride, int64_t offset, float* rows) {
-  const int64_t hd = s.head_dim();
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t h = 0; h < s.heads; ++h) {
-      for (int64_t t = 0; t < s.seq; ++t) {
-        const float* src = heads + ((b * s.heads + h) * s.seq + t) * hd;
-        std::copy(src, src + hd, rows + (b * s.seq + t) * stride + offset + h * hd);
-      }
-    }
-  }
+kernels::AttentionShape attention_shape(const HeadLayout& s) {
+  return {.batch = s.batch,
+          .heads = s.heads,
+          .q_len = s.seq,
+          .kv_len = s.seq,
+          .head_dim = s.head_dim()};
 }
 
 }  // namespace
 
-CausalSelfAttention::CausalSelfAttention(int global_index, const Shape& input_shape, int64_t heads,
-                                         double dropout, RotaryOptions rotary, float proj_std)
+SelfAttention::SelfAttention(int global_index, const Shape& input_shape, int64_t heads,
+                             double dropout, RotaryOptions rotary, float proj_std, bool causal,
+                             std::optional<KeyPadding> padding)
     : InputSavingLayer(global_index),
       seq_(0),
       dim_(0),
       heads_(heads),
       dropout_(dropout),
-      proj_std_(proj_std) {
+      proj_std_(proj_std),
+      causal_(causal),
+      padding_(padding) {
   check_input(input_shape.rank() == 2 && input_shape[0] > 0 && input_shape[1] > 0,
               "attention needs an input [T, d], got {}", input_shape);
   seq_ = input_shape[0];
@@ -90,6 +62,8 @@ CausalSelfAttention::CausalSelfAttention(int global_index, const Shape& input_sh
               heads);
   check_input(dropout >= 0.0 && dropout < 1.0, "attention dropout must be in [0, 1), got {}",
               dropout);
+  check_input(!padding || padding->pad_id >= 0, "attention pad_id must be >= 0, got {}",
+              padding ? padding->pad_id : 0);
   if (rotary.enabled) {
     const int64_t head_dim = dim_ / heads;
     check_input(head_dim % 2 == 0,
@@ -99,7 +73,7 @@ CausalSelfAttention::CausalSelfAttention(int global_index, const Shape& input_sh
   }
 }
 
-std::vector<ParamSpec> CausalSelfAttention::param_specs() const {
+std::vector<ParamSpec> SelfAttention::param_specs() const {
   const int64_t d = dim_;
   return {{.name = "qkv.weight",
            .shape = {3 * d, d},
@@ -117,21 +91,44 @@ std::vector<ParamSpec> CausalSelfAttention::param_specs() const {
           {.name = "proj.bias", .shape = {d}, .init = Init::kZeros}};
 }
 
-void CausalSelfAttention::bind(std::vector<std::span<float>> params,
-                               std::vector<std::span<float>> grads,
-                               std::vector<std::span<float>> buffers) {
+void SelfAttention::bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
+                         std::vector<std::span<float>> buffers) {
   check(params.size() == 4 && grads.size() == 4 && buffers.empty(),
-        "CausalSelfAttention::bind: expected 4 params");
+        "SelfAttention::bind: expected 4 params");
   qkv_weight_ = params[0], qkv_bias_ = params[1], proj_weight_ = params[2], proj_bias_ = params[3];
   qkv_weight_grad_ = grads[0], qkv_bias_grad_ = grads[1];
   proj_weight_grad_ = grads[2], proj_bias_grad_ = grads[3];
 }
 
-Forward CausalSelfAttention::forward_without_input(const Tensor& x, const LayerContext& ctx) const {
+Forward SelfAttention::forward_without_input(const Tensor& x, const LayerContext& ctx) const {
+  check(!padding_, "layer {} (attention) reads token ids: forward_reading", global_index());
+  return attend(x, nullptr, ctx);
+}
+
+Forward SelfAttention::forward_reading(const Tensor& x, std::span<const Tensor* const> reads,
+                                       const LayerContext& ctx) {
+  check(padding_ && reads.size() == 1, "layer {} (attention): {} reads, expected {}",
+        global_index(), reads.size(), num_reads());
+  const std::vector<uint8_t> keep = key_keep(*reads[0], seq_, *padding_);
+  Forward result = attend(x, keep.data(), ctx);
+  if (ctx.training) result.saved.tensors.insert(result.saved.tensors.begin(), x);
+  return result;
+}
+
+std::vector<Tensor> SelfAttention::backward_reading(const Tensor& dy, const Saved& saved,
+                                                    const LayerContext& ctx) {
+  std::vector<Tensor> grads;
+  grads.push_back(backward_from(dy, saved.tensors, ctx));
+  grads.emplace_back();  // token ids take no gradient
+  return grads;
+}
+
+Forward SelfAttention::attend(const Tensor& x, const uint8_t* key_keep,
+                              const LayerContext& ctx) const {
   check(x.shape().rank() == 3 && x.dim(1) == seq_ && x.dim(2) == dim_,
-        "CausalSelfAttention: input {} is not [batch, {}, {}]", x.shape(), seq_, dim_);
-  check(!qkv_weight_.empty(), "CausalSelfAttention: forward before bind");
-  const Dims s{.batch = x.dim(0), .seq = seq_, .dim = dim_, .heads = heads_};
+        "SelfAttention: input {} is not [batch, {}, {}]", x.shape(), seq_, dim_);
+  check(!qkv_weight_.empty(), "SelfAttention: forward before bind");
+  const HeadLayout s{.batch = x.dim(0), .seq = seq_, .dim = dim_, .heads = heads_};
   const Shape head_shape{s.batch, s.heads, s.seq, s.head_dim()};
   // qkv: [rows, 3d] = x · qkv.weight^T + qkv.bias, then split into q, k, v per head.
   Tensor qkv = Tensor::uninitialized(Shape{s.rows(), 3 * dim_});
@@ -155,9 +152,9 @@ Forward CausalSelfAttention::forward_without_input(const Tensor& x, const LayerC
     fill_dropout_mask(ctx, global_index(), DropoutSite::kAttentionProbs, dropout_, s.batch,
                       s.heads * s.seq * s.seq, mask.data());
   }
-  kernels::causal_attention_forward(ctx.kernels, s.attention(), q.data(), k.data(), v.data(),
-                                    mask.empty() ? nullptr : mask.data(), probs.data(),
-                                    heads_out.data());
+  kernels::attention_forward(
+      ctx.kernels, attention_shape(s), {.causal = causal_, .key_keep = key_keep}, q.data(),
+      k.data(), v.data(), mask.empty() ? nullptr : mask.data(), probs.data(), heads_out.data());
   mask = Tensor();  // each temporary is freed as soon as it is used up
   // merged: [rows, d] (heads side by side); y = merged · proj.weight^T + proj.bias.
   Tensor merged = Tensor::uninitialized(x.shape());
@@ -175,17 +172,16 @@ Forward CausalSelfAttention::forward_without_input(const Tensor& x, const LayerC
   return result;
 }
 
-Tensor CausalSelfAttention::backward(const Tensor& dy, const Saved& saved,
-                                     const LayerContext& ctx) {
+Tensor SelfAttention::backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
   return backward_from(dy, saved.tensors, ctx);
 }
 
-Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tensor> saved,
-                                          const LayerContext& ctx) const {
-  check(saved.size() == kSavedTensors, "CausalSelfAttention::backward: nothing saved");
+Tensor SelfAttention::backward_from(const Tensor& dy, std::span<const Tensor> saved,
+                                    const LayerContext& ctx) const {
+  check(saved.size() == kSavedTensors, "SelfAttention::backward: nothing saved");
   const Tensor &x = saved[0], &merged = saved[5];
-  check(dy.shape() == x.shape(), "CausalSelfAttention::backward: dy {} does not match x {}",
-        dy.shape(), x.shape());
+  check(dy.shape() == x.shape(), "SelfAttention::backward: dy {} does not match x {}", dy.shape(),
+        x.shape());
   const int64_t rows = x.dim(0) * seq_;
   // Output projection: dproj.weight += dy^T · merged, dmerged = dy · proj.weight.
   Tensor dmerged = Tensor::uninitialized(x.shape());
@@ -202,12 +198,11 @@ Tensor CausalSelfAttention::backward_from(const Tensor& dy, std::span<const Tens
   return dx;
 }
 
-Tensor CausalSelfAttention::backward_input(const Tensor& dy, Saved& saved,
-                                           const LayerContext& ctx) {
-  check(saved.tensors.size() == kSavedTensors, "CausalSelfAttention::backward: nothing saved");
+Tensor SelfAttention::backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) {
+  check(saved.tensors.size() == kSavedTensors, "SelfAttention::backward: nothing saved");
   const Tensor& x = saved.tensors[0];
-  check(dy.shape() == x.shape(), "CausalSelfAttention::backward: dy {} does not match x {}",
-        dy.shape(), x.shape());
+  check(dy.shape() == x.shape(), "SelfAttention::backward: dy {} does not match x {}", dy.shape(),
+        x.shape());
   const int64_t rows = x.dim(0) * seq_;
   // dmerged = dy · proj.weight, then dx = dqkv · qkv.weight (the weight gradients wait for W).
   Tensor dmerged = Tensor::uninitialized(x.shape());
@@ -230,17 +225,16 @@ Tensor CausalSelfAttention::backward_input(const Tensor& dy, Saved& saved,
   return dx;
 }
 
-void CausalSelfAttention::backward_weight(const Tensor& dy, const Saved& saved,
-                                          const LayerContext& ctx) {
+void SelfAttention::backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
   backward_weight_from(dy, saved.tensors, ctx);
 }
 
-void CausalSelfAttention::backward_weight_from(const Tensor& dy, std::span<const Tensor> kept,
-                                               const LayerContext& ctx) const {
-  check(kept.size() == kWeightKeptTensors, "CausalSelfAttention::backward_weight: nothing kept");
+void SelfAttention::backward_weight_from(const Tensor& dy, std::span<const Tensor> kept,
+                                         const LayerContext& ctx) const {
+  check(kept.size() == kWeightKeptTensors, "SelfAttention::backward_weight: nothing kept");
   const Tensor &x = kept[0], &merged = kept[1], &dqkv = kept[2];
-  check(dy.shape() == x.shape(), "CausalSelfAttention::backward: dy {} does not match x {}",
-        dy.shape(), x.shape());
+  check(dy.shape() == x.shape(), "SelfAttention::backward: dy {} does not match x {}", dy.shape(),
+        x.shape());
   const int64_t rows = x.dim(0) * seq_;
   // dproj.weight += dy^T · merged, dqkv.weight += dqkv^T · x (and the biases).
   kernels::linear_backward_weights(ctx.kernels, merged.data(), dy.data(), proj_weight_grad_.data(),
@@ -249,10 +243,10 @@ void CausalSelfAttention::backward_weight_from(const Tensor& dy, std::span<const
                                    qkv_bias_grad_.data(), rows, dim_, 3 * dim_);
 }
 
-Tensor CausalSelfAttention::qkv_grad(int64_t batch, Tensor dmerged, std::span<const Tensor> saved,
-                                     const LayerContext& ctx) const {
+Tensor SelfAttention::qkv_grad(int64_t batch, Tensor dmerged, std::span<const Tensor> saved,
+                               const LayerContext& ctx) const {
   const Tensor &q = saved[1], &k = saved[2], &v = saved[3], &probs = saved[4];
-  const Dims s{.batch = batch, .seq = seq_, .dim = dim_, .heads = heads_};
+  const HeadLayout s{.batch = batch, .seq = seq_, .dim = dim_, .heads = heads_};
   Tensor dheads = Tensor::uninitialized(q.shape());
   to_heads(s, dmerged.data(), dim_, 0, dheads.data());
   dmerged = Tensor();  // each temporary is freed as soon as it is used up
@@ -265,9 +259,9 @@ Tensor CausalSelfAttention::qkv_grad(int64_t batch, Tensor dmerged, std::span<co
   }
   Tensor dq = Tensor::uninitialized(q.shape()), dk = Tensor::uninitialized(q.shape()),
          dv = Tensor::uninitialized(q.shape());
-  kernels::causal_attention_backward(ctx.kernels, s.attention(), q.data(), k.data(), v.data(),
-                                     probs.data(), mask.empty() ? nullptr : mask.data(),
-                                     dheads.data(), dq.data(), dk.data(), dv.data());
+  kernels::attention_backward(ctx.kernels, attention_shape(s), q.data(), k.data(), v.data(),
+                              probs.data(), mask.empty() ? nullptr : mask.data(), dheads.data(),
+                              dq.data(), dk.data(), dv.data());
   dheads = Tensor();
   mask = Tensor();
   if (rotary_) {  // from the rotated q and k back to the projections' q and k
@@ -284,7 +278,7 @@ Tensor CausalSelfAttention::qkv_grad(int64_t batch, Tensor dmerged, std::span<co
   return dqkv;
 }
 
-double CausalSelfAttention::forward_flops_per_example() const {
+double SelfAttention::forward_flops_per_example() const {
   const auto t = static_cast<double>(seq_), d = static_cast<double>(dim_);
   // q/k/v projection 2·T·d·3d, q·k^T and probs·v 2·T·T·d each, output projection 2·T·d·d; the
   // rotation of q and k 3 operations per element each.
@@ -292,7 +286,7 @@ double CausalSelfAttention::forward_flops_per_example() const {
   return 2.0 * t * d * 3.0 * d + 4.0 * t * t * d + 2.0 * t * d * d + rotation;
 }
 
-LayerNeeds CausalSelfAttention::needs() const {
+LayerNeeds SelfAttention::needs() const {
   // Per example: an activation a = T·d, the probabilities p = heads·T² and their dropout mask m
   // (p with dropout, else 0). Keeps x, q, k, v, the merged heads (a each) and the probabilities.
   const double a = float_bytes(seq_ * dim_), p = float_bytes(heads_ * seq_ * seq_);
@@ -301,19 +295,23 @@ LayerNeeds CausalSelfAttention::needs() const {
   // gradient, dq, dk, dv and the mask in the kernel; dx counts as its input. Its
   // forward peaks in the kernel with q, k, v, the probabilities, the heads' output and the mask,
   // beyond its input, output and what it keeps when the mask is over 2a.
-  return {
+  LayerNeeds needs{
       .kept_tensor_bytes = {a, a, a, a, a, p},
       .backward_temporary_bytes = std::max(5.0 * a, 3.0 * a + m),
       .forward_temporary_bytes = std::max(0.0, m - 2.0 * a),
       .smallest_temporary_bytes = a,
-      .keeps_consumed_input = true,
-      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index()),
-      .splits_backward = true,
-      // The projections' weight gradients: 2·T·d·3d and 2·T·d·d. Kept from I to W: x, the merged
-      // heads and dqkv (3a).
-      .weight_grad_flops =
-          8.0 * static_cast<double>(seq_) * static_cast<double>(dim_) * static_cast<double>(dim_),
-      .weight_work_tensor_bytes = {a, a, 3.0 * a}};
+      // A reading layer's forward_reading copies its input (a stage never hands it over).
+      .keeps_consumed_input = !padding_,
+      .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index())};
+  if (splits_backward()) {
+    needs.splits_backward = true;
+    // The projections' weight gradients: 2·T·d·3d and 2·T·d·d. Kept from I to W: x, the merged
+    // heads and dqkv (3a).
+    needs.weight_grad_flops =
+        8.0 * static_cast<double>(seq_) * static_cast<double>(dim_) * static_cast<double>(dim_);
+    needs.weight_work_tensor_bytes = {a, a, 3.0 * a};
+  }
+  return needs;
 }
 
 }  // namespace mpipe::nn

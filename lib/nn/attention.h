@@ -1,5 +1,6 @@
-// CausalSelfAttention layer: fused q/k/v projection, causal multi-head attention, output
-// projection; and the dropout masks of the attention and transformer-block dropout sites.
+// SelfAttention layer: fused q/k/v projection, multi-head attention (causal or not, with padded
+// keys when it reads token ids), output projection; and the dropout masks of the attention and
+// transformer-block dropout sites.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 
 #include "kernels/rotary.h"
 #include "nn/input_saving_layer.h"
+#include "nn/key_padding.h"
 
 namespace mpipe::nn {
 
@@ -36,19 +38,30 @@ struct RotaryOptions {
 // Input one example [T, d], output [T, d]; heads divides d. Params: "qkv.weight" [3d, d]
 // (rows: q, then k, then v; head h uses rows h*d/heads .. (h+1)*d/heads - 1 of each),
 // "qkv.bias" [3d], "proj.weight" [d, d], "proj.bias" [d]. Weights N(0, 0.02^2) (proj.weight
-// N(0, proj_std^2)), biases zero. Dropout (rate `dropout`, training only) applies to the
-// attention probabilities; rotary position embeddings (an even d / heads) rotate each head's q
-// and k by their position before the scores.
-class CausalSelfAttention : public InputSavingLayer {
+// N(0, proj_std^2)), biases zero. Query i attends to keys j <= i when `causal`, else to all;
+// with `padding`, the layer reads the sequence's token ids [T] and keys whose id is the pad id
+// get no attention (a query with no key left gets a zero output). Dropout (rate `dropout`,
+// training only) applies to the attention probabilities; rotary position embeddings (an even
+// d / heads) rotate each head's q and k by their position before the scores.
+class SelfAttention : public InputSavingLayer {
  public:
-  CausalSelfAttention(int global_index, const Shape& input_shape, int64_t heads,
-                      double dropout = 0.0, RotaryOptions rotary = {}, float proj_std = 0.02f);
+  SelfAttention(int global_index, const Shape& input_shape, int64_t heads, double dropout = 0.0,
+                RotaryOptions rotary = {}, float proj_std = 0.02f, bool causal = true,
+                std::optional<KeyPadding> padding = std::nullopt);
 
   std::string_view kind() const override { return "attention"; }
   Shape output_shape() const override { return {seq_, dim_}; }
   std::vector<ParamSpec> param_specs() const override;
   void bind(std::vector<std::span<float>> params, std::vector<std::span<float>> grads,
             std::vector<std::span<float>> buffers) override;
+
+  // With padding: reads the token ids [batch, T] (no gradient: an empty tensor in
+  // backward_reading's answer); saves what forward saves.
+  int num_reads() const override { return padding_ ? 1 : 0; }
+  Forward forward_reading(const Tensor& x, std::span<const Tensor* const> reads,
+                          const LayerContext& ctx) override;
+  std::vector<Tensor> backward_reading(const Tensor& dy, const Saved& saved,
+                                       const LayerContext& ctx) override;
 
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // backward() with the saved tensors given as a span, for composite layers that keep several
@@ -57,8 +70,9 @@ class CausalSelfAttention : public InputSavingLayer {
                        const LayerContext& ctx) const;
   // Split: backward_input computes dx and keeps x, the merged heads and the q/k/v projection's
   // output gradient [batch, T, 3d] (in place of what forward saved); backward_weight adds both
-  // projections' weight and bias gradients from those.
-  bool splits_backward() const override { return true; }
+  // projections' weight and bias gradients from those. A stage runs a reading layer's backward
+  // whole (backward_reading), so the form with padding does not split.
+  bool splits_backward() const override { return !padding_; }
   Tensor backward_input(const Tensor& dy, Saved& saved, const LayerContext& ctx) override;
   void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // backward_weight() with what backward_input left (kWeightKeptTensors) given as a span.
@@ -75,9 +89,12 @@ class CausalSelfAttention : public InputSavingLayer {
  protected:
   // x: [batch, T, d] → y: [batch, T, d]; saves q, k (rotated), v ([batch, heads, T, d / heads]),
   // the probabilities [batch, heads, T, T] and the merged head outputs [batch, T, d] besides x.
+  // The form with padding runs through forward_reading only.
   Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const override;
 
  private:
+  // forward_without_input with the keys' keep mask [batch, T] (nullptr: no padding).
+  Forward attend(const Tensor& x, const uint8_t* key_keep, const LayerContext& ctx) const;
   // The q/k/v projection's output gradient [rows, 3d] from the merged heads' gradient (freed as
   // soon as it is used up) and the saved q, k, v and probabilities.
   Tensor qkv_grad(int64_t batch, Tensor dmerged, std::span<const Tensor> saved,
@@ -86,6 +103,8 @@ class CausalSelfAttention : public InputSavingLayer {
   int64_t seq_, dim_, heads_;
   double dropout_;
   float proj_std_;
+  bool causal_;
+  std::optional<KeyPadding> padding_;
   std::optional<kernels::RotaryTable> rotary_;  // the angles' cos and sin, when enabled
   std::span<float> qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
   std::span<float> qkv_weight_grad_, qkv_bias_grad_, proj_weight_grad_, proj_bias_grad_;

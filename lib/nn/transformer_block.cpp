@@ -1,4 +1,4 @@
-// TransformerBlock layer: row-norm and CausalSelfAttention sub-layers, the MLP through the
+// TransformerBlock layer: row-norm and SelfAttention sub-layers, the MLP through the
 // linear and GELU or SwiGLU kernels, residual additions and per-site dropout.
 #include "nn/transformer_block.h"
 
@@ -47,7 +47,7 @@ int64_t TransformerBlock::fc1_width() const {
 }
 
 size_t TransformerBlock::num_saved() const {
-  return ln1_->saved_tensors() + CausalSelfAttention::kSavedTensors + ln2_->saved_tensors() +
+  return ln1_->saved_tensors() + SelfAttention::kSavedTensors + ln2_->saved_tensors() +
          kMlpSavedTensors;
 }
 
@@ -55,7 +55,7 @@ size_t TransformerBlock::num_weight_kept() const {
   // The sub-layers' kept tensors; the output gradients of LN1 (RMS norm only), attention and LN2
   // (RMS norm only); LN2's output, fc1's output gradient, the activation's output; the MLP's
   // masked output gradient (with dropout).
-  return ln1_->weight_kept_tensors() + CausalSelfAttention::kWeightKeptTensors +
+  return ln1_->weight_kept_tensors() + SelfAttention::kWeightKeptTensors +
          ln2_->weight_kept_tensors() + (ln1_->weight_reads_output_grad() ? 1 : 0) + 1 +
          (ln2_->weight_reads_output_grad() ? 1 : 0) + 3 + (dropout_ > 0.0 ? 1 : 0);
 }
@@ -183,7 +183,7 @@ Tensor TransformerBlock::backward(const Tensor& dy, const Saved& saved, const La
   check(dy.shape().rank() == 3 && dy.dim(1) == seq_ && dy.dim(2) == dim_,
         "TransformerBlock::backward: dy {} is not [batch, {}, {}]", dy.shape(), seq_, dim_);
   const std::span<const Tensor> all(saved.tensors);
-  const size_t ln1_count = ln1_->saved_tensors(), attn_count = CausalSelfAttention::kSavedTensors;
+  const size_t ln1_count = ln1_->saved_tensors(), attn_count = SelfAttention::kSavedTensors;
   const auto ln1_saved = all.subspan(0, ln1_count);
   const auto attn_saved = all.subspan(ln1_count, attn_count);
   const auto ln2_saved = all.subspan(ln1_count + attn_count, ln2_->saved_tensors());
@@ -234,7 +234,7 @@ Tensor TransformerBlock::backward_input(const Tensor& dy, Saved& saved, const La
     for (size_t i = from; i < from + count; ++i) part.tensors.push_back(std::move(all[i]));
     return part;
   };
-  const size_t ln1_count = ln1_->saved_tensors(), attn_count = CausalSelfAttention::kSavedTensors;
+  const size_t ln1_count = ln1_->saved_tensors(), attn_count = SelfAttention::kSavedTensors;
   Saved ln1_saved = take(0, ln1_count);
   Saved attn_saved = take(ln1_count, attn_count);
   Saved ln2_saved = take(ln1_count + attn_count, ln2_->saved_tensors());
@@ -299,7 +299,7 @@ void TransformerBlock::backward_weight(const Tensor& dy, const Saved& saved,
     return part;
   };
   const auto ln1_kept = next(ln1_->weight_kept_tensors());
-  const auto attn_kept = next(CausalSelfAttention::kWeightKeptTensors);
+  const auto attn_kept = next(SelfAttention::kWeightKeptTensors);
   const auto ln2_kept = next(ln2_->weight_kept_tensors());
   const Tensor none;
   const Tensor& dnormed1 = ln1_->weight_reads_output_grad() ? all[at++] : none;

@@ -31,7 +31,7 @@ struct TransformerBlockVariant {
 // layer norms or RMS norms (variant.norm), MLP (hidden width h = mlp_ratio·d) is
 //   gelu:   Linear(d, h) → GELU (tanh) → Linear(h, d)
 //   swiglu: Linear(d, 2h) → silu(first h) · (last h) → Linear(h, d)
-// and Attn is CausalSelfAttention with the same dropout rate on its probabilities (and rotary
+// and Attn is causal SelfAttention with the same dropout rate on its probabilities (and rotary
 // position embeddings with variant.rotary). Input and output one example [T, d]. Params in
 // order: "ln1.weight", "ln1.bias" (layer norm only), "attn.qkv.weight", "attn.qkv.bias",
 // "attn.proj.weight", "attn.proj.bias", "ln2.weight", "ln2.bias" (layer norm only),
@@ -86,7 +86,7 @@ class TransformerBlock : public Layer {
   double dropout_;
   TransformerBlockVariant variant_;
   std::unique_ptr<RowNorm> ln1_, ln2_;
-  CausalSelfAttention attn_;
+  SelfAttention attn_;
   std::span<float> fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
   std::span<float> fc1_weight_grad_, fc1_bias_grad_, fc2_weight_grad_, fc2_bias_grad_;
 };

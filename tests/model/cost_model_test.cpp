@@ -21,13 +21,6 @@
 namespace mpipe::model {
 namespace {
 
-// Whether layers of `kind` read values (an `add`): these harnesses build one layer on its main
-// input alone.
-bool reads_values(const std::string& kind) {
-  const std::vector<std::string> reading = reading_layer_kinds();
-  return std::find(reading.begin(), reading.end(), kind) != reading.end();
-}
-
 struct Case {
   std::string kind;
   std::map<std::string, AttrValue> attrs;
@@ -35,6 +28,45 @@ struct Case {
 };
 
 LayerSpec spec_of(const Case& c) { return testing::layer_spec(c.kind, c.attrs); }
+
+// A layer that reads values, with one example's shape of each (token ids are a vector [S]).
+struct ReadingCase {
+  std::string kind;
+  std::map<std::string, AttrValue> attrs;
+  Shape input;
+  std::vector<Shape> reads;
+};
+
+// Whether layers of `kind` read values: the reading cases cover those kinds (attention also
+// has a form that reads nothing, among the cases above).
+bool reads_values(const std::string& kind) {
+  const std::vector<std::string> reading = reading_layer_kinds();
+  return std::find(reading.begin(), reading.end(), kind) != reading.end();
+}
+
+// Every kind that reads, with token ids padding some keys where it takes them.
+std::vector<ReadingCase> reading_cases() {
+  using A = std::map<std::string, AttrValue>;
+  return {
+      {"add", {}, Shape{4, 6}, {Shape{4, 6}}},
+      {"attention", A{{"heads", int64_t{2}}}, Shape{4, 6}, {Shape{4}}},
+      {"attention",
+       A{{"heads", int64_t{3}}, {"causal", false}, {"dropout", 0.1}},
+       Shape{4, 6},
+       {Shape{4}}},
+      {"cross_attention", A{{"heads", int64_t{2}}}, Shape{4, 6}, {Shape{5, 6}}},
+      {"cross_attention",
+       A{{"heads", int64_t{3}}, {"dropout", 0.1}},
+       Shape{4, 6},
+       {Shape{7, 6}, Shape{7}}},
+  };
+}
+
+LayerSpec reading_spec_of(const ReadingCase& c) {
+  std::vector<std::string> names;
+  for (size_t r = 0; r < c.reads.size(); ++r) names.push_back(std::string(1, char('a' + r)));
+  return testing::reading_layer_spec(c.kind, c.attrs, names);
+}
 
 // Every layer kind, some in several configurations (identity and projection shortcuts,
 // bottlenecks, max-pool windows below and at 256 taps, MLP ratios, dropout, the Transformer
@@ -114,7 +146,7 @@ TEST(CostModel, PredictsExactlyWhatEveryLayerKindsForwardSaves) {
     covered.push_back(c.kind);
   }
   for (const std::string& kind : known_layer_kinds()) {
-    if (reads_values(kind)) continue;  // built with its reads' shapes: nn/add_test's checks
+    if (reads_values(kind)) continue;  // built with its reads' shapes: the reading cases' test
     EXPECT_NE(std::find(covered.begin(), covered.end(), kind), covered.end())
         << "no memory test case for layer kind " << kind;
   }
@@ -145,9 +177,51 @@ TEST(CostModel, EveryLayerKindReportsTheTensorsItsForwardSavesOneByOne) {
     covered.push_back(c.kind);
   }
   for (const std::string& kind : known_layer_kinds()) {
-    if (reads_values(kind)) continue;  // built with its reads' shapes: nn/add_test's checks
+    if (reads_values(kind)) continue;  // built with its reads' shapes: the test below
     EXPECT_NE(std::find(covered.begin(), covered.end(), kind), covered.end())
         << "no case for layer kind " << kind;
+  }
+}
+
+// The same for the layers that read values, built with their reads' shapes and run by
+// forward_reading (token ids: every third one the pad id 0).
+TEST(CostModel, EveryReadingLayerKindReportsTheTensorsItsForwardSavesOneByOne) {
+  std::vector<std::string> covered;
+  for (const ReadingCase& c : reading_cases()) {
+    const std::unique_ptr<nn::Layer> layer = make_layer(reading_spec_of(c), c.input, c.reads, 1);
+    nn::Layer* raw = layer.get();
+    nn::ParamBuffer params(std::span<nn::Layer* const>(&raw, 1));
+    params.initialize(5);
+    kernels::KernelContext kernels;
+    const nn::LayerContext ctx{.kernels = kernels, .seed = 1, .step = 0, .first_example = 0};
+    const nn::LayerNeeds needs = layer->needs();
+    for (int64_t rows : {1, 3}) {
+      const auto rng = [](uint64_t stream) { return CounterRng(3, RngPurpose::kData, 0, stream); };
+      const Tensor x = testing::uniform_tensor(c.input.batched(rows), rng(0));
+      std::vector<Tensor> reads;
+      std::vector<const Tensor*> pointers;
+      for (size_t r = 0; r < c.reads.size(); ++r) {
+        reads.push_back(testing::uniform_tensor(c.reads[r].batched(rows), rng(1 + r)));
+        if (c.reads[r].rank() == 1) {  // token ids
+          for (int64_t i = 0; i < reads.back().numel(); ++i) reads.back()[i] = float(i % 3);
+        }
+      }
+      for (const Tensor& t : reads) pointers.push_back(&t);
+      std::vector<double> reported, measured;
+      for (double bytes : needs.kept_tensor_bytes) reported.push_back(bytes * rows);
+      for (double bytes : needs.kept_fixed_tensor_bytes) reported.push_back(bytes);
+      for (const Tensor& t : layer->forward_reading(x, pointers, ctx).saved.tensors) {
+        measured.push_back(static_cast<double>(t.bytes()));
+      }
+      std::sort(reported.begin(), reported.end());
+      std::sort(measured.begin(), measured.end());
+      EXPECT_EQ(reported, measured) << c.kind << " input " << c.input.str() << " rows " << rows;
+    }
+    covered.push_back(c.kind);
+  }
+  for (const std::string& kind : reading_layer_kinds()) {
+    EXPECT_NE(std::find(covered.begin(), covered.end(), kind), covered.end())
+        << "no reading case for layer kind " << kind;
   }
 }
 

@@ -1,10 +1,11 @@
-// Tests for CausalSelfAttention and the per-site dropout masks: reference composition, gradients,
+// Tests for SelfAttention and the per-site dropout masks: reference composition, gradients,
 // causality and mask reproducibility.
 #include "nn/attention.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "core/error.h"
@@ -38,14 +39,25 @@ struct RandomParams {
 
 constexpr int64_t kSeq = 5, kDim = 8, kHeads = 2;
 
+// Token ids [2, T] for key padding with pad id 0: example 0 pads positions 1 and 3, example 1
+// its first two.
+Tensor padded_ids() {
+  return Tensor(Shape{2, kSeq}, std::vector<float>{4, 0, 7, 0, 2, 0, 0, 5, 9, 3});
+}
+
 // The layer's evaluation forward against the reference kernels composed by hand, with rotary
-// position embeddings on q and k when `rotary` asks for them.
-void expect_forward_matches_reference(RotaryOptions rotary) {
+// position embeddings on q and k when `rotary` asks for them, causal or not, and with keys
+// padded by `ids` (pad id 0) when given.
+void expect_forward_matches_reference(RotaryOptions rotary, bool causal = true,
+                                      const Tensor* ids = nullptr) {
   kernels::KernelContext kernels;
-  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.0, rotary);
+  SelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.0, rotary, 0.02f, causal,
+                      ids ? std::optional<KeyPadding>(KeyPadding{}) : std::nullopt);
   RandomParams params(layer);
   const Tensor x = random_tensor({2, kSeq, kDim});
-  const Tensor y = layer.forward(x, {.kernels = kernels, .training = false}).output;
+  const LayerContext ctx{.kernels = kernels, .training = false};
+  const Tensor* reads[] = {ids};
+  const Tensor y = ids ? layer.forward_reading(x, reads, ctx).output : layer.forward(x, ctx).output;
 
   auto param = [&](size_t index) {
     return params.buffer.values().data() + params.buffer.entries().at(index).offset;
@@ -77,8 +89,11 @@ void expect_forward_matches_reference(RotaryOptions rotary) {
                                      false);
   }
   std::vector<float> probs(2 * kHeads * kSeq * kSeq), heads(rows * kDim), merged(rows * kDim);
-  kernels::reference::causal_attention_forward(
-      {.batch = 2, .heads = kHeads, .seq = kSeq, .head_dim = hd}, q.data(), k.data(), v.data(),
+  std::vector<uint8_t> keep(2 * kSeq);
+  for (int64_t i = 0; ids && i < 2 * kSeq; ++i) keep[i] = (*ids)[i] != 0.0f;
+  kernels::reference::attention_forward(
+      {.batch = 2, .heads = kHeads, .q_len = kSeq, .kv_len = kSeq, .head_dim = hd},
+      {.causal = causal, .key_keep = ids ? keep.data() : nullptr}, q.data(), k.data(), v.data(),
       nullptr, probs.data(), heads.data());
   for (int64_t b = 0; b < 2; ++b) {
     for (int64_t h = 0; h < kHeads; ++h) {
@@ -97,20 +112,89 @@ void expect_forward_matches_reference(RotaryOptions rotary) {
   for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(y[i], expected[i], 1e-5) << i;
 }
 
-TEST(CausalSelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
+TEST(SelfAttention, ForwardMatchesTheReferenceProjectionsAndAttention) {
   expect_forward_matches_reference({});
 }
 
-TEST(CausalSelfAttention, ForwardWithRotaryEmbeddingsMatchesTheReference) {
+TEST(SelfAttention, ForwardWithRotaryEmbeddingsMatchesTheReference) {
   // A small base turns the pairs by large angles within five positions.
   expect_forward_matches_reference({.enabled = true, .base = 10.0});
 }
 
-TEST(CausalSelfAttention, RotaryEmbeddingsChangeTheOutputAfterTheFirstPosition) {
+TEST(SelfAttention, ForwardWithoutTheCausalMaskMatchesTheReference) {
+  expect_forward_matches_reference({}, /*causal=*/false);
+}
+
+TEST(SelfAttention, ForwardWithPaddedKeysMatchesTheReference) {
+  const Tensor ids = padded_ids();
+  expect_forward_matches_reference({}, /*causal=*/true, &ids);
+  expect_forward_matches_reference({.enabled = true, .base = 10.0}, /*causal=*/false, &ids);
+}
+
+// Ids without the pad id: the reading form gives the plain layer's bits.
+TEST(SelfAttention, TokenIdsWithoutPaddingGiveThePlainLayersBits) {
+  kernels::KernelContext kernels;
+  SelfAttention plain(2, Shape{kSeq, kDim}, kHeads, 0.3);
+  SelfAttention reading(2, Shape{kSeq, kDim}, kHeads, 0.3, {}, 0.02f, true,
+                        KeyPadding{.pad_id = 6});
+  RandomParams plain_params(plain), reading_params(reading);
+  const LayerContext ctx{.kernels = kernels, .seed = 4, .step = 1};
+  const Tensor x = random_tensor({2, kSeq, kDim});
+  const Tensor ids = padded_ids();
+  const Tensor* reads[] = {&ids};
+  const Forward a = plain.forward(x, ctx), b = reading.forward_reading(x, reads, ctx);
+  ASSERT_EQ(a.output.shape(), b.output.shape());
+  for (int64_t i = 0; i < a.output.numel(); ++i) ASSERT_EQ(a.output[i], b.output[i]) << i;
+  ASSERT_EQ(a.saved.bytes(), b.saved.bytes());
+  const std::vector<Tensor> grads = reading.backward_reading(x, b.saved, ctx);
+  ASSERT_EQ(grads.size(), 2u);
+  EXPECT_TRUE(grads[1].empty());  // token ids take no gradient
+  const Tensor dx = plain.backward(x, a.saved, ctx);
+  for (int64_t i = 0; i < dx.numel(); ++i) ASSERT_EQ(dx[i], grads[0][i]) << i;
+}
+
+// Padded keys, an example whose keys are all padding and one whose first queries see no key:
+// dx and every parameter gradient against central differences, causal or not, with dropout.
+TEST(SelfAttention, WithPaddedKeysBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  const Tensor ids(Shape{3, kSeq}, std::vector<float>{4, 1, 7, 1, 2, 1, 1, 1, 1, 1, 1, 1, 5, 9, 3});
+  for (bool causal : {true, false}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    SelfAttention layer(3, Shape{kSeq, kDim}, kHeads, 0.2, {}, 0.02f, causal,
+                        KeyPadding{.pad_id = 1});
+    testing::expect_reading_gradients_match(layer, random_tensor({3, kSeq, kDim}), {ids}, {false},
+                                            ctx);
+  }
+}
+
+// A padded position's value reaches no other position's output.
+TEST(SelfAttention, APaddedKeyDoesNotReachTheOtherPositions) {
+  kernels::KernelContext kernels;
+  SelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.0, {}, 0.02f, /*causal=*/false, KeyPadding{});
+  RandomParams params(layer);
+  const LayerContext ctx{.kernels = kernels, .training = false};
+  const Tensor ids = padded_ids();  // example 0 pads positions 1 and 3
+  const Tensor* reads[] = {&ids};
+  const Tensor x = random_tensor({2, kSeq, kDim});
+  Tensor changed = x;
+  for (int64_t j = 0; j < kDim; ++j) changed[1 * kDim + j] += 3.0f;
+  const Tensor y = layer.forward_reading(x, reads, ctx).output;
+  const Tensor y_changed = layer.forward_reading(changed, reads, ctx).output;
+  for (int64_t t = 0; t < kSeq; ++t) {
+    for (int64_t j = 0; j < kDim; ++j) {
+      const int64_t at = t * kDim + j;
+      if (t != 1) {
+        ASSERT_EQ(y_changed[at], y[at]) << "position " << t;
+      }
+    }
+  }
+}
+
+TEST(SelfAttention, RotaryEmbeddingsChangeTheOutputAfterTheFirstPosition) {
   // Position 0 is not rotated; the later ones are (their scores change with relative position).
   kernels::KernelContext kernels;
-  CausalSelfAttention plain(0, Shape{kSeq, kDim}, kHeads);
-  CausalSelfAttention rotary(0, Shape{kSeq, kDim}, kHeads, 0.0, {.enabled = true});
+  SelfAttention plain(0, Shape{kSeq, kDim}, kHeads);
+  SelfAttention rotary(0, Shape{kSeq, kDim}, kHeads, 0.0, {.enabled = true});
   RandomParams plain_params(plain), rotary_params(rotary);
   const Tensor x = random_tensor({1, kSeq, kDim});
   const Tensor a = plain.forward(x, {.kernels = kernels, .training = false}).output;
@@ -121,33 +205,33 @@ TEST(CausalSelfAttention, RotaryEmbeddingsChangeTheOutputAfterTheFirstPosition) 
   EXPECT_GT(difference, 1e-3);
 }
 
-TEST(CausalSelfAttention, BackwardWithRotaryEmbeddingsMatchesFiniteDifferences) {
+TEST(SelfAttention, BackwardWithRotaryEmbeddingsMatchesFiniteDifferences) {
   kernels::KernelContext ctx;
-  CausalSelfAttention layer(1, Shape{kSeq, kDim}, kHeads, 0.2, {.enabled = true, .base = 10.0});
+  SelfAttention layer(1, Shape{kSeq, kDim}, kHeads, 0.2, {.enabled = true, .base = 10.0});
   testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
 }
 
-TEST(CausalSelfAttention, ForwardConsumingKeepsTheInputItIsHanded) {
+TEST(SelfAttention, ForwardConsumingKeepsTheInputItIsHanded) {
   kernels::KernelContext kernels;
-  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.3);
+  SelfAttention layer(0, Shape{kSeq, kDim}, kHeads, 0.3);
   testing::expect_forward_consuming_keeps_input(layer, random_tensor({2, kSeq, kDim}), kernels);
 }
 
-TEST(CausalSelfAttention, BackwardMatchesFiniteDifferences) {
+TEST(SelfAttention, BackwardMatchesFiniteDifferences) {
   kernels::KernelContext ctx;
-  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
+  SelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
   testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
 }
 
-TEST(CausalSelfAttention, BackwardMatchesFiniteDifferencesWithDropoutOnTheProbabilities) {
+TEST(SelfAttention, BackwardMatchesFiniteDifferencesWithDropoutOnTheProbabilities) {
   kernels::KernelContext ctx;
-  CausalSelfAttention layer(4, Shape{kSeq, kDim}, kHeads, 0.3);
+  SelfAttention layer(4, Shape{kSeq, kDim}, kHeads, 0.3);
   testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
 }
 
-TEST(CausalSelfAttention, OutputAtPositionIDoesNotDependOnLaterTokens) {
+TEST(SelfAttention, OutputAtPositionIDoesNotDependOnLaterTokens) {
   kernels::KernelContext kernels;
-  CausalSelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
+  SelfAttention layer(0, Shape{kSeq, kDim}, kHeads);
   RandomParams params(layer);
   const LayerContext ctx{.kernels = kernels, .training = false};
   const Tensor x = random_tensor({2, kSeq, kDim});
@@ -176,11 +260,14 @@ TEST(CausalSelfAttention, OutputAtPositionIDoesNotDependOnLaterTokens) {
   }
 }
 
-TEST(CausalSelfAttention, RejectsBadShapesHeadsAndRates) {
-  EXPECT_THROW(CausalSelfAttention(0, Shape{kSeq, kDim}, 3), InputError);
-  EXPECT_THROW(CausalSelfAttention(0, Shape{kDim}, 2), InputError);
-  EXPECT_THROW(CausalSelfAttention(0, Shape{kSeq, kDim}, 2, 1.0), InputError);
-  const CausalSelfAttention layer(0, Shape{kSeq, kDim}, 4);
+TEST(SelfAttention, RejectsBadShapesHeadsAndRates) {
+  EXPECT_THROW(SelfAttention(0, Shape{kSeq, kDim}, 3), InputError);
+  EXPECT_THROW(SelfAttention(0, Shape{kDim}, 2), InputError);
+  EXPECT_THROW(SelfAttention(0, Shape{kSeq, kDim}, 2, 1.0), InputError);
+  EXPECT_THROW(
+      SelfAttention(0, Shape{kSeq, kDim}, 2, 0.0, {}, 0.02f, true, KeyPadding{.pad_id = -1}),
+      InputError);
+  const SelfAttention layer(0, Shape{kSeq, kDim}, 4);
   const auto specs = layer.param_specs();
   ASSERT_EQ(specs.size(), 4u);
   EXPECT_EQ(specs[0].name, "qkv.weight");
@@ -235,16 +322,16 @@ TEST(FillDropoutMask, SitesDrawIndependentMasksWithAboutTheRateOfZeros) {
   EXPECT_NEAR(static_cast<double>(same_bc) / n, 0.5, 0.05);
 }
 
-TEST(CausalSelfAttention, SplitBackwardGivesTheBitsOfBackward) {
+TEST(SelfAttention, SplitBackwardGivesTheBitsOfBackward) {
   kernels::KernelContext kernels;
-  CausalSelfAttention layer(1, Shape{kSeq, kDim}, kHeads, 0.2, {.enabled = true});
+  SelfAttention layer(1, Shape{kSeq, kDim}, kHeads, 0.2, {.enabled = true});
   testing::expect_split_backward_bit_identical(
       layer, {random_tensor({2, kSeq, kDim}, 1), random_tensor({2, kSeq, kDim}, 2)}, kernels);
 }
 
-TEST(CausalSelfAttention, SplitBackwardMatchesFiniteDifferences) {
+TEST(SelfAttention, SplitBackwardMatchesFiniteDifferences) {
   kernels::KernelContext ctx;
-  testing::SplitBackwardOf<CausalSelfAttention> layer(1, Shape{kSeq, kDim}, kHeads, 0.2);
+  testing::SplitBackwardOf<SelfAttention> layer(1, Shape{kSeq, kDim}, kHeads, 0.2);
   testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
 }
 

@@ -94,6 +94,24 @@ inline std::vector<int64_t> sample_indices(int64_t numel, int max_checks, uint64
   return out;
 }
 
+// A layer's parameters (test values), zeroed gradients and buffers, bound to it.
+inline GradientCheckStorage bind_with_test_values(nn::Layer& layer, uint64_t seed) {
+  GradientCheckStorage storage;
+  const std::vector<nn::ParamSpec> param_specs = layer.param_specs();
+  for (size_t p = 0; p < param_specs.size(); ++p) {
+    const auto n = static_cast<size_t>(param_specs[p].shape.numel());
+    storage.params.emplace_back(n);
+    storage.grads.emplace_back(n, 0.0f);
+    fill_for_check(storage.params.back(), param_specs[p], seed, static_cast<uint32_t>(p));
+  }
+  for (const nn::ParamSpec& spec : layer.buffer_specs()) {
+    storage.buffers.emplace_back(static_cast<size_t>(spec.shape.numel()));
+    fill_buffer(storage.buffers.back(), spec);
+  }
+  layer.bind(spans(storage.params), spans(storage.grads), spans(storage.buffers));
+  return storage;
+}
+
 inline void expect_close(double analytic, double numeric, double tolerance,
                          const std::string& tensor, int64_t element) {
   const double error =
@@ -113,22 +131,8 @@ inline void expect_close(double analytic, double numeric, double tolerance,
 // alone). The storage is released on return: the layer must be re-bound before further use.
 inline void expect_gradients_match(nn::Layer& layer, const Tensor& x, kernels::KernelContext& ctx,
                                    const GradientCheckOptions& options = {}) {
-  detail::GradientCheckStorage storage;
+  detail::GradientCheckStorage storage = detail::bind_with_test_values(layer, options.seed);
   const std::vector<nn::ParamSpec> param_specs = layer.param_specs();
-  const std::vector<nn::ParamSpec> buffer_specs = layer.buffer_specs();
-  for (size_t p = 0; p < param_specs.size(); ++p) {
-    const auto n = static_cast<size_t>(param_specs[p].shape.numel());
-    storage.params.emplace_back(n);
-    storage.grads.emplace_back(n, 0.0f);
-    detail::fill_for_check(storage.params.back(), param_specs[p], options.seed,
-                           static_cast<uint32_t>(p));
-  }
-  for (const nn::ParamSpec& spec : buffer_specs) {
-    storage.buffers.emplace_back(static_cast<size_t>(spec.shape.numel()));
-    detail::fill_buffer(storage.buffers.back(), spec);
-  }
-  layer.bind(detail::spans(storage.params), detail::spans(storage.grads),
-             detail::spans(storage.buffers));
 
   nn::LayerContext first{.kernels = ctx,
                          .seed = options.seed,
@@ -175,6 +179,81 @@ inline void expect_gradients_match(nn::Layer& layer, const Tensor& x, kernels::K
     for (int64_t i : indices) {
       const double n = numeric(values[static_cast<size_t>(i)], x);
       detail::expect_close(storage.grads[p][static_cast<size_t>(i)], n, options.tolerance,
+                           "d" + param_specs[p].name, i);
+    }
+  }
+}
+
+// expect_gradients_match for a layer that reads values (Layer::num_reads): forward_reading(x,
+// reads) and backward_reading(r), comparing dx, the gradient of each read that `differentiable`
+// marks (the others, such as token ids, must come back empty) and every parameter gradient with
+// central differences of the loss.
+inline void expect_reading_gradients_match(nn::Layer& layer, const Tensor& x,
+                                           const std::vector<Tensor>& reads,
+                                           const std::vector<bool>& differentiable,
+                                           kernels::KernelContext& ctx,
+                                           const GradientCheckOptions& options = {}) {
+  ASSERT_EQ(static_cast<int>(reads.size()), layer.num_reads());
+  ASSERT_EQ(differentiable.size(), reads.size());
+  detail::GradientCheckStorage storage = detail::bind_with_test_values(layer, options.seed);
+  const std::vector<nn::ParamSpec> param_specs = layer.param_specs();
+  nn::LayerContext first{.kernels = ctx,
+                         .seed = options.seed,
+                         .step = 3,
+                         .first_example = 5,
+                         .training = true,
+                         .recompute = false,
+                         .need_input_grad = options.check_input};
+  nn::LayerContext again = first;
+  again.recompute = true;
+
+  // inputs[0] is x, then the reads; each perturbed in place.
+  std::vector<Tensor> inputs = {x};
+  inputs.insert(inputs.end(), reads.begin(), reads.end());
+  const auto forward = [&](const nn::LayerContext& context) {
+    std::vector<const Tensor*> pointers;
+    for (size_t k = 1; k < inputs.size(); ++k) pointers.push_back(&inputs[k]);
+    return layer.forward_reading(inputs[0], pointers, context);
+  };
+  nn::Forward f = forward(first);
+  Tensor r(f.output.shape());
+  const CounterRng r_rng(options.seed, RngPurpose::kData, 0xC0FFEE, 0xFFFF);
+  for (int64_t j = 0; j < r.numel(); ++j) r[j] = 2.0f * r_rng.uniform(j) - 1.0f;
+  const std::vector<Tensor> grads = layer.backward_reading(r, f.saved, first);
+  ASSERT_EQ(grads.size(), inputs.size());
+
+  const auto numeric = [&](float& value) {
+    const float original = value;
+    value = static_cast<float>(original + options.epsilon);
+    const double plus_delta = static_cast<double>(value) - original;
+    const double plus = detail::weighted_sum(forward(again).output, r);
+    value = static_cast<float>(original - options.epsilon);
+    const double minus_delta = original - static_cast<double>(value);
+    const double minus = detail::weighted_sum(forward(again).output, r);
+    value = original;
+    return (plus - minus) / (plus_delta + minus_delta);
+  };
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::string name = k == 0 ? "dx" : "dread" + std::to_string(k - 1);
+    if (k == 0 ? !options.check_input : !differentiable[k - 1]) {
+      EXPECT_TRUE(grads[k].empty()) << name << " should be empty";
+      continue;
+    }
+    ASSERT_EQ(grads[k].shape(), inputs[k].shape()) << name << " has the wrong shape";
+    const auto indices = detail::sample_indices(inputs[k].numel(), options.max_checks, options.seed,
+                                                static_cast<uint32_t>(100 + k));
+    for (int64_t i : indices) {
+      detail::expect_close(grads[k][i], numeric(inputs[k][i]), options.tolerance, name, i);
+    }
+  }
+  for (size_t p = 0; p < param_specs.size(); ++p) {
+    std::vector<float>& values = storage.params[p];
+    const auto indices =
+        detail::sample_indices(static_cast<int64_t>(values.size()), options.max_checks,
+                               options.seed, static_cast<uint32_t>(p + 1));
+    for (int64_t i : indices) {
+      detail::expect_close(storage.grads[p][static_cast<size_t>(i)],
+                           numeric(values[static_cast<size_t>(i)]), options.tolerance,
                            "d" + param_specs[p].name, i);
     }
   }

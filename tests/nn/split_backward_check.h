@@ -19,24 +19,6 @@ namespace mpipe::testing {
 
 namespace detail {
 
-// A layer's parameters (test values), zeroed gradients and buffers, bound to it.
-inline GradientCheckStorage bind_for_split_check(nn::Layer& layer, uint64_t seed) {
-  GradientCheckStorage storage;
-  const std::vector<nn::ParamSpec> param_specs = layer.param_specs();
-  for (size_t p = 0; p < param_specs.size(); ++p) {
-    const auto n = static_cast<size_t>(param_specs[p].shape.numel());
-    storage.params.emplace_back(n);
-    storage.grads.emplace_back(n, 0.0f);
-    fill_for_check(storage.params.back(), param_specs[p], seed, static_cast<uint32_t>(p));
-  }
-  for (const nn::ParamSpec& spec : layer.buffer_specs()) {
-    storage.buffers.emplace_back(static_cast<size_t>(spec.shape.numel()));
-    fill_buffer(storage.buffers.back(), spec);
-  }
-  layer.bind(spans(storage.params), spans(storage.grads), spans(storage.buffers));
-  return storage;
-}
-
 inline bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
@@ -53,7 +35,7 @@ inline void expect_split_backward_bit_identical(nn::Layer& layer, const std::vec
                                                 kernels::KernelContext& kernels,
                                                 bool need_input_grad = true, uint64_t seed = 7) {
   ASSERT_TRUE(layer.splits_backward());
-  detail::GradientCheckStorage storage = detail::bind_for_split_check(layer, seed);
+  detail::GradientCheckStorage storage = detail::bind_with_test_values(layer, seed);
   const int micro_batches = static_cast<int>(inputs.size());
   auto context = [&](int m) {
     return nn::LayerContext{.kernels = kernels,
@@ -107,7 +89,7 @@ inline void expect_split_backward_bit_identical(nn::Layer& layer, const std::vec
 // micro-batch).
 inline void expect_needs_count_weight_work(nn::Layer& layer, const Tensor& x,
                                            kernels::KernelContext& kernels, uint64_t seed = 7) {
-  detail::GradientCheckStorage storage = detail::bind_for_split_check(layer, seed);
+  detail::GradientCheckStorage storage = detail::bind_with_test_values(layer, seed);
   const nn::LayerContext ctx{.kernels = kernels, .seed = seed};
   nn::Forward f = layer.forward(x, ctx);
   Tensor dy(f.output.shape());
