@@ -87,9 +87,22 @@ TEST(ModelSection, LossMustBeCrossEntropyOrMse) {
             "exp.yaml:2: model.loss: expected one of cross_entropy, mse, got 'hinge'");
 }
 
+TEST(ModelSection, LabelSmoothingIsAFractionOfCrossEntropysTargets) {
+  ExperimentFile file;
+  EXPECT_EQ(file.load("model:\n  layers: [{type: relu}]\n").model.label_smoothing, 0.0);
+  EXPECT_EQ(file.load("model:\n  label_smoothing: 0.1\n  layers: [{type: relu}]\n")
+                .model.label_smoothing,
+            0.1);
+  EXPECT_EQ(ExperimentFile().error("model:\n  label_smoothing: 1\n  layers: [{type: relu}]\n"),
+            "exp.yaml:2: model.label_smoothing: must be in [0, 1), got 1");
+  EXPECT_EQ(ExperimentFile().error(
+                "model:\n  loss: mse\n  label_smoothing: 0.2\n  layers: [{type: relu}]\n"),
+            "exp.yaml:3: model.label_smoothing: smooths cross_entropy's targets; the loss is mse");
+}
+
 TEST(ModelSection, UnknownKeyListsTheKnownKeys) {
   EXPECT_EQ(ExperimentFile().error("model:\n  layers: [{type: relu}]\n  optimizer: sgd\n"),
-            "exp.yaml:3: model.optimizer: unknown key (known: loss, init, layers)");
+            "exp.yaml:3: model.optimizer: unknown key (known: loss, label_smoothing, init, layers)");
 }
 
 TEST(ModelSection, InitIsReadAndDefaultsToEachLayersOwn) {
