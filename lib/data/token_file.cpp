@@ -48,6 +48,22 @@ uint32_t token_at(const std::byte* base, size_t width, int64_t i) {
   return value;
 }
 
+void check_ids_in_part(const std::vector<const TokenFile*>& files, int64_t vocab,
+                       const std::string& vocab_key, int part, int parts) {
+  check(parts >= 1 && part >= 0 && part < parts, "part {} of {}", part, parts);
+  int64_t total = 0;
+  for (const TokenFile* file : files) total += file->num_tokens();
+  const int64_t begin = total * part / parts;
+  const int64_t end = total * (part + 1) / parts;
+  int64_t file_begin = 0;
+  for (const TokenFile* file : files) {
+    const int64_t first = std::max(begin, file_begin);
+    const int64_t last = std::min(end, file_begin + file->num_tokens());
+    if (first < last) file->check_ids_below(vocab, vocab_key, first - file_begin, last - first);
+    file_begin += file->num_tokens();
+  }
+}
+
 TokenFile::TokenFile(std::string path, std::string kind)
     : path_(std::move(path)), kind_(std::move(kind)) {
   static_assert(std::endian::native == std::endian::little, "shards are little-endian");

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <ctime>
 #include <string>
+#include <vector>
 
 namespace mpipe::data {
 
@@ -60,6 +61,11 @@ class TokenFile {
   size_t token_bytes_ = 0;
   int64_t num_tokens_ = 0;
 };
+
+// Scans tokens [part·N/parts, (part+1)·N/parts) of the N tokens of `files` laid end to end with
+// TokenFile::check_ids_below, so that the ranks of a run share a dataset's scan.
+void check_ids_in_part(const std::vector<const TokenFile*>& files, int64_t vocab,
+                       const std::string& vocab_key, int part, int parts);
 
 // Token i of little-endian tokens of `width` bytes (2 or 4) at `base`.
 uint32_t token_at(const std::byte* base, size_t width, int64_t i);
