@@ -1,6 +1,7 @@
 // The steps of `mpipe tokenize-pairs`: read the pairs, train or load the model, encode, write.
 #include "data/tokenize_pairs.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <string_view>
 
@@ -56,15 +57,20 @@ std::vector<TextPair> read_pairs(const std::string& file, const std::string& opt
 // their manifest would be overwritten, or their pair shards mixed with these.
 void refuse_earlier_shards(const std::string& out_dir) {
   std::error_code error;
+  std::vector<std::string> found;
   for (auto it = fs::directory_iterator(out_dir, error); !error && it != fs::directory_iterator();
        it.increment(error)) {
     const std::string name = it->path().filename().string();
-    check_input(
-        name != kShardManifestName && !(name.starts_with("pairs_") && name.ends_with(".bin")),
-        "{}: holds the shards of an earlier tokenize ({}): remove them or choose another "
-        "--out",
-        out_dir, name);
+    if (name == kShardManifestName || (name.starts_with("pairs_") && name.ends_with(".bin"))) {
+      found.push_back(name);
+    }
   }
+  if (found.empty()) return;
+  std::sort(found.begin(), found.end());
+  throw InputError(fmt::format(
+      "{}: holds the shards of an earlier tokenize ({}{}): remove them or choose another --out",
+      out_dir, found.front(),
+      found.size() > 1 ? fmt::format(" and {} more", found.size() - 1) : std::string()));
 }
 
 // The model to encode with: trained on the text files (its bytes in `trained`), or loaded.
