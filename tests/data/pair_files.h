@@ -10,13 +10,21 @@
 
 namespace mpipe::data::testing {
 
-// Lines of made-up words, enough for a model of 300 pieces.
+// 300 lines of made-up words from a fixed syllable list: enough for a model of 300 pieces.
 inline std::string made_up_sentences() {
+  const std::vector<std::string> syllables{"ka", "lo", "mi", "ne", "su", "ta", "ri", "vo", "zé",
+                                           "pu", "ga", "di", "be", "fo", "hy", "ji", "wu", "xa"};
   std::string text;
-  for (int line = 0; line < 200; ++line) {
-    for (int word = 0; word < 6; ++word)
-      text += std::string("kalomine", (line * 7 + word) % 8) + " ";
-    text += "sutavo\n";
+  uint32_t state = 7;
+  auto next = [&state](uint32_t range) {
+    state = state * 1664525u + 1013904223u;  // a fixed linear congruential sequence
+    return (state >> 16) % range;
+  };
+  for (int line = 0; line < 300; ++line) {
+    for (int w = 0; w < 6; ++w) {
+      for (uint32_t s = 0, n = 1 + next(3); s < n; ++s) text += syllables[next(18)];
+      text += w == 5 ? ".\n" : " ";
+    }
   }
   return text;
 }

@@ -108,7 +108,7 @@ TEST(PairShard, ReadsRefuseAnIdAtOrAboveTheVocabulary) {
   const PairShard shard(dir.file("p.bin"));
   EXPECT_EQ(input_error_of([&] { pair_values(shard, 2, 15); }),
             dir.file("p.bin") +
-                ": token 8 is 15, not below the vocabulary of 15 as at start-up: "
+                ": token 10 is 17, not below the vocabulary of 15 as at start-up: "
                 "the shard changed during the run");
   EXPECT_EQ(input_error_of([&] { shard.check_ids_below(12, "data.tokenizer t.model", 0, 11); }),
             dir.file("p.bin") +
