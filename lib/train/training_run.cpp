@@ -468,7 +468,10 @@ class TrainingRun {
     if (!options_.export_weights.empty()) {
       const MemoryActivityScope label(kExport);
       export_weights(trainer_, experiment_, dataset_, options_.export_weights);
-      const bool samples_text = text_baseline_ || !experiment_.data.tokenizer.empty();
+      // A language model's (translation pairs have a tokenizer too, but `mpipe translate`).
+      const bool samples_text =
+          text_baseline_ || (experiment_.data.kind == data::DatasetKind::kTokens &&
+                             !experiment_.data.tokenizer.empty());
       if (is_root_ && samples_text && options_.sample_length > 0) result.sample = sample_text();
     }
     const StageMemoryUse use = measure_memory(trainer_, world_, tensor_peak);

@@ -10,12 +10,12 @@ MPIPE=${MPIPE:?path of the mpipe binary}
 script=${1:-$(dirname "$0")/transparency.sh}
 data=$(mktemp -d /tmp/mpipe-pairs.XXXXXX)
 trap 'rm -rf "$data"' EXIT
-# 240 training and 40 validation pairs of 2 to 9 words; awk's generator with a fixed seed.
+# 240 training and 40 validation pairs of 2 to 6 words (the longer ones dropped); awk's generator with a fixed seed.
 awk -v dir="$data" 'BEGIN {
   srand(7)
   n = split("sun moon star sky sea land fire rain wind stone tree river", words, " ")
   for (i = 0; i < 280; i++) {
-    len = 2 + int(rand() * 8); source = ""; target = ""
+    len = 2 + int(rand() * 5); source = ""; target = ""
     for (j = 0; j < len; j++) {
       w = words[1 + int(rand() * n)]
       source = source (j ? " " : "") w
@@ -25,8 +25,8 @@ awk -v dir="$data" 'BEGIN {
     print "<2en> " source "\t" target > (dir "/" (i < 240 ? "train" : "val") ".tsv")
   }
 }'
-"$MPIPE" tokenize-pairs --out "$data" --vocab-size 40 --model-type unigram \
-  --text "$data/words.txt" --tags '<2en>' --max-len 15 \
+"$MPIPE" tokenize-pairs --out "$data" --vocab-size 288 --model-type unigram \
+  --text "$data/words.txt" --tags '<2en>' --max-len 16 \
   --train "$data/train.tsv" --val "$data/val.tsv" > "$data/tokenize.log" ||
   { cat "$data/tokenize.log"; echo "FAILED: tokenize-pairs"; exit 1; }
 config=$data/translate_tiny.yaml

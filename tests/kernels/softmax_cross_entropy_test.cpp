@@ -76,7 +76,7 @@ TEST(SoftmaxCrossEntropy, SmoothedGradientVanishesAtTheTargetDistribution) {
   std::vector<float> grad(3);
   const auto result = softmax_cross_entropy(ctx, logits.data(), targets.data(), 1, 3, 1.0f,
                                             grad.data(), {.label_smoothing = 0.3});
-  for (float g : grad) EXPECT_NEAR(g, 0.0f, 1e-5f);  // (next to 0.1 of a uniform 1 / 3)
+  for (float g : grad) EXPECT_NEAR(g, 0.0f, 1e-5f);  // (to the logits' rounding to floats)
   // The loss is then the entropy of q: -(0.8 log 0.8 + 2 · 0.1 log 0.1) (to the rounding of the
   // logits to floats).
   EXPECT_NEAR(result.loss_sum, -(0.8 * std::log(0.8) + 0.2 * std::log(0.1)), 1e-5);
