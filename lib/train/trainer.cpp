@@ -266,9 +266,9 @@ StepReport Trainer::step(int64_t step) {
                                         std::vector<int64_t>(static_cast<size_t>(num_micro_batches),
                                                              replica_rows / num_micro_batches));
   // The loss gradient is the mean over the mini-batch's target rows (its padded ones aside), which
-  // only the last stage's ranks use and count.
-  const bool last_stage = topology_.stage == topology_.num_stages - 1;
-  plan.grad_scale = 1.0f / static_cast<float>(last_stage ? loss_rows(indices) : 1);
+  // only the last stage uses; the ranks that read data count them (zbv's rank 0 holds the last
+  // stage).
+  plan.grad_scale = 1.0f / static_cast<float>(needs_data ? loss_rows(indices) : 1);
   // With data parallelism, each layer's gradient allreduce starts as soon as its chunk's last
   // backward has finished that layer, and overlaps the backward of the earlier layers and the
   // remaining sends of the step.

@@ -12,13 +12,14 @@
 #   tokenizer.model, pairs_{train,val,test}.bin, shards.json  (mpipe tokenize-pairs)
 # The tokenizer (SentencePiece unigram, VOCAB pieces, pad 0, unk 1, bos 2, eos 3, then the tags
 # <2en> <2es> <2kjv>) learns from the training books only.
-# Usage: scripts/data/bible_parallel.sh [OUT] (default runs/bible; env VOCAB, default 8000;
-# MAX_LEN, default 128: pairs longer than that in tokens are left out and counted)
+# Usage: scripts/data/bible_parallel.sh [OUT] (default runs/bible; env VOCAB, default 4000;
+# MAX_LEN, default 64 (configs/translate_bible.yaml's source_len and target_len): pairs
+# longer than that in tokens are left out and counted)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-runs/bible}
-vocab=${VOCAB:-8000}
-max_len=${MAX_LEN:-128}
+vocab=${VOCAB:-4000}
+max_len=${MAX_LEN:-64}
 scripts/setup mpipe
 scripts/install_packages scripts/data/packages-bible.txt
 text=$out/text
