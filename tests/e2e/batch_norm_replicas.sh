@@ -4,7 +4,7 @@
 # statistics are bit-identical, after six they agree to float rounding, and at D=2 the test loss
 # is the same with and without a reload. Usage: batch_norm_replicas.sh CONFIG (with batch norm)
 source "$(dirname "$0")/lib.sh"
-config=$1
+config=$(fashion_mnist_subset "$1")
 replicas=(--set pipeline.data_parallel=2 --set pipeline.micro_batches=2)
 
 # same_stats A B RTOL: the running statistics of runs A and B agree (bit-identical when RTOL is 0).

@@ -14,6 +14,7 @@ failed=0
 printf '%-22s %-6s %-24s %5s %12s %12s %7s\n' config sched "recompute:weight_grads" stage predicted \
   measured error
 for config in "$@"; do
+  config=$(fashion_mnist_subset "$config")
   for schedule in "${schedules[@]}"; do
     for mode in "${modes[@]}"; do
       name=$(basename "$config" .yaml)-$schedule-${mode/:/-}

@@ -17,7 +17,7 @@
 # below).
 source "$(dirname "$0")/lib.sh"
 
-config=${1:?usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]}
+config=$(fashion_mnist_subset "${1:?usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]}")
 stages=${2:-4}
 modes=("${@:3}")
 [[ ${#modes[@]} -gt 0 ]] || modes=(default mmap64k long gpipe zb_h1 interleaved zbv)

@@ -6,7 +6,7 @@
 # per rank: each rank's buckets hold both chunks' gradients).
 # Usage: replica_tree.sh CONFIG (its micro_batches must be 4)
 source "$(dirname "$0")/lib.sh"
-config=$1
+config=$(fashion_mnist_subset "$1")
 tree=(--set pipeline.weight_grads=tree)
 replicas=(--set pipeline.data_parallel=2 --set pipeline.micro_batches=2)
 train 1 k1d1 "$config" "${tree[@]}" --set pipeline.stages=1 --set pipeline.micro_batches=4

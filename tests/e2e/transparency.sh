@@ -17,7 +17,7 @@
 # without settings cover in every mode (this halves the bf16 runs' share of the suite).
 # Usage: transparency.sh CONFIG [--set key=value ...]
 source "$(dirname "$0")/lib.sh"
-config=$1
+config=$(fashion_mnist_subset "$1")
 shift
 extra=("$@")
 recompute_modes=(always except_last never per_layer)
@@ -57,7 +57,7 @@ for schedule in gpipe 1f1b zb_h1; do
   for recompute in "${recompute_modes[@]}"; do
     for k in "${stage_counts[@]}"; do
       name=k$k-$schedule-$recompute
-      train "$k" "$name" "$config" --set pipeline.schedule=$schedule --set pipeline.recompute=$recompute \
+      train "$k" "$name" "$config" --set pipeline.schedule=$schedule --set pipeline.recompute="$recompute" \
         "${extra[@]}"
       if [[ $recompute$schedule == nevergpipe ]]; then same k1-never "$name"; else same k1 "$name"; fi
     done
@@ -73,10 +73,10 @@ done
 for recompute in "${recompute_modes[@]}"; do
   name=k2-interleaved-$recompute
   train 2 "$name" "$config" --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2 \
-    --set pipeline.recompute=$recompute "${extra[@]}"
+    --set pipeline.recompute="$recompute" "${extra[@]}"
   same k1 "$name"
   name=k2-zbv-$recompute
-  train 2 "$name" "$config" --set pipeline.schedule=zbv --set pipeline.recompute=$recompute \
+  train 2 "$name" "$config" --set pipeline.schedule=zbv --set pipeline.recompute="$recompute" \
     "${extra[@]}"
   same k1 "$name"
 done

@@ -10,6 +10,12 @@ cache=${1:?path of CMakeCache.txt}
 
 # The packages scripts/setup installs, and everything they depend on (installed packages only).
 mapfile -t wanted < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$root/scripts/packages.txt")
+# Every installed package's dependencies, read at once (a dpkg-query per package took minutes on
+# a loaded machine); a package installed for several architectures has all of its lists.
+declare -A depends=()
+while IFS=$'\t' read -r pkg deps; do
+  depends[$pkg]+="$deps, "
+done < <(dpkg-query -W -f='${Package}\t${Depends}, ${Pre-Depends}\n')
 declare -A closure=()
 queue=("${wanted[@]}")
 while ((${#queue[@]})); do
@@ -17,15 +23,22 @@ while ((${#queue[@]})); do
   unset 'queue[-1]'
   [[ -n "${closure[$pkg]:-}" ]] && continue
   closure[$pkg]=1
-  deps=$(dpkg-query -W -f='${Depends}, ${Pre-Depends}' "$pkg" 2>/dev/null) || continue
-  # "a (>= 1), b | c, d:any" -> a b c d (every alternative counts: one of them is installed)
-  for dep in $(tr ',|' '\n\n' <<<"$deps" | sed -e 's/(.*)//' -e 's/:.*//' -e 's/[[:space:]]//g'); do
+  [[ -n "${depends[$pkg]+set}" ]] || continue
+  deps=${depends[$pkg]}
+  # "a (>= 1), b | c, d:any" -> a b c d (every alternative counts: one of them is installed; in
+  # the shell: a pipeline per package took a minute on a loaded machine)
+  IFS=',|' read -ra items <<<"$deps"
+  for dep in "${items[@]}"; do
+    dep=${dep%%(*}
+    dep=${dep%%:*}
+    dep=${dep//[[:space:]]/}
     [[ -n "$dep" && -z "${closure[$dep]:-}" ]] && queue+=("$dep")
   done
 done
 # Virtual packages in the closure: count the installed packages that provide them.
-for pkg in $(dpkg-query -W -f='${Package} ${Provides}\n' | awk 'NF > 1' | while read -r p provides; do
-  for v in $(tr ',' ' ' <<<"$provides" | sed 's/([^)]*)//g'); do [[ -n "${closure[$v]:-}" ]] && echo "$p"; done
+for pkg in $(dpkg-query -W -f='${Package} ${Provides}\n' | sed 's/([^)]*)//g; s/,/ /g' |
+  awk 'NF > 1' | while read -r p provides; do
+  for v in $provides; do [[ -n "${closure[$v]:-}" ]] && echo "$p"; done
 done); do closure[$pkg]=1; done
 
 failures=0
