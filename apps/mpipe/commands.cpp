@@ -1,5 +1,6 @@
 // Subcommand implementations: train, schedule, plan, compare, export, generate, and the daemon's
-// serve, submit, status and cancel; tokenize (text to token shards, one process).
+// serve, submit, status and cancel; tokenize and tokenize-pairs (text to token or pair shards, one
+// process).
 #include "commands.h"
 
 #include <fmt/ranges.h>
@@ -349,6 +350,53 @@ Commands::Commands(CLI::App& app) {
   tokenize_->add_option("--shard-tokens", tokenize_options_.shard_tokens,
                         "At most this many tokens per shard file");
 
+  tokenize_pairs_ = app.add_subcommand(
+      "tokenize-pairs",
+      "Train or apply a SentencePiece tokenizer and write pair shards of translation pairs");
+  for (const auto& [option, file, what] :
+       {std::tuple{"--train", &pairs_options_.train, "Training pairs"},
+        {"--val", &pairs_options_.val, "Validation pairs"},
+        {"--test", &pairs_options_.test, "Test pairs"}}) {
+    auto* added = tokenize_pairs_
+                      ->add_option(option, *file,
+                                   std::string(what) +
+                                       ": a file of SOURCE<TAB>TARGET lines, each source starting "
+                                       "with its target language's tag (\"<2en> ...\")")
+                      ->check(kNotEmpty);
+    if (file != &pairs_options_.test) added->required();
+  }
+  tokenize_pairs_->add_option("--out", pairs_options_.out_dir, "Output folder (created if needed)")
+      ->required()
+      ->check(kNotEmpty);
+  auto* pairs_vocab = tokenize_pairs_->add_option_function<int64_t>(
+      "--vocab-size", [this](int64_t pieces) { pairs_options_.vocab_size = pieces; },
+      "Train a model of this many pieces on --text (written to OUT/tokenizer.model)");
+  tokenize_pairs_
+      ->add_option("--model", pairs_options_.model,
+                   "Apply this existing .model (with pad, bos and eos pieces) instead")
+      ->check(kNotEmpty)
+      ->excludes(pairs_vocab);
+  tokenize_pairs_
+      ->add_option("--model-type", pairs_model_type_,
+                   "Model to train: " + list_names(tokenize::kModelTypeNames, " or "))
+      ->check(unnamed(CLI::IsMember(model_types)))
+      ->capture_default_str()
+      ->needs(pairs_vocab);
+  tokenize_pairs_
+      ->add_option("--text", pairs_options_.text_files,
+                   "Text files or folders the new model learns from (the training sentences)")
+      ->check(kNotEmpty)
+      ->needs(pairs_vocab);
+  tokenize_pairs_
+      ->add_option("--tags", pairs_options_.tags,
+                   "Target-language tags the new model keeps as pieces of their own: '<2en>' ...")
+      ->check(kNotEmpty)
+      ->needs(pairs_vocab);
+  tokenize_pairs_
+      ->add_option("--max-len", pairs_options_.max_len,
+                   "Leave out pairs whose source or target with its eos is longer (tokens)")
+      ->capture_default_str();
+
   export_ = app.add_subcommand(
       "export",
       "Write a committed checkpoint's weights as the safetensors file --export-weights writes "
@@ -426,6 +474,7 @@ int Commands::run_alone() {
     if (*status_) return status();
     if (*cancel_) return cancel();
     if (*tokenize_) return tokenize();
+    if (*tokenize_pairs_) return tokenize_pairs();
     return 1;
   } catch (const AgreedError& e) {
     spdlog::error("{}", e.what());
@@ -532,6 +581,21 @@ int Commands::tokenize() {
                 static_cast<long long>(count.tokens), static_cast<long long>(count.bytes),
                 count.tokens > 0 ? static_cast<double>(count.bytes) / count.tokens : 0.0,
                 static_cast<long long>(count.shards));
+  }
+  return 0;
+}
+
+int Commands::tokenize_pairs() {
+  pairs_options_.model_type = *value_named(tokenize::kModelTypeNames, pairs_model_type_);
+  const data::TokenizePairsReport report = data::tokenize_pairs(pairs_options_);
+  std::printf("tokenizer %s: %lld pieces\n", report.model.c_str(),
+              static_cast<long long>(report.vocab));
+  for (const data::PairSplitCount& count : report.splits) {
+    std::printf("%s: %lld pairs, %lld tokens in %s; %lld longer than --max-len %lld dropped\n",
+                count.split.c_str(), static_cast<long long>(count.pairs),
+                static_cast<long long>(count.tokens), data::pair_shard_name(count.split).c_str(),
+                static_cast<long long>(count.dropped),
+                static_cast<long long>(pairs_options_.max_len));
   }
   return 0;
 }

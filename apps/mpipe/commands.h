@@ -8,6 +8,7 @@
 
 #include "comm/communicator.h"
 #include "data/tokenize_corpus.h"
+#include "data/tokenize_pairs.h"
 #include "train/generator.h"
 #include "train/init_weights.h"
 
@@ -40,6 +41,7 @@ class Commands {
   int status();
   int cancel();
   int tokenize();
+  int tokenize_pairs();
 
   CLI::App* train_ = nullptr;
   CLI::App* schedule_ = nullptr;
@@ -52,6 +54,7 @@ class Commands {
   CLI::App* status_ = nullptr;
   CLI::App* cancel_ = nullptr;
   CLI::App* tokenize_ = nullptr;
+  CLI::App* tokenize_pairs_ = nullptr;
 
   std::string config_path_;
   std::vector<std::string> overrides_;
@@ -85,6 +88,8 @@ class Commands {
 
   data::TokenizeOptions tokenize_options_;
   std::string tokenize_model_type_ = "bpe";
+  data::TokenizePairsOptions pairs_options_;
+  std::string pairs_model_type_ = "unigram";
 };
 
 }  // namespace mpipe::app

@@ -22,9 +22,10 @@ std::vector<std::string> read_shard_patterns(const Field& field) {
 }  // namespace
 
 data::DataConfig parse_data(const Field& section) {
-  const MapReader map(section, {"dataset", "path", "flatten", "normalize", "augment_crop_padding",
-                                "augment_flip", "num_examples", "features", "classes", "seq_len",
-                                "val_fraction", "vocab", "tokens", "train", "val", "tokenizer"});
+  const MapReader map(
+      section, {"dataset", "path", "flatten", "normalize", "augment_crop_padding", "augment_flip",
+                "num_examples", "features", "classes", "seq_len", "val_fraction", "vocab", "tokens",
+                "train", "val", "tokenizer", "source_len", "target_len"});
   data::DataConfig config;
   const std::optional<Field> dataset = map.get("dataset");
   if (dataset) config.kind = dataset->as_choice(data::kDatasetNames);
@@ -48,6 +49,22 @@ data::DataConfig parse_data(const Field& section) {
   if (auto f = map.get("train")) config.train_shards = read_shard_patterns(*f);
   if (auto f = map.get("val")) config.val_shards = read_shard_patterns(*f);
   if (auto f = map.get("tokenizer")) config.tokenizer = f->as_string();
+  // A source holds at least a token and its eos; a target at least bos or eos and a token.
+  if (auto f = map.get("source_len")) config.source_len = read_int(*f, at_least(2));
+  if (auto f = map.get("target_len")) config.target_len = read_int(*f, at_least(2));
+  if (config.kind == data::DatasetKind::kPairs) {
+    map.required("train");
+    map.required("val");
+    map.required("tokenizer");
+    if (auto f = map.get("vocab")) f->fail("not with pairs, whose vocabulary is data.tokenizer's");
+    if (auto f = map.get("seq_len")) {
+      f->fail("not with pairs, which have data.source_len and data.target_len");
+    }
+  } else {
+    for (const char* key : {"source_len", "target_len"}) {
+      if (auto f = map.get(key)) f->fail("only for data.dataset: pairs");
+    }
+  }
   if (config.kind == data::DatasetKind::kTokens) {
     map.required("train");
     map.required("val");

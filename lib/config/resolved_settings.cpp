@@ -77,10 +77,15 @@ void add_data(const data::DataConfig& data, Settings& out) {
   out["data.val_fraction"] = text(data.val_fraction);
   out["data.vocab"] = text(data.vocab);
   out["data.tokens"] = text(data.tokens);
-  if (data.kind == data::DatasetKind::kTokens) {  // keys only token data has (never empty lists)
+  // Keys only shard data has (never empty lists).
+  if (data.kind == data::DatasetKind::kTokens || data.kind == data::DatasetKind::kPairs) {
     out["data.train"] = fmt::format("[{}]", fmt::join(data.train_shards, ", "));
     out["data.val"] = fmt::format("[{}]", fmt::join(data.val_shards, ", "));
     out["data.tokenizer"] = data.tokenizer;
+  }
+  if (data.kind == data::DatasetKind::kPairs) {
+    out["data.source_len"] = text(data.source_len);
+    out["data.target_len"] = text(data.target_len);
   }
 }
 

@@ -9,13 +9,14 @@
 
 namespace mpipe::data {
 
-enum class DatasetKind { kFashionMnist, kSynthetic, kText, kTokens, kTensors };
-inline constexpr EnumNames<DatasetKind, 5> kDatasetNames{
+enum class DatasetKind { kFashionMnist, kSynthetic, kText, kTokens, kTensors, kPairs };
+inline constexpr EnumNames<DatasetKind, 6> kDatasetNames{
     {{"fashion_mnist", DatasetKind::kFashionMnist},
      {"synthetic", DatasetKind::kSynthetic},
      {"text", DatasetKind::kText},
      {"tokens", DatasetKind::kTokens},
-     {"tensors", DatasetKind::kTensors}}};
+     {"tensors", DatasetKind::kTensors},
+     {"pairs", DatasetKind::kPairs}}};
 
 struct DataConfig {
   DatasetKind kind = DatasetKind::kFashionMnist;
@@ -40,9 +41,14 @@ struct DataConfig {
   bool tokens = false;  // kSynthetic: token sequences instead of feature vectors
   // kTokens: llm.c token shards, each entry a file or a glob pattern, windows of seq_len + 1
   // tokens. The vocabulary is the tokenizer's when one is named, else `vocab`.
+  // kPairs: pair shards of `mpipe tokenize-pairs`, and their tokenizer (required).
   std::vector<std::string> train_shards;  // data.train
   std::vector<std::string> val_shards;    // data.val
   std::string tokenizer;                  // a SentencePiece .model, or "" for none
+  // kPairs: the length of a source (its tokens, eos, padding) and of a target (bos or eos and
+  // its tokens, padding).
+  int64_t source_len = 128;
+  int64_t target_len = 128;
 };
 
 }  // namespace mpipe::data

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "data/fashion_mnist.h"
+#include "data/parallel_dataset.h"
 #include "data/synthetic.h"
 #include "data/tensor_file.h"
 #include "data/text_corpus.h"
@@ -41,6 +42,8 @@ std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed) {
       return std::make_unique<TokenDataset>(config);
     case DatasetKind::kTensors:
       return std::make_unique<TensorFileDataset>(config);
+    case DatasetKind::kPairs:
+      return std::make_unique<ParallelDataset>(config);
   }
   throw Error("make_dataset: unknown dataset kind");
 }

@@ -35,9 +35,18 @@ ShardManifest read_manifest(const std::string& path) {
 }  // namespace
 
 void write_shard_manifest(const std::string& folder, const ShardManifest& manifest) {
-  const nlohmann::json json = {{"tokenizer_crc32", manifest.tokenizer_crc32},
-                               {"vocab", manifest.vocab},
-                               {"shards", manifest.shards}};
+  nlohmann::json json = {{"tokenizer_crc32", manifest.tokenizer_crc32},
+                         {"vocab", manifest.vocab},
+                         {"shards", manifest.shards}};
+  if (!manifest.pair_splits.empty()) {
+    json["max_len"] = manifest.max_len;
+    nlohmann::json splits = nlohmann::json::object();
+    for (const PairSplitCount& count : manifest.pair_splits) {
+      splits[count.split] = {
+          {"pairs", count.pairs}, {"tokens", count.tokens}, {"dropped", count.dropped}};
+    }
+    json["splits"] = splits;
+  }
   checkpoint::write_file_atomically((fs::path(folder) / kShardManifestName).string(),
                                     json.dump(2) + "\n");
 }

@@ -1,7 +1,5 @@
-// Shard lists, windows and the token dataset built on them.
+// Windows over token shards and the token dataset built on them.
 #include "data/token_dataset.h"
-
-#include <glob.h>
 
 #include <algorithm>
 #include <mutex>
@@ -16,25 +14,7 @@ namespace {
 // Token ids travel as floats, which hold every integer below 2^24 exactly.
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
 
-std::vector<std::string> glob_matches(const std::string& pattern, const std::string& key) {
-  glob_t found{};
-  const int status = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &found);
-  std::vector<std::string> files(found.gl_pathv, found.gl_pathv + found.gl_pathc);
-  ::globfree(&found);
-  check_input(status == 0 && !files.empty(), "{}: no file matches '{}'", key, pattern);
-  return files;  // glob sorts them
-}
-
 }  // namespace
-
-std::vector<std::string> shard_files(const std::vector<std::string>& patterns,
-                                     const std::string& key) {
-  std::vector<std::string> files;
-  for (const std::string& pattern : patterns) {
-    for (std::string& file : glob_matches(pattern, key)) files.push_back(std::move(file));
-  }
-  return files;
-}
 
 ShardWindows::ShardWindows(const std::vector<std::string>& files, int64_t seq_len)
     : seq_len_(seq_len), starts_{0} {
@@ -88,22 +68,11 @@ TokenDataset::TokenDataset(const DataConfig& config)
 }
 
 void TokenDataset::check_contents(int part, int parts) const {
-  check(parts >= 1 && part >= 0 && part < parts, "part {} of {}", part, parts);
-  const int64_t total = train_.num_tokens() + val_.num_tokens();
-  // This part's share of the tokens of every shard laid end to end, train first.
-  const int64_t begin = total * part / parts;
-  const int64_t end = total * (part + 1) / parts;
-  int64_t shard_begin = 0;
+  std::vector<const TokenFile*> files;  // train first
   for (const auto* split : {&train_, &val_}) {
-    for (const auto& shard : split->shards()) {
-      const int64_t first = std::max(begin, shard_begin);
-      const int64_t last = std::min(end, shard_begin + shard->num_tokens());
-      if (first < last) {
-        shard->check_ids_below(vocab_, vocab_key_, first - shard_begin, last - first);
-      }
-      shard_begin += shard->num_tokens();
-    }
+    for (const auto& shard : split->shards()) files.push_back(shard.get());
   }
+  check_ids_in_part(files, vocab_, vocab_key_, part, parts);
 }
 
 Tensor TokenDataset::read(Split split, std::span<const int64_t> indices, int64_t offset) const {

@@ -12,15 +12,10 @@
 #include "core/error.h"
 #include "data/data_config.h"
 #include "data/dataset.h"
+#include "data/shard_files.h"
 #include "data/token_shard.h"
 
 namespace mpipe::data {
-
-// The files that `patterns` (data.train or data.val, named by `key`) stand for: each entry
-// expanded as a glob (a plain path matches itself), in the order given, each pattern's matches
-// sorted. Throws InputError "data.train: no file matches 'shards/train_*.bin'".
-std::vector<std::string> shard_files(const std::vector<std::string>& patterns,
-                                     const std::string& key);
 
 // The shards of one split, seen as non-overlapping windows of seq_len + 1 tokens at stride
 // seq_len, none crossing the end of a shard: a shard of T tokens has (T - 1) / seq_len of them.

@@ -111,7 +111,8 @@ TokenizeReport tokenize_corpus(const TokenizeOptions& options) {
     check_input(vocab_size >= 2 && vocab_size < kMaxVocab,
                 "--vocab-size: must be in [2, 2^24), got {}", vocab_size);
     // Learned from the training text only: the validation text stays unseen.
-    trained = tokenize::train_model(all.substr(0, val_start), vocab_size, options.model_type);
+    trained = tokenize::train_model(all.substr(0, val_start),
+                                    {.vocab_size = vocab_size, .type = options.model_type});
     report.model = (fs::path(options.out_dir) / "tokenizer.model").string();
     tokenizer = tokenize::Tokenizer::from_bytes(trained, report.model);
   } else {

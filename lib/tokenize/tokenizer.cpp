@@ -73,6 +73,14 @@ Tokenizer Tokenizer::from_bytes(std::string_view model, const std::string& name)
 }
 
 int64_t Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+int Tokenizer::pad_id() const { return processor_->pad_id(); }
+int Tokenizer::bos_id() const { return processor_->bos_id(); }
+int Tokenizer::eos_id() const { return processor_->eos_id(); }
+
+int Tokenizer::piece_id(std::string_view piece) const {
+  const int id = processor_->PieceToId(piece);  // unk's id for a piece it does not have
+  return processor_->IdToPiece(id) == piece ? id : -1;
+}
 
 std::vector<int> Tokenizer::encode(std::string_view text) const {
   std::vector<int> ids;
@@ -111,21 +119,34 @@ std::vector<int64_t> Tokenizer::piece_bytes() const {
   return bytes;
 }
 
-std::string train_model(std::string_view text, int64_t vocab_size, ModelType type) {
-  const std::unordered_map<std::string, std::string> options{
-      {"model_type", std::string(name_of(kModelTypeNames, type))},
-      {"vocab_size", std::to_string(vocab_size)},
+std::string train_model(std::string_view text, const TrainOptions& options) {
+  const std::string type(name_of(kModelTypeNames, options.type));
+  std::unordered_map<std::string, std::string> settings{
+      {"model_type", type},
+      {"vocab_size", std::to_string(options.vocab_size)},
       {"byte_fallback", "true"},
       {"normalization_rule_name", "identity"},
       {"remove_extra_whitespaces", "false"},
-      {"add_dummy_prefix", "false"},
+      {"add_dummy_prefix", options.sentences ? "true" : "false"},
       {"minloglevel", "2"},
   };
+  if (options.pad_piece) {
+    settings.insert({{"pad_id", "0"}, {"unk_id", "1"}, {"bos_id", "2"}, {"eos_id", "3"}});
+  }
+  if (!options.user_symbols.empty()) {
+    std::string symbols;
+    for (const std::string& symbol : options.user_symbols) {
+      check_input(!symbol.empty() && symbol.find_first_of(", \t\n") == std::string::npos,
+                  "--tags '{}': a tag is one piece of text without spaces or commas", symbol);
+      symbols += (symbols.empty() ? "" : ",") + symbol;
+    }
+    settings["user_defined_symbols"] = symbols;
+  }
   std::string model;
   LineIterator lines(text);
-  const auto status = sentencepiece::SentencePieceTrainer::Train(options, &lines, &model);
+  const auto status = sentencepiece::SentencePieceTrainer::Train(settings, &lines, &model);
   check_input(status.ok(), "--vocab-size {}: SentencePiece cannot train a {} model of it: {}",
-              vocab_size, name_of(kModelTypeNames, type), reason(status));
+              options.vocab_size, type, reason(status));
   return model;
 }
 

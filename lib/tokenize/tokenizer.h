@@ -34,6 +34,13 @@ class Tokenizer {
   ~Tokenizer();
 
   int64_t vocab_size() const;
+  // The ids of the reserved pieces, -1 for one the model has not (a model of train_model has
+  // bos and eos; pad only when trained with TrainOptions::pad_piece).
+  int pad_id() const;
+  int bos_id() const;
+  int eos_id() const;
+  // The id of the piece spelled `piece` ("<2en>"), -1 when the model has none.
+  int piece_id(std::string_view piece) const;
   std::vector<int> encode(std::string_view text) const;
   std::string decode(std::span<const int> ids) const;
   // The bytes of text each id stands for: a piece's UTF-8 bytes (its word-boundary mark "▁"
@@ -48,11 +55,25 @@ class Tokenizer {
   std::string name_;
 };
 
-// Trains a model of `vocab_size` pieces on the lines of `text` and returns it serialized (the
-// bytes of a .model file). Pieces are learned on the text as it is (no Unicode normalization,
-// whitespace kept) with byte fallback, so that every byte, newlines included, encodes and
-// decodes back exactly; no dummy space is added at the start of a text. Throws InputError
-// naming the option at fault ("--vocab-size 50: ...") when SentencePiece refuses.
-std::string train_model(std::string_view text, int64_t vocab_size, ModelType type);
+// How train_model trains. The defaults suit running text for a language model.
+struct TrainOptions {
+  int64_t vocab_size = 0;
+  ModelType type = ModelType::kBpe;
+  // Sentences rather than running text: each line's first word gets the word-boundary mark "▁"
+  // as every other word does (SentencePiece's dummy prefix, which decoding drops again).
+  bool sentences = false;
+  // Reserve id 0 for a padding piece "<pad>", before unk (1), bos (2) and eos (3); without it
+  // there is no pad and unk, bos, eos are 0, 1, 2.
+  bool pad_piece = false;
+  // Pieces of their own, never split and never merged into others, with the ids after the
+  // reserved ones in this order: the target-language tags of a translation corpus ("<2en>").
+  std::vector<std::string> user_symbols = {};
+};
+
+// Trains a model on the lines of `text` and returns it serialized (the bytes of a .model file).
+// Pieces are learned on the text as it is (no Unicode normalization, whitespace kept) with byte
+// fallback, so that every byte, newlines included, encodes and decodes back exactly. Throws
+// InputError naming the option at fault ("--vocab-size 50: ...") when SentencePiece refuses.
+std::string train_model(std::string_view text, const TrainOptions& options);
 
 }  // namespace mpipe::tokenize

@@ -516,8 +516,7 @@ TEST(LogSection, TensorboardIsTrueOrFalse) {
 TEST(DataSection, DatasetMustBeAKnownKind) {
   EXPECT_EQ(error_of("data:\n  dataset: cifar10\n"),
             "exp.yaml:2: data.dataset: expected one of fashion_mnist, synthetic, text, tokens, "
-            "tensors, got "
-            "'cifar10'");
+            "tensors, pairs, got 'cifar10'");
 }
 
 TEST(DataSection, TensorsNeedAPath) {

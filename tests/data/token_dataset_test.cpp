@@ -81,7 +81,7 @@ TEST(TokenDataset, WithATokenizerItsVocabularyIsTheTokenizersAndTargetsCountThei
       text += std::string("kalomine", (line * 7 + word) % 8) + " ";
     text += "sutavo\n";
   }
-  const std::string model = tokenize::train_model(text, 300, tokenize::ModelType::kBpe);
+  const std::string model = tokenize::train_model(text, {.vocab_size = 300});
   write_plain(dir.file("t.model"), model);
   const tokenize::Tokenizer tokenizer = tokenize::Tokenizer::load(dir.file("t.model"));
   const std::vector<int> ids = tokenizer.encode(text);
@@ -224,7 +224,7 @@ TEST(TokenDataset, RefusesATokenizerOtherThanTheOneTheManifestRecords) {
   const TempDir dir;
   std::string text;
   for (int line = 0; line < 100; ++line) text += "kalo mine sutavo\n";
-  write_plain(dir.file("t.model"), tokenize::train_model(text, 300, tokenize::ModelType::kBpe));
+  write_plain(dir.file("t.model"), tokenize::train_model(text, {.vocab_size = 300}));
   write_bytes(dir.file("train_0.bin"), shard_bytes(counting(0, 10, 300)));
   write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4, 300)));
   write_shard_manifest(

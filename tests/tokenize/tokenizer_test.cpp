@@ -48,7 +48,8 @@ class TrainedTokenizer : public ::testing::TestWithParam<ModelType> {};
 
 TEST_P(TrainedTokenizer, EncodesAndDecodesTheTextExactly) {
   const std::string text = sample_text();
-  const Tokenizer tokenizer = Tokenizer::from_bytes(train_model(text, 600, GetParam()), "m");
+  const Tokenizer tokenizer =
+      Tokenizer::from_bytes(train_model(text, {.vocab_size = 600, .type = GetParam()}), "m");
   EXPECT_EQ(tokenizer.vocab_size(), 600);
   const std::vector<int> ids = tokenizer.encode(text);
   EXPECT_LT(ids.size(), text.size() / 2);  // pieces longer than 2 bytes on average
@@ -60,7 +61,8 @@ TEST_P(TrainedTokenizer, EncodesAndDecodesTheTextExactly) {
 
 TEST_P(TrainedTokenizer, PieceBytesOfAnEncodingAddUpToTheTextsBytes) {
   const std::string text = sample_text();
-  const Tokenizer tokenizer = Tokenizer::from_bytes(train_model(text, 600, GetParam()), "m");
+  const Tokenizer tokenizer =
+      Tokenizer::from_bytes(train_model(text, {.vocab_size = 600, .type = GetParam()}), "m");
   const std::vector<int64_t> bytes = tokenizer.piece_bytes();
   ASSERT_EQ(static_cast<int64_t>(bytes.size()), tokenizer.vocab_size());
   for (const std::string& piece : {text, std::string("zebra\tquartz ~ 日本\n")}) {
@@ -75,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(BpeAndUnigram, TrainedTokenizer,
 
 TEST(Tokenizer, LoadsAModelFileAsTrained) {
   const TempDir dir;
-  const std::string model = train_model(sample_text(), 300, ModelType::kBpe);
+  const std::string model = train_model(sample_text(), {.vocab_size = 300});
   std::ofstream(dir.file("m.model"), std::ios::binary) << model;
   const Tokenizer loaded = Tokenizer::load(dir.file("m.model"));
   const Tokenizer direct = Tokenizer::from_bytes(model, "m");
@@ -112,10 +114,46 @@ TEST(Tokenizer, RefusesAFifoWithoutWaitingForAWriter) {
 }
 
 TEST(TrainModel, RefusesAVocabularySmallerThanTheBytesAndCharacters) {
-  EXPECT_EQ(input_error_of([&] { train_model(sample_text(), 100, ModelType::kBpe); }),
+  EXPECT_EQ(input_error_of([&] { train_model(sample_text(), {.vocab_size = 100}); }),
             "--vocab-size 100: SentencePiece cannot train a bpe model of it: Vocabulary size is "
             "smaller than required_chars. 100 vs 287. Increase vocab_size or decrease "
             "character_coverage with --character_coverage option.");
+}
+
+TEST(TrainModel, ReservesPadBosEosAndUserSymbolsForSentences) {
+  const Tokenizer tokenizer =
+      Tokenizer::from_bytes(train_model(sample_text(), {.vocab_size = 600,
+                                                        .type = ModelType::kUnigram,
+                                                        .sentences = true,
+                                                        .pad_piece = true,
+                                                        .user_symbols = {"<2en>", "<2es>"}}),
+                            "m");
+  EXPECT_EQ(tokenizer.pad_id(), 0);
+  EXPECT_EQ(tokenizer.bos_id(), 2);
+  EXPECT_EQ(tokenizer.eos_id(), 3);
+  // The tags are pieces after the reserved four; a sentence starts with a word-boundary mark,
+  // which decoding drops.
+  EXPECT_EQ(tokenizer.piece_id("<2en>"), 4);
+  EXPECT_EQ(tokenizer.piece_id("<2es>"), 5);
+  EXPECT_EQ(tokenizer.piece_id("<2fr>"), -1);
+  const std::vector<int> ids = tokenizer.encode("kalo mine");
+  EXPECT_EQ(tokenizer.decode(ids), "kalo mine");
+  EXPECT_EQ(tokenizer.encode("kalo mine <2es>").back(), 5);
+}
+
+TEST(TrainModel, RunningTextHasNoPad) {
+  const Tokenizer tokenizer =
+      Tokenizer::from_bytes(train_model(sample_text(), {.vocab_size = 300}), "m");
+  EXPECT_EQ(tokenizer.pad_id(), -1);
+  EXPECT_EQ(tokenizer.bos_id(), 1);
+  EXPECT_EQ(tokenizer.eos_id(), 2);
+}
+
+TEST(TrainModel, RefusesATagWithASpace) {
+  EXPECT_EQ(input_error_of([&] {
+              train_model(sample_text(), {.vocab_size = 600, .user_symbols = {"<2 en>"}});
+            }),
+            "--tags '<2 en>': a tag is one piece of text without spaces or commas");
 }
 
 }  // namespace
