@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "core/memory_account.h"
 #include "core/system_memory.h"
+#include "data/data_config.h"
 #include "data/dataset.h"
 #include "log/metrics_writer.h"
 #include "log/progress.h"
@@ -468,7 +469,9 @@ class TrainingRun {
     if (!options_.export_weights.empty()) {
       const MemoryActivityScope label(kExport);
       export_weights(trainer_, experiment_, dataset_, options_.export_weights);
-      const bool samples_text = text_baseline_ || !experiment_.data.tokenizer.empty();
+      // A language model's: a translation model (pairs) continues no text.
+      const bool samples_text = experiment_.data.kind != data::DatasetKind::kPairs &&
+                                (text_baseline_ || !experiment_.data.tokenizer.empty());
       if (is_root_ && samples_text && options_.sample_length > 0) result.sample = sample_text();
     }
     const StageMemoryUse use = measure_memory(trainer_, world_, tensor_peak);

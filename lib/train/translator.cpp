@@ -69,7 +69,8 @@ std::vector<double> Translator::next_log_probs(const std::vector<const std::vect
   data.push_back(std::move(source));
   data.push_back(std::move(target_in));
   pipeline::Bundle input;
-  for (int value : model_->input_values()) input.push_back(data.at(static_cast<size_t>(value)));
+  for (int value : model_->input_values())
+    input.push_back(std::move(data.at(static_cast<size_t>(value))));
   const nn::LayerContext ctx{.kernels = kernels, .training = false};
   const Tensor logits = std::move(model_->evaluate(input, ctx).at(0));
   // Causal self-attention: position `step` sees the prefix alone, not the padding after it.

@@ -7,10 +7,12 @@
 # Usage: translate.sh
 source "$(dirname "$0")/lib.sh"
 files=$(dirname "$0")/files
-# 12 made-up words, sentences of 3 to 6 of them; a fixed seed; train, val and held-out test lines.
+# 12 one-letter words, sentences of 3 to 6 of them; a fixed seed; train, val and held-out test
+# lines. A tokenizer of 287 pieces (as many as SentencePiece finds: the reserved ones, the tags,
+# 256 bytes, the letters and "▁x") has a piece for each word.
 awk -v OFS='\t' 'BEGIN {
   srand(7)
-  split("kalo mine suta rivo zepu gadi befo hyji wuxa lomi neka tari", w, " ")
+  split("a b c d e f g h i j k l", w, " ")
   for (i = 1; i <= 380; i++) {
     n = 3 + int(rand() * 4); src = ""; tgt = ""
     for (j = 1; j <= n; j++) { x = w[1 + int(rand() * 12)]; src = src " " x; tgt = x (j > 1 ? " " : "") tgt }
@@ -23,15 +25,18 @@ sed -n '341,380p' "$WORK/all.tsv" > "$WORK/test.tsv"
 cut -f2 "$WORK/train.tsv" > "$WORK/text.txt"
 cut -f1 "$WORK/test.tsv" | sed 's/^<2en> //' > "$WORK/test.src"
 cut -f2 "$WORK/test.tsv" > "$WORK/test.ref"
-timeout 60 "$MPIPE" tokenize-pairs --out "$WORK/shards" --vocab-size 300 --text "$WORK/text.txt" \
+timeout 60 "$MPIPE" tokenize-pairs --out "$WORK/shards" --vocab-size 287 --text "$WORK/text.txt" \
   --tags '<2en>' '<2es>' --train "$WORK/train.tsv" --val "$WORK/val.tsv" \
   > "$WORK/tokenize.log" 2>&1 || { cat "$WORK/tokenize.log"; echo "FAILED: tokenize-pairs"; exit 1; }
 
 config=$WORK/translate.yaml
 model=$WORK/shards/tokenizer.model
 sed -e "s|^data: .*|data: {dataset: pairs, train: [$WORK/shards/pairs_train.bin], val: [$WORK/shards/pairs_val.bin], tokenizer: $model, source_len: 16, target_len: 16}|" \
-  -e 's/vocab: 64/vocab: 300/; s/units: 64/units: 300/' "$files/translate_tiny.yaml" > "$config"
-train 2 tiny "$config" --set pipeline.stages=2 --set train.steps=150 --set optimizer.lr=0.02 \
+  -e 's/vocab: [0-9]*/vocab: 287/; s/^    - {type: linear, units: [0-9]*}/    - {type: linear, units: 287}/' \
+  "$files/translate_tiny.yaml" > "$config"
+# 300 steps with clip_norm 1 learn the reversal (BLEU 75 against copying's 16, 14 s on 2 loaded
+# cores); 150 steps at lr 0.02 stay at the unigram loss.
+train 2 tiny "$config" --set pipeline.stages=2 --set train.steps=300 --set optimizer.clip_norm=1 \
   --set train.eval_batches=1
 tail -n 2 "$WORK/tiny.log"
 
@@ -67,29 +72,27 @@ cmp "$WORK/greedy.out" "$WORK/greedy_checkpoint.out" ||
   { echo "FAILED: --checkpoint and --weights translate differently"; exit 1; }
 
 # refused NAME MESSAGE ARGS...: `mpipe translate ARGS` exits 2 with MESSAGE on its one error line
-# and prints no translation.
+# and prints nothing on stdout.
 refused() {
   local name=$1 message=$2 status=0
   shift 2
-  timeout 60 "$MPIPE" translate "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" || status=$?
-  cat "$WORK/$name.err" >> "$WORK/$name.out"
+  timeout 60 "$MPIPE" translate "$@" > "$WORK/$name.stdout" 2> "$WORK/$name.out" || status=$?
   failed_in_one_line "$name" "$status" "$message" "$WORK/$name"
   [[ $status -eq 2 ]] || { echo "FAILED: $name: exit status $status, not 2"; exit 1; }
-  [[ ! -s "$WORK/$name.err" || $(grep -cv '\[error\]' "$WORK/$name.out") -eq 0 ]] ||
-    { echo "FAILED: $name: printed translations"; exit 1; }
+  [[ ! -s "$WORK/$name.stdout" ]] || { echo "FAILED: $name: printed translations"; exit 1; }
 }
 weights=(--weights "$WORK/tiny.safetensors")
 refused bad_tag "--to <2xx>: not a piece of $model (its tags: <2en>, <2es>)" \
   "$config" "${weights[@]}" --to '<2xx>' --input "$WORK/test.src"
-printf 'kalo mine\n%s\n' "$(printf 'kalo %.0s' $(seq 20))" > "$WORK/long.src"
+printf 'a b\n%s\n' "$(printf 'a %.0s' $(seq 20))" > "$WORK/long.src"
 refused long_line "--input $WORK/long.src:2: 23 tokens with the tag and eos, more than data.source_len 16" \
   "$config" "${weights[@]}" --to '<2en>' --input "$WORK/long.src"
 head -n 3 "$WORK/test.ref" > "$WORK/short.ref"
 refused ref_count "--ref $WORK/short.ref: 3 lines, but --input $WORK/test.src has 40" \
   "$config" "${weights[@]}" --to '<2en>' --input "$WORK/test.src" --ref "$WORK/short.ref"
 sed 's/units: 32/units: 24/' "$config" > "$WORK/other.yaml"
-refused other_weights "$WORK/tiny.safetensors: tensor layers.6.weight has shape [32, 16], the model needs [24, 16]" \
+refused other_weights "$WORK/tiny.safetensors: tensor layers.5.weight has shape [32, 16], the model needs [24, 16]" \
   "$WORK/other.yaml" "${weights[@]}" --to '<2en>' --input "$WORK/test.src"
-refused not_pairs "mlp.yaml:14: data.dataset: translate needs a translation model, trained on data.dataset: pairs, not synthetic" \
+refused not_pairs "mlp.yaml:11: data.dataset: translate needs a translation model, trained on data.dataset: pairs, not synthetic" \
   "$files/mlp.yaml" "${weights[@]}" --to '<2en>' --input "$WORK/test.src"
-echo "translate: tokenize-pairs, 150 steps on 2 ranks, greedy BLEU $bleu > copy $copy, beam, --checkpoint, bad inputs refused"
+echo "translate: tokenize-pairs, 300 steps on 2 ranks, greedy BLEU $bleu > copy $copy, beam, --checkpoint, bad inputs refused"

@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
 #include <vector>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "model/model_builder.h"
 #include "pipeline/stage.h"
@@ -105,7 +107,7 @@ std::vector<double> next_log_probs(Reference& reference, const std::vector<int>&
 const std::vector<std::vector<int>> kSources = {{4, 5, 4, 3}, {5, 3}, {4, 4, 5, 5, 3}, {3}};
 
 TEST(Translator, GreedyIsTheMostLikelyIdStepByStep) {
-  Reference reference = make_reference(6, 11);
+  Reference reference = make_reference(6, 17);
   Translator translator(tiny_translation_model(6), kSourceLen, 6, kTokens, reference.weights,
                         "weights");
   kernels::KernelContext kernels;
@@ -128,9 +130,13 @@ TEST(Translator, GreedyIsTheMostLikelyIdStepByStep) {
     }
     EXPECT_EQ(translations[s], expected) << "sentence " << s;
   }
-  // The weights were picked so that both kinds of ending are checked.
+  // The weights were picked so that both kinds of ending are checked, and a translation whose ids
+  // change from step to step (a decoder that read the wrong position would repeat one id).
   EXPECT_GT(ended_early, 0);
   EXPECT_LT(ended_early, std::ssize(kSources));
+  EXPECT_TRUE(std::any_of(translations.begin(), translations.end(), [](const auto& ids) {
+    return std::adjacent_find(ids.begin(), ids.end(), std::not_equal_to<>()) != ids.end();
+  }));
 }
 
 TEST(Translator, AWideBeamFindsTheBestHypothesisByScorePerId) {
