@@ -1,6 +1,6 @@
-// Subcommand implementations: train, schedule, plan, compare, export, generate, and the daemon's
-// serve, submit, status and cancel; tokenize and tokenize-pairs (text to token or pair shards, one
-// process).
+// Subcommand implementations: train, schedule, plan, compare, export, generate, translate, score,
+// and the daemon's serve, submit, status and cancel; tokenize and tokenize-pairs (text to token or
+// pair shards, one process).
 #include "commands.h"
 
 #include <fmt/ranges.h>
@@ -19,6 +19,7 @@
 #include <regex>
 
 #include "checkpoint/checkpoint_export.h"
+#include "checkpoint/checkpoint_weights.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
 #include "comm/agree.h"
@@ -39,11 +40,14 @@
 #include "pipeline/batch_split.h"
 #include "pipeline/grid.h"
 #include "pipeline/schedule.h"
+#include "score/bleu.h"
+#include "score/chrf.h"
 #include "serve/daemon.h"
 #include "serve/spool.h"
 #include "serve/status_file.h"
 #include "serve/submit.h"
 #include "startup.h"
+#include "text_lines.h"
 #include "train/data_contract.h"
 #include "train/generator.h"
 #include "train/pipeline_plan.h"
@@ -51,6 +55,7 @@
 #include "train/plan_report.h"
 #include "train/trainer.h"
 #include "train/training_run.h"
+#include "train/translate_text.h"
 #include "train/virtual_stage_rules.h"
 
 namespace mpipe::app {
@@ -147,6 +152,21 @@ CLI::Validator duration_in_seconds() {
       CLI::AsNumberWithUnit(std::map<std::string, double>{{"s", 1}, {"m", 60}, {"h", 3600}},
                             CLI::AsNumberWithUnit::CASE_SENSITIVE) &
       positive);
+}
+
+// Refuses references of another count than the sentences they score: "--ref r.txt: 5 lines,
+// but --hyp h.txt has 6".
+void check_line_counts(size_t sentences, size_t references, const std::string& sentence_source,
+                       const std::string& ref_source) {
+  check_input(sentences == references, "{}: {} lines, but {} has {}", ref_source, references,
+              sentence_source, sentences);
+}
+
+// sacreBLEU's two lines, BLEU and chrF2, for `hypotheses` against `references`, one each.
+std::string score_lines(const std::vector<std::string>& hypotheses,
+                        const std::vector<std::string>& references) {
+  return fmt::format("{}\n{}\n", score::corpus_bleu(hypotheses, references).format(),
+                     score::corpus_chrf(hypotheses, references).format());
 }
 
 }  // namespace
@@ -290,6 +310,57 @@ Commands::Commands(CLI::App& app) {
                    "Random seed of the draws (docs/design.md, \"Sampling text\")")
       ->capture_default_str();
   generate_->add_option("--set", overrides_, "Override a config key: key.path=value");
+
+  translate_ = app.add_subcommand(
+      "translate",
+      "Translate lines of text with a trained translation model (data.dataset: pairs), one "
+      "process");
+  translate_->add_option("config", config_path_, "The experiment YAML file it was trained with")
+      ->required()
+      ->check(kNotEmpty);
+  auto* translate_weights =
+      translate_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")
+          ->check(kNotEmpty);
+  translate_
+      ->add_option("--checkpoint", checkpoint_run_dir_,
+                   "A run directory: its newest committed checkpoint's weights instead")
+      ->check(kNotEmpty)
+      ->excludes(translate_weights);
+  translate_
+      ->add_option("--to", translate_tag_,
+                   "The target language's tag, a piece of data.tokenizer: '<2en>' ...")
+      ->required()
+      ->check(kNotEmpty);
+  translate_->add_option("--input", translate_input_,
+                         "Sentences to translate, one a line (default: stdin)");
+  translate_
+      ->add_option("--beam", translate_options_.beam,
+                   "Beam width, 1 to 64 (1 = greedy: always the most likely token)")
+      ->check(unnamed(CLI::Range(int64_t{1}, int64_t{64})))
+      ->capture_default_str();
+  translate_
+      ->add_option("--batch", translate_options_.batch, "Sentences decoded together, 1 to 4096")
+      ->check(unnamed(CLI::Range(int64_t{1}, int64_t{4096})))
+      ->capture_default_str();
+  translate_
+      ->add_option("--ref", references_path_,
+                   "Reference translations, one a line: print BLEU and chrF on stderr")
+      ->check(kNotEmpty);
+  translate_->add_option("--set", overrides_, "Override a config key: key.path=value");
+  translate_->callback([this] {
+    if (weights_path_.empty() && checkpoint_run_dir_.empty()) {
+      throw CLI::RequiredError("--weights or --checkpoint");
+    }
+  });
+
+  score_ = app.add_subcommand(
+      "score", "Corpus BLEU and chrF of translations against references (sacreBLEU's defaults)");
+  score_->add_option("--hyp", hypotheses_path_, "Translations, one a line")
+      ->required()
+      ->check(kNotEmpty);
+  score_->add_option("--ref", references_path_, "References, one a line")
+      ->required()
+      ->check(kNotEmpty);
 
   serve_ = app.add_subcommand(
       "serve", "Run the experiments submitted to a spool, one after another (under mpirun/srun)");
@@ -469,6 +540,8 @@ int Commands::run_alone() {
     if (*plan_) return plan();
     if (*compare_) return compare();
     if (*generate_) return generate();
+    if (*translate_) return translate();
+    if (*score_) return score();
     if (*export_) return export_checkpoint();
     if (*submit_) return submit();
     if (*status_) return status();
@@ -726,6 +799,60 @@ int Commands::generate() {
                            checkpoint::read_safetensors(weights_path_).tensors, weights_path_,
                            generate_options_, kernels, tokenizer ? &*tokenizer : nullptr);
   std::printf("%s\n", text.c_str());
+  return 0;
+}
+
+int Commands::translate() {
+  config::Experiment experiment = config::load_experiment(config_path_, overrides_);
+  check_input(experiment.data.kind == data::DatasetKind::kPairs,
+              "{}: translate needs a translation model, trained on data.dataset: pairs, not {}",
+              experiment.where("data.dataset"), name_of(data::kDatasetNames, experiment.data.kind));
+  const std::string& model = experiment.data.tokenizer;
+  const tokenize::Tokenizer tokenizer = tokenize::Tokenizer::load(model);
+  const std::string input_source = lines_source(translate_input_, "--input");
+  const std::vector<std::vector<int>> sources = train::encode_source_lines(
+      tokenizer, model, translate_tag_, read_lines(translate_input_, "--input"),
+      experiment.data.source_len, input_source);
+  std::vector<std::string> references;
+  if (!references_path_.empty()) {
+    references = read_lines(references_path_, "--ref");
+    check_line_counts(sources.size(), references.size(), input_source,
+                      lines_source(references_path_, "--ref"));
+  }
+  checkpoint::CheckpointWeights weights;
+  std::string weights_source = weights_path_;
+  if (weights_path_.empty()) {
+    weights = checkpoint::read_checkpoint_weights(checkpoint_run_dir_);
+    weights_source = fmt::format("{} (checkpoint step {})", checkpoint_run_dir_, weights.step);
+  } else {
+    weights.tensors = checkpoint::read_safetensors(weights_path_).tensors;
+  }
+  train::Translator translator(
+      experiment.model, experiment.data.source_len, experiment.data.target_len,
+      {.pad = tokenizer.pad_id(), .bos = tokenizer.bos_id(), .eos = tokenizer.eos_id()},
+      weights.tensors, weights_source);
+  check_input(translator.vocab() == tokenizer.vocab_size(),
+              "{0}: the model outputs {2} scores per token but the tokenizer {3} has {1} pieces",
+              weights_source, tokenizer.vocab_size(), translator.vocab(), model);
+  kernels::KernelContext kernels;
+  std::vector<std::string> translations;
+  for (const std::vector<int>& ids : translator.translate(sources, translate_options_, kernels)) {
+    translations.push_back(tokenizer.decode(ids));
+    std::printf("%s\n", translations.back().c_str());
+  }
+  if (!references_path_.empty()) {
+    std::fflush(stdout);
+    std::fputs(score_lines(translations, references).c_str(), stderr);
+  }
+  return 0;
+}
+
+int Commands::score() {
+  const std::vector<std::string> hypotheses = read_lines(hypotheses_path_, "--hyp");
+  const std::vector<std::string> references = read_lines(references_path_, "--ref");
+  check_line_counts(hypotheses.size(), references.size(), lines_source(hypotheses_path_, "--hyp"),
+                    lines_source(references_path_, "--ref"));
+  std::fputs(score_lines(hypotheses, references).c_str(), stdout);
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "data/tokenize_pairs.h"
 #include "train/generator.h"
 #include "train/init_weights.h"
+#include "train/translator.h"
 
 namespace mpipe::app {
 
@@ -36,6 +37,8 @@ class Commands {
   int compare();
   int export_checkpoint();
   int generate();
+  int translate();
+  int score();
   int serve(const comm::Communicator& world);
   int submit();
   int status();
@@ -49,6 +52,8 @@ class Commands {
   CLI::App* compare_ = nullptr;
   CLI::App* export_ = nullptr;
   CLI::App* generate_ = nullptr;
+  CLI::App* translate_ = nullptr;
+  CLI::App* score_ = nullptr;
   CLI::App* serve_ = nullptr;
   CLI::App* submit_ = nullptr;
   CLI::App* status_ = nullptr;
@@ -78,9 +83,15 @@ class Commands {
   double rtol_ = 0.0;
   std::string compare_only_;  // a regular expression: compare only the tensors it matches
 
-  std::string weights_path_;  // generate: the weights read; export: the file written
+  std::string weights_path_;  // generate, translate: the weights read; export: the file written
   int64_t export_step_ = -1;  // export --step; -1 = the newest committed checkpoint
   train::GenerateOptions generate_options_;
+  std::string translate_tag_;       // translate --to
+  std::string translate_input_;     // translate --input; "" = stdin
+  std::string checkpoint_run_dir_;  // translate --checkpoint
+  train::TranslateOptions translate_options_;
+  std::string hypotheses_path_;  // score --hyp
+  std::string references_path_;  // translate and score --ref
 
   std::string spool_dir_;
   double idle_exit_s_ = 0.0;  // 0 = never

@@ -110,10 +110,12 @@ tokenize::Tokenizer load_or_train(const TokenizePairsOptions& options, std::stri
   return tokenize::Tokenizer::from_bytes(trained, model_path);
 }
 
-// A source's ids: its leading tag ("<2en> ") as the tag's piece, then the rest as a sentence.
-std::vector<int> encode_source(const tokenize::Tokenizer& tokenizer, const std::string& model,
-                               const SplitInput& input, const TextPair& pair) {
-  const std::string_view source = pair.source;
+}  // namespace
+
+std::string pair_shard_name(const std::string& split) { return "pairs_" + split + ".bin"; }
+
+std::vector<int> encode_source(const tokenize::Tokenizer& tokenizer, std::string_view source,
+                               const std::string& model, const std::string& where) {
   const size_t close = source.find("> ");
   if (!source.starts_with('<') || close == std::string_view::npos || source.find(' ') < close) {
     return tokenizer.encode(source);
@@ -121,16 +123,12 @@ std::vector<int> encode_source(const tokenize::Tokenizer& tokenizer, const std::
   const std::string_view tag = source.substr(0, close + 1);
   const int tag_id = tokenizer.piece_id(tag);
   check_input(tag_id >= 0,
-              "{}:{}: the tag '{}' is not a piece of {} (train it with tokenize-pairs --tags)",
-              input.file, pair.line, tag, model);
+              "{}: the tag '{}' is not a piece of {} (train it with tokenize-pairs --tags)", where,
+              tag, model);
   std::vector<int> ids{tag_id};
   for (int id : tokenizer.encode(source.substr(close + 2))) ids.push_back(id);
   return ids;
 }
-
-}  // namespace
-
-std::string pair_shard_name(const std::string& split) { return "pairs_" + split + ".bin"; }
 
 TokenizePairsReport tokenize_pairs(const TokenizePairsOptions& options) {
   check_input(options.max_len >= 2, "--max-len: must be >= 2 (a token and its eos), got {}",
@@ -158,7 +156,8 @@ TokenizePairsReport tokenize_pairs(const TokenizePairsOptions& options) {
     PairSplitCount count{.split = input.split};
     std::vector<TokenPair>& kept = encoded.emplace_back();
     for (const TextPair& pair : input.pairs) {
-      TokenPair ids{encode_source(tokenizer, report.model, input, pair),
+      TokenPair ids{encode_source(tokenizer, pair.source, report.model,
+                                  fmt::format("{}:{}", input.file, pair.line)),
                     tokenizer.encode(pair.target)};
       // With its eos (source) or its bos and eos (target_in and targets: one more each).
       if (static_cast<int64_t>(ids.source.size()) + 1 > options.max_len ||

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/shard_manifest.h"
@@ -44,6 +45,12 @@ struct TokenizePairsReport {
 // file is written atomically. Throws InputError naming the file (and line) or option at fault,
 // before writing anything: also when out_dir holds shards already.
 TokenizePairsReport tokenize_pairs(const TokenizePairsOptions& options);
+
+// A source's ids, without eos: its leading tag ("<2en> ") as the tag's piece, then the rest as a
+// sentence (all of it as a sentence when it does not start with a tag). Throws InputError
+// "`where`: the tag '<2xx>' is not a piece of `model` ..." for a tag the model has not.
+std::vector<int> encode_source(const tokenize::Tokenizer& tokenizer, std::string_view source,
+                               const std::string& model, const std::string& where);
 
 // The shard file of a split: "pairs_train.bin".
 std::string pair_shard_name(const std::string& split);

@@ -82,6 +82,23 @@ int Tokenizer::piece_id(std::string_view piece) const {
   return processor_->IdToPiece(id) == piece ? id : -1;
 }
 
+std::vector<std::string> Tokenizer::user_pieces() const {
+  // SentencePiece's trainer places them after the reserved pieces, before the byte pieces and the
+  // learned ones (negative scores; this API does not tell piece types apart otherwise).
+  std::vector<std::string> pieces;
+  int id = 0;
+  while (id < processor_->GetPieceSize() &&
+         (processor_->IsControl(id) || processor_->IsUnknown(id))) {
+    ++id;
+  }
+  for (; id < processor_->GetPieceSize() && !processor_->IsByte(id) && !processor_->IsControl(id) &&
+         !processor_->IsUnused(id) && processor_->GetScore(id) == 0;
+       ++id) {
+    pieces.push_back(processor_->IdToPiece(id));
+  }
+  return pieces;
+}
+
 std::vector<int> Tokenizer::encode(std::string_view text) const {
   std::vector<int> ids;
   const auto status = processor_->Encode(text, &ids);

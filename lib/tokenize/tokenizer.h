@@ -41,6 +41,9 @@ class Tokenizer {
   int eos_id() const;
   // The id of the piece spelled `piece` ("<2en>"), -1 when the model has none.
   int piece_id(std::string_view piece) const;
+  // The user-defined pieces (TrainOptions::user_symbols: a translation corpus's tags), by id: the
+  // pieces of score 0 after the reserved ones, before the first byte or learned piece.
+  std::vector<std::string> user_pieces() const;
   std::vector<int> encode(std::string_view text) const;
   std::string decode(std::span<const int> ids) const;
   // The bytes of text each id stands for: a piece's UTF-8 bytes (its word-boundary mark "▁"

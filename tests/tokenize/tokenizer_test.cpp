@@ -136,6 +136,7 @@ TEST(TrainModel, ReservesPadBosEosAndUserSymbolsForSentences) {
   EXPECT_EQ(tokenizer.piece_id("<2en>"), 4);
   EXPECT_EQ(tokenizer.piece_id("<2es>"), 5);
   EXPECT_EQ(tokenizer.piece_id("<2fr>"), -1);
+  EXPECT_EQ(tokenizer.user_pieces(), (std::vector<std::string>{"<2en>", "<2es>"}));
   const std::vector<int> ids = tokenizer.encode("kalo mine");
   EXPECT_EQ(tokenizer.decode(ids), "kalo mine");
   EXPECT_EQ(tokenizer.encode("kalo mine <2es>").back(), 5);
@@ -147,6 +148,7 @@ TEST(TrainModel, RunningTextHasNoPad) {
   EXPECT_EQ(tokenizer.pad_id(), -1);
   EXPECT_EQ(tokenizer.bos_id(), 1);
   EXPECT_EQ(tokenizer.eos_id(), 2);
+  EXPECT_TRUE(tokenizer.user_pieces().empty());
 }
 
 TEST(TrainModel, RefusesATagWithASpace) {
