@@ -51,7 +51,8 @@ for direction in es-en:'<2en>' en-es:'<2es>' kjv-en:'<2en>' en-kjv:'<2kjv>'; do
   printf '%-8s %6d %10s %10s %10s %10s %8d\n' "$name" "$(wc -l < "$src")" \
     "$(number BLEU "$work/$name.score")" "$(number chrF2 "$work/$name.score")" \
     "$(number BLEU "$work/$name.copy")" "$(number chrF2 "$work/$name.copy")" "$seconds"
-  paste "$src" "$work/$name.hyp" "$ref" | head -n 3 > "$work/$name.examples"
+  # (sed reads all of paste's output: head would end paste early, a failure under pipefail.)
+  paste "$src" "$work/$name.hyp" "$ref" | sed -n 1,3p > "$work/$name.examples"
 done
 for direction in es-en en-es kjv-en en-kjv; do
   echo
