@@ -40,7 +40,7 @@ enum class ExampleOrder {
 struct DataSchema {
   std::string name;               // the data.dataset value, naming the data in errors
   std::vector<DataInput> inputs;  // Dataset::data_inputs()
-  Shape target;                   // [] for a class label, [seq_len] for next tokens, [1] for a value
+  Shape target;         // [] for a class label, [seq_len] for next tokens, [1] for a value
   int64_t classes = 0;  // > 0: the targets are class indices in [0, classes); 0: real values
   // The target id of padded positions, which the loss skips (Dataset::pad_target); nullopt: none.
   std::optional<int64_t> pad_target = std::nullopt;

@@ -82,7 +82,8 @@ ModelGraph::ModelGraph(const ModelSpec& spec, std::span<const std::string> input
       if (auto it = named.find(layer.save->name); it != named.end()) {
         const GraphValue& before = values_[static_cast<size_t>(it->second)];
         if (before.producer < 0) {
-          fail(layer.save->where, fmt::format("'{}' is the name of a data input", layer.save->name));
+          fail(layer.save->where,
+               fmt::format("'{}' is the name of a data input", layer.save->name));
         }
         if (!read_by_name.contains(it->second)) {
           fail(spec.layers[static_cast<size_t>(before.producer)].save->where,

@@ -26,10 +26,9 @@ class CrossEntropyLoss : public Loss {
                 targets.shape(), shape, Shape(rows_dims));
     LossOutput result;
     if (want_grad) result.grad = Tensor(shape);
-    const auto sums = kernels::softmax_cross_entropy(kernels, output.data(), targets.data(),
-                                                     targets.numel(), classes, grad_scale,
-                                                     want_grad ? result.grad.data() : nullptr,
-                                                     options_);
+    const auto sums = kernels::softmax_cross_entropy(
+        kernels, output.data(), targets.data(), targets.numel(), classes, grad_scale,
+        want_grad ? result.grad.data() : nullptr, options_);
     result.sum = sums.loss_sum;
     result.rows = sums.counted;
     result.correct = sums.correct;

@@ -67,9 +67,9 @@ std::string generate_text(const model::ModelSpec& spec, int64_t seq_len,
   const model::ModelInputs inputs = model::one_input(Shape{seq_len});
   auto layers = model::build_layers(spec, inputs, 0, static_cast<int>(spec.layers.size()));
   const std::optional<model::TiedWeights> tied = model::find_tied_weights(spec, layers);
-  pipeline::Stage model(std::move(layers), pipeline::Recompute::kNever, 1,
-                        pipeline::WeightGrads::kAccumulate,
-                        std::make_shared<const model::ModelGraph>(model::model_graph(spec, inputs)));
+  pipeline::Stage model(
+      std::move(layers), pipeline::Recompute::kNever, 1, pipeline::WeightGrads::kAccumulate,
+      std::make_shared<const model::ModelGraph>(model::model_graph(spec, inputs)));
   load_stage_weights(model, weights, weights_source, tied);
   const Shape output = model.layers().back()->output_shape();
   check_input(output.rank() == 2 && output[0] == seq_len,

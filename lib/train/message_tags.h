@@ -10,8 +10,7 @@ namespace mpipe::train {
 
 // What the experiment's messages must tell apart: pipeline::Link's directions, micro-batches and
 // chunks per rank, and the weight tensors a rank exports one by one (at most the model's).
-comm::TagSpace message_tags(const config::Experiment& experiment,
-                            const model::ModelInputs& inputs);
+comm::TagSpace message_tags(const config::Experiment& experiment, const model::ModelInputs& inputs);
 
 // Throws InputError naming pipeline.micro_batches when the tags do not all fit under `tag_ub`:
 // "exp.yaml:9: pipeline.micro_batches: 4096 micro-batches: message tags need 23 bits (...), but

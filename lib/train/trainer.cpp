@@ -123,9 +123,8 @@ void Trainer::build_stages() {
   tied_copies_ = std::make_unique<TiedCopies>(plan_.tied, ranges, placement_, topology_.stage,
                                               &groups_.pipeline, chunks);
   tied_copies_->initialize(experiment.train.seed, experiment.model, plan_.inputs);
-  loss_ = nn::make_loss(experiment.model.loss,
-                        {.label_smoothing = experiment.model.label_smoothing,
-                         .ignore_target = dataset_.pad_target()});
+  loss_ = nn::make_loss(experiment.model.loss, {.label_smoothing = experiment.model.label_smoothing,
+                                                .ignore_target = dataset_.pad_target()});
   if (experiment.model.loss == "cross_entropy") {
     loss_rows_per_example_ = std::max<int64_t>(1, dataset_.target_shape().numel());
   }
@@ -243,8 +242,8 @@ int64_t Trainer::loss_rows(std::span<const int64_t> indices) const {
   const std::optional<int64_t> pad = dataset_.pad_target();
   if (!pad) return std::ssize(indices) * loss_rows_per_example_;
   const Tensor targets = dataset_.targets(data::Split::kTrain, indices);
-  const auto padded = std::count(targets.data(), targets.data() + targets.numel(),
-                                 static_cast<float>(*pad));
+  const auto padded =
+      std::count(targets.data(), targets.data() + targets.numel(), static_cast<float>(*pad));
   return std::max<int64_t>(1, targets.numel() - padded);
 }
 

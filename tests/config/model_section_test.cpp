@@ -90,9 +90,9 @@ TEST(ModelSection, LossMustBeCrossEntropyOrMse) {
 TEST(ModelSection, LabelSmoothingIsAFractionOfCrossEntropysTargets) {
   ExperimentFile file;
   EXPECT_EQ(file.load("model:\n  layers: [{type: relu}]\n").model.label_smoothing, 0.0);
-  EXPECT_EQ(file.load("model:\n  label_smoothing: 0.1\n  layers: [{type: relu}]\n")
-                .model.label_smoothing,
-            0.1);
+  EXPECT_EQ(
+      file.load("model:\n  label_smoothing: 0.1\n  layers: [{type: relu}]\n").model.label_smoothing,
+      0.1);
   EXPECT_EQ(ExperimentFile().error("model:\n  label_smoothing: 1\n  layers: [{type: relu}]\n"),
             "exp.yaml:2: model.label_smoothing: must be in [0, 1), got 1");
   EXPECT_EQ(ExperimentFile().error(
@@ -101,8 +101,9 @@ TEST(ModelSection, LabelSmoothingIsAFractionOfCrossEntropysTargets) {
 }
 
 TEST(ModelSection, UnknownKeyListsTheKnownKeys) {
-  EXPECT_EQ(ExperimentFile().error("model:\n  layers: [{type: relu}]\n  optimizer: sgd\n"),
-            "exp.yaml:3: model.optimizer: unknown key (known: loss, label_smoothing, init, layers)");
+  EXPECT_EQ(
+      ExperimentFile().error("model:\n  layers: [{type: relu}]\n  optimizer: sgd\n"),
+      "exp.yaml:3: model.optimizer: unknown key (known: loss, label_smoothing, init, layers)");
 }
 
 TEST(ModelSection, InitIsReadAndDefaultsToEachLayersOwn) {
