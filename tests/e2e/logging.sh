@@ -57,7 +57,10 @@ for run in sys.argv[1:]:
     summary = json.load(open(run + "/summary.json"))
     assert len(records) == 4, records
     for r in records + [summary]:
-        assert 0 < r["mfu"] < r["hfu"] < 1, r  # recompute: always (auto without a limit)
+        assert 0 < r["mfu"] < r["hfu"], r  # recompute: always (auto without a limit)
+        # Below 1 against the measured peak; the made-up peak of 2.5 GFLOP/s is below what a
+        # fast step reaches (an MFU of 2 or more on an idle machine).
+        assert run != sys.argv[1] or r["hfu"] < 1, r
     assert summary["model_flops_per_step"] > 0 and summary["peak_flops_per_s"] > 0, summary
 peak = json.load(open(sys.argv[2] + "/summary.json"))
 assert peak["peak_flops_per_s"] == 5e9, peak
