@@ -119,7 +119,7 @@ Tensor ParallelDataset::read(Split split, std::span<const int64_t> indices, Part
   } catch (const InputError& error) {
     // Mid-step, where a throw would leave this rank's peers waiting: zeros instead, and the
     // fault for the trainer to agree on at the step's end.
-    record_fault(error);
+    fault_.record(error);
     out.fill(0.0f);
   }
   return out;
@@ -142,14 +142,6 @@ Tensor ParallelDataset::targets(Split split, std::span<const int64_t> indices) c
   return read(split, indices, Part::kTarget);
 }
 
-void ParallelDataset::record_fault(const InputError& error) const {
-  const std::lock_guard lock(fault_mutex_);
-  if (fault_.empty()) fault_ = error.what();
-}
-
-std::string ParallelDataset::read_fault() const {
-  const std::lock_guard lock(fault_mutex_);
-  return fault_;
-}
+std::string ParallelDataset::read_fault() const { return fault_.message(); }
 
 }  // namespace mpipe::data

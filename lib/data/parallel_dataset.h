@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -13,6 +12,7 @@
 #include "core/error.h"
 #include "data/data_config.h"
 #include "data/dataset.h"
+#include "data/first_fault.h"
 #include "data/pair_shard.h"
 
 namespace mpipe::data {
@@ -75,8 +75,6 @@ class ParallelDataset : public Dataset {
 
   const PairShards& pairs(Split split) const { return split == Split::kTrain ? train_ : val_; }
   Tensor read(Split split, std::span<const int64_t> indices, Part part) const;
-  // Keeps the first fault's message.
-  void record_fault(const InputError& error) const;
 
   int64_t source_len_;
   int64_t target_len_;
@@ -87,8 +85,7 @@ class ParallelDataset : public Dataset {
   int eos_ = 0;
   PairShards train_;
   PairShards val_;
-  mutable std::mutex fault_mutex_;
-  mutable std::string fault_;  // the first read fault, "" while there was none
+  mutable FirstFault fault_;
 };
 
 }  // namespace mpipe::data

@@ -86,21 +86,13 @@ Tensor TokenDataset::read(Split split, std::span<const int64_t> indices, int64_t
   } catch (const InputError& error) {
     // Mid-step, where a throw would leave this rank's peers waiting: zeros (a valid token id)
     // instead, and the fault for the trainer to agree on at the step's end.
-    record_fault(error);
+    fault_.record(error);
     out.fill(0.0f);
   }
   return out;
 }
 
-void TokenDataset::record_fault(const InputError& error) const {
-  const std::lock_guard lock(fault_mutex_);
-  if (fault_.empty()) fault_ = error.what();
-}
-
-std::string TokenDataset::read_fault() const {
-  const std::lock_guard lock(fault_mutex_);
-  return fault_;
-}
+std::string TokenDataset::read_fault() const { return fault_.message(); }
 
 Tensor TokenDataset::inputs(Split split, std::span<const int64_t> indices, uint64_t /*seed*/,
                             int64_t /*step*/) const {
@@ -123,7 +115,7 @@ std::optional<int64_t> TokenDataset::test_target_bytes(int64_t num_examples) con
       for (float token : tokens) bytes += piece_bytes_[static_cast<size_t>(token)];
     }
   } catch (const InputError& error) {
-    record_fault(error);  // no bits per byte then
+    fault_.record(error);  // no bits per byte then
     return std::nullopt;
   }
   return bytes;

@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,6 +11,7 @@
 #include "core/error.h"
 #include "data/data_config.h"
 #include "data/dataset.h"
+#include "data/first_fault.h"
 #include "data/shard_files.h"
 #include "data/token_shard.h"
 
@@ -66,8 +66,6 @@ class TokenDataset : public Dataset {
  private:
   const ShardWindows& windows(Split split) const { return split == Split::kTrain ? train_ : val_; }
   Tensor read(Split split, std::span<const int64_t> indices, int64_t offset) const;
-  // Keeps the first fault's message.
-  void record_fault(const InputError& error) const;
 
   int64_t seq_len_;
   int64_t vocab_;
@@ -75,8 +73,7 @@ class TokenDataset : public Dataset {
   std::vector<int64_t> piece_bytes_;  // bytes of text per token id; empty without a tokenizer
   ShardWindows train_;
   ShardWindows val_;
-  mutable std::mutex fault_mutex_;
-  mutable std::string fault_;  // the first read fault, "" while there was none
+  mutable FirstFault fault_;
 };
 
 }  // namespace mpipe::data
