@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "model/layer_attrs.h"
@@ -77,6 +78,9 @@ void check_outputs(const model::ModelSpec& spec, const model::ModelPlan& plan,
 }
 
 }  // namespace
+
+// Data with one input names it as the graph's default first input (layer 0 without `input:`).
+static_assert(std::string_view(data::kMainInputName) == model::kDataInputName);
 
 model::ModelInputs model_inputs(const data::Dataset& data) {
   model::ModelInputs inputs;
