@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <numeric>
+#include <optional>
 
 #include "core/error.h"
 
@@ -39,8 +41,9 @@ double range_max(const std::vector<std::vector<double>>& table, int begin, int e
 }  // namespace
 
 MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots,
-                         AllocatorModel allocator)
+                         AllocatorModel allocator, ValueCosts values)
     : costs_(std::move(costs)),
+      values_(std::move(values)),
       rows_(rows),
       optimizer_slots_(optimizer_slots),
       allocator_(allocator) {
@@ -50,10 +53,6 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   buffers_ = prefix_sums(costs_, [](const LayerCost& c) { return c.buffer_bytes; });
   kept_ = prefix_sums(costs_,
                       [this](const LayerCost& c) { return c.kept_block_bytes(rows_, allocator_); });
-  weight_grad_operands_ =
-      prefix_sums(costs_, [](const LayerCost& c) { return c.weight_grad_operand_bytes; });
-  weight_grad_layers_ = prefix_sums(
-      costs_, [](const LayerCost& c) { return c.weight_grad_operand_bytes > 0.0 ? 1.0 : 0.0; });
   // A layer's temporaries while it runs: in backward its input and output gradients and a
   // composite layer's internals; in forward its input, output and internals (attention's
   // masks), plus what it saves when a discarding forward drops that after the layer (otherwise
@@ -119,7 +118,7 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   per_layer_forward_ = range_max_table(std::move(per_layer_forward));
   if (allocator_.rounds) {
     tensors_ = std::make_shared<const MemoryModel>(costs_, rows_, optimizer_slots_,
-                                                   AllocatorModel::exact());
+                                                   AllocatorModel::exact(), values_);
   }
 }
 
@@ -171,12 +170,17 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
                                          bool first_stage, bool last_stage) const {
   check(0 <= begin && begin < end && end <= num_layers(),
         "MemoryModel::stage: layers [{}, {}) of {}", begin, end, num_layers());
-  const auto r = static_cast<double>(rows_);
   const LayerCost& first = costs_[static_cast<size_t>(begin)];
   const LayerCost& last = costs_[static_cast<size_t>(end - 1)];
-  // Every tensor as the allocator's block (AllocatorModel): one micro-batch's stage input and
-  // output, a micro-batch in full.
-  const double input = block(first.input_bytes);
+  // A model that is not a chain: what the stage's value and gradient tables hold beside the
+  // layers' own tensors (walk_stage).
+  std::optional<StageValues> walk;
+  if (!values_.empty()) {
+    walk = walk_stage(values_, begin, end, [this](double bytes) { return block(bytes); });
+  }
+  // Every tensor as the allocator's block (AllocatorModel): one micro-batch's stage input (every
+  // value of its live set) and output, a micro-batch in full.
+  const double input = walk ? walk->input : block(first.input_bytes);
   const double output = block(last.output_bytes);
   const double full = full_micro_batch(begin, end);
   StageMemory m;
@@ -186,64 +190,202 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
   m.gradient_partials = stash.gradient_partials * m.grads;
   m.optimizer_state = optimizer_slots_ * m.params;
   m.buffers = allocator_.block_bytes(sum(buffers_, begin, end));
-  // Each layer with operands holds two tensors of all micro-batches' rows.
-  if (stash.weight_grad_micro_batches > 0) {
-    m.weight_grad_operands =
-        stash.weight_grad_micro_batches * r * sum(weight_grad_operands_, begin, end) +
-        2.0 * sum(weight_grad_layers_, begin, end) *
-            (allocator_.rounds ? AllocatorModel::max_overhead() : 0.0);
+  for (int i = begin; i < end && stash.weight_grad_micro_batches > 0; ++i) {
+    m.weight_grad_operands += weight_grad_operand_blocks(i, stash.weight_grad_micro_batches);
   }
-  m.weight_grad_operands +=
+  const double pending_weights =
       stash.pending_weight_micro_batches * sum(pending_weight_blocks_, begin, end);
+  m.weight_grad_operands += pending_weights;
   const bool splitting = stash.backward && stash.splitting_backward;
   m.kept_activations = stash.inputs * input + stash.full * full;
   m.recompute_workspace = stash.recompute ? full : 0.0;
-  m.kept_activations += stash.layer_inputs * layer_inputs(begin, end);
+  m.kept_activations +=
+      stash.layer_inputs * (walk ? graph_first_kept(*walk) : layer_inputs(begin, end));
   if (stash.idle) {
     // Another chunk of the rank runs: nothing of this stage's is in use.
   } else if (stash.layer_recompute) {
     // One layer at a time: its temporaries are those of the layer where the sum peaks.
-    m.recompute_workspace +=
-        splitting ? splitting_backward(begin, end, per_layer_backward_input_at_,
-                                       inputs_[static_cast<size_t>(begin)], weight_work_held_)
-                  : per_layer_backward(begin, end);
+    if (walk) {
+      const std::vector<double> at =
+          graph_per_layer_backward_at(begin, end, *walk, /*input_only=*/splitting);
+      m.recompute_workspace +=
+          splitting ? splitting_backward(begin, end, at, 0.0, weight_work_held_)
+                    : *std::ranges::max_element(at.begin() + begin, at.begin() + end);
+    } else {
+      m.recompute_workspace +=
+          splitting ? splitting_backward(begin, end, per_layer_backward_input_at_,
+                                         inputs_[static_cast<size_t>(begin)], weight_work_held_)
+                    : per_layer_backward(begin, end);
+    }
   } else if (stash.loss) {
     // The output beside what the loss holds (its gradient and the targets).
     m.transient = output;
     for (double bytes : last.loss_tensor_bytes) m.transient += block(bytes);
   } else if (stash.backward) {
-    m.transient = splitting ? splitting_backward(begin, end, backward_input_at_, 0.0,
-                                                 weight_work_beyond_saved_)
-                            : range_max(backward_, begin, end);
+    // Each layer's backward temporaries (indexed by global layer).
+    const std::vector<double> at = walk ? graph_backward_at(begin, end, *walk, splitting)
+                                        : (splitting ? backward_input_at_ : backward_.front());
+    m.transient = splitting ? splitting_backward(begin, end, at, 0.0, weight_work_beyond_saved_)
+                            : *std::ranges::max_element(at.begin() + begin, at.begin() + end);
     // A recompute's forward holds part of the workspace beside the gradient waiting for the
     // backward, which may be the larger (a large-vocabulary head's logits beside their gradient).
-    if (stash.recompute) m.transient = std::max(m.transient, recompute_forward(begin, end));
-  } else {
-    if (stash.layer_inputs > 0) {
-      // kept_activations counts the forwarded micro-batch's every layer input: less those of
-      // the layers after the one where it peaks.
-      m.transient = range_max(per_layer_forward_, begin, end) - inputs_[static_cast<size_t>(end)];
-    } else {
-      // The first layer copies its input, the others take theirs over.
-      m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, begin + 1);
-      if (end - begin > 1) {
-        m.transient = std::max(
-            m.transient,
-            range_max(stash.discarding ? discarding_consumed_ : forward_consumed_, begin + 1, end));
+    const double recomputing = !stash.recompute ? 0.0
+                               : walk ? graph_recompute_forward(begin, end, *walk, last_stage)
+                                      : recompute_forward(begin, end);
+    if (stash.weight_grad_operands_filling && stash.weight_grad_micro_batches > 0 && !splitting) {
+      const auto [operands, transient] =
+          filling_backward(begin, end, at, stash.weight_grad_micro_batches, recomputing);
+      m.weight_grad_operands = operands + pending_weights;
+      m.transient = transient;
+    } else if (stash.recompute) {
+      m.transient = std::max(m.transient, recomputing);
+    }
+  } else if (stash.layer_inputs > 0) {
+    // kept_activations counts the forwarded micro-batch's every layer input: less those of the
+    // layers after the one where it peaks.
+    if (walk) {
+      double most = 0.0;
+      for (int i = begin; i < end; ++i) {
+        const LayerCost& c = costs_[static_cast<size_t>(i)];
+        const auto at = static_cast<size_t>(i - begin);
+        most = std::max(most, walk->per_layer_forward_held[at] +
+                                  c.forward_block_bytes(rows_, false, allocator_) +
+                                  c.kept_block_bytes(rows_, allocator_) - block(c.input_bytes));
       }
+      m.transient = most - graph_first_kept(*walk);
+    } else {
+      m.transient = range_max(per_layer_forward_, begin, end) - inputs_[static_cast<size_t>(end)];
+    }
+  } else if (walk) {
+    m.transient = graph_forward(begin, end, *walk, stash.discarding);
+    // The forward holds its input's values to its end; unless the micro-batch is kept as its
+    // input (recomputed), they are temporaries beside the first layer's main input.
+    if (stash.full > 0 || stash.inputs == 0) m.transient += walk->input_beside_main;
+  } else {
+    // The first layer copies its input, the others take theirs over.
+    m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, begin + 1);
+    if (end - begin > 1) {
+      m.transient = std::max(
+          m.transient,
+          range_max(stash.discarding ? discarding_consumed_ : forward_consumed_, begin + 1, end));
     }
   }
   // Receive buffers posted ahead and the tensors of sends not yet retired, of activations (the
   // stage's input and output) and gradients (of its output and input), and the last stage's loss
   // gradients. The received gradient a backward is using is its last layer's output gradient
   // (Stage::backward takes it over and frees it after that layer): a temporary of that layer's
-  // backward.
+  // backward. A message of several tensors is one packed tensor (pipeline::pack).
   const double activation = first_stage ? 0.0 : input;
   const double gradient = last_stage ? 0.0 : output;
-  m.communication = (stash.posted_activations + stash.sent_gradients) * activation +
-                    (stash.posted_gradients + stash.sent_activations) * gradient +
-                    stash.loss_grads * output;
+  if (walk) {
+    m.communication = first_stage ? 0.0
+                                  : stash.posted_activations * walk->input_message +
+                                        stash.sent_gradients * walk->input_grad_message;
+    if (!last_stage) {
+      m.communication += stash.posted_gradients * walk->output_grad_message +
+                         stash.sent_activations * walk->output_message;
+    }
+    m.communication += stash.loss_grads * output;
+  } else {
+    m.communication = (stash.posted_activations + stash.sent_gradients) * activation +
+                      (stash.posted_gradients + stash.sent_activations) * gradient +
+                      stash.loss_grads * output;
+  }
   return m;
+}
+
+double MemoryModel::weight_grad_operand_blocks(int layer, int micro_batches) const {
+  const LayerCost& c = costs_[static_cast<size_t>(layer)];
+  if (c.weight_grad_operand_bytes <= 0.0) return 0.0;
+  // A copy of the input and one of the output gradient (nn::Linear), of all micro-batches' rows.
+  const double rows = micro_batches * static_cast<double>(rows_);
+  return allocator_.block_bytes(rows * c.input_bytes) +
+         allocator_.block_bytes(rows * (c.weight_grad_operand_bytes - c.input_bytes));
+}
+
+std::pair<double, double> MemoryModel::filling_backward(int begin, int end,
+                                                        const std::vector<double>& at,
+                                                        int micro_batches,
+                                                        double recompute_forward) const {
+  std::pair<double, double> most{0.0, recompute_forward};
+  double operands = 0.0;
+  for (int i = end; i-- > begin;) {
+    operands += weight_grad_operand_blocks(i, micro_batches);
+    const double transient = at[static_cast<size_t>(i)];
+    if (operands + transient > most.first + most.second) most = {operands, transient};
+  }
+  return most;
+}
+
+double MemoryModel::graph_first_kept(const StageValues& walk) const {
+  return std::accumulate(walk.first_kept.begin(), walk.first_kept.end(), 0.0);
+}
+
+std::vector<double> MemoryModel::graph_per_layer_backward_at(int begin, int end,
+                                                             const StageValues& walk,
+                                                             bool input_only) const {
+  // As the constructor's per_layer_backward, with the values kept for layers [begin, i] in place
+  // of their inputs, and the gradients the stage holds beside (indexed by global layer).
+  const auto r = static_cast<double>(rows_);
+  std::vector<double> at(static_cast<size_t>(end), 0.0);
+  double kept_before = 0.0;
+  for (int i = begin; i < end; ++i) {
+    const auto k = static_cast<size_t>(i - begin);
+    const LayerCost& c = costs_[static_cast<size_t>(i)];
+    const double kept = c.kept_block_bytes(rows_, allocator_);
+    const double recomputing =
+        kept_before + walk.first_kept[k] + kept + 2.0 * block(c.output_bytes) +
+        allocator_.blocks_bytes(r * c.forward_workspace_bytes, r * c.smallest_temporary_bytes);
+    const double backward = input_only ? c.backward_input_block_bytes(rows_, allocator_)
+                                       : c.backward_block_bytes(rows_, allocator_);
+    at[static_cast<size_t>(i)] =
+        std::max(recomputing, kept_before + kept + backward) + walk.backward_held[k];
+    kept_before += walk.first_kept[k];
+  }
+  return at;
+}
+
+double MemoryModel::graph_recompute_forward(int begin, int end, const StageValues& walk,
+                                            bool last_stage) const {
+  // As recompute_forward: at layer i, what layers [begin, i] have saved, its forward's
+  // temporaries and the values the forward holds, less all the stage saves (the workspace), and
+  // the output gradients waiting for the backward (the loss's on the last stage).
+  double most = 0.0;
+  for (int i = begin; i < end; ++i) {
+    const auto k = static_cast<size_t>(i - begin);
+    const LayerCost& c = costs_[static_cast<size_t>(i)];
+    most = std::max(most, kept_[static_cast<size_t>(i) + 1] +
+                              c.forward_block_bytes(rows_, walk.consumed[k], allocator_) +
+                              walk.forward_held[k]);
+  }
+  const double waiting =
+      last_stage ? block(costs_[static_cast<size_t>(end - 1)].output_bytes) : walk.output_grads;
+  return most - kept_[static_cast<size_t>(end)] + waiting;
+}
+
+double MemoryModel::graph_forward(int begin, int end, const StageValues& walk,
+                                  bool discarding) const {
+  double most = 0.0;
+  for (int i = begin; i < end; ++i) {
+    const auto k = static_cast<size_t>(i - begin);
+    const LayerCost& c = costs_[static_cast<size_t>(i)];
+    const double layer = c.forward_block_bytes(rows_, walk.consumed[k], allocator_) +
+                         (discarding ? c.kept_block_bytes(rows_, allocator_) : 0.0);
+    most = std::max(most, layer + walk.forward_held[k]);
+  }
+  return most;
+}
+
+std::vector<double> MemoryModel::graph_backward_at(int begin, int end, const StageValues& walk,
+                                                   bool input_only) const {
+  std::vector<double> at(static_cast<size_t>(end), 0.0);
+  for (int i = begin; i < end; ++i) {
+    const LayerCost& c = costs_[static_cast<size_t>(i)];
+    at[static_cast<size_t>(i)] = (input_only ? c.backward_input_block_bytes(rows_, allocator_)
+                                             : c.backward_block_bytes(rows_, allocator_)) +
+                                 walk.backward_held[static_cast<size_t>(i - begin)];
+  }
+  return at;
 }
 
 }  // namespace mpipe::model

@@ -10,6 +10,7 @@
 
 #include "model/allocator_model.h"
 #include "model/cost_model.h"
+#include "model/stage_values.h"
 
 namespace mpipe::model {
 
@@ -43,6 +44,10 @@ struct StashProfile {
   // Batched weight gradients: the micro-batches whose weight-gradient operands the layers hold
   // (every one of the step's from its first backward on; 0 before it, or when accumulating).
   int weight_grad_micro_batches = 0;
+  // In the step's first backward, each layer with operands allocates them (for every micro-batch)
+  // in its own backward, last layer first: the peak is at the layer where the operands so far
+  // and its temporaries are largest.
+  bool weight_grad_operands_filling = false;
   // Zero-bubble schedules: micro-batches past their input-gradient op (I) whose weight-gradient
   // op (W) has not run, each holding what every splitting layer keeps for its W (its output
   // gradient and LayerCost::weight_work_tensor_bytes).
@@ -94,11 +99,14 @@ class MemoryModel {
   // `rows`: examples per micro-batch; `optimizer_slots`: floats of optimizer state per parameter;
   // `allocator`: how the run's malloc rounds each tensor's block, so that the bytes predicted are
   // those the memory account counts (the planner's; by default the tensors' bytes alone).
+  // `values`: the graph of a model that is not a chain (value_costs), whose stages hold the values
+  // of their live sets beside the layers' own tensors (walk_stage); empty for a chain.
   MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots,
-              AllocatorModel allocator = AllocatorModel::exact());
+              AllocatorModel allocator = AllocatorModel::exact(), ValueCosts values = {});
 
   int num_layers() const { return static_cast<int>(costs_.size()); }
   const std::vector<LayerCost>& costs() const { return costs_; }
+  const ValueCosts& values() const { return values_; }
   int64_t rows() const { return rows_; }
 
   // Layers [begin, end) as a stage that receives its input unless it is the first stage and
@@ -131,19 +139,38 @@ class MemoryModel {
   // stage() with every tensor as its block (all rounding inside the fields).
   StageMemory stage_in_blocks(int begin, int end, const StashProfile& stash, bool first_stage,
                               bool last_stage) const;
+  // The parts of stage_in_blocks that a graph's values change, from the stage's walk: the
+  // per-layer recompute's kept values, its backward's peak (`at`: per layer, with an I op's
+  // temporaries in place of its backward's when splitting), a recompute's forward, and a forward's
+  // and a backward's temporaries.
+  // The first backward of a step with batched weight gradients (weight_grad_operands_filling):
+  // the operands allocated at the peak and the temporaries beside them (`at`: per layer, its
+  // backward's), or no operands and the recompute's forward (before the first layer's backward)
+  // when that is larger. (A micro-batch's saved tensors stay until its backward ends.)
+  std::pair<double, double> filling_backward(int begin, int end, const std::vector<double>& at,
+                                             int micro_batches, double recompute_forward) const;
+  // The blocks of layer `layer`'s batched weight-gradient operands for `micro_batches`.
+  double weight_grad_operand_blocks(int layer, int micro_batches) const;
+  double graph_first_kept(const StageValues& walk) const;
+  std::vector<double> graph_per_layer_backward_at(int begin, int end, const StageValues& walk,
+                                                  bool input_only) const;
+  double graph_recompute_forward(int begin, int end, const StageValues& walk,
+                                 bool last_stage) const;
+  double graph_forward(int begin, int end, const StageValues& walk, bool discarding) const;
+  std::vector<double> graph_backward_at(int begin, int end, const StageValues& walk,
+                                        bool input_only) const;
   double sum(const std::vector<double>& prefix, int begin, int end) const;
   // The block of a tensor of `bytes_per_example` per example of a micro-batch.
   double block(double bytes_per_example) const;
 
   std::vector<LayerCost> costs_;
+  ValueCosts values_;
   int64_t rows_;
   int optimizer_slots_;
   AllocatorModel allocator_;
   // The same model without the allocator's rounding (null when this one has none).
   std::shared_ptr<const MemoryModel> tensors_;
   std::vector<double> params_, buffers_, kept_;  // prefix sums, size L + 1
-  std::vector<double> weight_grad_operands_;     // per example, prefix sums
-  std::vector<double> weight_grad_layers_;       // layers with operands, prefix sums
   // Blocks a micro-batch keeps between its I and W (what each layer that splits its backward
   // keeps for its W, its output gradient among them), prefix sums.
   std::vector<double> pending_weight_blocks_;

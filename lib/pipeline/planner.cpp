@@ -377,7 +377,8 @@ std::vector<model::StageMemory> evaluation_memory(const Context& c,
                                                   int64_t batch) {
   const int64_t parts = std::min<int64_t>(c.request.pipeline.micro_batches, batch);
   const model::MemoryModel memory(c.memory.costs(), (batch + parts - 1) / parts,
-                                  c.request.optimizer_slots, c.request.allocator);
+                                  c.request.optimizer_slots, c.request.allocator,
+                                  c.memory.values());
   std::vector<model::StageMemory> out;
   for (int s = 0; s < c.num_stages; ++s) {
     const bool first = s == 0;
@@ -485,7 +486,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   }
   const int64_t rows = request.batch_size / (int64_t{pipe.data_parallel} * pipe.micro_batches);
   model::MemoryModel memory(model::layer_costs(plan), rows, request.optimizer_slots,
-                            request.allocator);
+                            request.allocator, model::value_costs(plan));
   StageTimes times(memory.costs(), rows, request);
   Context c{.plan = plan,
             .request = request,

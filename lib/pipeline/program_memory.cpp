@@ -246,8 +246,10 @@ class ChunkWalk {
   }
 
   model::StashProfile input_backward(const Op& op) {
+    const bool first_backward = !backward_begun_;
     backward_begun_ = true;
     model::StashProfile m = running(true);
+    m.weight_grad_operands_filling = batched_ && first_backward;
     switch (recompute_) {
       case Recompute::kNever:
         m.full = in_flight_;

@@ -3,8 +3,8 @@
 # encoder output and source ids relayed across the cuts, its targets padded): transparency.sh on
 # pair shards of a made-up corpus (each target is its source's words reversed), which
 # `mpipe tokenize-pairs` writes with a tokenizer of its own first.
-# Usage: translate_transparency.sh [SCRIPT] (transparency.sh, the default, or replica_tree.sh: a
-# script that takes a config)
+# Usage: translate_transparency.sh [SCRIPT [ARG...]] (transparency.sh, the default, replica_tree.sh
+# or memory_stage_bound.sh: a script that takes a config, then the ARGs)
 set -euo pipefail
 MPIPE=${MPIPE:?path of the mpipe binary}
 script=${1:-$(dirname "$0")/transparency.sh}
@@ -33,4 +33,4 @@ config=$data/translate_tiny.yaml
 sed "s|^data: .*|data: {dataset: pairs, train: [$data/pairs_train.bin], val: [$data/pairs_val.bin], tokenizer: $data/tokenizer.model, source_len: 16, target_len: 16}|" \
   "$(dirname "$0")/files/translate_tiny.yaml" > "$config"
 grep -q "^data: {dataset: pairs, train" "$config" || { echo "FAILED: no data line replaced"; exit 1; }
-"$script" "$config"
+"$script" "$config" "${@:2}"
