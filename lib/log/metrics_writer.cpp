@@ -104,6 +104,7 @@ void StageTimes::write_into(nlohmann::ordered_json& record) const {
   for (double share : bubble) sum += share;
   record["bubble"] = sum / static_cast<double>(bubble.size());
   if (!peak_tensor_bytes.empty()) record["peak_tensor_bytes_per_stage"] = peak_tensor_bytes;
+  if (!sent_bytes.empty()) record["sent_bytes_per_step_per_stage"] = sent_bytes;
 }
 
 void FlopUtilization::write_into(nlohmann::ordered_json& record) const {

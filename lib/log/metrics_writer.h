@@ -25,8 +25,12 @@ struct StageTimes {
   // The largest over the stage's replicas of the run's high-water mark of tensor storage so far
   // (MemoryAccount), in bytes.
   std::vector<double> peak_tensor_bytes;
+  // The mean over the stage's replicas of the bytes of activations and gradients a rank sent per
+  // step (pipeline::Link).
+  std::vector<double> sent_bytes = {};
   // The keys "compute_ms_per_stage", "waiting_ms_per_stage", "bubble_per_stage", "bubble"
-  // (the mean over the stages) and "peak_tensor_bytes_per_stage" into `record`.
+  // (the mean over the stages), "peak_tensor_bytes_per_stage" and "sent_bytes_per_step_per_stage"
+  // into `record`.
   void write_into(nlohmann::ordered_json& record) const;
 };
 

@@ -71,6 +71,9 @@ Tensor Link::wait_recv(Direction direction, int micro_batch, int chunk) {
 void Link::send(Direction direction, int64_t round, int micro_batch, int chunk, Tensor tensor) {
   auto owned = std::make_shared<const Tensor>(std::move(tensor));
   const std::span<const float> data = owned->span();
+  if (direction != Direction::kEvalActivation) {
+    training_bytes_sent_ += static_cast<int64_t>(data.size_bytes());
+  }
   // The tag carries the chunk that receives the message.
   const Peer to = peer(direction, chunk, false);
   sends_.push_back(

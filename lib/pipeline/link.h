@@ -45,6 +45,8 @@ class Link {
   void progress();
   // Completes every pending send (end of a step).
   void wait_sends();
+  // Bytes of the training messages (activations and gradients) this link has sent so far.
+  int64_t training_bytes_sent() const { return training_bytes_sent_; }
   // While `trace` (null: none) is recording, each training send's completion is an instant
   // event, at the moment this link saw it complete (an upper bound: it tests at each layer
   // boundary).
@@ -82,6 +84,7 @@ class Link {
   // Frees a completed send (and records its completion while tracing).
   void sent(PendingSend& send);
   std::deque<PendingSend> sends_;
+  int64_t training_bytes_sent_ = 0;
   log::TraceRecorder* trace_ = nullptr;
 };
 

@@ -247,6 +247,12 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
     s.backward_flops += m * rows * cost.backward_flops;
     s.recompute_flops += recomputed * rows * cost.forward_flops;
   }
+  if (range.end < c.num_layers) {
+    s.sent_bytes += m * rows * static_cast<double>(c.plan.live_bytes(range.end));
+  }
+  if (range.begin > 0) {
+    s.sent_bytes += m * rows * static_cast<double>(c.plan.live_grad_bytes(range.begin));
+  }
   s.compute_s = c.times.compute(range.begin, range.end);
   s.optimizer_s = c.times.optimizer(range.begin, range.end);
   std::tie(s.memory, s.stash) = c.peak(range.begin, range.end, stage);

@@ -75,8 +75,11 @@ struct StagePlan {
   double forward_flops = 0.0;
   double backward_flops = 0.0;
   double recompute_flops = 0.0;
-  double compute_s = 0.0;     // forwards, backwards and recomputes
-  double optimizer_s = 0.0;   // zeroing, clipping and the optimizer update of its parameters
+  double compute_s = 0.0;    // forwards, backwards and recomputes
+  double optimizer_s = 0.0;  // zeroing, clipping and the optimizer update of its parameters
+  // Bytes of the activations (its output's live set) and gradients (its input's) it sends per
+  // step: every micro-batch's, none past the model's ends.
+  double sent_bytes = 0.0;
   model::StashProfile stash;  // the moment of the peak
   model::StageMemory memory;
   // The predicted peak while evaluating (none when evaluation is not planned).

@@ -21,14 +21,16 @@ class StepTimeTotals {
   int64_t steps() const { return steps_; }
 
   // Collective over `world`: per stage, the means over its replicas of the compute and waiting
-  // per step, and the bubble, waiting / step time; and the largest of its replicas' tensor
-  // high-water marks (MemoryAccount::process) now. Empty when no step was added anywhere.
+  // per step, and the bubble, waiting / step time; the mean bytes a rank of it sent per step; and
+  // the largest of its replicas' tensor high-water marks (MemoryAccount::process) now. Empty when
+  // no step was added anywhere.
   log::StageTimes per_stage(const comm::Communicator& world, const comm::Topology& topology) const;
 
  private:
   double compute_s_ = 0.0;
   double waiting_s_ = 0.0;
   double step_s_ = 0.0;
+  double sent_bytes_ = 0.0;
   int64_t steps_ = 0;
 };
 

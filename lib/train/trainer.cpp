@@ -275,6 +275,7 @@ StepReport Trainer::step(int64_t step) {
   comm::BucketedAllreduce allreduce(
       reduction_levels_, reduce ? executor_->gradient_buckets() : std::vector<std::span<float>>{});
   pipeline::LossTotals totals;
+  const int64_t sent_before = link_->training_bytes_sent();
   {
     const kernels::WeightsFixed fixed(kernels_);  // until the optimizer update below
     totals = executor_->train_step(program_, plan,
@@ -310,6 +311,7 @@ StepReport Trainer::step(int64_t step) {
   StepReport report;
   report.sync_s = seconds_since(sync_start);
   report.times = executor_->last_step_times();
+  report.sent_bytes = link_->training_bytes_sent() - sent_before;
   report.allreduce_s = allreduce_s;
   report.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
   report.lr = optim::learning_rate(experiment_.optimizer, step,

@@ -45,6 +45,8 @@ struct StepReport {
   double allreduce_s = 0.0;  // waiting for the data-parallel gradient allreduce
   double sync_s = 0.0;  // the step's world allreduce (loss, finiteness): waiting for the slowest
   double step_s = 0.0;  // the whole step
+  // Bytes of the activations and gradients this rank sent its neighbours (pipeline::Link).
+  int64_t sent_bytes = 0;
 };
 
 struct EvalReport {

@@ -104,11 +104,12 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
   const comm::Topology& topo = trainer.topology();
   // Per rank, as measured: the sum over its chunks' stages.
   const auto ranks = static_cast<size_t>(topo.num_stages);
-  std::vector<double> predicted_kept(ranks, 0.0);
+  std::vector<double> predicted_kept(ranks, 0.0), predicted_sent(ranks, 0.0);
   const std::vector<pipeline::StagePlan>& stages = trainer.pipeline_plan().stages;
   for (size_t s = 0; s < stages.size(); ++s) {
     const int rank = trainer.placement().rank_of(static_cast<int>(s));
     predicted_kept[static_cast<size_t>(rank)] += stages[s].memory.kept_activations;
+    predicted_sent[static_cast<size_t>(rank)] += stages[s].sent_bytes;
   }
   const std::vector<double>& predicted_peak = trainer.pipeline_plan().rank_peak_bytes;
   nlohmann::json summary = {
@@ -133,6 +134,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
       {"peak_tensor_bytes_per_stage", measured.tensor_bytes},
       {"peak_rss_bytes_per_stage", measured.rss_bytes},
       {"predicted_peak_bytes_per_stage", predicted_peak},
+      {"predicted_sent_bytes_per_step_per_stage", predicted_sent},
   };
   // MFU over the run's wall time, as samples_per_s; null when no step ran.
   const log::FlopUtilization utilization =

@@ -12,6 +12,7 @@
 # from each schedule's op list, a rank's every chunk at once (pipeline/program_memory.h). Mode
 # 1f1b_mk (not a default) runs 1f1b at M = K, where a stage's last micro-batches have no message
 # left to receive and the first has sent none (the messages held come from the op list too).
+# Every run also checks that the bytes each rank sent per step, counted by its link, are the plan's.
 # Usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]: STAGES (ranks) 4 and the modes default,
 # mmap64k, long, gpipe, zb_h1, interleaved and zbv unless given (the modes are the loop's "allocator"
 # below).
@@ -60,6 +61,12 @@ for stage, (predicted, measured) in enumerate(pairs):
     ok &= good
     print(f"{sys.argv[2]:10s} {sys.argv[3]:11s} {stage:5d} {predicted:12.0f} {measured:12.0f} "
           f"{100 * error:+6.2f}%{'' if good else '  FAILED'}")
+# The bytes each rank sent per step, counted by its link, are the plan's (the live sets' bytes).
+sent = summary["sent_bytes_per_step_per_stage"]
+if sent != summary["predicted_sent_bytes_per_step_per_stage"]:
+    print(f"FAILED: sent {sent} bytes per step per stage, the plan says "
+          f"{summary['predicted_sent_bytes_per_step_per_stage']}")
+    ok = False
 sys.exit(0 if ok else 1)
 PY
   done
