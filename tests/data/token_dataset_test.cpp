@@ -70,7 +70,7 @@ TEST(TokenDataset, DescribesTokenIdsOfItsVocabularyAndAKeyedOrder) {
   EXPECT_EQ(schema.inputs[0].vocab, 1000);
   EXPECT_EQ(schema.classes, 1000);
   EXPECT_EQ(data.example_order(), ExampleOrder::kKeyed);
-  EXPECT_TRUE(data.train_mix().empty());  // one list: the plain keyed order
+  EXPECT_TRUE(data.train_mix().empty());               // one list: the plain keyed order
   EXPECT_EQ(data.test_target_bytes(1), std::nullopt);  // no tokenizer: no bytes per token
 }
 
