@@ -19,6 +19,31 @@ std::vector<std::string> read_shard_patterns(const Field& field) {
   return patterns;
 }
 
+// data.train as a weighted mix: a non-empty list of {shards: <as data.train>, weight: <> 0>}.
+std::vector<data::WeightedShards> read_shard_mix(const Field& field) {
+  std::vector<data::WeightedShards> mix;
+  for (const Field& element : field.elements("a list of {shards: ..., weight: ...}")) {
+    if (!element.node().IsMap()) {
+      element.fail("expected {shards: ..., weight: ...} like the other lists of the mix, got " +
+                   element.describe());
+    }
+    const MapReader entry(element, {"shards", "weight"});
+    mix.push_back({.shards = read_shard_patterns(entry.required("shards")),
+                   .weight = read_double(entry.required("weight"), above(0))});
+  }
+  return mix;
+}
+
+// data.train: a file or glob, a list of them, or a list of weighted lists (a map first).
+void read_train_shards(const Field& field, data::DataConfig& config) {
+  const bool mix = field.node().IsSequence() && field.node().size() > 0 && field.node()[0].IsMap();
+  if (mix) {
+    config.train_mix = read_shard_mix(field);
+  } else {
+    config.train_shards = read_shard_patterns(field);
+  }
+}
+
 }  // namespace
 
 data::DataConfig parse_data(const Field& section) {
@@ -46,7 +71,7 @@ data::DataConfig parse_data(const Field& section) {
   if (auto f = map.get("val_fraction")) config.val_fraction = read_double(*f, open_interval(0, 1));
   if (auto f = map.get("vocab")) config.vocab = read_int(*f, at_least(2));
   if (auto f = map.get("tokens")) config.tokens = f->as_bool();
-  if (auto f = map.get("train")) config.train_shards = read_shard_patterns(*f);
+  if (auto f = map.get("train")) read_train_shards(*f, config);
   if (auto f = map.get("val")) config.val_shards = read_shard_patterns(*f);
   if (auto f = map.get("tokenizer")) config.tokenizer = f->as_string();
   // A source holds at least a token and its eos; a target at least bos or eos and a token.
@@ -57,6 +82,7 @@ data::DataConfig parse_data(const Field& section) {
     map.required("val");
     map.required("tokenizer");
     if (auto f = map.get("vocab")) f->fail("not with pairs, whose vocabulary is data.tokenizer's");
+    if (!config.train_mix.empty()) map.get("train")->fail("a weighted mix is only for tokens");
     if (auto f = map.get("seq_len")) {
       f->fail("not with pairs, which have data.source_len and data.target_len");
     }

@@ -80,6 +80,14 @@ void add_data(const data::DataConfig& data, Settings& out) {
   // Keys only shard data has (never empty lists).
   if (data.kind == data::DatasetKind::kTokens || data.kind == data::DatasetKind::kPairs) {
     out["data.train"] = fmt::format("[{}]", fmt::join(data.train_shards, ", "));
+    if (!data.train_mix.empty()) {
+      std::vector<std::string> lists;
+      for (const data::WeightedShards& list : data.train_mix) {
+        lists.push_back(fmt::format("{{shards: [{}], weight: {}}}", fmt::join(list.shards, ", "),
+                                    text(list.weight)));
+      }
+      out["data.train"] = fmt::format("[{}]", fmt::join(lists, ", "));
+    }
     out["data.val"] = fmt::format("[{}]", fmt::join(data.val_shards, ", "));
     out["data.tokenizer"] = data.tokenizer;
   }

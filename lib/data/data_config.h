@@ -18,6 +18,12 @@ inline constexpr EnumNames<DatasetKind, 6> kDatasetNames{
      {"tensors", DatasetKind::kTensors},
      {"pairs", DatasetKind::kPairs}}};
 
+// kTokens: one list of a weighted mix (data.train: [{shards: ..., weight: ...}, ...]).
+struct WeightedShards {
+  std::vector<std::string> shards;  // files or glob patterns, as data.train's
+  double weight = 1;                // > 0
+};
+
 struct DataConfig {
   DatasetKind kind = DatasetKind::kFashionMnist;
   // kFashionMnist: folder with the four gzipped IDX files (Debian: dataset-fashion-mnist).
@@ -44,7 +50,10 @@ struct DataConfig {
   // kPairs: pair shards of `mpipe tokenize-pairs`, and their tokenizer (required).
   std::vector<std::string> train_shards;  // data.train
   std::vector<std::string> val_shards;    // data.val
-  std::string tokenizer;                  // a SentencePiece .model, or "" for none
+  // kTokens: data.train as a weighted mix of lists (docs/design.md, "Data mixing"), train_shards
+  // then empty; empty when data.train is a file, a glob or a list of them.
+  std::vector<WeightedShards> train_mix;
+  std::string tokenizer;  // a SentencePiece .model, or "" for none
   // kPairs: the length of a source (its tokens, eos, padding) and of a target (bos or eos and
   // its tokens, padding).
   int64_t source_len = 128;

@@ -35,6 +35,14 @@ enum class ExampleOrder {
   kKeyed,           // data::KeyedPermutation, one position at a time: any size, no memory
 };
 
+// One list of a weighted mix of training data (data.train as lists with weights): the next `size`
+// examples of the train split after the earlier parts', drawn in proportion to `weight`
+// (data/mixed_order.h).
+struct MixPart {
+  int64_t size = 0;
+  double weight = 1;
+};
+
 // What a dataset provides, per example: the contract a model trained on it must meet
 // (train/data_contract.h checks a model against it).
 struct DataSchema {
@@ -83,6 +91,9 @@ class Dataset {
     return std::nullopt;
   }
   virtual ExampleOrder example_order() const { return ExampleOrder::kShuffledEpochs; }
+  // The parts of the train split that a weighted mix draws from, in order, covering it; empty
+  // when the split is not a mix (example_order() alone orders it).
+  virtual std::vector<MixPart> train_mix() const { return {}; }
   // Checks part `part` of `parts` of what the constructor leaves unread, so that the ranks of a
   // run share the work (each checks its own part; the caller agrees on the outcome), and throws
   // InputError naming the file. Token shards: every token id below the vocabulary. Other data

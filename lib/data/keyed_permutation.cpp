@@ -9,8 +9,6 @@ namespace {
 // Luby and Rackoff: four rounds of a pseudo-random function make a pseudo-random permutation;
 // two more cost little and mix small domains better.
 constexpr int kRounds = 6;
-// The stream id (`a`) of the round function, apart from EpochSampler's Fisher-Yates (0).
-constexpr uint32_t kFeistelStream = 1;
 
 // The smallest h >= 1 with 2^(2h) >= n.
 int half_bits_for(int64_t n) {
@@ -21,11 +19,11 @@ int half_bits_for(int64_t n) {
 
 }  // namespace
 
-KeyedPermutation::KeyedPermutation(uint64_t seed, int64_t epoch, int64_t n)
+KeyedPermutation::KeyedPermutation(uint64_t seed, int64_t epoch, int64_t n, uint32_t stream)
     : n_(n),
       half_bits_(half_bits_for(n)),
       half_mask_((uint64_t{1} << half_bits_) - 1),
-      rounds_(seed, RngPurpose::kShuffle, kFeistelStream, static_cast<uint64_t>(epoch)) {
+      rounds_(seed, RngPurpose::kShuffle, stream, static_cast<uint64_t>(epoch)) {
   check(n >= 1 && n <= (int64_t{1} << 62) && epoch >= 0,
         "KeyedPermutation: bad size {} or epoch {}", n, epoch);
 }

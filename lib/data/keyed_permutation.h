@@ -8,12 +8,16 @@
 
 namespace mpipe::data {
 
-// position -> example: a bijection on [0, n) that is a pure function of (seed, epoch, n), for any
-// n in [1, 2^62]. Costs a few Philox blocks per position and no memory, so datasets of 10^10
-// examples are shuffled without a permutation vector.
+// The stream id (`a`) of the training order's round function, apart from EpochSampler's
+// Fisher-Yates (0); a weighted mix's parts use streams 2 and up (data/mixed_order.h).
+inline constexpr uint32_t kKeyedOrderStream = 1;
+
+// position -> example: a bijection on [0, n) that is a pure function of (seed, stream, epoch, n),
+// for any n in [1, 2^62]. Costs a few Philox blocks per position and no memory, so datasets of
+// 10^10 examples are shuffled without a permutation vector.
 class KeyedPermutation {
  public:
-  KeyedPermutation(uint64_t seed, int64_t epoch, int64_t n);
+  KeyedPermutation(uint64_t seed, int64_t epoch, int64_t n, uint32_t stream = kKeyedOrderStream);
 
   // The example at `position` in [0, n).
   int64_t operator()(int64_t position) const;

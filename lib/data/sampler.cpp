@@ -40,9 +40,17 @@ std::vector<int64_t> epoch_permutation(uint64_t seed, int64_t epoch, int64_t dat
   return order;
 }
 
-EpochSampler::EpochSampler(uint64_t seed, int64_t dataset_size, ExampleOrder order)
+EpochSampler::EpochSampler(uint64_t seed, int64_t dataset_size, ExampleOrder order,
+                           std::vector<MixPart> mix)
     : seed_(seed), dataset_size_(dataset_size), order_(order) {
   check(dataset_size >= 1, "EpochSampler: dataset size must be >= 1, got {}", dataset_size);
+  if (!mix.empty()) {
+    int64_t covered = 0;
+    for (const MixPart& part : mix) covered += part.size;
+    check(covered == dataset_size, "EpochSampler: the mix covers {} of {} examples", covered,
+          dataset_size);
+    mixed_.emplace(seed, std::move(mix));
+  }
 }
 
 const std::vector<int64_t>& EpochSampler::permutation(int64_t epoch) {
@@ -59,6 +67,10 @@ std::vector<int64_t> EpochSampler::batch(int64_t step, int64_t batch_size) {
   indices.reserve(static_cast<size_t>(batch_size));
   for (int64_t k = 0; k < batch_size; ++k) {
     const int64_t position = step * batch_size + k;
+    if (mixed_) {
+      indices.push_back((*mixed_)(position));
+      continue;
+    }
     const int64_t epoch = position / dataset_size_;
     const int64_t in_epoch = position % dataset_size_;
     if (order_ == ExampleOrder::kKeyed) {

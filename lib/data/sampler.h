@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/mixed_order.h"
 
 namespace mpipe::data {
 
@@ -16,11 +18,12 @@ std::vector<int64_t> epoch_permutation(uint64_t seed, int64_t epoch, int64_t dat
 // The training order of a dataset's examples. kShuffledEpochs: batch_indices (dataset.h) with
 // the last epoch's permutation cached, so a training loop pays for one shuffle per epoch instead
 // of one per step (returns exactly what batch_indices returns). kKeyed: epoch e is
-// KeyedPermutation(seed, e, dataset_size), computed position by position.
+// KeyedPermutation(seed, e, dataset_size), computed position by position. With `mix` (parts
+// covering the dataset, Dataset::train_mix) the positions follow MixedOrder instead.
 class EpochSampler {
  public:
   EpochSampler(uint64_t seed, int64_t dataset_size,
-               ExampleOrder order = ExampleOrder::kShuffledEpochs);
+               ExampleOrder order = ExampleOrder::kShuffledEpochs, std::vector<MixPart> mix = {});
 
   // Positions [step*batch_size, (step+1)*batch_size) of the epoch sequence.
   std::vector<int64_t> batch(int64_t step, int64_t batch_size);
@@ -34,6 +37,7 @@ class EpochSampler {
   ExampleOrder order_;
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> cached_;
+  std::optional<MixedOrder> mixed_;
 };
 
 }  // namespace mpipe::data

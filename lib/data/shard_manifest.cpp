@@ -56,6 +56,8 @@ void check_shard_manifests(const std::vector<std::string>& files, const std::str
   std::map<std::string, std::set<std::string>> listed;  // per folder with a manifest
   std::set<std::string> without_manifest;
   std::string tokenizer_crc32;  // read when first needed
+  std::string first_manifest;   // the first manifest read, and its tokenizer's crc32
+  std::string first_crc32;
   for (const std::string& file : files) {
     const fs::path path(file);
     const std::string folder = path.parent_path().string();
@@ -79,6 +81,14 @@ void check_shard_manifests(const std::vector<std::string>& files, const std::str
                     tokenizer_key, tokenizer, tokenizer_crc32, manifest_path,
                     manifest.tokenizer_crc32);
       }
+      if (first_manifest.empty()) {
+        first_manifest = manifest_path;
+        first_crc32 = manifest.tokenizer_crc32;
+      }
+      check_input(manifest.tokenizer_crc32 == first_crc32,
+                  "{}: records its shards as made with a tokenizer of crc32 {}, but {} records "
+                  "crc32 {}; the shards of a run must share one tokenizer",
+                  manifest_path, manifest.tokenizer_crc32, first_manifest, first_crc32);
       found =
           listed.emplace(folder, std::set(manifest.shards.begin(), manifest.shards.end())).first;
     }

@@ -34,7 +34,9 @@ void write_shard_manifest(const std::string& folder, const ShardManifest& manife
 // For each folder of `files` (shards) that holds a shards.json: throws InputError naming the
 // shard when the manifest does not list it (a shard of another tokenize beside them, which
 // train_*.bin would mix in), or naming `tokenizer_key` when `tokenizer` (a .model file; "" for
-// none) is not the one the manifest records. A malformed manifest is an InputError naming it.
+// none) is not the one the manifest records, or naming a manifest whose tokenizer is not the
+// first manifest's (a mix of lists made with other tokenizers). A malformed manifest is an
+// InputError naming it.
 void check_shard_manifests(const std::vector<std::string>& files, const std::string& tokenizer,
                            const std::string& tokenizer_key);
 

@@ -14,6 +14,23 @@ namespace {
 // Token ids travel as floats, which hold every integer below 2^24 exactly.
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
 
+// data.train's files, list by list: one list unless data.train is a mix.
+std::vector<std::vector<std::string>> train_lists(const DataConfig& config) {
+  if (config.train_mix.empty()) return {shard_files(config.train_shards, "data.train")};
+  std::vector<std::vector<std::string>> lists;
+  for (size_t list = 0; list < config.train_mix.size(); ++list) {
+    lists.push_back(
+        shard_files(config.train_mix[list].shards, fmt::format("data.train[{}].shards", list)));
+  }
+  return lists;
+}
+
+std::vector<std::string> joined(const std::vector<std::vector<std::string>>& lists) {
+  std::vector<std::string> files;
+  for (const auto& list : lists) files.insert(files.end(), list.begin(), list.end());
+  return files;
+}
+
 }  // namespace
 
 ShardWindows::ShardWindows(const std::vector<std::string>& files, int64_t seq_len)
@@ -37,10 +54,13 @@ void ShardWindows::read(int64_t index, int64_t offset, int64_t vocab, float* out
   shards_[shard]->read_as_floats(first, seq_len_, vocab, out);
 }
 
-TokenDataset::TokenDataset(const DataConfig& config)
+TokenDataset::TokenDataset(const DataConfig& config) : TokenDataset(config, train_lists(config)) {}
+
+TokenDataset::TokenDataset(const DataConfig& config,
+                           const std::vector<std::vector<std::string>>& train_lists)
     : seq_len_(config.seq_len),
       vocab_(config.vocab),
-      train_(shard_files(config.train_shards, "data.train"), config.seq_len),
+      train_(joined(train_lists), config.seq_len),
       val_(shard_files(config.val_shards, "data.val"), config.seq_len) {
   check_input(seq_len_ >= 1, "data.seq_len: must be >= 1, got {}", seq_len_);
   vocab_key_ = "data.vocab";
@@ -64,6 +84,20 @@ TokenDataset::TokenDataset(const DataConfig& config)
     check_input(split->size() > 0,
                 "{}: {} tokens in {} shard(s), none with a window of seq_len + 1 = {} tokens", key,
                 split->num_tokens(), split->shards().size(), seq_len_ + 1);
+  }
+  if (train_lists.size() < 2) return;
+  size_t first = 0;  // the list's first shard
+  for (size_t list = 0; list < train_lists.size(); ++list) {
+    const size_t end = first + train_lists[list].size();
+    int64_t tokens = 0;
+    for (size_t shard = first; shard < end; ++shard) tokens += train_.shards()[shard]->num_tokens();
+    const int64_t size = train_.first_window(end) - train_.first_window(first);
+    check_input(size > 0,
+                "data.train[{}]: {} tokens in {} shard(s), none with a window of seq_len + 1 = {} "
+                "tokens",
+                list, tokens, end - first, seq_len_ + 1);
+    train_mix_.push_back({.size = size, .weight = config.train_mix[list].weight});
+    first = end;
   }
 }
 

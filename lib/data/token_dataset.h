@@ -25,6 +25,8 @@ class ShardWindows {
 
   int64_t size() const { return starts_.back(); }
   int64_t num_tokens() const { return num_tokens_; }
+  // The window index of shard `shard`'s first window; first_window(shards().size()) = size().
+  int64_t first_window(size_t shard) const { return starts_[shard]; }
   const std::vector<std::unique_ptr<TokenShard>>& shards() const { return shards_; }
   // Tokens [offset, offset + seq_len) of window `index` as floats, to `out`; throws
   // InputError when its shard changed or a token is not below `vocab` (TokenShard).
@@ -40,7 +42,8 @@ class ShardWindows {
 // Example i of a split: inputs = tokens [0, seq_len) of window i, targets = tokens [1, seq_len]
 // (ids as floats). The vocabulary is the tokenizer's (data.tokenizer) or data.vocab; every
 // token of every shard is checked against it by check_contents, the ranks of a run each scanning
-// an equal share of the tokens. Training order: ExampleOrder::kKeyed. A shard that changes
+// an equal share of the tokens. Training order: ExampleOrder::kKeyed, or with data.train a mix
+// of two or more lists (data.train_mix), each list a MixPart of its windows. A shard that changes
 // during the run is a read fault (Dataset::read_fault): the reads give zeros from then on.
 class TokenDataset : public Dataset {
  public:
@@ -58,12 +61,15 @@ class TokenDataset : public Dataset {
   Tensor targets(Split split, std::span<const int64_t> indices) const override;
   std::optional<int64_t> test_target_bytes(int64_t num_examples) const override;
   ExampleOrder example_order() const override { return ExampleOrder::kKeyed; }
+  std::vector<MixPart> train_mix() const override { return train_mix_; }
   // Scans tokens [part·N/parts, (part+1)·N/parts) of the N tokens of the training shards then
   // the validation shards.
   void check_contents(int part, int parts) const override;
   std::string read_fault() const override;
 
  private:
+  // `train_lists`: data.train's files, list by list (one list unless data.train is a mix).
+  TokenDataset(const DataConfig& config, const std::vector<std::vector<std::string>>& train_lists);
   const ShardWindows& windows(Split split) const { return split == Split::kTrain ? train_ : val_; }
   Tensor read(Split split, std::span<const int64_t> indices, int64_t offset) const;
 
@@ -73,6 +79,7 @@ class TokenDataset : public Dataset {
   std::vector<int64_t> piece_bytes_;  // bytes of text per token id; empty without a tokenizer
   ShardWindows train_;
   ShardWindows val_;
+  std::vector<MixPart> train_mix_;  // empty unless data.train is a mix of two or more lists
   mutable FirstFault fault_;
 };
 

@@ -85,7 +85,8 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       pipeline_plan_(std::move(plan.pipeline)),
       placement_(pipeline::placement_for(pipeline_plan_.schedule, topology_.num_stages,
                                          pipeline_plan_.virtual_stages)),
-      sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order()) {
+      sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order(),
+               dataset.train_mix()) {
   link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, placement_, tags_);
   link_->set_trace(&trace_);
   build_stages();

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <vector>
 
 #include "checkpoint/file_digest.h"
@@ -69,6 +70,7 @@ TEST(TokenDataset, DescribesTokenIdsOfItsVocabularyAndAKeyedOrder) {
   EXPECT_EQ(schema.inputs[0].vocab, 1000);
   EXPECT_EQ(schema.classes, 1000);
   EXPECT_EQ(data.example_order(), ExampleOrder::kKeyed);
+  EXPECT_TRUE(data.train_mix().empty());               // one list: the plain keyed order
   EXPECT_EQ(data.test_target_bytes(1), std::nullopt);  // no tokenizer: no bytes per token
 }
 
@@ -237,6 +239,76 @@ TEST(TokenDataset, RefusesATokenizerOtherThanTheOneTheManifestRecords) {
                 checkpoint::crc32_hex(checkpoint::digest_file(dir.file("t.model")).crc32) +
                 ", but " + dir.file("shards.json") +
                 " records its shards as made with a tokenizer of crc32 12345678");
+}
+
+// A mix of dir's a_*.bin (weight 3) and b_*.bin (weight 1).
+DataConfig mix_config(const TempDir& dir) {
+  DataConfig config = tokens_config(dir);
+  config.train_shards.clear();
+  config.train_mix = {{.shards = {dir.file("a_*.bin")}, .weight = 3},
+                      {.shards = {dir.file("b_*.bin")}, .weight = 1}};
+  return config;
+}
+
+TEST(TokenDataset, AMixGivesEachListItsWindowsAsAPartListAfterList) {
+  const TempDir dir;
+  write_bytes(dir.file("a_0.bin"), shard_bytes(counting(100, 10)));  // 3 windows
+  write_bytes(dir.file("b_0.bin"), shard_bytes(counting(200, 6)));   // 1
+  write_bytes(dir.file("b_1.bin"), shard_bytes(counting(300, 7)));   // 2
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  const TokenDataset data(mix_config(dir));
+  EXPECT_EQ(data.size(Split::kTrain), 6);
+  const std::vector<MixPart> mix = data.train_mix();
+  ASSERT_EQ(mix.size(), 2u);
+  EXPECT_EQ(mix[0].size, 3);
+  EXPECT_EQ(mix[0].weight, 3);
+  EXPECT_EQ(mix[1].size, 3);
+  EXPECT_EQ(mix[1].weight, 1);
+  const std::vector<int64_t> indices{3, 5};  // b's first windows
+  EXPECT_EQ(values(data.inputs(Split::kTrain, indices, 0, 0)),
+            (std::vector<float>{200, 201, 202, 303, 304, 305}));
+  // A mix of one list is that list, in the plain keyed order.
+  DataConfig one = mix_config(dir);
+  one.train_mix.pop_back();
+  EXPECT_TRUE(TokenDataset(one).train_mix().empty());
+}
+
+TEST(TokenDataset, RefusesAListOfAMixThatMatchesNoFileNamingIt) {
+  const TempDir dir;
+  write_bytes(dir.file("a_0.bin"), shard_bytes(counting(100, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(mix_config(dir)); }),
+            "data.train[1].shards: no file matches '" + dir.file("b_*.bin") + "'");
+}
+
+TEST(TokenDataset, RefusesAListOfAMixWithoutOneWindowNamingIt) {
+  const TempDir dir;
+  write_bytes(dir.file("a_0.bin"), shard_bytes(counting(100, 10)));
+  write_bytes(dir.file("b_0.bin"), shard_bytes(counting(200, 3)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(mix_config(dir)); }),
+            "data.train[1]: 3 tokens in 1 shard(s), none with a window of seq_len + 1 = 4 tokens");
+}
+
+TEST(TokenDataset, RefusesListsMadeWithAnotherTokenizerNamingTheirManifest) {
+  const TempDir dir;
+  for (const char* folder : {"a", "b"}) std::filesystem::create_directory(dir.file(folder));
+  write_bytes(dir.file("a/train_0.bin"), shard_bytes(counting(100, 10)));
+  write_bytes(dir.file("b/train_0.bin"), shard_bytes(counting(200, 10)));
+  write_bytes(dir.file("val.bin"), shard_bytes(counting(0, 4)));
+  write_shard_manifest(dir.file("a"),
+                       {.tokenizer_crc32 = "0000000a", .vocab = 1000, .shards = {"train_0.bin"}});
+  write_shard_manifest(dir.file("b"),
+                       {.tokenizer_crc32 = "0000000b", .vocab = 1000, .shards = {"train_0.bin"}});
+  DataConfig config = tokens_config(dir);
+  config.train_shards.clear();
+  config.train_mix = {{.shards = {dir.file("a/train_*.bin")}, .weight = 1},
+                      {.shards = {dir.file("b/train_*.bin")}, .weight = 1}};
+  EXPECT_EQ(input_error_of([&] { TokenDataset data(config); }),
+            dir.file("b/shards.json") +
+                ": records its shards as made with a tokenizer of crc32 0000000b, but " +
+                dir.file("a/shards.json") +
+                " records crc32 0000000a; the shards of a run must share one tokenizer");
 }
 
 TEST(TokenDataset, AShardChangedDuringTheRunGivesZerosAndAReadFaultInsteadOfThrowing) {

@@ -3,7 +3,7 @@
 # a GPT trained on them (data.dataset: tokens) ends with bit-identical weights for K = 1, 2, 4
 # stages (both schedules at K = 2), and for D = 1, 2 replicas at K = 1, 2 under
 # weight_grads: tree (at the same number of global micro-batches); 3 steps then a resume to 6 on
-# another number of stages equal 6 straight;
+# another number of stages equal 6 straight; the same for a weighted mix of two shard lists;
 # the evaluation reports bits per byte; generate samples through the tokenizer; bad inputs of
 # tokenize and generate, a damaged shard and a token outside the vocabulary (found by one rank's
 # share of the scan) end every rank with one line naming them, and so does a shard changed during a
@@ -65,6 +65,28 @@ train 2 straight "$config" --set train.steps=6 --set pipeline.stages=2
 train 1 resumed "$config" --set train.steps=3 --set pipeline.stages=1
 train 2 resumed "$config" --set train.steps=6 --set pipeline.stages=2 --resume
 same straight resumed
+
+# A mix of two shard lists (weights 3 and 1) is the same at K = 1 and 2, and 3 steps then a resume
+# to 6 on another number of stages equal 6 straight; the weights reach the order (1 and 3 differ).
+# mix_of WEIGHT_A WEIGHT_B: the --set of data.train as that mix of the first shard and the others.
+mix_of() {
+  echo "data.train=[{shards: $WORK/shards/train_000000.bin, weight: $1}," \
+    "{shards: '$WORK/shards/train_00000[1-9].bin', weight: $2}]"
+}
+mix=(--set "$(mix_of 3 1)")
+train 1 mix-k1 "$config" "${mix[@]}"
+train 2 mix-k2 "$config" "${mix[@]}" --set pipeline.stages=2
+same mix-k1 mix-k2
+train 2 mix-straight "$config" "${mix[@]}" --set train.steps=6 --set pipeline.stages=2
+train 1 mix-resumed "$config" "${mix[@]}" --set train.steps=3 --set pipeline.stages=1
+train 2 mix-resumed "$config" "${mix[@]}" --set train.steps=6 --set pipeline.stages=2 --resume
+same mix-straight mix-resumed
+train 1 mix-1-3 "$config" --set "$(mix_of 1 3)"
+if "$MPIPE" compare "$WORK/mix-k1.safetensors" "$WORK/mix-1-3.safetensors" --rtol 0 \
+  > "$WORK/mix-compare.out" 2>&1; then
+  echo "FAILED: the weights 3, 1 and 1, 3 trained the same"
+  exit 1
+fi
 
 grep -q '"bits_per_byte"' "$WORK/k1/metrics.jsonl" || { echo "FAILED: no bits_per_byte"; exit 1; }
 grep -q '^validation: [0-9.]* bits/byte' "$WORK/k1.log" || { echo "FAILED: no bits/byte line"; exit 1; }
@@ -152,4 +174,4 @@ head -c 64 /dev/zero | tr '\0' '\377' > "$WORK/ff.bin"  # 32 token ids 65535, ov
 changed overwritten "modified after the run opened it" \
   dd if="$WORK/ff.bin" of="$WORK/overwritten-shards/train_000000.bin" bs=1 seek=2000 \
   conv=notrunc status=none
-echo "tokens: tokenize, K=1,2,4 bit-identical, D=2 == D=1 under weight_grads: tree, resume 3+3 == 6, bits per byte, generate, bad inputs refused"
+echo "tokens: tokenize, K=1,2,4 bit-identical, D=2 == D=1 under weight_grads: tree, resume 3+3 == 6, a mix K=1 == K=2 and 3+3 == 6, bits per byte, generate, bad inputs refused"
