@@ -312,10 +312,11 @@ LayerNeeds SelfAttention::needs() const {
   const double a = float_bytes(seq_ * dim_), kv = float_bytes(seq_ * kv_dim_), w = a + 2.0 * kv;
   const double p = float_bytes(heads_ * seq_ * seq_);
   const double m = dropout_ > 0.0 ? p : 0.0;
-  // Backward beside dy: dq, dk, dv (w) and dqkv (w) while dqkv is filled, less the a of one
-  // freed tensor, or the heads' gradient, dq, dk, dv and the mask in the kernel; dx counts as its
-  // input. Its forward peaks in the kernel with q, k, v, the probabilities, the heads' output and
-  // the mask, beyond its input, output and what it keeps when the mask is over 2a.
+  // Backward beside dy: dq, dk, dv (w) and dqkv (w) while dqkv is filled, or the heads'
+  // gradient (a), dq, dk, dv and the mask in the kernel, each less the a of dx, which the model
+  // counts as the input gradient. Its forward peaks in the kernel with q, k, v, the
+  // probabilities, the heads' output and the mask, beyond its input, output and what it keeps
+  // when the mask is over 2a.
   LayerNeeds needs{
       .kept_tensor_bytes = {a, a, kv, kv, a, p},
       .backward_temporary_bytes = std::max(2.0 * w - a, w + m),
