@@ -22,11 +22,19 @@ void check_shape(const AttentionShape& s, const AttentionMask& mask) {
   check(s.batch >= 0 && s.heads > 0 && s.q_len > 0 && s.kv_len > 0 && s.head_dim > 0,
         "attention: bad shape batch={} heads={} q_len={} kv_len={} head_dim={}", s.batch, s.heads,
         s.q_len, s.kv_len, s.head_dim);
+  check(s.kv_heads >= 0 && s.heads % kv_heads_of(s) == 0,
+        "attention: kv_heads {} does not divide heads {}", s.kv_heads, s.heads);
   check(!mask.causal || s.q_len == s.kv_len,
         "attention: a causal mask needs q_len == kv_len, got {} and {}", s.q_len, s.kv_len);
 }
 
 int64_t slices(const AttentionShape& s) { return s.batch * s.heads; }
+
+// The matrix products run over one slice per key/value head: the query heads of a group are
+// consecutive in q (and their probabilities in probs), so the group's queries are the rows of
+// one [group * q_len, head_dim] matrix against its head's k and v.
+int64_t kv_slices(const AttentionShape& s) { return s.batch * kv_heads_of(s); }
+int64_t group_rows(const AttentionShape& s) { return s.heads / kv_heads_of(s) * s.q_len; }
 
 // The rows of all score matrices, one softmax each: [slices * q_len, kv_len].
 memory::desc rows_desc(const AttentionShape& s) {
@@ -148,10 +156,10 @@ void attention_forward(KernelContext& ctx, const AttentionShape& shape, const At
                        float* probs, float* out) {
   check_shape(shape, mask);
   if (shape.batch == 0) return;
-  const int64_t Tq = shape.q_len, Tk = shape.kv_len, D = shape.head_dim, S = slices(shape);
+  const int64_t Tq = group_rows(shape), Tk = shape.kv_len, D = shape.head_dim, S = kv_slices(shape);
   const int64_t n = S * Tq * Tk;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  // scores = q · k^T / sqrt(D): [S, Tq, Tk], masked, then softmax in place.
+  // scores = q · k^T / sqrt(D): [S, Tq, Tk] (Tq: a group's queries), masked, then softmax in place.
   matmul(ctx, {.batch = S, .m = Tq, .k = D, .n = Tk, .transpose_b = true}, q, k, probs, scale);
   if (mask.causal) apply_causal_mask(shape, probs);
   if (mask.key_keep) apply_key_mask(shape, mask, probs);
@@ -174,7 +182,7 @@ void attention_backward(KernelContext& ctx, const AttentionShape& shape, const f
                         float* dv) {
   check_shape(shape, {});
   if (shape.batch == 0) return;
-  const int64_t Tq = shape.q_len, Tk = shape.kv_len, D = shape.head_dim, S = slices(shape);
+  const int64_t Tq = group_rows(shape), Tk = shape.kv_len, D = shape.head_dim, S = kv_slices(shape);
   const int64_t n = S * Tq * Tk;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const std::unique_ptr<float[]> dprobs = scratch(n), dscores = scratch(n);
@@ -187,7 +195,7 @@ void attention_backward(KernelContext& ctx, const AttentionShape& shape, const f
     multiply(probs, dropout_mask, dropped.get(), n);
     p = dropped.get();
   }
-  // dv = p^T · dout: [S, Tk, D]; dprobs = dout · v^T: [S, Tq, Tk].
+  // dv = p^T · dout: [S, Tk, D] (summed over a group's queries); dprobs = dout · v^T: [S, Tq, Tk].
   matmul(ctx, {.batch = S, .m = Tk, .k = Tq, .n = D, .transpose_a = true}, p, dout, dv);
   matmul(ctx, {.batch = S, .m = Tq, .k = D, .n = Tk, .transpose_b = true}, dout, v, dprobs.get());
   if (dropout_mask) multiply(dprobs.get(), dropout_mask, dprobs.get(), n);

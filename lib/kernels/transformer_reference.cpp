@@ -47,6 +47,12 @@ Matrix probabilities(const AttentionShape& shape, const AttentionMask& mask, int
 
 double mask_at(const float* mask, int64_t i) { return mask ? double(mask[i]) : 1.0; }
 
+// The key/value slice that query slice s (example s / heads, head s % heads) attends to.
+int64_t kv_slice(const AttentionShape& shape, int64_t s) {
+  const int64_t kv_heads = kv_heads_of(shape);
+  return s / shape.heads * kv_heads + s % shape.heads / (shape.heads / kv_heads);
+}
+
 }  // namespace
 
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
@@ -99,14 +105,15 @@ void attention_forward(const AttentionShape& shape, const AttentionMask& mask, c
                        float* out) {
   const int64_t Tq = shape.q_len, Tk = shape.kv_len, D = shape.head_dim;
   for (int64_t s = 0; s < shape.batch * shape.heads; ++s) {
-    const Matrix p = probabilities(shape, mask, s / shape.heads, q + s * Tq * D, k + s * Tk * D);
+    const int64_t kv = kv_slice(shape, s);
+    const Matrix p = probabilities(shape, mask, s / shape.heads, q + s * Tq * D, k + kv * Tk * D);
     const float* drop = dropout_mask ? dropout_mask + s * Tq * Tk : nullptr;
     for (int64_t i = 0; i < Tq * Tk; ++i) probs[s * Tq * Tk + i] = static_cast<float>(p[i]);
     for (int64_t i = 0; i < Tq; ++i) {
       for (int64_t e = 0; e < D; ++e) {
         double acc = 0.0;
         for (int64_t j = 0; j < Tk; ++j) {
-          acc += p[i * Tk + j] * mask_at(drop, i * Tk + j) * v[s * Tk * D + j * D + e];
+          acc += p[i * Tk + j] * mask_at(drop, i * Tk + j) * v[kv * Tk * D + j * D + e];
         }
         out[s * Tq * D + i * D + e] = static_cast<float>(acc);
       }
@@ -119,8 +126,12 @@ void attention_backward(const AttentionShape& shape, const AttentionMask& mask, 
                         const float* dout, float* dq, float* dk, float* dv) {
   const int64_t Tq = shape.q_len, Tk = shape.kv_len, D = shape.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  // dk and dv summed in double over the query heads that share a key/value head.
+  std::vector<double> gk_sum(static_cast<size_t>(shape.batch * kv_heads_of(shape) * Tk * D), 0.0);
+  std::vector<double> gv_sum(gk_sum.size(), 0.0);
   for (int64_t s = 0; s < shape.batch * shape.heads; ++s) {
-    const float *qs = q + s * Tq * D, *ks = k + s * Tk * D, *vs = v + s * Tk * D;
+    const int64_t kv = kv_slice(shape, s);
+    const float *qs = q + s * Tq * D, *ks = k + kv * Tk * D, *vs = v + kv * Tk * D;
     const float* dos = dout + s * Tq * D;
     const float* drop = dropout_mask ? dropout_mask + s * Tq * Tk : nullptr;
     const Matrix p = probabilities(shape, mask, s / shape.heads, qs, ks);
@@ -150,10 +161,14 @@ void attention_backward(const AttentionShape& shape, const AttentionMask& mask, 
           gk += ds[i * Tk + j] * qs[i * D + e];
           gv += p[i * Tk + j] * mask_at(drop, i * Tk + j) * dos[i * D + e];
         }
-        dk[s * Tk * D + j * D + e] = static_cast<float>(gk * scale);
-        dv[s * Tk * D + j * D + e] = static_cast<float>(gv);
+        gk_sum[static_cast<size_t>(kv * Tk * D + j * D + e)] += gk * scale;
+        gv_sum[static_cast<size_t>(kv * Tk * D + j * D + e)] += gv;
       }
     }
+  }
+  for (size_t i = 0; i < gk_sum.size(); ++i) {
+    dk[i] = static_cast<float>(gk_sum[i]);
+    dv[i] = static_cast<float>(gv_sum[i]);
   }
 }
 

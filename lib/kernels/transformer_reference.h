@@ -36,7 +36,7 @@ void swiglu_backward(const float* gate_up, const float* dout, float* dgate_up, i
                      int64_t hidden);
 
 // Same contract as kernels::attention_forward.
-// q, out: [batch, heads, q_len, head_dim]; k, v: [batch, heads, kv_len, head_dim]; probs,
+// q, out: [batch, heads, q_len, head_dim]; k, v: [batch, kv_heads, kv_len, head_dim]; probs,
 // dropout_mask: [batch, heads, q_len, kv_len] (dropout_mask may be nullptr).
 void attention_forward(const AttentionShape& shape, const AttentionMask& mask, const float* q,
                        const float* k, const float* v, const float* dropout_mask, float* probs,

@@ -109,7 +109,8 @@ std::unique_ptr<nn::Layer> rms_norm(LayerAttrs& a, const Shape& in, int i, const
 
 std::unique_ptr<nn::Layer> attention(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
   const AttentionOptions o = read_attention(a, /*reads_ids=*/false);
-  return std::make_unique<nn::SelfAttention>(i, in, o.heads, o.dropout, o.rotary, 0.02f, o.causal);
+  return std::make_unique<nn::SelfAttention>(i, in, o.heads, o.dropout, o.rotary, 0.02f, o.causal,
+                                             std::nullopt, o.kv_heads);
 }
 
 std::unique_ptr<nn::Layer> transformer_block(LayerAttrs& a, const Shape& in, int i,
@@ -120,6 +121,7 @@ std::unique_ptr<nn::Layer> transformer_block(LayerAttrs& a, const Shape& in, int
                                                     .norm = o.norm,
                                                     .mlp = o.mlp,
                                                     .rotary = o.rotary,
+                                                    .kv_heads = o.kv_heads,
                                                     .residual_std = model.residual_std,
                                                 });
 }
@@ -171,7 +173,7 @@ std::unique_ptr<nn::Layer> padded_attention(const LayerSpec& spec, LayerAttrs& a
   if (in.rank() == 2) check_ids_read(spec, 0, reads, in[0], "its input's token");
   const AttentionOptions o = read_attention(a, /*reads_ids=*/true);
   return std::make_unique<nn::SelfAttention>(i, in, o.heads, o.dropout, o.rotary, 0.02f, o.causal,
-                                             o.padding);
+                                             o.padding, o.kv_heads);
 }
 
 // cross_attention with `read: [MEMORY]` or `read: [MEMORY, IDS]`.

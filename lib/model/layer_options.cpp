@@ -103,7 +103,9 @@ LayerNormOptions read_layer_norm(LayerAttrs& a) {
 LayerNormOptions read_rms_norm(LayerAttrs& a) { return read_layer_norm(a); }
 
 AttentionOptions read_attention(LayerAttrs& a, bool reads_ids) {
-  return {.heads = a.integer("heads", 1),
+  const int64_t heads = a.integer("heads", 1);
+  return {.heads = heads,
+          .kv_heads = a.integer("kv_heads", heads, 1),
           .mlp_ratio = AttentionOptions{}.mlp_ratio,
           .dropout = a.number("dropout", 0.0, 0.0, kMaxDropout),
           .rotary = read_rotary(a),
@@ -118,7 +120,9 @@ CrossAttentionOptions read_cross_attention(LayerAttrs& a, bool reads_ids) {
 }
 
 AttentionOptions read_transformer_block(LayerAttrs& a) {
-  return {.heads = a.integer("heads", 1),
+  const int64_t heads = a.integer("heads", 1);
+  return {.heads = heads,
+          .kv_heads = a.integer("kv_heads", heads, 1),
           .mlp_ratio = a.integer("mlp_ratio", 4, 1),
           .dropout = a.number("dropout", 0.0, 0.0, kMaxDropout),
           .rotary = read_rotary(a),

@@ -74,6 +74,7 @@ struct LayerNormOptions {  // layer_norm and rms_norm
 
 struct AttentionOptions {  // attention and transformer_block
   int64_t heads = 1;
+  int64_t kv_heads = 1;   // key/value heads (grouped-query attention); default: heads
   int64_t mlp_ratio = 4;  // transformer_block only: the MLP's hidden width is mlp_ratio x d
   double dropout = 0.0;
   nn::RotaryOptions rotary = {};

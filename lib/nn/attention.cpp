@@ -33,23 +33,27 @@ void fill_dropout_mask(const LayerContext& ctx, int global_index, DropoutSite si
 
 namespace {
 
-kernels::AttentionShape attention_shape(const HeadLayout& s) {
-  return {.batch = s.batch,
-          .heads = s.heads,
-          .q_len = s.seq,
-          .kv_len = s.seq,
-          .head_dim = s.head_dim()};
+// q's layout and k's (or v's).
+kernels::AttentionShape attention_shape(const HeadLayout& q, const HeadLayout& kv) {
+  return {.batch = q.batch,
+          .heads = q.heads,
+          .q_len = q.seq,
+          .kv_len = kv.seq,
+          .head_dim = q.head_dim(),
+          .kv_heads = kv.heads};
 }
 
 }  // namespace
 
 SelfAttention::SelfAttention(int global_index, const Shape& input_shape, int64_t heads,
                              double dropout, RotaryOptions rotary, float proj_std, bool causal,
-                             std::optional<KeyPadding> padding)
+                             std::optional<KeyPadding> padding, int64_t kv_heads)
     : InputSavingLayer(global_index),
       seq_(0),
       dim_(0),
       heads_(heads),
+      kv_heads_(kv_heads == 0 ? heads : kv_heads),
+      kv_dim_(0),
       dropout_(dropout),
       proj_std_(proj_std),
       causal_(causal),
@@ -60,6 +64,9 @@ SelfAttention::SelfAttention(int global_index, const Shape& input_shape, int64_t
   dim_ = input_shape[1];
   check_input(heads > 0 && dim_ % heads == 0, "attention heads must divide d = {}, got {}", dim_,
               heads);
+  check_input(kv_heads_ > 0 && heads % kv_heads_ == 0,
+              "attention kv_heads must divide heads = {}, got {}", heads, kv_heads_);
+  kv_dim_ = dim_ / heads * kv_heads_;
   check_input(dropout >= 0.0 && dropout < 1.0, "attention dropout must be in [0, 1), got {}",
               dropout);
   check_input(!padding || padding->pad_id >= 0, "attention pad_id must be >= 0, got {}",
@@ -73,15 +80,23 @@ SelfAttention::SelfAttention(int global_index, const Shape& input_shape, int64_t
   }
 }
 
+HeadLayout SelfAttention::query_layout(int64_t batch) const {
+  return {.batch = batch, .seq = seq_, .dim = dim_, .heads = heads_};
+}
+
+HeadLayout SelfAttention::key_value_layout(int64_t batch) const {
+  return {.batch = batch, .seq = seq_, .dim = kv_dim_, .heads = kv_heads_};
+}
+
 std::vector<ParamSpec> SelfAttention::param_specs() const {
-  const int64_t d = dim_;
+  const int64_t d = dim_, w = qkv_width();
   return {{.name = "qkv.weight",
-           .shape = {3 * d, d},
+           .shape = {w, d},
            .init = Init::kNormal,
            .fan_in = d,
-           .fan_out = 3 * d,
+           .fan_out = w,
            .std = 0.02f},
-          {.name = "qkv.bias", .shape = {3 * d}, .init = Init::kZeros},
+          {.name = "qkv.bias", .shape = {w}, .init = Init::kZeros},
           {.name = "proj.weight",
            .shape = {d, d},
            .init = Init::kNormal,
@@ -128,21 +143,23 @@ Forward SelfAttention::attend(const Tensor& x, const uint8_t* key_keep,
   check(x.shape().rank() == 3 && x.dim(1) == seq_ && x.dim(2) == dim_,
         "SelfAttention: input {} is not [batch, {}, {}]", x.shape(), seq_, dim_);
   check(!qkv_weight_.empty(), "SelfAttention: forward before bind");
-  const HeadLayout s{.batch = x.dim(0), .seq = seq_, .dim = dim_, .heads = heads_};
+  const HeadLayout s = query_layout(x.dim(0)), kv = key_value_layout(x.dim(0));
   const Shape head_shape{s.batch, s.heads, s.seq, s.head_dim()};
-  // qkv: [rows, 3d] = x · qkv.weight^T + qkv.bias, then split into q, k, v per head.
-  Tensor qkv = Tensor::uninitialized(Shape{s.rows(), 3 * dim_});
+  const Shape kv_shape{kv.batch, kv.heads, kv.seq, kv.head_dim()};
+  const int64_t w = qkv_width();
+  // qkv: [rows, d + 2c] = x · qkv.weight^T + qkv.bias, then split into q, k, v per head.
+  Tensor qkv = Tensor::uninitialized(Shape{s.rows(), w});
   kernels::linear_forward(ctx.kernels, x.data(), qkv_weight_.data(), qkv_bias_.data(), qkv.data(),
-                          s.rows(), dim_, 3 * dim_);
-  Tensor q = Tensor::uninitialized(head_shape), k = Tensor::uninitialized(head_shape),
-         v = Tensor::uninitialized(head_shape);
-  to_heads(s, qkv.data(), 3 * dim_, 0, q.data());
-  to_heads(s, qkv.data(), 3 * dim_, dim_, k.data());
-  to_heads(s, qkv.data(), 3 * dim_, 2 * dim_, v.data());
+                          s.rows(), dim_, w);
+  Tensor q = Tensor::uninitialized(head_shape), k = Tensor::uninitialized(kv_shape),
+         v = Tensor::uninitialized(kv_shape);
+  to_heads(s, qkv.data(), w, 0, q.data());
+  to_heads(kv, qkv.data(), w, dim_, k.data());
+  to_heads(kv, qkv.data(), w, dim_ + kv_dim_, v.data());
   qkv = Tensor();
   if (rotary_) {
     kernels::rotary_apply(*rotary_, q.data(), s.batch * s.heads, /*inverse=*/false);
-    kernels::rotary_apply(*rotary_, k.data(), s.batch * s.heads, /*inverse=*/false);
+    kernels::rotary_apply(*rotary_, k.data(), kv.batch * kv.heads, /*inverse=*/false);
   }
 
   Tensor probs = Tensor::uninitialized(Shape{s.batch, s.heads, s.seq, s.seq});
@@ -153,7 +170,7 @@ Forward SelfAttention::attend(const Tensor& x, const uint8_t* key_keep,
                       s.heads * s.seq * s.seq, mask.data());
   }
   kernels::attention_forward(
-      ctx.kernels, attention_shape(s), {.causal = causal_, .key_keep = key_keep}, q.data(),
+      ctx.kernels, attention_shape(s, kv), {.causal = causal_, .key_keep = key_keep}, q.data(),
       k.data(), v.data(), mask.empty() ? nullptr : mask.data(), probs.data(), heads_out.data());
   mask = Tensor();  // each temporary is freed as soon as it is used up
   // merged: [rows, d] (heads side by side); y = merged · proj.weight^T + proj.bias.
@@ -194,7 +211,7 @@ Tensor SelfAttention::backward_from(const Tensor& dy, std::span<const Tensor> sa
   if (ctx.need_input_grad) dx = Tensor::uninitialized(x.shape());
   kernels::linear_backward(ctx.kernels, x.data(), dqkv.data(), qkv_weight_.data(),
                            dx.empty() ? nullptr : dx.data(), qkv_weight_grad_.data(),
-                           qkv_bias_grad_.data(), rows, dim_, 3 * dim_);
+                           qkv_bias_grad_.data(), rows, dim_, qkv_width());
   return dx;
 }
 
@@ -213,7 +230,7 @@ Tensor SelfAttention::backward_input(const Tensor& dy, Saved& saved, const Layer
   if (ctx.need_input_grad) {
     dx = Tensor::uninitialized(x.shape());
     kernels::linear_backward_data(ctx.kernels, dqkv.data(), qkv_weight_.data(), dx.data(), rows,
-                                  dim_, 3 * dim_);
+                                  dim_, qkv_width());
   }
   // W needs x, the merged heads and dqkv: q, k, v and the probabilities go.
   std::vector<Tensor> kept;
@@ -240,13 +257,13 @@ void SelfAttention::backward_weight_from(const Tensor& dy, std::span<const Tenso
   kernels::linear_backward_weights(ctx.kernels, merged.data(), dy.data(), proj_weight_grad_.data(),
                                    proj_bias_grad_.data(), rows, dim_, dim_);
   kernels::linear_backward_weights(ctx.kernels, x.data(), dqkv.data(), qkv_weight_grad_.data(),
-                                   qkv_bias_grad_.data(), rows, dim_, 3 * dim_);
+                                   qkv_bias_grad_.data(), rows, dim_, qkv_width());
 }
 
 Tensor SelfAttention::qkv_grad(int64_t batch, Tensor dmerged, std::span<const Tensor> saved,
                                const LayerContext& ctx) const {
   const Tensor &q = saved[1], &k = saved[2], &v = saved[3], &probs = saved[4];
-  const HeadLayout s{.batch = batch, .seq = seq_, .dim = dim_, .heads = heads_};
+  const HeadLayout s = query_layout(batch), kv = key_value_layout(batch);
   Tensor dheads = Tensor::uninitialized(q.shape());
   to_heads(s, dmerged.data(), dim_, 0, dheads.data());
   dmerged = Tensor();  // each temporary is freed as soon as it is used up
@@ -257,47 +274,52 @@ Tensor SelfAttention::qkv_grad(int64_t batch, Tensor dmerged, std::span<const Te
     fill_dropout_mask(ctx, global_index(), DropoutSite::kAttentionProbs, dropout_, s.batch,
                       s.heads * s.seq * s.seq, mask.data());
   }
-  Tensor dq = Tensor::uninitialized(q.shape()), dk = Tensor::uninitialized(q.shape()),
-         dv = Tensor::uninitialized(q.shape());
-  kernels::attention_backward(ctx.kernels, attention_shape(s), q.data(), k.data(), v.data(),
+  Tensor dq = Tensor::uninitialized(q.shape()), dk = Tensor::uninitialized(k.shape()),
+         dv = Tensor::uninitialized(v.shape());
+  kernels::attention_backward(ctx.kernels, attention_shape(s, kv), q.data(), k.data(), v.data(),
                               probs.data(), mask.empty() ? nullptr : mask.data(), dheads.data(),
                               dq.data(), dk.data(), dv.data());
   dheads = Tensor();
   mask = Tensor();
   if (rotary_) {  // from the rotated q and k back to the projections' q and k
     kernels::rotary_apply(*rotary_, dq.data(), s.batch * s.heads, /*inverse=*/true);
-    kernels::rotary_apply(*rotary_, dk.data(), s.batch * s.heads, /*inverse=*/true);
+    kernels::rotary_apply(*rotary_, dk.data(), kv.batch * kv.heads, /*inverse=*/true);
   }
-  // dqkv: [rows, 3d].
-  Tensor dqkv = Tensor::uninitialized(Shape{batch, seq_, 3 * dim_});
-  from_heads(s, dq.data(), 3 * dim_, 0, dqkv.data());
+  // dqkv: [rows, d + 2c].
+  const int64_t w = qkv_width();
+  Tensor dqkv = Tensor::uninitialized(Shape{batch, seq_, w});
+  from_heads(s, dq.data(), w, 0, dqkv.data());
   dq = Tensor();
-  from_heads(s, dk.data(), 3 * dim_, dim_, dqkv.data());
+  from_heads(kv, dk.data(), w, dim_, dqkv.data());
   dk = Tensor();
-  from_heads(s, dv.data(), 3 * dim_, 2 * dim_, dqkv.data());
+  from_heads(kv, dv.data(), w, dim_ + kv_dim_, dqkv.data());
   return dqkv;
 }
 
 double SelfAttention::forward_flops_per_example() const {
   const auto t = static_cast<double>(seq_), d = static_cast<double>(dim_);
-  // q/k/v projection 2·T·d·3d, q·k^T and probs·v 2·T·T·d each, output projection 2·T·d·d; the
-  // rotation of q and k 3 operations per element each.
-  const double rotation = rotary_ ? 6.0 * t * d : 0.0;
-  return 2.0 * t * d * 3.0 * d + 4.0 * t * t * d + 2.0 * t * d * d + rotation;
+  const auto c = static_cast<double>(kv_dim_);
+  // q/k/v projection 2·T·d·(d + 2c), q·k^T and probs·v 2·T·T·d each, output projection 2·T·d·d;
+  // the rotation of q (T·d elements) and k (T·c) 3 operations per element each.
+  const double rotation = rotary_ ? 3.0 * t * (d + c) : 0.0;
+  return 2.0 * t * d * (d + 2.0 * c) + 4.0 * t * t * d + 2.0 * t * d * d + rotation;
 }
 
 LayerNeeds SelfAttention::needs() const {
-  // Per example: an activation a = T·d, the probabilities p = heads·T² and their dropout mask m
-  // (p with dropout, else 0). Keeps x, q, k, v, the merged heads (a each) and the probabilities.
-  const double a = float_bytes(seq_ * dim_), p = float_bytes(heads_ * seq_ * seq_);
+  // Per example: an activation a = T·d, k's (and v's) kv = T·c, q/k/v's w = a + 2kv, the
+  // probabilities p = heads·T² and their dropout mask m (p with dropout, else 0). Keeps x, q, k,
+  // v, the merged heads and the probabilities.
+  const double a = float_bytes(seq_ * dim_), kv = float_bytes(seq_ * kv_dim_), w = a + 2.0 * kv;
+  const double p = float_bytes(heads_ * seq_ * seq_);
   const double m = dropout_ > 0.0 ? p : 0.0;
-  // Backward beside dy: dq, dk, dv and dqkv [T, 3d] while dqkv is filled, or the heads'
-  // gradient, dq, dk, dv and the mask in the kernel; dx counts as its input. Its
-  // forward peaks in the kernel with q, k, v, the probabilities, the heads' output and the mask,
-  // beyond its input, output and what it keeps when the mask is over 2a.
+  // Backward beside dy: dq, dk, dv (w) and dqkv (w) while dqkv is filled, or the heads'
+  // gradient (a), dq, dk, dv and the mask in the kernel, each less the a of dx, which the model
+  // counts as the input gradient. Its forward peaks in the kernel with q, k, v, the
+  // probabilities, the heads' output and the mask, beyond its input, output and what it keeps
+  // when the mask is over 2a.
   LayerNeeds needs{
-      .kept_tensor_bytes = {a, a, a, a, a, p},
-      .backward_temporary_bytes = std::max(5.0 * a, 3.0 * a + m),
+      .kept_tensor_bytes = {a, a, kv, kv, a, p},
+      .backward_temporary_bytes = std::max(2.0 * w - a, w + m),
       .forward_temporary_bytes = std::max(0.0, m - 2.0 * a),
       .smallest_temporary_bytes = a,
       // A reading layer's forward_reading copies its input (a stage never hands it over).
@@ -305,11 +327,12 @@ LayerNeeds SelfAttention::needs() const {
       .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index())};
   if (splits_backward()) {
     needs.splits_backward = true;
-    // The projections' weight gradients: 2·T·d·3d and 2·T·d·d. Kept from I to W: x, the merged
-    // heads and dqkv (3a).
+    // The projections' weight gradients: 2·T·d·(d + 2c) and 2·T·d·d. Kept from I to W: x, the
+    // merged heads and dqkv (w).
+    const auto t = static_cast<double>(seq_), d = static_cast<double>(dim_);
     needs.weight_grad_flops =
-        8.0 * static_cast<double>(seq_) * static_cast<double>(dim_) * static_cast<double>(dim_);
-    needs.weight_work_tensor_bytes = {a, a, 3.0 * a};
+        2.0 * t * d * (d + 2.0 * static_cast<double>(kv_dim_)) + 2.0 * t * d * d;
+    needs.weight_work_tensor_bytes = {a, a, w};
   }
   return needs;
 }

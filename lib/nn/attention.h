@@ -8,6 +8,7 @@
 #include <span>
 
 #include "kernels/rotary.h"
+#include "nn/attention_heads.h"
 #include "nn/input_saving_layer.h"
 #include "nn/key_padding.h"
 
@@ -35,10 +36,13 @@ struct RotaryOptions {
   double base = 10000.0;
 };
 
-// Input one example [T, d], output [T, d]; heads divides d. Params: "qkv.weight" [3d, d]
-// (rows: q, then k, then v; head h uses rows h*d/heads .. (h+1)*d/heads - 1 of each),
-// "qkv.bias" [3d], "proj.weight" [d, d], "proj.bias" [d]. Weights N(0, 0.02^2) (proj.weight
-// N(0, proj_std^2)), biases zero. Query i attends to keys j <= i when `causal`, else to all;
+// Input one example [T, d], output [T, d]; heads divides d, and kv_heads (grouped-query
+// attention; 0 means heads) divides heads. With e = d / heads and c = kv_heads · e, params:
+// "qkv.weight" [d + 2c, d] (rows: q's d, then k's c, then v's c; query head h uses rows
+// h·e .. (h+1)·e - 1 of q, key/value head g those of k and v, and query head h attends with
+// key/value head h / (heads / kv_heads)), "qkv.bias" [d + 2c], "proj.weight" [d, d], "proj.bias"
+// [d]. Weights N(0, 0.02^2) (proj.weight N(0, proj_std^2)), biases zero. Query i attends to keys
+// j <= i when `causal`, else to all;
 // with `padding`, the layer reads the sequence's token ids [T] and keys whose id is the pad id
 // get no attention (a query with no key left gets a zero output). Dropout (rate `dropout`,
 // training only) applies to the attention probabilities; rotary position embeddings (an even
@@ -47,7 +51,7 @@ class SelfAttention : public InputSavingLayer {
  public:
   SelfAttention(int global_index, const Shape& input_shape, int64_t heads, double dropout = 0.0,
                 RotaryOptions rotary = {}, float proj_std = 0.02f, bool causal = true,
-                std::optional<KeyPadding> padding = std::nullopt);
+                std::optional<KeyPadding> padding = std::nullopt, int64_t kv_heads = 0);
 
   std::string_view kind() const override { return "attention"; }
   Shape output_shape() const override { return {seq_, dim_}; }
@@ -69,7 +73,7 @@ class SelfAttention : public InputSavingLayer {
   Tensor backward_from(const Tensor& dy, std::span<const Tensor> saved,
                        const LayerContext& ctx) const;
   // Split: backward_input computes dx and keeps x, the merged heads and the q/k/v projection's
-  // output gradient [batch, T, 3d] (in place of what forward saved); backward_weight adds both
+  // output gradient [batch, T, d + 2c] (in place of what forward saved); backward_weight adds both
   // projections' weight and bias gradients from those. A stage runs a reading layer's backward
   // whole (backward_reading), so the form with padding does not split.
   bool splits_backward() const override { return !padding_; }
@@ -79,7 +83,7 @@ class SelfAttention : public InputSavingLayer {
   void backward_weight_from(const Tensor& dy, std::span<const Tensor> kept,
                             const LayerContext& ctx) const;
   // Matrix products: q/k/v and output projections, q·k^T and probs·v (all T x T entries); the
-  // rotation of q and k.
+  // rotation of q and k (k: c columns).
   double forward_flops_per_example() const override;
   LayerNeeds needs() const override;
 
@@ -87,20 +91,27 @@ class SelfAttention : public InputSavingLayer {
   static constexpr size_t kWeightKeptTensors = 3;
 
  protected:
-  // x: [batch, T, d] → y: [batch, T, d]; saves q, k (rotated), v ([batch, heads, T, d / heads]),
-  // the probabilities [batch, heads, T, T] and the merged head outputs [batch, T, d] besides x.
+  // x: [batch, T, d] → y: [batch, T, d]; saves q (rotated, [batch, heads, T, e]), k (rotated)
+  // and v ([batch, kv_heads, T, e]), the probabilities [batch, heads, T, T] and the merged head
+  // outputs [batch, T, d] besides x.
   // The form with padding runs through forward_reading only.
   Forward forward_without_input(const Tensor& x, const LayerContext& ctx) const override;
 
  private:
   // forward_without_input with the keys' keep mask [batch, T] (nullptr: no padding).
   Forward attend(const Tensor& x, const uint8_t* key_keep, const LayerContext& ctx) const;
-  // The q/k/v projection's output gradient [rows, 3d] from the merged heads' gradient (freed as
+  // The q/k/v projection's output gradient [rows, d + 2c] from the merged heads' gradient (freed as
   // soon as it is used up) and the saved q, k, v and probabilities.
   Tensor qkv_grad(int64_t batch, Tensor dmerged, std::span<const Tensor> saved,
                   const LayerContext& ctx) const;
 
-  int64_t seq_, dim_, heads_;
+  // The sizes of the layout of q (and of the merged heads), and of k and v.
+  HeadLayout query_layout(int64_t batch) const;
+  HeadLayout key_value_layout(int64_t batch) const;
+  // The q/k/v projection's output width d + 2c.
+  int64_t qkv_width() const { return dim_ + 2 * kv_dim_; }
+
+  int64_t seq_, dim_, heads_, kv_heads_, kv_dim_;
   double dropout_;
   float proj_std_;
   bool causal_;

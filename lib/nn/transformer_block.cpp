@@ -38,7 +38,8 @@ TransformerBlock::TransformerBlock(int global_index, const Shape& input_shape, i
       variant_(variant),
       ln1_(make_row_norm(variant.norm, global_index, input_shape)),
       ln2_(make_row_norm(variant.norm, global_index, input_shape)),
-      attn_(global_index, input_shape, heads, dropout, variant.rotary, variant.residual_std) {
+      attn_(global_index, input_shape, heads, dropout, variant.rotary, variant.residual_std,
+            /*causal=*/true, /*padding=*/std::nullopt, variant.kv_heads) {
   check_input(mlp_ratio > 0, "transformer_block mlp_ratio must be >= 1, got {}", mlp_ratio);
 }
 

@@ -23,6 +23,8 @@ struct TransformerBlockVariant {
   NormKind norm = NormKind::kLayerNorm;
   MlpKind mlp = MlpKind::kGelu;
   RotaryOptions rotary = {};
+  // The attention's key/value heads (grouped-query attention); 0 means heads.
+  int64_t kv_heads = 0;
   // The std of the residual stream's output projections, attn.proj.weight and mlp.fc2.weight.
   float residual_std = 0.02f;
 };
@@ -32,10 +34,10 @@ struct TransformerBlockVariant {
 //   gelu:   Linear(d, h) → GELU (tanh) → Linear(h, d)
 //   swiglu: Linear(d, 2h) → silu(first h) · (last h) → Linear(h, d)
 // and Attn is causal SelfAttention with the same dropout rate on its probabilities (and rotary
-// position embeddings with variant.rotary). Input and output one example [T, d]. Params in
-// order: "ln1.weight", "ln1.bias" (layer norm only), "attn.qkv.weight", "attn.qkv.bias",
-// "attn.proj.weight", "attn.proj.bias", "ln2.weight", "ln2.bias" (layer norm only),
-// "mlp.fc1.weight" [h, d] (gelu) or [2h, d] (swiglu: the gate's rows, then up's),
+// position embeddings with variant.rotary, variant.kv_heads key/value heads). Input and output one
+// example [T, d]. Params in order: "ln1.weight", "ln1.bias" (layer norm only), "attn.qkv.weight",
+// "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", "ln2.weight", "ln2.bias" (layer norm
+// only), "mlp.fc1.weight" [h, d] (gelu) or [2h, d] (swiglu: the gate's rows, then up's),
 // "mlp.fc1.bias", "mlp.fc2.weight" [d, h], "mlp.fc2.bias". The three dropout masks are drawn
 // from the block's counter stream at separate sites (see DropoutSite).
 class TransformerBlock : public Layer {

@@ -66,6 +66,15 @@ std::vector<Case> cases() {
        {.batch = 2, .heads = 3, .q_len = 7, .kv_len = 7, .head_dim = 4},
        true,
        true},
+      // Grouped-query attention: 2 query heads per key/value head, and one key/value head for
+      // all (multi-query).
+      {"CausalGroupedQueries",
+       {.batch = 2, .heads = 4, .q_len = 7, .kv_len = 7, .head_dim = 4, .kv_heads = 2},
+       true},
+      {"MultiQueryPaddedKeys",
+       {.batch = 2, .heads = 3, .q_len = 5, .kv_len = 7, .head_dim = 4, .kv_heads = 1},
+       false,
+       true},
   };
 }
 
@@ -73,14 +82,17 @@ std::vector<Case> cases() {
 struct Inputs {
   explicit Inputs(const Case& c)
       : q(random_values(numel(c.shape, c.shape.q_len), 0, 2.0f)),
-        k(random_values(numel(c.shape, c.shape.kv_len), 1, 2.0f)),
-        v(random_values(numel(c.shape, c.shape.kv_len), 2)),
+        k(random_values(kv_numel(c.shape), 1, 2.0f)),
+        v(random_values(kv_numel(c.shape), 2)),
         dout(random_values(numel(c.shape, c.shape.q_len), 3)),
         dropout(random_mask(probs_size(c.shape), 0.3f)),
         keep(key_keep_of(c)),
         mask{.causal = c.causal, .key_keep = c.key_padding ? keep.data() : nullptr} {}
   static int64_t numel(const AttentionShape& s, int64_t len) {
     return s.batch * s.heads * len * s.head_dim;
+  }
+  static int64_t kv_numel(const AttentionShape& s) {
+    return s.batch * kv_heads_of(s) * s.kv_len * s.head_dim;
   }
   static int64_t probs_size(const AttentionShape& s) {
     return s.batch * s.heads * s.q_len * s.kv_len;
@@ -96,7 +108,7 @@ struct Outputs {
       : probs(static_cast<size_t>(Inputs::probs_size(s))),
         out(static_cast<size_t>(Inputs::numel(s, s.q_len))),
         dq(out.size()),
-        dk(static_cast<size_t>(Inputs::numel(s, s.kv_len))),
+        dk(static_cast<size_t>(Inputs::kv_numel(s))),
         dv(dk.size()) {}
   std::vector<float> probs, out, dq, dk, dv;
 };
@@ -214,12 +226,22 @@ TEST(AttentionKernel, RejectsACausalMaskOverSequencesOfDifferentLengths) {
                Error);
 }
 
-// The reference's gradients (which the kernel's are checked against) against central
-// differences of its forward: queries and keys of different lengths, padded keys, a row with no
-// key and dropout.
-TEST(AttentionKernelReference, BackwardMatchesFiniteDifferences) {
-  constexpr AttentionShape shape{.batch = 2, .heads = 2, .q_len = 3, .kv_len = 4, .head_dim = 3};
-  constexpr int64_t nq = 2 * 2 * 3 * 3, nk = 2 * 2 * 4 * 3;
+TEST(AttentionKernel, RejectsKeyValueHeadsThatDoNotDivideTheHeads) {
+  KernelContext ctx;
+  constexpr AttentionShape shape{
+      .batch = 1, .heads = 3, .q_len = 2, .kv_len = 2, .head_dim = 1, .kv_heads = 2};
+  std::vector<float> q(6), kv(4), probs(12), out(6);
+  EXPECT_THROW(attention_forward(ctx, shape, {}, q.data(), kv.data(), kv.data(), nullptr,
+                                 probs.data(), out.data()),
+               Error);
+}
+
+// The reference's backward against central differences of its forward, with `kv_heads` key/value
+// heads for 2 query heads.
+void expect_reference_backward_matches_finite_differences(int64_t kv_heads) {
+  const AttentionShape shape{
+      .batch = 2, .heads = 2, .q_len = 3, .kv_len = 4, .head_dim = 3, .kv_heads = kv_heads};
+  const int64_t nq = 2 * 2 * 3 * 3, nk = 2 * kv_heads * 4 * 3;
   const auto q = random_values(nq, 4), k = random_values(nk, 5), v = random_values(nk, 6);
   const auto dout = random_values(nq, 7);
   const auto dropout = random_mask(2 * 2 * 3 * 4, 0.25f);
@@ -248,6 +270,16 @@ TEST(AttentionKernelReference, BackwardMatchesFiniteDifferences) {
     kp[i] += h, km[i] -= h, vp[i] += h, vm[i] -= h;
     EXPECT_NEAR(dk[i], (loss(q, kp, v) - loss(q, km, v)) / (2 * h), 2e-3) << "dk[" << i << "]";
     EXPECT_NEAR(dv[i], (loss(q, k, vp) - loss(q, k, vm)) / (2 * h), 2e-3) << "dv[" << i << "]";
+  }
+}
+
+// The reference's gradients (which the kernel's are checked against) against central
+// differences of its forward: queries and keys of different lengths, padded keys, a row with no
+// key and dropout; 2 key/value heads, and 1 shared by both query heads.
+TEST(AttentionKernelReference, BackwardMatchesFiniteDifferences) {
+  for (const int64_t kv_heads : {2, 1}) {
+    SCOPED_TRACE(kv_heads);
+    expect_reference_backward_matches_finite_differences(kv_heads);
   }
 }
 

@@ -54,6 +54,8 @@ std::vector<Case> cases() {
                        {"norm", std::string("rms_norm")},
                        {"mlp", std::string("swiglu")},
                        {"rotary", true}};
+  A grouped_block = modern_block;
+  grouped_block["kv_heads"] = int64_t{2};
   const A identity{{"channels", int64_t{16}}};
   const A projection{{"channels", int64_t{16}}, {"stride", int64_t{2}}};
   const A bottleneck{{"channels", int64_t{16}}, {"bottleneck", true}};
@@ -101,6 +103,11 @@ std::vector<Case> cases() {
       {"transformer_block", modern_block, Shape{64, 64}, 8},
       {"transformer_block", A{{"heads", int64_t{4}}, {"mlp", std::string("swiglu")}}, Shape{16, 32},
        8},
+      // Grouped-query attention: k and v of 2 heads, and of 1; in the block with dropout.
+      {"attention", A{{"heads", int64_t{4}}, {"kv_heads", int64_t{2}}}, Shape{16, 32}, 8},
+      {"attention", A{{"heads", int64_t{4}}, {"kv_heads", int64_t{1}}, {"rotary", true}},
+       Shape{64, 64}, 8},
+      {"transformer_block", grouped_block, Shape{64, 64}, 8},
   };
 }
 

@@ -100,7 +100,32 @@ TEST(LayerOptions, BadValuesOfTheModernBlockKeysNameTheKey) {
   EXPECT_EQ(
       error_of("attention", "mlp", std::string("swiglu")),
       "exp.yaml:4: model.layers[0].mlp: unknown key for layer 'attention' (known: causal, dropout, "
-      "heads, rotary, rotary_base)");
+      "heads, kv_heads, rotary, rotary_base)");
+}
+
+// kv_heads: at least 1, dividing heads, and only on the layers with self-attention.
+TEST(LayerOptions, KvHeadsMustDivideHeadsOnALayerWithSelfAttention) {
+  using A = std::map<std::string, AttrValue>;
+  const auto error_of = [](const std::string& kind, const A& attrs) {
+    return testing::input_error_of([&] {
+      make_layer(testing::layer_spec(kind, attrs), Shape{4, 8}, 0);
+    });
+  };
+  for (const std::string kind : {"attention", "transformer_block"}) {
+    EXPECT_EQ(error_of(kind, {{"heads", int64_t{4}}, {"kv_heads", int64_t{0}}}),
+              "exp.yaml:4: model.layers[0].kv_heads: must be >= 1, got 0")
+        << kind;
+    EXPECT_EQ(error_of(kind, {{"heads", int64_t{4}}, {"kv_heads", int64_t{3}}}),
+              "exp.yaml:3: model.layers[0] (" + kind +
+                  ", input [4, 8]): attention kv_heads must divide heads = 4, got 3")
+        << kind;
+    const LayerSpec spec = testing::layer_spec(kind, {{"heads", int64_t{4}}});
+    LayerAttrs attrs(spec);
+    EXPECT_EQ(read_attention(attrs, false).kv_heads, 4) << kind;
+  }
+  EXPECT_EQ(error_of("linear", {{"units", int64_t{4}}, {"kv_heads", int64_t{2}}}),
+            "exp.yaml:4: model.layers[0].kv_heads: unknown key for layer 'linear' (known: bias, "
+            "init, tie, units)");
 }
 
 TEST(LayerOptions, RotaryEmbeddingsNeedAnEvenHeadWidth) {
@@ -242,7 +267,7 @@ TEST(LayerOptions, BadAttentionAndCrossAttentionInputsNameTheirKeyOrRead) {
             "exp.yaml:4: model.layers[0].pad_id: must be >= 0, got -1");
   EXPECT_EQ(error_of("attention", {{"heads", int64_t{2}}, {"pad_id", int64_t{1}}}, {}, {}),
             "exp.yaml:4: model.layers[0].pad_id: unknown key for layer 'attention' (known: "
-            "causal, dropout, heads, rotary, rotary_base)");
+            "causal, dropout, heads, kv_heads, rotary, rotary_base)");
   EXPECT_EQ(error_of("cross_attention", {{"heads", int64_t{2}}, {"pad_id", int64_t{1}}}, {"memory"},
                      memory),
             "exp.yaml:4: model.layers[0].pad_id: unknown key for layer 'cross_attention' (known: "

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "nn/dropout.h"
 #include "nn/param_buffer.h"
 #include "split_backward_check.h"
+#include "support/input_error_of.h"
 #include "support/random_tensor.h"
 
 namespace mpipe::nn {
@@ -275,6 +277,75 @@ TEST(SelfAttention, RejectsBadShapesHeadsAndRates) {
   EXPECT_EQ(specs[1].name, "qkv.bias");
   EXPECT_EQ(specs[2].name, "proj.weight");
   EXPECT_EQ(specs[3].name, "proj.bias");
+}
+
+TEST(SelfAttention, RejectsKeyValueHeadsThatDoNotDivideTheHeads) {
+  EXPECT_EQ(testing::input_error_of([] {
+              SelfAttention(0, Shape{kSeq, kDim}, 4, 0.0, {}, 0.02f, true, std::nullopt, 3);
+            }),
+            "attention kv_heads must divide heads = 4, got 3");
+  EXPECT_EQ(testing::input_error_of([] {
+              SelfAttention(0, Shape{kSeq, kDim}, 4, 0.0, {}, 0.02f, true, std::nullopt, -2);
+            }),
+            "attention kv_heads must divide heads = 4, got -2");
+}
+
+// Grouped-query attention: q/k/v rows of d + 2c with c = kv_heads · d / heads.
+TEST(SelfAttention, GroupedQueryAttentionShrinksTheKeyAndValueRows) {
+  const SelfAttention layer(0, Shape{kSeq, kDim}, 4, 0.0, {}, 0.02f, true, std::nullopt, 2);
+  const auto specs = layer.param_specs();
+  EXPECT_EQ(specs[0].shape, Shape({kDim + 2 * 4, kDim}));
+  EXPECT_EQ(specs[1].shape, Shape({kDim + 2 * 4}));
+  EXPECT_EQ(specs[2].shape, Shape({kDim, kDim}));
+}
+
+// kv_heads = 2 of 4 heads is 4-head attention whose k and v rows of heads 2g and 2g + 1 are
+// both key/value head g's: the layout the docs give (query head h uses key/value head h / 2).
+TEST(SelfAttention, GroupedQueryAttentionEqualsFullAttentionWithSharedKeyValueRows) {
+  kernels::KernelContext kernels;
+  constexpr int64_t heads = 4, kv_heads = 2, hd = kDim / heads, c = kv_heads * hd;
+  SelfAttention grouped(0, Shape{kSeq, kDim}, heads, 0.0, {.enabled = true, .base = 10.0}, 0.02f,
+                        true, std::nullopt, kv_heads);
+  SelfAttention full(0, Shape{kSeq, kDim}, heads, 0.0, {.enabled = true, .base = 10.0});
+  RandomParams grouped_params(grouped), full_params(full);
+  auto param = [](RandomParams& p, size_t index) {
+    return p.buffer.values().data() + p.buffer.entries().at(index).offset;
+  };
+  // Row r of the full layer's q/k/v weight and bias from the grouped layer's.
+  auto grouped_row = [&](int64_t r) {
+    if (r < kDim) return r;                                              // q
+    const int64_t part = (r - kDim) / kDim, within = (r - kDim) % kDim;  // k (0) or v (1)
+    const int64_t head = within / hd, e = within % hd;
+    return kDim + part * c + head / (heads / kv_heads) * hd + e;
+  };
+  for (int64_t r = 0; r < 3 * kDim; ++r) {
+    const int64_t from = grouped_row(r);
+    std::copy_n(param(grouped_params, 0) + from * kDim, kDim, param(full_params, 0) + r * kDim);
+    param(full_params, 1)[r] = param(grouped_params, 1)[from];
+  }
+  std::copy_n(param(grouped_params, 2), kDim * kDim + kDim, param(full_params, 2));
+  const Tensor x = random_tensor({2, kSeq, kDim});
+  const LayerContext ctx{.kernels = kernels, .training = false};
+  const Tensor want = full.forward(x, ctx).output, got = grouped.forward(x, ctx).output;
+  for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+}
+
+TEST(SelfAttention, GroupedQueryAttentionBackwardMatchesFiniteDifferences) {
+  kernels::KernelContext ctx;
+  for (const int64_t kv_heads : {2, 1}) {
+    SCOPED_TRACE(kv_heads);
+    SelfAttention layer(1, Shape{kSeq, kDim}, 4, 0.2, {.enabled = true, .base = 10.0}, 0.02f, true,
+                        std::nullopt, kv_heads);
+    testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
+  }
+}
+
+TEST(SelfAttention, GroupedQueryAttentionSplitBackwardGivesTheBitsOfBackward) {
+  kernels::KernelContext kernels;
+  SelfAttention layer(1, Shape{kSeq, kDim}, 4, 0.2, {.enabled = true}, 0.02f, true, std::nullopt,
+                      2);
+  testing::expect_split_backward_bit_identical(
+      layer, {random_tensor({2, kSeq, kDim}, 1), random_tensor({2, kSeq, kDim}, 2)}, kernels);
 }
 
 TEST(FillDropoutMask, GivesAGlobalExampleTheSameMaskWhateverTheMicroBatch) {

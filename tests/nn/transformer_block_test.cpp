@@ -69,6 +69,19 @@ TEST(TransformerBlock, BackwardMatchesFiniteDifferencesForEachOptionAlone) {
   }
 }
 
+// Grouped-query attention in the modern block: 4 query heads over 2 key/value heads, and
+// multi-query.
+TEST(TransformerBlock, BackwardMatchesFiniteDifferencesWithGroupedQueryAttention) {
+  kernels::KernelContext ctx;
+  for (const int64_t kv_heads : {2, 1}) {
+    SCOPED_TRACE(kv_heads);
+    TransformerBlockVariant variant = kModern;
+    variant.kv_heads = kv_heads;
+    TransformerBlock layer(2, Shape{kSeq, kDim}, 4, 2, 0.2, variant);
+    testing::expect_gradients_match(layer, random_tensor({2, kSeq, kDim}), ctx);
+  }
+}
+
 TEST(TransformerBlock, SwigluAndRmsNormNameTheirParamsAndSizeTheGateAndUpProjection) {
   const TransformerBlock layer(0, Shape{kSeq, kDim}, kHeads, 3, 0.0, kModern);
   std::vector<std::string> names;
@@ -177,11 +190,22 @@ TEST(TransformerBlock, ForwardFlopsCountEveryMatrixProduct) {
   EXPECT_DOUBLE_EQ(layer.forward_flops_per_example(), 1920.0 + 800.0 + 640.0 + 5120.0);
 }
 
+TEST(TransformerBlock, GroupedQueryAttentionCountsTheSmallerKeysAndValues) {
+  const TransformerBlock layer(0, Shape{kSeq, kDim}, 4, 4, 0.0, {.kv_heads = 1});
+  // c = 1 · 8 / 4 = 2: qkv 2·5·8·(8 + 4) + scores and probs·v 2·(2·5·5·8) + proj 2·5·8·8 + fc1 and
+  // fc2 2·(2·5·8·32).
+  EXPECT_DOUBLE_EQ(layer.forward_flops_per_example(), 960.0 + 800.0 + 640.0 + 5120.0);
+  EXPECT_EQ(layer.param_specs()[2].name, "attn.qkv.weight");
+  EXPECT_EQ(layer.param_specs()[2].shape, Shape({12, kDim}));
+  EXPECT_EQ(layer.param_specs()[3].shape, Shape({12}));
+}
+
 TEST(TransformerBlock, RejectsBadShapesAndSizes) {
   EXPECT_THROW(TransformerBlock(0, Shape{kDim}, kHeads), InputError);
   EXPECT_THROW(TransformerBlock(0, Shape{kSeq, kDim}, 3), InputError);
   EXPECT_THROW(TransformerBlock(0, Shape{kSeq, kDim}, kHeads, 0), InputError);
   EXPECT_THROW(TransformerBlock(0, Shape{kSeq, kDim}, kHeads, 4, -0.1), InputError);
+  EXPECT_THROW(TransformerBlock(0, Shape{kSeq, kDim}, 4, 4, 0.0, {.kv_heads = 3}), InputError);
 }
 
 TEST(TransformerBlock, SplitBackwardGivesTheBitsOfBackward) {
