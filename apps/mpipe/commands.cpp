@@ -48,6 +48,7 @@
 #include "serve/submit.h"
 #include "startup.h"
 #include "text_lines.h"
+#include "train/checkpoint_model.h"
 #include "train/data_contract.h"
 #include "train/generator.h"
 #include "train/pipeline_plan.h"
@@ -822,7 +823,8 @@ int Commands::translate() {
   checkpoint::CheckpointWeights weights;
   std::string weights_source = weights_path_;
   if (weights_path_.empty()) {
-    weights = checkpoint::read_checkpoint_weights(checkpoint_run_dir_);
+    weights =
+        checkpoint::read_checkpoint_weights(checkpoint_run_dir_, train::check_checkpoint_model);
     weights_source = fmt::format("{} (checkpoint step {})", checkpoint_run_dir_, weights.step);
   } else {
     weights.tensors = checkpoint::read_safetensors(weights_path_).tensors;
@@ -858,7 +860,8 @@ int Commands::score() {
 
 int Commands::export_checkpoint() {
   const checkpoint::CheckpointExport done = checkpoint::export_checkpoint(
-      run_dir_, export_step_ >= 0 ? std::optional(export_step_) : std::nullopt, weights_path_);
+      run_dir_, export_step_ >= 0 ? std::optional(export_step_) : std::nullopt, weights_path_,
+      train::check_checkpoint_model);
   std::printf("exported step %lld of %s (%lld tensors, %s) to %s\n",
               static_cast<long long>(done.step), run_dir_.c_str(),
               static_cast<long long>(done.num_tensors),

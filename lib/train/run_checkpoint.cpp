@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "log/metrics_writer.h"
 #include "optim/lr_schedule.h"
+#include "train/checkpoint_model.h"
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
@@ -141,7 +142,8 @@ void RunCheckpoints::save(int64_t steps_done) {
                              {kOptimizerStepsKey, steps_taken},
                              {"seed", experiment_.train.seed},
                              {"config", experiment_.source},
-                             {"settings", settings()}};
+                             {"settings", settings()},
+                             {"inputs", inputs_record(trainer_.plan().inputs)}};
       store_.commit(steps_done, meta, shards);
     });
   } catch (const AgreedError&) {
