@@ -66,7 +66,7 @@ std::optional<StoredSettings> newest_stored_settings(const std::string& run_dir)
                         .settings = saved_settings(store.read_meta(*step), store.meta_path(*step))};
 }
 
-void require_committed_checkpoint(const std::string& run_dir) {
+void require_committed_checkpoint(const std::string& run_dir, const std::string& option) {
   std::error_code ec;
   const fs::path checkpoints = fs::path(run_dir) / "checkpoints";
   std::string found;
@@ -81,7 +81,7 @@ void require_committed_checkpoint(const std::string& run_dir) {
   } else {
     return;
   }
-  throw InputError(fmt::format("{}: --resume: no committed checkpoint ({})", run_dir, found));
+  throw InputError(fmt::format("{}: {}: no committed checkpoint ({})", run_dir, option, found));
 }
 
 RunCheckpoints::RunCheckpoints(Trainer& trainer, const config::Experiment& experiment,

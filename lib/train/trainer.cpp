@@ -409,11 +409,11 @@ pipeline::LossTotals Trainer::sum_over_world(const pipeline::LossTotals& mine) c
           .correct = static_cast<int64_t>(values[2])};
 }
 
-EvalReport Trainer::evaluate(int64_t step) {
+EvalReport Trainer::evaluate(int64_t step, data::Split split) {
   const comm::WatchScope watch(world_, "evaluation", comm::WaitPhase::kLong);
   const auto& train = experiment_.train;
   const int64_t batch = train.eval_batch_size > 0 ? train.eval_batch_size : train.batch_size;
-  const int64_t size = dataset_.size(data::Split::kTest);
+  const int64_t size = dataset_.size(split);
   int64_t num_batches = (size + batch - 1) / batch;
   if (train.eval_batches > 0) num_batches = std::min(num_batches, train.eval_batches);
   pipeline::LossTotals totals;
@@ -429,7 +429,7 @@ EvalReport Trainer::evaluate(int64_t step) {
     std::vector<int64_t> indices(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i) indices[static_cast<size_t>(i)] = first + i;
     pipeline::LossTotals part =
-        executor_->evaluate(plan, micro_batch_data(data::Split::kTest, indices, plan, step));
+        executor_->evaluate(plan, micro_batch_data(split, indices, plan, step));
     totals.sum += part.sum;
     totals.rows += part.rows;
     totals.correct += part.correct;

@@ -67,7 +67,9 @@ class Trainer {
           kernels::KernelContext& kernels, const data::Dataset& dataset);
 
   StepReport step(int64_t step);
-  EvalReport evaluate(int64_t step);
+  // The model on `split` (the held-out one unless asked), train.eval_batch_size examples a batch,
+  // at most train.eval_batches batches, in example order.
+  EvalReport evaluate(int64_t step, data::Split split = data::Split::kTest);
 
   // Collective over the world, at a step boundary: runs `plan` (the same partition on every
   // rank; same schedule, recompute mode and chunks per rank) from now on. Each chunk's stage is

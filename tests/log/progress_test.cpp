@@ -113,15 +113,16 @@ TEST(Progress, EvaluationShowsLossAndAccuracyAndBitsPerCharForText) {
             "4.962)");
 }
 
-TEST(Progress, EvaluationShowsPerplexityAndBitsPerByteForTokenizedText) {
-  EXPECT_EQ(
-      format_evaluation({.step = 30,
-                         .loss = 3.2,
-                         .accuracy = 0.25,
-                         .bits_per_char = std::nullopt,
-                         .unigram_entropy_bits = std::nullopt,
-                         .bits_per_byte = 1.91449}),
-      "step 30: test loss 3.2000 | test accuracy 25.00% | perplexity 24.53 | 1.914 bits/byte");
+TEST(Progress, EvaluationNamesItsSplitAndShowsPerplexityAndBitsPerByteForTokenizedText) {
+  EXPECT_EQ(format_evaluation({.step = 30,
+                               .split = "val",
+                               .loss = 3.2,
+                               .accuracy = 0.25,
+                               .bits_per_char = std::nullopt,
+                               .unigram_entropy_bits = std::nullopt,
+                               .bits_per_byte = 1.91449,
+                               .perplexity = 24.5325}),
+            "step 30: val loss 3.2000 | val accuracy 25.00% | perplexity 24.53 | 1.914 bits/byte");
 }
 
 TEST(Progress, PlainStreamGetsOneLinePerUpdate) {
