@@ -67,6 +67,10 @@ train 2 resumed "$config" --set train.steps=6 --set pipeline.stages=2 --resume
 same straight resumed
 
 grep -q '"bits_per_byte"' "$WORK/k1/metrics.jsonl" || { echo "FAILED: no bits_per_byte"; exit 1; }
+# The shards of data.val are a validation split: its evaluations are logged as such, with the
+# perplexity.
+grep -q '"split":"val",.*"perplexity":' "$WORK/k1/metrics.jsonl" ||
+  { cat "$WORK/k1/metrics.jsonl"; echo "FAILED: no val evaluation with its perplexity"; exit 1; }
 grep -q '^validation: [0-9.]* bits/byte' "$WORK/k1.log" || { echo "FAILED: no bits/byte line"; exit 1; }
 grep -q '^sample:$' "$WORK/k1.log" || { echo "FAILED: no sample at the end of the run"; exit 1; }
 
