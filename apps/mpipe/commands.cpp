@@ -520,6 +520,11 @@ void Commands::add_eval(CLI::App& app) {
   eval_->add_option("--split", eval_split_,
                     "train, or the held-out split by its name: val (a validation split) or test "
                     "(a test set; default: the data's held-out split)");
+  eval_
+      ->add_option("--losses", eval_losses_,
+                   "Write each example's loss to this file: a line per example, its index, loss "
+                   "(mean over its tokens) and tokens, tab-separated")
+      ->check(kNotEmpty);
   eval_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
   eval_->callback([this] {
     if (weights_path_.empty() && checkpoint_run_dir_.empty()) {
@@ -662,7 +667,8 @@ int Commands::evaluate(const comm::Communicator& world) {
       job::run_eval_job({.config_path = config_path_,
                          .overrides = overrides_,
                          .source = {.checkpoint = checkpoint_run_dir_, .weights = weights_path_},
-                         .split = eval_split_},
+                         .split = eval_split_,
+                         .losses = eval_losses_},
                         world);
   if (world.rank() != 0) return 0;
   // The loss in full (the shortest text that reads back as the same double, as metrics.jsonl's).

@@ -93,6 +93,7 @@ class Commands {
   std::string translate_input_;     // translate --input; "" = stdin
   std::string checkpoint_run_dir_;  // translate and eval --checkpoint
   std::string eval_split_;          // eval --split; "" = the data's held-out split
+  std::string eval_losses_;         // eval --losses; "" = none
   train::TranslateOptions translate_options_;
   std::string hypotheses_path_;  // score --hyp
   std::string references_path_;  // translate and score --ref

@@ -14,7 +14,8 @@ struct EvalInputs {
   std::string config_path;
   std::vector<std::string> overrides;
   train::WeightsSource source;
-  std::string split;  // "train", "val" or "test"; empty: the data's held-out split
+  std::string split;   // "train", "val" or "test"; empty: the data's held-out split
+  std::string losses;  // a file for each example's loss; empty: none
 };
 
 // Collective over `world` (whose watchdog has the experiment's deadlines:

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <span>
 
+#include "checkpoint/atomic_file.h"
 #include "comm/agree.h"
 #include "core/error.h"
 #include "train/init_weights.h"
@@ -57,6 +59,30 @@ int64_t pick_step(const std::string& path, const CheckpointPath& checkpoint) {
   return *checkpoint.step;
 }
 
+// Rank 0, before the evaluation: `path` can be written (a regular file or a new one, in a folder
+// that exists).
+void check_losses_path(const std::string& path) {
+  const fs::path file(path);
+  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  std::error_code ec;
+  const fs::file_status status = fs::status(file, ec);
+  check_input(!fs::exists(status) || fs::is_regular_file(status),
+              "{}: --losses: exists and is not a regular file", path);
+  check_input(fs::is_directory(folder, ec), "{}: --losses: the folder {} does not exist", path,
+              folder.string());
+}
+
+// Rank 0: the examples' losses into `path`, atomically.
+void write_losses(const std::string& path, const std::vector<ExampleLoss>& losses) {
+  std::string text;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    const double mean = losses[i].rows > 0 ? losses[i].sum / static_cast<double>(losses[i].rows)
+                                           : std::numeric_limits<double>::quiet_NaN();
+    text += fmt::format("{}\t{}\t{}\n", i, mean, losses[i].rows);
+  }
+  checkpoint::write_file_atomically(path, text);
+}
+
 }  // namespace
 
 data::Split parse_split(std::string_view name, data::DatasetKind kind) {
@@ -79,7 +105,10 @@ WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
       .report = {},
       .measures = {}};
   data::Split which = data::Split::kTest;
-  comm::agree(world, [&] { which = parse_split(result.split, experiment.data.kind); });
+  comm::agree(world, [&] {
+    which = parse_split(result.split, experiment.data.kind);
+    if (world.rank() == 0 && !losses_path.empty()) check_losses_path(losses_path);
+  });
   Trainer trainer(experiment, std::move(plan), world, kernels, dataset);
   int64_t step = 0;
   if (!source.checkpoint.empty()) {
@@ -103,9 +132,11 @@ WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
       }
     });
   }
-  result.report = trainer.evaluate(step, which);
+  result.report = trainer.evaluate(step, which, !losses_path.empty());
   comm::agree(world, [&] {
-    if (world.rank() == 0) result.measures = eval_measures(dataset, which, result.report);
+    if (world.rank() != 0) return;
+    result.measures = eval_measures(dataset, which, result.report);
+    if (!losses_path.empty()) write_losses(losses_path, result.report.example_losses);
   });
   return result;
 }

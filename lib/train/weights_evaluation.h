@@ -37,13 +37,16 @@ data::Split parse_split(std::string_view name, data::DatasetKind kind);
 // checkpoint verified and checked against the model as a resume loads it; a weights file as
 // --init-weights loads it), and evaluates `split` (parse_split's; empty: the held-out one) as a
 // run's evaluations do (Trainer::evaluate: train.eval_batch_size, train.eval_batches), so a
-// checkpoint's numbers are those its run logged at that step. Throws AgreedError on every rank:
+// checkpoint's numbers are those its run logged at that step. With `losses_path`, rank 0 writes
+// each example's own loss there atomically, one line per example in example order: its index in
+// the split, its loss (the mean over its tokens for sequences) and its tokens (1 for an example
+// with one target), tab-separated. Throws AgreedError on every rank:
 // "runs/x: --checkpoint: no committed checkpoint (checkpoints/ holds no committed step)",
 // ".../step_00000004: tensor layers.3.weight is missing", ...
 WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
                                    const data::Dataset& dataset, RunPlan plan,
                                    const WeightsSource& source, std::string_view split,
-                                   const comm::Communicator& world,
+                                   const std::string& losses_path, const comm::Communicator& world,
                                    kernels::KernelContext& kernels);
 
 }  // namespace mpipe::train
