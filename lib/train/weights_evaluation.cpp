@@ -97,7 +97,7 @@ data::Split parse_split(std::string_view name, data::DatasetKind kind) {
 WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
                                    const data::Dataset& dataset, RunPlan plan,
                                    const WeightsSource& source, std::string_view split,
-                                   const comm::Communicator& world,
+                                   const std::string& losses_path, const comm::Communicator& world,
                                    kernels::KernelContext& kernels) {
   WeightsEvaluation result{
       .source = source.weights,

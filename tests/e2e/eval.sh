@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # mpipe eval: a tiny language model trained on 2 ranks, its checkpoints (the run's newest, and a
 # step folder), and its exported weights evaluated by one process and by 2 ranks print the loss its
-# run logged in metrics.jsonl at that step, bit for bit, with the perplexity (in metrics.jsonl too);
-# an unknown split, a split the data does not have, a missing checkpoint, another model's
-# checkpoint and weights that do not fit the model are refused in one line on every rank.
+# run logged in metrics.jsonl at that step, bit for bit, with the perplexity (in metrics.jsonl too),
+# and --losses writes each example's loss, the same at any K; an unknown split, a split the data
+# does not have, a missing checkpoint, another model's checkpoint, weights that do not fit the
+# model and a --losses file in no folder are refused in one line on every rank, with no losses
+# file written.
 # Usage: eval.sh LM_CONFIG OTHER_CONFIG
 source "$(dirname "$0")/checkpoint_lib.sh"
 lm=$1 other=$2
@@ -40,6 +42,21 @@ grep -q "^$WORK/lm (checkpoint step 4): " "$WORK/newest_k2.out" || { cat "$WORK/
 evaluates step2_k2 2 "$middle" --checkpoint "$WORK/lm/checkpoints/step_00000002/"
 evaluates weights_k1 1 "$final" --weights "$WORK/lm.safetensors"
 
+# --losses: one line per example (index, loss, tokens), the same at K=1 and K=2, whose
+# token-weighted mean is the loss printed.
+evaluates losses_k1 1 "$final" --checkpoint "$WORK/lm" --losses "$WORK/k1.losses"
+evaluates losses_k2 2 "$final" --checkpoint "$WORK/lm" --losses "$WORK/k2.losses"
+cmp "$WORK/k1.losses" "$WORK/k2.losses" || { echo "FAILED: per-example losses differ at K=2"; exit 1; }
+python3 -c 'import sys
+rows = [line.split("\t") for line in open(sys.argv[1]).read().splitlines()]
+examples = int(sys.argv[3])
+assert [int(r[0]) for r in rows] == list(range(examples)), "not one line per example, in order"
+tokens = sum(int(r[2]) for r in rows)
+mean = sum(float(r[1]) * int(r[2]) for r in rows) / tokens
+assert abs(mean - float(sys.argv[2])) <= 1e-9 * abs(mean), (mean, sys.argv[2])' \
+  "$WORK/k1.losses" "$final" "$(grep -oE '[0-9]+ examples$' "$WORK/losses_k1.out" | cut -d' ' -f1)" ||
+  { head -3 "$WORK/k1.losses"; echo "FAILED: the per-example losses"; exit 1; }
+
 export subcommand="eval"  # what fails() runs
 fails split 2 "--split dev: expected train, val or test" "$lm" --checkpoint "$WORK/lm" --split dev
 fails no_val 2 "--split val: synthetic data has no val split (its held-out split is test)" \
@@ -51,5 +68,8 @@ fails no_step 2 "$WORK/lm/checkpoints/step_00000003: --checkpoint: not a committ
 fails other_model 2 "$WORK/lm/checkpoints/step_00000004: tensor layers.0.weight is missing" \
   "$other" --checkpoint "$WORK/lm"
 fails other_weights 2 "$WORK/lm.safetensors: tensor layers.0.weight is missing" \
-  "$other" --weights "$WORK/lm.safetensors"
-echo "eval: a checkpoint (newest and by step folder) and its weights give the run's logged test loss at K=1 and K=2, with perplexity; bad splits, checkpoints and weights refused in one line"
+  "$other" --weights "$WORK/lm.safetensors" --losses "$WORK/other.losses"
+[[ ! -e "$WORK/other.losses" ]] || { echo "FAILED: a losses file was written by a failed eval"; exit 1; }
+fails losses_folder 2 "$WORK/nowhere/l.tsv: --losses: the folder $WORK/nowhere does not exist" \
+  "$lm" --checkpoint "$WORK/lm" --losses "$WORK/nowhere/l.tsv"
+echo "eval: a checkpoint (newest and by step folder) and its weights give the run's logged test loss at K=1 and K=2, with perplexity; per-example losses; bad splits, checkpoints, weights and --losses refused in one line"
