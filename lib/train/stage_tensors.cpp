@@ -143,10 +143,8 @@ std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
   return tensors;
 }
 
-bool NeededTensors::need(const std::string& name, const Shape& shape) {
-  const bool added = needed_.try_emplace(name, shape, false).second;
-  if (added) order_.push_back(name);
-  return added;
+void NeededTensors::need(const std::string& name, const Shape& shape) {
+  if (needed_.try_emplace(name, shape, false).second) order_.push_back(name);
 }
 
 bool NeededTensors::offer(const std::string& name, const Shape& shape) {
@@ -181,7 +179,7 @@ class Destinations {
   explicit Destinations(const std::string& source) : needed_(source), source_(source) {}
 
   void add(const std::string& name, const Shape& shape, std::span<float> values) {
-    if (needed_.need(name, shape)) order_.push_back(name);
+    needed_.need(name, shape);
     slots_[name].push_back(values);
   }
   // `name` (the head's tied copy) is checked against `stored`, when a file holds it.
@@ -201,8 +199,7 @@ class Destinations {
   // After the read: every tensor found, copies made, tied copies held by the file equal.
   void finish() const {
     needed_.finish();
-    for (const std::string& name : order_) {
-      const std::vector<std::span<float>>& values = slots_.at(name);
+    for (const auto& [name, values] : slots_) {
       for (size_t i = 1; i < values.size(); ++i) {
         std::copy(values.front().begin(), values.front().end(), values[i].begin());
       }
@@ -224,7 +221,6 @@ class Destinations {
   };
   NeededTensors needed_;
   const std::string& source_;
-  std::vector<std::string> order_;
   std::map<std::string, std::vector<std::span<float>>> slots_;
   std::map<std::string, Check> checks_;
 };

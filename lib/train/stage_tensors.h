@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/safetensors.h"
@@ -56,8 +57,8 @@ std::vector<checkpoint::TensorInfo> state_layout(
 class NeededTensors {
  public:
   explicit NeededTensors(std::string source) : source_(std::move(source)) {}
-  // `name` is needed with `shape`; false when it already was (a tied matrix two chunks hold).
-  bool need(const std::string& name, const Shape& shape);
+  // `name` is needed with `shape` (again, for a tied matrix two chunks hold: the first counts).
+  void need(const std::string& name, const Shape& shape);
   // Whether the file's tensor `name` is needed, now found. Throws InputError "<source>: tensor
   // layers.3.weight has shape [64, 48], the model needs [48, 64]".
   bool offer(const std::string& name, const Shape& shape);

@@ -40,7 +40,8 @@ CheckpointPath parse_checkpoint_path(const std::string& path) {
   const char* end = name.data() + name.size();
   const auto [last, error] = std::from_chars(name.data() + kPrefix.size(), end, step);
   if (error != std::errc() || last != end) return {.run_dir = path, .step = std::nullopt};
-  return {.run_dir = folder.parent_path().parent_path().string(), .step = step};
+  const fs::path run_dir = folder.parent_path().parent_path();
+  return {.run_dir = run_dir.empty() ? "." : run_dir.string(), .step = step};
 }
 
 // Rank 0: the committed step to load, the step folder's or the run's newest.
