@@ -101,14 +101,16 @@ TEST(Progress, EvaluationShowsLossAndAccuracyAndBitsPerCharForText) {
                                .accuracy = 0.85314,
                                .bits_per_char = std::nullopt,
                                .unigram_entropy_bits = std::nullopt,
-                               .bits_per_byte = std::nullopt}),
+                               .bits_per_byte = std::nullopt,
+                               .perplexity = std::nullopt}),
             "step 200: test loss 0.4123 | test accuracy 85.31%");
   EXPECT_EQ(format_evaluation({.step = 50,
                                .loss = 1.9,
                                .accuracy = 0.4,
                                .bits_per_char = 2.7412,
                                .unigram_entropy_bits = 4.9623,
-                               .bits_per_byte = std::nullopt}),
+                               .bits_per_byte = std::nullopt,
+                               .perplexity = std::nullopt}),
             "step 50: test loss 1.9000 | test accuracy 40.00% | 2.741 bits/char (unigram entropy "
             "4.962)");
 }
