@@ -35,7 +35,8 @@ SettingsRestore resume_overrides(std::map<std::string, std::string> stored,
 // The model and optimizer of the experiment whose resolved settings are `stored` (a run's
 // checkpoint's), read as load_experiment reads an experiment file's model: and optimizer:
 // sections, for a command that has the run directory alone (mpipe export). Throws InputError
-// naming `source` (meta.json) and the key: "meta.json: model.layers[2].units: ...".
+// naming `source` (meta.json) and the key: "meta.json:1: optimizer.kind: ..." (the line is the
+// value's own, each setting being parsed alone).
 struct StoredModel {
   model::ModelSpec model;
   optim::OptimizerConfig optimizer;
