@@ -1,6 +1,6 @@
-// Subcommand implementations: train, schedule, plan, compare, export, generate, translate, score,
-// and the daemon's serve, submit, status and cancel; tokenize and tokenize-pairs (text to token or
-// pair shards, one process).
+// Subcommand implementations: train, eval, schedule, plan, compare, export, generate, translate,
+// score, and the daemon's serve, submit, status and cancel; tokenize and tokenize-pairs (text to
+// token or pair shards, one process).
 #include "commands.h"
 
 #include <fmt/ranges.h>
@@ -31,6 +31,7 @@
 #include "core/error.h"
 #include "core/memory_account.h"
 #include "data/dataset.h"
+#include "job/eval_job.h"
 #include "job/train_job.h"
 #include "kernels/context.h"
 #include "launcher_rank.h"
@@ -48,6 +49,7 @@
 #include "serve/submit.h"
 #include "startup.h"
 #include "text_lines.h"
+#include "train/checkpoint_model.h"
 #include "train/data_contract.h"
 #include "train/generator.h"
 #include "train/pipeline_plan.h"
@@ -353,6 +355,8 @@ Commands::Commands(CLI::App& app) {
     }
   });
 
+  add_eval(app);
+
   score_ = app.add_subcommand(
       "score", "Corpus BLEU and chrF of translations against references (sacreBLEU's defaults)");
   score_->add_option("--hyp", hypotheses_path_, "Translations, one a line")
@@ -497,14 +501,47 @@ Commands::Commands(CLI::App& app) {
                        "(ECMAScript, anywhere in the name), e.g. 'running_'");
 }
 
-bool Commands::needs_mpi() const { return *train_ || *serve_; }
+void Commands::add_eval(CLI::App& app) {
+  eval_ = app.add_subcommand(
+      "eval",
+      "Evaluate a checkpoint or weights file on a split of the data: loss, accuracy, perplexity "
+      "or bits (under mpirun, pipelined over the ranks as training is)");
+  eval_->add_option("config", config_path_, "The experiment YAML file it was trained with")
+      ->required()
+      ->check(kNotEmpty);
+  auto* weights = eval_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")
+                      ->check(kNotEmpty);
+  eval_
+      ->add_option("--checkpoint", checkpoint_run_dir_,
+                   "A run directory (its newest committed checkpoint) or one of its "
+                   "checkpoints/step_N folders, instead")
+      ->check(kNotEmpty)
+      ->excludes(weights);
+  eval_->add_option("--split", eval_split_,
+                    "train, or the held-out split by its name: val (a validation split) or test "
+                    "(a test set; default: the data's held-out split)");
+  eval_
+      ->add_option("--losses", eval_losses_,
+                   "Write each example's loss to this file: a line per example, its index, loss "
+                   "(mean over its tokens) and tokens, tab-separated")
+      ->check(kNotEmpty);
+  eval_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
+  eval_->callback([this] {
+    if (weights_path_.empty() && checkpoint_run_dir_.empty()) {
+      throw CLI::RequiredError("--weights or --checkpoint");
+    }
+  });
+}
+
+bool Commands::needs_mpi() const { return *train_ || *eval_ || *serve_; }
 
 int Commands::run(const comm::Communicator& world) {
   try {
     // The experiment's deadlines bound every wait from the first collective on.
-    if (*train_) job::use_experiment_deadlines(config_path_, overrides_, world);
+    if (*train_ || *eval_) job::use_experiment_deadlines(config_path_, overrides_, world);
     start_up(world);  // the first collective: every rank runs the same mpipe version
     if (*train_) return train(world);
+    if (*eval_) return evaluate(world);
     if (*serve_) return serve(world);
     return 1;
   } catch (const AgreedError& e) {
@@ -616,11 +653,32 @@ int Commands::train(const comm::Communicator& world) {
       const std::string trained = result.steps_done == 0
                                       ? "no steps (train.steps: 0)"
                                       : fmt::format("train loss {:.4f}", result.final_train_loss);
-      std::printf("final: %s | test loss %.4f | test accuracy %.2f%% | run dir %s\n",
-                  trained.c_str(), result.final_eval_loss, 100.0 * result.final_eval_accuracy,
+      std::printf("final: %s | %s loss %.4f | %s accuracy %.2f%% | run dir %s\n", trained.c_str(),
+                  result.held_out_split.c_str(), result.final_eval_loss,
+                  result.held_out_split.c_str(), 100.0 * result.final_eval_accuracy,
                   run_dir.c_str());
     }
   }
+  return 0;
+}
+
+int Commands::evaluate(const comm::Communicator& world) {
+  const train::WeightsEvaluation done =
+      job::run_eval_job({.config_path = config_path_,
+                         .overrides = overrides_,
+                         .source = {.checkpoint = checkpoint_run_dir_, .weights = weights_path_},
+                         .split = eval_split_,
+                         .losses = eval_losses_},
+                        world);
+  if (world.rank() != 0) return 0;
+  // The loss in full (the shortest text that reads back as the same double, as metrics.jsonl's).
+  std::string line = fmt::format("{}: {} loss {} | {} accuracy {:.2f}%", done.source, done.split,
+                                 done.report.loss, done.split, 100.0 * done.report.accuracy);
+  const train::EvalMeasures& measures = done.measures;
+  if (measures.perplexity) line += fmt::format(" | perplexity {:.4f}", *measures.perplexity);
+  if (measures.bits_per_char) line += fmt::format(" | {:.4f} bits/char", *measures.bits_per_char);
+  if (measures.bits_per_byte) line += fmt::format(" | {:.4f} bits/byte", *measures.bits_per_byte);
+  std::printf("%s | %lld examples\n", line.c_str(), static_cast<long long>(done.report.examples));
   return 0;
 }
 
@@ -822,7 +880,8 @@ int Commands::translate() {
   checkpoint::CheckpointWeights weights;
   std::string weights_source = weights_path_;
   if (weights_path_.empty()) {
-    weights = checkpoint::read_checkpoint_weights(checkpoint_run_dir_);
+    weights =
+        checkpoint::read_checkpoint_weights(checkpoint_run_dir_, train::check_checkpoint_model);
     weights_source = fmt::format("{} (checkpoint step {})", checkpoint_run_dir_, weights.step);
   } else {
     weights.tensors = checkpoint::read_safetensors(weights_path_).tensors;
@@ -858,7 +917,8 @@ int Commands::score() {
 
 int Commands::export_checkpoint() {
   const checkpoint::CheckpointExport done = checkpoint::export_checkpoint(
-      run_dir_, export_step_ >= 0 ? std::optional(export_step_) : std::nullopt, weights_path_);
+      run_dir_, export_step_ >= 0 ? std::optional(export_step_) : std::nullopt, weights_path_,
+      train::check_checkpoint_model);
   std::printf("exported step %lld of %s (%lld tensors, %s) to %s\n",
               static_cast<long long>(done.step), run_dir_.c_str(),
               static_cast<long long>(done.num_tensors),

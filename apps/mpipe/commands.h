@@ -18,8 +18,8 @@ namespace mpipe::app {
 class Commands {
  public:
   explicit Commands(CLI::App& app);
-  // Whether the parsed subcommand runs on every rank under MPI (train, serve); the others are one
-  // process and run without MPI.
+  // Whether the parsed subcommand runs on every rank under MPI (train, eval, serve); the others are
+  // one process and run without MPI.
   bool needs_mpi() const;
   // Runs the parsed subcommand that needs MPI on this rank; returns the process exit code.
   int run(const comm::Communicator& world);
@@ -38,6 +38,8 @@ class Commands {
   int export_checkpoint();
   int generate();
   int translate();
+  void add_eval(CLI::App& app);
+  int evaluate(const comm::Communicator& world);
   int score();
   int serve(const comm::Communicator& world);
   int submit();
@@ -53,6 +55,7 @@ class Commands {
   CLI::App* export_ = nullptr;
   CLI::App* generate_ = nullptr;
   CLI::App* translate_ = nullptr;
+  CLI::App* eval_ = nullptr;
   CLI::App* score_ = nullptr;
   CLI::App* serve_ = nullptr;
   CLI::App* submit_ = nullptr;
@@ -88,7 +91,9 @@ class Commands {
   train::GenerateOptions generate_options_;
   std::string translate_tag_;       // translate --to
   std::string translate_input_;     // translate --input; "" = stdin
-  std::string checkpoint_run_dir_;  // translate --checkpoint
+  std::string checkpoint_run_dir_;  // translate and eval --checkpoint
+  std::string eval_split_;          // eval --split; "" = the data's held-out split
+  std::string eval_losses_;         // eval --losses; "" = none
   train::TranslateOptions translate_options_;
   std::string hypotheses_path_;  // score --hyp
   std::string references_path_;  // translate and score --ref

@@ -69,9 +69,9 @@ std::optional<std::string> weight_of_state(std::string_view name) {
 // parameters, then its buffers), which is the order the end-of-run export writes them in. From the
 // headers, before any value is read, as a resume would refuse them: a tensor in two shards, and
 // tensors that disagree with their optimizer state (a state whose weight is missing, or of
-// another shape: a weight renamed or reshaped).
+// another shape: a weight renamed or reshaped). `all` gets every tensor's name and shape.
 std::vector<TensorInfo> weights_layout(const CheckpointStore& store, int64_t step,
-                                       int64_t num_stages) {
+                                       int64_t num_stages, std::vector<TensorInfo>& all) {
   std::vector<TensorInfo> layout;
   std::map<std::string, std::pair<int, Shape>> weights;  // name -> stage, shape
   std::vector<std::pair<int, TensorInfo>> states;
@@ -82,6 +82,7 @@ std::vector<TensorInfo> weights_layout(const CheckpointStore& store, int64_t ste
       const auto [it, inserted] = stage_of.emplace(tensor.name, stage);
       check_input(inserted, "{}: tensor '{}' is also in stage_{}.safetensors", path, tensor.name,
                   it->second);
+      all.push_back(tensor);
       if (!is_weight_name(tensor.name)) {
         states.emplace_back(stage, std::move(tensor));
         continue;
@@ -122,7 +123,7 @@ std::map<std::string, std::string> recorded_settings(const nlohmann::json& meta,
 }  // namespace
 
 CheckpointExport export_checkpoint(const std::string& run_dir, std::optional<int64_t> step,
-                                   const std::string& out) {
+                                   const std::string& out, const ModelCheck& check_model) {
   const CheckpointStore store(run_dir, 1);
   CheckpointExport result{.step = pick_step(store, step), .num_tensors = 0, .digest = {}};
   check_output(out);
@@ -138,13 +139,18 @@ CheckpointExport export_checkpoint(const std::string& run_dir, std::optional<int
   try {
     const nlohmann::json& config = required_key(meta, meta_path, "config");
     check_input(config.is_string(), "{}: config must be a string", meta_path);
-    const std::map<std::string, std::string> settings = recorded_settings(meta, meta_path);
+    CheckpointTensors checkpoint{.meta = meta,
+                                 .meta_path = meta_path,
+                                 .step_dir = store.step_dir(result.step),
+                                 .settings = recorded_settings(meta, meta_path),
+                                 .tensors = {}};
     std::vector<TensorInfo> layout =
-        weights_layout(store, result.step, meta["num_stages"].get<int64_t>());
+        weights_layout(store, result.step, meta["num_stages"].get<int64_t>(), checkpoint.tensors);
+    check_model(checkpoint);
     result.num_tensors = static_cast<int64_t>(layout.size());
-    writer.emplace(
-        out, std::move(layout),
-        weights_file_metadata(config.get<std::string>(), tied_names_in_settings(settings)));
+    writer.emplace(out, std::move(layout),
+                   weights_file_metadata(config.get<std::string>(),
+                                         tied_names_in_settings(checkpoint.settings)));
   } catch (const InputError& e) {
     throw with_hint(e);
   }

@@ -39,9 +39,10 @@ class TemporaryFile {
 
 }  // namespace
 
-CheckpointWeights read_checkpoint_weights(const std::string& run_dir) {
+CheckpointWeights read_checkpoint_weights(const std::string& run_dir,
+                                          const ModelCheck& check_model) {
   const TemporaryFile file;
-  const CheckpointExport done = export_checkpoint(run_dir, std::nullopt, file.path());
+  const CheckpointExport done = export_checkpoint(run_dir, std::nullopt, file.path(), check_model);
   return {.step = done.step, .tensors = read_safetensors(file.path()).tensors};
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint_export.h"
 #include "checkpoint/safetensors.h"
 
 namespace mpipe::checkpoint {
@@ -17,7 +18,8 @@ struct CheckpointWeights {
 
 // The weights of the newest committed checkpoint of `run_dir`: export_checkpoint's file (so
 // verified as an export verifies it), written to a temporary file that is removed again. Throws
-// InputError as export_checkpoint does.
-CheckpointWeights read_checkpoint_weights(const std::string& run_dir);
+// InputError as export_checkpoint does (`check_model` included).
+CheckpointWeights read_checkpoint_weights(const std::string& run_dir,
+                                          const ModelCheck& check_model);
 
 }  // namespace mpipe::checkpoint

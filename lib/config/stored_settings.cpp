@@ -9,6 +9,11 @@
 #include <set>
 #include <string_view>
 
+#include "config/field.h"
+#include "config/overrides.h"
+#include "config/sections.h"
+#include "config/source.h"
+
 namespace mpipe::config {
 namespace {
 
@@ -103,6 +108,25 @@ SettingsRestore resume_overrides(Settings stored, const Settings& file,
   if (layers_differ)
     restore.overrides.push_back("model.layers=" + flow_text(stored_layers(stored)));
   return restore;
+}
+
+StoredModel stored_model(const Settings& stored, const std::string& source) {
+  std::vector<std::string> overrides;
+  for (const auto& [key, value] : stored) {
+    if ((key.starts_with("model.") || key.starts_with("optimizer.")) &&
+        !key.starts_with(kLayersPrefix)) {
+      overrides.push_back(key + "=" + flow_text(value_node(value)));
+    }
+  }
+  overrides.push_back("model.layers=" + flow_text(stored_layers(stored)));
+  YAML::Node tree(YAML::NodeType::Map);
+  apply_overrides(tree, overrides);
+  const Source file(source, {});  // errors name the file and the key, as it has no lines
+  const auto section = [&](const char* name) {
+    return Field(file, tree[name], YAML::Mark::null_mark(), name);
+  };
+  return {.model = parse_model(section("model")),
+          .optimizer = parse_optimizer(section("optimizer"))};
 }
 
 }  // namespace mpipe::config

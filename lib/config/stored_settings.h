@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "model/layer_spec.h"
+#include "optim/optimizer_config.h"
+
 namespace mpipe::config {
 
 // What resume_overrides gives back.
@@ -28,5 +31,17 @@ struct SettingsRestore {
 SettingsRestore resume_overrides(std::map<std::string, std::string> stored,
                                  const std::map<std::string, std::string>& file,
                                  const std::vector<std::string>& command_line);
+
+// The model and optimizer of the experiment whose resolved settings are `stored` (a run's
+// checkpoint's), read as load_experiment reads an experiment file's model: and optimizer:
+// sections, for a command that has the run directory alone (mpipe export). Throws InputError
+// naming `source` (meta.json) and the key: "meta.json:1: optimizer.kind: ..." (the line is the
+// value's own, each setting being parsed alone).
+struct StoredModel {
+  model::ModelSpec model;
+  optim::OptimizerConfig optimizer;
+};
+StoredModel stored_model(const std::map<std::string, std::string>& stored,
+                         const std::string& source);
 
 }  // namespace mpipe::config

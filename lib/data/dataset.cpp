@@ -30,6 +30,10 @@ std::vector<Tensor> Dataset::input_tensors(Split split, std::span<const int64_t>
   return tensors;
 }
 
+std::string_view held_out_split_name(DatasetKind kind) {
+  return kind == DatasetKind::kFashionMnist || kind == DatasetKind::kSynthetic ? "test" : "val";
+}
+
 std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed) {
   switch (config.kind) {
     case DatasetKind::kFashionMnist:

@@ -109,6 +109,11 @@ class Dataset {
   DataSchema schema() const;
 };
 
+// What Split::kTest of `kind`'s data is, by the name it goes by: "test" where the held-out examples
+// are a test set (fashion_mnist's, synthetic data's last eighth), "val" where they are a
+// validation split (text's and tensors' val_fraction, token and pair shards' data.val).
+std::string_view held_out_split_name(DatasetKind kind);
+
 // Builds the configured dataset; `seed` fixes synthetic data. Throws InputError naming the
 // file for unreadable or malformed data.
 std::unique_ptr<Dataset> make_dataset(const DataConfig& config, uint64_t seed);

@@ -205,10 +205,12 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     if (auto problem = progress_thread_problem(experiment, comm::thread_level())) {
       throw InputError(*problem);
     }
-    if (!inputs.resuming) check_run_dir_is_fresh(inputs.run_dir);
+    if (!inputs.resuming && !inputs.evaluating) check_run_dir_is_fresh(inputs.run_dir);
     const comm::Topology& topology = result.plan.topology = resolve_topology(experiment, world);
-    for (const WritePlace& place : write_places(inputs, topology, world.rank() == 0)) {
-      check_writable(place);
+    if (!inputs.evaluating) {
+      for (const WritePlace& place : write_places(inputs, topology, world.rank() == 0)) {
+        check_writable(place);
+      }
     }
     pipeline::check_batch_split(experiment.train.batch_size, experiment.pipeline.micro_batches,
                                 topology.num_replicas, experiment.where("train.batch_size"));

@@ -32,6 +32,9 @@ struct TrainInputs {
   // The daemon: pipeline.stages and pipeline.data_parallel that the experiment does not fix are
   // planned for the world size (see plan_for_any_world).
   bool any_world = false;
+  // `mpipe eval`: nothing is written, so no run directory is checked (`init_weights` is the file
+  // evaluated, checked against the model).
+  bool evaluating = false;
 };
 
 struct PreflightResult {

@@ -48,7 +48,7 @@ struct FlopUtilization {
 //           [,"compute_ms_per_stage":[..],"waiting_ms_per_stage":[..],"bubble_per_stage":[..],
 //           "bubble":0.21,"peak_tensor_bytes_per_stage":[..]][,"mfu":0.31,"hfu":0.42]}
 //   eval:  {"step":120,"split":"test","loss":0.45,"accuracy":0.87[,"bits_per_char":1.9]
-//           [,"bits_per_byte":1.7]}
+//           [,"bits_per_byte":1.7][,"perplexity":5.5]}   ("split": "val" or "test")
 // Non-finite numbers are written as null. The run directory is created on the first
 // write, so a run that fails before that leaves nothing behind. metrics.jsonl is the run's
 // record (a resume trims it, summary.json and `mpipe status` read it): a write that fails throws
@@ -69,7 +69,8 @@ class MetricsWriter {
   void train(int64_t step, double loss, double lr, double samples_per_s, int64_t skipped_steps = 0,
              const StageTimes& stages = {}, const FlopUtilization& utilization = {});
   void eval(int64_t step, const std::string& split, double loss, double accuracy,
-            std::optional<double> bits_per_char = {}, std::optional<double> bits_per_byte = {});
+            std::optional<double> bits_per_char = {}, std::optional<double> bits_per_byte = {},
+            std::optional<double> perplexity = {});
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).
   void write_summary(const nlohmann::json& summary);
   // Replaces <run_dir>/trace.json atomically: the timeline of log.trace_steps (chrome_trace.h).

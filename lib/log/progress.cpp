@@ -43,20 +43,18 @@ std::string format_progress(const ProgressRecord& record, int64_t total_steps,
 }
 
 std::string format_evaluation(const EvaluationRecord& record) {
-  std::string text = fmt::format("step {}: test loss {:.4f} | test accuracy {:.2f}%", record.step,
-                                 record.loss, 100.0 * record.accuracy);
+  std::string text = fmt::format("step {}: {} loss {:.4f} | {} accuracy {:.2f}%", record.step,
+                                 record.split, record.loss, record.split, 100.0 * record.accuracy);
   if (record.bits_per_char) {
     text += fmt::format(" | {:.3f} bits/char", *record.bits_per_char);
     if (record.unigram_entropy_bits) {
       text += fmt::format(" (unigram entropy {:.3f})", *record.unigram_entropy_bits);
     }
   }
-  if (record.bits_per_byte) {
-    // Tokenized text: the perplexity per token beside the bits per byte, which compares across
-    // tokenizers.
-    text += fmt::format(" | perplexity {:.2f} | {:.3f} bits/byte", std::exp(record.loss),
-                        *record.bits_per_byte);
-  }
+  if (record.perplexity) text += fmt::format(" | perplexity {:.2f}", *record.perplexity);
+  // Tokenized text: beside the perplexity per token, the bits per byte, which compare across
+  // tokenizers.
+  if (record.bits_per_byte) text += fmt::format(" | {:.3f} bits/byte", *record.bits_per_byte);
   return text;
 }
 

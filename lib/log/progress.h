@@ -40,12 +40,14 @@ std::string format_progress(const ProgressRecord& record, int64_t total_steps,
 // One evaluation during training: "step 200: test loss 0.4123 | test accuracy 85.31%", and for a
 // text model " | 2.716 bits/char (unigram entropy 4.962)", for tokenized text " | 1.914 bits/byte".
 struct EvaluationRecord {
-  int64_t step = 0;  // steps completed
+  int64_t step = 0;            // steps completed
+  std::string split = "test";  // the split evaluated: "val" or "test"
   double loss = 0;
   double accuracy = 0;  // a fraction
   std::optional<double> bits_per_char;
   std::optional<double> unigram_entropy_bits;
   std::optional<double> bits_per_byte;
+  std::optional<double> perplexity;  // per token, of data whose targets are tokens
 };
 std::string format_evaluation(const EvaluationRecord& record);
 

@@ -275,7 +275,8 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
   }
 }
 
-LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data) {
+LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data,
+                              std::vector<nn::LossOutput>* examples) {
   const int num_micro_batches = static_cast<int>(plan.rows.size());
   for (int chunk = 0; chunk < num_chunks(); ++chunk) {
     if (is_first(chunk)) continue;
@@ -297,9 +298,13 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data)
                                               plan.rows[static_cast<size_t>(m)]);
       Bundle output = stage.evaluate(input, layer_context(plan, m, false));
       if (is_last(chunk)) {
-        nn::LossOutput loss =
-            loss_.compute(kernels_, model_output(output), data.targets(m), 1.0f, false);
-        totals.add(loss);
+        const Tensor targets = data.targets(m);
+        const Tensor& predicted = model_output(output);
+        totals.add(loss_.compute(kernels_, predicted, targets, 1.0f, false));
+        for (int64_t row = 0; examples && row < predicted.shape()[0]; ++row) {
+          examples->push_back(loss_.compute(kernels_, predicted.slice_rows(row, 1),
+                                            targets.slice_rows(row, 1), 1.0f, false));
+        }
       } else {
         link_.send(Direction::kEvalActivation, plan.round, m, chunk, pack(std::move(output)));
       }

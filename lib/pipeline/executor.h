@@ -88,8 +88,10 @@ class Executor {
   // recomputes inside it), the deferred W, the sends posted and the waits on receives.
   void set_trace(log::TraceRecorder* trace) { trace_ = trace; }
   // Forward-only pass of every micro-batch in ascending order through each chunk in turn
-  // (evaluation mode).
-  LossTotals evaluate(const RoundPlan& plan, const MicroBatchData& data);
+  // (evaluation mode). With `examples`, the rank of the last stage also appends each example's
+  // own loss (its sum and rows, from the loss of that example alone), in example order.
+  LossTotals evaluate(const RoundPlan& plan, const MicroBatchData& data,
+                      std::vector<nn::LossOutput>* examples = nullptr);
 
  private:
   int num_chunks() const { return static_cast<int>(stages_.size()); }

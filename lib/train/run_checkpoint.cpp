@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "log/metrics_writer.h"
 #include "optim/lr_schedule.h"
+#include "train/checkpoint_model.h"
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
@@ -65,7 +66,7 @@ std::optional<StoredSettings> newest_stored_settings(const std::string& run_dir)
                         .settings = saved_settings(store.read_meta(*step), store.meta_path(*step))};
 }
 
-void require_committed_checkpoint(const std::string& run_dir) {
+void require_committed_checkpoint(const std::string& run_dir, const std::string& option) {
   std::error_code ec;
   const fs::path checkpoints = fs::path(run_dir) / "checkpoints";
   std::string found;
@@ -80,7 +81,7 @@ void require_committed_checkpoint(const std::string& run_dir) {
   } else {
     return;
   }
-  throw InputError(fmt::format("{}: --resume: no committed checkpoint ({})", run_dir, found));
+  throw InputError(fmt::format("{}: {}: no committed checkpoint ({})", run_dir, option, found));
 }
 
 RunCheckpoints::RunCheckpoints(Trainer& trainer, const config::Experiment& experiment,
@@ -141,7 +142,8 @@ void RunCheckpoints::save(int64_t steps_done) {
                              {kOptimizerStepsKey, steps_taken},
                              {"seed", experiment_.train.seed},
                              {"config", experiment_.source},
-                             {"settings", settings()}};
+                             {"settings", settings()},
+                             {"inputs", inputs_record(trainer_.plan().inputs)}};
       store_.commit(steps_done, meta, shards);
     });
   } catch (const AgreedError&) {

@@ -34,10 +34,11 @@ struct StoredSettings {
 // intact checkpoint) when it is damaged or has no settings.
 std::optional<StoredSettings> newest_stored_settings(const std::string& run_dir);
 
-// --resume needs a committed checkpoint in `run_dir`. Throws InputError saying what was found:
-// "runs/typo: --resume: no committed checkpoint (the directory does not exist)", "(it has no
-// checkpoints/ folder)" or "(checkpoints/ holds no committed step)".
-void require_committed_checkpoint(const std::string& run_dir);
+// `option` (--resume, or eval's --checkpoint) needs a committed checkpoint in `run_dir`. Throws
+// InputError saying what was found: "runs/typo: --resume: no committed checkpoint (the directory
+// does not exist)", "(it has no checkpoints/ folder)" or "(checkpoints/ holds no committed step)".
+void require_committed_checkpoint(const std::string& run_dir,
+                                  const std::string& option = "--resume");
 
 // The checkpoints of one run. Every method is collective over `world`; failures are agreed
 // (comm::agree), so every rank throws the same AgreedError and none is left waiting.

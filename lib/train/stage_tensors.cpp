@@ -143,6 +143,30 @@ std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
   return tensors;
 }
 
+void NeededTensors::need(const std::string& name, const Shape& shape) {
+  if (needed_.try_emplace(name, shape, false).second) order_.push_back(name);
+}
+
+bool NeededTensors::offer(const std::string& name, const Shape& shape) {
+  const auto it = needed_.find(name);
+  if (it == needed_.end()) return false;
+  check_shape(name, shape, it->second.first);
+  it->second.second = true;
+  return true;
+}
+
+void NeededTensors::check_shape(const std::string& name, const Shape& shape,
+                                const Shape& needed) const {
+  check_input(shape == needed, "{}: tensor {} has shape {}, the model needs {}", source_, name,
+              shape, needed);
+}
+
+void NeededTensors::finish() const {
+  for (const std::string& name : order_) {
+    check_input(needed_.at(name).second, "{}: tensor {} is missing", source_, name);
+  }
+}
+
 namespace {
 
 // The tensors of a stage (or of a rank's stages) by name, writable: where a restore puts each,
@@ -152,12 +176,11 @@ namespace {
 // what the stage restored.
 class Destinations {
  public:
-  explicit Destinations(const std::string& source) : source_(source) {}
+  explicit Destinations(const std::string& source) : needed_(source), source_(source) {}
 
   void add(const std::string& name, const Shape& shape, std::span<float> values) {
-    auto [it, added] = slots_.try_emplace(name, Slot{shape, {}, false});
-    if (added) order_.push_back(name);
-    it->second.values.push_back(values);
+    needed_.need(name, shape);
+    slots_[name].push_back(values);
   }
   // `name` (the head's tied copy) is checked against `stored`, when a file holds it.
   void add_check(const std::string& name, const Shape& shape, const std::string& stored) {
@@ -166,27 +189,23 @@ class Destinations {
   // The span for `name`, or nullopt when the stage has no such tensor.
   std::optional<std::span<float>> take(const std::string& name, const Shape& shape) {
     if (auto check = checks_.find(name); check != checks_.end()) {
-      check_shape(name, shape, check->second.shape);
+      needed_.check_shape(name, shape, check->second.shape);
       check->second.values.resize(static_cast<size_t>(shape.numel()));
       return std::span<float>(check->second.values);
     }
-    auto it = slots_.find(name);
-    if (it == slots_.end()) return std::nullopt;
-    check_shape(name, shape, it->second.shape);
-    it->second.found = true;
-    return it->second.values.front();
+    if (!needed_.offer(name, shape)) return std::nullopt;
+    return slots_.at(name).front();
   }
   // After the read: every tensor found, copies made, tied copies held by the file equal.
   void finish() const {
-    for (const std::string& name : order_) {
-      const Slot& slot = slots_.at(name);
-      check_input(slot.found, "{}: tensor {} is missing", source_, name);
-      for (size_t i = 1; i < slot.values.size(); ++i) {
-        std::copy(slot.values.front().begin(), slot.values.front().end(), slot.values[i].begin());
+    needed_.finish();
+    for (const auto& [name, values] : slots_) {
+      for (size_t i = 1; i < values.size(); ++i) {
+        std::copy(values.front().begin(), values.front().end(), values[i].begin());
       }
     }
     for (const auto& [name, check] : checks_) {
-      const std::span<const float> stored = slots_.at(check.stored).values.front();
+      const std::span<const float> stored = slots_.at(check.stored).front();
       check_input(
           check.values.empty() ||
               std::equal(stored.begin(), stored.end(), check.values.begin(), check.values.end()),
@@ -195,23 +214,14 @@ class Destinations {
   }
 
  private:
-  void check_shape(const std::string& name, const Shape& shape, const Shape& needed) const {
-    check_input(shape == needed, "{}: tensor {} has shape {}, the model needs {}", source_, name,
-                shape, needed);
-  }
-  struct Slot {
-    Shape shape;
-    std::vector<std::span<float>> values;
-    bool found = false;
-  };
   struct Check {
     Shape shape;
     std::string stored;
     std::vector<float> values;  // what the file holds under the copy's own name
   };
+  NeededTensors needed_;
   const std::string& source_;
-  std::vector<std::string> order_;
-  std::map<std::string, Slot> slots_;
+  std::map<std::string, std::vector<std::span<float>>> slots_;
   std::map<std::string, Check> checks_;
 };
 

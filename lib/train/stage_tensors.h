@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/safetensors.h"
@@ -49,6 +50,29 @@ std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
 std::vector<checkpoint::TensorInfo> state_layout(
     const std::vector<std::unique_ptr<nn::Layer>>& layers,
     const std::vector<std::string>& optimizer_slots, const std::optional<model::TiedWeights>& tied);
+
+// What a restore checks of the tensors a file offers (the checks of a resume, which export makes
+// too): every tensor the model needs, by its name in files, is found with the model's shape;
+// tensors it does not need are passed over.
+class NeededTensors {
+ public:
+  explicit NeededTensors(std::string source) : source_(std::move(source)) {}
+  // `name` is needed with `shape` (again, for a tied matrix two chunks hold: the first counts).
+  void need(const std::string& name, const Shape& shape);
+  // Whether the file's tensor `name` is needed, now found. Throws InputError "<source>: tensor
+  // layers.3.weight has shape [64, 48], the model needs [48, 64]".
+  bool offer(const std::string& name, const Shape& shape);
+  // Throws InputError naming `source` when `shape` is not `needed`.
+  void check_shape(const std::string& name, const Shape& shape, const Shape& needed) const;
+  // After the file: throws InputError "<source>: tensor layers.3.weight is missing" for the first
+  // needed tensor (in the order needed) not found.
+  void finish() const;
+
+ private:
+  std::string source_;
+  std::vector<std::string> order_;
+  std::map<std::string, std::pair<Shape, bool>> needed_;  // name -> shape, found
+};
 
 // The global layer a state tensor belongs to: N of "layers.N.<name>" or
 // "optim.<slot>.layers.N.<name>".

@@ -412,14 +412,15 @@ pipeline::LossTotals Trainer::sum_over_world(const pipeline::LossTotals& mine) c
           .correct = static_cast<int64_t>(values[2])};
 }
 
-EvalReport Trainer::evaluate(int64_t step) {
+EvalReport Trainer::evaluate(int64_t step, data::Split split, bool per_example) {
   const comm::WatchScope watch(world_, "evaluation", comm::WaitPhase::kLong);
   const auto& train = experiment_.train;
   const int64_t batch = train.eval_batch_size > 0 ? train.eval_batch_size : train.batch_size;
-  const int64_t size = dataset_.size(data::Split::kTest);
+  const int64_t size = dataset_.size(split);
   int64_t num_batches = (size + batch - 1) / batch;
   if (train.eval_batches > 0) num_batches = std::min(num_batches, train.eval_batches);
   pipeline::LossTotals totals;
+  std::vector<double> mine;  // per example of this rank's last stage: index, loss sum, rows
   const kernels::WeightsFixed fixed(kernels_);
   // Replicas take turns: batch j is evaluated by replica j % D.
   for (int64_t j = topology_.replica; j < num_batches; j += topology_.num_replicas) {
@@ -431,14 +432,27 @@ EvalReport Trainer::evaluate(int64_t step) {
     pipeline::RoundPlan plan = round_plan(j, 0, micro_rows);
     std::vector<int64_t> indices(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i) indices[static_cast<size_t>(i)] = first + i;
-    pipeline::LossTotals part =
-        executor_->evaluate(plan, micro_batch_data(data::Split::kTest, indices, plan, step));
+    std::vector<nn::LossOutput> examples;
+    pipeline::LossTotals part = executor_->evaluate(
+        plan, micro_batch_data(split, indices, plan, step), per_example ? &examples : nullptr);
+    for (size_t i = 0; i < examples.size(); ++i) {
+      mine.insert(mine.end(), {static_cast<double>(first + static_cast<int64_t>(i)),
+                               examples[i].sum, static_cast<double>(examples[i].rows)});
+    }
     totals.sum += part.sum;
     totals.rows += part.rows;
     totals.correct += part.correct;
   }
   pipeline::LossTotals sum = sum_over_world(totals);
   EvalReport report;
+  if (per_example) {
+    const std::vector<double> all = world_.allgatherv(mine);
+    report.example_losses.resize(all.size() / 3);
+    for (size_t i = 0; i + 3 <= all.size(); i += 3) {
+      report.example_losses.at(static_cast<size_t>(all[i])) = {
+          .sum = all[i + 1], .rows = static_cast<int64_t>(all[i + 2])};
+    }
+  }
   report.rows = sum.rows;
   report.examples = std::min(size, num_batches * batch);
   if (sum.rows > 0) {

@@ -49,11 +49,19 @@ struct StepReport {
   int64_t sent_bytes = 0;
 };
 
+struct ExampleLoss {
+  double sum = 0.0;
+  int64_t rows = 0;
+};
+
 struct EvalReport {
   double loss = 0.0;  // mean over all evaluated rows
   double accuracy = 0.0;
   int64_t rows = 0;
-  int64_t examples = 0;  // the evaluated test examples: [0, examples) of the split
+  int64_t examples = 0;  // the evaluated examples: [0, examples) of the split
+  // When asked for: each evaluated example's own loss, in example order (its sum over its rows,
+  // tokens for sequences, and their count).
+  std::vector<ExampleLoss> example_losses;
 };
 
 // K and D from the config, resolving `auto` (0) from the world size.
@@ -69,7 +77,11 @@ class Trainer {
           kernels::KernelContext& kernels, const data::Dataset& dataset);
 
   StepReport step(int64_t step);
-  EvalReport evaluate(int64_t step);
+  // The model on `split` (the held-out one unless asked), train.eval_batch_size examples a batch,
+  // at most train.eval_batches batches, in example order; `per_example`: with every example's
+  // own loss on every rank.
+  EvalReport evaluate(int64_t step, data::Split split = data::Split::kTest,
+                      bool per_example = false);
 
   // Collective over the world, at a step boundary: runs `plan` (the same partition on every
   // rank; same schedule, recompute mode and chunks per rank) from now on. Each chunk's stage is

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <numbers>
 #include <optional>
 #include <span>
 #include <string>
@@ -31,6 +30,7 @@
 #include "log/progress.h"
 #include "pipeline/schedule.h"
 #include "tokenize/tokenizer.h"
+#include "train/eval_measures.h"
 #include "train/flop_utilization.h"
 #include "train/generator.h"
 #include "train/init_weights.h"
@@ -416,15 +416,18 @@ class TrainingRun {
     }();
     comm::agree(world_, [&] {
       if (!is_root_) return;
-      const std::optional<double> per_byte = bits_per_byte(eval);
-      metrics_->eval(done, "test", eval.loss, eval.accuracy, bits_per_char(eval.loss), per_byte);
+      const EvalMeasures measures = eval_measures(dataset_, data::Split::kTest, eval);
+      metrics_->eval(done, split_name(), eval.loss, eval.accuracy, measures.bits_per_char,
+                     measures.bits_per_byte, measures.perplexity);
       if (progress_) progress_->finish();  // an in-place progress line ends before this one
       spdlog::info("{}", log::format_evaluation({.step = done,
+                                                 .split = split_name(),
                                                  .loss = eval.loss,
                                                  .accuracy = eval.accuracy,
-                                                 .bits_per_char = bits_per_char(eval.loss),
+                                                 .bits_per_char = measures.bits_per_char,
                                                  .unigram_entropy_bits = text_baseline_,
-                                                 .bits_per_byte = per_byte}));
+                                                 .bits_per_byte = measures.bits_per_byte,
+                                                 .perplexity = measures.perplexity}));
     });
   }
 
@@ -462,7 +465,7 @@ class TrainingRun {
     const EvalReport eval = evaluate(trainer_, step);
     result.final_eval_loss = eval.loss;
     result.final_eval_accuracy = eval.accuracy;
-    result.final_bits_per_char = bits_per_char(eval.loss);
+    result.held_out_split = split_name();
     result.unigram_entropy_bits = text_baseline_;
     // The high-water mark of training, evaluation and checkpoints (what the model predicts); the
     // export after it (streamed tensor by tensor to rank 0) is not part of the prediction.
@@ -482,9 +485,11 @@ class TrainingRun {
             .per_stage(world_, trainer_.topology());
     comm::agree(world_, [&] {
       if (!is_root_) return;
-      result.final_bits_per_byte = bits_per_byte(eval);
-      metrics_->eval(step, "test", eval.loss, eval.accuracy, result.final_bits_per_char,
-                     result.final_bits_per_byte);
+      const EvalMeasures measures = eval_measures(dataset_, data::Split::kTest, eval);
+      result.final_bits_per_char = measures.bits_per_char;
+      result.final_bits_per_byte = measures.bits_per_byte;
+      metrics_->eval(step, split_name(), eval.loss, eval.accuracy, measures.bits_per_char,
+                     measures.bits_per_byte, measures.perplexity);
       nlohmann::json summary = make_summary(experiment_, trainer_, result, step - first_step_,
                                             wall_s, use, stage_times, step_flops_, peak_);
       summary["partition_history"] = balance_.history();
@@ -493,19 +498,9 @@ class TrainingRun {
     return result;
   }
 
-  // Bits per character of a text model's loss (nats per byte); empty for other datasets.
-  std::optional<double> bits_per_char(double loss) const {
-    if (!text_baseline_) return std::nullopt;
-    return loss / std::numbers::ln2;
-  }
-
-  // Rank 0: bits per byte of tokenized text (the loss's total in bits over the bytes of text the
-  // evaluated targets stand for); empty for data without a tokenizer.
-  std::optional<double> bits_per_byte(const EvalReport& eval) const {
-    const std::optional<int64_t> bytes = dataset_.test_target_bytes(eval.examples);
-    if (!bytes || *bytes == 0) return std::nullopt;
-    return eval.loss * static_cast<double>(eval.rows) / std::numbers::ln2 /
-           static_cast<double>(*bytes);
+  // What the evaluations' split is called: "val" or "test" (data::held_out_split_name).
+  std::string split_name() const {
+    return std::string(data::held_out_split_name(experiment_.data.kind));
   }
 
   // Rank 0: text generated from the exported weights: bytes, or tokens of data.tokenizer.

@@ -63,7 +63,8 @@ struct RunResult {
   double final_train_loss = std::numeric_limits<double>::quiet_NaN();  // last window mean
   double final_eval_loss = 0.0;
   double final_eval_accuracy = 0.0;
-  std::optional<double> final_bits_per_char;   // text datasets
+  std::string held_out_split;                  // what the evaluations' split is: "val", "test"
+  std::optional<double> final_bits_per_char;   // text datasets (rank 0 only)
   std::optional<double> unigram_entropy_bits;  // text datasets: validation split
   std::optional<double> final_bits_per_byte;   // tokenized text with a tokenizer (rank 0 only)
   std::string sample;  // text data: text generated from the final weights (rank 0 only)

@@ -16,6 +16,9 @@
 namespace mpipe::checkpoint {
 namespace {
 
+// The model's names and shapes are train::check_checkpoint_model's to check (its e2e tests).
+const ModelCheck kNoModelCheck = [](const CheckpointTensors&) {};
+
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -49,7 +52,8 @@ TEST(ExportCheckpoint, WritesTheWeightsInShardOrderWithTheRunsMetadata) {
   commit_step(store, 4);
   commit_step(store, 8);
   const std::string out = dir.file("w.safetensors");
-  const CheckpointExport done = export_checkpoint(store.run_dir(), std::nullopt, out);
+  const CheckpointExport done =
+      export_checkpoint(store.run_dir(), std::nullopt, out, kNoModelCheck);
   EXPECT_EQ(done.step, 8);
   EXPECT_EQ(done.num_tensors, 4);
 
@@ -70,7 +74,7 @@ TEST(ExportCheckpoint, RefusesAStepThatIsNotCommittedAndWritesNothing) {
   commit_step(store, 4);
   const std::string out = dir.file("w.safetensors");
   try {
-    export_checkpoint(store.run_dir(), 5, out);
+    export_checkpoint(store.run_dir(), 5, out, kNoModelCheck);
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),

@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "config/resolved_settings.h"
+#include "core/error.h"
 #include "experiment_file.h"
 
 namespace mpipe::config {
@@ -128,6 +129,28 @@ TEST(ResumeOverrides, WriteStringsSoThatTheyReadBack) {
   const Settings now = restored(file, "data: {path: /tmp/b}\n" + kModel, stored);
   EXPECT_EQ(now.at("data.path"), "/tmp/a #1: b");
   EXPECT_EQ(now.at("model.layers[0].init"), "x: y");
+}
+
+TEST(StoredModel, RebuildsTheModelAndOptimizerOfTheSettingsAlone) {
+  Experiment experiment = load_experiment(kFull, {});
+  const Settings stored = resolved_settings(experiment);
+  StoredModel rebuilt = stored_model(stored, "meta.json");
+  experiment.model = std::move(rebuilt.model);
+  experiment.optimizer = rebuilt.optimizer;
+  EXPECT_EQ(resolved_settings(experiment), stored);
+}
+
+TEST(StoredModel, NamesTheFileAndTheKeyOfASettingThatBuildsNoModel) {
+  Settings stored = resolved_settings(load_experiment(kFull, {}));
+  stored["optimizer.kind"] = "lion";
+  try {
+    stored_model(stored, "meta.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    // The line is the value's own text's (each setting is parsed alone), not meta.json's.
+    EXPECT_STREQ(e.what(),
+                 "meta.json:1: optimizer.kind: expected one of sgd, adam, adamw, got 'lion'");
+  }
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 # rank, and file helpers.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# fails NAME CODE MESSAGE ARGS...: `mpipe train ARGS` on 2 ranks must fail: every rank exits
-# with CODE, the output holds exactly one error line and it is MESSAGE, and there is no
-# MPI_ABORT banner. The output is in $WORK/NAME.log.
+# fails NAME CODE MESSAGE ARGS...: `mpipe train ARGS` (`mpipe $subcommand ARGS` when the caller
+# sets subcommand) on 2 ranks must fail: every rank exits with CODE, the output holds exactly one
+# error line and it is MESSAGE, and there is no MPI_ABORT banner. The output is in $WORK/NAME.log.
 fails() {
   local name=$1 code=$2 message=$3
   shift 3
@@ -12,7 +12,7 @@ fails() {
   rm -f "$WORK/$name".rc.*
   timeout 120 mpirun -n 2 --oversubscribe --bind-to none bash -c \
     '"$0" "${@:2}"; code=$?; echo $code > "$1.rc.$OMPI_COMM_WORLD_RANK"; exit $code' \
-    "$MPIPE" "$WORK/$name" train "$@" > "$WORK/$name.log" 2>&1 || status=$?
+    "$MPIPE" "$WORK/$name" "${subcommand:-train}" "$@" > "$WORK/$name.log" 2>&1 || status=$?
   local problem=""
   if [[ $status -eq 0 || $status -eq 124 ]]; then
     problem="mpirun exit status $status"

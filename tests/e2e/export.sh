@@ -3,8 +3,9 @@
 # --export-weights writes at that step (the newest checkpoint, and an earlier one by --step, of a
 # 2-stage run, equal to a 1-stage run's export); a missing run, a missing step, a FIFO to write
 # to, a damaged shard, a non-finite value whose crc32 matches, a FIFO shard, a weight renamed or
-# reshaped (crc32 and manifest forged) and settings that are not strings are refused in one line
-# with the newest intact checkpoint to export instead, exit status 2, no file written.
+# reshaped (crc32 and manifest forged), alone or with its optimizer state, and settings that are
+# not strings are refused in one line with the newest intact checkpoint to export instead, exit
+# status 2, no file written.
 # Usage: export.sh CONFIG
 source "$(dirname "$0")/checkpoint_lib.sh"
 config=$1
@@ -82,8 +83,16 @@ edit reshape "$meta" 1 layers.3.weight '[64, 48]'
 refused reshaped "$shard: tensor 'layers.3.weight' has shape [64, 48], its optimizer state 'optim.exp_avg.layers.3.weight' (in stage_1.safetensors) has [48, 64]; $intact" \
   "$WORK/run" "$out"
 cp "$WORK/good" "$shard" && cp "$WORK/good_meta" "$meta"
+# A weight and its optimizer state renamed alike (crc32 and manifest forged): refused as a resume
+# refuses it, by the model rebuilt from the manifest's settings and inputs.
+for name in layers.3.weight optim.exp_avg.layers.3.weight optim.exp_avg_sq.layers.3.weight; do
+  edit rename "$meta" 1 "$name" "${name/weight/weigxt}"
+done
+refused renamed_with_state "$ck/step_00000004: tensor layers.3.weight is missing; $intact" \
+  "$WORK/run" "$out"
+cp "$WORK/good" "$shard" && cp "$WORK/good_meta" "$meta"
 # A manifest whose settings are not strings (resealed): one line with the advice, exit status 2.
 edit set "$meta" settings '{"optimizer.lr": 1}' && edit seal "$meta"
 refused settings "$meta: settings.optimizer.lr: must be a string; $intact" "$WORK/run" "$out"
 cp "$WORK/good_meta" "$meta"
-echo "export: byte-equal to --export-weights at the newest step and at --step 2; a missing run or step, a FIFO to write, a damaged shard, a NaN, a FIFO shard, a renamed or reshaped weight and bad settings refused in one line"
+echo "export: byte-equal to --export-weights at the newest step and at --step 2; a missing run or step, a FIFO to write, a damaged shard, a NaN, a FIFO shard, a renamed or reshaped weight (with its optimizer state too) and bad settings refused in one line"

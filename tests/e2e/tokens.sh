@@ -89,6 +89,10 @@ if "$MPIPE" compare "$WORK/mix-k1.safetensors" "$WORK/mix-1-3.safetensors" --rto
 fi
 
 grep -q '"bits_per_byte"' "$WORK/k1/metrics.jsonl" || { echo "FAILED: no bits_per_byte"; exit 1; }
+# The shards of data.val are a validation split: its evaluations are logged as such, with the
+# perplexity.
+grep -q '"split":"val",.*"perplexity":' "$WORK/k1/metrics.jsonl" ||
+  { cat "$WORK/k1/metrics.jsonl"; echo "FAILED: no val evaluation with its perplexity"; exit 1; }
 grep -q '^validation: [0-9.]* bits/byte' "$WORK/k1.log" || { echo "FAILED: no bits/byte line"; exit 1; }
 grep -q '^sample:$' "$WORK/k1.log" || { echo "FAILED: no sample at the end of the run"; exit 1; }
 

@@ -104,14 +104,15 @@ TEST(MetricsWriter, AFailedRecordGivesTheReasonAndLeavesNoTornLine) {
   EXPECT_EQ(read_lines(writer.metrics_path()).size(), 2u);
 }
 
-TEST(MetricsWriter, TokenizedTextEvaluationsCarryBitsPerByte) {
+TEST(MetricsWriter, TokenizedTextEvaluationsCarryBitsPerByteAndPerplexity) {
   testing::TempDir dir;
   MetricsWriter writer(dir.file("run"));
-  writer.eval(5, "test", 3.5, 0.25, std::nullopt, 1.5);
+  writer.eval(5, "val", 3.5, 0.25, std::nullopt, 1.5, 33.25);
   const std::vector<std::string> lines = read_lines(writer.metrics_path());
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0],
-            R"({"step":5,"split":"test","loss":3.5,"accuracy":0.25,"bits_per_byte":1.5})");
+  EXPECT_EQ(
+      lines[0],
+      R"({"step":5,"split":"val","loss":3.5,"accuracy":0.25,"bits_per_byte":1.5,"perplexity":33.25})");
 }
 
 TEST(MetricsWriter, NonFiniteLossIsWrittenAsNull) {

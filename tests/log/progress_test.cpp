@@ -101,27 +101,30 @@ TEST(Progress, EvaluationShowsLossAndAccuracyAndBitsPerCharForText) {
                                .accuracy = 0.85314,
                                .bits_per_char = std::nullopt,
                                .unigram_entropy_bits = std::nullopt,
-                               .bits_per_byte = std::nullopt}),
+                               .bits_per_byte = std::nullopt,
+                               .perplexity = std::nullopt}),
             "step 200: test loss 0.4123 | test accuracy 85.31%");
   EXPECT_EQ(format_evaluation({.step = 50,
                                .loss = 1.9,
                                .accuracy = 0.4,
                                .bits_per_char = 2.7412,
                                .unigram_entropy_bits = 4.9623,
-                               .bits_per_byte = std::nullopt}),
+                               .bits_per_byte = std::nullopt,
+                               .perplexity = std::nullopt}),
             "step 50: test loss 1.9000 | test accuracy 40.00% | 2.741 bits/char (unigram entropy "
             "4.962)");
 }
 
-TEST(Progress, EvaluationShowsPerplexityAndBitsPerByteForTokenizedText) {
-  EXPECT_EQ(
-      format_evaluation({.step = 30,
-                         .loss = 3.2,
-                         .accuracy = 0.25,
-                         .bits_per_char = std::nullopt,
-                         .unigram_entropy_bits = std::nullopt,
-                         .bits_per_byte = 1.91449}),
-      "step 30: test loss 3.2000 | test accuracy 25.00% | perplexity 24.53 | 1.914 bits/byte");
+TEST(Progress, EvaluationNamesItsSplitAndShowsPerplexityAndBitsPerByteForTokenizedText) {
+  EXPECT_EQ(format_evaluation({.step = 30,
+                               .split = "val",
+                               .loss = 3.2,
+                               .accuracy = 0.25,
+                               .bits_per_char = std::nullopt,
+                               .unigram_entropy_bits = std::nullopt,
+                               .bits_per_byte = 1.91449,
+                               .perplexity = 24.5325}),
+            "step 30: val loss 3.2000 | val accuracy 25.00% | perplexity 24.53 | 1.914 bits/byte");
 }
 
 TEST(Progress, PlainStreamGetsOneLinePerUpdate) {

@@ -1,0 +1,145 @@
+// A checkpoint's or a weights file's loss, accuracy and measures on a split, over the ranks.
+#include "train/weights_evaluation.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <span>
+
+#include "checkpoint/atomic_file.h"
+#include "comm/agree.h"
+#include "core/error.h"
+#include "train/init_weights.h"
+#include "train/run_checkpoint.h"
+
+namespace mpipe::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What --checkpoint names: a run directory, or a step folder in one (its checkpoints/step_N).
+struct CheckpointPath {
+  std::string run_dir;
+  std::optional<int64_t> step;  // a step folder's
+};
+
+CheckpointPath parse_checkpoint_path(const std::string& path) {
+  fs::path folder = fs::path(path).lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();  // a trailing '/'
+  const std::string name = folder.filename().string();
+  constexpr std::string_view kPrefix = "step_";
+  if (!name.starts_with(kPrefix) || folder.parent_path().filename() != "checkpoints") {
+    return {.run_dir = path, .step = std::nullopt};
+  }
+  int64_t step = 0;
+  const char* end = name.data() + name.size();
+  const auto [last, error] = std::from_chars(name.data() + kPrefix.size(), end, step);
+  if (error != std::errc() || last != end) return {.run_dir = path, .step = std::nullopt};
+  const fs::path run_dir = folder.parent_path().parent_path();
+  return {.run_dir = run_dir.empty() ? "." : run_dir.string(), .step = step};
+}
+
+// Rank 0: the committed step to load, the step folder's or the run's newest.
+int64_t pick_step(const std::string& path, const CheckpointPath& checkpoint) {
+  if (!checkpoint.step) {
+    require_committed_checkpoint(path, "--checkpoint");
+    return *checkpoint::CheckpointStore(path, 1).latest_committed();
+  }
+  const std::vector<int64_t> committed =
+      checkpoint::CheckpointStore(checkpoint.run_dir, 1).committed_steps();
+  check_input(
+      std::ranges::find(committed, *checkpoint.step) != committed.end(),
+      "{}: --checkpoint: not a committed checkpoint (committed in {}: {})", path,
+      checkpoint.run_dir,
+      committed.empty() ? std::string("none") : fmt::format("{}", fmt::join(committed, ", ")));
+  return *checkpoint.step;
+}
+
+// Rank 0, before the evaluation: `path` can be written (a regular file or a new one, in a folder
+// that exists).
+void check_losses_path(const std::string& path) {
+  const fs::path file(path);
+  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  std::error_code ec;
+  const fs::file_status status = fs::status(file, ec);
+  check_input(!fs::exists(status) || fs::is_regular_file(status),
+              "{}: --losses: exists and is not a regular file", path);
+  check_input(fs::is_directory(folder, ec), "{}: --losses: the folder {} does not exist", path,
+              folder.string());
+}
+
+// Rank 0: the examples' losses into `path`, atomically.
+void write_losses(const std::string& path, const std::vector<ExampleLoss>& losses) {
+  std::string text;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    const double mean = losses[i].rows > 0 ? losses[i].sum / static_cast<double>(losses[i].rows)
+                                           : std::numeric_limits<double>::quiet_NaN();
+    text += fmt::format("{}\t{}\t{}\n", i, mean, losses[i].rows);
+  }
+  checkpoint::write_file_atomically(path, text);
+}
+
+}  // namespace
+
+data::Split parse_split(std::string_view name, data::DatasetKind kind) {
+  if (name == "train") return data::Split::kTrain;
+  const std::string_view held_out = data::held_out_split_name(kind);
+  if (name == held_out) return data::Split::kTest;
+  check_input(name == "val" || name == "test", "--split {}: expected train, val or test", name);
+  throw InputError(fmt::format("--split {}: {} data has no {} split (its held-out split is {})",
+                               name, name_of(data::kDatasetNames, kind), name, held_out));
+}
+
+WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
+                                   const data::Dataset& dataset, RunPlan plan,
+                                   const WeightsSource& source, std::string_view split,
+                                   const std::string& losses_path, const comm::Communicator& world,
+                                   kernels::KernelContext& kernels) {
+  WeightsEvaluation result{
+      .source = source.weights,
+      .split = std::string(split.empty() ? data::held_out_split_name(experiment.data.kind) : split),
+      .report = {},
+      .measures = {}};
+  data::Split which = data::Split::kTest;
+  comm::agree(world, [&] {
+    which = parse_split(result.split, experiment.data.kind);
+    if (world.rank() == 0 && !losses_path.empty()) check_losses_path(losses_path);
+  });
+  Trainer trainer(experiment, std::move(plan), world, kernels, dataset);
+  int64_t step = 0;
+  if (!source.checkpoint.empty()) {
+    // Rank 0 picks the step, so every rank loads the same one.
+    const CheckpointPath checkpoint = parse_checkpoint_path(source.checkpoint);
+    double picked = 0;
+    comm::agree(world, [&] {
+      if (world.rank() == 0) picked = static_cast<double>(pick_step(source.checkpoint, checkpoint));
+    });
+    world.broadcast(std::span<double>(&picked, 1), 0);
+    step = static_cast<int64_t>(picked);
+    RunOptions options;
+    options.run_dir = checkpoint.run_dir;
+    RunCheckpoints(trainer, experiment, options, world).load(step);
+    result.source = fmt::format("{} (checkpoint step {})", options.run_dir, step);
+  } else {
+    comm::agree(world, [&] {
+      for (int chunk = 0; chunk < trainer.num_chunks(); ++chunk) {
+        load_init_weights(trainer.stage(chunk), {.path = source.weights, .skip = {}},
+                          trainer.tied());
+      }
+    });
+  }
+  result.report = trainer.evaluate(step, which, !losses_path.empty());
+  comm::agree(world, [&] {
+    if (world.rank() != 0) return;
+    result.measures = eval_measures(dataset, which, result.report);
+    if (!losses_path.empty()) write_losses(losses_path, result.report.example_losses);
+  });
+  return result;
+}
+
+}  // namespace mpipe::train

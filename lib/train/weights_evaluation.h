@@ -1,0 +1,52 @@
+// Evaluating trained weights (a run's committed checkpoint, or a weights file) on one split of the
+// data, pipelined over the ranks as a run's evaluations are (`mpipe eval`).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "comm/communicator.h"
+#include "config/experiment.h"
+#include "data/dataset.h"
+#include "kernels/context.h"
+#include "train/eval_measures.h"
+#include "train/pipeline_plan.h"
+#include "train/trainer.h"
+
+namespace mpipe::train {
+
+// The weights evaluated: one of the two.
+struct WeightsSource {
+  std::string checkpoint;  // a run directory (its newest committed step) or a step folder in it
+  std::string weights;     // a weights file, matched against the model at preflight
+};
+
+struct WeightsEvaluation {
+  std::string source;  // "runs/x (checkpoint step 4)", or the weights file
+  std::string split;   // "train", "val" or "test"
+  EvalReport report;
+  EvalMeasures measures;  // rank 0's (bits per byte is read there)
+};
+
+// The split called `name` of data `kind`: "train", or the held-out split by the name it goes by
+// (data::held_out_split_name). Throws InputError "--split test: tokens data has no test split (its
+// held-out split is val)".
+data::Split parse_split(std::string_view name, data::DatasetKind kind);
+
+// Collective over `world`: builds this rank's stages of `plan`, loads the weights into them (a
+// checkpoint verified and checked against the model as a resume loads it; a weights file as
+// --init-weights loads it), and evaluates `split` (parse_split's; empty: the held-out one) as a
+// run's evaluations do (Trainer::evaluate: train.eval_batch_size, train.eval_batches), so a
+// checkpoint's numbers are those its run logged at that step. With `losses_path`, rank 0 writes
+// each example's own loss there atomically, one line per example in example order: its index in
+// the split, its loss (the mean over its tokens for sequences) and its tokens (1 for an example
+// with one target), tab-separated. Throws AgreedError on every rank:
+// "runs/x: --checkpoint: no committed checkpoint (checkpoints/ holds no committed step)",
+// ".../step_00000004: tensor layers.3.weight is missing", ...
+WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
+                                   const data::Dataset& dataset, RunPlan plan,
+                                   const WeightsSource& source, std::string_view split,
+                                   const std::string& losses_path, const comm::Communicator& world,
+                                   kernels::KernelContext& kernels);
+
+}  // namespace mpipe::train
