@@ -48,9 +48,10 @@ void read_train_shards(const Field& field, data::DataConfig& config) {
 
 data::DataConfig parse_data(const Field& section) {
   const MapReader map(
-      section, {"dataset", "path", "flatten", "normalize", "augment_crop_padding", "augment_flip",
-                "num_examples", "features", "classes", "seq_len", "val_fraction", "vocab", "tokens",
-                "train", "val", "tokenizer", "source_len", "target_len"});
+      section, {"dataset",      "path",    "flatten",      "normalize",    "augment_crop_padding",
+                "augment_flip", "task",    "noise_std",    "num_examples", "features",
+                "classes",      "seq_len", "val_fraction", "vocab",        "tokens",
+                "train",        "val",     "tokenizer",    "source_len",   "target_len"});
   data::DataConfig config;
   const std::optional<Field> dataset = map.get("dataset");
   if (dataset) config.kind = dataset->as_choice(data::kDatasetNames);
@@ -64,6 +65,22 @@ data::DataConfig parse_data(const Field& section) {
     config.augment_crop_padding = read_int(*f, at_least(0));
   }
   if (auto f = map.get("augment_flip")) config.augment_flip = f->as_bool();
+  if (auto f = map.get("task")) {
+    config.task = f->as_choice(data::kDataTaskNames);
+    if (config.kind != data::DatasetKind::kFashionMnist &&
+        config.task != data::DataTask::kClassify) {
+      f->fail("denoise is only for data.dataset: fashion_mnist");
+    }
+  }
+  if (auto f = map.get("noise_std")) {
+    if (config.task != data::DataTask::kDenoise) f->fail("only with data.task: denoise");
+    config.noise_std = read_double(*f, above(0));
+  }
+  if (config.task == data::DataTask::kDenoise &&
+      (config.augment_crop_padding > 0 || config.augment_flip)) {
+    map.get(config.augment_flip ? "augment_flip" : "augment_crop_padding")
+        ->fail("not with data.task: denoise (the targets are the images as stored)");
+  }
   if (auto f = map.get("num_examples")) config.num_examples = read_int(*f, at_least(1));
   if (auto f = map.get("features")) config.features = read_int(*f, at_least(1));
   if (auto f = map.get("classes")) config.classes = read_int(*f, at_least(0));

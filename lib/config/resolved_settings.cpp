@@ -70,6 +70,10 @@ void add_data(const data::DataConfig& data, Settings& out) {
   out["data.normalize"] = text(data.normalize);
   out["data.augment_crop_padding"] = text(data.augment_crop_padding);
   out["data.augment_flip"] = text(data.augment_flip);
+  if (data.task == data::DataTask::kDenoise) {  // (absent from classification runs' settings)
+    out["data.task"] = std::string(name_of(data::kDataTaskNames, data.task));
+    out["data.noise_std"] = text(data.noise_std);
+  }
   out["data.num_examples"] = text(data.num_examples);
   out["data.features"] = text(data.features);
   out["data.classes"] = text(data.classes);

@@ -24,6 +24,11 @@ struct WeightedShards {
   double weight = 1;                // > 0
 };
 
+// What an example asks of the model (data.task): its class, or its clean image back.
+enum class DataTask { kClassify, kDenoise };
+inline constexpr EnumNames<DataTask, 2> kDataTaskNames{
+    {{"classify", DataTask::kClassify}, {"denoise", DataTask::kDenoise}}};
+
 struct DataConfig {
   DatasetKind kind = DatasetKind::kFashionMnist;
   // kFashionMnist: folder with the four gzipped IDX files (Debian: dataset-fashion-mnist).
@@ -34,6 +39,10 @@ struct DataConfig {
   bool normalize = true;  // kFashionMnist: (x/255 - mean) / std
   int64_t augment_crop_padding = 0;  // kFashionMnist images: random crop after zero padding
   bool augment_flip = false;         // kFashionMnist images: random horizontal flip
+  // kFashionMnist: kDenoise makes each example (the image plus Gaussian noise of standard
+  // deviation noise_std, in the input's units; the clean image), for an mse loss.
+  DataTask task = DataTask::kClassify;
+  double noise_std = 0.5;
   // kSynthetic: a fixed random teacher network labels Gaussian inputs.
   int64_t num_examples = 4096;
   int64_t features = 64;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "data/idx_reader.h"
 #include "data/image_augment.h"
 
@@ -44,6 +45,10 @@ FashionMnist::FashionMnist(const DataConfig& config) : config_(config) {
   check_input(config.augment_crop_padding >= 0 && config.augment_crop_padding < kRows,
               "data.augment_crop_padding: must be in [0, {}), got {}", kRows,
               config.augment_crop_padding);
+  check_input(config.task != DataTask::kDenoise ||
+                  (config.augment_crop_padding == 0 && !config.augment_flip),
+              "data.task: denoise takes no augmentation (its targets are the images as stored)");
+  check_input(config.noise_std > 0.0, "data.noise_std: must be > 0, got {}", config.noise_std);
   for (int byte = 0; byte < 256; ++byte) {
     const float scaled = static_cast<float>(byte) / 255.0f;
     pixel_value_[static_cast<size_t>(byte)] = config.normalize ? (scaled - kMean) / kStd : scaled;
@@ -56,6 +61,10 @@ FashionMnist::FashionMnist(const DataConfig& config) : config_(config) {
 Shape FashionMnist::input_shape() const {
   return config_.flatten ? Shape{kPixels} : Shape{1, kRows, kCols};
 }
+
+Shape FashionMnist::target_shape() const { return denoise() ? input_shape() : Shape{}; }
+
+int64_t FashionMnist::num_classes() const { return denoise() ? 0 : kClasses; }
 
 int64_t FashionMnist::size(Split split) const { return part(split).size; }
 
@@ -92,11 +101,27 @@ Tensor FashionMnist::inputs(Split split, std::span<const int64_t> indices, uint6
     }
     float* dst = out.data() + row * kPixels;
     for (int64_t i = 0; i < kPixels; ++i) dst[i] = pixel_value_[image[static_cast<size_t>(i)]];
+    if (denoise()) {
+      const CounterRng noise(seed, RngPurpose::kData,
+                             static_cast<uint32_t>(indices[static_cast<size_t>(row)]),
+                             split == Split::kTrain ? static_cast<uint64_t>(step) + 1 : 0);
+      const auto std = static_cast<float>(config_.noise_std);
+      for (int64_t i = 0; i < kPixels; ++i) dst[i] += std * noise.normal(static_cast<uint64_t>(i));
+    }
   }
   return out;
 }
 
 Tensor FashionMnist::targets(Split split, std::span<const int64_t> indices) const {
+  if (denoise()) {  // the clean images (no augmentation: the config refuses it with denoise)
+    Tensor out(input_shape().batched(static_cast<int64_t>(indices.size())));
+    for (size_t row = 0; row < indices.size(); ++row) {
+      const std::span<const uint8_t> image = pixels(split, indices[row]);
+      float* dst = out.data() + static_cast<int64_t>(row) * kPixels;
+      for (int64_t i = 0; i < kPixels; ++i) dst[i] = pixel_value_[image[static_cast<size_t>(i)]];
+    }
+    return out;
+  }
   Tensor out(Shape{static_cast<int64_t>(indices.size())});  // [n]
   for (size_t row = 0; row < indices.size(); ++row) {
     out[static_cast<int64_t>(row)] = static_cast<float>(label(split, indices[row]));

@@ -238,4 +238,34 @@ void pool2d_backward(const Pool2dShape& s, const float* x, const float* dy, floa
   store(acc, dx);
 }
 
+namespace {
+
+// f(x index, y index) for every output pixel of an upsampling.
+template <typename F>
+void for_each_upsampled(const Upsample2dShape& s, F&& f) {
+  const int64_t out_h = s.height * s.scale, out_w = s.width * s.scale;
+  for (int64_t plane = 0; plane < s.batch * s.channels; ++plane) {
+    for (int64_t i = 0; i < out_h; ++i) {
+      for (int64_t j = 0; j < out_w; ++j) {
+        f((plane * s.height + i / s.scale) * s.width + j / s.scale,
+          (plane * out_h + i) * out_w + j);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void upsample2d_forward(const Upsample2dShape& shape, const float* x, float* y) {
+  for_each_upsampled(shape, [&](int64_t xi, int64_t yi) { y[yi] = x[xi]; });
+}
+
+void upsample2d_backward(const Upsample2dShape& shape, const float* dy, float* dx) {
+  std::vector<double> acc(
+      static_cast<size_t>(shape.batch * shape.channels * shape.height * shape.width));
+  for_each_upsampled(shape,
+                     [&](int64_t xi, int64_t yi) { acc[static_cast<size_t>(xi)] += dy[yi]; });
+  store(acc, dx);
+}
+
 }  // namespace mpipe::kernels::reference

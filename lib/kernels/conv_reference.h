@@ -1,5 +1,6 @@
-// Naive reference kernels in double precision for convolution, batch norm and pooling: the test
-// oracle for the oneDNN kernels in conv.h, batch_norm.h and pooling.h.
+// Naive reference kernels in double precision for convolution, batch norm, pooling and
+// upsampling: the test oracle for the oneDNN kernels in conv.h, batch_norm.h, pooling.h and
+// resampling.h.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include "kernels/batch_norm.h"
 #include "kernels/conv.h"
 #include "kernels/pooling.h"
+#include "kernels/resampling.h"
 
 namespace mpipe::kernels::reference {
 
@@ -31,5 +33,10 @@ void batch_norm_backward(const BatchNormShape& shape, bool batch_statistics, con
 // gradient to the first maximum of its window (row-major order), recomputed from x.
 void pool2d_forward(const Pool2dShape& shape, const float* x, float* y);
 void pool2d_backward(const Pool2dShape& shape, const float* x, const float* dy, float* dx);
+
+// Same contracts as kernels::upsample2d_*: output pixel (i, j) copies input pixel
+// (i / scale, j / scale); the backward sums those copies' gradients.
+void upsample2d_forward(const Upsample2dShape& shape, const float* x, float* y);
+void upsample2d_backward(const Upsample2dShape& shape, const float* dy, float* dx);
 
 }  // namespace mpipe::kernels::reference

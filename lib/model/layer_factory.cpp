@@ -17,6 +17,7 @@
 #include "nn/add.h"
 #include "nn/attention.h"
 #include "nn/batch_norm2d.h"
+#include "nn/concat.h"
 #include "nn/conv2d.h"
 #include "nn/cross_attention.h"
 #include "nn/dropout.h"
@@ -29,6 +30,7 @@
 #include "nn/rms_norm.h"
 #include "nn/separable_cell.h"
 #include "nn/transformer_block.h"
+#include "nn/upsample.h"
 
 namespace mpipe::model {
 namespace {
@@ -80,6 +82,10 @@ std::unique_ptr<nn::Layer> avg_pool2d(LayerAttrs& a, const Shape& in, int i, con
 std::unique_ptr<nn::Layer> global_avg_pool(LayerAttrs&, const Shape& in, int i,
                                            const ModelContext&) {
   return std::make_unique<nn::GlobalAvgPool>(i, in);
+}
+
+std::unique_ptr<nn::Layer> upsample(LayerAttrs& a, const Shape& in, int i, const ModelContext&) {
+  return std::make_unique<nn::Upsample>(i, in, read_upsample(a).scale);
 }
 
 std::unique_ptr<nn::Layer> residual_block(LayerAttrs& a, const Shape& in, int i,
@@ -165,6 +171,24 @@ std::unique_ptr<nn::Layer> add(const LayerSpec& spec, LayerAttrs&, const Shape& 
   return std::make_unique<nn::Add>(i, in, std::vector<Shape>(reads.begin(), reads.end()));
 }
 
+std::unique_ptr<nn::Layer> concat(const LayerSpec& spec, LayerAttrs&, const Shape& in,
+                                  std::span<const Shape> reads, int i, const ModelContext&) {
+  if (in.rank() >= 1) {
+    const std::vector<int64_t> rest(in.dims().begin() + 1, in.dims().end());
+    for (size_t r = 0; r < reads.size(); ++r) {
+      const std::vector<int64_t>& dims = reads[r].dims();
+      if (dims.empty() || !std::equal(dims.begin() + 1, dims.end(), rest.begin(), rest.end())) {
+        std::vector<std::string> needs = {"N"};
+        for (int64_t d : rest) needs.push_back(std::to_string(d));
+        bad_read(spec, r, reads[r],
+                 fmt::format("[{}] (the main input {} past its first axis)", fmt::join(needs, ", "),
+                             in));
+      }
+    }
+  }
+  return std::make_unique<nn::Concat>(i, in, std::vector<Shape>(reads.begin(), reads.end()));
+}
+
 // attention with `read: [IDS]`: keys whose token id is pad_id are padding.
 std::unique_ptr<nn::Layer> padded_attention(const LayerSpec& spec, LayerAttrs& a, const Shape& in,
                                             std::span<const Shape> reads, int i,
@@ -199,6 +223,7 @@ const std::map<std::string, ReadingBuilder>& reading_builders() {
   static const std::map<std::string, ReadingBuilder> table = {
       {"add", add},
       {"attention", padded_attention},
+      {"concat", concat},
       {"cross_attention", cross_attention},
   };
   return table;
@@ -217,6 +242,7 @@ const std::map<std::string, Builder>& builders() {
       {"max_pool2d", max_pool2d},
       {"avg_pool2d", avg_pool2d},
       {"global_avg_pool", global_avg_pool},
+      {"upsample", upsample},
       {"residual_block", residual_block},
       {"separable_cell", separable_cell},
       {"embedding", embedding},

@@ -78,6 +78,8 @@ PoolOptions read_avg_pool2d(LayerAttrs& a) {
   return o;
 }
 
+UpsampleOptions read_upsample(LayerAttrs& a) { return {.scale = a.integer("scale", 2, 1)}; }
+
 ResidualBlockOptions read_residual_block(LayerAttrs& a) {
   return {.channels = a.integer("channels", 1),
           .stride = a.integer("stride", 1, 1),

@@ -50,6 +50,10 @@ struct PoolOptions {  // max_pool2d and avg_pool2d
   bool count_include_pad = true;  // avg_pool2d only
 };
 
+struct UpsampleOptions {
+  int64_t scale = 2;
+};
+
 struct ResidualBlockOptions {
   int64_t channels = 1;
   int64_t stride = 1;
@@ -99,6 +103,7 @@ Conv2dOptions read_conv2d(LayerAttrs& attrs);
 BatchNorm2dOptions read_batch_norm2d(LayerAttrs& attrs);
 PoolOptions read_max_pool2d(LayerAttrs& attrs);
 PoolOptions read_avg_pool2d(LayerAttrs& attrs);
+UpsampleOptions read_upsample(LayerAttrs& attrs);
 ResidualBlockOptions read_residual_block(LayerAttrs& attrs);
 SeparableCellOptions read_separable_cell(LayerAttrs& attrs, const Shape& input);
 EmbeddingOptions read_embedding(LayerAttrs& attrs, const Shape& input);

@@ -55,6 +55,10 @@ void check_outputs(const model::ModelSpec& spec, const model::ModelPlan& plan,
     check_input(output.numel() == data.target.numel(),
                 "{}: outputs {} values per example, but the data's ({}) targets have {}", head,
                 output.numel(), data.name, data.target.numel());
+    // An image target (denoising) pairs each output value with the pixel at its place.
+    check_input(data.target.rank() < 2 || output == data.target,
+                "{}: outputs {} per example, but the data's ({}) targets are {}", head, output,
+                data.name, data.target);
     return;
   }
   check_input(data.classes > 0,

@@ -16,7 +16,7 @@ namespace mpipe::train {
 // - with cross_entropy: targets that are not class labels, or an output that is not one score per
 //   class for each target (as many classes as the data, no more, no fewer);
 // - with mse: targets that are class labels, or an output with another number of values than a
-//   target.
+//   target (or, for an image target of two axes or more, another shape).
 // The data's inputs as the model reads them: each of data.data_inputs() by name and shape.
 model::ModelInputs model_inputs(const data::Dataset& data);
 

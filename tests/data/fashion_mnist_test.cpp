@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "data/image_augment.h"
 #include "test_files.h"
 
@@ -137,6 +138,53 @@ TEST_F(SmallFashionMnist, TestSplitIsNeverAugmented) {
   const Tensor a = augmented.inputs(Split::kTest, indices, 1, 3);
   const Tensor b = plain.inputs(Split::kTest, indices, 1, 3);
   EXPECT_TRUE(std::equal(a.span().begin(), a.span().end(), b.span().begin()));
+}
+
+// data.task: denoise: the input is the image plus noise keyed by (seed, example, step) in
+// training and by (seed, example) in tests; the target is the clean image, with the input's shape.
+TEST_F(SmallFashionMnist, DenoisingPairsANoisyImageWithTheCleanOne) {
+  DataConfig config = config_for(dir_);
+  config.flatten = false;
+  config.normalize = false;
+  config.task = DataTask::kDenoise;
+  config.noise_std = 0.25;
+  const FashionMnist data(config);
+  EXPECT_EQ(data.target_shape(), (Shape{1, 28, 28}));
+  EXPECT_EQ(data.num_classes(), 0);
+  EXPECT_EQ(data.schema().classes, 0);
+  const std::vector<int64_t> indices{2, 0};
+  const Tensor clean = data.targets(Split::kTrain, indices);
+  ASSERT_EQ(clean.shape(), (Shape{2, 1, 28, 28}));
+  const Tensor noisy = data.inputs(Split::kTrain, indices, 42, 5);
+  ASSERT_EQ(noisy.shape(), clean.shape());
+  for (size_t row = 0; row < indices.size(); ++row) {
+    const auto pixels = data.pixels(Split::kTrain, indices[row]);
+    const CounterRng noise(42, RngPurpose::kData, static_cast<uint32_t>(indices[row]), 6);
+    for (int64_t i = 0; i < kPixels; ++i) {
+      const int64_t at = static_cast<int64_t>(row) * kPixels + i;
+      ASSERT_EQ(clean[at], pixels[static_cast<size_t>(i)] / 255.0f);
+      ASSERT_EQ(noisy[at], clean[at] + 0.25f * noise.normal(static_cast<uint64_t>(i)));
+    }
+  }
+  // Fresh noise at every training step, the same at every evaluation; each example its own.
+  const auto same = [](const Tensor& a, const Tensor& b) {
+    return std::equal(a.span().begin(), a.span().end(), b.span().begin());
+  };
+  EXPECT_FALSE(same(noisy, data.inputs(Split::kTrain, indices, 42, 6)));
+  EXPECT_TRUE(same(noisy, data.inputs(Split::kTrain, indices, 42, 5)));
+  EXPECT_TRUE(
+      same(data.inputs(Split::kTest, indices, 42, 1), data.inputs(Split::kTest, indices, 42, 9)));
+  const std::vector<int64_t> first{0};
+  const Tensor alone = data.inputs(Split::kTrain, first, 42, 5);
+  EXPECT_TRUE(std::equal(alone.span().begin(), alone.span().end(), noisy.span().begin() + kPixels));
+}
+
+TEST_F(SmallFashionMnist, DenoisingTakesNoAugmentation) {
+  DataConfig config = config_for(dir_);
+  config.task = DataTask::kDenoise;
+  config.augment_flip = true;
+  EXPECT_EQ(load_error(config),
+            "data.task: denoise takes no augmentation (its targets are the images as stored)");
 }
 
 TEST(FashionMnist, LabelCountMismatchNamesBothFiles) {

@@ -44,6 +44,26 @@ printf 'model:\n  layers:\n    - {type: linear, units: 8, save: skip}\n    - {ty
   "$graph_data" > "$WORK/add_shape.yaml"
 rejected graph_add_shape "add_shape.yaml:5: model.layers[2].read[0]: 'skip' has shape [8], but the main input has [4]" \
   "$WORK/add_shape.yaml"
+# A U-Net's layers: a concat whose skip has another resolution, an upsample of a flat input.
+image_data='data: {dataset: fashion_mnist, flatten: false, task: denoise}
+pipeline: {stages: 2}'
+printf 'model:\n  loss: mse\n  layers:\n    - {type: conv2d, channels: 2, kernel: 3, padding: 1, save: skip}\n    - {type: max_pool2d, kernel: 2}\n    - {type: concat, read: [skip]}\n%s\n' \
+  "$image_data" > "$WORK/concat_shape.yaml"
+rejected graph_concat_shape "concat_shape.yaml:6: model.layers[2].read[0]: 'skip' has shape [2, 28, 28], but concat needs [N, 14, 14] (the main input [2, 14, 14] past its first axis)" \
+  "$WORK/concat_shape.yaml"
+printf 'model:\n  layers:\n    - {type: linear, units: 8}\n    - {type: upsample}\n    - {type: linear, units: 4}\n%s\n' \
+  "$graph_data" > "$WORK/upsample_flat.yaml"
+rejected upsample_flat "upsample_flat.yaml:4: model.layers[1] (upsample, input [8]): upsample needs an input [channels, height, width], got [8]" \
+  "$WORK/upsample_flat.yaml"
+# Denoising: Fashion-MNIST's alone, without augmentation (its targets are the stored images).
+rejected denoise_synthetic "--set data.task: denoise is only for data.dataset: fashion_mnist" \
+  "$mlp" --set data.task=denoise
+rejected noise_without_denoise "--set data.noise_std: only with data.task: denoise" \
+  "$mlp" --set data.noise_std=0.1
+printf 'model:\n  loss: mse\n  layers:\n    - {type: conv2d, channels: 1, kernel: 3, padding: 1}\ndata: {dataset: fashion_mnist, flatten: false, task: denoise, augment_flip: true}\n' \
+  > "$WORK/denoise_flip.yaml"
+rejected denoise_augment "denoise_flip.yaml:5: data.augment_flip: not with data.task: denoise (the targets are the images as stored)" \
+  "$WORK/denoise_flip.yaml"
 # The batch splits by the micro-batches (checked with the config) but not by the replicas the world
 # gives (checked at preflight): the same rule, in the same words.
 rejected batch_split "--set train.batch_size: must be divisible by pipeline.micro_batches x data-parallel replicas = 4 x 2 = 8, got 36" \

@@ -18,6 +18,11 @@ rejected narrow_head "narrow.yaml:6: model.layers[2] (linear): outputs 3 classes
 classifier mse.yaml 4 mse
 rejected mse_on_labels "mse.yaml:2: model.loss: mse needs real-valued targets, but the data (synthetic) has class labels (4 classes); use cross_entropy" \
   "$WORK/mse.yaml"
+# Denoising images: the output must be an image of the target's shape, not its pixels in a row.
+printf 'model:\n  loss: mse\n  layers:\n    - {type: conv2d, channels: 1, kernel: 3, padding: 1}\n    - {type: flatten}\ndata: {dataset: fashion_mnist, flatten: false, task: denoise}\npipeline: {stages: 2}\n' \
+  > "$WORK/flat_image.yaml"
+rejected flat_image "flat_image.yaml:5: model.layers[1] (flatten): outputs [784] per example, but the data's (fashion_mnist) targets are [1, 28, 28]" \
+  "$WORK/flat_image.yaml"
 
 # char_model FILE VOCAB HEAD [PATH]: a character model on a text file (or PATH); the embedding's
 # vocab is on line 4, the head on line 7.

@@ -49,6 +49,7 @@ std::vector<ReadingCase> reading_cases() {
   using A = std::map<std::string, AttrValue>;
   return {
       {"add", {}, Shape{4, 6}, {Shape{4, 6}}},
+      {"concat", {}, Shape{2, 4, 4}, {Shape{3, 4, 4}, Shape{1, 4, 4}}},
       {"attention", A{{"heads", int64_t{2}}}, Shape{4, 6}, {Shape{4}}},
       {"attention",
        A{{"heads", int64_t{3}}, {"causal", false}, {"dropout", 0.1}},
@@ -87,6 +88,8 @@ std::vector<Case> cases() {
       {"max_pool2d", A{{"kernel", int64_t{16}}}, Shape{2, 16, 16}},
       {"avg_pool2d", A{{"kernel", int64_t{2}}}, Shape{3, 8, 8}},
       {"global_avg_pool", {}, Shape{3, 4, 4}},
+      {"upsample", {}, Shape{3, 4, 4}},
+      {"upsample", A{{"scale", int64_t{3}}}, Shape{2, 3, 5}},
       {"residual_block", A{{"channels", int64_t{4}}}, Shape{4, 6, 6}},
       {"residual_block", A{{"channels", int64_t{8}}, {"stride", int64_t{2}}}, Shape{4, 6, 6}},
       {"residual_block", A{{"channels", int64_t{8}}, {"bottleneck", true}}, Shape{8, 6, 6}},

@@ -78,6 +78,8 @@ std::vector<Case> cases() {
       {"max_pool2d", A{{"kernel", int64_t{2}}}, Shape{8, 28, 28}, 16},
       {"avg_pool2d", A{{"kernel", int64_t{2}}}, Shape{8, 8, 8}, 4},
       {"global_avg_pool", {}, Shape{16, 7, 7}, 16},
+      {"upsample", {}, Shape{8, 4, 4}, 4},
+      {"upsample", {}, Shape{8, 14, 14}, 16},
       {"residual_block", identity, Shape{16, 8, 8}, 4},
       {"residual_block", identity, Shape{16, 7, 7}, 16},
       {"residual_block", projection, Shape{8, 8, 8}, 4},

@@ -192,7 +192,7 @@ TEST(ModelBuilder, RefusesAReadByALayerKindThatTakesNoExtraInputs) {
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),
                  "exp.yaml:15: model.layers[1].read[0]: relu takes no extra inputs (layers that "
-                 "read: add, attention, cross_attention)");
+                 "read: add, attention, concat, cross_attention)");
   }
 }
 

@@ -113,6 +113,24 @@ TEST(DataContract, MseOutputOfAnotherSize) {
             "(synthetic) targets have 1");
 }
 
+TEST(DataContract, MseOnImagesNeedsAnOutputOfTheImagesShape) {
+  const data::DataSchema denoise{.name = "fashion_mnist",
+                                 .inputs = one_input(Shape{1, 4, 4}, 0),
+                                 .target = Shape{1, 4, 4},
+                                 .classes = 0};
+  const auto conv = [](int64_t channels) {
+    return layer(0, "conv2d", {{"channels", channels}, {"kernel", 3}, {"padding", 1}});
+  };
+  EXPECT_EQ(mismatch(model_of({conv(1)}, "mse"), denoise), "");
+  // As many values, in another shape: its pixels would be compared with others.
+  EXPECT_EQ(mismatch(model_of({conv(1), layer(1, "flatten")}, "mse"), denoise),
+            "exp.yaml:11: model.layers[1] (flatten): outputs [16] per example, but the data's "
+            "(fashion_mnist) targets are [1, 4, 4]");
+  EXPECT_EQ(mismatch(model_of({conv(2)}, "mse"), denoise),
+            "exp.yaml:10: model.layers[0] (conv2d): outputs 32 values per example, but the data's "
+            "(fashion_mnist) targets have 16");
+}
+
 TEST(DataContract, EmbeddingVocabularySmallerThanTheData) {
   EXPECT_EQ(mismatch(char_model(100, 256), kText),
             "exp.yaml:10: model.layers[0].vocab: 100 is smaller than the data's vocabulary of "
