@@ -146,7 +146,7 @@ parse_error unknown_option \
   "The following argument was not expected: --bogus (\`mpipe train --help\` lists the options)" \
   train "$mlp" --bogus
 parse_error no_config "config is required (\`mpipe train --help\` lists the options)" train
-subcommands="train, schedule, plan, generate, translate, score, serve, submit, status, cancel, tokenize, tokenize-pairs, export, compare"
+subcommands="train, schedule, plan, generate, translate, eval, score, serve, submit, status, cancel, tokenize, tokenize-pairs, export, compare"
 parse_error no_subcommand "A subcommand is required: $subcommands (\`mpipe --help\` lists the options)"
 parse_error unknown_subcommand \
   "unknown subcommand 'frobnicate'; the subcommands are $subcommands (\`mpipe --help\` lists the options)" \
