@@ -25,9 +25,9 @@ config=$WORK/tensors.yaml
 train 1 k1 "$config"
 train 2 k2 "$config"
 same k1 k2
-accuracy=$(sed -n 's/.*test accuracy \([0-9.]*\)%.*/\1/p' "$WORK/k1.log")
+accuracy=$(sed -n 's/.*val accuracy \([0-9.]*\)%.*/\1/p' "$WORK/k1.log")
 python3 -c "import sys; sys.exit(0 if float('$accuracy') > 60 else 1)" \
-  || { cat "$WORK/k1.log"; echo "FAILED: test accuracy $accuracy% (chance: 25%)"; exit 1; }
+  || { cat "$WORK/k1.log"; echo "FAILED: val accuracy $accuracy% (chance: 25%)"; exit 1; }
 
 bad=$WORK/bad.safetensors
 # refused NAME VARIANT MESSAGE [ARGS...]: a file of VARIANT (write_tensors.py) is refused.
