@@ -175,9 +175,7 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
   // A model that is not a chain: what the stage's value and gradient tables hold beside the
   // layers' own tensors (walk_stage).
   std::optional<StageValues> walk;
-  if (!values_.empty()) {
-    walk = walk_stage(values_, begin, end, [this](double bytes) { return block(bytes); });
-  }
+  if (!values_.empty()) walk = this->walk(begin, end);
   // Every tensor as the allocator's block (AllocatorModel): one micro-batch's stage input (every
   // value of its live set) and output, a micro-batch in full.
   const double input = walk ? walk->input : block(first.input_bytes);
@@ -292,6 +290,17 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
                       stash.loss_grads * output;
   }
   return m;
+}
+
+StageValues MemoryModel::walk(int begin, int end) const {
+  const std::lock_guard lock(last_walk_->mutex);
+  if (last_walk_->begin != begin || last_walk_->end != end) {
+    last_walk_->walk =
+        walk_stage(values_, begin, end, [this](double bytes) { return block(bytes); });
+    last_walk_->begin = begin;
+    last_walk_->end = end;
+  }
+  return last_walk_->walk;
 }
 
 double MemoryModel::weight_grad_operand_blocks(int layer, int micro_batches) const {

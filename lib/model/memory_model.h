@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "model/allocator_model.h"
@@ -149,6 +151,9 @@ class MemoryModel {
   // when that is larger. (A micro-batch's saved tensors stay until its backward ends.)
   std::pair<double, double> filling_backward(int begin, int end, const std::vector<double>& at,
                                              int micro_batches, double recompute_forward) const;
+  // walk_stage of layers [begin, end), kept for the next query: a stage's moments ask for the
+  // same layers one after another.
+  StageValues walk(int begin, int end) const;
   // The blocks of layer `layer`'s batched weight-gradient operands for `micro_batches`.
   double weight_grad_operand_blocks(int layer, int micro_batches) const;
   double graph_first_kept(const StageValues& walk) const;
@@ -165,6 +170,13 @@ class MemoryModel {
 
   std::vector<LayerCost> costs_;
   ValueCosts values_;
+  // The last walk (walk()); shared by copies of this model, and locked.
+  struct LastWalk {
+    std::mutex mutex;
+    int begin = -1, end = -1;
+    StageValues walk;
+  };
+  std::shared_ptr<LastWalk> last_walk_ = std::make_shared<LastWalk>();
   int64_t rows_;
   int optimizer_slots_;
   AllocatorModel allocator_;
