@@ -38,6 +38,15 @@ double range_max(const std::vector<std::vector<double>>& table, int begin, int e
                   row[static_cast<size_t>(end) - (size_t{1} << level)]);
 }
 
+// What layer c holds while a per-layer recompute re-runs its forward, beside the inputs kept: what
+// it saves, its output and the gradient waiting for it, and its forward's internals.
+double per_layer_recompute_blocks(const LayerCost& c, int64_t rows,
+                                  const AllocatorModel& allocator) {
+  const auto r = static_cast<double>(rows);
+  return c.kept_block_bytes(rows, allocator) + 2.0 * allocator.block_bytes(r * c.output_bytes) +
+         allocator.blocks_bytes(r * c.forward_workspace_bytes, r * c.smallest_temporary_bytes);
+}
+
 }  // namespace
 
 MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots,
@@ -58,7 +67,6 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   // masks), plus what it saves when a discarding forward drops that after the layer (otherwise
   // it is in the stash); a per-layer recompute's first forward drops what each layer saves but
   // keeps its input in the stash.
-  const auto r = static_cast<double>(rows_);
   // A stage's first layer copies its input (the stage keeps it, or the caller holds it); the
   // others are handed theirs (Layer::forward_consuming).
   std::vector<double> backward, forward, discarding, per_layer_forward, forward_consumed,
@@ -97,9 +105,7 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   for (size_t i = 0; i < costs_.size(); ++i) {
     const LayerCost& c = costs_[i];
     const double kept = c.kept_block_bytes(rows_, allocator_);
-    const double recomputing =
-        inputs_[i + 1] + kept + 2.0 * block(c.output_bytes) +
-        allocator_.blocks_bytes(r * c.forward_workspace_bytes, r * c.smallest_temporary_bytes);
+    const double recomputing = inputs_[i + 1] + per_layer_recompute_blocks(c, rows_, allocator_);
     per_layer_backward.push_back(std::max(recomputing, inputs_[i] + kept + backward[i]));
     per_layer_backward_input_at_.push_back(
         std::max(recomputing, inputs_[i] + kept + backward_input_at_[i]));
@@ -335,7 +341,6 @@ std::vector<double> MemoryModel::graph_per_layer_backward_at(int begin, int end,
                                                              bool input_only) const {
   // As the constructor's per_layer_backward, with the values kept for layers [begin, i] in place
   // of their inputs, and the gradients the stage holds beside (indexed by global layer).
-  const auto r = static_cast<double>(rows_);
   std::vector<double> at(static_cast<size_t>(end), 0.0);
   double kept_before = 0.0;
   for (int i = begin; i < end; ++i) {
@@ -343,8 +348,7 @@ std::vector<double> MemoryModel::graph_per_layer_backward_at(int begin, int end,
     const LayerCost& c = costs_[static_cast<size_t>(i)];
     const double kept = c.kept_block_bytes(rows_, allocator_);
     const double recomputing =
-        kept_before + walk.first_kept[k] + kept + 2.0 * block(c.output_bytes) +
-        allocator_.blocks_bytes(r * c.forward_workspace_bytes, r * c.smallest_temporary_bytes);
+        kept_before + walk.first_kept[k] + per_layer_recompute_blocks(c, rows_, allocator_);
     const double backward = input_only ? c.backward_input_block_bytes(rows_, allocator_)
                                        : c.backward_block_bytes(rows_, allocator_);
     at[static_cast<size_t>(i)] =
