@@ -1,5 +1,6 @@
 # Shared by the checkpoint end-to-end tests (sourced): runs that must fail the same way on every
 # rank, and file helpers.
+# shellcheck shell=bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # fails NAME CODE MESSAGE ARGS...: `mpipe train ARGS` (`mpipe $subcommand ARGS` when the caller

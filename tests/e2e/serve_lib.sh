@@ -1,5 +1,6 @@
 # Helpers for the daemon's end-to-end tests (sourced after lib.sh): start and stop `mpipe serve`
 # on a spool under mpirun, and read experiment states from its status.json.
+# shellcheck shell=bash
 SPOOL=$WORK/spool
 
 # start_daemon LOG [serve args...]: `mpipe serve --spool $SPOOL` on 2 ranks in the background;

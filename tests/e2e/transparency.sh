@@ -15,6 +15,11 @@
 # With such settings the schedules run in two recompute modes (always, per_layer), not four: a
 # setting such as the precision belongs to the kernels, not to what a stage stores, which the runs
 # without settings cover in every mode (this halves the bf16 runs' share of the suite).
+# The suite runs a representative part of the schedules' matrix: every recompute mode at K = 4
+# (first, middle and last stages, every cut relayed), one mode at K = 2 and at K = 1, each
+# schedule a different one, and interleaved and zbv in alternate modes. MPIPE_TEST_FULL=1 runs
+# every mode at every K for each (about 1.5x the runs; `MPIPE_TEST_FULL=1 scripts/test` for every
+# model and the other matrices that honour it).
 # Usage: transparency.sh CONFIG [--set key=value ...]
 source "$(dirname "$0")/lib.sh"
 config=$(fashion_mnist_subset "$1")
@@ -51,11 +56,18 @@ same k1-never k4-per_layer-batched
 train 1 k1-never-accumulate "$config" --set pipeline.recompute=never \
   --set pipeline.weight_grads=accumulate "${extra[@]}"
 same k1 k1-never-accumulate
+full=${MPIPE_TEST_FULL:-0}
+rotation=0  # which mode the next K below 4 runs in (the suite's part)
 for schedule in gpipe 1f1b zb_h1; do
   stage_counts=(2 4)
   [[ $schedule == zb_h1 ]] && stage_counts=(1 2 4)  # (one stage still runs I, then W)
-  for recompute in "${recompute_modes[@]}"; do
-    for k in "${stage_counts[@]}"; do
+  for k in "${stage_counts[@]}"; do
+    modes=("${recompute_modes[@]}")
+    if [[ $full != 1 && $k != 4 ]]; then
+      modes=("${recompute_modes[rotation % ${#recompute_modes[@]}]}")
+      rotation=$((rotation + 1))
+    fi
+    for recompute in "${modes[@]}"; do
       name=k$k-$schedule-$recompute
       train "$k" "$name" "$config" --set pipeline.schedule=$schedule --set pipeline.recompute="$recompute" \
         "${extra[@]}"
@@ -70,15 +82,20 @@ done
 # Interleaved 1F1B: K = 2 ranks of v = 2 chunks each (4 stages, rank 0 holding stages 0 and 2).
 # ZB-V: K = 2 ranks of 2 chunks in a V (rank 0 holding stages 0 and 3, rank 1 stages 1 and 2, its
 # chunk 0 sending to its chunk 1), v = 2 implied; and K = 1 (one rank holding stages 0 and 1).
-for recompute in "${recompute_modes[@]}"; do
-  name=k2-interleaved-$recompute
-  train 2 "$name" "$config" --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2 \
-    --set pipeline.recompute="$recompute" "${extra[@]}"
-  same k1 "$name"
-  name=k2-zbv-$recompute
-  train 2 "$name" "$config" --set pipeline.schedule=zbv --set pipeline.recompute="$recompute" \
-    "${extra[@]}"
-  same k1 "$name"
+for index in "${!recompute_modes[@]}"; do
+  recompute=${recompute_modes[index]}
+  if [[ $full == 1 || $((index % 2)) == 0 ]]; then
+    name=k2-interleaved-$recompute
+    train 2 "$name" "$config" --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2 \
+      --set pipeline.recompute="$recompute" "${extra[@]}"
+    same k1 "$name"
+  fi
+  if [[ $full == 1 || $((index % 2)) == 1 ]]; then
+    name=k2-zbv-$recompute
+    train 2 "$name" "$config" --set pipeline.schedule=zbv --set pipeline.recompute="$recompute" \
+      "${extra[@]}"
+    same k1 "$name"
+  fi
 done
 train 1 k1-zbv "$config" --set pipeline.schedule=zbv "${extra[@]}"
 same k1 k1-zbv
@@ -91,4 +108,6 @@ if ((layers >= 8)); then
     same k1 "k4-$schedule"
   done
 fi
-echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1 (and zb_h1 at K=1)} x {${recompute_modes[*]}} (auto), interleaved and zbv at K=2 v=2 in those modes (zbv also at K=1; both at K=4 with 8 layers or more), and uniform bit-identical, weight gradients accumulated or batched"
+matrix="every mode at K=4, one at K=1 and 2; interleaved and zbv in alternate modes"
+[[ $full != 1 ]] || matrix="every mode at every K (MPIPE_TEST_FULL)"
+echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1 (and zb_h1 at K=1)} x {${recompute_modes[*]}} (auto; $matrix), interleaved and zbv at K=2 v=2 (zbv also at K=1; both at K=4 with 8 layers or more), and uniform bit-identical, weight gradients accumulated or batched"

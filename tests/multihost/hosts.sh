@@ -22,6 +22,7 @@
 set -euo pipefail
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMP_NUM_THREADS=${MPIPE_TEST_THREADS:-1} OMP_WAIT_POLICY=PASSIVE  # threads per rank
+export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}  # (the one selected anyway: see tests/e2e/lib.sh)
 
 skip() {
   echo "SKIPPED: $*"
