@@ -21,7 +21,7 @@ echo "load before: $(uptime)"
 pids=()
 for precision in f32 bf16; do
   cmd=("$bin" train configs/char_transformer.yaml --run-dir "$work/$precision"
-    --set pipeline.stages=1 --set train.precision=$precision)
+    --set pipeline.stages=1 --set train.precision="$precision")
   if [[ -n "${STEPS:-}" ]]; then cmd+=(--set train.steps="$STEPS"); fi
   echo "  OMP_NUM_THREADS=1 ${cmd[*]}"
   "${cmd[@]}" >"$work/$precision.log" 2>&1 &

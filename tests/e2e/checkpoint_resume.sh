@@ -21,10 +21,10 @@ train 2 fresh "$config" --set train.steps=2 --resume-or-start
 info_line "$WORK/fresh.log" "$WORK/fresh: no committed checkpoint; starting a new run from step 0"
 
 # A finished run: nothing to do, exit 0, summary.json, metrics.jsonl and the weights untouched.
-train 2 done "$config" --set train.steps=4 --set checkpoint.every=2
+train 2 "done" "$config" --set train.steps=4 --set checkpoint.every=2
 mkdir "$WORK/before"
 cp -p "$WORK/done/summary.json" "$WORK/done/metrics.jsonl" "$WORK/done.safetensors" "$WORK/before/"
-train 2 done "$config" --set train.steps=4 --set checkpoint.every=2 --resume
+train 2 "done" "$config" --set train.steps=4 --set checkpoint.every=2 --resume
 info_line "$WORK/done.log" "$WORK/done: already finished at step 4 (train.steps = 4); nothing to do"
 for file in done/summary.json done/metrics.jsonl done.safetensors; do
   cmp "$WORK/$file" "$WORK/before/$(basename "$file")" || { echo "FAILED: $file changed"; exit 1; }
@@ -47,7 +47,7 @@ fails model 2 "$WORK/done: cannot resume step 4 with other settings: model.layer
 
 # Steps, cadences and the layout may change: 2 replicas of 1 stage with 2 micro-batches each
 # keep the 4 global micro-batches.
-train 2 done "$config" --set train.steps=6 --set checkpoint.every=3 --set log.every=2 \
+train 2 "done" "$config" --set train.steps=6 --set checkpoint.every=3 --set log.every=2 \
   --set train.eval_every=5 --set pipeline.stages=1 --set pipeline.data_parallel=2 \
   --set pipeline.micro_batches=2 --resume
 info_line "$WORK/done.log" "$WORK/done: resuming with changed settings: checkpoint.every: 2 → 3; log.every: 1 → 2; pipeline.data_parallel: 1 → 2; pipeline.micro_batches: 4 → 2; pipeline.stages: auto → 1; train.eval_every: 0 → 5; train.steps: 4 → 6"

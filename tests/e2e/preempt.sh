@@ -13,7 +13,7 @@ pkill -USR1 -P "$launcher" -x mpirun  # mpirun forwards SIGUSR1 to every rank
 wait "$launcher" || { cat "$WORK/cut.log"; echo "FAILED: preempted run exited non-zero"; exit 1; }
 stop=$(grep -o "stopped at step [0-9]*" "$WORK/cut.log") || { cat "$WORK/cut.log"; echo "FAILED: no stop"; exit 1; }
 [[ ! -e "$WORK/cut.safetensors" ]] || { echo "FAILED: a preempted run exported weights"; exit 1; }
-ls "$WORK/cut/checkpoints" | grep -q step_ || { echo "FAILED: no checkpoint"; exit 1; }
+compgen -G "$WORK/cut/checkpoints/step_*" > /dev/null || { echo "FAILED: no checkpoint"; exit 1; }
 
 # Finish 10 steps past the stop, and compare with the same number of steps in one go.
 steps=$((${stop##* } + 10))

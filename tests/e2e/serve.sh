@@ -40,10 +40,10 @@ submit "$config" --name b --set train.steps=30 --set optimizer.lr=0.02
   { cat "$WORK/queued.out"; echo "FAILED: status before the daemon"; exit 1; }
 
 start_daemon "$WORK/serve.log"
-wait_state mlp-1 done "$WORK/serve.log"
+wait_state mlp-1 "done" "$WORK/serve.log"
 wait_state three-stages failed "$WORK/serve.log"
 wait_state diverging failed "$WORK/serve.log"
-wait_state b done "$WORK/serve.log"
+wait_state b "done" "$WORK/serve.log"
 [[ $(field diverging error) =~ ^step\ [0-9]+:\ loss\ is\ (nan|infinite) ]] ||
   { field diverging error; echo "FAILED: non-finite loss not recorded"; exit 1; }
 error="$SPOOL/runs/three-stages/experiment.yaml: pipeline.data_parallel: auto needs the world size (2) to be divisible by pipeline.stages (3)"
@@ -68,7 +68,7 @@ cat "$WORK/second.out"
 
 # Still serving: a fourth experiment runs.
 submit "$config" --name d --set train.steps=5
-wait_state d done "$WORK/serve.log"
+wait_state d "done" "$WORK/serve.log"
 "$MPIPE" status "$SPOOL" > "$WORK/status.out"
 cat "$WORK/status.out"
 grep -E "^three-stages +failed +- +0/3 " "$WORK/status.out" | grep -qF -- "-  $error" || { echo "FAILED: status table"; exit 1; }

@@ -49,7 +49,7 @@ expect_refused "$SPOOL: 'endless' is neither queued nor running (it has ended)" 
 expect_refused "$WORK/none: not a spool (no queue/ folder)" "$WORK/none" endless
 
 submit "$config" --name after --set train.steps=5
-wait_state after done "$WORK/serve.log"
+wait_state after "done" "$WORK/serve.log"
 
 # An experiment interrupted by a signal and cancelled while no daemon runs is not resumed.
 submit "$config" --name later --set train.steps=100000000 --set log.every=1

@@ -63,7 +63,7 @@ wait_daemon "$WORK/third.log"
 grep -vE "^[A-Za-z0-9._-]+: step " "$WORK/third.log"
 grep -qF "[error] lost: failed: $line" "$WORK/third.log" || { echo "FAILED: third daemon's line"; exit 1; }
 ! grep -q "lost: starting" "$WORK/third.log" || { echo "FAILED: lost ran a third time"; exit 1; }
-[[ $(field lost state) == failed && $(field after state) == done ]] ||
+[[ $(field lost state) == failed && $(field after state) == "done" ]] ||
   { "$MPIPE" status "$SPOOL"; echo "FAILED: states at the end"; exit 1; }
 [[ -z $(ls "$SPOOL/active") && ! -e $SPOOL/runs/lost/failure.json ]] ||
   { echo "FAILED: active slot or note left"; exit 1; }

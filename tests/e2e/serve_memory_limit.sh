@@ -44,7 +44,7 @@ grep -qF "[error] big: failed: $message" "$WORK/second.log" ||
 ! grep -q "big: starting" "$WORK/second.log" || { echo "FAILED: big ran again"; exit 1; }
 [[ $(field big state) == failed && $(field big error) == "$message" ]] ||
   { "$MPIPE" status "$SPOOL"; echo "FAILED: big is not failed with the message"; exit 1; }
-[[ $(field after state) == done && $(field after step) == 5 ]] ||
+[[ $(field after state) == "done" && $(field after step) == 5 ]] ||
   { "$MPIPE" status "$SPOOL"; echo "FAILED: after did not run to done"; exit 1; }
 [[ -z $(ls "$SPOOL/active") && ! -e $SPOOL/runs/big/failure.json ]] ||
   { ls "$SPOOL/active" "$SPOOL/runs/big"; echo "FAILED: active slot or note left"; exit 1; }

@@ -62,7 +62,7 @@ resumed=$(sed -nE 's/.*resumed from step ([0-9]+).*/\1/p' "$WORK/third.log")
 ((resumed >= newest)) || { echo "FAILED: resumed from $resumed, not the newest checkpoint $newest"; exit 1; }
 [[ $(grep -n "long: starting" "$WORK/third.log" | cut -d: -f1) -lt $(grep -n "next: starting" "$WORK/third.log" | cut -d: -f1) ]] ||
   { echo "FAILED: the interrupted experiment did not come first"; exit 1; }
-[[ $(field long state) == done && $(field long step) == 1000 && $(field next state) == done ]] ||
+[[ $(field long state) == "done" && $(field long step) == 1000 && $(field next state) == "done" ]] ||
   { "$MPIPE" status "$SPOOL"; echo "FAILED: states after the restart"; exit 1; }
 grep -q "idle for 1 s (--idle-exit): stopping" "$WORK/third.log" || { echo "FAILED: idle exit line"; exit 1; }
 grep -q '"reason": "idle"' "$SPOOL/status.json" || { echo "FAILED: idle reason"; exit 1; }
