@@ -1,0 +1,207 @@
+// Multi-rank test of Executor::train_step (4 ranks): one training step of a chain of 8 layers under
+// every schedule (gpipe, 1f1b and zb_h1 on 4 stages; interleaved and zbv on 8, 2 chunks per rank)
+// and recompute mode leaves each rank's layers with gradients bit-identical to the same step run
+// by one rank alone, and the rank of the last stage with the same loss: the executor, the link
+// and the programs together, below the trainer.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/tag_space.h"
+#include "core/enum_names.h"
+#include "kernels/context.h"
+#include "kernels/eltwise.h"
+#include "nn/activation.h"
+#include "nn/linear.h"
+#include "nn/loss.h"
+#include "pipeline/executor.h"
+#include "pipeline/link.h"
+#include "pipeline/schedule.h"
+#include "pipeline/stage.h"
+
+namespace mpipe::pipeline {
+namespace {
+
+constexpr int kRanks = 4;
+constexpr int kLayers = 8;
+constexpr int kMicroBatches = 8;  // a multiple of K, as interleaved needs
+constexpr int64_t kRows = 2;      // per micro-batch
+constexpr uint64_t kSeed = 3;
+
+// Features into layer `layer` (and out of layer kLayers - 1: kFeatures[kLayers]).
+constexpr int64_t kFeatures[kLayers + 1] = {6, 8, 8, 5, 5, 8, 8, 7, 3};
+
+// Layers [begin, end) of the chain: linear layers, each followed by a tanh but the last.
+std::vector<std::unique_ptr<nn::Layer>> chain(int begin, int end) {
+  std::vector<std::unique_ptr<nn::Layer>> layers;
+  for (int layer = begin; layer < end; ++layer) {
+    const Shape input{kFeatures[layer]};
+    if (layer % 2 == 0 || layer == kLayers - 1) {
+      layers.push_back(std::make_unique<nn::Linear>(layer, input, kFeatures[layer + 1]));
+    } else {
+      layers.push_back(std::make_unique<nn::Activation>(layer, input, kernels::EltwiseKind::kTanh));
+    }
+  }
+  return layers;
+}
+
+// Micro-batch m's inputs and targets: fixed values that differ from one micro-batch to the next.
+MicroBatchData data() {
+  auto filled = [](Shape shape, int m, float scale) {
+    Tensor t(std::move(shape));
+    float* values = t.data();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      values[i] = scale * static_cast<float>((i * 7 + m * 3) % 11 - 5);
+    }
+    return t;
+  };
+  return {.inputs =
+              [filled](int m) {
+                return bundle_of(filled(Shape{kRows, kFeatures[0]}, m, 0.3f));
+              },
+          .targets =
+              [filled](int m) {
+                return filled(Shape{kRows, kFeatures[kLayers]}, m, 0.1f);
+              }};
+}
+
+// The round: kMicroBatches of kRows rows; each chunk's input and output-gradient shapes.
+RoundPlan round_plan(const std::vector<int>& first_layers, const std::vector<int>& end_layers) {
+  RoundPlan plan;
+  plan.seed = kSeed;
+  plan.grad_scale = 1.0f / (kRows * kMicroBatches);
+  for (int m = 0; m < kMicroBatches; ++m) {
+    plan.rows.push_back(kRows);
+    plan.first_example.push_back(m * kRows);
+  }
+  for (size_t chunk = 0; chunk < first_layers.size(); ++chunk) {
+    plan.stage_inputs.push_back({Shape{kFeatures[first_layers[chunk]]}});
+    plan.stage_output_grads.push_back({Shape{kFeatures[end_layers[chunk]]}});
+  }
+  return plan;
+}
+
+// What one step left on a rank: its layers' gradients by global layer, and its loss totals.
+struct StepResult {
+  std::vector<std::vector<float>> grads = std::vector<std::vector<float>>(kLayers);
+  LossTotals loss;
+};
+
+// One step of `kind` on the ranks of `pipeline` (v chunks each, the layers split evenly over
+// the K·v stages), from the same initial weights on any number of ranks.
+StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int virtual_stages,
+                    Recompute recompute) {
+  const int ranks = pipeline.size();
+  const Placement placement = placement_for(kind, ranks, virtual_stages);
+  const int layers_per_stage = kLayers / placement.num_stages();
+  std::vector<std::unique_ptr<Stage>> stages;
+  std::vector<Stage*> chunks;
+  std::vector<int> first_layers, end_layers;
+  for (int chunk = 0; chunk < virtual_stages; ++chunk) {
+    const int begin = placement.stage_of(pipeline.rank(), chunk) * layers_per_stage;
+    first_layers.push_back(begin);
+    end_layers.push_back(begin + layers_per_stage);
+    auto& stage = *stages.emplace_back(
+        std::make_unique<Stage>(chain(begin, begin + layers_per_stage), recompute, kMicroBatches));
+    stage.params().initialize(kSeed);
+    stage.zero_grads_for_step();
+    chunks.push_back(&stage);
+  }
+  Link link(pipeline, pipeline.rank(), placement,
+            comm::TagSpace(
+                {.kinds = kDirections, .micro_batches = kMicroBatches, .chunks = virtual_stages}));
+  kernels::KernelContext kernels;
+  const auto loss = nn::make_loss("mse");
+  Executor executor(chunks, link, pipeline.rank(), placement, *loss, kernels);
+  StepResult result;
+  result.loss =
+      executor.train_step(make_program(kind, ranks, kMicroBatches, pipeline.rank(), virtual_stages),
+                          round_plan(first_layers, end_layers), data());
+  // Each parameter's gradient, without the alignment padding after it (which depends on what
+  // follows in the stage's buffer).
+  for (const auto& stage : stages) {
+    const nn::ParamBuffer& params = stage->params();
+    for (const nn::ParamBuffer::Entry& entry : params.entries()) {
+      if (!entry.trainable) continue;
+      const auto grads = params.grads().subspan(static_cast<size_t>(entry.offset),
+                                                static_cast<size_t>(entry.shape.numel()));
+      auto& layer_grads = result.grads[static_cast<size_t>(entry.global_layer)];
+      layer_grads.insert(layer_grads.end(), grads.begin(), grads.end());
+    }
+  }
+  return result;
+}
+
+struct Case {
+  ScheduleKind kind;
+  int virtual_stages;
+  Recompute recompute;
+};
+
+class ExecutorSchedules : public testing::TestWithParam<Case> {};
+
+TEST_P(ExecutorSchedules, GiveEachRanksLayersTheGradientsOfOneRankBitForBit) {
+  const comm::Communicator world = comm::Communicator::world();
+  ASSERT_EQ(world.size(), kRanks);
+  const comm::Communicator alone = world.split(world.rank(), 0, "one rank alone");
+  const Case& c = GetParam();
+  const StepResult reference = run_step(alone, ScheduleKind::kGpipe, 1, Recompute::kNever);
+  const StepResult pipelined = run_step(world, c.kind, c.virtual_stages, c.recompute);
+
+  const Placement placement = placement_for(c.kind, kRanks, c.virtual_stages);
+  int layers_held = 0;
+  for (int layer = 0; layer < kLayers; ++layer) {
+    const auto& grads = pipelined.grads[static_cast<size_t>(layer)];
+    const auto& expected = reference.grads[static_cast<size_t>(layer)];
+    if (expected.empty()) continue;  // a tanh: no weights
+    const int stage = layer / (kLayers / placement.num_stages());
+    if (placement.rank_of(stage) != world.rank()) {
+      EXPECT_TRUE(grads.empty()) << "layer " << layer << " is another rank's";
+      continue;
+    }
+    ++layers_held;
+    ASSERT_EQ(grads.size(), expected.size()) << "layer " << layer;
+    EXPECT_EQ(std::memcmp(grads.data(), expected.data(), grads.size() * sizeof(float)), 0)
+        << "layer " << layer << "'s gradients differ from one rank's";
+  }
+  if (placement.rank_of(placement.num_stages() - 1) == world.rank()) {
+    EXPECT_EQ(pipelined.loss.rows, reference.loss.rows);
+    EXPECT_EQ(pipelined.loss.sum, reference.loss.sum);  // bit for bit
+  } else {
+    EXPECT_EQ(pipelined.loss.rows, 0);
+  }
+  std::vector<double> held{static_cast<double>(layers_held)};
+  world.allreduce_sum(held);
+  const auto with_weights =
+      std::ranges::count_if(reference.grads, [](const auto& grads) { return !grads.empty(); });
+  EXPECT_EQ(held[0], static_cast<double>(with_weights)) << "each layer with weights is held once";
+}
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  return std::string(name_of(kScheduleNames, info.param.kind)) + "_" +
+         std::string(name_of(kRecomputeNames, info.param.recompute));
+}
+
+std::vector<Case> every_case() {
+  std::vector<Case> cases;
+  for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB, ScheduleKind::kZbH1,
+                            ScheduleKind::kInterleaved, ScheduleKind::kZbv}) {
+    const int chunks = kind == ScheduleKind::kInterleaved || kind == ScheduleKind::kZbv ? 2 : 1;
+    for (Recompute recompute :
+         {Recompute::kAlways, Recompute::kExceptLast, Recompute::kNever, Recompute::kPerLayer}) {
+      cases.push_back({kind, chunks, recompute});
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(EverySchedule, ExecutorSchedules, testing::ValuesIn(every_case()),
+                         case_name);
+
+}  // namespace
+}  // namespace mpipe::pipeline
