@@ -505,7 +505,8 @@ void Commands::add_eval(CLI::App& app) {
   eval_ = app.add_subcommand(
       "eval",
       "Evaluate a checkpoint or weights file on a split of the data: loss, accuracy, perplexity "
-      "or bits (under mpirun, pipelined over the ranks as training is)");
+      "or bits, a translation model's BLEU and chrF (under mpirun, pipelined over the ranks as "
+      "training is)");
   eval_->add_option("config", config_path_, "The experiment YAML file it was trained with")
       ->required()
       ->check(kNotEmpty);
@@ -653,9 +654,14 @@ int Commands::train(const comm::Communicator& world) {
       const std::string trained = result.steps_done == 0
                                       ? "no steps (train.steps: 0)"
                                       : fmt::format("train loss {:.4f}", result.final_train_loss);
-      std::printf("final: %s | %s loss %.4f | %s accuracy %.2f%% | run dir %s\n", trained.c_str(),
+      const std::string scores =
+          result.final_bleu && result.final_chrf
+              ? fmt::format(" | {0} BLEU {1:.2f} | {0} chrF2 {2:.2f}", result.held_out_split,
+                            *result.final_bleu, *result.final_chrf)
+              : std::string();
+      std::printf("final: %s | %s loss %.4f | %s accuracy %.2f%%%s | run dir %s\n", trained.c_str(),
                   result.held_out_split.c_str(), result.final_eval_loss,
-                  result.held_out_split.c_str(), 100.0 * result.final_eval_accuracy,
+                  result.held_out_split.c_str(), 100.0 * result.final_eval_accuracy, scores.c_str(),
                   run_dir.c_str());
     }
   }
@@ -678,6 +684,10 @@ int Commands::evaluate(const comm::Communicator& world) {
   if (measures.perplexity) line += fmt::format(" | perplexity {:.4f}", *measures.perplexity);
   if (measures.bits_per_char) line += fmt::format(" | {:.4f} bits/char", *measures.bits_per_char);
   if (measures.bits_per_byte) line += fmt::format(" | {:.4f} bits/byte", *measures.bits_per_byte);
+  if (done.translation) {
+    line += fmt::format(" | BLEU {:.2f} | chrF2 {:.2f} ({} sentences)", done.translation->bleu,
+                        done.translation->chrf, done.translation->sentences);
+  }
   std::printf("%s | %lld examples\n", line.c_str(), static_cast<long long>(done.report.examples));
   return 0;
 }

@@ -11,7 +11,7 @@ namespace mpipe::checkpoint {
 namespace {
 
 // Keys (or, ending in '.', key prefixes) that do not change the trained weights' trajectory.
-constexpr std::array<std::string_view, 18> kMayChange = {
+constexpr std::array<std::string_view, 19> kMayChange = {
     "train.steps",
     "optimizer.schedule.total_steps",  // said explicitly: how the schedule goes on
     "train.on_nonfinite",
@@ -19,6 +19,7 @@ constexpr std::array<std::string_view, 18> kMayChange = {
     "train.eval_every",
     "train.eval_batches",
     "train.eval_batch_size",
+    "train.eval_bleu_sentences",
     "log.",
     "checkpoint.",
     "pipeline.stages",

@@ -22,8 +22,8 @@ struct SettingChanges {
 
 // Compares the settings a checkpoint was saved with to this run's. Allowed to change:
 // train.steps, optimizer.schedule.total_steps (the learning-rate schedule's length, which
-// train.steps does not move on a resume), train.eval_every/eval_batches/eval_batch_size,
-// train.on_nonfinite/max_skips_in_a_row, log.*, checkpoint.*, and the
+// train.steps does not move on a resume), train.eval_every/eval_batches/eval_batch_size/
+// eval_bleu_sentences, train.on_nonfinite/max_skips_in_a_row, log.*, checkpoint.*, and the
 // pipeline layout (stages, data_parallel, micro_batches, schedule, recompute, partition) as
 // long as kGlobalMicroBatchesKey is the same. Anything else the mathematics depends on (model,
 // data, optimizer, seed, batch size, ...) is refused. A key missing on one side counts as a

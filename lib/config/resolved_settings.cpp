@@ -108,6 +108,7 @@ void add_train(const train::TrainConfig& train, Settings& out) {
   out["train.eval_every"] = text(train.eval_every);
   out["train.eval_batches"] = text(train.eval_batches);
   out["train.eval_batch_size"] = text(train.eval_batch_size);
+  out["train.eval_bleu_sentences"] = text(train.eval_bleu_sentences);
   out["train.on_nonfinite"] = name_of(train::kOnNonFiniteNames, train.on_nonfinite);
   out["train.max_skips_in_a_row"] = text(train.max_skips_in_a_row);
   out["train.precision"] = kernels::to_string(train.precision);

@@ -24,6 +24,9 @@ struct TrainConfig {
   int64_t eval_every = 0;       // 0 = evaluate at the end only
   int64_t eval_batches = 0;     // 0 = the whole evaluation split
   int64_t eval_batch_size = 0;  // 0 = batch_size
+  // data.dataset: pairs: BLEU and chrF of greedy translations of the held-out split's first this
+  // many pairs at each evaluation; 0 = none.
+  int64_t eval_bleu_sentences = 200;
   OnNonFinite on_nonfinite = OnNonFinite::kStop;
   int64_t max_skips_in_a_row = 10;  // kSkip: this many non-finite steps in a row end the run
   // GEMMs and convolutions in f32 or bf16 (f32 accumulation, f32 weights and optimizer state).

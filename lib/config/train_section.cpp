@@ -8,7 +8,7 @@ namespace mpipe::config {
 train::TrainConfig parse_train(const Field& section) {
   const MapReader map(
       section, {"steps", "batch_size", "seed", "eval_every", "eval_batches", "eval_batch_size",
-                "on_nonfinite", "max_skips_in_a_row", "precision"});
+                "eval_bleu_sentences", "on_nonfinite", "max_skips_in_a_row", "precision"});
   train::TrainConfig config;
   if (auto f = map.get("steps")) config.steps = read_int(*f, at_least(0));
   if (auto f = map.get("batch_size")) config.batch_size = read_int(*f, at_least(1));
@@ -16,6 +16,9 @@ train::TrainConfig parse_train(const Field& section) {
   if (auto f = map.get("eval_every")) config.eval_every = read_int(*f, at_least(0));
   if (auto f = map.get("eval_batches")) config.eval_batches = read_int(*f, at_least(0));
   if (auto f = map.get("eval_batch_size")) config.eval_batch_size = read_int(*f, at_least(0));
+  if (auto f = map.get("eval_bleu_sentences")) {
+    config.eval_bleu_sentences = read_int(*f, at_least(0));
+  }
   if (auto f = map.get("on_nonfinite")) {
     config.on_nonfinite = f->as_choice(train::kOnNonFiniteNames);
   }

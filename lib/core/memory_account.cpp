@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "core/byte_format.h"
@@ -31,6 +32,10 @@ void MemoryAccount::allocate(size_t bytes) {
   int64_t peak = peak_.load(std::memory_order_relaxed);
   while (live > peak && !peak_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
+}
+
+void MemoryAccount::restore_peak(int64_t earlier) {
+  peak_.store(std::max(earlier, live_bytes()), std::memory_order_relaxed);
 }
 
 void MemoryAccount::release(size_t bytes) noexcept {

@@ -67,6 +67,9 @@ class MemoryAccount {
   // The most live bytes since construction or the last reset_peak().
   int64_t peak_bytes() const { return peak_.load(std::memory_order_relaxed); }
   void reset_peak() { peak_.store(live_bytes(), std::memory_order_relaxed); }
+  // Leaves out of the high-water mark what was allocated since it was `earlier` (a peak_bytes()
+  // read then) and is freed: the mark becomes `earlier` or the live bytes, whichever is more.
+  void restore_peak(int64_t earlier);
 
   // A limit of `bytes` (0: none) for allocations from now on. `who`: "rank 1 (stage 1)";
   // `setting`: "pipeline.memory_limit is 1.00 GiB (exp.yaml:12)". Set while nothing allocates on

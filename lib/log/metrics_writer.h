@@ -48,7 +48,9 @@ struct FlopUtilization {
 //           [,"compute_ms_per_stage":[..],"waiting_ms_per_stage":[..],"bubble_per_stage":[..],
 //           "bubble":0.21,"peak_tensor_bytes_per_stage":[..]][,"mfu":0.31,"hfu":0.42]}
 //   eval:  {"step":120,"split":"test","loss":0.45,"accuracy":0.87[,"bits_per_char":1.9]
-//           [,"bits_per_byte":1.7][,"perplexity":5.5]}   ("split": "val" or "test")
+//           [,"bits_per_byte":1.7][,"perplexity":5.5][,"bleu":31.2,"chrf":55.0]}
+//           ("split": "val" or "test"; bleu and chrf: corpus BLEU and chrF2, 0-100, of a
+//           translation model's greedy translations)
 // Non-finite numbers are written as null. The run directory is created on the first
 // write, so a run that fails before that leaves nothing behind. metrics.jsonl is the run's
 // record (a resume trims it, summary.json and `mpipe status` read it): a write that fails throws
@@ -70,7 +72,8 @@ class MetricsWriter {
              const StageTimes& stages = {}, const FlopUtilization& utilization = {});
   void eval(int64_t step, const std::string& split, double loss, double accuracy,
             std::optional<double> bits_per_char = {}, std::optional<double> bits_per_byte = {},
-            std::optional<double> perplexity = {});
+            std::optional<double> perplexity = {}, std::optional<double> bleu = {},
+            std::optional<double> chrf = {});
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).
   void write_summary(const nlohmann::json& summary);
   // Replaces <run_dir>/trace.json atomically: the timeline of log.trace_steps (chrome_trace.h).

@@ -55,6 +55,8 @@ std::string format_evaluation(const EvaluationRecord& record) {
   // Tokenized text: beside the perplexity per token, the bits per byte, which compare across
   // tokenizers.
   if (record.bits_per_byte) text += fmt::format(" | {:.3f} bits/byte", *record.bits_per_byte);
+  if (record.bleu) text += fmt::format(" | BLEU {:.2f}", *record.bleu);
+  if (record.chrf) text += fmt::format(" | chrF2 {:.2f}", *record.chrf);
   return text;
 }
 

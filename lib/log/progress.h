@@ -38,7 +38,8 @@ std::string format_progress(const ProgressRecord& record, int64_t total_steps,
                             std::optional<double> eta_s);
 
 // One evaluation during training: "step 200: test loss 0.4123 | test accuracy 85.31%", and for a
-// text model " | 2.716 bits/char (unigram entropy 4.962)", for tokenized text " | 1.914 bits/byte".
+// text model " | 2.716 bits/char (unigram entropy 4.962)", for tokenized text " | 1.914 bits/byte",
+// for a translation model " | BLEU 31.20 | chrF2 55.03".
 struct EvaluationRecord {
   int64_t step = 0;            // steps completed
   std::string split = "test";  // the split evaluated: "val" or "test"
@@ -48,6 +49,8 @@ struct EvaluationRecord {
   std::optional<double> unigram_entropy_bits;
   std::optional<double> bits_per_byte;
   std::optional<double> perplexity;  // per token, of data whose targets are tokens
+  std::optional<double> bleu;        // of greedy translations (train/translation_scores.h)
+  std::optional<double> chrf;
 };
 std::string format_evaluation(const EvaluationRecord& record);
 

@@ -40,6 +40,7 @@
 #include "train/run_trace.h"
 #include "train/stage_times.h"
 #include "train/trainer.h"
+#include "train/translation_scores.h"
 #include "train/weight_export.h"
 
 namespace mpipe::train {
@@ -55,6 +56,14 @@ constexpr MemoryActivity kExport = MemoryActivity::part("the weight export");
 EvalReport evaluate(Trainer& trainer, int64_t step) {
   const MemoryActivityScope label(kEvaluation);
   return trainer.evaluate(step);
+}
+
+// The BLEU and the chrF of translation scores, when there are some.
+std::optional<double> bleu_of(const std::optional<TranslationScores>& scores) {
+  return scores ? std::optional(scores->bleu) : std::nullopt;
+}
+std::optional<double> chrf_of(const std::optional<TranslationScores>& scores) {
+  return scores ? std::optional(scores->chrf) : std::nullopt;
 }
 
 double seconds_since(Clock::time_point start) {
@@ -157,6 +166,10 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
   if (result.final_bits_per_byte) {
     summary["final_eval_bits_per_byte"] = *result.final_bits_per_byte;
     summary["final_eval_perplexity"] = std::exp(result.final_eval_loss);
+  }
+  if (result.final_bleu && result.final_chrf) {
+    summary["final_eval_bleu"] = *result.final_bleu;
+    summary["final_eval_chrf"] = *result.final_chrf;
   }
   return summary;
 }
@@ -406,19 +419,26 @@ class TrainingRun {
   }
 
   // The evaluation phase: at every train.eval_every steps but the last (the end of the run
-  // evaluates that one).
+  // evaluates that one), with a translation model's BLEU and chrF.
   void evaluate_if_due(int64_t done) {
     const auto& train = experiment_.train;
     if (train.eval_every <= 0 || done % train.eval_every != 0 || done == train.steps) return;
+    std::optional<TranslationScores> scores;
     const EvalReport eval = [&] {
       const log::TraceScope traced(trainer_.trace(), log::TraceKind::kEvaluation);
-      return evaluate(trainer_, done - 1);
+      EvalReport report = evaluate(trainer_, done - 1);
+      // Rank 0's decoding is outside the planner's prediction, as the export is: the high-water
+      // mark that summary.json compares with it leaves the decoding's model out.
+      const int64_t peak = MemoryAccount::process().peak_bytes();
+      scores = score_translations(trainer_, experiment_, dataset_, data::Split::kTest);
+      MemoryAccount::process().restore_peak(peak);
+      return report;
     }();
     comm::agree(world_, [&] {
       if (!is_root_) return;
       const EvalMeasures measures = eval_measures(dataset_, data::Split::kTest, eval);
       metrics_->eval(done, split_name(), eval.loss, eval.accuracy, measures.bits_per_char,
-                     measures.bits_per_byte, measures.perplexity);
+                     measures.bits_per_byte, measures.perplexity, bleu_of(scores), chrf_of(scores));
       if (progress_) progress_->finish();  // an in-place progress line ends before this one
       spdlog::info("{}", log::format_evaluation({.step = done,
                                                  .split = split_name(),
@@ -427,7 +447,9 @@ class TrainingRun {
                                                  .bits_per_char = measures.bits_per_char,
                                                  .unigram_entropy_bits = text_baseline_,
                                                  .bits_per_byte = measures.bits_per_byte,
-                                                 .perplexity = measures.perplexity}));
+                                                 .perplexity = measures.perplexity,
+                                                 .bleu = bleu_of(scores),
+                                                 .chrf = chrf_of(scores)}));
     });
   }
 
@@ -454,8 +476,10 @@ class TrainingRun {
 
   // The end of a run after `step` steps: the trained state is committed first, so that an
   // evaluation or export that fails (over pipeline.memory_limit, a full disk) loses no step and a
-  // resume redoes only what follows; then the final evaluation, the export (and a text model's
-  // sample), and metrics.jsonl's last record with summary.json, written last.
+  // resume redoes only what follows; then the final evaluation, a translation model's scores (after
+  // the memory high-water mark is read: like the export, outside the planner's prediction), the
+  // export (and a text model's sample), and metrics.jsonl's last record with summary.json, written
+  // last.
   RunResult end_of_run(int64_t step) {
     const double wall_s = seconds_since(start_);
     save(step);
@@ -468,8 +492,13 @@ class TrainingRun {
     result.held_out_split = split_name();
     result.unigram_entropy_bits = text_baseline_;
     // The high-water mark of training, evaluation and checkpoints (what the model predicts); the
-    // export after it (streamed tensor by tensor to rank 0) is not part of the prediction.
+    // translation scores and the export after it (streamed tensor by tensor to rank 0) are not
+    // part of the prediction.
     const int64_t tensor_peak = MemoryAccount::process().peak_bytes();
+    const std::optional<TranslationScores> scores =
+        score_translations(trainer_, experiment_, dataset_, data::Split::kTest);
+    result.final_bleu = bleu_of(scores);
+    result.final_chrf = chrf_of(scores);
     if (!options_.export_weights.empty()) {
       const MemoryActivityScope label(kExport);
       export_weights(trainer_, experiment_, dataset_, options_.export_weights);
@@ -489,7 +518,8 @@ class TrainingRun {
       result.final_bits_per_char = measures.bits_per_char;
       result.final_bits_per_byte = measures.bits_per_byte;
       metrics_->eval(step, split_name(), eval.loss, eval.accuracy, measures.bits_per_char,
-                     measures.bits_per_byte, measures.perplexity);
+                     measures.bits_per_byte, measures.perplexity, result.final_bleu,
+                     result.final_chrf);
       nlohmann::json summary = make_summary(experiment_, trainer_, result, step - first_step_,
                                             wall_s, use, stage_times, step_flops_, peak_);
       summary["partition_history"] = balance_.history();

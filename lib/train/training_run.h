@@ -67,6 +67,10 @@ struct RunResult {
   std::optional<double> final_bits_per_char;   // text datasets (rank 0 only)
   std::optional<double> unigram_entropy_bits;  // text datasets: validation split
   std::optional<double> final_bits_per_byte;   // tokenized text with a tokenizer (rank 0 only)
+  // Translation pairs with train.eval_bleu_sentences > 0: BLEU and chrF2 of greedy translations
+  // of the held-out split's first pairs (train/translation_scores.h).
+  std::optional<double> final_bleu;
+  std::optional<double> final_chrf;
   std::string sample;  // text data: text generated from the final weights (rank 0 only)
 };
 

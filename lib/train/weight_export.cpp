@@ -1,4 +1,5 @@
-// Streaming the first replica's weights, tensor by tensor, into one safetensors file on rank 0.
+// Streaming the first replica's weights, tensor by tensor, to rank 0: into one safetensors file
+// (the export), or into memory (the translation scores' decoding).
 #include "train/weight_export.h"
 
 #include <fmt/format.h>
@@ -52,40 +53,19 @@ void send_weights(Trainer& trainer) {
   }
 }
 
-// Rank 0 of the first replica: writes the model's tensors in global layer order, its own from
-// memory and every other rank's as they arrive (`first_layer_of_stage`: per global stage). A
-// failure (a non-finite value, a full disk) stops the writing but not the receiving, so no sender
-// waits forever; it is returned.
-std::string write_weights(Trainer& trainer, const config::Experiment& experiment,
-                          const data::Dataset& dataset, const std::string& path,
-                          const std::vector<int>& first_layer_of_stage) {
+// Rank 0 of the first replica: every tensor of the model in global layer order to `sink`, its
+// own from memory and every other rank's as they arrive (`first_layer_of_stage`: per global
+// stage), after `begin` with their layout.
+void receive_weights(Trainer& trainer, const config::Experiment& experiment,
+                     const data::Dataset& dataset, const std::vector<int>& first_layer_of_stage,
+                     const WeightLayoutSink& begin, const WeightSink& sink) {
   const auto layers = model::build_layers(experiment.model, model_inputs(dataset), 0,
                                           static_cast<int>(experiment.model.layers.size()));
   const std::vector<WeightSlot> layout = weight_layout(layers, trainer.tied());
   const std::vector<std::span<const float>> own = rank_weight_values(trainer);
   std::vector<checkpoint::TensorInfo> tensors;
   for (const WeightSlot& slot : layout) tensors.push_back(slot.tensor);
-
-  std::string error;
-  std::optional<checkpoint::SafetensorsWriter> writer;
-  auto attempt = [&error](auto&& action) {
-    if (!error.empty()) return;
-    try {
-      action();
-    } catch (const Error& e) {
-      error = e.what();
-    }
-  };
-  std::optional<checkpoint::TiedNames> tied;
-  if (trainer.tied()) {  // the head's copy is left out: a loader points it at the embedding's
-    tied = checkpoint::TiedNames{
-        .copy = fmt::format("layers.{}.{}", trainer.tied()->head, model::TiedWeights::kHeadParam),
-        .stored = fmt::format("layers.{}.{}", trainer.tied()->embedding,
-                              model::TiedWeights::kEmbeddingParam)};
-  }
-  attempt([&] {
-    writer.emplace(path, tensors, checkpoint::weights_file_metadata(experiment.source, tied));
-  });
+  begin(tensors);
   std::vector<int> sent(static_cast<size_t>(trainer.placement().num_ranks), 0);  // per rank
   Tensor buffer;  // the tensor being received
   for (size_t t = 0; t < layout.size(); ++t) {
@@ -104,42 +84,91 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
       trainer.groups().pipeline.irecv(buffer.span(), rank, trainer.tags().tensor(index)).wait();
       values = buffer.span();
     }
-    attempt([&] {
-      check(all_finite(values), "{}: not exporting weights: {} holds a non-finite value", path,
-            layout[t].tensor.name);
-      writer->write(values);
-    });
+    sink(layout[t].tensor, values);
   }
-  attempt([&] { writer->commit(); });
-  return error;
+}
+
+// The tied matrix's names in a weights file, when the model ties one.
+std::optional<checkpoint::TiedNames> tied_names(const Trainer& trainer) {
+  if (!trainer.tied()) return std::nullopt;
+  // The head's copy is left out: a loader points it at the embedding's.
+  return checkpoint::TiedNames{
+      .copy = fmt::format("layers.{}.{}", trainer.tied()->head, model::TiedWeights::kHeadParam),
+      .stored = fmt::format("layers.{}.{}", trainer.tied()->embedding,
+                            model::TiedWeights::kEmbeddingParam)};
 }
 
 }  // namespace
 
+void stream_weights(Trainer& trainer, const config::Experiment& experiment,
+                    const data::Dataset& dataset, const WeightLayoutSink& begin,
+                    const WeightSink& sink) {
+  if (trainer.topology().replica != 0) return;
+  // Where each global stage's layers begin, so rank 0 knows who sends which tensor (gathered
+  // rank by rank, chunk by chunk: rank r's chunk c is stage placement().stage_of(r, c)).
+  std::vector<double> mine;
+  for (int chunk = 0; chunk < trainer.num_chunks(); ++chunk) {
+    mine.push_back(trainer.layer_range(chunk).begin);
+  }
+  const std::vector<double> all = trainer.groups().pipeline.allgatherv(mine);
+  std::vector<int> first_layer_of_stage(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto rank = static_cast<int>(i) / trainer.num_chunks();
+    const auto chunk = static_cast<int>(i) % trainer.num_chunks();
+    first_layer_of_stage[static_cast<size_t>(trainer.placement().stage_of(rank, chunk))] =
+        static_cast<int>(all[i]);
+  }
+  if (trainer.topology().stage == 0) {
+    receive_weights(trainer, experiment, dataset, first_layer_of_stage, begin, sink);
+  } else {
+    send_weights(trainer);
+  }
+}
+
+std::vector<checkpoint::NamedTensor> gather_weights(Trainer& trainer,
+                                                    const config::Experiment& experiment,
+                                                    const data::Dataset& dataset) {
+  std::vector<checkpoint::NamedTensor> weights;
+  stream_weights(
+      trainer, experiment, dataset, [&](const auto& layout) { weights.reserve(layout.size()); },
+      [&](const checkpoint::TensorInfo& tensor, std::span<const float> values) {
+        weights.push_back({.name = tensor.name,
+                           .shape = tensor.shape,
+                           .values = std::vector<float>(values.begin(), values.end())});
+      });
+  return weights;
+}
+
 void export_weights(Trainer& trainer, const config::Experiment& experiment,
                     const data::Dataset& dataset, const std::string& path) {
+  // A failure (a non-finite value, a full disk) stops the writing but not the receiving, so no
+  // sender waits forever.
   std::string error;
-  if (trainer.topology().replica == 0) {
-    // Where each global stage's layers begin, so rank 0 knows who sends which tensor (gathered
-    // rank by rank, chunk by chunk: rank r's chunk c is stage placement().stage_of(r, c)).
-    std::vector<double> mine;
-    for (int chunk = 0; chunk < trainer.num_chunks(); ++chunk) {
-      mine.push_back(trainer.layer_range(chunk).begin);
+  std::optional<checkpoint::SafetensorsWriter> writer;
+  auto attempt = [&error](auto&& action) {
+    if (!error.empty()) return;
+    try {
+      action();
+    } catch (const Error& e) {
+      error = e.what();
     }
-    const std::vector<double> all = trainer.groups().pipeline.allgatherv(mine);
-    std::vector<int> first_layer_of_stage(all.size());
-    for (size_t i = 0; i < all.size(); ++i) {
-      const auto rank = static_cast<int>(i) / trainer.num_chunks();
-      const auto chunk = static_cast<int>(i) % trainer.num_chunks();
-      first_layer_of_stage[static_cast<size_t>(trainer.placement().stage_of(rank, chunk))] =
-          static_cast<int>(all[i]);
-    }
-    if (trainer.topology().stage == 0) {
-      error = write_weights(trainer, experiment, dataset, path, first_layer_of_stage);
-    } else {
-      send_weights(trainer);
-    }
-  }
+  };
+  stream_weights(
+      trainer, experiment, dataset,
+      [&](const std::vector<checkpoint::TensorInfo>& layout) {
+        attempt([&] {
+          writer.emplace(path, layout,
+                         checkpoint::weights_file_metadata(experiment.source, tied_names(trainer)));
+        });
+      },
+      [&](const checkpoint::TensorInfo& tensor, std::span<const float> values) {
+        attempt([&] {
+          check(all_finite(values), "{}: not exporting weights: {} holds a non-finite value", path,
+                tensor.name);
+          writer->write(values);
+        });
+      });
+  if (writer) attempt([&] { writer->commit(); });  // the writing rank's
   // Every rank learns whether the file was written.
   comm::agree(trainer.world(), [&] {
     if (!error.empty()) throw Error(error);

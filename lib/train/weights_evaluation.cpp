@@ -104,7 +104,8 @@ WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
       .source = source.weights,
       .split = std::string(split.empty() ? data::held_out_split_name(experiment.data.kind) : split),
       .report = {},
-      .measures = {}};
+      .measures = {},
+      .translation = std::nullopt};
   data::Split which = data::Split::kTest;
   comm::agree(world, [&] {
     which = parse_split(result.split, experiment.data.kind);
@@ -134,6 +135,7 @@ WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
     });
   }
   result.report = trainer.evaluate(step, which, !losses_path.empty());
+  result.translation = score_translations(trainer, experiment, dataset, which);
   comm::agree(world, [&] {
     if (world.rank() != 0) return;
     result.measures = eval_measures(dataset, which, result.report);

@@ -12,6 +12,7 @@
 #include "train/eval_measures.h"
 #include "train/pipeline_plan.h"
 #include "train/trainer.h"
+#include "train/translation_scores.h"
 
 namespace mpipe::train {
 
@@ -26,6 +27,8 @@ struct WeightsEvaluation {
   std::string split;   // "train", "val" or "test"
   EvalReport report;
   EvalMeasures measures;  // rank 0's (bits per byte is read there)
+  // Translation pairs with train.eval_bleu_sentences > 0: the split's first pairs translated.
+  std::optional<TranslationScores> translation;
 };
 
 // The split called `name` of data `kind`: "train", or the held-out split by the name it goes by
@@ -37,7 +40,8 @@ data::Split parse_split(std::string_view name, data::DatasetKind kind);
 // checkpoint verified and checked against the model as a resume loads it; a weights file as
 // --init-weights loads it), and evaluates `split` (parse_split's; empty: the held-out one) as a
 // run's evaluations do (Trainer::evaluate: train.eval_batch_size, train.eval_batches), so a
-// checkpoint's numbers are those its run logged at that step. With `losses_path`, rank 0 writes
+// checkpoint's numbers are those its run logged at that step (a translation model's BLEU and chrF
+// too: score_translations). With `losses_path`, rank 0 writes
 // each example's own loss there atomically, one line per example in example order: its index in
 // the split, its loss (the mean over its tokens for sequences) and its tokens (1 for an example
 // with one target), tab-separated. Throws AgreedError on every rank:

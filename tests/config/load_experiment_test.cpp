@@ -43,6 +43,7 @@ TEST(LoadExperiment, FullFileParsesEveryKeyIntoTheModuleStructs) {
   EXPECT_EQ(e.train.eval_every, 50);
   EXPECT_EQ(e.train.eval_batches, 4);
   EXPECT_EQ(e.train.eval_batch_size, 32);
+  EXPECT_EQ(e.train.eval_bleu_sentences, 50);
 
   EXPECT_EQ(e.optimizer.kind, optim::OptimizerKind::kSgd);
   EXPECT_DOUBLE_EQ(e.optimizer.lr, 0.05);

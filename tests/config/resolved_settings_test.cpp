@@ -44,6 +44,7 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"train.eval_every", "50"},
                                             {"train.eval_batches", "4"},
                                             {"train.eval_batch_size", "32"},
+                                            {"train.eval_bleu_sentences", "50"},
                                             {"train.on_nonfinite", "stop"},
                                             {"train.max_skips_in_a_row", "10"},
                                             {"train.precision", "bf16"},

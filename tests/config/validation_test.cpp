@@ -64,12 +64,17 @@ TEST(TrainSection, EvalCountsMustBeNonNegative) {
             "exp.yaml:2: train.eval_batches: must be >= 0, got -1");
   EXPECT_EQ(error_of("train:\n  eval_batch_size: -1\n"),
             "exp.yaml:2: train.eval_batch_size: must be >= 0, got -1");
+  EXPECT_EQ(error_of("train:\n  eval_bleu_sentences: -1\n"),
+            "exp.yaml:2: train.eval_bleu_sentences: must be >= 0, got -1");
+  EXPECT_EQ(error_of("train:\n  eval_bleu_sentences: some\n"),
+            "exp.yaml:2: train.eval_bleu_sentences: expected an integer, got 'some'");
 }
 
 TEST(TrainSection, UnknownKeyListsTheKnownKeys) {
   EXPECT_EQ(error_of("train:\n  steps: 3\n  stepz: 4\n"),
             "exp.yaml:3: train.stepz: unknown key (known: steps, batch_size, seed, eval_every, "
-            "eval_batches, eval_batch_size, on_nonfinite, max_skips_in_a_row, precision)");
+            "eval_batches, eval_batch_size, eval_bleu_sentences, on_nonfinite, max_skips_in_a_row, "
+            "precision)");
 }
 
 TEST(TrainSection, MustBeAMap) {

@@ -25,6 +25,20 @@ TEST(MemoryAccount, CountsLiveBytesAndTheirHighWaterMarkUntilReset) {
   EXPECT_EQ(account.peak_bytes(), 60);
 }
 
+TEST(MemoryAccount, RestoringThePeakForgetsWhatWasAllocatedAndFreedSince) {
+  MemoryAccount account;
+  account.allocate(100);
+  account.release(60);
+  const int64_t earlier = account.peak_bytes();
+  account.allocate(500);
+  account.release(500);
+  account.restore_peak(earlier);
+  EXPECT_EQ(account.peak_bytes(), 100);
+  account.allocate(200);  // still held: above the earlier mark, so the mark is the live bytes
+  account.restore_peak(earlier);
+  EXPECT_EQ(account.peak_bytes(), 240);
+}
+
 TEST(MemoryAccount, AllocationOverTheLimitThrowsTheOneLineMessageAndCountsNothing) {
   MemoryAccount account;
   account.set_limit(int64_t{1} << 30, "rank 1 (stage 1)",

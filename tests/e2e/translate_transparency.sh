@@ -3,8 +3,8 @@
 # encoder output and source ids relayed across the cuts, its targets padded): transparency.sh on
 # pair shards of a made-up corpus (each target is its source's words reversed), which
 # `mpipe tokenize-pairs` writes with a tokenizer of its own first.
-# Usage: translate_transparency.sh [SCRIPT [ARG...]] (transparency.sh, the default, replica_tree.sh
-# or memory_stage_bound.sh: a script that takes a config, then the ARGs)
+# Usage: translate_transparency.sh [SCRIPT [ARG...]] (transparency.sh, the default, replica_tree.sh,
+# memory_stage_bound.sh or translate_scores.sh: a script that takes a config, then the ARGs)
 set -euo pipefail
 MPIPE=${MPIPE:?path of the mpipe binary}
 script=${1:-$(dirname "$0")/transparency.sh}

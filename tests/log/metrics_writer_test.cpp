@@ -115,6 +115,17 @@ TEST(MetricsWriter, TokenizedTextEvaluationsCarryBitsPerByteAndPerplexity) {
       R"({"step":5,"split":"val","loss":3.5,"accuracy":0.25,"bits_per_byte":1.5,"perplexity":33.25})");
 }
 
+TEST(MetricsWriter, TranslationEvaluationsCarryBleuAndChrf) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.file("run"));
+  writer.eval(5, "val", 3.5, 0.25, std::nullopt, std::nullopt, 33.25, 12.5, 40.25);
+  const std::vector<std::string> lines = read_lines(writer.metrics_path());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(
+      lines[0],
+      R"({"step":5,"split":"val","loss":3.5,"accuracy":0.25,"perplexity":33.25,"bleu":12.5,"chrf":40.25})");
+}
+
 TEST(MetricsWriter, NonFiniteLossIsWrittenAsNull) {
   testing::TempDir dir;
   MetricsWriter writer(dir.path().string());

@@ -102,7 +102,9 @@ TEST(Progress, EvaluationShowsLossAndAccuracyAndBitsPerCharForText) {
                                .bits_per_char = std::nullopt,
                                .unigram_entropy_bits = std::nullopt,
                                .bits_per_byte = std::nullopt,
-                               .perplexity = std::nullopt}),
+                               .perplexity = std::nullopt,
+                               .bleu = std::nullopt,
+                               .chrf = std::nullopt}),
             "step 200: test loss 0.4123 | test accuracy 85.31%");
   EXPECT_EQ(format_evaluation({.step = 50,
                                .loss = 1.9,
@@ -110,7 +112,9 @@ TEST(Progress, EvaluationShowsLossAndAccuracyAndBitsPerCharForText) {
                                .bits_per_char = 2.7412,
                                .unigram_entropy_bits = 4.9623,
                                .bits_per_byte = std::nullopt,
-                               .perplexity = std::nullopt}),
+                               .perplexity = std::nullopt,
+                               .bleu = std::nullopt,
+                               .chrf = std::nullopt}),
             "step 50: test loss 1.9000 | test accuracy 40.00% | 2.741 bits/char (unigram entropy "
             "4.962)");
 }
@@ -123,8 +127,25 @@ TEST(Progress, EvaluationNamesItsSplitAndShowsPerplexityAndBitsPerByteForTokeniz
                                .bits_per_char = std::nullopt,
                                .unigram_entropy_bits = std::nullopt,
                                .bits_per_byte = 1.91449,
-                               .perplexity = 24.5325}),
+                               .perplexity = 24.5325,
+                               .bleu = std::nullopt,
+                               .chrf = std::nullopt}),
             "step 30: val loss 3.2000 | val accuracy 25.00% | perplexity 24.53 | 1.914 bits/byte");
+}
+
+TEST(Progress, EvaluationOfATranslationModelShowsItsBleuAndChrf) {
+  EXPECT_EQ(format_evaluation({.step = 40,
+                               .split = "val",
+                               .loss = 2.5,
+                               .accuracy = 0.5,
+                               .bits_per_char = std::nullopt,
+                               .unigram_entropy_bits = std::nullopt,
+                               .bits_per_byte = std::nullopt,
+                               .perplexity = 12.1825,
+                               .bleu = 31.2049,
+                               .chrf = 55.0312}),
+            "step 40: val loss 2.5000 | val accuracy 50.00% | perplexity 12.18 | BLEU 31.20 | "
+            "chrF2 55.03");
 }
 
 TEST(Progress, PlainStreamGetsOneLinePerUpdate) {
