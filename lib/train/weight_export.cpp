@@ -77,11 +77,13 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
     }
   };
   std::optional<checkpoint::TiedNames> tied;
-  if (trainer.tied()) {  // the head's copy is left out: a loader points it at the embedding's
-    tied = checkpoint::TiedNames{
-        .copy = fmt::format("layers.{}.{}", trainer.tied()->head, model::TiedWeights::kHeadParam),
-        .stored = fmt::format("layers.{}.{}", trainer.tied()->embedding,
-                              model::TiedWeights::kEmbeddingParam)};
+  if (trainer.tied()) {  // the copies are left out: a loader points them at the embedding's
+    tied = checkpoint::TiedNames{.copies = {},
+                                 .stored = fmt::format("layers.{}.{}", trainer.tied()->embedding,
+                                                       model::TiedWeights::kEmbeddingParam)};
+    for (const model::TiedUse& copy : trainer.tied()->copies) {
+      tied->copies.push_back(fmt::format("layers.{}.{}", copy.layer, copy.param));
+    }
   }
   attempt([&] {
     writer.emplace(path, tensors, checkpoint::weights_file_metadata(experiment.source, tied));
