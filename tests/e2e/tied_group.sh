@@ -2,11 +2,11 @@
 # A tie group of three uses: the encoder-decoder of files/translate_tied.yaml, whose source
 # embedding (layer 0), target embedding (layer 18) and output head (layer 42) share one matrix,
 # their gradients summed in use order. Its weights after 3 steps are bit-identical at K = 1, 2, 4
-# (the uses on one rank, on two or on three) under gpipe, 1f1b, zb_h1, interleaved (2 chunks per
-# rank) and zbv (rank 0 holding the source embedding and the head); at D = 2 under
-# weight_grads: tree; and after a resume at K = 2 to K = 4. The export and the checkpoint hold the
-# matrix once, the export's metadata naming both copies; mpipe translate loads either. A run
-# through translate_transparency.sh.
+# (the uses on one rank, on two, or at K = 4 on ranks 0, 1 and 3) under gpipe, 1f1b, zb_h1,
+# interleaved (2 chunks per rank) and zbv (rank 0 holding the first and the third use, rank 1 the
+# second); at D = 2 under weight_grads: tree; after a resume at K = 2 to K = 4; and after a
+# measured re-partition moved layers. The export and the checkpoint hold the matrix once, the
+# export's metadata naming both copies; mpipe translate loads either. A run through translate_transparency.sh.
 # Usage: tied_group.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -32,6 +32,13 @@ train 2 straight "$config" --set train.steps=6
 train 2 resumed "$config" --set train.steps=3
 train 4 resumed "$config" --set train.steps=6 --set pipeline.schedule=1f1b --resume
 same straight resumed
+# A measured re-partition (rank 1 slowed by the test hook, as in measured_balance.sh) moves decoder
+# layers, their relayed values and optimizer state, between the ranks: the same weights.
+MPIPE_TEST_SLOW_RANK=1:100 train 2 balanced "$config" --set train.steps=6 \
+  --set pipeline.balance=measured --set pipeline.balance_after=3
+grep "step 3: re-partitioned" "$WORK/balanced.log" ||
+  { cat "$WORK/balanced.log"; echo "FAILED: balanced: no re-partition"; exit 1; }
+same straight balanced
 
 # The matrix once: the export has layers.0.token and neither copy, and names both; so do the
 # checkpoint's shards (weights and Adam's state).
@@ -66,4 +73,4 @@ for from in weights checkpoint; do
 done
 cmp "$WORK/weights.out" "$WORK/checkpoint.out" ||
   { echo "FAILED: --checkpoint and --weights translate differently"; exit 1; }
-echo "tied group: 3 uses, K=1,2,4 (gpipe, 1f1b, zb_h1, interleaved, zbv) bit-identical, D=2 == D=1 under tree, resume K=2 to K=4, the matrix stored once, translate"
+echo "tied group: 3 uses, K=1,2,4 (gpipe, 1f1b, zb_h1, interleaved, zbv) bit-identical, D=2 == D=1 under tree, resume K=2 to K=4, a layer move, the matrix stored once, translate"
