@@ -6,7 +6,8 @@
 # interleaved (2 chunks per rank) and zbv (rank 0 holding the first and the third use, rank 1 the
 # second); at D = 2 under weight_grads: tree; after a resume at K = 2 to K = 4; and after a
 # measured re-partition moved layers. The export and the checkpoint hold the matrix once, the
-# export's metadata naming both copies; mpipe translate loads either. A run through translate_transparency.sh.
+# export's metadata naming both copies; mpipe translate loads either. A run through
+# translate_transparency.sh.
 # Usage: tied_group.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
