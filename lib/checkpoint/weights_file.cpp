@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace mpipe::checkpoint {
 namespace {
@@ -26,23 +27,33 @@ std::map<std::string, std::string> weights_file_metadata(const std::string& conf
                                                          const std::optional<TiedNames>& tied) {
   std::map<std::string, std::string> metadata = {
       {"format", "pt"}, {"producer", "mpipe"}, {"config", config_source}};
-  if (tied) metadata["tied_weights"] = nlohmann::json{{tied->copy, tied->stored}}.dump();
+  if (tied) {
+    nlohmann::json names = nlohmann::json::object();
+    for (const std::string& copy : tied->copies) names[copy] = tied->stored;
+    metadata["tied_weights"] = names.dump();
+  }
   return metadata;
 }
 
 std::optional<TiedNames> tied_names_in_settings(
     const std::map<std::string, std::string>& settings) {
-  std::optional<int64_t> head, embedding;
+  std::set<int64_t> ties;  // in layer order
+  std::map<int64_t, std::string> type;
+  std::optional<int64_t> embedding;
   for (const auto& [key, value] : settings) {
-    if (auto i = layer_of(key, "tie"); i && value == "embedding") head = *i;
-    if (auto i = layer_of(key, "type");
-        i && value == "embedding" && (!embedding || *i < *embedding)) {
-      embedding = *i;
+    if (auto i = layer_of(key, "tie"); i && value == "embedding") ties.insert(*i);
+    if (auto i = layer_of(key, "type")) {
+      type[*i] = value;
+      if (value == "embedding" && (!embedding || *i < *embedding)) embedding = *i;
     }
   }
-  if (!head || !embedding) return std::nullopt;
-  return TiedNames{.copy = fmt::format("layers.{}.weight", *head),
-                   .stored = fmt::format("layers.{}.token", *embedding)};
+  if (ties.empty() || !embedding) return std::nullopt;
+  TiedNames names{.copies = {}, .stored = fmt::format("layers.{}.token", *embedding)};
+  for (int64_t i : ties) {
+    names.copies.push_back(
+        fmt::format("layers.{}.{}", i, type[i] == "embedding" ? "token" : "weight"));
+  }
+  return names;
 }
 
 }  // namespace mpipe::checkpoint

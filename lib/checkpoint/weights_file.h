@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mpipe::checkpoint {
 
@@ -15,21 +16,23 @@ inline constexpr std::string_view kWeightPrefix = "layers.";
 
 inline bool is_weight_name(std::string_view name) { return name.starts_with(kWeightPrefix); }
 
-// A tied matrix as a weights file names it: the tensor left out (the output layer's copy,
-// "layers.5.weight") and the one that holds it ("layers.0.token"); docs/config.md, tied embeddings.
+// A tied matrix as a weights file names it: the tensors left out (the copies: a later
+// embedding's "layers.3.token", the output layer's "layers.5.weight") and the one that holds it
+// ("layers.0.token"); docs/config.md, tied embeddings.
 struct TiedNames {
-  std::string copy;
+  std::vector<std::string> copies;
   std::string stored;
 };
 
 // The metadata of a weights file of the run configured by `config_source` (the experiment file);
-// with a tie, "tied_weights" says which tensor to load from which: {"layers.5.weight":
-// "layers.0.token"}.
+// with a tie, "tied_weights" says which tensor to load from which: {"layers.3.token":
+// "layers.0.token","layers.5.weight":"layers.0.token"}.
 std::map<std::string, std::string> weights_file_metadata(const std::string& config_source,
                                                          const std::optional<TiedNames>& tied);
 
-// The tie of a run from its resolved settings (a checkpoint's meta.json `settings`): the linear
-// with `model.layers[h].tie: embedding` and the first `model.layers[e].type: embedding`.
+// The tie of a run from its resolved settings (a checkpoint's meta.json `settings`): the layers
+// with `model.layers[i].tie: embedding` (an embedding's "token", a linear's "weight") and the
+// first `model.layers[e].type: embedding`.
 std::optional<TiedNames> tied_names_in_settings(const std::map<std::string, std::string>& settings);
 
 }  // namespace mpipe::checkpoint

@@ -95,7 +95,8 @@ SeparableCellOptions read_separable_cell(LayerAttrs& a, const Shape& input) {
 EmbeddingOptions read_embedding(LayerAttrs& a, const Shape& input) {
   return {.vocab = a.integer("vocab", 2),
           .dim = a.integer("dim", 1),
-          .max_len = a.integer("max_len", input.rank() == 1 ? input[0] : 1, 1)};
+          .max_len = a.integer("max_len", input.rank() == 1 ? input[0] : 1, 1),
+          .tie = a.text("tie", "", {"embedding"}) == "embedding"};
 }
 
 LayerNormOptions read_layer_norm(LayerAttrs& a) {

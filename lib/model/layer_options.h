@@ -21,7 +21,7 @@ struct LinearOptions {
   bool bias = true;
   nn::Init init = nn::Init::kKaimingUniform;
   bool tie =
-      false;  // `tie: embedding`: the weight is the embedding's token matrix (tied_weights.h)
+      false;  // `tie: embedding`: the weight is the first embedding's token matrix (tied_weights.h)
 };
 
 struct DropoutOptions {
@@ -70,6 +70,7 @@ struct EmbeddingOptions {
   int64_t vocab = 2;
   int64_t dim = 1;
   int64_t max_len = 1;
+  bool tie = false;  // `tie: embedding`: the token matrix is the first embedding's (tied_weights.h)
 };
 
 struct LayerNormOptions {  // layer_norm and rms_norm

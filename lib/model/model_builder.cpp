@@ -62,9 +62,8 @@ ModelContext model_context(const ModelSpec& spec) {
 int64_t ModelPlan::num_params() const {
   int64_t n = 0;
   for (const LayerPlan& layer : layers) n = checked_add(n, layer.num_params, "parameter count");
-  if (tied) {  // the head's copy of the tied matrix [vocab, dim] is the embedding's
-    const LayerPlan& head = layers[static_cast<size_t>(tied->head)];
-    n -= head.input[head.input.rank() - 1] * head.output[head.output.rank() - 1];
+  if (tied) {  // each copy of the tied matrix [vocab, dim] is the first embedding's
+    n -= static_cast<int64_t>(tied->copies.size()) * tied->matrix.numel();
   }
   return n;
 }

@@ -43,7 +43,7 @@ ModelInputs one_input(const Shape& shape);
 struct ModelPlan {
   ModelInputs inputs;
   std::vector<LayerPlan> layers;
-  std::optional<TiedWeights> tied;  // the output linear that shares the embedding's matrix
+  std::optional<TiedWeights> tied;  // the layers that share the first embedding's matrix
   ModelGraph graph;                 // the values layers save and read; each cut's live set
   // What the loss holds beside the model's output while it computes its gradient, tensor by
   // tensor in bytes per example (nn::Loss::training_tensor_bytes).

@@ -13,10 +13,9 @@ std::vector<optim::ParamRange> decay_exempt_ranges(const pipeline::Stage& stage,
   std::vector<optim::ParamRange> exempt;
   for (const auto& entry : stage.params().entries()) {
     if (!entry.trainable) continue;
-    // A tied head's weight is the embedding's matrix, so it is exempt with it: the two copies
-    // must take the same steps.
-    const bool tied_copy =
-        tied && entry.global_layer == tied->head && entry.name == model::TiedWeights::kHeadParam;
+    // A tied head's weight is the embedding's matrix, so it is exempt with it: the copies must
+    // take the same steps.
+    const bool tied_copy = tied && tied->is_copy(entry.global_layer, entry.name);
     if (entry.shape.rank() < 2 || kind_of.at(entry.global_layer) == "embedding" || tied_copy) {
       exempt.push_back({entry.offset, entry.offset + entry.shape.numel()});
     }

@@ -19,10 +19,11 @@ std::string weight_name(int layer, const std::string& name) {
   return fmt::format("{}{}.{}", checkpoint::kWeightPrefix, layer, name);
 }
 
-// Under `tied`, the head's copy of the tied matrix: files hold it once, under the embedding's
-// name (stored_name), and a stage that holds the copy restores it from there.
+// Under `tied`, a copy of the tied matrix (a later embedding's, a head's): files hold it once,
+// under the first embedding's name (stored_name), and a stage that holds the copy restores it
+// from there.
 bool is_tied_copy(const Tied& tied, int layer, const std::string& name) {
-  return tied && layer == tied->head && name == model::TiedWeights::kHeadParam;
+  return tied && tied->is_copy(layer, name);
 }
 
 std::string stored_name(const Tied& tied, int layer, const std::string& name) {
@@ -31,8 +32,9 @@ std::string stored_name(const Tied& tied, int layer, const std::string& name) {
              : weight_name(layer, name);
 }
 
-// Calls visit(name, shape, values, tied_copy) for every weight of the stage in weight_layout
-// order; `name` is the one files store it under (the embedding's for the head's tied copy).
+// Calls visit(name, shape, values, copy) for every weight of the stage in weight_layout order;
+// `name` is the one files store it under (the embedding's for a tied copy), `copy` a tied copy's
+// own name ("" for every other weight).
 template <typename Stage, typename Visit>
 void for_each_weight(Stage& stage, const Tied& tied, Visit visit) {
   auto& params = stage.params();
@@ -44,7 +46,9 @@ void for_each_weight(Stage& stage, const Tied& tied, Visit visit) {
         visit(stored_name(tied, entry.global_layer, entry.name), entry.shape,
               storage.subspan(static_cast<size_t>(entry.offset),
                               static_cast<size_t>(entry.shape.numel())),
-              is_tied_copy(tied, entry.global_layer, entry.name));
+              is_tied_copy(tied, entry.global_layer, entry.name)
+                  ? weight_name(entry.global_layer, entry.name)
+                  : std::string());
       }
     }
   }
@@ -122,9 +126,10 @@ int layer_of_state_tensor(const std::string& name) {
 
 std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage, const Tied& tied) {
   std::vector<std::span<const float>> values;
-  for_each_weight(stage, tied, [&values](const std::string&, const Shape&, auto view, bool copy) {
-    if (!copy) values.emplace_back(view.data(), view.size());
-  });
+  for_each_weight(stage, tied,
+                  [&values](const std::string&, const Shape&, auto view, const std::string& copy) {
+                    if (copy.empty()) values.emplace_back(view.data(), view.size());
+                  });
   return values;
 }
 
@@ -132,8 +137,11 @@ std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
                                                 optim::Optimizer& optimizer, const Tied& tied) {
   std::vector<checkpoint::TensorView> tensors;
   for_each_weight(stage, tied,
-                  [&tensors](const std::string& name, const Shape& shape, auto values, bool copy) {
-                    if (!copy) tensors.push_back({name, shape, {values.data(), values.size()}});
+                  [&tensors](const std::string& name, const Shape& shape, auto values,
+                             const std::string& copy) {
+                    if (copy.empty()) {
+                      tensors.push_back({name, shape, {values.data(), values.size()}});
+                    }
                   });
   for_each_optimizer_tensor(
       stage, optimizer, tied,
@@ -171,7 +179,7 @@ namespace {
 
 // The tensors of a stage (or of a rank's stages) by name, writable: where a restore puts each,
 // checking that every one is found once with the model's shape. A name may have several
-// destinations (the two copies of a tied matrix on one rank): the first is read into, the others
+// destinations (the copies of a tied matrix on one rank): the first is read into, the others
 // get copies (finish). A tied copy's own name, should a file hold it, is read aside and must equal
 // what the stage restored.
 class Destinations {
@@ -182,7 +190,7 @@ class Destinations {
     needed_.need(name, shape);
     slots_[name].push_back(values);
   }
-  // `name` (the head's tied copy) is checked against `stored`, when a file holds it.
+  // `name` (a tied copy's own) is checked against `stored`, when a file holds it.
   void add_check(const std::string& name, const Shape& shape, const std::string& stored) {
     checks_[name] = {shape, stored, {}};
   }
@@ -228,16 +236,13 @@ class Destinations {
 // Every weight of the stage as a destination, except those `keep` names (by their names in files).
 void add_weights(pipeline::Stage& stage, const Tied& tied, Destinations& destinations,
                  const std::function<bool(const std::string&)>& keep = nullptr) {
-  for_each_weight(
-      stage, tied,
-      [&](const std::string& name, const Shape& shape, std::span<float> values, bool copy) {
-        if (keep && keep(name)) return;
-        destinations.add(name, shape, values);
-        if (copy) {
-          destinations.add_check(weight_name(tied->head, model::TiedWeights::kHeadParam), shape,
-                                 name);
-        }
-      });
+  for_each_weight(stage, tied,
+                  [&](const std::string& name, const Shape& shape, std::span<float> values,
+                      const std::string& copy) {
+                    if (keep && keep(name)) return;
+                    destinations.add(name, shape, values);
+                    if (!copy.empty()) destinations.add_check(copy, shape, name);
+                  });
 }
 
 }  // namespace

@@ -26,8 +26,9 @@ struct WeightSlot {
 };
 
 // Every function below takes the model's tie (model/tied_weights.h): files hold a tied matrix
-// once, under the embedding's name ("layers.0.token"); the head's copy ("layers.5.weight", and its
-// optimizer state) is left out when writing and restored from the embedding's tensors.
+// once, under the first embedding's name ("layers.0.token"); each copy (a head's
+// "layers.5.weight", a later embedding's "layers.3.token", and their optimizer state) is left out
+// when writing and restored from the embedding's tensors.
 
 // The weight tensors of `layers` in a fixed order: per layer, its parameters then its buffers.
 std::vector<WeightSlot> weight_layout(const std::vector<std::unique_ptr<nn::Layer>>& layers,
@@ -102,7 +103,7 @@ struct ChunkState {
 // read: `read` offers every tensor of the checkpoint to the destination it is given
 // (CheckpointStore::read_into), which takes the chunks' own straight into their parameters,
 // buffers and optimizer state, so no copy of the state is held. A tensor two chunks hold (the
-// embedding and the head's tied copy on one rank) is read once and copied. Throws InputError
+// embedding and a tied copy on one rank) is read once and copied. Throws InputError
 // naming `source` when a tensor is missing or has another shape.
 void load_rank_state(const std::vector<ChunkState>& chunks,
                      const std::function<void(const checkpoint::TensorDestination&)>& read,

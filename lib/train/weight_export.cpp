@@ -65,7 +65,33 @@ void receive_weights(Trainer& trainer, const config::Experiment& experiment,
   const std::vector<std::span<const float>> own = rank_weight_values(trainer);
   std::vector<checkpoint::TensorInfo> tensors;
   for (const WeightSlot& slot : layout) tensors.push_back(slot.tensor);
+<<<<<<< HEAD
   begin(tensors);
+=======
+
+  std::string error;
+  std::optional<checkpoint::SafetensorsWriter> writer;
+  auto attempt = [&error](auto&& action) {
+    if (!error.empty()) return;
+    try {
+      action();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  };
+  std::optional<checkpoint::TiedNames> tied;
+  if (trainer.tied()) {  // the copies are left out: a loader points them at the embedding's
+    tied = checkpoint::TiedNames{.copies = {},
+                                 .stored = fmt::format("layers.{}.{}", trainer.tied()->embedding,
+                                                       model::TiedWeights::kEmbeddingParam)};
+    for (const model::TiedUse& copy : trainer.tied()->copies) {
+      tied->copies.push_back(fmt::format("layers.{}.{}", copy.layer, copy.param));
+    }
+  }
+  attempt([&] {
+    writer.emplace(path, tensors, checkpoint::weights_file_metadata(experiment.source, tied));
+  });
+>>>>>>> graph-resume
   std::vector<int> sent(static_cast<size_t>(trainer.placement().num_ranks), 0);  // per rank
   Tensor buffer;  // the tensor being received
   for (size_t t = 0; t < layout.size(); ++t) {

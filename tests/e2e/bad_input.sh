@@ -44,6 +44,11 @@ printf 'model:\n  layers:\n    - {type: linear, units: 8, save: skip}\n    - {ty
   "$graph_data" > "$WORK/add_shape.yaml"
 rejected graph_add_shape "add_shape.yaml:5: model.layers[2].read[0]: 'skip' has shape [8], but the main input has [4]" \
   "$WORK/add_shape.yaml"
+# A tie group whose second embedding's matrix is not the first's [vocab, dim].
+printf 'model:\n  layers:\n    - {type: embedding, vocab: 16, dim: 8, save: x}\n    - {type: embedding, input: input, vocab: 17, dim: 8, tie: embedding}\n    - {type: add, read: [x]}\n    - {type: linear, units: 16, tie: embedding}\ndata: {dataset: synthetic, tokens: true, vocab: 16, seq_len: 8, num_examples: 64}\npipeline: {stages: 2}\n' \
+  > "$WORK/tie_vocab.yaml"
+rejected tie_group_vocab "tie_vocab.yaml:4: model.layers[1].tie: a tied embedding needs the first embedding's vocab (16, model.layers[0]), got 17" \
+  "$WORK/tie_vocab.yaml"
 # A U-Net's layers: a concat whose skip has another resolution, an upsample of a flat input.
 image_data='data: {dataset: fashion_mnist, flatten: false, task: denoise}
 pipeline: {stages: 2}'

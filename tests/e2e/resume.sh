@@ -3,10 +3,12 @@
 # 6 steps straight. Checkpoints hold a shard per global stage, so a run of K = 2 ranks with v = 2
 # chunks each (interleaved) resumes at K = 2 with one chunk (1f1b) and at K = 1, and K = 1
 # resumes at K = 2 v = 2, and zbv (2 chunks in a V) at 1f1b; `mpipe export` of the v = 2
-# checkpoints equals their --export-weights.
-# Usage: resume.sh CONFIG
+# checkpoints equals their --export-weights; under weight_grads: tree, K = 2 with D = 1 resumes at
+# K = 1 with D = 2 replicas (another schedule and recompute mode).
+# Usage: resume.sh CONFIG (micro_batches: 4; also a model that is not a chain: files/unet_tiny.yaml,
+# or the translator through translate_transparency.sh)
 source "$(dirname "$0")/lib.sh"
-config=$1
+config=$(fashion_mnist_subset "$1")
 train 2 straight "$config" --set train.steps=6
 train 2 resumed "$config" --set train.steps=3
 train 4 resumed "$config" --set train.steps=6 --resume
@@ -38,4 +40,12 @@ cmp "$WORK/zbv-to-1f1b.safetensors" "$WORK/zbv-exported.safetensors" ||
 train 2 zbv-to-1f1b "$config" --set train.steps=6 --set pipeline.schedule=1f1b "${one_chunk[@]}" \
   --resume
 same straight zbv-to-1f1b
-echo "resume: 3 + 3 steps (2 then 4 stages; 2 ranks x 2 chunks then 1f1b or 1 stage, and back; zbv then 1f1b) == 6 steps"
+# A change of D: weight_grads: tree sums the same micro-batches in the same tree for every D.
+tree=(--set pipeline.weight_grads=tree)
+train 2 tree-straight "$config" --set train.steps=6 "${tree[@]}"
+train 2 tree-to-d2 "$config" --set train.steps=3 "${tree[@]}"
+train 2 tree-to-d2 "$config" --set train.steps=6 "${tree[@]}" --set pipeline.stages=1 \
+  --set pipeline.data_parallel=2 --set pipeline.micro_batches=2 --set pipeline.schedule=1f1b \
+  --set pipeline.recompute=per_layer --resume
+same tree-straight tree-to-d2
+echo "resume: 3 + 3 steps (2 then 4 stages; 2 ranks x 2 chunks then 1f1b or 1 stage, and back; zbv then 1f1b; K = 2 D = 1 then K = 1 D = 2 under tree) == 6 steps"

@@ -3,10 +3,17 @@
 # encoder output and source ids relayed across the cuts, its targets padded): transparency.sh on
 # pair shards of a made-up corpus (each target is its source's words reversed), which
 # `mpipe tokenize-pairs` writes with a tokenizer of its own first.
-# Usage: translate_transparency.sh [SCRIPT [ARG...]] (transparency.sh, the default, replica_tree.sh,
-# memory_stage_bound.sh or translate_scores.sh: a script that takes a config, then the ARGs)
+# Usage: translate_transparency.sh [MODEL.yaml] [SCRIPT [ARG...]] (MODEL: files/translate_tiny.yaml
+# by default; SCRIPT: transparency.sh, the default, replica_tree.sh, resume.sh,
+# memory_stage_bound.sh, translate_scores.sh or tied_group.sh: a script that takes a config, then
+# the ARGs)
 set -euo pipefail
 MPIPE=${MPIPE:?path of the mpipe binary}
+model=$(dirname "$0")/files/translate_tiny.yaml
+if [[ ${1:-} == *.yaml ]]; then
+  model=$1
+  shift
+fi
 script=${1:-$(dirname "$0")/transparency.sh}
 data=$(mktemp -d /tmp/mpipe-pairs.XXXXXX)
 trap 'rm -rf "$data"' EXIT
@@ -29,8 +36,8 @@ awk -v dir="$data" 'BEGIN {
   --text "$data/words.txt" --tags '<2en>' --max-len 16 \
   --train "$data/train.tsv" --val "$data/val.tsv" > "$data/tokenize.log" ||
   { cat "$data/tokenize.log"; echo "FAILED: tokenize-pairs"; exit 1; }
-config=$data/translate_tiny.yaml
+config=$data/$(basename "$model")
 sed "s|^data: .*|data: {dataset: pairs, train: [$data/pairs_train.bin], val: [$data/pairs_val.bin], tokenizer: $data/tokenizer.model, source_len: 16, target_len: 16}|" \
-  "$(dirname "$0")/files/translate_tiny.yaml" > "$config"
+  "$model" > "$config"
 grep -q "^data: {dataset: pairs, train" "$config" || { echo "FAILED: no data line replaced"; exit 1; }
 "$script" "$config" "${@:2}"

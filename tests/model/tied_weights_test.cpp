@@ -1,5 +1,6 @@
-// Tests for finding the tied output linear (`tie: embedding`): the tie of a fitting model, and
-// each refused model with its exact one-line error naming the tie's file, line and key.
+// Tests for finding the layers tied to the first embedding (`tie: embedding`): the tie of a
+// fitting model (a head; a group of three uses), and each refused model with its exact one-line
+// error naming the tie's file, line and key.
 #include "model/tied_weights.h"
 
 #include <fmt/format.h>
@@ -57,7 +58,9 @@ TEST(TiedWeights, FindsTheHeadThatTiesToTheFirstEmbedding) {
                                    layer(2, "linear", {{"units", int64_t{16}}}), tied_head(3, 32)});
   const ModelPlan plan = plan_model(spec, Shape{8});
   ASSERT_TRUE(plan.tied.has_value());
-  EXPECT_EQ(*plan.tied, (TiedWeights{.embedding = 0, .head = 3}));
+  EXPECT_EQ(*plan.tied, (TiedWeights{.embedding = 0,
+                                     .copies = {{.layer = 3, .param = "weight"}},
+                                     .matrix = Shape{32, 16}}));
   // The model's parameter count holds the tied matrix [32, 16] once; the head's row still has it.
   int64_t sum = 0;
   for (const LayerPlan& layer : plan.layers) sum += layer.num_params;
@@ -93,14 +96,72 @@ TEST(TiedWeights, RefusesAnInputWidthOtherThanTheEmbeddingsDim) {
             "embedding's dim (16, model.layers[0]), got 12");
 }
 
-TEST(TiedWeights, RefusesASecondTie) {
-  const ModelSpec spec =
-      model_of({embedding(0, 32, 16), layer(1, "linear", {{"units", int64_t{16}}}),
-                tied_head(2, 32), layer(3, "linear", {{"units", int64_t{16}}}), tied_head(4, 32)});
-  // Layer 3 maps [8, 32] to [8, 16], so layer 4's shapes fit: only the second tie is wrong.
-  EXPECT_EQ(refusal(spec),
-            "exp.yaml:14: model.layers[4].tie: only one layer may tie its weight to the "
-            "embedding; model.layers[2] already does");
+// Two data inputs of 8 token ids each: the source (the first embedding's) and the target.
+const ModelInputs kTwoInputs = {{.name = "source", .shape = Shape{8}},
+                                {.name = "target_in", .shape = Shape{8}}};
+
+// An encoder-decoder's three uses: the source embedding (saved), the target embedding tied to it
+// (vocab and dim given) and projected to the source's dim, the sum of both, and the head tied to
+// it.
+ModelSpec three_uses(int64_t vocab, int64_t dim) {
+  LayerSpec source = embedding(0, 32, 16);
+  source.input = ValueRef{.name = "source", .where = source.where};
+  source.save = ValueRef{.name = "x", .where = source.where};
+  LayerSpec target =
+      layer(1, "embedding", {{"vocab", vocab}, {"dim", dim}, {"tie", std::string("embedding")}});
+  target.input = ValueRef{.name = "target_in", .where = target.where};
+  LayerSpec add = layer(3, "add", {});
+  add.reads = {ValueRef{.name = "x", .where = add.where}};
+  return model_of(
+      {source, target, layer(2, "linear", {{"units", int64_t{16}}}), add, tied_head(4, 32)});
+}
+
+std::string refusal_of_two_inputs(const ModelSpec& spec) {
+  try {
+    plan_model(spec, kTwoInputs);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TiedWeights, FindsAGroupOfThreeUsesInLayerOrder) {
+  const ModelPlan plan = plan_model(three_uses(32, 16), kTwoInputs);
+  ASSERT_TRUE(plan.tied.has_value());
+  EXPECT_EQ(
+      *plan.tied,
+      (TiedWeights{.embedding = 0,
+                   .copies = {{.layer = 1, .param = "token"}, {.layer = 4, .param = "weight"}},
+                   .matrix = Shape{32, 16}}));
+  EXPECT_EQ(plan.tied->uses().front(), (TiedUse{.layer = 0, .param = "token"}));
+  EXPECT_TRUE(plan.tied->is_copy(1, "token"));
+  EXPECT_FALSE(plan.tied->is_copy(1, "position"));
+  EXPECT_FALSE(plan.tied->is_copy(0, "token"));
+  // The parameter count holds the matrix [32, 16] once, not three times.
+  int64_t sum = 0;
+  for (const LayerPlan& layer : plan.layers) sum += layer.num_params;
+  EXPECT_EQ(plan.num_params(), sum - 2 * 32 * 16);
+}
+
+TEST(TiedWeights, RefusesATiedEmbeddingOfAnotherVocabulary) {
+  EXPECT_EQ(refusal_of_two_inputs(three_uses(31, 16)),
+            "exp.yaml:11: model.layers[1].tie: a tied embedding needs the first embedding's "
+            "vocab (32, model.layers[0]), got 31");
+}
+
+TEST(TiedWeights, RefusesATiedEmbeddingOfAnotherDim) {
+  EXPECT_EQ(refusal_of_two_inputs(three_uses(32, 8)),
+            "exp.yaml:11: model.layers[1].tie: a tied embedding needs the first embedding's "
+            "dim (16, model.layers[0]), got 8");
+}
+
+TEST(TiedWeights, RefusesATieOnTheFirstEmbedding) {
+  LayerSpec first = embedding(0, 32, 16);
+  first.attrs["tie"] = {.value = std::string("embedding"),
+                        .where = {"exp.yaml", 10, "model.layers[0].tie"}};
+  EXPECT_EQ(refusal(model_of({first, tied_head(1, 32)})),
+            "exp.yaml:10: model.layers[0].tie: the first embedding holds the tied matrix; tie "
+            "later embeddings and linears to it");
 }
 
 TEST(TiedWeights, RefusesAnotherValue) {

@@ -1,8 +1,9 @@
 // Tests for tied embeddings on one stage: the head's copy starts as the embedding's draw; the
 // summed gradient of the two uses matches finite differences of the loss in the shared matrix
-// (and neither use's gradient alone does); the norm counts the matrix once; weights and
-// optimizer state hold it once and restore both copies, also into two chunks of one rank; a file
-// whose head copy differs is refused.
+// (and neither use's gradient alone does); a group of three uses (an encoder-decoder's) sums in
+// use order on every layout; the norm counts the matrix once; weights and optimizer state hold it
+// once and restore both copies, also into two chunks of one rank; a file whose head copy differs
+// is refused.
 #include "train/tied_copies.h"
 
 #include <fmt/format.h>
@@ -168,6 +169,130 @@ TEST(TiedCopies, TwoChunksOfOneRankSumTheirUsesInPlace) {
   copies.count_once(per_layer);
   ASSERT_EQ(per_layer.back().first, 2);
   EXPECT_EQ(per_layer.back().second, 2.0 * 2.0 * kVocab);  // the bias alone
+}
+
+// An encoder-decoder's three uses: the source embedding (saved as x), the target embedding tied
+// to it, their sum, and the head tied to it.
+model::ModelSpec three_uses_model() {
+  model::ModelSpec spec;
+  spec.layers = {
+      layer(0, "embedding", {{"vocab", kVocab}, {"dim", kDim}}),
+      layer(1, "embedding", {{"vocab", kVocab}, {"dim", kDim}, {"tie", std::string("embedding")}}),
+      layer(2, "add", {}),
+      layer(3, "linear", {{"units", kVocab}, {"tie", std::string("embedding")}})};
+  spec.layers[0].input = model::ValueRef{.name = "source", .where = spec.layers[0].where};
+  spec.layers[0].save = model::ValueRef{.name = "x", .where = spec.layers[0].where};
+  spec.layers[1].input = model::ValueRef{.name = "target_in", .where = spec.layers[1].where};
+  spec.layers[2].reads = {model::ValueRef{.name = "x", .where = spec.layers[2].where}};
+  spec.where = {"exp.yaml", 2, "model"};
+  return spec;
+}
+
+const model::ModelInputs kTwoInputs = {{.name = "source", .shape = Shape{kSeq}},
+                                       {.name = "target_in", .shape = Shape{kSeq}}};
+
+// The gradient of parameter `name` of global layer `layer`, wherever among `stages` it is.
+std::vector<float> grad_of(const std::vector<pipeline::Stage*>& stages, int layer,
+                           const std::string& name) {
+  for (const pipeline::Stage* stage : stages) {
+    for (const auto& entry : stage->params().entries()) {
+      if (entry.global_layer == layer && entry.name == name) {
+        const auto all = stage->params().grads().subspan(static_cast<size_t>(entry.offset),
+                                                         static_cast<size_t>(entry.shape.numel()));
+        return {all.begin(), all.end()};
+      }
+    }
+  }
+  throw Error("no such parameter");
+}
+
+void fill_grad(const std::vector<pipeline::Stage*>& stages, int layer, const std::string& name,
+               float value) {
+  for (pipeline::Stage* stage : stages) {
+    for (const auto& entry : stage->params().entries()) {
+      if (entry.global_layer == layer && entry.name == name) {
+        std::ranges::fill(stage->params().grads().subspan(static_cast<size_t>(entry.offset),
+                                                          static_cast<size_t>(entry.shape.numel())),
+                          value);
+      }
+    }
+  }
+}
+
+// The three uses' gradients are 1, 1e8 and -1e8: in use order (1 + 1e8) - 1e8 is 0 in floats,
+// where any other order gives 1 (1e8 - 1e8 + 1, or 1 + (1e8 - 1e8)). Every layout sums in use
+// order: one stage, or three chunks of one rank handed over in any order.
+TEST(TiedCopies, AGroupOfThreeUsesSumsInUseOrderOnEveryLayout) {
+  const model::ModelSpec spec = three_uses_model();
+  const auto tied = model::find_tied_weights(spec, model::build_layers(spec, kTwoInputs, 0, 4));
+  ASSERT_TRUE(tied.has_value());
+  ASSERT_EQ(tied->copies.size(), 2U);
+  pipeline::Stage whole(model::build_layers(spec, kTwoInputs, 0, 4), pipeline::Recompute::kNever,
+                        1);
+  pipeline::Stage first(model::build_layers(spec, kTwoInputs, 0, 1), pipeline::Recompute::kNever,
+                        1);
+  pipeline::Stage middle(model::build_layers(spec, kTwoInputs, 1, 3), pipeline::Recompute::kNever,
+                         1);
+  pipeline::Stage last(model::build_layers(spec, kTwoInputs, 3, 4), pipeline::Recompute::kNever, 1);
+  const std::vector<std::vector<pipeline::Stage*>> layouts = {
+      {&whole}, {&first, &middle, &last}, {&last, &first, &middle}};
+  for (const auto& stages : layouts) {
+    const bool one_stage = stages.size() == 1;
+    TiedCopies copies(
+        tied,
+        one_stage ? std::vector<model::LayerRange>{{0, 4}}
+                  : std::vector<model::LayerRange>{{0, 1}, {1, 3}, {3, 4}},
+        pipeline::Placement{.num_ranks = 1, .virtual_stages = static_cast<int>(stages.size())}, 0,
+        nullptr, stages);
+    for (pipeline::Stage* stage : stages) std::ranges::fill(stage->params().grads(), 3.0f);
+    fill_grad(stages, 0, "token", 1.0f);
+    fill_grad(stages, 1, "token", 1e8f);
+    fill_grad(stages, 3, "weight", -1e8f);
+    copies.sum_gradients();
+    const std::vector<float> zero(kVocab * kDim, 0.0f);
+    EXPECT_EQ(grad_of(stages, 0, "token"), zero) << stages.size() << " stages";
+    EXPECT_EQ(grad_of(stages, 1, "token"), zero) << stages.size() << " stages";
+    EXPECT_EQ(grad_of(stages, 3, "weight"), zero) << stages.size() << " stages";
+    // Not tied: the target embedding's positions and the head's bias keep their own.
+    EXPECT_EQ(grad_of(stages, 1, "position"), std::vector<float>(kSeq * kDim, 3.0f));
+    EXPECT_EQ(grad_of(stages, 3, "bias"), std::vector<float>(kVocab, 3.0f));
+    // The norm counts the matrix once, in the first embedding's entry.
+    std::vector<std::pair<int, double>> per_layer;
+    for (pipeline::Stage* stage : stages) {
+      for (const auto& entry : stage->params().grad_square_sums_per_layer()) {
+        per_layer.push_back(entry);
+      }
+    }
+    copies.count_once(per_layer);
+    std::ranges::sort(per_layer);
+    ASSERT_EQ(per_layer.size(), 4U);
+    EXPECT_EQ(per_layer[1].second, 9.0 * kSeq * kDim);  // the target embedding's positions
+    EXPECT_EQ(per_layer[3].second, 9.0 * kVocab);       // the head's bias
+  }
+}
+
+// Every copy of a group of three starts as the first embedding's draw.
+TEST(TiedCopies, EveryCopyOfAGroupStartsAsTheEmbeddingsDraw) {
+  const model::ModelSpec spec = three_uses_model();
+  pipeline::Stage stage(model::build_layers(spec, kTwoInputs, 0, 4), pipeline::Recompute::kNever,
+                        1);
+  stage.params().initialize(kSeed);
+  const auto tied = model::find_tied_weights(spec, model::build_layers(spec, kTwoInputs, 0, 4));
+  TiedCopies copies(tied, {{0, 4}}, pipeline::Placement{}, 0, nullptr, {&stage});
+  copies.initialize(kSeed, spec, kTwoInputs);
+  const auto values = [&stage](int layer, const std::string& name) {
+    for (const auto& entry : stage.params().entries()) {
+      if (entry.global_layer == layer && entry.name == name) {
+        const auto all = stage.params().values().subspan(static_cast<size_t>(entry.offset),
+                                                         static_cast<size_t>(entry.shape.numel()));
+        return std::vector<float>(all.begin(), all.end());
+      }
+    }
+    throw Error("no such parameter");
+  };
+  EXPECT_EQ(values(1, "token"), values(0, "token"));
+  EXPECT_EQ(values(3, "weight"), values(0, "token"));
+  EXPECT_NE(values(1, "position"), values(0, "position"));
 }
 
 TEST(TiedCopies, TheNormCountsTheMatrixOnce) {
