@@ -65,33 +65,7 @@ void receive_weights(Trainer& trainer, const config::Experiment& experiment,
   const std::vector<std::span<const float>> own = rank_weight_values(trainer);
   std::vector<checkpoint::TensorInfo> tensors;
   for (const WeightSlot& slot : layout) tensors.push_back(slot.tensor);
-<<<<<<< HEAD
   begin(tensors);
-=======
-
-  std::string error;
-  std::optional<checkpoint::SafetensorsWriter> writer;
-  auto attempt = [&error](auto&& action) {
-    if (!error.empty()) return;
-    try {
-      action();
-    } catch (const Error& e) {
-      error = e.what();
-    }
-  };
-  std::optional<checkpoint::TiedNames> tied;
-  if (trainer.tied()) {  // the copies are left out: a loader points them at the embedding's
-    tied = checkpoint::TiedNames{.copies = {},
-                                 .stored = fmt::format("layers.{}.{}", trainer.tied()->embedding,
-                                                       model::TiedWeights::kEmbeddingParam)};
-    for (const model::TiedUse& copy : trainer.tied()->copies) {
-      tied->copies.push_back(fmt::format("layers.{}.{}", copy.layer, copy.param));
-    }
-  }
-  attempt([&] {
-    writer.emplace(path, tensors, checkpoint::weights_file_metadata(experiment.source, tied));
-  });
->>>>>>> graph-resume
   std::vector<int> sent(static_cast<size_t>(trainer.placement().num_ranks), 0);  // per rank
   Tensor buffer;  // the tensor being received
   for (size_t t = 0; t < layout.size(); ++t) {
@@ -117,11 +91,14 @@ void receive_weights(Trainer& trainer, const config::Experiment& experiment,
 // The tied matrix's names in a weights file, when the model ties one.
 std::optional<checkpoint::TiedNames> tied_names(const Trainer& trainer) {
   if (!trainer.tied()) return std::nullopt;
-  // The head's copy is left out: a loader points it at the embedding's.
-  return checkpoint::TiedNames{
-      .copy = fmt::format("layers.{}.{}", trainer.tied()->head, model::TiedWeights::kHeadParam),
-      .stored = fmt::format("layers.{}.{}", trainer.tied()->embedding,
-                            model::TiedWeights::kEmbeddingParam)};
+  // The copies are left out: a loader points them at the embedding's.
+  checkpoint::TiedNames tied{.copies = {},
+                             .stored = fmt::format("layers.{}.{}", trainer.tied()->embedding,
+                                                   model::TiedWeights::kEmbeddingParam)};
+  for (const model::TiedUse& copy : trainer.tied()->copies) {
+    tied.copies.push_back(fmt::format("layers.{}.{}", copy.layer, copy.param));
+  }
+  return tied;
 }
 
 }  // namespace
