@@ -171,9 +171,34 @@ std::string score_lines(const std::vector<std::string>& hypotheses,
                      score::corpus_chrf(hypotheses, references).format());
 }
 
+// The SentencePiece model types tokenize and tokenize-pairs train.
+std::vector<std::string> tokenizer_model_types() {
+  std::vector<std::string> names;
+  for (const auto& [name, type] : tokenize::kModelTypeNames) names.emplace_back(name);
+  return names;
+}
+
 }  // namespace
 
 Commands::Commands(CLI::App& app) {
+  add_train(app);
+  add_schedule(app);
+  add_plan(app);
+  add_generate(app);
+  add_translate(app);
+  add_eval(app);
+  add_score(app);
+  add_serve(app);
+  add_submit(app);
+  add_status(app);
+  add_cancel(app);
+  add_tokenize(app);
+  add_tokenize_pairs(app);
+  add_export(app);
+  add_compare(app);
+}
+
+void Commands::add_train(CLI::App& app) {
   train_ = app.add_subcommand("train", "Train a model described by an experiment YAML file");
   train_->add_option("config", config_path_, "Experiment YAML file")->required()->check(kNotEmpty);
   train_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
@@ -205,7 +230,9 @@ Commands::Commands(CLI::App& app) {
                  "Continue from the newest committed checkpoint if there is one, else start a "
                  "new run (for requeued batch jobs)")
       ->excludes(resume);
+}
 
+void Commands::add_schedule(CLI::App& app) {
   schedule_ = app.add_subcommand("schedule", "Print a pipeline schedule as a grid");
   std::vector<std::string> schedules;
   for (pipeline::ScheduleKind kind : pipeline::kConcreteSchedules) {
@@ -244,7 +271,9 @@ Commands::Commands(CLI::App& app) {
                                  problem->message);
     }
   });
+}
 
+void Commands::add_plan(CLI::App& app) {
   plan_ = app.add_subcommand(
       "plan",
       "Predict each stage's layers, time and peak memory, the bubble, the step time and "
@@ -275,7 +304,9 @@ Commands::Commands(CLI::App& app) {
                   "with them instead of the development machine's 100 GFLOP/s and 4 GB/s per "
                   "thread");
   plan_->add_flag("--json", plan_json_, "Print the plan as one JSON object");
+}
 
+void Commands::add_generate(CLI::App& app) {
   generate_ = app.add_subcommand(
       "generate", "Sample text from a trained language model (bytes, or the data's tokenizer)");
   generate_->add_option("config", config_path_, "The experiment YAML file it was trained with")
@@ -312,7 +343,9 @@ Commands::Commands(CLI::App& app) {
                    "Random seed of the draws (docs/design.md, \"Sampling text\")")
       ->capture_default_str();
   generate_->add_option("--set", overrides_, "Override a config key: key.path=value");
+}
 
+void Commands::add_translate(CLI::App& app) {
   translate_ = app.add_subcommand(
       "translate",
       "Translate lines of text with a trained translation model (data.dataset: pairs), one "
@@ -354,9 +387,9 @@ Commands::Commands(CLI::App& app) {
       throw CLI::RequiredError("--weights or --checkpoint");
     }
   });
+}
 
-  add_eval(app);
-
+void Commands::add_score(CLI::App& app) {
   score_ = app.add_subcommand(
       "score", "Corpus BLEU and chrF of translations against references (sacreBLEU's defaults)");
   score_->add_option("--hyp", hypotheses_path_, "Translations, one a line")
@@ -365,7 +398,9 @@ Commands::Commands(CLI::App& app) {
   score_->add_option("--ref", references_path_, "References, one a line")
       ->required()
       ->check(kNotEmpty);
+}
 
+void Commands::add_serve(CLI::App& app) {
   serve_ = app.add_subcommand(
       "serve", "Run the experiments submitted to a spool, one after another (under mpirun/srun)");
   serve_->add_option("--spool", spool_dir_, "Spool directory (created if needed)")
@@ -376,7 +411,9 @@ Commands::Commands(CLI::App& app) {
                    "Stop after this long with nothing to run: 30s, 5m, 1h (default: never)")
       ->transform(duration_in_seconds())
       ->type_name("DURATION");
+}
 
+void Commands::add_submit(CLI::App& app) {
   submit_ = app.add_subcommand("submit", "Check an experiment file and queue it in a spool");
   submit_->add_option("spool", spool_dir_, "Spool directory (created if needed)")
       ->required()
@@ -387,15 +424,21 @@ Commands::Commands(CLI::App& app) {
       ->add_option("--name", experiment_name_,
                    "Unique name in the spool (default: <config name>-<n>)")
       ->check(kNotEmpty);
+}
 
+void Commands::add_status(CLI::App& app) {
   status_ = app.add_subcommand("status", "Print the state of a spool's experiments");
   status_->add_option("spool", spool_dir_, "Spool directory")->required()->check(kNotEmpty);
+}
 
+void Commands::add_cancel(CLI::App& app) {
   cancel_ = app.add_subcommand(
       "cancel", "Cancel a queued experiment, or stop the running one with a checkpoint");
   cancel_->add_option("spool", spool_dir_, "Spool directory")->required()->check(kNotEmpty);
   cancel_->add_option("name", experiment_name_, "Experiment name")->required()->check(kNotEmpty);
+}
 
+void Commands::add_tokenize(CLI::App& app) {
   tokenize_ = app.add_subcommand(
       "tokenize", "Train or apply a SentencePiece tokenizer and write llm.c token shards");
   tokenize_->add_option("text", tokenize_options_.text_files, "Text files or folders of them")
@@ -410,12 +453,10 @@ Commands::Commands(CLI::App& app) {
   tokenize_->add_option("--model", tokenize_options_.model, "Apply this existing .model instead")
       ->check(kNotEmpty)
       ->excludes(vocab_size);
-  std::vector<std::string> model_types;
-  for (const auto& [name, type] : tokenize::kModelTypeNames) model_types.emplace_back(name);
   tokenize_
       ->add_option("--model-type", tokenize_model_type_,
                    "Model to train: " + list_names(tokenize::kModelTypeNames, " or "))
-      ->check(unnamed(CLI::IsMember(model_types)))
+      ->check(unnamed(CLI::IsMember(tokenizer_model_types())))
       ->capture_default_str()
       ->needs(vocab_size);
   tokenize_
@@ -424,7 +465,9 @@ Commands::Commands(CLI::App& app) {
       ->capture_default_str();
   tokenize_->add_option("--shard-tokens", tokenize_options_.shard_tokens,
                         "At most this many tokens per shard file");
+}
 
+void Commands::add_tokenize_pairs(CLI::App& app) {
   tokenize_pairs_ = app.add_subcommand(
       "tokenize-pairs",
       "Train or apply a SentencePiece tokenizer and write pair shards of translation pairs");
@@ -454,7 +497,7 @@ Commands::Commands(CLI::App& app) {
   tokenize_pairs_
       ->add_option("--model-type", pairs_model_type_,
                    "Model to train: " + list_names(tokenize::kModelTypeNames, " or "))
-      ->check(unnamed(CLI::IsMember(model_types)))
+      ->check(unnamed(CLI::IsMember(tokenizer_model_types())))
       ->capture_default_str()
       ->needs(pairs_vocab);
   tokenize_pairs_
@@ -471,7 +514,9 @@ Commands::Commands(CLI::App& app) {
       ->add_option("--max-len", pairs_options_.max_len,
                    "Leave out pairs whose source or target with its eos is longer (tokens)")
       ->capture_default_str();
+}
 
+void Commands::add_export(CLI::App& app) {
   export_ = app.add_subcommand(
       "export",
       "Write a committed checkpoint's weights as the safetensors file --export-weights writes "
@@ -484,7 +529,9 @@ Commands::Commands(CLI::App& app) {
       ->add_option("--step", export_step_,
                    "The checkpoint's step (default: the newest committed checkpoint)")
       ->check(unnamed(CLI::NonNegativeNumber));
+}
 
+void Commands::add_compare(CLI::App& app) {
   compare_ = app.add_subcommand("compare", "Compare two safetensors weight files");
   compare_->add_option("files", compare_paths_, "Two .safetensors files")
       ->required()

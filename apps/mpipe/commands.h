@@ -31,6 +31,23 @@ class Commands {
   double startup_timeout_s() const;
 
  private:
+  // Each adds its subcommand to `app`, with its options and their checks.
+  void add_train(CLI::App& app);
+  void add_schedule(CLI::App& app);
+  void add_plan(CLI::App& app);
+  void add_generate(CLI::App& app);
+  void add_translate(CLI::App& app);
+  void add_eval(CLI::App& app);
+  void add_score(CLI::App& app);
+  void add_serve(CLI::App& app);
+  void add_submit(CLI::App& app);
+  void add_status(CLI::App& app);
+  void add_cancel(CLI::App& app);
+  void add_tokenize(CLI::App& app);
+  void add_tokenize_pairs(CLI::App& app);
+  void add_export(CLI::App& app);
+  void add_compare(CLI::App& app);
+
   int train(const comm::Communicator& world);
   int schedule();
   int plan();
@@ -38,7 +55,6 @@ class Commands {
   int export_checkpoint();
   int generate();
   int translate();
-  void add_eval(CLI::App& app);
   int evaluate(const comm::Communicator& world);
   int score();
   int serve(const comm::Communicator& world);
