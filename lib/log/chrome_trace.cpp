@@ -45,6 +45,8 @@ nlohmann::json chrome_trace(const std::vector<RankTimeline>& ranks) {
       const bool compute = is_compute(event.kind);
       nlohmann::json args = {{"step", event.step}};
       if (event.micro_batch >= 0) args["micro_batch"] = event.micro_batch;
+      if (event.chunk >= 0) args["chunk"] = event.chunk;
+      if (event.bytes > 0) args["bytes"] = event.bytes;
       nlohmann::json out = {{"name", trace_name(event.kind, event.micro_batch)},
                             {"cat", compute ? "compute" : "communication"},
                             {"pid", pid},

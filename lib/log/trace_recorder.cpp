@@ -87,20 +87,24 @@ std::string trace_name(TraceKind kind, int micro_batch) {
 }
 
 void TraceRecorder::span(TraceKind kind, int micro_batch, Clock::time_point start,
-                         Clock::time_point end) {
+                         Clock::time_point end, int chunk, int64_t bytes) {
   events_.push_back({.kind = kind,
                      .micro_batch = micro_batch,
                      .step = step_,
                      .start_s = seconds(start),
-                     .end_s = seconds(end)});
+                     .end_s = seconds(end),
+                     .chunk = chunk,
+                     .bytes = bytes});
 }
 
-void TraceRecorder::instant(TraceKind kind, int micro_batch, Clock::time_point at) {
-  span(kind, micro_batch, at, at);
+void TraceRecorder::instant(TraceKind kind, int micro_batch, Clock::time_point at, int chunk,
+                            int64_t bytes) {
+  span(kind, micro_batch, at, at, chunk, bytes);
 }
 
-void TraceRecorder::backward_began(int micro_batch, Clock::time_point start) {
+void TraceRecorder::backward_began(int micro_batch, Clock::time_point start, int chunk) {
   backward_micro_batch_ = micro_batch;
+  backward_chunk_ = chunk;
   backward_start_ = start;
   last_layer_end_s_ = seconds(start);
   open_recompute_ = kNoEvent;
@@ -119,14 +123,16 @@ void TraceRecorder::layer_ended(bool recompute_forward, Clock::time_point now) {
                        .micro_batch = backward_micro_batch_,
                        .step = step_,
                        .start_s = last_layer_end_s_,
-                       .end_s = now_s});
+                       .end_s = now_s,
+                       .chunk = backward_chunk_});
   }
   last_layer_end_s_ = now_s;
 }
 
 void TraceRecorder::backward_ended(Clock::time_point end) {
-  span(TraceKind::kBackward, backward_micro_batch_, backward_start_, end);
+  span(TraceKind::kBackward, backward_micro_batch_, backward_start_, end, backward_chunk_);
   backward_micro_batch_ = -1;
+  backward_chunk_ = -1;
   open_recompute_ = kNoEvent;
 }
 

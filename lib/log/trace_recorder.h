@@ -42,6 +42,8 @@ struct TraceEvent {
   int64_t step = 0;      // the traced step, counted from 1
   double start_s = 0.0;  // steady-clock seconds (TraceRecorder::seconds)
   double end_s = 0.0;    // == start_s for an instant
+  int chunk = -1;     // the rank's model chunk the op ran for (pipeline.virtual_stages); -1: none
+  int64_t bytes = 0;  // a message's payload (SA, SG, RA, RG and the sends' ends); 0: none
 };
 
 class TraceRecorder {
@@ -57,15 +59,18 @@ class TraceRecorder {
   // The one test callers make before taking a time or recording: false outside traced steps.
   bool recording() const { return step_ > 0; }
 
-  void span(TraceKind kind, int micro_batch, Clock::time_point start, Clock::time_point end);
-  void instant(TraceKind kind, int micro_batch, Clock::time_point at);
+  // `chunk` and `bytes` as TraceEvent has them.
+  void span(TraceKind kind, int micro_batch, Clock::time_point start, Clock::time_point end,
+            int chunk = -1, int64_t bytes = 0);
+  void instant(TraceKind kind, int micro_batch, Clock::time_point at, int chunk = -1,
+               int64_t bytes = 0);
 
   // Recomputes inside a backward op: call backward_began at the op's start, layer_ended after
   // each layer's recomputed forward (recompute_forward) or backward, and backward_ended at the
   // op's end, which records B<m>. The time from the previous layer's end (or the op's start) to
   // a recomputed forward's end is a recompute; consecutive recomputed layers make one R<m>.
   // layer_ended outside a backward op does nothing.
-  void backward_began(int micro_batch, Clock::time_point start);
+  void backward_began(int micro_batch, Clock::time_point start, int chunk = -1);
   void layer_ended(bool recompute_forward, Clock::time_point now);
   void backward_ended(Clock::time_point end);
 
@@ -79,6 +84,7 @@ class TraceRecorder {
   // ended, and the recompute event a following recomputed layer extends (none: kNoEvent).
   static constexpr size_t kNoEvent = static_cast<size_t>(-1);
   int backward_micro_batch_ = -1;
+  int backward_chunk_ = -1;
   Clock::time_point backward_start_;
   double last_layer_end_s_ = 0.0;
   size_t open_recompute_ = kNoEvent;

@@ -153,15 +153,15 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
     const bool tracing = trace_ != nullptr && trace_->recording();
     if (tracing &&
         (program[i].kind == OpKind::kBackward || program[i].kind == OpKind::kBackwardInput)) {
-      trace_->backward_began(program[i].micro_batch, start);
+      trace_->backward_began(program[i].micro_batch, start, program[i].chunk);
     }
     // (With deferred gradients, a layer's bucket waits for finish_step_grads below.)
     const auto chunk = static_cast<size_t>(program[i].chunk);
     in_last_backward_ = i == last_backward[chunk] && !stages_[chunk]->defers_grads();
-    run_op(program[i], plan, data, totals);
+    const int64_t bytes = run_op(program[i], plan, data, totals);
     in_last_backward_ = false;
     const auto end = Clock::now();
-    if (tracing) trace_op(program[i], start, end);
+    if (tracing) trace_op(program[i], start, end, bytes);
     const double seconds = std::chrono::duration<double>(end - start).count();
     time_slot(program[i].kind) += seconds;
     if (spdlog::should_log(spdlog::level::trace)) {
@@ -201,8 +201,11 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
   return totals;
 }
 
-void Executor::trace_op(const Op& op, Clock::time_point start, Clock::time_point end) {
-  const auto span = [&](log::TraceKind kind) { trace_->span(kind, op.micro_batch, start, end); };
+void Executor::trace_op(const Op& op, Clock::time_point start, Clock::time_point end,
+                        int64_t bytes) {
+  const auto span = [&](log::TraceKind kind) {
+    trace_->span(kind, op.micro_batch, start, end, op.chunk, bytes);
+  };
   switch (op.kind) {
     case OpKind::kRecvActivation:
       return span(log::TraceKind::kRecvActivation);
@@ -222,18 +225,20 @@ void Executor::trace_op(const Op& op, Clock::time_point start, Clock::time_point
   }
 }
 
-void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data,
-                      LossTotals& totals) {
+int64_t Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data,
+                         LossTotals& totals) {
   const int m = op.micro_batch;
   const Slot slot{op.chunk, m};
   const auto chunk = static_cast<size_t>(op.chunk);
   const int64_t rows = plan.rows.at(static_cast<size_t>(m));
   Stage& stage = *stages_.at(chunk);
   switch (op.kind) {
-    case OpKind::kRecvActivation:
-      inputs_[slot] = unpack(link_.wait_recv(Direction::kActivation, m, op.chunk),
-                             plan.stage_inputs.at(chunk), rows);
-      break;
+    case OpKind::kRecvActivation: {
+      Tensor message = link_.wait_recv(Direction::kActivation, m, op.chunk);
+      const int64_t bytes = message.numel() * static_cast<int64_t>(sizeof(float));
+      inputs_[slot] = unpack(std::move(message), plan.stage_inputs.at(chunk), rows);
+      return bytes;
+    }
     case OpKind::kForward: {
       Bundle input = is_first(op.chunk) ? data.inputs(m) : take(inputs_, op, "input");
       Bundle output = stage.forward(m, std::move(input), layer_context(plan, m, true));
@@ -248,13 +253,13 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
       break;
     }
     case OpKind::kSendActivation:
-      link_.send(Direction::kActivation, plan.round, m, op.chunk,
-                 pack(take(outputs_, op, "output")));
-      break;
-    case OpKind::kRecvGrad:
-      grad_outputs_[slot] = unpack(link_.wait_recv(Direction::kGradient, m, op.chunk),
-                                   plan.stage_output_grads.at(chunk), rows);
-      break;
+      return send(Direction::kActivation, plan.round, op, pack(take(outputs_, op, "output")));
+    case OpKind::kRecvGrad: {
+      Tensor message = link_.wait_recv(Direction::kGradient, m, op.chunk);
+      const int64_t bytes = message.numel() * static_cast<int64_t>(sizeof(float));
+      grad_outputs_[slot] = unpack(std::move(message), plan.stage_output_grads.at(chunk), rows);
+      return bytes;
+    }
     case OpKind::kBackward:
     case OpKind::kBackwardInput: {
       Bundle grad_output = take(grad_outputs_, op, "output gradient");
@@ -269,10 +274,16 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
       stage.backward_weight(m, layer_context(plan, m, true));
       break;
     case OpKind::kSendGrad:
-      link_.send(Direction::kGradient, plan.round, m, op.chunk,
-                 pack(take(grad_inputs_, op, "input gradient")));
-      break;
+      return send(Direction::kGradient, plan.round, op,
+                  pack(take(grad_inputs_, op, "input gradient")));
   }
+  return 0;
+}
+
+int64_t Executor::send(Direction direction, int64_t round, const Op& op, Tensor message) {
+  const int64_t bytes = message.numel() * static_cast<int64_t>(sizeof(float));
+  link_.send(direction, round, op.micro_batch, op.chunk, std::move(message));
+  return bytes;
 }
 
 LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data,

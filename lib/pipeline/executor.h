@@ -99,13 +99,18 @@ class Executor {
   bool is_last(int chunk) const { return placement_.is_last(rank_, chunk); }
   nn::LayerContext layer_context(const RoundPlan& plan, int micro_batch, bool training) const;
   void post_recv(const Op& op, const RoundPlan& plan);
-  void run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data, LossTotals& totals);
+  // Runs `op`; returns the bytes of the message it sent or received (0 for a compute op).
+  int64_t run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data,
+                 LossTotals& totals);
+  // Sends `message` for communication op `op`; returns its bytes.
+  int64_t send(Direction direction, int64_t round, const Op& op, Tensor message);
   // A stage's layer hook: progress on the pending transfers and reductions, and the start of a
   // layer's gradient reduction after its last backward.
   void between_layers(int global_layer, bool backward);
-  // Records `op` as a trace event (a backward also closes its recomputes).
+  // Records `op` as a trace event with its chunk and message bytes (a backward also closes its
+  // recomputes).
   void trace_op(const Op& op, log::TraceRecorder::Clock::time_point start,
-                log::TraceRecorder::Clock::time_point end);
+                log::TraceRecorder::Clock::time_point end, int64_t bytes);
   // The stage's global index, for logs.
   int global_stage(int chunk) const { return placement_.stage_of(rank_, chunk); }
 

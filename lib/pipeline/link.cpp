@@ -81,7 +81,9 @@ void Link::send(Direction direction, int64_t round, int micro_batch, int chunk, 
            data, std::move(owned), to.rank, tag(direction, round, micro_batch, to.chunk),
            message_label(direction, micro_batch, chunk, placement_.virtual_stages > 1)),
        .direction = direction,
-       .micro_batch = micro_batch});
+       .micro_batch = micro_batch,
+       .chunk = chunk,
+       .bytes = static_cast<int64_t>(data.size_bytes())});
   retire_sends();
   // Bounded, so a fast stage does not pile up sent tensors for a slow neighbour.
   while (sends_.size() > static_cast<size_t>(model::kSendsInFlight)) {
@@ -97,7 +99,7 @@ void Link::sent(PendingSend& send) {
   }
   trace_->instant(send.direction == Direction::kGradient ? log::TraceKind::kSendGradientDone
                                                          : log::TraceKind::kSendActivationDone,
-                  send.micro_batch, log::TraceRecorder::Clock::now());
+                  send.micro_batch, log::TraceRecorder::Clock::now(), send.chunk, send.bytes);
 }
 
 void Link::retire_sends() {

@@ -80,6 +80,8 @@ class Link {
     comm::Request request;  // owns its tensor (counted by the memory account)
     Direction direction;
     int micro_batch;
+    int chunk;      // the sending chunk
+    int64_t bytes;  // the message's payload
   };
   // Frees a completed send (and records its completion while tracing).
   void sent(PendingSend& send);

@@ -14,7 +14,8 @@ namespace {
 
 // Each rank's contribution to the gather: a header, then kEventFields per event.
 constexpr size_t kHeaderFields = 6;  // world rank, stage, replica, offset, uncertainty, events
-constexpr size_t kEventFields = 5;   // kind, micro-batch, step, start, end (on rank 0's clock)
+// kind, micro-batch, step, start, end (on rank 0's clock), chunk, bytes
+constexpr size_t kEventFields = 7;
 
 double steady_seconds() { return log::TraceRecorder::seconds(log::TraceRecorder::Clock::now()); }
 
@@ -61,7 +62,8 @@ nlohmann::json RunTrace::merge() {
     mine.insert(mine.end(),
                 {static_cast<double>(event.kind), static_cast<double>(event.micro_batch),
                  static_cast<double>(event.step), event.start_s + clock_offset_s_,
-                 event.end_s + clock_offset_s_});
+                 event.end_s + clock_offset_s_, static_cast<double>(event.chunk),
+                 static_cast<double>(event.bytes)});
   }
   recorder_.clear();
   recorded_ = false;
@@ -82,7 +84,9 @@ nlohmann::json RunTrace::merge() {
                              .micro_batch = static_cast<int>(all[at + 1]),
                              .step = static_cast<int64_t>(all[at + 2]),
                              .start_s = all[at + 3],
-                             .end_s = all[at + 4]});
+                             .end_s = all[at + 4],
+                             .chunk = static_cast<int>(all[at + 5]),
+                             .bytes = static_cast<int64_t>(all[at + 6])});
     }
     ranks.push_back(std::move(rank));
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # log.trace_steps: trace.json holds, for every rank, one compute and one communication track with
 # every F and B (and recompute) of the traced steps and nothing of the others; the clocks are
-# aligned, so each receive's wait ends after the matching send started; checkpoint, evaluation,
+# aligned, so each receive's wait ends after the matching send started, and carries the message's
+# bytes, which add up to the link's count per step (summary.json); checkpoint, evaluation,
 # optimizer and allreduce events appear; a run without the key writes no trace.json; one whose
 # trace.json cannot be written warns and goes on.
 # Usage: trace.sh CONFIG
@@ -76,11 +77,22 @@ def check(path, ranks, stages, steps, micro_batches, expect):
                         continue
                     wait = find(pid, f"{recv}{m}", step)
                     sent = find(replica_base + peer, f"{send}{m}", step)
-                    find(replica_base + peer, f"{send}{m} done", step)
+                    done = find(replica_base + peer, f"{send}{m} done", step)
+                    # The message's bytes, on both ends and at the send's completion.
+                    assert wait["args"]["bytes"] == sent["args"]["bytes"] == done["args"]["bytes"] > 0, \
+                        (wait, sent, done)
+                    assert wait["args"]["chunk"] == sent["args"]["chunk"] == 0, (wait, sent)
                     slack = 1e6 * (uncertainty[pid] + uncertainty[replica_base + peer])
                     assert end(wait) >= sent["ts"] - slack, (wait, sent, slack)
                     pairs += 1
     assert pairs == ranks * len(steps) * micro_batches, pairs
+    # Each rank's sends of a traced step add up to the bytes its link counted per step.
+    sent_per_step = json.load(open(path.replace("trace.json", "summary.json")))["sent_bytes_per_step_per_stage"]
+    for pid in range(ranks):
+        for step in steps:
+            sent = sum(e["args"]["bytes"] for e in spans if e["pid"] == pid and
+                       e["args"]["step"] == step and e["name"][:2] in ("SA", "SG") and e["ph"] == "X")
+            assert sent == sent_per_step[pid % stages], (pid, step, sent, sent_per_step)
     return spans
 
 spans = check(sys.argv[1] + "/gpipe/trace.json", 2, 2, [2, 3], 4, ["optimizer", "loss allreduce"])
