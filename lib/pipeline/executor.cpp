@@ -276,7 +276,7 @@ void Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData&
 }
 
 LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data,
-                              std::vector<nn::LossOutput>* examples) {
+                              std::vector<nn::LossOutput>* examples, std::vector<float>* outputs) {
   const int num_micro_batches = static_cast<int>(plan.rows.size());
   for (int chunk = 0; chunk < num_chunks(); ++chunk) {
     if (is_first(chunk)) continue;
@@ -301,6 +301,8 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data,
         const Tensor targets = data.targets(m);
         const Tensor& predicted = model_output(output);
         totals.add(loss_.compute(kernels_, predicted, targets, 1.0f, false));
+        if (outputs)
+          outputs->insert(outputs->end(), predicted.span().begin(), predicted.span().end());
         for (int64_t row = 0; examples && row < predicted.shape()[0]; ++row) {
           examples->push_back(loss_.compute(kernels_, predicted.slice_rows(row, 1),
                                             targets.slice_rows(row, 1), 1.0f, false));

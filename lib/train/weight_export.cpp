@@ -13,6 +13,7 @@
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weights_file.h"
 #include "comm/agree.h"
+#include "config/resolved_settings.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "model/model_builder.h"
@@ -84,7 +85,9 @@ std::string write_weights(Trainer& trainer, const config::Experiment& experiment
                               model::TiedWeights::kEmbeddingParam)};
   }
   attempt([&] {
-    writer.emplace(path, tensors, checkpoint::weights_file_metadata(experiment.source, tied));
+    writer.emplace(path, tensors,
+                   checkpoint::weights_file_metadata(experiment.source,
+                                                     config::resolved_settings(experiment), tied));
   });
   std::vector<int> sent(static_cast<size_t>(trainer.placement().num_ranks), 0);  // per rank
   Tensor buffer;  // the tensor being received
