@@ -139,6 +139,18 @@ CLI::Validator non_negative_number(const std::string& zero) {
       "");  // the option's help says what 0 means
 }
 
+// A byte size as config::parse_byte_size reads it: "1GiB", "512MiB", "4096".
+const CLI::Validator kByteSize(
+    [](const std::string& text) {
+      try {
+        config::parse_byte_size(text);
+        return std::string();
+      } catch (const InputError& e) {
+        return std::string(e.what());
+      }
+    },
+    "");
+
 // "30s", "5m", "1.5h" or plain seconds, as seconds > 0.
 CLI::Validator duration_in_seconds() {
   const CLI::Validator positive(
@@ -573,6 +585,18 @@ void Commands::add_eval(CLI::App& app) {
                    "Write each example's loss to this file: a line per example, its index, loss "
                    "(mean over its tokens) and tokens, tab-separated")
       ->check(kNotEmpty);
+  eval_
+      ->add_option("--logits", eval_logits_,
+                   "Write the model's outputs to this safetensors file: one f32 tensor 'logits' "
+                   "[examples, ...output shape], in example order")
+      ->check(kNotEmpty);
+  eval_
+      ->add_option("--logits-limit", eval_logits_limit_,
+                   "The largest --logits file to write, e.g. 512MiB or 4GiB (rank 0 holds it in "
+                   "memory); more is refused before evaluating")
+      ->check(kByteSize)
+      ->type_name("SIZE")
+      ->capture_default_str();
   eval_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
   eval_->callback([this] {
     if (weights_path_.empty() && checkpoint_run_dir_.empty()) {
@@ -721,7 +745,9 @@ int Commands::evaluate(const comm::Communicator& world) {
                          .overrides = overrides_,
                          .source = {.checkpoint = checkpoint_run_dir_, .weights = weights_path_},
                          .split = eval_split_,
-                         .losses = eval_losses_},
+                         .files = {.losses = eval_losses_,
+                                   .logits = eval_logits_,
+                                   .logits_limit = config::parse_byte_size(eval_logits_limit_)}},
                         world);
   if (world.rank() != 0) return 0;
   // The loss in full (the shortest text that reads back as the same double, as metrics.jsonl's).

@@ -105,11 +105,13 @@ class Commands {
   std::string weights_path_;  // generate, translate: the weights read; export: the file written
   int64_t export_step_ = -1;  // export --step; -1 = the newest committed checkpoint
   train::GenerateOptions generate_options_;
-  std::string translate_tag_;       // translate --to
-  std::string translate_input_;     // translate --input; "" = stdin
-  std::string checkpoint_run_dir_;  // translate and eval --checkpoint
-  std::string eval_split_;          // eval --split; "" = the data's held-out split
-  std::string eval_losses_;         // eval --losses; "" = none
+  std::string translate_tag_;               // translate --to
+  std::string translate_input_;             // translate --input; "" = stdin
+  std::string checkpoint_run_dir_;          // translate and eval --checkpoint
+  std::string eval_split_;                  // eval --split; "" = the data's held-out split
+  std::string eval_losses_;                 // eval --losses; "" = none
+  std::string eval_logits_;                 // eval --logits; "" = none
+  std::string eval_logits_limit_ = "1GiB";  // eval --logits-limit
   train::TranslateOptions translate_options_;
   std::string hypotheses_path_;  // score --hyp
   std::string references_path_;  // translate and score --ref

@@ -149,7 +149,7 @@ CheckpointExport export_checkpoint(const std::string& run_dir, std::optional<int
     check_model(checkpoint);
     result.num_tensors = static_cast<int64_t>(layout.size());
     writer.emplace(out, std::move(layout),
-                   weights_file_metadata(config.get<std::string>(),
+                   weights_file_metadata(config.get<std::string>(), checkpoint.settings,
                                          tied_names_in_settings(checkpoint.settings)));
   } catch (const InputError& e) {
     throw with_hint(e);

@@ -36,7 +36,8 @@ using ModelCheck = std::function<void(const CheckpointTensors&)>;
 
 // Writes the weights of the committed checkpoint `step` of `run_dir` (the newest when nullopt) to
 // `out`, atomically, byte for byte what the end-of-run export writes: the same tensors in the
-// same order, with the same metadata (the manifest's config, and a tied matrix from its settings).
+// same order, with the same metadata (the manifest's config, and the model and a tied matrix
+// from its settings).
 // The checkpoint is verified as a resume verifies it (meta.json's checksum, every shard's size,
 // crc32 and metadata, every value finite, the optimizer state included) before the file appears,
 // and its headers before the file is begun (no tensor in two shards, every optimizer state beside a

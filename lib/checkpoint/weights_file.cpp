@@ -23,10 +23,15 @@ std::optional<int64_t> layer_of(const std::string& key, const std::string& field
 
 }  // namespace
 
-std::map<std::string, std::string> weights_file_metadata(const std::string& config_source,
-                                                         const std::optional<TiedNames>& tied) {
+std::map<std::string, std::string> weights_file_metadata(
+    const std::string& config_source, const std::map<std::string, std::string>& settings,
+    const std::optional<TiedNames>& tied) {
+  nlohmann::json model = nlohmann::json::object();
+  for (const auto& [key, value] : settings) {
+    if (key.starts_with("model.")) model[key] = value;
+  }
   std::map<std::string, std::string> metadata = {
-      {"format", "pt"}, {"producer", "mpipe"}, {"config", config_source}};
+      {"format", "pt"}, {"producer", "mpipe"}, {"config", config_source}, {"model", model.dump()}};
   if (tied) {
     nlohmann::json names = nlohmann::json::object();
     for (const std::string& copy : tied->copies) names[copy] = tied->stored;

@@ -24,11 +24,18 @@ struct TiedNames {
   std::string stored;
 };
 
-// The metadata of a weights file of the run configured by `config_source` (the experiment file);
-// with a tie, "tied_weights" says which tensor to load from which: {"layers.3.token":
-// "layers.0.token","layers.5.weight":"layers.0.token"}.
-std::map<std::string, std::string> weights_file_metadata(const std::string& config_source,
-                                                         const std::optional<TiedNames>& tied);
+// The metadata of a weights file of the run configured by `config_source` (the experiment file)
+// whose resolved settings are `settings` (config::resolved_settings; a checkpoint's meta.json
+// "settings"): "model" holds the model's settings, the entries whose key starts with "model.", as
+// a JSON object of strings ({"model.loss": "cross_entropy", "model.layers[0].type": "embedding",
+// "model.layers[0].vocab": "64", ...}: the layers with every `repeat` expanded, each value as
+// YAML writes it), from which the model is built without the experiment file
+// (config::stored_model, scripts/pytorch/mpipe_model.py); with a tie, "tied_weights" says which
+// tensor to load from which: {"layers.3.token": "layers.0.token", "layers.5.weight":
+// "layers.0.token"}.
+std::map<std::string, std::string> weights_file_metadata(
+    const std::string& config_source, const std::map<std::string, std::string>& settings,
+    const std::optional<TiedNames>& tied);
 
 // The tie of a run from its resolved settings (a checkpoint's meta.json `settings`): the layers
 // with `model.layers[i].tie: embedding` (an embedding's "token", a linear's "weight") and the

@@ -208,6 +208,26 @@ std::vector<double> Communicator::allgatherv(std::span<const double> mine) const
   return all;
 }
 
+std::vector<float> Communicator::gatherv(std::span<const float> mine, int root) const {
+  int my_count = to_mpi_count(mine.size(), "MPI_Igatherv");
+  std::vector<int> counts(static_cast<std::size_t>(size()));
+  Request count_request = start("MPI_Iallgather", -1, -1, -1, {});
+  check_mpi(MPI_Iallgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, handle_->comm,
+                           &count_request.state_->op.request),
+            "MPI_Iallgather");
+  count_request.wait();
+  const std::vector<int> offsets = displacements(counts, "MPI_Igatherv");
+  std::vector<float> all(rank() == root ? static_cast<std::size_t>(offsets.back() + counts.back())
+                                        : 0);
+  Request request = start("MPI_Igatherv", -1, -1, root, {});
+  check_mpi(
+      MPI_Igatherv(mine.data(), my_count, MPI_FLOAT, all.data(), counts.data(), offsets.data(),
+                   MPI_FLOAT, root, handle_->comm, &request.state_->op.request),
+      "MPI_Igatherv");
+  request.wait();
+  return all;
+}
+
 void Communicator::broadcast(std::span<float> data, int root) const {
   Request request = start("MPI_Ibcast", -1, -1, root, {});
   check_mpi(MPI_Ibcast(data.data(), to_mpi_count(data.size(), "MPI_Ibcast"), MPI_FLOAT, root,

@@ -106,6 +106,9 @@ class Communicator {
   // Every rank contributes `mine`; returns all contributions concatenated in rank order
   // (sizes may differ per rank).
   std::vector<double> allgatherv(std::span<const double> mine) const;
+  // The same, gathered on `root` alone: the root gets every contribution concatenated in rank
+  // order, every other rank an empty vector.
+  std::vector<float> gatherv(std::span<const float> mine, int root) const;
   void broadcast(std::span<float> data, int root) const;
   void broadcast(std::span<double> data, int root) const;
   // The root's `text` (any bytes) replaces every other rank's.

@@ -24,7 +24,7 @@ train::WeightsEvaluation run_eval_job(const EvalInputs& inputs, const comm::Comm
   if (comm::Watchdog* watchdog = world.watchdog()) watchdog->configure(checked.experiment.comm);
   kernels::KernelContext kernels(checked.experiment.train.precision);
   return train::evaluate_weights(checked.experiment, *checked.dataset, std::move(checked.plan),
-                                 inputs.source, inputs.split, inputs.losses, world, kernels);
+                                 inputs.source, inputs.split, inputs.files, world, kernels);
 }
 
 }  // namespace mpipe::job

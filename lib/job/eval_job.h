@@ -14,8 +14,8 @@ struct EvalInputs {
   std::string config_path;
   std::vector<std::string> overrides;
   train::WeightsSource source;
-  std::string split;   // "train", "val" or "test"; empty: the data's held-out split
-  std::string losses;  // a file for each example's loss; empty: none
+  std::string split;       // "train", "val" or "test"; empty: the data's held-out split
+  train::EvalFiles files;  // what rank 0 writes beside the printed line
 };
 
 // Collective over `world` (whose watchdog has the experiment's deadlines:

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <span>
 #include <utility>
 
 #include "core/error.h"
@@ -287,7 +288,7 @@ int64_t Executor::send(Direction direction, int64_t round, const Op& op, Tensor 
 }
 
 LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data,
-                              std::vector<nn::LossOutput>* examples) {
+                              std::vector<nn::LossOutput>* examples, std::vector<float>* outputs) {
   const int num_micro_batches = static_cast<int>(plan.rows.size());
   for (int chunk = 0; chunk < num_chunks(); ++chunk) {
     if (is_first(chunk)) continue;
@@ -312,6 +313,10 @@ LossTotals Executor::evaluate(const RoundPlan& plan, const MicroBatchData& data,
         const Tensor targets = data.targets(m);
         const Tensor& predicted = model_output(output);
         totals.add(loss_.compute(kernels_, predicted, targets, 1.0f, false));
+        if (outputs) {
+          const std::span<const float> values = predicted.span();
+          outputs->insert(outputs->end(), values.begin(), values.end());
+        }
         for (int64_t row = 0; examples && row < predicted.shape()[0]; ++row) {
           examples->push_back(loss_.compute(kernels_, predicted.slice_rows(row, 1),
                                             targets.slice_rows(row, 1), 1.0f, false));

@@ -89,9 +89,12 @@ class Executor {
   void set_trace(log::TraceRecorder* trace) { trace_ = trace; }
   // Forward-only pass of every micro-batch in ascending order through each chunk in turn
   // (evaluation mode). With `examples`, the rank of the last stage also appends each example's
-  // own loss (its sum and rows, from the loss of that example alone), in example order.
+  // own loss (its sum and rows, from the loss of that example alone), in example order; with
+  // `outputs`, the model's output (what the loss reads: the logits of a classifier or a language
+  // model), row-major, in example order.
   LossTotals evaluate(const RoundPlan& plan, const MicroBatchData& data,
-                      std::vector<nn::LossOutput>* examples = nullptr);
+                      std::vector<nn::LossOutput>* examples = nullptr,
+                      std::vector<float>* outputs = nullptr);
 
  private:
   int num_chunks() const { return static_cast<int>(stages_.size()); }

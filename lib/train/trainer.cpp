@@ -47,6 +47,32 @@ std::vector<float> gather_buffer_updates(pipeline::Stage& stage,
   return {all.begin(), all.end()};
 }
 
+// The evaluated examples' outputs in example order, from `gathered`: blocks of rows in the order
+// `blocks` lists them (per block its first example and its rows; the replicas took turns, so the
+// blocks of several last-stage ranks interleave), which together cover [0, examples).
+std::vector<float> in_example_order(std::vector<float> gathered,
+                                    const std::vector<double>& blocks) {
+  int64_t examples = 0;
+  bool ordered = true;
+  for (size_t b = 0; b + 1 < blocks.size(); b += 2) {
+    ordered = ordered && static_cast<int64_t>(blocks[b]) == examples;
+    examples += static_cast<int64_t>(blocks[b + 1]);
+  }
+  if (ordered || gathered.empty()) return gathered;  // (empty: not the root)
+  const size_t per_example = gathered.size() / static_cast<size_t>(examples);
+  std::vector<float> result(gathered.size());
+  auto from = gathered.begin();
+  for (size_t b = 0; b + 1 < blocks.size(); b += 2) {
+    const auto values =
+        static_cast<std::ptrdiff_t>(static_cast<size_t>(blocks[b + 1]) * per_example);
+    std::copy(
+        from, from + values,
+        result.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(blocks[b]) * per_example));
+    from += values;
+  }
+  return result;
+}
+
 }  // namespace
 
 comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int world_rank,
@@ -412,15 +438,25 @@ pipeline::LossTotals Trainer::sum_over_world(const pipeline::LossTotals& mine) c
           .correct = static_cast<int64_t>(values[2])};
 }
 
-EvalReport Trainer::evaluate(int64_t step, data::Split split, bool per_example) {
+EvalBatches eval_batches(const TrainConfig& train, int64_t size) {
+  EvalBatches batches;
+  batches.batch = train.eval_batch_size > 0 ? train.eval_batch_size : train.batch_size;
+  batches.count = (size + batches.batch - 1) / batches.batch;
+  if (train.eval_batches > 0) batches.count = std::min(batches.count, train.eval_batches);
+  batches.examples = std::min(size, batches.count * batches.batch);
+  return batches;
+}
+
+EvalReport Trainer::evaluate(int64_t step, data::Split split, EvalExtras extras) {
   const comm::WatchScope watch(world_, "evaluation", comm::WaitPhase::kLong);
-  const auto& train = experiment_.train;
-  const int64_t batch = train.eval_batch_size > 0 ? train.eval_batch_size : train.batch_size;
   const int64_t size = dataset_.size(split);
-  int64_t num_batches = (size + batch - 1) / batch;
-  if (train.eval_batches > 0) num_batches = std::min(num_batches, train.eval_batches);
+  const EvalBatches batches = eval_batches(experiment_.train, size);
+  const int64_t batch = batches.batch;
+  const int64_t num_batches = batches.count;
   pipeline::LossTotals totals;
-  std::vector<double> mine;  // per example of this rank's last stage: index, loss sum, rows
+  std::vector<double> mine;    // per example of this rank's last stage: index, loss sum, rows
+  std::vector<float> outputs;  // this rank's last stage's, batch after batch
+  std::vector<double> output_blocks;  // per batch in `outputs`: its first example, its rows
   const kernels::WeightsFixed fixed(kernels_);
   // Replicas take turns: batch j is evaluated by replica j % D.
   for (int64_t j = topology_.replica; j < num_batches; j += topology_.num_replicas) {
@@ -433,8 +469,14 @@ EvalReport Trainer::evaluate(int64_t step, data::Split split, bool per_example) 
     std::vector<int64_t> indices(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i) indices[static_cast<size_t>(i)] = first + i;
     std::vector<nn::LossOutput> examples;
+    const size_t outputs_before = outputs.size();
     pipeline::LossTotals part = executor_->evaluate(
-        plan, micro_batch_data(split, indices, plan, step), per_example ? &examples : nullptr);
+        plan, micro_batch_data(split, indices, plan, step),
+        extras.example_losses ? &examples : nullptr, extras.outputs ? &outputs : nullptr);
+    if (outputs.size() > outputs_before) {
+      output_blocks.insert(output_blocks.end(),
+                           {static_cast<double>(first), static_cast<double>(rows)});
+    }
     for (size_t i = 0; i < examples.size(); ++i) {
       mine.insert(mine.end(), {static_cast<double>(first + static_cast<int64_t>(i)),
                                examples[i].sum, static_cast<double>(examples[i].rows)});
@@ -445,7 +487,11 @@ EvalReport Trainer::evaluate(int64_t step, data::Split split, bool per_example) 
   }
   pipeline::LossTotals sum = sum_over_world(totals);
   EvalReport report;
-  if (per_example) {
+  if (extras.outputs) {
+    const std::vector<double> blocks = world_.allgatherv(output_blocks);
+    report.outputs = in_example_order(world_.gatherv(outputs, 0), blocks);
+  }
+  if (extras.example_losses) {
     const std::vector<double> all = world_.allgatherv(mine);
     report.example_losses.resize(all.size() / 3);
     for (size_t i = 0; i + 3 <= all.size(); i += 3) {
@@ -454,7 +500,7 @@ EvalReport Trainer::evaluate(int64_t step, data::Split split, bool per_example) 
     }
   }
   report.rows = sum.rows;
-  report.examples = std::min(size, num_batches * batch);
+  report.examples = batches.examples;
   if (sum.rows > 0) {
     report.loss = sum.sum / static_cast<double>(sum.rows);
     report.accuracy = static_cast<double>(sum.correct) / static_cast<double>(sum.rows);

@@ -62,7 +62,26 @@ struct EvalReport {
   // When asked for: each evaluated example's own loss, in example order (its sum over its rows,
   // tokens for sequences, and their count).
   std::vector<ExampleLoss> example_losses;
+  // When asked for, on world rank 0 alone: each evaluated example's model output (what the loss
+  // reads: logits), in example order, row-major [examples, ...the model's output shape].
+  std::vector<float> outputs;
 };
+
+// What an evaluation gathers beside its totals (`mpipe eval --losses`, `--logits`).
+struct EvalExtras {
+  bool example_losses = false;  // EvalReport::example_losses, on every rank
+  bool outputs = false;         // EvalReport::outputs, on world rank 0
+};
+
+// How an evaluation cuts a split of `size` examples: `batch` examples a batch
+// (train.eval_batch_size, else train.batch_size), `count` batches (at most train.eval_batches),
+// over the examples [0, examples).
+struct EvalBatches {
+  int64_t batch = 0;
+  int64_t count = 0;
+  int64_t examples = 0;
+};
+EvalBatches eval_batches(const TrainConfig& train, int64_t size);
 
 // K and D from the config, resolving `auto` (0) from the world size.
 comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int world_rank,
@@ -78,10 +97,8 @@ class Trainer {
 
   StepReport step(int64_t step);
   // The model on `split` (the held-out one unless asked), train.eval_batch_size examples a batch,
-  // at most train.eval_batches batches, in example order; `per_example`: with every example's
-  // own loss on every rank.
-  EvalReport evaluate(int64_t step, data::Split split = data::Split::kTest,
-                      bool per_example = false);
+  // at most train.eval_batches batches, in example order; with what `extras` asks for.
+  EvalReport evaluate(int64_t step, data::Split split = data::Split::kTest, EvalExtras extras = {});
 
   // Collective over the world, at a step boundary: runs `plan` (the same partition on every
   // rank; same schedule, recompute mode and chunks per rank) from now on. Each chunk's stage is

@@ -14,6 +14,7 @@
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weights_file.h"
 #include "comm/agree.h"
+#include "config/resolved_settings.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "model/model_builder.h"
@@ -160,8 +161,10 @@ void export_weights(Trainer& trainer, const config::Experiment& experiment,
       trainer, experiment, dataset,
       [&](const std::vector<checkpoint::TensorInfo>& layout) {
         attempt([&] {
-          writer.emplace(path, layout,
-                         checkpoint::weights_file_metadata(experiment.source, tied_names(trainer)));
+          writer.emplace(
+              path, layout,
+              checkpoint::weights_file_metadata(
+                  experiment.source, config::resolved_settings(experiment), tied_names(trainer)));
         });
       },
       [&](const checkpoint::TensorInfo& tensor, std::span<const float> values) {

@@ -6,13 +6,16 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <optional>
 #include <span>
 
 #include "checkpoint/atomic_file.h"
+#include "checkpoint/safetensors.h"
 #include "comm/agree.h"
+#include "core/byte_format.h"
 #include "core/error.h"
 #include "train/init_weights.h"
 #include "train/run_checkpoint.h"
@@ -60,17 +63,54 @@ int64_t pick_step(const std::string& path, const CheckpointPath& checkpoint) {
   return *checkpoint.step;
 }
 
-// Rank 0, before the evaluation: `path` can be written (a regular file or a new one, in a folder
-// that exists).
-void check_losses_path(const std::string& path) {
+// Rank 0, before the evaluation: `path`, given by `option`, can be written (a regular file or a
+// new one, in a folder that exists).
+void check_output_path(const std::string& path, std::string_view option) {
   const fs::path file(path);
   const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
   std::error_code ec;
   const fs::file_status status = fs::status(file, ec);
   check_input(!fs::exists(status) || fs::is_regular_file(status),
-              "{}: --losses: exists and is not a regular file", path);
-  check_input(fs::is_directory(folder, ec), "{}: --losses: the folder {} does not exist", path,
+              "{}: {}: exists and is not a regular file", path, option);
+  check_input(fs::is_directory(folder, ec), "{}: {}: the folder {} does not exist", path, option,
               folder.string());
+}
+
+// The shape of the logits file's tensor: [examples, ...one example's output].
+Shape logits_shape(int64_t examples, const Shape& output) {
+  std::vector<int64_t> dims = {examples};
+  dims.insert(dims.end(), output.dims().begin(), output.dims().end());
+  return Shape(std::move(dims));
+}
+
+// Rank 0, before the evaluation: the outputs of `examples` examples of shape `output` fit in
+// `limit` bytes, and in one MPI gather (a count of at most 2^31 - 1 floats).
+void check_logits_size(const std::string& path, int64_t examples, const Shape& output,
+                       int64_t limit) {
+  const double values = static_cast<double>(examples) * static_cast<double>(output.numel());
+  const double bytes = values * static_cast<double>(sizeof(float));
+  check_input(values <= static_cast<double>(std::numeric_limits<int32_t>::max()),
+              "{}: --logits: the outputs of {} examples (each {} floats) are {:.0f} floats, more "
+              "than one gather carries (2^31 - 1): evaluate fewer (--set train.eval_batches=N)",
+              path, examples, output, values);
+  check_input(bytes <= static_cast<double>(limit),
+              "{}: --logits: the outputs of {} examples (each {} floats) take {}, over "
+              "--logits-limit {}: evaluate fewer (--set train.eval_batches=N) or raise the limit",
+              path, examples, output, format_bytes(bytes),
+              format_bytes(static_cast<double>(limit)));
+}
+
+// Rank 0: the outputs into `path` as one safetensors tensor "logits", atomically.
+void write_logits(const std::string& path, std::vector<float> outputs, int64_t examples,
+                  const Shape& output, const WeightsEvaluation& evaluation) {
+  checkpoint::write_safetensors(
+      path,
+      std::vector<checkpoint::TensorView>{
+          {.name = "logits", .shape = logits_shape(examples, output), .values = outputs}},
+      {{"producer", "mpipe"},
+       {"format", "pt"},
+       {"source", evaluation.source},
+       {"split", evaluation.split}});
 }
 
 // Rank 0: the examples' losses into `path`, atomically.
@@ -98,7 +138,7 @@ data::Split parse_split(std::string_view name, data::DatasetKind kind) {
 WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
                                    const data::Dataset& dataset, RunPlan plan,
                                    const WeightsSource& source, std::string_view split,
-                                   const std::string& losses_path, const comm::Communicator& world,
+                                   const EvalFiles& files, const comm::Communicator& world,
                                    kernels::KernelContext& kernels) {
   WeightsEvaluation result{
       .source = source.weights,
@@ -107,9 +147,16 @@ WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
       .measures = {},
       .translation = std::nullopt};
   data::Split which = data::Split::kTest;
+  const Shape output = plan.model.layers.back().output;  // one example's
   comm::agree(world, [&] {
     which = parse_split(result.split, experiment.data.kind);
-    if (world.rank() == 0 && !losses_path.empty()) check_losses_path(losses_path);
+    if (world.rank() != 0) return;
+    if (!files.losses.empty()) check_output_path(files.losses, "--losses");
+    if (!files.logits.empty()) {
+      check_output_path(files.logits, "--logits");
+      check_logits_size(files.logits, eval_batches(experiment.train, dataset.size(which)).examples,
+                        output, files.logits_limit);
+    }
   });
   Trainer trainer(experiment, std::move(plan), world, kernels, dataset);
   int64_t step = 0;
@@ -134,12 +181,17 @@ WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
       }
     });
   }
-  result.report = trainer.evaluate(step, which, !losses_path.empty());
+  result.report = trainer.evaluate(
+      step, which, {.example_losses = !files.losses.empty(), .outputs = !files.logits.empty()});
   result.translation = score_translations(trainer, experiment, dataset, which);
   comm::agree(world, [&] {
     if (world.rank() != 0) return;
     result.measures = eval_measures(dataset, which, result.report);
-    if (!losses_path.empty()) write_losses(losses_path, result.report.example_losses);
+    if (!files.losses.empty()) write_losses(files.losses, result.report.example_losses);
+    if (!files.logits.empty()) {
+      write_logits(files.logits, std::move(result.report.outputs), result.report.examples, output,
+                   result);
+    }
   });
   return result;
 }

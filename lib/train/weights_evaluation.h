@@ -2,6 +2,7 @@
 // data, pipelined over the ranks as a run's evaluations are (`mpipe eval`).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,21 @@ namespace mpipe::train {
 struct WeightsSource {
   std::string checkpoint;  // a run directory (its newest committed step) or a step folder in it
   std::string weights;     // a weights file, matched against the model at preflight
+};
+
+// The files rank 0 writes after an evaluation, each atomically (empty: none).
+struct EvalFiles {
+  // Each example's own loss, one line per example in example order: its index in the split, its
+  // loss (the mean over its tokens for sequences) and its tokens (1 for an example with one
+  // target), tab-separated.
+  std::string losses;
+  // Each example's model output (what the loss reads: logits), a safetensors file of one f32
+  // tensor "logits" [examples, ...the model's output shape] in example order, with metadata
+  // "source" and "split" (WeightsEvaluation's).
+  std::string logits;
+  // The most bytes of outputs `logits` may hold (rank 0 gathers them in memory, and a language
+  // model's are examples × seq_len × vocab floats): more is refused before the evaluation.
+  int64_t logits_limit = int64_t{1} << 30;
 };
 
 struct WeightsEvaluation {
@@ -41,16 +57,15 @@ data::Split parse_split(std::string_view name, data::DatasetKind kind);
 // --init-weights loads it), and evaluates `split` (parse_split's; empty: the held-out one) as a
 // run's evaluations do (Trainer::evaluate: train.eval_batch_size, train.eval_batches), so a
 // checkpoint's numbers are those its run logged at that step (a translation model's BLEU and chrF
-// too: score_translations). With `losses_path`, rank 0 writes
-// each example's own loss there atomically, one line per example in example order: its index in
-// the split, its loss (the mean over its tokens for sequences) and its tokens (1 for an example
-// with one target), tab-separated. Throws AgreedError on every rank:
+// too: score_translations). Rank 0 then writes `files`. Throws AgreedError on every rank, before
+// evaluating for what it can check then (a file that cannot be written, logits over
+// `files.logits_limit`), and with no file written:
 // "runs/x: --checkpoint: no committed checkpoint (checkpoints/ holds no committed step)",
 // ".../step_00000004: tensor layers.3.weight is missing", ...
 WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
                                    const data::Dataset& dataset, RunPlan plan,
                                    const WeightsSource& source, std::string_view split,
-                                   const std::string& losses_path, const comm::Communicator& world,
+                                   const EvalFiles& files, const comm::Communicator& world,
                                    kernels::KernelContext& kernels);
 
 }  // namespace mpipe::train

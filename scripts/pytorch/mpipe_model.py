@@ -1,29 +1,31 @@
-"""An mpipe language model as a PyTorch module, built from an export and its experiment YAML.
+"""An mpipe language model as a PyTorch module, built from an export alone.
 
 `mpipe export` (and `train --export-weights`) write one safetensors file of float32 tensors named
-`layers.<i>.<param>`, i the layer's index in the YAML's `model.layers` with every `repeat`
-expanded; the layout is in docs/export.md. The export names the YAML it was trained from (its
-metadata's `config`) but not the model, so the module is built from that YAML, which must still
-describe the trained model (with any `--set model...` of the run applied by hand).
+`layers.<i>.<param>`, i the layer's index in `model.layers` with every `repeat` expanded; the
+layout is in docs/export.md. The export's metadata `model` holds the run's resolved model (its
+`model.*` settings, `--set` overrides included), from which the module is built. An export written
+before mpipe recorded it has no `model`: then the experiment YAML it was trained from is given
+too, and must still describe the trained model (with any `--set model...` applied by hand).
 
     import mpipe_model
-    model = mpipe_model.load("run.safetensors", "exp.yaml")   # an eval-mode torch.nn.Module
-    logits = model(ids)                                       # ids [batch, T] -> [batch, T, vocab]
+    model = mpipe_model.load("run.safetensors")   # an eval-mode torch.nn.Module
+    logits = model(ids)                           # ids [batch, T] -> [batch, T, vocab]
 
 Covers the sequential language-model layers: embedding (token table and learned positions),
 transformer_block (layer_norm or rms_norm, gelu or swiglu MLP, rotary, kv_heads), attention
 (causal or not, rotary, kv_heads; without `read`), layer_norm, rms_norm, linear (with `tie:
 embedding`), relu, gelu, tanh and dropout (the identity: the module evaluates). Needs Debian's
-python3-torch (PyTorch 1.13; run it with /usr/bin/python3) and python3-yaml.
+python3-torch (PyTorch 1.13; run it with /usr/bin/python3), and python3-yaml for an export without
+`model`.
 """
 import json
 import math
+import re
 import struct
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-import yaml
 
 # The norms' epsilon where a layer gives none: layer_norm's and rms_norm's `eps` default, and the
 # transformer block's norms (which take no eps).
@@ -60,9 +62,38 @@ def expand_layers(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def model_layers(config_path: str) -> list[dict[str, Any]]:
     """The expanded layer list of an experiment YAML."""
+    import yaml  # only here: an export with its model needs no YAML
     with open(config_path) as f:
         experiment = yaml.safe_load(f)
     return expand_layers(experiment["model"]["layers"])
+
+
+LAYER_SETTING = re.compile(r"model\.layers\[(\d+)\]\.(\w+)")
+
+
+def setting_value(text: str) -> Any:
+    """A resolved setting's value from its text as mpipe writes it: a bool, a number or text."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def stored_layers(model: str) -> list[dict[str, Any]]:
+    """The expanded layer list of an export's metadata `model`: a JSON object of the model's
+    resolved settings, "model.layers[<i>].<key>" -> the value as text."""
+    layers: dict[int, dict[str, Any]] = {}
+    for key, text in json.loads(model).items():
+        match = LAYER_SETTING.fullmatch(key)
+        if match:
+            layers.setdefault(int(match[1]), {})[match[2]] = setting_value(text)
+    if sorted(layers) != list(range(len(layers))):
+        raise ValueError(f"the model's layers are not numbered 0..{len(layers) - 1}")
+    return [layers[i] for i in range(len(layers))]
 
 
 class RmsNorm(torch.nn.Module):
@@ -198,7 +229,7 @@ class TiedLinear(torch.nn.Module):
 
 def build_layer(layer: dict[str, Any], params: dict[str, torch.Tensor],
                 embedding: Embedding | None) -> torch.nn.Module:
-    """One layer of the YAML, holding its exported params."""
+    """One layer of the model, holding its exported params."""
     kind = layer["type"]
     if kind == "embedding":
         return Embedding(params)
@@ -241,23 +272,30 @@ class MpipeModel(torch.nn.Module):
             built.append(module)
         unused = sorted(set(tensors) - used)
         if unused:
-            raise ValueError(f"the export holds tensors no layer of the YAML takes: {unused}")
+            raise ValueError(f"the export holds tensors no layer of the model takes: {unused}")
         self.layers = torch.nn.Sequential(*built)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         return self.layers(ids)
 
 
-def load(weights_path: str, config_path: str) -> MpipeModel:
-    """The model of config_path holding the weights of weights_path, in eval mode."""
+def load(weights_path: str, config_path: str | None = None) -> MpipeModel:
+    """The model of weights_path's metadata `model` holding its weights, in eval mode; for an
+    export without `model` (an older mpipe's), the model of the experiment YAML config_path."""
     tensors, metadata = read_safetensors(weights_path)
+    if "model" in metadata:
+        layers = stored_layers(metadata["model"])
+    elif config_path is not None:
+        layers = model_layers(config_path)
+    else:
+        raise ValueError(f"{weights_path}: no model in its metadata (an older mpipe's export): "
+                         "give the experiment YAML it was trained from")
     # A tied head's weight is not in the file: TiedLinear reads the embedding's table.
     tied = json.loads(metadata.get("tied_weights", "{}"))
-    layers = model_layers(config_path)
     for copy in tied:
         index = int(copy.split(".")[1])
         if layers[index].get("tie") != "embedding":
-            raise ValueError(f"{weights_path}: {copy} is tied, but the YAML's layer {index} is not")
+            raise ValueError(f"{weights_path}: {copy} is tied, but the model's layer {index} is not")
     model = MpipeModel(layers, tensors)
     model.eval()
     return model

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <string>
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/safetensors.h"
@@ -37,12 +39,15 @@ std::vector<NamedTensor> shard(int stage) {
           {"optim.exp_avg.layers.2.weight", Shape{1, 2}, {0, 0}}};
 }
 
+// A few of a run's resolved settings (a run's manifest has them all; none here ties).
+const std::map<std::string, std::string> kSettings = {
+    {"model.loss", "mse"}, {"model.layers[0].type", "linear"}, {"optimizer.lr", "0.1"}};
+
 void commit_step(CheckpointStore& store, int64_t step) {
   const ShardRecord first = store.write_shard(step, 0, views_of(shard(0)));
   const ShardRecord second = store.write_shard(step, 1, views_of(shard(1)));
-  // The manifest's keys that the export reads (a run's has every resolved setting; none here ties).
-  store.commit(step,
-               {{"num_stages", 2}, {"config", "exp.yaml"}, {"settings", nlohmann::json::object()}},
+  // The manifest's keys that the export reads.
+  store.commit(step, {{"num_stages", 2}, {"config", "exp.yaml"}, {"settings", kSettings}},
                {first, second});
 }
 
@@ -62,8 +67,8 @@ TEST(ExportCheckpoint, WritesTheWeightsInShardOrderWithTheRunsMetadata) {
   weights.resize(3);
   weights.push_back(shard(1)[0]);
   const std::string expected = dir.file("expected.safetensors");
-  const FileDigest digest =
-      write_safetensors(expected, weights, weights_file_metadata("exp.yaml", std::nullopt));
+  const FileDigest digest = write_safetensors(
+      expected, weights, weights_file_metadata("exp.yaml", kSettings, std::nullopt));
   EXPECT_EQ(read_bytes(out), read_bytes(expected));
   EXPECT_EQ(done.digest, digest);
 }

@@ -162,6 +162,9 @@ parse_error empty_run_dir "--run-dir: must not be empty (\`mpipe train --help\` 
   train "$mlp" --run-dir ''
 parse_error empty_export "--export-weights: must not be empty (\`mpipe train --help\` lists the options)" \
   train "$mlp" --export-weights ''
+parse_error bad_logits_limit \
+  "--logits-limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots' (\`mpipe eval --help\` lists the options)" \
+  eval "$mlp" --weights w.safetensors --logits l.safetensors --logits-limit lots
 parse_error bad_stages "--stages: Value 0 not in range 1 to 64 (\`mpipe schedule --help\` lists the options)" \
   schedule --stages 0
 # The interleaved schedule's shape: M a multiple of K, v >= 2, and chunks only with it or zbv

@@ -2,10 +2,10 @@
 # mpipe eval: a tiny language model trained on 2 ranks, its checkpoints (the run's newest, and a
 # step folder), and its exported weights evaluated by one process and by 2 ranks print the loss its
 # run logged in metrics.jsonl at that step, bit for bit, with the perplexity (in metrics.jsonl too),
-# and --losses writes each example's loss, the same at any K; an unknown split, a split the data
-# does not have, a missing checkpoint, another model's checkpoint, weights that do not fit the
-# model and a --losses file in no folder are refused in one line on every rank, with no losses
-# file written.
+# --losses writes each example's loss and --logits its logits, the same bytes at any K and D; an
+# unknown split, a split the data does not have, a missing checkpoint, another model's checkpoint,
+# weights that do not fit the model, a --losses file in no folder and logits over --logits-limit
+# are refused in one line on every rank, with no losses or logits file written.
 # Usage: eval.sh LM_CONFIG OTHER_CONFIG
 source "$(dirname "$0")/checkpoint_lib.sh"
 lm=$1 other=$2
@@ -43,10 +43,30 @@ evaluates step2_k2 2 "$middle" --checkpoint "$WORK/lm/checkpoints/step_00000002/
 evaluates weights_k1 1 "$final" --weights "$WORK/lm.safetensors"
 
 # --losses: one line per example (index, loss, tokens), the same at K=1 and K=2, whose
-# token-weighted mean is the loss printed.
-evaluates losses_k1 1 "$final" --checkpoint "$WORK/lm" --losses "$WORK/k1.losses"
-evaluates losses_k2 2 "$final" --checkpoint "$WORK/lm" --losses "$WORK/k2.losses"
+# token-weighted mean is the loss printed. --logits: one f32 tensor [examples, seq_len 8, vocab
+# 32], the same bytes at K=1, at K=2 (the last stage is rank 1, rank 0 writes) and at D=2 (the
+# replicas take the batches in turns: rank 0 puts them back in example order).
+evaluates losses_k1 1 "$final" --checkpoint "$WORK/lm" --losses "$WORK/k1.losses" \
+  --logits "$WORK/k1.logits"
+evaluates losses_k2 2 "$final" --checkpoint "$WORK/lm" --losses "$WORK/k2.losses" \
+  --logits "$WORK/k2.logits"
+evaluates logits_d2 2 "$final" --checkpoint "$WORK/lm" --logits "$WORK/d2.logits" \
+  --set pipeline.stages=1 --set pipeline.data_parallel=2
 cmp "$WORK/k1.losses" "$WORK/k2.losses" || { echo "FAILED: per-example losses differ at K=2"; exit 1; }
+cmp "$WORK/k1.logits" "$WORK/k2.logits" || { echo "FAILED: logits differ at K=2"; exit 1; }
+cmp "$WORK/k1.logits" "$WORK/d2.logits" || { echo "FAILED: logits differ at D=2"; exit 1; }
+python3 -c 'import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    data = f.read()
+assert header["__metadata__"]["split"] == "test", header["__metadata__"]
+assert sorted(header) == ["__metadata__", "logits"], sorted(header)
+logits = header["logits"]
+assert logits["dtype"] == "F32" and logits["shape"] == [int(sys.argv[2]), 8, 32], logits
+values = struct.unpack(f"<{len(data) // 4}f", data)
+assert len(values) == int(sys.argv[2]) * 8 * 32 and len(set(values)) > 1000, len(values)' \
+  "$WORK/k1.logits" "$(grep -oE '[0-9]+ examples$' "$WORK/losses_k1.out" | cut -d' ' -f1)" ||
+  { echo "FAILED: the logits file"; exit 1; }
 python3 -c 'import sys
 rows = [line.split("\t") for line in open(sys.argv[1]).read().splitlines()]
 examples = int(sys.argv[3])
@@ -68,8 +88,13 @@ fails no_step 2 "$WORK/lm/checkpoints/step_00000003: --checkpoint: not a committ
 fails other_model 2 "$WORK/lm/checkpoints/step_00000004: tensor layers.0.weight is missing" \
   "$other" --checkpoint "$WORK/lm"
 fails other_weights 2 "$WORK/lm.safetensors: tensor layers.0.weight is missing" \
-  "$other" --weights "$WORK/lm.safetensors" --losses "$WORK/other.losses"
-[[ ! -e "$WORK/other.losses" ]] || { echo "FAILED: a losses file was written by a failed eval"; exit 1; }
+  "$other" --weights "$WORK/lm.safetensors" --losses "$WORK/other.losses" --logits "$WORK/other.logits"
+[[ ! -e "$WORK/other.losses" && ! -e "$WORK/other.logits" ]] ||
+  { echo "FAILED: a losses or logits file was written by a failed eval"; exit 1; }
 fails losses_folder 2 "$WORK/nowhere/l.tsv: --losses: the folder $WORK/nowhere does not exist" \
   "$lm" --checkpoint "$WORK/lm" --losses "$WORK/nowhere/l.tsv"
-echo "eval: a checkpoint (newest and by step folder) and its weights give the run's logged test loss at K=1 and K=2, with perplexity; per-example losses; bad splits, checkpoints, weights and --losses refused in one line"
+# 32 test examples of [8, 32] floats: 32 KiB.
+fails logits_limit 2 "$WORK/big.logits: --logits: the outputs of 32 examples (each [8, 32] floats) take 32.0 KiB, over --logits-limit 31.0 KiB: evaluate fewer (--set train.eval_batches=N) or raise the limit" \
+  "$lm" --checkpoint "$WORK/lm" --logits "$WORK/big.logits" --logits-limit 31KiB
+[[ ! -e "$WORK/big.logits" ]] || { echo "FAILED: a logits file over the limit was written"; exit 1; }
+echo "eval: a checkpoint (newest and by step folder) and its weights give the run's logged test loss at K=1 and K=2, with perplexity; per-example losses and logits; bad splits, checkpoints, weights, --losses and --logits refused in one line"

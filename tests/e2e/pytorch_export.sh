@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# scripts/pytorch/mpipe_model.py: an export loaded into PyTorch gives mpipe's validation loss. Two
+# scripts/pytorch/mpipe_model.py: an export loaded into PyTorch, built from the export alone (the
+# model its metadata carries; no experiment YAML), gives mpipe's validation loss and logits. Two
 # tiny language models are trained 3 steps on 2 stages on random token shards, and each export's
 # mean cross-entropy on the validation shard, computed in PyTorch (token_loss.py), equals the
-# final validation loss mpipe recorded to within 2e-5: a modern one (RMS norms, a SwiGLU MLP,
+# final validation loss mpipe recorded to within 2e-5, and its logits on each validation window
+# equal those `mpipe eval --logits` writes to within 1e-5: a modern one (RMS norms, a SwiGLU MLP,
 # rotary positions, grouped-query attention, a head tied to the embedding) and a GPT-2-like one
 # (layer norms, a GELU MLP, learned positions only, a standalone attention layer with one
 # key/value head, a GELU layer and an untied head with a bias). Needs Debian's python3-torch
@@ -64,7 +66,7 @@ for model in modern classic; do
 import json, sys
 records = [json.loads(line) for line in open(sys.argv[1])]
 print(repr([r['loss'] for r in records if 'split' in r][-1]))  # the final evaluation's" "$WORK/$model/metrics.jsonl")
-  got=$(/usr/bin/python3 "$scripts/token_loss.py" "$WORK/$model.safetensors" "$WORK/$model.yaml" \
+  got=$(/usr/bin/python3 "$scripts/token_loss.py" "$WORK/$model.safetensors" \
     "$WORK/val_000000.bin" --seq-len 16)
   echo "$model: mpipe's validation loss $want, PyTorch's $got"
   # float32 forwards through different kernels (oneDNN's and PyTorch's) differ by rounding, about
@@ -72,5 +74,32 @@ print(repr([r['loss'] for r in records if 'split' in r][-1]))  # the final evalu
   # by far more than 2e-5.
   /usr/bin/python3 -c "import sys; sys.exit(abs(float('$want') - float('$got')) > 2e-5)" \
     || { echo "FAILED: $model: PyTorch's loss $got differs from mpipe's $want"; exit 1; }
+
+  # The logits of the 8 validation windows, mpipe's (eval --logits, on the run's 2 stages) against
+  # PyTorch's.
+  timeout 120 mpirun -n 2 --oversubscribe --bind-to none "$MPIPE" eval "$WORK/$model.yaml" \
+    --weights "$WORK/$model.safetensors" \
+    --logits "$WORK/$model.logits" > "$WORK/$model.eval.log" 2>&1 \
+    || { cat "$WORK/$model.eval.log"; echo "FAILED: $model: mpipe eval --logits"; exit 1; }
+  difference=$(PYTHONPATH=$scripts /usr/bin/python3 -c "
+import sys, torch, mpipe_model, token_loss
+model = mpipe_model.load(sys.argv[1])
+windows = token_loss.shard_windows(sys.argv[2], 16)
+with torch.no_grad():
+    mine = model(windows[:, :-1])
+theirs = mpipe_model.read_safetensors(sys.argv[3])[0]['logits']
+assert theirs.shape == mine.shape, (theirs.shape, mine.shape)
+print(f'{(mine - theirs).abs().max().item():.3g} {mine.abs().max().item():.3g}')" \
+    "$WORK/$model.safetensors" "$WORK/val_000000.bin" "$WORK/$model.logits") \
+    || { echo "FAILED: $model: comparing the logits"; exit 1; }
+  read -r largest magnitude <<< "$difference"
+  echo "$model: logits up to $magnitude in size differ from mpipe's by at most $largest"
+  # float32 keeps 24 bits: one rounding of a logit of 0.7 is 6e-8. The two forwards (oneDNN's and
+  # PyTorch's kernels, each summing in its own order) differ by a few such roundings, 1.8e-7 and
+  # 3.0e-7 here on logits up to 0.8; 1e-5 leaves 30x room for other kernels. A shift of every
+  # logit by 1e-4, which leaves the loss as it is (softmax ignores it), fails; a wrong head
+  # grouping moves the loss itself by 5e-4.
+  /usr/bin/python3 -c "import sys; sys.exit(float('$largest') > 1e-5)" \
+    || { echo "FAILED: $model: PyTorch's logits differ from mpipe's by $largest"; exit 1; }
 done
-echo "pytorch export: the modern (GQA, tied) and the GPT-2-like model give mpipe's validation loss in PyTorch"
+echo "pytorch export: the modern (GQA, tied) and the GPT-2-like model, built from their exports alone, give mpipe's validation loss and logits in PyTorch"

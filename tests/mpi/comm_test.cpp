@@ -94,6 +94,18 @@ TEST(Communicator, AllgathervConcatenatesUnevenContributionsInRankOrder) {
   EXPECT_EQ(all, (std::vector<double>{1, 2, 2, 3, 3, 3}));
 }
 
+TEST(Communicator, GathervConcatenatesEveryRanksFloatsOnTheRootAlone) {
+  const Communicator world = Communicator::world();
+  const int rank = world.rank();
+  std::vector<float> mine(static_cast<std::size_t>(rank), float(rank));  // rank 0 sends none
+  const std::vector<float> all = world.gatherv(mine, 1);
+  if (rank == 1) {
+    EXPECT_EQ(all, (std::vector<float>{1, 2, 2, 3, 3, 3}));
+  } else {
+    EXPECT_TRUE(all.empty());
+  }
+}
+
 TEST(Communicator, BroadcastCopiesTheRootsData) {
   const Communicator world = Communicator::world();
   std::vector<double> data = {double(world.rank()), 7.0};
