@@ -464,6 +464,7 @@ bool fits(const Context& c, const EvaluationMemory& evaluation) {
 
 // The evaluation of batches too large for the limit, as one line with the largest that fits.
 std::string evaluation_over_limit_message(const Context& c, const PipelinePlan& out) {
+  if (out.rank_evaluation_peak_bytes.empty()) return "";  // evaluation not planned
   // The first stage whose rank is over (named with its rank's bytes: its own at v = 1).
   const auto rank_bytes = [&](const StagePlan& stage) {
     const int s = static_cast<int>(&stage - out.stages.data());

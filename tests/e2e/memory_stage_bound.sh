@@ -13,6 +13,9 @@
 # 1f1b_mk (not a default) runs 1f1b at M = K, where a stage's last micro-batches have no message
 # left to receive and the first has sent none (the messages held come from the op list too).
 # Every run also checks that the bytes each rank sent per step, counted by its link, are the plan's.
+# The measured peak covers the final evaluation, and so does the prediction (the larger of
+# training's and evaluation's): a U-Net's evaluation micro-batches, 4 times training's rows, are
+# its peak (before evaluation was predicted as Executor::evaluate runs it, 13-66% below).
 # Usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]: STAGES (ranks) 4 and the modes default,
 # mmap64k, long, gpipe, zb_h1, interleaved and zbv unless given (the modes are the loop's "allocator"
 # below).
