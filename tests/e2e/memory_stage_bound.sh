@@ -18,7 +18,7 @@
 # its peak (before evaluation was predicted as Executor::evaluate runs it, 13-66% below).
 # Usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]: STAGES (ranks) 4 and the modes default,
 # mmap64k, long, gpipe, zb_h1, interleaved and zbv unless given (the modes are the loop's "allocator"
-# below).
+# below); the recompute modes are RECOMPUTE_MODES's (all four unless set).
 source "$(dirname "$0")/lib.sh"
 
 config=$(fashion_mnist_subset "${1:?usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]}")
@@ -28,7 +28,7 @@ modes=("${@:3}")
 failed=0
 printf '%-10s %-11s %5s %12s %12s %7s\n' allocator recompute stage predicted measured error
 for allocator in "${modes[@]}"; do
-  for recompute in per_layer never always except_last; do
+  for recompute in ${RECOMPUTE_MODES:-per_layer never always except_last}; do
     [[ $allocator == long && $recompute != always ]] && continue
     name=$allocator-$recompute
     layout=(--set pipeline.stages="$stages" --set pipeline.recompute="$recompute")
