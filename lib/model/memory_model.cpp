@@ -205,7 +205,16 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
   m.recompute_workspace = stash.recompute ? full : 0.0;
   m.kept_activations +=
       stash.layer_inputs * (walk ? graph_first_kept(*walk) : layer_inputs(begin, end));
-  if (stash.idle) {
+  using Copy = StashProfile::Copy;
+  if (stash.copy == Copy::kActivationIn) {
+    m.transient = walk ? walk->input + walk->input_message : input;
+  } else if (stash.copy == Copy::kActivationOut) {
+    m.transient = walk ? walk->output + walk->output_message : output;
+  } else if (stash.copy == Copy::kGradientIn) {
+    m.transient = walk ? walk->output_grads + walk->output_grad_message : output;
+  } else if (stash.copy == Copy::kGradientOut) {
+    m.transient = walk ? walk->input_grads + walk->input_grad_message : input;
+  } else if (stash.idle) {
     // Another chunk of the rank runs: nothing of this stage's is in use.
   } else if (stash.layer_recompute) {
     // One layer at a time: its temporaries are those of the layer where the sum peaks.
@@ -261,17 +270,20 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
       m.transient = range_max(per_layer_forward_, begin, end) - inputs_[static_cast<size_t>(end)];
     }
   } else if (walk) {
-    m.transient = graph_forward(begin, end, *walk, stash.discarding);
+    m.transient = graph_forward(begin, end, *walk, stash.discarding, stash.evaluating);
     // The forward holds its input's values to its end; unless the micro-batch is kept as its
     // input (recomputed), they are temporaries beside the first layer's main input.
     if (stash.full > 0 || stash.inputs == 0) m.transient += walk->input_beside_main;
   } else {
     // The first layer copies its input, the others take theirs over.
-    m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, begin + 1);
+    // (Evaluating: the first layer reads the held input, the others hold theirs to their end.)
+    m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, begin + 1) -
+                  (stash.evaluating ? input : 0.0);
     if (end - begin > 1) {
-      m.transient = std::max(
-          m.transient,
-          range_max(stash.discarding ? discarding_consumed_ : forward_consumed_, begin + 1, end));
+      m.transient = std::max(m.transient, range_max(stash.discarding   ? discarding_consumed_
+                                                    : stash.evaluating ? forward_
+                                                                       : forward_consumed_,
+                                                    begin + 1, end));
     }
   }
   // Receive buffers posted ahead and the tensors of sends not yet retired, of activations (the
@@ -376,14 +388,15 @@ double MemoryModel::graph_recompute_forward(int begin, int end, const StageValue
   return most - kept_[static_cast<size_t>(end)] + waiting;
 }
 
-double MemoryModel::graph_forward(int begin, int end, const StageValues& walk,
-                                  bool discarding) const {
+double MemoryModel::graph_forward(int begin, int end, const StageValues& walk, bool discarding,
+                                  bool evaluating) const {
   double most = 0.0;
   for (int i = begin; i < end; ++i) {
     const auto k = static_cast<size_t>(i - begin);
     const LayerCost& c = costs_[static_cast<size_t>(i)];
-    const double layer = c.forward_block_bytes(rows_, walk.consumed[k], allocator_) +
-                         (discarding ? c.kept_block_bytes(rows_, allocator_) : 0.0);
+    const double layer = c.forward_block_bytes(rows_, walk.consumed[k] && !evaluating, allocator_) +
+                         (discarding ? c.kept_block_bytes(rows_, allocator_) : 0.0) -
+                         (evaluating && i == begin ? block(c.input_bytes) : 0.0);
     most = std::max(most, layer + walk.forward_held[k]);
   }
   return most;

@@ -58,6 +58,15 @@ struct StashProfile {
   // splitting layer's output gradient and W's tensors in place of what it saved, from that
   // layer's I on (MemoryModel::splitting_backward walks the layers).
   bool splitting_backward = false;
+  // A communication op, where no layer runs: a received message beside the tensors it is unpacked
+  // into (pipeline::unpack), or the tensors to send beside the message they are packed into
+  // (pipeline::pack). A chain's one tensor moves into and out of its message: only it is there.
+  enum class Copy { kNone, kActivationIn, kActivationOut, kGradientIn, kGradientOut };
+  Copy copy = Copy::kNone;
+  // An evaluation's forward (Stage::evaluate): the input, counted in `inputs`, is read in place by
+  // the stage's first layer, and no layer keeps what it is handed, so each holds its main input
+  // until it ends.
+  bool evaluating = false;
   // With virtual stages: another chunk of the rank runs an op, so this one (a stage of that rank)
   // holds no temporaries, only what it keeps between its ops and its messages
   // (pipeline::rank_moments).
@@ -161,7 +170,9 @@ class MemoryModel {
                                                   bool input_only) const;
   double graph_recompute_forward(int begin, int end, const StageValues& walk,
                                  bool last_stage) const;
-  double graph_forward(int begin, int end, const StageValues& walk, bool discarding) const;
+  // (`evaluating`: StashProfile::evaluating.)
+  double graph_forward(int begin, int end, const StageValues& walk, bool discarding,
+                       bool evaluating) const;
   std::vector<double> graph_backward_at(int begin, int end, const StageValues& walk,
                                         bool input_only) const;
   double sum(const std::vector<double>& prefix, int begin, int end) const;

@@ -374,41 +374,104 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   out.largest_stage_share = compute > 0 ? largest / compute : 1.0;
 }
 
-// Each stage's predicted peak while evaluating batches of `batch` examples: forward only, one
-// micro-batch at a time, with the whole batch's input data on the first stage, activations
-// received ahead (all but the first stage) and sent (all but the last; on the last stage two
-// tensors of its input's size stand for the loss's temporaries: measured equal).
-std::vector<model::StageMemory> evaluation_memory(const Context& c,
-                                                  const std::vector<StagePlan>& stages,
-                                                  int64_t batch) {
-  const int64_t parts = std::min<int64_t>(c.request.pipeline.micro_batches, batch);
+// The predicted peak of each rank while evaluating batches of `batch` examples, and each stage's
+// part of it (the stages of a rank add up to the rank's).
+struct EvaluationMemory {
+  std::vector<model::StageMemory> stages;  // per global stage
+  std::vector<double> ranks;
+};
+
+// Evaluation as Executor::evaluate runs it: forward only, a rank's chunks one after another, one
+// micro-batch at a time (of the batch's M parts, the largest), each stage holding its input to
+// its forward's end. A rank posts the receives of all its chunks' micro-batches at the start, and
+// its sends share the link's kSendsInFlight. Its moments, per chunk and micro-batch: a received
+// message unpacked beside the rest still posted, the forward, and the output packed beside the
+// sends in flight (or, on the last stage, its loss).
+EvaluationMemory evaluation_memory(const Context& c, const std::vector<StagePlan>& stages,
+                                   int64_t batch) {
+  const auto parts = static_cast<int>(std::min<int64_t>(c.request.pipeline.micro_batches, batch));
   const model::MemoryModel memory(c.memory.costs(), (batch + parts - 1) / parts,
                                   c.request.optimizer_slots, c.request.allocator,
                                   c.memory.values());
-  std::vector<model::StageMemory> out;
-  for (int s = 0; s < c.num_stages; ++s) {
-    const bool first = s == 0;
-    const bool last = s == c.num_stages - 1;
-    const model::StashProfile moment{.inputs = first ? static_cast<int>(parts) : 0,
-                                     .backward = false,
-                                     .posted_activations = first ? 0 : model::kReceivesAhead,
-                                     .sent_activations = last ? 0 : model::kSendsInFlight,
-                                     .sent_gradients = last ? model::kSendsInFlight : 0};
-    const LayerRange& r = stages[static_cast<size_t>(s)].layers;
-    out.push_back(memory.stage(r.begin, r.end, moment, first, last));
+  const Placement& placement = c.placement;
+  EvaluationMemory out{.stages = std::vector<model::StageMemory>(static_cast<size_t>(c.num_stages)),
+                       .ranks = std::vector<double>(static_cast<size_t>(placement.num_ranks), 0.0)};
+  for (int rank = 0; rank < placement.num_ranks; ++rank) {
+    const int chunks = placement.virtual_stages;
+    std::vector<int> sent;  // the chunk of each send so far, in order
+    for (int running = 0; running < chunks; ++running) {
+      const bool first = placement.is_first(rank, running);
+      const bool last = placement.is_last(rank, running);
+      for (int m = 0; m < parts; ++m) {
+        std::vector<model::StashProfile> moment(static_cast<size_t>(chunks));
+        for (int chunk = 0; chunk < chunks; ++chunk) {
+          model::StashProfile& p = moment[static_cast<size_t>(chunk)];
+          p.backward = false;
+          p.idle = chunk != running;
+          if (!placement.is_first(rank, chunk) && chunk >= running) {
+            p.posted_activations = chunk > running ? parts : parts - 1 - m;
+          }
+        }
+        for (size_t k = sent.size() > model::kSendsInFlight ? sent.size() - model::kSendsInFlight
+                                                            : 0;
+             k < sent.size(); ++k) {
+          ++moment[static_cast<size_t>(sent[k])].sent_activations;
+        }
+        // The micro-batch's moments: received (not yet its input), forwarded, packed or its loss.
+        model::StashProfile& own = moment[static_cast<size_t>(running)];
+        own.inputs = 1;
+        own.evaluating = true;
+        std::vector<model::StashProfile> kinds = {own};
+        if (!first) {
+          kinds.push_back(own);
+          kinds.back().inputs = 0;
+          kinds.back().copy = model::StashProfile::Copy::kActivationIn;
+        }
+        kinds.push_back(own);
+        if (last) {
+          kinds.back().loss = true;
+        } else {
+          kinds.back().copy = model::StashProfile::Copy::kActivationOut;
+        }
+        for (const model::StashProfile& kind : kinds) {
+          moment[static_cast<size_t>(running)] = kind;
+          std::vector<model::StageMemory> parts_of(static_cast<size_t>(chunks));
+          double total = 0.0;
+          for (int chunk = 0; chunk < chunks; ++chunk) {
+            const int s = placement.stage_of(rank, chunk);
+            const LayerRange& r = stages[static_cast<size_t>(s)].layers;
+            parts_of[static_cast<size_t>(chunk)] = memory.stage(
+                r.begin, r.end, moment[static_cast<size_t>(chunk)], s == 0, s == c.num_stages - 1);
+            total += parts_of[static_cast<size_t>(chunk)].total();
+          }
+          if (total <= out.ranks[static_cast<size_t>(rank)]) continue;
+          out.ranks[static_cast<size_t>(rank)] = total;
+          for (int chunk = 0; chunk < chunks; ++chunk) {
+            out.stages[static_cast<size_t>(placement.stage_of(rank, chunk))] =
+                parts_of[static_cast<size_t>(chunk)];
+          }
+        }
+        if (!last) sent.push_back(running);
+      }
+    }
   }
   return out;
 }
 
-bool fits(const Context& c, const std::vector<model::StageMemory>& stages) {
-  return std::ranges::all_of(stages,
-                             [&](const model::StageMemory& m) { return m.total() <= *c.limit; });
+bool fits(const Context& c, const EvaluationMemory& evaluation) {
+  return std::ranges::all_of(evaluation.ranks, [&](double bytes) { return bytes <= *c.limit; });
 }
 
 // The evaluation of batches too large for the limit, as one line with the largest that fits.
 std::string evaluation_over_limit_message(const Context& c, const PipelinePlan& out) {
+  if (out.rank_evaluation_peak_bytes.empty()) return "";  // evaluation not planned
+  // The first stage whose rank is over (named with its rank's bytes: its own at v = 1).
+  const auto rank_bytes = [&](const StagePlan& stage) {
+    const int s = static_cast<int>(&stage - out.stages.data());
+    return out.rank_evaluation_peak_bytes[static_cast<size_t>(c.placement.rank_of(s))];
+  };
   const auto over = std::ranges::find_if(
-      out.stages, [&](const StagePlan& stage) { return stage.evaluation.total() > *c.limit; });
+      out.stages, [&](const StagePlan& stage) { return rank_bytes(stage) > *c.limit; });
   if (over == out.stages.end()) return "";
   int64_t fitting = 0, too_large = c.request.eval_batch_size;  // the largest that fits: bisected
   while (too_large - fitting > 1) {
@@ -418,7 +481,7 @@ std::string evaluation_over_limit_message(const Context& c, const PipelinePlan& 
   return fmt::format(
       "{}: evaluation batches of {} examples need {} on stage {} ({}), over the limit of {} ({}); "
       "{}",
-      c.request.eval_batch_where, c.request.eval_batch_size, format_bytes(over->evaluation.total()),
+      c.request.eval_batch_where, c.request.eval_batch_size, format_bytes(rank_bytes(*over)),
       over - out.stages.begin(), layer_span(over->layers), format_bytes(*c.limit),
       c.request.memory_limit_where,
       fitting > 0 ? fmt::format("at most {} fit", fitting) : "not even one example fits");
@@ -540,12 +603,14 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
     out.stages.push_back(plan_stage(c, ranges[s], static_cast<int>(s)));
   }
   if (request.eval_batch_size > 0) {
-    const std::vector<model::StageMemory> evaluation =
-        evaluation_memory(c, out.stages, request.eval_batch_size);
+    EvaluationMemory evaluation = evaluation_memory(c, out.stages, request.eval_batch_size);
     for (size_t s = 0; s < out.stages.size(); ++s) {
-      out.stages[s].evaluation = evaluation[s];
-      out.stages[s].fits = out.stages[s].fits && (!c.limit || evaluation[s].total() <= *c.limit);
+      const double rank =
+          evaluation.ranks[static_cast<size_t>(c.placement.rank_of(static_cast<int>(s)))];
+      out.stages[s].evaluation = evaluation.stages[s];
+      out.stages[s].fits = out.stages[s].fits && (!c.limit || rank <= *c.limit);
     }
+    out.rank_evaluation_peak_bytes = std::move(evaluation.ranks);
   }
   out.rank_peak_bytes = rank_peaks(c, out.stages);
   if (out.problem.empty() && c.limit) out.problem = over_limit_message(c, out);

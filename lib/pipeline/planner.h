@@ -82,7 +82,8 @@ struct StagePlan {
   double sent_bytes = 0.0;
   model::StashProfile stash;  // the moment of the peak
   model::StageMemory memory;
-  // The predicted peak while evaluating (none when evaluation is not planned).
+  // The stage's part of its rank's predicted peak while evaluating (none when evaluation is not
+  // planned; the stage's whole peak at v = 1).
   model::StageMemory evaluation;
   bool fits = true;  // training and evaluation within the memory limit (always without one)
 };
@@ -109,6 +110,9 @@ struct PipelinePlan {
   // v = 1. With v > 1 the memory limit holds for these: "exp.yaml:21: pipeline.memory_limit: rank
   // 1 (stage 1: layers 2-3, stage 3: layers 6-7) needs 1.2 MiB, over the limit of 1.0 MiB".
   std::vector<double> rank_peak_bytes;
+  // Each rank's predicted peak while evaluating, every chunk's stage at once (empty when
+  // evaluation is not planned); StagePlan::evaluation is each stage's part of it.
+  std::vector<double> rank_evaluation_peak_bytes;
   // v: chunks per rank; the request's, or 1 when `auto` chose a schedule of one chunk per rank.
   int virtual_stages = 1;
   int64_t micro_batch_rows = 0;

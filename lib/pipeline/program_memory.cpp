@@ -162,6 +162,18 @@ class ChunkWalk {
     return found;
   }
 
+  // Running a communication op: what the chunk keeps between its ops, beside the message's copy.
+  model::StashProfile copying(const Op& op) const {
+    using Copy = model::StashProfile::Copy;
+    model::StashProfile m = idle();
+    m.idle = false;
+    m.copy = op.kind == OpKind::kRecvActivation   ? Copy::kActivationIn
+             : op.kind == OpKind::kSendActivation ? Copy::kActivationOut
+             : op.kind == OpKind::kRecvGrad       ? Copy::kGradientIn
+                                                  : Copy::kGradientOut;
+    return m;
+  }
+
   // What the chunk holds while another chunk of its rank runs: its micro-batches in flight as
   // the recompute mode keeps them, their W work and loss gradients; no temporaries.
   model::StashProfile idle() const {
@@ -323,6 +335,9 @@ std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int r
     // (The others' idle profiles do not change while this chunk's op runs.)
     const ChunkWalk::Found found = walks[static_cast<size_t>(op.chunk)].run(op);
     for (const model::StashProfile& m : found.now) moments.push_back(with_others(i, op.chunk, m));
+    if (is_send(op.kind) || is_receive(op.kind)) {
+      moments.push_back(with_others(i, op.chunk, walks[static_cast<size_t>(op.chunk)].copying(op)));
+    }
     if (found.before_backward) deferred = with_others(i, op.chunk, *found.before_backward);
   }
   return moments;

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -120,7 +121,13 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
     predicted_kept[static_cast<size_t>(rank)] += stages[s].memory.kept_activations;
     predicted_sent[static_cast<size_t>(rank)] += stages[s].sent_bytes;
   }
-  const std::vector<double>& predicted_peak = trainer.pipeline_plan().rank_peak_bytes;
+  // The run's predicted peak per rank: training's, or its evaluations' where larger (the
+  // measured high-water mark covers both).
+  std::vector<double> predicted_peak = trainer.pipeline_plan().rank_peak_bytes;
+  const std::vector<double>& evaluation = trainer.pipeline_plan().rank_evaluation_peak_bytes;
+  for (size_t rank = 0; rank < evaluation.size() && rank < predicted_peak.size(); ++rank) {
+    predicted_peak[rank] = std::max(predicted_peak[rank], evaluation[rank]);
+  }
   nlohmann::json summary = {
       {"steps", result.steps_done},
       {"final_train_loss", result.final_train_loss},

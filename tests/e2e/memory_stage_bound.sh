@@ -16,16 +16,19 @@
 # The suite runs every recompute mode under default and gpipe, and two of the four under each other
 # mode, taken in turn so that each recompute mode runs under some of them; MPIPE_TEST_FULL=1 runs
 # all four under every mode.
+# The measured peak covers the final evaluation, and so does the prediction (the larger of
+# training's and evaluation's): a U-Net's evaluation micro-batches, 4 times training's rows, are
+# its peak (before evaluation was predicted as Executor::evaluate runs it, 13-66% below).
 # Usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]: STAGES (ranks) 4 and the modes default,
 # mmap64k, long, gpipe, zb_h1, interleaved and zbv unless given (the modes are the loop's "allocator"
-# below).
+# below); the recompute modes are RECOMPUTE_MODES's (all four unless set).
 source "$(dirname "$0")/lib.sh"
 
 config=$(fashion_mnist_subset "${1:?usage: memory_stage_bound.sh CONFIG [STAGES [MODE...]]}")
 stages=${2:-4}
 modes=("${@:3}")
 [[ ${#modes[@]} -gt 0 ]] || modes=(default mmap64k long gpipe zb_h1 interleaved zbv)
-recompute_modes=(per_layer never always except_last)
+read -ra recompute_modes <<< "${RECOMPUTE_MODES:-per_layer never always except_last}"
 rotation=0  # where the next mode's two recompute modes start (the suite's part)
 failed=0
 printf '%-10s %-11s %5s %12s %12s %7s\n' allocator recompute stage predicted measured error
@@ -34,7 +37,8 @@ for allocator in "${modes[@]}"; do
   if [[ $allocator == long ]]; then
     recomputes=(always)
   elif [[ ${MPIPE_TEST_FULL:-0} != 1 && $allocator != default && $allocator != gpipe ]]; then
-    recomputes=("${recompute_modes[rotation % 4]}" "${recompute_modes[(rotation + 1) % 4]}")
+    recomputes=("${recompute_modes[rotation % ${#recompute_modes[@]}]}"
+      "${recompute_modes[(rotation + 1) % ${#recompute_modes[@]}]}")
     rotation=$((rotation + 2))
   fi
   for recompute in "${recomputes[@]}"; do

@@ -472,6 +472,23 @@ TEST(Planner, AManualPartitionOverTheLimitNamesTheStage) {
                            format_bytes(stage0 - 1));
 }
 
+// Evaluation posts every micro-batch's receive at its start (Executor::evaluate): the last stage
+// holds the three not yet taken beside its first micro-batch, the first stage two sends in flight
+// beside its third. Evaluation batches of the training batch: micro-batches of the same rows.
+TEST(Planner, EvaluationHoldsTheReceivesPostedAtItsStartAndTheSendsInFlight) {
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.eval_batch_size = r.batch_size;
+  const PipelinePlan p = plan_of(uneven_model(), kUnevenInput, r);
+  const double message = p.stages[0].sent_bytes / r.pipeline.micro_batches;
+  ASSERT_GT(message, 0.0);
+  EXPECT_DOUBLE_EQ(p.stages[1].evaluation.communication, 3 * message);
+  EXPECT_DOUBLE_EQ(p.stages[0].evaluation.communication, 2 * message);
+  ASSERT_EQ(p.rank_evaluation_peak_bytes.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_DOUBLE_EQ(p.rank_evaluation_peak_bytes[s], p.stages[s].evaluation.total());
+  }
+}
+
 TEST(Planner, EvaluationBatchesCountAgainstTheLimit) {
   const ModelSpec spec = uneven_model();
   PlanRequest r = request(2, PartitionMode::kUniform);

@@ -22,12 +22,15 @@ Placement loop(const std::vector<Program>& programs, int chunks = 1) {
   return {.num_ranks = static_cast<int>(programs.size()), .virtual_stages = chunks};
 }
 
-// Chunk `chunk`'s profiles where it runs, over rank `rank`'s moments.
+// Chunk `chunk`'s profiles where it runs a compute op (or, with `copies`, a communication op),
+// over rank `rank`'s moments.
 std::vector<P> program_moments(const std::vector<Program>& programs, const Placement& placement,
-                               int rank, Recompute recompute, bool batched, int chunk = 0) {
+                               int rank, Recompute recompute, bool batched, int chunk = 0,
+                               bool copies = false) {
   std::vector<P> out;
   for (const RankMoment& m : rank_moments(programs, rank, placement, recompute, batched)) {
-    if (m.chunk == chunk) out.push_back(m.chunks[static_cast<size_t>(chunk)]);
+    const P& p = m.chunks[static_cast<size_t>(chunk)];
+    if (m.chunk == chunk && (p.copy != P::Copy::kNone) == copies) out.push_back(p);
   }
   return out;
 }
@@ -247,8 +250,10 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
   // SA0.0 F1.0 SA1.0 RA0.1 F0.1 SA0.1 RA1.1 F1.1 SA1.1 F2.0 SA2.0 RG0.1 B0.1 SG0.1 F3.0 SA3.0
   // RG1.1 B1.1 SG1.1 RA2.1 ...) the link holds the two latest sends, SA1.1 and SA2.0, and the two
   // receives posted next, RG1.1 and RA2.1: chunk 0 one sent activation, chunk 1 one of each.
-  const RankMoment first =
-      rank_moments(programs, 0, loop(programs, 2), Recompute::kNever, false).front();
+  const std::vector<RankMoment> all =
+      rank_moments(programs, 0, loop(programs, 2), Recompute::kNever, false);
+  const RankMoment first = *std::ranges::find_if(
+      all, [](const RankMoment& m) { return m.chunks[static_cast<size_t>(m.chunk)].backward; });
   EXPECT_EQ(messages(first.chunks[0]), (std::vector<int>{0, 0, 1, 0}));
   EXPECT_EQ(messages(first.chunks[1]), (std::vector<int>{1, 1, 1, 0}));
   // Per-layer recompute: an idle chunk keeps every layer's input of its micro-batches in flight
@@ -263,6 +268,33 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
     }
   }
   EXPECT_EQ(idle_at_backwards, (std::vector<int>{3, 4, 1, 2, 2, 2, 0, 0}));
+}
+
+// Each send and receive op is a moment of its own (a message of several tensors is copied there,
+// beside its tensors): the chunk keeps its micro-batches in flight and runs no layer. Rank 1 of
+// gpipe at K = 2, M = 2 runs RA0 F0 RA1 F1 B1 SG1 B0 SG0 (the last stage: no activation sent).
+TEST(ProgramMemory, ACommunicationOpIsAMomentOfItsMessageCopy) {
+  std::vector<Program> programs;
+  for (int r = 0; r < 2; ++r) programs.push_back(make_program(ScheduleKind::kGpipe, 2, 2, r));
+  std::vector<P::Copy> copies;
+  for (const Op& op : programs[1]) {
+    if (op.kind == OpKind::kRecvActivation) copies.push_back(P::Copy::kActivationIn);
+    if (op.kind == OpKind::kSendGrad) copies.push_back(P::Copy::kGradientOut);
+  }
+  ASSERT_EQ(copies.size(), 4u);
+  for (Recompute recompute : {Recompute::kNever, Recompute::kAlways}) {
+    const std::vector<P> moments =
+        program_moments(programs, loop(programs), 1, recompute, false, 0, /*copies=*/true);
+    ASSERT_EQ(moments.size(), copies.size());
+    std::vector<int> kept;
+    for (size_t i = 0; i < moments.size(); ++i) {
+      EXPECT_EQ(moments[i].copy, copies[i]);
+      EXPECT_FALSE(moments[i].idle || moments[i].backward || moments[i].recompute);
+      kept.push_back(moments[i].full + moments[i].inputs);
+    }
+    // In flight at RA0, RA1, SG1 and SG0: none, then one, then one, then none.
+    EXPECT_EQ(kept, (std::vector<int>{0, 1, 1, 0}));
+  }
 }
 
 }  // namespace
