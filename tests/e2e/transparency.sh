@@ -17,7 +17,8 @@
 # without settings cover in every mode (this halves the bf16 runs' share of the suite).
 # The suite runs a representative part of the schedules' matrix: every recompute mode at K = 4
 # (first, middle and last stages, every cut relayed), one mode at K = 2 and at K = 1, each
-# schedule a different one, and interleaved and zbv in alternate modes. MPIPE_TEST_FULL=1 runs
+# schedule a different one, and interleaved and zbv in alternate modes; with settings, one mode at
+# every K and no uniform partition. MPIPE_TEST_FULL=1 runs
 # every mode at every K for each (about 1.5x the runs; `MPIPE_TEST_FULL=1 scripts/test` for every
 # model and the other matrices that honour it).
 # Usage: transparency.sh CONFIG [--set key=value ...]
@@ -63,7 +64,7 @@ for schedule in gpipe 1f1b zb_h1; do
   [[ $schedule == zb_h1 ]] && stage_counts=(1 2 4)  # (one stage still runs I, then W)
   for k in "${stage_counts[@]}"; do
     modes=("${recompute_modes[@]}")
-    if [[ $full != 1 && $k != 4 ]]; then
+    if [[ $full != 1 && ($k != 4 || ${#extra[@]} -gt 0) ]]; then
       modes=("${recompute_modes[rotation % ${#recompute_modes[@]}]}")
       rotation=$((rotation + 1))
     fi
@@ -76,6 +77,7 @@ for schedule in gpipe 1f1b zb_h1; do
   done
 done
 for k in 2 4; do
+  [[ $full == 1 || ${#extra[@]} -eq 0 ]] || break  # (the partition is not the kernels')
   train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform "${extra[@]}"
   same k1 "k$k-uniform"
 done
