@@ -3,6 +3,7 @@
 #include "comm/communicator.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 
 #include "comm/mpi_handles.h"
@@ -23,6 +24,17 @@ std::vector<int> displacements(const std::vector<int>& counts, const char* call)
   }
   to_mpi_count(total, call);
   return offsets;
+}
+
+// Every rank's element count of a gather on `comm` of `mine` elements (`call` names the gather in
+// errors).
+std::vector<int> counts_of(const Communicator& comm, std::size_t mine, const char* call) {
+  const int my_count = to_mpi_count(mine, call);
+  const std::vector<char> bytes =
+      comm.allgather(std::span(reinterpret_cast<const char*>(&my_count), sizeof my_count));
+  std::vector<int> counts(bytes.size() / sizeof my_count);
+  std::memcpy(counts.data(), bytes.data(), bytes.size());
+  return counts;
 }
 
 // The world rank of each rank of `comm`.
@@ -191,13 +203,8 @@ Request Communicator::iallreduce_sum(std::span<float> data) const {
 }
 
 std::vector<double> Communicator::allgatherv(std::span<const double> mine) const {
-  int my_count = to_mpi_count(mine.size(), "MPI_Iallgatherv");
-  std::vector<int> counts(static_cast<std::size_t>(size()));
-  Request count_request = start("MPI_Iallgather", -1, -1, -1, {});
-  check_mpi(MPI_Iallgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, handle_->comm,
-                           &count_request.state_->op.request),
-            "MPI_Iallgather");
-  count_request.wait();
+  const std::vector<int> counts = counts_of(*this, mine.size(), "MPI_Iallgatherv");
+  const int my_count = counts[static_cast<std::size_t>(rank())];
   const std::vector<int> offsets = displacements(counts, "MPI_Iallgatherv");
   std::vector<double> all(static_cast<std::size_t>(offsets.back() + counts.back()));
   Request request = start("MPI_Iallgatherv", -1, -1, -1, {});
@@ -209,13 +216,8 @@ std::vector<double> Communicator::allgatherv(std::span<const double> mine) const
 }
 
 std::vector<float> Communicator::gatherv(std::span<const float> mine, int root) const {
-  int my_count = to_mpi_count(mine.size(), "MPI_Igatherv");
-  std::vector<int> counts(static_cast<std::size_t>(size()));
-  Request count_request = start("MPI_Iallgather", -1, -1, -1, {});
-  check_mpi(MPI_Iallgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, handle_->comm,
-                           &count_request.state_->op.request),
-            "MPI_Iallgather");
-  count_request.wait();
+  const std::vector<int> counts = counts_of(*this, mine.size(), "MPI_Igatherv");
+  const int my_count = counts[static_cast<std::size_t>(rank())];
   const std::vector<int> offsets = displacements(counts, "MPI_Igatherv");
   std::vector<float> all(rank() == root ? static_cast<std::size_t>(offsets.back() + counts.back())
                                         : 0);

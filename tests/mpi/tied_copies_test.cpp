@@ -16,40 +16,12 @@
 
 #include "core/error.h"
 #include "model/model_builder.h"
+#include "support/tied_models.h"
 
 namespace mpipe::train {
 namespace {
 
 constexpr int64_t kVocab = 300, kDim = 250, kSeq = 3;  // 75000 values: two exchange chunks
-
-model::LayerSpec layer(int index, std::string kind,
-                       std::vector<std::pair<std::string, model::AttrValue>> attrs) {
-  const std::string path = fmt::format("model.layers[{}]", index);
-  model::LayerSpec spec{
-      .kind = std::move(kind), .attrs = {}, .where = {"exp.yaml", 10 + index, path}};
-  for (auto& [key, value] : attrs) {
-    spec.attrs[key] = {.value = std::move(value),
-                       .where = {"exp.yaml", 10 + index, path + "." + key}};
-  }
-  return spec;
-}
-
-// Layers 0 (source embedding, saved as x), 1 (target embedding, tied), 2 (x + the target's),
-// 3 (the head, tied): one layer per stage.
-model::ModelSpec three_uses_model() {
-  model::ModelSpec spec;
-  spec.layers = {
-      layer(0, "embedding", {{"vocab", kVocab}, {"dim", kDim}}),
-      layer(1, "embedding", {{"vocab", kVocab}, {"dim", kDim}, {"tie", std::string("embedding")}}),
-      layer(2, "add", {}),
-      layer(3, "linear", {{"units", kVocab}, {"tie", std::string("embedding")}})};
-  spec.layers[0].input = model::ValueRef{.name = "source", .where = spec.layers[0].where};
-  spec.layers[0].save = model::ValueRef{.name = "x", .where = spec.layers[0].where};
-  spec.layers[1].input = model::ValueRef{.name = "target_in", .where = spec.layers[1].where};
-  spec.layers[2].reads = {model::ValueRef{.name = "x", .where = spec.layers[2].where}};
-  spec.where = {"exp.yaml", 2, "model"};
-  return spec;
-}
 
 const model::ModelInputs kInputs = {{.name = "source", .shape = Shape{kSeq}},
                                     {.name = "target_in", .shape = Shape{kSeq}}};
@@ -81,7 +53,7 @@ std::span<float> grad_of(pipeline::Stage& stage, int layer, const std::string& n
 // Runs the sum on `pipeline` (rank r holding the stages `placement` gives it) and checks each
 // held use's gradient against ((g0 + g1) + g2) computed here.
 void expect_use_order(const comm::Communicator& pipeline, const pipeline::Placement& placement) {
-  const model::ModelSpec spec = three_uses_model();
+  const model::ModelSpec spec = testing::three_uses_model(kVocab, kDim);
   const auto tied = model::find_tied_weights(spec, model::build_layers(spec, kInputs, 0, 4));
   ASSERT_TRUE(tied.has_value());
   const int rank = pipeline.rank();

@@ -19,6 +19,7 @@
 #include "model/model_builder.h"
 #include "nn/loss.h"
 #include "optim/optimizer.h"
+#include "support/tied_models.h"
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
@@ -27,23 +28,13 @@ namespace {
 constexpr int64_t kVocab = 7, kDim = 4, kSeq = 3, kRows = 2;
 constexpr uint64_t kSeed = 5;
 
-model::LayerSpec layer(int index, std::string kind,
-                       std::vector<std::pair<std::string, model::AttrValue>> attrs) {
-  const std::string path = fmt::format("model.layers[{}]", index);
-  model::LayerSpec spec{
-      .kind = std::move(kind), .attrs = {}, .where = {"exp.yaml", 10 + index, path}};
-  for (auto& [key, value] : attrs) {
-    spec.attrs[key] = {.value = std::move(value),
-                       .where = {"exp.yaml", 10 + index, path + "." + key}};
-  }
-  return spec;
-}
-
 // embedding → tanh → linear tied to the embedding, with a bias (its own parameter).
 model::ModelSpec tied_model() {
   model::ModelSpec spec;
-  spec.layers = {layer(0, "embedding", {{"vocab", kVocab}, {"dim", kDim}}), layer(1, "tanh", {}),
-                 layer(2, "linear", {{"units", kVocab}, {"tie", std::string("embedding")}})};
+  spec.layers = {
+      testing::indexed_layer(0, "embedding", {{"vocab", kVocab}, {"dim", kDim}}),
+      testing::indexed_layer(1, "tanh", {}),
+      testing::indexed_layer(2, "linear", {{"units", kVocab}, {"tie", std::string("embedding")}})};
   spec.where = {"exp.yaml", 2, "model"};
   return spec;
 }
@@ -171,23 +162,6 @@ TEST(TiedCopies, TwoChunksOfOneRankSumTheirUsesInPlace) {
   EXPECT_EQ(per_layer.back().second, 2.0 * 2.0 * kVocab);  // the bias alone
 }
 
-// An encoder-decoder's three uses: the source embedding (saved as x), the target embedding tied
-// to it, their sum, and the head tied to it.
-model::ModelSpec three_uses_model() {
-  model::ModelSpec spec;
-  spec.layers = {
-      layer(0, "embedding", {{"vocab", kVocab}, {"dim", kDim}}),
-      layer(1, "embedding", {{"vocab", kVocab}, {"dim", kDim}, {"tie", std::string("embedding")}}),
-      layer(2, "add", {}),
-      layer(3, "linear", {{"units", kVocab}, {"tie", std::string("embedding")}})};
-  spec.layers[0].input = model::ValueRef{.name = "source", .where = spec.layers[0].where};
-  spec.layers[0].save = model::ValueRef{.name = "x", .where = spec.layers[0].where};
-  spec.layers[1].input = model::ValueRef{.name = "target_in", .where = spec.layers[1].where};
-  spec.layers[2].reads = {model::ValueRef{.name = "x", .where = spec.layers[2].where}};
-  spec.where = {"exp.yaml", 2, "model"};
-  return spec;
-}
-
 const model::ModelInputs kTwoInputs = {{.name = "source", .shape = Shape{kSeq}},
                                        {.name = "target_in", .shape = Shape{kSeq}}};
 
@@ -223,7 +197,7 @@ void fill_grad(const std::vector<pipeline::Stage*>& stages, int layer, const std
 // where any other order gives 1 (1e8 - 1e8 + 1, or 1 + (1e8 - 1e8)). Every layout sums in use
 // order: one stage, or three chunks of one rank handed over in any order.
 TEST(TiedCopies, AGroupOfThreeUsesSumsInUseOrderOnEveryLayout) {
-  const model::ModelSpec spec = three_uses_model();
+  const model::ModelSpec spec = testing::three_uses_model(kVocab, kDim);
   const auto tied = model::find_tied_weights(spec, model::build_layers(spec, kTwoInputs, 0, 4));
   ASSERT_TRUE(tied.has_value());
   ASSERT_EQ(tied->copies.size(), 2U);
@@ -273,7 +247,7 @@ TEST(TiedCopies, AGroupOfThreeUsesSumsInUseOrderOnEveryLayout) {
 
 // Every copy of a group of three starts as the first embedding's draw.
 TEST(TiedCopies, EveryCopyOfAGroupStartsAsTheEmbeddingsDraw) {
-  const model::ModelSpec spec = three_uses_model();
+  const model::ModelSpec spec = testing::three_uses_model(kVocab, kDim);
   pipeline::Stage stage(model::build_layers(spec, kTwoInputs, 0, 4), pipeline::Recompute::kNever,
                         1);
   stage.params().initialize(kSeed);
