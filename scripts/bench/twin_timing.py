@@ -1,4 +1,5 @@
-"""Timing shared by the PyTorch twins (pytorch_mlp.py, pytorch_transformer.py, pytorch_gpt_kjv.py):
+"""Timing shared by the PyTorch twins (pytorch_mlp.py, pytorch_transformer.py, pytorch_gpt_kjv.py,
+pytorch_translate.py):
 one training step timed over `steps` after `warmup` untimed ones, one printed line per thread
 count:
 
@@ -9,7 +10,7 @@ the environment and imports torch before it imports this module.
 """
 import argparse
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 
@@ -42,14 +43,17 @@ def language_model_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer
     return step
 
 
-def main(description: str, model_text: str, batch: int,
-         make_step: Callable[[], Callable[[], None]]) -> None:
+def main(description: str, model_text: str, batch: int, make_step: Callable[..., Callable[[], None]],
+         add_arguments: Optional[Callable[[argparse.ArgumentParser], None]] = None) -> None:
     """Parses --threads/--steps/--warmup and prints the header and one line per thread count.
-    make_step() builds the model (after the thread count and seed are set) and returns its step."""
+    make_step() builds the model (after the thread count and seed are set) and returns its step;
+    with add_arguments (which adds a twin's own options), make_step(args) gets the parsed ones."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--steps", type=int, default=30, help="timed steps")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
+    if add_arguments:
+        add_arguments(parser)
     args = parser.parse_args()
     torch.ones(2, 2) @ torch.ones(2, 2)  # loads the BLAS library
     with open("/proc/self/maps") as f:
@@ -58,6 +62,7 @@ def main(description: str, model_text: str, batch: int,
     for threads in args.threads:
         torch.set_num_threads(threads)
         torch.manual_seed(1)
-        s, cpu = seconds_per_step(make_step(), args.steps, args.warmup)
+        step = make_step(args) if add_arguments else make_step()
+        s, cpu = seconds_per_step(step, args.steps, args.warmup)
         print(f"pytorch threads={threads} ms_per_step={1e3 * s:.1f} "
               f"samples_per_s={batch / s:.1f} cpu_ms_per_step={1e3 * cpu:.1f}", flush=True)
