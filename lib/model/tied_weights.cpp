@@ -16,6 +16,13 @@ Shape param_shape(const nn::Layer& layer, const std::string& name) {
 
 }  // namespace
 
+int64_t tied_exchange_bytes(const TiedWeights& tied, int held) {
+  const auto elsewhere = static_cast<int64_t>(tied.uses().size()) - held;
+  if (held == 0 || elsewhere <= 0) return 0;
+  return elsewhere * std::min(kTiedExchangeFloats, tied.matrix.numel()) *
+         static_cast<int64_t>(sizeof(float));
+}
+
 std::vector<TiedUse> TiedWeights::uses() const {
   std::vector<TiedUse> all{{.layer = embedding, .param = kEmbeddingParam}};
   all.insert(all.end(), copies.begin(), copies.end());

@@ -2,6 +2,7 @@
 // first embedding's token matrix [vocab, dim], found in the model and checked against it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,13 @@ struct TiedWeights {
   // Whether parameter `param` of global layer `layer` is one of the copies.
   bool is_copy(int layer, const std::string& param) const;
 };
+
+// The tie exchange (train::TiedCopies::sum_gradients) moves each use's gradient in chunks of at
+// most this many floats.
+inline constexpr int64_t kTiedExchangeFloats = int64_t{1} << 16;
+// The bytes a rank that holds `held` of `tied`'s uses receives into during the exchange: one
+// chunk per use held elsewhere (none when it holds none).
+int64_t tied_exchange_bytes(const TiedWeights& tied, int held);
 
 // The index in layer.param_specs() of the parameter named `name`; Error when it has none.
 int param_index(const nn::Layer& layer, const std::string& name);

@@ -117,8 +117,11 @@ void Executor::post_recv(const Op& op, const RoundPlan& plan) {
   }
 }
 
-LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
-                                const MicroBatchData& data, comm::BucketedAllreduce* reduction) {
+LossTotals Executor::train_step(const Program& program, const std::vector<int>& sends_released,
+                                const RoundPlan& plan, const MicroBatchData& data,
+                                comm::BucketedAllreduce* reduction) {
+  check(sends_released.size() == program.size(), "rank {}: {} send releases for {} ops", rank_,
+        sends_released.size(), program.size());
   std::vector<size_t> receives;
   // Per chunk, the op after which every gradient of the chunk's step is complete (but deferred
   // ones): its last backward, or its last W where backwards are split.
@@ -165,6 +168,10 @@ LossTotals Executor::train_step(const Program& program, const RoundPlan& plan,
     if (tracing) trace_op(program[i], start, end, bytes);
     const double seconds = std::chrono::duration<double>(end - start).count();
     time_slot(program[i].kind) += seconds;
+    // (Each send released here is complete or known delivered: its wait is short.)
+    const auto release_start = Clock::now();
+    link_.release_sends(sends_released[i]);
+    times_.send_s += seconds_since(release_start);
     if (spdlog::should_log(spdlog::level::trace)) {
       spdlog::trace("step {} stage {}: {} {:.3f} ms", plan.round + 1,
                     global_stage(program[i].chunk), to_string(program[i]), 1e3 * seconds);

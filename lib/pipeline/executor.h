@@ -77,7 +77,11 @@ class Executor {
   // rank_gradient_buckets cuts its chunks' gradient buffers): during a chunk's last backward (or
   // W), each layer's bucket is started as soon as that layer's gradient is complete, while the
   // earlier layers' backward still runs; the caller finishes it after the step.
-  LossTotals train_step(const Program& program, const RoundPlan& plan, const MicroBatchData& data,
+  // `sends_released` is send_releases's for the program (one count per op): after each op the
+  // link releases its sends up to that count, so the sends it holds at every op are the ones the
+  // memory walk counts.
+  LossTotals train_step(const Program& program, const std::vector<int>& sends_released,
+                        const RoundPlan& plan, const MicroBatchData& data,
                         comm::BucketedAllreduce* reduction = nullptr);
   // The rank's data-parallel buckets, over its chunks' gradient buffers (rank_gradient_buckets):
   // what a `reduction` for train_step reduces.

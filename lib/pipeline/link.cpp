@@ -64,7 +64,7 @@ Tensor Link::wait_recv(Direction direction, int micro_batch, int chunk) {
   PendingRecv pending = std::move(it->second);
   receives_.erase(it);
   pending.request.wait();  // throws unless exactly the expected number of values arrived
-  retire_sends();
+  poll_sends();
   return std::move(pending.buffer);
 }
 
@@ -78,19 +78,30 @@ void Link::send(Direction direction, int64_t round, int micro_batch, int chunk, 
   const Peer to = peer(direction, chunk, false);
   sends_.push_back(
       {.request = pipeline_.isend(
-           data, std::move(owned), to.rank, tag(direction, round, micro_batch, to.chunk),
+           data, owned, to.rank, tag(direction, round, micro_batch, to.chunk),
            message_label(direction, micro_batch, chunk, placement_.virtual_stages > 1)),
+       .tensor = owned,
        .direction = direction,
        .micro_batch = micro_batch,
        .chunk = chunk,
        .bytes = static_cast<int64_t>(data.size_bytes())});
-  retire_sends();
+  poll_sends();
   // Bounded, so a fast stage does not pile up sent tensors for a slow neighbour.
-  while (sends_.size() > static_cast<size_t>(model::kSendsInFlight)) {
-    sends_.front().request.wait();
-    sent(sends_.front());
-    sends_.pop_front();
+  while (sends_.size() > static_cast<size_t>(model::kSendsInFlight)) release_oldest();
+}
+
+void Link::release_oldest() {
+  PendingSend& send = sends_.front();
+  if (!send.completed) {
+    send.request.wait();
+    sent(send);
   }
+  sends_.pop_front();
+  ++released_;
+}
+
+void Link::release_sends(int count) {
+  while (released_ < count && !sends_.empty()) release_oldest();
 }
 
 void Link::sent(PendingSend& send) {
@@ -102,10 +113,12 @@ void Link::sent(PendingSend& send) {
                   send.micro_batch, log::TraceRecorder::Clock::now(), send.chunk, send.bytes);
 }
 
-void Link::retire_sends() {
-  while (!sends_.empty() && sends_.front().request.test()) {
-    sent(sends_.front());
-    sends_.pop_front();
+void Link::poll_sends() {
+  for (PendingSend& send : sends_) {
+    if (send.completed) continue;
+    if (!send.request.test()) break;
+    send.completed = true;
+    sent(send);
   }
 }
 
@@ -113,15 +126,12 @@ void Link::progress() {
   for (auto& [key, pending] : receives_) {
     if (!pending.request.test()) break;  // one MPI_Test drives the progress of every transfer
   }
-  retire_sends();
+  poll_sends();
 }
 
 void Link::wait_sends() {
-  for (PendingSend& send : sends_) {
-    send.request.wait();
-    sent(send);
-  }
-  sends_.clear();
+  while (!sends_.empty()) release_oldest();
+  released_ = 0;
 }
 
 }  // namespace mpipe::pipeline

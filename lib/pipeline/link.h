@@ -1,10 +1,11 @@
 // Link: a rank's nonblocking connections to the ranks that hold its chunks' neighbouring stages.
-// Receives are posted before they are needed; a send's buffer belongs to its request until it
-// completes.
+// Receives are posted before they are needed; a send's tensor is held until the link releases
+// it, at fixed points (never merely because MPI completed it), so what it holds is known.
 #pragma once
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "comm/communicator.h"
@@ -37,13 +38,18 @@ class Link {
   // the direction and the peer).
   Tensor wait_recv(Direction direction, int micro_batch, int chunk);
   // Sends chunk `chunk`'s `tensor` to the stage after it (activations) or before it (gradients)
-  // without copying it: the pending send owns it until it completes.
+  // without copying it: the link holds it until it releases the send, which it does here to the
+  // oldest while more than model::kSendsInFlight are held (waiting for it to complete).
   void send(Direction direction, int64_t round, int micro_batch, int chunk, Tensor tensor);
+  // Releases the oldest sends until `count` of those issued since the last wait_sends are
+  // released: completes each (waiting, under the watchdog's deadline, for one not yet complete)
+  // and frees its tensor. Executor::train_step calls it after each op with send_releases's count.
+  void release_sends(int count);
   // Drives MPI's progress on the pending transfers without waiting (Open MPI moves a posted
-  // message only while some call into MPI is made) and frees the sends that completed. Cheap:
-  // one MPI_Test per pending request at most.
+  // message only while some call into MPI is made), noting the sends that completed (their
+  // tensors stay held until released). Cheap: one MPI_Test per pending request at most.
   void progress();
-  // Completes every pending send (end of a step).
+  // Completes and releases every pending send (end of a step or an evaluation).
   void wait_sends();
   // Bytes of the training messages (activations and gradients) this link has sent so far.
   int64_t training_bytes_sent() const { return training_bytes_sent_; }
@@ -60,10 +66,9 @@ class Link {
   // The other end of chunk `chunk`'s message in `direction`, received or sent.
   Peer peer(Direction direction, int chunk, bool receiving) const;
   int tag(Direction direction, int64_t round, int micro_batch, int receiving_chunk) const;
-  // Frees the tensors of completed sends (in order), after every send and completed receive: a
-  // GPipe stage sends nothing during its backward phase, and would otherwise hold its last
-  // forward sends until the end of the step.
-  void retire_sends();
+  // Notes the sends that completed (in order, up to the first that has not), after every send and
+  // completed receive: while tracing, each completion is recorded when first seen.
+  void poll_sends();
 
   const comm::Communicator& pipeline_;
   int rank_;
@@ -77,15 +82,20 @@ class Link {
   };
   std::map<RecvKey, PendingRecv> receives_;
   struct PendingSend {
-    comm::Request request;  // owns its tensor (counted by the memory account)
+    comm::Request request;
+    std::shared_ptr<const Tensor> tensor;  // held until released (counted by the memory account)
+    bool completed = false;
     Direction direction;
     int micro_batch;
     int chunk;      // the sending chunk
     int64_t bytes;  // the message's payload
   };
-  // Frees a completed send (and records its completion while tracing).
+  // Records a send's completion while tracing.
   void sent(PendingSend& send);
+  // Completes the oldest send and frees its tensor.
+  void release_oldest();
   std::deque<PendingSend> sends_;
+  int released_ = 0;  // sends released since the last wait_sends
   int64_t training_bytes_sent_ = 0;
   log::TraceRecorder* trace_ = nullptr;
 };

@@ -487,7 +487,8 @@ std::string evaluation_over_limit_message(const Context& c, const PipelinePlan& 
       fitting > 0 ? fmt::format("at most {} fit", fitting) : "not even one example fits");
 }
 
-// Each rank's peak: its largest moment, each chunk's profile then on its stage's layers.
+// Each rank's peak: its largest moment, each chunk's profile then on its stage's layers, or the
+// tie exchange after the step where the rank holds some of the tied matrix's uses, not all.
 std::vector<double> rank_peaks(const Context& c, const std::vector<StagePlan>& stages) {
   std::vector<double> peaks;
   for (int rank = 0; rank < c.placement.num_ranks; ++rank) {
@@ -503,6 +504,26 @@ std::vector<double> rank_peaks(const Context& c, const std::vector<StagePlan>& s
                      .total();
       }
       peak = std::max(peak, bytes);
+    }
+    // The tie exchange after the step (train::TiedCopies::sum_gradients): the rank's state beside
+    // one chunk received per use of the tied matrix held elsewhere.
+    if (!c.plan.tied) continue;
+    int held = 0;
+    double state = 0.0;
+    for (int chunk = 0; chunk < c.placement.virtual_stages; ++chunk) {
+      const int s = c.placement.stage_of(rank, chunk);
+      const LayerRange& r = stages[static_cast<size_t>(s)].layers;
+      for (const model::TiedUse& use : c.plan.tied->uses()) {
+        held += r.begin <= use.layer && use.layer < r.end ? 1 : 0;
+      }
+      model::StashProfile between_steps;
+      between_steps.idle = true;
+      between_steps.backward = false;
+      state += c.memory.stage(r.begin, r.end, between_steps, s == 0, s == c.num_stages - 1).state();
+    }
+    const int64_t exchange = model::tied_exchange_bytes(*c.plan.tied, held);
+    if (exchange > 0) {
+      peak = std::max(peak, state + c.request.allocator.block_bytes(static_cast<double>(exchange)));
     }
   }
   return peaks;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "pipeline/placement.h"
+#include "pipeline/send_release.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -25,43 +26,22 @@ bool interleaves(const Program& program) {
   return false;
 }
 
-// The op of `program` of this kind, chunk and micro-batch (its index).
-size_t find_op(const Program& program, OpKind kind, int chunk, int micro_batch) {
-  for (size_t i = 0; i < program.size(); ++i) {
-    const Op& op = program[i];
-    if (op.kind == kind && op.chunk == chunk && op.micro_batch == micro_batch) return i;
-  }
-  throw Error(
-      fmt::format("program_memory: no {} in the program",
-                  to_string(Op{.kind = kind, .micro_batch = micro_batch, .chunk = chunk}, true)));
-}
-
 // The messages a rank holds at each op of its program: the receives the executor has posted and
 // not consumed (Executor::train_step posts them kReceivesAhead receive ops ahead, each with its
-// buffer), and the sends whose tensors its Link may still hold: of the sends issued before the
-// op, at most the last kSendsInFlight (Link::send waits for older ones), from the oldest not
-// known to be delivered on (Link retires them in order). A send is known delivered once the rank
-// has consumed a message that its peer sent after it had received that send (an upper bound: it
-// may have been delivered earlier, or be known so through a third rank).
+// buffer), and the sends its Link holds: those issued before the op and not yet released
+// (send_releases: the link frees them at those ops, whenever MPI completed them).
 class MessageWalk {
  public:
   MessageWalk(const std::vector<Program>& programs, int rank, const Placement& placement) {
     const Program& program = programs.at(static_cast<size_t>(rank));
+    const std::vector<int> released = send_releases(programs, rank, placement);
     held_.resize(program.size());
     std::vector<size_t> receives;
     for (size_t i = 0; i < program.size(); ++i) {
       if (is_receive(program[i].kind)) receives.push_back(i);
     }
-    // Per issued send: its op, its peer's rank and the peer's op that receives it.
-    struct Sent {
-      size_t op;
-      int peer;
-      size_t received_at;
-    };
-    std::vector<Sent> sent;
-    // Per peer rank: the latest op of that peer known done (its send of a message consumed here).
-    std::vector<std::optional<size_t>> peer_done(programs.size());
-    size_t posted = 0, consumed = 0, retired = 0;
+    std::vector<size_t> sent;  // the send ops issued so far
+    size_t posted = 0, consumed = 0;
     for (size_t i = 0; i < program.size(); ++i) {
       const Op& op = program[i];
       while (posted < receives.size() &&
@@ -70,35 +50,10 @@ class MessageWalk {
         ++posted;
       }
       for (size_t r = consumed; r < posted; ++r) held_[i].push_back(receives[r]);
-      for (size_t k = retired; k < sent.size(); ++k) held_[i].push_back(sent[k].op);
-      if (is_receive(op.kind)) {
-        ++consumed;
-        const Peer from = peer_of(op, rank, placement);
-        const OpKind kind =
-            op.kind == OpKind::kRecvActivation ? OpKind::kSendActivation : OpKind::kSendGrad;
-        const size_t sent_at =
-            find_op(programs.at(static_cast<size_t>(from.rank)), kind, from.chunk, op.micro_batch);
-        std::optional<size_t>& done = peer_done[static_cast<size_t>(from.rank)];
-        done = std::max(done.value_or(0), sent_at);
-        // The sends retired in order: each delivered (its peer's receive done before a send of
-        // that peer consumed here), up to the first that is not known to be.
-        while (retired < sent.size()) {
-          const std::optional<size_t>& peer = peer_done[static_cast<size_t>(sent[retired].peer)];
-          if (!peer || *peer <= sent[retired].received_at) break;
-          ++retired;
-        }
-      } else if (is_send(op.kind)) {
-        const Peer to = peer_of(op, rank, placement);
-        const OpKind kind =
-            op.kind == OpKind::kSendActivation ? OpKind::kRecvActivation : OpKind::kRecvGrad;
-        sent.push_back({.op = i,
-                        .peer = to.rank,
-                        .received_at = find_op(programs.at(static_cast<size_t>(to.rank)), kind,
-                                               to.chunk, op.micro_batch)});
-        retired = std::max(retired, sent.size() > static_cast<size_t>(model::kSendsInFlight)
-                                        ? sent.size() - model::kSendsInFlight
-                                        : 0);
-      }
+      const auto retired = static_cast<size_t>(i == 0 ? 0 : released[i - 1]);
+      for (size_t k = retired; k < sent.size(); ++k) held_[i].push_back(sent[k]);
+      if (is_receive(op.kind)) ++consumed;
+      if (is_send(op.kind)) sent.push_back(i);
     }
   }
 

@@ -37,9 +37,9 @@ struct RankMoment {
 // `batched_weight_grads` every micro-batch's weight-gradient operands are held from the chunk's
 // first input-backward op on. Every chunk's profile counts its own messages at the op, from the
 // op lists: the receives the executor has posted (kReceivesAhead receive ops ahead in the rank's
-// program) and not consumed, and the sends its Link may still hold: of those issued, the last
-// kSendsInFlight at most, from the oldest not known to be delivered on (it is once the rank has
-// consumed a message its peer sent after receiving it; the link retires sends in order).
+// program) and not consumed, and the sends its Link holds: those issued and not yet released
+// at the ops send_releases gives (the last kSendsInFlight at most, from the oldest not known to
+// be delivered on), where Executor::train_step releases them.
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
                                      const Placement& placement, Recompute recompute,
                                      bool batched_weight_grads);

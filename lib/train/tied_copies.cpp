@@ -83,8 +83,8 @@ void TiedCopies::sum_gradients() {
   if (held_.empty()) return;  // no tie, or a rank between the uses
   const size_t size = static_cast<size_t>(tied_->matrix.numel());
   // Chunks bound the extra memory to one chunk received per use held elsewhere, whatever the
-  // vocabulary.
-  constexpr size_t kChunk = size_t{1} << 16;
+  // vocabulary (model::tied_exchange_bytes, which the planner counts).
+  constexpr auto kChunk = static_cast<size_t>(model::kTiedExchangeFloats);
   std::vector<const Held*> held_as(uses_.size(), nullptr);
   for (const Held& held : held_) held_as[held.use] = &held;
   const size_t elsewhere = uses_.size() - held_.size();

@@ -17,6 +17,7 @@
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
 #include "pipeline/schedule.h"
+#include "pipeline/send_release.h"
 #include "train/decay_exemption.h"
 #include "train/finite_check.h"
 #include "train/layer_move.h"
@@ -164,8 +165,13 @@ void Trainer::build_stages() {
   executor_ = std::make_unique<pipeline::Executor>(std::move(chunks), *link_, topology_.stage,
                                                    placement_, *loss_, kernels_);
   executor_->set_trace(&trace_);
-  program_ = pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
-                                    pipe.micro_batches, topology_.stage, placement_.virtual_stages);
+  std::vector<pipeline::Program> programs;  // every rank's: when this one's sends are released
+  for (int rank = 0; rank < topology_.num_stages; ++rank) {
+    programs.push_back(pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
+                                              pipe.micro_batches, rank, placement_.virtual_stages));
+  }
+  program_ = programs.at(static_cast<size_t>(topology_.stage));
+  sends_released_ = pipeline::send_releases(programs, topology_.stage, placement_);
 }
 
 void Trainer::repartition(pipeline::PipelinePlan plan) {
@@ -305,7 +311,7 @@ StepReport Trainer::step(int64_t step) {
   const int64_t sent_before = link_->training_bytes_sent();
   {
     const kernels::WeightsFixed fixed(kernels_);  // until the optimizer update below
-    totals = executor_->train_step(program_, plan,
+    totals = executor_->train_step(program_, sends_released_, plan,
                                    micro_batch_data(data::Split::kTrain, indices, plan, step),
                                    reduce ? &allreduce : nullptr);
   }

@@ -182,6 +182,7 @@ class Trainer {
   std::unique_ptr<pipeline::Executor> executor_;
   std::unique_ptr<TiedCopies> tied_copies_;  // of every chunk
   pipeline::Program program_;
+  std::vector<int> sends_released_;  // pipeline::send_releases's for program_
   // What the data-parallel sum runs over: the group, or under weight_grads: tree with 2^k > 2
   // replicas the levels of a pairwise tree (comm::tree_levels), so that the sum is the tree's.
   std::vector<comm::Communicator> tree_levels_;

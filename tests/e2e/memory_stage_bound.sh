@@ -12,6 +12,10 @@
 # from each schedule's op list, a rank's every chunk at once (pipeline/program_memory.h). Mode
 # 1f1b_mk (not a default) runs 1f1b at M = K, where a stage's last micro-batches have no message
 # left to receive and the first has sent none (the messages held come from the op list too).
+# The messages a rank holds are the plan's at every op: its link frees a send only at the op that
+# releases it (pipeline::send_releases: a third in flight, known delivered, or the end), never when
+# the receiver's MPI happened to take it, so a stage whose peak is a send packed beside the ones
+# before it (the U-Net's first stage at K = 2) is within the bound in every run.
 # Every run also checks that the bytes each rank sent per step, counted by its link, are the plan's.
 # The suite runs every recompute mode under default and gpipe, and two of the four under each other
 # mode, taken in turn so that each recompute mode runs under some of them; MPIPE_TEST_FULL=1 runs

@@ -16,6 +16,7 @@
 #include "pipeline/executor.h"
 #include "pipeline/link.h"
 #include "pipeline/schedule.h"
+#include "pipeline/send_release.h"
 #include "pipeline/stage.h"
 
 namespace mpipe::pipeline {
@@ -79,7 +80,8 @@ TEST(ExecutorOverlap, StartsEachLayersBucketDuringTheLastBackward) {
   comm::BucketedAllreduce buckets(world, rank_gradient_buckets({&stage.params()}).buckets);
   ASSERT_EQ(buckets.num_buckets(), 2u);
   reduction = &buckets;
-  executor.train_step(make_program(ScheduleKind::kGpipe, 1, 2, 0), plan, data, &buckets);
+  const Program program = make_program(ScheduleKind::kGpipe, 1, 2, 0);
+  executor.train_step(program, send_releases({program}, 0, Placement{}), plan, data, &buckets);
   // B0: nothing final yet; B1 (the last): layers 2 and 1 were reduced before layer 0 ran.
   EXPECT_EQ(started_at_probe, (std::vector<size_t>{0, 2}));
   buckets.finish();

@@ -22,6 +22,7 @@
 #include "pipeline/executor.h"
 #include "pipeline/link.h"
 #include "pipeline/schedule.h"
+#include "pipeline/send_release.h"
 #include "pipeline/stage.h"
 
 namespace mpipe::pipeline {
@@ -118,10 +119,14 @@ StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int v
   kernels::KernelContext kernels;
   const auto loss = nn::make_loss("mse");
   Executor executor(chunks, link, pipeline.rank(), placement, *loss, kernels);
+  std::vector<Program> programs;
+  for (int r = 0; r < ranks; ++r) {
+    programs.push_back(make_program(kind, ranks, kMicroBatches, r, virtual_stages));
+  }
   StepResult result;
-  result.loss =
-      executor.train_step(make_program(kind, ranks, kMicroBatches, pipeline.rank(), virtual_stages),
-                          round_plan(first_layers, end_layers), data());
+  result.loss = executor.train_step(programs.at(static_cast<size_t>(pipeline.rank())),
+                                    send_releases(programs, pipeline.rank(), placement),
+                                    round_plan(first_layers, end_layers), data());
   // Each parameter's gradient, without the alignment padding after it (which depends on what
   // follows in the stage's buffer).
   for (const auto& stage : stages) {

@@ -1,6 +1,7 @@
 // Multi-rank tests of Link: its sends in flight (ranks 0-2 as a 3-stage pipeline, rank 3 idle),
 // what a middle stage holds while its neighbours are busy, which the planner's 1F1B moments count;
-// and messages between two ranks that hold two chunks each (virtual stages).
+// a send held until released; and messages between two ranks that hold two chunks each (virtual
+// stages).
 #include "pipeline/link.h"
 
 #include <gtest/gtest.h>
@@ -61,6 +62,46 @@ TEST(Link, KeepsTwoSendsWhileNeitherNeighbourReceives) {
                                         previous ? 0 : 3, 0);
       EXPECT_EQ(got.numel(), kFloats);
     }
+  }
+  world.barrier();
+}
+
+// A send's tensor stays held after its receiver has taken it, until the link releases it
+// (Executor::train_step does at the ops send_releases gives), so what a stage holds at an op does
+// not depend on when its neighbour's MPI progressed: the memory walk counts exactly those.
+TEST(Link, HoldsASendReceivedUntilItIsReleased) {
+  const comm::Communicator world = comm::Communicator::world();
+  const bool in_pipeline = world.rank() < 2;
+  const comm::Communicator pipeline =
+      world.split(in_pipeline ? 0 : 1, world.rank(), "a 2-stage pipeline");
+  Link link(pipeline, pipeline.rank(), Placement{.num_ranks = 2},
+            comm::TagSpace({.kinds = kDirections, .micro_batches = 8}));
+  MemoryAccount& account = MemoryAccount::process();
+  if (in_pipeline && pipeline.rank() == 0) {
+    const int64_t before = account.live_bytes();
+    Tensor large(Shape{kFloats});
+    const int64_t with_large = account.live_bytes();
+    Tensor small(Shape{16});  // sent eagerly: complete at once
+    const int64_t small_bytes = account.live_bytes() - with_large;
+    link.send(Direction::kActivation, 0, 0, 0, std::move(large));
+    link.send(Direction::kActivation, 0, 1, 0, std::move(small));
+    world.barrier();  // stage 1 has received both
+    link.progress();
+    EXPECT_EQ(account.live_bytes(), with_large + small_bytes);  // both held
+    link.release_sends(1);                                      // the oldest only
+    EXPECT_EQ(account.live_bytes(), before + small_bytes);
+    link.release_sends(1);  // already released: nothing more
+    EXPECT_EQ(account.live_bytes(), before + small_bytes);
+    link.wait_sends();
+    EXPECT_EQ(account.live_bytes(), before);
+  } else {
+    if (in_pipeline) {
+      link.post_recv(Direction::kActivation, 0, 0, 0, Shape{kFloats});
+      link.post_recv(Direction::kActivation, 0, 1, 0, Shape{16});
+      EXPECT_EQ(link.wait_recv(Direction::kActivation, 0, 0).numel(), kFloats);
+      EXPECT_EQ(link.wait_recv(Direction::kActivation, 1, 0).numel(), 16);
+    }
+    world.barrier();
   }
   world.barrier();
 }

@@ -290,6 +290,26 @@ TEST(Planner, WithChunksTheLimitHoldsForEachRanksPeakOverItsStages) {
                         format_bytes(first ? ranks[0] : ranks[1]), format_bytes(limit)));
 }
 
+// An embedding and its tied head on two ranks: after the step each receives the other's gradient
+// of the matrix in chunks of 64K floats (train::TiedCopies), 256 KiB beside its parameters, their
+// gradients and optimizer state, more than its activations ever hold. On one rank nothing moves.
+TEST(Planner, CountsTheTieExchangesChunkOnEachRankHoldingAUse) {
+  ModelSpec spec = model_of(
+      {{"embedding", {{"vocab", int64_t{1024}}, {"dim", int64_t{64}}}},
+       {"linear", {{"units", int64_t{1024}}, {"bias", false}, {"tie", std::string("embedding")}}}});
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.batch_size = 4;  // one token per micro-batch: activations of a few KiB
+  const double chunk = 65536.0 * sizeof(float);
+  const PipelinePlan two = plan_of(spec, Shape{1}, r);
+  ASSERT_EQ(two.rank_peak_bytes.size(), 2u);
+  for (size_t rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(two.rank_peak_bytes[rank], two.stages[rank].memory.state() + chunk) << rank;
+  }
+  r.pipeline.stages = 1;
+  const PipelinePlan one = plan_of(spec, Shape{1}, r);
+  EXPECT_LT(one.rank_peak_bytes[0], one.stages[0].memory.state() + chunk);
+}
+
 TEST(Planner, MeasuredTimeIsWhatAutoBalances) {
   const ModelSpec spec = uneven_model();  // 7 layers
   PlanRequest r = request(2, PartitionMode::kAuto);
