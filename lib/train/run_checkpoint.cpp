@@ -103,12 +103,13 @@ void RunCheckpoints::save(int64_t steps_done) {
   const comm::WatchScope watch(world_, "checkpoint", comm::WaitPhase::kLong);
   const comm::Topology& topo = trainer_.topology();
   const bool writer = topo.replica == 0;  // the other replicas hold the same stages
+  // Sharded optimizer state is gathered whole (files hold whole tensors, whatever the layout).
+  const std::vector<std::unique_ptr<optim::Optimizer>> whole = trainer_.whole_optimizers(true);
   // Views (the live state, written as it is), per chunk: a shard per global stage.
   std::vector<std::vector<checkpoint::TensorView>> tensors;
   if (writer) {
-    for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
-      tensors.push_back(
-          stage_state(trainer_.stage(chunk), trainer_.optimizer(chunk), trainer_.tied()));
+    for (const ChunkState& chunk : trainer_.chunk_states(whole)) {
+      tensors.push_back(stage_state(*chunk.stage, *chunk.optimizer, trainer_.tied()));
     }
   }
   comm::agree(world_, [&] {
@@ -221,10 +222,12 @@ void RunCheckpoints::load(int64_t step) {
 void RunCheckpoints::load(int64_t step, const nlohmann::json& meta) {
   comm::agree(world_, [&] {
     const int64_t optimizer_steps_done = optimizer_steps(meta, store_.meta_path(step));
+    const std::vector<std::unique_ptr<optim::Optimizer>> whole = trainer_.whole_optimizers(false);
     load_rank_state(
-        trainer_.chunk_states(),
+        trainer_.chunk_states(whole),
         [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
         store_.step_dir(step), trainer_.tied());
+    trainer_.keep_shards(whole);
     for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
       trainer_.optimizer(chunk).set_steps_taken(optimizer_steps_done);
     }

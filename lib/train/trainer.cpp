@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
+#include "optim/replica_shard.h"
 #include "pipeline/schedule.h"
 #include "train/decay_exemption.h"
 #include "train/finite_check.h"
@@ -45,6 +46,17 @@ std::vector<float> gather_buffer_updates(pipeline::Stage& stage,
   const std::vector<double> all =
       data_parallel.allgatherv(std::vector<double>(mine.begin(), mine.end()));
   return {all.begin(), all.end()};
+}
+
+// Every replica's shard of `values` (optim::shard_begins) to every replica, in place: one broadcast
+// from each.
+void share_shards(std::span<float> values, const comm::Communicator& replicas) {
+  const std::vector<int64_t> begins = optim::shard_begins(std::ssize(values), replicas.size());
+  for (int r = 0; r < replicas.size(); ++r) {
+    const auto begin = static_cast<size_t>(begins[static_cast<size_t>(r)]);
+    const auto end = static_cast<size_t>(begins[static_cast<size_t>(r) + 1]);
+    replicas.broadcast(values.subspan(begin, end - begin), r);
+  }
 }
 
 // The evaluated examples' outputs in example order, from `gathered`: blocks of rows in the order
@@ -113,6 +125,7 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
                                          pipeline_plan_.virtual_stages)),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order(),
                dataset.train_mix()) {
+  sharded_ = experiment.optimizer.shard_across_replicas && topology_.num_replicas > 1;
   link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, placement_, tags_);
   link_->set_trace(&trace_);
   build_stages();
@@ -156,10 +169,14 @@ void Trainer::build_stages() {
     loss_rows_per_example_ = std::max<int64_t>(1, dataset_.target_shape().numel());
   }
   for (const auto& stage : stages_) {
-    optimizers_.push_back(optim::Optimizer::make(experiment.optimizer, stage->params().num_params(),
-                                                 experiment.optimizer.decay_exempt
-                                                     ? decay_exempt_ranges(*stage, plan_.tied)
-                                                     : std::vector<optim::ParamRange>{}));
+    const int64_t num_params = stage->params().num_params();
+    optimizers_.push_back(optim::Optimizer::make(
+        experiment.optimizer, num_params,
+        experiment.optimizer.decay_exempt ? decay_exempt_ranges(*stage, plan_.tied)
+                                          : std::vector<optim::ParamRange>{},
+        sharded_ ? std::optional(
+                       optim::replica_shard(num_params, topology_.num_replicas, topology_.replica))
+                 : std::nullopt));
   }
   executor_ = std::make_unique<pipeline::Executor>(std::move(chunks), *link_, topology_.stage,
                                                    placement_, *loss_, kernels_);
@@ -179,7 +196,9 @@ void Trainer::repartition(pipeline::PipelinePlan plan) {
   // The old stages and optimizers stay alive until their state has been sent and copied.
   executor_.reset();  // holds the old stages
   const std::vector<std::unique_ptr<pipeline::Stage>> old_stages = std::move(stages_);
-  const std::vector<std::unique_ptr<optim::Optimizer>> old_optimizers = std::move(optimizers_);
+  std::vector<std::unique_ptr<optim::Optimizer>> old_optimizers = whole_optimizers(true);
+  const int64_t steps_taken = optimizers_[0]->steps_taken();
+  if (old_optimizers.empty()) old_optimizers = std::move(optimizers_);
   std::vector<checkpoint::TensorView> old_state;
   for (size_t chunk = 0; chunk < old_stages.size(); ++chunk) {
     std::ranges::move(stage_state(*old_stages[chunk], *old_optimizers[chunk], plan_.tied),
@@ -200,21 +219,56 @@ void Trainer::repartition(pipeline::PipelinePlan plan) {
     }
     move.wanted.push_back(state_layout(layers, slots, plan_.tied));
   }
-  for (const auto& optimizer : optimizers_) {
-    optimizer->set_steps_taken(old_optimizers[0]->steps_taken());
-  }
+  for (const auto& optimizer : optimizers_) optimizer->set_steps_taken(steps_taken);
+  const std::vector<std::unique_ptr<optim::Optimizer>> whole = whole_optimizers(false);
   load_rank_state(
-      chunk_states(),
+      chunk_states(whole),
       [&](const checkpoint::TensorDestination& into) { move_layer_state(move, old_state, into); },
       "the moved layers", plan_.tied);
+  keep_shards(whole);
 }
 
-std::vector<ChunkState> Trainer::chunk_states() {
+std::vector<ChunkState> Trainer::chunk_states(
+    const std::vector<std::unique_ptr<optim::Optimizer>>& whole) {
+  const auto& optimizers = whole.empty() ? optimizers_ : whole;
   std::vector<ChunkState> chunks;
   for (size_t chunk = 0; chunk < stages_.size(); ++chunk) {
-    chunks.push_back({.stage = stages_[chunk].get(), .optimizer = optimizers_[chunk].get()});
+    chunks.push_back({.stage = stages_[chunk].get(), .optimizer = optimizers[chunk].get()});
   }
   return chunks;
+}
+
+std::vector<std::unique_ptr<optim::Optimizer>> Trainer::whole_optimizers(bool gather) const {
+  std::vector<std::unique_ptr<optim::Optimizer>> whole;
+  if (!sharded_) return whole;
+  for (const auto& live : optimizers_) {
+    // Never stepped (it only carries state to and from files), so no decay-exempt ranges.
+    auto& optimizer =
+        *whole.emplace_back(optim::Optimizer::make(experiment_.optimizer, live->num_params()));
+    optimizer.set_steps_taken(live->steps_taken());
+    if (!gather) continue;
+    const auto mine = live->state();
+    const auto all = optimizer.state();
+    for (size_t slot = 0; slot < all.size(); ++slot) {
+      std::ranges::copy(mine[slot].second, all[slot].second.begin() +
+                                               static_cast<std::ptrdiff_t>(live->owned().begin));
+      share_shards(all[slot].second, groups_.data_parallel);
+    }
+  }
+  return whole;
+}
+
+void Trainer::keep_shards(const std::vector<std::unique_ptr<optim::Optimizer>>& whole) {
+  for (size_t chunk = 0; chunk < whole.size(); ++chunk) {
+    optim::Optimizer& live = *optimizers_[chunk];
+    const auto mine = live.state();
+    const auto all = whole[chunk]->state();
+    for (size_t slot = 0; slot < all.size(); ++slot) {
+      std::ranges::copy(all[slot].second.subspan(static_cast<size_t>(live.owned().begin),
+                                                 mine[slot].second.size()),
+                        mine[slot].second.begin());
+    }
+  }
 }
 
 pipeline::RoundPlan Trainer::round_plan(int64_t round, int64_t first_row,
@@ -357,7 +411,10 @@ StepReport Trainer::step(int64_t step) {
     for (const auto& stage : stages_) optim::scale(stage->params().grads(), coefficient);
   }
   for (size_t c = 0; c < stages_.size(); ++c) {
-    optimizers_[c]->step(stages_[c]->params().values(), stages_[c]->params().grads(), report.lr);
+    const std::span<float> values = stages_[c]->params().values();
+    optimizers_[c]->step(values, stages_[c]->params().grads(), report.lr);
+    // Each replica updated its shard: every replica gets every shard.
+    if (sharded_) share_shards(values, groups_.data_parallel);
     stages_[c]->apply_buffer_updates(buffer_updates[c]);
   }
   report.step_s = seconds_since(step_start);

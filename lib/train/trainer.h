@@ -129,8 +129,20 @@ class Trainer {
   pipeline::Stage& stage(int chunk) { return *stages_.at(static_cast<size_t>(chunk)); }
   // Each chunk's optimizer runs over that stage's parameter buffer; all take the same steps.
   optim::Optimizer& optimizer(int chunk) { return *optimizers_.at(static_cast<size_t>(chunk)); }
-  // Every chunk's stage and optimizer, in chunk order (what a checkpoint restores).
-  std::vector<ChunkState> chunk_states();
+  // Every chunk's stage and optimizer, in chunk order (what a checkpoint restores): the live
+  // optimizers, or `whole`'s (whole_optimizers) when given.
+  std::vector<ChunkState> chunk_states(
+      const std::vector<std::unique_ptr<optim::Optimizer>>& whole = {});
+  // Whether each replica holds only its shard of the optimizer state
+  // (optimizer.shard_across_replicas with more than one replica).
+  bool sharded() const { return sharded_; }
+  // When sharded, each chunk's optimizer with its whole state, for a checkpoint (files hold
+  // whole tensors): gathered from every replica's shard when `gather` (collective over the
+  // data-parallel group), else zeroed to be read into (then keep_shards). Empty when not sharded:
+  // the live optimizers are whole.
+  std::vector<std::unique_ptr<optim::Optimizer>> whole_optimizers(bool gather) const;
+  // Copies this replica's shard of `whole`'s state (whole_optimizers') into the live optimizers.
+  void keep_shards(const std::vector<std::unique_ptr<optim::Optimizer>>& whole);
   // This rank's timeline of the traced steps (train/run_trace.h switches it on and off).
   log::TraceRecorder& trace() { return trace_; }
   // This rank's per-layer times of the training steps (pipeline.balance: measured).
@@ -176,7 +188,8 @@ class Trainer {
   std::vector<std::unique_ptr<pipeline::Stage>> stages_;
   std::unique_ptr<nn::Loss> loss_;
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;
-  log::TraceRecorder trace_;          // before the link and the executor, which record into it
+  bool sharded_ = false;      // optimizers_ hold this replica's shard (optim/replica_shard.h)
+  log::TraceRecorder trace_;  // before the link and the executor, which record into it
   pipeline::LayerTimes layer_times_;  // before the stage, which records into it
   std::unique_ptr<pipeline::Link> link_;
   std::unique_ptr<pipeline::Executor> executor_;
