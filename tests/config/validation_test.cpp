@@ -100,8 +100,9 @@ TEST(OptimizerSection, KindMustBeSgdAdamOrAdamw) {
 }
 
 TEST(OptimizerSection, ShardAcrossReplicasIsTrueOrFalse) {
-  EXPECT_EQ(error_of("optimizer:\n  shard_across_replicas: yes please\n"),
-            "exp.yaml:2: optimizer.shard_across_replicas: expected true or false, got 'yes please'");
+  EXPECT_EQ(
+      error_of("optimizer:\n  shard_across_replicas: yes please\n"),
+      "exp.yaml:2: optimizer.shard_across_replicas: expected true or false, got 'yes please'");
 }
 
 TEST(OptimizerSection, LrMustBePositive) {
