@@ -1,8 +1,6 @@
 // Replica shards: contiguous, aligned, in replica order.
 #include "optim/replica_shard.h"
 
-#include <algorithm>
-
 #include "core/error.h"
 
 namespace mpipe::optim {
@@ -10,11 +8,11 @@ namespace mpipe::optim {
 std::vector<int64_t> shard_begins(int64_t num_params, int replicas) {
   check(replicas >= 1 && num_params >= 0, "shard_begins: {} parameters over {} replicas",
         num_params, replicas);
-  const int64_t even = (num_params + replicas - 1) / replicas;
-  const int64_t per = (even + kShardAlign - 1) / kShardAlign * kShardAlign;
   std::vector<int64_t> begins;
-  for (int r = 0; r <= replicas; ++r) begins.push_back(std::min(num_params, r * per));
-  begins.back() = num_params;
+  for (int r = 0; r < replicas; ++r) {
+    begins.push_back(r * num_params / replicas / kShardAlign * kShardAlign);
+  }
+  begins.push_back(num_params);
   return begins;
 }
 

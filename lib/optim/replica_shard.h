@@ -14,8 +14,9 @@ namespace mpipe::optim {
 inline constexpr int64_t kShardAlign = 16;
 
 // The start of every replica's shard of `num_params` parameters, then num_params: replica r owns
-// [begins[r], begins[r + 1]), r·per clipped to num_params, per = ceil(num_params / replicas)
-// rounded up to kShardAlign (the last shards may be short or empty). replicas >= 1.
+// [begins[r], begins[r + 1]), begins[r] = r·num_params/D rounded down to a multiple of
+// kShardAlign, so every shard but the last holds at most num_params/D (a shard may be empty).
+// replicas >= 1.
 std::vector<int64_t> shard_begins(int64_t num_params, int replicas);
 
 // Replica `replica`'s shard of shard_begins(num_params, replicas).

@@ -3,8 +3,9 @@
 # parameters, holding only that shard's optimizer state, then the replicas allgather the values:
 # bit-identical to the unsharded run. Under weight_grads: tree every D and K gives the same
 # weights, so one unsharded K = 1 D = 1 run is the reference of sharded runs at D = 2 and 4, K = 1
-# and 2 under every schedule, with the config's clipping and without; a sharded run resumes
-# unsharded on another K and D, and that one sharded again on another D.
+# and 2 under every schedule (saving a checkpoint after every step: the state gathered whole and
+# sharded again), with the config's clipping and without; a sharded run resumes unsharded on
+# another K and D, and that one sharded again on another D.
 # Usage: optimizer_shards.sh CONFIG (micro_batches: 4, clip_norm > 0; files/tied.yaml puts the
 # tied embedding and head on two ranks at K = 2: Megatron-LM #844's case)
 source "$(dirname "$0")/lib.sh"
@@ -22,7 +23,7 @@ for schedule in gpipe 1f1b zb_h1 interleaved zbv; do
   [[ $schedule == interleaved || $schedule == zbv ]] && chunks=2
   train 4 "k2d2-$schedule" "$config" "${steps[@]}" "${tree[@]}" "${shard[@]}" \
     --set pipeline.stages=2 --set pipeline.schedule=$schedule \
-    --set pipeline.virtual_stages=$chunks "${d2[@]}"
+    --set pipeline.virtual_stages=$chunks "${d2[@]}" --set checkpoint.every=1
   same k1d1 "k2d2-$schedule"
 done
 # Without clipping (the default sum: sharded against unsharded at the same layout).

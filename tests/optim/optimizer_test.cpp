@@ -179,15 +179,16 @@ TEST(Optimizer, OwnedShardsStepTheirElementsAsTheWholeBufferDoes) {
 }
 
 TEST(ReplicaShard, ShardsAreAlignedContiguousAndCoverTheBufferInReplicaOrder) {
-  EXPECT_EQ(shard_begins(100, 2), (std::vector<int64_t>{0, 64, 100}));
-  EXPECT_EQ(shard_begins(100, 4), (std::vector<int64_t>{0, 32, 64, 96, 100}));
-  // Fewer aligned blocks than replicas: the last shards are empty.
-  EXPECT_EQ(shard_begins(20, 4), (std::vector<int64_t>{0, 16, 20, 20, 20}));
+  // Each begins at r·n/D rounded down to 16 floats; the last ends at n.
+  EXPECT_EQ(shard_begins(100, 2), (std::vector<int64_t>{0, 48, 100}));
+  EXPECT_EQ(shard_begins(100, 4), (std::vector<int64_t>{0, 16, 48, 64, 100}));
+  // Fewer aligned blocks than replicas: the first shards are empty.
+  EXPECT_EQ(shard_begins(20, 4), (std::vector<int64_t>{0, 0, 0, 0, 20}));
   EXPECT_EQ(shard_begins(0, 2), (std::vector<int64_t>{0, 0, 0}));
   EXPECT_EQ(shard_begins(7, 1), (std::vector<int64_t>{0, 7}));
-  const ParamRange third = replica_shard(100, 4, 3);
-  EXPECT_EQ(third.begin, 96);
-  EXPECT_EQ(third.end, 100);
+  const ParamRange last = replica_shard(100, 4, 3);
+  EXPECT_EQ(last.begin, 64);
+  EXPECT_EQ(last.end, 100);
 }
 
 TEST(DecaySegments, CutTheBufferIntoAlternatingRunsInOrder) {
