@@ -11,7 +11,7 @@ namespace mpipe::checkpoint {
 namespace {
 
 // Keys (or, ending in '.', key prefixes) that do not change the trained weights' trajectory.
-constexpr std::array<std::string_view, 19> kMayChange = {
+constexpr std::array<std::string_view, 20> kMayChange = {
     "train.steps",
     "optimizer.schedule.total_steps",  // said explicitly: how the schedule goes on
     "train.on_nonfinite",
@@ -31,6 +31,7 @@ constexpr std::array<std::string_view, 19> kMayChange = {
     "pipeline.weight_grads",
     "pipeline.partition",
     "pipeline.memory_limit",
+    "optimizer.shard_across_replicas",  // the same bits either way; checkpoints hold whole state
 };
 
 bool may_change(const std::string& key) {

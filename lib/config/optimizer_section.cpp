@@ -28,8 +28,9 @@ optim::LrScheduleConfig parse_schedule(const Field& section) {
 }  // namespace
 
 optim::OptimizerConfig parse_optimizer(const Field& section) {
-  const MapReader map(section, {"kind", "lr", "momentum", "nesterov", "weight_decay",
-                                "decay_exempt", "beta1", "beta2", "eps", "clip_norm", "schedule"});
+  const MapReader map(
+      section, {"kind", "lr", "momentum", "nesterov", "weight_decay", "decay_exempt", "beta1",
+                "beta2", "eps", "clip_norm", "shard_across_replicas", "schedule"});
   optim::OptimizerConfig config;
   if (auto f = map.get("kind")) {
     config.kind = f->as_choice(optim::kOptimizerNames);
@@ -42,6 +43,7 @@ optim::OptimizerConfig parse_optimizer(const Field& section) {
   if (auto f = map.get("beta2")) config.beta2 = read_double(*f, half_open(0, 1));
   if (auto f = map.get("eps")) config.eps = read_double(*f, above(0));
   if (auto f = map.get("clip_norm")) config.clip_norm = read_double(*f, at_least(0));
+  if (auto f = map.get("shard_across_replicas")) config.shard_across_replicas = f->as_bool();
   if (auto f = map.get("nesterov")) {
     config.nesterov = f->as_bool();
     if (config.nesterov && config.momentum <= 0) {

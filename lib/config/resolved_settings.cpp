@@ -125,6 +125,7 @@ void add_optimizer(const optim::OptimizerConfig& optimizer, int64_t train_steps,
   out["optimizer.beta2"] = text(optimizer.beta2);
   out["optimizer.eps"] = text(optimizer.eps);
   out["optimizer.clip_norm"] = text(optimizer.clip_norm);
+  out["optimizer.shard_across_replicas"] = text(optimizer.shard_across_replicas);
   out["optimizer.schedule.kind"] = text(optimizer.schedule.kind);
   out["optimizer.schedule.warmup_steps"] = text(optimizer.schedule.warmup_steps);
   out["optimizer.schedule.step_size"] = text(optimizer.schedule.step_size);

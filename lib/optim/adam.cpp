@@ -5,15 +5,15 @@
 
 namespace mpipe::optim {
 
-Adam::Adam(const OptimizerConfig& config, int64_t num_params, bool decoupled_weight_decay)
-    : Optimizer(num_params),
+Adam::Adam(const OptimizerConfig& config, int64_t owned, bool decoupled_weight_decay)
+    : Optimizer(owned),
       beta1_(config.beta1),
       beta2_(config.beta2),
       eps_(config.eps),
       weight_decay_(config.weight_decay),
       decoupled_weight_decay_(decoupled_weight_decay),
-      exp_avg_(Shape({num_params})),
-      exp_avg_sq_(Shape({num_params})) {}
+      exp_avg_(Shape({owned})),
+      exp_avg_sq_(Shape({owned})) {}
 
 std::vector<std::pair<std::string, std::span<float>>> Adam::state() {
   return {{"exp_avg", exp_avg_.span()}, {"exp_avg_sq", exp_avg_sq_.span()}};

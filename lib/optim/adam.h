@@ -11,7 +11,7 @@ namespace mpipe::optim {
 
 class Adam final : public Optimizer {
  public:
-  Adam(const OptimizerConfig& config, int64_t num_params, bool decoupled_weight_decay);
+  Adam(const OptimizerConfig& config, int64_t owned, bool decoupled_weight_decay);
 
   std::vector<std::pair<std::string, std::span<float>>> state() override;
 
@@ -25,8 +25,8 @@ class Adam final : public Optimizer {
   double weight_decay_;
   bool decoupled_weight_decay_;
   // Tensors, so that the memory account counts them.
-  Tensor exp_avg_;     // [num_params]: first moment
-  Tensor exp_avg_sq_;  // [num_params]: second moment
+  Tensor exp_avg_;     // [owned]: first moment
+  Tensor exp_avg_sq_;  // [owned]: second moment
 };
 
 }  // namespace mpipe::optim

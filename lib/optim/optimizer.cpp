@@ -36,22 +36,37 @@ std::vector<DecaySegment> decay_segments(int64_t num_params, std::vector<ParamRa
 }
 
 std::unique_ptr<Optimizer> Optimizer::make(const OptimizerConfig& config, int64_t num_params,
-                                           const std::vector<ParamRange>& decay_exempt) {
+                                           const std::vector<ParamRange>& decay_exempt,
+                                           std::optional<ParamRange> owned) {
   check(num_params >= 0, "optimizer: num_params must be >= 0, got {}", num_params);
+  const ParamRange mine = owned.value_or(ParamRange{0, num_params});
+  check(0 <= mine.begin && mine.begin <= mine.end && mine.end <= num_params,
+        "optimizer: owned parameters [{}, {}) are outside [0, {})", mine.begin, mine.end,
+        num_params);
+  const int64_t size = mine.end - mine.begin;
   std::unique_ptr<Optimizer> optimizer;
   switch (config.kind) {
     case OptimizerKind::kSgd:
-      optimizer = std::make_unique<Sgd>(config, num_params);
+      optimizer = std::make_unique<Sgd>(config, size);
       break;
     case OptimizerKind::kAdam:
-      optimizer = std::make_unique<Adam>(config, num_params, /*decoupled_weight_decay=*/false);
+      optimizer = std::make_unique<Adam>(config, size, /*decoupled_weight_decay=*/false);
       break;
     case OptimizerKind::kAdamW:
-      optimizer = std::make_unique<Adam>(config, num_params, /*decoupled_weight_decay=*/true);
+      optimizer = std::make_unique<Adam>(config, size, /*decoupled_weight_decay=*/true);
       break;
   }
   check(optimizer != nullptr, "optimizer: unknown kind");
-  optimizer->segments_ = decay_segments(num_params, decay_exempt);
+  optimizer->num_params_ = num_params;
+  optimizer->owned_ = mine;
+  // The whole buffer's segments, clipped to the owned parameters and counted from the first.
+  for (const DecaySegment& segment : decay_segments(num_params, decay_exempt)) {
+    const int64_t begin = std::max(segment.range.begin, mine.begin);
+    const int64_t end = std::min(segment.range.end, mine.end);
+    if (begin < end) {
+      optimizer->segments_.push_back({{begin - mine.begin, end - mine.begin}, segment.decays});
+    }
+  }
   return optimizer;
 }
 
@@ -60,8 +75,11 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads, doub
   check(params.size() == n && grads.size() == n,
         "optimizer: expected {} parameters and gradients, got {} and {}", n, params.size(),
         grads.size());
-  for (const DecaySegment& segment : segments_)
-    update(params, grads, lr, steps_taken_ + 1, segment);
+  const auto begin = static_cast<size_t>(owned_.begin);
+  const auto size = static_cast<size_t>(owned_.end - owned_.begin);
+  for (const DecaySegment& segment : segments_) {
+    update(params.subspan(begin, size), grads.subspan(begin, size), lr, steps_taken_ + 1, segment);
+  }
   ++steps_taken_;
 }
 

@@ -46,6 +46,10 @@ struct OptimizerConfig {
   double beta2 = 0.999;
   double eps = 1e-8;
   double clip_norm = 0.0;  // global gradient-norm clipping; 0 = off
+  // ZeRO-1: each data-parallel replica holds and updates the state of its own shard of every
+  // stage's parameters (optim/replica_shard.h), then the replicas allgather the values. The
+  // same bits as without; a no-op with one replica.
+  bool shard_across_replicas = false;
   LrScheduleConfig schedule;
 };
 

@@ -3,12 +3,12 @@
 
 namespace mpipe::optim {
 
-Sgd::Sgd(const OptimizerConfig& config, int64_t num_params)
-    : Optimizer(num_params),
+Sgd::Sgd(const OptimizerConfig& config, int64_t owned)
+    : Optimizer(owned),
       momentum_(static_cast<float>(config.momentum)),
       nesterov_(config.nesterov),
       weight_decay_(static_cast<float>(config.weight_decay)) {
-  if (momentum_ != 0.0f) momentum_buffer_ = Tensor(Shape({num_params}));
+  if (momentum_ != 0.0f) momentum_buffer_ = Tensor(Shape({owned}));
 }
 
 std::vector<std::pair<std::string, std::span<float>>> Sgd::state() {

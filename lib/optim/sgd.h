@@ -11,7 +11,7 @@ namespace mpipe::optim {
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const OptimizerConfig& config, int64_t num_params);
+  Sgd(const OptimizerConfig& config, int64_t owned);
 
   std::vector<std::pair<std::string, std::span<float>>> state() override;
 
@@ -22,7 +22,7 @@ class Sgd final : public Optimizer {
   float momentum_;
   bool nesterov_;
   float weight_decay_;
-  Tensor momentum_buffer_;  // [num_params]; empty when momentum is 0 (a Tensor: counted)
+  Tensor momentum_buffer_;  // [owned]; empty when momentum is 0 (a Tensor: counted)
 };
 
 }  // namespace mpipe::optim

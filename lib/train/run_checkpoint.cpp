@@ -101,14 +101,26 @@ checkpoint::Settings RunCheckpoints::settings() const {
 
 void RunCheckpoints::save(int64_t steps_done) {
   const comm::WatchScope watch(world_, "checkpoint", comm::WaitPhase::kLong);
+  // Sharded optimizer state is gathered whole (files hold whole tensors, whatever the layout);
+  // the live shards come back however the save ends.
+  std::vector<std::unique_ptr<optim::Optimizer>> whole = trainer_.whole_optimizers(true);
+  try {
+    save(steps_done, trainer_.chunk_states(whole));
+  } catch (...) {
+    trainer_.keep_shards(std::move(whole));
+    throw;
+  }
+  trainer_.keep_shards(std::move(whole));
+}
+
+void RunCheckpoints::save(int64_t steps_done, const std::vector<ChunkState>& chunks) {
   const comm::Topology& topo = trainer_.topology();
   const bool writer = topo.replica == 0;  // the other replicas hold the same stages
   // Views (the live state, written as it is), per chunk: a shard per global stage.
   std::vector<std::vector<checkpoint::TensorView>> tensors;
   if (writer) {
-    for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
-      tensors.push_back(
-          stage_state(trainer_.stage(chunk), trainer_.optimizer(chunk), trainer_.tied()));
+    for (const ChunkState& chunk : chunks) {
+      tensors.push_back(stage_state(*chunk.stage, *chunk.optimizer, trainer_.tied()));
     }
   }
   comm::agree(world_, [&] {
@@ -120,7 +132,7 @@ void RunCheckpoints::save(int64_t steps_done) {
       }
     }
   });
-  const int64_t steps_taken = trainer_.optimizer(0).steps_taken();
+  const int64_t steps_taken = chunks.front().optimizer->steps_taken();
   std::vector<checkpoint::ShardRecord> mine;
   const auto discard_mine = [&](int64_t step) {
     for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
@@ -221,10 +233,17 @@ void RunCheckpoints::load(int64_t step) {
 void RunCheckpoints::load(int64_t step, const nlohmann::json& meta) {
   comm::agree(world_, [&] {
     const int64_t optimizer_steps_done = optimizer_steps(meta, store_.meta_path(step));
-    load_rank_state(
-        trainer_.chunk_states(),
-        [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
-        store_.step_dir(step), trainer_.tied());
+    std::vector<std::unique_ptr<optim::Optimizer>> whole = trainer_.whole_optimizers(false);
+    try {
+      load_rank_state(
+          trainer_.chunk_states(whole),
+          [&](const checkpoint::TensorDestination& into) { store_.read_into(step, into); },
+          store_.step_dir(step), trainer_.tied());
+    } catch (...) {
+      trainer_.keep_shards(std::move(whole));
+      throw;
+    }
+    trainer_.keep_shards(std::move(whole));
     for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
       trainer_.optimizer(chunk).set_steps_taken(optimizer_steps_done);
     }

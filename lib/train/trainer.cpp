@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
+#include "optim/replica_shard.h"
 #include "pipeline/schedule.h"
 #include "pipeline/send_release.h"
 #include "train/decay_exemption.h"
@@ -46,6 +47,17 @@ std::vector<float> gather_buffer_updates(pipeline::Stage& stage,
   const std::vector<double> all =
       data_parallel.allgatherv(std::vector<double>(mine.begin(), mine.end()));
   return {all.begin(), all.end()};
+}
+
+// Every replica's shard of `values` (optim::shard_begins) to every replica, in place: one broadcast
+// from each.
+void share_shards(std::span<float> values, const comm::Communicator& replicas) {
+  const std::vector<int64_t> begins = optim::shard_begins(std::ssize(values), replicas.size());
+  for (int r = 0; r < replicas.size(); ++r) {
+    const auto begin = static_cast<size_t>(begins[static_cast<size_t>(r)]);
+    const auto end = static_cast<size_t>(begins[static_cast<size_t>(r) + 1]);
+    replicas.broadcast(values.subspan(begin, end - begin), r);
+  }
 }
 
 // The evaluated examples' outputs in example order, from `gathered`: blocks of rows in the order
@@ -114,6 +126,7 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
                                          pipeline_plan_.virtual_stages)),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order(),
                dataset.train_mix()) {
+  sharded_ = experiment.optimizer.shard_across_replicas && topology_.num_replicas > 1;
   link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, placement_, tags_);
   link_->set_trace(&trace_);
   build_stages();
@@ -156,12 +169,7 @@ void Trainer::build_stages() {
   if (experiment.model.loss == "cross_entropy") {
     loss_rows_per_example_ = std::max<int64_t>(1, dataset_.target_shape().numel());
   }
-  for (const auto& stage : stages_) {
-    optimizers_.push_back(optim::Optimizer::make(experiment.optimizer, stage->params().num_params(),
-                                                 experiment.optimizer.decay_exempt
-                                                     ? decay_exempt_ranges(*stage, plan_.tied)
-                                                     : std::vector<optim::ParamRange>{}));
-  }
+  for (const auto& stage : stages_) optimizers_.push_back(make_optimizer(*stage));
   executor_ = std::make_unique<pipeline::Executor>(std::move(chunks), *link_, topology_.stage,
                                                    placement_, *loss_, kernels_);
   executor_->set_trace(&trace_);
@@ -174,6 +182,17 @@ void Trainer::build_stages() {
   sends_released_ = pipeline::send_releases(programs, topology_.stage, placement_);
 }
 
+std::unique_ptr<optim::Optimizer> Trainer::make_optimizer(const pipeline::Stage& stage) const {
+  const int64_t num_params = stage.params().num_params();
+  return optim::Optimizer::make(
+      experiment_.optimizer, num_params,
+      experiment_.optimizer.decay_exempt ? decay_exempt_ranges(stage, plan_.tied)
+                                         : std::vector<optim::ParamRange>{},
+      sharded_ ? std::optional(
+                     optim::replica_shard(num_params, topology_.num_replicas, topology_.replica))
+               : std::nullopt);
+}
+
 void Trainer::repartition(pipeline::PipelinePlan plan) {
   const comm::WatchScope watch(world_, "moving layers", comm::WaitPhase::kLong);
   LayerMove move{.pipeline = &groups_.pipeline,
@@ -184,8 +203,10 @@ void Trainer::repartition(pipeline::PipelinePlan plan) {
   for (const auto& stage : pipeline_plan_.stages) move.from.push_back(stage.layers);
   // The old stages and optimizers stay alive until their state has been sent and copied.
   executor_.reset();  // holds the old stages
+  const int64_t steps_taken = optimizers_[0]->steps_taken();
+  std::vector<std::unique_ptr<optim::Optimizer>> old_optimizers = whole_optimizers(true);
+  if (old_optimizers.empty()) old_optimizers = std::move(optimizers_);
   const std::vector<std::unique_ptr<pipeline::Stage>> old_stages = std::move(stages_);
-  const std::vector<std::unique_ptr<optim::Optimizer>> old_optimizers = std::move(optimizers_);
   std::vector<checkpoint::TensorView> old_state;
   for (size_t chunk = 0; chunk < old_stages.size(); ++chunk) {
     std::ranges::move(stage_state(*old_stages[chunk], *old_optimizers[chunk], plan_.tied),
@@ -206,21 +227,95 @@ void Trainer::repartition(pipeline::PipelinePlan plan) {
     }
     move.wanted.push_back(state_layout(layers, slots, plan_.tied));
   }
-  for (const auto& optimizer : optimizers_) {
-    optimizer->set_steps_taken(old_optimizers[0]->steps_taken());
-  }
+  for (const auto& optimizer : optimizers_) optimizer->set_steps_taken(steps_taken);
+  std::vector<std::unique_ptr<optim::Optimizer>> whole = whole_optimizers(false);
   load_rank_state(
-      chunk_states(),
+      chunk_states(whole),
       [&](const checkpoint::TensorDestination& into) { move_layer_state(move, old_state, into); },
       "the moved layers", plan_.tied);
+  keep_shards(std::move(whole));
 }
 
-std::vector<ChunkState> Trainer::chunk_states() {
+std::vector<ChunkState> Trainer::chunk_states(
+    const std::vector<std::unique_ptr<optim::Optimizer>>& whole) {
+  const auto& optimizers = whole.empty() ? optimizers_ : whole;
   std::vector<ChunkState> chunks;
   for (size_t chunk = 0; chunk < stages_.size(); ++chunk) {
-    chunks.push_back({.stage = stages_[chunk].get(), .optimizer = optimizers_[chunk].get()});
+    chunks.push_back({.stage = stages_[chunk].get(), .optimizer = optimizers[chunk].get()});
   }
   return chunks;
+}
+
+bool Trainer::shard_fits_in_grads(size_t chunk, size_t slots) const {
+  const size_t num_params = stages_[chunk]->params().grads().size();
+  const optim::ParamRange shard = optim::replica_shard(static_cast<int64_t>(num_params),
+                                                       topology_.num_replicas, topology_.replica);
+  return slots * static_cast<size_t>(shard.end - shard.begin) <= num_params;
+}
+
+std::vector<std::unique_ptr<optim::Optimizer>> Trainer::whole_optimizers(bool gather) {
+  std::vector<std::unique_ptr<optim::Optimizer>> whole;
+  if (!sharded_) return whole;
+  for (size_t chunk = 0; chunk < optimizers_.size(); ++chunk) {
+    std::unique_ptr<optim::Optimizer>& live = optimizers_[chunk];
+    const int64_t num_params = live->num_params();
+    const int64_t steps_taken = live->steps_taken();
+    const auto begin = static_cast<size_t>(live->owned().begin);
+    const auto size = static_cast<size_t>(live->owned().end) - begin;
+    // The shard's slots: parked one after the other in the gradient buffer when they fit (and
+    // `live` freed), else `live`'s own.
+    std::vector<std::span<float>> shard;
+    for (const auto& [name, values] : live->state()) shard.push_back(values);
+    if (gather && shard_fits_in_grads(chunk, shard.size())) {
+      const std::span<float> grads = stages_[chunk]->params().grads();
+      for (size_t slot = 0; slot < shard.size(); ++slot) {
+        std::ranges::copy(shard[slot], grads.begin() + static_cast<std::ptrdiff_t>(slot * size));
+        shard[slot] = grads.subspan(slot * size, size);
+      }
+      live.reset();
+    }
+    if (!gather) live.reset();  // its state is about to be read whole
+    // Never stepped (it only carries state to and from files), so no decay-exempt ranges.
+    auto& optimizer =
+        *whole.emplace_back(optim::Optimizer::make(experiment_.optimizer, num_params));
+    optimizer.set_steps_taken(steps_taken);
+    if (!gather) continue;
+    const auto all = optimizer.state();
+    for (size_t slot = 0; slot < all.size(); ++slot) {
+      std::ranges::copy(shard[slot], all[slot].second.begin() + static_cast<std::ptrdiff_t>(begin));
+      share_shards(all[slot].second, groups_.data_parallel);
+    }
+  }
+  return whole;
+}
+
+void Trainer::keep_shards(std::vector<std::unique_ptr<optim::Optimizer>> whole) {
+  for (size_t chunk = 0; chunk < whole.size(); ++chunk) {
+    std::unique_ptr<optim::Optimizer>& all = whole[chunk];
+    const int64_t steps_taken = all->steps_taken();
+    const optim::ParamRange owned =
+        optim::replica_shard(all->num_params(), topology_.num_replicas, topology_.replica);
+    const auto begin = static_cast<size_t>(owned.begin);
+    const auto size = static_cast<size_t>(owned.end) - begin;
+    // This replica's part of each slot: parked one after the other in the gradient buffer when
+    // they fit (and `all` freed before the shard's optimizer is made), else `all`'s own.
+    std::vector<std::span<const float>> shard;
+    for (const auto& [name, values] : all->state()) shard.push_back(values.subspan(begin, size));
+    if (!optimizers_[chunk] && shard_fits_in_grads(chunk, shard.size())) {
+      const std::span<float> grads = stages_[chunk]->params().grads();
+      for (size_t slot = 0; slot < shard.size(); ++slot) {
+        std::ranges::copy(shard[slot], grads.begin() + static_cast<std::ptrdiff_t>(slot * size));
+        shard[slot] = grads.subspan(slot * size, size);
+      }
+      all.reset();
+    }
+    if (!optimizers_[chunk]) optimizers_[chunk] = make_optimizer(*stages_[chunk]);
+    optimizers_[chunk]->set_steps_taken(steps_taken);
+    const auto mine = optimizers_[chunk]->state();
+    for (size_t slot = 0; slot < mine.size(); ++slot) {
+      std::ranges::copy(shard[slot], mine[slot].second.begin());
+    }
+  }
 }
 
 pipeline::RoundPlan Trainer::round_plan(int64_t round, int64_t first_row,
@@ -363,7 +458,10 @@ StepReport Trainer::step(int64_t step) {
     for (const auto& stage : stages_) optim::scale(stage->params().grads(), coefficient);
   }
   for (size_t c = 0; c < stages_.size(); ++c) {
-    optimizers_[c]->step(stages_[c]->params().values(), stages_[c]->params().grads(), report.lr);
+    const std::span<float> values = stages_[c]->params().values();
+    optimizers_[c]->step(values, stages_[c]->params().grads(), report.lr);
+    // Each replica updated its shard: every replica gets every shard.
+    if (sharded_) share_shards(values, groups_.data_parallel);
     stages_[c]->apply_buffer_updates(buffer_updates[c]);
   }
   report.step_s = seconds_since(step_start);

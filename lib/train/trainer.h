@@ -129,8 +129,24 @@ class Trainer {
   pipeline::Stage& stage(int chunk) { return *stages_.at(static_cast<size_t>(chunk)); }
   // Each chunk's optimizer runs over that stage's parameter buffer; all take the same steps.
   optim::Optimizer& optimizer(int chunk) { return *optimizers_.at(static_cast<size_t>(chunk)); }
-  // Every chunk's stage and optimizer, in chunk order (what a checkpoint restores).
-  std::vector<ChunkState> chunk_states();
+  // Every chunk's stage and optimizer, in chunk order (what a checkpoint restores): the live
+  // optimizers, or `whole`'s (whole_optimizers) when given.
+  std::vector<ChunkState> chunk_states(
+      const std::vector<std::unique_ptr<optim::Optimizer>>& whole = {});
+  // Whether each replica holds only its shard of the optimizer state
+  // (optimizer.shard_across_replicas with more than one replica).
+  bool sharded() const { return sharded_; }
+  // When sharded, each chunk's optimizer with its whole state, for a checkpoint (files hold
+  // whole tensors) or a layer move: gathered from every replica's shard when `gather`
+  // (collective over the data-parallel group), else zeroed to be read into. Between steps and
+  // until keep_shards, the live optimizers are set aside: when its shard's state fits in the
+  // chunk's gradient buffer (free between steps) it waits there and the optimizer is freed, so
+  // the whole state costs no more than an unsharded run's. Empty when not sharded: the live
+  // optimizers are whole.
+  std::vector<std::unique_ptr<optim::Optimizer>> whole_optimizers(bool gather);
+  // After whole_optimizers: the live optimizers again, holding this replica's shard of `whole`'s
+  // state (freed on the way, before the shards are allocated where the gradient buffer holds it).
+  void keep_shards(std::vector<std::unique_ptr<optim::Optimizer>> whole);
   // This rank's timeline of the traced steps (train/run_trace.h switches it on and off).
   log::TraceRecorder& trace() { return trace_; }
   // This rank's per-layer times of the training steps (pipeline.balance: measured).
@@ -140,6 +156,10 @@ class Trainer {
   // Builds this rank's stages of pipeline_plan_ (ranges_), their optimizers and what runs them,
   // the weights initialized from the seed.
   void build_stages();
+  // The optimizer of `stage`'s parameters, state zeroed: of this replica's shard when sharded.
+  std::unique_ptr<optim::Optimizer> make_optimizer(const pipeline::Stage& stage) const;
+  // Whether `slots` floats per parameter of chunk `chunk`'s shard fit in its gradient buffer.
+  bool shard_fits_in_grads(size_t chunk, size_t slots) const;
   pipeline::RoundPlan round_plan(int64_t round, int64_t first_row,
                                  const std::vector<int64_t>& rows) const;
   pipeline::MicroBatchData micro_batch_data(data::Split split, const std::vector<int64_t>& indices,
@@ -176,7 +196,8 @@ class Trainer {
   std::vector<std::unique_ptr<pipeline::Stage>> stages_;
   std::unique_ptr<nn::Loss> loss_;
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;
-  log::TraceRecorder trace_;          // before the link and the executor, which record into it
+  bool sharded_ = false;      // optimizers_ hold this replica's shard (optim/replica_shard.h)
+  log::TraceRecorder trace_;  // before the link and the executor, which record into it
   pipeline::LayerTimes layer_times_;  // before the stage, which records into it
   std::unique_ptr<pipeline::Link> link_;
   std::unique_ptr<pipeline::Executor> executor_;

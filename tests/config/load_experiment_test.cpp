@@ -54,6 +54,7 @@ TEST(LoadExperiment, FullFileParsesEveryKeyIntoTheModuleStructs) {
   EXPECT_DOUBLE_EQ(e.optimizer.beta2, 0.99);
   EXPECT_DOUBLE_EQ(e.optimizer.eps, 1e-6);
   EXPECT_DOUBLE_EQ(e.optimizer.clip_norm, 1.5);
+  EXPECT_TRUE(e.optimizer.shard_across_replicas);
   EXPECT_EQ(e.optimizer.schedule.kind, optim::LrScheduleKind::kCosine);
   EXPECT_EQ(e.optimizer.schedule.warmup_steps, 10);
   EXPECT_EQ(e.optimizer.schedule.step_size, 20);

@@ -58,6 +58,7 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"optimizer.beta2", "0.99"},
                                             {"optimizer.eps", "1e-06"},
                                             {"optimizer.clip_norm", "1.5"},
+                                            {"optimizer.shard_across_replicas", "true"},
                                             {"optimizer.schedule.kind", "cosine"},
                                             {"optimizer.schedule.warmup_steps", "10"},
                                             {"optimizer.schedule.step_size", "20"},

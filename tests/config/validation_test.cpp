@@ -99,6 +99,12 @@ TEST(OptimizerSection, KindMustBeSgdAdamOrAdamw) {
             "exp.yaml:2: optimizer.kind: expected one of sgd, adam, adamw, got 'rmsprop'");
 }
 
+TEST(OptimizerSection, ShardAcrossReplicasIsTrueOrFalse) {
+  EXPECT_EQ(
+      error_of("optimizer:\n  shard_across_replicas: yes please\n"),
+      "exp.yaml:2: optimizer.shard_across_replicas: expected true or false, got 'yes please'");
+}
+
 TEST(OptimizerSection, LrMustBePositive) {
   EXPECT_EQ(error_of("optimizer:\n  lr: -1\n"), "exp.yaml:2: optimizer.lr: must be > 0, got -1");
   EXPECT_EQ(error_of("optimizer:\n  lr: 0\n"), "exp.yaml:2: optimizer.lr: must be > 0, got 0");

@@ -4,7 +4,7 @@
 # microseconds, and a busy machine preempts a rank for milliseconds), the run re-partitions after 3 steps,
 # moving layers off the slow stage, and its weights stay bit-identical to the same run without
 # balancing: at K = 2, at K = 2 with 2 chunks per rank (interleaved and zbv), at K = 2 with 2
-# replicas (every replica moves alike), and with later
+# replicas (every replica moves alike, also with the optimizer state sharded), and with later
 # re-measurements (balance_every), at most balance_moves moves, a second decision when the speeds
 # change (the hook slows a rank for some steps only), and no move where moving would exceed
 # pipeline.memory_limit. A checkpoint written after the move
@@ -103,6 +103,12 @@ MPIPE_TEST_SLOW_RANK=1:300 train 4 balanced-replicas "$config" "${steps[@]}" "${
   "${measured[@]}"
 moved balanced-replicas
 same plain-replicas balanced-replicas
+# The same with the optimizer state sharded across the replicas (optimizer.shard_across_replicas):
+# the moved layers' state goes whole, and each replica keeps its shard of the new partition.
+MPIPE_TEST_SLOW_RANK=1:300 train 4 balanced-shards "$config" "${steps[@]}" "${replicas[@]}" \
+  "${measured[@]}" --set optimizer.shard_across_replicas=true
+moved balanced-shards
+same plain-replicas balanced-shards
 
 # The checkpoint written after the move at step 3 resumes on the default partition, to the same
 # weights, and measures again: its first check is balance_after steps after step 3.

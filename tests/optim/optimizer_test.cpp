@@ -1,5 +1,5 @@
 // Tests for Optimizer: SGD, Adam and AdamW updates against hand-computed values, state slots
-// and checkpoint restore.
+// checkpoint restore and replica shards.
 #include "optim/optimizer.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "optim/replica_shard.h"
 
 namespace mpipe::optim {
 namespace {
@@ -145,6 +146,49 @@ TEST(Optimizer, UpdateOfEachElementDoesNotDependOnHowParametersAreSplit) {
   EXPECT_EQ(whole[0], head[0]);
   EXPECT_EQ(whole[1], tail[0]);
   EXPECT_EQ(whole[2], tail[1]);
+}
+
+// optimizer.shard_across_replicas: two optimizers owning [0, 2) and [2, 6) of a buffer, each with
+// the decay-exempt ranges of the whole, give every element the whole optimizer's bits, leave the
+// other elements alone and hold state for their own elements only.
+TEST(Optimizer, OwnedShardsStepTheirElementsAsTheWholeBufferDoes) {
+  const std::vector<ParamRange> exempt = {{1, 3}};
+  const std::vector<float> start = {1.0f, 2.0f, -3.0f, 0.5f, -0.25f, 4.0f};
+  for (const OptimizerKind kind :
+       {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+    const OptimizerConfig config = config_of(kind, 0.9, false, 0.1);
+    auto whole = Optimizer::make(config, 6, exempt);
+    auto first = Optimizer::make(config, 6, exempt, ParamRange{0, 2});
+    auto second = Optimizer::make(config, 6, exempt, ParamRange{2, 6});
+    EXPECT_EQ(first->state().front().second.size(), 2u);
+    EXPECT_EQ(second->state().front().second.size(), 4u);
+    std::vector<float> expected = start, a = start, b = start;
+    for (int step = 0; step < 3; ++step) {
+      std::vector<float> grads(6);
+      for (size_t i = 0; i < 6; ++i) grads[i] = kGrads[static_cast<size_t>(step)][i % 3];
+      whole->step(expected, grads, 0.1);
+      first->step(a, grads, 0.1);
+      second->step(b, grads, 0.1);
+    }
+    for (size_t i = 0; i < 6; ++i) {
+      EXPECT_EQ(i < 2 ? a[i] : b[i], expected[i]) << "kind " << static_cast<int>(kind) << " " << i;
+      EXPECT_EQ(i < 2 ? b[i] : a[i], start[i]) << "not owned, element " << i;
+    }
+  }
+  EXPECT_THROW(Optimizer::make(config_of(OptimizerKind::kAdam), 6, {}, ParamRange{4, 7}), Error);
+}
+
+TEST(ReplicaShard, ShardsAreAlignedContiguousAndCoverTheBufferInReplicaOrder) {
+  // Each begins at r·n/D rounded down to 16 floats; the last ends at n.
+  EXPECT_EQ(shard_begins(100, 2), (std::vector<int64_t>{0, 48, 100}));
+  EXPECT_EQ(shard_begins(100, 4), (std::vector<int64_t>{0, 16, 48, 64, 100}));
+  // Fewer aligned blocks than replicas: the first shards are empty.
+  EXPECT_EQ(shard_begins(20, 4), (std::vector<int64_t>{0, 0, 0, 0, 20}));
+  EXPECT_EQ(shard_begins(0, 2), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(shard_begins(7, 1), (std::vector<int64_t>{0, 7}));
+  const ParamRange last = replica_shard(100, 4, 3);
+  EXPECT_EQ(last.begin, 64);
+  EXPECT_EQ(last.end, 100);
 }
 
 TEST(DecaySegments, CutTheBufferIntoAlternatingRunsInOrder) {
