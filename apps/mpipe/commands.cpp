@@ -969,16 +969,16 @@ int Commands::translate() {
   } else {
     weights.tensors = checkpoint::read_safetensors(weights_path_).tensors;
   }
+  kernels::KernelContext kernels;
   train::Translator translator(
       experiment.model, experiment.data.source_len, experiment.data.target_len,
       {.pad = tokenizer.pad_id(), .bos = tokenizer.bos_id(), .eos = tokenizer.eos_id()},
-      weights.tensors, weights_source);
+      weights.tensors, weights_source, kernels);
   check_input(translator.vocab() == tokenizer.vocab_size(),
               "{0}: the model outputs {2} scores per token but the tokenizer {3} has {1} pieces",
               weights_source, tokenizer.vocab_size(), translator.vocab(), model);
-  kernels::KernelContext kernels;
   std::vector<std::string> translations;
-  for (const std::vector<int>& ids : translator.translate(sources, translate_options_, kernels)) {
+  for (const std::vector<int>& ids : translator.translate(sources, translate_options_)) {
     translations.push_back(tokenizer.decode(ids));
     std::printf("%s\n", translations.back().c_str());
   }

@@ -110,6 +110,8 @@ class Trainer {
 
   const comm::Topology& topology() const { return topology_; }
   const comm::Communicator& world() const { return world_; }
+  // The run's kernels (its precision and primitive caches).
+  kernels::KernelContext& kernels() { return kernels_; }
   const comm::Groups& groups() const { return groups_; }
   const model::ModelPlan& plan() const { return plan_; }
   // The output linear that shares the embedding's matrix, if any (model/tied_weights.h).

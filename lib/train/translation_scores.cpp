@@ -1,5 +1,6 @@
-// Translation scores at an evaluation: the weights gathered to rank 0, greedy decoding there,
-// corpus BLEU and chrF of the decoded text against the targets' text, shared with every rank.
+// Translation scores at an evaluation: greedy decoding driven by rank 0 over the run's own
+// pipeline, corpus BLEU and chrF of the decoded text against the targets' text, shared with every
+// rank.
 #include "train/translation_scores.h"
 
 #include <spdlog/spdlog.h>
@@ -14,26 +15,27 @@
 #include "comm/watchdog.h"
 #include "core/error.h"
 #include "core/memory_account.h"
-#include "kernels/context.h"
 #include "score/bleu.h"
 #include "score/chrf.h"
 #include "tokenize/tokenizer.h"
+#include "train/pipelined_forward.h"
 #include "train/translator.h"
-#include "train/weight_export.h"
 
 namespace mpipe::train {
 namespace {
 
-constexpr MemoryActivity kDecoding =
-    MemoryActivity::part("the translation scores (the whole model on rank 0)");
+constexpr MemoryActivity kDecoding = MemoryActivity::part("the translation scores");
 
-// Sentences decoded together (mpipe translate's default --batch).
-constexpr int64_t kDecodeBatch = 32;
-
-// Rank 0: the scores of pairs [0, count) of `split`, decoded with `weights` (freed once loaded).
+// World rank 0: the scores of pairs [0, count) of `split`, decoded over `forward`.
 TranslationScores translate_and_score(const config::Experiment& experiment,
                                       const data::Dataset& dataset, data::Split split,
-                                      int64_t count, std::vector<checkpoint::NamedTensor> weights) {
+                                      int64_t count, int64_t vocab, PipelinedForward& forward) {
+  // Sentences decoded together: an evaluation's largest micro-batch, so that a stage's decoding
+  // forward holds no more than the plan gives its evaluation.
+  const int64_t micro_batches = experiment.pipeline.micro_batches;
+  const int64_t batch =
+      (eval_batches(experiment.train, dataset.size(split)).batch + micro_batches - 1) /
+      micro_batches;
   const tokenize::Tokenizer tokenizer = tokenize::Tokenizer::load(experiment.data.tokenizer);
   std::vector<int64_t> indices(static_cast<size_t>(count));
   std::iota(indices.begin(), indices.end(), 0);
@@ -55,14 +57,14 @@ TranslationScores translate_and_score(const config::Experiment& experiment,
                    tokenizer.eos_id(), false)));
   }
   Translator translator(
-      experiment.model, source_len, target_len,
-      {.pad = tokenizer.pad_id(), .bos = tokenizer.bos_id(), .eos = tokenizer.eos_id()}, weights,
-      "the trained weights");
-  weights = {};
-  kernels::KernelContext kernels;  // f32, its own: the run's context and caches stay untouched
+      source_len, target_len, vocab,
+      {.pad = tokenizer.pad_id(), .bos = tokenizer.bos_id(), .eos = tokenizer.eos_id()},
+      [&forward](std::vector<Tensor> data, int64_t position) {
+        return forward.logits_at(std::move(data), position);
+      });
   std::vector<std::string> hypotheses;
   for (const std::vector<int>& ids :
-       translator.translate(source_ids, {.beam = 1, .batch = kDecodeBatch}, kernels)) {
+       translator.translate(source_ids, {.beam = 1, .batch = batch})) {
     hypotheses.push_back(tokenizer.decode(ids));
   }
   return {.bleu = score::corpus_bleu(hypotheses, references).score,
@@ -95,16 +97,23 @@ std::optional<TranslationScores> score_translations(Trainer& trainer,
   const comm::WatchScope watch(world, "translation scores", comm::WaitPhase::kLong);
   const MemoryActivityScope label(kDecoding);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<checkpoint::NamedTensor> weights = gather_weights(trainer, experiment, dataset);
+  const int64_t vocab = trainer.plan().layers.back().output[1];
+  PipelinedForward forward(trainer);
   double scores[2] = {0, 0};
   comm::agree(world, [&] {
-    if (world.rank() != 0) return;
-    const TranslationScores mine =
-        translate_and_score(experiment, dataset, split, count, std::move(weights));
-    scores[0] = mine.bleu;
-    scores[1] = mine.chrf;
-    spdlog::debug("translation scores: {} sentences gathered, decoded and scored in {:.3f} s",
-                  count,
+    if (!forward.takes_part()) return;
+    if (world.rank() != 0) return forward.serve();
+    try {
+      const TranslationScores mine =
+          translate_and_score(experiment, dataset, split, count, vocab, forward);
+      scores[0] = mine.bleu;
+      scores[1] = mine.chrf;
+    } catch (...) {  // a read fault of the shards: the others leave their loop, then agree
+      forward.finish();
+      throw;
+    }
+    forward.finish();
+    spdlog::debug("translation scores: {} sentences decoded and scored in {:.3f} s", count,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   });
   world.broadcast(std::span<double>(scores, 2), 0);

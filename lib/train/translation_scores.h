@@ -25,12 +25,14 @@ std::vector<int> ids_before(std::span<const float> row, int stop, bool keep_stop
 
 // Collective over the trainer's world, between steps; changes no weight. When the data is pairs
 // and train.eval_bleu_sentences > 0: the first min(that, the split's size) pairs of `split`
-// translated greedily (train::Translator, f32, batches of 32) from the current weights, which
-// the first replica's ranks send to world rank 0 (gather_weights) for it to decode alone while
-// the others wait; hypothesis and reference are the tokenizer's text of the decoded ids and of
-// the pair's target. Every rank returns rank 0's scores. nullopt, with no communication, for
-// other data or when the setting is 0. A failure on rank 0 (a read fault of the shards) throws
-// AgreedError on every rank.
+// translated greedily (train::Translator, in batches of an evaluation's micro-batch) with the
+// current weights, world rank 0
+// driving the search and every forward running through the first replica's own stages
+// (train::PipelinedForward), so no rank needs the whole model; hypothesis and reference are the
+// tokenizer's text of the decoded ids and of the pair's target. Every rank returns rank 0's
+// scores. nullopt, with no communication, for other data or when the setting is 0. A failure on
+// rank 0 (a read fault of the shards) throws AgreedError on every rank; the memory limit in a
+// stage ends the job from that rank, as in a step (train::PipelinedForward).
 std::optional<TranslationScores> score_translations(Trainer& trainer,
                                                     const config::Experiment& experiment,
                                                     const data::Dataset& dataset,

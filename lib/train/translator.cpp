@@ -1,14 +1,16 @@
-// Beam search (greedy at width 1) over a whole encoder-decoder run as one pipeline::Stage.
+// Beam search (greedy at width 1) over an encoder-decoder's next-position logits.
 #include "train/translator.h"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <span>
 
 #include "core/error.h"
 #include "model/model_builder.h"
 #include "model/tied_weights.h"
+#include "pipeline/stage.h"
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
@@ -30,28 +32,53 @@ struct Translator::Search {
   }
 };
 
+Translator::Translator(int64_t source_len, int64_t target_len, int64_t vocab, SpecialTokens tokens,
+                       NextLogits next_logits)
+    : source_len_(source_len),
+      target_len_(target_len),
+      tokens_(tokens),
+      vocab_(vocab),
+      next_logits_(std::move(next_logits)) {}
+
 Translator::Translator(const model::ModelSpec& spec, int64_t source_len, int64_t target_len,
                        SpecialTokens tokens, const std::vector<checkpoint::NamedTensor>& weights,
-                       const std::string& weights_source)
+                       const std::string& weights_source, kernels::KernelContext& kernels)
     : source_len_(source_len), target_len_(target_len), tokens_(tokens) {
   const model::ModelInputs inputs{{.name = "source", .shape = Shape{source_len}},
                                   {.name = "target_in", .shape = Shape{target_len}}};
   auto layers = model::build_layers(spec, inputs, 0, static_cast<int>(spec.layers.size()));
   const std::optional<model::TiedWeights> tied = model::find_tied_weights(spec, layers);
-  model_ = std::make_unique<pipeline::Stage>(
+  auto model = std::make_shared<pipeline::Stage>(
       std::move(layers), pipeline::Recompute::kNever, 1, pipeline::WeightGrads::kAccumulate,
       std::make_shared<const model::ModelGraph>(model::model_graph(spec, inputs)));
-  load_stage_weights(*model_, weights, weights_source, tied);
-  const Shape output = model_->layers().back()->output_shape();
+  load_stage_weights(*model, weights, weights_source, tied);
+  const Shape output = model->layers().back()->output_shape();
   check_input(output.rank() == 2 && output[0] == target_len,
               "{}: the model's output {} is not [data.target_len {}, vocab] logits", weights_source,
               output, target_len);
   vocab_ = output[1];
+  next_logits_ = [model, &kernels, target_len, vocab = vocab_](std::vector<Tensor> data,
+                                                               int64_t position) {
+    // In the order of the stage's input bundle (data inputs are the graph's first values).
+    pipeline::Bundle input;
+    for (const int value : model->input_values()) {
+      input.push_back(std::move(data.at(static_cast<size_t>(value))));
+    }
+    const Tensor logits =
+        std::move(model->evaluate(input, {.kernels = kernels, .training = false}).at(0));
+    const int64_t rows = logits.shape()[0];
+    Tensor at(Shape{rows, vocab});
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(logits.data() + (r * target_len + position) * vocab, vocab,
+                  at.data() + r * vocab);
+    }
+    return at;
+  };
 }
 
 std::vector<double> Translator::next_log_probs(const std::vector<const std::vector<int>*>& sources,
                                                const std::vector<const Hypothesis*>& prefixes,
-                                               int64_t step, kernels::KernelContext& kernels) {
+                                               int64_t step) {
   const auto rows = static_cast<int64_t>(prefixes.size());
   Tensor source(Shape{rows, source_len_});
   Tensor target_in(Shape{rows, target_len_});
@@ -64,19 +91,14 @@ std::vector<double> Translator::next_log_probs(const std::vector<const std::vect
     prefix[0] = static_cast<float>(tokens_.bos);
     std::copy(prefixes[row]->ids.begin(), prefixes[row]->ids.end(), prefix + 1);
   }
-  // In the order of the stage's input bundle (data inputs are the graph's first values).
   std::vector<Tensor> data;
   data.push_back(std::move(source));
   data.push_back(std::move(target_in));
-  pipeline::Bundle input;
-  for (int value : model_->input_values())
-    input.push_back(std::move(data.at(static_cast<size_t>(value))));
-  const nn::LayerContext ctx{.kernels = kernels, .training = false};
-  const Tensor logits = std::move(model_->evaluate(input, ctx).at(0));
   // Causal self-attention: position `step` sees the prefix alone, not the padding after it.
+  const Tensor logits = next_logits_(std::move(data), step);
   std::vector<double> log_probs(static_cast<size_t>(rows * vocab_));
   for (int64_t r = 0; r < rows; ++r) {
-    const float* in = logits.data() + (r * target_len_ + step) * vocab_;
+    const float* in = logits.data() + r * vocab_;
     double* out = log_probs.data() + r * vocab_;
     const double top = *std::max_element(in, in + vocab_);
     double sum = 0;
@@ -139,8 +161,7 @@ void Translator::advance(Search& search, const double* log_probs, int64_t step,
 }
 
 std::vector<std::vector<int>> Translator::translate(const std::vector<std::vector<int>>& sources,
-                                                    const TranslateOptions& options,
-                                                    kernels::KernelContext& kernels) {
+                                                    const TranslateOptions& options) {
   check(options.beam >= 1 && options.batch >= 1, "Translator: beam {} and batch {} must be >= 1",
         options.beam, options.batch);
   std::vector<std::vector<int>> translations;
@@ -164,7 +185,7 @@ std::vector<std::vector<int>> Translator::translate(const std::vector<std::vecto
         }
       }
       if (prefixes.empty()) break;
-      const std::vector<double> log_probs = next_log_probs(row_sources, prefixes, step, kernels);
+      const std::vector<double> log_probs = next_log_probs(row_sources, prefixes, step);
       int64_t row = 0;
       for (Search& search : searches) {
         const auto rows = std::ssize(search.live);

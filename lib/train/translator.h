@@ -1,16 +1,17 @@
 // Translator: decodes target token ids from source token ids with a trained encoder-decoder
-// (data.dataset: pairs), the whole model on one process; beam search, greedy at width 1.
+// (data.dataset: pairs): beam search, greedy at width 1, over the whole model on one process or
+// over a run's pipeline.
 #pragma once
 
 #include <cstdint>
-#include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "checkpoint/safetensors.h"
+#include "core/tensor.h"
 #include "kernels/context.h"
 #include "model/layer_spec.h"
-#include "pipeline/stage.h"
 
 namespace mpipe::train {
 
@@ -26,15 +27,23 @@ struct TranslateOptions {
   int64_t batch = 32;  // sentences decoded together
 };
 
+// The model a search reads: the logits [rows, vocab] at decoder position `position` of the
+// model's output for the data inputs {source [rows, source_len], target_in [rows, target_len]}.
+using NextLogits = std::function<Tensor(std::vector<Tensor> data, int64_t position)>;
+
 class Translator {
  public:
-  // Builds the whole model for the data inputs "source" [source_len] and "target_in"
-  // [target_len] (data::ParallelDataset's) and loads `weights` (exported names
-  // "layers.<i>.<name>"). Throws InputError naming `weights_source` when a weight is missing or
-  // has another shape, or when the model's output is not [target_len, vocab] logits.
+  // Decodes with `next_logits` (train::PipelinedForward: the run's own pipeline).
+  Translator(int64_t source_len, int64_t target_len, int64_t vocab, SpecialTokens tokens,
+             NextLogits next_logits);
+  // Builds the whole model on this process for the data inputs "source" [source_len] and
+  // "target_in" [target_len] (data::ParallelDataset's), loads `weights` (exported names
+  // "layers.<i>.<name>"), and runs its forwards with `kernels`. Throws InputError naming
+  // `weights_source` when a weight is missing or has another shape, or when the model's output
+  // is not [target_len, vocab] logits.
   Translator(const model::ModelSpec& spec, int64_t source_len, int64_t target_len,
              SpecialTokens tokens, const std::vector<checkpoint::NamedTensor>& weights,
-             const std::string& weights_source);
+             const std::string& weights_source, kernels::KernelContext& kernels);
 
   int64_t vocab() const { return vocab_; }
 
@@ -50,8 +59,7 @@ class Translator {
   // hypothesis, then the lower id) and taken in that order: one with eos ends, the others live on
   // until `beam` are live. At width 1 that is greedy decoding: the first largest logit.
   std::vector<std::vector<int>> translate(const std::vector<std::vector<int>>& sources,
-                                          const TranslateOptions& options,
-                                          kernels::KernelContext& kernels);
+                                          const TranslateOptions& options);
 
  private:
   struct Hypothesis {
@@ -62,8 +70,7 @@ class Translator {
 
   // Log-probabilities [rows, vocab] of the next id after each row's prefix of `step` ids.
   std::vector<double> next_log_probs(const std::vector<const std::vector<int>*>& sources,
-                                     const std::vector<const Hypothesis*>& prefixes, int64_t step,
-                                     kernels::KernelContext& kernels);
+                                     const std::vector<const Hypothesis*>& prefixes, int64_t step);
   // One step of one sentence's search, from its live hypotheses' log-probabilities.
   void advance(Search& search, const double* log_probs, int64_t step, int64_t beam) const;
 
@@ -71,7 +78,7 @@ class Translator {
   int64_t target_len_;
   SpecialTokens tokens_;
   int64_t vocab_ = 0;
-  std::unique_ptr<pipeline::Stage> model_;
+  NextLogits next_logits_;
 };
 
 }  // namespace mpipe::train

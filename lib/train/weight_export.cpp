@@ -129,20 +129,6 @@ void stream_weights(Trainer& trainer, const config::Experiment& experiment,
   }
 }
 
-std::vector<checkpoint::NamedTensor> gather_weights(Trainer& trainer,
-                                                    const config::Experiment& experiment,
-                                                    const data::Dataset& dataset) {
-  std::vector<checkpoint::NamedTensor> weights;
-  stream_weights(
-      trainer, experiment, dataset, [&](const auto& layout) { weights.reserve(layout.size()); },
-      [&](const checkpoint::TensorInfo& tensor, std::span<const float> values) {
-        weights.push_back({.name = tensor.name,
-                           .shape = tensor.shape,
-                           .values = std::vector<float>(values.begin(), values.end())});
-      });
-  return weights;
-}
-
 void export_weights(Trainer& trainer, const config::Experiment& experiment,
                     const data::Dataset& dataset, const std::string& path) {
   // A failure (a non-finite value, a full disk) stops the writing but not the receiving, so no

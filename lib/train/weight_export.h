@@ -29,12 +29,6 @@ void stream_weights(Trainer& trainer, const config::Experiment& experiment,
                     const data::Dataset& dataset, const WeightLayoutSink& begin,
                     const WeightSink& sink);
 
-// Collective over the world (stream_weights): the model's weights on world rank 0, with the names
-// and order of an exported file (load_stage_weights reads them); empty on every other rank.
-std::vector<checkpoint::NamedTensor> gather_weights(Trainer& trainer,
-                                                    const config::Experiment& experiment,
-                                                    const data::Dataset& dataset);
-
 // Collective over the world: the first replica's stages stream their weights, one tensor at a
 // time, to world rank 0, which writes `path` atomically as they arrive; no rank ever holds more
 // than its own stages plus one tensor. Refuses non-finite weights. Throws AgreedError on every

@@ -108,11 +108,11 @@ const std::vector<std::vector<int>> kSources = {{4, 5, 4, 3}, {5, 3}, {4, 4, 5, 
 
 TEST(Translator, GreedyIsTheMostLikelyIdStepByStep) {
   Reference reference = make_reference(6, 17);
-  Translator translator(tiny_translation_model(6), kSourceLen, 6, kTokens, reference.weights,
-                        "weights");
   kernels::KernelContext kernels;
+  Translator translator(tiny_translation_model(6), kSourceLen, 6, kTokens, reference.weights,
+                        "weights", kernels);
   // Batches of 3 and 1, the rows finishing at different steps.
-  const auto translations = translator.translate(kSources, {.beam = 1, .batch = 3}, kernels);
+  const auto translations = translator.translate(kSources, {.beam = 1, .batch = 3});
   ASSERT_EQ(translations.size(), kSources.size());
   int ended_early = 0;
   for (size_t s = 0; s < kSources.size(); ++s) {
@@ -142,12 +142,11 @@ TEST(Translator, GreedyIsTheMostLikelyIdStepByStep) {
 TEST(Translator, AWideBeamFindsTheBestHypothesisByScorePerId) {
   constexpr int64_t kTargetLen = 3;
   Reference reference = make_reference(kTargetLen, 5);
-  Translator translator(tiny_translation_model(kTargetLen), kSourceLen, kTargetLen, kTokens,
-                        reference.weights, "weights");
   kernels::KernelContext kernels;
+  Translator translator(tiny_translation_model(kTargetLen), kSourceLen, kTargetLen, kTokens,
+                        reference.weights, "weights", kernels);
   // Wide enough to keep every hypothesis: kVocab^(kTargetLen - 1).
-  const auto translations =
-      translator.translate(kSources, {.beam = kVocab * kVocab, .batch = 2}, kernels);
+  const auto translations = translator.translate(kSources, {.beam = kVocab * kVocab, .batch = 2});
   ASSERT_EQ(translations.size(), kSources.size());
   for (size_t s = 0; s < kSources.size(); ++s) {
     // Every hypothesis: ids ending with eos, or kTargetLen ids; score / its length.
@@ -179,20 +178,22 @@ TEST(Translator, AWideBeamFindsTheBestHypothesisByScorePerId) {
 
 TEST(Translator, TheBatchDoesNotChangeTheTranslations) {
   Reference reference = make_reference(6, 23);
-  Translator translator(tiny_translation_model(6), kSourceLen, 6, kTokens, reference.weights,
-                        "weights");
   kernels::KernelContext kernels;
+  Translator translator(tiny_translation_model(6), kSourceLen, 6, kTokens, reference.weights,
+                        "weights", kernels);
   for (int64_t beam : {1, 4}) {
-    EXPECT_EQ(translator.translate(kSources, {.beam = beam, .batch = 4}, kernels),
-              translator.translate(kSources, {.beam = beam, .batch = 1}, kernels))
+    EXPECT_EQ(translator.translate(kSources, {.beam = beam, .batch = 4}),
+              translator.translate(kSources, {.beam = beam, .batch = 1}))
         << "beam " << beam;
   }
 }
 
 TEST(Translator, RefusesWeightsOfAnotherModel) {
   Reference reference = make_reference(6, 11);
+  kernels::KernelContext kernels;
   try {
-    Translator(tiny_translation_model(7), kSourceLen, 7, kTokens, reference.weights, "w.st");
+    Translator(tiny_translation_model(7), kSourceLen, 7, kTokens, reference.weights, "w.st",
+               kernels);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("w.st"), std::string::npos) << e.what();
