@@ -352,7 +352,7 @@ void Commands::add_generate(CLI::App& app) {
       ->capture_default_str();
   generate_
       ->add_option("--seed", generate_options_.seed,
-                   "Random seed of the draws (docs/design.md, \"Sampling text\")")
+                   "Random seed of the draws (docs/design/inference.md, \"Sampling text\")")
       ->capture_default_str();
   generate_->add_option("--set", overrides_, "Override a config key: key.path=value");
 }

@@ -59,8 +59,8 @@ struct DataConfig {
   // kPairs: pair shards of `mpipe tokenize-pairs`, and their tokenizer (required).
   std::vector<std::string> train_shards;  // data.train
   std::vector<std::string> val_shards;    // data.val
-  // kTokens: data.train as a weighted mix of lists (docs/design.md, "Data mixing"), train_shards
-  // then empty; empty when data.train is a file, a glob or a list of them.
+  // kTokens: data.train as a weighted mix of lists (docs/design/data.md, "Data mixing"),
+  // train_shards then empty; empty when data.train is a file, a glob or a list of them.
   std::vector<WeightedShards> train_mix;
   std::string tokenizer;  // a SentencePiece .model, or "" for none
   // kPairs: the length of a source (its tokens, eos, padding) and of a target (bos or eos and

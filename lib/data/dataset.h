@@ -18,7 +18,7 @@ namespace mpipe::data {
 enum class Split { kTrain, kTest };
 
 // The name of the one input of data that has one: what a model's first layer reads unless it says
-// `input:` (docs/design.md, "Networks that are not a chain").
+// `input:` (docs/design/graph.md, "Networks that are not a chain").
 inline constexpr const char* kMainInputName = "input";
 
 // One input of every example, by the name a model's layers read it as (a translation pair's

@@ -8,7 +8,7 @@
 
 namespace mpipe::data {
 
-// The weights of a mix are rounded to shares of this (docs/design.md, "Data mixing").
+// The weights of a mix are rounded to shares of this (docs/design/data.md, "Data mixing").
 inline constexpr int64_t kMixResolution = int64_t{1} << 20;
 
 // position -> example of a mix of `parts` (examples [0, Σ size), part l's after the earlier

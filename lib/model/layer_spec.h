@@ -41,7 +41,7 @@ struct Attr {
   SourceRef where;
 };
 
-// A named value on a graph edge (docs/design.md, "Networks that are not a chain"): a layer's
+// A named value on a graph edge (docs/design/graph.md, "Networks that are not a chain"): a layer's
 // saved output or a data input, with where the experiment file names it.
 struct ValueRef {
   std::string name;

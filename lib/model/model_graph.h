@@ -1,6 +1,6 @@
 // ModelGraph: the named values a model's layers save and read beyond the main stream, checked
 // when the model is loaded, and each cut's live set: the ordered values that cross it
-// (docs/design.md, "Networks that are not a chain").
+// (docs/design/graph.md, "Networks that are not a chain").
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Stage values: what a stage of a model that is not a chain holds beside each layer's own tensors,
 // walked layer by layer as pipeline::Stage runs them (its value table in a forward, its gradient
 // table in a backward), for the memory model. A chain's walk is empty: its layers' own tensors are
-// everything (docs/design.md, "Networks that are not a chain", the memory walk).
+// everything (docs/design/graph.md, "Networks that are not a chain", the memory walk).
 #pragma once
 
 #include <functional>

@@ -103,7 +103,7 @@ class Layer {
   // The same for a caller that has no further use for x: a layer that saves its input keeps x
   // itself instead of a copy (the stage's forward passes each layer's output on this way).
   virtual Forward forward_consuming(Tensor x, const LayerContext& ctx) { return forward(x, ctx); }
-  // Extra inputs (a model graph's `read`: docs/design.md, "Networks that are not a chain"). A
+  // Extra inputs (a model graph's `read`: docs/design/graph.md, "Networks that are not a chain"). A
   // kind that reads takes the read values' shapes in its constructor and overrides these three;
   // a stage calls forward_reading and backward_reading, never forward and backward, for a layer
   // with num_reads() > 0, and never these two for the others.

@@ -3,7 +3,8 @@
 // layer's input under per-layer recompute), and the buffer updates of its micro-batches until the
 // step applies them. Its input and output are the live sets of the cuts around it (Bundle): the
 // values its layers save and read move through a value table per micro-batch, and their gradients
-// are summed in the model graph's fixed order (docs/design.md, "Networks that are not a chain").
+// are summed in the model graph's fixed order (docs/design/graph.md, "Networks that are not a
+// chain").
 #pragma once
 
 #include <functional>

@@ -133,8 +133,8 @@ std::vector<int> stage_cuts(const PlanReport& r) {
   return cuts;
 }
 
-// Each cut's live set (docs/design.md, "Networks that are not a chain"): shown for a model whose
-// layers save or read values, where a cut may carry more than the last layer's output.
+// Each cut's live set (docs/design/graph.md, "Networks that are not a chain"): shown for a model
+// whose layers save or read values, where a cut may carry more than the last layer's output.
 std::string cut_table(const PlanReport& r) {
   const model::ModelGraph& graph = r.model.graph;
   std::string out = fmt::format("{:<6} {:>12} {:>12}  {}\n", "cut", "bytes/ex", "grad bytes/ex",
