@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "pipeline/bundle.h"
 #include "pipeline/link.h"
+#include "train/translator.h"
 
 namespace mpipe::train {
 namespace {
@@ -16,12 +17,6 @@ namespace {
 // The kind of a decoding message's tag in the run's TagSpace (decoding runs between steps and
 // evaluations, when no other pipeline message is in flight).
 constexpr int kDecoding = static_cast<int>(pipeline::Direction::kEvalActivation);
-
-std::vector<Shape> value_shapes(const model::ModelPlan& plan, const std::vector<int>& values) {
-  std::vector<Shape> shapes;
-  for (const int value : values) shapes.push_back(plan.value_shape(value));
-  return shapes;
-}
 
 }  // namespace
 
@@ -75,7 +70,8 @@ Tensor PipelinedForward::run(std::vector<Tensor> data, int64_t rows, int64_t pos
   for (const int chunk : chunks) {
     const int stage = trainer_.global_stage(chunk);
     pipeline::Stage& mine = trainer_.stage(chunk);
-    const std::vector<Shape> input_shapes = value_shapes(plan, mine.input_values());
+    // The stage's input bundle is the live set of the cut before its first layer.
+    const std::vector<Shape> input_shapes = plan.live_shapes(trainer_.layer_range(chunk).begin);
     pipeline::Bundle input;
     if (stage == 0) {
       for (const int value : mine.input_values()) {
@@ -91,13 +87,7 @@ Tensor PipelinedForward::run(std::vector<Tensor> data, int64_t rows, int64_t pos
     }
     pipeline::Bundle output = mine.evaluate(input, evaluation);
     if (stage == last) {
-      const Tensor& out = output.at(0);  // [rows, positions, vocab]
-      const int64_t positions = out.shape()[1];
-      const int64_t vocab = out.shape()[2];
-      Tensor at(Shape{rows, vocab});
-      for (int64_t r = 0; r < rows; ++r) {
-        std::copy_n(out.data() + (r * positions + position) * vocab, vocab, at.data() + r * vocab);
-      }
+      Tensor at = logits_at_position(output.at(0), position);
       if (pipeline.rank() == 0) {
         logits = std::move(at);
       } else {

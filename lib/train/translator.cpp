@@ -32,6 +32,17 @@ struct Translator::Search {
   }
 };
 
+Tensor logits_at_position(const Tensor& logits, int64_t position) {
+  const int64_t rows = logits.shape()[0];
+  const int64_t positions = logits.shape()[1];
+  const int64_t vocab = logits.shape()[2];
+  Tensor at(Shape{rows, vocab});
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(logits.data() + (r * positions + position) * vocab, vocab, at.data() + r * vocab);
+  }
+  return at;
+}
+
 Translator::Translator(int64_t source_len, int64_t target_len, int64_t vocab, SpecialTokens tokens,
                        NextLogits next_logits)
     : source_len_(source_len),
@@ -57,22 +68,14 @@ Translator::Translator(const model::ModelSpec& spec, int64_t source_len, int64_t
               "{}: the model's output {} is not [data.target_len {}, vocab] logits", weights_source,
               output, target_len);
   vocab_ = output[1];
-  next_logits_ = [model, &kernels, target_len, vocab = vocab_](std::vector<Tensor> data,
-                                                               int64_t position) {
+  next_logits_ = [model, &kernels](std::vector<Tensor> data, int64_t position) {
     // In the order of the stage's input bundle (data inputs are the graph's first values).
     pipeline::Bundle input;
     for (const int value : model->input_values()) {
       input.push_back(std::move(data.at(static_cast<size_t>(value))));
     }
-    const Tensor logits =
-        std::move(model->evaluate(input, {.kernels = kernels, .training = false}).at(0));
-    const int64_t rows = logits.shape()[0];
-    Tensor at(Shape{rows, vocab});
-    for (int64_t r = 0; r < rows; ++r) {
-      std::copy_n(logits.data() + (r * target_len + position) * vocab, vocab,
-                  at.data() + r * vocab);
-    }
-    return at;
+    return logits_at_position(model->evaluate(input, {.kernels = kernels, .training = false}).at(0),
+                              position);
   };
 }
 

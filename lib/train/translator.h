@@ -31,6 +31,10 @@ struct TranslateOptions {
 // model's output for the data inputs {source [rows, source_len], target_in [rows, target_len]}.
 using NextLogits = std::function<Tensor(std::vector<Tensor> data, int64_t position)>;
 
+// The rows [rows, vocab] at position `position` of a model's output logits [rows, positions,
+// vocab]: what a NextLogits returns.
+Tensor logits_at_position(const Tensor& logits, int64_t position);
+
 class Translator {
  public:
   // Decodes with `next_logits` (train::PipelinedForward: the run's own pipeline).
