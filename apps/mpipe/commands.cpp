@@ -38,6 +38,7 @@
 #include "log/logging.h"
 #include "log/progress.h"
 #include "model/model_builder.h"
+#include "mpirun_grace.h"
 #include "pipeline/batch_split.h"
 #include "pipeline/grid.h"
 #include "pipeline/schedule.h"
@@ -697,7 +698,8 @@ int Commands::train(const comm::Communicator& world) {
                             .settings = {},  // run_train_job records the resolved experiment
                             .progress = stdout,
                             .progress_in_place = progress_in_place(),
-                            .stop_requested = stop_requested};
+                            .stop_requested = stop_requested,
+                            .kill_grace_s = mpirun_kill_grace_s()};
   const train::RunResult result =
       job::run_train_job({.config_path = config_path_,
                           .overrides = overrides_,
@@ -769,6 +771,7 @@ int Commands::serve(const comm::Communicator& world) {
   serve::serve({.spool_dir = spool_dir_,
                 .idle_exit_s = idle_exit_s_ > 0 ? std::optional(idle_exit_s_) : std::nullopt,
                 .stop_signal = stop_on_signals(),
+                .kill_grace_s = mpirun_kill_grace_s(),
                 .progress = stdout,
                 .progress_in_place = progress_in_place()},
                world);

@@ -200,6 +200,7 @@ class Daemon {
     options.progress_in_place = options_.progress_in_place;
     options.progress_label = name;
     options.stop_requested = options_.stop_signal;
+    options.kill_grace_s = options_.kill_grace_s;
     if (!is_root()) return options;
     options.cancel_requested = [this, name, &cancel_seen, next_check = Clock::now()]() mutable {
       if (!cancel_seen && Clock::now() >= next_check) {

@@ -17,7 +17,8 @@ struct ServeOptions {
   double poll_s = 0.5;                // how often an idle daemon looks at the queue
   // Set by SIGTERM/SIGUSR1: the running experiment stops with a checkpoint, the daemon ends.
   const std::atomic<bool>* stop_signal = nullptr;
-  std::FILE* progress = nullptr;  // rank 0's progress lines (stdout from main); null = none
+  std::optional<double> kill_grace_s;  // train::RunOptions::kill_grace_s, for each experiment
+  std::FILE* progress = nullptr;       // rank 0's progress lines (stdout from main); null = none
   bool progress_in_place = false;
 };
 

@@ -364,10 +364,28 @@ class TrainingRun {
     StepReport report = trainer_.step(step);
     if (spdlog::should_log(spdlog::level::debug)) log_step_times(report, step, trainer_.topology());
     nonfinite_.record(report, is_root_);
+    warn_if_longer_than_kill_grace(step, report.step_s);
     if (report.finite) window_.add(report.loss);
     ++window_steps_;
     window_times_.add(report);
     return report;
+  }
+
+  // RunOptions::kill_grace_s: rank 0 says once that a SIGTERM to mpirun would lose this run's
+  // progress since its last checkpoint (the first step, with its one-time set-up, is not judged).
+  void warn_if_longer_than_kill_grace(int64_t step, double step_s) {
+    const std::optional<double>& grace_s = options_.kill_grace_s;
+    if (!is_root_ || kill_grace_warned_ || !grace_s || step == first_step_ || step_s <= *grace_s) {
+      return;
+    }
+    kill_grace_warned_ = true;
+    spdlog::warn(
+        "step {} took {:.1f} s, more than the {:.0f} s mpirun leaves the ranks between its SIGTERM "
+        "and its SIGKILL (odls_base_sigkill_timeout): a SIGTERM or Ctrl-C to mpirun would end "
+        "the job without a checkpoint; stop it with SIGUSR1 (kill -USR1 <mpirun pid>), or set "
+        "OMPI_MCA_odls_base_sigkill_timeout above a step and a checkpoint (scripts/mpi_env.sh "
+        "sets 10; docs/signals.md)",
+        step + 1, step_s, *grace_s);
   }
 
   // The logging window: at every log.every steps and the last, rank 0 writes the window's mean
@@ -604,6 +622,7 @@ class TrainingRun {
   MeasuredBalance balance_;  // pipeline.balance: measured
   NonFiniteSteps nonfinite_;
   int64_t first_step_ = 0;
+  bool kill_grace_warned_ = false;  // warn_if_longer_than_kill_grace said it
   // The newest step whose state is committed (at a fresh run's step 0: the seed's, which needs
   // no checkpoint).
   int64_t committed_step_ = 0;

@@ -44,6 +44,10 @@ struct RunOptions {
   std::string progress_label = {};
   // Set (e.g. by a SIGTERM handler) to stop at the next step boundary with a checkpoint.
   const std::atomic<bool>* stop_requested = nullptr;
+  // Under mpirun: the seconds it leaves the ranks between its SIGTERM and its SIGKILL. Rank 0
+  // warns once when a step (after the first) takes longer, since a SIGTERM or Ctrl-C to mpirun
+  // would then end the job without a checkpoint. Empty = no such launcher (srun, one process).
+  std::optional<double> kill_grace_s = std::nullopt;
   // Asked at every step boundary; true stops the run like stop_requested (the daemon's rank 0:
   // `mpipe cancel`). Empty = never.
   std::function<bool()> cancel_requested = {};

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SIGTERM to mpirun, launched with the repository's Open MPI settings (scripts/mpi_env.sh), leaves
 # a committed checkpoint even when a step takes longer than Open MPI's default 1 s grace, and
-# --resume from it ends with the same weights as a run that was never interrupted.
+# --resume from it ends with the same weights as a run that was never interrupted; and a run under
+# Open MPI's default grace of 1 s, with steps longer than that, is warned that a SIGTERM would lose
+# it.
 # Usage: sigterm_mpirun.sh CONFIG (steps of 2 s or more; constant LR).
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -37,8 +39,14 @@ steps=$((stop + 1))
 train 2 cut "$config" --set train.steps=$steps --resume
 grep -q "resumed from step $stop" "$WORK/cut.log" ||
   { cat "$WORK/cut.log"; echo "FAILED: did not resume from step $stop"; exit 1; }
-train 2 straight "$config" --set train.steps=$steps
+# The straight run, under Open MPI's default grace (1 s), is warned that a SIGTERM would lose it.
+(
+  unset OMPI_MCA_odls_base_sigkill_timeout
+  train 2 straight "$config" --set train.steps=$steps
+)
 same straight cut
+grep -q "s, more than the 1 s mpirun leaves the ranks between its SIGTERM and its SIGKILL" \
+  "$WORK/straight.log" || { cat "$WORK/straight.log"; echo "FAILED: no warning at a 1 s grace"; exit 1; }
 echo "sigterm_mpirun: steps of ${step_s} s, odls_base_sigkill_timeout ${grace} s; mpirun exited" \
   "(status $rc) ${took} s after SIGTERM with step $stop committed; resumed to $steps, same" \
   "weights as the uninterrupted run"

@@ -15,11 +15,12 @@
 # With such settings the schedules run in two recompute modes (always, per_layer), not four: a
 # setting such as the precision belongs to the kernels, not to what a stage stores, which the runs
 # without settings cover in every mode (this halves the bf16 runs' share of the suite).
-# The suite runs a representative part of the schedules' matrix: every recompute mode at K = 4
-# (first, middle and last stages, every cut relayed), one mode at K = 2 and at K = 1, each
-# schedule a different one, and interleaved and zbv in alternate modes; with settings, one mode at
-# every K and no uniform partition. MPIPE_TEST_FULL=1 runs
-# every mode at every K for each (about 1.5x the runs; `MPIPE_TEST_FULL=1 scripts/test` for every
+# The suite runs a representative part of the schedules' matrix: two recompute modes at K = 4
+# (first, middle and last stages, every cut relayed) for each schedule, taken in turn so that every
+# mode runs at K = 4 (gpipe's never and per_layer, 1f1b's always and except_last, ...), one mode at
+# K = 2 and at K = 1, each schedule a different one, and interleaved and zbv in alternate modes;
+# with settings, one mode at every K and no uniform partition. MPIPE_TEST_FULL=1 runs
+# every mode at every K for each (about 1.9x the runs; `MPIPE_TEST_FULL=1 scripts/test` for every
 # model and the other matrices that honour it).
 # Usage: transparency.sh CONFIG [--set key=value ...]
 source "$(dirname "$0")/lib.sh"
@@ -59,14 +60,19 @@ train 1 k1-never-accumulate "$config" --set pipeline.recompute=never \
 same k1 k1-never-accumulate
 full=${MPIPE_TEST_FULL:-0}
 rotation=0  # which mode the next K below 4 runs in (the suite's part)
+pair=2      # where the next K = 4's two modes start (gpipe's: never and per_layer)
 for schedule in gpipe 1f1b zb_h1; do
   stage_counts=(2 4)
   [[ $schedule == zb_h1 ]] && stage_counts=(1 2 4)  # (one stage still runs I, then W)
   for k in "${stage_counts[@]}"; do
     modes=("${recompute_modes[@]}")
+    n=${#recompute_modes[@]}
     if [[ $full != 1 && ($k != 4 || ${#extra[@]} -gt 0) ]]; then
-      modes=("${recompute_modes[rotation % ${#recompute_modes[@]}]}")
+      modes=("${recompute_modes[rotation % n]}")
       rotation=$((rotation + 1))
+    elif [[ $full != 1 ]]; then
+      modes=("${recompute_modes[pair % n]}" "${recompute_modes[(pair + 1) % n]}")
+      pair=$((pair + 2))
     fi
     for recompute in "${modes[@]}"; do
       name=k$k-$schedule-$recompute
@@ -110,6 +116,6 @@ if ((layers >= 8)); then
     same k1 "k4-$schedule"
   done
 fi
-matrix="every mode at K=4, one at K=1 and 2; interleaved and zbv in alternate modes"
+matrix="two modes in turn at K=4, one at K=1 and 2; interleaved and zbv in alternate modes"
 [[ $full != 1 ]] || matrix="every mode at every K (MPIPE_TEST_FULL)"
 echo "transparency${extra[*]:+ (${extra[*]})}: K=1,2,4 x {gpipe,1f1b,zb_h1 (and zb_h1 at K=1)} x {${recompute_modes[*]}} (auto; $matrix), interleaved and zbv at K=2 v=2 (zbv also at K=1; both at K=4 with 8 layers or more), and uniform bit-identical, weight gradients accumulated or batched"
