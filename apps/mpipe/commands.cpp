@@ -33,6 +33,7 @@
 #include "data/dataset.h"
 #include "job/eval_job.h"
 #include "job/train_job.h"
+#include "job/translate_job.h"
 #include "kernels/context.h"
 #include "launcher_rank.h"
 #include "log/logging.h"
@@ -362,7 +363,7 @@ void Commands::add_translate(CLI::App& app) {
   translate_ = app.add_subcommand(
       "translate",
       "Translate lines of text with a trained translation model (data.dataset: pairs), one "
-      "process");
+      "process, or pipelined across the ranks mpirun starts");
   translate_->add_option("config", config_path_, "The experiment YAML file it was trained with")
       ->required()
       ->check(kNotEmpty);
@@ -606,15 +607,20 @@ void Commands::add_eval(CLI::App& app) {
   });
 }
 
-bool Commands::needs_mpi() const { return *train_ || *eval_ || *serve_; }
+bool Commands::needs_mpi() const {
+  return *train_ || *eval_ || *serve_ || (*translate_ && launcher_size() > 1);
+}
 
 int Commands::run(const comm::Communicator& world) {
   try {
     // The experiment's deadlines bound every wait from the first collective on.
-    if (*train_ || *eval_) job::use_experiment_deadlines(config_path_, overrides_, world);
+    if (*train_ || *eval_ || *translate_) {
+      job::use_experiment_deadlines(config_path_, overrides_, world);
+    }
     start_up(world);  // the first collective: every rank runs the same mpipe version
     if (*train_) return train(world);
     if (*eval_) return evaluate(world);
+    if (*translate_) return translate(world);
     if (*serve_) return serve(world);
     return 1;
   } catch (const AgreedError& e) {
@@ -946,6 +952,30 @@ int Commands::generate() {
   return 0;
 }
 
+std::vector<std::vector<int>> Commands::translate_sources(
+    const config::Experiment& experiment, const tokenize::Tokenizer& tokenizer,
+    std::vector<std::string>& references) const {
+  const std::string input_source = lines_source(translate_input_, "--input");
+  std::vector<std::vector<int>> sources = train::encode_source_lines(
+      tokenizer, experiment.data.tokenizer, translate_tag_, read_lines(translate_input_, "--input"),
+      experiment.data.source_len, input_source);
+  if (!references_path_.empty()) {
+    references = read_lines(references_path_, "--ref");
+    check_line_counts(sources.size(), references.size(), input_source,
+                      lines_source(references_path_, "--ref"));
+  }
+  return sources;
+}
+
+void Commands::print_translations(const std::vector<std::string>& translations,
+                                  const std::vector<std::string>& references) const {
+  for (const std::string& translation : translations) std::printf("%s\n", translation.c_str());
+  if (!references_path_.empty()) {
+    std::fflush(stdout);
+    std::fputs(score_lines(translations, references).c_str(), stderr);
+  }
+}
+
 int Commands::translate() {
   config::Experiment experiment = config::load_experiment(config_path_, overrides_);
   check_input(experiment.data.kind == data::DatasetKind::kPairs,
@@ -953,16 +983,9 @@ int Commands::translate() {
               experiment.where("data.dataset"), name_of(data::kDatasetNames, experiment.data.kind));
   const std::string& model = experiment.data.tokenizer;
   const tokenize::Tokenizer tokenizer = tokenize::Tokenizer::load(model);
-  const std::string input_source = lines_source(translate_input_, "--input");
-  const std::vector<std::vector<int>> sources = train::encode_source_lines(
-      tokenizer, model, translate_tag_, read_lines(translate_input_, "--input"),
-      experiment.data.source_len, input_source);
   std::vector<std::string> references;
-  if (!references_path_.empty()) {
-    references = read_lines(references_path_, "--ref");
-    check_line_counts(sources.size(), references.size(), input_source,
-                      lines_source(references_path_, "--ref"));
-  }
+  const std::vector<std::vector<int>> sources =
+      translate_sources(experiment, tokenizer, references);
   checkpoint::CheckpointWeights weights;
   std::string weights_source = weights_path_;
   if (weights_path_.empty()) {
@@ -983,12 +1006,24 @@ int Commands::translate() {
   std::vector<std::string> translations;
   for (const std::vector<int>& ids : translator.translate(sources, translate_options_)) {
     translations.push_back(tokenizer.decode(ids));
-    std::printf("%s\n", translations.back().c_str());
   }
-  if (!references_path_.empty()) {
-    std::fflush(stdout);
-    std::fputs(score_lines(translations, references).c_str(), stderr);
-  }
+  print_translations(translations, references);
+  return 0;
+}
+
+int Commands::translate(const comm::Communicator& world) {
+  std::vector<std::string> references;  // rank 0's
+  const job::TranslateJob done = job::run_translate_job(
+      {.config_path = config_path_,
+       .overrides = overrides_,
+       .source = {.checkpoint = checkpoint_run_dir_, .weights = weights_path_},
+       .read_sources =
+           [&](const config::Experiment& experiment, const tokenize::Tokenizer& tokenizer) {
+             return translate_sources(experiment, tokenizer, references);
+           },
+       .options = translate_options_},
+      world);
+  if (world.rank() == 0) print_translations(done.translations, references);
   return 0;
 }
 

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "config/experiment.h"
 #include "data/tokenize_corpus.h"
 #include "data/tokenize_pairs.h"
+#include "tokenize/tokenizer.h"
 #include "train/generator.h"
 #include "train/init_weights.h"
 #include "train/translator.h"
@@ -18,8 +20,8 @@ namespace mpipe::app {
 class Commands {
  public:
   explicit Commands(CLI::App& app);
-  // Whether the parsed subcommand runs on every rank under MPI (train, eval, serve); the others are
-  // one process and run without MPI.
+  // Whether the parsed subcommand runs on every rank under MPI (train, eval, serve, and translate
+  // when a launcher started several ranks); the others are one process and run without MPI.
   bool needs_mpi() const;
   // Runs the parsed subcommand that needs MPI on this rank; returns the process exit code.
   int run(const comm::Communicator& world);
@@ -55,6 +57,14 @@ class Commands {
   int export_checkpoint();
   int generate();
   int translate();
+  int translate(const comm::Communicator& world);
+  // translate's sources from --input, with --ref's lines read into `references` and counted.
+  std::vector<std::vector<int>> translate_sources(const config::Experiment& experiment,
+                                                  const tokenize::Tokenizer& tokenizer,
+                                                  std::vector<std::string>& references) const;
+  // translate's output: the translations on stdout, then --ref's scores on stderr.
+  void print_translations(const std::vector<std::string>& translations,
+                          const std::vector<std::string>& references) const;
   int evaluate(const comm::Communicator& world);
   int score();
   int serve(const comm::Communicator& world);

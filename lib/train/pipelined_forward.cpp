@@ -6,6 +6,7 @@
 #include <array>
 #include <utility>
 
+#include "comm/agree.h"
 #include "core/error.h"
 #include "pipeline/bundle.h"
 #include "pipeline/link.h"
@@ -107,6 +108,21 @@ Tensor PipelinedForward::run(std::vector<Tensor> data, int64_t rows, int64_t pos
     pipeline.irecv(logits.span(), placement.rank_of(last), tag(0)).wait();
   }
   return logits;
+}
+
+void drive_pipelined(Trainer& trainer, const std::function<void(PipelinedForward&)>& drive) {
+  PipelinedForward forward(trainer);
+  comm::agree(trainer.world(), [&] {
+    if (!forward.takes_part()) return;
+    if (trainer.world().rank() != 0) return forward.serve();
+    try {
+      drive(forward);
+    } catch (...) {  // the others leave their loop, then agree
+      forward.finish();
+      throw;
+    }
+    forward.finish();
+  });
 }
 
 }  // namespace mpipe::train

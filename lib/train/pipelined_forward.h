@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -42,5 +43,11 @@ class PipelinedForward {
   int64_t forwards_ = 0;  // the round of the next forward's tags
   bool finished_ = false;
 };
+
+// Collective over the trainer's world: `drive` runs on world rank 0 with a PipelinedForward of the
+// trainer's pipeline while the first replica's other ranks serve its forwards and the other
+// replicas wait (in comm::agree, under the caller's watch scope). When `drive` throws on rank 0,
+// the others leave their loop and every rank throws AgreedError (comm::agree).
+void drive_pipelined(Trainer& trainer, const std::function<void(PipelinedForward&)>& drive);
 
 }  // namespace mpipe::train

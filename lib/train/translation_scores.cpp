@@ -11,7 +11,6 @@
 #include <string>
 #include <utility>
 
-#include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "core/error.h"
 #include "core/memory_account.h"
@@ -98,21 +97,12 @@ std::optional<TranslationScores> score_translations(Trainer& trainer,
   const MemoryActivityScope label(kDecoding);
   const auto start = std::chrono::steady_clock::now();
   const int64_t vocab = trainer.plan().layers.back().output[1];
-  PipelinedForward forward(trainer);
   double scores[2] = {0, 0};
-  comm::agree(world, [&] {
-    if (!forward.takes_part()) return;
-    if (world.rank() != 0) return forward.serve();
-    try {
-      const TranslationScores mine =
-          translate_and_score(experiment, dataset, split, count, vocab, forward);
-      scores[0] = mine.bleu;
-      scores[1] = mine.chrf;
-    } catch (...) {  // a read fault of the shards: the others leave their loop, then agree
-      forward.finish();
-      throw;
-    }
-    forward.finish();
+  drive_pipelined(trainer, [&](PipelinedForward& forward) {
+    const TranslationScores mine =
+        translate_and_score(experiment, dataset, split, count, vocab, forward);
+    scores[0] = mine.bleu;
+    scores[1] = mine.chrf;
     spdlog::debug("translation scores: {} sentences decoded and scored in {:.3f} s", count,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   });

@@ -135,6 +135,31 @@ data::Split parse_split(std::string_view name, data::DatasetKind kind) {
                                name, name_of(data::kDatasetNames, kind), name, held_out));
 }
 
+LoadedWeights load_weights(Trainer& trainer, const config::Experiment& experiment,
+                           const WeightsSource& source, const comm::Communicator& world) {
+  if (source.checkpoint.empty()) {
+    comm::agree(world, [&] {
+      for (int chunk = 0; chunk < trainer.num_chunks(); ++chunk) {
+        load_init_weights(trainer.stage(chunk), {.path = source.weights, .skip = {}},
+                          trainer.tied());
+      }
+    });
+    return {.source = source.weights, .step = 0};
+  }
+  // Rank 0 picks the step, so every rank loads the same one.
+  const CheckpointPath checkpoint = parse_checkpoint_path(source.checkpoint);
+  double picked = 0;
+  comm::agree(world, [&] {
+    if (world.rank() == 0) picked = static_cast<double>(pick_step(source.checkpoint, checkpoint));
+  });
+  world.broadcast(std::span<double>(&picked, 1), 0);
+  const auto step = static_cast<int64_t>(picked);
+  RunOptions options;
+  options.run_dir = checkpoint.run_dir;
+  RunCheckpoints(trainer, experiment, options, world).load(step);
+  return {.source = fmt::format("{} (checkpoint step {})", options.run_dir, step), .step = step};
+}
+
 WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
                                    const data::Dataset& dataset, RunPlan plan,
                                    const WeightsSource& source, std::string_view split,
@@ -159,28 +184,9 @@ WeightsEvaluation evaluate_weights(const config::Experiment& experiment,
     }
   });
   Trainer trainer(experiment, std::move(plan), world, kernels, dataset);
-  int64_t step = 0;
-  if (!source.checkpoint.empty()) {
-    // Rank 0 picks the step, so every rank loads the same one.
-    const CheckpointPath checkpoint = parse_checkpoint_path(source.checkpoint);
-    double picked = 0;
-    comm::agree(world, [&] {
-      if (world.rank() == 0) picked = static_cast<double>(pick_step(source.checkpoint, checkpoint));
-    });
-    world.broadcast(std::span<double>(&picked, 1), 0);
-    step = static_cast<int64_t>(picked);
-    RunOptions options;
-    options.run_dir = checkpoint.run_dir;
-    RunCheckpoints(trainer, experiment, options, world).load(step);
-    result.source = fmt::format("{} (checkpoint step {})", options.run_dir, step);
-  } else {
-    comm::agree(world, [&] {
-      for (int chunk = 0; chunk < trainer.num_chunks(); ++chunk) {
-        load_init_weights(trainer.stage(chunk), {.path = source.weights, .skip = {}},
-                          trainer.tied());
-      }
-    });
-  }
+  const LoadedWeights loaded = load_weights(trainer, experiment, source, world);
+  result.source = loaded.source;
+  const int64_t step = loaded.step;
   result.report = trainer.evaluate(
       step, which, {.example_losses = !files.losses.empty(), .outputs = !files.logits.empty()});
   result.translation = score_translations(trainer, experiment, dataset, which);

@@ -52,9 +52,21 @@ struct WeightsEvaluation {
 // held-out split is val)".
 data::Split parse_split(std::string_view name, data::DatasetKind kind);
 
-// Collective over `world`: builds this rank's stages of `plan`, loads the weights into them (a
-// checkpoint verified and checked against the model as a resume loads it; a weights file as
-// --init-weights loads it), and evaluates `split` (parse_split's; empty: the held-out one) as a
+// Weights loaded into a trainer's stages, as messages name them.
+struct LoadedWeights {
+  std::string source;  // "runs/x (checkpoint step 4)", or the weights file
+  int64_t step = 0;    // the checkpoint's step; 0 for a weights file
+};
+
+// Collective over `world`: loads `source` into this rank's stages of `trainer` (a checkpoint:
+// rank 0 picks the step, the run's newest committed one or the step folder's, verified and
+// checked against the model as a resume loads it; a weights file as --init-weights loads it).
+// Throws AgreedError on every rank for a missing, damaged or mismatched checkpoint or file.
+LoadedWeights load_weights(Trainer& trainer, const config::Experiment& experiment,
+                           const WeightsSource& source, const comm::Communicator& world);
+
+// Collective over `world`: builds this rank's stages of `plan`, loads the weights into them
+// (load_weights), and evaluates `split` (parse_split's; empty: the held-out one) as a
 // run's evaluations do (Trainer::evaluate: train.eval_batch_size, train.eval_batches), so a
 // checkpoint's numbers are those its run logged at that step (a translation model's BLEU and chrF
 // too: score_translations). Rank 0 then writes `files`. Throws AgreedError on every rank, before

@@ -2,8 +2,9 @@
 # mpipe translate end to end: a made-up corpus whose targets are the sources' words reversed
 # becomes pair shards (tokenize-pairs), translate_tiny.yaml learns it on 2 ranks, and translate
 # (greedy and beam, from exported weights and from the checkpoint) turns held-out lines into one
-# line each whose BLEU beats copying the source (mpipe score); bad tags, lines, references,
-# weights and data end with one line and no translations.
+# line each whose BLEU beats copying the source (mpipe score); under mpirun -n K (K = 2, 3, and
+# D = 2) the same bytes decoded through the ranks' stages; bad tags, lines, references, weights
+# and data end with one line and no translations, on one process and across ranks.
 # Usage: translate.sh
 source "$(dirname "$0")/lib.sh"
 files=$(dirname "$0")/files
@@ -95,4 +96,52 @@ refused other_weights "$WORK/tiny.safetensors: tensor layers.5.weight has shape 
   "$WORK/other.yaml" "${weights[@]}" --to '<2en>' --input "$WORK/test.src"
 refused not_pairs "mlp.yaml:11: data.dataset: translate needs a translation model, trained on data.dataset: pairs, not synthetic" \
   "$files/mlp.yaml" "${weights[@]}" --to '<2en>' --input "$WORK/test.src"
-echo "translate: tokenize-pairs, 300 steps on 2 ranks, greedy BLEU $bleu > copy $copy, beam, --checkpoint, bad inputs refused"
+
+# Across ranks: each rank builds and loads only its stages, rank 0 reads the lines and drives the
+# search through the pipeline; stdout and the scores are the one process's, byte for byte.
+# across RANKS STAGES NAME BASE ARGS...: translates into $WORK/NAME.out on RANKS ranks holding
+# STAGES stages (test.src unless ARGS redirect stdin) and compares it with the one-process run BASE.
+across() {
+  local ranks=$1 stages=$2 name=$3 base=$4
+  shift 4
+  timeout 60 mpirun -n "$ranks" --oversubscribe --bind-to none "$MPIPE" translate "$config" \
+    --to '<2en>' --ref "$WORK/test.ref" --set log.level=debug "$@" \
+    > "$WORK/$name.out" 2> "$WORK/$name.err" ||
+    { cat "$WORK/$name.err"; echo "FAILED: translate $name"; exit 1; }
+  grep -q "translate: 40 sentences decoded in [0-9.]* s through $stages stages on $ranks ranks" \
+    "$WORK/$name.err" ||
+    { cat "$WORK/$name.err"; echo "FAILED: $name: not decoded through the ranks' stages"; exit 1; }
+  cmp "$WORK/$base.out" "$WORK/$name.out" ||
+    { echo "FAILED: $name: other translations than one process's ($base)"; exit 1; }
+  diff <(grep -E '^(BLEU|chrF2) = ' "$WORK/$base.err") <(grep -E '^(BLEU|chrF2) = ' "$WORK/$name.err") ||
+    { echo "FAILED: $name: other scores than one process's ($base)"; exit 1; }
+}
+across 2 2 greedy_k2 greedy --weights "$WORK/tiny.safetensors" --input "$WORK/test.src"
+across 2 2 beam_k2 beam --checkpoint "$WORK/tiny" --beam 4 --batch 7 --input "$WORK/test.src"
+across 3 3 beam_k3 beam --checkpoint "$WORK/tiny" --beam 4 --batch 7 --set pipeline.stages=3 \
+  < "$WORK/test.src"
+# D = 2: one stage per replica; the second replica waits while the first decodes.
+across 2 1 greedy_d2 greedy --weights "$WORK/tiny.safetensors" --input "$WORK/test.src" \
+  --set pipeline.stages=1 --set pipeline.data_parallel=2
+
+# refused_across NAME MESSAGE ARGS...: `mpirun -n 2 mpipe translate ARGS` exits 2 with MESSAGE on
+# its one error line, no MPI_ABORT, and prints nothing on stdout.
+refused_across() {
+  local name=$1 message=$2 status=0
+  shift 2
+  # (Every rank exits by itself: no grace period for the rest of the job; see lib.sh's rejected.)
+  OMPI_MCA_odls_base_sigkill_timeout=0 timeout 60 mpirun -n 2 --oversubscribe --bind-to none \
+    "$MPIPE" translate "$@" > "$WORK/$name.stdout" 2> "$WORK/$name.out" || status=$?
+  failed_in_one_line "$name" "$status" "$message" "$WORK/$name"
+  [[ $status -eq 2 ]] || { echo "FAILED: $name: exit status $status, not 2"; exit 1; }
+  [[ ! -s "$WORK/$name.stdout" ]] || { echo "FAILED: $name: printed translations"; exit 1; }
+}
+refused_across long_line_k2 "--input $WORK/long.src:2: 23 tokens with the tag and eos, more than data.source_len 16" \
+  "$config" "${weights[@]}" --to '<2en>' --input "$WORK/long.src"
+refused_across other_weights_k2 "$WORK/tiny.safetensors: tensor layers.5.weight has shape [32, 16], the model needs [24, 16]" \
+  "$WORK/other.yaml" "${weights[@]}" --to '<2en>' --input "$WORK/test.src"
+refused_across no_checkpoint_k2 "$WORK/none: --checkpoint: no committed checkpoint (the directory does not exist)" \
+  "$config" --checkpoint "$WORK/none" --to '<2en>' --input "$WORK/test.src"
+refused_across not_pairs_k2 "mlp.yaml:11: data.dataset: translate needs a translation model, trained on data.dataset: pairs, not synthetic" \
+  "$files/mlp.yaml" "${weights[@]}" --to '<2en>' --input "$WORK/test.src"
+echo "translate: tokenize-pairs, 300 steps on 2 ranks, greedy BLEU $bleu > copy $copy, beam, --checkpoint, the same bytes across 2 and 3 ranks and D = 2, bad inputs refused"
