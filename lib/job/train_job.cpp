@@ -15,6 +15,7 @@
 #include "checkpoint/run_lock.h"
 #include "comm/agree.h"
 #include "comm/progress_thread.h"
+#include "comm/rank_placement.h"
 #include "comm/watchdog.h"
 #include "config/resolved_settings.h"
 #include "config/stored_settings.h"
@@ -41,6 +42,18 @@ void warn_without_spare_core() {
       "core more than its threads (mpirun --map-by slot:PE={})",
       num_cores, num_cores == 1 ? "" : "s", num_threads, num_threads == 1 ? "" : "s",
       num_threads + 1);
+}
+
+// Collective: rank 0 says where every rank runs (host, CPUs, OpenMP threads), and warns when a
+// rank was given fewer CPUs than it has threads.
+void log_placement(const comm::Communicator& world) {
+  const std::vector<comm::RankPlacement> ranks =
+      comm::exchange_placements(world, comm::own_placement());
+  if (world.rank() != 0) return;
+  const int threads = omp_get_max_threads();
+  spdlog::info("{}", comm::describe_placement(ranks, threads));
+  const std::string shared = comm::oversubscribed_rank(ranks, threads);
+  if (!shared.empty()) spdlog::warn("{}; set OMP_NUM_THREADS or bind each rank to more", shared);
 }
 
 // `inputs.stored_settings`: puts the overrides that restore the settings of the run's newest
@@ -97,6 +110,7 @@ TrainOutcome run_train_job(TrainInputs inputs, train::RunOptions options,
   PreflightResult checked = preflight_train(inputs, world);
   log::setup_logging(world.rank(), world.size(), checked.experiment.log.level);
   if (world.rank() == 0 && !restored.empty()) spdlog::info("{}", restored);
+  log_placement(world);
   if (comm::Watchdog* watchdog = world.watchdog()) {  // this experiment's deadlines
     watchdog->configure(checked.experiment.comm);
     watchdog->set_stop_flag(options.stop_requested);  // a stop during a hung wait ends the job

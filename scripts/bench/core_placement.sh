@@ -11,11 +11,14 @@
 #                   measured)
 #   core-pairs+omp  the same, each OpenMP thread on one CPU (OMP_PROC_BIND=close OMP_PLACES=cores)
 #   unbound         mpirun --bind-to none
+#   NAME+measured   NAME with pipeline.balance: measured (layers moved from the ranks measured
+#                   slowest after balance_after steps: issue 36's "equal stages", adapted to)
 #
 #   bash .portable/run.sh scripts/bench/core_placement.sh   # about 4 minutes on 16 CPUs
 #
 # Environment: MPIPE_BIN, BENCH_DIR (defaults build/release/apps/...), MPIRUN (default mpirun),
-# ROUNDS (default 3), STEPS (default 8), PLACEMENTS (default all three).
+# ROUNDS (default 3), STEPS (default 8), PLACEMENTS (default the first three), GEMM (default 1;
+# 0 skips the per-CPU rates).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/bench/partition.sh
@@ -47,6 +50,7 @@ gemm_on() {
   wait
   for cpu in "$@"; do echo "$cpu $(awk '{ print $(NF - 1) }' "$work/gemm.$cpu")"; done
 }
+if [[ ${GEMM:-1} != 0 ]]; then
 echo
 echo "GEMM 256 x 1024 -> 1024 f32 at one thread, GFLOP/s per CPU:"
 alone=() busy=() pair=()
@@ -62,6 +66,7 @@ for ((c = 0; c < cpus; ++c)); do
   printf '%5d %8s %10s %14s\n' "$c" "${alone[c]}" "${busy[c]}" "${pair[c]}"
 done
 echo "  ('with cpu 0': CPU 0's rate / this CPU's, the two running at once)"
+fi
 
 # The reference model at K = 8 (fewer where the machine has fewer than 16 CPUs) and K = 1.
 config=$work/reference.yaml
@@ -73,14 +78,16 @@ train_args=(--set train.batch_size=2048 --set data.num_examples=4096 --set pipel
 echo
 echo "reference model, batch 2048, M = 32, 2 threads per rank, ${STEPS:-8} steps, ${ROUNDS:-3} rounds interleaved; commands:"
 run_k() {  # run_k NAME K PLACEMENT: one run into $work/NAME; prints its line of the table
-  local name=$1 ranks=$2 placement=$3 mpi_args=(--map-by slot:PE=2 --bind-to core) env_args=()
+  local name=$1 ranks=$2 placement=${3%+measured} mpi_args=(--map-by slot:PE=2 --bind-to core)
+  local env_args=() layout=(--set "pipeline.partition=$(block_partition 16 "$ranks")")
+  [[ $3 != *+measured ]] || layout=(--set pipeline.partition=auto --set pipeline.balance=measured)
   [[ $placement != unbound ]] || mpi_args=(--bind-to none)
   [[ $placement != core-pairs+omp ]] || env_args=(-x OMP_PROC_BIND=close -x OMP_PLACES=cores)
   mkdir -p "$work/$name.usage"
   local cmd=("$mpirun" -n "$ranks" "${mpi_args[@]}" -x OMP_NUM_THREADS=2 "${env_args[@]}"
     python3 scripts/bench/rank_usage.py "$work/$name.usage" "$bin" train "$config"
     --run-dir "$work/$name" "${train_args[@]}" --set pipeline.stages="$ranks"
-    --set "pipeline.partition=$(block_partition 16 "$ranks")")
+    "${layout[@]}")
   echo "  ${cmd[*]}" >>"$work/commands"
   "${cmd[@]}" >"$work/$name.log" 2>&1 || { tail "$work/$name.log" >&2; exit 1; }
   python3 - "$work/$name" "$name" "$(python3 scripts/bench/throughput.py "$work/$name")" <<'PY'

@@ -9,14 +9,14 @@
 #   scripts/bench/gemm_processes.sh      # about 1 minute
 #
 # Environment: BENCH_DIR (default build/release/apps/bench), MPIRUN (default mpirun), PROCESSES,
-# ROWS, IN, OUT, PIN, VARIANTS (default "standalone mpi"), SECONDS_EACH (default 0.5).
+# ROWS, IN_FEATURES, OUT_FEATURES, PIN, VARIANTS (default "standalone mpi"), SECONDS_EACH (default 0.5).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bench=${BENCH_DIR:-build/release/apps/bench}/bench_gemm
 [[ -x "$bench" ]] || { echo "gemm_processes.sh: $bench is not an executable (build it)" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 pin=${PIN:-0}
-args=(--rows "${ROWS:-16}" --in "${IN:-1024}" --out "${OUT:-1024}" --seconds "${SECONDS_EACH:-0.5}")
+args=(--rows "${ROWS:-16}" --in "${IN_FEATURES:-1024}" --out "${OUT_FEATURES:-1024}" --seconds "${SECONDS_EACH:-0.5}")
 read -ra variants <<<"${VARIANTS:-standalone mpi}"
 taskset_args=()
 [[ $pin == none ]] || taskset_args=(taskset -c "$pin")

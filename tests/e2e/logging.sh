@@ -4,7 +4,8 @@
 # waiting, bubble and memory, and the MFU (the peak measured at start-up, or log.peak_flops);
 # summary.json puts measured memory next to the prediction; the logged train loss is the mean over the logging window;
 # train.steps 0 exports the initial weights (the same on any number of stages) and prints no train
-# loss; the start line counts in the singular; evaluations during training are printed.
+# loss; the start line counts in the singular; evaluations during training are printed; the
+# placement line says where the ranks run, and warns of a rank given fewer CPUs than threads.
 # Usage: logging.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
@@ -14,6 +15,17 @@ for stage in 0 1; do
   grep -qE "\[debug\] step 2 stage $stage replica 0: compute [0-9.]+ ms \| waiting [0-9.]+ ms \| sending [0-9.]+ ms \| allreduce [0-9.]+ ms \| step [0-9.]+ ms" \
     "$WORK/debug.log" || { cat "$WORK/debug.log"; echo "FAILED: debug timings of stage $stage"; exit 1; }
 done
+
+# The placement line: these ranks are not bound (lib.sh: --bind-to none).
+grep -qE "\[info\] placement: 2 ranks on 1 host \(.+\), 1 OpenMP thread each, not bound to CPUs \(each may run on all [0-9]+ of its host's\)" \
+  "$WORK/debug.log" || { cat "$WORK/debug.log"; echo "FAILED: the placement line"; exit 1; }
+# Bound by mpirun to one CPU each (its default for 2 ranks) with 2 threads: the CPUs, and a warning.
+OMP_NUM_THREADS=2 timeout 120 mpirun -n 2 --bind-to core "$MPIPE" train "$config" \
+  --run-dir "$WORK/bound" --set train.steps=1 > "$WORK/bound.log" 2>&1 ||
+  { cat "$WORK/bound.log"; echo "FAILED: the bound run"; exit 1; }
+grep -qE "\[info\] placement: 2 ranks on 1 host \(.+\), 2 OpenMP threads each, CPUs by rank: [0-9]+ \| [0-9]+$" "$WORK/bound.log" &&
+  grep -qE "\[warning\] rank 0 \(host .+\) runs 2 OpenMP threads on 1 CPU \([0-9]+\): they share it; set OMP_NUM_THREADS or bind each rank to more" "$WORK/bound.log" ||
+  { cat "$WORK/bound.log"; echo "FAILED: the bound ranks' placement and warning"; exit 1; }
 
 # summary.json: the planner's prediction next to the measurement; stored activations are exact.
 /usr/bin/python3 - "$WORK/debug/summary.json" <<'PY' || { echo "FAILED: summary memory"; exit 1; }
