@@ -15,10 +15,11 @@ namespace mpipe::kernels {
 using RowMap = Eigen::Map<Eigen::ArrayXf>;
 
 // Eigen assigns an expression to a row of dynamic length one value at a time up to the row's
-// first 64-byte-aligned value, in packets of 16 from there, and one at a time again after the last
-// whole packet; its scalar exp (libm's expf) and its packet exp differ in the last bit for some
-// inputs. Into an aligned row, the packets are the first n - n % 16 columns whatever the row's
-// address, so a value's bits depend on its inputs and its column alone.
+// first value aligned to its packets (16 floats, 64 bytes, with AVX-512), in packets from there,
+// and one at a time again after the last whole packet; its scalar exp (libm's expf) and its packet
+// exp differ in the last bit for some inputs. Into a 64-byte-aligned row, the packets are the
+// same columns whatever the row's address, so a value's bits depend on its inputs and its column
+// alone.
 //
 // with_aligned_rows calls f(rows) with `out`'s Out rows of n values: each row itself where all
 // start on a 64-byte boundary, else rows in `scratch` (grown as needed) that do, copied to `out`
