@@ -4,11 +4,11 @@
 
 #include <fmt/format.h>
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/aligned_rows.h"
 
 namespace mpipe::kernels {
 namespace {
@@ -84,22 +84,27 @@ SoftmaxCrossEntropyResult softmax_cross_entropy(KernelContext& ctx, const float*
     if (std::max_element(z, z + classes) - z == t) ++result.correct;
   }
   if (grad) {
-    // Row by row with Eigen's vectorized exp: which values Eigen computes in packets depends only
-    // on `classes` and where the row starts, the same for a micro-batch's row on every K,
-    // schedule and partition.
+    // Row by row into aligned rows (with_aligned_rows): a value's bits depend on its logit and its
+    // column alone, the same for a micro-batch's row on every K, schedule and partition.
     const auto uniform = static_cast<float>(grad_scale * smoothing / static_cast<double>(classes));
     const auto at_target = static_cast<float>(grad_scale * (1.0 - smoothing));
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      Eigen::Map<Eigen::ArrayXf> row(grad + r * classes, classes);
-      const int64_t t = target_of[static_cast<size_t>(r)];
-      if (t < 0) {
-        row.setZero();
-        continue;
+#pragma omp parallel
+    {
+      std::vector<float> row_scratch;
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = grad + r * classes;
+        const int64_t t = target_of[static_cast<size_t>(r)];
+        if (t < 0) {
+          std::fill_n(row, classes, 0.0f);
+          continue;
+        }
+        with_aligned_rows<1>(classes, {row}, row_scratch, true, [&](auto& o) {
+          o[0] = grad_scale * o[0].exp();
+          if (smoothing > 0.0) o[0] -= uniform;
+        });
+        row[t] -= at_target;
       }
-      row = grad_scale * row.exp();
-      if (smoothing > 0.0) row -= uniform;
-      row[t] -= at_target;
     }
   }
   return result;

@@ -1,5 +1,5 @@
 // SwiGLU's gate: out = silu(gate) · up, silu(g) = g · sigmoid(g), element-wise over the two
-// halves of one matrix product's output, as loops the compiler vectorizes.
+// halves of one matrix product's output, with Eigen's vectorized exp.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -111,6 +113,37 @@ TEST(SoftmaxCrossEntropy, GradientRowsSumToZeroAndLossNeedsNoGradBuffer) {
     double sum = 0;
     for (int64_t c = 0; c < classes; ++c) sum += grad[r * classes + c];
     EXPECT_NEAR(sum, 0.0, 1e-5);
+  }
+}
+
+// The same rows placed 0 to 15 floats further on (every alignment of a row's start to the vector
+// width) give every gradient element the same bits and the same loss: a row's result depends on
+// its values alone, not on where it starts or on how many rows a micro-batch has (bit-identity
+// across K).
+TEST(SoftmaxCrossEntropy, GivesEveryElementTheSameBitsAtAnyAddress) {
+  KernelContext ctx;
+  const int64_t rows = 5, classes = 37;
+  const auto values = random_values(rows * classes, 6, -8.0f, 8.0f);
+  const auto targets = random_targets(rows, classes);
+  std::vector<float> first_grad;
+  double first_loss = 0.0;
+  for (int64_t shift = 0; shift < 16; ++shift) {
+    std::vector<float> logits(shift + values.size()), grad(logits.size());
+    std::copy(values.begin(), values.end(), logits.begin() + shift);
+    const auto result = softmax_cross_entropy(ctx, logits.data() + shift, targets.data(), rows,
+                                              classes, 0.5f, grad.data() + shift);
+    grad.erase(grad.begin(), grad.begin() + shift);
+    if (shift == 0) {
+      first_grad = grad;
+      first_loss = result.loss_sum;
+      continue;
+    }
+    EXPECT_EQ(std::bit_cast<uint64_t>(result.loss_sum), std::bit_cast<uint64_t>(first_loss))
+        << "shifted by " << shift;
+    for (size_t i = 0; i < grad.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(grad[i]), std::bit_cast<uint32_t>(first_grad[i]))
+          << "grad[" << i << "] shifted by " << shift;
+    }
   }
 }
 
