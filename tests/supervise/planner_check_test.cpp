@@ -1,0 +1,63 @@
+// Tests for the planner's verdict on a re-planned layout: the stages the model has, the batch
+// split and pipeline.memory_limit, each one line naming the experiment's key.
+#include "supervise/planner_check.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/experiment.h"
+#include "core/error.h"
+#include "supervise/replan.h"
+
+namespace mpipe::supervise {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::string kConfig = std::string(MPIPE_TEST_DATA_DIR) + "/mlp.yaml";
+
+TEST(PlannerCheck, TheExperimentsLayoutResolvesAutoFromTheWorld) {
+  const config::Experiment experiment = config::load_experiment(kConfig, {});
+  EXPECT_EQ(experiment_layout(experiment, 3),
+            (Layout{.stages = 3, .replicas = 1, .micro_batches = 4}));
+  const config::Experiment replicas =
+      config::load_experiment(kConfig, {"pipeline.stages=1", "pipeline.data_parallel=auto"});
+  EXPECT_EQ(experiment_layout(replicas, 2),
+            (Layout{.stages = 1, .replicas = 2, .micro_batches = 4}));
+  EXPECT_FALSE(tree_weight_grads(experiment));
+  EXPECT_TRUE(tree_weight_grads(config::load_experiment(kConfig, {"pipeline.weight_grads=tree"})));
+}
+
+TEST(PlannerCheck, AcceptsWhatFitsAndNamesTheKeyOfWhatDoesNot) {
+  const PlannerCheck check(config::load_experiment(kConfig, {}));
+  EXPECT_EQ(check({.stages = 3, .replicas = 1, .micro_batches = 4}), std::nullopt);
+  EXPECT_EQ(check({.stages = 2, .replicas = 2, .micro_batches = 2}), std::nullopt);
+  const auto too_many = check({.stages = 7, .replicas = 1, .micro_batches = 4});
+  ASSERT_TRUE(too_many.has_value());
+  EXPECT_THAT(*too_many, StartsWith(kConfig));
+  // 32 examples in 5 micro-batches do not split.
+  const auto split = check({.stages = 1, .replicas = 1, .micro_batches = 5});
+  ASSERT_TRUE(split.has_value());
+  EXPECT_THAT(*split, HasSubstr("train.batch_size"));
+}
+
+TEST(PlannerCheck, AModelOverTheMemoryLimitOnFewerRanksStopsTheReplanWithTheLimitsLine) {
+  // The planner predicts 51 and 70 KiB for the stages of K=2, 102 KiB for K=1: under 80 KiB the
+  // model no longer fits once one of K=2's two slots is lost.
+  const PlannerCheck check(config::load_experiment(kConfig, {"pipeline.memory_limit=80KiB"}));
+  const Layout two{.stages = 2, .replicas = 1, .micro_batches = 4};
+  ASSERT_EQ(check(two), std::nullopt);
+  try {
+    replan(two, 1, false, check);
+    FAIL() << "the re-plan on 1 slot fits under 80 KiB";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "1 slot left: no layout fits: 1 stage x 1 replica, 4 micro-batches each: --set "
+              "pipeline.memory_limit: no partition of 6 layers into 1 stage fits 80.0 KiB per "
+              "rank; the smallest limit that fits is 102.1 KiB");
+  }
+}
+
+}  // namespace
+}  // namespace mpipe::supervise
