@@ -40,9 +40,14 @@ bool tree_weight_grads(const config::Experiment& experiment) {
   return pipeline::resolve_weight_grads(experiment.pipeline) == pipeline::WeightGrads::kTree;
 }
 
+bool needs_auto_partition(const config::Experiment& experiment, const Layout& layout) {
+  return experiment.pipeline.partition_mode == pipeline::PartitionMode::kManual &&
+         experiment.pipeline.stages != layout.stages;
+}
+
 config::Experiment with_layout(config::Experiment experiment, const Layout& layout) {
   pipeline::PipelineConfig& pipe = experiment.pipeline;
-  if (pipe.partition_mode == pipeline::PartitionMode::kManual && pipe.stages != layout.stages) {
+  if (needs_auto_partition(experiment, layout)) {
     pipe.partition_mode = pipeline::PartitionMode::kAuto;
     pipe.partition.clear();
   }

@@ -19,6 +19,10 @@ Layout experiment_layout(const config::Experiment& experiment, int world_size);
 // resolved to it), under which a change of D between powers of two stays bit-identical.
 bool tree_weight_grads(const config::Experiment& experiment);
 
+// Whether `layout` needs pipeline.partition=auto: the experiment's manual partition is for another
+// stage count.
+bool needs_auto_partition(const config::Experiment& experiment, const Layout& layout);
+
 // `experiment` with the layout set (stages, data_parallel, micro_batches; a manual partition for
 // another stage count becomes auto), as the relaunch's --set options set it.
 config::Experiment with_layout(config::Experiment experiment, const Layout& layout);
