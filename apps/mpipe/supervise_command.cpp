@@ -215,10 +215,10 @@ int SuperviseCommand::run() {
     }
     const std::string failure = fmt::format("exit status {}: {}", end.exit_code, end.meaning);
     if (end.outcome != supervise::JobOutcome::kLost) {
-      spdlog::info("supervise: mpirun ended with {}: {}", failure,
+      spdlog::info("supervise: mpirun ended with exit status {}: {}", end.exit_code,
                    end.outcome == supervise::JobOutcome::kStopped
                        ? "stopped by a signal, not relaunched"
-                       : "a program error, not retried");
+                       : "not retried (" + end.meaning + ")");
       return end.exit_code;
     }
     const auto failed_at = Clock::now();
