@@ -37,14 +37,14 @@ Replan replan(const Layout& old_layout, int slots, bool tree_weight_grads,
                            std::abs(c.layout.replicas - old_layout.replicas), -c.layout.stages);
   };
   std::ranges::sort(candidates, {}, order);
-  std::optional<std::string> first_problem;
+  std::optional<std::string> first_problem;  // (K=1 x D=1 is always a candidate)
   for (const Replan& candidate : candidates) {
     const std::optional<std::string> problem = check(candidate.layout);
     if (!problem) return candidate;
     if (!first_problem) first_problem = to_string(candidate.layout) + ": " + *problem;
   }
   throw InputError(fmt::format("{} slot{} left: no layout fits: {}", slots, slots == 1 ? "" : "s",
-                               first_problem.value_or("none divides the micro-batches")));
+                               *first_problem));
 }
 
 }  // namespace mpipe::supervise

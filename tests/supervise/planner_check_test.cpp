@@ -2,7 +2,6 @@
 // split and pipeline.memory_limit, each one line naming the experiment's key.
 #include "supervise/planner_check.h"
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "config/experiment.h"
@@ -11,9 +10,6 @@
 
 namespace mpipe::supervise {
 namespace {
-
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
 
 const std::string kConfig = std::string(MPIPE_TEST_DATA_DIR) + "/mlp.yaml";
 
@@ -35,11 +31,16 @@ TEST(PlannerCheck, AcceptsWhatFitsAndNamesTheKeyOfWhatDoesNot) {
   EXPECT_EQ(check({.stages = 2, .replicas = 2, .micro_batches = 2}), std::nullopt);
   const auto too_many = check({.stages = 7, .replicas = 1, .micro_batches = 4});
   ASSERT_TRUE(too_many.has_value());
-  EXPECT_THAT(*too_many, StartsWith(kConfig));
+  EXPECT_EQ(*too_many,
+            kConfig +
+                ": pipeline.partition: the model has 6 layers, fewer than the 7 pipeline "
+                "stages");
   // 32 examples in 5 micro-batches do not split.
   const auto split = check({.stages = 1, .replicas = 1, .micro_batches = 5});
   ASSERT_TRUE(split.has_value());
-  EXPECT_THAT(*split, HasSubstr("train.batch_size"));
+  EXPECT_EQ(*split, kConfig +
+                        ":12: train.batch_size: must be divisible by pipeline.micro_batches x "
+                        "data-parallel replicas = 5 x 1 = 5, got 32");
 }
 
 TEST(PlannerCheck, AModelOverTheMemoryLimitOnFewerRanksStopsTheReplanWithTheLimitsLine) {
