@@ -44,13 +44,17 @@ using Clock = std::chrono::system_clock;
 std::atomic<pid_t> g_job{0};
 std::atomic<bool> g_stop_forwarded{false};
 
-extern "C" void forward_stop(int signal) {
-  g_stop_forwarded.store(true);
-  if (const pid_t job = g_job.load(); job > 0) ::kill(job, signal);
+// The first stop signal goes to mpirun as SIGUSR1, which it passes on to the ranks (it cannot
+// pass on SIGTERM or SIGINT: it kills the job after odls_base_sigkill_timeout, docs/signals.md):
+// they checkpoint at the next step boundary and stop, and mpirun exits 0. A second one goes as
+// SIGTERM: mpirun ends the job at once.
+extern "C" void forward_stop(int) {
+  const bool again = g_stop_forwarded.exchange(true);
+  if (const pid_t job = g_job.load(); job > 0) ::kill(job, again ? SIGTERM : SIGUSR1);
 }
 
-// SIGTERM, SIGINT and SIGUSR1 (a checkpoint and stop, across hosts: docs/signals.md) go to
-// mpirun, which passes them to the ranks; the supervisor then relaunches nothing.
+// SIGTERM (a launcher's or Slurm's stop), SIGINT (Ctrl-C) and SIGUSR1 stop the job with a
+// checkpoint; the supervisor then relaunches nothing.
 void forward_stop_signals() {
   struct sigaction action = {};
   action.sa_handler = forward_stop;
@@ -192,7 +196,7 @@ int SuperviseCommand::run() {
   for (int restarts = 0;; ++restarts) {
     const pid_t job = spawn(mpirun(layout.ranks(), host_list_text(hosts), program), false);
     g_job.store(job);
-    if (g_stop_forwarded.load()) ::kill(job, SIGTERM);  // a stop that came before the job
+    if (g_stop_forwarded.load()) ::kill(job, SIGUSR1);  // a stop that came before the job
     std::optional<int> status;
     while (!(status = ended(job))) {
       supervise::Recovery* pending = recoveries.empty() ? nullptr : &recoveries.back();
@@ -206,7 +210,9 @@ int SuperviseCommand::run() {
     g_job.store(0);
     const supervise::JobEnd end = supervise::read_job_end(*status, g_stop_forwarded.load());
     if (end.outcome == supervise::JobOutcome::kDone) {
-      if (!recoveries.empty()) {
+      // A run stopped by a signal ends with a checkpoint but no summary.json: its recoveries
+      // are in the log only.
+      if (!recoveries.empty() && !g_stop_forwarded.load()) {
         nlohmann::ordered_json records = nlohmann::ordered_json::array();
         for (const auto& recovery : recoveries) records.push_back(recovery_json(recovery));
         supervise::add_to_summary(run_dir, records);

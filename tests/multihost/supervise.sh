@@ -3,7 +3,7 @@
 # gone mid-training, the job relaunches by itself on h1 and h3 (K=3 re-planned to K=2), resumes
 # its newest checkpoint and ends bit-identical to an uninterrupted run, with one line and a
 # record in summary.json for the recovery; a bad input under the supervisor fails once, with its
-# line and exit code. Prints the time from the failure to the next completed step. About 40 s.
+# line and exit code; SIGTERM to the supervisor stops the job with a checkpoint, no relaunch. Prints the time from the failure to the next completed step. About 40 s.
 # Usage: supervise.sh CONFIG
 : "${MPIPE_MULTIHOST_BUDGET:=250}"  # hosts.sh's own deadline
 # shellcheck source=tests/multihost/hosts.sh
@@ -88,6 +88,27 @@ assert 0 <= r[0]["steps_redone"] <= int(sys.argv[2]), r
 print("%d steps redone (from step %d), %.1f s from the last step before the failure to the next"
       % (r[0]["steps_redone"], r[0]["resumed_from"], r[0]["seconds_lost"]))' \
   "$SHARED/lost/summary.json" "$every") || { echo "FAILED: lost: the record in summary.json"; exit 1; }
+
+# SIGTERM to the supervisor goes to mpirun, which passes it to the ranks: they checkpoint at the
+# next step boundary and stop (exit status 0), and nothing is relaunched.
+hosts=h1:1,h3:1
+supervised stopped --set pipeline.stages=2 --set train.steps=100000000 --set log.every=1 &
+supervisor=$!
+metrics=$SHARED/stopped/metrics.jsonl
+for _ in $(seq 1200); do
+  [[ -f $metrics && $(wc -l < "$metrics") -ge 5 ]] && break
+  sleep 0.05
+done
+for pid in $(ip netns pids "${PREFIX}h1"); do
+  [[ $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) == *" supervise "* ]] && kill -TERM "$pid"
+done
+status=0
+wait "$supervisor" || status=$?
+cat "$WORK/stopped.log"
+[[ $status -eq 0 ]] || { echo "FAILED: stopped: exit status $status"; exit 1; }
+grep -q "stopped at step [0-9]* by a signal; checkpoint saved" "$WORK/stopped.log" ||
+  { echo "FAILED: stopped: no checkpoint at the stop"; exit 1; }
+! grep -q "supervise: restart" "$WORK/stopped.log" || { echo "FAILED: stopped: relaunched"; exit 1; }
 
 passed=1
 echo "multihost supervise: h2 killed once step $killed_at_step of $steps was logged; $record; bit-identical"
