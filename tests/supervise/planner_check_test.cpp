@@ -43,6 +43,20 @@ TEST(PlannerCheck, AcceptsWhatFitsAndNamesTheKeyOfWhatDoesNot) {
                         "data-parallel replicas = 5 x 1 = 5, got 32");
 }
 
+TEST(PlannerCheck, AManualPartitionForAnotherStageCountBecomesAuto) {
+  const config::Experiment experiment =
+      config::load_experiment(kConfig, {"pipeline.stages=2", "pipeline.partition=[3,3]"});
+  const Layout two{.stages = 2, .replicas = 1, .micro_batches = 4};
+  const Layout three{.stages = 3, .replicas = 1, .micro_batches = 4};
+  EXPECT_FALSE(needs_auto_partition(experiment, two));
+  EXPECT_TRUE(needs_auto_partition(experiment, three));
+  EXPECT_EQ(with_layout(experiment, two).pipeline.partition, (std::vector<int>{3, 3}));
+  EXPECT_EQ(with_layout(experiment, three).pipeline.partition_mode, pipeline::PartitionMode::kAuto);
+  const PlannerCheck check(experiment);
+  EXPECT_EQ(check(two), std::nullopt);
+  EXPECT_EQ(check(three), std::nullopt);
+}
+
 TEST(PlannerCheck, AModelOverTheMemoryLimitOnFewerRanksStopsTheReplanWithTheLimitsLine) {
   // The planner predicts 51 and 70 KiB for the stages of K=2, 102 KiB for K=1: under 80 KiB the
   // model no longer fits once one of K=2's two slots is lost.
