@@ -114,6 +114,19 @@ Clock::time_point last_progress(const std::string& run_dir, Clock::time_point ot
   return std::chrono::file_clock::to_sys(written);
 }
 
+// Refuses a value `valid` rejects: "must be <what>, got X". Unnamed, so that --help shows
+// "--max-restarts INT=3", not a CLI11 validator's name.
+CLI::Validator number_check(const std::string& what, bool (*valid)(double)) {
+  return CLI::Validator(
+      [what, valid](const std::string& text) {
+        double value = 0;
+        return CLI::detail::lexical_cast(text, value) && valid(value)
+                   ? std::string()
+                   : "must be " + what + ", got " + text;
+      },
+      "");
+}
+
 }  // namespace
 
 SuperviseCommand::SuperviseCommand(CLI::App& app) {
@@ -124,15 +137,18 @@ SuperviseCommand::SuperviseCommand(CLI::App& app) {
       "directory): mpipe supervise --hosts h1:2,h2:2 -- train EXP.yaml [--set ...]");
   app_->add_option("--hosts", hosts_, "Hosts and their slots, as mpirun's --host: h1:2,h2:2")
       ->required();
-  app_->add_option("--max-restarts", max_restarts_, "Relaunch at most this many times (default 3)")
-      ->check(CLI::NonNegativeNumber);
-  app_->add_option("--mpirun", mpirun_, "The mpirun to run (default: mpirun on the PATH)");
+  app_->add_option("--max-restarts", max_restarts_, "Relaunch at most this many times")
+      ->capture_default_str()
+      ->check(number_check("an integer >= 0", [](double value) { return value >= 0; }));
+  app_->add_option("--mpirun", mpirun_, "The mpirun to run (looked up on the PATH)")
+      ->capture_default_str();
   app_->add_option("--mpirun-args", mpirun_args_,
                    "Options for every mpirun, the job's and the host probes', split at spaces: "
                    "\"--bind-to none --mca btl tcp,self -x OMP_NUM_THREADS\"");
   app_->add_option("--probe-timeout", probe_timeout_s_,
-                   "Seconds a host has to run `true` under mpirun before a relaunch (default 30)")
-      ->check(CLI::PositiveNumber);
+                   "Seconds a host has to run `true` under mpirun before a relaunch")
+      ->capture_default_str()
+      ->check(number_check("a number > 0", [](double value) { return value > 0; }));
   app_->add_option("command", command_, "-- train CONFIG [train's options]")->required();
 }
 

@@ -211,6 +211,9 @@ alone supervise_hosts "--hosts: 'h1:0': the slots after ':' must be an integer f
 alone supervise_command \
   "supervise: the command after -- must be \`train CONFIG [options]\`, got 'serve'" \
   supervise --hosts h1:1 -- serve --spool "$WORK/spool"
+alone supervise_restarts \
+  "--max-restarts: must be an integer >= 0, got -1 (\`mpipe supervise --help\` lists the options)" \
+  supervise --hosts h1:1 --max-restarts -1 -- train "$mlp"
 
 # plan reports the overflow too, instead of printing a wrapped total.
 status=0
