@@ -88,10 +88,6 @@ extern "C" void request_stop(int signal) {
 // same): distinct from bad input (2) and from a run over the limit (4).
 constexpr int kPlanDoesNotFitExitCode = 5;
 
-std::string default_run_dir(const std::string& config_path) {
-  return (std::filesystem::path("runs") / std::filesystem::path(config_path).stem()).string();
-}
-
 // In place on a terminal; but under mpirun a rank's stdout is a pseudo-terminal even when
 // mpirun's own output goes to a file, so there we print plain lines.
 bool progress_in_place() {
@@ -194,6 +190,10 @@ std::vector<std::string> tokenizer_model_types() {
 
 }  // namespace
 
+std::string default_run_dir(const std::string& config_path) {
+  return (std::filesystem::path("runs") / std::filesystem::path(config_path).stem()).string();
+}
+
 Commands::Commands(CLI::App& app) {
   add_train(app);
   add_schedule(app);
@@ -210,6 +210,7 @@ Commands::Commands(CLI::App& app) {
   add_tokenize_pairs(app);
   add_export(app);
   add_compare(app);
+  supervise_ = std::make_unique<SuperviseCommand>(app);
 }
 
 void Commands::add_train(CLI::App& app) {
@@ -664,6 +665,7 @@ int Commands::run_alone() {
     if (*cancel_) return cancel();
     if (*tokenize_) return tokenize();
     if (*tokenize_pairs_) return tokenize_pairs();
+    if (supervise_->parsed()) return supervise_->run();
     return 1;
   } catch (const AgreedError& e) {
     spdlog::error("{}", e.what());

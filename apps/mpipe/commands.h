@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,12 +11,16 @@
 #include "config/experiment.h"
 #include "data/tokenize_corpus.h"
 #include "data/tokenize_pairs.h"
+#include "supervise_command.h"
 #include "tokenize/tokenizer.h"
 #include "train/generator.h"
 #include "train/init_weights.h"
 #include "train/translator.h"
 
 namespace mpipe::app {
+
+// `train`'s run directory when --run-dir is not given: runs/<config name>.
+std::string default_run_dir(const std::string& config_path);
 
 class Commands {
  public:
@@ -89,6 +94,7 @@ class Commands {
   CLI::App* cancel_ = nullptr;
   CLI::App* tokenize_ = nullptr;
   CLI::App* tokenize_pairs_ = nullptr;
+  std::unique_ptr<SuperviseCommand> supervise_;
 
   std::string config_path_;
   std::vector<std::string> overrides_;

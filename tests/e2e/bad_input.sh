@@ -151,7 +151,7 @@ parse_error unknown_option \
   "The following argument was not expected: --bogus (\`mpipe train --help\` lists the options)" \
   train "$mlp" --bogus
 parse_error no_config "config is required (\`mpipe train --help\` lists the options)" train
-subcommands="train, schedule, plan, generate, translate, eval, score, serve, submit, status, cancel, tokenize, tokenize-pairs, export, compare"
+subcommands="train, schedule, plan, generate, translate, eval, score, serve, submit, status, cancel, tokenize, tokenize-pairs, export, compare, supervise"
 parse_error no_subcommand "A subcommand is required: $subcommands (\`mpipe --help\` lists the options)"
 parse_error unknown_subcommand \
   "unknown subcommand 'frobnicate'; the subcommands are $subcommands (\`mpipe --help\` lists the options)" \
@@ -205,6 +205,15 @@ alone negative_rtol \
 alone empty_name "--name: must not be empty (\`mpipe submit --help\` lists the options)" \
   submit "$WORK/spool" "$mlp" --name ''
 [[ ! -e "$WORK/spool" ]] || { echo "FAILED: submit --name '' created the spool"; exit 1; }
+# mpipe supervise: its host list and its command, before anything is started.
+alone supervise_hosts "--hosts: 'h1:0': the slots after ':' must be an integer from 1 to 4096" \
+  supervise --hosts h1:0 -- train "$mlp"
+alone supervise_command \
+  "supervise: the command after -- must be \`train CONFIG [options]\`, got 'serve'" \
+  supervise --hosts h1:1 -- serve --spool "$WORK/spool"
+alone supervise_restarts \
+  "--max-restarts: must be an integer >= 0, got -1 (\`mpipe supervise --help\` lists the options)" \
+  supervise --hosts h1:1 --max-restarts -1 -- train "$mlp"
 
 # plan reports the overflow too, instead of printing a wrapped total.
 status=0

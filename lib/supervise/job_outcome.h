@@ -1,0 +1,34 @@
+// What the end of a supervised mpirun means: done, a lost host or rank (retried), a stop the
+// supervisor forwarded, or a program error (never retried, its exit code kept).
+#pragma once
+
+#include <string>
+
+namespace mpipe::supervise {
+
+enum class JobOutcome {
+  kDone,     // exit status 0
+  kLost,     // a host or rank was lost: relaunch on the hosts that still answer
+  kStopped,  // ended after the supervisor forwarded SIGTERM/SIGINT/SIGUSR1 to mpirun
+  kFailed,   // a program error (bad input, memory limit, a non-finite stop, ...): never retried
+};
+
+struct JobEnd {
+  JobOutcome outcome = JobOutcome::kFailed;
+  int exit_code = 1;    // what the supervisor exits with when it does not relaunch
+  std::string meaning;  // e.g. "mpirun lost a host's daemon (the host died or was cut off)"
+};
+
+// mpirun's exit statuses that mean a lost host or rank (Open MPI 4.1, measured by
+// tests/multihost/supervise.sh): the watchdog's 3 (comm::kWatchdogExitCode, the rule of
+// scripts/slurm/serve.sbatch), 205 when mpirun lost a host's daemon ("ORTE has lost
+// communication with a remote daemon"), 137 when a rank was killed by SIGKILL.
+inline constexpr int kLostPeerExitCode = 3;
+inline constexpr int kLostDaemonExitCode = 205;
+inline constexpr int kRankKilledExitCode = 128 + 9;
+
+// Reads `wait_status` (waitpid's) of mpirun; `stop_forwarded`: the supervisor passed a stop
+// signal on to it, so its end is a stop, whatever the status (not retried).
+JobEnd read_job_end(int wait_status, bool stop_forwarded);
+
+}  // namespace mpipe::supervise

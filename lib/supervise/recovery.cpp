@@ -1,0 +1,52 @@
+// One recovery of a supervised run: its log line and its record (see recovery.h).
+#include "supervise/recovery.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace mpipe::supervise {
+
+std::string recovery_line(const Recovery& recovery, int restart, int max_restarts) {
+  std::string lost;
+  if (recovery.lost_hosts.empty()) {
+    lost = "every host answers";
+  } else {
+    lost = fmt::format("{} {} not answer", fmt::join(recovery.lost_hosts, ", "),
+                       recovery.lost_hosts.size() == 1 ? "does" : "do");
+  }
+  const int64_t redo = recovery.steps_redone();
+  return fmt::format(
+      "supervise: restart {} of at most {}: {}; {}; relaunching on {} as {} (was {} on {}), "
+      "resuming from {} ({} step{} to redo), {}",
+      restart, max_restarts, recovery.failure, lost, recovery.new_hosts,
+      to_string(recovery.new_layout), to_string(recovery.old_layout), recovery.old_hosts,
+      recovery.resumed_from > 0 ? fmt::format("step {}", recovery.resumed_from)
+                                : std::string("the start"),
+      redo, redo == 1 ? "" : "s",
+      recovery.bit_identical
+          ? "bit-identical"
+          : "not bit-identical (a change of D keeps the bits only under weight_grads: tree, "
+            "between powers of two)");
+}
+
+nlohmann::ordered_json recovery_json(const Recovery& recovery) {
+  const auto layout = [](const Layout& l) {
+    return nlohmann::ordered_json{
+        {"stages", l.stages}, {"replicas", l.replicas}, {"micro_batches", l.micro_batches}};
+  };
+  nlohmann::ordered_json record = {{"time", recovery.time},
+                                   {"failure", recovery.failure},
+                                   {"lost_hosts", recovery.lost_hosts},
+                                   {"old_hosts", recovery.old_hosts},
+                                   {"new_hosts", recovery.new_hosts},
+                                   {"old_layout", layout(recovery.old_layout)},
+                                   {"new_layout", layout(recovery.new_layout)},
+                                   {"bit_identical", recovery.bit_identical},
+                                   {"last_step", recovery.last_step},
+                                   {"resumed_from", recovery.resumed_from},
+                                   {"steps_redone", recovery.steps_redone()}};
+  if (recovery.seconds_lost >= 0.0) record["seconds_lost"] = recovery.seconds_lost;
+  return record;
+}
+
+}  // namespace mpipe::supervise
