@@ -64,7 +64,7 @@ class StageTimes {
     const double batched_rate = rate(rates.batched_weight_flops_per_s);
     // Linear layers batch their weight gradients over the step (nn::Linear, Stage::defers_grads).
     const bool batched =
-        resolve_weight_grads(request.pipeline) == WeightGrads::kBatched && num_micro_batches_ > 1;
+        request.pipeline.weight_grads == WeightGrads::kBatched && num_micro_batches_ > 1;
     const auto r = static_cast<double>(rows);
     const double passes = optimizer_passes(request.optimizer_slots, request.clips_gradients);
     forward_.assign(costs.size() + 1, 0.0);
@@ -276,7 +276,7 @@ std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRa
   const PipelineConfig& pipe = c.request.pipeline;
   const int replicas = pipe.data_parallel;
   if (replicas < 2) return {};
-  const WeightGrads weight_grads = resolve_weight_grads(pipe);
+  const WeightGrads weight_grads = pipe.weight_grads;
   const double transfers = weight_grads == WeightGrads::kTree
                                ? std::bit_width(static_cast<unsigned>(replicas)) - 1.0
                                : 2.0 * (replicas - 1) / replicas;
@@ -567,9 +567,11 @@ std::string over_limit_message(const Context& c, const PipelinePlan& out) {
 // The plan without advice.
 PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request) {
   const PipelineConfig& pipe = request.pipeline;
-  check(pipe.stages >= 1 && pipe.data_parallel >= 1 && pipe.micro_batches >= 1,
-        "plan_pipeline: stages {}, data_parallel {} and micro_batches {} must be resolved",
-        pipe.stages, pipe.data_parallel, pipe.micro_batches);
+  check(pipe.stages >= 1 && pipe.data_parallel >= 1 && pipe.micro_batches >= 1 &&
+            pipe.weight_grads != WeightGrads::kAuto,
+        "plan_pipeline: stages {}, data_parallel {}, micro_batches {} and weight_grads {} must be "
+        "resolved",
+        pipe.stages, pipe.data_parallel, pipe.micro_batches, to_string(pipe.weight_grads));
   if (auto problem =
           batch_split_problem(request.batch_size, pipe.micro_batches, pipe.data_parallel)) {
     throw Error(fmt::format("plan_pipeline: train.batch_size: {}", *problem));
@@ -591,7 +593,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
                          : std::nullopt,
             .rank_moments = {},
             .moments = {}};
-  const bool batched = resolve_weight_grads(pipe) == WeightGrads::kBatched;
+  const bool batched = pipe.weight_grads == WeightGrads::kBatched;
   std::vector<Program> programs;  // per rank
   for (int r = 0; r < pipe.stages; ++r) {
     programs.push_back(
@@ -599,7 +601,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   }
   for (int r = 0; r < pipe.stages; ++r) {
     c.rank_moments.push_back(rank_moments(programs, r, c.placement, pipe.recompute, batched));
-    if (resolve_weight_grads(pipe) != WeightGrads::kTree) continue;
+    if (pipe.weight_grads != WeightGrads::kTree) continue;
     for (RankMoment& moment : c.rank_moments.back()) {
       for (model::StashProfile& chunk : moment.chunks) {
         chunk.gradient_partials = GradientTree::max_waiting(pipe.micro_batches);
@@ -616,6 +618,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   PipelinePlan out;
   out.schedule = pipe.schedule;
   out.recompute = pipe.recompute;
+  out.weight_grads = pipe.weight_grads;
   out.virtual_stages = pipe.virtual_stages;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
@@ -651,12 +654,11 @@ double largest_peak(const PipelinePlan& p) {
   return largest;
 }
 
-// The plan with recompute: auto resolved (see plan_pipeline), without advice.
+// The plan with recompute: auto resolved (see plan_pipeline), without advice; weight_grads is
+// resolved already (plan_configured).
 PipelinePlan plan_resolved(const model::ModelPlan& plan, const PlanRequest& request) {
   if (request.pipeline.recompute != Recompute::kAuto) return plan_core(plan, request);
   PlanRequest r = request;
-  // Before recompute is: weight_grads: auto follows the configured mode (resolve_weight_grads).
-  r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
   if (request.pipeline.memory_limit <= 0) {
     r.pipeline.recompute = Recompute::kAlways;
     return plan_core(plan, r);
@@ -670,6 +672,52 @@ PipelinePlan plan_resolved(const model::ModelPlan& plan, const PlanRequest& requ
     if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
   }
   return fastest ? *fastest : *smallest;
+}
+
+// The plan of the request as configured, without advice: weight_grads: auto resolved first, from
+// the settings as configured (resolve_weight_grads: so that the bits do not depend on what the
+// planner chooses), then schedule: auto and recompute: auto (see plan_pipeline).
+PipelinePlan plan_configured(const model::ModelPlan& plan, const PlanRequest& request) {
+  PlanRequest r = request;
+  r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
+  if (r.pipeline.schedule != ScheduleKind::kAuto) return plan_resolved(plan, r);
+  std::optional<PipelinePlan> fastest, smallest;
+  std::vector<ScheduleCandidate> candidates;
+  // The one-chunk schedules on K stages, and with pipeline.virtual_stages v > 1 interleaved on K·v
+  // (when M allows it: schedule_shape_problem), last in the order that breaks ties.
+  std::vector<std::pair<ScheduleKind, int>> choices;  // (schedule, chunks per rank)
+  for (ScheduleKind schedule : kConcreteSchedules) choices.emplace_back(schedule, 1);
+  const int v = request.pipeline.virtual_stages;
+  for (ScheduleKind chunked : {ScheduleKind::kInterleaved, ScheduleKind::kZbv}) {
+    if (v > 1 && !schedule_shape_problem(chunked, request.pipeline.stages,
+                                         request.pipeline.micro_batches, v)) {
+      choices.emplace_back(chunked, v);
+    }
+  }
+  for (const auto& [schedule, chunks] : choices) {
+    r.pipeline.schedule = schedule;
+    r.pipeline.virtual_stages = chunks;
+    PipelinePlan p = plan_resolved(plan, r);
+    ScheduleCandidate& candidate =
+        candidates.emplace_back(ScheduleCandidate{.schedule = schedule,
+                                                  .recompute = p.recompute,
+                                                  .step_s = p.step_s,
+                                                  .bubble_fraction = p.bubble_fraction,
+                                                  .peak_bytes = {},
+                                                  .fits = p.fits()});
+    candidate.peak_bytes = p.rank_peak_bytes;
+    if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
+    if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
+  }
+  PipelinePlan out = fastest ? *fastest : *smallest;
+  if (!fastest) {
+    out.problem = fmt::format("{}: no schedule fits {} per rank; the smallest need is {} ({})",
+                              request.memory_limit_where,
+                              format_bytes(static_cast<double>(request.pipeline.memory_limit)),
+                              format_bytes_up(largest_peak(out)), to_string(out.schedule));
+  }
+  out.candidates = std::move(candidates);
+  return out;
 }
 
 // Suggestions: more micro-batches for a large bubble, a setting that fits the limit, a better
@@ -686,7 +734,7 @@ std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanReq
       return std::nullopt;
     }
     try {
-      return plan_resolved(plan, other);
+      return plan_configured(plan, other);
     } catch (const InputError&) {
       return std::nullopt;
     }
@@ -762,52 +810,14 @@ std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanReq
 }  // namespace
 
 PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request) {
-  if (request.pipeline.schedule != ScheduleKind::kAuto) {
-    PipelinePlan out = plan_resolved(plan, request);
-    out.advice = make_advice(plan, request, out);
-    return out;
-  }
+  PipelinePlan out = plan_configured(plan, request);
   PlanRequest r = request;
-  r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
-  std::optional<PipelinePlan> fastest, smallest;
-  std::vector<ScheduleCandidate> candidates;
-  // The one-chunk schedules on K stages, and with pipeline.virtual_stages v > 1 interleaved on K·v
-  // (when M allows it: schedule_shape_problem), last in the order that breaks ties.
-  std::vector<std::pair<ScheduleKind, int>> choices;  // (schedule, chunks per rank)
-  for (ScheduleKind schedule : kConcreteSchedules) choices.emplace_back(schedule, 1);
-  const int v = request.pipeline.virtual_stages;
-  for (ScheduleKind chunked : {ScheduleKind::kInterleaved, ScheduleKind::kZbv}) {
-    if (v > 1 && !schedule_shape_problem(chunked, request.pipeline.stages,
-                                         request.pipeline.micro_batches, v)) {
-      choices.emplace_back(chunked, v);
-    }
+  if (request.pipeline.schedule == ScheduleKind::kAuto) {  // advice on the schedule chosen
+    r.pipeline.schedule = out.schedule;
+    r.pipeline.virtual_stages = out.virtual_stages;
+    r.pipeline.weight_grads = out.weight_grads;
   }
-  for (const auto& [schedule, chunks] : choices) {
-    r.pipeline.schedule = schedule;
-    r.pipeline.virtual_stages = chunks;
-    PipelinePlan p = plan_resolved(plan, r);
-    ScheduleCandidate& candidate =
-        candidates.emplace_back(ScheduleCandidate{.schedule = schedule,
-                                                  .recompute = p.recompute,
-                                                  .step_s = p.step_s,
-                                                  .bubble_fraction = p.bubble_fraction,
-                                                  .peak_bytes = {},
-                                                  .fits = p.fits()});
-    candidate.peak_bytes = p.rank_peak_bytes;
-    if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
-    if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
-  }
-  PipelinePlan out = fastest ? *fastest : *smallest;
-  if (!fastest) {
-    out.problem = fmt::format("{}: no schedule fits {} per rank; the smallest need is {} ({})",
-                              request.memory_limit_where,
-                              format_bytes(static_cast<double>(request.pipeline.memory_limit)),
-                              format_bytes_up(largest_peak(out)), to_string(out.schedule));
-  }
-  r.pipeline.schedule = out.schedule;
-  r.pipeline.virtual_stages = out.virtual_stages;
   out.advice = make_advice(plan, r, out);
-  out.candidates = std::move(candidates);
   return out;
 }
 

@@ -766,6 +766,25 @@ TEST(WeightGrads, AutoIsBatchedOnlyUnderGpipeWithRecomputeNeverAsConfigured) {
   EXPECT_EQ(resolve_weight_grads(explicit_choice), WeightGrads::kBatched);
 }
 
+// The plan keeps weight_grads resolved once, from the settings as configured: not from the
+// recompute mode or the schedule `auto` chooses (what the stages, programs and reports read).
+TEST(Planner, KeepsWeightGradsResolvedFromTheSettingsAsConfigured) {
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.pipeline.schedule = ScheduleKind::kGpipe;
+  r.pipeline.recompute = Recompute::kNever;
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kBatched);
+  r.pipeline.recompute = Recompute::kAuto;
+  r.pipeline.memory_limit = int64_t{1} << 40;  // every mode fits: auto chooses the fastest
+  const PipelinePlan chosen = plan_of(dense_model(), kDenseInput, r);
+  EXPECT_EQ(chosen.recompute, Recompute::kNever);
+  EXPECT_EQ(chosen.weight_grads, WeightGrads::kAccumulate);
+  r.pipeline.recompute = Recompute::kNever;
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kAccumulate);
+  r.pipeline.weight_grads = WeightGrads::kTree;
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kTree);
+}
+
 // The request's allocator model reaches every stage's prediction. With micro-batches of 4096
 // rows, dense_model's activations of 4096 x 5 and 4096 x 6 floats (80 and 96 KiB) are mapped under
 // a 64 KiB mmap threshold: each counts up to a page more; under mpipe's setting every tensor
