@@ -94,7 +94,7 @@ class StageTimes {
   }
   // The part of backward() that split layers' W ops take (zero-bubble schedules).
   double weight(int begin, int end) const { return per_thread_ * sum(weight_, begin, end); }
-  // weight_grads: batched: the step's batched weight gradients, after the last backward (not in
+  // weight_grads: batched: the step's batched weight gradients, the chunk's WB op (not in
   // backward()).
   double batched_weight(int begin, int end) const {
     return per_thread_ * sum(batched_weight_, begin, end);
@@ -267,36 +267,35 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
 // each of the log2 D levels is such an allreduce of 2 ranks (half the gradient each way, twice).
 // Each layer's starts once its part of the stage's last gradient work is done, last layer first
 // (Executor::between_layers): of the last backward, of the last W op where backwards are split,
-// or of the batched weight gradients that end the step (from `batched_start`, when the rank
-// begins this chunk's). Measured on two hosts at 1 Gbit/s and 100 Mbit/s:
+// or of the WB op where they are batched. Measured on two hosts at 1 Gbit/s and 100 Mbit/s:
 // scripts/bench/slow_links.sh.
 std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRange& range,
-                                                 const StageTimeline& timeline, int chunk,
-                                                 double batched_start) {
+                                                 const StageTimeline& timeline, int chunk) {
   const PipelineConfig& pipe = c.request.pipeline;
   const int replicas = pipe.data_parallel;
   if (replicas < 2) return {};
-  const WeightGrads weight_grads = pipe.weight_grads;
-  const double transfers = weight_grads == WeightGrads::kTree
+  const double transfers = pipe.weight_grads == WeightGrads::kTree
                                ? std::bit_width(static_cast<unsigned>(replicas)) - 1.0
                                : 2.0 * (replicas - 1) / replicas;
   const auto last =
       std::find_if(timeline.compute.rbegin(), timeline.compute.rend(), [chunk](const TimedOp& t) {
         return t.op.chunk == chunk &&
-               (t.op.kind == OpKind::kBackward || t.op.kind == OpKind::kBackwardWeight);
+               (t.op.kind == OpKind::kBackward || t.op.kind == OpKind::kBackwardWeight ||
+                t.op.kind == OpKind::kWeightGradsBatched);
       });
   check(last != timeline.compute.rend(), "replicas_allreduce: a stage without a backward");
-  // Batched weight gradients: every bucket starts in the pass that ends the step.
-  const bool batched = weight_grads == WeightGrads::kBatched && pipe.micro_batches > 1;
   const auto part = [&](int layer) {  // layer's share of the work that completes its gradient
-    if (batched) return c.times.batched_weight(layer, layer + 1);
-    if (last->op.kind == OpKind::kBackwardWeight) return c.times.weight(layer, layer + 1);
-    return c.times.backward(layer, layer + 1);
+    switch (last->op.kind) {
+      case OpKind::kWeightGradsBatched:
+        return c.times.batched_weight(layer, layer + 1);
+      case OpKind::kBackwardWeight:
+        return c.times.weight(layer, layer + 1);
+      default:
+        return c.times.backward(layer, layer + 1);
+    }
   };
-  double done = batched ? batched_start : last->end;
-  if (!batched) {
-    for (int i = range.begin; i < range.end; ++i) done -= part(i);
-  }
+  double done = last->end;
+  for (int i = range.begin; i < range.end; ++i) done -= part(i);
   std::vector<GradientTransfer> gradients;
   for (int i = range.end; i-- > range.begin;) {
     done += part(i);
@@ -319,7 +318,7 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   std::vector<Program> programs;
   for (int r = 0; r < c.placement.num_ranks; ++r) {
     programs.push_back(make_program(pipe.schedule, c.placement.num_ranks, pipe.micro_batches, r,
-                                    c.placement.virtual_stages));
+                                    c.placement.virtual_stages, pipe.weight_grads));
   }
   double largest_boundary = 0.0;
   for (int s = 0; s < c.num_stages; ++s) {  // indexed by global stage, as the simulator reads them
@@ -327,6 +326,7 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     options.stage_forward_times.push_back(c.times.forward(r.begin, r.end));
     options.stage_backward_times.push_back(c.times.backward(r.begin, r.end));
     options.stage_weight_times.push_back(c.times.weight(r.begin, r.end));
+    options.stage_batched_weight_times.push_back(c.times.batched_weight(r.begin, r.end));
     if (s + 1 < c.num_stages) {
       // What crosses the cut: its live set, both ways (model::ModelPlan::live_bytes).
       largest_boundary = std::max(largest_boundary,
@@ -342,31 +342,15 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   const SimulationResult result = simulate(programs, options);
   double compute = 0.0, largest = 0.0, step_end = result.makespan;
   std::vector<double> rank_optimizer_s(static_cast<size_t>(c.placement.num_ranks), 0.0);
-  // Batched weight gradients run after each rank's last op, its later chunks' first
-  // (Executor::train_step): where each chunk's begin, and where the rank's end.
-  std::vector<double> batched_start(static_cast<size_t>(c.num_stages), 0.0);
-  for (int r = 0; r < c.placement.num_ranks; ++r) {
-    double end = 0.0;
-    for (const TimedOp& op : result.stages[static_cast<size_t>(r)].compute) {
-      end = std::max(end, op.end);
-    }
-    for (int chunk = c.placement.virtual_stages; chunk-- > 0;) {
-      const int s = c.placement.stage_of(r, chunk);
-      const LayerRange& range = out.stages[static_cast<size_t>(s)].layers;
-      batched_start[static_cast<size_t>(s)] = end;
-      end += c.times.batched_weight(range.begin, range.end);
-    }
-    step_end = std::max(step_end, end);
-  }
   for (int s = 0; s < c.num_stages; ++s) {
     const StagePlan& stage = out.stages[static_cast<size_t>(s)];
     const auto rank = static_cast<size_t>(c.placement.rank_of(s));
     rank_optimizer_s[rank] += stage.optimizer_s;  // a rank updates its chunks one after another
     compute += stage.compute_s;
     largest = std::max(largest, stage.compute_s);
-    step_end = std::max(step_end, allreduce_end(replicas_allreduce(
-                                      c, stage.layers, result.stages[rank], c.placement.chunk_of(s),
-                                      batched_start[static_cast<size_t>(s)])));
+    step_end =
+        std::max(step_end, allreduce_end(replicas_allreduce(c, stage.layers, result.stages[rank],
+                                                            c.placement.chunk_of(s))));
   }
   out.bubble_fraction = result.bubble_fraction;
   out.step_s = step_end + *std::max_element(rank_optimizer_s.begin(), rank_optimizer_s.end());
@@ -593,14 +577,13 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
                          : std::nullopt,
             .rank_moments = {},
             .moments = {}};
-  const bool batched = pipe.weight_grads == WeightGrads::kBatched;
   std::vector<Program> programs;  // per rank
   for (int r = 0; r < pipe.stages; ++r) {
-    programs.push_back(
-        make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r, pipe.virtual_stages));
+    programs.push_back(make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r,
+                                    pipe.virtual_stages, pipe.weight_grads));
   }
   for (int r = 0; r < pipe.stages; ++r) {
-    c.rank_moments.push_back(rank_moments(programs, r, c.placement, pipe.recompute, batched));
+    c.rank_moments.push_back(rank_moments(programs, r, c.placement, pipe.recompute));
     if (pipe.weight_grads != WeightGrads::kTree) continue;
     for (RankMoment& moment : c.rank_moments.back()) {
       for (model::StashProfile& chunk : moment.chunks) {

@@ -175,7 +175,8 @@ void Trainer::build_stages() {
   std::vector<pipeline::Program> programs;  // every rank's: when this one's sends are released
   for (int rank = 0; rank < topology_.num_stages; ++rank) {
     programs.push_back(pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
-                                              pipe.micro_batches, rank, placement_.virtual_stages));
+                                              pipe.micro_batches, rank, placement_.virtual_stages,
+                                              pipeline_plan_.weight_grads));
   }
   program_ = programs.at(static_cast<size_t>(topology_.stage));
   sends_released_ = pipeline::send_releases(programs, topology_.stage, placement_);

@@ -1,8 +1,9 @@
 // Multi-rank test of Executor::train_step (4 ranks): one training step of a chain of 8 layers under
 // every schedule (gpipe, 1f1b and zb_h1 on 4 stages; interleaved and zbv on 8, 2 chunks per rank)
-// and recompute mode leaves each rank's layers with gradients bit-identical to the same step run
-// by one rank alone, and the rank of the last stage with the same loss: the executor, the link
-// and the programs together, below the trainer.
+// and recompute mode, and with batched weight gradients (WB ops) under every schedule, leaves each
+// rank's layers with gradients bit-identical to the same step run by one rank alone, and the rank
+// of the last stage with the same loss: the executor, the link and the programs together, below the
+// trainer.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -96,7 +97,7 @@ struct StepResult {
 // One step of `kind` on the ranks of `pipeline` (v chunks each, the layers split evenly over
 // the K·v stages), from the same initial weights on any number of ranks.
 StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int virtual_stages,
-                    Recompute recompute) {
+                    Recompute recompute, WeightGrads weight_grads) {
   const int ranks = pipeline.size();
   const Placement placement = placement_for(kind, ranks, virtual_stages);
   const int layers_per_stage = kLayers / placement.num_stages();
@@ -107,8 +108,8 @@ StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int v
     const int begin = placement.stage_of(pipeline.rank(), chunk) * layers_per_stage;
     first_layers.push_back(begin);
     end_layers.push_back(begin + layers_per_stage);
-    auto& stage = *stages.emplace_back(
-        std::make_unique<Stage>(chain(begin, begin + layers_per_stage), recompute, kMicroBatches));
+    auto& stage = *stages.emplace_back(std::make_unique<Stage>(
+        chain(begin, begin + layers_per_stage), recompute, kMicroBatches, weight_grads));
     stage.params().initialize(kSeed);
     stage.zero_grads_for_step();
     chunks.push_back(&stage);
@@ -121,7 +122,7 @@ StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int v
   Executor executor(chunks, link, pipeline.rank(), placement, *loss, kernels);
   std::vector<Program> programs;
   for (int r = 0; r < ranks; ++r) {
-    programs.push_back(make_program(kind, ranks, kMicroBatches, r, virtual_stages));
+    programs.push_back(make_program(kind, ranks, kMicroBatches, r, virtual_stages, weight_grads));
   }
   StepResult result;
   result.loss = executor.train_step(programs.at(static_cast<size_t>(pipeline.rank())),
@@ -146,6 +147,7 @@ struct Case {
   ScheduleKind kind;
   int virtual_stages;
   Recompute recompute;
+  WeightGrads weight_grads = WeightGrads::kAccumulate;
 };
 
 class ExecutorSchedules : public testing::TestWithParam<Case> {};
@@ -155,8 +157,11 @@ TEST_P(ExecutorSchedules, GiveEachRanksLayersTheGradientsOfOneRankBitForBit) {
   ASSERT_EQ(world.size(), kRanks);
   const comm::Communicator alone = world.split(world.rank(), 0, "one rank alone");
   const Case& c = GetParam();
-  const StepResult reference = run_step(alone, ScheduleKind::kGpipe, 1, Recompute::kNever);
-  const StepResult pipelined = run_step(world, c.kind, c.virtual_stages, c.recompute);
+  // (Batched weight gradients sum each layer's in one GEMM: the reference batches them too.)
+  const StepResult reference =
+      run_step(alone, ScheduleKind::kGpipe, 1, Recompute::kNever, c.weight_grads);
+  const StepResult pipelined =
+      run_step(world, c.kind, c.virtual_stages, c.recompute, c.weight_grads);
 
   const Placement placement = placement_for(c.kind, kRanks, c.virtual_stages);
   int layers_held = 0;
@@ -189,7 +194,8 @@ TEST_P(ExecutorSchedules, GiveEachRanksLayersTheGradientsOfOneRankBitForBit) {
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   return std::string(name_of(kScheduleNames, info.param.kind)) + "_" +
-         std::string(name_of(kRecomputeNames, info.param.recompute));
+         std::string(name_of(kRecomputeNames, info.param.recompute)) + "_" +
+         std::string(name_of(kWeightGradsNames, info.param.weight_grads));
 }
 
 std::vector<Case> every_case() {
@@ -201,6 +207,7 @@ std::vector<Case> every_case() {
          {Recompute::kAlways, Recompute::kExceptLast, Recompute::kNever, Recompute::kPerLayer}) {
       cases.push_back({kind, chunks, recompute});
     }
+    cases.push_back({kind, chunks, Recompute::kNever, WeightGrads::kBatched});
   }
   return cases;
 }
