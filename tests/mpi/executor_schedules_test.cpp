@@ -1,9 +1,9 @@
-// Multi-rank test of Executor::train_step (4 ranks): one training step of a chain of 8 layers under
-// every schedule (gpipe, 1f1b and zb_h1 on 4 stages; interleaved and zbv on 8, 2 chunks per rank)
-// and recompute mode, and with batched weight gradients (WB ops) under every schedule, leaves each
-// rank's layers with gradients bit-identical to the same step run by one rank alone, and the rank
-// of the last stage with the same loss: the executor, the link and the programs together, below the
-// trainer.
+// Multi-rank test of Executor::train_step on K = 4 ranks and on K = 2 (the 4 as two pairs): one
+// training step of a chain of 8 layers under every schedule (gpipe, 1f1b and zb_h1 on K stages;
+// interleaved and zbv on 2K, 2 chunks per rank) and recompute mode, and with batched weight
+// gradients (WB ops) under every schedule, leaves each rank's layers with gradients bit-identical
+// to the same step run by one rank alone, and the rank of the last stage with the same loss: the
+// executor, the link and the programs together, below the trainer.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -150,27 +150,24 @@ struct Case {
   WeightGrads weight_grads = WeightGrads::kAccumulate;
 };
 
-class ExecutorSchedules : public testing::TestWithParam<Case> {};
-
-TEST_P(ExecutorSchedules, GiveEachRanksLayersTheGradientsOfOneRankBitForBit) {
-  const comm::Communicator world = comm::Communicator::world();
-  ASSERT_EQ(world.size(), kRanks);
-  const comm::Communicator alone = world.split(world.rank(), 0, "one rank alone");
-  const Case& c = GetParam();
+// One step of case `c` on the ranks of `pipeline` leaves each rank's layers with the gradients one
+// rank alone computes, bit for bit, and the rank of the last stage with its loss.
+void expect_the_bits_of_one_rank(const comm::Communicator& pipeline, const Case& c) {
+  const comm::Communicator alone = pipeline.split(pipeline.rank(), 0, "one rank alone");
   // (Batched weight gradients sum each layer's in one GEMM: the reference batches them too.)
   const StepResult reference =
       run_step(alone, ScheduleKind::kGpipe, 1, Recompute::kNever, c.weight_grads);
   const StepResult pipelined =
-      run_step(world, c.kind, c.virtual_stages, c.recompute, c.weight_grads);
+      run_step(pipeline, c.kind, c.virtual_stages, c.recompute, c.weight_grads);
 
-  const Placement placement = placement_for(c.kind, kRanks, c.virtual_stages);
+  const Placement placement = placement_for(c.kind, pipeline.size(), c.virtual_stages);
   int layers_held = 0;
   for (int layer = 0; layer < kLayers; ++layer) {
     const auto& grads = pipelined.grads[static_cast<size_t>(layer)];
     const auto& expected = reference.grads[static_cast<size_t>(layer)];
     if (expected.empty()) continue;  // a tanh: no weights
     const int stage = layer / (kLayers / placement.num_stages());
-    if (placement.rank_of(stage) != world.rank()) {
+    if (placement.rank_of(stage) != pipeline.rank()) {
       EXPECT_TRUE(grads.empty()) << "layer " << layer << " is another rank's";
       continue;
     }
@@ -179,17 +176,34 @@ TEST_P(ExecutorSchedules, GiveEachRanksLayersTheGradientsOfOneRankBitForBit) {
     EXPECT_EQ(std::memcmp(grads.data(), expected.data(), grads.size() * sizeof(float)), 0)
         << "layer " << layer << "'s gradients differ from one rank's";
   }
-  if (placement.rank_of(placement.num_stages() - 1) == world.rank()) {
+  if (placement.rank_of(placement.num_stages() - 1) == pipeline.rank()) {
     EXPECT_EQ(pipelined.loss.rows, reference.loss.rows);
     EXPECT_EQ(pipelined.loss.sum, reference.loss.sum);  // bit for bit
   } else {
     EXPECT_EQ(pipelined.loss.rows, 0);
   }
   std::vector<double> held{static_cast<double>(layers_held)};
-  world.allreduce_sum(held);
+  pipeline.allreduce_sum(held);
   const auto with_weights =
       std::ranges::count_if(reference.grads, [](const auto& grads) { return !grads.empty(); });
   EXPECT_EQ(held[0], static_cast<double>(with_weights)) << "each layer with weights is held once";
+}
+
+class ExecutorSchedules : public testing::TestWithParam<Case> {};
+
+TEST_P(ExecutorSchedules, GiveEachRanksLayersTheGradientsOfOneRankBitForBit) {
+  const comm::Communicator world = comm::Communicator::world();
+  ASSERT_EQ(world.size(), kRanks);
+  expect_the_bits_of_one_rank(world, GetParam());
+}
+
+// The same on 2 ranks: the 4 ranks as two pipelines of 2, each its own step.
+TEST_P(ExecutorSchedules, GiveEachOfTwoRanksLayersTheGradientsOfOneRankBitForBit) {
+  const comm::Communicator world = comm::Communicator::world();
+  ASSERT_EQ(world.size(), kRanks);
+  const comm::Communicator pair = world.split(world.rank() / 2, world.rank(), "pairs of ranks");
+  ASSERT_EQ(pair.size(), 2);
+  expect_the_bits_of_one_rank(pair, GetParam());
 }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
