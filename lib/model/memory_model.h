@@ -219,8 +219,6 @@ class MemoryModel {
   std::vector<std::vector<double>> per_layer_backward_;
 };
 
-// Reserved by the executor: receives posted this many ops ahead (pipeline/executor.cpp).
-inline constexpr int kReceivesAhead = 2;
 // Sends whose copies a link keeps at most (pipeline/link.cpp): a further send waits for the oldest.
 inline constexpr int kSendsInFlight = 2;
 

@@ -11,13 +11,10 @@
 #include <utility>
 
 #include "core/error.h"
+#include "pipeline/receive_posting.h"
 
 namespace mpipe::pipeline {
 namespace {
-
-// How many receives are posted ahead of the op that consumes them, so the transfer of the
-// next micro-batch overlaps the compute of the current one.
-constexpr size_t kReceiveLookahead = 2;
 
 Bundle take(std::map<std::pair<int, int>, Bundle>& bundles, const Op& op, const char* what) {
   auto it = bundles.find({op.chunk, op.micro_batch});
@@ -55,6 +52,7 @@ double& Executor::time_slot(OpKind kind) {
     case OpKind::kBackward:
     case OpKind::kBackwardInput:
     case OpKind::kBackwardWeight:
+    case OpKind::kWeightGradsBatched:
       break;
   }
   return times_.compute_s;
@@ -123,14 +121,25 @@ LossTotals Executor::train_step(const Program& program, const std::vector<int>& 
   check(sends_released.size() == program.size(), "rank {}: {} send releases for {} ops", rank_,
         sends_released.size(), program.size());
   std::vector<size_t> receives;
-  // Per chunk, the op after which every gradient of the chunk's step is complete (but deferred
-  // ones): its last backward, or its last W where backwards are split.
+  // Per chunk, the op after which every gradient of the chunk's step is complete: its last
+  // backward, its last W where backwards are split, or its WB where they are batched.
   std::vector<size_t> last_backward(stages_.size(), 0);
+  std::vector<bool> batched(stages_.size(), false);
   for (size_t i = 0; i < program.size(); ++i) {
-    if (is_receive(program[i].kind)) receives.push_back(i);
-    if (program[i].kind == OpKind::kBackward || program[i].kind == OpKind::kBackwardWeight) {
-      last_backward[static_cast<size_t>(program[i].chunk)] = i;
+    const OpKind kind = program[i].kind;
+    const auto chunk = static_cast<size_t>(program[i].chunk);
+    if (is_receive(kind)) receives.push_back(i);
+    if (kind == OpKind::kBackward || kind == OpKind::kBackwardWeight ||
+        kind == OpKind::kWeightGradsBatched) {
+      last_backward[chunk] = i;
     }
+    if (kind == OpKind::kWeightGradsBatched) batched[chunk] = true;
+  }
+  for (size_t chunk = 0; chunk < stages_.size(); ++chunk) {
+    check(batched[chunk] == stages_[chunk]->defers_grads(),
+          "rank {}: chunk {}'s stage {} its weight gradients but its program {} a WB op", rank_,
+          chunk, stages_[chunk]->defers_grads() ? "batches" : "does not batch",
+          batched[chunk] ? "has" : "has no");
   }
   // The buckets start from the last (RankBuckets): a later chunk's gradients must be complete
   // first (as every schedule's are).
@@ -146,22 +155,29 @@ LossTotals Executor::train_step(const Program& program, const std::vector<int>& 
       executor.in_last_backward_ = false;
     }
   } reset{*this};
-  size_t posted = 0, consumed = 0;
+  const std::vector<int> posted_at = receives_posted(program);
+  size_t posted = 0;
   for (size_t i = 0; i < program.size(); ++i) {
-    while (posted < receives.size() &&
-           (posted - consumed < kReceiveLookahead || receives[posted] <= i)) {
-      post_recv(program[receives[posted++]], plan);
+    for (; std::cmp_less(posted, posted_at[i]); ++posted) {
+      post_recv(program[receives[posted]], plan);
     }
-    if (is_receive(program[i].kind)) ++consumed;
+    if (program[i].kind == OpKind::kWeightGradsBatched) {
+      // The sends complete before the batched weight gradients: the previous stage is waiting
+      // for the last gradient, and a message above the eager limit moves only while its sender
+      // calls into MPI (over TCP, and on shared memory without single-copy), so one left pending
+      // would wait out this stage's GEMMs, and the stage before it its own, down the chain.
+      const auto send_start = Clock::now();
+      link_.wait_sends();
+      times_.send_s += seconds_since(send_start);
+    }
     const auto start = Clock::now();
     const bool tracing = trace_ != nullptr && trace_->recording();
     if (tracing &&
         (program[i].kind == OpKind::kBackward || program[i].kind == OpKind::kBackwardInput)) {
       trace_->backward_began(program[i].micro_batch, start, program[i].chunk);
     }
-    // (With deferred gradients, a layer's bucket waits for finish_step_grads below.)
-    const auto chunk = static_cast<size_t>(program[i].chunk);
-    in_last_backward_ = i == last_backward[chunk] && !stages_[chunk]->defers_grads();
+    // (With batched weight gradients, a layer's bucket waits for its GEMM in the chunk's WB.)
+    in_last_backward_ = i == last_backward[static_cast<size_t>(program[i].chunk)];
     const int64_t bytes = run_op(program[i], plan, data, totals);
     in_last_backward_ = false;
     const auto end = Clock::now();
@@ -177,32 +193,10 @@ LossTotals Executor::train_step(const Program& program, const std::vector<int>& 
                     global_stage(program[i].chunk), to_string(program[i]), 1e3 * seconds);
     }
   }
-  // The last sends complete before the deferred gradients: the previous stage is waiting for
-  // the last gradient, and a message above the eager limit moves only while its sender calls
-  // into MPI (over TCP, and on shared memory without single-copy), so one left pending would
-  // wait out this stage's weight gradients, and the stage before it its own, down the chain.
+  // (The sends of a program without WB ops complete here.)
   const auto send_start = Clock::now();
   link_.wait_sends();
   times_.send_s += seconds_since(send_start);
-  // Deferred gradients (batched weight gradients) after the last gradient was sent: off the
-  // pipeline's critical path. Each layer's bucket starts once its gradient is complete (the later
-  // chunks' first, as the buckets start).
-  for (int chunk = num_chunks() - 1; chunk >= 0; --chunk) {
-    Stage& stage = *stages_[static_cast<size_t>(chunk)];
-    const auto finish_start = Clock::now();
-    in_last_backward_ = true;
-    stage.finish_step_grads(layer_context(plan, static_cast<int>(plan.rows.size()) - 1, true));
-    in_last_backward_ = false;
-    const double finish_s = seconds_since(finish_start);
-    times_.compute_s += finish_s;
-    if (trace_ != nullptr && trace_->recording() && stage.defers_grads()) {
-      trace_->span(log::TraceKind::kWeightGrad, -1, finish_start, Clock::now());
-    }
-    if (spdlog::should_log(spdlog::level::trace)) {
-      spdlog::trace("step {} stage {}: W {:.3f} ms", plan.round + 1, global_stage(chunk),
-                    1e3 * finish_s);
-    }
-  }
   if (reduction) reduction->start_from(0);
   check(inputs_.empty() && outputs_.empty() && grad_outputs_.empty() && grad_inputs_.empty(),
         "rank {}: the program left tensors unconsumed", rank_);
@@ -227,6 +221,7 @@ void Executor::trace_op(const Op& op, Clock::time_point start, Clock::time_point
     case OpKind::kBackwardInput:  // zb_h1's I<m> shows as B<m>, its W<m> as a W of its own
       return trace_->backward_ended(end);
     case OpKind::kBackwardWeight:
+    case OpKind::kWeightGradsBatched:  // micro-batch -1: every one
       return span(log::TraceKind::kWeightGrad);
     case OpKind::kSendGrad:
       return span(log::TraceKind::kSendGradient);
@@ -238,13 +233,14 @@ int64_t Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchDa
   const int m = op.micro_batch;
   const Slot slot{op.chunk, m};
   const auto chunk = static_cast<size_t>(op.chunk);
-  const int64_t rows = plan.rows.at(static_cast<size_t>(m));
+  // (A WB op's micro-batch is -1; every other op's is one of the round's.)
+  const auto rows = [&plan, m] { return plan.rows.at(static_cast<size_t>(m)); };
   Stage& stage = *stages_.at(chunk);
   switch (op.kind) {
     case OpKind::kRecvActivation: {
       Tensor message = link_.wait_recv(Direction::kActivation, m, op.chunk);
       const int64_t bytes = message.numel() * static_cast<int64_t>(sizeof(float));
-      inputs_[slot] = unpack(std::move(message), plan.stage_inputs.at(chunk), rows);
+      inputs_[slot] = unpack(std::move(message), plan.stage_inputs.at(chunk), rows());
       return bytes;
     }
     case OpKind::kForward: {
@@ -265,7 +261,7 @@ int64_t Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchDa
     case OpKind::kRecvGrad: {
       Tensor message = link_.wait_recv(Direction::kGradient, m, op.chunk);
       const int64_t bytes = message.numel() * static_cast<int64_t>(sizeof(float));
-      grad_outputs_[slot] = unpack(std::move(message), plan.stage_output_grads.at(chunk), rows);
+      grad_outputs_[slot] = unpack(std::move(message), plan.stage_output_grads.at(chunk), rows());
       return bytes;
     }
     case OpKind::kBackward:
@@ -280,6 +276,10 @@ int64_t Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchDa
     }
     case OpKind::kBackwardWeight:
       stage.backward_weight(m, layer_context(plan, m, true));
+      break;
+    case OpKind::kWeightGradsBatched:
+      stage.finish_step_grads(
+          layer_context(plan, static_cast<int>(plan.rows.size()) - 1, /*training=*/true));
       break;
     case OpKind::kSendGrad:
       return send(Direction::kGradient, plan.round, op,

@@ -73,10 +73,12 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // Runs one training step: each op on the stage of its chunk. Gradients are accumulated into
-  // the stages' parameter buffers. `reduction` (optional; over the rank's buckets as
-  // rank_gradient_buckets cuts its chunks' gradient buffers): during a chunk's last backward (or
-  // W), each layer's bucket is started as soon as that layer's gradient is complete, while the
-  // earlier layers' backward still runs; the caller finishes it after the step.
+  // the stages' parameter buffers. A chunk has a WB op exactly when its stage batches its weight
+  // gradients (Stage::defers_grads; make_program with the stages' weight_grads); the first WB
+  // completes the rank's sends before it starts. `reduction` (optional; over the rank's buckets
+  // as rank_gradient_buckets cuts its chunks' gradient buffers): during a chunk's last backward
+  // (or W, or WB), each layer's bucket is started as soon as that layer's gradient is complete,
+  // while the earlier layers' backward still runs; the caller finishes it after the step.
   // `sends_released` is send_releases's for the program (one count per op): after each op the
   // link releases its sends up to that count, so the sends it holds at every op are the ones the
   // memory walk counts.
@@ -89,7 +91,7 @@ class Executor {
   // The times of the last train_step.
   const StepTimes& last_step_times() const { return times_; }
   // While `trace` (null: none) is recording, every op of train_step is an event: F, B (with the
-  // recomputes inside it), the deferred W, the sends posted and the waits on receives.
+  // recomputes inside it), W and WB, the sends posted and the waits on receives.
   void set_trace(log::TraceRecorder* trace) { trace_ = trace; }
   // Forward-only pass of every micro-batch in ascending order through each chunk in turn
   // (evaluation mode). With `examples`, the rank of the last stage also appends each example's

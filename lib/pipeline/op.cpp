@@ -27,6 +27,8 @@ const char* prefix(OpKind kind) {
       return "I";
     case OpKind::kBackwardWeight:
       return "W";
+    case OpKind::kWeightGradsBatched:
+      return "WB";
   }
   return "?";
 }
@@ -38,6 +40,9 @@ bool has_chunks(const Program& program) {
 }
 
 std::string to_string(const Op& op, bool with_chunk) {
+  if (op.kind == OpKind::kWeightGradsBatched) {  // every micro-batch's
+    return with_chunk ? fmt::format("{}.{}", prefix(op.kind), op.chunk) : prefix(op.kind);
+  }
   if (with_chunk) return fmt::format("{}{}.{}", prefix(op.kind), op.micro_batch, op.chunk);
   return fmt::format("{}{}", prefix(op.kind), op.micro_batch);
 }

@@ -108,6 +108,8 @@ std::string to_string(Balance balance);
 // weight_grads with auto resolved from the recompute mode as configured (not as the planner
 // resolves recompute: auto), so that the choice, and with it the result's bits, is the same at
 // every stage count.
+// plan_pipeline calls it once and keeps the result (PipelinePlan::weight_grads), which
+// everything after it reads.
 WeightGrads resolve_weight_grads(const PipelineConfig& config);
 
 }  // namespace mpipe::pipeline

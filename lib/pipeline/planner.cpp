@@ -64,7 +64,7 @@ class StageTimes {
     const double batched_rate = rate(rates.batched_weight_flops_per_s);
     // Linear layers batch their weight gradients over the step (nn::Linear, Stage::defers_grads).
     const bool batched =
-        resolve_weight_grads(request.pipeline) == WeightGrads::kBatched && num_micro_batches_ > 1;
+        request.pipeline.weight_grads == WeightGrads::kBatched && num_micro_batches_ > 1;
     const auto r = static_cast<double>(rows);
     const double passes = optimizer_passes(request.optimizer_slots, request.clips_gradients);
     forward_.assign(costs.size() + 1, 0.0);
@@ -94,7 +94,7 @@ class StageTimes {
   }
   // The part of backward() that split layers' W ops take (zero-bubble schedules).
   double weight(int begin, int end) const { return per_thread_ * sum(weight_, begin, end); }
-  // weight_grads: batched: the step's batched weight gradients, after the last backward (not in
+  // weight_grads: batched: the step's batched weight gradients, the chunk's WB op (not in
   // backward()).
   double batched_weight(int begin, int end) const {
     return per_thread_ * sum(batched_weight_, begin, end);
@@ -267,36 +267,35 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
 // each of the log2 D levels is such an allreduce of 2 ranks (half the gradient each way, twice).
 // Each layer's starts once its part of the stage's last gradient work is done, last layer first
 // (Executor::between_layers): of the last backward, of the last W op where backwards are split,
-// or of the batched weight gradients that end the step (from `batched_start`, when the rank
-// begins this chunk's). Measured on two hosts at 1 Gbit/s and 100 Mbit/s:
+// or of the WB op where they are batched. Measured on two hosts at 1 Gbit/s and 100 Mbit/s:
 // scripts/bench/slow_links.sh.
 std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRange& range,
-                                                 const StageTimeline& timeline, int chunk,
-                                                 double batched_start) {
+                                                 const StageTimeline& timeline, int chunk) {
   const PipelineConfig& pipe = c.request.pipeline;
   const int replicas = pipe.data_parallel;
   if (replicas < 2) return {};
-  const WeightGrads weight_grads = resolve_weight_grads(pipe);
-  const double transfers = weight_grads == WeightGrads::kTree
+  const double transfers = pipe.weight_grads == WeightGrads::kTree
                                ? std::bit_width(static_cast<unsigned>(replicas)) - 1.0
                                : 2.0 * (replicas - 1) / replicas;
   const auto last =
       std::find_if(timeline.compute.rbegin(), timeline.compute.rend(), [chunk](const TimedOp& t) {
         return t.op.chunk == chunk &&
-               (t.op.kind == OpKind::kBackward || t.op.kind == OpKind::kBackwardWeight);
+               (t.op.kind == OpKind::kBackward || t.op.kind == OpKind::kBackwardWeight ||
+                t.op.kind == OpKind::kWeightGradsBatched);
       });
   check(last != timeline.compute.rend(), "replicas_allreduce: a stage without a backward");
-  // Batched weight gradients: every bucket starts in the pass that ends the step.
-  const bool batched = weight_grads == WeightGrads::kBatched && pipe.micro_batches > 1;
   const auto part = [&](int layer) {  // layer's share of the work that completes its gradient
-    if (batched) return c.times.batched_weight(layer, layer + 1);
-    if (last->op.kind == OpKind::kBackwardWeight) return c.times.weight(layer, layer + 1);
-    return c.times.backward(layer, layer + 1);
+    switch (last->op.kind) {
+      case OpKind::kWeightGradsBatched:
+        return c.times.batched_weight(layer, layer + 1);
+      case OpKind::kBackwardWeight:
+        return c.times.weight(layer, layer + 1);
+      default:
+        return c.times.backward(layer, layer + 1);
+    }
   };
-  double done = batched ? batched_start : last->end;
-  if (!batched) {
-    for (int i = range.begin; i < range.end; ++i) done -= part(i);
-  }
+  double done = last->end;
+  for (int i = range.begin; i < range.end; ++i) done -= part(i);
   std::vector<GradientTransfer> gradients;
   for (int i = range.end; i-- > range.begin;) {
     done += part(i);
@@ -319,7 +318,7 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   std::vector<Program> programs;
   for (int r = 0; r < c.placement.num_ranks; ++r) {
     programs.push_back(make_program(pipe.schedule, c.placement.num_ranks, pipe.micro_batches, r,
-                                    c.placement.virtual_stages));
+                                    c.placement.virtual_stages, pipe.weight_grads));
   }
   double largest_boundary = 0.0;
   for (int s = 0; s < c.num_stages; ++s) {  // indexed by global stage, as the simulator reads them
@@ -327,6 +326,7 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     options.stage_forward_times.push_back(c.times.forward(r.begin, r.end));
     options.stage_backward_times.push_back(c.times.backward(r.begin, r.end));
     options.stage_weight_times.push_back(c.times.weight(r.begin, r.end));
+    options.stage_batched_weight_times.push_back(c.times.batched_weight(r.begin, r.end));
     if (s + 1 < c.num_stages) {
       // What crosses the cut: its live set, both ways (model::ModelPlan::live_bytes).
       largest_boundary = std::max(largest_boundary,
@@ -342,31 +342,15 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   const SimulationResult result = simulate(programs, options);
   double compute = 0.0, largest = 0.0, step_end = result.makespan;
   std::vector<double> rank_optimizer_s(static_cast<size_t>(c.placement.num_ranks), 0.0);
-  // Batched weight gradients run after each rank's last op, its later chunks' first
-  // (Executor::train_step): where each chunk's begin, and where the rank's end.
-  std::vector<double> batched_start(static_cast<size_t>(c.num_stages), 0.0);
-  for (int r = 0; r < c.placement.num_ranks; ++r) {
-    double end = 0.0;
-    for (const TimedOp& op : result.stages[static_cast<size_t>(r)].compute) {
-      end = std::max(end, op.end);
-    }
-    for (int chunk = c.placement.virtual_stages; chunk-- > 0;) {
-      const int s = c.placement.stage_of(r, chunk);
-      const LayerRange& range = out.stages[static_cast<size_t>(s)].layers;
-      batched_start[static_cast<size_t>(s)] = end;
-      end += c.times.batched_weight(range.begin, range.end);
-    }
-    step_end = std::max(step_end, end);
-  }
   for (int s = 0; s < c.num_stages; ++s) {
     const StagePlan& stage = out.stages[static_cast<size_t>(s)];
     const auto rank = static_cast<size_t>(c.placement.rank_of(s));
     rank_optimizer_s[rank] += stage.optimizer_s;  // a rank updates its chunks one after another
     compute += stage.compute_s;
     largest = std::max(largest, stage.compute_s);
-    step_end = std::max(step_end, allreduce_end(replicas_allreduce(
-                                      c, stage.layers, result.stages[rank], c.placement.chunk_of(s),
-                                      batched_start[static_cast<size_t>(s)])));
+    step_end =
+        std::max(step_end, allreduce_end(replicas_allreduce(c, stage.layers, result.stages[rank],
+                                                            c.placement.chunk_of(s))));
   }
   out.bubble_fraction = result.bubble_fraction;
   out.step_s = step_end + *std::max_element(rank_optimizer_s.begin(), rank_optimizer_s.end());
@@ -567,9 +551,11 @@ std::string over_limit_message(const Context& c, const PipelinePlan& out) {
 // The plan without advice.
 PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request) {
   const PipelineConfig& pipe = request.pipeline;
-  check(pipe.stages >= 1 && pipe.data_parallel >= 1 && pipe.micro_batches >= 1,
-        "plan_pipeline: stages {}, data_parallel {} and micro_batches {} must be resolved",
-        pipe.stages, pipe.data_parallel, pipe.micro_batches);
+  check(pipe.stages >= 1 && pipe.data_parallel >= 1 && pipe.micro_batches >= 1 &&
+            pipe.weight_grads != WeightGrads::kAuto,
+        "plan_pipeline: stages {}, data_parallel {}, micro_batches {} and weight_grads {} must be "
+        "resolved",
+        pipe.stages, pipe.data_parallel, pipe.micro_batches, to_string(pipe.weight_grads));
   if (auto problem =
           batch_split_problem(request.batch_size, pipe.micro_batches, pipe.data_parallel)) {
     throw Error(fmt::format("plan_pipeline: train.batch_size: {}", *problem));
@@ -591,15 +577,14 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
                          : std::nullopt,
             .rank_moments = {},
             .moments = {}};
-  const bool batched = resolve_weight_grads(pipe) == WeightGrads::kBatched;
   std::vector<Program> programs;  // per rank
   for (int r = 0; r < pipe.stages; ++r) {
-    programs.push_back(
-        make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r, pipe.virtual_stages));
+    programs.push_back(make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r,
+                                    pipe.virtual_stages, pipe.weight_grads));
   }
   for (int r = 0; r < pipe.stages; ++r) {
-    c.rank_moments.push_back(rank_moments(programs, r, c.placement, pipe.recompute, batched));
-    if (resolve_weight_grads(pipe) != WeightGrads::kTree) continue;
+    c.rank_moments.push_back(rank_moments(programs, r, c.placement, pipe.recompute));
+    if (pipe.weight_grads != WeightGrads::kTree) continue;
     for (RankMoment& moment : c.rank_moments.back()) {
       for (model::StashProfile& chunk : moment.chunks) {
         chunk.gradient_partials = GradientTree::max_waiting(pipe.micro_batches);
@@ -616,6 +601,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   PipelinePlan out;
   out.schedule = pipe.schedule;
   out.recompute = pipe.recompute;
+  out.weight_grads = pipe.weight_grads;
   out.virtual_stages = pipe.virtual_stages;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
@@ -651,12 +637,11 @@ double largest_peak(const PipelinePlan& p) {
   return largest;
 }
 
-// The plan with recompute: auto resolved (see plan_pipeline), without advice.
+// The plan with recompute: auto resolved (see plan_pipeline), without advice; weight_grads is
+// resolved already (plan_configured).
 PipelinePlan plan_resolved(const model::ModelPlan& plan, const PlanRequest& request) {
   if (request.pipeline.recompute != Recompute::kAuto) return plan_core(plan, request);
   PlanRequest r = request;
-  // Before recompute is: weight_grads: auto follows the configured mode (resolve_weight_grads).
-  r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
   if (request.pipeline.memory_limit <= 0) {
     r.pipeline.recompute = Recompute::kAlways;
     return plan_core(plan, r);
@@ -670,6 +655,52 @@ PipelinePlan plan_resolved(const model::ModelPlan& plan, const PlanRequest& requ
     if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
   }
   return fastest ? *fastest : *smallest;
+}
+
+// The plan of the request as configured, without advice: weight_grads: auto resolved first, from
+// the settings as configured (resolve_weight_grads: so that the bits do not depend on what the
+// planner chooses), then schedule: auto and recompute: auto (see plan_pipeline).
+PipelinePlan plan_configured(const model::ModelPlan& plan, const PlanRequest& request) {
+  PlanRequest r = request;
+  r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
+  if (r.pipeline.schedule != ScheduleKind::kAuto) return plan_resolved(plan, r);
+  std::optional<PipelinePlan> fastest, smallest;
+  std::vector<ScheduleCandidate> candidates;
+  // The one-chunk schedules on K stages, and with pipeline.virtual_stages v > 1 interleaved on K·v
+  // (when M allows it: schedule_shape_problem), last in the order that breaks ties.
+  std::vector<std::pair<ScheduleKind, int>> choices;  // (schedule, chunks per rank)
+  for (ScheduleKind schedule : kConcreteSchedules) choices.emplace_back(schedule, 1);
+  const int v = request.pipeline.virtual_stages;
+  for (ScheduleKind chunked : {ScheduleKind::kInterleaved, ScheduleKind::kZbv}) {
+    if (v > 1 && !schedule_shape_problem(chunked, request.pipeline.stages,
+                                         request.pipeline.micro_batches, v)) {
+      choices.emplace_back(chunked, v);
+    }
+  }
+  for (const auto& [schedule, chunks] : choices) {
+    r.pipeline.schedule = schedule;
+    r.pipeline.virtual_stages = chunks;
+    PipelinePlan p = plan_resolved(plan, r);
+    ScheduleCandidate& candidate =
+        candidates.emplace_back(ScheduleCandidate{.schedule = schedule,
+                                                  .recompute = p.recompute,
+                                                  .step_s = p.step_s,
+                                                  .bubble_fraction = p.bubble_fraction,
+                                                  .peak_bytes = {},
+                                                  .fits = p.fits()});
+    candidate.peak_bytes = p.rank_peak_bytes;
+    if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
+    if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
+  }
+  PipelinePlan out = fastest ? *fastest : *smallest;
+  if (!fastest) {
+    out.problem = fmt::format("{}: no schedule fits {} per rank; the smallest need is {} ({})",
+                              request.memory_limit_where,
+                              format_bytes(static_cast<double>(request.pipeline.memory_limit)),
+                              format_bytes_up(largest_peak(out)), to_string(out.schedule));
+  }
+  out.candidates = std::move(candidates);
+  return out;
 }
 
 // Suggestions: more micro-batches for a large bubble, a setting that fits the limit, a better
@@ -686,7 +717,7 @@ std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanReq
       return std::nullopt;
     }
     try {
-      return plan_resolved(plan, other);
+      return plan_configured(plan, other);
     } catch (const InputError&) {
       return std::nullopt;
     }
@@ -762,52 +793,14 @@ std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanReq
 }  // namespace
 
 PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request) {
-  if (request.pipeline.schedule != ScheduleKind::kAuto) {
-    PipelinePlan out = plan_resolved(plan, request);
-    out.advice = make_advice(plan, request, out);
-    return out;
-  }
+  PipelinePlan out = plan_configured(plan, request);
   PlanRequest r = request;
-  r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
-  std::optional<PipelinePlan> fastest, smallest;
-  std::vector<ScheduleCandidate> candidates;
-  // The one-chunk schedules on K stages, and with pipeline.virtual_stages v > 1 interleaved on K·v
-  // (when M allows it: schedule_shape_problem), last in the order that breaks ties.
-  std::vector<std::pair<ScheduleKind, int>> choices;  // (schedule, chunks per rank)
-  for (ScheduleKind schedule : kConcreteSchedules) choices.emplace_back(schedule, 1);
-  const int v = request.pipeline.virtual_stages;
-  for (ScheduleKind chunked : {ScheduleKind::kInterleaved, ScheduleKind::kZbv}) {
-    if (v > 1 && !schedule_shape_problem(chunked, request.pipeline.stages,
-                                         request.pipeline.micro_batches, v)) {
-      choices.emplace_back(chunked, v);
-    }
+  if (request.pipeline.schedule == ScheduleKind::kAuto) {  // advice on the schedule chosen
+    r.pipeline.schedule = out.schedule;
+    r.pipeline.virtual_stages = out.virtual_stages;
+    r.pipeline.weight_grads = out.weight_grads;
   }
-  for (const auto& [schedule, chunks] : choices) {
-    r.pipeline.schedule = schedule;
-    r.pipeline.virtual_stages = chunks;
-    PipelinePlan p = plan_resolved(plan, r);
-    ScheduleCandidate& candidate =
-        candidates.emplace_back(ScheduleCandidate{.schedule = schedule,
-                                                  .recompute = p.recompute,
-                                                  .step_s = p.step_s,
-                                                  .bubble_fraction = p.bubble_fraction,
-                                                  .peak_bytes = {},
-                                                  .fits = p.fits()});
-    candidate.peak_bytes = p.rank_peak_bytes;
-    if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
-    if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
-  }
-  PipelinePlan out = fastest ? *fastest : *smallest;
-  if (!fastest) {
-    out.problem = fmt::format("{}: no schedule fits {} per rank; the smallest need is {} ({})",
-                              request.memory_limit_where,
-                              format_bytes(static_cast<double>(request.pipeline.memory_limit)),
-                              format_bytes_up(largest_peak(out)), to_string(out.schedule));
-  }
-  r.pipeline.schedule = out.schedule;
-  r.pipeline.virtual_stages = out.virtual_stages;
   out.advice = make_advice(plan, r, out);
-  out.candidates = std::move(candidates);
   return out;
 }
 

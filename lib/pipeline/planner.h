@@ -103,6 +103,10 @@ struct PipelinePlan {
   ScheduleKind schedule = ScheduleKind::kGpipe;
   // The recompute mode the stages run: the request's, or the one `auto` chose (never kAuto).
   Recompute recompute = Recompute::kAlways;
+  // How the stages compute their weight gradients: the request's, `auto` resolved once by
+  // plan_pipeline (resolve_weight_grads; never kAuto). What the stages, make_program and the
+  // reports read.
+  WeightGrads weight_grads = WeightGrads::kAccumulate;
   // Every global stage, K·v of them (placed by the schedule: pipeline::placement_for).
   std::vector<StagePlan> stages;
   // Each rank's predicted training peak: its largest moment over one walk of its program, every
@@ -136,6 +140,8 @@ struct PipelinePlan {
 // to the mode with the fastest predicted step among those whose plan fits, ties going to the
 // first of never, except_last, per_layer, always; when none fits, to the one with the smallest
 // largest stage (its problem is reported).
+// weight_grads: auto is resolved first, once, from the settings as configured
+// (resolve_weight_grads), and the plan keeps it (PipelinePlan::weight_grads).
 // schedule: auto is resolved before recompute, over kConcreteSchedules on K stages and, with
 // pipeline.virtual_stages v > 1 (and M a multiple of K), interleaved on K·v (each planned with the
 // request's recompute, auto resolved per schedule, and with weight_grads resolved as configured:

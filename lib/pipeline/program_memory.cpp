@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <utility>
 
 #include "core/error.h"
 #include "pipeline/placement.h"
+#include "pipeline/receive_posting.h"
 #include "pipeline/send_release.h"
 
 namespace mpipe::pipeline {
@@ -26,36 +28,11 @@ bool interleaves(const Program& program) {
   return false;
 }
 
-// The messages a rank holds at each op of its program: the receives the executor has posted and
-// not consumed (Executor::train_step posts them kReceivesAhead receive ops ahead, each with its
-// buffer), and the sends its Link holds: those issued before the op and not yet released
-// (send_releases: the link frees them at those ops, whenever MPI completed them).
+// The messages a rank holds at each op of its program (held_messages).
 class MessageWalk {
  public:
-  MessageWalk(const std::vector<Program>& programs, int rank, const Placement& placement) {
-    const Program& program = programs.at(static_cast<size_t>(rank));
-    const std::vector<int> released = send_releases(programs, rank, placement);
-    held_.resize(program.size());
-    std::vector<size_t> receives;
-    for (size_t i = 0; i < program.size(); ++i) {
-      if (is_receive(program[i].kind)) receives.push_back(i);
-    }
-    std::vector<size_t> sent;  // the send ops issued so far
-    size_t posted = 0, consumed = 0;
-    for (size_t i = 0; i < program.size(); ++i) {
-      const Op& op = program[i];
-      while (posted < receives.size() &&
-             (posted - consumed < static_cast<size_t>(model::kReceivesAhead) ||
-              receives[posted] <= i)) {
-        ++posted;
-      }
-      for (size_t r = consumed; r < posted; ++r) held_[i].push_back(receives[r]);
-      const auto retired = static_cast<size_t>(i == 0 ? 0 : released[i - 1]);
-      for (size_t k = retired; k < sent.size(); ++k) held_[i].push_back(sent[k]);
-      if (is_receive(op.kind)) ++consumed;
-      if (is_send(op.kind)) sent.push_back(i);
-    }
-  }
+  MessageWalk(const std::vector<Program>& programs, int rank, const Placement& placement)
+      : held_(held_messages(programs, rank, placement)) {}
 
   // The messages of chunk `chunk` held while op `i` runs (before a receive op consumes its own).
   void count(const Program& program, size_t i, int chunk, model::StashProfile& m) const {
@@ -88,9 +65,8 @@ class MessageWalk {
 // One chunk's micro-batches, counted op by op over its ops in the rank's program.
 class ChunkWalk {
  public:
-  ChunkWalk(const Program& rank_program, int chunk, Recompute recompute, bool batched,
-            bool interleaved)
-      : recompute_(recompute), batched_(batched), interleaved_(interleaved) {
+  ChunkWalk(const Program& rank_program, int chunk, Recompute recompute, bool interleaved)
+      : recompute_(recompute), interleaved_(interleaved) {
     Program program;
     std::ranges::copy_if(rank_program, std::back_inserter(program),
                          [chunk](const Op& op) { return op.chunk == chunk; });
@@ -98,6 +74,7 @@ class ChunkWalk {
         std::ranges::count_if(program, [](const Op& op) { return op.kind == OpKind::kForward; }));
     last_ = !has_op(program, OpKind::kSendActivation);
     splitting_ = has_op(program, OpKind::kBackwardInput);
+    batched_ = has_op(program, OpKind::kWeightGradsBatched);
   }
 
   // The moments of op `op` of this chunk (running it), and under per-layer recompute the moment
@@ -244,19 +221,41 @@ class ChunkWalk {
   }
 
   Recompute recompute_;
-  bool batched_;
   bool interleaved_;  // whether any rank runs a forward after a backward
   int num_micro_batches_ = 0;
   bool last_ = false, splitting_ = false;
+  bool batched_ = false;  // whether the chunk batches its weight gradients (a WB op)
   int in_flight_ = 0, forwarded_ = 0, pending_weights_ = 0;
   bool last_in_flight_ = false, backward_begun_ = false;
 };
 
 }  // namespace
 
+std::vector<std::vector<size_t>> held_messages(const std::vector<Program>& programs, int rank,
+                                               const Placement& placement) {
+  const Program& program = programs.at(static_cast<size_t>(rank));
+  const std::vector<int> released = send_releases(programs, rank, placement);
+  const std::vector<int> posted_at = receives_posted(program);
+  std::vector<std::vector<size_t>> held(program.size());
+  std::vector<size_t> receives;  // the receive ops' indices
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (is_receive(program[i].kind)) receives.push_back(i);
+  }
+  std::vector<size_t> sent;  // the send ops issued so far
+  size_t consumed = 0;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Op& op = program[i];
+    for (size_t r = consumed; std::cmp_less(r, posted_at[i]); ++r) held[i].push_back(receives[r]);
+    const auto retired = static_cast<size_t>(i == 0 ? 0 : released[i - 1]);
+    for (size_t k = retired; k < sent.size(); ++k) held[i].push_back(sent[k]);
+    if (is_receive(op.kind)) ++consumed;
+    if (is_send(op.kind)) sent.push_back(i);
+  }
+  return held;
+}
+
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
-                                     const Placement& placement, Recompute recompute,
-                                     bool batched_weight_grads) {
+                                     const Placement& placement, Recompute recompute) {
   check(recompute != Recompute::kAuto, "rank_moments: recompute: auto is not resolved");
   const Program& program = programs.at(static_cast<size_t>(rank));
   const bool interleaved = std::ranges::any_of(programs, interleaves);
@@ -264,7 +263,7 @@ std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int r
   const int chunks = placement.virtual_stages;
   std::vector<ChunkWalk> walks;
   for (int c = 0; c < chunks; ++c) {
-    walks.emplace_back(program, c, recompute, batched_weight_grads, interleaved);
+    walks.emplace_back(program, c, recompute, interleaved);
   }
   // At op `i`: chunk `chunk` running in moment `running`, the others idle, each with its messages.
   const auto with_others = [&](size_t i, int chunk, const model::StashProfile& running) {

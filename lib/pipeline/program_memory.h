@@ -1,6 +1,7 @@
 // Memory from the op list: one pass over a rank's program gives the moments its peak can be at.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "model/memory_model.h"
@@ -33,15 +34,31 @@ struct RankMoment {
 //   micro-batch stored, saved tensors being dropped unless kept in full;
 // - on the last stage, after every forward: its loss computed (model::StashProfile::loss), the
 //   micro-batches in flight (that one included) kept as between ops.
-// The other chunks keep their micro-batches in flight, waiting W work and loss gradients. With
-// `batched_weight_grads` every micro-batch's weight-gradient operands are held from the chunk's
-// first input-backward op on. Every chunk's profile counts its own messages at the op, from the
-// op lists: the receives the executor has posted (kReceivesAhead receive ops ahead in the rank's
-// program) and not consumed, and the sends its Link holds: those issued and not yet released
-// at the ops send_releases gives (the last kSendsInFlight at most, from the oldest not known to
-// be delivered on), where Executor::train_step releases them.
+// The other chunks keep their micro-batches in flight, waiting W work and loss gradients. A chunk
+// with a WB op (weight_grads: batched) holds every micro-batch's weight-gradient operands from its
+// first input-backward op on; the WB op itself is no candidate (it holds the operands alone, less
+// than that first input-backward). Every chunk's profile counts its own messages at the op, from
+// the op lists (held_messages): the receives the executor has posted (receives_posted) and not
+// consumed, and the sends its Link holds: those issued and not yet released at the ops
+// send_releases gives (the last kSendsInFlight at most, from the oldest not known to be delivered
+// on), where Executor::train_step releases them.
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
-                                     const Placement& placement, Recompute recompute,
-                                     bool batched_weight_grads);
+                                     const Placement& placement, Recompute recompute);
+
+// Per op of programs[rank]: the ops whose messages the rank holds while it runs (before a receive
+// op consumes its own), in program order: the receives Executor::train_step has posted
+// (receives_posted, each with its buffer) and not consumed, then the sends its Link holds: those
+// issued before the op and not yet released (send_releases: the link frees them at those ops,
+// whenever MPI completed them).
+std::vector<std::vector<size_t>> held_messages(const std::vector<Program>& programs, int rank,
+                                               const Placement& placement);
+
+// Per op of programs[rank]: the ops whose messages the rank holds while it runs (before a receive
+// op consumes its own), in program order: the receives Executor::train_step has posted
+// (receives_posted, each with its buffer) and not consumed, then the sends its Link holds: those
+// issued before the op and not yet released (send_releases: the link frees them at those ops,
+// whenever MPI completed them).
+std::vector<std::vector<size_t>> held_messages(const std::vector<Program>& programs, int rank,
+                                               const Placement& placement);
 
 }  // namespace mpipe::pipeline

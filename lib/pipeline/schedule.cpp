@@ -228,8 +228,11 @@ std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, in
   return std::nullopt;
 }
 
-Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage,
-                     int virtual_stages) {
+namespace {
+
+// The schedule's ops, without the batched weight gradients.
+Program make_schedule(ScheduleKind kind, int num_stages, int num_micro_batches, int stage,
+                      int virtual_stages) {
   check(num_stages >= 1, "make_program: number of stages must be >= 1, got {}", num_stages);
   check(num_micro_batches >= 1, "make_program: number of micro-batches must be >= 1, got {}",
         num_micro_batches);
@@ -254,6 +257,20 @@ Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, i
       throw Error("make_program: schedule: auto is not resolved");
   }
   throw Error("make_program: unknown schedule kind");
+}
+
+}  // namespace
+
+Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage,
+                     int virtual_stages, WeightGrads weight_grads) {
+  check(weight_grads != WeightGrads::kAuto, "make_program: weight_grads: auto is not resolved");
+  Program program = make_schedule(kind, num_stages, num_micro_batches, stage, virtual_stages);
+  if (weight_grads == WeightGrads::kBatched && num_micro_batches > 1) {
+    for (int chunk = virtual_stages; chunk-- > 0;) {
+      program.push_back({.kind = OpKind::kWeightGradsBatched, .micro_batch = -1, .chunk = chunk});
+    }
+  }
+  return program;
 }
 
 ScheduleKind parse_schedule_kind(const std::string& name) {

@@ -38,9 +38,12 @@ namespace mpipe::pipeline {
 // Every schedule runs each op kind in ascending micro-batch order per stage (per chunk).
 // Communication ops surround the compute, each carrying its chunk: RA before F (global stage
 // s > 0), SA after F (s < K·v-1), RG before B or I (s < K·v-1), SG after B or I (s > 0).
-// Throws mpipe::Error for a shape schedule_shape_problem refuses.
+// With `weight_grads` batched and M > 1 (where Stage::defers_grads), the program ends with one
+// WB op per chunk (OpKind::kWeightGradsBatched), later chunks first: after the last gradient was
+// sent, off the pipeline's critical path.
+// Throws mpipe::Error for a shape schedule_shape_problem refuses, or weight_grads: auto.
 Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage,
-                     int virtual_stages = 1);
+                     int virtual_stages = 1, WeightGrads weight_grads = WeightGrads::kAccumulate);
 
 // The placement `kind`'s programs assume on K = `num_ranks` ranks of v chunks: the V for zbv,
 // the loop placement for every other schedule.

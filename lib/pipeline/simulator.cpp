@@ -50,6 +50,8 @@ double compute_time(OpKind kind, int stage, const SimulationOptions& options) {
       return options.input_backward(stage);
     case OpKind::kBackwardWeight:
       return options.weight(stage);
+    case OpKind::kWeightGradsBatched:
+      return options.batched_weight(stage);
     default:
       throw Error(fmt::format("simulate: {} is not a compute op", to_string(Op{kind, 0})));
   }
@@ -78,7 +80,8 @@ bool advance(int rank, const Program& program, const Placement& placement,
       case OpKind::kForward:
       case OpKind::kBackward:
       case OpKind::kBackwardInput:
-      case OpKind::kBackwardWeight: {
+      case OpKind::kBackwardWeight:
+      case OpKind::kWeightGradsBatched: {
         const double duration = compute_time(op.kind, placement.stage_of(rank, op.chunk), options);
         timeline.compute.push_back({op, self.clock, self.clock + duration});
         timeline.busy_time += duration;
@@ -87,7 +90,7 @@ bool advance(int rank, const Program& program, const Placement& placement,
           self.in_flight.insert(own);
         } else if (op.kind == OpKind::kBackwardWeight) {
           self.pending_weights.erase(own);
-        } else {
+        } else if (is_input_backward(op.kind)) {
           self.in_flight.erase(own);
           if (op.kind == OpKind::kBackwardInput) self.pending_weights.insert(own);
         }
@@ -194,6 +197,12 @@ double SimulationOptions::weight(int stage) const {
                                     : stage_weight_times.at(static_cast<size_t>(stage));
 }
 
+double SimulationOptions::batched_weight(int stage) const {
+  return stage_batched_weight_times.empty()
+             ? batched_weight_time
+             : stage_batched_weight_times.at(static_cast<size_t>(stage));
+}
+
 std::string SimulationResult::deadlock_report() const {
   if (stuck.empty()) return "";
   std::vector<std::string> parts;
@@ -207,13 +216,14 @@ std::string SimulationResult::deadlock_report() const {
 SimulationResult simulate(const std::vector<Program>& programs, const SimulationOptions& options) {
   check(!programs.empty(), "simulate: no stage programs");
   check(options.forward_time >= 0 && options.backward_time >= 0 && options.weight_time >= 0 &&
-            options.send_latency >= 0 && options.send_transfer >= 0,
+            options.batched_weight_time >= 0 && options.send_latency >= 0 &&
+            options.send_transfer >= 0,
         "simulate: op times must be >= 0");
   const Placement placement{.num_ranks = static_cast<int>(programs.size()),
                             .virtual_stages = chunks_of(programs),
                             .kind = options.placement};
-  for (const auto* times :
-       {&options.stage_forward_times, &options.stage_backward_times, &options.stage_weight_times}) {
+  for (const auto* times : {&options.stage_forward_times, &options.stage_backward_times,
+                            &options.stage_weight_times, &options.stage_batched_weight_times}) {
     check(times->empty() || std::cmp_equal(times->size(), placement.num_stages()),
           "simulate: {} per-stage times for {} stages", times->size(), placement.num_stages());
     check(std::all_of(times->begin(), times->end(), [](double t) { return t >= 0; }),

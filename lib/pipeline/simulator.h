@@ -18,6 +18,8 @@ struct SimulationOptions {
   // The share of a backward that its weight gradients take: W takes this, I (the input
   // gradient) the rest of backward_time, so that I + W = B.
   double weight_time = 1.0;
+  // What a WB op (the chunk's batched weight gradients, weight_grads: batched) takes.
+  double batched_weight_time = 0.0;
   // A message sent at t occupies its sender's link for send_transfer (after the sender's earlier
   // messages: they queue on one link) and can be received send_latency after it left the link.
   double send_latency = 0.0;
@@ -25,18 +27,20 @@ struct SimulationOptions {
   // How the ranks' chunks map to global stages (the schedule's: pipeline::placement_for).
   PlacementKind placement = PlacementKind::kLoop;
   // Per stage (when not empty, one entry per global stage, K·v of them, placed as `placement`
-  // says): F, B and W times of stage s, instead of the uniform ones above (a
+  // says): F, B, W and WB times of stage s, instead of the uniform ones above (a
   // partition's stages differ).
   std::vector<double> stage_forward_times = {};
   std::vector<double> stage_backward_times = {};
   std::vector<double> stage_weight_times = {};
+  std::vector<double> stage_batched_weight_times = {};
   double forward(int stage) const;
   double backward(int stage) const;
   double weight(int stage) const;
+  double batched_weight(int stage) const;
   double input_backward(int stage) const { return backward(stage) - weight(stage); }
 };
 
-// One compute op (F, B, I or W) as it ran: [start, end) in time units.
+// One compute op (F, B, I, W or WB) as it ran: [start, end) in time units.
 struct TimedOp {
   Op op;
   double start = 0.0;

@@ -28,8 +28,8 @@ namespace mpipe::pipeline {
 class Stage {
  public:
   // `layers` are this stage's contiguous layers in global order; `recompute` is not kAuto (the
-  // planner resolves it), nor is `weight_grads` (resolve_weight_grads). `graph` is the model's
-  // (null: a chain, every layer reading only its predecessor's output).
+  // planner resolves it), nor is `weight_grads` (PipelinePlan::weight_grads). `graph` is the
+  // model's (null: a chain, every layer reading only its predecessor's output).
   Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute, int num_micro_batches,
         WeightGrads weight_grads = WeightGrads::kAccumulate,
         std::shared_ptr<const model::ModelGraph> graph = nullptr);

@@ -53,7 +53,7 @@ pipeline::PipelinePlan plan_measured(const config::Experiment& experiment,
   request.pipeline.schedule = current.schedule;
   request.pipeline.virtual_stages = current.virtual_stages;
   request.pipeline.recompute = current.recompute;
-  request.pipeline.weight_grads = pipeline::resolve_weight_grads(experiment.pipeline);
+  request.pipeline.weight_grads = current.weight_grads;
   request.measured_time = std::move(measured_time);
   return pipeline::plan_pipeline(plan, request);
 }

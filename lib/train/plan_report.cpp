@@ -51,7 +51,7 @@ std::string header(const PlanReport& r) {
           : counted(p.stages, "stage"),
       counted(p.data_parallel, "replica"), counted(p.micro_batches, "micro-batch", "micro-batches"),
       r.plan.micro_batch_rows, schedule_name(r), recompute_name(r),
-      pipeline::to_string(pipeline::resolve_weight_grads(p)), partition_name(p),
+      pipeline::to_string(r.plan.weight_grads), partition_name(p),
       p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
 }
 
@@ -259,7 +259,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"schedule_candidates", candidates},
       {"recompute", pipeline::to_string(plan.recompute)},
       {"recompute_setting", pipeline::to_string(p.recompute)},
-      {"weight_grads", pipeline::to_string(pipeline::resolve_weight_grads(p))},
+      {"weight_grads", pipeline::to_string(r.plan.weight_grads)},
       {"partition", pipeline::to_string(p.partition_mode)},
       {"balance", pipeline::to_string(p.balance)},
       {"memory_limit_bytes", p.memory_limit > 0 ? nlohmann::ordered_json(p.memory_limit)

@@ -131,8 +131,8 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
   link_->set_trace(&trace_);
   build_stages();
   const auto replicas = static_cast<unsigned>(topology_.num_replicas);
-  if (pipeline::resolve_weight_grads(experiment.pipeline) == pipeline::WeightGrads::kTree &&
-      replicas > 2 && std::has_single_bit(replicas)) {
+  if (pipeline_plan_.weight_grads == pipeline::WeightGrads::kTree && replicas > 2 &&
+      std::has_single_bit(replicas)) {
     tree_levels_ = comm::tree_levels(groups_.data_parallel);
   }
   for (const comm::Communicator& level : tree_levels_) reduction_levels_.push_back(&level);
@@ -152,8 +152,7 @@ void Trainer::build_stages() {
     ranges_.push_back(range);
     auto& stage = *stages_.emplace_back(std::make_unique<pipeline::Stage>(
         model::build_layers(experiment.model, plan_.inputs, range.begin, range.end),
-        pipeline_plan_.recompute, pipe.micro_batches, pipeline::resolve_weight_grads(pipe),
-        graph_));
+        pipeline_plan_.recompute, pipe.micro_batches, pipeline_plan_.weight_grads, graph_));
     stage.set_layer_times(&layer_times_);
     stage.params().initialize(experiment.train.seed);
   }
@@ -176,7 +175,8 @@ void Trainer::build_stages() {
   std::vector<pipeline::Program> programs;  // every rank's: when this one's sends are released
   for (int rank = 0; rank < topology_.num_stages; ++rank) {
     programs.push_back(pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
-                                              pipe.micro_batches, rank, placement_.virtual_stages));
+                                              pipe.micro_batches, rank, placement_.virtual_stages,
+                                              pipeline_plan_.weight_grads));
   }
   program_ = programs.at(static_cast<size_t>(topology_.stage));
   sends_released_ = pipeline::send_releases(programs, topology_.stage, placement_);

@@ -4,7 +4,7 @@
 Prints three numbers in ms: the mean forward op (F<m>) and backward op (B<m>, its recompute
 included) of one micro-batch over the whole stage, and the mean rest of a step (step time minus
 compute: zeroing gradients, data, the loss allreduce, the optimizer update; plus the batched
-weight gradients (W) that run after the last backward, a per-step cost at the end of each stage
+weight gradients (WB) that run after the last backward, a per-step cost at the end of each stage
 like the update), over the steps after the first SKIP (warm-up).
 
     python3 scripts/bench/op_times.py LOG [SKIP=3]
@@ -18,11 +18,11 @@ def main() -> None:
         sys.exit("usage: op_times.py LOG [SKIP]")
     skip = int(sys.argv[2]) if len(sys.argv) == 3 else 3
     op = re.compile(r"\[trace\] step (\d+) stage 0: ([FB])\d+ ([0-9.]+) ms")
-    weight_grads = re.compile(r"\[trace\] step (\d+) stage 0: W ([0-9.]+) ms")
+    weight_grads = re.compile(r"\[trace\] step (\d+) stage 0: WB ([0-9.]+) ms")
     step = re.compile(r"\[debug\] step (\d+) stage 0 .*compute ([0-9.]+) ms .*step ([0-9.]+) ms")
     times = {"F": [], "B": []}
     rest = []
-    deferred = 0.0  # W over the steps counted
+    deferred = 0.0  # WB over the steps counted
     with open(sys.argv[1]) as f:
         for line in f:
             if m := op.search(line):

@@ -4,7 +4,7 @@
 # memory without single-copy: each call moves a few 32 KB fragments),
 # so a send left pending through the weight gradients makes the previous stage wait them out,
 # and at K stages the waits add up down the chain. K = 2, M = 8, recompute never, shared memory
-# without single-copy: stage 1 holds 3 of the 4 wide blocks, so its weight gradients (W) take
+# without single-copy: stage 1 holds 3 of the 4 wide blocks, so its weight gradients (WB) take
 # several times its last backward; the 512 KB last gradient must reach stage 0 in well under W.
 # Usage: last_gradient.sh
 source "$(dirname "$0")/lib.sh"
@@ -28,8 +28,8 @@ timeout 120 mpirun -n 2 --oversubscribe --bind-to none --mca btl self,vader --mc
 # Medians over steps 2-5 of stage 0's wait for gradient 7 (RG7) and stage 1's W.
 median() { sort -n | awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
 wait_ms=$(sed -n 's/.*step [2-5] stage 0: RG7 \([0-9.]*\) ms.*/\1/p' "$WORK/run.log" | median)
-w_ms=$(sed -n 's/.*step [2-5] stage 1: W \([0-9.]*\) ms.*/\1/p' "$WORK/run.log" | median)
+w_ms=$(sed -n 's/.*step [2-5] stage 1: WB \([0-9.]*\) ms.*/\1/p' "$WORK/run.log" | median)
 echo "stage 0 waited ${wait_ms} ms for the last gradient; stage 1's weight gradients took ${w_ms} ms"
 awk -v w="$wait_ms" -v g="$w_ms" 'BEGIN { exit !(g > 0 && w < g / 2) }' ||
-  { grep -E 'RG7|: W ' "$WORK/run.log"; echo "FAILED: the last gradient waited for the weight gradients"; exit 1; }
+  { grep -E 'RG7|: WB ' "$WORK/run.log"; echo "FAILED: the last gradient waited for the weight gradients"; exit 1; }
 echo "last_gradient: the last gradient is sent before the weight gradients"

@@ -1,11 +1,13 @@
-// Multi-rank test of Executor::train_step (4 ranks): one training step of a chain of 8 layers under
-// every schedule (gpipe, 1f1b and zb_h1 on 4 stages; interleaved and zbv on 8, 2 chunks per rank)
-// and recompute mode leaves each rank's layers with gradients bit-identical to the same step run
-// by one rank alone, and the rank of the last stage with the same loss: the executor, the link
-// and the programs together, below the trainer.
+// Multi-rank test of Executor::train_step on K = 4 ranks and on K = 2 (the 4 as two pairs): one
+// training step of a chain of 8 layers under every schedule (gpipe, 1f1b and zb_h1 on K stages;
+// interleaved and zbv on 2K, 2 chunks per rank) and recompute mode, and with batched weight
+// gradients (WB ops) under every schedule, leaves each rank's layers with gradients bit-identical
+// to the same step run by one rank alone, and the rank of the last stage with the same loss: the
+// executor, the link and the programs together, below the trainer.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -96,7 +98,7 @@ struct StepResult {
 // One step of `kind` on the ranks of `pipeline` (v chunks each, the layers split evenly over
 // the K·v stages), from the same initial weights on any number of ranks.
 StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int virtual_stages,
-                    Recompute recompute) {
+                    Recompute recompute, WeightGrads weight_grads) {
   const int ranks = pipeline.size();
   const Placement placement = placement_for(kind, ranks, virtual_stages);
   const int layers_per_stage = kLayers / placement.num_stages();
@@ -107,8 +109,8 @@ StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int v
     const int begin = placement.stage_of(pipeline.rank(), chunk) * layers_per_stage;
     first_layers.push_back(begin);
     end_layers.push_back(begin + layers_per_stage);
-    auto& stage = *stages.emplace_back(
-        std::make_unique<Stage>(chain(begin, begin + layers_per_stage), recompute, kMicroBatches));
+    auto& stage = *stages.emplace_back(std::make_unique<Stage>(
+        chain(begin, begin + layers_per_stage), recompute, kMicroBatches, weight_grads));
     stage.params().initialize(kSeed);
     stage.zero_grads_for_step();
     chunks.push_back(&stage);
@@ -121,7 +123,7 @@ StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int v
   Executor executor(chunks, link, pipeline.rank(), placement, *loss, kernels);
   std::vector<Program> programs;
   for (int r = 0; r < ranks; ++r) {
-    programs.push_back(make_program(kind, ranks, kMicroBatches, r, virtual_stages));
+    programs.push_back(make_program(kind, ranks, kMicroBatches, r, virtual_stages, weight_grads));
   }
   StepResult result;
   result.loss = executor.train_step(programs.at(static_cast<size_t>(pipeline.rank())),
@@ -146,26 +148,30 @@ struct Case {
   ScheduleKind kind;
   int virtual_stages;
   Recompute recompute;
+  WeightGrads weight_grads = WeightGrads::kAccumulate;
 };
 
-class ExecutorSchedules : public testing::TestWithParam<Case> {};
+// One step of case `c` on the ranks of `pipeline` leaves each rank's layers with the gradients one
+// rank alone computes, bit for bit, and the rank of the last stage with its loss.
+void expect_the_bits_of_one_rank(const comm::Communicator& pipeline, const Case& c) {
+  const comm::Communicator alone = pipeline.split(pipeline.rank(), 0, "one rank alone");
+  // (Batched weight gradients sum each layer's in one GEMM: the reference batches them too.)
+  const StepResult reference =
+      run_step(alone, ScheduleKind::kGpipe, 1, Recompute::kNever, c.weight_grads);
+  const StepResult pipelined =
+      run_step(pipeline, c.kind, c.virtual_stages, c.recompute, c.weight_grads);
+  // Batched or not, the gradients agree to rounding (a WB op that computed nothing would not).
+  const StepResult accumulated =
+      run_step(alone, ScheduleKind::kGpipe, 1, Recompute::kNever, WeightGrads::kAccumulate);
 
-TEST_P(ExecutorSchedules, GiveEachRanksLayersTheGradientsOfOneRankBitForBit) {
-  const comm::Communicator world = comm::Communicator::world();
-  ASSERT_EQ(world.size(), kRanks);
-  const comm::Communicator alone = world.split(world.rank(), 0, "one rank alone");
-  const Case& c = GetParam();
-  const StepResult reference = run_step(alone, ScheduleKind::kGpipe, 1, Recompute::kNever);
-  const StepResult pipelined = run_step(world, c.kind, c.virtual_stages, c.recompute);
-
-  const Placement placement = placement_for(c.kind, kRanks, c.virtual_stages);
+  const Placement placement = placement_for(c.kind, pipeline.size(), c.virtual_stages);
   int layers_held = 0;
   for (int layer = 0; layer < kLayers; ++layer) {
     const auto& grads = pipelined.grads[static_cast<size_t>(layer)];
     const auto& expected = reference.grads[static_cast<size_t>(layer)];
     if (expected.empty()) continue;  // a tanh: no weights
     const int stage = layer / (kLayers / placement.num_stages());
-    if (placement.rank_of(stage) != world.rank()) {
+    if (placement.rank_of(stage) != pipeline.rank()) {
       EXPECT_TRUE(grads.empty()) << "layer " << layer << " is another rank's";
       continue;
     }
@@ -173,23 +179,49 @@ TEST_P(ExecutorSchedules, GiveEachRanksLayersTheGradientsOfOneRankBitForBit) {
     ASSERT_EQ(grads.size(), expected.size()) << "layer " << layer;
     EXPECT_EQ(std::memcmp(grads.data(), expected.data(), grads.size() * sizeof(float)), 0)
         << "layer " << layer << "'s gradients differ from one rank's";
+    const auto& rounded = accumulated.grads[static_cast<size_t>(layer)];
+    size_t far = 0;  // (counted, not asserted one by one: every rank must reach the allreduce)
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!(std::abs(grads[i] - rounded[i]) <= 1e-5f * std::max(1.0f, std::abs(rounded[i])))) {
+        ++far;
+      }
+    }
+    EXPECT_EQ(far, 0u) << "layer " << layer << "'s gradients are far from accumulated ones";
   }
-  if (placement.rank_of(placement.num_stages() - 1) == world.rank()) {
+  if (placement.rank_of(placement.num_stages() - 1) == pipeline.rank()) {
     EXPECT_EQ(pipelined.loss.rows, reference.loss.rows);
     EXPECT_EQ(pipelined.loss.sum, reference.loss.sum);  // bit for bit
   } else {
     EXPECT_EQ(pipelined.loss.rows, 0);
   }
   std::vector<double> held{static_cast<double>(layers_held)};
-  world.allreduce_sum(held);
+  pipeline.allreduce_sum(held);
   const auto with_weights =
       std::ranges::count_if(reference.grads, [](const auto& grads) { return !grads.empty(); });
   EXPECT_EQ(held[0], static_cast<double>(with_weights)) << "each layer with weights is held once";
 }
 
+class ExecutorSchedules : public testing::TestWithParam<Case> {};
+
+TEST_P(ExecutorSchedules, GiveEachRanksLayersTheGradientsOfOneRankBitForBit) {
+  const comm::Communicator world = comm::Communicator::world();
+  ASSERT_EQ(world.size(), kRanks);
+  expect_the_bits_of_one_rank(world, GetParam());
+}
+
+// The same on 2 ranks: the 4 ranks as two pipelines of 2, each its own step.
+TEST_P(ExecutorSchedules, GiveEachOfTwoRanksLayersTheGradientsOfOneRankBitForBit) {
+  const comm::Communicator world = comm::Communicator::world();
+  ASSERT_EQ(world.size(), kRanks);
+  const comm::Communicator pair = world.split(world.rank() / 2, world.rank(), "pairs of ranks");
+  ASSERT_EQ(pair.size(), 2);
+  expect_the_bits_of_one_rank(pair, GetParam());
+}
+
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   return std::string(name_of(kScheduleNames, info.param.kind)) + "_" +
-         std::string(name_of(kRecomputeNames, info.param.recompute));
+         std::string(name_of(kRecomputeNames, info.param.recompute)) + "_" +
+         std::string(name_of(kWeightGradsNames, info.param.weight_grads));
 }
 
 std::vector<Case> every_case() {
@@ -201,6 +233,7 @@ std::vector<Case> every_case() {
          {Recompute::kAlways, Recompute::kExceptLast, Recompute::kNever, Recompute::kPerLayer}) {
       cases.push_back({kind, chunks, recompute});
     }
+    cases.push_back({kind, chunks, Recompute::kNever, WeightGrads::kBatched});
   }
   return cases;
 }

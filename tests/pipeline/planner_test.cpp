@@ -103,7 +103,7 @@ TEST(Planner, PredictedKeptActivationsEqualARealStagesPeakUnderEverySchedule) {
               std::vector<Program> programs;
               for (int t = 0; t < k; ++t) programs.push_back(make_program(schedule, k, m, t));
               for (const RankMoment& moment :
-                   rank_moments(programs, s, Placement{.num_ranks = k}, recompute, false)) {
+                   rank_moments(programs, s, Placement{.num_ranks = k}, recompute)) {
                 const auto mem =
                     memory.stage(0, num_layers, moment.chunks.front(), s == 0, s == k - 1);
                 predicted = std::max(predicted, mem.kept_activations);
@@ -764,6 +764,25 @@ TEST(WeightGrads, AutoIsBatchedOnlyUnderGpipeWithRecomputeNeverAsConfigured) {
   PipelineConfig explicit_choice;
   explicit_choice.weight_grads = WeightGrads::kBatched;  // with recompute: auto
   EXPECT_EQ(resolve_weight_grads(explicit_choice), WeightGrads::kBatched);
+}
+
+// The plan keeps weight_grads resolved once, from the settings as configured: not from the
+// recompute mode or the schedule `auto` chooses (what the stages, programs and reports read).
+TEST(Planner, KeepsWeightGradsResolvedFromTheSettingsAsConfigured) {
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.pipeline.schedule = ScheduleKind::kGpipe;
+  r.pipeline.recompute = Recompute::kNever;
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kBatched);
+  r.pipeline.recompute = Recompute::kAuto;
+  r.pipeline.memory_limit = int64_t{1} << 40;  // every mode fits: auto chooses the fastest
+  const PipelinePlan chosen = plan_of(dense_model(), kDenseInput, r);
+  EXPECT_EQ(chosen.recompute, Recompute::kNever);
+  EXPECT_EQ(chosen.weight_grads, WeightGrads::kAccumulate);
+  r.pipeline.recompute = Recompute::kNever;
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kAccumulate);
+  r.pipeline.weight_grads = WeightGrads::kTree;
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kTree);
 }
 
 // The request's allocator model reaches every stage's prediction. With micro-batches of 4096

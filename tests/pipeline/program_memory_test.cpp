@@ -25,10 +25,9 @@ Placement loop(const std::vector<Program>& programs, int chunks = 1) {
 // Chunk `chunk`'s profiles where it runs a compute op (or, with `copies`, a communication op),
 // over rank `rank`'s moments.
 std::vector<P> program_moments(const std::vector<Program>& programs, const Placement& placement,
-                               int rank, Recompute recompute, bool batched, int chunk = 0,
-                               bool copies = false) {
+                               int rank, Recompute recompute, int chunk = 0, bool copies = false) {
   std::vector<P> out;
-  for (const RankMoment& m : rank_moments(programs, rank, placement, recompute, batched)) {
+  for (const RankMoment& m : rank_moments(programs, rank, placement, recompute)) {
     const P& p = m.chunks[static_cast<size_t>(chunk)];
     if (m.chunk == chunk && (p.copy != P::Copy::kNone) == copies) out.push_back(p);
   }
@@ -38,7 +37,7 @@ std::vector<P> program_moments(const std::vector<Program>& programs, const Place
 std::vector<P> moments_of(ScheduleKind kind, Recompute recompute, int k, int m, int stage) {
   std::vector<Program> programs;
   for (int s = 0; s < k; ++s) programs.push_back(make_program(kind, k, m, s));
-  return program_moments(programs, loop(programs), stage, recompute, false);
+  return program_moments(programs, loop(programs), stage, recompute);
 }
 
 // The counts of a moment (what is kept, recomputed and waiting), not its messages.
@@ -186,8 +185,10 @@ TEST(ProgramMemory, CountsWeightGradientsPendingAtEachOp) {
 
 TEST(ProgramMemory, BatchedWeightGradientsFromTheFirstBackwardOn) {
   std::vector<Program> programs;
-  for (int s = 0; s < 2; ++s) programs.push_back(make_program(ScheduleKind::kGpipe, 2, 4, s));
-  for (const P& m : program_moments(programs, loop(programs), 0, Recompute::kNever, true)) {
+  for (int s = 0; s < 2; ++s) {
+    programs.push_back(make_program(ScheduleKind::kGpipe, 2, 4, s, 1, WeightGrads::kBatched));
+  }
+  for (const P& m : program_moments(programs, loop(programs), 0, Recompute::kNever)) {
     EXPECT_EQ(m.weight_grad_micro_batches, m.backward ? 4 : 0);
   }
 }
@@ -202,8 +203,7 @@ TEST(ProgramMemory, CountsEachChunkOfARankFromItsOwnOps) {
   }
   const auto kept = [&](int chunk) {
     std::vector<int> full;
-    for (const P& m :
-         program_moments(programs, loop(programs, 2), 0, Recompute::kNever, false, chunk)) {
+    for (const P& m : program_moments(programs, loop(programs, 2), 0, Recompute::kNever, chunk)) {
       if (m.backward) full.push_back(m.full);
     }
     return full;
@@ -211,11 +211,11 @@ TEST(ProgramMemory, CountsEachChunkOfARankFromItsOwnOps) {
   EXPECT_EQ(kept(0), (std::vector<int>{4, 3, 2, 1}));
   EXPECT_EQ(kept(1), (std::vector<int>{2, 1, 2, 1}));
   // Neither chunk of rank 0 is the last stage: no loss gradients; rank 1's chunk 1 is.
-  for (const P& m : program_moments(programs, loop(programs, 2), 0, Recompute::kNever, false, 1)) {
+  for (const P& m : program_moments(programs, loop(programs, 2), 0, Recompute::kNever, 1)) {
     EXPECT_EQ(m.loss_grads, 0);
   }
   int most_loss_grads = 0;
-  for (const P& m : program_moments(programs, loop(programs, 2), 1, Recompute::kNever, false, 1)) {
+  for (const P& m : program_moments(programs, loop(programs, 2), 1, Recompute::kNever, 1)) {
     most_loss_grads = std::max(most_loss_grads, m.loss_grads);
   }
   EXPECT_EQ(most_loss_grads, 0);  // the last stage backwards each micro-batch after its forward
@@ -231,8 +231,7 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
   }
   // At each backward: the running chunk, and the micro-batches each chunk keeps in full.
   std::vector<std::vector<int>> backwards;
-  for (const RankMoment& m :
-       rank_moments(programs, 0, loop(programs, 2), Recompute::kNever, false)) {
+  for (const RankMoment& m : rank_moments(programs, 0, loop(programs, 2), Recompute::kNever)) {
     ASSERT_EQ(m.chunks.size(), 2u);
     const P& running = m.chunks[static_cast<size_t>(m.chunk)];
     const P& other = m.chunks[static_cast<size_t>(1 - m.chunk)];
@@ -251,7 +250,7 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
   // RG1.1 B1.1 SG1.1 RA2.1 ...) the link holds the two latest sends, SA1.1 and SA2.0, and the two
   // receives posted next, RG1.1 and RA2.1: chunk 0 one sent activation, chunk 1 one of each.
   const std::vector<RankMoment> all =
-      rank_moments(programs, 0, loop(programs, 2), Recompute::kNever, false);
+      rank_moments(programs, 0, loop(programs, 2), Recompute::kNever);
   const RankMoment first = *std::ranges::find_if(
       all, [](const RankMoment& m) { return m.chunks[static_cast<size_t>(m.chunk)].backward; });
   EXPECT_EQ(messages(first.chunks[0]), (std::vector<int>{0, 0, 1, 0}));
@@ -259,8 +258,7 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
   // Per-layer recompute: an idle chunk keeps every layer's input of its micro-batches in flight
   // (the same counts as the idle chunks above).
   std::vector<int> idle_at_backwards;
-  for (const RankMoment& m :
-       rank_moments(programs, 0, loop(programs, 2), Recompute::kPerLayer, false)) {
+  for (const RankMoment& m : rank_moments(programs, 0, loop(programs, 2), Recompute::kPerLayer)) {
     const P& other = m.chunks[static_cast<size_t>(1 - m.chunk)];
     EXPECT_EQ(other.inputs + other.full, 0);
     if (m.chunks[static_cast<size_t>(m.chunk)].layer_recompute) {
@@ -284,7 +282,7 @@ TEST(ProgramMemory, ACommunicationOpIsAMomentOfItsMessageCopy) {
   ASSERT_EQ(copies.size(), 4u);
   for (Recompute recompute : {Recompute::kNever, Recompute::kAlways}) {
     const std::vector<P> moments =
-        program_moments(programs, loop(programs), 1, recompute, false, 0, /*copies=*/true);
+        program_moments(programs, loop(programs), 1, recompute, 0, /*copies=*/true);
     ASSERT_EQ(moments.size(), copies.size());
     std::vector<int> kept;
     for (size_t i = 0; i < moments.size(); ++i) {

@@ -129,6 +129,28 @@ TEST(Schedule, OneStageHasNoCommunication) {
   EXPECT_EQ(program_to_string(make_program(ScheduleKind::kOneFOneB, 1, 3, 0)), "F0 B0 F1 B1 F2 B2");
 }
 
+// weight_grads: batched: the schedule's ops, then one WB op per chunk, later chunks first (where
+// Stage::defers_grads: with more than one micro-batch); auto must be resolved first.
+TEST(Schedule, BatchedWeightGradsAreTheRanksLastOpsLaterChunksFirst) {
+  EXPECT_EQ(
+      program_to_string(make_program(ScheduleKind::kGpipe, 2, 2, 1, 1, WeightGrads::kBatched)),
+      "RA0 F0 RA1 F1 B0 SG0 B1 SG1 WB");
+  const Program interleaved =
+      make_program(ScheduleKind::kInterleaved, 2, 4, 0, 2, WeightGrads::kBatched);
+  Program expected = make_program(ScheduleKind::kInterleaved, 2, 4, 0, 2);
+  expected.push_back({.kind = OpKind::kWeightGradsBatched, .micro_batch = -1, .chunk = 1});
+  expected.push_back({.kind = OpKind::kWeightGradsBatched, .micro_batch = -1, .chunk = 0});
+  EXPECT_EQ(interleaved, expected);
+  EXPECT_EQ(to_string(interleaved.back(), /*with_chunk=*/true), "WB.0");
+  EXPECT_EQ(make_program(ScheduleKind::kGpipe, 2, 1, 0, 1, WeightGrads::kBatched),
+            make_program(ScheduleKind::kGpipe, 2, 1, 0));
+  for (WeightGrads other : {WeightGrads::kAccumulate, WeightGrads::kTree}) {
+    EXPECT_EQ(make_program(ScheduleKind::kGpipe, 2, 4, 0, 1, other),
+              make_program(ScheduleKind::kGpipe, 2, 4, 0));
+  }
+  EXPECT_THROW(make_program(ScheduleKind::kGpipe, 2, 4, 0, 1, WeightGrads::kAuto), Error);
+}
+
 TEST(Schedule, OneFOneBWithFewMicroBatchesEqualsGpipe) {
   // With M <= K-s-1 the warm-up already holds every forward.
   EXPECT_EQ(make_program(ScheduleKind::kOneFOneB, 4, 2, 0),

@@ -177,6 +177,25 @@ TEST(Simulator, PerStageTimesReplaceTheUniformOnes) {
   EXPECT_NEAR(result.bubble_fraction, 1.0 - 14.0 / 24.0, 1e-12);
 }
 
+// A WB op is compute: it runs after the rank's last op, for its stage's batched weight time.
+TEST(Simulator, TimesBatchedWeightGradientsAsTheRanksLastOps) {
+  std::vector<Program> programs;
+  for (int s = 0; s < 2; ++s) {
+    programs.push_back(make_program(ScheduleKind::kGpipe, 2, 2, s, 1, WeightGrads::kBatched));
+  }
+  SimulationOptions options;
+  options.stage_batched_weight_times = {0.5, 1.5};
+  const SimulationResult result = simulate(programs, options);
+  // The GPipe timeline above: stage 1's last B ends at 7, stage 0's at 9.
+  const TimedOp& last1 = result.stages[1].compute.back();
+  EXPECT_EQ(last1.op.kind, OpKind::kWeightGradsBatched);
+  EXPECT_DOUBLE_EQ(last1.start, 7.0);
+  EXPECT_DOUBLE_EQ(last1.end, 8.5);
+  EXPECT_DOUBLE_EQ(result.stages[0].compute.back().end, 9.5);
+  EXPECT_DOUBLE_EQ(result.makespan, 9.5);
+  EXPECT_DOUBLE_EQ(result.stages[0].busy_time, 6.5);
+}
+
 TEST(Simulator, RejectsPerStageTimesForAnotherNumberOfStages) {
   SimulationOptions options;
   options.stage_forward_times = {1.0, 1.0, 1.0};

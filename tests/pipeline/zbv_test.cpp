@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "model/memory_model.h"
 #include "pipeline/grid.h"
 #include "pipeline/placement.h"
+#include "pipeline/receive_posting.h"
 #include "pipeline/schedule.h"
 #include "pipeline/simulator.h"
 
@@ -100,7 +100,7 @@ TEST(Zbv, SurroundsEachComputeOpWithItsChunksMessages) {
 
 // Rank K-1 sends to itself (stage K-1 to K, and the gradient back). A rank that waits on its own
 // send (Link bounds the sends in flight) must have posted the matching receive, and the executor
-// posts the next two receives of the program before each op (model::kReceivesAhead): in zbv's
+// posts the next two receives of the program before each op (kReceivesAhead): in zbv's
 // programs the receive of every self message is among the two receives after its send.
 TEST(Zbv, EverySelfMessageIsReceivedAmongTheNextTwoReceives) {
   for (int k = 1; k <= 8; ++k) {
@@ -125,7 +125,7 @@ TEST(Zbv, EverySelfMessageIsReceivedAmongTheNextTwoReceives) {
           }
         }
         ASSERT_LT(j, program.size()) << to_string(send, true);
-        EXPECT_LT(receives_after, model::kReceivesAhead) << to_string(send, true);
+        EXPECT_LT(receives_after, kReceivesAhead) << to_string(send, true);
       }
       EXPECT_EQ(self_sends, 2 * m);  // each micro-batch's activation and gradient
     }
