@@ -137,9 +137,9 @@ LossTotals Executor::train_step(const Program& program, const std::vector<int>& 
   }
   for (size_t chunk = 0; chunk < stages_.size(); ++chunk) {
     check(batched[chunk] == stages_[chunk]->defers_grads(),
-          "rank {}: chunk {}'s stage {} its weight gradients but its program {} a WB op", rank_,
+          "rank {}: chunk {}'s stage {} its weight gradients but its program has {} WB op", rank_,
           chunk, stages_[chunk]->defers_grads() ? "batches" : "does not batch",
-          batched[chunk] ? "has" : "has no");
+          batched[chunk] ? "a" : "no");
   }
   // The buckets start from the last (RankBuckets): a later chunk's gradients must be complete
   // first (as every schedule's are).
