@@ -79,14 +79,16 @@ grep -qE "step 5: (kept|re-partitioned)" "$WORK/remeasured.log" ||
   { cat "$WORK/remeasured.log"; echo "FAILED: no re-measurement"; exit 1; }
 same plain remeasured
 
-# Drift: rank 0 is slow in steps 1-3 only, so the check at step 3 moves layers to rank 1, and
-# the one at step 6, with rank 0 at full speed again, measures anew: it usually moves some back,
+# Drift: rank 1 is slow in steps 1-3 only, so the check at step 3 moves layers to rank 0, and
+# the one at step 6, with rank 1 at full speed again, measures anew: it usually moves some back,
 # but this MLP's layer ops take microseconds, which a busy machine's preemptions outweigh, so
-# only the decision itself is required; balance_moves bounds the moves.
-MPIPE_TEST_SLOW_RANK=0:100:1:3 train 2 drift "$config" "${steps[@]}" "${measured[@]}" \
+# only the decision itself is required; balance_moves bounds the moves. (Not rank 0: its first
+# linear layer, which it keeps, is most of its time, so what it can give away was measured as
+# little as 3.4% of the step on a loaded machine, under the 5% a move must gain.)
+MPIPE_TEST_SLOW_RANK=1:100:1:3 train 2 drift "$config" "${steps[@]}" "${measured[@]}" \
   --set pipeline.balance_every=3 --set pipeline.balance_moves=2
 grep -E "step [36]: (re-partitioned|kept)" "$WORK/drift.log" | sed 's/^.*\[info\] /drift: /'
-if ! grep -qE "step 3: re-partitioned \[3,3\] -> \[[12]," "$WORK/drift.log" ||
+if ! grep -qE "step 3: re-partitioned \[3,3\] -> \[[45]," "$WORK/drift.log" ||
   ! grep -qE "step 6: (re-partitioned|kept)" "$WORK/drift.log"; then
   cat "$WORK/drift.log"
   echo "FAILED: drift: not moved at step 3 or not measured again at step 6"
