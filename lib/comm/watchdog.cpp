@@ -19,8 +19,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr double kSpinSeconds = 0.05;        // poll without sleeping this long first
-constexpr auto kFirstPause = 20us;           // then sleep between polls, doubling ...
+constexpr auto kFirstPause = 20us;           // past the spin, sleep between polls, doubling ...
 constexpr auto kLongestPause = 1ms;          // ... up to this
 constexpr double kMinRollCallSeconds = 1.0;  // how long a roll call waits for answers:
 constexpr double kMaxRollCallSeconds = 5.0;  // a tenth of the timeout, in [1 s, 5 s]
@@ -235,6 +234,8 @@ void Watchdog::set_stop_signal(const std::atomic<int>* stop_signal) {
 
 void Watchdog::set_hosts(std::vector<std::string> hosts) { state_->hosts = std::move(hosts); }
 
+void Watchdog::set_spin_seconds(double seconds) { state_->spin_s = seconds; }
+
 void Watchdog::set_topology(const Topology& topology) { state_->topology = topology; }
 
 std::string Watchdog::describe_rank(int world_rank) const {
@@ -329,11 +330,11 @@ void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
     const double waited_s = seconds_between(start, now);
     // Roll calls before the deadline: one that arrived while this rank slept comes from a rank
     // whose wait expired first, which then reports for both (leaves_the_report).
-    if (waited_s >= kSpinSeconds) answer_roll_calls(watchdog);
+    if (waited_s >= state.spin_s) answer_roll_calls(watchdog);
     if (waited_s >= timeout_s) {
       expire(watchdog, op, {waited_s, suspended_s, timeout_s, false, std::nullopt});
     }
-    if (waited_s < kSpinSeconds) {
+    if (waited_s < state.spin_s) {
       std::this_thread::yield();
       continue;
     }

@@ -56,6 +56,10 @@ class Watchdog {
   void set_stop_signal(const std::atomic<int>* stop_signal);
   // The host of every world rank and the rank layout, for messages.
   void set_hosts(std::vector<std::string> hosts);
+  // How long a wait polls without sleeping before it sleeps between polls (50 ms unless set). A
+  // rank whose host runs more threads than it has CPUs would spin at the expense of the ranks
+  // computing: start-up sets 0 there (app::start_up).
+  void set_spin_seconds(double seconds);
   void set_topology(const Topology& topology);
   // "rank 1 (stage 1, host node7)"; "rank 1 (host node7)" before the layout is known.
   std::string describe_rank(int world_rank) const;

@@ -39,6 +39,7 @@ struct Watchdog::State {
   std::vector<Activity> activities;  // innermost last
   std::string base_activity = "start-up";
   bool fired = false;
+  double spin_s = 0.05;      // a wait polls without sleeping this long first (set_spin_seconds)
   bool stop_warned = false;  // the warning that a stop request waits for a wait, logged once
   // The wait in progress, for answers to roll calls.
   const PendingOp* waiting = nullptr;

@@ -19,7 +19,8 @@
 # (first, middle and last stages, every cut relayed) for each schedule, taken in turn so that every
 # mode runs at K = 4 (gpipe's never and per_layer, 1f1b's always and except_last, ...), one mode at
 # K = 2 and at K = 1, each schedule a different one, and interleaved and zbv in alternate modes;
-# with settings, one mode at every K and no uniform partition. MPIPE_TEST_FULL=1 runs
+# the uniform partition at K = 2; with settings, one mode at every K and no uniform partition.
+# MPIPE_TEST_FULL=1 runs
 # every mode at every K for each (about 1.9x the runs; `MPIPE_TEST_FULL=1 scripts/test` for every
 # model and the other matrices that honour it).
 # Usage: transparency.sh CONFIG [--set key=value ...]
@@ -84,6 +85,7 @@ for schedule in gpipe 1f1b zb_h1; do
 done
 for k in 2 4; do
   [[ $full == 1 || ${#extra[@]} -eq 0 ]] || break  # (the partition is not the kernels')
+  [[ $full == 1 || $k == 2 ]] || break             # (the suite's part: uniform at K = 2)
   train "$k" "k$k-uniform" "$config" --set pipeline.partition=uniform "${extra[@]}"
   same k1 "k$k-uniform"
 done
