@@ -38,7 +38,7 @@ void start_up(const comm::Communicator& world) {
     for (const comm::RankIdentity& rank : ranks) hosts.push_back(rank.host);
     // More threads on this host than it has CPUs (mpirun --oversubscribe): a wait sleeps between
     // polls from the start, leaving the CPU to the ranks that compute (measured on 2 cores, 4
-    // ranks: 15% less CPU time per run, the same wall time alone).
+    // ranks: 13% less CPU time per run, the same wall time alone).
     const auto here = std::count(hosts.begin(), hosts.end(), hosts[world.rank()]);
     if (here * omp_get_max_threads() > sysconf(_SC_NPROCESSORS_ONLN)) {
       watchdog->set_spin_seconds(0.0);
