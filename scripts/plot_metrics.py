@@ -25,6 +25,8 @@ def read_metrics(path):
                 step = int(record["step"])
             except (ValueError, KeyError, TypeError) as error:
                 sys.exit(f"plot_metrics: {path}:{number}: not a metrics record ({error})")
+            if "event" in record:  # mpipe supervise's recovery: no numbers to plot
+                continue
             if "split" in record:
                 evals.setdefault(record["split"], {})[step] = record
             else:

@@ -277,6 +277,11 @@ int SuperviseCommand::run() {
       }
     }
     spdlog::warn("{}", supervise::recovery_line(recovery, restarts + 1, max_restarts_));
+    try {
+      supervise::add_to_metrics(run_dir, recovery);
+    } catch (const Error& e) {
+      spdlog::warn("supervise: {}; the recovery is in summary.json only", e.what());
+    }
     last_progress_before_failure = last_progress(run_dir, failed_at);
     recoveries.push_back(recovery);
     hosts = alive;

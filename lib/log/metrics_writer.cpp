@@ -80,12 +80,16 @@ void MetricsWriter::create_run_dir() const {
   check(!ec, "{}: cannot create run directory: {}", run_dir_, ec.message());
 }
 
-void MetricsWriter::append(const nlohmann::ordered_json& record, const std::string& tag_prefix) {
+void MetricsWriter::append_line(const nlohmann::ordered_json& record) {
   if (!metrics_) {
     create_run_dir();
     metrics_.emplace(metrics_path());
   }
   metrics_->append(record.dump() + '\n');
+}
+
+void MetricsWriter::append(const nlohmann::ordered_json& record, const std::string& tag_prefix) {
+  append_line(record);
   if (!writes_tensorboard()) return;
   try {
     tensorboard_->write(record, tag_prefix);
@@ -137,6 +141,12 @@ void MetricsWriter::eval(int64_t step, const std::string& split, double loss, do
   append(record, "eval/" + split + "/");
 }
 
+void MetricsWriter::recovery(int64_t resumed_from, const nlohmann::ordered_json& details) {
+  nlohmann::ordered_json record = {{"step", resumed_from}, {"event", "recovery"}};
+  if (!details.is_null()) record.update(details);
+  append_line(record);  // (metrics.jsonl only: not a scalar to plot)
+}
+
 void MetricsWriter::write_summary(const nlohmann::json& summary) {
   create_run_dir();
   replace_file(summary_path(), summary.dump(2) + "\n");
@@ -158,12 +168,23 @@ double MetricsWriter::last_train_loss() const {
   std::ifstream in(metrics_path());
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!record.is_object() || record.contains("split")) continue;  // an eval record or a torn line
+    // An eval record, a recovery or a torn line.
+    if (!record.is_object() || record.contains("split") || record.contains("event")) continue;
     const auto found = record.find("loss");
     if (found == record.end()) continue;
     loss = found->is_number() ? found->get<double>() : std::numeric_limits<double>::quiet_NaN();
   }
   return loss;
+}
+
+int64_t MetricsWriter::recoveries() const {
+  int64_t count = 0;
+  std::ifstream in(metrics_path());
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_object() && record.value("event", "") == "recovery") ++count;
+  }
+  return count;
 }
 
 int64_t MetricsWriter::keep_records_through(int64_t step) {

@@ -74,6 +74,11 @@ class MetricsWriter {
             std::optional<double> bits_per_char = {}, std::optional<double> bits_per_byte = {},
             std::optional<double> perplexity = {}, std::optional<double> bleu = {},
             std::optional<double> chrf = {});
+  // A supervisor's recovery (mpipe supervise), written between the failed job and its relaunch:
+  // {"step": resumed_from, "event": "recovery", ...details}. Its step is the checkpoint the
+  // relaunch resumes, so the resume's trim (keep_records_through) keeps it and drops the steps
+  // it redoes; readers of train records skip it (it has an "event").
+  void recovery(int64_t resumed_from, const nlohmann::ordered_json& details);
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).
   void write_summary(const nlohmann::json& summary);
   // Replaces <run_dir>/trace.json atomically: the timeline of log.trace_steps (chrome_trace.h).
@@ -87,6 +92,8 @@ class MetricsWriter {
 
   // The loss of metrics.jsonl's last train record; NaN when there is none (or it was null).
   double last_train_loss() const;
+  // How many recovery records metrics.jsonl holds (0 without the file).
+  int64_t recoveries() const;
 
   std::string metrics_path() const;
   std::string summary_path() const;
@@ -100,6 +107,8 @@ class MetricsWriter {
  private:
   // Writes `record` to metrics.jsonl, and to the event file with tags "<tag_prefix><key>".
   void append(const nlohmann::ordered_json& record, const std::string& tag_prefix);
+  // Writes `record` to metrics.jsonl as one line.
+  void append_line(const nlohmann::ordered_json& record);
   void create_run_dir() const;
 
   std::string run_dir_;

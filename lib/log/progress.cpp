@@ -38,8 +38,13 @@ std::string format_progress(const ProgressRecord& record, int64_t total_steps,
       speed += fmt::format(" | {} tokens/s", format_rate(record.tokens_per_s));
   }
   if (std::isfinite(record.mfu)) speed += fmt::format(" | MFU {:.3g}%", 100.0 * record.mfu);
-  return fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {} | ETA {}", record.step, total_steps,
-                     record.loss, record.lr, speed, eta_s ? format_duration(*eta_s) : "--");
+  std::string text =
+      fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {} | ETA {}", record.step, total_steps,
+                  record.loss, record.lr, speed, eta_s ? format_duration(*eta_s) : "--");
+  if (record.recoveries > 0) {
+    text += fmt::format(" | {} recover{}", record.recoveries, record.recoveries == 1 ? "y" : "ies");
+  }
+  return text;
 }
 
 std::string format_evaluation(const EvaluationRecord& record) {

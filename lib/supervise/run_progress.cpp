@@ -10,6 +10,7 @@
 #include "checkpoint/atomic_file.h"
 #include "checkpoint/checkpoint_store.h"
 #include "core/error.h"
+#include "log/metrics_writer.h"
 
 namespace mpipe::supervise {
 
@@ -21,7 +22,7 @@ int64_t last_logged_step(const std::string& run_dir) {
   std::string line;
   while (std::getline(in, line)) {
     const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!record.is_object() || record.contains("split")) continue;
+    if (!record.is_object() || record.contains("split") || record.contains("event")) continue;
     const auto found = record.find("step");
     if (found != record.end() && found->is_number_integer()) step = found->get<int64_t>();
   }
@@ -30,6 +31,10 @@ int64_t last_logged_step(const std::string& run_dir) {
 
 int64_t newest_checkpoint_step(const std::string& run_dir) {
   return checkpoint::CheckpointStore(run_dir, 1).latest_committed().value_or(0);
+}
+
+void add_to_metrics(const std::string& run_dir, const Recovery& recovery) {
+  log::MetricsWriter(run_dir).recovery(recovery.resumed_from, recovery_json(recovery));
 }
 
 void add_to_summary(const std::string& run_dir, const nlohmann::ordered_json& recoveries) {

@@ -354,7 +354,10 @@ class TrainingRun {
       spdlog::info("validation text: unigram entropy {:.3f} bits/char (a model must beat this)",
                    *text_baseline_);
     }
-    if (is_root_) metrics_.emplace(options_.run_dir, experiment_.log.tensorboard);
+    if (is_root_) {
+      metrics_.emplace(options_.run_dir, experiment_.log.tensorboard);
+      recoveries_ = metrics_->recoveries();  // mpipe supervise's, before this relaunch
+    }
   }
 
   // The step phase: Trainer::step and what it reports (throws when a non-finite step must stop
@@ -417,7 +420,8 @@ class TrainingRun {
           .seconds_per_step = window_s / static_cast<double>(window_steps_),
           .tokens_per_s = samples_per_s * tokens_per_example,
           .mfu = utilization.mfu,
-          .elapsed_s = seconds_since(start_)};
+          .elapsed_s = seconds_since(start_),
+          .recoveries = recoveries_};
       if (progress_) progress_->update(record);
       if (options_.on_progress) {
         options_.on_progress(record, log::estimate_eta_s(record, train.steps, first_step_));
@@ -622,6 +626,7 @@ class TrainingRun {
   MeasuredBalance balance_;  // pipeline.balance: measured
   NonFiniteSteps nonfinite_;
   int64_t first_step_ = 0;
+  int64_t recoveries_ = 0;          // rank 0: the supervisor's recoveries in metrics.jsonl
   bool kill_grace_warned_ = false;  // warn_if_longer_than_kill_grace said it
   // The newest step whose state is committed (at a fresh run's step 0: the seed's, which needs
   // no checkpoint).

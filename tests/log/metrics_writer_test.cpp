@@ -182,6 +182,25 @@ TEST(MetricsWriter, KeepRecordsThroughDropsLaterStepsAndTornLines) {
   EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4, 4, 5}));
 }
 
+TEST(MetricsWriter, ARecoveryIsARecordAtItsResumedStepThatTheResumeKeepsAndCounts) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.path().string());
+  for (int64_t step = 1; step <= 6; ++step) writer.train(step, 1.0 / step, 0.1, 1.0);
+  EXPECT_EQ(writer.recoveries(), 0);
+  // The job died after step 6; the relaunch resumes the checkpoint of step 4.
+  MetricsWriter(dir.path().string()).recovery(4, {{"lost_hosts", {"h2"}}, {"steps_redone", 2}});
+  EXPECT_EQ(read_lines(writer.metrics_path()).back(),
+            R"({"step":4,"event":"recovery","lost_hosts":["h2"],"steps_redone":2})");
+  EXPECT_DOUBLE_EQ(writer.last_train_loss(), 1.0 / 6);  // not the recovery's
+
+  MetricsWriter resumed(dir.path().string());
+  EXPECT_EQ(resumed.keep_records_through(4), 2);  // steps 5 and 6, redone
+  EXPECT_EQ(resumed.recoveries(), 1);
+  EXPECT_DOUBLE_EQ(resumed.last_train_loss(), 1.0 / 4);
+  resumed.recovery(4, {});
+  EXPECT_EQ(resumed.recoveries(), 2);
+}
+
 TEST(MetricsWriter, KeepRecordsThroughLeavesAnUntouchedLogAlone) {
   testing::TempDir dir;
   MetricsWriter writer(dir.path().string());

@@ -82,6 +82,16 @@ TEST(Progress, SecondsPerStepOnlyBelowTenSamplesPerSecond) {
             "640 tokens/s | ETA 1m10s");
 }
 
+TEST(Progress, ARunThatASupervisorRelaunchedCountsItsRecoveriesLast) {
+  ProgressRecord line = record(120, 10);
+  line.recoveries = 1;
+  EXPECT_EQ(format_progress(line, 1000, 83.0),
+            "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA 1m23s | 1 recovery");
+  line.recoveries = 2;
+  EXPECT_EQ(format_progress(line, 1000, std::nullopt),
+            "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA -- | 2 recoveries");
+}
+
 TEST(Progress, ModelFlopsUtilizationFollowsTheRatesWhenKnown) {
   ProgressRecord line = record(3, 30);
   line.mfu = 0.1234;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # mpipe supervise on three hosts with a shared run directory: every process of h2 killed and h2
 # gone mid-training, the job relaunches by itself on h1 and h3 (K=3 re-planned to K=2), resumes
-# its newest checkpoint and ends bit-identical to an uninterrupted run, with one line and a
-# record in summary.json for the recovery; a bad input under the supervisor fails once, with its
+# its newest checkpoint and ends bit-identical to an uninterrupted run, with one line, a record in
+# metrics.jsonl and in summary.json, and progress lines that count it; a bad input under the supervisor fails once, with its
 # line and exit code; SIGTERM to the supervisor stops the job with a checkpoint, no relaunch. Prints the time from the failure to the next completed step. About 40 s.
 # Usage: supervise.sh CONFIG
 : "${MPIPE_MULTIHOST_BUDGET:=250}"  # hosts.sh's own deadline
@@ -85,9 +85,16 @@ r = json.load(open(sys.argv[1]))["recoveries"]
 assert len(r) == 1 and r[0]["lost_hosts"] == ["h2"], r
 assert r[0]["old_layout"]["stages"] == 3 and r[0]["new_layout"]["stages"] == 2, r
 assert 0 <= r[0]["steps_redone"] <= int(sys.argv[2]), r
+events = [json.loads(line) for line in open(sys.argv[3]) if "event" in line]
+assert len(events) == 1 and events[0]["event"] == "recovery", events
+assert events[0]["step"] == r[0]["resumed_from"] and events[0]["lost_hosts"] == ["h2"], events
 print("%d steps redone (from step %d), %.1f s from the last step before the failure to the next"
       % (r[0]["steps_redone"], r[0]["resumed_from"], r[0]["seconds_lost"]))' \
-  "$SHARED/lost/summary.json" "$every") || { echo "FAILED: lost: the record in summary.json"; exit 1; }
+  "$SHARED/lost/summary.json" "$every" "$metrics") ||
+  { echo "FAILED: lost: the record in summary.json or metrics.jsonl"; exit 1; }
+# The relaunched job's progress lines count it.
+grep -qE "^step [0-9]+/$steps \| .* \| 1 recovery$" "$WORK/lost.log" ||
+  { echo "FAILED: lost: no progress line with its recovery"; exit 1; }
 
 # SIGTERM to the supervisor goes to mpirun, which passes it to the ranks: they checkpoint at the
 # next step boundary and stop (exit status 0), and nothing is relaunched.

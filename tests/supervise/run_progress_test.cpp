@@ -25,6 +25,33 @@ TEST(RunProgress, TheLastTrainingRecordGivesTheStepAndNoFileGivesZero) {
   EXPECT_EQ(last_logged_step(dir.path().string()), 2);
 }
 
+TEST(RunProgress, ARecoveryGoesIntoMetricsAtItsResumedStepAndIsNotAStepLogged) {
+  testing::TempDir dir;
+  write(dir.file("metrics.jsonl"), "{\"step\":5,\"loss\":1.0}\n{\"step\":6,\"loss\":0.9}\n");
+  const Recovery recovery{.time = "2026-11-29T23:00:00Z",
+                          .failure = "exit status 3: the watchdog lost a peer",
+                          .lost_hosts = {"h2"},
+                          .old_hosts = "h1:1,h2:1",
+                          .new_hosts = "h1:1",
+                          .old_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
+                          .new_layout = {.stages = 1, .replicas = 1, .micro_batches = 4},
+                          .bit_identical = true,
+                          .last_step = 6,
+                          .resumed_from = 4};
+  add_to_metrics(dir.path().string(), recovery);
+  EXPECT_EQ(last_logged_step(dir.path().string()), 6);
+  std::ifstream in(dir.file("metrics.jsonl"));
+  std::string line;
+  for (int i = 0; i < 3; ++i) std::getline(in, line);
+  const auto record = nlohmann::json::parse(line);
+  EXPECT_EQ(record["step"], 4);
+  EXPECT_EQ(record["event"], "recovery");
+  EXPECT_EQ(record["lost_hosts"][0], "h2");
+  EXPECT_EQ(record["new_layout"]["stages"], 1);
+  EXPECT_EQ(record["steps_redone"], 2);
+  EXPECT_FALSE(record.contains("seconds_lost"));  // known only once the relaunch gets past step 6
+}
+
 TEST(RunProgress, RecoveriesAreAddedToTheSummaryAndKeepItsKeys) {
   testing::TempDir dir;
   write(dir.file("summary.json"), "{\"steps\": 7, \"final_loss\": 0.5}\n");
