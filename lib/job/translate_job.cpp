@@ -11,7 +11,7 @@
 #include "comm/watchdog.h"
 #include "core/enum_names.h"
 #include "core/error.h"
-#include "job/preflight.h"
+#include "job/weights_preflight.h"
 #include "kernels/context.h"
 #include "log/logging.h"
 #include "train/pipelined_forward.h"
@@ -30,19 +30,8 @@ TranslateJob run_translate_job(const TranslateInputs& inputs, const comm::Commun
                 name_of(data::kDatasetNames, experiment.data.kind));
   });
   PreflightResult checked =
-      preflight_train({.config_path = inputs.config_path,
-                       .overrides = inputs.overrides,
-                       .run_dir = "",
-                       .export_path = "",
-                       .init_weights = {.path = inputs.source.weights, .skip = {}},
-                       .resuming = false,
-                       .stored_settings = false,
-                       .any_world = false,
-                       .evaluating = true},
-                      world);
+      preflight_weights(inputs.config_path, inputs.overrides, inputs.source.weights, world);
   const config::Experiment& experiment = checked.experiment;
-  log::setup_logging(world.rank(), world.size(), experiment.log.level);
-  if (comm::Watchdog* watchdog = world.watchdog()) watchdog->configure(experiment.comm);
   const comm::WatchScope watch(world, "translation", comm::WaitPhase::kLong);
   const Shape output = checked.plan.model.layers.back().output;  // one example's
   std::optional<tokenize::Tokenizer> tokenizer;                  // rank 0's
