@@ -198,6 +198,16 @@ std::string CheckpointStore::meta_path(int64_t step) const {
 ShardRecord CheckpointStore::write_shard(int64_t step, int stage,
                                          const std::vector<TensorView>& tensors,
                                          const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorInfo> layout;
+  for (const TensorView& tensor : tensors) layout.push_back({tensor.name, tensor.shape});
+  return write_shard(
+      step, stage, std::move(layout), [&tensors](size_t i) { return tensors[i].values; }, metadata);
+}
+
+ShardRecord CheckpointStore::write_shard(
+    int64_t step, int stage, std::vector<TensorInfo> layout,
+    const std::function<std::span<const float>(size_t)>& values,
+    const std::map<std::string, std::string>& metadata) {
   check(!seen_run_dir_ || run_dir_identity() == seen_run_dir_,
         "{}: the run directory was removed or replaced during the run, and the checkpoints it "
         "held on this disk with it",
@@ -215,9 +225,10 @@ ShardRecord CheckpointStore::write_shard(int64_t step, int stage,
   std::map<std::string, std::string> shard_metadata = metadata;
   shard_metadata["step"] = std::to_string(step);
   shard_metadata["stage"] = std::to_string(stage);
-  return {.stage = stage,
-          .step = step,
-          .digest = write_safetensors(shard_path(step, stage), tensors, shard_metadata)};
+  const size_t count = layout.size();
+  SafetensorsWriter writer(shard_path(step, stage), std::move(layout), shard_metadata);
+  for (size_t i = 0; i < count; ++i) writer.write(values(i));
+  return {.stage = stage, .step = step, .digest = writer.commit()};
 }
 
 void CheckpointStore::discard_shard(int64_t step, int stage) const {

@@ -71,6 +71,12 @@ class CheckpointStore {
   // held on this disk with it".
   ShardRecord write_shard(int64_t step, int stage, const std::vector<TensorView>& tensors,
                           const std::map<std::string, std::string>& metadata = {});
+  // The same with the tensors of `layout` given one at a time: `values(i)` is tensor i's values
+  // (read before the next call), asked once per tensor in layout order, so a caller that makes a
+  // tensor's values (gathers them) holds one at a time.
+  ShardRecord write_shard(int64_t step, int stage, std::vector<TensorInfo> layout,
+                          const std::function<std::span<const float>(size_t)>& values,
+                          const std::map<std::string, std::string>& metadata = {});
   // Removes this stage's shard of an uncommitted step (after a failed commit); best effort.
   void discard_shard(int64_t step, int stage) const;
 

@@ -217,17 +217,29 @@ std::vector<double> Communicator::allgatherv(std::span<const double> mine) const
 
 std::vector<float> Communicator::gatherv(std::span<const float> mine, int root) const {
   const std::vector<int> counts = counts_of(*this, mine.size(), "MPI_Igatherv");
-  const int my_count = counts[static_cast<std::size_t>(rank())];
   const std::vector<int> offsets = displacements(counts, "MPI_Igatherv");
   std::vector<float> all(rank() == root ? static_cast<std::size_t>(offsets.back() + counts.back())
                                         : 0);
-  Request request = start("MPI_Igatherv", -1, -1, root, {});
-  check_mpi(
-      MPI_Igatherv(mine.data(), my_count, MPI_FLOAT, all.data(), counts.data(), offsets.data(),
-                   MPI_FLOAT, root, handle_->comm, &request.state_->op.request),
-      "MPI_Igatherv");
-  request.wait();
+  gatherv(mine, root, all, counts, offsets);
   return all;
+}
+
+void Communicator::gatherv(std::span<const float> mine, int root, std::span<float> all) const {
+  const std::vector<int> counts = counts_of(*this, mine.size(), "MPI_Igatherv");
+  const std::vector<int> offsets = displacements(counts, "MPI_Igatherv");
+  check(rank() != root || all.size() == static_cast<std::size_t>(offsets.back() + counts.back()),
+        "MPI_Igatherv: {} floats to gather into {}", offsets.back() + counts.back(), all.size());
+  gatherv(mine, root, all, counts, offsets);
+}
+
+void Communicator::gatherv(std::span<const float> mine, int root, std::span<float> all,
+                           const std::vector<int>& counts, const std::vector<int>& offsets) const {
+  Request request = start("MPI_Igatherv", -1, -1, root, {});
+  check_mpi(MPI_Igatherv(mine.data(), counts[static_cast<std::size_t>(rank())], MPI_FLOAT,
+                         all.data(), counts.data(), offsets.data(), MPI_FLOAT, root, handle_->comm,
+                         &request.state_->op.request),
+            "MPI_Igatherv");
+  request.wait();
 }
 
 void Communicator::broadcast(std::span<float> data, int root) const {

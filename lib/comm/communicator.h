@@ -109,6 +109,9 @@ class Communicator {
   // The same, gathered on `root` alone: the root gets every contribution concatenated in rank
   // order, every other rank an empty vector.
   std::vector<float> gatherv(std::span<const float> mine, int root) const;
+  // The same into `all` on `root` (exactly the contributions' total size there; ignored
+  // elsewhere), so the caller owns the buffer.
+  void gatherv(std::span<const float> mine, int root, std::span<float> all) const;
   void broadcast(std::span<float> data, int root) const;
   void broadcast(std::span<double> data, int root) const;
   // The root's `text` (any bytes) replaces every other rank's.
@@ -128,6 +131,9 @@ class Communicator {
   struct Handle;
   explicit Communicator(std::unique_ptr<Handle> handle);
   Request start(const char* call, int peer, int tag, int root, std::string label) const;
+  // gatherv with every rank's count and offset known.
+  void gatherv(std::span<const float> mine, int root, std::span<float> all,
+               const std::vector<int>& counts, const std::vector<int>& offsets) const;
   std::unique_ptr<Handle> handle_;
 };
 

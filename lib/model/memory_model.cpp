@@ -50,14 +50,16 @@ double per_layer_recompute_blocks(const LayerCost& c, int64_t rows,
 }  // namespace
 
 MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots,
-                         AllocatorModel allocator, ValueCosts values)
+                         AllocatorModel allocator, ValueCosts values, int optimizer_shards)
     : costs_(std::move(costs)),
       values_(std::move(values)),
       rows_(rows),
       optimizer_slots_(optimizer_slots),
+      optimizer_shards_(optimizer_shards),
       allocator_(allocator) {
-  check(rows_ >= 1 && optimizer_slots_ >= 0, "MemoryModel: rows {} and optimizer slots {}", rows_,
-        optimizer_slots_);
+  check(rows_ >= 1 && optimizer_slots_ >= 0 && optimizer_shards_ >= 1,
+        "MemoryModel: rows {}, optimizer slots {} and shards {}", rows_, optimizer_slots_,
+        optimizer_shards_);
   params_ = prefix_sums(costs_, [](const LayerCost& c) { return c.param_bytes; });
   buffers_ = prefix_sums(costs_, [](const LayerCost& c) { return c.buffer_bytes; });
   kept_ = prefix_sums(costs_,
@@ -123,8 +125,8 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   discarding_consumed_ = range_max_table(std::move(discarding_consumed));
   per_layer_forward_ = range_max_table(std::move(per_layer_forward));
   if (allocator_.rounds) {
-    tensors_ = std::make_shared<const MemoryModel>(costs_, rows_, optimizer_slots_,
-                                                   AllocatorModel::exact(), values_);
+    tensors_ = std::make_shared<const MemoryModel>(
+        costs_, rows_, optimizer_slots_, AllocatorModel::exact(), values_, optimizer_shards_);
   }
 }
 
@@ -192,7 +194,13 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
   m.params = allocator_.block_bytes(sum(params_, begin, end));
   m.grads = m.params;
   m.gradient_partials = stash.gradient_partials * m.grads;
-  m.optimizer_state = optimizer_slots_ * m.params;
+  // Sharded, the slots hold the largest shard: the last replica's, from (D-1)·n/D rounded down
+  // to 16 floats (optim::shard_begins).
+  const auto floats = static_cast<int64_t>(sum(params_, begin, end) / sizeof(float));
+  const int64_t last_begin = (optimizer_shards_ - 1) * floats / optimizer_shards_ / 16 * 16;
+  m.optimizer_state =
+      optimizer_slots_ *
+      allocator_.block_bytes(static_cast<double>((floats - last_begin) * int64_t{sizeof(float)}));
   m.buffers = allocator_.block_bytes(sum(buffers_, begin, end));
   for (int i = begin; i < end && stash.weight_grad_micro_batches > 0; ++i) {
     m.weight_grad_operands += weight_grad_operand_blocks(i, stash.weight_grad_micro_batches);

@@ -80,8 +80,10 @@ struct StashProfile {
 struct StageMemory {
   double params = 0.0;
   double grads = 0.0;
-  double gradient_partials = 0.0;    // weight_grads: tree: older partial sums of the gradients
-  double optimizer_state = 0.0;      // optimizer_slots x params (SGD momentum 1, Adam/AdamW 2)
+  double gradient_partials = 0.0;  // weight_grads: tree: older partial sums of the gradients
+  // optimizer_slots x params (SGD momentum 1, Adam/AdamW 2); sharded across D replicas, x the
+  // largest replica's shard of them
+  double optimizer_state = 0.0;
   double buffers = 0.0;              // non-trainable (batch-norm running statistics)
   double kept_activations = 0.0;     // inputs and saved tensors of the micro-batches in flight
   double recompute_workspace = 0.0;  // what one micro-batch's layers save, while recomputed
@@ -112,8 +114,11 @@ class MemoryModel {
   // those the memory account counts (the planner's; by default the tensors' bytes alone).
   // `values`: the graph of a model that is not a chain (value_costs), whose stages hold the values
   // of their live sets beside the layers' own tensors (walk_stage); empty for a chain.
+  // `optimizer_shards`: the replicas D the optimizer state is sharded across
+  // (optimizer.shard_across_replicas), else 1.
   MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimizer_slots,
-              AllocatorModel allocator = AllocatorModel::exact(), ValueCosts values = {});
+              AllocatorModel allocator = AllocatorModel::exact(), ValueCosts values = {},
+              int optimizer_shards = 1);
 
   int num_layers() const { return static_cast<int>(costs_.size()); }
   const std::vector<LayerCost>& costs() const { return costs_; }
@@ -190,6 +195,7 @@ class MemoryModel {
   std::shared_ptr<LastWalk> last_walk_ = std::make_shared<LastWalk>();
   int64_t rows_;
   int optimizer_slots_;
+  int optimizer_shards_;
   AllocatorModel allocator_;
   // The same model without the allocator's rounding (null when this one has none).
   std::shared_ptr<const MemoryModel> tensors_;

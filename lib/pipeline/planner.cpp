@@ -375,8 +375,8 @@ EvaluationMemory evaluation_memory(const Context& c, const std::vector<StagePlan
                                    int64_t batch) {
   const auto parts = static_cast<int>(std::min<int64_t>(c.request.pipeline.micro_batches, batch));
   const model::MemoryModel memory(c.memory.costs(), (batch + parts - 1) / parts,
-                                  c.request.optimizer_slots, c.request.allocator,
-                                  c.memory.values());
+                                  c.request.optimizer_slots, c.request.allocator, c.memory.values(),
+                                  c.request.optimizer_shards);
   const Placement& placement = c.placement;
   EvaluationMemory out{.stages = std::vector<model::StageMemory>(static_cast<size_t>(c.num_stages)),
                        .ranks = std::vector<double>(static_cast<size_t>(placement.num_ranks), 0.0)};
@@ -562,7 +562,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   }
   const int64_t rows = request.batch_size / (int64_t{pipe.data_parallel} * pipe.micro_batches);
   model::MemoryModel memory(model::layer_costs(plan), rows, request.optimizer_slots,
-                            request.allocator, model::value_costs(plan));
+                            request.allocator, model::value_costs(plan), request.optimizer_shards);
   StageTimes times(memory.costs(), rows, request);
   Context c{.plan = plan,
             .request = request,

@@ -50,6 +50,7 @@ struct PlanRequest {
   PipelineConfig pipeline;       // stages and data_parallel resolved (>= 1)
   int64_t batch_size = 1;        // the mini-batch over all replicas; divisible by D x M
   int optimizer_slots = 0;       // floats of optimizer state per parameter
+  int optimizer_shards = 1;      // optimizer.shard_across_replicas: D, else 1
   bool clips_gradients = false;  // optimizer.clip_norm > 0: the gradients' norm and scaling
   MachineRates rates = {};
   std::string partition_where;     // "exp.yaml:20: pipeline.partition", for errors

@@ -12,17 +12,18 @@ namespace {
 
 pipeline::PlanRequest plan_request(const config::Experiment& experiment, int num_stages,
                                    int num_replicas, const pipeline::MachineRates& rates) {
-  pipeline::PlanRequest request{.pipeline = experiment.pipeline,
-                                .batch_size = experiment.train.batch_size,
-                                .optimizer_slots = optimizer_slots(experiment.optimizer),
-                                .clips_gradients = experiment.optimizer.clip_norm > 0,
-                                .rates = rates,
-                                .partition_where = experiment.where("pipeline.partition"),
-                                .memory_limit_where = experiment.where("pipeline.memory_limit"),
-                                .eval_batch_size = experiment.train.eval_batch_size > 0
-                                                       ? experiment.train.eval_batch_size
-                                                       : experiment.train.batch_size,
-                                .eval_batch_where = experiment.where("train.eval_batch_size")};
+  pipeline::PlanRequest request{
+      .pipeline = experiment.pipeline,
+      .batch_size = experiment.train.batch_size,
+      .optimizer_slots = optimizer_slots(experiment.optimizer),
+      .optimizer_shards = experiment.optimizer.shard_across_replicas ? num_replicas : 1,
+      .clips_gradients = experiment.optimizer.clip_norm > 0,
+      .rates = rates,
+      .partition_where = experiment.where("pipeline.partition"),
+      .memory_limit_where = experiment.where("pipeline.memory_limit"),
+      .eval_batch_size = experiment.train.eval_batch_size > 0 ? experiment.train.eval_batch_size
+                                                              : experiment.train.batch_size,
+      .eval_batch_where = experiment.where("train.eval_batch_size")};
   request.pipeline.stages = num_stages;
   request.pipeline.data_parallel = num_replicas;
   return request;

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <exception>
 #include <filesystem>
 #include <span>
 
@@ -14,6 +15,7 @@
 #include "log/metrics_writer.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint_model.h"
+#include "train/gathered_shard.h"
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
@@ -101,31 +103,25 @@ checkpoint::Settings RunCheckpoints::settings() const {
 
 void RunCheckpoints::save(int64_t steps_done) {
   const comm::WatchScope watch(world_, "checkpoint", comm::WaitPhase::kLong);
-  // Sharded optimizer state is gathered whole (files hold whole tensors, whatever the layout);
-  // the live shards come back however the save ends.
-  std::vector<std::unique_ptr<optim::Optimizer>> whole = trainer_.whole_optimizers(true);
-  try {
-    save(steps_done, trainer_.chunk_states(whole));
-  } catch (...) {
-    trainer_.keep_shards(std::move(whole));
-    throw;
-  }
-  trainer_.keep_shards(std::move(whole));
-}
-
-void RunCheckpoints::save(int64_t steps_done, const std::vector<ChunkState>& chunks) {
   const comm::Topology& topo = trainer_.topology();
   const bool writer = topo.replica == 0;  // the other replicas hold the same stages
-  // Views (the live state, written as it is), per chunk: a shard per global stage.
-  std::vector<std::vector<checkpoint::TensorView>> tensors;
-  if (writer) {
-    for (const ChunkState& chunk : chunks) {
-      tensors.push_back(stage_state(*chunk.stage, *chunk.optimizer, trainer_.tied()));
-    }
+  const std::vector<ChunkState> chunks = trainer_.chunk_states();
+  // Views of the live state per chunk (a shard per global stage), written as it is; sharded
+  // optimizer state (optimizer.shard_across_replicas) is gathered whole one tensor at a time as
+  // it is written (train/gathered_shard.h) into the chunk's gradient buffer (free between steps:
+  // the next step zeroes or overwrites it), so files hold whole tensors whatever the layout.
+  std::vector<std::vector<HeldTensor>> tensors;
+  for (const ChunkState& chunk : chunks) {
+    tensors.push_back(held_stage_state(*chunk.stage, *chunk.optimizer, trainer_.tied()));
   }
+  // The writer checks what it holds, every replica its parts of the sharded state.
   comm::agree(world_, [&] {
     for (size_t chunk = 0; chunk < tensors.size(); ++chunk) {
-      if (auto name = checkpoint::first_non_finite(tensors[chunk])) {
+      std::vector<checkpoint::TensorView> checked;
+      for (const HeldTensor& tensor : tensors[chunk]) {
+        if (writer || tensor.sharded) checked.push_back(tensor.view);
+      }
+      if (auto name = checkpoint::first_non_finite(checked)) {
         throw Error(
             fmt::format("step {}: not saving a checkpoint: non-finite value in {} (stage {})",
                         steps_done, *name, trainer_.global_stage(static_cast<int>(chunk))));
@@ -141,11 +137,21 @@ void RunCheckpoints::save(int64_t steps_done, const std::vector<ChunkState>& chu
   };
   try {
     comm::agree(world_, [&] {
+      // Every chunk's, even after a failure: the other replicas send their parts of each.
+      std::exception_ptr failure;
       for (size_t chunk = 0; chunk < tensors.size(); ++chunk) {
-        mine.push_back(store_.write_shard(
-            steps_done, trainer_.global_stage(static_cast<int>(chunk)), tensors[chunk],
-            {{kOptimizerStepsKey, std::to_string(steps_taken)}}));
+        try {
+          if (auto record = write_gathered_shard(
+                  store_, steps_done, trainer_.global_stage(static_cast<int>(chunk)),
+                  tensors[chunk], {{kOptimizerStepsKey, std::to_string(steps_taken)}},
+                  chunks[chunk].stage->params().grads(), trainer_.groups().data_parallel)) {
+            mine.push_back(*record);
+          }
+        } catch (...) {
+          if (!failure) failure = std::current_exception();
+        }
       }
+      if (failure) std::rethrow_exception(failure);
     });
     const auto shards = gather_shard_records(mine, steps_done);
     comm::agree(world_, [&] {

@@ -67,9 +67,6 @@ class RunCheckpoints {
   void save(int64_t steps_done);
 
  private:
-  // save's writing, of `chunks` (each chunk's optimizer whole).
-  void save(int64_t steps_done, const std::vector<ChunkState>& chunks);
-
   checkpoint::Settings settings() const;
   void check_settings(const nlohmann::json& meta, int64_t step) const;
   // Rank 0, resuming at `step` with train.steps or the schedule's length changed: one line on

@@ -136,18 +136,40 @@ std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage, 
 std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
                                                 optim::Optimizer& optimizer, const Tied& tied) {
   std::vector<checkpoint::TensorView> tensors;
+  for (HeldTensor& held : held_stage_state(stage, optimizer, tied)) {
+    check(!held.sharded, "stage_state: {} is held in shards", held.view.name);
+    tensors.push_back(std::move(held.view));
+  }
+  return tensors;
+}
+
+std::vector<HeldTensor> held_stage_state(const pipeline::Stage& stage, optim::Optimizer& optimizer,
+                                         const Tied& tied) {
+  std::vector<HeldTensor> tensors;
   for_each_weight(stage, tied,
                   [&tensors](const std::string& name, const Shape& shape, auto values,
                              const std::string& copy) {
                     if (copy.empty()) {
-                      tensors.push_back({name, shape, {values.data(), values.size()}});
+                      tensors.push_back({{name, shape, {values.data(), values.size()}}, false});
                     }
                   });
-  for_each_optimizer_tensor(
-      stage, optimizer, tied,
-      [&tensors](const std::string& name, const Shape& shape, auto values, bool copy) {
-        if (!copy) tensors.push_back({name, shape, values});
-      });
+  const optim::ParamRange owned = optimizer.owned();
+  const bool sharded = owned.begin != 0 || owned.end != optimizer.num_params();
+  for (const auto& [slot, state] : optimizer.state()) {
+    for (const auto& entry : stage.params().entries()) {
+      if (!entry.trainable || is_tied_copy(tied, entry.global_layer, entry.name)) continue;
+      // The tensor's parameters [entry.offset, + numel) within the owned ones, counted from the
+      // first owned parameter (where state() begins).
+      const int64_t begin = std::clamp(entry.offset, owned.begin, owned.end);
+      const int64_t end = std::clamp(entry.offset + entry.shape.numel(), owned.begin, owned.end);
+      tensors.push_back(
+          {{fmt::format("optim.{}.{}", slot, stored_name(tied, entry.global_layer, entry.name)),
+            entry.shape,
+            state.subspan(static_cast<size_t>(begin - owned.begin),
+                          static_cast<size_t>(end - begin))},
+           sharded});
+    }
+  }
   return tensors;
 }
 

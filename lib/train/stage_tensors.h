@@ -44,6 +44,19 @@ std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage,
 std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
                                                 optim::Optimizer& optimizer,
                                                 const std::optional<model::TiedWeights>& tied);
+// A stage_state tensor as this replica holds it. Under optimizer.shard_across_replicas (an
+// optimizer made with `owned`, optim/replica_shard.h) an optimizer-state tensor is `sharded`: its
+// values here are the part of it inside the optimizer's owned() parameters (none, some or all of
+// it), and the replicas' parts in replica order make it whole. Every other tensor is whole.
+struct HeldTensor {
+  checkpoint::TensorView view;
+  bool sharded = false;
+};
+
+// stage_state's tensors, in its order, as this replica holds them (see HeldTensor).
+std::vector<HeldTensor> held_stage_state(const pipeline::Stage& stage, optim::Optimizer& optimizer,
+                                         const std::optional<model::TiedWeights>& tied);
+
 // Every tensor load_stage_state restores into a stage holding `layers` under an optimizer with
 // the state slots `optimizer_slots` ("exp_avg", ...), by its name in files, each name once (a
 // tied copy under the embedding's name), in a fixed order: a stage can say what another needs

@@ -138,8 +138,8 @@ class Trainer {
   // Whether each replica holds only its shard of the optimizer state
   // (optimizer.shard_across_replicas with more than one replica).
   bool sharded() const { return sharded_; }
-  // When sharded, each chunk's optimizer with its whole state, for a checkpoint (files hold
-  // whole tensors) or a layer move: gathered from every replica's shard when `gather`
+  // When sharded, each chunk's optimizer with its whole state, for a resume (files hold whole
+  // tensors) or a layer move: gathered from every replica's shard when `gather`
   // (collective over the data-parallel group), else zeroed to be read into. Between steps and
   // until keep_shards, the live optimizers are set aside: when its shard's state fits in the
   // chunk's gradient buffer (free between steps) it waits there and the optimizer is freed, so

@@ -405,5 +405,18 @@ TEST(LayerMemory, AMicroBatchInItsInputBackwardHoldsItsLayersInputBackwardTempor
             kRows * (64.0 + 16.0 + 32.0) + 8.0 + 24.0);
 }
 
+// optimizer.shard_across_replicas: each slot holds the largest replica's shard of the stage's
+// parameters, the last one's (shards start at r·n/D rounded down to 16 floats: 1000 floats over
+// 3 replicas begin at 0, 320 and 656).
+TEST(LayerMemory, ShardedOptimizerStateIsTheLargestReplicasShardPerSlot) {
+  const LayerCost linear{.kind = "linear", .param_bytes = 1000 * 4.0};
+  const StashProfile forward{.full = 1, .backward = false};
+  const MemoryModel whole({linear}, 1, 2);
+  EXPECT_EQ(whole.stage(0, 1, forward, true, true).optimizer_state, 2 * 1000 * 4.0);
+  const MemoryModel sharded({linear}, 1, 2, AllocatorModel::exact(), {}, 3);
+  EXPECT_EQ(sharded.stage(0, 1, forward, true, true).optimizer_state, 2 * (1000 - 656) * 4.0);
+  EXPECT_EQ(sharded.stage(0, 1, forward, true, true).params, 1000 * 4.0);
+}
+
 }  // namespace
 }  // namespace mpipe::model

@@ -106,6 +106,17 @@ TEST(Communicator, GathervConcatenatesEveryRanksFloatsOnTheRootAlone) {
   }
 }
 
+TEST(Communicator, GathervIntoTheRootsBufferFillsItInRankOrder) {
+  const Communicator world = Communicator::world();
+  const int rank = world.rank();
+  std::vector<float> mine(static_cast<std::size_t>(rank), float(rank));  // rank 0 sends none
+  std::vector<float> all(rank == 1 ? 6 : 0, -1.0f);
+  world.gatherv(mine, 1, all);
+  if (rank == 1) {
+    EXPECT_EQ(all, (std::vector<float>{1, 2, 2, 3, 3, 3}));
+  }
+}
+
 TEST(Communicator, BroadcastCopiesTheRootsData) {
   const Communicator world = Communicator::world();
   std::vector<double> data = {double(world.rank()), 7.0};
