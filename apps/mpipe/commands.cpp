@@ -901,8 +901,8 @@ int Commands::plan() {
       throw InputError(fmt::format("--link-bandwidth: {}", e.what()));
     }
   }
-  // The plan is chosen at the fixed rates, as every rank of `mpipe train` chooses it, and
-  // predicted at this machine's (docs/design/planner.md, "Time model").
+  // The plan is chosen at the assumed rates, as every rank of `mpipe train` chooses it, and
+  // predicted at this machine's (docs/design/planner.md, "Measured rates").
   pipeline::PipelinePlan plan =
       train::plan_experiment(experiment, model, pipe.stages, pipe.data_parallel, rates);
   std::string rates_source = "assumed";
@@ -926,8 +926,11 @@ int Commands::plan() {
           measured.gemm.batched_weight_flops_per_s / 1e9, measured.memory_bytes_per_s / 1e9);
     }
   }
-  const train::PlanReport report{
-      .experiment = experiment, .model = model, .plan = plan, .pipeline = pipe};
+  const train::PlanReport report{.experiment = experiment,
+                                 .model = model,
+                                 .plan = plan,
+                                 .pipeline = pipe,
+                                 .rates_source = rates_source};
   if (plan_json_) {
     std::printf("%s\n", train::plan_json(report).dump(2).c_str());
   } else {

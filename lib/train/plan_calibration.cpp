@@ -109,7 +109,23 @@ MachineCalibration calibrate_machine(const model::ModelPlan& model,
   omp_set_num_threads(base.threads);
   MachineCalibration out;
   out.rates = base;
-  {
+  double linear_flops = 0.0, flops = 0.0;
+  for (const model::LayerPlan& layer : model.layers) {
+    flops += layer.forward_flops;
+    if (layer.kind == "linear") linear_flops += layer.forward_flops;
+  }
+  if (linear_flops < 0.5 * flops) {
+    // The linear layers' products say little of the others' (a Transformer block's attention, a
+    // convolution): the GEMM rates stay assumed.
+    const double assumed = base.flops_per_s * base.threads;
+    out.gemm = {.flops_per_s = assumed,
+                .input_gradient_flops_per_s = assumed,
+                .weight_flops_per_s = assumed,
+                .batched_weight_flops_per_s = assumed,
+                .measured = fmt::format("GEMM rates assumed: linear layers carry {:.0f}% of the "
+                                        "FLOPs",
+                                        100.0 * linear_flops / flops)};
+  } else {
     kernels::KernelContext kernels;
     out.gemm = calibrate_gemm_rate(model, micro_batch_rows, num_micro_batches, kernels, length);
   }

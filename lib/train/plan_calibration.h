@@ -49,7 +49,8 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
 double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params);
 
 // Both measurements for one rank of a plan of `num_stages` stages (its share of the parameters)
-// and `num_micro_batches` micro-batches of `micro_batch_rows`, on `base.threads` OpenMP threads:
+// and `num_micro_batches` micro-batches of `micro_batch_rows`, on `base.threads` OpenMP threads
+// (the GEMM rates only where linear layers carry at least half the model's FLOPs; else base's):
 // `rates` is `base` (its threads, links and element-wise bytes_per_s) with the measured rates per
 // thread: the GEMMs' and the optimizer step's traffic.
 struct MachineCalibration {

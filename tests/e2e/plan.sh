@@ -116,7 +116,7 @@ plan_error "--threads-per-rank: Value 0 not in range 1 to 65536" \
   "$configs/transformer_deep.yaml" --threads-per-rank 0
 plan_error "--link-bandwidth: expected a rate such as 100mbit, 1gbit or 125MB, got 'fast'" \
   "$configs/transformer_deep.yaml" --link-bandwidth fast
-plan_error "--assumed-rates excludes --calibrate" \
+plan_error "--calibrate excludes --assumed-rates" \
   "$configs/transformer_deep.yaml" --assumed-rates --calibrate
 # The rates: by default this machine's, measured briefly and the plan's times predicted at them;
 # the plan itself (partition, schedule, recompute mode) chosen at the assumed rates, as

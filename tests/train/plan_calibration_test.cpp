@@ -96,5 +96,21 @@ TEST(PlanCalibration, TheQuickMachineRatesArePerThreadAndKeepTheLinks) {
   EXPECT_GT(quick.seconds, 0.0);
 }
 
+TEST(PlanCalibration, TheGemmRatesStayAssumedWhereLinearLayersCarryUnderHalfTheFlops) {
+  model::ModelSpec spec;
+  spec.layers = {
+      testing::layer_spec(
+          "conv2d", {{"channels", int64_t{8}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}}),
+      testing::layer_spec("flatten", {}), layer("linear", 10)};
+  pipeline::MachineRates base;
+  const MachineCalibration quick =
+      calibrate_machine(model::plan_model(spec, Shape{4, 8, 8}), optim::OptimizerConfig{}, 4, 1, 1,
+                        base, Calibration::kQuick);
+  EXPECT_EQ(quick.gemm.measured, "GEMM rates assumed: linear layers carry 22% of the FLOPs");
+  EXPECT_EQ(quick.rates.flops_per_s, base.flops_per_s);
+  EXPECT_EQ(quick.rates.weight_flops_per_s, base.flops_per_s);
+  EXPECT_GT(quick.rates.optimizer_bytes_per_s, 0.0);  // the optimizer step is measured all the same
+}
+
 }  // namespace
 }  // namespace mpipe::train
