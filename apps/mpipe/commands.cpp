@@ -22,11 +22,13 @@
 #include "checkpoint/checkpoint_weights.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_diff.h"
+#include "checkpoint/weights_file.h"
 #include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "config/byte_size.h"
 #include "config/experiment.h"
 #include "config/link_rate.h"
+#include "config/stored_settings.h"
 #include "core/byte_format.h"
 #include "core/error.h"
 #include "core/memory_account.h"
@@ -313,11 +315,17 @@ void Commands::add_plan(CLI::App& app) {
                     "The rate of the links between ranks, e.g. 100mbit, 1gbit or 125MB (per "
                     "second; default: shared memory's, 4 GB/s)");
   plan_->add_flag("--calibrate", plan_calibrate_,
-                  "Measure this machine's GEMM rate at the ranks' threads (oneDNN matmuls of the "
-                  "model's main linear shape at the micro-batch's rows, else of 1024^3) and its "
-                  "memory traffic (the optimizer step over a rank's parameters), and predict "
-                  "with them instead of the development machine's 100 GFLOP/s and 4 GB/s per "
-                  "thread");
+                  "Measure this machine's rates longer (0.1 s a product, the batched weight "
+                  "gradient, a rank's whole share of the parameters) than the default brief "
+                  "measurement");
+  plan_
+      ->add_flag("--assumed-rates", plan_assumed_rates_,
+                 "Predict at the fixed rates the plan is chosen at (the development machine's "
+                 "100 GFLOP/s and 4 GB/s per thread) instead of measuring this machine's GEMM "
+                 "rate (oneDNN matmuls of the model's main linear shape at the micro-batch's "
+                 "rows, else of 1024^3) and memory traffic (the optimizer step over a rank's "
+                 "parameters); the same output on every machine")
+      ->excludes("--calibrate");
   plan_->add_flag("--json", plan_json_, "Print the plan as one JSON object");
 }
 
@@ -893,37 +901,36 @@ int Commands::plan() {
       throw InputError(fmt::format("--link-bandwidth: {}", e.what()));
     }
   }
-  if (plan_calibrate_) {
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(rates.threads);
-    kernels::KernelContext kernels;
-    const int64_t micro_batch_rows =
-        experiment.train.batch_size / (pipe.data_parallel * pipe.micro_batches);
-    const train::CalibratedRate rate =
-        train::calibrate_gemm_rate(model, micro_batch_rows, pipe.micro_batches, kernels);
-    rates.flops_per_s = rate.flops_per_s / rates.threads;
-    rates.input_gradient_flops_per_s = rate.input_gradient_flops_per_s / rates.threads;
-    rates.weight_flops_per_s = rate.weight_flops_per_s / rates.threads;
-    rates.batched_weight_flops_per_s = rate.batched_weight_flops_per_s / rates.threads;
-    // A rank's share of the parameters, as its optimizer step meets them.
-    const double memory_rate =
-        train::calibrate_memory_rate(experiment.optimizer, model.num_params() / pipe.stages);
-    rates.bytes_per_s = memory_rate / rates.threads;
-    omp_set_num_threads(threads);
+  // The plan is chosen at the assumed rates, as every rank of `mpipe train` chooses it, and
+  // predicted at this machine's (docs/design/planner.md, "Measured rates").
+  pipeline::PipelinePlan plan =
+      train::plan_experiment(experiment, model, pipe.stages, pipe.data_parallel, rates);
+  std::string rates_source = "assumed";
+  if (!plan_assumed_rates_) {
+    const train::MachineCalibration measured = train::calibrate_machine(
+        model, experiment.optimizer,
+        experiment.train.batch_size / (pipe.data_parallel * pipe.micro_batches), pipe.micro_batches,
+        pipe.stages, rates,
+        plan_calibrate_ ? train::Calibration::kFull : train::Calibration::kQuick);
+    plan = train::retimed(experiment, model, plan, pipe.data_parallel, measured.rates);
+    rates_source = fmt::format("measured in {:.2f} s{}: {}", measured.seconds,
+                               plan_calibrate_ ? " (--calibrate)" : "", measured.gemm.measured);
     if (!plan_json_) {
       std::printf(
-          "calibrated (%s, %d thread(s)), GFLOP/s per rank: forward %.1f, input gradient %.1f, "
-          "weight gradient %.1f, batched over the micro-batches %.1f; memory traffic %.1f GB/s "
-          "(the optimizer step)\n",
-          rate.measured.c_str(), rates.threads, rate.flops_per_s / 1e9,
-          rate.input_gradient_flops_per_s / 1e9, rate.weight_flops_per_s / 1e9,
-          rate.batched_weight_flops_per_s / 1e9, memory_rate / 1e9);
+          "measured (%s, %d thread(s), %.2f s%s), GFLOP/s per rank: forward %.1f, input gradient "
+          "%.1f, weight gradient %.1f, batched over the micro-batches %.1f; memory traffic %.1f "
+          "GB/s (the optimizer step)\n",
+          measured.gemm.measured.c_str(), rates.threads, measured.seconds,
+          plan_calibrate_ ? ", --calibrate" : "", measured.gemm.flops_per_s / 1e9,
+          measured.gemm.input_gradient_flops_per_s / 1e9, measured.gemm.weight_flops_per_s / 1e9,
+          measured.gemm.batched_weight_flops_per_s / 1e9, measured.memory_bytes_per_s / 1e9);
     }
   }
-  const pipeline::PipelinePlan plan =
-      train::plan_experiment(experiment, model, pipe.stages, pipe.data_parallel, rates);
-  const train::PlanReport report{
-      .experiment = experiment, .model = model, .plan = plan, .pipeline = pipe};
+  const train::PlanReport report{.experiment = experiment,
+                                 .model = model,
+                                 .plan = plan,
+                                 .pipeline = pipe,
+                                 .rates_source = rates_source};
   if (plan_json_) {
     std::printf("%s\n", train::plan_json(report).dump(2).c_str());
   } else {
@@ -934,9 +941,17 @@ int Commands::plan() {
 
 int Commands::generate() {
   config::Experiment experiment = config::load_experiment(config_path_, overrides_);
+  checkpoint::SafetensorsFile weights = checkpoint::read_safetensors(weights_path_);
+  // The model the weights were trained as, where the export records it; the YAML's otherwise.
+  std::string model_source = config_path_;
+  if (const auto settings =
+          checkpoint::model_settings_in_metadata(weights.metadata, weights_path_)) {
+    experiment.model = config::stored_model(*settings, weights_path_).model;
+    model_source = weights_path_;
+  }
   check_input(experiment.model.layers.front().kind == "embedding",
               "{}: generate needs a language model (its first layer must be an embedding)",
-              config_path_);
+              model_source);
   // Token data is text through its tokenizer; other token ids are bytes.
   std::optional<tokenize::Tokenizer> tokenizer;
   if (experiment.data.kind == data::DatasetKind::kTokens) {
@@ -946,10 +961,9 @@ int Commands::generate() {
     tokenizer = tokenize::Tokenizer::load(experiment.data.tokenizer);
   }
   kernels::KernelContext kernels;
-  std::string text =
-      train::generate_text(experiment.model, experiment.data.seq_len,
-                           checkpoint::read_safetensors(weights_path_).tensors, weights_path_,
-                           generate_options_, kernels, tokenizer ? &*tokenizer : nullptr);
+  std::string text = train::generate_text(experiment.model, experiment.data.seq_len,
+                                          weights.tensors, weights_path_, generate_options_,
+                                          kernels, tokenizer ? &*tokenizer : nullptr);
   std::printf("%s\n", text.c_str());
   return 0;
 }

@@ -111,6 +111,7 @@ class Commands {
   int plan_threads_ = 1;             // mpipe plan --threads-per-rank
   std::string plan_link_bandwidth_;  // mpipe plan --link-bandwidth
   bool plan_calibrate_ = false;      // mpipe plan --calibrate
+  bool plan_assumed_rates_ = false;  // mpipe plan --assumed-rates
   std::string plan_memory_limit_;
   bool plan_json_ = false;
 

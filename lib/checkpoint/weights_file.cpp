@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/error.h"
+
 namespace mpipe::checkpoint {
 namespace {
 
@@ -59,6 +61,20 @@ std::optional<TiedNames> tied_names_in_settings(
         fmt::format("layers.{}.{}", i, type[i] == "embedding" ? "token" : "weight"));
   }
   return names;
+}
+
+std::optional<std::map<std::string, std::string>> model_settings_in_metadata(
+    const std::map<std::string, std::string>& metadata, const std::string& path) {
+  const auto model = metadata.find("model");
+  if (model == metadata.end()) return std::nullopt;
+  const nlohmann::json json = nlohmann::json::parse(model->second, nullptr, false);
+  check_input(json.is_object(), "{}: metadata 'model' is not a JSON object", path);
+  std::map<std::string, std::string> settings;
+  for (const auto& [key, value] : json.items()) {
+    check_input(value.is_string(), "{}: metadata 'model': {} is not a string", path, key);
+    settings[key] = value.get<std::string>();
+  }
+  return settings;
 }
 
 }  // namespace mpipe::checkpoint

@@ -42,4 +42,11 @@ std::map<std::string, std::string> weights_file_metadata(
 // first `model.layers[e].type: embedding`.
 std::optional<TiedNames> tied_names_in_settings(const std::map<std::string, std::string>& settings);
 
+// The model's settings that a weights file's `metadata` holds ("model", as weights_file_metadata
+// writes it), for config::stored_model; nullopt for a file without them (an export written before
+// mpipe recorded its model). Throws InputError naming `path` when "model" is not a JSON object of
+// strings.
+std::optional<std::map<std::string, std::string>> model_settings_in_metadata(
+    const std::map<std::string, std::string>& metadata, const std::string& path);
+
 }  // namespace mpipe::checkpoint

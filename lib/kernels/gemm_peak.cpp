@@ -68,7 +68,7 @@ GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size, double min_seco
 }
 
 LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                                 double min_seconds) {
+                                 double min_seconds, int cycles) {
   constexpr double kStreamedBytes = 64.0 * (1 << 20);
   const int64_t weight_floats = in * out;
   const auto copies = static_cast<size_t>(std::clamp(
@@ -86,7 +86,8 @@ LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t i
     for (size_t c = 0; c < copies; ++c) product(c);
     std::vector<double> times;
     const Clock::time_point start = Clock::now();
-    for (size_t r = 0; r < 3 * copies || seconds_since(start) < min_seconds; ++r) {
+    for (size_t r = 0;
+         r < static_cast<size_t>(cycles) * copies || seconds_since(start) < min_seconds; ++r) {
       const Clock::time_point begin = Clock::now();
       product(r % copies);
       times.push_back(seconds_since(begin));

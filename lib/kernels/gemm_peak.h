@@ -24,15 +24,16 @@ GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size = 1024, double m
 double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, double min_seconds);
 
 // What a fully connected layer's products run at with `rows` rows, each timed with the layer's
-// own kernel and kept as the median repetition's FLOP/s (2·rows·in·out per product). As a stage
-// runs its layers one after another, each product finds its weights (and their gradient) out of
-// the caches, so the products cycle through copies of them, 64 MiB in all.
+// own kernel and kept as the median repetition's FLOP/s (2·rows·in·out per product), timed for
+// at least `min_seconds` and `cycles` times through the copies. As a stage runs its layers one
+// after another, each product finds its weights (and their gradient) out of the caches, so the
+// products cycle through copies of them, 64 MiB in all.
 struct LinearRates {
   double forward = 0.0;          // linear_forward
   double input_gradient = 0.0;   // linear_backward_data
   double weight_gradient = 0.0;  // linear_backward_weights, accumulating into the gradient
 };
 LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                                 double min_seconds = 0.1);
+                                 double min_seconds = 0.1, int cycles = 3);
 
 }  // namespace mpipe::kernels

@@ -62,6 +62,8 @@ class StageTimes {
     const double input_gradient_rate = rate(rates.input_gradient_flops_per_s);
     const double weight_rate = rate(rates.weight_flops_per_s);
     const double batched_rate = rate(rates.batched_weight_flops_per_s);
+    const double optimizer_rate =
+        rates.optimizer_bytes_per_s > 0 ? rates.optimizer_bytes_per_s : rates.bytes_per_s;
     // Linear layers batch their weight gradients over the step (nn::Linear, Stage::defers_grads).
     const bool batched =
         request.pipeline.weight_grads == WeightGrads::kBatched && num_micro_batches_ > 1;
@@ -83,7 +85,7 @@ class StageTimes {
       batched_weight_[i + 1] =
           batched_weight_[i] +
           (deferred ? num_micro_batches_ * r * c.weight_grad_flops / batched_rate : 0.0);
-      optimizer_[i + 1] = optimizer_[i] + passes * c.param_bytes / rates.bytes_per_s;
+      optimizer_[i + 1] = optimizer_[i] + passes * c.param_bytes / optimizer_rate;
     }
   }
   // One micro-batch's forward, and its backward (with its share of recomputes), on the rank's

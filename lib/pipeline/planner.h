@@ -31,7 +31,10 @@ struct MachineRates {
   double input_gradient_flops_per_s = 0.0;
   double weight_flops_per_s = 0.0;
   double batched_weight_flops_per_s = 0.0;
-  double bytes_per_s = 4.0e9;       // memory traffic of element-wise work, copies, allocation
+  double bytes_per_s = 4.0e9;  // memory traffic of element-wise work, copies, allocation
+  // Per thread, where measured (`mpipe plan`): the optimizer phase's streaming passes over the
+  // parameters (0: bytes_per_s), which run several times faster than element-wise kernels.
+  double optimizer_bytes_per_s = 0.0;
   double link_bytes_per_s = 4.0e9;  // activations and gradients between neighbouring stages
   double link_latency_s = 2.0e-5;
   // OpenMP threads per rank: the predicted compute (FLOPs and memory traffic) takes 1/threads of

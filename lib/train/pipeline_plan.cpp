@@ -59,4 +59,33 @@ pipeline::PipelinePlan plan_measured(const config::Experiment& experiment,
   return pipeline::plan_pipeline(plan, request);
 }
 
+pipeline::PipelinePlan retimed(const config::Experiment& experiment, const model::ModelPlan& plan,
+                               const pipeline::PipelinePlan& decided, int num_replicas,
+                               const pipeline::MachineRates& rates) {
+  const int num_ranks = static_cast<int>(decided.stages.size()) / decided.virtual_stages;
+  pipeline::PlanRequest request = plan_request(experiment, num_ranks, num_replicas, rates);
+  request.pipeline.schedule = decided.schedule;
+  request.pipeline.virtual_stages = decided.virtual_stages;
+  request.pipeline.recompute = decided.recompute;
+  request.pipeline.weight_grads = decided.weight_grads;
+  request.pipeline.partition_mode = pipeline::PartitionMode::kManual;
+  request.pipeline.balance = pipeline::Balance::kPredicted;
+  request.pipeline.partition.clear();
+  for (const pipeline::StagePlan& stage : decided.stages) {
+    request.pipeline.partition.push_back(stage.layers.size());
+  }
+  const pipeline::PipelinePlan timed = pipeline::plan_pipeline(plan, request);
+  pipeline::PipelinePlan out = decided;
+  for (size_t s = 0; s < out.stages.size(); ++s) {
+    out.stages[s].compute_s = timed.stages[s].compute_s;
+    out.stages[s].optimizer_s = timed.stages[s].optimizer_s;
+  }
+  out.bubble_fraction = timed.bubble_fraction;
+  out.step_s = timed.step_s;
+  out.samples_per_s = timed.samples_per_s;
+  out.largest_stage_share = timed.largest_stage_share;
+  out.rates = rates;
+  return out;
+}
+
 }  // namespace mpipe::train

@@ -34,6 +34,15 @@ pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
                                        const model::ModelPlan& plan, int num_stages,
                                        int num_replicas, const pipeline::MachineRates& rates);
 
+// `decided` (its partition, schedule, chunks, recompute mode and weight gradients, chosen at its
+// own rates, as `mpipe train` chooses them) with its times predicted at `rates` instead: each
+// stage's compute and optimizer time, the bubble, the step and samples/s (`mpipe plan`'s
+// prediction at this machine's measured rates). Its memory, problem, advice and schedule
+// candidates stay `decided`'s.
+pipeline::PipelinePlan retimed(const config::Experiment& experiment, const model::ModelPlan& plan,
+                               const pipeline::PipelinePlan& decided, int num_replicas,
+                               const pipeline::MachineRates& rates);
+
 // pipeline.balance: measured: the plan of `current`'s schedule, chunks and recompute mode whose
 // `auto` partition balances `measured_time` instead of the predicted times (within the memory
 // limit).

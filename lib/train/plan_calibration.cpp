@@ -1,8 +1,9 @@
-// The calibrated rates: the model's main linear shape and a rank's optimizer step, timed on this
+// The measured rates: the model's main linear shape and a rank's optimizer step, timed on this
 // machine.
 #include "train/plan_calibration.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,19 +21,35 @@
 
 namespace mpipe::train {
 
+namespace {
+
+// The shortest time each product is timed for.
+double min_seconds(Calibration length) { return length == Calibration::kQuick ? 0.01 : 0.1; }
+
+}  // namespace
+
 CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,
-                                   int num_micro_batches, kernels::KernelContext& kernels) {
+                                   int num_micro_batches, kernels::KernelContext& kernels,
+                                   Calibration length) {
   // (m, k, n) -> the FLOPs per example of the linear layers of that shape.
   std::map<std::tuple<int64_t, int64_t, int64_t>, double> flops_by_shape;
+  double linear_flops = 0.0, convolution_flops = 0.0;
   for (const model::LayerPlan& layer : model.layers) {
+    if (layer.kind == "conv2d" || layer.kind == "residual_block" ||
+        layer.kind == "separable_cell") {
+      convolution_flops += layer.forward_flops;
+    }
     if (layer.kind != "linear" || layer.input.rank() == 0) continue;
+    linear_flops += layer.forward_flops;
     const int64_t in = layer.input.dims().back();
     const int64_t positions = layer.input.numel() / in;
     flops_by_shape[{micro_batch_rows * positions, in, layer.output.dims().back()}] +=
         layer.forward_flops;
   }
-  if (flops_by_shape.empty()) {
-    const double peak = kernels::measure_gemm_peak(kernels).flops_per_s;
+  // A convolutional network's linear head says nothing of its convolutions' rate (16 x 64 -> 10
+  // read 8 GFLOP/s on fashion_mnist_cnn.yaml): the square GEMM stands for them.
+  if (flops_by_shape.empty() || convolution_flops > linear_flops) {
+    const double peak = kernels::measure_gemm_peak(kernels, 1024, min_seconds(length)).flops_per_s;
     return {.flops_per_s = peak,
             .input_gradient_flops_per_s = peak,
             .weight_flops_per_s = peak,
@@ -43,10 +60,12 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
       std::max_element(flops_by_shape.begin(), flops_by_shape.end(),
                        [](const auto& a, const auto& b) { return a.second < b.second; })
           ->first;
-  const kernels::LinearRates rates = kernels::measure_linear_rates(kernels, m, k, n);
+  const kernels::LinearRates rates = kernels::measure_linear_rates(
+      kernels, m, k, n, min_seconds(length), length == Calibration::kQuick ? 1 : 3);
   const double batched =
-      num_micro_batches > 1
-          ? kernels::measure_linear_rates(kernels, m * num_micro_batches, k, n).weight_gradient
+      num_micro_batches > 1 && length == Calibration::kFull
+          ? kernels::measure_linear_rates(kernels, m * num_micro_batches, k, n, min_seconds(length))
+                .weight_gradient
           : rates.weight_gradient;
   return {.flops_per_s = rates.forward,
           .input_gradient_flops_per_s = rates.input_gradient,
@@ -76,6 +95,52 @@ double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t nu
   std::nth_element(seconds.begin(), seconds.begin() + kRepetitions / 2, seconds.end());
   return pipeline::optimizer_passes(optimizer_slots(optimizer), false) * sizeof(float) *
          static_cast<double>(n) / seconds[kRepetitions / 2];
+}
+
+MachineCalibration calibrate_machine(const model::ModelPlan& model,
+                                     const optim::OptimizerConfig& optimizer,
+                                     int64_t micro_batch_rows, int num_micro_batches,
+                                     int num_stages, const pipeline::MachineRates& base,
+                                     Calibration length) {
+  // Beyond the caches whatever the model (16 MiB of values), and no longer than that needs.
+  constexpr int64_t kQuickParams = int64_t{1} << 22;
+  const auto start = std::chrono::steady_clock::now();
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(base.threads);
+  MachineCalibration out;
+  out.rates = base;
+  double linear_flops = 0.0, flops = 0.0;
+  for (const model::LayerPlan& layer : model.layers) {
+    flops += layer.forward_flops;
+    if (layer.kind == "linear") linear_flops += layer.forward_flops;
+  }
+  if (linear_flops < 0.5 * flops) {
+    // The linear layers' products say little of the others' (a Transformer block's attention, a
+    // convolution): the GEMM rates stay assumed.
+    const double assumed = base.flops_per_s * base.threads;
+    out.gemm = {.flops_per_s = assumed,
+                .input_gradient_flops_per_s = assumed,
+                .weight_flops_per_s = assumed,
+                .batched_weight_flops_per_s = assumed,
+                .measured = fmt::format("GEMM rates assumed: linear layers carry {:.0f}% of the "
+                                        "FLOPs",
+                                        100.0 * linear_flops / flops)};
+  } else {
+    kernels::KernelContext kernels;
+    out.gemm = calibrate_gemm_rate(model, micro_batch_rows, num_micro_batches, kernels, length);
+  }
+  const int64_t params = model.num_params() / std::max(1, num_stages);
+  out.memory_bytes_per_s = calibrate_memory_rate(
+      optimizer, length == Calibration::kQuick ? std::min(params, kQuickParams) : params);
+  omp_set_num_threads(threads);
+  const auto per_thread = static_cast<double>(std::max(1, base.threads));
+  out.rates.flops_per_s = out.gemm.flops_per_s / per_thread;
+  out.rates.input_gradient_flops_per_s = out.gemm.input_gradient_flops_per_s / per_thread;
+  out.rates.weight_flops_per_s = out.gemm.weight_flops_per_s / per_thread;
+  out.rates.batched_weight_flops_per_s = out.gemm.batched_weight_flops_per_s / per_thread;
+  out.rates.optimizer_bytes_per_s = out.memory_bytes_per_s / per_thread;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
 }
 
 }  // namespace mpipe::train

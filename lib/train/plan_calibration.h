@@ -1,6 +1,7 @@
-// The rates `mpipe plan --calibrate` predicts with: this machine's GEMM rates, measured at the
-// shape of the model's main fully connected products and the micro-batch's rows, and its memory
-// traffic, measured on the step's passes over a rank's parameters.
+// The rates `mpipe plan` predicts with: this machine's GEMM rates, measured at the shape of the
+// model's main fully connected products and the micro-batch's rows, and its memory traffic,
+// measured on the step's passes over a rank's parameters (briefly by default, longer with
+// --calibrate).
 #pragma once
 
 #include <cstdint>
@@ -9,8 +10,16 @@
 #include "kernels/context.h"
 #include "model/model_builder.h"
 #include "optim/optimizer_config.h"
+#include "pipeline/planner.h"
 
 namespace mpipe::train {
+
+// How long a measurement takes. kQuick, `mpipe plan`'s default: each product timed for at least
+// 10 ms and once through its weight copies, the weight gradient's rate standing for the batched
+// one, the optimizer step over at most 4 Mi parameters (a fraction of a second). kFull,
+// `--calibrate`: 0.1 s a product, the batched weight gradient timed at the step's rows, a rank's
+// whole share of the parameters (seconds on a large model).
+enum class Calibration { kQuick, kFull };
 
 struct CalibratedRate {
   // On this process's OpenMP threads (pipeline::MachineRates' fields, not per thread): forwards
@@ -26,15 +35,34 @@ struct CalibratedRate {
 // The linear layers' shape that carries most of their FLOPs (m = `micro_batch_rows` x the
 // positions of an example, k = in, n = out), each product timed by kernels::measure_linear_rates,
 // the batched weight gradient at `num_micro_batches` times the rows; a model with no linear
-// layer, by the 1024³ GEMM peak (every rate the same).
+// layer, or whose convolutions (conv2d, residual_block, separable_cell) carry more FLOPs than its
+// linear layers, by the 1024³ GEMM peak (every rate the same).
 CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,
-                                   int num_micro_batches, kernels::KernelContext& kernels);
+                                   int num_micro_batches, kernels::KernelContext& kernels,
+                                   Calibration length = Calibration::kFull);
 
-// The memory traffic per second (pipeline::MachineRates::bytes_per_s, on this process's OpenMP
-// threads) at which a rank holding `num_params` parameters zeroes its gradients, checks them and
-// takes an `optimizer` step, each as a run's step does it: pipeline::optimizer_passes over the
+// The memory traffic per second (pipeline::MachineRates::optimizer_bytes_per_s, on this process's
+// OpenMP threads) at which a rank holding `num_params` parameters zeroes its gradients, checks them
+// and takes an `optimizer` step, each as a run's step does it: pipeline::optimizer_passes over the
 // parameters' bytes in the median of a few timed repetitions, so that the plan's optimizer time
 // is the time measured. Clipping is not timed; the plan charges its passes at this rate.
 double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params);
+
+// Both measurements for one rank of a plan of `num_stages` stages (its share of the parameters)
+// and `num_micro_batches` micro-batches of `micro_batch_rows`, on `base.threads` OpenMP threads
+// (the GEMM rates only where linear layers carry at least half the model's FLOPs; else base's):
+// `rates` is `base` (its threads, links and element-wise bytes_per_s) with the measured rates per
+// thread: the GEMMs' and the optimizer step's traffic.
+struct MachineCalibration {
+  pipeline::MachineRates rates;
+  CalibratedRate gemm;              // per rank
+  double memory_bytes_per_s = 0.0;  // per rank
+  double seconds = 0.0;             // what the measurements took
+};
+MachineCalibration calibrate_machine(const model::ModelPlan& model,
+                                     const optim::OptimizerConfig& optimizer,
+                                     int64_t micro_batch_rows, int num_micro_batches,
+                                     int num_stages, const pipeline::MachineRates& base,
+                                     Calibration length);
 
 }  // namespace mpipe::train

@@ -166,12 +166,25 @@ std::string plan_text(const PlanReport& r) {
       seconds(plan.step_s), plan.samples_per_s, 100.0 * plan.bubble_fraction,
       100.0 * plan.largest_stage_share);
   out += fmt::format(
-      "(assumed per rank: {}, {:.0f} GFLOP/s, {:.1f} GB/s of memory traffic, {:.3g} MB/s links; "
+      "({} per rank: {}, {:.0f} GFLOP/s, {:.1f} GB/s of memory traffic{}, {:.3g} MB/s links; "
       "memory: state = parameters, gradients, optimizer state; activations = kept, recompute, "
       "temporaries, batched weight-gradient operands; buffers = messages; peak = state + "
       "activations + buffers)\n",
-      counted(rates.threads, "thread"), rates.threads * rates.flops_per_s / 1e9,
-      rates.threads * rates.bytes_per_s / 1e9, rates.link_bytes_per_s / 1e6);
+      r.rates_source == "assumed" ? "assumed" : "measured", counted(rates.threads, "thread"),
+      rates.threads * rates.flops_per_s / 1e9, rates.threads * rates.bytes_per_s / 1e9,
+      rates.optimizer_bytes_per_s > 0
+          ? fmt::format(" ({:.1f} in the optimizer step)",
+                        rates.threads * rates.optimizer_bytes_per_s / 1e9)
+          : std::string(),
+      rates.link_bytes_per_s / 1e6);
+  if (r.rates_source != "assumed") {
+    const pipeline::MachineRates assumed;
+    out += fmt::format(
+        "(rates {}; the plan is chosen as `mpipe train` chooses it, at the assumed {:.0f} "
+        "GFLOP/s and {:.1f} GB/s per thread, and so are the schedule table's steps and the "
+        "advice's numbers)\n",
+        r.rates_source, assumed.flops_per_s / 1e9, assumed.bytes_per_s / 1e9);
+  }
   if (!plan.fits()) out += fmt::format("does not fit: {}\n", plan.problem);
   for (const std::string& line : plan.advice) out += fmt::format("advice: {}\n", line);
   return out;
@@ -282,8 +295,10 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
         {"weight_flops_per_s", rates.weight_flops_per_s},
         {"batched_weight_flops_per_s", rates.batched_weight_flops_per_s},
         {"bytes_per_s", rates.bytes_per_s},
+        {"optimizer_bytes_per_s", rates.optimizer_bytes_per_s},
         {"link_bytes_per_s", rates.link_bytes_per_s},
-        {"link_latency_s", rates.link_latency_s}}}};
+        {"link_latency_s", rates.link_latency_s}}},
+      {"rates_source", r.rates_source}};
   return out;
 }
 

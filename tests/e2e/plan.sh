@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mpipe plan: --json parses with every stage and prediction (its run time is printed), recompute:
 # auto chooses the mode by the limit, threads per rank divide the predicted compute (not the
-# partition), schedule: auto shows its candidates and runs its choice, a plan over the memory limit
+# partition), the times are predicted at this machine's measured rates (the plan chosen at the
+# assumed ones), schedule: auto shows its candidates and runs its choice, a plan over the memory limit
 # exits 5, and its option errors are one line with exit status 2.
 source "$(dirname "$0")/lib.sh"
 configs=$(dirname "$0")/../../configs
@@ -54,7 +55,7 @@ PY
 
 # recompute: auto (largest_model.yaml's) runs the fastest mode whose plan fits the limit, and an
 # explicit mode over the limit is told the one that fits (K = 1 GPipe, 16 blocks: per_layer
-# peaks at 70.2 MiB, always at 86.7, except_last at 123.0, never at 342.5).
+# peaks at 70.2 MiB, always at 86.7, except_last at 123.0, never at 342.4).
 auto_mode() {  # LIMIT -> the chosen mode
   "$MPIPE" plan "$configs/largest_model.yaml" --stages 1 --memory-limit "$1" \
     --set pipeline.schedule=gpipe --json |
@@ -80,11 +81,14 @@ grep -q "^stage  layers " "$WORK/plan.txt" && grep -q "^predicted step " "$WORK/
   { cat "$WORK/plan.txt"; echo "FAILED: plan text"; exit 1; }
 
 # Threads per rank: OMP_NUM_THREADS by default, --threads-per-rank over it; the same partition,
-# each stage's compute in a quarter of the time at 4 threads.
-OMP_NUM_THREADS=1 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --json > "$WORK/t1.json"
-OMP_NUM_THREADS=4 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --json > "$WORK/t4.json"
+# each stage's compute in a quarter of the time at 4 threads (at the assumed rates, which do not
+# change from run to run).
+OMP_NUM_THREADS=1 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --assumed-rates \
+  --json > "$WORK/t1.json"
+OMP_NUM_THREADS=4 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --assumed-rates \
+  --json > "$WORK/t4.json"
 OMP_NUM_THREADS=1 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --threads-per-rank 4 \
-  --json > "$WORK/t4_option.json"
+  --assumed-rates --json > "$WORK/t4_option.json"
 cmp -s "$WORK/t4.json" "$WORK/t4_option.json" || { echo "FAILED: --threads-per-rank 4"; exit 1; }
 /usr/bin/python3 - "$WORK/t1.json" "$WORK/t4.json" <<'PY' || { echo "FAILED: plan threads"; exit 1; }
 import json, sys
@@ -112,9 +116,36 @@ plan_error "--threads-per-rank: Value 0 not in range 1 to 65536" \
   "$configs/transformer_deep.yaml" --threads-per-rank 0
 plan_error "--link-bandwidth: expected a rate such as 100mbit, 1gbit or 125MB, got 'fast'" \
   "$configs/transformer_deep.yaml" --link-bandwidth fast
+plan_error "--calibrate excludes --assumed-rates" \
+  "$configs/transformer_deep.yaml" --assumed-rates --calibrate
+# The rates: by default this machine's, measured briefly and the plan's times predicted at them;
+# the plan itself (partition, schedule, recompute mode) chosen at the assumed rates, as
+# `mpipe train` chooses it on every rank, so it is the one --assumed-rates prints.
+"$MPIPE" plan "$configs/fashion_mnist_mlp.yaml" --stages 2 --set pipeline.recompute=auto \
+  --memory-limit 64MiB --json > "$WORK/measured.json"
+"$MPIPE" plan "$configs/fashion_mnist_mlp.yaml" --stages 2 --set pipeline.recompute=auto \
+  --memory-limit 64MiB --assumed-rates --json > "$WORK/assumed.json"
+/usr/bin/python3 - "$WORK/measured.json" "$WORK/assumed.json" <<'PY'
+import json, sys
+measured, assumed = (json.load(open(p)) for p in sys.argv[1:])
+assert assumed["rates_source"] == "assumed", assumed["rates_source"]
+assert assumed["rates"]["flops_per_s"] == 1e11 and assumed["rates"]["bytes_per_s"] == 4e9, assumed["rates"]
+assert measured["rates_source"].startswith("measured in ") and measured["rates_source"].endswith(
+    " s: linear 32 x 784 -> 512"), measured["rates_source"]
+rates = measured["rates"]
+assert rates["flops_per_s"] != 1e11 and rates["optimizer_bytes_per_s"] not in (0, 4e9), rates
+assert rates["bytes_per_s"] == 4e9 and assumed["rates"]["optimizer_bytes_per_s"] == 0, rates
+assert rates["weight_flops_per_s"] > 0 and rates["batched_weight_flops_per_s"] > 0, rates
+for key in ["schedule", "recompute", "advice", "rank_peak_bytes"]:
+    assert measured[key] == assumed[key], (key, measured[key], assumed[key])
+for a, b in zip(measured["stage_plans"], assumed["stage_plans"]):
+    assert (a["first_layer"], a["last_layer"]) == (b["first_layer"], b["last_layer"]), (a, b)
+    assert a["peak_bytes"] == b["peak_bytes"] and a["compute_s"] != b["compute_s"], (a, b)
+assert abs(measured["samples_per_s"] - measured["batch_size"] / measured["step_s"]) < 1e-6 * measured["samples_per_s"]
+PY
 # --link-bandwidth and --calibrate: the links' rate and this machine's GEMM rate in the prediction.
 "$MPIPE" plan "$configs/scaling_mlp.yaml" --stages 2 --set pipeline.micro_batches=8 --json \
-  > "$WORK/fast.json"
+  --assumed-rates > "$WORK/fast.json"
 "$MPIPE" plan "$configs/scaling_mlp.yaml" --stages 2 --set pipeline.micro_batches=8 --json \
   --link-bandwidth 100mbit --calibrate > "$WORK/slow.json"
 /usr/bin/python3 - "$WORK/fast.json" "$WORK/slow.json" <<'PY'
@@ -122,6 +153,7 @@ import json, sys
 fast, slow = (json.load(open(p)) for p in sys.argv[1:])
 assert slow["rates"]["link_bytes_per_s"] == 12.5e6, slow["rates"]
 assert slow["rates"]["flops_per_s"] != fast["rates"]["flops_per_s"], slow["rates"]
+assert slow["rates_source"].startswith("measured in ") and "(--calibrate)" in slow["rates_source"]
 assert slow["step_s"] > fast["step_s"], (slow["step_s"], fast["step_s"])
 PY
 # pipeline.schedule: auto: one row per schedule weighed (step, bubble, peak per stage), the chosen

@@ -7,7 +7,7 @@
 # straight; the export and the checkpoints hold the matrix once, under the embedding's name, with
 # metadata naming the tie, and mpipe export of the checkpoint writes the same bytes; the two
 # copies stay equal under decay_exempt (a resume, which restores the head's copy from the
-# embedding's, equals the run straight through); --init-weights and generate load the export; a
+# embedding's, equals the run straight through); --init-weights and generate load the export (generate with the model it records); a
 # tie whose units are not the vocabulary is refused with one line.
 # Usage: tied.sh CONFIG
 source "$(dirname "$0")/lib.sh"
@@ -97,8 +97,14 @@ cmp "$WORK/k1.safetensors" "$WORK/k1-export.safetensors" ||
 
 timeout 60 "$MPIPE" generate "$config" --weights "$WORK/k1.safetensors" --length 20 \
   > "$WORK/generate.out" 2>&1 || { cat "$WORK/generate.out"; echo "FAILED: generate"; exit 1; }
-# A tie that does not fit is refused on every rank with one line naming the tie's key.
 sed 's/units: 256, bias: false/units: 255, bias: false/' "$config" > "$WORK/bad_tie.yaml"
+# generate builds the model the export records, not the YAML's: with a YAML whose model no longer
+# matches the weights (the bad tie below), the same text.
+timeout 60 "$MPIPE" generate "$WORK/bad_tie.yaml" --weights "$WORK/k1.safetensors" --length 20 \
+  > "$WORK/generate_stored.out" 2>&1 || { cat "$WORK/generate_stored.out"; echo "FAILED: generate with the export's model"; exit 1; }
+cmp "$WORK/generate.out" "$WORK/generate_stored.out" ||
+  { echo "FAILED: generate with the export's model differs"; exit 1; }
+# A tie that does not fit is refused on every rank with one line naming the tie's key.
 rejected bad_tie "$WORK/bad_tie.yaml:10: model.layers[4].tie: a tied linear needs units equal to the embedding's vocab (256, model.layers[0]), got 255" \
   "$WORK/bad_tie.yaml"
-echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 under weight_grads: tree, resume 3+3 == 6 (also under decay_exempt), the matrix stored once, mpipe export == --export-weights, --init-weights, generate, a bad tie refused"
+echo "tied: K=1,2,4 bit-identical (D=1; K=1,2 at D=2), D=2 == D=1 under weight_grads: tree, resume 3+3 == 6 (also under decay_exempt), the matrix stored once, mpipe export == --export-weights, --init-weights, generate (the export's model), a bad tie refused"

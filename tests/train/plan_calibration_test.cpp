@@ -1,6 +1,6 @@
 // calibrate_gemm_rate: it times the linear shape that carries most of the model's FLOPs, at the
 // micro-batch's rows times an example's positions, and the 1024^3 GEMM without linear layers;
-// calibrate_memory_rate: the optimizer step's traffic.
+// calibrate_memory_rate: the optimizer step's traffic; calibrate_machine: both, per thread.
 #include "train/plan_calibration.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +53,18 @@ TEST(PlanCalibration, WithoutALinearLayerTimesTheSquareGemm) {
   EXPECT_EQ(rate.weight_flops_per_s, rate.flops_per_s);
 }
 
+TEST(PlanCalibration, ANetworkOfConvolutionsTimesTheSquareGemmNotItsLinearHead) {
+  model::ModelSpec spec;
+  spec.layers = {
+      testing::layer_spec(
+          "conv2d", {{"channels", int64_t{8}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}}),
+      testing::layer_spec("flatten", {}), layer("linear", 10)};
+  kernels::KernelContext kernels;
+  const CalibratedRate rate = calibrate_gemm_rate(model::plan_model(spec, Shape{4, 8, 8}), 4, 1,
+                                                  kernels, Calibration::kQuick);
+  EXPECT_EQ(rate.measured, "1024^3 GEMM");
+}
+
 TEST(PlanCalibration, TimesTheMemoryTrafficOfEachOptimizersStep) {
   for (const auto kind : {optim::OptimizerKind::kSgd, optim::OptimizerKind::kAdamW}) {
     optim::OptimizerConfig optimizer;
@@ -60,6 +72,44 @@ TEST(PlanCalibration, TimesTheMemoryTrafficOfEachOptimizersStep) {
     const double rate = calibrate_memory_rate(optimizer, 1 << 20);
     EXPECT_TRUE(std::isfinite(rate) && rate > 0.0) << rate;
   }
+}
+
+TEST(PlanCalibration, TheQuickMachineRatesArePerThreadAndKeepTheLinks) {
+  model::ModelSpec spec;
+  spec.layers = {layer("linear", 96), layer("relu", 0), layer("linear", 96)};
+  pipeline::MachineRates base;
+  base.threads = 2;
+  base.link_bytes_per_s = 12.5e6;
+  const MachineCalibration quick =
+      calibrate_machine(model::plan_model(spec, Shape{16}), optim::OptimizerConfig{}, 8, 4, 2, base,
+                        Calibration::kQuick);
+  EXPECT_EQ(quick.gemm.measured, "linear 8 x 96 -> 96");
+  EXPECT_EQ(quick.rates.threads, 2);
+  EXPECT_EQ(quick.rates.link_bytes_per_s, 12.5e6);
+  EXPECT_DOUBLE_EQ(quick.rates.flops_per_s, quick.gemm.flops_per_s / 2);
+  EXPECT_DOUBLE_EQ(quick.rates.weight_flops_per_s, quick.gemm.weight_flops_per_s / 2);
+  EXPECT_DOUBLE_EQ(quick.rates.optimizer_bytes_per_s, quick.memory_bytes_per_s / 2);
+  EXPECT_EQ(quick.rates.bytes_per_s, base.bytes_per_s);  // element-wise work: as assumed
+  // The batched weight gradient is not timed: the accumulating one's rate stands for it.
+  EXPECT_EQ(quick.gemm.batched_weight_flops_per_s, quick.gemm.weight_flops_per_s);
+  EXPECT_GT(quick.memory_bytes_per_s, 0.0);
+  EXPECT_GT(quick.seconds, 0.0);
+}
+
+TEST(PlanCalibration, TheGemmRatesStayAssumedWhereLinearLayersCarryUnderHalfTheFlops) {
+  model::ModelSpec spec;
+  spec.layers = {
+      testing::layer_spec(
+          "conv2d", {{"channels", int64_t{8}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}}),
+      testing::layer_spec("flatten", {}), layer("linear", 10)};
+  pipeline::MachineRates base;
+  const MachineCalibration quick =
+      calibrate_machine(model::plan_model(spec, Shape{4, 8, 8}), optim::OptimizerConfig{}, 4, 1, 1,
+                        base, Calibration::kQuick);
+  EXPECT_EQ(quick.gemm.measured, "GEMM rates assumed: linear layers carry 22% of the FLOPs");
+  EXPECT_EQ(quick.rates.flops_per_s, base.flops_per_s);
+  EXPECT_EQ(quick.rates.weight_flops_per_s, base.flops_per_s);
+  EXPECT_GT(quick.rates.optimizer_bytes_per_s, 0.0);  // the optimizer step is measured all the same
 }
 
 }  // namespace

@@ -137,6 +137,67 @@ TEST(PipelinePlan, ThreadsPerRankDivideTheComputeButNotThePartition) {
   EXPECT_EQ(plan_json(report)["rates"]["threads"], 4);
 }
 
+TEST(PipelinePlan, RetimedKeepsThePlanAndPredictsItsTimesAtTheMeasuredRates) {
+  config::Experiment e = experiment();
+  e.pipeline.memory_limit = 1 << 30;  // recompute: auto then weighs the modes by their times
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  const pipeline::PipelinePlan decided = plan_experiment(e, model, 2, 1, 1);
+  pipeline::MachineRates measured;  // twice the assumed compute rates, links as they are
+  measured.flops_per_s *= 2;
+  measured.bytes_per_s *= 2;
+  const pipeline::PipelinePlan timed = retimed(e, model, decided, 1, measured);
+  EXPECT_EQ(timed.rates.flops_per_s, measured.flops_per_s);
+  EXPECT_EQ(timed.schedule, decided.schedule);
+  EXPECT_EQ(timed.recompute, decided.recompute);
+  EXPECT_EQ(timed.rank_peak_bytes, decided.rank_peak_bytes);
+  EXPECT_EQ(timed.advice, decided.advice);
+  ASSERT_EQ(timed.stages.size(), decided.stages.size());
+  for (size_t s = 0; s < timed.stages.size(); ++s) {
+    EXPECT_EQ(timed.stages[s].layers, decided.stages[s].layers);
+    EXPECT_DOUBLE_EQ(timed.stages[s].compute_s, decided.stages[s].compute_s / 2);
+    EXPECT_DOUBLE_EQ(timed.stages[s].optimizer_s, decided.stages[s].optimizer_s / 2);
+  }
+  // The step of that partition planned at the measured rates, links unchanged.
+  config::Experiment pinned = e;
+  pinned.pipeline.partition_mode = pipeline::PartitionMode::kManual;
+  pinned.pipeline.partition = {decided.stages[0].layers.size(), decided.stages[1].layers.size()};
+  pinned.pipeline.recompute = decided.recompute;
+  pinned.pipeline.schedule = decided.schedule;
+  pinned.pipeline.weight_grads = decided.weight_grads;
+  const pipeline::PipelinePlan expected = plan_experiment(pinned, model, 2, 1, measured);
+  EXPECT_DOUBLE_EQ(timed.step_s, expected.step_s);
+  EXPECT_DOUBLE_EQ(timed.samples_per_s, expected.samples_per_s);
+  EXPECT_DOUBLE_EQ(timed.bubble_fraction, expected.bubble_fraction);
+  EXPECT_LT(timed.step_s, decided.step_s);
+  EXPECT_GT(timed.step_s, decided.step_s / 2);  // the links do not speed up
+}
+
+TEST(PlanReport, SaysWhereTheRatesComeFromAndWhatTheyDoNotChoose) {
+  const config::Experiment e = experiment();
+  const model::ModelPlan model = model::plan_model(e.model, kInput);
+  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+  const PlanReport measured{.experiment = e,
+                            .model = model,
+                            .plan = plan,
+                            .pipeline = e.pipeline,
+                            .rates_source = "measured in 0.12 s: linear 8 x 32 -> 64"};
+  const std::string text = plan_text(measured);
+  EXPECT_NE(text.find("(measured per rank: 1 thread, "), std::string::npos) << text;
+  EXPECT_NE(text.find("(rates measured in 0.12 s: linear 8 x 32 -> 64; the plan is chosen as "
+                      "`mpipe train` chooses it, at the assumed 100 GFLOP/s and 4.0 GB/s per "
+                      "thread, "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(plan_json(measured)["rates_source"], "measured in 0.12 s: linear 8 x 32 -> 64");
+  const PlanReport assumed{.experiment = e,
+                           .model = model,
+                           .plan = plan,
+                           .pipeline = e.pipeline,
+                           .rates_source = "assumed"};
+  EXPECT_EQ(plan_text(assumed).find("(rates "), std::string::npos);
+  EXPECT_EQ(plan_json(assumed)["rates_source"], "assumed");
+}
+
 TEST(PlanReport, SlowerLinksLengthenTheStepByTheirQueuedTransfers) {
   const config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);
