@@ -10,19 +10,19 @@ int optimizer_slots(const optim::OptimizerConfig& optimizer) {
 
 namespace {
 
-pipeline::PlanRequest plan_request(const config::Experiment& experiment, int num_stages,
-                                   int num_replicas, const pipeline::MachineRates& rates) {
-  pipeline::PlanRequest request{.pipeline = experiment.pipeline,
-                                .batch_size = experiment.train.batch_size,
-                                .optimizer_slots = optimizer_slots(experiment.optimizer),
-                                .clips_gradients = experiment.optimizer.clip_norm > 0,
-                                .rates = rates,
-                                .partition_where = experiment.where("pipeline.partition"),
-                                .memory_limit_where = experiment.where("pipeline.memory_limit"),
-                                .eval_batch_size = experiment.train.eval_batch_size > 0
-                                                       ? experiment.train.eval_batch_size
-                                                       : experiment.train.batch_size,
-                                .eval_batch_where = experiment.where("train.eval_batch_size")};
+plan::PlanRequest plan_request(const config::Experiment& experiment, int num_stages,
+                               int num_replicas, const plan::MachineRates& rates) {
+  plan::PlanRequest request{.pipeline = experiment.pipeline,
+                            .batch_size = experiment.train.batch_size,
+                            .optimizer_slots = optimizer_slots(experiment.optimizer),
+                            .clips_gradients = experiment.optimizer.clip_norm > 0,
+                            .rates = rates,
+                            .partition_where = experiment.where("pipeline.partition"),
+                            .memory_limit_where = experiment.where("pipeline.memory_limit"),
+                            .eval_batch_size = experiment.train.eval_batch_size > 0
+                                                   ? experiment.train.eval_batch_size
+                                                   : experiment.train.batch_size,
+                            .eval_batch_where = experiment.where("train.eval_batch_size")};
   request.pipeline.stages = num_stages;
   request.pipeline.data_parallel = num_replicas;
   return request;
@@ -30,32 +30,31 @@ pipeline::PlanRequest plan_request(const config::Experiment& experiment, int num
 
 }  // namespace
 
-pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                       const model::ModelPlan& plan, int num_stages,
-                                       int num_replicas, int threads_per_rank) {
-  pipeline::MachineRates rates;
+plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                   const model::ModelPlan& plan, int num_stages, int num_replicas,
+                                   int threads_per_rank) {
+  plan::MachineRates rates;
   rates.threads = threads_per_rank;
   return plan_experiment(experiment, plan, num_stages, num_replicas, rates);
 }
 
-pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                       const model::ModelPlan& plan, int num_stages,
-                                       int num_replicas, const pipeline::MachineRates& rates) {
-  return pipeline::plan_pipeline(plan, plan_request(experiment, num_stages, num_replicas, rates));
+plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                   const model::ModelPlan& plan, int num_stages, int num_replicas,
+                                   const plan::MachineRates& rates) {
+  return plan::plan_pipeline(plan, plan_request(experiment, num_stages, num_replicas, rates));
 }
 
-pipeline::PipelinePlan plan_measured(const config::Experiment& experiment,
-                                     const model::ModelPlan& plan,
-                                     const pipeline::PipelinePlan& current, int num_replicas,
-                                     model::StageCost measured_time) {
+plan::PipelinePlan plan_measured(const config::Experiment& experiment, const model::ModelPlan& plan,
+                                 const plan::PipelinePlan& current, int num_replicas,
+                                 plan::StageCost measured_time) {
   const int num_ranks = static_cast<int>(current.stages.size()) / current.virtual_stages;
-  pipeline::PlanRequest request = plan_request(experiment, num_ranks, num_replicas, current.rates);
+  plan::PlanRequest request = plan_request(experiment, num_ranks, num_replicas, current.rates);
   request.pipeline.schedule = current.schedule;
   request.pipeline.virtual_stages = current.virtual_stages;
   request.pipeline.recompute = current.recompute;
   request.pipeline.weight_grads = current.weight_grads;
   request.measured_time = std::move(measured_time);
-  return pipeline::plan_pipeline(plan, request);
+  return plan::plan_pipeline(plan, request);
 }
 
 }  // namespace mpipe::train

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "kernels/gemm_peak.h"
 #include "optim/optimizer.h"
-#include "pipeline/planner.h"
+#include "plan/planner.h"
 #include "train/finite_check.h"
 #include "train/pipeline_plan.h"
 
@@ -74,7 +74,7 @@ double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t nu
     }
   }
   std::nth_element(seconds.begin(), seconds.begin() + kRepetitions / 2, seconds.end());
-  return pipeline::optimizer_passes(optimizer_slots(optimizer), false) * sizeof(float) *
+  return plan::optimizer_passes(optimizer_slots(optimizer), false) * sizeof(float) *
          static_cast<double>(n) / seconds[kRepetitions / 2];
 }
 

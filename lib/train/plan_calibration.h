@@ -13,7 +13,7 @@
 namespace mpipe::train {
 
 struct CalibratedRate {
-  // On this process's OpenMP threads (pipeline::MachineRates' fields, not per thread): forwards
+  // On this process's OpenMP threads (plan::MachineRates' fields, not per thread): forwards
   // (and every FLOP not below), input gradients, weight gradients accumulated per micro-batch and
   // batched over the step's micro-batches.
   double flops_per_s = 0.0;
@@ -30,9 +30,9 @@ struct CalibratedRate {
 CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,
                                    int num_micro_batches, kernels::KernelContext& kernels);
 
-// The memory traffic per second (pipeline::MachineRates::bytes_per_s, on this process's OpenMP
+// The memory traffic per second (plan::MachineRates::bytes_per_s, on this process's OpenMP
 // threads) at which a rank holding `num_params` parameters zeroes its gradients, checks them and
-// takes an `optimizer` step, each as a run's step does it: pipeline::optimizer_passes over the
+// takes an `optimizer` step, each as a run's step does it: plan::optimizer_passes over the
 // parameters' bytes in the median of a few timed repetitions, so that the plan's optimizer time
 // is the time measured. Clipping is not timed; the plan charges its passes at this rate.
 double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params);

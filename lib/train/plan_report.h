@@ -7,7 +7,7 @@
 
 #include "config/experiment.h"
 #include "model/model_builder.h"
-#include "pipeline/planner.h"
+#include "plan/planner.h"
 
 namespace mpipe::train {
 
@@ -15,8 +15,8 @@ namespace mpipe::train {
 struct PlanReport {
   const config::Experiment& experiment;
   const model::ModelPlan& model;
-  const pipeline::PipelinePlan& plan;
-  pipeline::PipelineConfig pipeline;
+  const plan::PipelinePlan& plan;
+  plan::PipelineConfig pipeline;
 };
 
 std::string plan_text(const PlanReport& report);
