@@ -5,6 +5,12 @@
 
 namespace mpipe::plan {
 
+std::vector<int> Placement::ranks_of_stages() const {
+  std::vector<int> ranks;
+  for (int s = 0; s < num_stages(); ++s) ranks.push_back(rank_of(s));
+  return ranks;
+}
+
 Peer peer_of(const Op& op, int rank, const Placement& placement) {
   const bool towards_next = op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvGrad;
   const bool towards_previous = op.kind == OpKind::kRecvActivation || op.kind == OpKind::kSendGrad;

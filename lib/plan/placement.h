@@ -2,6 +2,8 @@
 // or ZB-V's V), and whom a communication op talks to.
 #pragma once
 
+#include <vector>
+
 #include "plan/op.h"
 
 namespace mpipe::plan {
@@ -35,6 +37,8 @@ struct Placement {
   int chunk_of(int stage) const { return stage / num_ranks; }
   bool is_first(int rank, int chunk) const { return stage_of(rank, chunk) == 0; }
   bool is_last(int rank, int chunk) const { return stage_of(rank, chunk) == num_stages() - 1; }
+  // rank_of(s) for each of the K·v stages, in order.
+  std::vector<int> ranks_of_stages() const;
 
  private:
   // Whether chunk `chunk`'s stages go from rank K-1 up to rank 0 (the V's odd chunks).

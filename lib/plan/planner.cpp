@@ -160,17 +160,31 @@ struct Context {
   plan::StageMemory stage_memory(int begin, int end, int stage) const {
     return peak(begin, end, stage).first;
   }
+  // Rank `rank`'s peak (see rank_peaks) with its stages on `ranges`.
+  double rank_peak(const std::vector<LayerRange>& ranges, int rank) const;
+  // With chunks, per rank: the slowest rank's time, each rank's peak within the limit.
   plan::PartitionProblem problem(bool with_limit) const {
-    return {.num_layers = num_layers,
-            .num_stages = num_stages,
-            .time = [this](int b, int e, int s) { return stage_time(b, e, s); },
-            .memory = [this](int b, int e, int s) { return stage_memory(b, e, s).total(); },
-            .memory_limit = with_limit ? limit : std::nullopt};
+    plan::PartitionProblem p{
+        .num_layers = num_layers,
+        .num_stages = num_stages,
+        .time = [this](int b, int e, int s) { return stage_time(b, e, s); },
+        .memory = [this](int b, int e, int s) { return stage_memory(b, e, s).total(); },
+        .memory_limit = with_limit ? limit : std::nullopt,
+        .rank_of_stage = {},
+        .rank_memory = {}};
+    if (placement.virtual_stages > 1) {
+      p.rank_of_stage = placement.ranks_of_stages();
+      p.rank_memory = [this](const std::vector<LayerRange>& r, int rank) {
+        return rank_peak(r, rank);
+      };
+    }
+    return p;
   }
   // Minimizes the largest stage's peak memory instead of its time.
   plan::PartitionProblem smallest_memory_problem() const {
     plan::PartitionProblem p = problem(false);
     p.time = p.memory;
+    p.rank_of_stage.clear();
     return p;
   }
 };
@@ -471,43 +485,50 @@ std::string evaluation_over_limit_message(const Context& c, const PipelinePlan& 
 
 // Each rank's peak: its largest moment, each chunk's profile then on its stage's layers, or the
 // tie exchange after the step where the rank holds some of the tied matrix's uses, not all.
-std::vector<double> rank_peaks(const Context& c, const std::vector<StagePlan>& stages) {
-  std::vector<double> peaks;
-  for (int rank = 0; rank < c.placement.num_ranks; ++rank) {
-    double& peak = peaks.emplace_back(0.0);
-    for (const RankMoment& moment : c.rank_moments[static_cast<size_t>(rank)]) {
-      double bytes = 0.0;
-      for (int chunk = 0; chunk < c.placement.virtual_stages; ++chunk) {
-        const int s = c.placement.stage_of(rank, chunk);
-        const LayerRange& r = stages[static_cast<size_t>(s)].layers;
-        bytes += c.memory
-                     .stage(r.begin, r.end, moment.chunks[static_cast<size_t>(chunk)], s == 0,
-                            s == c.num_stages - 1)
-                     .total();
-      }
-      peak = std::max(peak, bytes);
+double Context::rank_peak(const std::vector<LayerRange>& ranges, int rank) const {
+  double peak = 0.0;
+  for (const RankMoment& moment : rank_moments[static_cast<size_t>(rank)]) {
+    double bytes = 0.0;
+    for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
+      const int s = placement.stage_of(rank, chunk);
+      const LayerRange& r = ranges[static_cast<size_t>(s)];
+      bytes += memory
+                   .stage(r.begin, r.end, moment.chunks[static_cast<size_t>(chunk)], s == 0,
+                          s == num_stages - 1)
+                   .total();
     }
-    // The tie exchange after the step (train::TiedCopies::sum_gradients): the rank's state beside
-    // one chunk received per use of the tied matrix held elsewhere.
-    if (!c.plan.tied) continue;
-    int held = 0;
-    double state = 0.0;
-    for (int chunk = 0; chunk < c.placement.virtual_stages; ++chunk) {
-      const int s = c.placement.stage_of(rank, chunk);
-      const LayerRange& r = stages[static_cast<size_t>(s)].layers;
-      for (const model::TiedUse& use : c.plan.tied->uses()) {
-        held += r.begin <= use.layer && use.layer < r.end ? 1 : 0;
-      }
-      plan::StashProfile between_steps;
-      between_steps.idle = true;
-      between_steps.backward = false;
-      state += c.memory.stage(r.begin, r.end, between_steps, s == 0, s == c.num_stages - 1).state();
-    }
-    const int64_t exchange = model::tied_exchange_bytes(*c.plan.tied, held);
-    if (exchange > 0) {
-      peak = std::max(peak, state + c.request.allocator.block_bytes(static_cast<double>(exchange)));
-    }
+    peak = std::max(peak, bytes);
   }
+  // The tie exchange after the step (train::TiedCopies::sum_gradients): the rank's state beside
+  // one chunk received per use of the tied matrix held elsewhere.
+  if (!plan.tied) return peak;
+  int held = 0;
+  double state = 0.0;
+  for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
+    const int s = placement.stage_of(rank, chunk);
+    const LayerRange& r = ranges[static_cast<size_t>(s)];
+    for (const model::TiedUse& use : plan.tied->uses()) {
+      held += r.begin <= use.layer && use.layer < r.end ? 1 : 0;
+    }
+    plan::StashProfile between_steps;
+    between_steps.idle = true;
+    between_steps.backward = false;
+    state += memory.stage(r.begin, r.end, between_steps, s == 0, s == num_stages - 1).state();
+  }
+  const int64_t exchange = model::tied_exchange_bytes(*plan.tied, held);
+  if (exchange > 0) {
+    peak = std::max(peak, state + request.allocator.block_bytes(static_cast<double>(exchange)));
+  }
+  return peak;
+}
+
+// Each rank's peak (Context::rank_peak) with the stages of `stages`.
+std::vector<double> rank_peaks(const Context& c, const std::vector<StagePlan>& stages) {
+  std::vector<LayerRange> ranges;
+  for (const StagePlan& stage : stages) ranges.push_back(stage.layers);
+  std::vector<double> peaks;
+  for (int rank = 0; rank < c.placement.num_ranks; ++rank)
+    peaks.push_back(c.rank_peak(ranges, rank));
   return peaks;
 }
 

@@ -36,18 +36,6 @@ std::vector<plan::LayerRange> ranges_of(const plan::PipelinePlan& plan) {
   return ranges;
 }
 
-// The largest over the ranks of the sum of `cost` over the rank's stages of `partition`.
-double largest_rank_cost(const std::vector<plan::LayerRange>& partition,
-                         const plan::Placement& placement, const plan::StageCost& cost) {
-  std::vector<double> rank_cost(static_cast<size_t>(placement.num_ranks), 0.0);
-  for (size_t s = 0; s < partition.size(); ++s) {
-    const auto stage = static_cast<int>(s);
-    rank_cost[static_cast<size_t>(placement.rank_of(stage))] +=
-        cost(partition[s].begin, partition[s].end, stage);
-  }
-  return *std::max_element(rank_cost.begin(), rank_cost.end());
-}
-
 }  // namespace
 
 std::vector<double> distinct_speeds(const std::vector<double>& speeds) {
@@ -191,8 +179,8 @@ void MeasuredBalance::rebalance(int64_t done) {
       plan_measured(experiment_, trainer_.plan(), current, trainer_.topology().num_replicas, cost);
   const std::vector<plan::LayerRange> to = ranges_of(next);
   // The step goes at the pace of the slowest rank, which computes all its chunks.
-  const double before_s = largest_rank_cost(from, placement, cost);
-  const double after_s = largest_rank_cost(to, placement, cost);
+  const double before_s = plan::largest_rank_cost(from, placement.ranks_of_stages(), cost);
+  const double after_s = plan::largest_rank_cost(to, placement.ranks_of_stages(), cost);
   const double gain = before_s > 0.0 ? 1.0 - after_s / before_s : 0.0;
   const std::vector<int> from_counts = layer_counts(from);
   const std::vector<int> to_counts = layer_counts(to);

@@ -1,14 +1,17 @@
-// Tests for the exact partitioner: equal to brute force over every contiguous partition on
-// random costs, with and without a stage-dependent memory limit, and its edge cases.
+// Tests for the partitioner: equal to brute force over every contiguous partition on random
+// costs, per stage and per rank (ZB-V's and the loop placement), with and without a memory
+// limit, and its edge cases.
 #include "plan/partitioner.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "core/error.h"
+#include "plan/placement.h"
 
 namespace mpipe::plan {
 namespace {
@@ -34,7 +37,9 @@ struct RandomCosts {
             .num_stages = num_stages,
             .time = [this](int b, int e, int s) { return stage_time(b, e, s); },
             .memory = [this](int b, int e, int s) { return stage_memory(b, e, s); },
-            .memory_limit = limit};
+            .memory_limit = limit,
+            .rank_of_stage = {},
+            .rank_memory = {}};
   }
 };
 
@@ -178,6 +183,126 @@ TEST(Partitioner, LargestStageCostIsTheMaximumOverStages) {
   const StageCost time = [&](int b, int e, int s) { return costs.stage_time(b, e, s); };
   EXPECT_EQ(largest_stage_cost({{0, 3}, {3, 4}}, time), 6.0);
   EXPECT_EQ(largest_stage_cost({{0, 1}, {1, 4}}, time), 9.0);
+}
+
+// Per rank: the stages of K ranks with two chunks each, placed as `kind` puts them.
+std::vector<int> ranks_of_stages(int num_ranks, PlacementKind kind) {
+  return Placement{.num_ranks = num_ranks, .virtual_stages = 2, .kind = kind}.ranks_of_stages();
+}
+
+// The problem per rank: `costs` per stage, each rank's memory the sum of its stages'.
+PartitionProblem rank_problem(const RandomCosts& costs, std::vector<int> rank_of_stage,
+                              std::optional<double> limit) {
+  PartitionProblem p = costs.problem(limit);
+  p.rank_memory = [&costs, rank_of_stage](const std::vector<LayerRange>& ranges, int rank) {
+    double bytes = 0.0;
+    for (size_t s = 0; s < ranges.size(); ++s) {
+      if (rank_of_stage[s] != rank) continue;
+      bytes += costs.stage_memory(ranges[s].begin, ranges[s].end, static_cast<int>(s));
+    }
+    return bytes;
+  };
+  p.rank_of_stage = std::move(rank_of_stage);
+  return p;
+}
+
+bool ranks_fit(const PartitionProblem& p, const std::vector<LayerRange>& ranges) {
+  const int num_ranks = *std::ranges::max_element(p.rank_of_stage) + 1;
+  for (int rank = 0; rank < num_ranks; ++rank) {
+    if (p.rank_memory(ranges, rank) > *p.memory_limit) return false;
+  }
+  return largest_stage_cost(ranges, p.memory) <= *p.memory_limit;
+}
+
+// The brute-force optimum per rank: the smallest slowest rank among partitions whose stages and
+// ranks are within the limit (infinity when none is).
+double brute_force_per_rank(const PartitionProblem& p) {
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<LayerRange> prefix;
+  every_partition(p.num_layers, p.num_stages, prefix, 0, [&](const std::vector<LayerRange>& r) {
+    if (p.memory_limit && !ranks_fit(p, r)) return;
+    best = std::min(best, largest_rank_cost(r, p.rank_of_stage, p.time));
+  });
+  return best;
+}
+
+TEST(Partitioner, PerRankEqualsBruteForceOnRandomCostsUnderBothPlacementsAndLimits) {
+  std::mt19937 rng(13);
+  int faster_than_per_stage = 0, infeasible = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const int ranks = 1 + static_cast<int>(rng() % 3);
+    const int layers = 2 * ranks + static_cast<int>(rng() % (13 - 2 * ranks));
+    const PlacementKind kind = trial % 2 == 0 ? PlacementKind::kV : PlacementKind::kLoop;
+    RandomCosts costs = random_costs(rng, layers, 2 * ranks);
+    std::optional<double> limit;
+    if (trial % 3 != 0) limit = 20.0 + static_cast<double>(rng() % 120);
+    const PartitionProblem p = rank_problem(costs, ranks_of_stages(ranks, kind), limit);
+    const double expected = brute_force_per_rank(p);
+    const auto ranges = best_partition(p);
+    if (expected == std::numeric_limits<double>::infinity()) {
+      EXPECT_FALSE(ranges.has_value()) << "trial " << trial;
+      ++infeasible;
+      continue;
+    }
+    ASSERT_TRUE(ranges.has_value()) << "trial " << trial;
+    expect_valid(*ranges, layers, 2 * ranks);
+    if (limit) {
+      EXPECT_TRUE(ranks_fit(p, *ranges)) << "trial " << trial;
+    }
+    EXPECT_EQ(largest_rank_cost(*ranges, p.rank_of_stage, p.time), expected) << "trial " << trial;
+    // What the per-stage objective chooses, judged per rank.
+    PartitionProblem per_stage = costs.problem(std::nullopt);
+    const auto stage_ranges = best_partition(per_stage);
+    if (largest_rank_cost(*stage_ranges, p.rank_of_stage, p.time) > expected) {
+      ++faster_than_per_stage;
+    }
+  }
+  EXPECT_GT(faster_than_per_stage, 100);  // the objectives differ, often
+  EXPECT_GT(infeasible, 20);
+}
+
+TEST(Partitioner, ZbvBalancesRankZerosFirstAndLastStage) {
+  // An embedding, eight blocks, a norm and a head over 2 ranks of ZB-V: rank 0 holds stages 0
+  // and 3, rank 1 stages 1 and 2.
+  const RandomCosts costs{.time = {1, 2, 2, 2, 2, 2, 2, 2, 2, 1, 4},
+                          .bytes = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+                          .num_stages = 4};
+  const PartitionProblem p = rank_problem(costs, ranks_of_stages(2, PlacementKind::kV), {});
+  // Per stage, no stage takes over 6, and then one rank computes 12 (every such partition).
+  const std::vector<LayerRange> per_stage = *best_partition(costs.problem(std::nullopt));
+  EXPECT_EQ(largest_stage_cost(per_stage, p.time), 6.0);
+  EXPECT_EQ(largest_rank_cost(per_stage, p.rank_of_stage, p.time), 12.0);
+  // Per rank, both ranks compute 11: rank 0 the embedding and three blocks, then the head.
+  const std::vector<LayerRange> ranges = *best_partition(p);
+  EXPECT_EQ(ranges, (std::vector<LayerRange>{{0, 4}, {4, 5}, {5, 10}, {10, 11}}));
+  EXPECT_EQ(largest_rank_cost(ranges, p.rank_of_stage, p.time), 11.0);
+}
+
+TEST(Partitioner, PerRankKeepsEveryRankWithinTheLimitThatEachStageMeets) {
+  // Equal times and bytes on 2 ranks of the loop placement: rank 0 holds stages 0 and 2.
+  const RandomCosts costs{
+      .time = {1, 1, 1, 1, 1, 1, 1, 1}, .bytes = {2, 2, 2, 2, 2, 2, 2, 2}, .num_stages = 4};
+  const PartitionProblem unlimited =
+      rank_problem(costs, ranks_of_stages(2, PlacementKind::kLoop), {});
+  const std::vector<LayerRange> even = *best_partition(unlimited);
+  // Two layers a stage: rank 0 needs (12 + 4) + (6 + 4) = 26, rank 1 (9 + 4) + (3 + 4) = 20.
+  EXPECT_EQ(even, (std::vector<LayerRange>{{0, 2}, {2, 4}, {4, 6}, {6, 8}}));
+  const PartitionProblem limited =
+      rank_problem(costs, ranks_of_stages(2, PlacementKind::kLoop), 24.0);
+  EXPECT_LE(largest_stage_cost(even, limited.memory), 24.0);  // each stage fits alone
+  const std::vector<LayerRange> ranges = *best_partition(limited);
+  EXPECT_TRUE(ranks_fit(limited, ranges));
+  EXPECT_EQ(largest_rank_cost(ranges, limited.rank_of_stage, limited.time), 5.0);
+  EXPECT_FALSE(best_partition(rank_problem(costs, ranks_of_stages(2, PlacementKind::kLoop), 16.0))
+                   .has_value());
+}
+
+TEST(Partitioner, LargestRankCostSumsEachRanksStages) {
+  RandomCosts costs{.time = {1, 2, 3, 4}, .bytes = {0, 0, 0, 0}, .num_stages = 4};
+  const StageCost time = [&](int b, int e, int s) { return costs.stage_time(b, e, s); };
+  const std::vector<LayerRange> ranges = {{0, 1}, {1, 2}, {2, 3}, {3, 4}};
+  EXPECT_EQ(largest_rank_cost(ranges, {0, 1, 1, 0}, time), 5.0);  // V: 1 + 4 and 2 + 3
+  EXPECT_EQ(largest_rank_cost(ranges, {0, 1, 0, 1}, time), 6.0);  // loop: 1 + 3 and 2 + 4
 }
 
 }  // namespace
