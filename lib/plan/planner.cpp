@@ -230,7 +230,9 @@ std::string infeasible_message(const Context& c) {
 }
 
 // The partition the request asks for; `problem` is set when auto finds none within the limit.
-std::vector<LayerRange> choose_partition(const Context& c, std::string& problem) {
+// With `per_stage`, auto minimizes the slowest stage even with chunks (Context::problem).
+std::vector<LayerRange> choose_partition(const Context& c, std::string& problem,
+                                         bool per_stage = false) {
   const PipelineConfig& pipe = c.request.pipeline;
   const std::string& where = c.request.partition_where;
   switch (pipe.partition_mode) {
@@ -242,7 +244,9 @@ std::vector<LayerRange> choose_partition(const Context& c, std::string& problem)
       break;
   }
   plan::partition_layers(c.num_layers, c.num_stages, {}, where);  // at least one layer a stage
-  if (auto best = plan::best_partition(c.problem(true))) return *best;
+  plan::PartitionProblem p = c.problem(true);
+  if (per_stage) p.rank_of_stage.clear();
+  if (auto best = plan::best_partition(p)) return *best;
   problem = infeasible_message(c);
   return *plan::best_partition(c.smallest_memory_problem());
 }
@@ -567,6 +571,28 @@ std::string over_limit_message(const Context& c, const PipelinePlan& out) {
   return evaluation_over_limit_message(c, out);
 }
 
+// `out` (its settings) planned on the stages `ranges`.
+PipelinePlan plan_on(const Context& c, PipelinePlan out, const std::vector<LayerRange>& ranges) {
+  const PlanRequest& request = c.request;
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    out.stages.push_back(plan_stage(c, ranges[s], static_cast<int>(s)));
+  }
+  if (request.eval_batch_size > 0) {
+    EvaluationMemory evaluation = evaluation_memory(c, out.stages, request.eval_batch_size);
+    for (size_t s = 0; s < out.stages.size(); ++s) {
+      const double rank =
+          evaluation.ranks[static_cast<size_t>(c.placement.rank_of(static_cast<int>(s)))];
+      out.stages[s].evaluation = evaluation.stages[s];
+      out.stages[s].fits = out.stages[s].fits && (!c.limit || rank <= *c.limit);
+    }
+    out.rank_evaluation_peak_bytes = std::move(evaluation.ranks);
+  }
+  out.rank_peak_bytes = rank_peaks(c, out.stages);
+  if (out.problem.empty() && c.limit) out.problem = over_limit_message(c, out);
+  simulate_step(c, out);
+  return out;
+}
+
 // The plan without advice.
 PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request) {
   const PipelineConfig& pipe = request.pipeline;
@@ -624,24 +650,19 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   out.virtual_stages = pipe.virtual_stages;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
-  const std::vector<LayerRange> ranges = choose_partition(c, out.problem);
-  for (size_t s = 0; s < ranges.size(); ++s) {
-    out.stages.push_back(plan_stage(c, ranges[s], static_cast<int>(s)));
-  }
-  if (request.eval_batch_size > 0) {
-    EvaluationMemory evaluation = evaluation_memory(c, out.stages, request.eval_batch_size);
-    for (size_t s = 0; s < out.stages.size(); ++s) {
-      const double rank =
-          evaluation.ranks[static_cast<size_t>(c.placement.rank_of(static_cast<int>(s)))];
-      out.stages[s].evaluation = evaluation.stages[s];
-      out.stages[s].fits = out.stages[s].fits && (!c.limit || rank <= *c.limit);
+  PipelinePlan planned = plan_on(c, out, choose_partition(c, out.problem));
+  // The slowest rank is not the step: where stages of uneven times follow each other the
+  // simulated step may favour the per-stage partition, which is then kept (predicted times only).
+  if (pipe.partition_mode == PartitionMode::kAuto && pipe.virtual_stages > 1 &&
+      !request.measured_time && planned.problem.empty()) {
+    std::string problem;
+    const std::vector<LayerRange> per_stage = choose_partition(c, problem, true);
+    if (problem.empty()) {
+      PipelinePlan other = plan_on(c, out, per_stage);
+      if (other.problem.empty() && other.step_s < planned.step_s) planned = std::move(other);
     }
-    out.rank_evaluation_peak_bytes = std::move(evaluation.ranks);
   }
-  out.rank_peak_bytes = rank_peaks(c, out.stages);
-  if (out.problem.empty() && c.limit) out.problem = over_limit_message(c, out);
-  simulate_step(c, out);
-  return out;
+  return planned;
 }
 
 double slowest_stage_s(const PipelinePlan& p) {
