@@ -115,7 +115,7 @@ std::unique_ptr<pipeline::Stage> make_stage(int blocks) {
     layers.push_back(
         std::make_unique<nn::Activation>(2 * b + 1, Shape{kWidth}, kernels::EltwiseKind::kRelu));
   }
-  auto stage = std::make_unique<pipeline::Stage>(std::move(layers), pipeline::Recompute::kNever, 1);
+  auto stage = std::make_unique<pipeline::Stage>(std::move(layers), plan::Recompute::kNever, 1);
   stage->params().initialize(1);
   return stage;
 }

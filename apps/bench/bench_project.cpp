@@ -1,5 +1,5 @@
 // Projects the step time and throughput of a model of identical blocks on K stages from measured
-// per-op costs, with the calibrated timeline simulator (pipeline::project_blocks). Prints a table;
+// per-op costs, with the calibrated timeline simulator (plan::project_blocks). Prints a table;
 // scripts/bench/project.sh measures the costs and runs it.
 //
 //   bench_project --blocks 8 --batch 256 --micro-batches 8 --stages "1 2" --forward-ms 0.61
@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "core/error.h"
-#include "pipeline/schedule.h"
-#include "pipeline/simulator.h"
+#include "plan/schedule.h"
+#include "plan/simulator.h"
 
 int main(int argc, char** argv) {
-  using mpipe::pipeline::BlockCosts;
+  using mpipe::plan::BlockCosts;
   CLI::App app{"bench_project: calibrated pipeline projection"};
   int blocks = 8, micro_batches = 1;
   int64_t batch = 256;
@@ -63,21 +63,21 @@ int main(int argc, char** argv) {
   try {
     std::istringstream schedule_list(schedules);
     for (std::string name; schedule_list >> name;) {
-      const auto kind = mpipe::pipeline::parse_schedule_kind(name);
-      const int chunks = kind == mpipe::pipeline::ScheduleKind::kInterleaved ? virtual_stages
-                         : kind == mpipe::pipeline::ScheduleKind::kZbv       ? 2  // the V
-                                                                             : 1;
+      const auto kind = mpipe::plan::parse_schedule_kind(name);
+      const int chunks = kind == mpipe::plan::ScheduleKind::kInterleaved ? virtual_stages
+                         : kind == mpipe::plan::ScheduleKind::kZbv       ? 2  // the V
+                                                                         : 1;
       const std::string title = chunks > 1 ? fmt::format("{} v={}", name, chunks) : name;
       std::istringstream list(stages);
       double first = 0;
       for (int k = 0; list >> k;) {
-        if (kind == mpipe::pipeline::ScheduleKind::kInterleaved && k == 1) continue;  // needs K > 1
+        if (kind == mpipe::plan::ScheduleKind::kInterleaved && k == 1) continue;  // needs K > 1
         const auto p =
-            mpipe::pipeline::project_blocks(costs, blocks, k, micro_batches, batch, kind, chunks);
+            mpipe::plan::project_blocks(costs, blocks, k, micro_batches, batch, kind, chunks);
         if (first == 0) {
           // Interleaved starts at K = 2: its speedup is against GPipe's K = 1, one stage.
           first = k == 1 ? p.samples_per_s
-                         : mpipe::pipeline::project_blocks(costs, blocks, 1, micro_batches, batch)
+                         : mpipe::plan::project_blocks(costs, blocks, 1, micro_batches, batch)
                                .samples_per_s;
         }
         fmt::print("{:<15} {:>3} {:>4} {:>12.1f} {:>12.0f} {:>7.0f}% {:>9.2f}x   {}\n", title, k,

@@ -42,9 +42,9 @@
 #include "log/progress.h"
 #include "model/model_builder.h"
 #include "mpirun_grace.h"
-#include "pipeline/batch_split.h"
-#include "pipeline/grid.h"
-#include "pipeline/schedule.h"
+#include "plan/batch_split.h"
+#include "plan/grid.h"
+#include "plan/schedule.h"
 #include "score/bleu.h"
 #include "score/chrf.h"
 #include "serve/daemon.h"
@@ -252,11 +252,11 @@ void Commands::add_train(CLI::App& app) {
 void Commands::add_schedule(CLI::App& app) {
   schedule_ = app.add_subcommand("schedule", "Print a pipeline schedule as a grid");
   std::vector<std::string> schedules;
-  for (pipeline::ScheduleKind kind : pipeline::kConcreteSchedules) {
-    schedules.push_back(pipeline::to_string(kind));
+  for (plan::ScheduleKind kind : plan::kConcreteSchedules) {
+    schedules.push_back(plan::to_string(kind));
   }
-  schedules.push_back(pipeline::to_string(pipeline::ScheduleKind::kInterleaved));
-  schedules.push_back(pipeline::to_string(pipeline::ScheduleKind::kZbv));
+  schedules.push_back(plan::to_string(plan::ScheduleKind::kInterleaved));
+  schedules.push_back(plan::to_string(plan::ScheduleKind::kZbv));
   schedule_
       ->add_option("--schedule", schedule_kind_,
                    fmt::format("The schedule to print: {}", fmt::join(schedules, ", ")))
@@ -276,14 +276,14 @@ void Commands::add_schedule(CLI::App& app) {
       ->capture_default_str();
   // The schedule's shape is checked with the options, so every rank refuses it alike.
   schedule_->callback([this] {
-    const pipeline::ScheduleKind kind = pipeline::parse_schedule_kind(schedule_kind_);
-    if (kind == pipeline::ScheduleKind::kZbv && schedule_->count("--virtual-stages") == 0) {
+    const plan::ScheduleKind kind = plan::parse_schedule_kind(schedule_kind_);
+    if (kind == plan::ScheduleKind::kZbv && schedule_->count("--virtual-stages") == 0) {
       virtual_stages_ = 2;  // the V
     }
     if (auto problem =
-            pipeline::schedule_shape_problem(kind, stages_, micro_batches_, virtual_stages_)) {
+            plan::schedule_shape_problem(kind, stages_, micro_batches_, virtual_stages_)) {
       const bool micro_batches =
-          problem->setting == pipeline::ScheduleShapeProblem::Setting::kMicroBatches;
+          problem->setting == plan::ScheduleShapeProblem::Setting::kMicroBatches;
       throw CLI::ValidationError(micro_batches ? "--micro-batches" : "--virtual-stages",
                                  problem->message);
     }
@@ -857,8 +857,8 @@ int Commands::cancel() {
 }
 
 int Commands::schedule() {
-  std::fputs(pipeline::describe_schedule(pipeline::parse_schedule_kind(schedule_kind_), stages_,
-                                         micro_batches_, virtual_stages_)
+  std::fputs(plan::describe_schedule(plan::parse_schedule_kind(schedule_kind_), stages_,
+                                     micro_batches_, virtual_stages_)
                  .c_str(),
              stdout);
   return 0;
@@ -866,11 +866,11 @@ int Commands::schedule() {
 
 int Commands::plan() {
   config::Experiment experiment = config::load_experiment(config_path_, overrides_);
-  pipeline::PipelineConfig& pipe = experiment.pipeline;
+  plan::PipelineConfig& pipe = experiment.pipeline;
   if (plan_->count("--stages")) {
     pipe.stages = stages_;
-    if (pipe.partition_mode == pipeline::PartitionMode::kManual) {
-      pipe.partition_mode = pipeline::PartitionMode::kAuto;
+    if (pipe.partition_mode == plan::PartitionMode::kManual) {
+      pipe.partition_mode = plan::PartitionMode::kAuto;
     }
   }
   pipe.stages = std::max(1, pipe.stages);                // `auto` without a world: 1
@@ -886,13 +886,13 @@ int Commands::plan() {
     experiment.refs["pipeline.memory_limit"] = {
         .file = "--memory-limit", .line = 0, .path = plan_memory_limit_};
   }
-  pipeline::check_batch_split(experiment.train.batch_size, pipe.micro_batches, pipe.data_parallel,
-                              experiment.where("train.batch_size"));
+  plan::check_batch_split(experiment.train.batch_size, pipe.micro_batches, pipe.data_parallel,
+                          experiment.where("train.batch_size"));
   auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   const model::ModelPlan model = model::plan_model(experiment.model, train::model_inputs(*dataset));
   train::check_model_fits_data(experiment.model, model, dataset->schema());
   train::check_virtual_stages(experiment, pipe.stages);
-  pipeline::MachineRates rates;
+  plan::MachineRates rates;
   rates.threads = plan_->count("--threads-per-rank") ? plan_threads_ : omp_get_max_threads();
   if (plan_->count("--link-bandwidth")) {
     try {
@@ -903,7 +903,7 @@ int Commands::plan() {
   }
   // The plan is chosen at the assumed rates, as every rank of `mpipe train` chooses it, and
   // predicted at this machine's (docs/design/planner.md, "Measured rates").
-  pipeline::PipelinePlan plan =
+  plan::PipelinePlan plan =
       train::plan_experiment(experiment, model, pipe.stages, pipe.data_parallel, rates);
   std::string rates_source = "assumed";
   if (!plan_assumed_rates_) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "optim/lr_schedule.h"
-#include "pipeline/batch_split.h"
+#include "plan/batch_split.h"
 
 namespace mpipe::config {
 namespace {
@@ -51,9 +51,9 @@ void check_wsd_phases(const Field& root, const Experiment& experiment) {
 
 void check_cross_sections(const Field& root, const Experiment& experiment) {
   // pipeline.data_parallel 0 (auto) is not known yet: micro_batches alone is checked.
-  if (auto problem = pipeline::batch_split_problem(experiment.train.batch_size,
-                                                   experiment.pipeline.micro_batches,
-                                                   experiment.pipeline.data_parallel)) {
+  if (auto problem =
+          plan::batch_split_problem(experiment.train.batch_size, experiment.pipeline.micro_batches,
+                                    experiment.pipeline.data_parallel)) {
     locate(root, {"train", "batch_size"}).fail(*problem);
   }
   const std::vector<int64_t>& traced = experiment.log.trace_steps;

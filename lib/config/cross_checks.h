@@ -7,7 +7,7 @@
 namespace mpipe::config {
 
 // train.batch_size must split evenly into micro-batches on every data-parallel replica
-// (pipeline::batch_split_problem; by micro_batches alone while data_parallel is auto). `root` is
+// (plan::batch_split_problem; by micro_batches alone while data_parallel is auto). `root` is
 // the whole experiment tree, for the error's position. The last of log.trace_steps must be at
 // most train.steps. Under the wsd learning-rate schedule, warmup_steps plus the decay's steps
 // must be at most train.steps.

@@ -12,7 +12,7 @@
 #include "log/log_config.h"
 #include "model/layer_spec.h"
 #include "optim/optimizer_config.h"
-#include "pipeline/pipeline_config.h"
+#include "plan/pipeline_config.h"
 
 namespace mpipe::config {
 
@@ -22,7 +22,7 @@ struct Experiment {
   data::DataConfig data;
   train::TrainConfig train;
   optim::OptimizerConfig optimizer;
-  pipeline::PipelineConfig pipeline;
+  plan::PipelineConfig pipeline;
   checkpoint::CheckpointConfig checkpoint;
   log::LogConfig log;
   comm::CommConfig comm;

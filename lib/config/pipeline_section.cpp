@@ -23,8 +23,8 @@ int read_count_or_auto(const Field& field) {
 }
 
 // `auto`, `uniform`, or a list of layer counts (each >= 1) into config.partition.
-void read_partition(const Field& field, pipeline::PipelineConfig& config) {
-  using pipeline::PartitionMode;
+void read_partition(const Field& field, plan::PipelineConfig& config) {
+  using plan::PartitionMode;
   if (field.node().IsScalar() && field.text() == "auto") {
     config.partition_mode = PartitionMode::kAuto;
     return;
@@ -57,15 +57,14 @@ int64_t read_memory_limit(const Field& field) {
 }
 
 // pipeline.balance and its counts, which only `measured` of an `auto` partition uses.
-void read_balance(const MapReader& map, pipeline::PipelineConfig& config) {
+void read_balance(const MapReader& map, plan::PipelineConfig& config) {
   const auto balance = map.get("balance");
-  if (balance) config.balance = balance->as_choice(pipeline::kBalanceNames);
-  const bool measured = config.balance == pipeline::Balance::kMeasured;
-  if (measured && config.partition_mode != pipeline::PartitionMode::kAuto) {
-    balance->fail(fmt::format("measured re-partitions the auto partition; pipeline.partition is {}",
-                              config.partition_mode == pipeline::PartitionMode::kUniform
-                                  ? "uniform"
-                                  : "a list of counts"));
+  if (balance) config.balance = balance->as_choice(plan::kBalanceNames);
+  const bool measured = config.balance == plan::Balance::kMeasured;
+  if (measured && config.partition_mode != plan::PartitionMode::kAuto) {
+    balance->fail(fmt::format(
+        "measured re-partitions the auto partition; pipeline.partition is {}",
+        config.partition_mode == plan::PartitionMode::kUniform ? "uniform" : "a list of counts"));
   }
   auto read_count = [&](const char* key, int& into, int least) {
     if (auto f = map.get(key)) {
@@ -80,12 +79,12 @@ void read_balance(const MapReader& map, pipeline::PipelineConfig& config) {
 
 }  // namespace
 
-pipeline::PipelineConfig parse_pipeline(const Field& section) {
+plan::PipelineConfig parse_pipeline(const Field& section) {
   const MapReader map(section,
                       {"stages", "data_parallel", "micro_batches", "virtual_stages", "schedule",
                        "recompute", "weight_grads", "partition", "memory_limit", "balance",
                        "balance_after", "balance_every", "balance_moves"});
-  pipeline::PipelineConfig config;
+  plan::PipelineConfig config;
   if (auto f = map.get("stages")) config.stages = read_count_or_auto(*f);
   if (auto f = map.get("data_parallel")) {
     config.data_parallel = read_count_or_auto(*f);
@@ -95,17 +94,17 @@ pipeline::PipelineConfig parse_pipeline(const Field& section) {
   }
   if (auto f = map.get("micro_batches")) config.micro_batches = read_int32(*f, at_least(1));
   if (auto f = map.get("virtual_stages")) config.virtual_stages = read_int32(*f, at_least(1));
-  if (auto f = map.get("schedule")) config.schedule = f->as_choice(pipeline::kScheduleNames);
+  if (auto f = map.get("schedule")) config.schedule = f->as_choice(plan::kScheduleNames);
   // zbv's V is two chunks per rank; another explicit count is refused at start-up
-  // (pipeline::schedule_shape_problem).
-  if (config.schedule == pipeline::ScheduleKind::kZbv && !map.get("virtual_stages")) {
+  // (plan::schedule_shape_problem).
+  if (config.schedule == plan::ScheduleKind::kZbv && !map.get("virtual_stages")) {
     config.virtual_stages = 2;
   }
   if (auto f = map.get("recompute")) {
-    config.recompute = f->as_choice(pipeline::kRecomputeNames);
+    config.recompute = f->as_choice(plan::kRecomputeNames);
   }
   if (auto f = map.get("weight_grads")) {
-    config.weight_grads = f->as_choice(pipeline::kWeightGradsNames);
+    config.weight_grads = f->as_choice(plan::kWeightGradsNames);
   }
   if (auto f = map.get("memory_limit")) config.memory_limit = read_memory_limit(*f);
   if (auto f = map.get("partition")) {

@@ -8,8 +8,8 @@
 #include <variant>
 
 #include "optim/lr_schedule.h"
-#include "pipeline/pipeline_config.h"
-#include "pipeline/schedule.h"
+#include "plan/pipeline_config.h"
+#include "plan/schedule.h"
 
 namespace mpipe::config {
 namespace {
@@ -137,18 +137,18 @@ void add_optimizer(const optim::OptimizerConfig& optimizer, int64_t train_steps,
   out["optimizer.schedule.total_steps"] = text(optim::schedule_steps(optimizer, train_steps));
 }
 
-void add_pipeline(const pipeline::PipelineConfig& pipeline, Settings& out) {
+void add_pipeline(const plan::PipelineConfig& pipeline, Settings& out) {
   out["pipeline.stages"] = count_or_auto(pipeline.stages);
   out["pipeline.data_parallel"] = count_or_auto(pipeline.data_parallel);
   out["pipeline.micro_batches"] = text(pipeline.micro_batches);
   out["pipeline.virtual_stages"] = text(pipeline.virtual_stages);
-  out["pipeline.schedule"] = pipeline::to_string(pipeline.schedule);
-  out["pipeline.recompute"] = pipeline::to_string(pipeline.recompute);
-  out["pipeline.weight_grads"] = pipeline::to_string(pipeline.weight_grads);
+  out["pipeline.schedule"] = plan::to_string(pipeline.schedule);
+  out["pipeline.recompute"] = plan::to_string(pipeline.recompute);
+  out["pipeline.weight_grads"] = plan::to_string(pipeline.weight_grads);
   out["pipeline.partition"] =
-      pipeline.partition_mode == pipeline::PartitionMode::kManual
+      pipeline.partition_mode == plan::PartitionMode::kManual
           ? text(std::vector<int64_t>(pipeline.partition.begin(), pipeline.partition.end()))
-          : pipeline::to_string(pipeline.partition_mode);
+          : plan::to_string(pipeline.partition_mode);
   // In bytes, as parse_byte_size reads it back: the limit changes the `auto` partition.
   out["pipeline.memory_limit"] = pipeline.memory_limit == 0 ? "none" : text(pipeline.memory_limit);
 }

@@ -10,7 +10,7 @@
 #include "log/log_config.h"
 #include "model/layer_spec.h"
 #include "optim/optimizer_config.h"
-#include "pipeline/pipeline_config.h"
+#include "plan/pipeline_config.h"
 
 namespace mpipe::config {
 
@@ -18,7 +18,7 @@ model::ModelSpec parse_model(const Field& section);
 data::DataConfig parse_data(const Field& section);
 train::TrainConfig parse_train(const Field& section);
 optim::OptimizerConfig parse_optimizer(const Field& section);
-pipeline::PipelineConfig parse_pipeline(const Field& section);
+plan::PipelineConfig parse_pipeline(const Field& section);
 checkpoint::CheckpointConfig parse_checkpoint(const Field& section);
 log::LogConfig parse_log(const Field& section);
 comm::CommConfig parse_comm(const Field& section);

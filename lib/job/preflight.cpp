@@ -22,9 +22,9 @@
 #include "core/system_memory.h"
 #include "kernels/precision.h"
 #include "log/metrics_writer.h"
-#include "model/memory_check.h"
 #include "model/model_builder.h"
-#include "pipeline/batch_split.h"
+#include "plan/batch_split.h"
+#include "plan/memory_check.h"
 #include "train/data_contract.h"
 #include "train/message_tags.h"
 #include "train/pipeline_plan.h"
@@ -132,14 +132,13 @@ void check_memory(const config::Experiment& experiment, const model::ModelPlan& 
                   int replicas) {
   const int64_t micro_batch_rows =
       replicas > 0 ? experiment.train.batch_size / replicas / experiment.pipeline.micro_batches : 1;
-  const model::MemoryDemands demands{
-      .optimizer_slots = train::optimizer_slots(experiment.optimizer),
-      .micro_batch_rows = micro_batch_rows,
-      .batch_key = experiment.where("train.batch_size"),
-      .dataset_bytes = 0,
-      .dataset_key = {},
-      .available_bytes = usable_memory_bytes()};
-  if (auto problem = model::memory_problem(experiment.model, plan, demands)) {
+  const plan::MemoryDemands demands{.optimizer_slots = train::optimizer_slots(experiment.optimizer),
+                                    .micro_batch_rows = micro_batch_rows,
+                                    .batch_key = experiment.where("train.batch_size"),
+                                    .dataset_bytes = 0,
+                                    .dataset_key = {},
+                                    .available_bytes = usable_memory_bytes()};
+  if (auto problem = plan::memory_problem(experiment.model, plan, demands)) {
     throw InputError(*problem);
   }
 }
@@ -212,8 +211,8 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
         check_writable(place);
       }
     }
-    pipeline::check_batch_split(experiment.train.batch_size, experiment.pipeline.micro_batches,
-                                topology.num_replicas, experiment.where("train.batch_size"));
+    plan::check_batch_split(experiment.train.batch_size, experiment.pipeline.micro_batches,
+                            topology.num_replicas, experiment.where("train.batch_size"));
     check_dataset_memory(experiment);
     result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
     result.dataset->check_contents(world.rank(), world.size());  // each rank its share
@@ -228,7 +227,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
                               static_cast<int>(experiment.model.layers.size())),
           inputs.init_weights, plan.tied);
     }
-    const pipeline::PipelinePlan& pipeline_plan = result.plan.pipeline = train::plan_experiment(
+    const plan::PipelinePlan& pipeline_plan = result.plan.pipeline = train::plan_experiment(
         experiment, plan, topology.num_stages, topology.num_replicas, omp_get_max_threads());
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
     train::check_message_tags(experiment,
@@ -254,7 +253,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
 }
 
 void plan_for_any_world(config::Experiment& experiment, int world_size) {
-  pipeline::PipelineConfig& pipeline = experiment.pipeline;
+  plan::PipelineConfig& pipeline = experiment.pipeline;
   const bool stages_given = experiment.refs.contains("pipeline.stages");
   const bool replicas_given = experiment.refs.contains("pipeline.data_parallel");
   if (!stages_given && pipeline.data_parallel != 0) {
@@ -289,7 +288,7 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
   dataset->check_contents(0, 1);
   const model::ModelPlan plan = model::plan_model(experiment.model, train::model_inputs(*dataset));
   if (experiment.pipeline.stages > 0) {
-    const pipeline::PipelinePlan pipeline_plan = train::plan_experiment(
+    const plan::PipelinePlan pipeline_plan = train::plan_experiment(
         experiment, plan, experiment.pipeline.stages,
         std::max(1, experiment.pipeline.data_parallel), omp_get_max_threads());
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);

@@ -11,12 +11,12 @@
 #include <utility>
 
 #include "core/error.h"
-#include "pipeline/receive_posting.h"
+#include "plan/receive_posting.h"
 
 namespace mpipe::pipeline {
 namespace {
 
-Bundle take(std::map<std::pair<int, int>, Bundle>& bundles, const Op& op, const char* what) {
+Bundle take(std::map<std::pair<int, int>, Bundle>& bundles, const plan::Op& op, const char* what) {
   auto it = bundles.find({op.chunk, op.micro_batch});
   check(it != bundles.end(),
         "{} of micro-batch {} of chunk {} is missing: the program is out of order", what,
@@ -40,25 +40,25 @@ double seconds_since(Clock::time_point start) {
 
 }  // namespace
 
-double& Executor::time_slot(OpKind kind) {
+double& Executor::time_slot(plan::OpKind kind) {
   switch (kind) {
-    case OpKind::kRecvActivation:
-    case OpKind::kRecvGrad:
+    case plan::OpKind::kRecvActivation:
+    case plan::OpKind::kRecvGrad:
       return times_.wait_s;
-    case OpKind::kSendActivation:
-    case OpKind::kSendGrad:
+    case plan::OpKind::kSendActivation:
+    case plan::OpKind::kSendGrad:
       return times_.send_s;
-    case OpKind::kForward:
-    case OpKind::kBackward:
-    case OpKind::kBackwardInput:
-    case OpKind::kBackwardWeight:
-    case OpKind::kWeightGradsBatched:
+    case plan::OpKind::kForward:
+    case plan::OpKind::kBackward:
+    case plan::OpKind::kBackwardInput:
+    case plan::OpKind::kBackwardWeight:
+    case plan::OpKind::kWeightGradsBatched:
       break;
   }
   return times_.compute_s;
 }
 
-Executor::Executor(std::vector<Stage*> stages, Link& link, int rank, Placement placement,
+Executor::Executor(std::vector<Stage*> stages, Link& link, int rank, plan::Placement placement,
                    const nn::Loss& loss, kernels::KernelContext& kernels)
     : stages_(std::move(stages)),
       link_(link),
@@ -103,10 +103,10 @@ nn::LayerContext Executor::layer_context(const RoundPlan& plan, int micro_batch,
                           .need_input_grad = true};
 }
 
-void Executor::post_recv(const Op& op, const RoundPlan& plan) {
+void Executor::post_recv(const plan::Op& op, const RoundPlan& plan) {
   const int64_t rows = plan.rows.at(static_cast<size_t>(op.micro_batch));
   const auto chunk = static_cast<size_t>(op.chunk);
-  if (op.kind == OpKind::kRecvActivation) {
+  if (op.kind == plan::OpKind::kRecvActivation) {
     link_.post_recv(Direction::kActivation, plan.round, op.micro_batch, op.chunk,
                     message_shape(plan.stage_inputs.at(chunk), rows));
   } else {
@@ -115,9 +115,9 @@ void Executor::post_recv(const Op& op, const RoundPlan& plan) {
   }
 }
 
-LossTotals Executor::train_step(const Program& program, const std::vector<int>& sends_released,
-                                const RoundPlan& plan, const MicroBatchData& data,
-                                comm::BucketedAllreduce* reduction) {
+LossTotals Executor::train_step(const plan::Program& program,
+                                const std::vector<int>& sends_released, const RoundPlan& plan,
+                                const MicroBatchData& data, comm::BucketedAllreduce* reduction) {
   check(sends_released.size() == program.size(), "rank {}: {} send releases for {} ops", rank_,
         sends_released.size(), program.size());
   std::vector<size_t> receives;
@@ -126,14 +126,14 @@ LossTotals Executor::train_step(const Program& program, const std::vector<int>& 
   std::vector<size_t> last_backward(stages_.size(), 0);
   std::vector<bool> batched(stages_.size(), false);
   for (size_t i = 0; i < program.size(); ++i) {
-    const OpKind kind = program[i].kind;
+    const plan::OpKind kind = program[i].kind;
     const auto chunk = static_cast<size_t>(program[i].chunk);
-    if (is_receive(kind)) receives.push_back(i);
-    if (kind == OpKind::kBackward || kind == OpKind::kBackwardWeight ||
-        kind == OpKind::kWeightGradsBatched) {
+    if (plan::is_receive(kind)) receives.push_back(i);
+    if (kind == plan::OpKind::kBackward || kind == plan::OpKind::kBackwardWeight ||
+        kind == plan::OpKind::kWeightGradsBatched) {
       last_backward[chunk] = i;
     }
-    if (kind == OpKind::kWeightGradsBatched) batched[chunk] = true;
+    if (kind == plan::OpKind::kWeightGradsBatched) batched[chunk] = true;
   }
   for (size_t chunk = 0; chunk < stages_.size(); ++chunk) {
     check(batched[chunk] == stages_[chunk]->defers_grads(),
@@ -155,13 +155,13 @@ LossTotals Executor::train_step(const Program& program, const std::vector<int>& 
       executor.in_last_backward_ = false;
     }
   } reset{*this};
-  const std::vector<int> posted_at = receives_posted(program);
+  const std::vector<int> posted_at = plan::receives_posted(program);
   size_t posted = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     for (; std::cmp_less(posted, posted_at[i]); ++posted) {
       post_recv(program[receives[posted]], plan);
     }
-    if (program[i].kind == OpKind::kWeightGradsBatched) {
+    if (program[i].kind == plan::OpKind::kWeightGradsBatched) {
       // The sends complete before the batched weight gradients: the previous stage is waiting
       // for the last gradient, and a message above the eager limit moves only while its sender
       // calls into MPI (over TCP, and on shared memory without single-copy), so one left pending
@@ -172,8 +172,8 @@ LossTotals Executor::train_step(const Program& program, const std::vector<int>& 
     }
     const auto start = Clock::now();
     const bool tracing = trace_ != nullptr && trace_->recording();
-    if (tracing &&
-        (program[i].kind == OpKind::kBackward || program[i].kind == OpKind::kBackwardInput)) {
+    if (tracing && (program[i].kind == plan::OpKind::kBackward ||
+                    program[i].kind == plan::OpKind::kBackwardInput)) {
       trace_->backward_began(program[i].micro_batch, start, program[i].chunk);
     }
     // (With batched weight gradients, a layer's bucket waits for its GEMM in the chunk's WB.)
@@ -190,7 +190,7 @@ LossTotals Executor::train_step(const Program& program, const std::vector<int>& 
     times_.send_s += seconds_since(release_start);
     if (spdlog::should_log(spdlog::level::trace)) {
       spdlog::trace("step {} stage {}: {} {:.3f} ms", plan.round + 1,
-                    global_stage(program[i].chunk), to_string(program[i]), 1e3 * seconds);
+                    global_stage(program[i].chunk), plan::to_string(program[i]), 1e3 * seconds);
     }
   }
   // (The sends of a program without WB ops complete here.)
@@ -203,32 +203,32 @@ LossTotals Executor::train_step(const Program& program, const std::vector<int>& 
   return totals;
 }
 
-void Executor::trace_op(const Op& op, Clock::time_point start, Clock::time_point end,
+void Executor::trace_op(const plan::Op& op, Clock::time_point start, Clock::time_point end,
                         int64_t bytes) {
   const auto span = [&](log::TraceKind kind) {
     trace_->span(kind, op.micro_batch, start, end, op.chunk, bytes);
   };
   switch (op.kind) {
-    case OpKind::kRecvActivation:
+    case plan::OpKind::kRecvActivation:
       return span(log::TraceKind::kRecvActivation);
-    case OpKind::kForward:
+    case plan::OpKind::kForward:
       return span(log::TraceKind::kForward);
-    case OpKind::kSendActivation:
+    case plan::OpKind::kSendActivation:
       return span(log::TraceKind::kSendActivation);
-    case OpKind::kRecvGrad:
+    case plan::OpKind::kRecvGrad:
       return span(log::TraceKind::kRecvGradient);
-    case OpKind::kBackward:
-    case OpKind::kBackwardInput:  // zb_h1's I<m> shows as B<m>, its W<m> as a W of its own
+    case plan::OpKind::kBackward:
+    case plan::OpKind::kBackwardInput:  // zb_h1's I<m> shows as B<m>, its W<m> as a W of its own
       return trace_->backward_ended(end);
-    case OpKind::kBackwardWeight:
-    case OpKind::kWeightGradsBatched:  // micro-batch -1: every one
+    case plan::OpKind::kBackwardWeight:
+    case plan::OpKind::kWeightGradsBatched:  // micro-batch -1: every one
       return span(log::TraceKind::kWeightGrad);
-    case OpKind::kSendGrad:
+    case plan::OpKind::kSendGrad:
       return span(log::TraceKind::kSendGradient);
   }
 }
 
-int64_t Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data,
+int64_t Executor::run_op(const plan::Op& op, const RoundPlan& plan, const MicroBatchData& data,
                          LossTotals& totals) {
   const int m = op.micro_batch;
   const Slot slot{op.chunk, m};
@@ -237,13 +237,13 @@ int64_t Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchDa
   const auto rows = [&plan, m] { return plan.rows.at(static_cast<size_t>(m)); };
   Stage& stage = *stages_.at(chunk);
   switch (op.kind) {
-    case OpKind::kRecvActivation: {
+    case plan::OpKind::kRecvActivation: {
       Tensor message = link_.wait_recv(Direction::kActivation, m, op.chunk);
       const int64_t bytes = message.numel() * static_cast<int64_t>(sizeof(float));
       inputs_[slot] = unpack(std::move(message), plan.stage_inputs.at(chunk), rows());
       return bytes;
     }
-    case OpKind::kForward: {
+    case plan::OpKind::kForward: {
       Bundle input = is_first(op.chunk) ? data.inputs(m) : take(inputs_, op, "input");
       Bundle output = stage.forward(m, std::move(input), layer_context(plan, m, true));
       if (is_last(op.chunk)) {
@@ -256,39 +256,39 @@ int64_t Executor::run_op(const Op& op, const RoundPlan& plan, const MicroBatchDa
       }
       break;
     }
-    case OpKind::kSendActivation:
+    case plan::OpKind::kSendActivation:
       return send(Direction::kActivation, plan.round, op, pack(take(outputs_, op, "output")));
-    case OpKind::kRecvGrad: {
+    case plan::OpKind::kRecvGrad: {
       Tensor message = link_.wait_recv(Direction::kGradient, m, op.chunk);
       const int64_t bytes = message.numel() * static_cast<int64_t>(sizeof(float));
       grad_outputs_[slot] = unpack(std::move(message), plan.stage_output_grads.at(chunk), rows());
       return bytes;
     }
-    case OpKind::kBackward:
-    case OpKind::kBackwardInput: {
+    case plan::OpKind::kBackward:
+    case plan::OpKind::kBackwardInput: {
       Bundle grad_output = take(grad_outputs_, op, "output gradient");
       const nn::LayerContext ctx = layer_context(plan, m, true);
-      Bundle grad_input = op.kind == OpKind::kBackward
+      Bundle grad_input = op.kind == plan::OpKind::kBackward
                               ? stage.backward(m, std::move(grad_output), ctx)
                               : stage.backward_input(m, std::move(grad_output), ctx);
       if (!is_first(op.chunk)) grad_inputs_[slot] = std::move(grad_input);
       break;
     }
-    case OpKind::kBackwardWeight:
+    case plan::OpKind::kBackwardWeight:
       stage.backward_weight(m, layer_context(plan, m, true));
       break;
-    case OpKind::kWeightGradsBatched:
+    case plan::OpKind::kWeightGradsBatched:
       stage.finish_step_grads(
           layer_context(plan, static_cast<int>(plan.rows.size()) - 1, /*training=*/true));
       break;
-    case OpKind::kSendGrad:
+    case plan::OpKind::kSendGrad:
       return send(Direction::kGradient, plan.round, op,
                   pack(take(grad_inputs_, op, "input gradient")));
   }
   return 0;
 }
 
-int64_t Executor::send(Direction direction, int64_t round, const Op& op, Tensor message) {
+int64_t Executor::send(Direction direction, int64_t round, const plan::Op& op, Tensor message) {
   const int64_t bytes = message.numel() * static_cast<int64_t>(sizeof(float));
   link_.send(direction, round, op.micro_batch, op.chunk, std::move(message));
   return bytes;

@@ -13,9 +13,9 @@
 #include "pipeline/bundle.h"
 #include "pipeline/gradient_buckets.h"
 #include "pipeline/link.h"
-#include "pipeline/op.h"
-#include "pipeline/placement.h"
 #include "pipeline/stage.h"
+#include "plan/op.h"
+#include "plan/placement.h"
 
 namespace mpipe::pipeline {
 
@@ -66,7 +66,7 @@ class Executor {
   // placement.stage_of(rank, c)). Installs a layer hook on each stage (Stage::set_layer_hook)
   // that drives MPI progress between layers; the stages must not be given another while the
   // executor lives.
-  Executor(std::vector<Stage*> stages, Link& link, int rank, Placement placement,
+  Executor(std::vector<Stage*> stages, Link& link, int rank, plan::Placement placement,
            const nn::Loss& loss, kernels::KernelContext& kernels);
   ~Executor();
   Executor(const Executor&) = delete;
@@ -82,7 +82,7 @@ class Executor {
   // `sends_released` is send_releases's for the program (one count per op): after each op the
   // link releases its sends up to that count, so the sends it holds at every op are the ones the
   // memory walk counts.
-  LossTotals train_step(const Program& program, const std::vector<int>& sends_released,
+  LossTotals train_step(const plan::Program& program, const std::vector<int>& sends_released,
                         const RoundPlan& plan, const MicroBatchData& data,
                         comm::BucketedAllreduce* reduction = nullptr);
   // The rank's data-parallel buckets, over its chunks' gradient buffers (rank_gradient_buckets):
@@ -107,18 +107,18 @@ class Executor {
   bool is_first(int chunk) const { return placement_.is_first(rank_, chunk); }
   bool is_last(int chunk) const { return placement_.is_last(rank_, chunk); }
   nn::LayerContext layer_context(const RoundPlan& plan, int micro_batch, bool training) const;
-  void post_recv(const Op& op, const RoundPlan& plan);
+  void post_recv(const plan::Op& op, const RoundPlan& plan);
   // Runs `op`; returns the bytes of the message it sent or received (0 for a compute op).
-  int64_t run_op(const Op& op, const RoundPlan& plan, const MicroBatchData& data,
+  int64_t run_op(const plan::Op& op, const RoundPlan& plan, const MicroBatchData& data,
                  LossTotals& totals);
   // Sends `message` for communication op `op`; returns its bytes.
-  int64_t send(Direction direction, int64_t round, const Op& op, Tensor message);
+  int64_t send(Direction direction, int64_t round, const plan::Op& op, Tensor message);
   // A stage's layer hook: progress on the pending transfers and reductions, and the start of a
   // layer's gradient reduction after its last backward.
   void between_layers(int global_layer, bool backward);
   // Records `op` as a trace event with its chunk and message bytes (a backward also closes its
   // recomputes).
-  void trace_op(const Op& op, log::TraceRecorder::Clock::time_point start,
+  void trace_op(const plan::Op& op, log::TraceRecorder::Clock::time_point start,
                 log::TraceRecorder::Clock::time_point end, int64_t bytes);
   // The stage's global index, for logs.
   int global_stage(int chunk) const { return placement_.stage_of(rank_, chunk); }
@@ -126,10 +126,10 @@ class Executor {
   std::vector<Stage*> stages_;
   Link& link_;
   int rank_;
-  Placement placement_;
+  plan::Placement placement_;
   const nn::Loss& loss_;
   kernels::KernelContext& kernels_;
-  double& time_slot(OpKind kind);  // the StepTimes field an op's time goes to
+  double& time_slot(plan::OpKind kind);  // the StepTimes field an op's time goes to
 
   StepTimes times_;
   log::TraceRecorder* trace_ = nullptr;

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "core/error.h"
-#include "model/memory_model.h"
+#include "plan/memory_model.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -23,14 +23,16 @@ std::string message_label(Direction direction, int micro_batch, int chunk, bool 
 
 // The communication op that moves a message in `direction` (an evaluation's activations move as
 // training activations do).
-OpKind message_op(Direction direction, bool receiving) {
-  if (direction == Direction::kGradient) return receiving ? OpKind::kRecvGrad : OpKind::kSendGrad;
-  return receiving ? OpKind::kRecvActivation : OpKind::kSendActivation;
+plan::OpKind message_op(Direction direction, bool receiving) {
+  if (direction == Direction::kGradient)
+    return receiving ? plan::OpKind::kRecvGrad : plan::OpKind::kSendGrad;
+  return receiving ? plan::OpKind::kRecvActivation : plan::OpKind::kSendActivation;
 }
 
 }  // namespace
 
-Link::Link(const comm::Communicator& pipeline, int rank, Placement placement, comm::TagSpace tags)
+Link::Link(const comm::Communicator& pipeline, int rank, plan::Placement placement,
+           comm::TagSpace tags)
     : pipeline_(pipeline), rank_(rank), placement_(placement), tags_(tags) {}
 
 int Link::tag(Direction direction, int64_t round, int micro_batch, int receiving_chunk) const {
@@ -40,9 +42,9 @@ int Link::tag(Direction direction, int64_t round, int micro_batch, int receiving
                         .kind = static_cast<int>(direction)});
 }
 
-Peer Link::peer(Direction direction, int chunk, bool receiving) const {
-  return peer_of({.kind = message_op(direction, receiving), .micro_batch = 0, .chunk = chunk},
-                 rank_, placement_);
+plan::Peer Link::peer(Direction direction, int chunk, bool receiving) const {
+  return plan::peer_of({.kind = message_op(direction, receiving), .micro_batch = 0, .chunk = chunk},
+                       rank_, placement_);
 }
 
 void Link::post_recv(Direction direction, int64_t round, int micro_batch, int chunk, Shape shape) {
@@ -75,7 +77,7 @@ void Link::send(Direction direction, int64_t round, int micro_batch, int chunk, 
     training_bytes_sent_ += static_cast<int64_t>(data.size_bytes());
   }
   // The tag carries the chunk that receives the message.
-  const Peer to = peer(direction, chunk, false);
+  const plan::Peer to = peer(direction, chunk, false);
   sends_.push_back(
       {.request = pipeline_.isend(
            data, owned, to.rank, tag(direction, round, micro_batch, to.chunk),
@@ -87,7 +89,7 @@ void Link::send(Direction direction, int64_t round, int micro_batch, int chunk, 
        .bytes = static_cast<int64_t>(data.size_bytes())});
   poll_sends();
   // Bounded, so a fast stage does not pile up sent tensors for a slow neighbour.
-  while (sends_.size() > static_cast<size_t>(model::kSendsInFlight)) release_oldest();
+  while (sends_.size() > static_cast<size_t>(plan::kSendsInFlight)) release_oldest();
 }
 
 void Link::release_oldest() {

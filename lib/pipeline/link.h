@@ -12,7 +12,7 @@
 #include "comm/tag_space.h"
 #include "core/tensor.h"
 #include "log/trace_recorder.h"
-#include "pipeline/placement.h"
+#include "plan/placement.h"
 
 namespace mpipe::pipeline {
 
@@ -26,10 +26,11 @@ class Link {
   // placement.stage_of(rank, c).
   // Each message's tag is `tags`' for (round, the receiving chunk, micro-batch, direction); a round
   // is a training step or an evaluation batch.
-  Link(const comm::Communicator& pipeline, int rank, Placement placement, comm::TagSpace tags);
+  Link(const comm::Communicator& pipeline, int rank, plan::Placement placement,
+       comm::TagSpace tags);
 
   // Posts chunk `chunk`'s receive of micro-batch `micro_batch` of `round`: activations come from
-  // the stage before the chunk's, gradients from the stage after it (pipeline::peer_of). `shape`
+  // the stage before the chunk's, gradients from the stage after it (plan::peer_of). `shape`
   // is what must arrive.
   void post_recv(Direction direction, int64_t round, int micro_batch, int chunk, Shape shape);
   // Waits for a posted receive; throws if the message does not have the expected size
@@ -39,7 +40,7 @@ class Link {
   Tensor wait_recv(Direction direction, int micro_batch, int chunk);
   // Sends chunk `chunk`'s `tensor` to the stage after it (activations) or before it (gradients)
   // without copying it: the link holds it until it releases the send, which it does here to the
-  // oldest while more than model::kSendsInFlight are held (waiting for it to complete).
+  // oldest while more than plan::kSendsInFlight are held (waiting for it to complete).
   void send(Direction direction, int64_t round, int micro_batch, int chunk, Tensor tensor);
   // Releases the oldest sends until `count` of those issued since the last wait_sends are
   // released: completes each (waiting, under the watchdog's deadline, for one not yet complete)
@@ -64,7 +65,7 @@ class Link {
     comm::Request request;
   };
   // The other end of chunk `chunk`'s message in `direction`, received or sent.
-  Peer peer(Direction direction, int chunk, bool receiving) const;
+  plan::Peer peer(Direction direction, int chunk, bool receiving) const;
   int tag(Direction direction, int64_t round, int micro_batch, int receiving_chunk) const;
   // Notes the sends that completed (in order, up to the first that has not), after every send and
   // completed receive: while tracing, each completion is recorded when first seen.
@@ -72,7 +73,7 @@ class Link {
 
   const comm::Communicator& pipeline_;
   int rank_;
-  Placement placement_;
+  plan::Placement placement_;
   comm::TagSpace tags_;
   struct RecvKey {
     Direction direction;

@@ -42,8 +42,8 @@ size_t Stage::WeightWork::bytes() const {
   return n;
 }
 
-Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute,
-             int num_micro_batches, WeightGrads weight_grads,
+Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, plan::Recompute recompute,
+             int num_micro_batches, plan::WeightGrads weight_grads,
              std::shared_ptr<const model::ModelGraph> graph)
     : layers_(std::move(layers)),
       graph_(std::move(graph)),
@@ -51,8 +51,8 @@ Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute
       num_micro_batches_(num_micro_batches),
       weight_grads_(weight_grads) {
   check(!layers_.empty(), "a stage needs at least one layer");
-  check(recompute_ != Recompute::kAuto, "a stage needs a resolved recompute mode, not auto");
-  check(weight_grads_ != WeightGrads::kAuto, "a stage needs resolved weight_grads, not auto");
+  check(recompute_ != plan::Recompute::kAuto, "a stage needs a resolved recompute mode, not auto");
+  check(weight_grads_ != plan::WeightGrads::kAuto, "a stage needs resolved weight_grads, not auto");
   const int first = layers_.front()->global_index();
   const int last = layers_.back()->global_index();
   check(last - first + 1 == std::ssize(layers_), "a stage's layers {}..{} are not contiguous",
@@ -66,7 +66,7 @@ Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute
   output_values_ = graph_->live_set(last + 1);
   auto pointers = raw_pointers(layers_);
   params_ = std::make_unique<nn::ParamBuffer>(std::span<nn::Layer* const>(pointers));
-  if (weight_grads_ == WeightGrads::kTree) gradient_tree_.emplace(num_micro_batches_);
+  if (weight_grads_ == plan::WeightGrads::kTree) gradient_tree_.emplace(num_micro_batches_);
 }
 
 std::span<const int> Stage::layer_inputs(size_t i) const {
@@ -117,13 +117,13 @@ void Stage::add_layer_grads(size_t i, int micro_batch, Contribute contribute) {
 
 bool Stage::recomputes(int micro_batch) const {
   switch (recompute_) {
-    case Recompute::kAlways:
+    case plan::Recompute::kAlways:
       return true;
-    case Recompute::kExceptLast:
+    case plan::Recompute::kExceptLast:
       return micro_batch != num_micro_batches_ - 1;
-    case Recompute::kNever:
-    case Recompute::kPerLayer:  // recomputes one layer at a time, never the stage's forward
-    case Recompute::kAuto:
+    case plan::Recompute::kNever:
+    case plan::Recompute::kPerLayer:  // recomputes one layer at a time, never the stage's forward
+    case plan::Recompute::kAuto:
       return false;
   }
   return false;
@@ -225,7 +225,7 @@ Bundle Stage::forward(int micro_batch, Bundle input, const nn::LayerContext& ctx
   Stash stash;
   Bundle output;
   std::vector<float> update;
-  if (recompute_ == Recompute::kPerLayer) {
+  if (recompute_ == plan::Recompute::kPerLayer) {
     output = forward_per_layer(std::move(input), ctx, stash.layer_inputs, update);
   } else if (recomputes(micro_batch)) {
     output = run_forward(input, InputUse::kKeep, ctx, nullptr, &update);

@@ -19,9 +19,9 @@
 #include "nn/layer.h"
 #include "nn/param_buffer.h"
 #include "pipeline/bundle.h"
-#include "pipeline/gradient_tree.h"
 #include "pipeline/layer_times.h"
-#include "pipeline/pipeline_config.h"
+#include "plan/gradient_tree.h"
+#include "plan/pipeline_config.h"
 
 namespace mpipe::pipeline {
 
@@ -30,8 +30,8 @@ class Stage {
   // `layers` are this stage's contiguous layers in global order; `recompute` is not kAuto (the
   // planner resolves it), nor is `weight_grads` (PipelinePlan::weight_grads). `graph` is the
   // model's (null: a chain, every layer reading only its predecessor's output).
-  Stage(std::vector<std::unique_ptr<nn::Layer>> layers, Recompute recompute, int num_micro_batches,
-        WeightGrads weight_grads = WeightGrads::kAccumulate,
+  Stage(std::vector<std::unique_ptr<nn::Layer>> layers, plan::Recompute recompute,
+        int num_micro_batches, plan::WeightGrads weight_grads = plan::WeightGrads::kAccumulate,
         std::shared_ptr<const model::ModelGraph> graph = nullptr);
   // The values that cross the cut before this stage (its input bundle, in this order) and the
   // one after it (its output), as model::ModelGraph::live_set gives them.
@@ -74,7 +74,7 @@ class Stage {
   // Whether backwards defer gradients to finish_step_grads (batched weight gradients of more
   // than one micro-batch): a layer's gradient is then complete only after it.
   bool defers_grads() const {
-    return weight_grads_ == WeightGrads::kBatched && num_micro_batches_ > 1;
+    return weight_grads_ == plan::WeightGrads::kBatched && num_micro_batches_ > 1;
   }
   // Forward in evaluation mode; stores nothing. `input` is left as it was given.
   Bundle evaluate(Bundle& input, const nn::LayerContext& ctx);
@@ -170,11 +170,11 @@ class Stage {
   std::vector<int> input_values_;
   std::vector<int> output_values_;
   std::unique_ptr<nn::ParamBuffer> params_;
-  Recompute recompute_;
+  plan::Recompute recompute_;
   int num_micro_batches_;
-  WeightGrads weight_grads_;
+  plan::WeightGrads weight_grads_;
   bool grads_unset_ = false;  // zero_grads_for_step() left the overwriting layers' grads alone
-  std::optional<GradientTree> gradient_tree_;  // weight_grads: tree
+  std::optional<plan::GradientTree> gradient_tree_;  // weight_grads: tree
   std::map<int, Stash> stash_;
   std::map<int, WeightWork> weight_work_;             // per micro-batch, from its I to its W
   std::map<int, std::vector<float>> buffer_updates_;  // per micro-batch, until taken

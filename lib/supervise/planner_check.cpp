@@ -6,8 +6,8 @@
 #include "comm/topology.h"
 #include "core/error.h"
 #include "data/dataset.h"
-#include "pipeline/batch_split.h"
-#include "pipeline/pipeline_config.h"
+#include "plan/batch_split.h"
+#include "plan/pipeline_config.h"
 #include "train/data_contract.h"
 #include "train/pipeline_plan.h"
 #include "train/trainer.h"
@@ -37,18 +37,18 @@ Layout experiment_layout(const config::Experiment& experiment, int world_size) {
 }
 
 bool tree_weight_grads(const config::Experiment& experiment) {
-  return pipeline::resolve_weight_grads(experiment.pipeline) == pipeline::WeightGrads::kTree;
+  return plan::resolve_weight_grads(experiment.pipeline) == plan::WeightGrads::kTree;
 }
 
 bool needs_auto_partition(const config::Experiment& experiment, const Layout& layout) {
-  return experiment.pipeline.partition_mode == pipeline::PartitionMode::kManual &&
+  return experiment.pipeline.partition_mode == plan::PartitionMode::kManual &&
          experiment.pipeline.stages != layout.stages;
 }
 
 config::Experiment with_layout(config::Experiment experiment, const Layout& layout) {
-  pipeline::PipelineConfig& pipe = experiment.pipeline;
+  plan::PipelineConfig& pipe = experiment.pipeline;
   if (needs_auto_partition(experiment, layout)) {
-    pipe.partition_mode = pipeline::PartitionMode::kAuto;
+    pipe.partition_mode = plan::PartitionMode::kAuto;
     pipe.partition.clear();
   }
   pipe.stages = layout.stages;
@@ -63,11 +63,11 @@ PlannerCheck::PlannerCheck(config::Experiment experiment)
 std::optional<std::string> PlannerCheck::operator()(const Layout& layout) const {
   const config::Experiment experiment = with_layout(experiment_, layout);
   try {
-    pipeline::check_batch_split(experiment.train.batch_size, layout.micro_batches, layout.replicas,
-                                experiment.where("train.batch_size"));
+    plan::check_batch_split(experiment.train.batch_size, layout.micro_batches, layout.replicas,
+                            experiment.where("train.batch_size"));
     train::check_virtual_stages(experiment, layout.stages);
-    const pipeline::PipelinePlan plan = train::plan_experiment(
-        experiment, model_, layout.stages, layout.replicas, omp_get_max_threads());
+    const plan::PipelinePlan plan = train::plan_experiment(experiment, model_, layout.stages,
+                                                           layout.replicas, omp_get_max_threads());
     if (!plan.fits()) return plan.problem;
   } catch (const InputError& e) {
     return std::string(e.what());

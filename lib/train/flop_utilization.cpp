@@ -19,9 +19,9 @@ std::string gflops(double flops_per_s) {
 
 }  // namespace
 
-StepFlops step_flops(const pipeline::PipelinePlan& plan, int num_replicas) {
+StepFlops step_flops(const plan::PipelinePlan& plan, int num_replicas) {
   StepFlops flops;
-  for (const pipeline::StagePlan& stage : plan.stages) {
+  for (const plan::StagePlan& stage : plan.stages) {
     flops.model += stage.forward_flops + stage.backward_flops;
     flops.hardware += stage.forward_flops + stage.backward_flops + stage.recompute_flops;
   }

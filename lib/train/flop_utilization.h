@@ -8,7 +8,7 @@
 #include "kernels/context.h"
 #include "log/log_config.h"
 #include "log/metrics_writer.h"
-#include "pipeline/planner.h"
+#include "plan/planner.h"
 
 namespace mpipe::train {
 
@@ -17,7 +17,7 @@ struct StepFlops {
   double model = 0.0;     // forwards and backwards (weight and input gradients)
   double hardware = 0.0;  // also the recomputed forwards the run does
 };
-StepFlops step_flops(const pipeline::PipelinePlan& plan, int num_replicas);
+StepFlops step_flops(const plan::PipelinePlan& plan, int num_replicas);
 
 // The ranks' peak FLOP/s, and where it came from.
 struct WorldPeak {

@@ -68,7 +68,7 @@ std::string generate_text(const model::ModelSpec& spec, int64_t seq_len,
   auto layers = model::build_layers(spec, inputs, 0, static_cast<int>(spec.layers.size()));
   const std::optional<model::TiedWeights> tied = model::find_tied_weights(spec, layers);
   pipeline::Stage model(
-      std::move(layers), pipeline::Recompute::kNever, 1, pipeline::WeightGrads::kAccumulate,
+      std::move(layers), plan::Recompute::kNever, 1, plan::WeightGrads::kAccumulate,
       std::make_shared<const model::ModelGraph>(model::model_graph(spec, inputs)));
   load_stage_weights(model, weights, weights_source, tied);
   const Shape output = model.layers().back()->output_shape();

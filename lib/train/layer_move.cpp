@@ -88,15 +88,14 @@ void move_layer_state(const LayerMove& move, const std::vector<checkpoint::Tenso
   }
 }
 
-std::vector<double> move_peak_bytes(const pipeline::PipelinePlan& from,
-                                    const pipeline::PipelinePlan& to,
-                                    const pipeline::Placement& placement,
-                                    const model::ModelPlan& model, int optimizer_slots) {
+std::vector<double> move_peak_bytes(const plan::PipelinePlan& from, const plan::PipelinePlan& to,
+                                    const plan::Placement& placement, const model::ModelPlan& model,
+                                    int optimizer_slots) {
   std::vector<double> peak(static_cast<size_t>(placement.num_ranks), 0.0);
   for (int rank = 0; rank < placement.num_ranks; ++rank) {
     auto held_before = [&](int layer) {
       for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
-        const model::LayerRange& r =
+        const plan::LayerRange& r =
             from.stages[static_cast<size_t>(placement.stage_of(rank, chunk))].layers;
         if (r.begin <= layer && layer < r.end) return true;
       }

@@ -10,17 +10,17 @@
 #include "checkpoint/safetensors.h"
 #include "comm/communicator.h"
 #include "model/model_builder.h"
-#include "model/partition.h"
-#include "pipeline/placement.h"
-#include "pipeline/planner.h"
+#include "plan/partition.h"
+#include "plan/placement.h"
+#include "plan/planner.h"
 
 namespace mpipe::train {
 
 struct LayerMove {
   const comm::Communicator* pipeline = nullptr;  // one replica's ranks
   int tag = 0;                                   // of the moved tensors' messages
-  pipeline::Placement placement;                 // which rank holds each stage
-  std::vector<model::LayerRange> from;           // per stage: the partition the state is in
+  plan::Placement placement;                     // which rank holds each stage
+  std::vector<plan::LayerRange> from;            // per stage: the partition the state is in
   // Per rank, the state tensors its chunks restore in the new partition (state_layout of all
   // their layers).
   std::vector<std::vector<checkpoint::TensorInfo>> wanted;
@@ -36,9 +36,8 @@ void move_layer_state(const LayerMove& move, const std::vector<checkpoint::Tenso
 // The tensor bytes each rank holds at once while its layers move (Trainer::repartition): its
 // chunks' old layers' state (kept until sent), their new layers' state, and what it receives, the
 // weights, buffers and `optimizer_slots` floats per weight of the layers it did not hold.
-std::vector<double> move_peak_bytes(const pipeline::PipelinePlan& from,
-                                    const pipeline::PipelinePlan& to,
-                                    const pipeline::Placement& placement,
-                                    const model::ModelPlan& model, int optimizer_slots);
+std::vector<double> move_peak_bytes(const plan::PipelinePlan& from, const plan::PipelinePlan& to,
+                                    const plan::Placement& placement, const model::ModelPlan& model,
+                                    int optimizer_slots);
 
 }  // namespace mpipe::train

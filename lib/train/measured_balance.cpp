@@ -15,7 +15,7 @@
 #include "comm/agree.h"
 #include "core/byte_format.h"
 #include "core/error.h"
-#include "model/partitioner.h"
+#include "plan/partitioner.h"
 #include "train/layer_move.h"
 #include "train/pipeline_plan.h"
 
@@ -24,28 +24,16 @@ namespace {
 
 constexpr const char* kSlowRankVariable = "MPIPE_TEST_SLOW_RANK";
 
-std::vector<int> layer_counts(const std::vector<model::LayerRange>& ranges) {
+std::vector<int> layer_counts(const std::vector<plan::LayerRange>& ranges) {
   std::vector<int> counts;
-  for (const model::LayerRange& range : ranges) counts.push_back(range.size());
+  for (const plan::LayerRange& range : ranges) counts.push_back(range.size());
   return counts;
 }
 
-std::vector<model::LayerRange> ranges_of(const pipeline::PipelinePlan& plan) {
-  std::vector<model::LayerRange> ranges;
-  for (const pipeline::StagePlan& stage : plan.stages) ranges.push_back(stage.layers);
+std::vector<plan::LayerRange> ranges_of(const plan::PipelinePlan& plan) {
+  std::vector<plan::LayerRange> ranges;
+  for (const plan::StagePlan& stage : plan.stages) ranges.push_back(stage.layers);
   return ranges;
-}
-
-// The largest over the ranks of the sum of `cost` over the rank's stages of `partition`.
-double largest_rank_cost(const std::vector<model::LayerRange>& partition,
-                         const pipeline::Placement& placement, const model::StageCost& cost) {
-  std::vector<double> rank_cost(static_cast<size_t>(placement.num_ranks), 0.0);
-  for (size_t s = 0; s < partition.size(); ++s) {
-    const auto stage = static_cast<int>(s);
-    rank_cost[static_cast<size_t>(placement.rank_of(stage))] +=
-        cost(partition[s].begin, partition[s].end, stage);
-  }
-  return *std::max_element(rank_cost.begin(), rank_cost.end());
 }
 
 }  // namespace
@@ -98,7 +86,7 @@ MeasuredBalance::MeasuredBalance(const config::Experiment& experiment, Trainer& 
     : experiment_(experiment),
       trainer_(trainer),
       world_(world),
-      enabled_(experiment.pipeline.balance == pipeline::Balance::kMeasured &&
+      enabled_(experiment.pipeline.balance == plan::Balance::kMeasured &&
                trainer.topology().num_stages > 1),
       schedule_(experiment.pipeline.balance_after, experiment.pipeline.balance_every),
       moves_left_(experiment.pipeline.balance_moves) {
@@ -107,8 +95,7 @@ MeasuredBalance::MeasuredBalance(const config::Experiment& experiment, Trainer& 
   history_.push_back({{"step", 0},
                       {"partition", layer_counts(ranges_of(trainer.pipeline_plan()))},
                       {"by", "predicted"}});
-  if (world.rank() == 0 && experiment.pipeline.balance == pipeline::Balance::kMeasured &&
-      !enabled_) {
+  if (world.rank() == 0 && experiment.pipeline.balance == plan::Balance::kMeasured && !enabled_) {
     spdlog::info("pipeline.balance: measured has nothing to move with 1 stage");
   }
 }
@@ -137,8 +124,8 @@ std::vector<double> MeasuredBalance::agreed_layer_times() const {
   return per_layer;
 }
 
-std::string MeasuredBalance::move_over_memory_limit(const pipeline::PipelinePlan& from,
-                                                    const pipeline::PipelinePlan& to) const {
+std::string MeasuredBalance::move_over_memory_limit(const plan::PipelinePlan& from,
+                                                    const plan::PipelinePlan& to) const {
   const int64_t limit = experiment_.pipeline.memory_limit;
   if (limit <= 0) return {};
   const std::vector<double> peak = move_peak_bytes(from, to, trainer_.placement(), trainer_.plan(),
@@ -153,9 +140,9 @@ std::string MeasuredBalance::move_over_memory_limit(const pipeline::PipelinePlan
 
 void MeasuredBalance::rebalance(int64_t done) {
   const std::vector<double> measured = agreed_layer_times();
-  const pipeline::PipelinePlan& current = trainer_.pipeline_plan();
-  const pipeline::Placement& placement = trainer_.placement();
-  const std::vector<model::LayerRange> from = ranges_of(current);
+  const plan::PipelinePlan& current = trainer_.pipeline_plan();
+  const plan::Placement& placement = trainer_.placement();
+  const std::vector<plan::LayerRange> from = ranges_of(current);
   // Each rank's speed: its chunks' measured compute over the planner's prediction for them (1
   // when either is zero). A layer's time on another rank is scaled by the two ranks' speeds.
   std::vector<double> measured_total(static_cast<size_t>(placement.num_ranks), 0.0);
@@ -184,16 +171,16 @@ void MeasuredBalance::rebalance(int64_t done) {
   const std::vector<double> speed = distinct_speeds(measured_speed);
   std::vector<double> prefix(base.size() + 1, 0.0);
   for (size_t l = 0; l < base.size(); ++l) prefix[l + 1] = prefix[l] + base[l];
-  const model::StageCost cost = [&speed, &prefix, &placement](int begin, int end, int stage) {
+  const plan::StageCost cost = [&speed, &prefix, &placement](int begin, int end, int stage) {
     return speed[static_cast<size_t>(placement.rank_of(stage))] *
            (prefix[static_cast<size_t>(end)] - prefix[static_cast<size_t>(begin)]);
   };
-  pipeline::PipelinePlan next =
+  plan::PipelinePlan next =
       plan_measured(experiment_, trainer_.plan(), current, trainer_.topology().num_replicas, cost);
-  const std::vector<model::LayerRange> to = ranges_of(next);
+  const std::vector<plan::LayerRange> to = ranges_of(next);
   // The step goes at the pace of the slowest rank, which computes all its chunks.
-  const double before_s = largest_rank_cost(from, placement, cost);
-  const double after_s = largest_rank_cost(to, placement, cost);
+  const double before_s = plan::largest_rank_cost(from, placement.ranks_of_stages(), cost);
+  const double after_s = plan::largest_rank_cost(to, placement.ranks_of_stages(), cost);
   const double gain = before_s > 0.0 ? 1.0 - after_s / before_s : 0.0;
   const std::vector<int> from_counts = layer_counts(from);
   const std::vector<int> to_counts = layer_counts(to);

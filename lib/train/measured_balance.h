@@ -51,8 +51,8 @@ class MeasuredBalance {
   void rebalance(int64_t done);
   // Why the move from `from` to `to` would exceed pipeline.memory_limit (move_peak_bytes), or
   // nothing.
-  std::string move_over_memory_limit(const pipeline::PipelinePlan& from,
-                                     const pipeline::PipelinePlan& to) const;
+  std::string move_over_memory_limit(const plan::PipelinePlan& from,
+                                     const plan::PipelinePlan& to) const;
   // Every layer's measured time per step: per layer, the largest over the replicas of the median
   // over the window's steps on the rank that ran it.
   std::vector<double> agreed_layer_times() const;

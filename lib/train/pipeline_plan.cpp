@@ -10,9 +10,9 @@ int optimizer_slots(const optim::OptimizerConfig& optimizer) {
 
 namespace {
 
-pipeline::PlanRequest plan_request(const config::Experiment& experiment, int num_stages,
-                                   int num_replicas, const pipeline::MachineRates& rates) {
-  pipeline::PlanRequest request{
+plan::PlanRequest plan_request(const config::Experiment& experiment, int num_stages,
+                                   int num_replicas, const plan::MachineRates& rates) {
+  plan::PlanRequest request{
       .pipeline = experiment.pipeline,
       .batch_size = experiment.train.batch_size,
       .optimizer_slots = optimizer_slots(experiment.optimizer),
@@ -31,51 +31,50 @@ pipeline::PlanRequest plan_request(const config::Experiment& experiment, int num
 
 }  // namespace
 
-pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                       const model::ModelPlan& plan, int num_stages,
-                                       int num_replicas, int threads_per_rank) {
-  pipeline::MachineRates rates;
+plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                   const model::ModelPlan& plan, int num_stages, int num_replicas,
+                                   int threads_per_rank) {
+  plan::MachineRates rates;
   rates.threads = threads_per_rank;
   return plan_experiment(experiment, plan, num_stages, num_replicas, rates);
 }
 
-pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                       const model::ModelPlan& plan, int num_stages,
-                                       int num_replicas, const pipeline::MachineRates& rates) {
-  return pipeline::plan_pipeline(plan, plan_request(experiment, num_stages, num_replicas, rates));
+plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                   const model::ModelPlan& plan, int num_stages, int num_replicas,
+                                   const plan::MachineRates& rates) {
+  return plan::plan_pipeline(plan, plan_request(experiment, num_stages, num_replicas, rates));
 }
 
-pipeline::PipelinePlan plan_measured(const config::Experiment& experiment,
-                                     const model::ModelPlan& plan,
-                                     const pipeline::PipelinePlan& current, int num_replicas,
-                                     model::StageCost measured_time) {
+plan::PipelinePlan plan_measured(const config::Experiment& experiment, const model::ModelPlan& plan,
+                                 const plan::PipelinePlan& current, int num_replicas,
+                                 plan::StageCost measured_time) {
   const int num_ranks = static_cast<int>(current.stages.size()) / current.virtual_stages;
-  pipeline::PlanRequest request = plan_request(experiment, num_ranks, num_replicas, current.rates);
+  plan::PlanRequest request = plan_request(experiment, num_ranks, num_replicas, current.rates);
   request.pipeline.schedule = current.schedule;
   request.pipeline.virtual_stages = current.virtual_stages;
   request.pipeline.recompute = current.recompute;
   request.pipeline.weight_grads = current.weight_grads;
   request.measured_time = std::move(measured_time);
-  return pipeline::plan_pipeline(plan, request);
+  return plan::plan_pipeline(plan, request);
 }
 
-pipeline::PipelinePlan retimed(const config::Experiment& experiment, const model::ModelPlan& plan,
-                               const pipeline::PipelinePlan& decided, int num_replicas,
-                               const pipeline::MachineRates& rates) {
+plan::PipelinePlan retimed(const config::Experiment& experiment, const model::ModelPlan& plan,
+                               const plan::PipelinePlan& decided, int num_replicas,
+                               const plan::MachineRates& rates) {
   const int num_ranks = static_cast<int>(decided.stages.size()) / decided.virtual_stages;
-  pipeline::PlanRequest request = plan_request(experiment, num_ranks, num_replicas, rates);
+  plan::PlanRequest request = plan_request(experiment, num_ranks, num_replicas, rates);
   request.pipeline.schedule = decided.schedule;
   request.pipeline.virtual_stages = decided.virtual_stages;
   request.pipeline.recompute = decided.recompute;
   request.pipeline.weight_grads = decided.weight_grads;
-  request.pipeline.partition_mode = pipeline::PartitionMode::kManual;
-  request.pipeline.balance = pipeline::Balance::kPredicted;
+  request.pipeline.partition_mode = plan::PartitionMode::kManual;
+  request.pipeline.balance = plan::Balance::kPredicted;
   request.pipeline.partition.clear();
-  for (const pipeline::StagePlan& stage : decided.stages) {
+  for (const plan::StagePlan& stage : decided.stages) {
     request.pipeline.partition.push_back(stage.layers.size());
   }
-  const pipeline::PipelinePlan timed = pipeline::plan_pipeline(plan, request);
-  pipeline::PipelinePlan out = decided;
+  const plan::PipelinePlan timed = plan::plan_pipeline(plan, request);
+  plan::PipelinePlan out = decided;
   for (size_t s = 0; s < out.stages.size(); ++s) {
     out.stages[s].compute_s = timed.stages[s].compute_s;
     out.stages[s].optimizer_s = timed.stages[s].optimizer_s;

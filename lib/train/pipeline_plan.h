@@ -6,7 +6,7 @@
 #include "config/experiment.h"
 #include "model/model_builder.h"
 #include "optim/optimizer_config.h"
-#include "pipeline/planner.h"
+#include "plan/planner.h"
 
 namespace mpipe::train {
 
@@ -18,37 +18,36 @@ int optimizer_slots(const optim::OptimizerConfig& optimizer);
 struct RunPlan {
   comm::Topology topology;
   model::ModelPlan model;
-  pipeline::PipelinePlan pipeline;
+  plan::PipelinePlan pipeline;
 };
 
 // The plan for K = num_stages stages and D = num_replicas replicas (experiment.pipeline's
 // `auto` counts resolved by the caller), each rank computing on `threads_per_rank` OpenMP
 // threads (the predicted times; the partition does not depend on them). Errors name the
 // experiment's keys.
-pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                       const model::ModelPlan& plan, int num_stages,
-                                       int num_replicas, int threads_per_rank);
+plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                   const model::ModelPlan& plan, int num_stages, int num_replicas,
+                                   int threads_per_rank);
 // The same with the machine's rates given (`mpipe plan --calibrate`, `--link-bandwidth`); their
 // `threads` are the threads per rank.
-pipeline::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                       const model::ModelPlan& plan, int num_stages,
-                                       int num_replicas, const pipeline::MachineRates& rates);
+plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
+                                   const model::ModelPlan& plan, int num_stages, int num_replicas,
+                                   const plan::MachineRates& rates);
 
 // `decided` (its partition, schedule, chunks, recompute mode and weight gradients, chosen at its
 // own rates, as `mpipe train` chooses them) with its times predicted at `rates` instead: each
 // stage's compute and optimizer time, the bubble, the step and samples/s (`mpipe plan`'s
 // prediction at this machine's measured rates). Its memory, problem, advice and schedule
 // candidates stay `decided`'s.
-pipeline::PipelinePlan retimed(const config::Experiment& experiment, const model::ModelPlan& plan,
-                               const pipeline::PipelinePlan& decided, int num_replicas,
-                               const pipeline::MachineRates& rates);
+plan::PipelinePlan retimed(const config::Experiment& experiment, const model::ModelPlan& plan,
+                               const plan::PipelinePlan& decided, int num_replicas,
+                               const plan::MachineRates& rates);
 
 // pipeline.balance: measured: the plan of `current`'s schedule, chunks and recompute mode whose
 // `auto` partition balances `measured_time` instead of the predicted times (within the memory
 // limit).
-pipeline::PipelinePlan plan_measured(const config::Experiment& experiment,
-                                     const model::ModelPlan& plan,
-                                     const pipeline::PipelinePlan& current, int num_replicas,
-                                     model::StageCost measured_time);
+plan::PipelinePlan plan_measured(const config::Experiment& experiment, const model::ModelPlan& plan,
+                                 const plan::PipelinePlan& current, int num_replicas,
+                                 plan::StageCost measured_time);
 
 }  // namespace mpipe::train

@@ -53,7 +53,7 @@ void PipelinedForward::serve() {
 
 Tensor PipelinedForward::run(std::vector<Tensor> data, int64_t rows, int64_t position) {
   const comm::Communicator& pipeline = trainer_.groups().pipeline;
-  const pipeline::Placement& placement = trainer_.placement();
+  const plan::Placement& placement = trainer_.placement();
   const model::ModelPlan& plan = trainer_.plan();
   const int64_t round = forwards_++;
   const auto tag = [&](int chunk) {

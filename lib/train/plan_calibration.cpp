@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "kernels/gemm_peak.h"
 #include "optim/optimizer.h"
-#include "pipeline/planner.h"
+#include "plan/planner.h"
 #include "train/finite_check.h"
 #include "train/pipeline_plan.h"
 
@@ -93,14 +93,14 @@ double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t nu
     }
   }
   std::nth_element(seconds.begin(), seconds.begin() + kRepetitions / 2, seconds.end());
-  return pipeline::optimizer_passes(optimizer_slots(optimizer), false) * sizeof(float) *
+  return plan::optimizer_passes(optimizer_slots(optimizer), false) * sizeof(float) *
          static_cast<double>(n) / seconds[kRepetitions / 2];
 }
 
 MachineCalibration calibrate_machine(const model::ModelPlan& model,
                                      const optim::OptimizerConfig& optimizer,
                                      int64_t micro_batch_rows, int num_micro_batches,
-                                     int num_stages, const pipeline::MachineRates& base,
+                                     int num_stages, const plan::MachineRates& base,
                                      Calibration length) {
   // Beyond the caches whatever the model (16 MiB of values), and no longer than that needs.
   constexpr int64_t kQuickParams = int64_t{1} << 22;

@@ -10,7 +10,7 @@
 #include "kernels/context.h"
 #include "model/model_builder.h"
 #include "optim/optimizer_config.h"
-#include "pipeline/planner.h"
+#include "plan/planner.h"
 
 namespace mpipe::train {
 
@@ -22,7 +22,7 @@ namespace mpipe::train {
 enum class Calibration { kQuick, kFull };
 
 struct CalibratedRate {
-  // On this process's OpenMP threads (pipeline::MachineRates' fields, not per thread): forwards
+  // On this process's OpenMP threads (plan::MachineRates' fields, not per thread): forwards
   // (and every FLOP not below), input gradients, weight gradients accumulated per micro-batch and
   // batched over the step's micro-batches.
   double flops_per_s = 0.0;
@@ -41,9 +41,9 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
                                    int num_micro_batches, kernels::KernelContext& kernels,
                                    Calibration length = Calibration::kFull);
 
-// The memory traffic per second (pipeline::MachineRates::optimizer_bytes_per_s, on this process's
+// The memory traffic per second (plan::MachineRates::optimizer_bytes_per_s, on this process's
 // OpenMP threads) at which a rank holding `num_params` parameters zeroes its gradients, checks them
-// and takes an `optimizer` step, each as a run's step does it: pipeline::optimizer_passes over the
+// and takes an `optimizer` step, each as a run's step does it: plan::optimizer_passes over the
 // parameters' bytes in the median of a few timed repetitions, so that the plan's optimizer time
 // is the time measured. Clipping is not timed; the plan charges its passes at this rate.
 double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params);
@@ -54,7 +54,7 @@ double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t nu
 // `rates` is `base` (its threads, links and element-wise bytes_per_s) with the measured rates per
 // thread: the GEMMs' and the optimizer step's traffic.
 struct MachineCalibration {
-  pipeline::MachineRates rates;
+  plan::MachineRates rates;
   CalibratedRate gemm;              // per rank
   double memory_bytes_per_s = 0.0;  // per rank
   double seconds = 0.0;             // what the measurements took
@@ -62,7 +62,7 @@ struct MachineCalibration {
 MachineCalibration calibrate_machine(const model::ModelPlan& model,
                                      const optim::OptimizerConfig& optimizer,
                                      int64_t micro_batch_rows, int num_micro_batches,
-                                     int num_stages, const pipeline::MachineRates& base,
+                                     int num_stages, const plan::MachineRates& base,
                                      Calibration length);
 
 }  // namespace mpipe::train

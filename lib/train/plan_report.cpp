@@ -6,7 +6,7 @@
 
 #include "core/byte_format.h"
 #include "core/counted.h"
-#include "pipeline/schedule.h"
+#include "plan/schedule.h"
 
 namespace mpipe::train {
 namespace {
@@ -17,31 +17,31 @@ std::string seconds(double s) {
   return fmt::format("{:.0f} us", s * 1e6);
 }
 
-std::string layer_span(const model::LayerRange& r) {
+std::string layer_span(const plan::LayerRange& r) {
   return r.size() == 1 ? fmt::format("{}", r.begin) : fmt::format("{}-{}", r.begin, r.end - 1);
 }
 
 // The mode the stages run, and "(auto)" when the planner chose it.
 std::string recompute_name(const PlanReport& r) {
-  const std::string name = pipeline::to_string(r.plan.recompute);
-  return r.pipeline.recompute == pipeline::Recompute::kAuto ? name + " (auto)" : name;
+  const std::string name = plan::to_string(r.plan.recompute);
+  return r.pipeline.recompute == plan::Recompute::kAuto ? name + " (auto)" : name;
 }
 
 // The schedule the stages run, and "(auto)" when the planner chose it.
 std::string schedule_name(const PlanReport& r) {
-  const std::string name = pipeline::to_string(r.plan.schedule);
-  return r.pipeline.schedule == pipeline::ScheduleKind::kAuto ? name + " (auto)" : name;
+  const std::string name = plan::to_string(r.plan.schedule);
+  return r.pipeline.schedule == plan::ScheduleKind::kAuto ? name + " (auto)" : name;
 }
 
 // The partition mode, and under pipeline.balance: measured when it re-partitions.
-std::string partition_name(const pipeline::PipelineConfig& p) {
-  const std::string name = pipeline::to_string(p.partition_mode);
-  if (p.balance != pipeline::Balance::kMeasured) return name;
+std::string partition_name(const plan::PipelineConfig& p) {
+  const std::string name = plan::to_string(p.partition_mode);
+  if (p.balance != plan::Balance::kMeasured) return name;
   return fmt::format("{} (then by measured time after {})", name, counted(p.balance_after, "step"));
 }
 
 std::string header(const PlanReport& r) {
-  const pipeline::PipelineConfig& p = r.pipeline;
+  const plan::PipelineConfig& p = r.pipeline;
   return fmt::format(
       "{}: {}, {} parameters; {} x {}, {} of {} examples, "
       "{}, recompute: {}, weight gradients: {}, partition: {}, memory limit: {}\n",
@@ -51,7 +51,7 @@ std::string header(const PlanReport& r) {
           : counted(p.stages, "stage"),
       counted(p.data_parallel, "replica"), counted(p.micro_batches, "micro-batch", "micro-batches"),
       r.plan.micro_batch_rows, schedule_name(r), recompute_name(r),
-      pipeline::to_string(r.plan.weight_grads), partition_name(p),
+      plan::to_string(r.plan.weight_grads), partition_name(p),
       p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
 }
 
@@ -59,7 +59,7 @@ std::string layer_table(const PlanReport& r) {
   std::string out = fmt::format("{:<6} {:<5} {:<20} {:<18} {:<18} {:>12} {:>14}\n", "stage",
                                 "layer", "kind", "input", "output", "params", "fwd MFLOP/ex");
   for (size_t s = 0; s < r.plan.stages.size(); ++s) {
-    const model::LayerRange& range = r.plan.stages[s].layers;
+    const plan::LayerRange& range = r.plan.stages[s].layers;
     for (int i = range.begin; i < range.end; ++i) {
       const model::LayerPlan& layer = r.model.layers[static_cast<size_t>(i)];
       out += fmt::format("{:<6} {:<5} {:<20} {:<18} {:<18} {:>12} {:>14.3f}\n", s, layer.index,
@@ -75,8 +75,8 @@ std::string stage_table(const PlanReport& r) {
                                 "stage", "layers", "params", "GFLOP/step", "time/step",
                                 "peak memory", "state", "activations", "buffers");
   for (size_t s = 0; s < r.plan.stages.size(); ++s) {
-    const pipeline::StagePlan& stage = r.plan.stages[s];
-    const model::StageMemory& m = stage.memory;
+    const plan::StagePlan& stage = r.plan.stages[s];
+    const plan::StageMemory& m = stage.memory;
     const double gflop = (stage.forward_flops + stage.backward_flops + stage.recompute_flops) / 1e9;
     out += fmt::format("{:<6} {:<8} {:>12} {:>11.3f} {:>10} {:>11} {:>11} {:>12} {:>10}{}\n", s,
                        layer_span(stage.layers), stage.num_params, gflop,
@@ -92,8 +92,8 @@ std::string stage_table(const PlanReport& r) {
 std::string rank_table(const PlanReport& r) {
   const std::vector<double>& peaks = r.plan.rank_peak_bytes;
   std::string out = fmt::format("{:<6} {:<12} {:>11}\n", "rank", "stages", "peak memory");
-  const pipeline::Placement placement = pipeline::placement_for(
-      r.plan.schedule, static_cast<int>(peaks.size()), r.plan.virtual_stages);
+  const plan::Placement placement =
+      plan::placement_for(r.plan.schedule, static_cast<int>(peaks.size()), r.plan.virtual_stages);
   for (size_t rank = 0; rank < peaks.size(); ++rank) {
     std::vector<int> stages;
     for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
@@ -109,16 +109,16 @@ std::string rank_table(const PlanReport& r) {
 std::string candidate_table(const PlanReport& r) {
   std::string out = fmt::format("{:<11} {:<11} {:>10} {:>7}  {}\n", "schedule", "recompute", "step",
                                 "bubble", "peak memory per rank");
-  for (const pipeline::ScheduleCandidate& c : r.plan.candidates) {
+  for (const plan::ScheduleCandidate& c : r.plan.candidates) {
     std::string peaks;
     for (double bytes : c.peak_bytes) {
       if (!peaks.empty()) peaks += ' ';
       peaks += format_bytes(bytes);
     }
     const bool chosen = c.schedule == r.plan.schedule;
-    out += fmt::format("{:<11} {:<11} {:>10} {:>6.1f}%  {}{}\n", pipeline::to_string(c.schedule),
-                       pipeline::to_string(c.recompute), seconds(c.step_s),
-                       100.0 * c.bubble_fraction, peaks,
+    out += fmt::format("{:<11} {:<11} {:>10} {:>6.1f}%  {}{}\n", plan::to_string(c.schedule),
+                       plan::to_string(c.recompute), seconds(c.step_s), 100.0 * c.bubble_fraction,
+                       peaks,
                        chosen   ? "  <- chosen"
                        : c.fits ? ""
                                 : "  over the limit");
@@ -154,8 +154,8 @@ std::string cut_table(const PlanReport& r) {
 }  // namespace
 
 std::string plan_text(const PlanReport& r) {
-  const pipeline::PipelinePlan& plan = r.plan;
-  const pipeline::MachineRates& rates = plan.rates;
+  const plan::PipelinePlan& plan = r.plan;
+  const plan::MachineRates& rates = plan.rates;
   std::string out = header(r) + "\n" + layer_table(r) + "\n" + stage_table(r) + "\n";
   if (plan.virtual_stages > 1) out += rank_table(r) + "\n";
   if (!r.model.graph.is_chain() && plan.stages.size() > 1) out += cut_table(r) + "\n";
@@ -178,7 +178,7 @@ std::string plan_text(const PlanReport& r) {
           : std::string(),
       rates.link_bytes_per_s / 1e6);
   if (r.rates_source != "assumed") {
-    const pipeline::MachineRates assumed;
+    const plan::MachineRates assumed;
     out += fmt::format(
         "(rates {}; the plan is chosen as `mpipe train` chooses it, at the assumed {:.0f} "
         "GFLOP/s and {:.1f} GB/s per thread, and so are the schedule table's steps and the "
@@ -191,8 +191,8 @@ std::string plan_text(const PlanReport& r) {
 }
 
 nlohmann::ordered_json plan_json(const PlanReport& r) {
-  const pipeline::PipelineConfig& p = r.pipeline;
-  const pipeline::PipelinePlan& plan = r.plan;
+  const plan::PipelineConfig& p = r.pipeline;
+  const plan::PipelinePlan& plan = r.plan;
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (const model::LayerPlan& layer : r.model.layers) {
     layers.push_back({{"index", layer.index},
@@ -204,8 +204,8 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
   }
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (size_t s = 0; s < plan.stages.size(); ++s) {
-    const pipeline::StagePlan& stage = plan.stages[s];
-    const model::StageMemory& m = stage.memory;
+    const plan::StagePlan& stage = plan.stages[s];
+    const plan::StageMemory& m = stage.memory;
     stages.push_back({{"stage", s},
                       {"first_layer", stage.layers.begin},
                       {"last_layer", stage.layers.end - 1},
@@ -232,9 +232,9 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                         {"allocator_rounding", m.allocator_rounding}}}});
   }
   nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
-  for (const pipeline::ScheduleCandidate& c : plan.candidates) {
-    candidates.push_back({{"schedule", pipeline::to_string(c.schedule)},
-                          {"recompute", pipeline::to_string(c.recompute)},
+  for (const plan::ScheduleCandidate& c : plan.candidates) {
+    candidates.push_back({{"schedule", plan::to_string(c.schedule)},
+                          {"recompute", plan::to_string(c.recompute)},
                           {"step_s", c.step_s},
                           {"bubble_fraction", c.bubble_fraction},
                           {"peak_bytes", c.peak_bytes},
@@ -255,7 +255,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                     {"grad_bytes_per_example", r.model.live_grad_bytes(cut)},
                     {"live", live}});
   }
-  const pipeline::MachineRates& rates = plan.rates;
+  const plan::MachineRates& rates = plan.rates;
   nlohmann::ordered_json out = {
       {"config", r.experiment.source},
       {"num_layers", r.model.layers.size()},
@@ -267,14 +267,14 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"micro_batches", p.micro_batches},
       {"micro_batch_rows", plan.micro_batch_rows},
       {"batch_size", r.experiment.train.batch_size},
-      {"schedule", pipeline::to_string(plan.schedule)},
-      {"schedule_setting", pipeline::to_string(p.schedule)},
+      {"schedule", plan::to_string(plan.schedule)},
+      {"schedule_setting", plan::to_string(p.schedule)},
       {"schedule_candidates", candidates},
-      {"recompute", pipeline::to_string(plan.recompute)},
-      {"recompute_setting", pipeline::to_string(p.recompute)},
-      {"weight_grads", pipeline::to_string(r.plan.weight_grads)},
-      {"partition", pipeline::to_string(p.partition_mode)},
-      {"balance", pipeline::to_string(p.balance)},
+      {"recompute", plan::to_string(plan.recompute)},
+      {"recompute_setting", plan::to_string(p.recompute)},
+      {"weight_grads", plan::to_string(r.plan.weight_grads)},
+      {"partition", plan::to_string(p.partition_mode)},
+      {"balance", plan::to_string(p.balance)},
       {"memory_limit_bytes", p.memory_limit > 0 ? nlohmann::ordered_json(p.memory_limit)
                                                 : nlohmann::ordered_json(nullptr)},
       {"layers", layers},

@@ -7,7 +7,7 @@
 
 #include "config/experiment.h"
 #include "model/model_builder.h"
-#include "pipeline/planner.h"
+#include "plan/planner.h"
 
 namespace mpipe::train {
 
@@ -15,8 +15,8 @@ namespace mpipe::train {
 struct PlanReport {
   const config::Experiment& experiment;
   const model::ModelPlan& model;
-  const pipeline::PipelinePlan& plan;
-  pipeline::PipelineConfig pipeline;
+  const plan::PipelinePlan& plan;
+  plan::PipelineConfig pipeline;
   // Where plan.rates come from: "assumed" (the fixed rates the plan is chosen at) or "measured
   // in 0.12 s: linear 32 x 784 -> 512" (this machine's, the plan retimed at them).
   std::string rates_source = "assumed";

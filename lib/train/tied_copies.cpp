@@ -25,7 +25,7 @@ std::span<float> view(std::span<float> storage, const nn::ParamBuffer::Entry* en
                          static_cast<size_t>(entry->shape.numel()));
 }
 
-int stage_of(const std::vector<model::LayerRange>& ranges, int layer) {
+int stage_of(const std::vector<plan::LayerRange>& ranges, int layer) {
   for (size_t s = 0; s < ranges.size(); ++s) {
     if (ranges[s].begin <= layer && layer < ranges[s].end) return static_cast<int>(s);
   }
@@ -35,8 +35,8 @@ int stage_of(const std::vector<model::LayerRange>& ranges, int layer) {
 }  // namespace
 
 TiedCopies::TiedCopies(std::optional<model::TiedWeights> tied,
-                       const std::vector<model::LayerRange>& ranges,
-                       const pipeline::Placement& placement, int rank,
+                       const std::vector<plan::LayerRange>& ranges,
+                       const plan::Placement& placement, int rank,
                        const comm::Communicator* pipeline,
                        const std::vector<pipeline::Stage*>& chunks)
     : tied_(std::move(tied)) {

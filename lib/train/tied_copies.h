@@ -11,10 +11,10 @@
 #include "core/shape.h"
 #include "model/layer_spec.h"
 #include "model/model_builder.h"
-#include "model/partition.h"
 #include "model/tied_weights.h"
-#include "pipeline/placement.h"
 #include "pipeline/stage.h"
+#include "plan/partition.h"
+#include "plan/placement.h"
 
 namespace mpipe::train {
 
@@ -29,8 +29,8 @@ class TiedCopies {
   // when every use is on one rank, in one chunk or in several). `ranges` are every global stage's
   // layers, placed by `placement`; `chunks` are this rank's stages (chunk c is global stage
   // placement.stage_of(rank, c)), bound to their parameters.
-  TiedCopies(std::optional<model::TiedWeights> tied, const std::vector<model::LayerRange>& ranges,
-             const pipeline::Placement& placement, int rank, const comm::Communicator* pipeline,
+  TiedCopies(std::optional<model::TiedWeights> tied, const std::vector<plan::LayerRange>& ranges,
+             const plan::Placement& placement, int rank, const comm::Communicator* pipeline,
              const std::vector<pipeline::Stage*>& chunks);
 
   // Overwrites each copy this rank holds with the first embedding's initial values (same seed,

@@ -17,8 +17,8 @@
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
 #include "optim/replica_shard.h"
-#include "pipeline/schedule.h"
-#include "pipeline/send_release.h"
+#include "plan/schedule.h"
+#include "plan/send_release.h"
 #include "train/decay_exemption.h"
 #include "train/finite_check.h"
 #include "train/layer_move.h"
@@ -88,7 +88,7 @@ std::vector<float> in_example_order(std::vector<float> gathered,
 
 }  // namespace
 
-comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int world_rank,
+comm::Topology resolve_topology(const plan::PipelineConfig& config, int world_rank,
                                 int world_size) {
   int stages = config.stages;
   int replicas = config.data_parallel;
@@ -122,8 +122,8 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       graph_(std::make_shared<const model::ModelGraph>(plan_.graph)),
       tags_(message_tags(experiment, plan_.inputs)),
       pipeline_plan_(std::move(plan.pipeline)),
-      placement_(pipeline::placement_for(pipeline_plan_.schedule, topology_.num_stages,
-                                         pipeline_plan_.virtual_stages)),
+      placement_(plan::placement_for(pipeline_plan_.schedule, topology_.num_stages,
+                                     pipeline_plan_.virtual_stages)),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order(),
                dataset.train_mix()) {
   sharded_ = experiment.optimizer.shard_across_replicas && topology_.num_replicas > 1;
@@ -131,7 +131,7 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
   link_->set_trace(&trace_);
   build_stages();
   const auto replicas = static_cast<unsigned>(topology_.num_replicas);
-  if (pipeline_plan_.weight_grads == pipeline::WeightGrads::kTree && replicas > 2 &&
+  if (pipeline_plan_.weight_grads == plan::WeightGrads::kTree && replicas > 2 &&
       std::has_single_bit(replicas)) {
     tree_levels_ = comm::tree_levels(groups_.data_parallel);
   }
@@ -147,7 +147,7 @@ void Trainer::build_stages() {
   optimizers_.clear();
   ranges_.clear();
   for (int chunk = 0; chunk < placement_.virtual_stages; ++chunk) {
-    const model::LayerRange range =
+    const plan::LayerRange range =
         pipeline_plan_.stages.at(static_cast<size_t>(global_stage(chunk))).layers;
     ranges_.push_back(range);
     auto& stage = *stages_.emplace_back(std::make_unique<pipeline::Stage>(
@@ -156,7 +156,7 @@ void Trainer::build_stages() {
     stage.set_layer_times(&layer_times_);
     stage.params().initialize(experiment.train.seed);
   }
-  std::vector<model::LayerRange> ranges;
+  std::vector<plan::LayerRange> ranges;
   for (const auto& stage : pipeline_plan_.stages) ranges.push_back(stage.layers);
   std::vector<pipeline::Stage*> chunks;
   for (const auto& stage : stages_) chunks.push_back(stage.get());
@@ -172,14 +172,14 @@ void Trainer::build_stages() {
   executor_ = std::make_unique<pipeline::Executor>(std::move(chunks), *link_, topology_.stage,
                                                    placement_, *loss_, kernels_);
   executor_->set_trace(&trace_);
-  std::vector<pipeline::Program> programs;  // every rank's: when this one's sends are released
+  std::vector<plan::Program> programs;  // every rank's: when this one's sends are released
   for (int rank = 0; rank < topology_.num_stages; ++rank) {
-    programs.push_back(pipeline::make_program(pipeline_plan_.schedule, topology_.num_stages,
-                                              pipe.micro_batches, rank, placement_.virtual_stages,
-                                              pipeline_plan_.weight_grads));
+    programs.push_back(plan::make_program(pipeline_plan_.schedule, topology_.num_stages,
+                                          pipe.micro_batches, rank, placement_.virtual_stages,
+                                          pipeline_plan_.weight_grads));
   }
   program_ = programs.at(static_cast<size_t>(topology_.stage));
-  sends_released_ = pipeline::send_releases(programs, topology_.stage, placement_);
+  sends_released_ = plan::send_releases(programs, topology_.stage, placement_);
 }
 
 std::unique_ptr<optim::Optimizer> Trainer::make_optimizer(const pipeline::Stage& stage) const {
@@ -193,7 +193,7 @@ std::unique_ptr<optim::Optimizer> Trainer::make_optimizer(const pipeline::Stage&
                : std::nullopt);
 }
 
-void Trainer::repartition(pipeline::PipelinePlan plan) {
+void Trainer::repartition(plan::PipelinePlan plan) {
   const comm::WatchScope watch(world_, "moving layers", comm::WaitPhase::kLong);
   LayerMove move{.pipeline = &groups_.pipeline,
                  .tag = tags_.tensor(0),
@@ -219,7 +219,7 @@ void Trainer::repartition(pipeline::PipelinePlan plan) {
   for (int rank = 0; rank < placement_.num_ranks; ++rank) {
     std::vector<std::unique_ptr<nn::Layer>> layers;  // of every chunk of the rank
     for (int chunk = 0; chunk < placement_.virtual_stages; ++chunk) {
-      const model::LayerRange range =
+      const plan::LayerRange range =
           pipeline_plan_.stages.at(static_cast<size_t>(placement_.stage_of(rank, chunk))).layers;
       std::ranges::move(
           model::build_layers(experiment_.model, plan_.inputs, range.begin, range.end),
@@ -327,7 +327,7 @@ pipeline::RoundPlan Trainer::round_plan(int64_t round, int64_t first_row,
                            .stage_inputs = {},
                            .stage_output_grads = {},
                            .grad_scale = 1.0f};
-  for (const model::LayerRange& range : ranges_) {
+  for (const plan::LayerRange& range : ranges_) {
     plan.stage_inputs.push_back(plan_.live_shapes(range.begin));
     plan.stage_output_grads.push_back(plan_.live_grad_shapes(range.end));
   }

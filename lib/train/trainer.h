@@ -16,15 +16,15 @@
 #include "kernels/context.h"
 #include "log/trace_recorder.h"
 #include "model/model_builder.h"
-#include "model/partition.h"
 #include "nn/loss.h"
 #include "optim/optimizer.h"
 #include "pipeline/executor.h"
 #include "pipeline/link.h"
-#include "pipeline/op.h"
-#include "pipeline/placement.h"
-#include "pipeline/planner.h"
 #include "pipeline/stage.h"
+#include "plan/op.h"
+#include "plan/partition.h"
+#include "plan/placement.h"
+#include "plan/planner.h"
 #include "train/pipeline_plan.h"
 #include "train/stage_tensors.h"
 #include "train/tied_copies.h"
@@ -84,8 +84,7 @@ struct EvalBatches {
 EvalBatches eval_batches(const TrainConfig& train, int64_t size);
 
 // K and D from the config, resolving `auto` (0) from the world size.
-comm::Topology resolve_topology(const pipeline::PipelineConfig& config, int world_rank,
-                                int world_size);
+comm::Topology resolve_topology(const plan::PipelineConfig& config, int world_rank, int world_size);
 
 class Trainer {
  public:
@@ -106,7 +105,7 @@ class Trainer {
   // buffers and optimizer state from the rank that held them (train/layer_move.h; gradients are
   // zero between steps), in every replica alike, so the run continues bit for bit as it would
   // have.
-  void repartition(pipeline::PipelinePlan plan);
+  void repartition(plan::PipelinePlan plan);
 
   const comm::Topology& topology() const { return topology_; }
   const comm::Communicator& world() const { return world_; }
@@ -120,14 +119,14 @@ class Trainer {
   const comm::TagSpace& tags() const { return tags_; }
   // Where this rank's chunks sit among the K·v stages (the schedule's placement: chunk c is
   // global stage rank + c·K, or under zbv the V of pipeline/placement.h).
-  const pipeline::Placement& placement() const { return placement_; }
+  const plan::Placement& placement() const { return placement_; }
   int num_chunks() const { return static_cast<int>(stages_.size()); }
   int global_stage(int chunk) const { return placement_.stage_of(topology_.stage, chunk); }
-  const model::LayerRange& layer_range(int chunk) const {
+  const plan::LayerRange& layer_range(int chunk) const {
     return ranges_.at(static_cast<size_t>(chunk));
   }
   // The partition and the predicted time and memory of every stage (pipeline/planner.h).
-  const pipeline::PipelinePlan& pipeline_plan() const { return pipeline_plan_; }
+  const plan::PipelinePlan& pipeline_plan() const { return pipeline_plan_; }
   pipeline::Stage& stage(int chunk) { return *stages_.at(static_cast<size_t>(chunk)); }
   // Each chunk's optimizer runs over that stage's parameter buffer; all take the same steps.
   optim::Optimizer& optimizer(int chunk) { return *optimizers_.at(static_cast<size_t>(chunk)); }
@@ -192,9 +191,9 @@ class Trainer {
   model::ModelPlan plan_;
   std::shared_ptr<const model::ModelGraph> graph_;  // plan_'s, which the stages share
   comm::TagSpace tags_;
-  pipeline::PipelinePlan pipeline_plan_;
-  pipeline::Placement placement_;
-  std::vector<model::LayerRange> ranges_;  // per chunk
+  plan::PipelinePlan pipeline_plan_;
+  plan::Placement placement_;
+  std::vector<plan::LayerRange> ranges_;  // per chunk
   std::vector<std::unique_ptr<pipeline::Stage>> stages_;
   std::unique_ptr<nn::Loss> loss_;
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;
@@ -204,8 +203,8 @@ class Trainer {
   std::unique_ptr<pipeline::Link> link_;
   std::unique_ptr<pipeline::Executor> executor_;
   std::unique_ptr<TiedCopies> tied_copies_;  // of every chunk
-  pipeline::Program program_;
-  std::vector<int> sends_released_;  // pipeline::send_releases's for program_
+  plan::Program program_;
+  std::vector<int> sends_released_;  // plan::send_releases's for program_
   // What the data-parallel sum runs over: the group, or under weight_grads: tree with 2^k > 2
   // replicas the levels of a pairwise tree (comm::tree_levels), so that the sum is the tree's.
   std::vector<comm::Communicator> tree_levels_;

@@ -29,7 +29,7 @@
 #include "data/dataset.h"
 #include "log/metrics_writer.h"
 #include "log/progress.h"
-#include "pipeline/schedule.h"
+#include "plan/schedule.h"
 #include "tokenize/tokenizer.h"
 #include "train/eval_measures.h"
 #include "train/flop_utilization.h"
@@ -115,7 +115,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
   // Per rank, as measured: the sum over its chunks' stages.
   const auto ranks = static_cast<size_t>(topo.num_stages);
   std::vector<double> predicted_kept(ranks, 0.0), predicted_sent(ranks, 0.0);
-  const std::vector<pipeline::StagePlan>& stages = trainer.pipeline_plan().stages;
+  const std::vector<plan::StagePlan>& stages = trainer.pipeline_plan().stages;
   for (size_t s = 0; s < stages.size(); ++s) {
     const int rank = trainer.placement().rank_of(static_cast<int>(s));
     predicted_kept[static_cast<size_t>(rank)] += stages[s].memory.kept_activations;
@@ -143,7 +143,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
       {"virtual_stages", trainer.num_chunks()},
       {"data_parallel", topo.num_replicas},
       {"micro_batches", experiment.pipeline.micro_batches},
-      {"schedule", pipeline::to_string(trainer.pipeline_plan().schedule)},
+      {"schedule", plan::to_string(trainer.pipeline_plan().schedule)},
       {"predicted_samples_per_s", trainer.pipeline_plan().samples_per_s},
       {"peak_activation_bytes_per_stage", measured.activation_bytes},
       {"predicted_kept_activation_bytes_per_stage", predicted_kept},
@@ -301,12 +301,12 @@ class TrainingRun {
         counted(experiment_.pipeline.micro_batches, "micro-batch", "micro-batches"),
         experiment_.train.batch_size / topo.num_replicas / experiment_.pipeline.micro_batches,
         kernels::to_string(kernels_.precision()));
-    const pipeline::PipelinePlan& plan = trainer_.pipeline_plan();
-    if (experiment_.pipeline.schedule == pipeline::ScheduleKind::kAuto) {
+    const plan::PipelinePlan& plan = trainer_.pipeline_plan();
+    if (experiment_.pipeline.schedule == plan::ScheduleKind::kAuto) {
       spdlog::info(
           "pipeline.schedule: auto chose {} (predicted step {:.3f} s, bubble {:.1f}%, the fastest "
           "of {} within the memory limit)",
-          pipeline::to_string(plan.schedule), plan.step_s, 100.0 * plan.bubble_fraction,
+          plan::to_string(plan.schedule), plan.step_s, 100.0 * plan.bubble_fraction,
           counted(std::ssize(plan.candidates), "schedule"));
     }
   }

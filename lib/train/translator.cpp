@@ -60,7 +60,7 @@ Translator::Translator(const model::ModelSpec& spec, int64_t source_len, int64_t
   auto layers = model::build_layers(spec, inputs, 0, static_cast<int>(spec.layers.size()));
   const std::optional<model::TiedWeights> tied = model::find_tied_weights(spec, layers);
   auto model = std::make_shared<pipeline::Stage>(
-      std::move(layers), pipeline::Recompute::kNever, 1, pipeline::WeightGrads::kAccumulate,
+      std::move(layers), plan::Recompute::kNever, 1, plan::WeightGrads::kAccumulate,
       std::make_shared<const model::ModelGraph>(model::model_graph(spec, inputs)));
   load_stage_weights(*model, weights, weights_source, tied);
   const Shape output = model->layers().back()->output_shape();

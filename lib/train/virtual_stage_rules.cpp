@@ -4,16 +4,16 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "pipeline/schedule.h"
+#include "plan/schedule.h"
 
 namespace mpipe::train {
 
 void check_virtual_stages(const config::Experiment& experiment, int num_stages) {
-  const pipeline::PipelineConfig& pipe = experiment.pipeline;
-  if (auto problem = pipeline::schedule_shape_problem(pipe.schedule, num_stages, pipe.micro_batches,
-                                                      pipe.virtual_stages)) {
+  const plan::PipelineConfig& pipe = experiment.pipeline;
+  if (auto problem = plan::schedule_shape_problem(pipe.schedule, num_stages, pipe.micro_batches,
+                                                  pipe.virtual_stages)) {
     const bool micro_batches =
-        problem->setting == pipeline::ScheduleShapeProblem::Setting::kMicroBatches;
+        problem->setting == plan::ScheduleShapeProblem::Setting::kMicroBatches;
     throw InputError(fmt::format(
         "{}: {}",
         experiment.where(micro_batches ? "pipeline.micro_batches" : "pipeline.virtual_stages"),

@@ -13,7 +13,7 @@
 #include "kernels/eltwise.h"
 #include "kernels/precision.h"
 #include "optim/optimizer_config.h"
-#include "pipeline/pipeline_config.h"
+#include "plan/pipeline_config.h"
 
 namespace mpipe {
 namespace {
@@ -33,10 +33,10 @@ void expect_round_trip(const EnumNames<E, N>& names) {
 }
 
 TEST(EnumNames, EveryTableReadsBack) {
-  expect_round_trip(pipeline::kScheduleNames);
-  expect_round_trip(pipeline::kRecomputeNames);
-  expect_round_trip(pipeline::kWeightGradsNames);
-  expect_round_trip(pipeline::kPartitionModeNames);
+  expect_round_trip(plan::kScheduleNames);
+  expect_round_trip(plan::kRecomputeNames);
+  expect_round_trip(plan::kWeightGradsNames);
+  expect_round_trip(plan::kPartitionModeNames);
   expect_round_trip(kernels::kPrecisionNames);
   expect_round_trip(kernels::kEltwiseNames);
   expect_round_trip(comm::kThreadLevelNames);
@@ -52,18 +52,18 @@ TEST(EnumNames, NameOfAValueTheTableLacksIsAQuestionMark) {
 }
 
 TEST(EnumNames, ListsWordsInTableOrder) {
-  EXPECT_EQ(list_names(pipeline::kRecomputeNames), "always, except_last, never, per_layer, auto");
+  EXPECT_EQ(list_names(plan::kRecomputeNames), "always, except_last, never, per_layer, auto");
   EXPECT_EQ(list_names(kernels::kEltwiseNames, " or "), "relu, gelu or tanh");
-  EXPECT_EQ(list_names(pipeline::kScheduleNames, " or "),
+  EXPECT_EQ(list_names(plan::kScheduleNames, " or "),
             "gpipe, 1f1b, zb_h1, interleaved, zbv or auto");
   constexpr EnumNames<int, 1> one{{{"only", 1}}};
   EXPECT_EQ(list_names(one, " or "), "only");
 }
 
 TEST(EnumNames, ToStringUsesTheTable) {
-  EXPECT_EQ(pipeline::to_string(pipeline::Recompute::kPerLayer), "per_layer");
-  EXPECT_EQ(pipeline::to_string(pipeline::WeightGrads::kBatched), "batched");
-  EXPECT_EQ(pipeline::to_string(pipeline::PartitionMode::kUniform), "uniform");
+  EXPECT_EQ(plan::to_string(plan::Recompute::kPerLayer), "per_layer");
+  EXPECT_EQ(plan::to_string(plan::WeightGrads::kBatched), "batched");
+  EXPECT_EQ(plan::to_string(plan::PartitionMode::kUniform), "uniform");
   EXPECT_EQ(kernels::to_string(kernels::Precision::kBf16), "bf16");
   EXPECT_EQ(comm::to_string(comm::ThreadLevel::kSerialized), "MPI_THREAD_SERIALIZED");
 }

@@ -68,9 +68,9 @@ TEST(LoadExperiment, FullFileParsesEveryKeyIntoTheModuleStructs) {
   EXPECT_EQ(e.pipeline.data_parallel, 3);
   EXPECT_EQ(e.pipeline.micro_batches, 4);
   EXPECT_EQ(e.pipeline.virtual_stages, 1);
-  EXPECT_EQ(e.pipeline.schedule, pipeline::ScheduleKind::kOneFOneB);
-  EXPECT_EQ(e.pipeline.recompute, pipeline::Recompute::kExceptLast);
-  EXPECT_EQ(e.pipeline.weight_grads, pipeline::WeightGrads::kBatched);
+  EXPECT_EQ(e.pipeline.schedule, plan::ScheduleKind::kOneFOneB);
+  EXPECT_EQ(e.pipeline.recompute, plan::Recompute::kExceptLast);
+  EXPECT_EQ(e.pipeline.weight_grads, plan::WeightGrads::kBatched);
   EXPECT_EQ(e.pipeline.partition, (std::vector<int>{1, 1}));
   EXPECT_EQ(e.pipeline.memory_limit, int64_t{3} << 30);
 
@@ -90,7 +90,7 @@ TEST(LoadExperiment, MissingSectionsTakeTheStructDefaults) {
   EXPECT_DOUBLE_EQ(e.optimizer.lr, optim::OptimizerConfig{}.lr);
   EXPECT_EQ(e.pipeline.stages, 1);
   EXPECT_TRUE(e.pipeline.partition.empty());
-  EXPECT_EQ(e.pipeline.partition_mode, pipeline::PartitionMode::kAuto);
+  EXPECT_EQ(e.pipeline.partition_mode, plan::PartitionMode::kAuto);
   EXPECT_EQ(e.pipeline.memory_limit, 0);
   EXPECT_EQ(e.data.kind, data::DatasetKind::kFashionMnist);
   EXPECT_EQ(e.checkpoint.keep, 3);
@@ -111,7 +111,7 @@ TEST(LoadExperiment, PartitionUniformAndAutoCountsMapToUniformModeAndZero) {
   EXPECT_EQ(e.pipeline.stages, 0);
   EXPECT_EQ(e.pipeline.data_parallel, 2);
   EXPECT_TRUE(e.pipeline.partition.empty());
-  EXPECT_EQ(e.pipeline.partition_mode, pipeline::PartitionMode::kUniform);
+  EXPECT_EQ(e.pipeline.partition_mode, plan::PartitionMode::kUniform);
 }
 
 TEST(LoadExperiment, MissingFileIsReportedWithItsName) {

@@ -293,7 +293,7 @@ TEST(PipelineSection, VirtualStagesMustBeAtLeastOne) {
   const Experiment e =
       ExperimentFile().load("pipeline:\n  schedule: interleaved\n  virtual_stages: 2\n" + kModel);
   EXPECT_EQ(e.pipeline.virtual_stages, 2);
-  EXPECT_EQ(e.pipeline.schedule, pipeline::ScheduleKind::kInterleaved);
+  EXPECT_EQ(e.pipeline.schedule, plan::ScheduleKind::kInterleaved);
 }
 
 TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastNeverPerLayerOrAuto) {
@@ -321,7 +321,7 @@ TEST(PipelineSection, PartitionMustBeAutoUniformOrAList) {
 }
 
 TEST(PipelineSection, PartitionModeIsAutoByDefaultAndSetByTheKey) {
-  using pipeline::PartitionMode;
+  using plan::PartitionMode;
   EXPECT_EQ(ExperimentFile().load(kModel).pipeline.partition_mode, PartitionMode::kAuto);
   EXPECT_EQ(
       ExperimentFile().load("pipeline:\n  partition: auto\n" + kModel).pipeline.partition_mode,
@@ -337,12 +337,12 @@ TEST(PipelineSection, PartitionModeIsAutoByDefaultAndSetByTheKey) {
 
 TEST(PipelineSection, BalanceIsPredictedByDefaultAndMeasuredOnRequest) {
   const Experiment defaults = ExperimentFile().load(kModel);
-  EXPECT_EQ(defaults.pipeline.balance, pipeline::Balance::kPredicted);
+  EXPECT_EQ(defaults.pipeline.balance, plan::Balance::kPredicted);
   const Experiment measured = ExperimentFile().load(
       "pipeline:\n  balance: measured\n  balance_after: 5\n  balance_every: 10\n"
       "  balance_moves: 2\n" +
       kModel);
-  EXPECT_EQ(measured.pipeline.balance, pipeline::Balance::kMeasured);
+  EXPECT_EQ(measured.pipeline.balance, plan::Balance::kMeasured);
   EXPECT_EQ(measured.pipeline.balance_after, 5);
   EXPECT_EQ(measured.pipeline.balance_every, 10);
   EXPECT_EQ(measured.pipeline.balance_moves, 2);

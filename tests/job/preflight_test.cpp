@@ -26,9 +26,9 @@ class Planned {
  public:
   // The pipeline of kMlp + `pipeline` after plan_for_any_world for `world_size` ranks (0: at
   // submit).
-  pipeline::PipelineConfig operator()(const std::string& pipeline,
-                                      const std::vector<std::string>& overrides = {},
-                                      int world_size = 0) {
+  plan::PipelineConfig operator()(const std::string& pipeline,
+                                  const std::vector<std::string>& overrides = {},
+                                  int world_size = 0) {
     config::Experiment experiment = load(pipeline, overrides);
     plan_for_any_world(experiment, world_size);
     return experiment.pipeline;

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "model/cost_model.h"
 #include "model/layer_factory.h"
 #include "model/model_builder.h"
 #include "support/input_error_of.h"
@@ -25,24 +24,6 @@ TEST(LayerOptions, DefaultsApplyToMissingAttributes) {
   EXPECT_EQ(options.heads, 2);
   EXPECT_EQ(options.mlp_ratio, 4);
   EXPECT_EQ(options.dropout, 0.0);
-}
-
-TEST(LayerOptions, PlannerAndLayerFactoryShareTheDropoutBound) {
-  // The cost model kept its own copy of the bound ([0, 1]) and priced a rate of 1; it now prices
-  // the layer the factory built, so the plan meets the factory's bound.
-  for (const std::string kind : {"attention", "transformer_block"}) {
-    const LayerSpec spec = testing::layer_spec(kind, {{"heads", int64_t{2}}, {"dropout", 1.0}});
-    const std::string expected =
-        "exp.yaml:4: model.layers[0].dropout: must be in [0, 0.999], got 1";
-    EXPECT_EQ(testing::input_error_of([&] { make_layer(spec, Shape{4, 6}, 0); }), expected) << kind;
-    ModelSpec model;
-    model.layers = {spec};
-    EXPECT_EQ(testing::input_error_of([&] {
-                layer_costs(plan_model(model, Shape{4, 6}));
-              }),
-              expected)
-        << kind;
-  }
 }
 
 TEST(LayerOptions, DropoutLayerHasTheSameBound) {

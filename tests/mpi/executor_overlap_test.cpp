@@ -15,9 +15,9 @@
 #include "nn/loss.h"
 #include "pipeline/executor.h"
 #include "pipeline/link.h"
-#include "pipeline/schedule.h"
-#include "pipeline/send_release.h"
 #include "pipeline/stage.h"
+#include "plan/schedule.h"
+#include "plan/send_release.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -53,12 +53,13 @@ TEST(ExecutorOverlap, StartsEachLayersBucketDuringTheLastBackward) {
       0, Shape{4}, [&] { started_at_probe.push_back(reduction->num_started()); }));
   layers.push_back(std::make_unique<nn::Linear>(1, Shape{4}, 3));
   layers.push_back(std::make_unique<nn::Linear>(2, Shape{3}, 2));
-  Stage stage(std::move(layers), Recompute::kNever, 2);
+  Stage stage(std::move(layers), plan::Recompute::kNever, 2);
   stage.params().initialize(5);
-  Link link(pipeline, 0, Placement{}, comm::TagSpace({.kinds = kDirections, .micro_batches = 2}));
+  Link link(pipeline, 0, plan::Placement{},
+            comm::TagSpace({.kinds = kDirections, .micro_batches = 2}));
   kernels::KernelContext kernels;
   const auto loss = nn::make_loss("mse");
-  Executor executor({&stage}, link, 0, Placement{}, *loss, kernels);
+  Executor executor({&stage}, link, 0, plan::Placement{}, *loss, kernels);
 
   const RoundPlan plan{.round = 0,
                        .seed = 1,
@@ -80,8 +81,9 @@ TEST(ExecutorOverlap, StartsEachLayersBucketDuringTheLastBackward) {
   comm::BucketedAllreduce buckets(world, rank_gradient_buckets({&stage.params()}).buckets);
   ASSERT_EQ(buckets.num_buckets(), 2u);
   reduction = &buckets;
-  const Program program = make_program(ScheduleKind::kGpipe, 1, 2, 0);
-  executor.train_step(program, send_releases({program}, 0, Placement{}), plan, data, &buckets);
+  const plan::Program program = plan::make_program(plan::ScheduleKind::kGpipe, 1, 2, 0);
+  executor.train_step(program, plan::send_releases({program}, 0, plan::Placement{}), plan, data,
+                      &buckets);
   // B0: nothing final yet; B1 (the last): layers 2 and 1 were reduced before layer 0 ran.
   EXPECT_EQ(started_at_probe, (std::vector<size_t>{0, 2}));
   buckets.finish();

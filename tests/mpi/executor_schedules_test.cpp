@@ -23,9 +23,9 @@
 #include "nn/loss.h"
 #include "pipeline/executor.h"
 #include "pipeline/link.h"
-#include "pipeline/schedule.h"
-#include "pipeline/send_release.h"
 #include "pipeline/stage.h"
+#include "plan/schedule.h"
+#include "plan/send_release.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -97,10 +97,10 @@ struct StepResult {
 
 // One step of `kind` on the ranks of `pipeline` (v chunks each, the layers split evenly over
 // the K·v stages), from the same initial weights on any number of ranks.
-StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int virtual_stages,
-                    Recompute recompute, WeightGrads weight_grads) {
+StepResult run_step(const comm::Communicator& pipeline, plan::ScheduleKind kind, int virtual_stages,
+                    plan::Recompute recompute, plan::WeightGrads weight_grads) {
   const int ranks = pipeline.size();
-  const Placement placement = placement_for(kind, ranks, virtual_stages);
+  const plan::Placement placement = plan::placement_for(kind, ranks, virtual_stages);
   const int layers_per_stage = kLayers / placement.num_stages();
   std::vector<std::unique_ptr<Stage>> stages;
   std::vector<Stage*> chunks;
@@ -121,13 +121,14 @@ StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int v
   kernels::KernelContext kernels;
   const auto loss = nn::make_loss("mse");
   Executor executor(chunks, link, pipeline.rank(), placement, *loss, kernels);
-  std::vector<Program> programs;
+  std::vector<plan::Program> programs;
   for (int r = 0; r < ranks; ++r) {
-    programs.push_back(make_program(kind, ranks, kMicroBatches, r, virtual_stages, weight_grads));
+    programs.push_back(
+        plan::make_program(kind, ranks, kMicroBatches, r, virtual_stages, weight_grads));
   }
   StepResult result;
   result.loss = executor.train_step(programs.at(static_cast<size_t>(pipeline.rank())),
-                                    send_releases(programs, pipeline.rank(), placement),
+                                    plan::send_releases(programs, pipeline.rank(), placement),
                                     round_plan(first_layers, end_layers), data());
   // Each parameter's gradient, without the alignment padding after it (which depends on what
   // follows in the stage's buffer).
@@ -145,10 +146,10 @@ StepResult run_step(const comm::Communicator& pipeline, ScheduleKind kind, int v
 }
 
 struct Case {
-  ScheduleKind kind;
+  plan::ScheduleKind kind;
   int virtual_stages;
-  Recompute recompute;
-  WeightGrads weight_grads = WeightGrads::kAccumulate;
+  plan::Recompute recompute;
+  plan::WeightGrads weight_grads = plan::WeightGrads::kAccumulate;
 };
 
 // One step of case `c` on the ranks of `pipeline` leaves each rank's layers with the gradients one
@@ -157,14 +158,14 @@ void expect_the_bits_of_one_rank(const comm::Communicator& pipeline, const Case&
   const comm::Communicator alone = pipeline.split(pipeline.rank(), 0, "one rank alone");
   // (Batched weight gradients sum each layer's in one GEMM: the reference batches them too.)
   const StepResult reference =
-      run_step(alone, ScheduleKind::kGpipe, 1, Recompute::kNever, c.weight_grads);
+      run_step(alone, plan::ScheduleKind::kGpipe, 1, plan::Recompute::kNever, c.weight_grads);
   const StepResult pipelined =
       run_step(pipeline, c.kind, c.virtual_stages, c.recompute, c.weight_grads);
   // Batched or not, the gradients agree to rounding (a WB op that computed nothing would not).
-  const StepResult accumulated =
-      run_step(alone, ScheduleKind::kGpipe, 1, Recompute::kNever, WeightGrads::kAccumulate);
+  const StepResult accumulated = run_step(alone, plan::ScheduleKind::kGpipe, 1,
+                                          plan::Recompute::kNever, plan::WeightGrads::kAccumulate);
 
-  const Placement placement = placement_for(c.kind, pipeline.size(), c.virtual_stages);
+  const plan::Placement placement = plan::placement_for(c.kind, pipeline.size(), c.virtual_stages);
   int layers_held = 0;
   for (int layer = 0; layer < kLayers; ++layer) {
     const auto& grads = pipelined.grads[static_cast<size_t>(layer)];
@@ -219,21 +220,23 @@ TEST_P(ExecutorSchedules, GiveEachOfTwoRanksLayersTheGradientsOfOneRankBitForBit
 }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
-  return std::string(name_of(kScheduleNames, info.param.kind)) + "_" +
-         std::string(name_of(kRecomputeNames, info.param.recompute)) + "_" +
-         std::string(name_of(kWeightGradsNames, info.param.weight_grads));
+  return std::string(name_of(plan::kScheduleNames, info.param.kind)) + "_" +
+         std::string(name_of(plan::kRecomputeNames, info.param.recompute)) + "_" +
+         std::string(name_of(plan::kWeightGradsNames, info.param.weight_grads));
 }
 
 std::vector<Case> every_case() {
   std::vector<Case> cases;
-  for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB, ScheduleKind::kZbH1,
-                            ScheduleKind::kInterleaved, ScheduleKind::kZbv}) {
-    const int chunks = kind == ScheduleKind::kInterleaved || kind == ScheduleKind::kZbv ? 2 : 1;
-    for (Recompute recompute :
-         {Recompute::kAlways, Recompute::kExceptLast, Recompute::kNever, Recompute::kPerLayer}) {
+  for (plan::ScheduleKind kind :
+       {plan::ScheduleKind::kGpipe, plan::ScheduleKind::kOneFOneB, plan::ScheduleKind::kZbH1,
+        plan::ScheduleKind::kInterleaved, plan::ScheduleKind::kZbv}) {
+    const int chunks =
+        kind == plan::ScheduleKind::kInterleaved || kind == plan::ScheduleKind::kZbv ? 2 : 1;
+    for (plan::Recompute recompute : {plan::Recompute::kAlways, plan::Recompute::kExceptLast,
+                                      plan::Recompute::kNever, plan::Recompute::kPerLayer}) {
       cases.push_back({kind, chunks, recompute});
     }
-    cases.push_back({kind, chunks, Recompute::kNever, WeightGrads::kBatched});
+    cases.push_back({kind, chunks, plan::Recompute::kNever, plan::WeightGrads::kBatched});
   }
   return cases;
 }

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/memory_account.h"
 #include "core/tensor.h"
-#include "model/memory_model.h"
+#include "plan/memory_model.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -35,7 +35,7 @@ TEST(Link, KeepsTwoSendsWhileNeitherNeighbourReceives) {
   const comm::Communicator pipeline =
       world.split(in_pipeline ? 0 : 1, world.rank(), "a 3-stage pipeline");
   const int stage = pipeline.rank();
-  Link link(pipeline, stage, Placement{.num_ranks = 3},
+  Link link(pipeline, stage, plan::Placement{.num_ranks = 3},
             comm::TagSpace({.kinds = kDirections, .micro_batches = 8}));
   MemoryAccount& account = MemoryAccount::process();
 
@@ -48,7 +48,7 @@ TEST(Link, KeepsTwoSendsWhileNeitherNeighbourReceives) {
     link.send(Direction::kActivation, 0, 3, 0, std::move(activations));  // forward of micro-batch 3
     link.progress();  // frees whatever completed: nothing can, no receive is posted
     EXPECT_EQ(account.live_bytes(), with_both);  // both sends still hold their tensors
-    EXPECT_LE(2, model::kSendsInFlight);
+    EXPECT_LE(2, plan::kSendsInFlight);
     world.barrier();  // the neighbours post their receives only now
     link.wait_sends();
     EXPECT_EQ(account.live_bytes(), before);
@@ -74,7 +74,7 @@ TEST(Link, HoldsASendReceivedUntilItIsReleased) {
   const bool in_pipeline = world.rank() < 2;
   const comm::Communicator pipeline =
       world.split(in_pipeline ? 0 : 1, world.rank(), "a 2-stage pipeline");
-  Link link(pipeline, pipeline.rank(), Placement{.num_ranks = 2},
+  Link link(pipeline, pipeline.rank(), plan::Placement{.num_ranks = 2},
             comm::TagSpace({.kinds = kDirections, .micro_batches = 8}));
   MemoryAccount& account = MemoryAccount::process();
   if (in_pipeline && pipeline.rank() == 0) {
@@ -125,7 +125,7 @@ TEST(Link, DeliversEachChunksMessagesToThatChunk) {
       world.split(in_pipeline ? 0 : 1, world.rank(), "a 2-rank pipeline of 2 chunks each");
   if (in_pipeline) {
     const int rank = pipeline.rank();
-    const Placement placement{.num_ranks = 2, .virtual_stages = 2};
+    const plan::Placement placement{.num_ranks = 2, .virtual_stages = 2};
     Link link(pipeline, rank, placement,
               comm::TagSpace({.kinds = kDirections, .micro_batches = 2, .chunks = 2}));
     // Large enough for rendezvous on one of the two messages, small for the other: their

@@ -25,7 +25,7 @@ constexpr int64_t kVocab = 300, kDim = 250, kSeq = 3;  // 75000 values: two exch
 
 const model::ModelInputs kInputs = {{.name = "source", .shape = Shape{kSeq}},
                                     {.name = "target_in", .shape = Shape{kSeq}}};
-const std::vector<model::LayerRange> kRanges = {{0, 1}, {1, 2}, {2, 3}, {3, 4}};
+const std::vector<plan::LayerRange> kRanges = {{0, 1}, {1, 2}, {2, 3}, {3, 4}};
 const char* const kParams[] = {"token", "token", "", "weight"};  // each stage's use, if any
 constexpr int kUseOfStage[] = {0, 1, -1, 2};
 
@@ -52,7 +52,7 @@ std::span<float> grad_of(pipeline::Stage& stage, int layer, const std::string& n
 
 // Runs the sum on `pipeline` (rank r holding the stages `placement` gives it) and checks each
 // held use's gradient against ((g0 + g1) + g2) computed here.
-void expect_use_order(const comm::Communicator& pipeline, const pipeline::Placement& placement) {
+void expect_use_order(const comm::Communicator& pipeline, const plan::Placement& placement) {
   const model::ModelSpec spec = testing::three_uses_model(kVocab, kDim);
   const auto tied = model::find_tied_weights(spec, model::build_layers(spec, kInputs, 0, 4));
   ASSERT_TRUE(tied.has_value());
@@ -60,10 +60,9 @@ void expect_use_order(const comm::Communicator& pipeline, const pipeline::Placem
   std::vector<std::unique_ptr<pipeline::Stage>> stages;
   std::vector<pipeline::Stage*> chunks;
   for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
-    const model::LayerRange range = kRanges[static_cast<size_t>(placement.stage_of(rank, chunk))];
+    const plan::LayerRange range = kRanges[static_cast<size_t>(placement.stage_of(rank, chunk))];
     stages.push_back(std::make_unique<pipeline::Stage>(
-        model::build_layers(spec, kInputs, range.begin, range.end), pipeline::Recompute::kNever,
-        1));
+        model::build_layers(spec, kInputs, range.begin, range.end), plan::Recompute::kNever, 1));
     chunks.push_back(stages.back().get());
   }
   TiedCopies copies(tied, kRanges, placement, rank, &pipeline, chunks);
@@ -96,15 +95,14 @@ void expect_use_order(const comm::Communicator& pipeline, const pipeline::Placem
 }
 
 TEST(TiedCopies, ThreeUsesOnThreeOfFourRanksSumInUseOrder) {
-  expect_use_order(comm::Communicator::world(), pipeline::Placement{.num_ranks = 4});
+  expect_use_order(comm::Communicator::world(), plan::Placement{.num_ranks = 4});
 }
 
 TEST(TiedCopies, ThreeUsesInAVSumInUseOrder) {
   const comm::Communicator world = comm::Communicator::world();
   const comm::Communicator pair = world.split(world.rank() / 2, world.rank(), "a pair");
-  expect_use_order(pair,
-                   pipeline::Placement{
-                       .num_ranks = 2, .virtual_stages = 2, .kind = pipeline::PlacementKind::kV});
+  expect_use_order(
+      pair, plan::Placement{.num_ranks = 2, .virtual_stages = 2, .kind = plan::PlacementKind::kV});
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ namespace mpipe::pipeline {
 namespace {
 
 // Linear(4 → 3) → ReLU → Linear(3 → 2) as global layers 5, 6, 7.
-std::unique_ptr<Stage> make_stage(Recompute recompute) {
+std::unique_ptr<Stage> make_stage(plan::Recompute recompute) {
   std::vector<std::unique_ptr<nn::Layer>> layers;
   layers.push_back(std::make_unique<nn::Linear>(5, Shape{4}, 3));
   layers.push_back(std::make_unique<nn::Activation>(6, Shape{3}, kernels::EltwiseKind::kRelu));
@@ -46,27 +46,27 @@ Calls run_step(Stage& stage) {
 }
 
 TEST(LayerHook, IsCalledAfterEachLayersForwardAndBackward) {
-  auto stage = make_stage(Recompute::kNever);
+  auto stage = make_stage(plan::Recompute::kNever);
   const Calls expected = {{5, false}, {6, false}, {7, false}, {7, true}, {6, true}, {5, true}};
   EXPECT_EQ(run_step(*stage), expected);
 }
 
 TEST(LayerHook, IsAlsoCalledForTheForwardOfARecompute) {
-  auto stage = make_stage(Recompute::kAlways);
+  auto stage = make_stage(plan::Recompute::kAlways);
   const Calls expected = {{5, false}, {6, false}, {7, false}, {5, false}, {6, false},
                           {7, false}, {7, true},  {6, true},  {5, true}};
   EXPECT_EQ(run_step(*stage), expected);
 }
 
 TEST(LayerHook, IsCalledAroundEachLayerOfAPerLayerRecompute) {
-  auto stage = make_stage(Recompute::kPerLayer);
+  auto stage = make_stage(plan::Recompute::kPerLayer);
   const Calls expected = {{5, false}, {6, false}, {7, false}, {7, false}, {7, true},
                           {6, false}, {6, true},  {5, false}, {5, true}};
   EXPECT_EQ(run_step(*stage), expected);
 }
 
 TEST(GradientBuckets, OneBucketPerLayerWithParametersBeginningAtItsFirstParameter) {
-  auto stage = make_stage(Recompute::kNever);
+  auto stage = make_stage(plan::Recompute::kNever);
   std::vector<size_t> expected = {0};  // layer 5 (weight, bias); the ReLU has none
   for (const nn::ParamBuffer::Entry& entry : stage->params().entries()) {
     if (entry.global_layer == 7 && expected.size() == 1) {
@@ -85,7 +85,7 @@ TEST(GradientBuckets, CutALayerIntoPiecesCountedFromItsOwnBeginning) {
   layers.push_back(std::make_unique<nn::Linear>(0, Shape{2}, 3));
   layers.push_back(std::make_unique<nn::Linear>(1, Shape{3}, 1024));
   layers.push_back(std::make_unique<nn::Linear>(2, Shape{1024}, 1024));
-  Stage stage(std::move(layers), Recompute::kNever, 1);
+  Stage stage(std::move(layers), plan::Recompute::kNever, 1);
   const std::map<int, size_t> begins = layer_gradient_begins(stage.params());
   ASSERT_EQ(begins.size(), 3u);
   const size_t big = begins.at(2);
@@ -107,8 +107,8 @@ TEST(GradientBuckets, ARanksChunksBucketsFollowEachOtherInChunkOrder) {
   first_layers.push_back(std::make_unique<nn::Linear>(0, Shape{2}, 3));
   second_layers.push_back(std::make_unique<nn::Linear>(1, Shape{3}, 1024));
   second_layers.push_back(std::make_unique<nn::Linear>(2, Shape{1024}, 1024));
-  Stage first(std::move(first_layers), Recompute::kNever, 1);
-  Stage second(std::move(second_layers), Recompute::kNever, 1);
+  Stage first(std::move(first_layers), plan::Recompute::kNever, 1);
+  Stage second(std::move(second_layers), plan::Recompute::kNever, 1);
   const RankBuckets rank = rank_gradient_buckets({&first.params(), &second.params()});
   ASSERT_EQ(rank.buckets.size(), 7u);
   EXPECT_EQ(rank.first_of_layer, (std::map<int, size_t>{{0, 0}, {1, 1}, {2, 2}}));

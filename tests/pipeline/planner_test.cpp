@@ -1,7 +1,7 @@
 // Tests for the planner: the stash it predicts equals what a real Stage stores under every
 // schedule and recompute mode; auto is the exact optimum over all partitions; memory limits,
 // their errors, and advice.
-#include "pipeline/planner.h"
+#include "plan/planner.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -16,17 +16,17 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "kernels/context.h"
-#include "pipeline/program_memory.h"
-#include "pipeline/schedule.h"
 #include "pipeline/stage.h"
+#include "plan/program_memory.h"
+#include "plan/schedule.h"
 #include "support/random_tensor.h"
 
-namespace mpipe::pipeline {
+namespace mpipe::plan {
 namespace {
 
 using model::AttrValue;
-using model::LayerRange;
 using model::ModelSpec;
+using plan::LayerRange;
 
 constexpr ScheduleKind kSchedules[] = {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB};
 constexpr Recompute kModes[] = {Recompute::kAlways, Recompute::kExceptLast, Recompute::kNever,
@@ -69,7 +69,8 @@ size_t measured_stash_peak(const ModelSpec& spec, const Shape& input, ScheduleKi
                            Recompute recompute, int num_stages, int num_micro_batches, int stage,
                            int64_t rows) {
   const auto num_layers = static_cast<int>(spec.layers.size());
-  Stage real(model::build_layers(spec, input, 0, num_layers), recompute, num_micro_batches);
+  pipeline::Stage real(model::build_layers(spec, input, 0, num_layers), recompute,
+                       num_micro_batches);
   real.params().initialize(3);
   const Shape output = real.layers().back()->output_shape();
   kernels::KernelContext kernels;
@@ -77,11 +78,11 @@ size_t measured_stash_peak(const ModelSpec& spec, const Shape& input, ScheduleKi
   const CounterRng rng(5, RngPurpose::kData, 1, 0);
   for (const Op& op : make_program(schedule, num_stages, num_micro_batches, stage)) {
     if (op.kind == OpKind::kForward) {
-      real.forward(op.micro_batch, bundle_of(testing::uniform_tensor(input.batched(rows), rng)),
-                   ctx);
+      real.forward(op.micro_batch,
+                   pipeline::bundle_of(testing::uniform_tensor(input.batched(rows), rng)), ctx);
     } else if (op.kind == OpKind::kBackward) {
-      real.backward(op.micro_batch, bundle_of(testing::uniform_tensor(output.batched(rows), rng)),
-                    ctx);
+      real.backward(op.micro_batch,
+                    pipeline::bundle_of(testing::uniform_tensor(output.batched(rows), rng)), ctx);
     }
   }
   return real.peak_stored_bytes();
@@ -92,7 +93,7 @@ TEST(Planner, PredictedKeptActivationsEqualARealStagesPeakUnderEverySchedule) {
   for (const auto& [spec, input] :
        {std::pair{dense_model(), kDenseInput}, std::pair{pooling_model(), kPoolingInput}}) {
     const model::ModelPlan plan = model::plan_model(spec, input);
-    const model::MemoryModel memory(model::layer_costs(plan), kRows, 0);
+    const plan::MemoryModel memory(plan::layer_costs(plan), kRows, 0);
     const int num_layers = static_cast<int>(plan.layers.size());
     for (ScheduleKind schedule : kSchedules) {
       for (Recompute recompute : kModes) {
@@ -152,7 +153,7 @@ PlanRequest request(int stages, PartitionMode mode, std::vector<int> counts = {}
   r.partition_where = "exp.yaml:20: pipeline.partition";
   r.memory_limit_where = "exp.yaml:21: pipeline.memory_limit";
   // The tensors' bytes alone, whatever the environment (the allocator's rounding: below).
-  r.allocator = model::AllocatorModel::exact();
+  r.allocator = plan::AllocatorModel::exact();
   return r;
 }
 
@@ -630,13 +631,13 @@ PlanRequest block_request(Recompute recompute, double limit) {
 
 TEST(Planner, PerLayerRecomputeKeepsEveryLayersInputAndOneLayersWorkspace) {
   const ModelSpec spec = block_model();
-  const std::vector<model::LayerCost> costs =
-      model::layer_costs(model::plan_model(spec, kBlockInput));
+  const std::vector<plan::LayerCost> costs =
+      plan::layer_costs(model::plan_model(spec, kBlockInput));
   // At layer i of a per-layer backward: while it is recomputed, the inputs of layers [0, i], its
   // output, what it saves and the gradient waiting for it; then the inputs of layers [0, i), what
   // it saved and its backward temporaries (input and output gradients, internals).
   double inputs = 0.0, workspace = 0.0, full = 0.0;
-  for (const model::LayerCost& c : costs) {
+  for (const plan::LayerCost& c : costs) {
     const double backward =
         inputs + c.kept_bytes(8) + 8 * (c.input_bytes + c.output_bytes + c.workspace_bytes);
     inputs += 8 * c.input_bytes;
@@ -645,15 +646,15 @@ TEST(Planner, PerLayerRecomputeKeepsEveryLayersInputAndOneLayersWorkspace) {
     workspace = std::max({workspace, backward, recomputing});
     full += c.kept_bytes(8);
   }
-  const model::MemoryModel memory(costs, 8, 2);
+  const plan::MemoryModel memory(costs, 8, 2);
   const int layers = memory.num_layers();
-  const model::StageMemory per_layer =
+  const plan::StageMemory per_layer =
       memory.stage(0, layers, {.layer_inputs = 3, .layer_recompute = true}, true, true);
   EXPECT_EQ(per_layer.kept_activations, 3 * inputs);
   EXPECT_EQ(per_layer.recompute_workspace, workspace);
   EXPECT_EQ(per_layer.transient, 0.0);  // one layer's temporaries are in the workspace
   EXPECT_LT(workspace, inputs + full);  // not every input beside the largest layer's internals
-  const model::StageMemory always =
+  const plan::StageMemory always =
       memory.stage(0, layers, {.inputs = 4, .recompute = true}, true, true);
   EXPECT_EQ(always.kept_activations, 4 * 8 * costs[0].input_bytes);
   EXPECT_EQ(always.recompute_workspace, full);
@@ -793,16 +794,16 @@ TEST(Planner, PredictsTheBytesTheAllocatorCounts) {
   PlanRequest r = request(2, PartitionMode::kUniform);
   r.batch_size = 4 * 4096;  // micro-batches of 4096 rows: activations of 80 KiB and more
   const PipelinePlan exact = plan_of(dense_model(), kDenseInput, r);
-  r.allocator = model::AllocatorModel{.mmap_threshold = 64 * 1024};
+  r.allocator = plan::AllocatorModel{.mmap_threshold = 64 * 1024};
   const PipelinePlan mapped = plan_of(dense_model(), kDenseInput, r);
-  r.allocator = model::AllocatorModel{};
+  r.allocator = plan::AllocatorModel{};
   const PipelinePlan heap = plan_of(dense_model(), kDenseInput, r);
   for (size_t s = 0; s < exact.stages.size(); ++s) {
     const double bytes = exact.stages[s].memory.total();
     EXPECT_GT(heap.stages[s].memory.total(), bytes);
     EXPECT_LT(heap.stages[s].memory.total(), bytes + 64 * 128.0);
     EXPECT_GT(mapped.stages[s].memory.total(), heap.stages[s].memory.total() + 4096.0);
-    EXPECT_LT(mapped.stages[s].memory.total(), bytes + 64 * model::AllocatorModel::max_overhead());
+    EXPECT_LT(mapped.stages[s].memory.total(), bytes + 64 * plan::AllocatorModel::max_overhead());
   }
 }
 
@@ -817,7 +818,7 @@ TEST(Planner, BatchedWeightGradsHoldEveryMicroBatchsLinearOperandsFromTheBackwar
   const PipelinePlan batched = plan_of(dense_model(), kDenseInput, r);
   const double operands = 4.0 * 8.0 * ((5 + 6) + (6 + 3)) * sizeof(float);
   EXPECT_EQ(accumulated.stages[0].memory.weight_grad_operands, 0.0);
-  const model::StageMemory& m = batched.stages[0].memory;
+  const plan::StageMemory& m = batched.stages[0].memory;
   ASSERT_TRUE(batched.stages[0].stash.backward);  // the peak is at a backward, which holds them
   EXPECT_DOUBLE_EQ(m.weight_grad_operands, operands);
   // Each linear allocates its operands in its first backward of the step, last layer first: the
@@ -825,10 +826,10 @@ TEST(Planner, BatchedWeightGradsHoldEveryMicroBatchsLinearOperandsFromTheBackwar
   // not in the largest layer's.
   const double first_linear_backward = 8.0 * (6 + 5) * sizeof(float);
   EXPECT_DOUBLE_EQ(m.transient, first_linear_backward);
-  const model::StageMemory& a = accumulated.stages[0].memory;
+  const plan::StageMemory& a = accumulated.stages[0].memory;
   EXPECT_GT(a.transient, first_linear_backward);
   EXPECT_DOUBLE_EQ(m.total(), a.total() - a.transient + first_linear_backward + operands);
 }
 
 }  // namespace
-}  // namespace mpipe::pipeline
+}  // namespace mpipe::plan

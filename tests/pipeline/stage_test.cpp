@@ -44,9 +44,9 @@ std::vector<std::unique_ptr<nn::Layer>> small_stack(double dropout_rate) {
   return layers;
 }
 
-std::unique_ptr<Stage> make_stage(Recompute recompute, int num_micro_batches,
+std::unique_ptr<Stage> make_stage(plan::Recompute recompute, int num_micro_batches,
                                   double dropout_rate = 0.3,
-                                  WeightGrads weight_grads = WeightGrads::kAccumulate) {
+                                  plan::WeightGrads weight_grads = plan::WeightGrads::kAccumulate) {
   auto stage = std::make_unique<Stage>(small_stack(dropout_rate), recompute, num_micro_batches,
                                        weight_grads);
   stage->params().initialize(17);
@@ -67,7 +67,7 @@ nn::LayerContext context(kernels::KernelContext& kernels, int64_t first_example)
 // both backward paths (whole stash, per-layer recompute).
 TEST(Stage, BackwardTakesTheOutputGradientOverWithoutACopy) {
   constexpr int64_t kRows = 64, kWidth = 256;  // 64 KiB activations: allocator slack is noise
-  for (Recompute recompute : {Recompute::kNever, Recompute::kPerLayer}) {
+  for (plan::Recompute recompute : {plan::Recompute::kNever, plan::Recompute::kPerLayer}) {
     std::vector<std::unique_ptr<nn::Layer>> layers;
     layers.push_back(
         std::make_unique<nn::Activation>(kFirstLayer, Shape{kWidth}, kernels::EltwiseKind::kRelu));
@@ -82,7 +82,7 @@ TEST(Stage, BackwardTakesTheOutputGradientOverWithoutACopy) {
     const Bundle dx = stage.backward(0, bundle_of(std::move(dy)), context(kernels, 0));
     const int64_t above = account.peak_bytes() - before;
     // Per-layer recompute re-runs the forward from the kept input first (its saved input copy).
-    const int64_t expected = recompute == Recompute::kPerLayer ? 2 * activation : activation;
+    const int64_t expected = recompute == plan::Recompute::kPerLayer ? 2 * activation : activation;
     EXPECT_GE(above, expected);
     EXPECT_LT(above, expected + activation / 2) << "recompute " << static_cast<int>(recompute);
   }
@@ -133,13 +133,13 @@ std::vector<size_t> stored_bytes_after_each_forward(Stage& stage) {
 const size_t kInputBytes = static_cast<size_t>(kRows * kIn) * sizeof(float);
 
 TEST(Stage, PredictionOfSavedBytesCountsLinearAndReluInputsOnly) {
-  const auto stage = make_stage(Recompute::kNever, kMicroBatches);
+  const auto stage = make_stage(plan::Recompute::kNever, kMicroBatches);
   // Linear keeps [4, 6], ReLU [4, 5], Dropout nothing, Linear [4, 5].
   EXPECT_EQ(predicted_full_bytes(*stage, kRows), static_cast<size_t>(4 * (6 + 5 + 5) * 4));
 }
 
 TEST(Stage, RecomputeAlwaysStoresOnlyTheBoundaryInputs) {
-  const auto stage = make_stage(Recompute::kAlways, kMicroBatches);
+  const auto stage = make_stage(plan::Recompute::kAlways, kMicroBatches);
   const std::vector<size_t> stored = stored_bytes_after_each_forward(*stage);
   for (int m = 0; m < kMicroBatches; ++m) {
     EXPECT_EQ(stored[static_cast<size_t>(m)], static_cast<size_t>(m + 1) * kInputBytes) << m;
@@ -147,7 +147,7 @@ TEST(Stage, RecomputeAlwaysStoresOnlyTheBoundaryInputs) {
 }
 
 TEST(Stage, RecomputeNeverStoresWhatEveryLayerSaves) {
-  const auto stage = make_stage(Recompute::kNever, kMicroBatches);
+  const auto stage = make_stage(plan::Recompute::kNever, kMicroBatches);
   const size_t full = predicted_full_bytes(*stage, kRows);
   const std::vector<size_t> stored = stored_bytes_after_each_forward(*stage);
   for (int m = 0; m < kMicroBatches; ++m) {
@@ -156,7 +156,7 @@ TEST(Stage, RecomputeNeverStoresWhatEveryLayerSaves) {
 }
 
 TEST(Stage, RecomputeExceptLastStoresInputsAndTheLastMicroBatchInFull) {
-  const auto stage = make_stage(Recompute::kExceptLast, kMicroBatches);
+  const auto stage = make_stage(plan::Recompute::kExceptLast, kMicroBatches);
   const size_t full = predicted_full_bytes(*stage, kRows);
   const std::vector<size_t> stored = stored_bytes_after_each_forward(*stage);
   EXPECT_EQ(stored[0], kInputBytes);
@@ -165,9 +165,9 @@ TEST(Stage, RecomputeExceptLastStoresInputsAndTheLastMicroBatchInFull) {
 }
 
 TEST(Stage, RecomputesReportsWhichMicroBatchesAreRecomputed) {
-  EXPECT_TRUE(make_stage(Recompute::kAlways, 3)->recomputes(2));
-  EXPECT_FALSE(make_stage(Recompute::kNever, 3)->recomputes(0));
-  const auto except_last = make_stage(Recompute::kExceptLast, 3);
+  EXPECT_TRUE(make_stage(plan::Recompute::kAlways, 3)->recomputes(2));
+  EXPECT_FALSE(make_stage(plan::Recompute::kNever, 3)->recomputes(0));
+  const auto except_last = make_stage(plan::Recompute::kExceptLast, 3);
   EXPECT_TRUE(except_last->recomputes(0));
   EXPECT_TRUE(except_last->recomputes(1));
   EXPECT_FALSE(except_last->recomputes(2));
@@ -175,7 +175,7 @@ TEST(Stage, RecomputesReportsWhichMicroBatchesAreRecomputed) {
 
 TEST(Stage, PeakTracksTheMostMicroBatchesInFlight) {
   kernels::KernelContext kernels;
-  const auto stage = make_stage(Recompute::kNever, 3);
+  const auto stage = make_stage(plan::Recompute::kNever, 3);
   const size_t full = predicted_full_bytes(*stage, kRows);
   auto forward = [&](int m) {
     stage->forward(m, bundle_of(random_tensor({kRows, kIn}, m)), context(kernels, m * kRows));
@@ -200,7 +200,7 @@ TEST(Stage, PeakTracksTheMostMicroBatchesInFlight) {
 
 TEST(Stage, EvaluateStoresNothing) {
   kernels::KernelContext kernels;
-  const auto stage = make_stage(Recompute::kNever, 1);
+  const auto stage = make_stage(plan::Recompute::kNever, 1);
   nn::LayerContext ctx = context(kernels, 0);
   ctx.training = false;
   Bundle x = bundle_of(random_tensor({kRows, kIn}, 0));
@@ -212,7 +212,7 @@ TEST(Stage, EvaluateStoresNothing) {
 }
 
 TEST(Stage, RecomputePerLayerStoresEveryLayersInput) {
-  const auto stage = make_stage(Recompute::kPerLayer, kMicroBatches);
+  const auto stage = make_stage(plan::Recompute::kPerLayer, kMicroBatches);
   // The inputs of Linear [4, 6], ReLU [4, 5], Dropout [4, 5] and Linear [4, 5].
   const auto inputs = static_cast<size_t>(kRows * (kIn + 3 * kHidden)) * sizeof(float);
   const std::vector<size_t> stored = stored_bytes_after_each_forward(*stage);
@@ -222,7 +222,9 @@ TEST(Stage, RecomputePerLayerStoresEveryLayersInput) {
   EXPECT_FALSE(stage->recomputes(0));  // one layer at a time, never the whole stage
 }
 
-TEST(Stage, NeedsAResolvedRecomputeMode) { EXPECT_THROW(make_stage(Recompute::kAuto, 1), Error); }
+TEST(Stage, NeedsAResolvedRecomputeMode) {
+  EXPECT_THROW(make_stage(plan::Recompute::kAuto, 1), Error);
+}
 
 struct Gradients {
   std::vector<float> params;
@@ -240,8 +242,8 @@ enum class StepStart { kZeroed, kStale };
 // Forwards micro-batches of the given row counts (consecutive examples of one mini-batch), then
 // runs their backwards in ascending order; returns the accumulated parameter gradients and the
 // input gradient of every micro-batch.
-Gradients run_micro_batches(Recompute recompute, const std::vector<int64_t>& rows,
-                            WeightGrads weight_grads = WeightGrads::kAccumulate,
+Gradients run_micro_batches(plan::Recompute recompute, const std::vector<int64_t>& rows,
+                            plan::WeightGrads weight_grads = plan::WeightGrads::kAccumulate,
                             StepStart start = StepStart::kZeroed,
                             Backwards backwards = Backwards::kWhole) {
   kernels::KernelContext kernels;
@@ -299,15 +301,15 @@ void expect_bit_identical(const Gradients& a, const Gradients& b) {
 
 TEST(Stage, RecomputeChangesNoGradientBit) {
   const std::vector<int64_t> rows = {4, 4, 4};
-  const Gradients never = run_micro_batches(Recompute::kNever, rows);
+  const Gradients never = run_micro_batches(plan::Recompute::kNever, rows);
   // The gradients are not trivially zero and dropout actually zeroed something.
   EXPECT_TRUE(
       std::any_of(never.params.begin(), never.params.end(), [](float g) { return g != 0; }));
   ASSERT_EQ(never.inputs.size(), 3u);
   EXPECT_EQ(never.inputs[0].at(0).shape(), (Shape{4, kIn}));
-  expect_bit_identical(run_micro_batches(Recompute::kAlways, rows), never);
-  expect_bit_identical(run_micro_batches(Recompute::kExceptLast, rows), never);
-  expect_bit_identical(run_micro_batches(Recompute::kPerLayer, rows), never);
+  expect_bit_identical(run_micro_batches(plan::Recompute::kAlways, rows), never);
+  expect_bit_identical(run_micro_batches(plan::Recompute::kExceptLast, rows), never);
+  expect_bit_identical(run_micro_batches(plan::Recompute::kPerLayer, rows), never);
 }
 
 // Equal values (0.0 == -0.0: a first write may give -0 where adding to +0 gives +0).
@@ -318,8 +320,9 @@ void expect_equal_values(std::span<const float> actual, std::span<const float> e
 
 TEST(Stage, LinearLayersOverwriteTheirUnzeroedGradientsWithTheSameValues) {
   const std::vector<int64_t> rows = {4, 4, 4};
-  for (WeightGrads weight_grads : {WeightGrads::kAccumulate, WeightGrads::kBatched}) {
-    for (Recompute recompute : {Recompute::kNever, Recompute::kPerLayer}) {
+  for (plan::WeightGrads weight_grads :
+       {plan::WeightGrads::kAccumulate, plan::WeightGrads::kBatched}) {
+    for (plan::Recompute recompute : {plan::Recompute::kNever, plan::Recompute::kPerLayer}) {
       const Gradients zeroed = run_micro_batches(recompute, rows, weight_grads);
       const Gradients stale = run_micro_batches(recompute, rows, weight_grads, StepStart::kStale);
       expect_equal_values(stale.params, zeroed.params);
@@ -334,11 +337,13 @@ TEST(Stage, LinearLayersOverwriteTheirUnzeroedGradientsWithTheSameValues) {
 // as whole backwards, whatever the recompute mode, the weight-gradient mode and the start.
 TEST(Stage, SplitBackwardsGiveTheWholeBackwardsGradientBits) {
   const std::vector<int64_t> rows = {4, 4, 4};
-  for (WeightGrads weight_grads : {WeightGrads::kAccumulate, WeightGrads::kBatched}) {
+  for (plan::WeightGrads weight_grads :
+       {plan::WeightGrads::kAccumulate, plan::WeightGrads::kBatched}) {
     for (StepStart start : {StepStart::kZeroed, StepStart::kStale}) {
-      for (Recompute recompute :
-           {Recompute::kNever, Recompute::kAlways, Recompute::kExceptLast, Recompute::kPerLayer}) {
-        SCOPED_TRACE(fmt::format("{} {} {}", to_string(weight_grads), to_string(recompute),
+      for (plan::Recompute recompute : {plan::Recompute::kNever, plan::Recompute::kAlways,
+                                        plan::Recompute::kExceptLast, plan::Recompute::kPerLayer}) {
+        SCOPED_TRACE(fmt::format("{} {} {}", plan::to_string(weight_grads),
+                                 plan::to_string(recompute),
                                  start == StepStart::kStale ? "stale" : "zeroed"));
         expect_bit_identical(
             run_micro_batches(recompute, rows, weight_grads, start, Backwards::kSplit),
@@ -352,7 +357,7 @@ TEST(Stage, SplitBackwardsGiveTheWholeBackwardsGradientBits) {
 // them; the other layers keep nothing.
 TEST(Stage, SplitBackwardKeepsTheLinearLayersInputsAndOutputGradientsUntilW) {
   constexpr int64_t kRows = 4;
-  auto stage = make_stage(Recompute::kNever, 2);
+  auto stage = make_stage(plan::Recompute::kNever, 2);
   kernels::KernelContext kernels;
   (void)stage->forward(0, bundle_of(random_tensor({kRows, kIn}, 1)), context(kernels, 0));
   (void)stage->forward(1, bundle_of(random_tensor({kRows, kIn}, 2)), context(kernels, kRows));
@@ -367,7 +372,7 @@ TEST(Stage, SplitBackwardKeepsTheLinearLayersInputsAndOutputGradientsUntilW) {
 }
 
 TEST(Stage, WeightGradientsBeforeTheirInputGradientOrOutOfOrderThrow) {
-  auto stage = make_stage(Recompute::kNever, 2);
+  auto stage = make_stage(plan::Recompute::kNever, 2);
   kernels::KernelContext kernels;
   EXPECT_THROW(stage->backward_weight(0, context(kernels, 0)), Error);
   for (int m = 0; m < 2; ++m) {
@@ -383,7 +388,7 @@ TEST(Stage, WeightGradientsBeforeTheirInputGradientOrOutOfOrderThrow) {
 
 TEST(Stage, ZeroGradsForStepLeavesTheLinearLayersGradientsToTheirFirstWrite) {
   const std::vector<int64_t> rows = {4, 4};
-  auto stage = make_stage(Recompute::kNever, 2);
+  auto stage = make_stage(plan::Recompute::kNever, 2);
   std::ranges::fill(stage->params().grads(), 7.0f);
   stage->zero_grads_for_step();
   // Only linear layers have parameters here: none was zeroed.
@@ -394,8 +399,8 @@ TEST(Stage, ZeroGradsForStepLeavesTheLinearLayersGradientsToTheirFirstWrite) {
 TEST(Stage, DropoutMasksTheForwardInTraining) {
   kernels::KernelContext kernels;
   const Tensor x = random_tensor({8, kIn}, 1);
-  const auto with_dropout = make_stage(Recompute::kNever, 1, 0.3);
-  const auto without = make_stage(Recompute::kNever, 1, 0.0);
+  const auto with_dropout = make_stage(plan::Recompute::kNever, 1, 0.3);
+  const auto without = make_stage(plan::Recompute::kNever, 1, 0.0);
   const Tensor a = with_dropout->forward(0, bundle_of(x), context(kernels, 0)).at(0);
   const Tensor b = without->forward(0, bundle_of(x), context(kernels, 0)).at(0);
   int differ = 0;
@@ -412,7 +417,8 @@ void expect_close(std::span<const float> actual, std::span<const float> expected
 }
 
 TEST(Stage, TwoMicroBatchesAccumulateTheFullBatchGradient) {
-  for (Recompute recompute : {Recompute::kAlways, Recompute::kNever, Recompute::kPerLayer}) {
+  for (plan::Recompute recompute :
+       {plan::Recompute::kAlways, plan::Recompute::kNever, plan::Recompute::kPerLayer}) {
     const Gradients split = run_micro_batches(recompute, {4, 4});
     const Gradients whole = run_micro_batches(recompute, {8});
     expect_close(split.params, whole.params);
@@ -425,14 +431,14 @@ TEST(Stage, TwoMicroBatchesAccumulateTheFullBatchGradient) {
 
 TEST(Stage, BackwardBeforeForwardThrows) {
   kernels::KernelContext kernels;
-  const auto stage = make_stage(Recompute::kAlways, 2);
+  const auto stage = make_stage(plan::Recompute::kAlways, 2);
   EXPECT_THROW(stage->backward(0, bundle_of(random_tensor({kRows, kOut}, 0)), context(kernels, 0)),
                Error);
 }
 
 TEST(Stage, BackwardTwiceThrows) {
   kernels::KernelContext kernels;
-  const auto stage = make_stage(Recompute::kNever, 1);
+  const auto stage = make_stage(plan::Recompute::kNever, 1);
   stage->forward(0, bundle_of(random_tensor({kRows, kIn}, 0)), context(kernels, 0));
   stage->backward(0, bundle_of(random_tensor({kRows, kOut}, 1)), context(kernels, 0));
   EXPECT_THROW(stage->backward(0, bundle_of(random_tensor({kRows, kOut}, 1)), context(kernels, 0)),
@@ -441,7 +447,7 @@ TEST(Stage, BackwardTwiceThrows) {
 
 TEST(Stage, ForwardingTheSameMicroBatchTwiceThrows) {
   kernels::KernelContext kernels;
-  const auto stage = make_stage(Recompute::kExceptLast, 2);
+  const auto stage = make_stage(plan::Recompute::kExceptLast, 2);
   stage->forward(1, bundle_of(random_tensor({kRows, kIn}, 0)), context(kernels, kRows));
   const size_t stored = stage->stored_bytes();
   EXPECT_THROW(
@@ -452,7 +458,7 @@ TEST(Stage, ForwardingTheSameMicroBatchTwiceThrows) {
 // BatchNorm2d → ResidualBlock (two more batch norms) on [2, 3, 3] images, global layers 1..2.
 const Shape kImage{2, 3, 3};
 
-std::unique_ptr<Stage> make_batch_norm_stage(Recompute recompute, int num_micro_batches) {
+std::unique_ptr<Stage> make_batch_norm_stage(plan::Recompute recompute, int num_micro_batches) {
   std::vector<std::unique_ptr<nn::Layer>> layers;
   layers.push_back(std::make_unique<nn::BatchNorm2d>(kFirstLayer, kImage));
   layers.push_back(std::make_unique<nn::ResidualBlock>(kFirstLayer + 1, kImage, kImage[0]));
@@ -485,7 +491,7 @@ std::vector<float> buffers_of(const Stage& stage) {
 }
 
 TEST(Stage, KeepsOneBufferUpdatePerMicroBatchFromFirstForwardsInMicroBatchOrder) {
-  const auto recomputed = make_batch_norm_stage(Recompute::kAlways, 3);
+  const auto recomputed = make_batch_norm_stage(plan::Recompute::kAlways, 3);
   const std::vector<float> initial = buffers_of(*recomputed);
   EXPECT_EQ(recomputed->buffer_update_size(), 3 * (2 * 2 + 1));  // three batch norms
   run_images(*recomputed, {0, 1, 2}, {1, 0, 2});
@@ -495,7 +501,7 @@ TEST(Stage, KeepsOneBufferUpdatePerMicroBatchFromFirstForwardsInMicroBatchOrder)
   EXPECT_EQ(std::ssize(updates), 3 * recomputed->buffer_update_size());
   EXPECT_TRUE(recomputed->take_buffer_updates().empty());
   // The same as without recomputation, forwarded in order.
-  const auto stored = make_batch_norm_stage(Recompute::kNever, 3);
+  const auto stored = make_batch_norm_stage(plan::Recompute::kNever, 3);
   run_images(*stored, {0, 1, 2}, {0, 1, 2});
   EXPECT_EQ(stored->take_buffer_updates(), updates);
 }
@@ -516,8 +522,8 @@ std::vector<float> image_gradients(Stage& stage) {
 }
 
 TEST(Stage, PerLayerRecomputeOfBatchNormsGivesTheFirstForwardsUpdatesAndGradients) {
-  const auto per_layer = make_batch_norm_stage(Recompute::kPerLayer, 3);
-  const auto stored = make_batch_norm_stage(Recompute::kNever, 3);
+  const auto per_layer = make_batch_norm_stage(plan::Recompute::kPerLayer, 3);
+  const auto stored = make_batch_norm_stage(plan::Recompute::kNever, 3);
   const std::vector<float> initial = buffers_of(*per_layer);
   const std::vector<float> grads = image_gradients(*per_layer);
   // The recomputes record no update and change no buffer before the step applies them.
@@ -527,12 +533,12 @@ TEST(Stage, PerLayerRecomputeOfBatchNormsGivesTheFirstForwardsUpdatesAndGradient
 }
 
 TEST(Stage, ReplicasApplyingAllUpdatesInGlobalOrderMatchOneStageRunningEveryMicroBatch) {
-  const auto whole = make_batch_norm_stage(Recompute::kExceptLast, 4);
+  const auto whole = make_batch_norm_stage(plan::Recompute::kExceptLast, 4);
   run_images(*whole, {0, 1, 2, 3}, {0, 1, 2, 3});
   whole->apply_buffer_updates(whole->take_buffer_updates());
   // Two replicas of two micro-batches each: replica r's micro-batch j is global 2r + j.
-  const auto first = make_batch_norm_stage(Recompute::kExceptLast, 2);
-  const auto second = make_batch_norm_stage(Recompute::kExceptLast, 2);
+  const auto first = make_batch_norm_stage(plan::Recompute::kExceptLast, 2);
+  const auto second = make_batch_norm_stage(plan::Recompute::kExceptLast, 2);
   run_images(*first, {0, 1}, {0, 1});
   run_images(*second, {2, 3}, {0, 1});
   std::vector<float> all = first->take_buffer_updates();
@@ -540,13 +546,13 @@ TEST(Stage, ReplicasApplyingAllUpdatesInGlobalOrderMatchOneStageRunningEveryMicr
   all.insert(all.end(), second_updates.begin(), second_updates.end());
   first->apply_buffer_updates(all);
   second->apply_buffer_updates(all);
-  EXPECT_NE(buffers_of(*whole), buffers_of(*make_batch_norm_stage(Recompute::kNever, 1)));
+  EXPECT_NE(buffers_of(*whole), buffers_of(*make_batch_norm_stage(plan::Recompute::kNever, 1)));
   EXPECT_EQ(buffers_of(*first), buffers_of(*whole));
   EXPECT_EQ(buffers_of(*second), buffers_of(*whole));
 }
 
 TEST(Stage, ForwardingAMicroBatchAgainBeforeItsBufferUpdateIsTakenThrows) {
-  const auto stage = make_batch_norm_stage(Recompute::kAlways, 1);
+  const auto stage = make_batch_norm_stage(plan::Recompute::kAlways, 1);
   run_images(*stage, {0}, {0});
   kernels::KernelContext kernels;
   EXPECT_THROW(stage->forward(0, bundle_of(image_micro_batch(0)), context(kernels, 0)), Error);
@@ -555,16 +561,16 @@ TEST(Stage, ForwardingAMicroBatchAgainBeforeItsBufferUpdateIsTakenThrows) {
 }
 
 TEST(Stage, ApplyingPartOfAnUpdateThrows) {
-  const auto stage = make_batch_norm_stage(Recompute::kAlways, 1);
+  const auto stage = make_batch_norm_stage(plan::Recompute::kAlways, 1);
   run_images(*stage, {0}, {0});
   const std::vector<float> updates = stage->take_buffer_updates();
   EXPECT_THROW(stage->apply_buffer_updates(std::span(updates).first(updates.size() - 1)), Error);
   // A stage without buffers takes no updates.
-  EXPECT_EQ(make_stage(Recompute::kNever, 1)->buffer_update_size(), 0);
-  EXPECT_THROW(make_stage(Recompute::kNever, 1)->apply_buffer_updates(updates), Error);
+  EXPECT_EQ(make_stage(plan::Recompute::kNever, 1)->buffer_update_size(), 0);
+  EXPECT_THROW(make_stage(plan::Recompute::kNever, 1)->apply_buffer_updates(updates), Error);
 }
 
-TEST(Stage, NeedsAtLeastOneLayer) { EXPECT_THROW(Stage({}, Recompute::kAlways, 1), Error); }
+TEST(Stage, NeedsAtLeastOneLayer) { EXPECT_THROW(Stage({}, plan::Recompute::kAlways, 1), Error); }
 
 }  // namespace
 }  // namespace mpipe::pipeline

@@ -51,7 +51,7 @@ TEST(PlannerCheck, AManualPartitionForAnotherStageCountBecomesAuto) {
   EXPECT_FALSE(needs_auto_partition(experiment, two));
   EXPECT_TRUE(needs_auto_partition(experiment, three));
   EXPECT_EQ(with_layout(experiment, two).pipeline.partition, (std::vector<int>{3, 3}));
-  EXPECT_EQ(with_layout(experiment, three).pipeline.partition_mode, pipeline::PartitionMode::kAuto);
+  EXPECT_EQ(with_layout(experiment, three).pipeline.partition_mode, plan::PartitionMode::kAuto);
   const PlannerCheck check(experiment);
   EXPECT_EQ(check(two), std::nullopt);
   EXPECT_EQ(check(three), std::nullopt);

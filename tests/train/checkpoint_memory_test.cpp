@@ -83,7 +83,7 @@ struct AdamStage {
   AdamStage() {
     std::vector<std::unique_ptr<nn::Layer>> layers;
     layers.push_back(std::make_unique<nn::Linear>(3, Shape{kWidth}, kWidth));
-    stage = std::make_unique<pipeline::Stage>(std::move(layers), pipeline::Recompute::kNever, 1);
+    stage = std::make_unique<pipeline::Stage>(std::move(layers), plan::Recompute::kNever, 1);
     stage->params().initialize(5);
     optimizer = optim::Optimizer::make(optim::OptimizerConfig{}, stage->params().num_params());
     for (const auto& [slot, state] : optimizer->state()) {

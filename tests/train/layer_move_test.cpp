@@ -28,7 +28,7 @@ config::Experiment five_layers() {
   e.pipeline.stages = 2;
   e.pipeline.micro_batches = 2;
   e.optimizer.kind = optim::OptimizerKind::kAdamW;
-  e.pipeline.partition_mode = pipeline::PartitionMode::kManual;
+  e.pipeline.partition_mode = plan::PartitionMode::kManual;
   return e;
 }
 
@@ -36,11 +36,11 @@ TEST(LayerMove, AStageHoldsItsOldAndNewStateAndWhatItReceives) {
   config::Experiment e = five_layers();
   const model::ModelPlan model = model::plan_model(e.model, Shape{32});
   e.pipeline.partition = {2, 3};
-  const pipeline::PipelinePlan from = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan from = plan_experiment(e, model, 2, 1, 1);
   e.pipeline.partition = {4, 1};
-  const pipeline::PipelinePlan to = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan to = plan_experiment(e, model, 2, 1, 1);
 
-  const pipeline::Placement placement{.num_ranks = 2};
+  const plan::Placement placement{.num_ranks = 2};
   const std::vector<double> peak = move_peak_bytes(from, to, placement, model, 2);
   ASSERT_EQ(peak.size(), 2u);
   // Stage 0 receives layer 2's weights and its two optimizer slots; stage 1 receives nothing.
@@ -57,19 +57,19 @@ TEST(LayerMove, AStageHoldsItsOldAndNewStateAndWhatItReceives) {
 TEST(LayerMove, ARankHoldsEveryChunksStateAndReceivesOnlyLayersNewToTheRank) {
   // Interleaved, K = 2, v = 2: rank 0 holds stages 0 and 2, rank 1 stages 1 and 3.
   config::Experiment e = five_layers();
-  e.pipeline.schedule = pipeline::ScheduleKind::kInterleaved;
+  e.pipeline.schedule = plan::ScheduleKind::kInterleaved;
   e.pipeline.virtual_stages = 2;
   const model::ModelPlan model = model::plan_model(e.model, Shape{32});
   e.pipeline.partition = {1, 2, 1, 1};  // rank 0: layers 0 and 3; rank 1: 1, 2 and 4
-  const pipeline::PipelinePlan from = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan from = plan_experiment(e, model, 2, 1, 1);
   e.pipeline.partition = {1, 1, 2, 1};  // rank 0: layers 0, 2 and 3; rank 1: 1 and 4
-  const pipeline::PipelinePlan to = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan to = plan_experiment(e, model, 2, 1, 1);
   ASSERT_EQ(to.stages.size(), 4u);
 
-  const pipeline::Placement placement{.num_ranks = 2, .virtual_stages = 2};
+  const plan::Placement placement{.num_ranks = 2, .virtual_stages = 2};
   const std::vector<double> peak = move_peak_bytes(from, to, placement, model, 2);
   ASSERT_EQ(peak.size(), 2u);
-  auto state = [](const pipeline::PipelinePlan& plan, size_t s) {
+  auto state = [](const plan::PipelinePlan& plan, size_t s) {
     return plan.stages[s].memory.state();
   };
   // Rank 0 receives layer 2 (weights and two optimizer slots); rank 1 receives nothing, though

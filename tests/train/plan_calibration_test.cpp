@@ -77,7 +77,7 @@ TEST(PlanCalibration, TimesTheMemoryTrafficOfEachOptimizersStep) {
 TEST(PlanCalibration, TheQuickMachineRatesArePerThreadAndKeepTheLinks) {
   model::ModelSpec spec;
   spec.layers = {layer("linear", 96), layer("relu", 0), layer("linear", 96)};
-  pipeline::MachineRates base;
+  plan::MachineRates base;
   base.threads = 2;
   base.link_bytes_per_s = 12.5e6;
   const MachineCalibration quick =
@@ -102,7 +102,7 @@ TEST(PlanCalibration, TheGemmRatesStayAssumedWhereLinearLayersCarryUnderHalfTheF
       testing::layer_spec(
           "conv2d", {{"channels", int64_t{8}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}}),
       testing::layer_spec("flatten", {}), layer("linear", 10)};
-  pipeline::MachineRates base;
+  plan::MachineRates base;
   const MachineCalibration quick =
       calibrate_machine(model::plan_model(spec, Shape{4, 8, 8}), optim::OptimizerConfig{}, 4, 1, 1,
                         base, Calibration::kQuick);

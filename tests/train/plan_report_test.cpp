@@ -50,9 +50,9 @@ TEST(PipelinePlan, ErrorsNameTheExperimentsKeys) {
   config::Experiment e = experiment();
   e.pipeline.memory_limit = 1024;
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   EXPECT_TRUE(plan.problem.starts_with("exp.yaml:21: pipeline.memory_limit: ")) << plan.problem;
-  e.pipeline.partition_mode = pipeline::PartitionMode::kManual;
+  e.pipeline.partition_mode = plan::PartitionMode::kManual;
   e.pipeline.partition = {1, 1};
   try {
     plan_experiment(e, model, 2, 1, 1);
@@ -66,8 +66,8 @@ TEST(PipelinePlan, ErrorsNameTheExperimentsKeys) {
 TEST(PlanReport, JsonHasEveryStageAndThePredictions) {
   const config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
-  pipeline::PipelineConfig pipe = e.pipeline;
+  const plan::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+  plan::PipelineConfig pipe = e.pipeline;
   const PlanReport report{.experiment = e, .model = model, .plan = plan, .pipeline = pipe};
   const nlohmann::json json = nlohmann::json::parse(plan_json(report).dump());
   EXPECT_EQ(json["config"], "exp.yaml");
@@ -88,7 +88,7 @@ TEST(PlanReport, JsonHasEveryStageAndThePredictions) {
   int64_t params = 0;
   for (size_t s = 0; s < 2; ++s) {
     const nlohmann::json& stage = json["stage_plans"][s];
-    const pipeline::StagePlan& expected = plan.stages[s];
+    const plan::StagePlan& expected = plan.stages[s];
     EXPECT_EQ(stage["stage"], s);
     EXPECT_EQ(stage["first_layer"], expected.layers.begin);
     EXPECT_EQ(stage["last_layer"], expected.layers.end - 1);
@@ -116,8 +116,8 @@ TEST(PlanReport, JsonHasEveryStageAndThePredictions) {
 TEST(PipelinePlan, ThreadsPerRankDivideTheComputeButNotThePartition) {
   config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan one = plan_experiment(e, model, 2, 1, 1);
-  const pipeline::PipelinePlan four = plan_experiment(e, model, 2, 1, 4);
+  const plan::PipelinePlan one = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan four = plan_experiment(e, model, 2, 1, 4);
   ASSERT_EQ(four.stages.size(), one.stages.size());
   for (size_t s = 0; s < one.stages.size(); ++s) {
     EXPECT_EQ(four.stages[s].layers.begin, one.stages[s].layers.begin);
@@ -141,11 +141,11 @@ TEST(PipelinePlan, RetimedKeepsThePlanAndPredictsItsTimesAtTheMeasuredRates) {
   config::Experiment e = experiment();
   e.pipeline.memory_limit = 1 << 30;  // recompute: auto then weighs the modes by their times
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan decided = plan_experiment(e, model, 2, 1, 1);
-  pipeline::MachineRates measured;  // twice the assumed compute rates, links as they are
+  const plan::PipelinePlan decided = plan_experiment(e, model, 2, 1, 1);
+  plan::MachineRates measured;  // twice the assumed compute rates, links as they are
   measured.flops_per_s *= 2;
   measured.bytes_per_s *= 2;
-  const pipeline::PipelinePlan timed = retimed(e, model, decided, 1, measured);
+  const plan::PipelinePlan timed = retimed(e, model, decided, 1, measured);
   EXPECT_EQ(timed.rates.flops_per_s, measured.flops_per_s);
   EXPECT_EQ(timed.schedule, decided.schedule);
   EXPECT_EQ(timed.recompute, decided.recompute);
@@ -159,12 +159,12 @@ TEST(PipelinePlan, RetimedKeepsThePlanAndPredictsItsTimesAtTheMeasuredRates) {
   }
   // The step of that partition planned at the measured rates, links unchanged.
   config::Experiment pinned = e;
-  pinned.pipeline.partition_mode = pipeline::PartitionMode::kManual;
+  pinned.pipeline.partition_mode = plan::PartitionMode::kManual;
   pinned.pipeline.partition = {decided.stages[0].layers.size(), decided.stages[1].layers.size()};
   pinned.pipeline.recompute = decided.recompute;
   pinned.pipeline.schedule = decided.schedule;
   pinned.pipeline.weight_grads = decided.weight_grads;
-  const pipeline::PipelinePlan expected = plan_experiment(pinned, model, 2, 1, measured);
+  const plan::PipelinePlan expected = plan_experiment(pinned, model, 2, 1, measured);
   EXPECT_DOUBLE_EQ(timed.step_s, expected.step_s);
   EXPECT_DOUBLE_EQ(timed.samples_per_s, expected.samples_per_s);
   EXPECT_DOUBLE_EQ(timed.bubble_fraction, expected.bubble_fraction);
@@ -175,7 +175,7 @@ TEST(PipelinePlan, RetimedKeepsThePlanAndPredictsItsTimesAtTheMeasuredRates) {
 TEST(PlanReport, SaysWhereTheRatesComeFromAndWhatTheyDoNotChoose) {
   const config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   const PlanReport measured{.experiment = e,
                             .model = model,
                             .plan = plan,
@@ -201,10 +201,10 @@ TEST(PlanReport, SaysWhereTheRatesComeFromAndWhatTheyDoNotChoose) {
 TEST(PlanReport, SlowerLinksLengthenTheStepByTheirQueuedTransfers) {
   const config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  pipeline::MachineRates fast, slow;
+  plan::MachineRates fast, slow;
   slow.link_bytes_per_s = 12.5e6;  // 100mbit
-  const pipeline::PipelinePlan a = plan_experiment(e, model, 2, 1, fast);
-  const pipeline::PipelinePlan b = plan_experiment(e, model, 2, 1, slow);
+  const plan::PipelinePlan a = plan_experiment(e, model, 2, 1, fast);
+  const plan::PipelinePlan b = plan_experiment(e, model, 2, 1, slow);
   EXPECT_GT(b.step_s, a.step_s);
   const PlanReport report{.experiment = e, .model = model, .plan = b, .pipeline = e.pipeline};
   EXPECT_NE(plan_text(report).find("12.5 MB/s links"), std::string::npos) << plan_text(report);
@@ -216,12 +216,12 @@ TEST(PlanReport, TheReplicasAllreduceIsAReduceScatterThenAnAllgather) {
   // weight_grads: tree, D = 4 is two levels of D = 2.
   config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  pipeline::MachineRates slow;
+  plan::MachineRates slow;
   slow.link_bytes_per_s = 1.0;
-  const pipeline::PipelinePlan d2 = plan_experiment(e, model, 1, 2, slow);
-  const pipeline::PipelinePlan d4 = plan_experiment(e, model, 1, 4, slow);
-  e.pipeline.weight_grads = pipeline::WeightGrads::kTree;
-  const pipeline::PipelinePlan d4_tree = plan_experiment(e, model, 1, 4, slow);
+  const plan::PipelinePlan d2 = plan_experiment(e, model, 1, 2, slow);
+  const plan::PipelinePlan d4 = plan_experiment(e, model, 1, 4, slow);
+  e.pipeline.weight_grads = plan::WeightGrads::kTree;
+  const plan::PipelinePlan d4_tree = plan_experiment(e, model, 1, 4, slow);
   const double gradient_bytes = d2.stages[0].memory.params;
   EXPECT_NEAR(d2.step_s / gradient_bytes, 1.0, 1e-3);
   EXPECT_NEAR(d4.step_s / (1.5 * gradient_bytes), 1.0, 1e-3);
@@ -235,13 +235,13 @@ TEST(PlanReport, TheReplicasAllreduceRunsBehindTheLastBackward) {
   config::Experiment e = experiment();
   e.pipeline.stages = 1;
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  pipeline::MachineRates fast;
+  plan::MachineRates fast;
   fast.link_bytes_per_s = 1e18;
-  const pipeline::PipelinePlan unlimited = plan_experiment(e, model, 1, 2, fast);
+  const plan::PipelinePlan unlimited = plan_experiment(e, model, 1, 2, fast);
   const double gradient_bytes = unlimited.stages[0].memory.params;
-  pipeline::MachineRates slow = fast;
+  plan::MachineRates slow = fast;
   slow.link_bytes_per_s = gradient_bytes / (unlimited.step_s / 3);
-  const pipeline::PipelinePlan limited = plan_experiment(e, model, 1, 2, slow);
+  const plan::PipelinePlan limited = plan_experiment(e, model, 1, 2, slow);
   const double transfer = unlimited.step_s / 3;
   EXPECT_GT(limited.step_s, unlimited.step_s);
   EXPECT_LT(limited.step_s, unlimited.step_s + 0.9 * transfer);
@@ -252,7 +252,7 @@ TEST(PlanReport, JsonNamesTheProblemWhenOverTheLimit) {
   config::Experiment e = experiment();
   e.pipeline.memory_limit = 4096;
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   const PlanReport report{.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline};
   const nlohmann::json json = nlohmann::json::parse(plan_json(report).dump());
   EXPECT_EQ(json["fits"], false);
@@ -264,11 +264,11 @@ TEST(PlanReport, JsonNamesTheProblemWhenOverTheLimit) {
 TEST(PlanReport, SaysWhenMeasuredTimeReplacesThePartition) {
   config::Experiment e = experiment();
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   EXPECT_EQ(plan_json({.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline})
                 .at("balance"),
             "predicted");
-  e.pipeline.balance = pipeline::Balance::kMeasured;
+  e.pipeline.balance = plan::Balance::kMeasured;
   e.pipeline.balance_after = 5;
   const PlanReport report{.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline};
   EXPECT_EQ(plan_json(report).at("balance"), "measured");
@@ -281,7 +281,7 @@ TEST(PlanReport, TextHasTheLayerAndStageTablesAndAdvice) {
   config::Experiment e = experiment();
   e.train.batch_size = 4096;  // enough compute that more micro-batches are predicted faster
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   const std::string text =
       plan_text({.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline});
   EXPECT_TRUE(text.starts_with(
@@ -319,9 +319,9 @@ TEST(PlanReport, EachCutListsItsLiveSetAndBytes) {
   add.reads = {model::ValueRef{"h", {"exp.yaml", 6, "l.read[0]"}}};
   e.model.layers.insert(e.model.layers.begin() + 2, {linear, add});
   e.pipeline.partition = {2, 3};
-  e.pipeline.partition_mode = pipeline::PartitionMode::kManual;
+  e.pipeline.partition_mode = plan::PartitionMode::kManual;
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+  const plan::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
   const PlanReport report{.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline};
   const std::string text = plan_text(report);
   EXPECT_NE(text.find("1|2             512          512  layers.1 [64], h [64]"), std::string::npos)
@@ -345,9 +345,9 @@ TEST(PlanReport, TheRankTableFollowsTheSchedulesPlacement) {
   e.pipeline.virtual_stages = 2;
   e.pipeline.micro_batches = 2;
   const model::ModelPlan model = model::plan_model(e.model, kInput);
-  const auto rank_rows = [&](pipeline::ScheduleKind schedule) {
+  const auto rank_rows = [&](plan::ScheduleKind schedule) {
     e.pipeline.schedule = schedule;
-    const pipeline::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
+    const plan::PipelinePlan plan = plan_experiment(e, model, 2, 1, 1);
     const std::string text =
         plan_text({.experiment = e, .model = model, .plan = plan, .pipeline = e.pipeline});
     const size_t table = text.find("rank   stages");
@@ -356,9 +356,9 @@ TEST(PlanReport, TheRankTableFollowsTheSchedulesPlacement) {
     const size_t second = text.find('\n', first) + 1;
     return std::pair{text.substr(first, 15), text.substr(second, 15)};
   };
-  EXPECT_EQ(rank_rows(pipeline::ScheduleKind::kInterleaved),
+  EXPECT_EQ(rank_rows(plan::ScheduleKind::kInterleaved),
             (std::pair<std::string, std::string>{"0      0, 2    ", "1      1, 3    "}));
-  EXPECT_EQ(rank_rows(pipeline::ScheduleKind::kZbv),
+  EXPECT_EQ(rank_rows(plan::ScheduleKind::kZbv),
             (std::pair<std::string, std::string>{"0      0, 3    ", "1      1, 2    "}));
 }
 

@@ -31,8 +31,8 @@ TEST(StateLayout, NamesWhatStageStateWritesFromTheLayersAlone) {
   const model::ModelSpec spec = three_layers();
   const Shape input{5};
   for (auto [begin, end] : {std::pair{0, 3}, std::pair{1, 3}, std::pair{2, 3}}) {
-    pipeline::Stage stage(model::build_layers(spec, input, begin, end),
-                          pipeline::Recompute::kAlways, 1);
+    pipeline::Stage stage(model::build_layers(spec, input, begin, end), plan::Recompute::kAlways,
+                          1);
     optim::OptimizerConfig config;  // Adam: two state slots
     auto optimizer = optim::Optimizer::make(config, stage.params().num_params(), {});
     std::vector<std::string> slots;

@@ -48,11 +48,11 @@ struct TiedModel {
   TiedModel() {
     auto layers = model::build_layers(spec, Shape{kSeq}, 0, 3);
     tied = model::find_tied_weights(spec, layers);
-    stage = std::make_unique<pipeline::Stage>(std::move(layers), pipeline::Recompute::kNever, 1);
+    stage = std::make_unique<pipeline::Stage>(std::move(layers), plan::Recompute::kNever, 1);
     stage->params().initialize(kSeed);
-    copies = std::make_unique<TiedCopies>(tied, std::vector<model::LayerRange>{{0, 3}},
-                                          pipeline::Placement{}, 0, nullptr,
-                                          std::vector<pipeline::Stage*>{stage.get()});
+    copies =
+        std::make_unique<TiedCopies>(tied, std::vector<plan::LayerRange>{{0, 3}}, plan::Placement{},
+                                     0, nullptr, std::vector<pipeline::Stage*>{stage.get()});
     copies->initialize(kSeed, spec, model::one_input(Shape{kSeq}));
   }
   std::span<float> param(int layer, const std::string& name, bool grad = false) {
@@ -132,13 +132,11 @@ TEST(TiedCopies, TwoChunksOfOneRankSumTheirUsesInPlace) {
   const model::ModelSpec spec = tied_model();
   const auto tied = model::find_tied_weights(spec, model::build_layers(spec, Shape{kSeq}, 0, 3));
   ASSERT_TRUE(tied.has_value());
-  pipeline::Stage embedding(model::build_layers(spec, Shape{kSeq}, 0, 1),
-                            pipeline::Recompute::kNever, 1);
-  pipeline::Stage head(model::build_layers(spec, Shape{kSeq}, 1, 3), pipeline::Recompute::kNever,
-                       1);
-  TiedCopies copies(tied, {{0, 1}, {1, 3}},
-                    pipeline::Placement{.num_ranks = 1, .virtual_stages = 2}, 0, nullptr,
-                    {&embedding, &head});
+  pipeline::Stage embedding(model::build_layers(spec, Shape{kSeq}, 0, 1), plan::Recompute::kNever,
+                            1);
+  pipeline::Stage head(model::build_layers(spec, Shape{kSeq}, 1, 3), plan::Recompute::kNever, 1);
+  TiedCopies copies(tied, {{0, 1}, {1, 3}}, plan::Placement{.num_ranks = 1, .virtual_stages = 2}, 0,
+                    nullptr, {&embedding, &head});
   std::ranges::fill(embedding.params().grads(), 1.0f);
   std::ranges::fill(head.params().grads(), 2.0f);
   copies.sum_gradients();
@@ -201,22 +199,19 @@ TEST(TiedCopies, AGroupOfThreeUsesSumsInUseOrderOnEveryLayout) {
   const auto tied = model::find_tied_weights(spec, model::build_layers(spec, kTwoInputs, 0, 4));
   ASSERT_TRUE(tied.has_value());
   ASSERT_EQ(tied->copies.size(), 2U);
-  pipeline::Stage whole(model::build_layers(spec, kTwoInputs, 0, 4), pipeline::Recompute::kNever,
-                        1);
-  pipeline::Stage first(model::build_layers(spec, kTwoInputs, 0, 1), pipeline::Recompute::kNever,
-                        1);
-  pipeline::Stage middle(model::build_layers(spec, kTwoInputs, 1, 3), pipeline::Recompute::kNever,
-                         1);
-  pipeline::Stage last(model::build_layers(spec, kTwoInputs, 3, 4), pipeline::Recompute::kNever, 1);
+  pipeline::Stage whole(model::build_layers(spec, kTwoInputs, 0, 4), plan::Recompute::kNever, 1);
+  pipeline::Stage first(model::build_layers(spec, kTwoInputs, 0, 1), plan::Recompute::kNever, 1);
+  pipeline::Stage middle(model::build_layers(spec, kTwoInputs, 1, 3), plan::Recompute::kNever, 1);
+  pipeline::Stage last(model::build_layers(spec, kTwoInputs, 3, 4), plan::Recompute::kNever, 1);
   const std::vector<std::vector<pipeline::Stage*>> layouts = {
       {&whole}, {&first, &middle, &last}, {&last, &first, &middle}};
   for (const auto& stages : layouts) {
     const bool one_stage = stages.size() == 1;
     TiedCopies copies(
         tied,
-        one_stage ? std::vector<model::LayerRange>{{0, 4}}
-                  : std::vector<model::LayerRange>{{0, 1}, {1, 3}, {3, 4}},
-        pipeline::Placement{.num_ranks = 1, .virtual_stages = static_cast<int>(stages.size())}, 0,
+        one_stage ? std::vector<plan::LayerRange>{{0, 4}}
+                  : std::vector<plan::LayerRange>{{0, 1}, {1, 3}, {3, 4}},
+        plan::Placement{.num_ranks = 1, .virtual_stages = static_cast<int>(stages.size())}, 0,
         nullptr, stages);
     for (pipeline::Stage* stage : stages) std::ranges::fill(stage->params().grads(), 3.0f);
     fill_grad(stages, 0, "token", 1.0f);
@@ -248,11 +243,10 @@ TEST(TiedCopies, AGroupOfThreeUsesSumsInUseOrderOnEveryLayout) {
 // Every copy of a group of three starts as the first embedding's draw.
 TEST(TiedCopies, EveryCopyOfAGroupStartsAsTheEmbeddingsDraw) {
   const model::ModelSpec spec = testing::three_uses_model(kVocab, kDim);
-  pipeline::Stage stage(model::build_layers(spec, kTwoInputs, 0, 4), pipeline::Recompute::kNever,
-                        1);
+  pipeline::Stage stage(model::build_layers(spec, kTwoInputs, 0, 4), plan::Recompute::kNever, 1);
   stage.params().initialize(kSeed);
   const auto tied = model::find_tied_weights(spec, model::build_layers(spec, kTwoInputs, 0, 4));
-  TiedCopies copies(tied, {{0, 4}}, pipeline::Placement{}, 0, nullptr, {&stage});
+  TiedCopies copies(tied, {{0, 4}}, plan::Placement{}, 0, nullptr, {&stage});
   copies.initialize(kSeed, spec, kTwoInputs);
   const auto values = [&stage](int layer, const std::string& name) {
     for (const auto& entry : stage.params().entries()) {
@@ -341,9 +335,9 @@ TEST(TiedCopies, TwoChunksOfOneRankRestoreBothCopiesFromTheOneStoredMatrix) {
 
   // Restored into a rank holding the embedding and the head in two chunks (zbv's rank 0).
   pipeline::Stage embedding(model::build_layers(whole.spec, Shape{kSeq}, 0, 1),
-                            pipeline::Recompute::kNever, 1);
-  pipeline::Stage head(model::build_layers(whole.spec, Shape{kSeq}, 1, 3),
-                       pipeline::Recompute::kNever, 1);
+                            plan::Recompute::kNever, 1);
+  pipeline::Stage head(model::build_layers(whole.spec, Shape{kSeq}, 1, 3), plan::Recompute::kNever,
+                       1);
   const auto embedding_optimizer =
       optim::Optimizer::make(optim::OptimizerConfig{}, embedding.params().num_params());
   const auto head_optimizer =

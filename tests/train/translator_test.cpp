@@ -71,7 +71,7 @@ Reference make_reference(int64_t target_len, uint64_t seed) {
     reference.weights.push_back({slot.tensor.name, slot.tensor.shape, std::move(scaled)});
   }
   reference.stage = std::make_unique<pipeline::Stage>(
-      std::move(layers), pipeline::Recompute::kNever, 1, pipeline::WeightGrads::kAccumulate,
+      std::move(layers), plan::Recompute::kNever, 1, plan::WeightGrads::kAccumulate,
       std::make_shared<const model::ModelGraph>(model::model_graph(spec, inputs)));
   load_stage_weights(*reference.stage, reference.weights, "reference", std::nullopt);
   return reference;

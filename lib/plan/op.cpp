@@ -1,0 +1,50 @@
+// Op: the short textual names of pipeline ops ("F3", "RA2", ...).
+#include "plan/op.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mpipe::plan {
+
+namespace {
+
+const char* prefix(OpKind kind) {
+  switch (kind) {
+    case OpKind::kRecvActivation:
+      return "RA";
+    case OpKind::kForward:
+      return "F";
+    case OpKind::kSendActivation:
+      return "SA";
+    case OpKind::kRecvGrad:
+      return "RG";
+    case OpKind::kBackward:
+      return "B";
+    case OpKind::kSendGrad:
+      return "SG";
+    case OpKind::kBackwardInput:
+      return "I";
+    case OpKind::kBackwardWeight:
+      return "W";
+    case OpKind::kWeightGradsBatched:
+      return "WB";
+  }
+  return "?";
+}
+
+}  // namespace
+
+bool has_chunks(const Program& program) {
+  return std::ranges::any_of(program, [](const Op& op) { return op.chunk != 0; });
+}
+
+std::string to_string(const Op& op, bool with_chunk) {
+  if (op.kind == OpKind::kWeightGradsBatched) {  // every micro-batch's
+    return with_chunk ? fmt::format("{}.{}", prefix(op.kind), op.chunk) : prefix(op.kind);
+  }
+  if (with_chunk) return fmt::format("{}{}.{}", prefix(op.kind), op.micro_batch, op.chunk);
+  return fmt::format("{}{}", prefix(op.kind), op.micro_batch);
+}
+
+}  // namespace mpipe::plan

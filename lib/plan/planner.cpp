@@ -1,0 +1,850 @@
+// Planner: partition choice, per-stage predictions, timeline simulation of the step, advice.
+#include "plan/planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "core/byte_format.h"
+#include "core/counted.h"
+#include "core/error.h"
+#include "plan/allreduce_overlap.h"
+#include "plan/batch_split.h"
+#include "plan/gradient_tree.h"
+#include "plan/memory_check.h"
+#include "plan/partitioner.h"
+#include "plan/placement.h"
+#include "plan/program_memory.h"
+#include "plan/schedule.h"
+#include "plan/simulator.h"
+
+namespace mpipe::plan {
+
+double optimizer_passes(int optimizer_slots, bool clips_gradients) {
+  return 5.0 + 2.0 * optimizer_slots + (clips_gradients ? 3.0 : 0.0);
+}
+
+namespace {
+
+using plan::LayerRange;
+
+// Micro-batches whose forward runs twice.
+int recomputed_micro_batches(Recompute recompute, int num_micro_batches) {
+  switch (recompute) {
+    case Recompute::kAlways:
+    case Recompute::kPerLayer:
+      return num_micro_batches;
+    case Recompute::kExceptLast:
+      return num_micro_batches - 1;
+    case Recompute::kNever:
+      return 0;
+    case Recompute::kAuto:
+      break;
+  }
+  throw Error("recomputed_micro_batches: recompute: auto is not resolved");
+}
+
+// Predicted seconds of layer ranges, from prefix sums over the layers (O(1) per range).
+class StageTimes {
+ public:
+  StageTimes(const std::vector<plan::LayerCost>& costs, int64_t rows, const PlanRequest& request)
+      : num_micro_batches_(request.pipeline.micro_batches),
+        recomputed_(recomputed_micro_batches(request.pipeline.recompute, num_micro_batches_)),
+        per_thread_(1.0 / std::max(1, request.rates.threads)) {
+    const MachineRates& rates = request.rates;
+    const auto rate = [&rates](double measured) {
+      return measured > 0 ? measured : rates.flops_per_s;
+    };
+    const double input_gradient_rate = rate(rates.input_gradient_flops_per_s);
+    const double weight_rate = rate(rates.weight_flops_per_s);
+    const double batched_rate = rate(rates.batched_weight_flops_per_s);
+    const double optimizer_rate =
+        rates.optimizer_bytes_per_s > 0 ? rates.optimizer_bytes_per_s : rates.bytes_per_s;
+    // Linear layers batch their weight gradients over the step (nn::Linear, Stage::defers_grads).
+    const bool batched =
+        request.pipeline.weight_grads == WeightGrads::kBatched && num_micro_batches_ > 1;
+    const auto r = static_cast<double>(rows);
+    const double passes = optimizer_passes(request.optimizer_slots, request.clips_gradients);
+    forward_.assign(costs.size() + 1, 0.0);
+    backward_ = weight_ = batched_weight_ = optimizer_ = forward_;
+    for (size_t i = 0; i < costs.size(); ++i) {
+      const plan::LayerCost& c = costs[i];
+      const bool deferred = batched && c.kind == "linear";
+      forward_[i + 1] = forward_[i] + r * (c.forward_flops / rates.flops_per_s +
+                                           c.forward_traffic_bytes() / rates.bytes_per_s);
+      backward_[i + 1] =
+          backward_[i] + r * ((c.backward_flops - c.weight_grad_flops) / input_gradient_rate +
+                              (deferred ? 0.0 : c.weight_grad_flops / weight_rate) +
+                              c.backward_traffic_bytes() / rates.bytes_per_s);
+      // (A split layer's W op, when batched, only copies its operands.)
+      weight_[i + 1] = weight_[i] + (deferred ? 0.0 : r * c.weight_grad_flops / weight_rate);
+      batched_weight_[i + 1] =
+          batched_weight_[i] +
+          (deferred ? num_micro_batches_ * r * c.weight_grad_flops / batched_rate : 0.0);
+      optimizer_[i + 1] = optimizer_[i] + passes * c.param_bytes / optimizer_rate;
+    }
+  }
+  // One micro-batch's forward, and its backward (with its share of recomputes), on the rank's
+  // threads.
+  double forward(int begin, int end) const { return per_thread_ * one_thread_forward(begin, end); }
+  double backward(int begin, int end) const {
+    return per_thread_ * one_thread_backward(begin, end);
+  }
+  // The part of backward() that split layers' W ops take (zero-bubble schedules).
+  double weight(int begin, int end) const { return per_thread_ * sum(weight_, begin, end); }
+  // weight_grads: batched: the step's batched weight gradients, the chunk's WB op (not in
+  // backward()).
+  double batched_weight(int begin, int end) const {
+    return per_thread_ * sum(batched_weight_, begin, end);
+  }
+  // All micro-batches of a step.
+  double compute(int begin, int end) const {
+    return num_micro_batches_ * (forward(begin, end) + backward(begin, end)) +
+           batched_weight(begin, end);
+  }
+  double optimizer(int begin, int end) const { return per_thread_ * sum(optimizer_, begin, end); }
+  // What `auto` balances: a step's compute and optimizer on one thread.
+  double one_thread_total(int begin, int end) const {
+    return num_micro_batches_ * (one_thread_forward(begin, end) + one_thread_backward(begin, end)) +
+           sum(batched_weight_, begin, end) + sum(optimizer_, begin, end);
+  }
+
+ private:
+  static double sum(const std::vector<double>& prefix, int begin, int end) {
+    return prefix[static_cast<size_t>(end)] - prefix[static_cast<size_t>(begin)];
+  }
+  double one_thread_forward(int begin, int end) const { return sum(forward_, begin, end); }
+  double one_thread_backward(int begin, int end) const {
+    return sum(backward_, begin, end) +
+           one_thread_forward(begin, end) * recomputed_ / num_micro_batches_;
+  }
+  int num_micro_batches_;
+  int recomputed_;
+  double per_thread_;  // 1 / threads per rank
+  std::vector<double> forward_, backward_, weight_, batched_weight_, optimizer_;  // prefix sums
+};
+
+// Everything the plan of one request computes from, built once.
+struct Context {
+  const model::ModelPlan& plan;
+  const PlanRequest& request;
+  int num_layers;
+  int num_stages;  // K·v: every rank's chunks
+  Placement placement;
+  int64_t rows;
+  plan::MemoryModel memory;
+  StageTimes times;
+  std::optional<double> limit;
+  std::vector<std::vector<RankMoment>> rank_moments;     // per rank
+  std::vector<std::vector<plan::StashProfile>> moments;  // per stage: its chunk's, where it runs
+
+  // What `auto` balances: the measured time when the request has it, else the predicted one.
+  double stage_time(int begin, int end, int stage) const {
+    if (request.measured_time) return request.measured_time(begin, end, stage);
+    return times.one_thread_total(begin, end);
+  }
+  // The stage's largest candidate moment (its chunk's where it runs), and that moment.
+  std::pair<plan::StageMemory, plan::StashProfile> peak(int begin, int end, int stage) const {
+    std::pair<plan::StageMemory, plan::StashProfile> largest;
+    bool first = true;
+    for (const plan::StashProfile& moment : moments[static_cast<size_t>(stage)]) {
+      const plan::StageMemory m =
+          memory.stage(begin, end, moment, stage == 0, stage == num_stages - 1);
+      if (first || m.total() > largest.first.total()) largest = {m, moment};
+      first = false;
+    }
+    return largest;
+  }
+  plan::StageMemory stage_memory(int begin, int end, int stage) const {
+    return peak(begin, end, stage).first;
+  }
+  // Rank `rank`'s peak (see rank_peaks) with its stages on `ranges`.
+  double rank_peak(const std::vector<LayerRange>& ranges, int rank) const;
+  // With chunks, per rank: the slowest rank's time, each rank's peak within the limit.
+  plan::PartitionProblem problem(bool with_limit) const {
+    plan::PartitionProblem p{
+        .num_layers = num_layers,
+        .num_stages = num_stages,
+        .time = [this](int b, int e, int s) { return stage_time(b, e, s); },
+        .memory = [this](int b, int e, int s) { return stage_memory(b, e, s).total(); },
+        .memory_limit = with_limit ? limit : std::nullopt,
+        .rank_of_stage = {},
+        .rank_memory = {}};
+    if (placement.virtual_stages > 1) {
+      p.rank_of_stage = placement.ranks_of_stages();
+      p.rank_memory = [this](const std::vector<LayerRange>& r, int rank) {
+        return rank_peak(r, rank);
+      };
+    }
+    return p;
+  }
+  // Minimizes the largest stage's peak memory instead of its time.
+  plan::PartitionProblem smallest_memory_problem() const {
+    plan::PartitionProblem p = problem(false);
+    p.time = p.memory;
+    p.rank_of_stage.clear();
+    return p;
+  }
+};
+
+std::string layer_span(const LayerRange& r) {
+  return r.size() == 1 ? fmt::format("layer {}", r.begin)
+                       : fmt::format("layers {}-{}", r.begin, r.end - 1);
+}
+
+// Why no partition fits the limit: a layer too large for any stage, or the smallest limit.
+std::string infeasible_message(const Context& c) {
+  const std::string& where = c.request.memory_limit_where;
+  const double limit = *c.limit;
+  int worst = -1;
+  double worst_bytes = 0.0;
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    // The positions a single-layer stage holding it can take.
+    const int first = std::max(0, c.num_stages - (c.num_layers - layer));
+    const int last = std::min(layer, c.num_stages - 1);
+    double least = -1.0;
+    for (int s = first; s <= last; ++s) {
+      const double bytes = c.stage_memory(layer, layer + 1, s).total();
+      least = least < 0 ? bytes : std::min(least, bytes);
+    }
+    if (least > limit && least > worst_bytes) {
+      worst = layer;
+      worst_bytes = least;
+    }
+  }
+  if (worst >= 0) {
+    return fmt::format(
+        "{}: layer {} ({}) alone needs {} (parameters, gradients, optimizer state and "
+        "activations), over the limit of {}",
+        where, worst, c.plan.layers[static_cast<size_t>(worst)].kind, format_bytes(worst_bytes),
+        format_bytes(limit));
+  }
+  const plan::PartitionProblem p = c.smallest_memory_problem();
+  const double smallest = plan::largest_stage_cost(*plan::best_partition(p), p.memory);
+  return fmt::format(
+      "{}: no partition of {} into {} fits {} per rank; the smallest limit that fits is {}", where,
+      counted(c.num_layers, "layer"), counted(c.num_stages, "stage"), format_bytes(limit),
+      format_bytes_up(smallest));
+}
+
+// The partition the request asks for; `problem` is set when auto finds none within the limit.
+// With `per_stage`, auto minimizes the slowest stage even with chunks (Context::problem).
+std::vector<LayerRange> choose_partition(const Context& c, std::string& problem,
+                                         bool per_stage = false) {
+  const PipelineConfig& pipe = c.request.pipeline;
+  const std::string& where = c.request.partition_where;
+  switch (pipe.partition_mode) {
+    case PartitionMode::kUniform:
+      return plan::partition_layers(c.num_layers, c.num_stages, {}, where);
+    case PartitionMode::kManual:
+      return plan::partition_layers(c.num_layers, c.num_stages, pipe.partition, where);
+    case PartitionMode::kAuto:
+      break;
+  }
+  plan::partition_layers(c.num_layers, c.num_stages, {}, where);  // at least one layer a stage
+  plan::PartitionProblem p = c.problem(true);
+  if (per_stage) p.rank_of_stage.clear();
+  if (auto best = plan::best_partition(p)) return *best;
+  problem = infeasible_message(c);
+  return *plan::best_partition(c.smallest_memory_problem());
+}
+
+StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
+  const PipelineConfig& pipe = c.request.pipeline;
+  StagePlan s;
+  s.layers = range;
+  const double m = pipe.micro_batches;
+  const double recomputed = recomputed_micro_batches(pipe.recompute, pipe.micro_batches);
+  const auto rows = static_cast<double>(c.rows);
+  for (int i = range.begin; i < range.end; ++i) {
+    const plan::LayerCost& cost = c.memory.costs()[static_cast<size_t>(i)];
+    s.num_params += cost.num_params;
+    s.forward_flops += m * rows * cost.forward_flops;
+    s.backward_flops += m * rows * cost.backward_flops;
+    s.recompute_flops += recomputed * rows * cost.forward_flops;
+  }
+  if (range.end < c.num_layers) {
+    s.sent_bytes += m * rows * static_cast<double>(c.plan.live_bytes(range.end));
+  }
+  if (range.begin > 0) {
+    s.sent_bytes += m * rows * static_cast<double>(c.plan.live_grad_bytes(range.begin));
+  }
+  s.compute_s = c.times.compute(range.begin, range.end);
+  s.optimizer_s = c.times.optimizer(range.begin, range.end);
+  std::tie(s.memory, s.stash) = c.peak(range.begin, range.end, stage);
+  s.fits = !c.limit || s.memory.total() <= *c.limit;
+  return s;
+}
+
+// A stage's gradients (chunk `chunk` of the rank whose timeline is given) summed over the
+// replicas by MPI_Iallreduce as mpipe asks Open MPI to run it
+// (comm::prefer_reduce_scatter_allgather): a reduce-scatter, then an allgather, each moving
+// (D - 1) / D of a layer's gradient over every rank's link at once; under `weight_grads: tree`
+// each of the log2 D levels is such an allreduce of 2 ranks (half the gradient each way, twice).
+// Each layer's starts once its part of the stage's last gradient work is done, last layer first
+// (Executor::between_layers): of the last backward, of the last W op where backwards are split,
+// or of the WB op where they are batched. Measured on two hosts at 1 Gbit/s and 100 Mbit/s:
+// scripts/bench/slow_links.sh.
+std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRange& range,
+                                                 const StageTimeline& timeline, int chunk) {
+  const PipelineConfig& pipe = c.request.pipeline;
+  const int replicas = pipe.data_parallel;
+  if (replicas < 2) return {};
+  const double transfers = pipe.weight_grads == WeightGrads::kTree
+                               ? std::bit_width(static_cast<unsigned>(replicas)) - 1.0
+                               : 2.0 * (replicas - 1) / replicas;
+  const auto last =
+      std::find_if(timeline.compute.rbegin(), timeline.compute.rend(), [chunk](const TimedOp& t) {
+        return t.op.chunk == chunk &&
+               (t.op.kind == OpKind::kBackward || t.op.kind == OpKind::kBackwardWeight ||
+                t.op.kind == OpKind::kWeightGradsBatched);
+      });
+  check(last != timeline.compute.rend(), "replicas_allreduce: a stage without a backward");
+  const auto part = [&](int layer) {  // layer's share of the work that completes its gradient
+    switch (last->op.kind) {
+      case OpKind::kWeightGradsBatched:
+        return c.times.batched_weight(layer, layer + 1);
+      case OpKind::kBackwardWeight:
+        return c.times.weight(layer, layer + 1);
+      default:
+        return c.times.backward(layer, layer + 1);
+    }
+  };
+  double done = last->end;
+  for (int i = range.begin; i < range.end; ++i) done -= part(i);
+  std::vector<GradientTransfer> gradients;
+  for (int i = range.end; i-- > range.begin;) {
+    done += part(i);
+    const double bytes = c.memory.costs()[static_cast<size_t>(i)].param_bytes;
+    if (bytes > 0) {
+      gradients.push_back(
+          {.ready = done, .transfer = transfers * bytes / c.request.rates.link_bytes_per_s});
+    }
+  }
+  return gradients;
+}
+
+// The step's timeline: every stage's program in simulated time, F and B per stage, and each
+// stage's allreduce behind its last gradient work.
+void simulate_step(const Context& c, PipelinePlan& out) {
+  const PipelineConfig& pipe = c.request.pipeline;
+  const MachineRates& rates = c.request.rates;
+  SimulationOptions options;
+  options.placement = c.placement.kind;
+  std::vector<Program> programs;
+  for (int r = 0; r < c.placement.num_ranks; ++r) {
+    programs.push_back(make_program(pipe.schedule, c.placement.num_ranks, pipe.micro_batches, r,
+                                    c.placement.virtual_stages, pipe.weight_grads));
+  }
+  double largest_boundary = 0.0;
+  for (int s = 0; s < c.num_stages; ++s) {  // indexed by global stage, as the simulator reads them
+    const LayerRange& r = out.stages[static_cast<size_t>(s)].layers;
+    options.stage_forward_times.push_back(c.times.forward(r.begin, r.end));
+    options.stage_backward_times.push_back(c.times.backward(r.begin, r.end));
+    options.stage_weight_times.push_back(c.times.weight(r.begin, r.end));
+    options.stage_batched_weight_times.push_back(c.times.batched_weight(r.begin, r.end));
+    if (s + 1 < c.num_stages) {
+      // What crosses the cut: its live set, both ways (model::ModelPlan::live_bytes).
+      largest_boundary = std::max(largest_boundary,
+                                  static_cast<double>(c.rows) *
+                                      static_cast<double>(std::max(c.plan.live_bytes(r.end),
+                                                                   c.plan.live_grad_bytes(r.end))));
+    }
+  }
+  if (c.num_stages > 1) {
+    options.send_latency = rates.link_latency_s;
+    options.send_transfer = largest_boundary / rates.link_bytes_per_s;
+  }
+  const SimulationResult result = simulate(programs, options);
+  double compute = 0.0, largest = 0.0, step_end = result.makespan;
+  std::vector<double> rank_optimizer_s(static_cast<size_t>(c.placement.num_ranks), 0.0);
+  for (int s = 0; s < c.num_stages; ++s) {
+    const StagePlan& stage = out.stages[static_cast<size_t>(s)];
+    const auto rank = static_cast<size_t>(c.placement.rank_of(s));
+    rank_optimizer_s[rank] += stage.optimizer_s;  // a rank updates its chunks one after another
+    compute += stage.compute_s;
+    largest = std::max(largest, stage.compute_s);
+    step_end =
+        std::max(step_end, allreduce_end(replicas_allreduce(c, stage.layers, result.stages[rank],
+                                                            c.placement.chunk_of(s))));
+  }
+  out.bubble_fraction = result.bubble_fraction;
+  out.step_s = step_end + *std::max_element(rank_optimizer_s.begin(), rank_optimizer_s.end());
+  out.samples_per_s = out.step_s > 0 ? static_cast<double>(c.request.batch_size) / out.step_s : 0.0;
+  out.largest_stage_share = compute > 0 ? largest / compute : 1.0;
+}
+
+// The predicted peak of each rank while evaluating batches of `batch` examples, and each stage's
+// part of it (the stages of a rank add up to the rank's).
+struct EvaluationMemory {
+  std::vector<plan::StageMemory> stages;  // per global stage
+  std::vector<double> ranks;
+};
+
+// Evaluation as Executor::evaluate runs it: forward only, a rank's chunks one after another, one
+// micro-batch at a time (of the batch's M parts, the largest), each stage holding its input to
+// its forward's end. A rank posts the receives of all its chunks' micro-batches at the start, and
+// its sends share the link's kSendsInFlight. Its moments, per chunk and micro-batch: a received
+// message unpacked beside the rest still posted, the forward, and the output packed beside the
+// sends in flight (or, on the last stage, its loss).
+EvaluationMemory evaluation_memory(const Context& c, const std::vector<StagePlan>& stages,
+                                   int64_t batch) {
+  const auto parts = static_cast<int>(std::min<int64_t>(c.request.pipeline.micro_batches, batch));
+  const plan::MemoryModel memory(c.memory.costs(), (batch + parts - 1) / parts,
+                                 c.request.optimizer_slots, c.request.allocator, c.memory.values(),
+                                 c.request.optimizer_shards);
+  const Placement& placement = c.placement;
+  EvaluationMemory out{.stages = std::vector<plan::StageMemory>(static_cast<size_t>(c.num_stages)),
+                       .ranks = std::vector<double>(static_cast<size_t>(placement.num_ranks), 0.0)};
+  for (int rank = 0; rank < placement.num_ranks; ++rank) {
+    const int chunks = placement.virtual_stages;
+    std::vector<int> sent;  // the chunk of each send so far, in order
+    for (int running = 0; running < chunks; ++running) {
+      const bool first = placement.is_first(rank, running);
+      const bool last = placement.is_last(rank, running);
+      for (int m = 0; m < parts; ++m) {
+        std::vector<plan::StashProfile> moment(static_cast<size_t>(chunks));
+        for (int chunk = 0; chunk < chunks; ++chunk) {
+          plan::StashProfile& p = moment[static_cast<size_t>(chunk)];
+          p.backward = false;
+          p.idle = chunk != running;
+          if (!placement.is_first(rank, chunk) && chunk >= running) {
+            p.posted_activations = chunk > running ? parts : parts - 1 - m;
+          }
+        }
+        for (size_t k = sent.size() > plan::kSendsInFlight ? sent.size() - plan::kSendsInFlight : 0;
+             k < sent.size(); ++k) {
+          ++moment[static_cast<size_t>(sent[k])].sent_activations;
+        }
+        // The micro-batch's moments: received (not yet its input), forwarded, packed or its loss.
+        plan::StashProfile& own = moment[static_cast<size_t>(running)];
+        own.inputs = 1;
+        own.evaluating = true;
+        std::vector<plan::StashProfile> kinds = {own};
+        if (!first) {
+          kinds.push_back(own);
+          kinds.back().inputs = 0;
+          kinds.back().copy = plan::StashProfile::Copy::kActivationIn;
+        }
+        kinds.push_back(own);
+        if (last) {
+          kinds.back().loss = true;
+        } else {
+          kinds.back().copy = plan::StashProfile::Copy::kActivationOut;
+        }
+        for (const plan::StashProfile& kind : kinds) {
+          moment[static_cast<size_t>(running)] = kind;
+          std::vector<plan::StageMemory> parts_of(static_cast<size_t>(chunks));
+          double total = 0.0;
+          for (int chunk = 0; chunk < chunks; ++chunk) {
+            const int s = placement.stage_of(rank, chunk);
+            const LayerRange& r = stages[static_cast<size_t>(s)].layers;
+            parts_of[static_cast<size_t>(chunk)] = memory.stage(
+                r.begin, r.end, moment[static_cast<size_t>(chunk)], s == 0, s == c.num_stages - 1);
+            total += parts_of[static_cast<size_t>(chunk)].total();
+          }
+          if (total <= out.ranks[static_cast<size_t>(rank)]) continue;
+          out.ranks[static_cast<size_t>(rank)] = total;
+          for (int chunk = 0; chunk < chunks; ++chunk) {
+            out.stages[static_cast<size_t>(placement.stage_of(rank, chunk))] =
+                parts_of[static_cast<size_t>(chunk)];
+          }
+        }
+        if (!last) sent.push_back(running);
+      }
+    }
+  }
+  return out;
+}
+
+bool fits(const Context& c, const EvaluationMemory& evaluation) {
+  return std::ranges::all_of(evaluation.ranks, [&](double bytes) { return bytes <= *c.limit; });
+}
+
+// The evaluation of batches too large for the limit, as one line with the largest that fits.
+std::string evaluation_over_limit_message(const Context& c, const PipelinePlan& out) {
+  if (out.rank_evaluation_peak_bytes.empty()) return "";  // evaluation not planned
+  // The first stage whose rank is over (named with its rank's bytes: its own at v = 1).
+  const auto rank_bytes = [&](const StagePlan& stage) {
+    const int s = static_cast<int>(&stage - out.stages.data());
+    return out.rank_evaluation_peak_bytes[static_cast<size_t>(c.placement.rank_of(s))];
+  };
+  const auto over = std::ranges::find_if(
+      out.stages, [&](const StagePlan& stage) { return rank_bytes(stage) > *c.limit; });
+  if (over == out.stages.end()) return "";
+  int64_t fitting = 0, too_large = c.request.eval_batch_size;  // the largest that fits: bisected
+  while (too_large - fitting > 1) {
+    const int64_t middle = fitting + (too_large - fitting) / 2;
+    (fits(c, evaluation_memory(c, out.stages, middle)) ? fitting : too_large) = middle;
+  }
+  return fmt::format(
+      "{}: evaluation batches of {} examples need {} on stage {} ({}), over the limit of {} ({}); "
+      "{}",
+      c.request.eval_batch_where, c.request.eval_batch_size, format_bytes(rank_bytes(*over)),
+      over - out.stages.begin(), layer_span(over->layers), format_bytes(*c.limit),
+      c.request.memory_limit_where,
+      fitting > 0 ? fmt::format("at most {} fit", fitting) : "not even one example fits");
+}
+
+// Each rank's peak: its largest moment, each chunk's profile then on its stage's layers, or the
+// tie exchange after the step where the rank holds some of the tied matrix's uses, not all.
+double Context::rank_peak(const std::vector<LayerRange>& ranges, int rank) const {
+  double peak = 0.0;
+  for (const RankMoment& moment : rank_moments[static_cast<size_t>(rank)]) {
+    double bytes = 0.0;
+    for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
+      const int s = placement.stage_of(rank, chunk);
+      const LayerRange& r = ranges[static_cast<size_t>(s)];
+      bytes += memory
+                   .stage(r.begin, r.end, moment.chunks[static_cast<size_t>(chunk)], s == 0,
+                          s == num_stages - 1)
+                   .total();
+    }
+    peak = std::max(peak, bytes);
+  }
+  // The tie exchange after the step (train::TiedCopies::sum_gradients): the rank's state beside
+  // one chunk received per use of the tied matrix held elsewhere.
+  if (!plan.tied) return peak;
+  int held = 0;
+  double state = 0.0;
+  for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
+    const int s = placement.stage_of(rank, chunk);
+    const LayerRange& r = ranges[static_cast<size_t>(s)];
+    for (const model::TiedUse& use : plan.tied->uses()) {
+      held += r.begin <= use.layer && use.layer < r.end ? 1 : 0;
+    }
+    plan::StashProfile between_steps;
+    between_steps.idle = true;
+    between_steps.backward = false;
+    state += memory.stage(r.begin, r.end, between_steps, s == 0, s == num_stages - 1).state();
+  }
+  const int64_t exchange = model::tied_exchange_bytes(*plan.tied, held);
+  if (exchange > 0) {
+    peak = std::max(peak, state + request.allocator.block_bytes(static_cast<double>(exchange)));
+  }
+  return peak;
+}
+
+// Each rank's peak (Context::rank_peak) with the stages of `stages`.
+std::vector<double> rank_peaks(const Context& c, const std::vector<StagePlan>& stages) {
+  std::vector<LayerRange> ranges;
+  for (const StagePlan& stage : stages) ranges.push_back(stage.layers);
+  std::vector<double> peaks;
+  for (int rank = 0; rank < c.placement.num_ranks; ++rank)
+    peaks.push_back(c.rank_peak(ranges, rank));
+  return peaks;
+}
+
+// The first rank holding several chunks whose training is over the limit, as one line naming its
+// stages; empty when none.
+std::string rank_over_limit_message(const Context& c, const PipelinePlan& out) {
+  const std::vector<double>& peaks = out.rank_peak_bytes;
+  for (int rank = 0; rank < c.placement.num_ranks; ++rank) {
+    if (peaks[static_cast<size_t>(rank)] <= *c.limit) continue;
+    std::vector<std::string> stages;
+    for (int chunk = 0; chunk < c.placement.virtual_stages; ++chunk) {
+      const int s = c.placement.stage_of(rank, chunk);
+      stages.push_back(
+          fmt::format("stage {}: {}", s, layer_span(out.stages[static_cast<size_t>(s)].layers)));
+    }
+    return fmt::format("{}: rank {} ({}) needs {}, over the limit of {}",
+                       c.request.memory_limit_where, rank, fmt::join(stages, ", "),
+                       format_bytes(peaks[static_cast<size_t>(rank)]), format_bytes(*c.limit));
+  }
+  return "";
+}
+
+// The first stage (with chunks: rank) whose training is over the limit, or else the evaluation,
+// as one line.
+std::string over_limit_message(const Context& c, const PipelinePlan& out) {
+  if (c.placement.virtual_stages > 1) {
+    if (std::string message = rank_over_limit_message(c, out); !message.empty()) return message;
+  }
+  for (size_t s = 0; s < out.stages.size(); ++s) {
+    const StagePlan& stage = out.stages[s];
+    if (stage.memory.total() <= *c.limit) continue;
+    return fmt::format("{}: stage {} ({}) needs {}, over the limit of {}",
+                       c.request.memory_limit_where, s, layer_span(stage.layers),
+                       format_bytes(stage.memory.total()), format_bytes(*c.limit));
+  }
+  return evaluation_over_limit_message(c, out);
+}
+
+// `out` (its settings) planned on the stages `ranges`.
+PipelinePlan plan_on(const Context& c, PipelinePlan out, const std::vector<LayerRange>& ranges) {
+  const PlanRequest& request = c.request;
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    out.stages.push_back(plan_stage(c, ranges[s], static_cast<int>(s)));
+  }
+  if (request.eval_batch_size > 0) {
+    EvaluationMemory evaluation = evaluation_memory(c, out.stages, request.eval_batch_size);
+    for (size_t s = 0; s < out.stages.size(); ++s) {
+      const double rank =
+          evaluation.ranks[static_cast<size_t>(c.placement.rank_of(static_cast<int>(s)))];
+      out.stages[s].evaluation = evaluation.stages[s];
+      out.stages[s].fits = out.stages[s].fits && (!c.limit || rank <= *c.limit);
+    }
+    out.rank_evaluation_peak_bytes = std::move(evaluation.ranks);
+  }
+  out.rank_peak_bytes = rank_peaks(c, out.stages);
+  if (out.problem.empty() && c.limit) out.problem = over_limit_message(c, out);
+  simulate_step(c, out);
+  return out;
+}
+
+// The plan without advice.
+PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request) {
+  const PipelineConfig& pipe = request.pipeline;
+  check(pipe.stages >= 1 && pipe.data_parallel >= 1 && pipe.micro_batches >= 1 &&
+            pipe.weight_grads != WeightGrads::kAuto,
+        "plan_pipeline: stages {}, data_parallel {}, micro_batches {} and weight_grads {} must be "
+        "resolved",
+        pipe.stages, pipe.data_parallel, pipe.micro_batches, to_string(pipe.weight_grads));
+  if (auto problem =
+          batch_split_problem(request.batch_size, pipe.micro_batches, pipe.data_parallel)) {
+    throw Error(fmt::format("plan_pipeline: train.batch_size: {}", *problem));
+  }
+  const int64_t rows = request.batch_size / (int64_t{pipe.data_parallel} * pipe.micro_batches);
+  plan::MemoryModel memory(plan::layer_costs(plan), rows, request.optimizer_slots,
+                           request.allocator, plan::value_costs(plan), request.optimizer_shards);
+  StageTimes times(memory.costs(), rows, request);
+  Context c{.plan = plan,
+            .request = request,
+            .num_layers = static_cast<int>(plan.layers.size()),
+            .num_stages = pipe.stages * pipe.virtual_stages,
+            .placement = placement_for(pipe.schedule, pipe.stages, pipe.virtual_stages),
+            .rows = rows,
+            .memory = std::move(memory),
+            .times = std::move(times),
+            .limit = pipe.memory_limit > 0
+                         ? std::optional<double>(static_cast<double>(pipe.memory_limit))
+                         : std::nullopt,
+            .rank_moments = {},
+            .moments = {}};
+  std::vector<Program> programs;  // per rank
+  for (int r = 0; r < pipe.stages; ++r) {
+    programs.push_back(make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r,
+                                    pipe.virtual_stages, pipe.weight_grads));
+  }
+  for (int r = 0; r < pipe.stages; ++r) {
+    c.rank_moments.push_back(rank_moments(programs, r, c.placement, pipe.recompute));
+    if (pipe.weight_grads != WeightGrads::kTree) continue;
+    for (RankMoment& moment : c.rank_moments.back()) {
+      for (plan::StashProfile& chunk : moment.chunks) {
+        chunk.gradient_partials = GradientTree::max_waiting(pipe.micro_batches);
+      }
+    }
+  }
+  for (int s = 0; s < c.num_stages; ++s) {  // per global stage: its chunk's where it runs
+    const int chunk = c.placement.chunk_of(s);
+    std::vector<plan::StashProfile>& moments = c.moments.emplace_back();
+    for (const RankMoment& m : c.rank_moments[static_cast<size_t>(c.placement.rank_of(s))]) {
+      if (m.chunk == chunk) moments.push_back(m.chunks[static_cast<size_t>(chunk)]);
+    }
+  }
+  PipelinePlan out;
+  out.schedule = pipe.schedule;
+  out.recompute = pipe.recompute;
+  out.weight_grads = pipe.weight_grads;
+  out.virtual_stages = pipe.virtual_stages;
+  out.micro_batch_rows = rows;
+  out.rates = request.rates;
+  PipelinePlan planned = plan_on(c, out, choose_partition(c, out.problem));
+  // The slowest rank is not the step: where stages of uneven times follow each other the
+  // simulated step may favour the per-stage partition, which is then kept (predicted times only).
+  if (pipe.partition_mode == PartitionMode::kAuto && pipe.virtual_stages > 1 &&
+      !request.measured_time && planned.problem.empty()) {
+    std::string problem;
+    const std::vector<LayerRange> per_stage = choose_partition(c, problem, true);
+    if (problem.empty()) {
+      PipelinePlan other = plan_on(c, out, per_stage);
+      if (other.problem.empty() && other.step_s < planned.step_s) planned = std::move(other);
+    }
+  }
+  return planned;
+}
+
+double slowest_stage_s(const PipelinePlan& p) {
+  double slowest = 0.0;
+  for (const StagePlan& s : p.stages) slowest = std::max(slowest, s.compute_s + s.optimizer_s);
+  return slowest;
+}
+
+double largest_peak(const PipelinePlan& p) {
+  double largest = 0.0;
+  for (double bytes : p.rank_peak_bytes) largest = std::max(largest, bytes);
+  return largest;
+}
+
+// The plan with recompute: auto resolved (see plan_pipeline), without advice; weight_grads is
+// resolved already (plan_configured).
+PipelinePlan plan_resolved(const model::ModelPlan& plan, const PlanRequest& request) {
+  if (request.pipeline.recompute != Recompute::kAuto) return plan_core(plan, request);
+  PlanRequest r = request;
+  if (request.pipeline.memory_limit <= 0) {
+    r.pipeline.recompute = Recompute::kAlways;
+    return plan_core(plan, r);
+  }
+  std::optional<PipelinePlan> fastest, smallest;
+  for (Recompute mode :
+       {Recompute::kNever, Recompute::kExceptLast, Recompute::kPerLayer, Recompute::kAlways}) {
+    r.pipeline.recompute = mode;
+    PipelinePlan p = plan_core(plan, r);
+    if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
+    if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
+  }
+  return fastest ? *fastest : *smallest;
+}
+
+// The plan of the request as configured, without advice: weight_grads: auto resolved first, from
+// the settings as configured (resolve_weight_grads: so that the bits do not depend on what the
+// planner chooses), then schedule: auto and recompute: auto (see plan_pipeline).
+PipelinePlan plan_configured(const model::ModelPlan& plan, const PlanRequest& request) {
+  PlanRequest r = request;
+  r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
+  if (r.pipeline.schedule != ScheduleKind::kAuto) return plan_resolved(plan, r);
+  std::optional<PipelinePlan> fastest, smallest;
+  std::vector<ScheduleCandidate> candidates;
+  // The one-chunk schedules on K stages, and with pipeline.virtual_stages v > 1 interleaved on K·v
+  // (when M allows it: schedule_shape_problem), last in the order that breaks ties.
+  std::vector<std::pair<ScheduleKind, int>> choices;  // (schedule, chunks per rank)
+  for (ScheduleKind schedule : kConcreteSchedules) choices.emplace_back(schedule, 1);
+  const int v = request.pipeline.virtual_stages;
+  for (ScheduleKind chunked : {ScheduleKind::kInterleaved, ScheduleKind::kZbv}) {
+    if (v > 1 && !schedule_shape_problem(chunked, request.pipeline.stages,
+                                         request.pipeline.micro_batches, v)) {
+      choices.emplace_back(chunked, v);
+    }
+  }
+  for (const auto& [schedule, chunks] : choices) {
+    r.pipeline.schedule = schedule;
+    r.pipeline.virtual_stages = chunks;
+    PipelinePlan p = plan_resolved(plan, r);
+    ScheduleCandidate& candidate =
+        candidates.emplace_back(ScheduleCandidate{.schedule = schedule,
+                                                  .recompute = p.recompute,
+                                                  .step_s = p.step_s,
+                                                  .bubble_fraction = p.bubble_fraction,
+                                                  .peak_bytes = {},
+                                                  .fits = p.fits()});
+    candidate.peak_bytes = p.rank_peak_bytes;
+    if (p.fits() && (!fastest || p.step_s < fastest->step_s)) fastest = p;
+    if (!smallest || largest_peak(p) < largest_peak(*smallest)) smallest = std::move(p);
+  }
+  PipelinePlan out = fastest ? *fastest : *smallest;
+  if (!fastest) {
+    out.problem = fmt::format("{}: no schedule fits {} per rank; the smallest need is {} ({})",
+                              request.memory_limit_where,
+                              format_bytes(static_cast<double>(request.pipeline.memory_limit)),
+                              format_bytes_up(largest_peak(out)), to_string(out.schedule));
+  }
+  out.candidates = std::move(candidates);
+  return out;
+}
+
+// Suggestions: more micro-batches for a large bubble, a setting that fits the limit, a better
+// balanced partition, and recompute: never when memory allows it.
+std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanRequest& request,
+                                     const PipelinePlan& out) {
+  std::vector<std::string> advice;
+  const PipelineConfig& pipe = request.pipeline;
+  const auto variant = [&](auto change) -> std::optional<PipelinePlan> {
+    PlanRequest other = request;
+    change(other.pipeline);
+    if (batch_split_problem(request.batch_size, other.pipeline.micro_batches,
+                            other.pipeline.data_parallel)) {
+      return std::nullopt;
+    }
+    try {
+      return plan_configured(plan, other);
+    } catch (const InputError&) {
+      return std::nullopt;
+    }
+  };
+  const int k = pipe.stages;
+  if (k > 1 && pipe.micro_batches < 4 * k) {
+    // Only when that is predicted at least 5% faster: where messages' latency outweighs a tiny
+    // model's compute, more micro-batches add more time than their smaller bubble saves.
+    const std::string line = fmt::format(
+        "raise pipeline.micro_batches to >= 4 x stages = {}: the bubble is {:.0f}% of the step "
+        "at M = {}",
+        4 * k, 100.0 * out.bubble_fraction, pipe.micro_batches);
+    if (auto more = variant([k](PipelineConfig& p) { p.micro_batches = 4 * k; })) {
+      if (more->samples_per_s >= 1.05 * out.samples_per_s) {
+        advice.push_back(line + fmt::format(", {:.0f}% at M = {} (predicted {:.1f} vs {:.1f} "
+                                            "samples/s)",
+                                            100.0 * more->bubble_fraction, 4 * k,
+                                            more->samples_per_s, out.samples_per_s));
+      }
+    } else {
+      advice.push_back(line +
+                       fmt::format(" (train.batch_size must then be divisible by {} x D)", 4 * k));
+    }
+  }
+  const auto limit = static_cast<double>(request.pipeline.memory_limit);
+  if (!out.fits() && request.pipeline.memory_limit > 0 && largest_peak(out) > limit) {
+    const double over = largest_peak(out) - limit;
+    std::string line = fmt::format("the largest stage exceeds the limit by {}", format_bytes(over));
+    if (pipe.partition_mode != PartitionMode::kAuto) {
+      if (auto a = variant([](PipelineConfig& p) { p.partition_mode = PartitionMode::kAuto; });
+          a && a->fits()) {
+        advice.push_back(line + "; with pipeline.partition: auto it fits");
+        line.clear();
+      }
+    }
+    if (!line.empty() && pipe.recompute != Recompute::kAuto) {
+      if (auto a = variant([](PipelineConfig& p) {
+            p.recompute = Recompute::kAuto;
+            p.partition_mode = PartitionMode::kAuto;
+          });
+          a && a->fits()) {
+        advice.push_back(
+            fmt::format("{}; with pipeline.recompute: {} (and partition: auto) it fits", line,
+                        to_string(a->recompute)));
+        line.clear();
+      }
+    }
+    if (!line.empty()) advice.push_back(line + "; more stages or a smaller micro-batch would help");
+  }
+  if (pipe.partition_mode != PartitionMode::kAuto && k > 1) {
+    if (auto a = variant([](PipelineConfig& p) { p.partition_mode = PartitionMode::kAuto; });
+        a && a->fits() && slowest_stage_s(*a) < 0.9 * slowest_stage_s(out)) {
+      advice.push_back(
+          fmt::format("pipeline.partition: auto would make the slowest stage {:.0f}% faster "
+                      "(predicted {:.1f} vs {:.1f} samples/s)",
+                      100.0 * (1.0 - slowest_stage_s(*a) / slowest_stage_s(out)), a->samples_per_s,
+                      out.samples_per_s));
+    }
+  }
+  if (pipe.recompute != Recompute::kNever && pipe.recompute != Recompute::kAuto &&
+      pipe.memory_limit > 0 && out.fits()) {
+    if (auto a = variant([](PipelineConfig& p) { p.recompute = Recompute::kNever; });
+        a && a->fits()) {
+      advice.push_back(fmt::format(
+          "pipeline.recompute: never also fits the limit (largest stage {}) and is predicted "
+          "{:.0f}% faster",
+          format_bytes(largest_peak(*a)), 100.0 * (out.step_s / a->step_s - 1.0)));
+    }
+  }
+  return advice;
+}
+
+}  // namespace
+
+PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request) {
+  PipelinePlan out = plan_configured(plan, request);
+  PlanRequest r = request;
+  if (request.pipeline.schedule == ScheduleKind::kAuto) {  // advice on the schedule chosen
+    r.pipeline.schedule = out.schedule;
+    r.pipeline.virtual_stages = out.virtual_stages;
+    r.pipeline.weight_grads = out.weight_grads;
+  }
+  out.advice = make_advice(plan, r, out);
+  return out;
+}
+
+}  // namespace mpipe::plan

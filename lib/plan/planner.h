@@ -1,0 +1,157 @@
+// Planner: the one function that decides which layers each stage owns (uniform, manual, or the
+// exact min-max partition of predicted stage times under a memory limit) and predicts each
+// stage's compute and peak memory (training and evaluation), the bubble, the step time and the
+// throughput. Pure (no MPI): `mpipe train`'s preflight (every rank, which hands the plan to the
+// trainer) and `mpipe plan` call it alike, so they agree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/layer_spec.h"
+#include "model/model_builder.h"
+#include "plan/cost_model.h"
+#include "plan/memory_model.h"
+#include "plan/op.h"
+#include "plan/partition.h"
+#include "plan/partitioner.h"
+#include "plan/pipeline_config.h"
+
+namespace mpipe::plan {
+
+// What the time model assumes one rank does per second. The defaults are one core of the
+// development machine (AVX-512) per OpenMP thread; they set the predicted times, and the ratio
+// of the first two sets what `auto` balances (the same on every rank by construction).
+struct MachineRates {
+  double flops_per_s = 1.0e11;  // f32 matrix products, per thread: forwards and every other FLOP
+  // Per thread, where measured (`mpipe plan --calibrate`; 0: flops_per_s): a backward's input
+  // gradient products, its weight-gradient products accumulated per micro-batch, and the linear
+  // layers' weight gradients batched over the step's micro-batches (weight_grads: batched).
+  double input_gradient_flops_per_s = 0.0;
+  double weight_flops_per_s = 0.0;
+  double batched_weight_flops_per_s = 0.0;
+  double bytes_per_s = 4.0e9;  // memory traffic of element-wise work, copies, allocation
+  // Per thread, where measured (`mpipe plan`): the optimizer phase's streaming passes over the
+  // parameters (0: bytes_per_s), which run several times faster than element-wise kernels.
+  double optimizer_bytes_per_s = 0.0;
+  double link_bytes_per_s = 4.0e9;  // activations and gradients between neighbouring stages
+  double link_latency_s = 2.0e-5;
+  // OpenMP threads per rank: the predicted compute (FLOPs and memory traffic) takes 1/threads of
+  // one thread's time (the kernels and element-wise loops are parallel), links do not. `auto`
+  // partitions by one thread's times, so the partition does not depend on it.
+  int threads = 1;
+};
+
+// The passes over a stage's parameter bytes that a step's zeroing, finite check and optimizer
+// update make, each at MachineRates::bytes_per_s: the gradients zeroed and read, the values read
+// and written, the gradients read again, and each of `optimizer_slots` slots read and written;
+// with `clips_gradients`, also the gradients read for their norm, then read and written scaled.
+double optimizer_passes(int optimizer_slots, bool clips_gradients);
+
+struct PlanRequest {
+  PipelineConfig pipeline;       // stages and data_parallel resolved (>= 1)
+  int64_t batch_size = 1;        // the mini-batch over all replicas; divisible by D x M
+  int optimizer_slots = 0;       // floats of optimizer state per parameter
+  int optimizer_shards = 1;      // optimizer.shard_across_replicas: D, else 1
+  bool clips_gradients = false;  // optimizer.clip_norm > 0: the gradients' norm and scaling
+  MachineRates rates = {};
+  std::string partition_where;     // "exp.yaml:20: pipeline.partition", for errors
+  std::string memory_limit_where;  // "exp.yaml:21: pipeline.memory_limit"
+  // Examples per evaluation batch (each split into M micro-batches, evaluated forward only by one
+  // replica); 0: evaluation is not planned.
+  int64_t eval_batch_size = 0;
+  std::string eval_batch_where;  // "exp.yaml:9: train.eval_batch_size"
+  // How the run's malloc rounds each tensor (the memory limit is on the bytes the memory account
+  // counts): by default from this process's environment, which `mpipe train` and `mpipe plan`
+  // share under one launcher.
+  plan::AllocatorModel allocator = plan::AllocatorModel::of_environment();
+  // pipeline.balance: measured: the time of layers [begin, end) as stage `stage` from the ranks'
+  // measurements, which the `auto` partition then balances instead of the predicted times
+  // (within the memory limit as before); empty: the predicted times.
+  plan::StageCost measured_time = {};
+};
+
+struct StagePlan {
+  plan::LayerRange layers;
+  int64_t num_params = 0;
+  // Per step, over all micro-batches.
+  double forward_flops = 0.0;
+  double backward_flops = 0.0;
+  double recompute_flops = 0.0;
+  double compute_s = 0.0;    // forwards, backwards and recomputes
+  double optimizer_s = 0.0;  // zeroing, clipping and the optimizer update of its parameters
+  // Bytes of the activations (its output's live set) and gradients (its input's) it sends per
+  // step: every micro-batch's, none past the model's ends.
+  double sent_bytes = 0.0;
+  plan::StashProfile stash;  // the moment of the peak
+  plan::StageMemory memory;
+  // The stage's part of its rank's predicted peak while evaluating (none when evaluation is not
+  // planned; the stage's whole peak at v = 1).
+  plan::StageMemory evaluation;
+  bool fits = true;  // training and evaluation within the memory limit (always without one)
+};
+
+// One schedule `pipeline.schedule: auto` weighed: its plan's predictions.
+struct ScheduleCandidate {
+  ScheduleKind schedule = ScheduleKind::kGpipe;
+  Recompute recompute = Recompute::kAlways;  // the mode its plan runs (recompute: auto resolved)
+  double step_s = 0.0;
+  double bubble_fraction = 0.0;
+  std::vector<double> peak_bytes;  // per rank (PipelinePlan::rank_peak_bytes)
+  bool fits = true;
+};
+
+struct PipelinePlan {
+  // The schedule the stages run: the request's, or the one `auto` chose (never kAuto).
+  ScheduleKind schedule = ScheduleKind::kGpipe;
+  // The recompute mode the stages run: the request's, or the one `auto` chose (never kAuto).
+  Recompute recompute = Recompute::kAlways;
+  // How the stages compute their weight gradients: the request's, `auto` resolved once by
+  // plan_pipeline (resolve_weight_grads; never kAuto). What the stages, make_program and the
+  // reports read.
+  WeightGrads weight_grads = WeightGrads::kAccumulate;
+  // Every global stage, K·v of them (placed by the schedule: plan::placement_for).
+  std::vector<StagePlan> stages;
+  // Each rank's predicted training peak: its largest moment over one walk of its program, every
+  // chunk's profile at that moment on its stage (plan::rank_moments); a stage's own peak at
+  // v = 1. With v > 1 the memory limit holds for these: "exp.yaml:21: pipeline.memory_limit: rank
+  // 1 (stage 1: layers 2-3, stage 3: layers 6-7) needs 1.2 MiB, over the limit of 1.0 MiB".
+  std::vector<double> rank_peak_bytes;
+  // Each rank's predicted peak while evaluating, every chunk's stage at once (empty when
+  // evaluation is not planned); StagePlan::evaluation is each stage's part of it.
+  std::vector<double> rank_evaluation_peak_bytes;
+  // v: chunks per rank; the request's, or 1 when `auto` chose a schedule of one chunk per rank.
+  int virtual_stages = 1;
+  int64_t micro_batch_rows = 0;
+  double bubble_fraction = 0.0;  // idle share of the pipeline (timeline simulation)
+  double step_s = 0.0;           // simulated pipeline + slowest optimizer step + allreduce (D > 1)
+  double samples_per_s = 0.0;    // batch_size / step_s
+  double largest_stage_share = 0.0;  // the slowest stage's share of all compute
+  // One line when the plan cannot run within the memory limit (the partition shown is then the
+  // one with the smallest peak); empty when it can.
+  std::string problem;
+  std::vector<std::string> advice;  // short suggestions for `mpipe plan`
+  MachineRates rates;               // what the times assume
+  // Under schedule: auto, every schedule weighed, in kConcreteSchedules' order (else empty).
+  std::vector<ScheduleCandidate> candidates;
+  bool fits() const { return problem.empty(); }
+};
+
+// Throws InputError for a partition that cannot be (counts, more stages than layers), naming
+// request.partition_where. A memory limit that cannot be met is reported in `problem`.
+// recompute: auto is resolved here: without a memory limit to always (GPipe's choice); with one,
+// to the mode with the fastest predicted step among those whose plan fits, ties going to the
+// first of never, except_last, per_layer, always; when none fits, to the one with the smallest
+// largest stage (its problem is reported).
+// weight_grads: auto is resolved first, once, from the settings as configured
+// (resolve_weight_grads), and the plan keeps it (PipelinePlan::weight_grads).
+// schedule: auto is resolved before recompute, over kConcreteSchedules on K stages and, with
+// pipeline.virtual_stages v > 1 (and M a multiple of K), interleaved on K·v (each planned with the
+// request's recompute, auto resolved per schedule, and with weight_grads resolved as configured:
+// not batched unless set): the one with the fastest predicted step whose plan fits, ties going
+// to the first; when none fits, the one whose largest stage is smallest, with the problem "<memory
+// limit key>: no schedule fits <limit> per rank; the smallest need is <bytes> (<schedule>)".
+PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request);
+
+}  // namespace mpipe::plan
