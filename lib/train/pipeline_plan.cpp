@@ -11,7 +11,7 @@ int optimizer_slots(const optim::OptimizerConfig& optimizer) {
 namespace {
 
 plan::PlanRequest plan_request(const config::Experiment& experiment, int num_stages,
-                                   int num_replicas, const plan::MachineRates& rates) {
+                               int num_replicas, const plan::MachineRates& rates) {
   plan::PlanRequest request{
       .pipeline = experiment.pipeline,
       .batch_size = experiment.train.batch_size,
@@ -59,8 +59,8 @@ plan::PipelinePlan plan_measured(const config::Experiment& experiment, const mod
 }
 
 plan::PipelinePlan retimed(const config::Experiment& experiment, const model::ModelPlan& plan,
-                               const plan::PipelinePlan& decided, int num_replicas,
-                               const plan::MachineRates& rates) {
+                           const plan::PipelinePlan& decided, int num_replicas,
+                           const plan::MachineRates& rates) {
   const int num_ranks = static_cast<int>(decided.stages.size()) / decided.virtual_stages;
   plan::PlanRequest request = plan_request(experiment, num_ranks, num_replicas, rates);
   request.pipeline.schedule = decided.schedule;

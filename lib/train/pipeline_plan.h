@@ -40,8 +40,8 @@ plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
 // prediction at this machine's measured rates). Its memory, problem, advice and schedule
 // candidates stay `decided`'s.
 plan::PipelinePlan retimed(const config::Experiment& experiment, const model::ModelPlan& plan,
-                               const plan::PipelinePlan& decided, int num_replicas,
-                               const plan::MachineRates& rates);
+                           const plan::PipelinePlan& decided, int num_replicas,
+                           const plan::MachineRates& rates);
 
 // pipeline.balance: measured: the plan of `current`'s schedule, chunks and recompute mode whose
 // `auto` partition balances `measured_time` instead of the predicted times (within the memory
