@@ -106,7 +106,8 @@ std::optional<int> ended(pid_t pid) {
 
 constexpr auto kPoll = std::chrono::milliseconds(100);
 
-// When the run last logged a step (metrics.jsonl written), or `otherwise`.
+// When the run last logged a step (metrics.jsonl written: a step, or the record of the recovery
+// before, when the relaunched job logged none), or `otherwise`.
 Clock::time_point last_progress(const std::string& run_dir, Clock::time_point otherwise) {
   std::error_code error;
   const auto written = fs::last_write_time(fs::path(run_dir) / "metrics.jsonl", error);
@@ -277,12 +278,13 @@ int SuperviseCommand::run() {
       }
     }
     spdlog::warn("{}", supervise::recovery_line(recovery, restarts + 1, max_restarts_));
+    // (Before the record below writes the file.)
+    last_progress_before_failure = last_progress(run_dir, failed_at);
     try {
       supervise::add_to_metrics(run_dir, recovery);
     } catch (const Error& e) {
       spdlog::warn("supervise: {}; the recovery is in summary.json only", e.what());
     }
-    last_progress_before_failure = last_progress(run_dir, failed_at);
     recoveries.push_back(recovery);
     hosts = alive;
     layout = plan.layout;
