@@ -13,7 +13,6 @@
 #include "core/error.h"
 #include "job/weights_preflight.h"
 #include "kernels/context.h"
-#include "log/logging.h"
 #include "train/pipelined_forward.h"
 #include "train/trainer.h"
 
