@@ -54,6 +54,10 @@ bool is_record_through(const std::string& line, int64_t step) {
 
 }  // namespace
 
+bool is_train_record(const nlohmann::json& record) {
+  return record.is_object() && !record.contains("split") && !record.contains("event");
+}
+
 MetricsWriter::MetricsWriter(const std::string& run_dir, bool tensorboard) : run_dir_(run_dir) {
   if (tensorboard) tensorboard_.emplace(run_dir);
 }
@@ -168,8 +172,7 @@ double MetricsWriter::last_train_loss() const {
   std::ifstream in(metrics_path());
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    // An eval record, a recovery or a torn line.
-    if (!record.is_object() || record.contains("split") || record.contains("event")) continue;
+    if (!is_train_record(record)) continue;
     const auto found = record.find("loss");
     if (found == record.end()) continue;
     loss = found->is_number() ? found->get<double>() : std::numeric_limits<double>::quiet_NaN();

@@ -43,6 +43,10 @@ struct FlopUtilization {
   void write_into(nlohmann::ordered_json& record) const;
 };
 
+// Whether a parsed metrics.jsonl line is a train record: an object with neither a "split" (an
+// evaluation) nor an "event" (a supervisor's recovery); a torn line is not.
+bool is_train_record(const nlohmann::json& record);
+
 // Appends to <run_dir>/metrics.jsonl, one object per line, flushed per line:
 //   train: {"step":120,"loss":0.41,"lr":0.001,"samples_per_s":5321.0[,"skipped_steps":2]
 //           [,"compute_ms_per_stage":[..],"waiting_ms_per_stage":[..],"bubble_per_stage":[..],

@@ -22,7 +22,7 @@ int64_t last_logged_step(const std::string& run_dir) {
   std::string line;
   while (std::getline(in, line)) {
     const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!record.is_object() || record.contains("split") || record.contains("event")) continue;
+    if (!log::is_train_record(record)) continue;
     const auto found = record.find("step");
     if (found != record.end() && found->is_number_integer()) step = found->get<int64_t>();
   }
