@@ -34,27 +34,26 @@ std::vector<checkpoint::TensorDiff> only_matching(std::vector<checkpoint::Tensor
 }  // namespace
 
 CompareCommand::CompareCommand(CLI::App& app) {
-  compare_ = app.add_subcommand("compare", "Compare two safetensors weight files");
-  compare_->add_option("files", compare_paths_, "Two .safetensors files")
+  app_ = app.add_subcommand("compare", "Compare two safetensors weight files");
+  app_->add_option("files", paths_, "Two .safetensors files")
       ->required()
       ->expected(2)
       ->check(kNotEmpty);
-  compare_
-      ->add_option("--rtol", rtol_,
+  app_->add_option("--rtol", rtol_,
                    "Largest relative L2 difference per tensor, ||a-b||/max(||a||,||b||), accepted "
                    "(0: must be bit-identical)")
       ->check(non_negative_number("0 = bit-identical"))
       ->capture_default_str();
-  compare_->add_option("--only", compare_only_,
-                       "Compare only the tensors whose name matches this regular expression "
-                       "(ECMAScript, anywhere in the name), e.g. 'running_'");
+  app_->add_option("--only", only_,
+                   "Compare only the tensors whose name matches this regular expression "
+                   "(ECMAScript, anywhere in the name), e.g. 'running_'");
 }
 
 int CompareCommand::run() {
-  const auto& [a, b] = std::pair(compare_paths_.at(0), compare_paths_.at(1));
+  const auto& [a, b] = std::pair(paths_.at(0), paths_.at(1));
   auto diffs = only_matching(checkpoint::diff_weights(checkpoint::read_safetensors(a), a,
                                                       checkpoint::read_safetensors(b), b),
-                             compare_only_);
+                             only_);
   bool ok = true;
   double worst = 0.0;
   for (const auto& d : diffs) {

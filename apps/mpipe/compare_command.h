@@ -11,15 +11,15 @@ class CompareCommand {
  public:
   // Adds the subcommand `compare` to `app`.
   explicit CompareCommand(CLI::App& app);
-  bool parsed() const { return compare_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Prints the differences; returns the process exit code: 0 when the files agree, else 1.
   int run();
 
  private:
-  CLI::App* compare_ = nullptr;
-  std::vector<std::string> compare_paths_;
+  CLI::App* app_ = nullptr;
+  std::vector<std::string> paths_;
   double rtol_ = 0.0;
-  std::string compare_only_;  // a regular expression: compare only the tensors it matches
+  std::string only_;  // a regular expression: compare only the tensors it matches
 };
 
 }  // namespace mpipe::app

@@ -29,44 +29,40 @@ const CLI::Validator kByteSize(
 }  // namespace
 
 EvalCommand::EvalCommand(CLI::App& app) {
-  eval_ = app.add_subcommand(
+  app_ = app.add_subcommand(
       "eval",
       "Evaluate a checkpoint or weights file on a split of the data: loss, accuracy, perplexity "
       "or bits, a translation model's BLEU and chrF (under mpirun, pipelined over the ranks as "
       "training is)");
-  eval_->add_option("config", config_path_, "The experiment YAML file it was trained with")
+  app_->add_option("config", config_path_, "The experiment YAML file it was trained with")
       ->required()
       ->check(kNotEmpty);
-  auto* weights = eval_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")
+  auto* weights = app_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")
                       ->check(kNotEmpty);
-  eval_
-      ->add_option("--checkpoint", checkpoint_run_dir_,
+  app_->add_option("--checkpoint", checkpoint_run_dir_,
                    "A run directory (its newest committed checkpoint) or one of its "
                    "checkpoints/step_N folders, instead")
       ->check(kNotEmpty)
       ->excludes(weights);
-  eval_->add_option("--split", eval_split_,
-                    "train, or the held-out split by its name: val (a validation split) or test "
-                    "(a test set; default: the data's held-out split)");
-  eval_
-      ->add_option("--losses", eval_losses_,
+  app_->add_option("--split", split_,
+                   "train, or the held-out split by its name: val (a validation split) or test "
+                   "(a test set; default: the data's held-out split)");
+  app_->add_option("--losses", losses_,
                    "Write each example's loss to this file: a line per example, its index, loss "
                    "(mean over its tokens) and tokens, tab-separated")
       ->check(kNotEmpty);
-  eval_
-      ->add_option("--logits", eval_logits_,
+  app_->add_option("--logits", logits_,
                    "Write the model's outputs to this safetensors file: one f32 tensor 'logits' "
                    "[examples, ...output shape], in example order")
       ->check(kNotEmpty);
-  eval_
-      ->add_option("--logits-limit", eval_logits_limit_,
+  app_->add_option("--logits-limit", logits_limit_,
                    "The largest --logits file to write, e.g. 512MiB or 4GiB (rank 0 holds it in "
                    "memory); more is refused before evaluating")
       ->check(kByteSize)
       ->type_name("SIZE")
       ->capture_default_str();
-  eval_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
-  eval_->callback([this] {
+  app_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
+  app_->callback([this] {
     if (weights_path_.empty() && checkpoint_run_dir_.empty()) {
       throw CLI::RequiredError("--weights or --checkpoint");
     }
@@ -78,10 +74,10 @@ int EvalCommand::run(const comm::Communicator& world) {
       job::run_eval_job({.config_path = config_path_,
                          .overrides = overrides_,
                          .source = {.checkpoint = checkpoint_run_dir_, .weights = weights_path_},
-                         .split = eval_split_,
-                         .files = {.losses = eval_losses_,
-                                   .logits = eval_logits_,
-                                   .logits_limit = config::parse_byte_size(eval_logits_limit_)}},
+                         .split = split_,
+                         .files = {.losses = losses_,
+                                   .logits = logits_,
+                                   .logits_limit = config::parse_byte_size(logits_limit_)}},
                         world);
   if (world.rank() != 0) return 0;
   // The loss in full (the shortest text that reads back as the same double, as metrics.jsonl's).

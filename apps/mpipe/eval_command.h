@@ -14,22 +14,22 @@ class EvalCommand {
  public:
   // Adds the subcommand `eval` to `app`.
   explicit EvalCommand(CLI::App& app);
-  bool parsed() const { return eval_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   const std::string& config_path() const { return config_path_; }
   const std::vector<std::string>& overrides() const { return overrides_; }
   // Evaluates on this rank; returns the process exit code.
   int run(const comm::Communicator& world);
 
  private:
-  CLI::App* eval_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string config_path_;
   std::vector<std::string> overrides_;
   std::string weights_path_;
-  std::string checkpoint_run_dir_;          // eval --checkpoint
-  std::string eval_split_;                  // eval --split; "" = the data's held-out split
-  std::string eval_losses_;                 // eval --losses; "" = none
-  std::string eval_logits_;                 // eval --logits; "" = none
-  std::string eval_logits_limit_ = "1GiB";  // eval --logits-limit
+  std::string checkpoint_run_dir_;     // --checkpoint
+  std::string split_;                  // --split; "" = the data's held-out split
+  std::string losses_;                 // --losses; "" = none
+  std::string logits_;                 // --logits; "" = none
+  std::string logits_limit_ = "1GiB";  // --logits-limit
 };
 
 }  // namespace mpipe::app

@@ -12,24 +12,23 @@
 namespace mpipe::app {
 
 ExportCommand::ExportCommand(CLI::App& app) {
-  export_ = app.add_subcommand(
+  app_ = app.add_subcommand(
       "export",
       "Write a committed checkpoint's weights as the safetensors file --export-weights writes "
       "(one process)");
-  export_->add_option("run_dir", run_dir_, "Run directory")->required()->check(kNotEmpty);
-  export_->add_option("out", weights_path_, "Weights file to write (.safetensors)")
+  app_->add_option("run_dir", run_dir_, "Run directory")->required()->check(kNotEmpty);
+  app_->add_option("out", weights_path_, "Weights file to write (.safetensors)")
       ->required()
       ->check(kNotEmpty);
-  export_
-      ->add_option("--step", export_step_,
+  app_->add_option("--step", step_,
                    "The checkpoint's step (default: the newest committed checkpoint)")
       ->check(unnamed(CLI::NonNegativeNumber));
 }
 
 int ExportCommand::run() {
-  const checkpoint::CheckpointExport done = checkpoint::export_checkpoint(
-      run_dir_, export_step_ >= 0 ? std::optional(export_step_) : std::nullopt, weights_path_,
-      train::check_checkpoint_model);
+  const checkpoint::CheckpointExport done =
+      checkpoint::export_checkpoint(run_dir_, step_ >= 0 ? std::optional(step_) : std::nullopt,
+                                    weights_path_, train::check_checkpoint_model);
   std::printf("exported step %lld of %s (%lld tensors, %s) to %s\n",
               static_cast<long long>(done.step), run_dir_.c_str(),
               static_cast<long long>(done.num_tensors),

@@ -11,15 +11,15 @@ class ExportCommand {
  public:
   // Adds the subcommand `export` to `app`.
   explicit ExportCommand(CLI::App& app);
-  bool parsed() const { return export_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Writes the weights file; returns the process exit code.
   int run();
 
  private:
-  CLI::App* export_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string run_dir_;
   std::string weights_path_;  // the file written
-  int64_t export_step_ = -1;  // export --step; -1 = the newest committed checkpoint
+  int64_t step_ = -1;         // --step; -1 = the newest committed checkpoint
 };
 
 }  // namespace mpipe::app

@@ -17,42 +17,36 @@
 namespace mpipe::app {
 
 GenerateCommand::GenerateCommand(CLI::App& app) {
-  generate_ = app.add_subcommand(
+  app_ = app.add_subcommand(
       "generate", "Sample text from a trained language model (bytes, or the data's tokenizer)");
-  generate_->add_option("config", config_path_, "The experiment YAML file it was trained with")
+  app_->add_option("config", config_path_, "The experiment YAML file it was trained with")
       ->required()
       ->check(kNotEmpty);
-  generate_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")
+  app_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")
       ->required()
       ->check(kNotEmpty);
-  generate_->add_option("--prompt", generate_options_.prompt,
-                        "Text to continue (default: a newline)");
-  generate_
-      ->add_option("--length", generate_options_.length,
+  app_->add_option("--prompt", options_.prompt, "Text to continue (default: a newline)");
+  app_->add_option("--length", options_.length,
                    "Tokens to generate (bytes for a character-level model), at most 1048576")
       ->check(unnamed(CLI::Range(int64_t{1}, int64_t{1} << 20)))
       ->capture_default_str();
-  generate_
-      ->add_option("--temperature", generate_options_.sampling.temperature,
+  app_->add_option("--temperature", options_.sampling.temperature,
                    "Sampling temperature (0 = greedy: always the most likely token)")
       ->check(non_negative_number("0 = greedy"))
       ->capture_default_str();
-  generate_
-      ->add_option("--top-k", generate_options_.sampling.top_k,
+  app_->add_option("--top-k", options_.sampling.top_k,
                    "Draw only from the k most likely tokens (0 = all)")
       ->check(unnamed(CLI::NonNegativeNumber))
       ->capture_default_str();
-  generate_
-      ->add_option("--top-p", generate_options_.sampling.top_p,
+  app_->add_option("--top-p", options_.sampling.top_p,
                    "Draw only from the fewest most likely tokens whose probabilities add up to "
                    "at least p, in (0, 1] (1 = all)")
       ->check(unnamed(CLI::Range(0.0, 1.0)))
       ->capture_default_str();
-  generate_
-      ->add_option("--seed", generate_options_.seed,
+  app_->add_option("--seed", options_.seed,
                    "Random seed of the draws (docs/design/inference.md, \"Sampling text\")")
       ->capture_default_str();
-  generate_->add_option("--set", overrides_, "Override a config key: key.path=value");
+  app_->add_option("--set", overrides_, "Override a config key: key.path=value");
 }
 
 int GenerateCommand::run() {
@@ -77,9 +71,9 @@ int GenerateCommand::run() {
     tokenizer = tokenize::Tokenizer::load(experiment.data.tokenizer);
   }
   kernels::KernelContext kernels;
-  std::string text = train::generate_text(experiment.model, experiment.data.seq_len,
-                                          weights.tensors, weights_path_, generate_options_,
-                                          kernels, tokenizer ? &*tokenizer : nullptr);
+  std::string text =
+      train::generate_text(experiment.model, experiment.data.seq_len, weights.tensors,
+                           weights_path_, options_, kernels, tokenizer ? &*tokenizer : nullptr);
   std::printf("%s\n", text.c_str());
   return 0;
 }

@@ -13,16 +13,16 @@ class GenerateCommand {
  public:
   // Adds the subcommand `generate` to `app`.
   explicit GenerateCommand(CLI::App& app);
-  bool parsed() const { return generate_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Prints the text generated; returns the process exit code.
   int run();
 
  private:
-  CLI::App* generate_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string config_path_;
   std::vector<std::string> overrides_;
   std::string weights_path_;
-  train::GenerateOptions generate_options_;
+  train::GenerateOptions options_;
 };
 
 }  // namespace mpipe::app

@@ -12,22 +12,22 @@ class PlanCommand {
  public:
   // Adds the subcommand `plan` to `app`.
   explicit PlanCommand(CLI::App& app);
-  bool parsed() const { return plan_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Prints the plan; returns the process exit code (5 when the plan does not fit the memory limit).
   int run();
 
  private:
-  CLI::App* plan_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string config_path_;
   std::vector<std::string> overrides_;
-  int stages_ = 4;
-  int micro_batches_ = 8;
-  int plan_threads_ = 1;             // mpipe plan --threads-per-rank
-  std::string plan_link_bandwidth_;  // mpipe plan --link-bandwidth
-  bool plan_calibrate_ = false;      // mpipe plan --calibrate
-  bool plan_assumed_rates_ = false;  // mpipe plan --assumed-rates
-  std::string plan_memory_limit_;
-  bool plan_json_ = false;
+  int stages_ = 1;              // used only when given
+  int micro_batches_ = 1;       // likewise
+  int threads_ = 1;             // --threads-per-rank
+  std::string link_bandwidth_;  // --link-bandwidth
+  bool calibrate_ = false;      // --calibrate
+  bool assumed_rates_ = false;  // --assumed-rates
+  std::string memory_limit_;
+  bool json_ = false;
 };
 
 }  // namespace mpipe::app

@@ -9,15 +9,12 @@
 
 namespace mpipe::app {
 
-// Refuses references of another count than the sentences they score: "--ref r.txt: 5 lines,
-// but --hyp h.txt has 6".
 void check_line_counts(size_t sentences, size_t references, const std::string& sentence_source,
                        const std::string& ref_source) {
   check_input(sentences == references, "{}: {} lines, but {} has {}", ref_source, references,
               sentence_source, sentences);
 }
 
-// sacreBLEU's two lines, BLEU and chrF2, for `hypotheses` against `references`, one each.
 std::string score_lines(const std::vector<std::string>& hypotheses,
                         const std::vector<std::string>& references) {
   return fmt::format("{}\n{}\n", score::corpus_bleu(hypotheses, references).format(),

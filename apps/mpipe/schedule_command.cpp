@@ -14,34 +14,32 @@
 namespace mpipe::app {
 
 ScheduleCommand::ScheduleCommand(CLI::App& app) {
-  schedule_ = app.add_subcommand("schedule", "Print a pipeline schedule as a grid");
+  app_ = app.add_subcommand("schedule", "Print a pipeline schedule as a grid");
   std::vector<std::string> schedules;
   for (plan::ScheduleKind kind : plan::kConcreteSchedules) {
     schedules.push_back(plan::to_string(kind));
   }
   schedules.push_back(plan::to_string(plan::ScheduleKind::kInterleaved));
   schedules.push_back(plan::to_string(plan::ScheduleKind::kZbv));
-  schedule_
-      ->add_option("--schedule", schedule_kind_,
+  app_->add_option("--schedule", schedule_kind_,
                    fmt::format("The schedule to print: {}", fmt::join(schedules, ", ")))
       ->check(unnamed(CLI::IsMember(schedules)))
       ->capture_default_str();
-  schedule_->add_option("--stages", stages_, "Pipeline stages K (1 to 64)")
+  app_->add_option("--stages", stages_, "Pipeline stages K (1 to 64)")
       ->check(unnamed(CLI::Range(1, 64)))
       ->capture_default_str();
-  schedule_->add_option("--micro-batches", micro_batches_, "Micro-batches M (1 to 1024)")
+  app_->add_option("--micro-batches", micro_batches_, "Micro-batches M (1 to 1024)")
       ->check(unnamed(CLI::Range(1, 1024)))
       ->capture_default_str();
-  schedule_
-      ->add_option("--virtual-stages", virtual_stages_,
+  app_->add_option("--virtual-stages", virtual_stages_,
                    "Model chunks per rank v, 1 to 16 (interleaved: chunk c of rank r is stage r + "
                    "c*K; zbv: 2, implied)")
       ->check(unnamed(CLI::Range(1, 16)))
       ->capture_default_str();
   // The schedule's shape is checked with the options, so every rank refuses it alike.
-  schedule_->callback([this] {
+  app_->callback([this] {
     const plan::ScheduleKind kind = plan::parse_schedule_kind(schedule_kind_);
-    if (kind == plan::ScheduleKind::kZbv && schedule_->count("--virtual-stages") == 0) {
+    if (kind == plan::ScheduleKind::kZbv && app_->count("--virtual-stages") == 0) {
       virtual_stages_ = 2;  // the V
     }
     if (auto problem =

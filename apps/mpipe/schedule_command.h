@@ -10,12 +10,12 @@ class ScheduleCommand {
  public:
   // Adds the subcommand `schedule` to `app`.
   explicit ScheduleCommand(CLI::App& app);
-  bool parsed() const { return schedule_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Prints the schedule; returns the process exit code.
   int run();
 
  private:
-  CLI::App* schedule_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string schedule_kind_ = "gpipe";
   int stages_ = 4;
   int micro_batches_ = 8;

@@ -11,12 +11,12 @@
 namespace mpipe::app {
 
 ScoreCommand::ScoreCommand(CLI::App& app) {
-  score_ = app.add_subcommand(
+  app_ = app.add_subcommand(
       "score", "Corpus BLEU and chrF of translations against references (sacreBLEU's defaults)");
-  score_->add_option("--hyp", hypotheses_path_, "Translations, one a line")
+  app_->add_option("--hyp", hypotheses_path_, "Translations, one a line")
       ->required()
       ->check(kNotEmpty);
-  score_->add_option("--ref", references_path_, "References, one a line")
+  app_->add_option("--ref", references_path_, "References, one a line")
       ->required()
       ->check(kNotEmpty);
 }

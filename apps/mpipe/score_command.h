@@ -10,14 +10,14 @@ class ScoreCommand {
  public:
   // Adds the subcommand `score` to `app`.
   explicit ScoreCommand(CLI::App& app);
-  bool parsed() const { return score_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Prints the scores; returns the process exit code.
   int run();
 
  private:
-  CLI::App* score_ = nullptr;
-  std::string hypotheses_path_;  // score --hyp
-  std::string references_path_;  // score --ref
+  CLI::App* app_ = nullptr;
+  std::string hypotheses_path_;  // --hyp
+  std::string references_path_;  // --ref
 };
 
 }  // namespace mpipe::app

@@ -41,13 +41,12 @@ CLI::Validator duration_in_seconds() {
 }  // namespace
 
 ServeCommand::ServeCommand(CLI::App& app) {
-  serve_ = app.add_subcommand(
+  app_ = app.add_subcommand(
       "serve", "Run the experiments submitted to a spool, one after another (under mpirun/srun)");
-  serve_->add_option("--spool", spool_dir_, "Spool directory (created if needed)")
+  app_->add_option("--spool", spool_dir_, "Spool directory (created if needed)")
       ->required()
       ->check(kNotEmpty);
-  serve_
-      ->add_option("--idle-exit", idle_exit_s_,
+  app_->add_option("--idle-exit", idle_exit_s_,
                    "Stop after this long with nothing to run: 30s, 5m, 1h (default: never)")
       ->transform(duration_in_seconds())
       ->type_name("DURATION");
@@ -65,14 +64,13 @@ int ServeCommand::run(const comm::Communicator& world) {
 }
 
 SubmitCommand::SubmitCommand(CLI::App& app) {
-  submit_ = app.add_subcommand("submit", "Check an experiment file and queue it in a spool");
-  submit_->add_option("spool", spool_dir_, "Spool directory (created if needed)")
+  app_ = app.add_subcommand("submit", "Check an experiment file and queue it in a spool");
+  app_->add_option("spool", spool_dir_, "Spool directory (created if needed)")
       ->required()
       ->check(kNotEmpty);
-  submit_->add_option("config", config_path_, "Experiment YAML file")->required()->check(kNotEmpty);
-  submit_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
-  submit_
-      ->add_option("--name", experiment_name_,
+  app_->add_option("config", config_path_, "Experiment YAML file")->required()->check(kNotEmpty);
+  app_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
+  app_->add_option("--name", experiment_name_,
                    "Unique name in the spool (default: <config name>-<n>)")
       ->check(kNotEmpty);
 }
@@ -88,8 +86,8 @@ int SubmitCommand::run() {
 }
 
 StatusCommand::StatusCommand(CLI::App& app) {
-  status_ = app.add_subcommand("status", "Print the state of a spool's experiments");
-  status_->add_option("spool", spool_dir_, "Spool directory")->required()->check(kNotEmpty);
+  app_ = app.add_subcommand("status", "Print the state of a spool's experiments");
+  app_->add_option("spool", spool_dir_, "Spool directory")->required()->check(kNotEmpty);
 }
 
 int StatusCommand::run() {
@@ -103,10 +101,10 @@ int StatusCommand::run() {
 }
 
 CancelCommand::CancelCommand(CLI::App& app) {
-  cancel_ = app.add_subcommand(
+  app_ = app.add_subcommand(
       "cancel", "Cancel a queued experiment, or stop the running one with a checkpoint");
-  cancel_->add_option("spool", spool_dir_, "Spool directory")->required()->check(kNotEmpty);
-  cancel_->add_option("name", experiment_name_, "Experiment name")->required()->check(kNotEmpty);
+  app_->add_option("spool", spool_dir_, "Spool directory")->required()->check(kNotEmpty);
+  app_->add_option("name", experiment_name_, "Experiment name")->required()->check(kNotEmpty);
 }
 
 int CancelCommand::run() {

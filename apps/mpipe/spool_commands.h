@@ -14,12 +14,12 @@ class ServeCommand {
  public:
   // Adds the subcommand `serve` to `app`.
   explicit ServeCommand(CLI::App& app);
-  bool parsed() const { return serve_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Runs the spool's experiments on this rank until stopped; returns the process exit code.
   int run(const comm::Communicator& world);
 
  private:
-  CLI::App* serve_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string spool_dir_;
   double idle_exit_s_ = 0.0;  // 0 = never
 };
@@ -28,12 +28,12 @@ class SubmitCommand {
  public:
   // Adds the subcommand `submit` to `app`.
   explicit SubmitCommand(CLI::App& app);
-  bool parsed() const { return submit_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Queues the experiment; returns the process exit code.
   int run();
 
  private:
-  CLI::App* submit_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string spool_dir_;
   std::string config_path_;
   std::vector<std::string> overrides_;
@@ -44,12 +44,12 @@ class StatusCommand {
  public:
   // Adds the subcommand `status` to `app`.
   explicit StatusCommand(CLI::App& app);
-  bool parsed() const { return status_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Prints the spool's table; returns the process exit code.
   int run();
 
  private:
-  CLI::App* status_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string spool_dir_;
 };
 
@@ -57,12 +57,12 @@ class CancelCommand {
  public:
   // Adds the subcommand `cancel` to `app`.
   explicit CancelCommand(CLI::App& app);
-  bool parsed() const { return cancel_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Cancels the experiment; returns the process exit code.
   int run();
 
  private:
-  CLI::App* cancel_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string spool_dir_;
   std::string experiment_name_;
 };

@@ -9,6 +9,6 @@ namespace mpipe::app {
 const std::atomic<bool>* stop_on_signals();
 
 // The signal that set stop_on_signals' flag (0 before one), for the watchdog's warning.
-extern std::atomic<int> g_stop_signal;
+const std::atomic<int>* stop_signal();
 
 }  // namespace mpipe::app

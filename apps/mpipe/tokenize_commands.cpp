@@ -25,37 +25,35 @@ std::vector<std::string> tokenizer_model_types() {
 }  // namespace
 
 TokenizeCommand::TokenizeCommand(CLI::App& app) {
-  tokenize_ = app.add_subcommand(
+  app_ = app.add_subcommand(
       "tokenize", "Train or apply a SentencePiece tokenizer and write llm.c token shards");
-  tokenize_->add_option("text", tokenize_options_.text_files, "Text files or folders of them")
+  app_->add_option("text", options_.text_files, "Text files or folders of them")
       ->required()
       ->check(kNotEmpty);
-  tokenize_->add_option("--out", tokenize_options_.out_dir, "Output folder (created if needed)")
+  app_->add_option("--out", options_.out_dir, "Output folder (created if needed)")
       ->required()
       ->check(kNotEmpty);
-  auto* vocab_size = tokenize_->add_option_function<int64_t>(
-      "--vocab-size", [this](int64_t pieces) { tokenize_options_.vocab_size = pieces; },
+  auto* vocab_size = app_->add_option_function<int64_t>(
+      "--vocab-size", [this](int64_t pieces) { options_.vocab_size = pieces; },
       "Train a model of this many pieces on the text (written to OUT/tokenizer.model)");
-  tokenize_->add_option("--model", tokenize_options_.model, "Apply this existing .model instead")
+  app_->add_option("--model", options_.model, "Apply this existing .model instead")
       ->check(kNotEmpty)
       ->excludes(vocab_size);
-  tokenize_
-      ->add_option("--model-type", tokenize_model_type_,
+  app_->add_option("--model-type", model_type_,
                    "Model to train: " + list_names(tokenize::kModelTypeNames, " or "))
       ->check(unnamed(CLI::IsMember(tokenizer_model_types())))
       ->capture_default_str()
       ->needs(vocab_size);
-  tokenize_
-      ->add_option("--val-fraction", tokenize_options_.val_fraction,
+  app_->add_option("--val-fraction", options_.val_fraction,
                    "The last part of the text kept for validation (from a line start)")
       ->capture_default_str();
-  tokenize_->add_option("--shard-tokens", tokenize_options_.shard_tokens,
-                        "At most this many tokens per shard file");
+  app_->add_option("--shard-tokens", options_.shard_tokens,
+                   "At most this many tokens per shard file");
 }
 
 int TokenizeCommand::run() {
-  tokenize_options_.model_type = *value_named(tokenize::kModelTypeNames, tokenize_model_type_);
-  const data::TokenizeReport report = data::tokenize_corpus(tokenize_options_);
+  options_.model_type = *value_named(tokenize::kModelTypeNames, model_type_);
+  const data::TokenizeReport report = data::tokenize_corpus(options_);
   std::printf("tokenizer %s: %lld pieces\n", report.model.c_str(),
               static_cast<long long>(report.vocab));
   for (const auto& [name, count] : {std::pair{"train", report.train}, {"val", report.val}}) {
@@ -68,65 +66,57 @@ int TokenizeCommand::run() {
 }
 
 TokenizePairsCommand::TokenizePairsCommand(CLI::App& app) {
-  tokenize_pairs_ = app.add_subcommand(
+  app_ = app.add_subcommand(
       "tokenize-pairs",
       "Train or apply a SentencePiece tokenizer and write pair shards of translation pairs");
-  for (const auto& [option, file, what] :
-       {std::tuple{"--train", &pairs_options_.train, "Training pairs"},
-        {"--val", &pairs_options_.val, "Validation pairs"},
-        {"--test", &pairs_options_.test, "Test pairs"}}) {
-    auto* added = tokenize_pairs_
-                      ->add_option(option, *file,
+  for (const auto& [option, file, what] : {std::tuple{"--train", &options_.train, "Training pairs"},
+                                           {"--val", &options_.val, "Validation pairs"},
+                                           {"--test", &options_.test, "Test pairs"}}) {
+    auto* added = app_->add_option(option, *file,
                                    std::string(what) +
                                        ": a file of SOURCE<TAB>TARGET lines, each source starting "
                                        "with its target language's tag (\"<2en> ...\")")
                       ->check(kNotEmpty);
-    if (file != &pairs_options_.test) added->required();
+    if (file != &options_.test) added->required();
   }
-  tokenize_pairs_->add_option("--out", pairs_options_.out_dir, "Output folder (created if needed)")
+  app_->add_option("--out", options_.out_dir, "Output folder (created if needed)")
       ->required()
       ->check(kNotEmpty);
-  auto* pairs_vocab = tokenize_pairs_->add_option_function<int64_t>(
-      "--vocab-size", [this](int64_t pieces) { pairs_options_.vocab_size = pieces; },
+  auto* pairs_vocab = app_->add_option_function<int64_t>(
+      "--vocab-size", [this](int64_t pieces) { options_.vocab_size = pieces; },
       "Train a model of this many pieces on --text (written to OUT/tokenizer.model)");
-  tokenize_pairs_
-      ->add_option("--model", pairs_options_.model,
+  app_->add_option("--model", options_.model,
                    "Apply this existing .model (with pad, bos and eos pieces) instead")
       ->check(kNotEmpty)
       ->excludes(pairs_vocab);
-  tokenize_pairs_
-      ->add_option("--model-type", pairs_model_type_,
+  app_->add_option("--model-type", model_type_,
                    "Model to train: " + list_names(tokenize::kModelTypeNames, " or "))
       ->check(unnamed(CLI::IsMember(tokenizer_model_types())))
       ->capture_default_str()
       ->needs(pairs_vocab);
-  tokenize_pairs_
-      ->add_option("--text", pairs_options_.text_files,
+  app_->add_option("--text", options_.text_files,
                    "Text files or folders the new model learns from (the training sentences)")
       ->check(kNotEmpty)
       ->needs(pairs_vocab);
-  tokenize_pairs_
-      ->add_option("--tags", pairs_options_.tags,
+  app_->add_option("--tags", options_.tags,
                    "Target-language tags the new model keeps as pieces of their own: '<2en>' ...")
       ->check(kNotEmpty)
       ->needs(pairs_vocab);
-  tokenize_pairs_
-      ->add_option("--max-len", pairs_options_.max_len,
+  app_->add_option("--max-len", options_.max_len,
                    "Leave out pairs whose source or target with its eos is longer (tokens)")
       ->capture_default_str();
 }
 
 int TokenizePairsCommand::run() {
-  pairs_options_.model_type = *value_named(tokenize::kModelTypeNames, pairs_model_type_);
-  const data::TokenizePairsReport report = data::tokenize_pairs(pairs_options_);
+  options_.model_type = *value_named(tokenize::kModelTypeNames, model_type_);
+  const data::TokenizePairsReport report = data::tokenize_pairs(options_);
   std::printf("tokenizer %s: %lld pieces\n", report.model.c_str(),
               static_cast<long long>(report.vocab));
   for (const data::PairSplitCount& count : report.splits) {
     std::printf("%s: %lld pairs, %lld tokens in %s; %lld longer than --max-len %lld dropped\n",
                 count.split.c_str(), static_cast<long long>(count.pairs),
                 static_cast<long long>(count.tokens), data::pair_shard_name(count.split).c_str(),
-                static_cast<long long>(count.dropped),
-                static_cast<long long>(pairs_options_.max_len));
+                static_cast<long long>(count.dropped), static_cast<long long>(options_.max_len));
   }
   return 0;
 }

@@ -14,28 +14,28 @@ class TokenizeCommand {
  public:
   // Adds the subcommand `tokenize` to `app`.
   explicit TokenizeCommand(CLI::App& app);
-  bool parsed() const { return tokenize_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Writes the token shards; returns the process exit code.
   int run();
 
  private:
-  CLI::App* tokenize_ = nullptr;
-  data::TokenizeOptions tokenize_options_;
-  std::string tokenize_model_type_ = "bpe";
+  CLI::App* app_ = nullptr;
+  data::TokenizeOptions options_;
+  std::string model_type_ = "bpe";
 };
 
 class TokenizePairsCommand {
  public:
   // Adds the subcommand `tokenize-pairs` to `app`.
   explicit TokenizePairsCommand(CLI::App& app);
-  bool parsed() const { return tokenize_pairs_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   // Writes the pair shards; returns the process exit code.
   int run();
 
  private:
-  CLI::App* tokenize_pairs_ = nullptr;
-  data::TokenizePairsOptions pairs_options_;
-  std::string pairs_model_type_ = "unigram";
+  CLI::App* app_ = nullptr;
+  data::TokenizePairsOptions options_;
+  std::string model_type_ = "unigram";
 };
 
 }  // namespace mpipe::app

@@ -25,34 +25,30 @@ std::string default_run_dir(const std::string& config_path) {
 }
 
 TrainCommand::TrainCommand(CLI::App& app) {
-  train_ = app.add_subcommand("train", "Train a model described by an experiment YAML file");
-  train_->add_option("config", config_path_, "Experiment YAML file")->required()->check(kNotEmpty);
-  train_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
-  train_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<config name>)")
+  app_ = app.add_subcommand("train", "Train a model described by an experiment YAML file");
+  app_->add_option("config", config_path_, "Experiment YAML file")->required()->check(kNotEmpty);
+  app_->add_option("--set", overrides_, "Override a config key: key.path=value (repeatable)");
+  app_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<config name>)")
       ->check(kNotEmpty);
-  train_
-      ->add_option("--export-weights", export_path_,
+  app_->add_option("--export-weights", export_path_,
                    "Write all weights to this safetensors file at the end "
                    "(default: RUN_DIR/weights.safetensors)")
       ->check(kNotEmpty);
-  auto* resume = train_->add_flag(
+  auto* resume = app_->add_flag(
       "--resume", resume_, "Continue from the newest committed checkpoint in the run directory");
   auto* init_weights =
-      train_
-          ->add_option("--init-weights", init_weights_.path,
+      app_->add_option("--init-weights", init_weights_.path,
                        "Start a new run from these weights (.safetensors, as --export-weights "
                        "and export write them); a run resumed by --resume-or-start does not read "
                        "them")
           ->check(kNotEmpty)
           ->excludes(resume);
-  train_
-      ->add_option("--init-skip", init_weights_.skip,
+  app_->add_option("--init-skip", init_weights_.skip,
                    "A tensor (layers.5.weight) or prefix (layers.5) of the model that keeps its "
                    "initialisation instead, e.g. a new head (repeatable)")
       ->check(kNotEmpty)
       ->needs(init_weights);
-  train_
-      ->add_flag("--resume-or-start", resume_or_start_,
+  app_->add_flag("--resume-or-start", resume_or_start_,
                  "Continue from the newest committed checkpoint if there is one, else start a "
                  "new run (for requeued batch jobs)")
       ->excludes(resume);
@@ -61,7 +57,7 @@ TrainCommand::TrainCommand(CLI::App& app) {
 int TrainCommand::run(const comm::Communicator& world) {
   // First, so a stop request during start-up is not fatal: it is seen after the first step.
   const std::atomic<bool>* stop_requested = stop_on_signals();
-  if (comm::Watchdog* watchdog = world.watchdog()) watchdog->set_stop_signal(&g_stop_signal);
+  if (comm::Watchdog* watchdog = world.watchdog()) watchdog->set_stop_signal(stop_signal());
   const std::string run_dir = run_dir_.empty() ? default_run_dir(config_path_) : run_dir_;
   const std::string export_path =
       export_path_.empty() ? run_dir + "/weights.safetensors" : export_path_;

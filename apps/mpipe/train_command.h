@@ -17,14 +17,14 @@ class TrainCommand {
  public:
   // Adds the subcommand `train` to `app`.
   explicit TrainCommand(CLI::App& app);
-  bool parsed() const { return train_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   const std::string& config_path() const { return config_path_; }
   const std::vector<std::string>& overrides() const { return overrides_; }
   // Trains on this rank; returns the process exit code.
   int run(const comm::Communicator& world);
 
  private:
-  CLI::App* train_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string config_path_;
   std::vector<std::string> overrides_;
   std::string run_dir_;

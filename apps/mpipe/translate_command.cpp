@@ -22,55 +22,49 @@
 namespace mpipe::app {
 
 TranslateCommand::TranslateCommand(CLI::App& app) {
-  translate_ = app.add_subcommand(
+  app_ = app.add_subcommand(
       "translate",
       "Translate lines of text with a trained translation model (data.dataset: pairs), one "
       "process, or pipelined across the ranks mpirun starts");
-  translate_->add_option("config", config_path_, "The experiment YAML file it was trained with")
+  app_->add_option("config", config_path_, "The experiment YAML file it was trained with")
       ->required()
       ->check(kNotEmpty);
   auto* translate_weights =
-      translate_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")
+      app_->add_option("--weights", weights_path_, "Exported weights (.safetensors)")
           ->check(kNotEmpty);
-  translate_
-      ->add_option("--checkpoint", checkpoint_run_dir_,
+  app_->add_option("--checkpoint", checkpoint_run_dir_,
                    "A run directory: its newest committed checkpoint's weights instead")
       ->check(kNotEmpty)
       ->excludes(translate_weights);
-  translate_
-      ->add_option("--to", translate_tag_,
+  app_->add_option("--to", tag_,
                    "The target language's tag, a piece of data.tokenizer: '<2en>' ...")
       ->required()
       ->check(kNotEmpty);
-  translate_->add_option("--input", translate_input_,
-                         "Sentences to translate, one a line (default: stdin)");
-  translate_
-      ->add_option("--beam", translate_options_.beam,
+  app_->add_option("--input", input_, "Sentences to translate, one a line (default: stdin)");
+  app_->add_option("--beam", options_.beam,
                    "Beam width, 1 to 64 (1 = greedy: always the most likely token)")
       ->check(unnamed(CLI::Range(int64_t{1}, int64_t{64})))
       ->capture_default_str();
-  translate_
-      ->add_option("--batch", translate_options_.batch, "Sentences decoded together, 1 to 4096")
+  app_->add_option("--batch", options_.batch, "Sentences decoded together, 1 to 4096")
       ->check(unnamed(CLI::Range(int64_t{1}, int64_t{4096})))
       ->capture_default_str();
-  translate_
-      ->add_option("--ref", references_path_,
+  app_->add_option("--ref", references_path_,
                    "Reference translations, one a line: print BLEU and chrF on stderr")
       ->check(kNotEmpty);
-  translate_->add_option("--set", overrides_, "Override a config key: key.path=value");
-  translate_->callback([this] {
+  app_->add_option("--set", overrides_, "Override a config key: key.path=value");
+  app_->callback([this] {
     if (weights_path_.empty() && checkpoint_run_dir_.empty()) {
       throw CLI::RequiredError("--weights or --checkpoint");
     }
   });
 }
 
-std::vector<std::vector<int>> TranslateCommand::translate_sources(
+std::vector<std::vector<int>> TranslateCommand::read_sources(
     const config::Experiment& experiment, const tokenize::Tokenizer& tokenizer,
     std::vector<std::string>& references) const {
-  const std::string input_source = lines_source(translate_input_, "--input");
+  const std::string input_source = lines_source(input_, "--input");
   std::vector<std::vector<int>> sources = train::encode_source_lines(
-      tokenizer, experiment.data.tokenizer, translate_tag_, read_lines(translate_input_, "--input"),
+      tokenizer, experiment.data.tokenizer, tag_, read_lines(input_, "--input"),
       experiment.data.source_len, input_source);
   if (!references_path_.empty()) {
     references = read_lines(references_path_, "--ref");
@@ -97,8 +91,7 @@ int TranslateCommand::run() {
   const std::string& model = experiment.data.tokenizer;
   const tokenize::Tokenizer tokenizer = tokenize::Tokenizer::load(model);
   std::vector<std::string> references;
-  const std::vector<std::vector<int>> sources =
-      translate_sources(experiment, tokenizer, references);
+  const std::vector<std::vector<int>> sources = read_sources(experiment, tokenizer, references);
   checkpoint::CheckpointWeights weights;
   std::string weights_source = weights_path_;
   if (weights_path_.empty()) {
@@ -117,7 +110,7 @@ int TranslateCommand::run() {
               "{0}: the model outputs {2} scores per token but the tokenizer {3} has {1} pieces",
               weights_source, tokenizer.vocab_size(), translator.vocab(), model);
   std::vector<std::string> translations;
-  for (const std::vector<int>& ids : translator.translate(sources, translate_options_)) {
+  for (const std::vector<int>& ids : translator.translate(sources, options_)) {
     translations.push_back(tokenizer.decode(ids));
   }
   print_translations(translations, references);
@@ -132,9 +125,9 @@ int TranslateCommand::run(const comm::Communicator& world) {
        .source = {.checkpoint = checkpoint_run_dir_, .weights = weights_path_},
        .read_sources =
            [&](const config::Experiment& experiment, const tokenize::Tokenizer& tokenizer) {
-             return translate_sources(experiment, tokenizer, references);
+             return read_sources(experiment, tokenizer, references);
            },
-       .options = translate_options_},
+       .options = options_},
       world);
   if (world.rank() == 0) print_translations(done.translations, references);
   return 0;

@@ -17,7 +17,7 @@ class TranslateCommand {
  public:
   // Adds the subcommand `translate` to `app`.
   explicit TranslateCommand(CLI::App& app);
-  bool parsed() const { return translate_->parsed(); }
+  bool parsed() const { return app_->parsed(); }
   const std::string& config_path() const { return config_path_; }
   const std::vector<std::string>& overrides() const { return overrides_; }
   // Translates in this one process; returns the process exit code.
@@ -27,22 +27,22 @@ class TranslateCommand {
 
  private:
   // translate's sources from --input, with --ref's lines read into `references` and counted.
-  std::vector<std::vector<int>> translate_sources(const config::Experiment& experiment,
-                                                  const tokenize::Tokenizer& tokenizer,
-                                                  std::vector<std::string>& references) const;
+  std::vector<std::vector<int>> read_sources(const config::Experiment& experiment,
+                                             const tokenize::Tokenizer& tokenizer,
+                                             std::vector<std::string>& references) const;
   // translate's output: the translations on stdout, then --ref's scores on stderr.
   void print_translations(const std::vector<std::string>& translations,
                           const std::vector<std::string>& references) const;
 
-  CLI::App* translate_ = nullptr;
+  CLI::App* app_ = nullptr;
   std::string config_path_;
   std::vector<std::string> overrides_;
   std::string weights_path_;
-  std::string translate_tag_;       // translate --to
-  std::string translate_input_;     // translate --input; "" = stdin
-  std::string checkpoint_run_dir_;  // translate --checkpoint
-  train::TranslateOptions translate_options_;
-  std::string references_path_;  // translate --ref
+  std::string tag_;                 // --to
+  std::string input_;               // --input; "" = stdin
+  std::string checkpoint_run_dir_;  // --checkpoint
+  train::TranslateOptions options_;
+  std::string references_path_;  // --ref
 };
 
 }  // namespace mpipe::app
