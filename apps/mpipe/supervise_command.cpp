@@ -19,7 +19,6 @@
 #include <sstream>
 #include <thread>
 
-#include "commands.h"
 #include "config/experiment.h"
 #include "core/error.h"
 #include "core/host_clock.h"
@@ -31,6 +30,7 @@
 #include "supervise/retry_policy.h"
 #include "supervise/run_progress.h"
 #include "supervise/train_command.h"
+#include "train_command.h"
 
 extern char** environ;
 
