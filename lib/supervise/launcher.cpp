@@ -13,9 +13,9 @@ namespace mpipe::supervise {
 namespace {
 
 // srun's options for a step of `ranks` tasks on `nodes` (nodes of different slots: srun places
-// the tasks within the allocation's CPUs). --overlap: a step that lost a node may still count, in
-// slurmctld's view, as holding that node's CPUs until the node is set DOWN (SlurmdTimeout), and
-// the new step must not wait for them.
+// the tasks within the allocation's CPUs). --overlap: until slurmctld sets the lost node DOWN
+// (SlurmdTimeout), it counts the lost step as holding the CPUs of every node of it; without
+// --overlap a probe of a surviving node waited there ("Requested nodes are busy").
 std::vector<std::string> srun_step(const Launcher& launcher, int ranks,
                                    const std::vector<HostSlots>& nodes) {
   std::vector<std::string> names;
