@@ -206,7 +206,8 @@ std::vector<supervise::HostSlots> SuperviseCommand::initial_hosts() const {
 
 int SuperviseCommand::run() {
   const supervise::Launcher launcher = this->launcher();
-  const std::string& launcher_name = launcher.program;
+  const std::string launcher_name =
+      launcher.kind == supervise::LauncherKind::kSrun ? "srun" : "mpirun";
   std::vector<supervise::HostSlots> hosts = initial_hosts();
   const supervise::TrainCommand train = supervise::parse_train_command(command_);
   const std::string run_dir =
