@@ -1,6 +1,7 @@
-// `mpipe supervise`: runs `mpipe train` under mpirun over a host list and, when a host or rank
-// is lost, relaunches it on the hosts that still answer, re-planned, resuming its checkpoint.
-// The decisions are lib/supervise's; this file spawns, waits, probes and forwards signals.
+// `mpipe supervise`: runs `mpipe train` under mpirun over a host list (or srun inside a Slurm
+// allocation) and, when a host or rank is lost, relaunches it on the hosts that still answer,
+// re-planned, resuming its checkpoint. The decisions and the command lines are lib/supervise's;
+// this file spawns, waits, probes and forwards signals.
 #include "supervise_command.h"
 
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -24,11 +26,13 @@
 #include "core/host_clock.h"
 #include "supervise/host_list.h"
 #include "supervise/job_outcome.h"
+#include "supervise/launcher.h"
 #include "supervise/planner_check.h"
 #include "supervise/recovery.h"
 #include "supervise/replan.h"
 #include "supervise/retry_policy.h"
 #include "supervise/run_progress.h"
+#include "supervise/slurm_allocation.h"
 #include "supervise/train_command.h"
 #include "train_command.h"
 
@@ -40,14 +44,15 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::system_clock;
 
-// The running mpirun, for the signal handler, and whether a stop signal was passed on to it.
+// The running mpirun or srun, for the signal handler, and whether a stop signal was passed on to
+// it.
 std::atomic<pid_t> g_job{0};
 std::atomic<bool> g_stop_forwarded{false};
 
-// The first stop signal goes to mpirun as SIGUSR1, which it passes on to the ranks (it cannot
-// pass on SIGTERM or SIGINT: it kills the job after odls_base_sigkill_timeout, docs/signals.md):
-// they checkpoint at the next step boundary and stop, and mpirun exits 0. A second one goes as
-// SIGTERM: mpirun ends the job at once.
+// The first stop signal goes to mpirun (or srun) as SIGUSR1, which it passes on to the ranks
+// (mpirun cannot pass on SIGTERM or SIGINT: it kills the job after odls_base_sigkill_timeout,
+// docs/signals.md): they checkpoint at the next step boundary and stop, and it exits 0. A second
+// one goes as SIGTERM: it ends the job at once.
 extern "C" void forward_stop(int) {
   const bool again = g_stop_forwarded.exchange(true);
   if (const pid_t job = g_job.load(); job > 0) ::kill(job, again ? SIGTERM : SIGUSR1);
@@ -115,6 +120,16 @@ Clock::time_point last_progress(const std::string& run_dir, Clock::time_point ot
   return std::chrono::file_clock::to_sys(written);
 }
 
+// The value of environment variable `name`; InputError when it is not set.
+std::string slurm_variable(const char* name) {
+  const char* value = std::getenv(name);
+  check_input(value != nullptr,
+              "supervise --launcher srun: {} is not set: run it inside a Slurm allocation (a batch "
+              "script), or give --hosts",
+              name);
+  return value;
+}
+
 // Refuses a value `valid` rejects: "must be <what>, got X". Unnamed, so that --help shows
 // "--max-restarts INT=3", not a CLI11 validator's name.
 CLI::Validator number_check(const std::string& what, bool (*valid)(double)) {
@@ -133,11 +148,22 @@ CLI::Validator number_check(const std::string& what, bool (*valid)(double)) {
 SuperviseCommand::SuperviseCommand(CLI::App& app) {
   app_ = app.add_subcommand(
       "supervise",
-      "Run `train` under mpirun over a host list; when a host or rank is lost, relaunch it on "
-      "the hosts that still answer, re-planned, from its newest checkpoint (a shared run "
-      "directory): mpipe supervise --hosts h1:2,h2:2 -- train EXP.yaml [--set ...]");
-  app_->add_option("--hosts", hosts_, "Hosts and their slots, as mpirun's --host: h1:2,h2:2")
-      ->required();
+      "Run `train` under mpirun over a host list, or srun inside a Slurm allocation; when a host "
+      "or rank is lost, relaunch it on the hosts that still answer, re-planned, from its newest "
+      "checkpoint (a shared run directory): mpipe supervise --hosts h1:2,h2:2 -- train EXP.yaml "
+      "[--set ...]");
+  app_->add_option("--hosts", hosts_,
+                   "Hosts and their slots, as mpirun's --host: h1:2,h2:2 (required with mpirun; "
+                   "with srun, the allocation's nodes and tasks by default)");
+  app_->add_option("--launcher", launcher_,
+                   "mpirun, or srun: run the job as a step of the Slurm allocation it is in")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return text == "mpirun" || text == "srun" ? std::string()
+                                                      : "must be mpirun or srun, got " + text;
+          },
+          ""));
   app_->add_option("--max-restarts", max_restarts_, "Relaunch at most this many times")
       ->capture_default_str()
       ->check(number_check("an integer >= 0", [](double value) { return value >= 0; }));
@@ -147,14 +173,42 @@ SuperviseCommand::SuperviseCommand(CLI::App& app) {
                    "Options for every mpirun, the job's and the host probes', split at spaces: "
                    "\"--bind-to none --mca btl tcp,self -x OMP_NUM_THREADS\"");
   app_->add_option("--probe-timeout", probe_timeout_s_,
-                   "Seconds a host has to run `true` under mpirun before a relaunch")
+                   "Seconds a host has to run `true` under the launcher before a relaunch")
       ->capture_default_str()
       ->check(number_check("a number > 0", [](double value) { return value > 0; }));
+  app_->add_option("--srun-args", srun_args_,
+                   "Options for every srun (--launcher srun), the job's and the host probes', "
+                   "split at spaces: \"--mpi=pmix --cpus-per-task=4\"");
   app_->add_option("command", command_, "-- train CONFIG [train's options]")->required();
 }
 
+supervise::Launcher SuperviseCommand::launcher() const {
+  if (launcher_ == "srun") {
+    check_input(mpirun_args_.empty(),
+                "supervise: --mpirun-args is for --launcher mpirun; give srun's with --srun-args");
+    return {
+        .kind = supervise::LauncherKind::kSrun, .program = "srun", .args = split_words(srun_args_)};
+  }
+  check_input(srun_args_.empty(), "supervise: --srun-args needs --launcher srun");
+  return {.kind = supervise::LauncherKind::kMpirun,
+          .program = mpirun_,
+          .args = split_words(mpirun_args_)};
+}
+
+std::vector<supervise::HostSlots> SuperviseCommand::initial_hosts() const {
+  if (!hosts_.empty() || launcher_ == "mpirun") {
+    check_input(!hosts_.empty(), "supervise: --hosts is required with --launcher mpirun");
+    return supervise::parse_host_list(hosts_, "--hosts");
+  }
+  const std::string nodes = slurm_variable("SLURM_JOB_NODELIST");
+  return supervise::allocation_hosts(nodes, slurm_variable("SLURM_TASKS_PER_NODE"));
+}
+
 int SuperviseCommand::run() {
-  std::vector<supervise::HostSlots> hosts = supervise::parse_host_list(hosts_, "--hosts");
+  const supervise::Launcher launcher = this->launcher();
+  const std::string launcher_name =
+      launcher.kind == supervise::LauncherKind::kSrun ? "srun" : "mpirun";
+  std::vector<supervise::HostSlots> hosts = initial_hosts();
   const supervise::TrainCommand train = supervise::parse_train_command(command_);
   const std::string run_dir =
       train.run_dir.empty() ? default_run_dir(train.config_path) : train.run_dir;
@@ -162,22 +216,13 @@ int SuperviseCommand::run() {
   supervise::Layout layout = supervise::experiment_layout(experiment, total_slots(hosts));
   const supervise::PlannerCheck check(experiment);
   const std::string self = fs::read_symlink("/proc/self/exe").string();
-  const std::vector<std::string> mpirun_args = split_words(mpirun_args_);
   forward_stop_signals();
 
-  // `mpirun -n N --host LIST ARGS... PROGRAM...`
-  const auto mpirun = [&](int ranks, const std::string& host_list,
-                          const std::vector<std::string>& program) {
-    std::vector<std::string> args = {mpirun_, "-n", std::to_string(ranks), "--host", host_list};
-    args.insert(args.end(), mpirun_args.begin(), mpirun_args.end());
-    args.insert(args.end(), program.begin(), program.end());
-    return args;
-  };
-  // The hosts of `from` whose mpirun runs `true` within --probe-timeout, all probed at once.
+  // The hosts of `from` where the launcher runs `true` within --probe-timeout, all probed at once.
   const auto answering = [&](const std::vector<supervise::HostSlots>& from) {
     std::vector<pid_t> probes;
     for (const auto& host : from) {
-      probes.push_back(spawn(mpirun(1, host.host + ":1", {"true"}), /*quiet=*/true));
+      probes.push_back(spawn(supervise::probe_command(launcher, host.host), /*quiet=*/true));
     }
     std::vector<std::optional<int>> statuses(probes.size());
     const auto deadline = Clock::now() + std::chrono::duration<double>(probe_timeout_s_);
@@ -211,7 +256,8 @@ int SuperviseCommand::run() {
   // to the first step past it that the relaunched job logs.
   Clock::time_point last_progress_before_failure;
   for (int restarts = 0;; ++restarts) {
-    const pid_t job = spawn(mpirun(layout.ranks(), host_list_text(hosts), program), false);
+    const pid_t job =
+        spawn(supervise::job_command(launcher, layout.ranks(), hosts, program), false);
     g_job.store(job);
     if (g_stop_forwarded.load()) ::kill(job, SIGUSR1);  // a stop that came before the job
     std::optional<int> status;
@@ -225,7 +271,8 @@ int SuperviseCommand::run() {
       std::this_thread::sleep_for(kPoll);
     }
     g_job.store(0);
-    const supervise::JobEnd end = supervise::read_job_end(*status, g_stop_forwarded.load());
+    const supervise::JobEnd end =
+        supervise::read_job_end(*status, g_stop_forwarded.load(), launcher.kind);
     if (end.outcome == supervise::JobOutcome::kDone) {
       // A run stopped by a signal ends with a checkpoint but no summary.json: its recoveries
       // are in the log only.
@@ -238,7 +285,7 @@ int SuperviseCommand::run() {
     }
     const std::string failure = fmt::format("exit status {}: {}", end.exit_code, end.meaning);
     if (end.outcome != supervise::JobOutcome::kLost) {
-      spdlog::info("supervise: mpirun ended with exit status {}: {}", end.exit_code,
+      spdlog::info("supervise: {} ended with exit status {}: {}", launcher_name, end.exit_code,
                    end.outcome == supervise::JobOutcome::kStopped
                        ? "stopped by a signal, not relaunched"
                        : "not retried (" + end.meaning + ")");
@@ -257,7 +304,7 @@ int SuperviseCommand::run() {
       }
     }
     if (give_up || g_stop_forwarded.load()) {
-      spdlog::error("supervise: mpirun ended with {}; not relaunching: {}", failure,
+      spdlog::error("supervise: {} ended with {}; not relaunching: {}", launcher_name, failure,
                     give_up.value_or("stopped by a signal"));
       return end.exit_code;
     }

@@ -1,10 +1,14 @@
-// `mpipe supervise`: runs `mpipe train` under mpirun over a host list and, when a host or rank
-// is lost, relaunches it on the hosts that still answer, re-planned, resuming its checkpoint.
+// `mpipe supervise`: runs `mpipe train` under mpirun over a host list (or srun inside a Slurm
+// allocation) and, when a host or rank is lost, relaunches it on the hosts that still answer,
+// re-planned, resuming its checkpoint.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
+
+#include "supervise/host_list.h"
+#include "supervise/launcher.h"
 
 namespace mpipe::app {
 
@@ -13,15 +17,23 @@ class SuperviseCommand {
   // Adds the subcommand `supervise` to `app`.
   explicit SuperviseCommand(CLI::App& app);
   bool parsed() const { return app_->parsed(); }
-  // Supervises the job to its end; returns the exit code: 0, or that of the job's last mpirun.
+  // Supervises the job to its end; returns the exit code: 0, or that of the job's last mpirun
+  // or srun.
   int run();
 
  private:
+  supervise::Launcher launcher() const;
+  // --hosts, or with srun and no --hosts the allocation's nodes (SLURM_JOB_NODELIST) with their
+  // tasks (SLURM_TASKS_PER_NODE) as slots.
+  std::vector<supervise::HostSlots> initial_hosts() const;
+
   CLI::App* app_ = nullptr;
   std::string hosts_;
   int max_restarts_ = 3;
   std::string mpirun_ = "mpirun";
   std::string mpirun_args_;
+  std::string launcher_ = "mpirun";
+  std::string srun_args_;
   double probe_timeout_s_ = 30.0;
   std::vector<std::string> command_;  // after --: train CONFIG [options]
 };

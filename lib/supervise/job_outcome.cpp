@@ -1,5 +1,4 @@
-// What the end of a supervised mpirun means: done, a lost host or rank (retried), a stop the
-// supervisor forwarded, or a program error (never retried, its exit code kept).
+// What the end of a supervised mpirun or srun means (see job_outcome.h).
 #include "supervise/job_outcome.h"
 
 #include <fmt/format.h>
@@ -11,8 +10,9 @@ namespace mpipe::supervise {
 
 namespace {
 
-// The meaning of mpipe's own exit codes (docs/design/operations.md) and mpirun's.
-std::string exit_meaning(int code) {
+// The meaning of mpipe's own exit codes (docs/design/operations.md) and mpirun's or srun's.
+std::string exit_meaning(int code, LauncherKind launcher) {
+  const bool srun = launcher == LauncherKind::kSrun;
   switch (code) {
     case 1:
       return "a program error";
@@ -23,9 +23,11 @@ std::string exit_meaning(int code) {
     case 4:
       return "a rank passed pipeline.memory_limit";
     case kLostDaemonExitCode:
-      return "mpirun lost a host's daemon: the host died or was cut off";
+      return srun ? "a program error" : "mpirun lost a host's daemon: the host died or was cut off";
     case kRankKilledExitCode:
-      return "a rank was killed by SIGKILL: its host's processes killed, or the OOM killer";
+      return srun ? "a task was killed by SIGKILL: Slurm ended the step on a node it set DOWN, or "
+                    "the OOM killer"
+                  : "a rank was killed by SIGKILL: its host's processes killed, or the OOM killer";
     default:
       return "a program error";
   }
@@ -33,13 +35,14 @@ std::string exit_meaning(int code) {
 
 }  // namespace
 
-JobEnd read_job_end(int wait_status, bool stop_forwarded) {
+JobEnd read_job_end(int wait_status, bool stop_forwarded, LauncherKind launcher) {
+  const bool srun = launcher == LauncherKind::kSrun;
   JobEnd end;
   if (WIFSIGNALED(wait_status)) {
     const int signal = WTERMSIG(wait_status);
     end.exit_code = 128 + signal;
-    end.meaning =
-        fmt::format("mpirun itself was killed by signal {} ({})", signal, strsignal(signal));
+    end.meaning = fmt::format("{} itself was killed by signal {} ({})", srun ? "srun" : "mpirun",
+                              signal, strsignal(signal));
     end.outcome = stop_forwarded ? JobOutcome::kStopped : JobOutcome::kFailed;
     return end;
   }
@@ -49,11 +52,11 @@ JobEnd read_job_end(int wait_status, bool stop_forwarded) {
     end.meaning = "done";
     return end;
   }
-  end.meaning = exit_meaning(end.exit_code);
+  end.meaning = exit_meaning(end.exit_code, launcher);
   if (stop_forwarded) {
     end.outcome = JobOutcome::kStopped;
-  } else if (end.exit_code == kLostPeerExitCode || end.exit_code == kLostDaemonExitCode ||
-             end.exit_code == kRankKilledExitCode) {
+  } else if (end.exit_code == kLostPeerExitCode || end.exit_code == kRankKilledExitCode ||
+             (end.exit_code == kLostDaemonExitCode && !srun)) {
     end.outcome = JobOutcome::kLost;
   } else {
     end.outcome = JobOutcome::kFailed;

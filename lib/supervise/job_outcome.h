@@ -1,15 +1,17 @@
-// What the end of a supervised mpirun means: done, a lost host or rank (retried), a stop the
-// supervisor forwarded, or a program error (never retried, its exit code kept).
+// What the end of a supervised mpirun or srun means: done, a lost host or rank (retried), a stop
+// the supervisor forwarded, or a program error (never retried, its exit code kept).
 #pragma once
 
 #include <string>
+
+#include "supervise/launcher.h"
 
 namespace mpipe::supervise {
 
 enum class JobOutcome {
   kDone,     // exit status 0
   kLost,     // a host or rank was lost: relaunch on the hosts that still answer
-  kStopped,  // ended after the supervisor forwarded SIGTERM/SIGINT/SIGUSR1 to mpirun
+  kStopped,  // ended after the supervisor forwarded SIGTERM/SIGINT/SIGUSR1 to mpirun or srun
   kFailed,   // a program error (bad input, memory limit, a non-finite stop, ...): never retried
 };
 
@@ -26,9 +28,12 @@ struct JobEnd {
 inline constexpr int kLostPeerExitCode = 3;
 inline constexpr int kLostDaemonExitCode = 205;
 inline constexpr int kRankKilledExitCode = 128 + 9;
+// srun's (Slurm 22.05, measured by tests/multihost/slurm.sh) are 3, when a rank's watchdog ended
+// the job, and 137, when Slurm killed the step on a node it set DOWN; srun has no 205.
 
-// Reads `wait_status` (waitpid's) of mpirun; `stop_forwarded`: the supervisor passed a stop
-// signal on to it, so its end is a stop, whatever the status (not retried).
-JobEnd read_job_end(int wait_status, bool stop_forwarded);
+// Reads `wait_status` (waitpid's) of the job's mpirun or srun (`launcher`); `stop_forwarded`:
+// the supervisor passed a stop signal on to it, so its end is a stop, whatever the status (not
+// retried).
+JobEnd read_job_end(int wait_status, bool stop_forwarded, LauncherKind launcher);
 
 }  // namespace mpipe::supervise

@@ -214,6 +214,13 @@ alone supervise_command \
 alone supervise_restarts \
   "--max-restarts: must be an integer >= 0, got -1 (\`mpipe supervise --help\` lists the options)" \
   supervise --hosts h1:1 --max-restarts -1 -- train "$mlp"
+alone supervise_launcher \
+  "--launcher: must be mpirun or srun, got ssh (\`mpipe supervise --help\` lists the options)" \
+  supervise --hosts h1:1 --launcher ssh -- train "$mlp"
+unset SLURM_JOB_NODELIST  # (in case the suite runs inside a Slurm job)
+alone supervise_srun_outside_slurm \
+  "supervise --launcher srun: SLURM_JOB_NODELIST is not set: run it inside a Slurm allocation (a batch script), or give --hosts" \
+  supervise --launcher srun -- train "$mlp"
 
 # plan reports the overflow too, instead of printing a wrapped total.
 status=0

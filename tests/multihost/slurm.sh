@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two Slurm nodes (h2 and h3, stock slurmd in their own network namespaces; tests/multihost/slurm_nodes.sh): scripts/slurm's batch scripts across both, a stop by the time-limit signal, and a node set down mid-job.
+# Two Slurm nodes (h2 and h3, stock slurmd in their own network namespaces; tests/multihost/slurm_nodes.sh): scripts/slurm's batch scripts across both, a stop by the time-limit signal, a node set down mid-job, and a node lost under the supervisor.
 #
 # Checks, one rank per node (TCP between the nodes), each training run's weights bit-identical
 # to the same run on one host:
@@ -8,11 +8,15 @@
 #      (2 stages; 2 replicas of 1 stage) from its spool and ends once idle;
 #   3. SIGUSR1 to the batch shell (what --signal=B:USR1@120 sends before the time limit): every
 #      rank checkpoints and stops, the job requeues itself and resumes on both nodes;
-#   4. `scontrol update nodename=h3 state=down` during a job: Slurm ends the job and requeues it,
-#      it waits for two nodes, and once h3 is back it resumes from its newest checkpoint.
-# About 60 s.
+#   4. `scontrol update nodename=h3 state=down` during a job submitted with --no-kill=off (which
+#      undoes train.sbatch's --no-kill): Slurm ends the job and requeues it,
+#      it waits for two nodes, and once h3 is back it resumes from its newest checkpoint;
+#   5. h3 lost during a train.sbatch job (its slurmd and every process there killed): the job
+#      (--no-kill) goes on, `mpipe supervise` relaunches the training on h2 alone, re-planned from
+#      2 stages to 1, from its newest checkpoint, and the job ends COMPLETED.
+# About 90 s.
 # Usage: slurm.sh CONFIG
-: "${MPIPE_MULTIHOST_BUDGET:=240}"  # hosts.sh's own deadline: four jobs and two restarts
+: "${MPIPE_MULTIHOST_BUDGET:=270}"  # hosts.sh's own deadline: five jobs and three restarts
 # shellcheck source=tests/multihost/hosts.sh
 source "$(dirname "$0")/hosts.sh"
 # shellcheck source=tests/multihost/slurm_nodes.sh
@@ -80,7 +84,7 @@ echo "ok 3 (${SECONDS} s): job $job stopped at step $stopped, requeued itself an
   "nodes, weights bit-identical"
 
 # --- 4. a node set down mid-job: requeued, held until the node returns, resumed -------------------
-job=$(sbatch --parsable "${nodes[@]}" "$repo/scripts/slurm/train.sbatch" "$config" "${model[@]}" \
+job=$(sbatch --parsable "${nodes[@]}" --no-kill=off "$repo/scripts/slurm/train.sbatch" "$config" "${model[@]}" \
   --run-dir runs/down --export-weights runs/down.safetensors)
 deadline=$((SECONDS + timeout_s))
 until newest_checkpoint_step runs/down > /dev/null 2>&1; do
@@ -105,4 +109,30 @@ cp runs/down.safetensors "$WORK/down.safetensors"
 same reference down
 echo "ok 4 (${SECONDS} s): job $job, requeued when h3 went down, resumed once it was back;" \
   "weights bit-identical"
+
+# --- 5. a node lost under the supervisor: the job goes on with the node left ---------------------
+job=$(sbatch --parsable "${nodes[@]}" "$repo/scripts/slurm/train.sbatch" "$config" "${model[@]}" \
+  --set comm.timeout=3s --run-dir runs/lost --export-weights runs/lost.safetensors)
+deadline=$((SECONDS + timeout_s))
+until newest_checkpoint_step runs/lost > /dev/null 2>&1; do
+  ((SECONDS < deadline)) || fail "job $job wrote no checkpoint"
+  sleep 0.2
+done
+lost_at=$SECONDS
+for pid in $(ip netns pids "${PREFIX}h3"); do kill -KILL "$pid" 2>/dev/null || true; done
+state=$(wait_until_done "$job")
+[[ $state == COMPLETED ]] || fail "job $job ended $state after h3 was lost"
+grep -qE "supervise: restart 1 of at most 3: exit status (3|137): .*; h3 does not answer; relaunching on h2:1 as 1 stage x 1 replica, 4 micro-batches each \(was 2 stages x 1 replica, 4 micro-batches each on h2:1,h3:1\), resuming from step [0-9]+ \([0-9]+ steps? to redo\), bit-identical$" \
+  "$(out "$job")" || fail "job $job: no recovery line relaunching on h2"
+[[ $(grep -c "supervise: restart" "$(out "$job")") == 1 ]] || fail "job $job: not one recovery"
+redone=$(/usr/bin/python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["recoveries"]
+assert len(r) == 1 and r[0]["lost_hosts"] == ["h3"], r
+print("%d steps redone, %.1f s from the last step before the loss to the next"
+      % (r[0]["steps_redone"], r[0]["seconds_lost"]))' runs/lost/summary.json) ||
+  fail "job $job: the recovery in summary.json"
+cp runs/lost.safetensors "$WORK/lost.safetensors"
+same reference lost
+echo "ok 5 (${SECONDS} s): job $job lost h3 and finished on h2 in the same allocation" \
+  "$((SECONDS - lost_at)) s after the loss; $redone; weights bit-identical"
 passed=1
