@@ -253,7 +253,7 @@ class TrainingRun {
     first_step_ = resumed.step;
     balance_.start_at(first_step_);
     trace_.emplace(experiment_.log.trace_steps, first_step_, world_, trainer_.topology(),
-                   trainer_.trace());
+                   trainer_.placement(), trainer_.trace());
     // Before the clocks start: the measurement's time is not the run's.
     if (first_step_ < experiment_.train.steps) measure_peak();
     open_outputs();
