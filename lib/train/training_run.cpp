@@ -178,6 +178,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
     summary["final_eval_bleu"] = *result.final_bleu;
     summary["final_eval_chrf"] = *result.final_chrf;
   }
+  log::add_rank_named_keys(summary);
   return summary;
 }
 

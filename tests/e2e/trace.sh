@@ -118,7 +118,7 @@ def check(path, ranks, stages, steps, micro_batches, expect, chunks=1, placement
                         pairs += 1
     assert pairs == ranks // stages * len(steps) * micro_batches * 2 * (stages * chunks - 1), pairs
     # Each rank's sends of a traced step add up to the bytes its link counted per step.
-    sent_per_step = json.load(open(path.replace("trace.json", "summary.json")))["sent_bytes_per_step_per_stage"]
+    sent_per_step = json.load(open(path.replace("trace.json", "summary.json")))["sent_bytes_per_step_per_rank"]
     for pid in range(ranks):
         for step in steps:
             sent = sum(e["args"]["bytes"] for e in spans if e["pid"] == pid and
