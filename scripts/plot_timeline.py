@@ -2,8 +2,9 @@
 """Draws the traced steps of <run_dir>/trace.json (log.trace_steps) into <run_dir>/timeline.png.
 
 One row per rank: its compute (F, B with the recompute inside it hatched over it, W, optimizer,
-checkpoint, evaluation; each micro-batch's box numbered) and under it, thinner, the time it
-waited on a receive or an allreduce. White space in a compute row is the bubble: time that rank
+checkpoint, evaluation; each micro-batch's box numbered, "3.1" for micro-batch 3 of chunk 1 when
+ranks hold several chunks: interleaved, zbv) and under it, thinner, the time it waited on a
+receive or an allreduce. White space in a compute row is the bubble: time that rank
 did not compute.
 
 Usage: /usr/bin/python3 scripts/plot_timeline.py RUN_DIR [-o OUT.png] [--step N] [--title TEXT]
@@ -28,17 +29,38 @@ WAIT_COLOUR = "#e377c2"
 WAITS = ("RA", "RG", "allreduce", "loss allreduce")
 
 
+def op_name(name):
+    """The name without its chunk: 'F3.1' -> 'F3', 'W.1' -> 'W', 'SA2.1 done' -> 'SA2 done'."""
+    head, dot, chunk = name.partition(".")
+    if not dot:
+        return name
+    return head + chunk[len(chunk.split(" ")[0]):]
+
+
 def kind_of(name):
-    """'F3' -> 'F', 'SA2 done' -> 'SA', 'optimizer' -> 'optimizer'."""
+    """'F3' -> 'F', 'F3.1' -> 'F', 'SA2 done' -> 'SA', 'optimizer' -> 'optimizer'."""
+    name = op_name(name)
     head = name.split(" ")[0] if name.endswith(" done") else name
     stripped = head.rstrip("0123456789")
     return stripped or head
 
 
+def box_label(event):
+    """What a compute box shows: its micro-batch, with its chunk after a dot when the event's name
+    carries one ('3.1' for F3.1); None for an event of no one micro-batch."""
+    args = event.get("args", {})
+    micro_batch = args.get("micro_batch")
+    if micro_batch is None or micro_batch < 0:
+        return None
+    return f"{micro_batch}.{args['chunk']}" if op_name(event["name"]) != event["name"] \
+        else str(micro_batch)
+
+
 def weight_gradient_label(spans):
     """The legend of W: one micro-batch's weight gradient (W3, zero-bubble schedules) or the
     step's batched ones (W, pipeline.weight_grads: batched)."""
-    names = {e["name"] for e in spans if e["cat"] == "compute" and kind_of(e["name"]) == "W"}
+    names = {op_name(e["name"]) for e in spans
+             if e["cat"] == "compute" and kind_of(e["name"]) == "W"}
     per_micro_batch, batched = any(name != "W" for name in names), "W" in names
     if per_micro_batch != batched:
         return "weight gradients (per micro-batch)" if per_micro_batch else "batched weight gradients"
@@ -89,9 +111,9 @@ def plot(ranks, spans, out_path, title):
                 axes.broken_barh([(start, length)], (y - 0.05, 0.5),
                                  facecolors=COMPUTE_COLOURS.get(kind, "#999999"),
                                  edgecolors="white", linewidth=0.5)
-                micro_batch = e.get("args", {}).get("micro_batch")
-                if micro_batch is not None and length > width_ms / 150:
-                    axes.text(start + length / 2, y + 0.2, str(micro_batch), ha="center",
+                label = box_label(e)
+                if label is not None and length > width_ms / 150:
+                    axes.text(start + length / 2, y + 0.2, label, ha="center",
                               va="center", fontsize=7, color="white")
             elif kind in WAITS:
                 axes.broken_barh([(start, length)], (y - 0.3, 0.18), facecolors=WAIT_COLOUR)

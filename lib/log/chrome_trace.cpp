@@ -2,10 +2,14 @@
 #include "log/chrome_trace.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <utility>
+
+#include "core/error.h"
 
 namespace mpipe::log {
 namespace {
@@ -30,9 +34,12 @@ nlohmann::json chrome_trace(const std::vector<RankTimeline>& ranks) {
   nlohmann::json offsets = nlohmann::json::array(), uncertainties = nlohmann::json::array();
   for (const RankTimeline& rank : ranks) {
     const int pid = rank.world_rank;
-    events.push_back(metadata(
-        "process_name", pid, -1,
-        {{"name", fmt::format("rank {}: stage {}, replica {}", pid, rank.stage, rank.replica)}}));
+    const bool chunks = rank.chunk_stages.size() > 1;
+    const std::string name =
+        chunks ? fmt::format("rank {}: stages {}; replica {}", pid,
+                             fmt::join(rank.chunk_stages, ", "), rank.replica)
+               : fmt::format("rank {}: stage {}, replica {}", pid, rank.stage, rank.replica);
+    events.push_back(metadata("process_name", pid, -1, {{"name", name}}));
     events.push_back(metadata("process_sort_index", pid, -1, {{"sort_index", pid}}));
     events.push_back(metadata("thread_name", pid, kComputeTrack, {{"name", "compute"}}));
     events.push_back(
@@ -45,14 +52,21 @@ nlohmann::json chrome_trace(const std::vector<RankTimeline>& ranks) {
       const bool compute = is_compute(event.kind);
       nlohmann::json args = {{"step", event.step}};
       if (event.micro_batch >= 0) args["micro_batch"] = event.micro_batch;
-      if (event.chunk >= 0) args["chunk"] = event.chunk;
+      if (event.chunk >= 0) {
+        check(std::cmp_less(event.chunk, rank.chunk_stages.size()),
+              "chrome_trace: rank {} has {} chunks, an event chunk {}", pid,
+              rank.chunk_stages.size(), event.chunk);
+        args["chunk"] = event.chunk;
+        args["stage"] = rank.chunk_stages[static_cast<size_t>(event.chunk)];
+      }
       if (event.bytes > 0) args["bytes"] = event.bytes;
-      nlohmann::json out = {{"name", trace_name(event.kind, event.micro_batch)},
-                            {"cat", compute ? "compute" : "communication"},
-                            {"pid", pid},
-                            {"tid", compute ? kComputeTrack : kCommunicationTrack},
-                            {"ts", 1e6 * (event.start_s - origin_s)},
-                            {"args", std::move(args)}};
+      nlohmann::json out = {
+          {"name", trace_name(event.kind, event.micro_batch, chunks ? event.chunk : -1)},
+          {"cat", compute ? "compute" : "communication"},
+          {"pid", pid},
+          {"tid", compute ? kComputeTrack : kCommunicationTrack},
+          {"ts", 1e6 * (event.start_s - origin_s)},
+          {"args", std::move(args)}};
       if (is_instant(event.kind)) {
         out["ph"] = "i";
         out["s"] = "t";  // drawn on its thread's track

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "core/error.h"
 
@@ -113,6 +117,30 @@ void StageTimes::write_into(nlohmann::ordered_json& record) const {
   record["bubble"] = sum / static_cast<double>(bubble.size());
   if (!peak_tensor_bytes.empty()) record["peak_tensor_bytes_per_stage"] = peak_tensor_bytes;
   if (!sent_bytes.empty()) record["sent_bytes_per_step_per_stage"] = sent_bytes;
+}
+
+void add_rank_named_keys(nlohmann::json& summary) {
+  // summary.json's lists of one number per rank, in rank order (under virtual stages a rank holds
+  // several stages).
+  static constexpr std::array<std::string_view, 10> kPerRank = {
+      "compute_ms_per_stage",
+      "waiting_ms_per_stage",
+      "bubble_per_stage",
+      "peak_tensor_bytes_per_stage",
+      "sent_bytes_per_step_per_stage",
+      "peak_activation_bytes_per_stage",
+      "predicted_kept_activation_bytes_per_stage",
+      "peak_rss_bytes_per_stage",
+      "predicted_peak_bytes_per_stage",
+      "predicted_sent_bytes_per_step_per_stage",
+  };
+  constexpr std::string_view kOld = "_per_stage";
+  for (const std::string_view key : kPerRank) {
+    const auto found = summary.find(key);
+    if (found == summary.end()) continue;
+    nlohmann::json values = *found;  // (a copy: the insertion below may move the object's items)
+    summary[std::string(key.substr(0, key.size() - kOld.size())) + "_per_rank"] = std::move(values);
+  }
 }
 
 void FlopUtilization::write_into(nlohmann::ordered_json& record) const {

@@ -43,6 +43,11 @@ struct FlopUtilization {
   void write_into(nlohmann::ordered_json& record) const;
 };
 
+// Adds to summary.json's `summary`, beside each list of one number per rank still named
+// "..._per_stage" (from when "stage" meant a rank), the same list as "..._per_rank"
+// ("bubble_per_stage" -> "bubble_per_rank"). The old names are deprecated, kept for one release.
+void add_rank_named_keys(nlohmann::json& summary);
+
 // Whether a parsed metrics.jsonl line is a train record: an object with neither a "split" (an
 // evaluation) nor an "event" (a supervisor's recovery); a torn line is not.
 bool is_train_record(const nlohmann::json& record);

@@ -33,7 +33,7 @@ bool is_instant(TraceKind kind) {
   return kind == TraceKind::kSendActivationDone || kind == TraceKind::kSendGradientDone;
 }
 
-std::string trace_name(TraceKind kind, int micro_batch) {
+std::string trace_name(TraceKind kind, int micro_batch, int chunk) {
   const char* name = "";
   switch (kind) {
     case TraceKind::kForward:
@@ -64,10 +64,10 @@ std::string trace_name(TraceKind kind, int micro_batch) {
       name = "SG";
       break;
     case TraceKind::kSendActivationDone:
-      name = "SA{} done";
+      name = "SA";
       break;
     case TraceKind::kSendGradientDone:
-      name = "SG{} done";
+      name = "SG";
       break;
     case TraceKind::kRecvActivation:
       name = "RA";
@@ -82,8 +82,9 @@ std::string trace_name(TraceKind kind, int micro_batch) {
       name = "loss allreduce";
       break;
   }
-  if (is_instant(kind)) return fmt::format(fmt::runtime(name), micro_batch);
-  return micro_batch < 0 ? std::string(name) : fmt::format("{}{}", name, micro_batch);
+  std::string out = micro_batch < 0 ? std::string(name) : fmt::format("{}{}", name, micro_batch);
+  if (chunk >= 0) out += fmt::format(".{}", chunk);
+  return is_instant(kind) ? out + " done" : out;
 }
 
 void TraceRecorder::span(TraceKind kind, int micro_batch, Clock::time_point start,

@@ -33,8 +33,10 @@ enum class TraceKind {
 bool is_compute(TraceKind kind);
 // True for the kinds that mark a moment (no duration).
 bool is_instant(TraceKind kind);
-// "F3", "SA3 done", "optimizer" (micro_batch < 0: an event of the whole step).
-std::string trace_name(TraceKind kind, int micro_batch);
+// "F3", "SA3 done", "optimizer" (micro_batch < 0: an event of the whole step); with a chunk
+// (>= 0), after a dot as the programs print it: "F3.1", "SA3.1 done", "W.1" (chunk 1's batched
+// weight gradients).
+std::string trace_name(TraceKind kind, int micro_batch, int chunk = -1);
 
 struct TraceEvent {
   TraceKind kind = TraceKind::kForward;

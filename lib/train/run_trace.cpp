@@ -12,8 +12,9 @@
 namespace mpipe::train {
 namespace {
 
-// Each rank's contribution to the gather: a header, then kEventFields per event.
-constexpr size_t kHeaderFields = 6;  // world rank, stage, replica, offset, uncertainty, events
+// Each rank's contribution to the gather: a header, its chunks' global stages, the number of
+// events, then kEventFields per event.
+constexpr size_t kHeaderFields = 6;  // world rank, stage, replica, offset, uncertainty, chunks
 // kind, micro-batch, step, start, end (on rank 0's clock), chunk, bytes
 constexpr size_t kEventFields = 7;
 
@@ -22,8 +23,12 @@ double steady_seconds() { return log::TraceRecorder::seconds(log::TraceRecorder:
 }  // namespace
 
 RunTrace::RunTrace(std::vector<int64_t> steps, int64_t first_step, const comm::Communicator& world,
-                   const comm::Topology& topology, log::TraceRecorder& recorder)
+                   const comm::Topology& topology, const plan::Placement& placement,
+                   log::TraceRecorder& recorder)
     : steps_(std::move(steps)), world_(world), topology_(topology), recorder_(recorder) {
+  for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
+    chunk_stages_.push_back(placement.stage_of(topology_.stage, chunk));
+  }
   if (steps_.empty()) return;
   if (steps_.back() <= first_step) {
     if (world_.rank() == 0) {
@@ -57,7 +62,9 @@ nlohmann::json RunTrace::merge() {
                               static_cast<double>(topology_.replica),
                               clock_offset_s_,
                               clock_uncertainty_s_,
-                              static_cast<double>(recorder_.events().size())};
+                              static_cast<double>(chunk_stages_.size())};
+  for (const int stage : chunk_stages_) mine.push_back(static_cast<double>(stage));
+  mine.push_back(static_cast<double>(recorder_.events().size()));
   for (const log::TraceEvent& event : recorder_.events()) {
     mine.insert(mine.end(),
                 {static_cast<double>(event.kind), static_cast<double>(event.micro_batch),
@@ -76,9 +83,13 @@ nlohmann::json RunTrace::merge() {
                            .replica = static_cast<int>(all[at + 2]),
                            .clock_offset_s = all[at + 3],
                            .clock_uncertainty_s = all[at + 4],
+                           .chunk_stages = {},
                            .events = {}};
-    const auto count = static_cast<size_t>(all[at + 5]);
+    const auto chunks = static_cast<size_t>(all[at + 5]);
     at += kHeaderFields;
+    for (size_t c = 0; c < chunks; ++c) rank.chunk_stages.push_back(static_cast<int>(all[at + c]));
+    const auto count = static_cast<size_t>(all[at + chunks]);
+    at += chunks + 1;
     for (size_t i = 0; i < count; ++i, at += kEventFields) {
       rank.events.push_back({.kind = static_cast<log::TraceKind>(static_cast<int>(all[at])),
                              .micro_batch = static_cast<int>(all[at + 1]),

@@ -10,16 +10,18 @@
 #include "comm/communicator.h"
 #include "comm/topology.h"
 #include "log/trace_recorder.h"
+#include "plan/placement.h"
 
 namespace mpipe::train {
 
 class RunTrace {
  public:
   // `steps`: log.trace_steps (ascending, from 1); `first_step`: the steps this run has already
-  // (a resumed run's checkpoint step). Collective over `world` when a traced step lies ahead:
-  // measures the clock offset.
+  // (a resumed run's checkpoint step); `placement` names the global stage of each of this rank's
+  // chunks. Collective over `world` when a traced step lies ahead: measures the clock offset.
   RunTrace(std::vector<int64_t> steps, int64_t first_step, const comm::Communicator& world,
-           const comm::Topology& topology, log::TraceRecorder& recorder);
+           const comm::Topology& topology, const plan::Placement& placement,
+           log::TraceRecorder& recorder);
 
   // Before step `step` (counted from 1) starts: records it when it is traced, else stops
   // recording. Recording goes on through the step's checkpoint and evaluation.
@@ -35,6 +37,7 @@ class RunTrace {
   std::vector<int64_t> steps_;
   const comm::Communicator& world_;
   comm::Topology topology_;
+  std::vector<int> chunk_stages_;  // the global stage of each of this rank's chunks
   log::TraceRecorder& recorder_;
   double clock_offset_s_ = 0.0;
   double clock_uncertainty_s_ = 0.0;

@@ -178,6 +178,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
     summary["final_eval_bleu"] = *result.final_bleu;
     summary["final_eval_chrf"] = *result.final_chrf;
   }
+  log::add_rank_named_keys(summary);
   return summary;
 }
 
@@ -253,7 +254,7 @@ class TrainingRun {
     first_step_ = resumed.step;
     balance_.start_at(first_step_);
     trace_.emplace(experiment_.log.trace_steps, first_step_, world_, trainer_.topology(),
-                   trainer_.trace());
+                   trainer_.placement(), trainer_.trace());
     // Before the clocks start: the measurement's time is not the run's.
     if (first_step_ < experiment_.train.steps) measure_peak();
     open_outputs();

@@ -2,7 +2,8 @@
 # What a run logs and exports: log.level debug prints each stage's step time split into compute,
 # waiting, sending and allreduce; metrics.jsonl and summary.json hold each stage's compute,
 # waiting, bubble and memory, and the MFU (the peak measured at start-up, or log.peak_flops);
-# summary.json puts measured memory next to the prediction; the logged train loss is the mean over the logging window;
+# summary.json puts measured memory next to the prediction, its lists per rank under "_per_rank"
+# names and their deprecated "_per_stage" ones; the logged train loss is the mean over the logging window;
 # train.steps 0 exports the initial weights (the same on any number of stages) and prints no train
 # loss; the start line counts in the singular; evaluations during training are printed; the
 # placement line says where the ranks run, and warns of a rank given fewer CPUs than threads.
@@ -34,6 +35,11 @@ s = json.load(open(sys.argv[1]))
 assert s["predicted_kept_activation_bytes_per_stage"] == s["peak_activation_bytes_per_stage"], s
 assert len(s["peak_rss_bytes_per_stage"]) == 2 and min(s["peak_rss_bytes_per_stage"]) > 0, s
 assert len(s["predicted_peak_bytes_per_stage"]) == 2 and s["predicted_samples_per_s"] > 0, s
+# Each list of one number per rank under its rank name, and its deprecated "_per_stage" one.
+old = [k for k in s if k.endswith("_per_stage")]
+assert len(old) == 10, old
+for key in old:
+    assert s[key[:-len("_per_stage")] + "_per_rank"] == s[key], key
 PY
 
 # (every1 measures the peak at start-up, whatever CONFIG gives: the fixtures give one.)

@@ -67,6 +67,45 @@ TEST(MetricsWriter, TrainRecordsCarryEachStagesComputeWaitingBubbleMemoryAndTheM
   EXPECT_EQ(lines[1], R"({"step":20,"loss":0.5,"lr":0.001,"samples_per_s":100.0})");
 }
 
+TEST(RankNamedKeys, EveryPerStageListOfTheSummaryAlsoHasItsRankName) {
+  nlohmann::json summary = {{"steps", 4},
+                            {"stages", 2},
+                            {"bubble_per_stage", {0.25, 0.5}},
+                            {"peak_rss_bytes_per_stage", {10.0, 20.0}},
+                            {"predicted_sent_bytes_per_step_per_stage", {64.0, 32.0}}};
+  nlohmann::json expected = summary;
+  expected["bubble_per_rank"] = {0.25, 0.5};
+  expected["peak_rss_bytes_per_rank"] = {10.0, 20.0};
+  expected["predicted_sent_bytes_per_step_per_rank"] = {64.0, 32.0};
+  add_rank_named_keys(summary);
+  EXPECT_EQ(summary, expected);  // the old names kept (deprecated), nothing else renamed
+}
+
+TEST(RankNamedKeys, ListsTheSummaryOfARunHasAllGetTheirRankName) {
+  nlohmann::ordered_json record;
+  StageTimes{.compute_ms = {3.0},
+             .waiting_ms = {1.0},
+             .bubble = {0.25},
+             .peak_tensor_bytes = {1024.0},
+             .sent_bytes = {64.0}}
+      .write_into(record);
+  nlohmann::json summary(record);
+  for (const char* key :
+       {"peak_activation_bytes_per_stage", "predicted_kept_activation_bytes_per_stage",
+        "peak_rss_bytes_per_stage", "predicted_peak_bytes_per_stage",
+        "predicted_sent_bytes_per_step_per_stage"}) {
+    summary[key] = {1.0};
+  }
+  add_rank_named_keys(summary);
+  for (const auto& [key, value] : summary.items()) {
+    const std::string old = "_per_stage";
+    if (!key.ends_with(old)) continue;
+    const std::string renamed = key.substr(0, key.size() - old.size()) + "_per_rank";
+    EXPECT_TRUE(summary.contains(renamed)) << renamed;
+    EXPECT_EQ(summary.value(renamed, nlohmann::json()), value) << renamed;
+  }
+}
+
 TEST(MetricsWriter, TracesReplaceTraceJson) {
   testing::TempDir dir;
   MetricsWriter writer(dir.file("run"));

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "log/chrome_trace.h"
 
 namespace mpipe::log {
@@ -81,6 +82,13 @@ TEST(TraceName, NamesLikeTheSchedule) {
   EXPECT_EQ(trace_name(TraceKind::kOptimizer, -1), "optimizer");
 }
 
+TEST(TraceName, NamesTheChunkAfterADotAsProgramsPrintIt) {
+  EXPECT_EQ(trace_name(TraceKind::kForward, 3, 1), "F3.1");
+  EXPECT_EQ(trace_name(TraceKind::kRecvGradient, 0, 0), "RG0.0");
+  EXPECT_EQ(trace_name(TraceKind::kSendGradientDone, 2, 1), "SG2.1 done");
+  EXPECT_EQ(trace_name(TraceKind::kWeightGrad, -1, 1), "W.1");  // chunk 1's batched ones
+}
+
 TEST(ChromeTrace, OneProcessPerRankWithAComputeAndACommunicationTrack) {
   std::vector<RankTimeline> ranks(2);
   ranks[0].events = {{TraceKind::kForward, 0, 6, 10.0, 10.002}};
@@ -89,6 +97,7 @@ TEST(ChromeTrace, OneProcessPerRankWithAComputeAndACommunicationTrack) {
               .replica = 0,
               .clock_offset_s = -0.5,
               .clock_uncertainty_s = 1e-6,
+              .chunk_stages = {1},
               .events = {{TraceKind::kRecvActivation, 0, 6, 10.001, 10.003},
                          {TraceKind::kSendGradientDone, 0, 6, 10.004, 10.004}}};
   const nlohmann::json trace = chrome_trace(ranks);
@@ -116,6 +125,62 @@ TEST(ChromeTrace, OneProcessPerRankWithAComputeAndACommunicationTrack) {
   EXPECT_EQ(spans[2]["name"], "SG0 done");
   EXPECT_EQ(spans[2]["ph"], "i");
   EXPECT_FALSE(spans[2].contains("dur"));
+}
+
+TEST(ChromeTrace, EventsOfARankWithChunksNameTheirChunkAndGlobalStage) {
+  // Rank 1 of K = 4 under interleaved v = 2 holds stages 1 and 5: its two F3 are two ops.
+  std::vector<RankTimeline> ranks(1);
+  ranks[0] = {.world_rank = 1,
+              .stage = 1,
+              .replica = 0,
+              .clock_offset_s = 0.0,
+              .clock_uncertainty_s = 0.0,
+              .chunk_stages = {1, 5},
+              .events = {{TraceKind::kForward, 3, 2, 10.0, 10.001, 0},
+                         {TraceKind::kForward, 3, 2, 10.002, 10.003, 1},
+                         {TraceKind::kSendActivationDone, 3, 2, 10.004, 10.004, 1, 64},
+                         {TraceKind::kOptimizer, -1, 2, 10.005, 10.006}}};
+  const nlohmann::json trace = chrome_trace(ranks);
+  std::vector<nlohmann::json> spans;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] == "M" && event["name"] == "process_name") {
+      EXPECT_EQ(event["args"]["name"], "rank 1: stages 1, 5; replica 0");
+    }
+    if (event["ph"] != "M") spans.push_back(event);
+  }
+  ASSERT_EQ(spans.size(), 4u);
+  EXPECT_EQ(spans[0]["name"], "F3.0");
+  EXPECT_EQ(spans[0]["args"],
+            nlohmann::json({{"step", 2}, {"micro_batch", 3}, {"chunk", 0}, {"stage", 1}}));
+  EXPECT_EQ(spans[1]["name"], "F3.1");
+  EXPECT_EQ(spans[1]["args"]["stage"], 5);
+  EXPECT_EQ(spans[2]["name"], "SA3.1 done");
+  EXPECT_EQ(spans[2]["args"]["stage"], 5);
+  EXPECT_EQ(spans[3]["name"], "optimizer");  // of the whole step: no chunk, no stage
+  EXPECT_FALSE(spans[3]["args"].contains("stage"));
+}
+
+TEST(ChromeTrace, EventsOfARankWithOneStageKeepTheirShortNames) {
+  std::vector<RankTimeline> ranks(1);
+  ranks[0] = {.world_rank = 2,
+              .stage = 2,
+              .replica = 0,
+              .clock_offset_s = 0.0,
+              .clock_uncertainty_s = 0.0,
+              .chunk_stages = {2},
+              .events = {{TraceKind::kBackward, 1, 4, 10.0, 10.001, 0}}};
+  const nlohmann::json trace = chrome_trace(ranks);
+  const nlohmann::json& span = trace["traceEvents"].back();
+  EXPECT_EQ(span["name"], "B1");
+  EXPECT_EQ(span["args"],
+            nlohmann::json({{"step", 4}, {"micro_batch", 1}, {"chunk", 0}, {"stage", 2}}));
+}
+
+TEST(ChromeTrace, RefusesAnEventOfAChunkTheRankDoesNotHold) {
+  std::vector<RankTimeline> ranks(1);
+  ranks[0].chunk_stages = {0, 3};
+  ranks[0].events = {{TraceKind::kForward, 0, 1, 10.0, 10.001, 2}};
+  EXPECT_THROW(chrome_trace(ranks), Error);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""scripts/plot_timeline.py: the recompute hatching shows over the backward that holds it, and the
-W legend names what the trace's W events are (batched, or one micro-batch's under zb_h1)."""
+"""scripts/plot_timeline.py: the recompute hatching shows over the backward that holds it, the
+W legend names what the trace's W events are (batched, or one micro-batch's under zb_h1), and the
+events of a rank's chunks (interleaved, zbv: "F3.1") are drawn as their op, labelled with their
+chunk."""
 import importlib.util
 import json
 import os
@@ -15,9 +17,12 @@ plot_timeline = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plot_timeline)
 
 
-def span(name, start_us, length_us, micro_batch=-1):
-    return {"ph": "X", "pid": 0, "tid": 0, "cat": "compute", "name": name, "ts": start_us,
-            "dur": length_us, "args": {"step": 5, "micro_batch": micro_batch}}
+def span(name, start_us, length_us, micro_batch=-1, chunk=None):
+    event = {"ph": "X", "pid": 0, "tid": 0, "cat": "compute", "name": name, "ts": start_us,
+             "dur": length_us, "args": {"step": 5, "micro_batch": micro_batch}}
+    if chunk is not None:
+        event["args"]["chunk"] = chunk
+    return event
 
 
 def recompute_pixels(trace_events):
@@ -55,7 +60,16 @@ def main():
     assert label([span("W0", 0, 10, 0), span("W1", 10, 10, 1)]) == \
         "weight gradients (per micro-batch)"
     assert label([span("F0", 0, 10, 0)]) == "weight gradients"
-    print("plot_timeline: recompute hatched over B, W labelled by what it is")
+    # Chunks (interleaved, zbv): the same ops, named with their chunk.
+    assert label([span("W.0", 0, 10, chunk=0), span("W.1", 10, 10, chunk=1)]) == \
+        "batched weight gradients"
+    assert label([span("W0.1", 0, 10, 0, 1)]) == "weight gradients (per micro-batch)"
+    kinds = [plot_timeline.kind_of(name) for name in ("F3.1", "B0.0", "R2.1", "SA2.1 done", "W.1")]
+    assert kinds == ["F", "B", "R", "SA", "W"], kinds
+    box = plot_timeline.box_label
+    assert [box(span("F3.1", 0, 10, 3, 1)), box(span("F3", 0, 10, 3, 0)), box(span("W.1", 0, 10))] \
+        == ["3.1", "3", None]
+    print("plot_timeline: recompute hatched over B, W labelled by what it is, chunks labelled")
 
 
 if __name__ == "__main__":
