@@ -325,6 +325,9 @@ LayerNeeds SelfAttention::needs() const {
       // A reading layer's forward_reading copies its input (a stage never hands it over).
       .keeps_consumed_input = !padding_,
       .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index())};
+  // Evaluation, beyond x and the output (nothing kept, no mask): the projection's output beside
+  // q, k and v, then q, k, v and the probabilities beside the heads' output and the merged heads.
+  needs.evaluation_temporary_bytes = std::max(2.0 * w - a, w + p + a);
   if (splits_backward()) {
     needs.splits_backward = true;
     // The projections' weight gradients: 2·T·d·(d + 2c) and 2·T·d·d. Kept from I to W: x, the

@@ -57,6 +57,10 @@ struct LayerNeeds {
   // backward_fixed_tensor_bytes.
   std::optional<double> backward_input_temporary_bytes = {};
   std::optional<std::vector<double>> backward_input_fixed_tensor_bytes = {};
+  // Per example: temporaries inside an evaluation forward (LayerContext::training false, nothing
+  // saved) beyond its input and output, where they differ from a training forward's (a composite
+  // layer's inner outputs, which training saves); unset: forward_temporary_bytes.
+  std::optional<double> evaluation_temporary_bytes = {};
 
   // Appends what `part` keeps (a sub-layer whose saved tensors a composite layer keeps).
   void keep_all_of(const LayerNeeds& part);

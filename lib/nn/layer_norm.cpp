@@ -110,7 +110,9 @@ LayerNeeds LayerNorm::needs() const {
           // them; backward_weight adds them.
           .weight_work_fixed_tensor_bytes = {float_bytes(dim_), float_bytes(dim_)},
           // (which backward_input allocates: backward adds into the gradients directly)
-          .backward_input_fixed_tensor_bytes = std::vector{float_bytes(dim_), float_bytes(dim_)}};
+          .backward_input_fixed_tensor_bytes = std::vector{float_bytes(dim_), float_bytes(dim_)},
+          // Evaluation: the mean and variance, which training keeps.
+          .evaluation_temporary_bytes = 2.0 * float_bytes(rows)};
 }
 
 }  // namespace mpipe::nn

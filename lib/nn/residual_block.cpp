@@ -337,6 +337,17 @@ LayerNeeds ResidualBlock::needs() const {
                           : std::max(peak, 2.0 * y + x);
   needs.backward_temporary_bytes = peak - x - y;
   needs.smallest_temporary_bytes = smallest;
+  // Evaluation, beyond x and y (no pair's tensors are saved): a pair's conv output beside its
+  // batch norm's output and the pair's input (x for the first, held anyway); the projection's
+  // two beside the main path's output, which the sum then takes in place.
+  double evaluation_peak = 0.0;
+  for (size_t i = 0; i < path_.size(); ++i) {
+    const double pair_input = i == 0 ? 0.0 : float_bytes(path_[i].conv->input_shape().numel());
+    const double pair_output = float_bytes(path_[i].bn->output_shape().numel());
+    evaluation_peak = std::max(evaluation_peak, pair_input + 2.0 * pair_output);
+  }
+  if (has_projection()) evaluation_peak = std::max(evaluation_peak, 3.0 * y);
+  needs.evaluation_temporary_bytes = std::max(0.0, evaluation_peak - y);
   // Its widest batch norm's per-channel partial sums, one batch norm at a time.
   needs.backward_fixed_tensor_bytes = path_.back().bn->needs().backward_fixed_tensor_bytes;
   needs.backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index());

@@ -97,7 +97,9 @@ LayerNeeds RmsNorm::needs() const {
           // dweight: a multiply-add of dy, x and the reciprocal RMS per element.
           .weight_grad_flops = 3.0 * static_cast<double>(input_shape_.numel()),
           .weight_work_tensor_bytes = {float_bytes(input_shape_.numel()),
-                                       float_bytes(input_shape_.numel() / dim_)}};
+                                       float_bytes(input_shape_.numel() / dim_)},
+          // Evaluation: the reciprocal RMS, which training keeps.
+          .evaluation_temporary_bytes = float_bytes(input_shape_.numel() / dim_)};
 }
 
 }  // namespace mpipe::nn

@@ -151,28 +151,30 @@ double SeparableCell::forward_flops_per_example() const {
 LayerNeeds SeparableCell::needs() const {
   // Keeps x, the depthwise output and the batch norm's tensors; its backward holds about as much
   // again (the gradients of those internals).
-  LayerNeeds needs{.kept_tensor_bytes = {float_bytes(depthwise_.input_shape().numel()),
-                                         float_bytes(depthwise_.output_shape().numel())}};
+  const double x = float_bytes(depthwise_.input_shape().numel());
+  const double depthwise_output = float_bytes(depthwise_.output_shape().numel());
+  const double y = float_bytes(output_shape().numel());
+  LayerNeeds needs{.kept_tensor_bytes = {x, depthwise_output}};
   needs.keep_all_of(bn_.needs());
   needs.backward_temporary_bytes = needs.kept_bytes_per_example();
   needs.smallest_temporary_bytes =
       smaller_activation_bytes(depthwise_.input_shape(), output_shape());
   needs.backward_fixed_tensor_bytes = bn_.needs().backward_fixed_tensor_bytes;
+  // Evaluation, beyond x and the output (nothing saved): ReLU(x) beside the depthwise output, then
+  // that output (held to the end) beside the pointwise output and its batch norm's.
+  needs.evaluation_temporary_bytes = std::max(x + depthwise_output - y, depthwise_output + y);
   needs.backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index());
   // Split (backward_input's order): ReLU(x), the depthwise output, the pointwise and depthwise
   // output gradients, the batch norm's parts. W runs both convs' weight products.
   needs.splits_backward = true;
-  const double depthwise_output = float_bytes(depthwise_.output_shape().numel());
   needs.keep_weight_work_of(depthwise_.needs());
   needs.keep_weight_work_of(pointwise_.needs());
-  needs.weight_work_tensor_bytes.push_back(float_bytes(output_shape().numel()));
+  needs.weight_work_tensor_bytes.push_back(y);
   needs.weight_work_tensor_bytes.push_back(depthwise_output);
   needs.keep_weight_work_of(bn_.needs());
   // I, beyond what forward saved and dy: the pointwise output gradient (kept) beside the batch
   // norm's saved input, then (that freed) the depthwise output gradient (kept) and dx.
-  const double x = float_bytes(depthwise_.input_shape().numel());
-  needs.backward_input_temporary_bytes =
-      std::max(float_bytes(output_shape().numel()) - x, depthwise_output);
+  needs.backward_input_temporary_bytes = std::max(y - x, depthwise_output);
   return needs;
 }
 

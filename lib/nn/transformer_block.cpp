@@ -352,6 +352,13 @@ LayerNeeds TransformerBlock::needs() const {
   needs.backward_input_temporary_bytes =
       std::max(mlp + (dropout_ > 0.0 ? a : 0.0), 2.0 * a + attention.backward_temporary_bytes);
   needs.forward_temporary_bytes = dropout_ > 0.0 ? a : 0.0;
+  // Evaluation, beyond x and y (nothing kept, no masks): LN1's output beside LN1's or attention's
+  // temporaries, then x1 and LN2's output beside fc1's output and the activation's.
+  const auto evaluating = [](const LayerNeeds& part) {
+    return part.evaluation_temporary_bytes.value_or(part.forward_temporary_bytes);
+  };
+  needs.evaluation_temporary_bytes =
+      std::max({a + evaluating(ln1_->needs()), a + evaluating(attention), 2.0 * a + fc1_out + h});
   needs.smallest_temporary_bytes = a;
   needs.backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index());
   // Split (num_weight_kept's order): the sub-layers' own, the output gradients of LN1 (RMS norm),

@@ -41,6 +41,12 @@ double LayerCost::forward_block_bytes(int64_t rows, bool consumed,
          allocator.blocks_bytes(r * forward_workspace_bytes, r * smallest_temporary_bytes);
 }
 
+double LayerCost::evaluation_block_bytes(int64_t rows, const AllocatorModel& allocator) const {
+  const auto r = static_cast<double>(rows);
+  return allocator.block_bytes(r * input_bytes) + allocator.block_bytes(r * output_bytes) +
+         allocator.blocks_bytes(r * evaluation_workspace_bytes, r * smallest_temporary_bytes);
+}
+
 double LayerCost::backward_block_bytes(int64_t rows, const AllocatorModel& allocator) const {
   return gradient_block_bytes(rows, workspace_bytes, workspace_fixed_tensor_bytes, allocator);
 }
@@ -113,6 +119,8 @@ LayerCost cost_of(const model::LayerPlan& plan) {
       .saved_fixed_tensor_bytes = needs.kept_fixed_tensor_bytes,
       .workspace_bytes = needs.backward_temporary_bytes,
       .forward_workspace_bytes = needs.forward_temporary_bytes,
+      .evaluation_workspace_bytes =
+          needs.evaluation_temporary_bytes.value_or(needs.forward_temporary_bytes),
       .smallest_temporary_bytes = needs.smallest_temporary_bytes,
       .workspace_fixed_tensor_bytes = needs.backward_fixed_tensor_bytes,
       .keeps_consumed_input = needs.keeps_consumed_input,

@@ -36,6 +36,9 @@ struct LayerCost {
   // probabilities, the Transformer block's of its MLP output; none for the other layers).
   double workspace_bytes = 0.0;
   double forward_workspace_bytes = 0.0;
+  // Per example: temporaries inside an evaluation forward beyond its input and output (a
+  // composite layer's inner outputs, which a training forward saves instead).
+  double evaluation_workspace_bytes = 0.0;
   // Per example: no tensor among those temporaries is smaller (for the allocator's rounding).
   double smallest_temporary_bytes = 0.0;
   // Per micro-batch, whatever its rows: a backward's small tensors (batch norm's per-channel
@@ -80,6 +83,9 @@ struct LayerCost {
   double kept_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
   double forward_block_bytes(int64_t rows, bool consumed, const AllocatorModel& allocator) const;
   double backward_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
+  // The blocks an evaluation forward of `rows` examples holds: its input (held to its end, as no
+  // layer keeps it), its output and its internals.
+  double evaluation_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
   // backward_block_bytes for the I op of a layer that splits its backward (its backward's for
   // the others).
   double backward_input_block_bytes(int64_t rows, const AllocatorModel& allocator) const;

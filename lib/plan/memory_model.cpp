@@ -72,10 +72,11 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   // A stage's first layer copies its input (the stage keeps it, or the caller holds it); the
   // others are handed theirs (Layer::forward_consuming).
   std::vector<double> backward, forward, discarding, per_layer_forward, forward_consumed,
-      discarding_consumed;
+      discarding_consumed, evaluation;
   for (const LayerCost& c : costs_) {
     const double kept = c.kept_block_bytes(rows_, allocator_);
     backward.push_back(c.backward_block_bytes(rows_, allocator_));
+    evaluation.push_back(c.evaluation_block_bytes(rows_, allocator_));
     backward_input_at_.push_back(c.backward_input_block_bytes(rows_, allocator_));
     forward.push_back(c.forward_block_bytes(rows_, false, allocator_));
     discarding.push_back(forward.back() + kept);
@@ -123,6 +124,7 @@ MemoryModel::MemoryModel(std::vector<LayerCost> costs, int64_t rows, int optimiz
   discarding_ = range_max_table(std::move(discarding));
   forward_consumed_ = range_max_table(std::move(forward_consumed));
   discarding_consumed_ = range_max_table(std::move(discarding_consumed));
+  evaluation_ = range_max_table(std::move(evaluation));
   per_layer_forward_ = range_max_table(std::move(per_layer_forward));
   if (allocator_.rounds) {
     tensors_ = std::make_shared<const MemoryModel>(
@@ -285,11 +287,13 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
   } else {
     // The first layer copies its input, the others take theirs over.
     // (Evaluating: the first layer reads the held input, the others hold theirs to their end.)
-    m.transient = range_max(stash.discarding ? discarding_ : forward_, begin, begin + 1) -
-                  (stash.evaluating ? input : 0.0);
+    const auto& first_layer = stash.discarding   ? discarding_
+                              : stash.evaluating ? evaluation_
+                                                 : forward_;
+    m.transient = range_max(first_layer, begin, begin + 1) - (stash.evaluating ? input : 0.0);
     if (end - begin > 1) {
       m.transient = std::max(m.transient, range_max(stash.discarding   ? discarding_consumed_
-                                                    : stash.evaluating ? forward_
+                                                    : stash.evaluating ? evaluation_
                                                                        : forward_consumed_,
                                                     begin + 1, end));
     }
@@ -402,9 +406,11 @@ double MemoryModel::graph_forward(int begin, int end, const StageValues& walk, b
   for (int i = begin; i < end; ++i) {
     const auto k = static_cast<size_t>(i - begin);
     const LayerCost& c = costs_[static_cast<size_t>(i)];
-    const double layer = c.forward_block_bytes(rows_, walk.consumed[k] && !evaluating, allocator_) +
-                         (discarding ? c.kept_block_bytes(rows_, allocator_) : 0.0) -
-                         (evaluating && i == begin ? block(c.input_bytes) : 0.0);
+    const double layer = evaluating
+                             ? c.evaluation_block_bytes(rows_, allocator_) -
+                                   (i == begin ? block(c.input_bytes) : 0.0)
+                             : c.forward_block_bytes(rows_, walk.consumed[k], allocator_) +
+                                   (discarding ? c.kept_block_bytes(rows_, allocator_) : 0.0);
     most = std::max(most, layer + walk.forward_held[k]);
   }
   return most;

@@ -216,6 +216,8 @@ class MemoryModel {
   std::vector<std::vector<double>> backward_, forward_, discarding_, per_layer_forward_;
   // As forward_ and discarding_, for a layer handed its input (not a stage's first).
   std::vector<std::vector<double>> forward_consumed_, discarding_consumed_;
+  // A layer's evaluation forward: its input (held to its end), output and internals.
+  std::vector<std::vector<double>> evaluation_;
   // As forward_consumed_, of kept_[i + 1] + layer i's forward temporaries (what a recompute
   // holds at layer i; recompute_forward subtracts the offset).
   std::vector<std::vector<double>> recompute_forward_;

@@ -1,7 +1,7 @@
 // Tests for the memory model's per-layer temporaries: every layer kind, at a small and a realistic
-// shape, runs its forward and backward the way a pipeline stage does, and the high-water mark of
-// tensor bytes it reaches above what was alive before is compared with the model's prediction for
-// that moment: never below it, and at most 2% above it.
+// shape, runs its forward, backward and evaluation the way a pipeline stage does, and the
+// high-water mark of tensor bytes it reaches above what was alive before is compared with the
+// model's prediction for that moment: never below it, and at most 2% above it.
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -141,6 +141,7 @@ struct Measured {
   int64_t backward = 0;           // backward from its saved tensors
   int64_t backward_input = 0;     // its I op (zero-bubble schedules) from its saved tensors
   int64_t per_layer = 0;          // recompute from the kept input, then backward
+  int64_t evaluation = 0;         // an evaluation's forward, handed its input (keeps nothing)
 };
 
 class LayerRun {
@@ -185,6 +186,13 @@ class LayerRun {
                     kept = Tensor();
                     layer_->backward(dy, again, ctx_);
                   });
+    // Evaluation (pipeline::Stage::evaluate): the layer is handed its input as in training, but
+    // saves nothing, so it holds its input, output and internals until it returns.
+    nn::LayerContext evaluation = ctx_;
+    evaluation.training = false;
+    x = input();
+    m.evaluation =
+        x_bytes + peak_above([&] { layer_->forward_consuming(std::move(x), evaluation); });
     return m;
   }
 
@@ -213,6 +221,7 @@ struct Predicted {
   double backward = 0.0;           // the layer's backward temporaries
   double backward_input = 0.0;     // the same in its I op
   double per_layer = 0.0;          // one layer's per-layer recompute and backward
+  double evaluation = 0.0;         // an evaluation's forward of a layer after a stage's first
 };
 
 Predicted predict(const LayerCost& cost, int64_t rows,
@@ -230,12 +239,18 @@ Predicted predict(const LayerCost& cost, int64_t rows,
     const StageMemory m = model.stage(0, 1, moment, true, true);
     return m.transient + m.allocator_rounding;
   };
+  // An evaluation's later layer: behind a first layer that holds nothing (the stage's first
+  // layer reads the stage's input in place, which the stage holds).
+  const MemoryModel behind({LayerCost{.kind = "nothing"}, temporaries_only}, rows, 0, allocator);
+  const StageMemory evaluation =
+      behind.stage(0, 2, {.backward = false, .evaluating = true}, true, true);
   return {.forward = temporaries(discarding),
           .forward_consuming = cost.forward_block_bytes(rows, true, allocator) +
                                cost.kept_block_bytes(rows, allocator),
           .backward = temporaries(backward),
           .backward_input = temporaries({.backward = true, .splitting_backward = true}),
-          .per_layer = model.per_layer_backward(0, 1)};
+          .per_layer = model.per_layer_backward(0, 1),
+          .evaluation = evaluation.transient + evaluation.allocator_rounding};
 }
 
 // An allowance for the allocator: the account counts each block's usable size, which can exceed
@@ -248,9 +263,10 @@ constexpr double kOverPrediction = 0.02;
 // With the allocator's rounding, the model counts the most a block can be rounded up for each of
 // the temporaries it knows only in sum (LayerCost::smallest_temporary_bytes): 103 bytes from the
 // heap, which is 2.3% of a residual block's backward at the smallest shape here, and a page when
-// mapped.
+// mapped: 3 pages of the SwiGLU block's evaluation temporaries (224 KiB in sum, of which the
+// account saw 2 or no block mapped as the heap's history had it), 3.8% to 5.4% of its 256 KiB.
 constexpr double kRoundedOverPrediction = 0.03;
-constexpr double kMappedOverPrediction = 0.05;
+constexpr double kMappedOverPrediction = 0.06;
 
 // Runs every case and checks the model (with `allocator`) against the account: never below it
 // (less `slack`), at most `over` above it.
@@ -279,6 +295,7 @@ void check_every_layer(AllocatorModel allocator, double slack, double over) {
     check("backward", p.backward, m.backward);
     check("backward_input", p.backward_input, m.backward_input);
     check("per_layer", p.per_layer, m.per_layer);
+    check("evaluation", p.evaluation, m.evaluation);
     covered.push_back(c.kind);
   }
   for (const std::string& kind : model::known_layer_kinds()) {

@@ -1,0 +1,811 @@
+// Tests for the planner: auto is the exact optimum over all partitions; virtual stages, memory
+// limits, their errors, evaluation, advice, and the settings it resolves.
+#include "plan/planner.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/byte_format.h"
+#include "core/error.h"
+#include "plan/placement.h"
+#include "plan/schedule.h"
+#include "support/small_models.h"
+
+namespace mpipe::plan {
+namespace {
+
+using model::AttrValue;
+using model::ModelSpec;
+using plan::LayerRange;
+using testing::dense_model;
+using testing::kDenseInput;
+using testing::model_of;
+
+constexpr Recompute kModes[] = {Recompute::kAlways, Recompute::kExceptLast, Recompute::kNever,
+                                Recompute::kPerLayer};
+
+// An MLP whose first layer costs far more than the rest: uniform gives it company, auto not.
+ModelSpec uneven_model() {
+  return model_of({{"linear", {{"units", int64_t{512}}}},
+                   {"relu", {}},
+                   {"linear", {{"units", int64_t{16}}}},
+                   {"relu", {}},
+                   {"linear", {{"units", int64_t{16}}}},
+                   {"relu", {}},
+                   {"linear", {{"units", int64_t{10}}}}});
+}
+const Shape kUnevenInput{256};
+
+// Six equal layers without parameters: memory is all activations, which 1F1B keeps more of on
+// earlier stages, so a memory limit pulls layers towards the last stage.
+ModelSpec equal_model() {
+  return model_of(
+      {{"tanh", {}}, {"tanh", {}}, {"tanh", {}}, {"tanh", {}}, {"tanh", {}}, {"tanh", {}}});
+}
+const Shape kEqualInput{256};
+
+PlanRequest request(int stages, PartitionMode mode, std::vector<int> counts = {}) {
+  PlanRequest r;
+  r.pipeline.stages = stages;
+  r.pipeline.micro_batches = 4;
+  r.pipeline.schedule = ScheduleKind::kOneFOneB;
+  r.pipeline.partition_mode = mode;
+  r.pipeline.partition = std::move(counts);
+  r.batch_size = 32;
+  r.optimizer_slots = 2;
+  r.partition_where = "exp.yaml:20: pipeline.partition";
+  r.memory_limit_where = "exp.yaml:21: pipeline.memory_limit";
+  // The tensors' bytes alone, whatever the environment (the allocator's rounding: below).
+  r.allocator = plan::AllocatorModel::exact();
+  return r;
+}
+
+PipelinePlan plan_of(const ModelSpec& spec, const Shape& input, const PlanRequest& r) {
+  return plan_pipeline(model::plan_model(spec, input), r);
+}
+
+double slowest(const PipelinePlan& p) {
+  double s = 0.0;
+  for (const StagePlan& stage : p.stages) s = std::max(s, stage.compute_s + stage.optimizer_s);
+  return s;
+}
+
+std::vector<LayerRange> ranges_of(const PipelinePlan& p) {
+  std::vector<LayerRange> ranges;
+  for (const StagePlan& s : p.stages) ranges.push_back(s.layers);
+  return ranges;
+}
+
+TEST(Planner, AutoIsTheBestOfEveryManualPartition) {
+  const ModelSpec spec = uneven_model();
+  for (int k = 2; k <= 3; ++k) {
+    const PipelinePlan best = plan_of(spec, kUnevenInput, request(k, PartitionMode::kAuto));
+    double best_manual = 1e300;
+    // Every composition of 7 layers into k parts.
+    std::vector<int> counts(static_cast<size_t>(k), 1);
+    const auto visit = [&](auto&& self, size_t at, int left) -> void {
+      if (at + 1 == counts.size()) {
+        counts[at] = left;
+        best_manual = std::min(
+            best_manual,
+            slowest(plan_of(spec, kUnevenInput, request(k, PartitionMode::kManual, counts))));
+        return;
+      }
+      for (int c = 1; c <= left - static_cast<int>(counts.size() - at - 1); ++c) {
+        counts[at] = c;
+        self(self, at + 1, left - c);
+      }
+    };
+    visit(visit, 0, 7);
+    EXPECT_EQ(slowest(best), best_manual) << k;
+    EXPECT_LT(slowest(best),
+              slowest(plan_of(spec, kUnevenInput, request(k, PartitionMode::kUniform))));
+  }
+}
+
+TEST(Planner, UniformAndManualPartitionsAreTakenAsGiven) {
+  const ModelSpec spec = uneven_model();
+  EXPECT_EQ(ranges_of(plan_of(spec, kUnevenInput, request(3, PartitionMode::kUniform))),
+            (std::vector<LayerRange>{{0, 3}, {3, 5}, {5, 7}}));
+  EXPECT_EQ(ranges_of(plan_of(spec, kUnevenInput, request(3, PartitionMode::kManual, {1, 1, 5}))),
+            (std::vector<LayerRange>{{0, 1}, {1, 2}, {2, 7}}));
+}
+
+// K = 2 ranks of v = 2 chunks under interleaved, the uneven model cut {1, 2, 3, 1}.
+PlanRequest interleaved_request() {
+  PlanRequest r = request(2, PartitionMode::kManual, {1, 2, 3, 1});
+  r.pipeline.schedule = ScheduleKind::kInterleaved;
+  r.pipeline.virtual_stages = 2;
+  return r;
+}
+
+// Under virtual stages the partition cuts K·v stages in global stage order (rank r holds stages
+// r, r + K, ...), and `schedule: auto` weighs interleaved (when M is a multiple of K) and, with
+// v = 2, zbv on them beside the one-chunk schedules on K stages.
+TEST(Planner, VirtualStagesCutKTimesVStages) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest r = interleaved_request();
+  const PipelinePlan manual = plan_of(spec, kUnevenInput, r);
+  EXPECT_EQ(ranges_of(manual), (std::vector<LayerRange>{{0, 1}, {1, 3}, {3, 6}, {6, 7}}));
+  r.pipeline.partition_mode = PartitionMode::kUniform;
+  EXPECT_EQ(plan_of(spec, kUnevenInput, r).stages.size(), 4u);
+  r.pipeline.partition_mode = PartitionMode::kAuto;
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  const PipelinePlan chosen = plan_of(spec, kUnevenInput, r);
+  ASSERT_EQ(chosen.candidates.size(), 5u);
+  const ScheduleCandidate& interleaved = chosen.candidates[3];
+  EXPECT_EQ(interleaved.schedule, ScheduleKind::kInterleaved);
+  const ScheduleCandidate& zbv = chosen.candidates[4];
+  EXPECT_EQ(zbv.schedule, ScheduleKind::kZbv);
+  r.pipeline.schedule = ScheduleKind::kInterleaved;
+  const PipelinePlan alone = plan_of(spec, kUnevenInput, r);
+  EXPECT_EQ(alone.stages.size(), 4u);
+  EXPECT_EQ(interleaved.step_s, alone.step_s);
+  EXPECT_EQ(interleaved.peak_bytes, alone.rank_peak_bytes);  // per rank: 2 of them
+  // The one-chunk schedules are planned on K = 2 stages.
+  EXPECT_EQ(chosen.candidates[1].peak_bytes.size(), 2u);
+  EXPECT_EQ(chosen.stages.size(), static_cast<size_t>(2 * chosen.virtual_stages));
+  // zbv on the same cut, its ranks' peaks over the V (rank 0 holds stages 0 and 3): more than
+  // either stage's, at most their sum.
+  r.pipeline.schedule = ScheduleKind::kZbv;
+  const PipelinePlan v = plan_of(spec, kUnevenInput, r);
+  EXPECT_EQ(zbv.step_s, v.step_s);
+  EXPECT_EQ(zbv.peak_bytes, v.rank_peak_bytes);
+  const double first = v.stages[0].memory.total(), last = v.stages[3].memory.total();
+  EXPECT_GT(v.rank_peak_bytes[0], std::max(first, last));
+  EXPECT_LE(v.rank_peak_bytes[0], first + last);
+  // M = 3 is no multiple of K = 2: interleaved is left out, zbv stays.
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  r.pipeline.micro_batches = 3;
+  r.batch_size = 30;
+  const PipelinePlan three = plan_of(spec, kUnevenInput, r);
+  ASSERT_EQ(three.candidates.size(), 4u);
+  EXPECT_EQ(three.candidates.back().schedule, ScheduleKind::kZbv);
+}
+
+// With chunks a rank holds several stages at once: the limit holds for each rank's peak (every
+// chunk at the rank's largest moment: more than either stage's peak, at most their sum), and the
+// error names the rank and its stages.
+TEST(Planner, WithChunksTheLimitHoldsForEachRanksPeakOverItsStages) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest r = interleaved_request();
+  const PipelinePlan unlimited = plan_of(spec, kUnevenInput, r);
+  const std::vector<double> ranks = unlimited.rank_peak_bytes;
+  ASSERT_EQ(ranks.size(), 2u);
+  const auto peak = [&](size_t s) { return unlimited.stages[s].memory.total(); };
+  EXPECT_GT(ranks[0], std::max(peak(0), peak(2)));
+  EXPECT_LE(ranks[0], peak(0) + peak(2));
+  EXPECT_GT(ranks[1], std::max(peak(1), peak(3)));
+  EXPECT_LE(ranks[1], peak(1) + peak(3));
+  // Every stage fits this limit; the larger rank does not (in the same recompute mode).
+  const double largest_stage = std::max({peak(0), peak(1), peak(2), peak(3)});
+  r.pipeline.memory_limit = static_cast<int64_t>(std::ceil(largest_stage));
+  r.pipeline.recompute = unlimited.recompute;
+  ASSERT_GT(std::max(ranks[0], ranks[1]), static_cast<double>(r.pipeline.memory_limit));
+  const PipelinePlan limited = plan_of(spec, kUnevenInput, r);
+  const double limit = static_cast<double>(r.pipeline.memory_limit);
+  const bool first = ranks[0] > limit;
+  EXPECT_EQ(limited.problem,
+            fmt::format("exp.yaml:21: pipeline.memory_limit: rank {} ({}) needs {}, over the limit "
+                        "of {}",
+                        first ? 0 : 1,
+                        first ? "stage 0: layer 0, stage 2: layers 3-5"
+                              : "stage 1: layers 1-2, stage 3: layer 6",
+                        format_bytes(first ? ranks[0] : ranks[1]), format_bytes(limit)));
+}
+
+// An embedding and its tied head on two ranks: after the step each receives the other's gradient
+// of the matrix in chunks of 64K floats (train::TiedCopies), 256 KiB beside its parameters, their
+// gradients and optimizer state, more than its activations ever hold. On one rank nothing moves.
+TEST(Planner, CountsTheTieExchangesChunkOnEachRankHoldingAUse) {
+  ModelSpec spec = model_of(
+      {{"embedding", {{"vocab", int64_t{1024}}, {"dim", int64_t{64}}}},
+       {"linear", {{"units", int64_t{1024}}, {"bias", false}, {"tie", std::string("embedding")}}}});
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.batch_size = 4;  // one token per micro-batch: activations of a few KiB
+  const double chunk = 65536.0 * sizeof(float);
+  const PipelinePlan two = plan_of(spec, Shape{1}, r);
+  ASSERT_EQ(two.rank_peak_bytes.size(), 2u);
+  for (size_t rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(two.rank_peak_bytes[rank], two.stages[rank].memory.state() + chunk) << rank;
+  }
+  r.pipeline.stages = 1;
+  const PipelinePlan one = plan_of(spec, Shape{1}, r);
+  EXPECT_LT(one.rank_peak_bytes[0], one.stages[0].memory.state() + chunk);
+}
+
+// Every partition of `spec`'s layers into K·v = 4 stages on K = 2 ranks under `schedule`: the
+// plan of each, with the slowest rank's compute (the sum of its stages', what the partitioner
+// minimizes with chunks) and the slowest stage's.
+struct Partitioned {
+  PipelinePlan plan;
+  double slowest_rank = 0.0;
+  double slowest_stage = 0.0;
+};
+std::vector<Partitioned> every_partition(const ModelSpec& spec, const Shape& input,
+                                         ScheduleKind schedule) {
+  PlanRequest r = request(2, PartitionMode::kManual);
+  r.pipeline.schedule = schedule;
+  r.pipeline.virtual_stages = 2;
+  const Placement placement = placement_for(schedule, 2, 2);
+  const auto num_layers = static_cast<int>(spec.layers.size());
+  std::vector<Partitioned> out;
+  for (int a = 1; a < num_layers; ++a) {
+    for (int b = 1; a + b < num_layers; ++b) {
+      for (int c = 1; a + b + c < num_layers; ++c) {
+        r.pipeline.partition = {a, b, c, num_layers - a - b - c};
+        Partitioned p{.plan = plan_of(spec, input, r)};
+        std::vector<double> ranks(2, 0.0);
+        for (size_t s = 0; s < p.plan.stages.size(); ++s) {
+          const double time = p.plan.stages[s].compute_s + p.plan.stages[s].optimizer_s;
+          ranks[static_cast<size_t>(placement.rank_of(static_cast<int>(s)))] += time;
+        }
+        p.slowest_rank = std::max(ranks[0], ranks[1]);
+        p.slowest_stage = slowest(p.plan);
+        out.push_back(std::move(p));
+      }
+    }
+  }
+  return out;
+}
+
+// With chunks the partitioner minimizes the slowest rank (the sum of its stages' times), but two
+// slow stages one after the other stall the pipeline between them: on these MLPs every partition
+// that minimizes the slowest rank simulates a longer step than the one that minimizes the slowest
+// stage, which the planner then keeps.
+TEST(Planner, WithChunksThePerStagePartitionIsKeptWhereItsSimulatedStepIsShorter) {
+  const std::vector<std::pair<ScheduleKind, std::vector<int64_t>>> cases = {
+      {ScheduleKind::kInterleaved, {1024, 256, 1024, 256, 64, 64, 10}},
+      {ScheduleKind::kZbv, {1024, 256, 256, 1024, 256, 10}}};
+  for (const auto& [schedule, widths] : cases) {
+    std::vector<std::pair<std::string, std::map<std::string, AttrValue>>> layers;
+    for (int64_t units : widths) layers.push_back({"linear", {{"units", units}}});
+    const ModelSpec spec = model_of(layers);
+    PlanRequest r = request(2, PartitionMode::kAuto);
+    r.pipeline.schedule = schedule;
+    r.pipeline.virtual_stages = 2;
+    const PipelinePlan chosen = plan_of(spec, kUnevenInput, r);
+    const std::vector<Partitioned> all = every_partition(spec, kUnevenInput, schedule);
+    double fastest_rank = 1e300, fastest_stage = 1e300;
+    for (const Partitioned& p : all) {
+      fastest_rank = std::min(fastest_rank, p.slowest_rank);
+      fastest_stage = std::min(fastest_stage, p.slowest_stage);
+    }
+    constexpr double kRounding = 1e-9;  // (the same sums, added in another order)
+    EXPECT_LE(slowest(chosen), fastest_stage * (1 + kRounding)) << to_string(schedule);
+    for (const Partitioned& p : all) {
+      if (p.slowest_rank <= fastest_rank * (1 + kRounding)) {
+        EXPECT_LT(chosen.step_s, p.plan.step_s) << to_string(schedule);
+      }
+    }
+  }
+}
+
+TEST(Planner, MeasuredTimeIsWhatAutoBalances) {
+  const ModelSpec spec = uneven_model();  // 7 layers
+  PlanRequest r = request(2, PartitionMode::kAuto);
+  // Every layer 1 s, but stage 1 is twice as slow: it gets the fewest layers that balance.
+  r.measured_time = [](int begin, int end, int stage) {
+    return (stage == 1 ? 2.0 : 1.0) * (end - begin);
+  };
+  EXPECT_EQ(ranges_of(plan_of(spec, kUnevenInput, r)), (std::vector<LayerRange>{{0, 5}, {5, 7}}));
+  r.measured_time = [](int begin, int end, int stage) {
+    return (stage == 0 ? 2.0 : 1.0) * (end - begin);
+  };
+  EXPECT_EQ(ranges_of(plan_of(spec, kUnevenInput, r)),
+            (std::vector<LayerRange>{{0, 2}, {2, 7}}));  // 4 and 5 s
+}
+
+TEST(Planner, PartitionErrorsNameThePartitionKey) {
+  const ModelSpec spec = dense_model();  // 3 layers
+  try {
+    plan_of(spec, kDenseInput, request(4, PartitionMode::kAuto));
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "exp.yaml:20: pipeline.partition: the model has 3 layers, fewer than the 4 "
+                 "pipeline stages");
+  }
+  try {
+    plan_of(spec, kDenseInput, request(2, PartitionMode::kManual, {1, 1}));
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "exp.yaml:20: pipeline.partition: [1, 1] sums to 2 layers, but the model has 3");
+  }
+}
+
+TEST(Planner, StageStateIsParametersGradientsAndOptimizerSlots) {
+  const ModelSpec spec = uneven_model();
+  const model::ModelPlan model = model::plan_model(spec, kUnevenInput);
+  const PipelinePlan p = plan_pipeline(model, request(2, PartitionMode::kAuto));
+  int64_t params = 0;
+  for (const StagePlan& s : p.stages) {
+    params += s.num_params;
+    EXPECT_EQ(s.memory.grads, s.memory.params);
+    EXPECT_EQ(s.memory.optimizer_state, 2 * s.memory.params);  // Adam's two slots
+    EXPECT_GT(s.memory.kept_activations, 0.0);
+    EXPECT_GT(s.memory.recompute_workspace, 0.0);  // recompute: always
+    EXPECT_TRUE(s.fits);
+  }
+  EXPECT_EQ(params, model.num_params());
+  EXPECT_TRUE(p.fits());
+  EXPECT_EQ(p.micro_batch_rows, 8);
+  EXPECT_GT(p.step_s, 0.0);
+  EXPECT_DOUBLE_EQ(p.samples_per_s, 32.0 / p.step_s);
+  EXPECT_GT(p.bubble_fraction, 0.0);
+}
+
+TEST(Planner, TheOptimizerPhaseMakesItsPassesOverTheParametersAtTheMemoryRate) {
+  PlanRequest r = request(2, PartitionMode::kAuto);  // Adam's two slots: 9 passes
+  r.rates.bytes_per_s = 1e9;
+  const PipelinePlan plain = plan_of(uneven_model(), kUnevenInput, r);
+  r.clips_gradients = true;  // the norm's read and the scaling's read and write: 3 more
+  const PipelinePlan clipped = plan_of(uneven_model(), kUnevenInput, r);
+  const model::ModelPlan model = model::plan_model(uneven_model(), kUnevenInput);
+  for (size_t s = 0; s < plain.stages.size(); ++s) {
+    double bytes = 0.0;  // the parameters as allocated
+    for (int l = plain.stages[s].layers.begin; l < plain.stages[s].layers.end; ++l) {
+      bytes += static_cast<double>(model.layers[static_cast<size_t>(l)].param_bytes);
+    }
+    EXPECT_GT(bytes, 0.0);
+    EXPECT_NEAR(plain.stages[s].optimizer_s, 9.0 * bytes / 1e9, 1e-12) << s;
+    EXPECT_NEAR(clipped.stages[s].optimizer_s, 12.0 * bytes / 1e9, 1e-12) << s;
+  }
+}
+
+TEST(Planner, TheGradientTreeCountsFloorLog2MPartialSumsOfTheGradients) {
+  const ModelSpec spec = uneven_model();
+  const model::ModelPlan model = model::plan_model(spec, kUnevenInput);
+  PlanRequest plain = request(2, PartitionMode::kAuto);  // M = 4
+  plain.pipeline.weight_grads = WeightGrads::kAccumulate;
+  PlanRequest tree = plain;
+  tree.pipeline.weight_grads = WeightGrads::kTree;
+  const PipelinePlan a = plan_pipeline(model, plain), b = plan_pipeline(model, tree);
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (size_t s = 0; s < a.stages.size(); ++s) {
+    EXPECT_EQ(a.stages[s].memory.gradient_partials, 0.0);
+    EXPECT_EQ(b.stages[s].memory.gradient_partials, 2 * b.stages[s].memory.grads);
+    EXPECT_DOUBLE_EQ(b.stages[s].memory.total(),
+                     a.stages[s].memory.total() + 2 * a.stages[s].memory.grads);
+  }
+}
+
+TEST(Planner, MoreMicroBatchesShrinkTheBubble) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest few = request(3, PartitionMode::kAuto);
+  few.batch_size = 1024;
+  few.pipeline.micro_batches = 2;
+  PlanRequest many = few;
+  many.pipeline.micro_batches = 16;
+  EXPECT_GT(plan_of(spec, kUnevenInput, few).bubble_fraction,
+            plan_of(spec, kUnevenInput, many).bubble_fraction);
+}
+
+// The largest stage peak of a plan.
+double peak_of(const PipelinePlan& p) {
+  double peak = 0.0;
+  for (const StagePlan& s : p.stages) peak = std::max(peak, s.memory.total());
+  return peak;
+}
+
+// equal_model without recompute under 1F1B: stage s keeps K - s micro-batches in full.
+PlanRequest memory_request(int stages, int64_t limit) {
+  PlanRequest r = request(stages, PartitionMode::kAuto);
+  r.pipeline.recompute = Recompute::kNever;
+  r.batch_size = 64;
+  r.pipeline.memory_limit = limit;
+  return r;
+}
+
+TEST(Planner, AutoMeetsAMemoryLimitThatTheFastestPartitionExceeds) {
+  const ModelSpec spec = equal_model();
+  const PipelinePlan fastest = plan_of(spec, kEqualInput, memory_request(2, 0));
+  EXPECT_EQ(ranges_of(fastest), (std::vector<LayerRange>{{0, 3}, {3, 6}}));
+  // A limit below the fastest partition's peak (stage 0: two micro-batches of three layers).
+  const PipelinePlan limited =
+      plan_of(spec, kEqualInput, memory_request(2, static_cast<int64_t>(peak_of(fastest)) - 1));
+  EXPECT_TRUE(limited.fits()) << limited.problem;
+  EXPECT_EQ(ranges_of(limited), (std::vector<LayerRange>{{0, 2}, {2, 6}}));
+  EXPECT_LT(peak_of(limited), peak_of(fastest));
+  EXPECT_GT(slowest(limited), slowest(fastest));
+}
+
+TEST(Planner, NoPartitionWithinTheLimitNamesTheSmallestLimitThatFits) {
+  const ModelSpec spec = equal_model();
+  // [2, 4] has the smallest peak; a limit just below it fits no partition.
+  PlanRequest split = memory_request(2, 0);
+  split.pipeline.partition_mode = PartitionMode::kManual;
+  split.pipeline.partition = {2, 4};
+  const PipelinePlan smallest = plan_of(spec, kEqualInput, split);
+  const auto limit = static_cast<int64_t>(peak_of(smallest)) - 1;
+  const PipelinePlan p = plan_of(spec, kEqualInput, memory_request(2, limit));
+  ASSERT_FALSE(p.fits());
+  EXPECT_EQ(p.problem,
+            "exp.yaml:21: pipeline.memory_limit: no partition of 6 layers into 2 "
+            "stages fits " +
+                format_bytes(static_cast<double>(limit)) +
+                " per rank; the smallest limit that fits is " + format_bytes_up(peak_of(smallest)));
+  // Shown with the smallest-peak partition; the limit it names does fit.
+  EXPECT_EQ(ranges_of(p), (std::vector<LayerRange>{{0, 2}, {2, 6}}));
+  EXPECT_TRUE(plan_of(spec, kEqualInput, memory_request(2, static_cast<int64_t>(peak_of(smallest))))
+                  .fits());
+}
+
+TEST(Planner, ALayerThatAloneExceedsTheLimitIsNamed) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest r = request(3, PartitionMode::kAuto);
+  r.pipeline.memory_limit = 1024 * 1024;
+  const PipelinePlan p = plan_of(spec, kUnevenInput, r);
+  ASSERT_FALSE(p.fits());
+  // linear(512) on 256 inputs: 512 KiB of weights, as much for gradients, twice for Adam, and
+  // its activations.
+  EXPECT_TRUE(
+      p.problem.starts_with("exp.yaml:21: pipeline.memory_limit: layer 0 (linear) alone needs 2."))
+      << p.problem;
+  EXPECT_TRUE(
+      p.problem.ends_with(" MiB (parameters, gradients, optimizer state and activations), "
+                          "over the limit of 1.0 MiB"))
+      << p.problem;
+}
+
+TEST(Planner, AManualPartitionOverTheLimitNamesTheStage) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest r = request(2, PartitionMode::kManual, {6, 1});
+  const PipelinePlan unlimited = plan_of(spec, kUnevenInput, r);
+  const double stage0 = unlimited.stages[0].memory.total();
+  r.pipeline.memory_limit = static_cast<int64_t>(stage0) - 1;
+  const PipelinePlan p = plan_of(spec, kUnevenInput, r);
+  EXPECT_FALSE(p.stages[0].fits);
+  EXPECT_TRUE(p.stages[1].fits);
+  EXPECT_EQ(p.problem, "exp.yaml:21: pipeline.memory_limit: stage 0 (layers 0-5) needs " +
+                           format_bytes(stage0) + ", over the limit of " +
+                           format_bytes(stage0 - 1));
+}
+
+// Evaluation posts every micro-batch's receive at its start (Executor::evaluate): the last stage
+// holds the three not yet taken beside its first micro-batch, the first stage two sends in flight
+// beside its third. Evaluation batches of the training batch: micro-batches of the same rows.
+TEST(Planner, EvaluationHoldsTheReceivesPostedAtItsStartAndTheSendsInFlight) {
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.eval_batch_size = r.batch_size;
+  const PipelinePlan p = plan_of(uneven_model(), kUnevenInput, r);
+  const double message = p.stages[0].sent_bytes / r.pipeline.micro_batches;
+  ASSERT_GT(message, 0.0);
+  EXPECT_DOUBLE_EQ(p.stages[1].evaluation.communication, 3 * message);
+  EXPECT_DOUBLE_EQ(p.stages[0].evaluation.communication, 2 * message);
+  ASSERT_EQ(p.rank_evaluation_peak_bytes.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_DOUBLE_EQ(p.rank_evaluation_peak_bytes[s], p.stages[s].evaluation.total());
+  }
+}
+
+TEST(Planner, EvaluationBatchesCountAgainstTheLimit) {
+  const ModelSpec spec = uneven_model();
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.pipeline.recompute = Recompute::kAlways;
+  r.eval_batch_where = "exp.yaml:9: train.eval_batch_size";
+  r.eval_batch_size = r.batch_size;  // the training batch: below the training peak
+  const PipelinePlan unlimited = plan_of(spec, kUnevenInput, r);
+  r.pipeline.memory_limit = static_cast<int64_t>(
+      std::max(unlimited.stages[0].memory.total(), unlimited.stages[1].memory.total()));
+  const PipelinePlan same_batch = plan_of(spec, kUnevenInput, r);
+  ASSERT_TRUE(same_batch.fits()) << same_batch.problem;
+  for (const StagePlan& stage : same_batch.stages) {
+    EXPECT_GT(stage.evaluation.total(), stage.memory.state());
+    EXPECT_LT(stage.evaluation.total(), stage.memory.total());
+  }
+  // 64 times the batch: over the limit, named with the largest batch that fits.
+  r.eval_batch_size = 64 * r.batch_size;
+  const PipelinePlan large = plan_of(spec, kUnevenInput, r);
+  ASSERT_FALSE(large.fits());
+  const auto over = std::ranges::find_if(large.stages, [&](const StagePlan& stage) {
+    return stage.evaluation.total() > static_cast<double>(r.pipeline.memory_limit);
+  });
+  ASSERT_NE(over, large.stages.end());
+  EXPECT_FALSE(over->fits);
+  const auto at_most = large.problem.substr(large.problem.rfind("at most ") + 8);
+  const int64_t fitting = std::stoll(at_most);
+  EXPECT_EQ(large.problem,
+            fmt::format("exp.yaml:9: train.eval_batch_size: evaluation batches of {} examples need "
+                        "{} on stage {} ({}), over the limit of {} (exp.yaml:21: "
+                        "pipeline.memory_limit); at most {} fit",
+                        r.eval_batch_size, format_bytes(over->evaluation.total()),
+                        over - large.stages.begin(),
+                        over->layers.size() == 1
+                            ? fmt::format("layer {}", over->layers.begin)
+                            : fmt::format("layers {}-{}", over->layers.begin, over->layers.end - 1),
+                        format_bytes(static_cast<double>(r.pipeline.memory_limit)), fitting));
+  r.eval_batch_size = fitting;
+  EXPECT_TRUE(plan_of(spec, kUnevenInput, r).fits());
+  r.eval_batch_size = fitting + 1;
+  EXPECT_FALSE(plan_of(spec, kUnevenInput, r).fits());
+}
+
+bool has_advice(const PipelinePlan& p, const std::string& start) {
+  return std::any_of(p.advice.begin(), p.advice.end(),
+                     [&](const std::string& line) { return line.starts_with(start); });
+}
+
+TEST(Planner, AdviseMoreMicroBatchesWhenTheBubbleIsLarge) {
+  // Micro-batches of 512 rows: compute outweighs the messages' latency.
+  PlanRequest r = request(2, PartitionMode::kAuto);
+  r.batch_size = 2048;
+  const PipelinePlan p = plan_of(uneven_model(), kUnevenInput, r);
+  EXPECT_TRUE(has_advice(p, "raise pipeline.micro_batches to >= 4 x stages = 8: the bubble is "))
+      << (p.advice.empty() ? "no advice" : p.advice.front());
+  PlanRequest enough = r;
+  enough.pipeline.micro_batches = 8;
+  EXPECT_FALSE(has_advice(plan_of(uneven_model(), kUnevenInput, enough), "raise"));
+}
+
+TEST(Planner, AdviseMoreMicroBatchesOnlyWhenTheStepGetsFaster) {
+  // Messages that take a millisecond beside microseconds of compute: at M = 8 the bubble is
+  // smaller but the step longer, so no advice to go there.
+  PlanRequest slow_links = request(2, PartitionMode::kAuto);
+  slow_links.rates.link_latency_s = 1e-3;
+  const PipelinePlan p = plan_of(uneven_model(), kUnevenInput, slow_links);
+  slow_links.pipeline.micro_batches = 8;
+  const PipelinePlan more = plan_of(uneven_model(), kUnevenInput, slow_links);
+  ASSERT_LT(more.samples_per_s, p.samples_per_s);
+  EXPECT_FALSE(has_advice(p, "raise")) << p.advice.front();
+}
+
+TEST(Planner, AdviseAutoForAnUnbalancedManualPartition) {
+  const PipelinePlan p =
+      plan_of(uneven_model(), kUnevenInput, request(2, PartitionMode::kManual, {6, 1}));
+  EXPECT_TRUE(has_advice(p, "pipeline.partition: auto would make the slowest stage "));
+}
+
+TEST(Planner, AdviseRecomputeWhenNotRecomputingExceedsTheLimit) {
+  // One GPipe stage keeps all 4 micro-batches: in full, or as inputs and one recompute.
+  const ModelSpec spec = equal_model();
+  PlanRequest r = memory_request(1, 0);
+  r.pipeline.schedule = ScheduleKind::kGpipe;
+  r.pipeline.recompute = Recompute::kAlways;
+  const double always = peak_of(plan_of(spec, kEqualInput, r));
+  r.pipeline.recompute = Recompute::kNever;
+  r.pipeline.memory_limit = static_cast<int64_t>(always) + 1;
+  const PipelinePlan p = plan_of(spec, kEqualInput, r);
+  ASSERT_FALSE(p.fits());
+  EXPECT_TRUE(has_advice(p, "the largest stage exceeds the limit by "));
+  EXPECT_TRUE(std::any_of(p.advice.begin(), p.advice.end(), [](const std::string& line) {
+    return line.ends_with("; with pipeline.recompute: always (and partition: auto) it fits");
+  }));
+}
+
+TEST(Planner, AdviseRecomputeNeverWhenItAlsoFits) {
+  const ModelSpec spec = equal_model();
+  PlanRequest r = memory_request(2, int64_t{1} << 30);
+  r.pipeline.recompute = Recompute::kAlways;
+  EXPECT_TRUE(has_advice(plan_of(spec, kEqualInput, r),
+                         "pipeline.recompute: never also fits the limit (largest stage "));
+}
+
+// Four Transformer blocks: each keeps far more than its input (attention probabilities, the MLP).
+ModelSpec block_model() {
+  const std::pair<std::string, std::map<std::string, AttrValue>> block = {"transformer_block",
+                                                                          {{"heads", int64_t{2}}}};
+  return model_of({block, block, block, block});
+}
+const Shape kBlockInput{8, 16};
+
+// One GPipe stage of block_model with 4 micro-batches of 8 examples.
+PlanRequest block_request(Recompute recompute, double limit) {
+  PlanRequest r = request(1, PartitionMode::kAuto);
+  r.pipeline.schedule = ScheduleKind::kGpipe;
+  r.pipeline.recompute = recompute;
+  r.pipeline.memory_limit = static_cast<int64_t>(limit);
+  return r;
+}
+
+TEST(Planner, PerLayerRecomputeKeepsEveryLayersInputAndOneLayersWorkspace) {
+  const ModelSpec spec = block_model();
+  const std::vector<plan::LayerCost> costs =
+      plan::layer_costs(model::plan_model(spec, kBlockInput));
+  // At layer i of a per-layer backward: while it is recomputed, the inputs of layers [0, i], its
+  // output, what it saves and the gradient waiting for it; then the inputs of layers [0, i), what
+  // it saved and its backward temporaries (input and output gradients, internals).
+  double inputs = 0.0, workspace = 0.0, full = 0.0;
+  for (const plan::LayerCost& c : costs) {
+    const double backward =
+        inputs + c.kept_bytes(8) + 8 * (c.input_bytes + c.output_bytes + c.workspace_bytes);
+    inputs += 8 * c.input_bytes;
+    const double recomputing =
+        inputs + c.kept_bytes(8) + 8 * (2 * c.output_bytes + c.forward_workspace_bytes);
+    workspace = std::max({workspace, backward, recomputing});
+    full += c.kept_bytes(8);
+  }
+  const plan::MemoryModel memory(costs, 8, 2);
+  const int layers = memory.num_layers();
+  const plan::StageMemory per_layer =
+      memory.stage(0, layers, {.layer_inputs = 3, .layer_recompute = true}, true, true);
+  EXPECT_EQ(per_layer.kept_activations, 3 * inputs);
+  EXPECT_EQ(per_layer.recompute_workspace, workspace);
+  EXPECT_EQ(per_layer.transient, 0.0);  // one layer's temporaries are in the workspace
+  EXPECT_LT(workspace, inputs + full);  // not every input beside the largest layer's internals
+  const plan::StageMemory always =
+      memory.stage(0, layers, {.inputs = 4, .recompute = true}, true, true);
+  EXPECT_EQ(always.kept_activations, 4 * 8 * costs[0].input_bytes);
+  EXPECT_EQ(always.recompute_workspace, full);
+}
+
+TEST(Planner, RecomputeAutoChoosesTheFastestModeThatFits) {
+  const ModelSpec spec = block_model();
+  std::map<Recompute, double> peak;
+  std::map<Recompute, double> step;
+  for (Recompute mode : kModes) {
+    const PipelinePlan p = plan_of(spec, kBlockInput, block_request(mode, 0));
+    EXPECT_EQ(p.recompute, mode);
+    peak[mode] = peak_of(p);
+    step[mode] = p.step_s;
+  }
+  // The model's memory order is the reverse of its speed order (per_layer as fast as always).
+  EXPECT_LT(peak[Recompute::kPerLayer], peak[Recompute::kAlways]);
+  EXPECT_LT(peak[Recompute::kAlways], peak[Recompute::kExceptLast]);
+  EXPECT_LT(peak[Recompute::kExceptLast], peak[Recompute::kNever]);
+  EXPECT_LT(step[Recompute::kNever], step[Recompute::kExceptLast]);
+  EXPECT_LT(step[Recompute::kExceptLast], step[Recompute::kAlways]);
+  EXPECT_EQ(step[Recompute::kPerLayer], step[Recompute::kAlways]);
+  const auto chosen = [&](double limit) {
+    const PipelinePlan p = plan_of(spec, kBlockInput, block_request(Recompute::kAuto, limit));
+    return to_string(p.recompute) + (p.fits() ? "" : ": " + p.problem);
+  };
+  EXPECT_EQ(chosen(0), "always");  // no limit: GPipe's default
+  EXPECT_EQ(chosen(peak[Recompute::kNever]), "never");
+  EXPECT_EQ(chosen(peak[Recompute::kNever] - 1), "except_last");
+  EXPECT_EQ(chosen(peak[Recompute::kExceptLast] - 1), "per_layer");  // ties go to per_layer
+  EXPECT_EQ(chosen(peak[Recompute::kAlways] - 1), "per_layer");
+  EXPECT_TRUE(chosen(peak[Recompute::kPerLayer] - 1)
+                  .starts_with("per_layer: exp.yaml:21: pipeline.memory_limit: "));
+}
+
+TEST(Planner, ScheduleAutoChoosesTheFastestScheduleThatFits) {
+  const ModelSpec spec = equal_model();
+  PlanRequest r = memory_request(4, 0);
+  r.pipeline.micro_batches = 8;
+  r.batch_size = 64;
+  std::map<ScheduleKind, PipelinePlan> each;
+  for (ScheduleKind schedule : kConcreteSchedules) {
+    r.pipeline.schedule = schedule;
+    each.emplace(schedule, plan_of(spec, kEqualInput, r));
+  }
+  // Tanh layers do not split their backward: zb_h1 runs 1F1B's step at 1F1B's memory. GPipe's
+  // step is predicted faster here (fewer, larger message waits), at more memory (all 8
+  // micro-batches kept).
+  EXPECT_EQ(each[ScheduleKind::kZbH1].step_s, each[ScheduleKind::kOneFOneB].step_s);
+  EXPECT_LT(each[ScheduleKind::kGpipe].step_s, each[ScheduleKind::kOneFOneB].step_s);
+  EXPECT_GT(peak_of(each[ScheduleKind::kGpipe]), peak_of(each[ScheduleKind::kOneFOneB]));
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  const auto chosen = [&](double limit) {
+    r.pipeline.memory_limit = static_cast<int64_t>(limit);
+    const PipelinePlan p = plan_of(spec, kEqualInput, r);
+    return to_string(p.schedule) + (p.fits() ? "" : ": " + p.problem);
+  };
+  EXPECT_EQ(chosen(0), "gpipe");  // the fastest
+  const double one_f_one_b = peak_of(each[ScheduleKind::kOneFOneB]);
+  // GPipe is over the limit; 1f1b and zb_h1 tie: the first of gpipe, 1f1b, zb_h1.
+  EXPECT_EQ(chosen(one_f_one_b), "1f1b");
+  const int64_t too_small = static_cast<int64_t>(one_f_one_b / 4);
+  const PipelinePlan smallest = plan_of(spec, kEqualInput, [&] {
+    PlanRequest s = r;
+    s.pipeline.schedule = ScheduleKind::kOneFOneB;
+    s.pipeline.memory_limit = too_small;
+    return s;
+  }());
+  EXPECT_EQ(chosen(static_cast<double>(too_small)),
+            fmt::format("1f1b: exp.yaml:21: pipeline.memory_limit: no schedule fits {} per rank; "
+                        "the smallest need is {} (1f1b)",
+                        format_bytes(static_cast<double>(too_small)),
+                        format_bytes_up(peak_of(smallest))));
+  // Each schedule weighed, with its own predictions.
+  r.pipeline.memory_limit = 0;
+  const PipelinePlan p = plan_of(spec, kEqualInput, r);
+  ASSERT_EQ(p.candidates.size(), 3u);
+  for (const ScheduleCandidate& c : p.candidates) {
+    EXPECT_EQ(c.step_s, each[c.schedule].step_s);
+    EXPECT_EQ(c.bubble_fraction, each[c.schedule].bubble_fraction);
+    EXPECT_EQ(c.peak_bytes.size(), 4u);
+    EXPECT_EQ(*std::ranges::max_element(c.peak_bytes), peak_of(each[c.schedule]));
+  }
+}
+
+TEST(Planner, AdviseTheRecomputeModeAutoWouldChoose) {
+  const ModelSpec spec = block_model();
+  const double always = peak_of(plan_of(spec, kBlockInput, block_request(Recompute::kAlways, 0)));
+  const PipelinePlan p = plan_of(spec, kBlockInput, block_request(Recompute::kAlways, always - 1));
+  ASSERT_FALSE(p.fits());
+  EXPECT_TRUE(std::any_of(p.advice.begin(), p.advice.end(), [](const std::string& line) {
+    return line.starts_with("the largest stage exceeds the limit by ") &&
+           line.ends_with("; with pipeline.recompute: per_layer (and partition: auto) it fits");
+  }));
+}
+
+TEST(WeightGrads, AutoIsBatchedOnlyUnderGpipeWithRecomputeNeverAsConfigured) {
+  const auto resolved = [](ScheduleKind schedule, Recompute recompute) {
+    PipelineConfig config;
+    config.schedule = schedule;
+    config.recompute = recompute;
+    return resolve_weight_grads(config);
+  };
+  EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kNever), WeightGrads::kBatched);
+  EXPECT_EQ(resolved(ScheduleKind::kOneFOneB, Recompute::kNever), WeightGrads::kAccumulate);
+  EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kAlways), WeightGrads::kAccumulate);
+  EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kAuto), WeightGrads::kAccumulate);
+  PipelineConfig explicit_choice;
+  explicit_choice.weight_grads = WeightGrads::kBatched;  // with recompute: auto
+  EXPECT_EQ(resolve_weight_grads(explicit_choice), WeightGrads::kBatched);
+}
+
+// The plan keeps weight_grads resolved once, from the settings as configured: not from the
+// recompute mode or the schedule `auto` chooses (what the stages, programs and reports read).
+TEST(Planner, KeepsWeightGradsResolvedFromTheSettingsAsConfigured) {
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.pipeline.schedule = ScheduleKind::kGpipe;
+  r.pipeline.recompute = Recompute::kNever;
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kBatched);
+  r.pipeline.recompute = Recompute::kAuto;
+  r.pipeline.memory_limit = int64_t{1} << 40;  // every mode fits: auto chooses the fastest
+  const PipelinePlan chosen = plan_of(dense_model(), kDenseInput, r);
+  EXPECT_EQ(chosen.recompute, Recompute::kNever);
+  EXPECT_EQ(chosen.weight_grads, WeightGrads::kAccumulate);
+  r.pipeline.recompute = Recompute::kNever;
+  r.pipeline.schedule = ScheduleKind::kAuto;
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kAccumulate);
+  r.pipeline.weight_grads = WeightGrads::kTree;
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kTree);
+}
+
+// The request's allocator model reaches every stage's prediction. With micro-batches of 4096
+// rows, dense_model's activations of 4096 x 5 and 4096 x 6 floats (80 and 96 KiB) are mapped under
+// a 64 KiB mmap threshold: each counts up to a page more; under mpipe's setting every tensor
+// counts a few bytes more (fewer than 64 tensors are alive at a stage's peak).
+TEST(Planner, PredictsTheBytesTheAllocatorCounts) {
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.batch_size = 4 * 4096;  // micro-batches of 4096 rows: activations of 80 KiB and more
+  const PipelinePlan exact = plan_of(dense_model(), kDenseInput, r);
+  r.allocator = plan::AllocatorModel{.mmap_threshold = 64 * 1024};
+  const PipelinePlan mapped = plan_of(dense_model(), kDenseInput, r);
+  r.allocator = plan::AllocatorModel{};
+  const PipelinePlan heap = plan_of(dense_model(), kDenseInput, r);
+  for (size_t s = 0; s < exact.stages.size(); ++s) {
+    const double bytes = exact.stages[s].memory.total();
+    EXPECT_GT(heap.stages[s].memory.total(), bytes);
+    EXPECT_LT(heap.stages[s].memory.total(), bytes + 64 * 128.0);
+    EXPECT_GT(mapped.stages[s].memory.total(), heap.stages[s].memory.total() + 4096.0);
+    EXPECT_LT(mapped.stages[s].memory.total(), bytes + 64 * plan::AllocatorModel::max_overhead());
+  }
+}
+
+TEST(Planner, BatchedWeightGradsHoldEveryMicroBatchsLinearOperandsFromTheBackwards) {
+  // dense_model: linear 5 → 6, relu, linear 6 → 3; 4 micro-batches of 8 rows on one stage.
+  PlanRequest r = request(1, PartitionMode::kAuto);
+  r.pipeline.schedule = ScheduleKind::kGpipe;
+  r.pipeline.recompute = Recompute::kNever;
+  r.pipeline.weight_grads = WeightGrads::kAccumulate;
+  const PipelinePlan accumulated = plan_of(dense_model(), kDenseInput, r);
+  r.pipeline.weight_grads = WeightGrads::kAuto;  // batched under gpipe and never
+  const PipelinePlan batched = plan_of(dense_model(), kDenseInput, r);
+  const double operands = 4.0 * 8.0 * ((5 + 6) + (6 + 3)) * sizeof(float);
+  EXPECT_EQ(accumulated.stages[0].memory.weight_grad_operands, 0.0);
+  const plan::StageMemory& m = batched.stages[0].memory;
+  ASSERT_TRUE(batched.stages[0].stash.backward);  // the peak is at a backward, which holds them
+  EXPECT_DOUBLE_EQ(m.weight_grad_operands, operands);
+  // Each linear allocates its operands in its first backward of the step, last layer first: the
+  // peak is in the first linear's backward (its output and input gradients), where all are there,
+  // not in the largest layer's.
+  const double first_linear_backward = 8.0 * (6 + 5) * sizeof(float);
+  EXPECT_DOUBLE_EQ(m.transient, first_linear_backward);
+  const plan::StageMemory& a = accumulated.stages[0].memory;
+  EXPECT_GT(a.transient, first_linear_backward);
+  EXPECT_DOUBLE_EQ(m.total(), a.total() - a.transient + first_linear_backward + operands);
+}
+
+}  // namespace
+}  // namespace mpipe::plan
