@@ -53,12 +53,4 @@ std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int r
 std::vector<std::vector<size_t>> held_messages(const std::vector<Program>& programs, int rank,
                                                const Placement& placement);
 
-// Per op of programs[rank]: the ops whose messages the rank holds while it runs (before a receive
-// op consumes its own), in program order: the receives Executor::train_step has posted
-// (receives_posted, each with its buffer) and not consumed, then the sends its Link holds: those
-// issued before the op and not yet released (send_releases: the link frees them at those ops,
-// whenever MPI completed them).
-std::vector<std::vector<size_t>> held_messages(const std::vector<Program>& programs, int rank,
-                                               const Placement& placement);
-
 }  // namespace mpipe::plan
