@@ -62,8 +62,9 @@ def plot(train, evals, title, out_path):
     if accuracies:
         accuracy_axes.legend()
     else:
-        accuracy_axes.text(0.5, 0.5, "no accuracy (a regression loss)" if evals else "no eval records",
-                           ha="center", va="center", transform=accuracy_axes.transAxes)
+        missing = "no accuracy (a regression loss)" if evals else "no eval records"
+        accuracy_axes.text(0.5, 0.5, missing, ha="center", va="center",
+                           transform=accuracy_axes.transAxes)
     for axes in (loss_axes, accuracy_axes):
         axes.grid(alpha=0.3)
     figure.suptitle(title)
