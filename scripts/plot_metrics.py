@@ -48,17 +48,22 @@ def plot(train, evals, title, out_path):
 
     figure, (loss_axes, accuracy_axes) = plt.subplots(1, 2, figsize=(11, 4))
     loss_axes.plot(*series(train, "loss"), color="C0", label="train", linewidth=1)
+    accuracies = 0
     for index, (split, records) in enumerate(sorted(evals.items()), start=1):
         color = f"C{index % 10}"  # the same color for a split in both panels
         loss_axes.plot(*series(records, "loss"), color=color, marker="o", label=f"{split} (eval)")
-        accuracy_axes.plot(*series(records, "accuracy"), color=color, marker="o", label=split)
+        steps, values = series(records, "accuracy")  # none for a regression loss (mse)
+        if steps:
+            accuracy_axes.plot(steps, values, color=color, marker="o", label=split)
+            accuracies += 1
     loss_axes.set(xlabel="step", ylabel="loss", title="loss")
     accuracy_axes.set(xlabel="step", ylabel="accuracy", title="eval accuracy")
     loss_axes.legend()
-    if evals:
+    if accuracies:
         accuracy_axes.legend()
     else:
-        accuracy_axes.text(0.5, 0.5, "no eval records", ha="center", va="center",
+        missing = "no accuracy (a regression loss)" if evals else "no eval records"
+        accuracy_axes.text(0.5, 0.5, missing, ha="center", va="center",
                            transform=accuracy_axes.transAxes)
     for axes in (loss_axes, accuracy_axes):
         axes.grid(alpha=0.3)

@@ -81,8 +81,10 @@ int EvalCommand::run(const comm::Communicator& world) {
                         world);
   if (world.rank() != 0) return 0;
   // The loss in full (the shortest text that reads back as the same double, as metrics.jsonl's).
-  std::string line = fmt::format("{}: {} loss {} | {} accuracy {:.2f}%", done.source, done.split,
-                                 done.report.loss, done.split, 100.0 * done.report.accuracy);
+  std::string line = fmt::format("{}: {} loss {}", done.source, done.split, done.report.loss);
+  if (done.report.accuracy) {  // a classifying loss's only
+    line += fmt::format(" | {} accuracy {:.2f}%", done.split, 100.0 * *done.report.accuracy);
+  }
   const train::EvalMeasures& measures = done.measures;
   if (measures.perplexity) line += fmt::format(" | perplexity {:.4f}", *measures.perplexity);
   if (measures.bits_per_char) line += fmt::format(" | {:.4f} bits/char", *measures.bits_per_char);

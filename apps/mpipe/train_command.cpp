@@ -103,10 +103,13 @@ int TrainCommand::run(const comm::Communicator& world) {
               ? fmt::format(" | {0} BLEU {1:.2f} | {0} chrF2 {2:.2f}", result.held_out_split,
                             *result.final_bleu, *result.final_chrf)
               : std::string();
-      std::printf("final: %s | %s loss %.4f | %s accuracy %.2f%%%s | run dir %s\n", trained.c_str(),
-                  result.held_out_split.c_str(), result.final_eval_loss,
-                  result.held_out_split.c_str(), 100.0 * result.final_eval_accuracy, scores.c_str(),
-                  run_dir.c_str());
+      const std::string accuracy =
+          result.final_eval_accuracy ? fmt::format(" | {} accuracy {:.2f}%", result.held_out_split,
+                                                   100.0 * *result.final_eval_accuracy)
+                                     : std::string();
+      std::printf("final: %s | %s loss %.4f%s%s | run dir %s\n", trained.c_str(),
+                  result.held_out_split.c_str(), result.final_eval_loss, accuracy.c_str(),
+                  scores.c_str(), run_dir.c_str());
     }
   }
   return 0;

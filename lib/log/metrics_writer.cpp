@@ -159,12 +159,12 @@ void MetricsWriter::train(int64_t step, double loss, double lr, double samples_p
   append(record, "train/");
 }
 
-void MetricsWriter::eval(int64_t step, const std::string& split, double loss, double accuracy,
-                         std::optional<double> bits_per_char, std::optional<double> bits_per_byte,
-                         std::optional<double> perplexity, std::optional<double> bleu,
-                         std::optional<double> chrf) {
-  nlohmann::ordered_json record = {
-      {"step", step}, {"split", split}, {"loss", loss}, {"accuracy", accuracy}};
+void MetricsWriter::eval(int64_t step, const std::string& split, double loss,
+                         std::optional<double> accuracy, std::optional<double> bits_per_char,
+                         std::optional<double> bits_per_byte, std::optional<double> perplexity,
+                         std::optional<double> bleu, std::optional<double> chrf) {
+  nlohmann::ordered_json record = {{"step", step}, {"split", split}, {"loss", loss}};
+  if (accuracy) record["accuracy"] = *accuracy;
   if (bits_per_char) record["bits_per_char"] = *bits_per_char;
   if (bits_per_byte) record["bits_per_byte"] = *bits_per_byte;
   if (perplexity) record["perplexity"] = *perplexity;

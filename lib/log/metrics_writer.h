@@ -56,10 +56,10 @@ bool is_train_record(const nlohmann::json& record);
 //   train: {"step":120,"loss":0.41,"lr":0.001,"samples_per_s":5321.0[,"skipped_steps":2]
 //           [,"compute_ms_per_stage":[..],"waiting_ms_per_stage":[..],"bubble_per_stage":[..],
 //           "bubble":0.21,"peak_tensor_bytes_per_stage":[..]][,"mfu":0.31,"hfu":0.42]}
-//   eval:  {"step":120,"split":"test","loss":0.45,"accuracy":0.87[,"bits_per_char":1.9]
+//   eval:  {"step":120,"split":"test","loss":0.45[,"accuracy":0.87][,"bits_per_char":1.9]
 //           [,"bits_per_byte":1.7][,"perplexity":5.5][,"bleu":31.2,"chrf":55.0]}
-//           ("split": "val" or "test"; bleu and chrf: corpus BLEU and chrF2, 0-100, of a
-//           translation model's greedy translations)
+//           ("split": "val" or "test"; accuracy: a classifying loss's only; bleu and chrf: corpus
+//           BLEU and chrF2, 0-100, of a translation model's greedy translations)
 // Non-finite numbers are written as null. The run directory is created on the first
 // write, so a run that fails before that leaves nothing behind. metrics.jsonl is the run's
 // record (a resume trims it, summary.json and `mpipe status` read it): a write that fails throws
@@ -79,7 +79,7 @@ class MetricsWriter {
   // HFU (written when known).
   void train(int64_t step, double loss, double lr, double samples_per_s, int64_t skipped_steps = 0,
              const StageTimes& stages = {}, const FlopUtilization& utilization = {});
-  void eval(int64_t step, const std::string& split, double loss, double accuracy,
+  void eval(int64_t step, const std::string& split, double loss, std::optional<double> accuracy,
             std::optional<double> bits_per_char = {}, std::optional<double> bits_per_byte = {},
             std::optional<double> perplexity = {}, std::optional<double> bleu = {},
             std::optional<double> chrf = {});

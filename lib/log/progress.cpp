@@ -48,8 +48,10 @@ std::string format_progress(const ProgressRecord& record, int64_t total_steps,
 }
 
 std::string format_evaluation(const EvaluationRecord& record) {
-  std::string text = fmt::format("step {}: {} loss {:.4f} | {} accuracy {:.2f}%", record.step,
-                                 record.split, record.loss, record.split, 100.0 * record.accuracy);
+  std::string text = fmt::format("step {}: {} loss {:.4f}", record.step, record.split, record.loss);
+  if (record.accuracy) {
+    text += fmt::format(" | {} accuracy {:.2f}%", record.split, 100.0 * *record.accuracy);
+  }
   if (record.bits_per_char) {
     text += fmt::format(" | {:.3f} bits/char", *record.bits_per_char);
     if (record.unigram_entropy_bits) {

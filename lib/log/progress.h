@@ -39,14 +39,15 @@ std::string format_rate(double per_s);
 std::string format_progress(const ProgressRecord& record, int64_t total_steps,
                             std::optional<double> eta_s);
 
-// One evaluation during training: "step 200: test loss 0.4123 | test accuracy 85.31%", and for a
-// text model " | 2.716 bits/char (unigram entropy 4.962)", for tokenized text " | 1.914 bits/byte",
-// for a translation model " | BLEU 31.20 | chrF2 55.03".
+// One evaluation during training: "step 200: test loss 0.4123 | test accuracy 85.31%" (no accuracy
+// for a regression loss: "step 200: test loss 0.0312"), and for a text model " | 2.716 bits/char
+// (unigram entropy 4.962)", for tokenized text " | 1.914 bits/byte", for a translation model " |
+// BLEU 31.20 | chrF2 55.03".
 struct EvaluationRecord {
   int64_t step = 0;            // steps completed
   std::string split = "test";  // the split evaluated: "val" or "test"
   double loss = 0;
-  double accuracy = 0;  // a fraction
+  std::optional<double> accuracy;  // a fraction; a classifying loss's only
   std::optional<double> bits_per_char;
   std::optional<double> unigram_entropy_bits;
   std::optional<double> bits_per_byte;

@@ -12,6 +12,7 @@ class CrossEntropyLoss : public Loss {
  public:
   explicit CrossEntropyLoss(const kernels::CrossEntropyOptions& options) : options_(options) {}
   std::string_view kind() const override { return "cross_entropy"; }
+  bool classifies() const override { return true; }
 
   // output: [batch, ..., classes]; targets: [batch, ...] class indices.
   LossOutput compute(kernels::KernelContext& kernels, const Tensor& output, const Tensor& targets,
@@ -50,6 +51,7 @@ class CrossEntropyLoss : public Loss {
 class MseLoss : public Loss {
  public:
   std::string_view kind() const override { return "mse"; }
+  bool classifies() const override { return false; }
 
   // output, targets: [batch, ...] with the same number of elements; sum over everything of
   // (y - t)^2, rows = batch.

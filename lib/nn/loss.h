@@ -22,6 +22,8 @@ class Loss {
  public:
   virtual ~Loss() = default;
   virtual std::string_view kind() const = 0;
+  // Whether the loss classifies: LossOutput::correct counts, so an accuracy means something.
+  virtual bool classifies() const = 0;
   // output: [batch, ..., classes]; targets: [batch, ...] (class indices stored as floats for
   // classification, values for regression). The gradient is scaled by grad_scale, so with
   // grad_scale = 1 / rows of the whole mini-batch, gradients summed over micro-batches equal

@@ -299,10 +299,11 @@ class Daemon {
           spdlog::info("{}: done at step {} (already finished)", name, ending.step);
           break;
         }
-        spdlog::info(
-            "{}: done at step {}: train loss {:.4f} | test loss {:.4f} | test accuracy {:.2f}%",
-            name, ending.step, ending.loss.value_or(0), *ending.eval_loss,
-            100.0 * ending.eval_accuracy.value_or(0));
+        spdlog::info("{}: done at step {}: train loss {:.4f} | test loss {:.4f}{}", name,
+                     ending.step, ending.loss.value_or(0), *ending.eval_loss,
+                     ending.eval_accuracy  // a classifying loss's only
+                         ? fmt::format(" | test accuracy {:.2f}%", 100.0 * *ending.eval_accuracy)
+                         : std::string());
         break;
       case ExperimentState::kFailed:
         spdlog::error("{}: failed: {}", name, ending.error);

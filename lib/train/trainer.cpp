@@ -605,9 +605,10 @@ EvalReport Trainer::evaluate(int64_t step, data::Split split, EvalExtras extras)
   }
   report.rows = sum.rows;
   report.examples = batches.examples;
-  if (sum.rows > 0) {
-    report.loss = sum.sum / static_cast<double>(sum.rows);
-    report.accuracy = static_cast<double>(sum.correct) / static_cast<double>(sum.rows);
+  if (sum.rows > 0) report.loss = sum.sum / static_cast<double>(sum.rows);
+  if (loss_->classifies()) {  // a regression loss counts no correct rows: no accuracy
+    report.accuracy =
+        sum.rows > 0 ? static_cast<double>(sum.correct) / static_cast<double>(sum.rows) : 0.0;
   }
   return report;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,8 @@ struct ExampleLoss {
 };
 
 struct EvalReport {
-  double loss = 0.0;  // mean over all evaluated rows
-  double accuracy = 0.0;
+  double loss = 0.0;               // mean over all evaluated rows
+  std::optional<double> accuracy;  // a fraction; a classifying loss's only (nn::Loss::classifies)
   int64_t rows = 0;
   int64_t examples = 0;  // the evaluated examples: [0, examples) of the split
   // When asked for: each evaluated example's own loss, in example order (its sum over its rows,

@@ -132,7 +132,6 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
       {"steps", result.steps_done},
       {"final_train_loss", result.final_train_loss},
       {"final_eval_loss", result.final_eval_loss},
-      {"final_eval_accuracy", result.final_eval_accuracy},
       {"wall_time_s", wall_s},
       // null when no step ran (a finished run whose outputs a resume wrote)
       {"samples_per_s",
@@ -152,6 +151,8 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
       {"predicted_peak_bytes_per_stage", predicted_peak},
       {"predicted_sent_bytes_per_step_per_stage", predicted_sent},
   };
+  // A classifying loss's only (a regression has no accuracy).
+  if (result.final_eval_accuracy) summary["final_eval_accuracy"] = *result.final_eval_accuracy;
   // MFU over the run's wall time, as samples_per_s; null when no step ran.
   const log::FlopUtilization utilization =
       flop_utilization(flops, peak, static_cast<double>(steps_run), wall_s);

@@ -66,7 +66,7 @@ struct RunResult {
   bool already_finished = false;
   double final_train_loss = std::numeric_limits<double>::quiet_NaN();  // last window mean
   double final_eval_loss = 0.0;
-  double final_eval_accuracy = 0.0;
+  std::optional<double> final_eval_accuracy;   // a classifying loss's only
   std::string held_out_split;                  // what the evaluations' split is: "val", "test"
   std::optional<double> final_bits_per_char;   // text datasets (rank 0 only)
   std::optional<double> unigram_entropy_bits;  // text datasets: validation split

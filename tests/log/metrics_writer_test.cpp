@@ -48,6 +48,14 @@ TEST(MetricsWriter, EachRecordIsOneJsonLineWithTheDocumentedKeys) {
                                   {"bits_per_char", 1.8}}));
 }
 
+TEST(MetricsWriter, ARegressionsEvaluationHasNoAccuracyKey) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.file("run"));
+  writer.eval(10, "test", 7.75, std::nullopt);
+  EXPECT_EQ(read_lines(writer.metrics_path()),
+            std::vector<std::string>{R"({"step":10,"split":"test","loss":7.75})"});
+}
+
 TEST(MetricsWriter, TrainRecordsCarryEachStagesComputeWaitingBubbleMemoryAndTheMfu) {
   testing::TempDir dir;
   MetricsWriter writer(dir.file("run"));

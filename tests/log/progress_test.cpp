@@ -129,6 +129,19 @@ TEST(Progress, EvaluationShowsLossAndAccuracyAndBitsPerCharForText) {
             "4.962)");
 }
 
+TEST(Progress, EvaluationOfARegressionLossShowsNoAccuracy) {
+  EXPECT_EQ(format_evaluation({.step = 600,
+                               .loss = 7.74312,
+                               .accuracy = std::nullopt,
+                               .bits_per_char = std::nullopt,
+                               .unigram_entropy_bits = std::nullopt,
+                               .bits_per_byte = std::nullopt,
+                               .perplexity = std::nullopt,
+                               .bleu = std::nullopt,
+                               .chrf = std::nullopt}),
+            "step 600: test loss 7.7431");
+}
+
 TEST(Progress, EvaluationNamesItsSplitAndShowsPerplexityAndBitsPerByteForTokenizedText) {
   EXPECT_EQ(format_evaluation({.step = 30,
                                .split = "val",
