@@ -195,12 +195,55 @@ supervise::Launcher SuperviseCommand::launcher() const {
           .args = split_words(mpirun_args_)};
 }
 
+// The names `nodelist` (a Slurm host list: "h[2-3],gpu1") stands for, in Slurm's order, as
+// `scontrol show hostnames` expands them; InputError with scontrol's own last line when it fails.
+std::vector<std::string> slurm_hostnames(const std::string& nodelist) {
+  int pipe_ends[2];
+  if (::pipe(pipe_ends) != 0) throw Error(fmt::format("supervise: pipe: {}", strerror(errno)));
+  const std::vector<std::string> args = {"scontrol", "show", "hostnames", nodelist};
+  std::vector<char*> argv;
+  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, pipe_ends[0]);
+  pid_t pid = 0;
+  const int error = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_ends[1]);
+  std::string output;
+  if (error == 0) {
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(pipe_ends[0], buffer, sizeof buffer)) != 0;) {
+      if (n > 0) output.append(buffer, static_cast<size_t>(n));
+      if (n < 0 && errno != EINTR) break;
+    }
+  }
+  ::close(pipe_ends[0]);
+  check_input(error == 0,
+              "supervise --launcher srun: cannot run scontrol to expand "
+              "SLURM_JOB_NODELIST '{}': {}",
+              nodelist, strerror(error));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const std::vector<std::string> names = split_words(output);
+  const bool expanded = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !names.empty();
+  std::string said = output.substr(0, output.find_last_not_of('\n') + 1);
+  said = said.substr(said.find_last_of('\n') + 1);  // its last line (npos + 1: all of it)
+  check_input(expanded, "supervise --launcher srun: scontrol show hostnames '{}' failed: {}",
+              nodelist, said.empty() ? "no output" : said);
+  return names;
+}
+
 std::vector<supervise::HostSlots> SuperviseCommand::initial_hosts() const {
   if (!hosts_.empty() || launcher_ == "mpirun") {
     check_input(!hosts_.empty(), "supervise: --hosts is required with --launcher mpirun");
     return supervise::parse_host_list(hosts_, "--hosts");
   }
-  const std::string nodes = slurm_variable("SLURM_JOB_NODELIST");
+  const std::vector<std::string> nodes = slurm_hostnames(slurm_variable("SLURM_JOB_NODELIST"));
   return supervise::allocation_hosts(nodes, slurm_variable("SLURM_TASKS_PER_NODE"));
 }
 

@@ -221,6 +221,10 @@ unset SLURM_JOB_NODELIST  # (in case the suite runs inside a Slurm job)
 alone supervise_srun_outside_slurm \
   "supervise --launcher srun: SLURM_JOB_NODELIST is not set: run it inside a Slurm allocation (a batch script), or give --hosts" \
   supervise --launcher srun -- train "$mlp"
+# (scontrol, which expands the list, comes with the tests' packages; its own reason ends the line.)
+SLURM_JOB_NODELIST='h[2-' SLURM_TASKS_PER_NODE=1 alone supervise_bad_nodelist \
+  "supervise --launcher srun: scontrol show hostnames 'h[2-' failed: " \
+  supervise --launcher srun -- train "$mlp"
 
 # plan reports the overflow too, instead of printing a wrapped total.
 status=0
