@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -120,27 +119,15 @@ void StageTimes::write_into(nlohmann::ordered_json& record) const {
 }
 
 void add_rank_named_keys(nlohmann::json& summary) {
-  // summary.json's lists of one number per rank, in rank order (under virtual stages a rank holds
-  // several stages).
-  static constexpr std::array<std::string_view, 10> kPerRank = {
-      "compute_ms_per_stage",
-      "waiting_ms_per_stage",
-      "bubble_per_stage",
-      "peak_tensor_bytes_per_stage",
-      "sent_bytes_per_step_per_stage",
-      "peak_activation_bytes_per_stage",
-      "predicted_kept_activation_bytes_per_stage",
-      "peak_rss_bytes_per_stage",
-      "predicted_peak_bytes_per_stage",
-      "predicted_sent_bytes_per_step_per_stage",
-  };
+  // Every "_per_stage" list of summary.json holds one number per rank, in rank order (under
+  // virtual stages a rank holds several stages).
   constexpr std::string_view kOld = "_per_stage";
-  for (const std::string_view key : kPerRank) {
-    const auto found = summary.find(key);
-    if (found == summary.end()) continue;
-    nlohmann::json values = *found;  // (a copy: the insertion below may move the object's items)
-    summary[std::string(key.substr(0, key.size() - kOld.size())) + "_per_rank"] = std::move(values);
+  std::vector<std::pair<std::string, nlohmann::json>> renamed;
+  for (const auto& [key, values] : summary.items()) {
+    if (key.ends_with(kOld))
+      renamed.emplace_back(key.substr(0, key.size() - kOld.size()) + "_per_rank", values);
   }
+  for (auto& [key, values] : renamed) summary[key] = std::move(values);
 }
 
 void FlopUtilization::write_into(nlohmann::ordered_json& record) const {
