@@ -74,12 +74,18 @@ std::vector<std::string> split_words(const std::string& text) {
   return words;
 }
 
-// Starts `args` (args[0] looked up on PATH) in a process group of its own, so a terminal's
-// Ctrl-C reaches it once, through the supervisor; `quiet`: its output goes to /dev/null.
-pid_t spawn(const std::vector<std::string>& args, bool quiet) {
+// `args` as posix_spawn's argv (pointing into `args`, ended by a null pointer).
+std::vector<char*> argv_of(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  return argv;
+}
+
+// Starts `args` (args[0] looked up on PATH) in a process group of its own, so a terminal's
+// Ctrl-C reaches it once, through the supervisor; `quiet`: its output goes to /dev/null.
+pid_t spawn(const std::vector<std::string>& args, bool quiet) {
+  std::vector<char*> argv = argv_of(args);
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
@@ -201,9 +207,7 @@ std::vector<std::string> slurm_hostnames(const std::string& nodelist) {
   int pipe_ends[2];
   if (::pipe(pipe_ends) != 0) throw Error(fmt::format("supervise: pipe: {}", strerror(errno)));
   const std::vector<std::string> args = {"scontrol", "show", "hostnames", nodelist};
-  std::vector<char*> argv;
-  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
+  std::vector<char*> argv = argv_of(args);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDOUT_FILENO);
