@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -36,14 +37,19 @@ void add_scalar(tensorboard::Summary& summary, const std::string& tag,
   scalar->set_simple_value(static_cast<float>(value));
 }
 
+// events.out.tfevents.<seconds>.<host>.<pid>.<n>, n counting this process's writers (as
+// PyTorch's SummaryWriter names its files): a resumed part started within the second its
+// previous part started (a short run does) gets a file of its own, not the earlier one's.
+std::string event_file_name() {
+  static std::atomic<int> writers{0};
+  return fmt::format("events.out.tfevents.{}.{}.{}.{}", static_cast<int64_t>(seconds_since_epoch()),
+                     host_name(), ::getpid(), writers++);
+}
+
 }  // namespace
 
 TensorBoardWriter::TensorBoardWriter(const std::string& run_dir)
-    : run_dir_(run_dir),
-      path_((std::filesystem::path(run_dir) /
-             fmt::format("events.out.tfevents.{}.{}", static_cast<int64_t>(seconds_since_epoch()),
-                         host_name()))
-                .string()) {}
+    : run_dir_(run_dir), path_((std::filesystem::path(run_dir) / event_file_name()).string()) {}
 
 void TensorBoardWriter::write_event(const std::string& serialized_event) {
   out_->append(tfrecord(serialized_event));  // one write: a killed run leaves whole records

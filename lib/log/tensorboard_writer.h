@@ -1,4 +1,4 @@
-// TensorBoardWriter: an event file (events.out.tfevents.<time>.<host>) of scalars that
+// TensorBoardWriter: an event file (events.out.tfevents.<time>.<host>.<pid>.<n>) of scalars that
 // TensorBoard reads, one record per metrics record, each flushed as it is written.
 #pragma once
 

@@ -3,6 +3,7 @@
 // record on disk as soon as it is written.
 #include "log/tensorboard_writer.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -42,7 +43,7 @@ TEST(TensorBoardWriter, EventFileReadsBackWithGoodCrcsAndTheMetricsValues) {
   char host[256] = {};
   ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
   EXPECT_TRUE(fs::path(path).filename().string().starts_with("events.out.tfevents."));
-  EXPECT_TRUE(path.ends_with(std::string(".") + host)) << path;
+  EXPECT_NE(path.find(fmt::format(".{}.{}.", host, ::getpid())), std::string::npos) << path;
 
   // Read while the writer is still open: each record is flushed as it is written, so a killed
   // run leaves whole records.
@@ -68,6 +69,24 @@ TEST(TensorBoardWriter, EventFileReadsBackWithGoodCrcsAndTheMetricsValues) {
                                                 {"eval/test/accuracy", 0.875f},
                                                 {"eval/test/bits_per_char", 1.8f}}));
   for (const auto& value : file.events[3].summary().value()) EXPECT_NE(value.tag(), "train/loss");
+}
+
+// A run resumed within the second its first part started (a short run is) writes a second event
+// file, not into the first part's: the names were <seconds>.<host> and the two parts' were equal.
+TEST(TensorBoardWriter, TwoWritersOfOneRunDirectoryWithinASecondWriteTwoFiles) {
+  testing::TempDir dir;
+  std::string first, second;
+  {
+    MetricsWriter writer(dir.file("run"), /*tensorboard=*/true);
+    write_records(writer);
+    first = writer.tensorboard_path();
+  }
+  MetricsWriter resumed(dir.file("run"), /*tensorboard=*/true);
+  write_records(resumed);
+  second = resumed.tensorboard_path();
+  EXPECT_NE(first, second);
+  EXPECT_EQ(testing::read_event_file(first).events.size(), 5u);
+  EXPECT_EQ(testing::read_event_file(second).events.size(), 5u);
 }
 
 TEST(TensorBoardWriter, ADamagedRecordIsFound) {
