@@ -28,6 +28,25 @@ double optimizer_passes(int optimizer_slots, bool clips_gradients) {
   return 5.0 + 2.0 * optimizer_slots + (clips_gradients ? 3.0 : 0.0);
 }
 
+double optimizer_update_passes(int optimizer_slots) { return 3.0 + 2.0 * optimizer_slots; }
+
+double shard_broadcast_s(double param_bytes, int shards, double link_bytes_per_s,
+                         double link_latency_s) {
+  if (shards < 2 || param_bytes <= 0) return 0.0;
+  const double d = shards;
+  const double shard_s = param_bytes / d / link_bytes_per_s;
+  double each = 0.0;  // one replica's broadcast of its shard
+  if (shards <= 4) {
+    each = link_latency_s + (d - 1.0) * shard_s;
+  } else if (param_bytes / d >= 65536.0) {
+    each = (d - 1.0) * link_latency_s + shard_s;
+  } else {
+    const double levels = std::bit_width(static_cast<unsigned>(shards - 1));
+    each = levels * (link_latency_s + shard_s);
+  }
+  return d * each;
+}
+
 namespace {
 
 using plan::LayerRange;
@@ -68,7 +87,10 @@ class StageTimes {
     const bool batched =
         request.pipeline.weight_grads == WeightGrads::kBatched && num_micro_batches_ > 1;
     const auto r = static_cast<double>(rows);
-    const double passes = optimizer_passes(request.optimizer_slots, request.clips_gradients);
+    // Sharded, a replica updates about 1 / D of the parameters (optimizer_update_passes).
+    const double update_passes = optimizer_update_passes(request.optimizer_slots);
+    const double passes = optimizer_passes(request.optimizer_slots, request.clips_gradients) -
+                          update_passes + update_passes / request.optimizer_shards;
     forward_.assign(costs.size() + 1, 0.0);
     backward_ = weight_ = batched_weight_ = optimizer_ = forward_;
     for (size_t i = 0; i < costs.size(); ++i) {
@@ -275,6 +297,13 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
   }
   s.compute_s = c.times.compute(range.begin, range.end);
   s.optimizer_s = c.times.optimizer(range.begin, range.end);
+  double param_bytes = 0.0;  // as allocated: the values buffer the replicas share
+  for (int i = range.begin; i < range.end; ++i) {
+    param_bytes += c.memory.costs()[static_cast<size_t>(i)].param_bytes;
+  }
+  s.shard_broadcast_s =
+      shard_broadcast_s(param_bytes, c.request.optimizer_shards, c.request.rates.link_bytes_per_s,
+                        c.request.rates.link_latency_s);
   std::tie(s.memory, s.stash) = c.peak(range.begin, range.end, stage);
   s.fits = !c.limit || s.memory.total() <= *c.limit;
   return s;
@@ -365,7 +394,8 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   for (int s = 0; s < c.num_stages; ++s) {
     const StagePlan& stage = out.stages[static_cast<size_t>(s)];
     const auto rank = static_cast<size_t>(c.placement.rank_of(s));
-    rank_optimizer_s[rank] += stage.optimizer_s;  // a rank updates its chunks one after another
+    // A rank updates its chunks one after another, each followed by its shards' broadcasts.
+    rank_optimizer_s[rank] += stage.optimizer_s + stage.shard_broadcast_s;
     compute += stage.compute_s;
     largest = std::max(largest, stage.compute_s);
     step_end =

@@ -360,6 +360,49 @@ TEST(Planner, TheOptimizerPhaseMakesItsPassesOverTheParametersAtTheMemoryRate) {
   }
 }
 
+// optimizer.shard_across_replicas: a replica updates its shard only (Adam's 7 update passes over
+// a D-th of the bytes, the zeroing and the finite check over all of them) and then broadcasts it,
+// as libnbc does on up to 4 ranks: one latency and D - 1 shards over the root's link per replica.
+TEST(Planner, ShardedTheOptimizerUpdatesAShardAndTheStepWaitsForTheShardsBroadcasts) {
+  const model::ModelPlan model = model::plan_model(uneven_model(), kUnevenInput);
+  for (int replicas : {2, 4}) {
+    PlanRequest whole = request(2, PartitionMode::kAuto);  // Adam: 9 passes, 7 of them the update
+    whole.pipeline.data_parallel = replicas;
+    whole.batch_size = 32 * replicas;
+    whole.rates.bytes_per_s = 1e9;
+    whole.rates.link_bytes_per_s = 1e8;
+    whole.rates.link_latency_s = 1e-4;
+    PlanRequest sharded = whole;
+    sharded.optimizer_shards = replicas;
+    const PipelinePlan a = plan_pipeline(model, whole), b = plan_pipeline(model, sharded);
+    ASSERT_EQ(a.stages.size(), b.stages.size());
+    double a_last = 0.0, b_last = 0.0;  // the largest optimizer phase (a rank per stage here)
+    for (size_t s = 0; s < a.stages.size(); ++s) {
+      ASSERT_EQ(a.stages[s].layers.end, b.stages[s].layers.end) << "the same partition";
+      double bytes = 0.0;
+      for (int l = b.stages[s].layers.begin; l < b.stages[s].layers.end; ++l) {
+        bytes += static_cast<double>(model.layers[static_cast<size_t>(l)].param_bytes);
+      }
+      EXPECT_NEAR(b.stages[s].optimizer_s, (2.0 + 7.0 / replicas) * bytes / 1e9, 1e-12) << s;
+      EXPECT_EQ(a.stages[s].shard_broadcast_s, 0.0);
+      EXPECT_NEAR(b.stages[s].shard_broadcast_s,
+                  replicas * (1e-4 + (replicas - 1.0) * bytes / replicas / 1e8), 1e-12)
+          << s;
+      a_last = std::max(a_last, a.stages[s].optimizer_s);
+      b_last = std::max(b_last, b.stages[s].optimizer_s + b.stages[s].shard_broadcast_s);
+    }
+    EXPECT_NEAR(b.step_s - a.step_s, b_last - a_last, 1e-12) << replicas;
+  }
+}
+
+TEST(Planner, ShardBroadcastsFollowLibnbcsChoiceBeyondFourReplicas) {
+  EXPECT_EQ(shard_broadcast_s(1e6, 1, 1e8, 1e-4), 0.0);
+  // 8 replicas of 125 kB shards: a chain, 7 hops' latency and about one shard's time each.
+  EXPECT_NEAR(shard_broadcast_s(1e6, 8, 1e8, 1e-4), 8 * (7 * 1e-4 + 1.25e5 / 1e8), 1e-12);
+  // 8 replicas of 12.5 kB shards: a binomial tree of 3 levels.
+  EXPECT_NEAR(shard_broadcast_s(1e5, 8, 1e8, 1e-4), 8 * 3 * (1e-4 + 1.25e4 / 1e8), 1e-12);
+}
+
 TEST(Planner, TheGradientTreeCountsFloorLog2MPartialSumsOfTheGradients) {
   const ModelSpec spec = uneven_model();
   const model::ModelPlan model = model::plan_model(spec, kUnevenInput);
