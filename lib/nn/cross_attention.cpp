@@ -236,21 +236,28 @@ LayerNeeds CrossAttention::needs() const {
   // v, the probabilities and the merged heads.
   const double a = float_bytes(seq_ * dim_), m = float_bytes(memory_seq_ * dim_);
   const double p = float_bytes(heads_ * seq_ * memory_seq_), r = dropout_ > 0.0 ? p : 0.0;
-  // Backward beside dy: the merged heads' gradient, then the heads' gradient, dq, dk, dv and the
-  // mask in the kernel; then dq's rows and dkv [S, 2d] while dk and dv are moved into it; last
-  // dkv and dmemory (dx counts as its input). Forward, beyond its input, output and what it
-  // keeps: the kv projection's output [S, 2d] (before the merged heads and the output exist), or
-  // the heads' output and the mask in the kernel.
-  return {
+  // Backward, beside dy and dx (the input gradient, counted whole from the start): the heads'
+  // gradient, dq, dk, dv and the mask in the kernel (the merged heads' gradient freed before);
+  // then dq's rows beside dk, dv and dkv [S, 2d] as they are moved into it; last dkv and dmemory
+  // (the memory's gradient, which the stage takes after it). Forward, beyond its input, output
+  // and what it keeps (4a + 3m + p in all once it returns): q, k, v and the kv projection's
+  // output [S, 2d], or in the kernel q, k, v, the probabilities, the heads' output and the mask.
+  const double kept_and_output = 4.0 * a + 3.0 * m + p;
+  LayerNeeds needs{
       .kept_tensor_bytes = {a, m, a, m, m, p, a},
-      .backward_temporary_bytes = std::max({2.0 * a + 2.0 * m + r, a + 4.0 * m, 3.0 * m}),
-      .forward_temporary_bytes = std::max({0.0, 2.0 * m - 2.0 * a, r - a}),
-      .smallest_temporary_bytes = std::min(a, m),
+      .backward_temporary_bytes = std::max(a + 2.0 * m + r, 4.0 * m),
+      .forward_temporary_bytes = std::max(
+          {0.0, a + 4.0 * m - kept_and_output, 2.0 * a + 2.0 * m + p + r - kept_and_output}),
+      .smallest_temporary_bytes = std::min({a, m, p}),
       // Both projections' data and weight gradients: twice the forward's products, less the
       // query projection's input gradient for the model's first layer.
       .backward_flops = 2.0 * forward_flops_per_example() -
                         (global_index() == 0 ? 2.0 * static_cast<double>(seq_ * dim_ * dim_) : 0.0),
   };
+  // Evaluation, beyond x and the output (nothing kept, no mask): q, k, v and the kv projection's
+  // output, or q, k, v, the probabilities, the heads' output and the merged heads.
+  needs.evaluation_temporary_bytes = std::max(4.0 * m, 2.0 * a + 2.0 * m + p);
+  return needs;
 }
 
 }  // namespace mpipe::nn

@@ -114,19 +114,16 @@ StageValues walk_stage(const ValueCosts& values, int begin, int end,
     made += block(value(output_of(layer)).bytes);
   }
   // Backward (Stage::backward_layers): one gradient per value, from the output's and then from each
-  // reader, last layer first, until its producer's backward takes it (or the stage's end).
+  // reader, last layer first, until its producer's backward takes it (or the stage's end). The
+  // gradients a layer returns (its main input's and its reads') are its own backward's until the
+  // table takes them after it.
   std::set<int> grads;
   for (int v : with_grads(out)) grads.insert(v);
   walk.backward_held.resize(static_cast<size_t>(end - begin));
   for (int layer = end; layer-- > begin;) {
     grads.erase(output_of(layer));
-    const std::vector<int>& inputs = layer_inputs(layer);
-    double held = blocks(grads);
-    for (size_t k = 1; k < inputs.size(); ++k) {
-      if (value(inputs[k]).needs_grad) held += block(value(inputs[k]).bytes);
-    }
-    walk.backward_held[static_cast<size_t>(layer - begin)] = held;
-    for (int v : inputs) {
+    walk.backward_held[static_cast<size_t>(layer - begin)] = blocks(grads);
+    for (int v : layer_inputs(layer)) {
       if (value(v).needs_grad) grads.insert(v);
     }
   }

@@ -51,9 +51,9 @@ struct StageValues {
   // the values its first forward holds at layer i (all it has made so far, and its input).
   std::vector<double> first_kept;
   std::vector<double> per_layer_forward_held;
-  // Gradients the gradient table holds during layer i's backward beyond its output gradient and
-  // its main input's: the sums of later readers' gradients not yet handed back, and the gradients
-  // of what it reads beside its main input.
+  // Gradients the gradient table holds during layer i's backward beyond its output gradient: the
+  // sums of later readers' gradients not yet handed back. (The gradients the layer returns, of its
+  // main input and of what it reads, are its backward's own: nn::LayerNeeds.)
   std::vector<double> backward_held;
 };
 

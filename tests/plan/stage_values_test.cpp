@@ -85,9 +85,10 @@ TEST(StageValues, PerLayerRecomputeKeepsEachValueReadOnce) {
 
 TEST(StageValues, ABackwardHoldsAValuesGradientFromItsLastReaderToItsProducer) {
   const StageValues walk = walk_stage(value_costs(skip_mlp()), 0, 4, bytes);
-  // h0's gradient arrives with h1's; layer 3 (h1's producer) adds the gradient of the h0 it reads
-  // beside it; layers 2 and 1 hold h0's sum, which layer 0 (its producer) takes.
-  EXPECT_EQ(walk.backward_held, (std::vector<double>{0.0, 16.0, 16.0, 32.0}));
+  // h0's gradient arrives with h1's and is held beside layer 3's backward (h1's producer, whose
+  // gradient of the h0 it reads is its own until the table adds it in), then beside layers 2 and
+  // 1; layer 0 (its producer) takes it.
+  EXPECT_EQ(walk.backward_held, (std::vector<double>{0.0, 16.0, 16.0, 16.0}));
 }
 
 }  // namespace
