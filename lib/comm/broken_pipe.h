@@ -12,7 +12,7 @@ namespace mpipe::comm {
 // is lost its kernel resets the connection, and the next write to it killed the rank by SIGPIPE
 // within milliseconds, with no line of its own (srun said only "task 0: Broken pipe"): no
 // MPI_Abort, so under srun nothing ended the step, whose srun then waited for the lost node until
-// slurmctld set it DOWN (SlurmdTimeout, 300 s by default; in 3 of 8 losses of a node in
+// slurmctld set it DOWN (SlurmdTimeout, 300 s by default; in 1 of 4 losses of a node in
 // tests/multihost/slurm.sh, case 5). Ignored, the write fails with EPIPE, Open MPI closes that
 // connection, the wait on the peer passes its deadline, and the watchdog's line and MPI_Abort end
 // the step.
