@@ -1,5 +1,7 @@
 // comm::Environment: MPI_Init_thread (MULTIPLE, FUNNELED accepted; the TCP eager limit and the
-// allreduce algorithm chosen) and MPI_Finalize as RAII; the thread level MPI provides.
+// allreduce algorithm chosen, SIGPIPE ignored) and MPI_Finalize as RAII; the thread level MPI
+// provides.
+#include "comm/broken_pipe.h"
 #include "comm/communicator.h"
 #include "comm/iallreduce_algorithm.h"
 #include "comm/mpi_handles.h"
@@ -13,6 +15,7 @@ Environment::Environment(int* argc, char*** argv) {
   check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
   check(!initialized, "MPI is already initialized: create one comm::Environment per process");
   prefer_eager_tcp_messages();
+  ignore_broken_pipes();
   int provided = 0;
   check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
   if (provided < MPI_THREAD_FUNNELED) {

@@ -15,9 +15,11 @@ namespace {
 // srun's options for a step of `ranks` tasks on `nodes` (nodes of different slots: srun places
 // the tasks within the allocation's CPUs). --overlap: until slurmctld sets the lost node DOWN
 // (SlurmdTimeout), it counts the lost step as holding the CPUs of every node of it; without
-// --overlap a probe of a surviving node waited there ("Requested nodes are busy").
+// --overlap a probe of a surviving node waited there ("Requested nodes are busy"). `own`: options
+// of this kind of step, before the launcher's (which may override them).
 std::vector<std::string> srun_step(const Launcher& launcher, int ranks,
-                                   const std::vector<HostSlots>& nodes) {
+                                   const std::vector<HostSlots>& nodes,
+                                   const std::vector<std::string>& own) {
   std::vector<std::string> names;
   for (const HostSlots& node : nodes) names.push_back(node.host);
   std::vector<std::string> args = {launcher.program, fmt::format("--nodes={}", nodes.size()),
@@ -27,6 +29,7 @@ std::vector<std::string> srun_step(const Launcher& launcher, int ranks,
   }
   args.push_back(fmt::format("--nodelist={}", fmt::join(names, ",")));
   args.push_back("--overlap");
+  args.insert(args.end(), own.begin(), own.end());
   args.insert(args.end(), launcher.args.begin(), launcher.args.end());
   return args;
 }
@@ -47,7 +50,10 @@ std::vector<std::string> job_command(const Launcher& launcher, int ranks,
     for (int placed = 0; placed < ranks; placed += used.back().slots) {
       used.push_back(hosts[used.size()]);
     }
-    args = srun_step(launcher, ranks, used);
+    // A task that fails ends the step at once, as mpirun ends its job: without it, a rank that
+    // died without MPI_Abort (by a signal) left srun waiting for the step's other tasks, those of
+    // a lost node until slurmctld set the node DOWN (SlurmdTimeout).
+    args = srun_step(launcher, ranks, used, {"--kill-on-bad-exit=1"});
   }
   args.insert(args.end(), program.begin(), program.end());
   return args;
@@ -59,7 +65,7 @@ std::vector<std::string> probe_command(const Launcher& launcher, const std::stri
     args = {launcher.program, "-n", "1", "--host", host + ":1"};
     args.insert(args.end(), launcher.args.begin(), launcher.args.end());
   } else {
-    args = srun_step(launcher, 1, {{.host = host, .slots = 1}});
+    args = srun_step(launcher, 1, {{.host = host, .slots = 1}}, {});
   }
   args.push_back("true");
   return args;

@@ -20,9 +20,9 @@ struct Launcher {
 // The command that runs `program` as `ranks` ranks on `hosts`, filling each host's slots in
 // order (rank 0 on the first host):
 //   mpirun -n RANKS --host h1:2,h2:2 ARGS... PROGRAM...
-//   srun --nodes=N --ntasks=RANKS --ntasks-per-node=SLOTS --nodelist=h1,h2 --overlap ARGS...
-//        PROGRAM...   (the first N hosts, as many as RANKS needs; --ntasks-per-node when they
-//                      have the same slots)
+//   srun --nodes=N --ntasks=RANKS --ntasks-per-node=SLOTS --nodelist=h1,h2 --overlap
+//        --kill-on-bad-exit=1 ARGS... PROGRAM...   (the first N hosts, as many as RANKS needs;
+//        --ntasks-per-node when they have the same slots; a task that fails ends the step)
 // Throws InputError when `hosts` lack the slots.
 std::vector<std::string> job_command(const Launcher& launcher, int ranks,
                                      const std::vector<HostSlots>& hosts,

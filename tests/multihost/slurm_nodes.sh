@@ -75,9 +75,10 @@ SlurmdLogFile=$dir/slurmd-%n.log
 ReturnToService=1
 # A lost node (tests/multihost/slurm.sh, 5.): srun ends a step that lost one KillWait + 2 s after
 # the step was aborted (30 s by default), and slurmctld sets it DOWN, ending what the job still
-# holds there, after SlurmdTimeout without an answer (300 s by default).
+# holds there, after SlurmdTimeout without an answer (Slurm's default, written out: the test's
+# bound on a recovery must stay far below it).
 KillWait=5
-SlurmdTimeout=10
+SlurmdTimeout=300
 NodeName=h2 NodeAddr=10.77.0.2 CPUs=2 State=UNKNOWN
 NodeName=h3 NodeAddr=10.77.0.3 CPUs=2 State=UNKNOWN
 PartitionName=nodes Nodes=h2,h3 Default=YES MaxTime=INFINITE State=UP

@@ -22,15 +22,15 @@ TEST(Launcher, MpirunRunsTheRanksOnTheWholeHostListAndProbesOneSlotOfAHost) {
             (Args{"mpirun", "-n", "1", "--host", "h2:1", "-x", "A", "true"}));
 }
 
-TEST(Launcher, SrunRunsAStepOnTheNodesTheRanksNeedWithTheirTasksPerNode) {
+TEST(Launcher, SrunRunsAStepOnTheNodesTheRanksNeedWithTheirTasksPerNodeEndedByAFailedTask) {
   const std::vector<HostSlots> hosts = {{"h1", 2}, {"h2", 2}, {"h3", 2}};
   EXPECT_EQ(job_command(kSrun, 6, hosts, {"mpipe", "train"}),
             (Args{"srun", "--nodes=3", "--ntasks=6", "--ntasks-per-node=2", "--nodelist=h1,h2,h3",
-                  "--overlap", "--mpi=pmix", "mpipe", "train"}));
+                  "--overlap", "--kill-on-bad-exit=1", "--mpi=pmix", "mpipe", "train"}));
   // 3 ranks fill h1 and one slot of h2, as mpirun would place them; h3 is left out.
   EXPECT_EQ(job_command(kSrun, 3, hosts, {"mpipe"}),
             (Args{"srun", "--nodes=2", "--ntasks=3", "--ntasks-per-node=2", "--nodelist=h1,h2",
-                  "--overlap", "--mpi=pmix", "mpipe"}));
+                  "--overlap", "--kill-on-bad-exit=1", "--mpi=pmix", "mpipe"}));
   EXPECT_EQ(probe_command(kSrun, "h3"),
             (Args{"srun", "--nodes=1", "--ntasks=1", "--ntasks-per-node=1", "--nodelist=h3",
                   "--overlap", "--mpi=pmix", "true"}));
@@ -38,8 +38,8 @@ TEST(Launcher, SrunRunsAStepOnTheNodesTheRanksNeedWithTheirTasksPerNode) {
 
 TEST(Launcher, SrunLeavesTheTasksOfNodesOfDifferentSlotsToSlurm) {
   EXPECT_EQ(job_command(kSrun, 3, {{"h1", 2}, {"h2", 1}}, {"mpipe"}),
-            (Args{"srun", "--nodes=2", "--ntasks=3", "--nodelist=h1,h2", "--overlap", "--mpi=pmix",
-                  "mpipe"}));
+            (Args{"srun", "--nodes=2", "--ntasks=3", "--nodelist=h1,h2", "--overlap",
+                  "--kill-on-bad-exit=1", "--mpi=pmix", "mpipe"}));
 }
 
 TEST(Launcher, NoLauncherRunsMoreRanksThanSlots) {
