@@ -4,8 +4,9 @@
 
 namespace mpipe::comm {
 
-// Called once before MPI_Init: this process ignores SIGPIPE (inherited by none of mpipe's
-// children: a rank starts none).
+// Called once by comm::Environment, after MPI_Init (Open MPI connects to the peers at the first
+// message), in a job of more than one process: this process ignores SIGPIPE (inherited by none
+// of mpipe's children: a rank starts none). A process alone keeps the default.
 //
 // Why: Open MPI's TCP transport writes to its peers' sockets without MSG_NOSIGNAL, and neither
 // srun (slurmstepd) nor mpirun (orted) starts its ranks with SIGPIPE ignored. When a peer's host

@@ -15,7 +15,6 @@ Environment::Environment(int* argc, char*** argv) {
   check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
   check(!initialized, "MPI is already initialized: create one comm::Environment per process");
   prefer_eager_tcp_messages();
-  ignore_broken_pipes();
   int provided = 0;
   check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
   if (provided < MPI_THREAD_FUNNELED) {
@@ -26,6 +25,11 @@ Environment::Environment(int* argc, char*** argv) {
         provided));
   }
   prefer_reduce_scatter_allgather();
+  // A process alone has no peer to lose: it keeps SIGPIPE's default, so that `mpipe translate ...
+  // | head` ends when head does, as a command-line tool should.
+  int world_size = 1;
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world_size), "MPI_Comm_size");
+  if (world_size > 1) ignore_broken_pipes();
 }
 
 Environment::~Environment() {
