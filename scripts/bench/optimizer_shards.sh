@@ -4,7 +4,7 @@
 # under Adam at K = 1, D = 2 (2 ranks) and D = 4 (4 ranks; oversubscribed on a 2-core machine). Each round runs both, interleaved (which goes first
 # alternates by round); a run's step time is its batch over its samples/s after the first logged
 # window (scripts/bench/throughput.py). Prints per D the median and range over the rounds of each
-# and the median of the rounds' sharded / unsharded ratios.
+# and the median of the rounds' sharded / unsharded ratios, beside the plan's step for each.
 #
 #   scripts/bench/optimizer_shards.sh      # about 6 minutes on 2 cores
 #
@@ -46,9 +46,12 @@ for ((r = 1; r <= rounds; ++r)); do
       if ((wait_idle > 0)); then scripts/bench/wait_for_idle.sh "$wait_idle"; fi
       "${cmd[@]}" >"$dir.log" 2>&1 || { echo "optimizer_shards.sh: run failed:" >&2; tail "$dir.log" >&2; exit 1; }
       samples=$(python3 scripts/bench/throughput.py "$dir")
-      peak=$(python3 -c 'import json, sys
-print(json.load(open(sys.argv[1]))["peak_tensor_bytes_per_stage"][0])' "$dir/summary.json")
-      echo "$d $sharded $r $(awk -v b="$batch" -v s="$samples" 'BEGIN { print 1000 * b / s }') $peak" >>"$results"
+      # The measured peak, and the plan's step (ms) for the run.
+      read -r peak planned < <(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+print(s["peak_tensor_bytes_per_stage"][0], 1000 * int(sys.argv[2]) / s["predicted_samples_per_s"])' \
+        "$dir/summary.json" "$batch")
+      echo "$d $sharded $r $(awk -v b="$batch" -v s="$samples" 'BEGIN { print 1000 * b / s }') $peak $planned" >>"$results"
       rm -rf "$dir"
     done
   done
@@ -58,13 +61,14 @@ echo
 python3 - "$results" <<'PY'
 import statistics, sys
 from collections import defaultdict
-runs = defaultdict(dict)  # (D, sharded) -> round -> (ms, peak)
+runs = defaultdict(dict)  # (D, sharded) -> round -> (ms, peak, planned ms)
 for line in open(sys.argv[1]):
-    d, sharded, r, ms, peak = line.split()
-    runs[int(d), sharded == "true"][int(r)] = (float(ms), float(peak))
+    d, sharded, r, ms, peak, planned = line.split()
+    runs[int(d), sharded == "true"][int(r)] = (float(ms), float(peak), float(planned))
 print("| D | unsharded step ms, median [range] | sharded step ms, median [range] | sharded / "
-      "unsharded, median [range] of rounds | unsharded peak MB | sharded peak MB |")
-print("|---|---|---|---|---|---|")
+      "unsharded, median [range] of rounds | unsharded peak MB | sharded peak MB | plan's step ms, "
+      "unsharded / sharded |")
+print("|---|---|---|---|---|---|---|")
 for d in sorted({d for d, _ in runs}):
     whole, shard = runs[d, False], runs[d, True]
     def cell(r):
@@ -73,5 +77,7 @@ for d in sorted({d for d, _ in runs}):
     ratios = [shard[r][0] / whole[r][0] for r in whole if r in shard]
     print(f"| {d} | {cell(whole)} | {cell(shard)} | {statistics.median(ratios):.3f} "
           f"[{min(ratios):.3f}-{max(ratios):.3f}] | {max(v[1] for v in whole.values()) / 1e6:.2f} "
-          f"| {max(v[1] for v in shard.values()) / 1e6:.2f} |")
+          f"| {max(v[1] for v in shard.values()) / 1e6:.2f} "
+          f"| {statistics.median(v[2] for v in whole.values()):.1f} / "
+          f"{statistics.median(v[2] for v in shard.values()):.1f} |")
 PY
