@@ -2,7 +2,6 @@
 #include "log/tensorboard_writer.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/host_clock.h"
 #include "log/tensorboard_event.pb.h"
 #include "log/tfrecord.h"
 
@@ -18,12 +18,6 @@ namespace {
 
 double seconds_since_epoch() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
 }
 
 // A finite number of the record as a scalar (metrics.jsonl writes the others as null).
@@ -43,7 +37,7 @@ void add_scalar(tensorboard::Summary& summary, const std::string& tag,
 std::string event_file_name() {
   static std::atomic<int> writers{0};
   return fmt::format("events.out.tfevents.{}.{}.{}.{}", static_cast<int64_t>(seconds_since_epoch()),
-                     host_name(), ::getpid(), writers++);
+                     this_host(), this_pid(), writers++);
 }
 
 }  // namespace
