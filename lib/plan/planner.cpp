@@ -282,9 +282,11 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
   const double m = pipe.micro_batches;
   const double recomputed = recomputed_micro_batches(pipe.recompute, pipe.micro_batches);
   const auto rows = static_cast<double>(c.rows);
+  double param_bytes = 0.0;  // as allocated: the values buffer the replicas share
   for (int i = range.begin; i < range.end; ++i) {
     const plan::LayerCost& cost = c.memory.costs()[static_cast<size_t>(i)];
     s.num_params += cost.num_params;
+    param_bytes += cost.param_bytes;
     s.forward_flops += m * rows * cost.forward_flops;
     s.backward_flops += m * rows * cost.backward_flops;
     s.recompute_flops += recomputed * rows * cost.forward_flops;
@@ -297,10 +299,6 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
   }
   s.compute_s = c.times.compute(range.begin, range.end);
   s.optimizer_s = c.times.optimizer(range.begin, range.end);
-  double param_bytes = 0.0;  // as allocated: the values buffer the replicas share
-  for (int i = range.begin; i < range.end; ++i) {
-    param_bytes += c.memory.costs()[static_cast<size_t>(i)].param_bytes;
-  }
   s.shard_broadcast_s =
       shard_broadcast_s(param_bytes, c.request.optimizer_shards, c.request.rates.link_bytes_per_s,
                         c.request.rates.link_latency_s);
