@@ -1,7 +1,9 @@
 // DeadlinePolicy: how long a wait on a peer may take, from the settings and the measured step time.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <string>
 
 #include "comm/comm_config.h"
 
@@ -16,7 +18,7 @@ class DeadlinePolicy {
  public:
   static constexpr int kWarmupSteps = 3;  // steps not measured (and given the long deadline)
   static constexpr double kMinAutoTimeout = 300.0;   // auto timeout: at least 5 min ...
-  static constexpr double kAutoTimeoutSteps = 20.0;  // ... and 20 step times
+  static constexpr double kAutoTimeoutSteps = 20.0;  // ... and 20 step times (or activity runs)
   static constexpr double kMinAutoGrace = 10.0;      // auto stop grace: at least 10 s ...
   static constexpr double kAutoGraceSteps = 2.0;     // ... and 2 step times
 
@@ -28,10 +30,16 @@ class DeadlinePolicy {
   bool warmed_up() const { return steps_ >= kWarmupSteps; }
   // The slowest step measured after the warm-up; 0 before.
   double step_time() const { return slowest_step_s_; }
+  // A finished long activity ("checkpoint", "evaluation") of `seconds`, the long scopes inside it
+  // included.
+  void record_long(const std::string& activity, double seconds);
 
-  // Seconds a wait may take: in a step after the warm-up, comm.timeout (or auto); otherwise
-  // comm.startup_timeout.
-  double timeout(WaitPhase phase) const;
+  // Seconds a wait may take: in a step after the warm-up, comm.timeout (or auto); in a long
+  // `activity` that finished before, the larger of comm.timeout (or auto's 5 min) and 20 times its
+  // slowest run, at most comm.startup_timeout (so a peer lost during the tenth checkpoint ends the
+  // job as soon as one lost in a step would, unless checkpoints are slow); otherwise (start-up,
+  // the warm-up, an activity's first run) comm.startup_timeout.
+  double timeout(WaitPhase phase, const std::string& activity = {}) const;
   // Seconds a wait may still take once a stop was requested (at most its timeout); nothing when
   // it keeps its deadline: outside steps (a checkpoint in progress should finish), and in the
   // warm-up steps unless comm.stop_grace is set (no step time is known yet).
@@ -42,6 +50,7 @@ class DeadlinePolicy {
   CommConfig config_;
   int steps_ = 0;
   double slowest_step_s_ = 0.0;
+  std::map<std::string, double, std::less<>> slowest_long_s_;  // by activity
 };
 
 }  // namespace mpipe::comm

@@ -282,8 +282,9 @@ WatchScope::~WatchScope() {
     if (std::uncaught_exceptions() == uncaught_) {
       state.policy.record_step(elapsed - done.nested_long_s);
     }
-  } else if (!state.activities.empty()) {
-    state.activities.back().nested_long_s += elapsed;
+  } else {
+    if (std::uncaught_exceptions() == uncaught_) state.policy.record_long(done.text, elapsed);
+    if (!state.activities.empty()) state.activities.back().nested_long_s += elapsed;
   }
 }
 
@@ -307,7 +308,8 @@ std::string describe_wait(const Watchdog::State& state, const PendingOp& op) {
 void wait_watched(Watchdog& watchdog, PendingOp& op, MPI_Status& status) {
   Watchdog::State& state = WatchdogInternals::state(watchdog);
   const WaitPhase phase = state.phase();
-  const double timeout_s = state.policy.timeout(phase);
+  const double timeout_s =
+      state.policy.timeout(phase, state.activities.empty() ? "" : state.activities.back().text);
   const WaitingOn waiting(state, op);
   auto start = state.wait_start;
   auto last_poll = start;

@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <csignal>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <span>
@@ -26,6 +28,13 @@ namespace fs = std::filesystem;
 constexpr size_t kReportSize = 3;  // stage, crc32, size: exact in doubles (sizes below 2^53)
 constexpr const char* kOptimizerStepsKey = "optimizer_steps";  // in meta.json and every shard
 constexpr const char* kScheduleStepsKey = "optimizer.schedule.total_steps";
+
+// Test hook: the world rank R of $MPIPE_TEST_STOP_IN_CHECKPOINT="R:STEP" stops itself (SIGSTOP)
+// as the checkpoint after step STEP begins (tests of the watchdog's deadline in checkpoints).
+void stop_for_test(int world_rank, int64_t steps_done) {
+  const char* stop = std::getenv("MPIPE_TEST_STOP_IN_CHECKPOINT");
+  if (stop && fmt::format("{}:{}", world_rank, steps_done) == stop) raise(SIGSTOP);
+}
 
 checkpoint::Settings saved_settings(const nlohmann::json& meta, const std::string& path) {
   const nlohmann::json& saved = checkpoint::required_key(meta, path, "settings");
@@ -103,6 +112,7 @@ checkpoint::Settings RunCheckpoints::settings() const {
 
 void RunCheckpoints::save(int64_t steps_done) {
   const comm::WatchScope watch(world_, "checkpoint", comm::WaitPhase::kLong);
+  stop_for_test(world_.rank(), steps_done);
   const comm::Topology& topo = trainer_.topology();
   const bool writer = topo.replica == 0;  // the other replicas hold the same stages
   const std::vector<ChunkState> chunks = trainer_.chunk_states();

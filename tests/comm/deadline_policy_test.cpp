@@ -1,5 +1,5 @@
 // Tests of the watchdog's deadlines (pure: no MPI): warm-up, the automatic timeout from the
-// slowest measured step, configured values and the stop grace.
+// slowest measured step, long activities, configured values and the stop grace.
 #include "comm/deadline_policy.h"
 
 #include <gtest/gtest.h>
@@ -45,10 +45,35 @@ TEST(DeadlinePolicy, AutoTimeoutIsFiveMinutesOrTwentySlowestSteps) {
   EXPECT_EQ(slow.timeout(WaitPhase::kStep), 600.0);
 }
 
-TEST(DeadlinePolicy, LongWaitsAlwaysHaveTheStartUpDeadline) {
-  const DeadlinePolicy policy = after_steps(config(3.0, 900.0, 0.0), {0.1});
+TEST(DeadlinePolicy, LongWaitsHaveTheStartUpDeadlineUntilTheirActivityRanOnce) {
+  DeadlinePolicy policy = after_steps(config(3.0, 900.0, 0.0), {0.1});
   EXPECT_EQ(policy.timeout(WaitPhase::kStep), 3.0);
+  EXPECT_EQ(policy.timeout(WaitPhase::kLong), 900.0);  // start-up, the end of the run
+  EXPECT_EQ(policy.timeout(WaitPhase::kLong, "checkpoint"), 900.0);
+  policy.record_long("checkpoint", 0.1);
+  // A peer lost in the second checkpoint is given up as soon as one lost in a step.
+  EXPECT_EQ(policy.timeout(WaitPhase::kLong, "checkpoint"), 3.0);
+  EXPECT_EQ(policy.timeout(WaitPhase::kLong, "evaluation"), 900.0);  // not run yet
   EXPECT_EQ(policy.timeout(WaitPhase::kLong), 900.0);
+}
+
+TEST(DeadlinePolicy, AMeasuredLongActivityGetsTwentyOfItsSlowestRunsAtMostTheStartUpDeadline) {
+  DeadlinePolicy policy = after_steps(config(3.0, 900.0, 0.0), {0.1});
+  policy.record_long("checkpoint", 2.0);
+  policy.record_long("checkpoint", 0.5);  // the slowest run counts
+  EXPECT_EQ(policy.timeout(WaitPhase::kLong, "checkpoint"), 40.0);
+  policy.record_long("evaluation", 60.0);
+  EXPECT_EQ(policy.timeout(WaitPhase::kLong, "evaluation"), 900.0);
+  // Auto (no comm.timeout): at least 5 min, as a step's.
+  DeadlinePolicy automatic;
+  automatic.record_long("checkpoint", 0.5);
+  EXPECT_EQ(automatic.timeout(WaitPhase::kLong, "checkpoint"), 300.0);
+  automatic.record_long("checkpoint", 20.0);
+  EXPECT_EQ(automatic.timeout(WaitPhase::kLong, "checkpoint"), 400.0);
+  // Never past comm.startup_timeout, which a user may have set below the rule's value.
+  DeadlinePolicy short_startup(config(3.0, 20.0, 0.0));
+  short_startup.record_long("checkpoint", 5.0);
+  EXPECT_EQ(short_startup.timeout(WaitPhase::kLong, "checkpoint"), 20.0);
 }
 
 TEST(DeadlinePolicy, StopGraceIsTenSecondsOrTwoStepsAndNeverPastTheTimeout) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The watchdog: SIGSTOP one rank of a run and the job ends within comm.timeout plus a few seconds,
 # non-zero, with one line in all naming the stopped rank and the step: on 2 ranks, also when
-# mpirun's teardown resumes the stopped rank long before it kills it; on 4 ranks, where three
-# waits expire. SIGUSR1 while a wait hangs ends the job after comm.stop_grace with a line saying it
+# mpirun's teardown resumes the stopped rank long before it kills it, and when the rank stops in
+# a checkpoint; on 4 ranks, where three waits expire. SIGUSR1 while a wait hangs ends the job after comm.stop_grace with a line saying it
 # cannot checkpoint; in the warm-up steps (no grace) it is said once that the stop waits. A rank
 # stopped at start-up ends the job after comm.startup_timeout.
 # Usage: watchdog.sh CONFIG (up to 4 stages).
@@ -104,6 +104,27 @@ preempted_took=$took
 # wait expires meanwhile, but its peers gave up on it, so it leaves the job's one line to them.
 OMPI_MCA_odls_base_sigkill_timeout=10 hang resumed none --set comm.timeout=3s
 expect resumed '\[rank 0/2\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 1 \(stage 1, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 3 10)"
+
+# A peer lost in a checkpoint: a checkpoint's waits, once one checkpoint was measured, get the
+# larger of comm.timeout and 20 times the slowest checkpoint so far (before: comm.startup_timeout,
+# 10 min by default). Rank 1 stops itself as the checkpoint after step 6 begins (the test hook
+# MPIPE_TEST_STOP_IN_CHECKPOINT), after two measured ones; the bound allows checkpoints of up to
+# 1.5 s each on a loaded machine (20 x 1.5 s = 30 s).
+MPIPE_TEST_STOP_IN_CHECKPOINT=1:6 endless 2 checkpoint "$config" --set comm.timeout=3s \
+  --set checkpoint.every=2
+wait_for_steps checkpoint 6 100
+start=$(date +%s.%N)
+stopped=$(rank_pid 1 "$WORK/checkpoint")
+status=0
+wait "$launcher" || status=$?
+took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+last=$(tail -n 1 "$WORK/checkpoint/metrics.jsonl" | grep -o '"step":[0-9]*' | cut -d: -f2)
+cat "$WORK/checkpoint.log"
+[[ -z "$stopped" ]] || kill -KILL "$stopped" 2>/dev/null || true
+stopped=
+expect checkpoint '\[rank 0/2\] \[error\] watchdog: step 6: checkpoint: waited [0-9.]+ s for .*rank 1 \(stage 1, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 30)"
+[[ $status -eq 3 ]] || { echo "FAILED: checkpoint: exit status $status, not 3"; exit 1; }
+checkpoint_took=$took
 
 # 4 stages, stage 1 stopped: ranks 0 and 2 wait for it, rank 3 for rank 2; one line in all.
 ranks=4
@@ -207,6 +228,7 @@ MPIPE_TEST_STOP_BEFORE_HANDSHAKE=1 stopped_early handshake 10 '\[rank 0/2\] \[er
 
 echo "watchdog: a stopped rank ends the job ${stop_took} s after SIGSTOP (comm.timeout 3 s);" \
   "SIGUSR1 during the hang ends it ${preempted_took} s after SIGSTOP (stop_grace 1 s, timeout" \
-  "10 s); one line on 4 ranks, and when the stopped rank is resumed before it is killed; one" \
+  "10 s); one stopped in a checkpoint ends it ${checkpoint_took} s after step 6's line" \
+  "(comm.timeout 3 s); one line on 4 ranks, and when the stopped rank is resumed before it is killed; one" \
   "stopped at start-up ends it ${startup_took} s after SIGSTOP (comm.startup_timeout 10 s), one" \
   "that never reached MPI_Init ${unstarted_took} s after the launch (3 s)"
