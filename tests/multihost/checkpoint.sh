@@ -8,7 +8,7 @@
 # the same checkpoint resumes on h1 and h3 alone (h2 lost) with no folder copied, bit-identical;
 # on h1 alone, which holds no copy of stage 1, it is refused in one line naming that shard and
 # the host asked.
-# About 20 s. Usage: checkpoint.sh CONFIG
+# About 13 s. Usage: checkpoint.sh CONFIG
 # shellcheck source=tests/multihost/hosts.sh
 source "$(dirname "$0")/hosts.sh"
 config=$(realpath "$1")
