@@ -156,8 +156,8 @@ SuperviseCommand::SuperviseCommand(CLI::App& app) {
       "supervise",
       "Run `train` under mpirun over a host list, or srun inside a Slurm allocation; when a host "
       "or rank is lost, relaunch it on the hosts that still answer, re-planned, from its newest "
-      "checkpoint (a shared run directory): mpipe supervise --hosts h1:2,h2:2 -- train EXP.yaml "
-      "[--set ...]");
+      "checkpoint (a shared run directory, or checkpoint.peer_copy on node-local ones): mpipe "
+      "supervise --hosts h1:2,h2:2 -- train EXP.yaml [--set ...]");
   app_->add_option("--hosts", hosts_,
                    "Hosts and their slots, as mpirun's --host: h1:2,h2:2 (required with mpirun; "
                    "with srun, the allocation's nodes and tasks by default)");

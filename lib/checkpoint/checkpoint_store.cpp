@@ -208,6 +208,17 @@ ShardRecord CheckpointStore::write_shard(
     int64_t step, int stage, std::vector<TensorInfo> layout,
     const std::function<std::span<const float>(size_t)>& values,
     const std::map<std::string, std::string>& metadata) {
+  prepare_step(step);
+  std::map<std::string, std::string> shard_metadata = metadata;
+  shard_metadata["step"] = std::to_string(step);
+  shard_metadata["stage"] = std::to_string(stage);
+  const size_t count = layout.size();
+  SafetensorsWriter writer(shard_path(step, stage), std::move(layout), shard_metadata);
+  for (size_t i = 0; i < count; ++i) writer.write(values(i));
+  return {.stage = stage, .step = step, .digest = writer.commit()};
+}
+
+void CheckpointStore::prepare_step(int64_t step) {
   check(!seen_run_dir_ || run_dir_identity() == seen_run_dir_,
         "{}: the run directory was removed or replaced during the run, and the checkpoints it "
         "held on this disk with it",
@@ -221,14 +232,6 @@ ShardRecord CheckpointStore::write_shard(
   sync_directory(checkpoints_dir());
   fs::remove(meta_path(step), ec);  // a step being rewritten is no longer committed
   check(!ec, "{}: cannot remove: {}", meta_path(step), ec.message());
-
-  std::map<std::string, std::string> shard_metadata = metadata;
-  shard_metadata["step"] = std::to_string(step);
-  shard_metadata["stage"] = std::to_string(stage);
-  const size_t count = layout.size();
-  SafetensorsWriter writer(shard_path(step, stage), std::move(layout), shard_metadata);
-  for (size_t i = 0; i < count; ++i) writer.write(values(i));
-  return {.stage = stage, .step = step, .digest = writer.commit()};
 }
 
 void CheckpointStore::discard_shard(int64_t step, int stage) const {
@@ -239,6 +242,12 @@ void CheckpointStore::discard_shard(int64_t step, int stage) const {
 
 void CheckpointStore::commit(int64_t step, const nlohmann::json& meta,
                              const std::vector<ShardRecord>& shards) {
+  write_commit(step, meta, shards);
+  prune(step);
+}
+
+void CheckpointStore::write_commit(int64_t step, const nlohmann::json& meta,
+                                   const std::vector<ShardRecord>& shards) {
   check(meta.is_object() && meta.contains("num_stages") && meta["num_stages"].is_number_integer() &&
             meta["num_stages"].get<int64_t>() >= 1,
         "checkpoint meta for step {} needs an integer num_stages >= 1", step);
@@ -264,11 +273,30 @@ void CheckpointStore::commit(int64_t step, const nlohmann::json& meta,
   fs::create_directories(step_dir(step), ec);  // rank 0's own disk may not have it yet
   check(!ec, "{}: cannot create checkpoint folder: {}", step_dir(step), ec.message());
   write_file_atomically(meta_path(step), full.dump(2) + "\n");
+}
+
+void CheckpointStore::prune(int64_t committed_step) const {
   try {
-    prune(step);
+    remove_old(committed_step);
   } catch (const Error& e) {  // the commit stands; old checkpoints merely stay
     spdlog::warn("{}", e.what());
   }
+}
+
+void CheckpointStore::uncommit(int64_t step) const {
+  std::error_code ec;
+  fs::remove(meta_path(step), ec);
+}
+
+std::vector<int> CheckpointStore::intact_shards(int64_t step, const nlohmann::json& meta) const {
+  std::vector<int> stages;
+  for (const ShardRecord& record : parse_shards(meta, meta_path(step), step)) {
+    const std::string path = shard_path(step, record.stage);
+    if (fs::is_regular_file(path) && digest_file(path) == record.digest) {
+      stages.push_back(record.stage);
+    }
+  }
+  return stages;
 }
 
 std::vector<int64_t> CheckpointStore::step_folders() const {
@@ -298,7 +326,7 @@ std::optional<int64_t> CheckpointStore::latest_committed() const {
   return committed.back();
 }
 
-void CheckpointStore::prune(int64_t committed_step) const {
+void CheckpointStore::remove_old(int64_t committed_step) const {
   const std::vector<int64_t> committed = committed_steps();
   const size_t num_old = committed.size() > static_cast<size_t>(keep_)
                              ? committed.size() - static_cast<size_t>(keep_)

@@ -77,16 +77,32 @@ class CheckpointStore {
   ShardRecord write_shard(int64_t step, int stage, std::vector<TensorInfo> layout,
                           const std::function<std::span<const float>(size_t)>& values,
                           const std::map<std::string, std::string>& metadata = {});
+  // Before a file of `step` is written on this disk (a shard, or the copy of one another rank
+  // sends): the run-directory check above, the step's folder made, and its meta.json removed (a
+  // step being rewritten is no longer committed).
+  void prepare_step(int64_t step);
   // Removes this stage's shard of an uncommitted step (after a failed commit); best effort.
   void discard_shard(int64_t step, int stage) const;
 
-  // Commits `step` once every shard is written: `shards` holds one record per stage 0..K-1,
-  // as the writing ranks reported them (this rank need not see the files). `meta` must hold
-  // "num_stages" (K); "step", "shards", "time" (UTC ISO 8601, if absent) and, last,
-  // manifest_crc32 are set. Writes
-  // meta.json atomically, and only then deletes all but the `keep` newest committed
-  // checkpoints and every incomplete step folder older than `step`.
+  // Commits `step` once every shard is written: write_commit, then prune.
   void commit(int64_t step, const nlohmann::json& meta, const std::vector<ShardRecord>& shards);
+  // Writes the commit of `step`: `shards` holds one record per stage 0..K-1, as the writing ranks
+  // reported them (this rank need not see the files). `meta` must hold "num_stages" (K); "step",
+  // "shards", "time" (UTC ISO 8601, if absent) and, last, manifest_crc32 are set. Writes meta.json
+  // atomically.
+  void write_commit(int64_t step, const nlohmann::json& meta,
+                    const std::vector<ShardRecord>& shards);
+  // After the commit of `committed_step`: deletes all but the `keep` newest committed checkpoints
+  // and every incomplete step folder older than it; a failure is a warning (the commit stands).
+  void prune(int64_t committed_step) const;
+  // Removes the meta.json of `step` (a commit written here that another host failed to write, so
+  // the step is not committed); best effort.
+  void uncommit(int64_t step) const;
+
+  // The stages whose shard this disk holds intact for committed step `step`, whose meta.json
+  // (read_meta's) is `meta`: the file is there, with the size and crc32 meta.json records.
+  // Ascending.
+  std::vector<int> intact_shards(int64_t step, const nlohmann::json& meta) const;
 
   // Committed steps (those with a meta.json), ascending.
   std::vector<int64_t> committed_steps() const;
@@ -128,7 +144,7 @@ class CheckpointStore {
   std::vector<int64_t> step_folders() const;
   // read_meta without the hint.
   nlohmann::json read_checked_meta(int64_t step) const;
-  void prune(int64_t committed_step) const;
+  void remove_old(int64_t committed_step) const;
   // Verifies one shard against its record and the rest of meta.json `meta`.
   void check_shard(const ShardRecord& expected, const nlohmann::json& meta) const;
   void read_verified(int64_t step, const TensorDestination& destination) const;

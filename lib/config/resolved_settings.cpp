@@ -164,6 +164,7 @@ std::map<std::string, std::string> resolved_settings(const Experiment& experimen
   add_pipeline(experiment.pipeline, out);
   out["checkpoint.every"] = text(experiment.checkpoint.every);
   out["checkpoint.keep"] = text(experiment.checkpoint.keep);
+  out["checkpoint.peer_copy"] = text(experiment.checkpoint.peer_copy);
   out["log.every"] = text(experiment.log.every);
   out["log.level"] = experiment.log.level;
   out["log.trace_steps"] = text(experiment.log.trace_steps);

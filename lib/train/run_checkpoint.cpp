@@ -1,9 +1,11 @@
-// Run checkpoints: non-finite guard, shard writes, the agreed commit, and the checks of a resume.
+// Run checkpoints: non-finite guard, shard writes, peer copies, the agreed commit, and the gather
+// and checks of a resume.
 #include "train/run_checkpoint.h"
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <cstdlib>
@@ -11,12 +13,16 @@
 #include <filesystem>
 #include <span>
 
+#include "checkpoint/shard_copies.h"
 #include "comm/agree.h"
+#include "comm/rank_placement.h"
 #include "comm/watchdog.h"
 #include "core/error.h"
+#include "core/host_clock.h"
 #include "log/metrics_writer.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint_model.h"
+#include "train/file_transfer.h"
 #include "train/gathered_shard.h"
 #include "train/stage_tensors.h"
 
@@ -25,7 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t kReportSize = 3;  // stage, crc32, size: exact in doubles (sizes below 2^53)
+constexpr size_t kReportSize = 4;  // rank, stage, crc32, size: exact in doubles (sizes below 2^53)
 constexpr const char* kOptimizerStepsKey = "optimizer_steps";  // in meta.json and every shard
 constexpr const char* kScheduleStepsKey = "optimizer.schedule.total_steps";
 
@@ -140,11 +146,19 @@ void RunCheckpoints::save(int64_t steps_done) {
   });
   const int64_t steps_taken = chunks.front().optimizer->steps_taken();
   std::vector<checkpoint::ShardRecord> mine;
-  const auto discard_mine = [&](int64_t step) {
+  // The stages whose files this rank writes here (its shards, then the copies it receives),
+  // removed again if the step is not committed.
+  std::vector<int> held;
+  if (writer) {
     for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
-      store_.discard_shard(step, trainer_.global_stage(chunk));
+      held.push_back(trainer_.global_stage(chunk));
     }
+  }
+  const auto discard = [this](int64_t step, const std::vector<int>& stages) {
+    for (int stage : stages) store_.discard_shard(step, stage);
   };
+  bool committer = world_.rank() == 0;
+  bool wrote_commit = false;
   try {
     comm::agree(world_, [&] {
       // Every chunk's, even after a failure: the other replicas send their parts of each.
@@ -163,62 +177,201 @@ void RunCheckpoints::save(int64_t steps_done) {
       }
       if (failure) std::rethrow_exception(failure);
     });
-    const auto shards = gather_shard_records(mine, steps_done);
+    const std::vector<ReportedShard> reported = gather_shard_records(mine, steps_done);
+    std::vector<checkpoint::ShardRecord> shards;
+    for (const ReportedShard& shard : reported) shards.push_back(shard.record);
+    if (experiment_.checkpoint.peer_copy) {
+      const std::vector<int> committers = copy_shards(steps_done, reported, held);
+      committer =
+          std::find(committers.begin(), committers.end(), world_.rank()) != committers.end();
+    }
+    // Rank 0's manifest, the same bytes on every host that commits.
+    std::string meta;
+    if (world_.rank() == 0) {
+      meta = nlohmann::json{{"num_stages", topo.num_stages * trainer_.num_chunks()},
+                            {kOptimizerStepsKey, steps_taken},
+                            {"seed", experiment_.train.seed},
+                            {"config", experiment_.source},
+                            {"settings", settings()},
+                            {"inputs", inputs_record(trainer_.plan().inputs)},
+                            {"time", utc_now()}}
+                 .dump();
+    }
+    if (experiment_.checkpoint.peer_copy) world_.broadcast(meta, 0);
     comm::agree(world_, [&] {
-      if (world_.rank() != 0) return;
-      nlohmann::json meta = {{"num_stages", topo.num_stages * trainer_.num_chunks()},
-                             {kOptimizerStepsKey, steps_taken},
-                             {"seed", experiment_.train.seed},
-                             {"config", experiment_.source},
-                             {"settings", settings()},
-                             {"inputs", inputs_record(trainer_.plan().inputs)}};
-      store_.commit(steps_done, meta, shards);
+      if (!committer) return;
+      wrote_commit = true;
+      store_.write_commit(steps_done, nlohmann::json::parse(meta), shards);
     });
   } catch (const AgreedError&) {
-    if (writer) discard_mine(steps_done);  // the step is not committed
+    if (wrote_commit) store_.uncommit(steps_done);  // another host could not commit it
+    discard(steps_done, held);                      // the step is not committed
     throw;
   }
-  // Rank 0's commit pruned its disk to the newest checkpoint.keep; the other writers drop their
-  // shards of the same old steps (a no-op where they share rank 0's disk).
-  committed_.push_back(steps_done);
+  // Only after every host's commit is in place: the newest checkpoint.keep stay on this disk. The
+  // other ranks drop their files of the same old steps (a no-op where they share a committer's
+  // disk).
+  if (committer) store_.prune(steps_done);
+  committed_.emplace_back(steps_done, held);
   while (committed_.size() > static_cast<size_t>(experiment_.checkpoint.keep)) {
-    if (writer && world_.rank() != 0) discard_mine(committed_.front());
+    if (world_.rank() != 0) discard(committed_.front().first, committed_.front().second);
     committed_.pop_front();
   }
 }
 
-std::vector<checkpoint::ShardRecord> RunCheckpoints::gather_shard_records(
+std::vector<RunCheckpoints::ReportedShard> RunCheckpoints::gather_shard_records(
     const std::vector<checkpoint::ShardRecord>& mine, int64_t step) const {
   std::vector<double> report;
   for (const checkpoint::ShardRecord& shard : mine) {
-    report.insert(report.end(),
-                  {static_cast<double>(shard.stage), static_cast<double>(shard.digest.crc32),
-                   static_cast<double>(shard.digest.size)});
+    report.insert(
+        report.end(),
+        {static_cast<double>(world_.rank()), static_cast<double>(shard.stage),
+         static_cast<double>(shard.digest.crc32), static_cast<double>(shard.digest.size)});
   }
   const std::vector<double> all = world_.allgatherv(report);
-  std::vector<checkpoint::ShardRecord> records;
+  std::vector<ReportedShard> records;
   for (size_t i = 0; i + kReportSize <= all.size(); i += kReportSize) {
-    records.push_back({.stage = static_cast<int>(all[i]),
-                       .step = step,
-                       .digest = {.size = static_cast<uint64_t>(all[i + 2]),
-                                  .crc32 = static_cast<uint32_t>(all[i + 1])}});
+    records.push_back({.rank = static_cast<int>(all[i]),
+                       .record = {.stage = static_cast<int>(all[i + 1]),
+                                  .step = step,
+                                  .digest = {.size = static_cast<uint64_t>(all[i + 3]),
+                                             .crc32 = static_cast<uint32_t>(all[i + 2])}}});
   }
   return records;
+}
+
+std::vector<int> RunCheckpoints::copy_shards(int64_t step, const std::vector<ReportedShard>& shards,
+                                             std::vector<int>& received) {
+  std::vector<checkpoint::WrittenShard> written;
+  std::vector<int> holders;
+  for (const ReportedShard& shard : shards) {
+    written.push_back({.rank = shard.rank, .stage = shard.record.stage});
+    holders.push_back(shard.rank);
+  }
+  const std::vector<checkpoint::FileTransfer> copies =
+      checkpoint::plan_shard_copies(hosts(), written);
+  const int me = world_.rank();
+  const int tag = trainer_.tags().tensor(0);
+  comm::agree(world_, [&] {
+    // Every copy in the same order on every rank, each a send and a receive between two ranks:
+    // the first unfinished one always has both ranks at it. A failed one still moves every
+    // block, so no rank is left waiting; the first failure is thrown after the last.
+    std::exception_ptr failure;
+    for (const checkpoint::FileTransfer& copy : copies) {
+      if (copy.from != me && copy.to != me) continue;
+      const std::string path = store_.shard_path(step, copy.file);
+      try {
+        if (copy.from == me) {
+          send_file(world_, path, copy.to, tag);
+          continue;
+        }
+        received.push_back(copy.file);
+        std::exception_ptr no_folder;
+        try {
+          store_.prepare_step(step);
+        } catch (...) {
+          no_folder = std::current_exception();
+        }
+        receive_file(world_, path, copy.from, tag);
+        if (no_folder) std::rethrow_exception(no_folder);
+        const auto expected = std::find_if(shards.begin(), shards.end(), [&](const auto& shard) {
+          return shard.rank == copy.from && shard.record.stage == copy.file;
+        });
+        const checkpoint::FileDigest digest = checkpoint::digest_file(path);
+        check(digest == expected->record.digest,
+              "{}: the copy from rank {} (host {}) does not match its shard: {} bytes, crc32 {}; "
+              "the shard has {} bytes, crc32 {}",
+              path, copy.from, hosts()[static_cast<size_t>(copy.from)], digest.size,
+              checkpoint::crc32_hex(digest.crc32), expected->record.digest.size,
+              checkpoint::crc32_hex(expected->record.digest.crc32));
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+  });
+  for (const checkpoint::FileTransfer& copy : copies) holders.push_back(copy.to);
+  return checkpoint::committing_ranks(hosts(), holders);
+}
+
+const std::vector<std::string>& RunCheckpoints::hosts() const {
+  if (hosts_.empty()) {
+    for (const comm::RankPlacement& placement :
+         comm::exchange_placements(world_, comm::own_placement())) {
+      hosts_.push_back(placement.host);
+    }
+  }
+  return hosts_;
+}
+
+void RunCheckpoints::gather(int64_t step, const std::vector<int>& mine, int num_files,
+                            const std::function<std::string(int)>& path) {
+  // Each rank's list after its length: [n, file...].
+  std::vector<double> report = {static_cast<double>(mine.size())};
+  report.insert(report.end(), mine.begin(), mine.end());
+  const std::vector<double> all = world_.allgatherv(report);
+  std::vector<std::vector<int>> held;
+  for (size_t i = 0; i < all.size(); i += static_cast<size_t>(all[i]) + 1) {
+    std::vector<int>& files = held.emplace_back();
+    for (size_t j = 1; j <= static_cast<size_t>(all[i]); ++j) {
+      files.push_back(static_cast<int>(all[i + j]));
+    }
+  }
+  const checkpoint::GatherPlan plan = checkpoint::plan_gather(held, num_files);
+  const int me = world_.rank();
+  const int tag = trainer_.tags().tensor(0);
+  comm::agree(world_, [&] {
+    if (!plan.unheld.empty()) {
+      std::vector<std::string> asked;
+      for (const std::string& host : hosts()) {
+        if (std::find(asked.begin(), asked.end(), host) == asked.end()) asked.push_back(host);
+      }
+      throw InputError(fmt::format(
+          "{}: no host of this job holds it (asked {}), so step {} cannot be resumed here",
+          path(plan.unheld.front()), fmt::join(asked, ", "), step));
+    }
+    std::exception_ptr failure;  // as in copy_shards: every transfer moves every block
+    for (const checkpoint::FileTransfer& transfer : plan.transfers) {
+      if (transfer.from != me && transfer.to != me) continue;
+      try {
+        if (transfer.from == me) {
+          send_file(world_, path(transfer.file), transfer.to, tag);
+          continue;
+        }
+        std::error_code ec;
+        fs::create_directories(store_.step_dir(step), ec);
+        receive_file(world_, path(transfer.file), transfer.from, tag);
+        check(!ec, "{}: cannot create checkpoint folder: {}", store_.step_dir(step), ec.message());
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+  });
 }
 
 ResumePoint RunCheckpoints::resume() {
   if (options_.resume == ResumeMode::kNever) return {};
   const bool is_root = world_.rank() == 0;
-  double latest = -1;  // rank 0 picks the step, so every rank loads the same one
+  const bool peer_copy = experiment_.checkpoint.peer_copy;
+  // Rank 0 picks the step, so every rank loads the same one; with peer copies, the newest any
+  // rank committed (rank 0's disk may have missed it: a host lost while the step was committed).
+  double latest = -1;
   comm::agree(world_, [&] {
-    if (!is_root) return;
-    if (auto step = store_.latest_committed()) {
-      latest = static_cast<double>(*step);
-    } else if (options_.resume == ResumeMode::kRequired) {
+    if (!is_root && !peer_copy) return;
+    if (auto step = store_.latest_committed()) latest = static_cast<double>(*step);
+  });
+  if (peer_copy) {
+    const std::vector<double> all = world_.allgatherv(std::span<const double>(&latest, 1));
+    latest = *std::max_element(all.begin(), all.end());
+  } else {
+    world_.broadcast(std::span<double>(&latest, 1), 0);
+  }
+  comm::agree(world_, [&] {
+    if (is_root && latest < 0 && options_.resume == ResumeMode::kRequired) {
       require_committed_checkpoint(options_.run_dir);
     }
   });
-  world_.broadcast(std::span<double>(&latest, 1), 0);
   if (latest < 0) {
     if (is_root) {
       spdlog::info("{}: no committed checkpoint; starting a new run from step 0", options_.run_dir);
@@ -228,11 +381,22 @@ ResumePoint RunCheckpoints::resume() {
   }
 
   const auto step = static_cast<int64_t>(latest);
+  if (peer_copy) {  // meta.json first: it says which shards there are
+    const bool has_meta = fs::is_regular_file(store_.meta_path(step));
+    gather(step, has_meta ? std::vector<int>{0} : std::vector<int>{}, 1,
+           [&](int) { return store_.meta_path(step); });
+  }
   nlohmann::json meta;
+  std::vector<int> intact;
   comm::agree(world_, [&] {
     meta = store_.read_meta(step);
     check_settings(meta, step);
+    if (peer_copy) intact = store_.intact_shards(step, meta);
   });
+  if (peer_copy) {
+    gather(step, intact, static_cast<int>(meta["num_stages"].get<int64_t>()),
+           [&](int stage) { return store_.shard_path(step, stage); });
+  }
   if (step >= experiment_.train.steps) return {.step = step, .finished = true};
   load(step, meta);
   drop_metrics_after(step);

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/checkpoint_store.h"
@@ -52,7 +54,11 @@ class RunCheckpoints {
   // checks the settings it was saved with against this run's (refusing changes the training
   // depends on), and unless it already has train.steps steps, loads it, verified (meta.json's
   // keys and checksum, each shard against it, every value finite), and drops metrics.jsonl's
-  // records after it. A finished one is not loaded (load does that on demand).
+  // records after it. A finished one is not loaded (load does that on demand). With
+  // checkpoint.peer_copy, the step is the newest any rank has committed, and before it is
+  // checked every rank receives the files of it that its disk lacks (meta.json, then the shards)
+  // from the lowest rank that holds each; a shard no rank holds ends every rank with one line
+  // naming it and the hosts asked.
   ResumePoint resume();
 
   // Loads committed step `step` into the stage and optimizer, verified.
@@ -62,8 +68,10 @@ class RunCheckpoints {
   // non-finite value. Each stage of replica 0 writes its shard durably (with the optimizer's
   // step count in its metadata, which a resume checks against meta.json's) and reports its size
   // and crc32 through an allgather; rank 0 writes meta.json with them (this commits the step)
-  // and only then prunes old checkpoints. Any rank's failure fails every rank, and the
-  // uncommitted shards are removed.
+  // and only then prunes old checkpoints. With checkpoint.peer_copy, each writer first sends its
+  // shards to its peer rank on another host (checkpoint::peer_rank), which writes and verifies
+  // them, and the commit is written by one rank on every host that holds a shard or a copy. Any
+  // rank's failure fails every rank, and the uncommitted shards, copies and commits are removed.
   void save(int64_t steps_done);
 
  private:
@@ -73,9 +81,28 @@ class RunCheckpoints {
   // how the learning-rate schedule goes on (its length kept, or stretched: the rate's jump).
   void describe_schedule(const checkpoint::Settings& saved, int64_t step) const;
   void load(int64_t step, const nlohmann::json& meta);
+  // A shard record with the world rank that wrote it.
+  struct ReportedShard {
+    int rank = 0;
+    checkpoint::ShardRecord record;
+  };
   // Every rank's shard records (a rank writes one per chunk; other replicas none) on every rank.
-  std::vector<checkpoint::ShardRecord> gather_shard_records(
-      const std::vector<checkpoint::ShardRecord>& mine, int64_t step) const;
+  std::vector<ReportedShard> gather_shard_records(const std::vector<checkpoint::ShardRecord>& mine,
+                                                  int64_t step) const;
+  // checkpoint.peer_copy: each shard of `step` sent by its writer to its peer rank, which writes
+  // it and checks it against its record. Returns the stages this rank received (added to
+  // `received` before each is written, so a failure leaves them listed for removal) and the ranks
+  // that commit the step.
+  std::vector<int> copy_shards(int64_t step, const std::vector<ReportedShard>& shards,
+                               std::vector<int>& received);
+  // checkpoint.peer_copy, resuming `step`: every rank receives the files of it that it lacks,
+  // numbered 0..num_files-1 (`mine`: those this rank's disk holds; `path(f)` names file f), from
+  // the lowest rank that holds each (agreed with an allgather). One that no rank holds fails
+  // every rank with one line naming it and the hosts of this job.
+  void gather(int64_t step, const std::vector<int>& mine, int num_files,
+              const std::function<std::string(int)>& path);
+  // The host of every world rank (exchanged on the first call: collective then).
+  const std::vector<std::string>& hosts() const;
   void drop_metrics_after(int64_t step) const;
 
   Trainer& trainer_;
@@ -83,9 +110,11 @@ class RunCheckpoints {
   const RunOptions& options_;
   const comm::Communicator& world_;
   checkpoint::CheckpointStore store_;
-  // Steps this process committed, oldest first: a writer other than rank 0 prunes its own
-  // shards by them, since its folder may be a node-local disk that rank 0's pruning never sees.
-  std::deque<int64_t> committed_;
+  // Steps this process committed, oldest first, with the stages whose shards or copies it
+  // wrote: a rank other than rank 0 prunes its own files by them, since its folder may be a
+  // node-local disk that rank 0's pruning never sees.
+  std::deque<std::pair<int64_t, std::vector<int>>> committed_;
+  mutable std::vector<std::string> hosts_;
 };
 
 }  // namespace mpipe::train

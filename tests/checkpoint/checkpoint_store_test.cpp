@@ -267,6 +267,33 @@ TEST(CheckpointStore, DiscardShardRemovesItAndTheFolderOnceEmpty) {
   EXPECT_FALSE(fs::exists(store.step_dir(20)));
 }
 
+TEST(CheckpointStore, IntactShardsAreThoseMatchingTheirRecords) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 3);
+  save_two_stage(store, 20);
+  const nlohmann::json meta = store.read_meta(20);
+  EXPECT_EQ(store.intact_shards(20, meta), (std::vector<int>{0, 1}));
+  flip_bit(store.shard_path(20, 0), 2);  // a shard left from another attempt at the step, say
+  EXPECT_EQ(store.intact_shards(20, meta), (std::vector<int>{1}));
+  fs::remove(store.shard_path(20, 1));  // a shard this host never held
+  EXPECT_TRUE(store.intact_shards(20, meta).empty());
+}
+
+TEST(CheckpointStore, WriteCommitLeavesPruningToPruneAndUncommitUndoesIt) {
+  testing::TempDir dir;
+  CheckpointStore store(dir.file("run"), 1);
+  save_two_stage(store, 10);
+  const ShardRecord first = store.write_shard(20, 0, views_of(stage_tensors(0, 2.f)));
+  const ShardRecord second = store.write_shard(20, 1, views_of(stage_tensors(1, 2.f)));
+  store.write_commit(20, {{"num_stages", 2}}, {first, second});
+  EXPECT_EQ(store.committed_steps(), (std::vector<int64_t>{10, 20}));  // not pruned yet
+  store.uncommit(20);  // another host failed to commit it
+  EXPECT_EQ(store.committed_steps(), (std::vector<int64_t>{10}));
+  store.write_commit(20, {{"num_stages", 2}}, {first, second});
+  store.prune(20);
+  EXPECT_EQ(store.committed_steps(), (std::vector<int64_t>{20}));
+}
+
 TEST(CheckpointStore, BitFlipInTensorDataIsAChecksumMismatchNamingTheIntactCheckpoint) {
   testing::TempDir dir;
   CheckpointStore store(dir.file("run"), 3);

@@ -76,6 +76,7 @@ TEST(LoadExperiment, FullFileParsesEveryKeyIntoTheModuleStructs) {
 
   EXPECT_EQ(e.checkpoint.every, 100);
   EXPECT_EQ(e.checkpoint.keep, 5);
+  EXPECT_TRUE(e.checkpoint.peer_copy);
   EXPECT_EQ(e.log.every, 25);
   EXPECT_EQ(e.log.level, "debug");
 }
@@ -94,6 +95,7 @@ TEST(LoadExperiment, MissingSectionsTakeTheStructDefaults) {
   EXPECT_EQ(e.pipeline.memory_limit, 0);
   EXPECT_EQ(e.data.kind, data::DatasetKind::kFashionMnist);
   EXPECT_EQ(e.checkpoint.keep, 3);
+  EXPECT_FALSE(e.checkpoint.peer_copy);
   EXPECT_EQ(e.log.level, "info");
 }
 

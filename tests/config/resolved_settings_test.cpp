@@ -78,6 +78,7 @@ TEST(ResolvedSettings, FullFileGivesEveryKeyWithItsYamlSpelling) {
                                             {"pipeline.memory_limit", "3221225472"},
                                             {"checkpoint.every", "100"},
                                             {"checkpoint.keep", "5"},
+                                            {"checkpoint.peer_copy", "true"},
                                             {"log.every", "25"},
                                             {"log.level", "debug"},
                                             {"log.trace_steps", "[5, 6]"},

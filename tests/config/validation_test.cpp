@@ -480,6 +480,11 @@ TEST(CheckpointSection, KeepMustBeAtLeastOne) {
             "exp.yaml:2: checkpoint.keep: must be >= 1, got 0");
 }
 
+TEST(CheckpointSection, PeerCopyIsTrueOrFalse) {
+  EXPECT_EQ(error_of("checkpoint:\n  peer_copy: sometimes\n"),
+            "exp.yaml:2: checkpoint.peer_copy: expected true or false, got 'sometimes'");
+}
+
 TEST(LogSection, EveryMustBeAtLeastOne) {
   EXPECT_EQ(error_of("log:\n  every: 0\n"), "exp.yaml:2: log.every: must be >= 1, got 0");
 }

@@ -4,7 +4,11 @@
 # them it is refused on every rank with one line naming a missing file, the rank and its host;
 # with the step folder copied together on each host (what an operator does without a shared
 # file system) the resumed run is bit-identical to the same checkpoint and resume on one host.
-# About 10 s. Usage: checkpoint.sh CONFIG
+# With checkpoint.peer_copy every host also holds the previous host's shard and the commit, and
+# the same checkpoint resumes on h1 and h3 alone (h2 lost) with no folder copied, bit-identical;
+# on h1 alone, which holds no copy of stage 1, it is refused in one line naming that shard and
+# the host asked.
+# About 13 s. Usage: checkpoint.sh CONFIG
 # shellcheck source=tests/multihost/hosts.sh
 source "$(dirname "$0")/hosts.sh"
 config=$(realpath "$1")
@@ -40,6 +44,38 @@ done
 train_on ck h1:1 h2:1 -- "$config" --set train.steps=4 --set pipeline.stages=2 --resume
 same here ck
 
+# Peer copies: rank r's shard also on rank r+1's host (h3's on h1), the commit on every host.
+peer=peer/checkpoints/step_00000002
+train_on peer h1:1 h2:1 h3:1 -- "$config" --set train.steps=2 --set pipeline.stages=3 \
+  --set checkpoint.peer_copy=true
+for held in h1:0:2 h2:1:0 h3:2:1; do
+  IFS=: read -r host own copy <<< "$held"
+  [[ -e $WORK/$host/$peer/meta.json && -e $WORK/$host/$peer/stage_$own.safetensors &&
+    -e $WORK/$host/$peer/stage_$copy.safetensors &&
+    $(find "$WORK/$host/$peer" -type f | wc -l) -eq 3 ]] || {
+    ls -R "$WORK"/h?/peer
+    echo "FAILED: peer: $host does not hold stage $own, stage $copy and meta.json alone"
+    exit 1
+  }
+done
+
+# h1 alone: stage 1's shard is on h2 and its copy on h3, neither of them in the job.
+status=0
+on_hosts h1:1 -- train "$config" --run-dir "$LOCAL/peer" --set train.steps=4 \
+  --set pipeline.stages=1 --resume > "$WORK/alone.log" 2>&1 || status=$?
+cat "$WORK/alone.log"
+[[ $status -eq 2 && $(grep -c "\[error\]" "$WORK/alone.log") -eq 1 ]] ||
+  { echo "FAILED: alone: exit status $status, or not one error line"; exit 1; }
+grep -qF "[error] $LOCAL/$peer/stage_1.safetensors: no host of this job holds it (asked h1), so step 2 cannot be resumed here" \
+  "$WORK/alone.log" || { echo "FAILED: alone: the line names not stage 1's shard and h1"; exit 1; }
+
+# h2 lost: h1 and h3 gather the rest from each other, nothing copied by hand.
+train_on peer h1:1 h3:1 -- "$config" --set train.steps=4 --set pipeline.stages=2 --resume
+grep -q "resumed from step 2" "$WORK/peer.log" ||
+  { cat "$WORK/peer.log"; echo "FAILED: peer: not resumed from step 2"; exit 1; }
+same here peer
+
 passed=1
 echo "multihost checkpoint: K=3 on 3 hosts resumed as K=2 on 2 hosts: refused in one line while" \
-  "the shards are apart, bit-identical to one host once the step folder is copied together"
+  "the shards are apart, bit-identical to one host once the step folder is copied together;" \
+  "with peer copies, resumed on h1 and h3 with no folder copied, bit-identical; refused on h1 alone"
