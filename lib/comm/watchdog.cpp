@@ -82,9 +82,9 @@ std::string collective_kind(const PendingOp& op) {
 std::string rank_details(const Watchdog::State& state, int world_rank) {
   std::vector<std::string> parts;
   if (const auto& topology = state.topology) {
-    parts.push_back(fmt::format("stage {}", world_rank % topology->num_stages));
+    parts.push_back(fmt::format("stage {}", world_rank % topology->num_pipeline_ranks));
     if (topology->num_replicas > 1) {
-      parts.push_back(fmt::format("replica {}", world_rank / topology->num_stages));
+      parts.push_back(fmt::format("replica {}", world_rank / topology->num_pipeline_ranks));
     }
   }
   if (world_rank >= 0 && static_cast<size_t>(world_rank) < state.hosts.size()) {

@@ -156,7 +156,7 @@ void RunCheckpoints::save(int64_t steps_done) {
     const auto shards = gather_shard_records(mine, steps_done);
     comm::agree(world_, [&] {
       if (world_.rank() != 0) return;
-      nlohmann::json meta = {{"num_stages", topo.num_stages * trainer_.num_chunks()},
+      nlohmann::json meta = {{"num_stages", topo.num_pipeline_ranks * trainer_.num_chunks()},
                              {kOptimizerStepsKey, steps_taken},
                              {"seed", experiment_.train.seed},
                              {"config", experiment_.source},

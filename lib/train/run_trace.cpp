@@ -27,7 +27,7 @@ RunTrace::RunTrace(std::vector<int64_t> steps, int64_t first_step, const comm::C
                    log::TraceRecorder& recorder)
     : steps_(std::move(steps)), world_(world), topology_(topology), recorder_(recorder) {
   for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
-    chunk_stages_.push_back(placement.stage_of(topology_.stage, chunk));
+    chunk_stages_.push_back(placement.stage_of(topology_.pipeline_rank, chunk));
   }
   if (steps_.empty()) return;
   if (steps_.back() <= first_step) {
@@ -58,7 +58,7 @@ bool RunTrace::due(int64_t done, bool stopping) const {
 nlohmann::json RunTrace::merge() {
   recorder_.record_step(0);
   std::vector<double> mine = {static_cast<double>(world_.rank()),
-                              static_cast<double>(topology_.stage),
+                              static_cast<double>(topology_.pipeline_rank),
                               static_cast<double>(topology_.replica),
                               clock_offset_s_,
                               clock_uncertainty_s_,

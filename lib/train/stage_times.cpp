@@ -27,7 +27,7 @@ void StepTimeTotals::add(const StepTimeTotals& other) {
 log::StageTimes StepTimeTotals::per_stage(const comm::Communicator& world,
                                           const comm::Topology& topology) const {
   constexpr size_t kNumbers = 7;
-  const double mine[kNumbers] = {static_cast<double>(topology.stage),
+  const double mine[kNumbers] = {static_cast<double>(topology.pipeline_rank),
                                  compute_s_,
                                  waiting_s_,
                                  step_s_,
@@ -35,7 +35,7 @@ log::StageTimes StepTimeTotals::per_stage(const comm::Communicator& world,
                                  static_cast<double>(MemoryAccount::process().peak_bytes()),
                                  sent_bytes_};
   const std::vector<double> all = world.allgatherv(std::span<const double>(mine, kNumbers));
-  const auto stages = static_cast<size_t>(topology.num_stages);
+  const auto stages = static_cast<size_t>(topology.num_pipeline_ranks);
   std::vector<double> compute(stages), waiting(stages), step(stages), steps(stages),
       peak_bytes(stages), sent(stages);
   for (size_t at = 0; at + kNumbers <= all.size(); at += kNumbers) {

@@ -122,7 +122,7 @@ class Trainer {
   // global stage rank + c·K, or under zbv the V of pipeline/placement.h).
   const plan::Placement& placement() const { return placement_; }
   int num_chunks() const { return static_cast<int>(stages_.size()); }
-  int global_stage(int chunk) const { return placement_.stage_of(topology_.stage, chunk); }
+  int global_stage(int chunk) const { return placement_.stage_of(topology_.pipeline_rank, chunk); }
   const plan::LayerRange& layer_range(int chunk) const {
     return ranges_.at(static_cast<size_t>(chunk));
   }

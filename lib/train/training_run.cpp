@@ -94,8 +94,9 @@ void log_step_times(const StepReport& report, int64_t step, const comm::Topology
   spdlog::debug(
       "step {} stage {} replica {}: compute {:.2f} ms | waiting {:.2f} ms | sending {:.2f} ms | "
       "allreduce {:.2f} ms | step {:.2f} ms",
-      step + 1, topo.stage, topo.replica, 1e3 * report.times.compute_s, 1e3 * report.times.wait_s,
-      1e3 * report.times.send_s, 1e3 * report.allreduce_s, 1e3 * report.step_s);
+      step + 1, topo.pipeline_rank, topo.replica, 1e3 * report.times.compute_s,
+      1e3 * report.times.wait_s, 1e3 * report.times.send_s, 1e3 * report.allreduce_s,
+      1e3 * report.step_s);
 }
 
 // Measured memory per rank of the first replica (all its chunks), in rank order.
@@ -113,7 +114,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
                             const StepFlops& flops, const WorldPeak& peak) {
   const comm::Topology& topo = trainer.topology();
   // Per rank, as measured: the sum over its chunks' stages.
-  const auto ranks = static_cast<size_t>(topo.num_stages);
+  const auto ranks = static_cast<size_t>(topo.num_pipeline_ranks);
   std::vector<double> predicted_kept(ranks, 0.0), predicted_sent(ranks, 0.0);
   const std::vector<plan::StagePlan>& stages = trainer.pipeline_plan().stages;
   for (size_t s = 0; s < stages.size(); ++s) {
@@ -138,7 +139,7 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
        steps_run > 0
            ? nlohmann::json(static_cast<double>(steps_run * experiment.train.batch_size) / wall_s)
            : nlohmann::json(nullptr)},
-      {"stages", topo.num_stages},
+      {"stages", topo.num_pipeline_ranks},
       {"virtual_stages", trainer.num_chunks()},
       {"data_parallel", topo.num_replicas},
       {"micro_batches", experiment.pipeline.micro_batches},
@@ -195,7 +196,7 @@ StageMemoryUse measure_memory(Trainer& trainer, const comm::Communicator& world,
                           static_cast<double>(peak_rss_bytes())};
   const std::vector<double> all = world.allgatherv(std::span<const double>(mine, 3));
   StageMemoryUse use;
-  for (int s = 0; s < trainer.topology().num_stages; ++s) {
+  for (int s = 0; s < trainer.topology().num_pipeline_ranks; ++s) {
     use.activation_bytes.push_back(all[3 * static_cast<size_t>(s)]);
     use.tensor_bytes.push_back(all[3 * static_cast<size_t>(s) + 1]);
     use.rss_bytes.push_back(all[3 * static_cast<size_t>(s) + 2]);
@@ -210,7 +211,7 @@ MemoryLimitScope memory_limit(const config::Experiment& experiment, const comm::
   const auto ref = experiment.refs.find("pipeline.memory_limit");
   const std::string where =
       ref != experiment.refs.end() ? ref->second.location() : experiment.source;
-  return MemoryLimitScope(limit, fmt::format("rank {} (stage {})", world_rank, topo.stage),
+  return MemoryLimitScope(limit, fmt::format("rank {} (stage {})", world_rank, topo.pipeline_rank),
                           fmt::format("pipeline.memory_limit is {} ({})",
                                       format_bytes(static_cast<double>(limit), 2), where));
 }
@@ -299,7 +300,7 @@ class TrainingRun {
     spdlog::info(
         "{}: {}, {} parameters, {} x {}, {} of {}, {}", experiment_.source,
         counted(std::ssize(trainer_.plan().layers), "layer"), trainer_.plan().num_params(),
-        counted(topo.num_stages, "stage"), counted(topo.num_replicas, "replica"),
+        counted(topo.num_pipeline_ranks, "stage"), counted(topo.num_replicas, "replica"),
         counted(experiment_.pipeline.micro_batches, "micro-batch", "micro-batches"),
         experiment_.train.batch_size / topo.num_replicas / experiment_.pipeline.micro_batches,
         kernels::to_string(kernels_.precision()));
