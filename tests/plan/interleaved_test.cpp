@@ -152,7 +152,7 @@ TEST(Interleaved, SimulatorTimesEachChunkAsItsGlobalStage) {
   options.stage_weight_times = {0, 0, 0, 0};
   const SimulationResult result = simulate(interleaved_programs(2, 2, 2), options);
   ASSERT_FALSE(result.deadlocked());
-  EXPECT_DOUBLE_EQ(result.stages[0].busy_time, 2 * (2 + 4) + 2 * (1 + 2));
+  EXPECT_DOUBLE_EQ(result.ranks[0].busy_time, 2 * (2 + 4) + 2 * (1 + 2));
   options.stage_forward_times = {1, 1};  // one per rank is not one per stage
   EXPECT_THROW(simulate(interleaved_programs(2, 2, 2), options), Error);
 }
