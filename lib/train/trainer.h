@@ -41,7 +41,7 @@ struct StepReport {
   // `nonfinite` says where ("step 17: loss nan; non-finite gradients in 3 layers ...").
   bool finite = true;
   std::string nonfinite;
-  // This rank's share of the step's wall time (log.level: debug prints it per stage).
+  // This rank's share of the step's wall time (log.level: debug prints it per rank).
   pipeline::StepTimes times;
   double allreduce_s = 0.0;  // waiting for the data-parallel gradient allreduce
   double sync_s = 0.0;  // the step's world allreduce (loss, finiteness): waiting for the slowest
