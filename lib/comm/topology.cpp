@@ -28,15 +28,15 @@ Groups split_world(const Communicator& world, const Topology& topology) {
   const Topology expected =
       make_topology(world.rank(), world.size(), topology.num_pipeline_ranks, topology.num_replicas);
   check(expected.pipeline_rank == topology.pipeline_rank && expected.replica == topology.replica,
-        "split_world: topology (stage {}, replica {}) is not the one of world rank {}",
+        "split_world: topology (pipeline rank {}, replica {}) is not the one of world rank {}",
         topology.pipeline_rank, topology.replica, world.rank());
   if (Watchdog* watchdog = world.watchdog()) watchdog->set_topology(topology);
   Groups groups{
       .pipeline = world.split(topology.replica, topology.pipeline_rank,
                               fmt::format("the pipeline of replica {}", topology.replica)),
-      .data_parallel =
-          world.split(topology.pipeline_rank, topology.replica,
-                      fmt::format("the data-parallel group of stage {}", topology.pipeline_rank))};
+      .data_parallel = world.split(
+          topology.pipeline_rank, topology.replica,
+          fmt::format("the data-parallel group of pipeline rank {}", topology.pipeline_rank))};
   check(groups.pipeline.size() == topology.num_pipeline_ranks &&
             groups.data_parallel.size() == topology.num_replicas,
         "split_world: got groups of {} and {} ranks, expected {} and {}", groups.pipeline.size(),

@@ -204,7 +204,7 @@ std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, in
     if (num_micro_batches % num_ranks != 0) {
       return ScheduleShapeProblem{
           Setting::kMicroBatches,
-          fmt::format("interleaved needs a multiple of the stages ({}), got {}", num_ranks,
+          fmt::format("interleaved needs a multiple of the pipeline ranks ({}), got {}", num_ranks,
                       num_micro_batches)};
     }
     return std::nullopt;

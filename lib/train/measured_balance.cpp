@@ -96,7 +96,7 @@ MeasuredBalance::MeasuredBalance(const config::Experiment& experiment, Trainer& 
                       {"partition", layer_counts(ranges_of(trainer.pipeline_plan()))},
                       {"by", "predicted"}});
   if (world.rank() == 0 && experiment.pipeline.balance == plan::Balance::kMeasured && !enabled_) {
-    spdlog::info("pipeline.balance: measured has nothing to move with 1 stage");
+    spdlog::info("pipeline.balance: measured has nothing to move with 1 pipeline rank");
   }
 }
 

@@ -89,11 +89,11 @@ class LossWindow {
   int64_t count_ = 0;
 };
 
-// log.level: debug: where this rank's step time went, so a slow stage shows.
+// log.level: debug: where this rank's step time went, so a slow rank shows.
 void log_step_times(const StepReport& report, int64_t step, const comm::Topology& topo) {
   spdlog::debug(
-      "step {} stage {} replica {}: compute {:.2f} ms | waiting {:.2f} ms | sending {:.2f} ms | "
-      "allreduce {:.2f} ms | step {:.2f} ms",
+      "step {} pipeline rank {} replica {}: compute {:.2f} ms | waiting {:.2f} ms | "
+      "sending {:.2f} ms | allreduce {:.2f} ms | step {:.2f} ms",
       step + 1, topo.pipeline_rank, topo.replica, 1e3 * report.times.compute_s,
       1e3 * report.times.wait_s, 1e3 * report.times.send_s, 1e3 * report.allreduce_s,
       1e3 * report.step_s);
@@ -212,7 +212,8 @@ MemoryLimitScope memory_limit(const config::Experiment& experiment, const comm::
   const auto ref = experiment.refs.find("pipeline.memory_limit");
   const std::string where =
       ref != experiment.refs.end() ? ref->second.location() : experiment.source;
-  return MemoryLimitScope(limit, fmt::format("rank {} (stage {})", world_rank, topo.pipeline_rank),
+  return MemoryLimitScope(limit,
+                          fmt::format("rank {} (pipeline rank {})", world_rank, topo.pipeline_rank),
                           fmt::format("pipeline.memory_limit is {} ({})",
                                       format_bytes(static_cast<double>(limit), 2), where));
 }

@@ -13,9 +13,9 @@ source "$(dirname "$0")/lib.sh"
 config=$1
 
 train 2 debug "$config" --set log.level=debug --set train.steps=2
-for stage in 0 1; do
-  grep -qE "\[debug\] step 2 stage $stage replica 0: compute [0-9.]+ ms \| waiting [0-9.]+ ms \| sending [0-9.]+ ms \| allreduce [0-9.]+ ms \| step [0-9.]+ ms" \
-    "$WORK/debug.log" || { cat "$WORK/debug.log"; echo "FAILED: debug timings of stage $stage"; exit 1; }
+for rank in 0 1; do
+  grep -qE "\[debug\] step 2 pipeline rank $rank replica 0: compute [0-9.]+ ms \| waiting [0-9.]+ ms \| sending [0-9.]+ ms \| allreduce [0-9.]+ ms \| step [0-9.]+ ms" \
+    "$WORK/debug.log" || { cat "$WORK/debug.log"; echo "FAILED: debug timings of pipeline rank $rank"; exit 1; }
 done
 
 # The placement line: these ranks are not bound (lib.sh: --bind-to none).
@@ -120,5 +120,5 @@ train 1 step1 "$config" --set train.steps=1
 ! "$MPIPE" compare "$WORK/init1.safetensors" "$WORK/step1.safetensors" > /dev/null ||
   { echo "FAILED: steps 0 exported trained weights"; exit 1; }
 [[ ! -e "$WORK/init1/checkpoints" ]] || { echo "FAILED: steps 0 wrote a checkpoint"; exit 1; }
-echo "logging: debug timings per stage, window-mean loss, steps 0 exports the initial weights," \
+echo "logging: debug timings per rank, window-mean loss, steps 0 exports the initial weights," \
   "evaluations printed"

@@ -198,7 +198,7 @@ TEST(Topology, SplitWorldGivesPipelineAndDataParallelGroups) {
   ASSERT_EQ(groups.data_parallel.size(), 2);
   EXPECT_EQ(groups.pipeline.rank(), topology.pipeline_rank);
   EXPECT_EQ(groups.data_parallel.rank(), topology.replica);
-  // Pipeline group of replica r holds world ranks 2r, 2r+1; data-parallel group of stage s
+  // Pipeline group of replica r holds world ranks 2r, 2r+1; data-parallel group of pipeline rank s
   // holds world ranks s, s+2.
   const std::vector<double> pipeline_members =
       groups.pipeline.allgatherv(std::vector<double>{double(world.rank())});

@@ -191,7 +191,7 @@ TEST(Interleaved, RefusesShapesItCannotRun) {
   const auto problem = schedule_shape_problem(ScheduleKind::kInterleaved, 4, 6, 2);
   ASSERT_TRUE(problem);
   EXPECT_EQ(problem->setting, Setting::kMicroBatches);
-  EXPECT_EQ(problem->message, "interleaved needs a multiple of the stages (4), got 6");
+  EXPECT_EQ(problem->message, "interleaved needs a multiple of the pipeline ranks (4), got 6");
   const auto one_chunk = schedule_shape_problem(ScheduleKind::kInterleaved, 4, 8, 1);
   ASSERT_TRUE(one_chunk);
   EXPECT_EQ(one_chunk->setting, Setting::kVirtualStages);
