@@ -9,8 +9,9 @@
 
 namespace mpipe::comm {
 
-// "rank 1 (stage 1, host b): " before the message of a failure on any world rank but 0 (whose
-// line is the job's own: rank 0 prints it), so a failure seen on one node only names that node.
+// "rank 1 (pipeline rank 1, host b): " before the message of a failure on any world rank but 0
+// (whose line is the job's own: rank 0 prints it), so a failure seen on one node only names that
+// node.
 std::string failure_prefix(const Communicator& comm);
 
 // Collective over `comm`: runs `action` on this rank, then agrees on the outcome. If `action`

@@ -78,13 +78,13 @@ std::string collective_kind(const PendingOp& op) {
   return call;
 }
 
-// "(stage 1, host a)" of a world rank; empty when nothing is known about it.
+// "(pipeline rank 1, host a)" of a world rank; empty when nothing is known about it.
 std::string rank_details(const Watchdog::State& state, int world_rank) {
   std::vector<std::string> parts;
   if (const auto& topology = state.topology) {
-    parts.push_back(fmt::format("stage {}", world_rank % topology->num_stages));
+    parts.push_back(fmt::format("pipeline rank {}", world_rank % topology->num_pipeline_ranks));
     if (topology->num_replicas > 1) {
-      parts.push_back(fmt::format("replica {}", world_rank / topology->num_stages));
+      parts.push_back(fmt::format("replica {}", world_rank / topology->num_pipeline_ranks));
     }
   }
   if (world_rank >= 0 && static_cast<size_t>(world_rank) < state.hosts.size()) {
@@ -93,8 +93,8 @@ std::string rank_details(const Watchdog::State& state, int world_rank) {
   return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
 }
 
-// "rank 1 (stage 1, host a)", "ranks 1 (...) and 2 (...)", "ranks 1 (...), 2 (...), 3 (...) and 5
-// more".
+// "rank 1 (pipeline rank 1, host a)", "ranks 1 (...) and 2 (...)", "ranks 1 (...), 2 (...), 3 (...)
+// and 5 more".
 std::string describe_ranks(const Watchdog::State& state, const std::vector<int>& world_ranks) {
   std::string text = world_ranks.size() == 1 ? "rank " : "ranks ";
   const size_t listed = std::min(world_ranks.size(), kMembersListed);

@@ -21,11 +21,11 @@ class Communicator;
 inline constexpr int kWatchdogExitCode = 3;
 
 // A wait passed its deadline: a peer is lost. The message is one line, ready to log:
-// "watchdog: step 12: waited 30.0 s for the gradient of micro-batch 3 from rank 1 (stage 1, host
-// node7), which does not answer; ending the job". Deliberately not an mpipe::Error: no agreement
-// can be reached with a lost peer, so comm::agree lets it pass, and main logs it and ends the job
-// with MPI_Abort(kWatchdogExitCode). Nothing else may swallow it (the daemon records it, then
-// rethrows).
+// "watchdog: step 12: waited 30.0 s for the gradient of micro-batch 3 from rank 1 (pipeline rank 1,
+// host node7), which does not answer; ending the job". Deliberately not an mpipe::Error: no
+// agreement can be reached with a lost peer, so comm::agree lets it pass, and main logs it and ends
+// the job with MPI_Abort(kWatchdogExitCode). Nothing else may swallow it (the daemon records it,
+// then rethrows).
 class WatchdogTimeout : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -61,7 +61,7 @@ class Watchdog {
   // computing: start-up sets 0 there (app::start_up).
   void set_spin_seconds(double seconds);
   void set_topology(const Topology& topology);
-  // "rank 1 (stage 1, host node7)"; "rank 1 (host node7)" before the layout is known.
+  // "rank 1 (pipeline rank 1, host node7)"; "rank 1 (host node7)" before the layout is known.
   std::string describe_rank(int world_rank) const;
   // Collective over `world`: a communicator of the watchdog's own, on which a rank whose wait
   // expired asks every rank what it is waiting for; ranks that do not answer are named. Until then

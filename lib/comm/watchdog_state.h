@@ -74,11 +74,11 @@ struct WatchdogInternals {
   static Watchdog::State& state(Watchdog& watchdog) { return *watchdog.state_; }
 };
 
-// "rank 1 (stage 1, host node7)".
+// "rank 1 (pipeline rank 1, host node7)".
 std::string describe_rank(const Watchdog::State& state, int world_rank);
 
-// What `op` waits for: "the gradient of micro-batch 3 from rank 1 (stage 1, host node7)",
-// "an allreduce over the world, with rank 1 (stage 1, host node7)".
+// What `op` waits for: "the gradient of micro-batch 3 from rank 1 (pipeline rank 1, host node7)",
+// "an allreduce over the world, with rank 1 (pipeline rank 1, host node7)".
 std::string describe_wait(const Watchdog::State& state, const PendingOp& op);
 
 // Answers the roll calls that arrived (what this rank waits for, or that it is ending the job),

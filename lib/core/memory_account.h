@@ -16,8 +16,8 @@ namespace mpipe {
 inline constexpr int kMemoryLimitExitCode = 4;
 
 // An allocation would take the tracked bytes past the limit. The message is one line, ready to
-// log: "rank 1 (stage 1): memory limit exceeded in layer 7 (transformer_block) backward: asked
-// 48.0 MiB with 980.2 MiB in use; pipeline.memory_limit is 1.00 GiB (exp.yaml:12)".
+// log: "rank 1 (pipeline rank 1): memory limit exceeded in layer 7 (transformer_block) backward:
+// asked 48.0 MiB with 980.2 MiB in use; pipeline.memory_limit is 1.00 GiB (exp.yaml:12)".
 // Deliberately not an mpipe::Error: it happens on one rank in the middle of a step, while the
 // other ranks wait for it in point-to-point receives, so no agreement can be reached; comm::agree
 // lets it pass, and main logs it and ends the job with MPI_Abort(kMemoryLimitExitCode), the way
@@ -71,7 +71,7 @@ class MemoryAccount {
   // read then) and is freed: the mark becomes `earlier` or the live bytes, whichever is more.
   void restore_peak(int64_t earlier);
 
-  // A limit of `bytes` (0: none) for allocations from now on. `who`: "rank 1 (stage 1)";
+  // A limit of `bytes` (0: none) for allocations from now on. `who`: "rank 1 (pipeline rank 1)";
   // `setting`: "pipeline.memory_limit is 1.00 GiB (exp.yaml:12)". Set while nothing allocates on
   // another thread.
   void set_limit(int64_t bytes, std::string who, std::string setting);

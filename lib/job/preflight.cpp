@@ -220,15 +220,16 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
         model::plan_model(experiment.model, train::model_inputs(*result.dataset));
     check_memory(experiment, plan, topology.num_replicas);
     train::check_model_fits_data(experiment.model, plan, result.dataset->schema());
-    train::check_virtual_stages(experiment, topology.num_stages);
+    train::check_virtual_stages(experiment, topology.num_pipeline_ranks);
     if (!inputs.init_weights.path.empty()) {
       train::check_init_weights(
           model::build_layers(experiment.model, train::model_inputs(*result.dataset), 0,
                               static_cast<int>(experiment.model.layers.size())),
           inputs.init_weights, plan.tied);
     }
-    const plan::PipelinePlan& pipeline_plan = result.plan.pipeline = train::plan_experiment(
-        experiment, plan, topology.num_stages, topology.num_replicas, omp_get_max_threads());
+    const plan::PipelinePlan& pipeline_plan = result.plan.pipeline =
+        train::plan_experiment(experiment, plan, topology.num_pipeline_ranks, topology.num_replicas,
+                               omp_get_max_threads());
     check_input(pipeline_plan.fits(), "{}", pipeline_plan.problem);
     train::check_message_tags(experiment,
                               train::message_tags(experiment, train::model_inputs(*result.dataset)),
@@ -238,17 +239,17 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
   // threads, which the planner's predictions, and so recompute: auto, depend on).
   const comm::Topology& topology = result.plan.topology;
   comm::require_same_as_rank0(
-      world,
-      {{.what = "config",
-        .mine = config::settings_text(config::resolved_settings(result.experiment)),
-        .difference =
-            [](const std::string& mine, const std::string& theirs) {
-              return config::describe_settings_difference(mine, theirs, "rank 0");
-            }},
-       {.what = "world layout",
-        .mine = fmt::format("{} stages x {} replicas, {} threads per rank", topology.num_stages,
-                            topology.num_replicas, omp_get_max_threads()),
-        .difference = {}}});
+      world, {{.what = "config",
+               .mine = config::settings_text(config::resolved_settings(result.experiment)),
+               .difference =
+                   [](const std::string& mine, const std::string& theirs) {
+                     return config::describe_settings_difference(mine, theirs, "rank 0");
+                   }},
+              {.what = "world layout",
+               .mine = fmt::format("{} stages x {} replicas, {} threads per rank",
+                                   topology.num_pipeline_ranks, topology.num_replicas,
+                                   omp_get_max_threads()),
+               .difference = {}}});
   return result;
 }
 

@@ -35,10 +35,10 @@ nlohmann::json chrome_trace(const std::vector<RankTimeline>& ranks) {
   for (const RankTimeline& rank : ranks) {
     const int pid = rank.world_rank;
     const bool chunks = rank.chunk_stages.size() > 1;
-    const std::string name =
-        chunks ? fmt::format("rank {}: stages {}; replica {}", pid,
-                             fmt::join(rank.chunk_stages, ", "), rank.replica)
-               : fmt::format("rank {}: stage {}, replica {}", pid, rank.stage, rank.replica);
+    const std::string name = chunks ? fmt::format("rank {}: stages {}; replica {}", pid,
+                                                  fmt::join(rank.chunk_stages, ", "), rank.replica)
+                                    : fmt::format("rank {}: stage {}, replica {}", pid,
+                                                  rank.chunk_stages.front(), rank.replica);
     events.push_back(metadata("process_name", pid, -1, {{"name", name}}));
     events.push_back(metadata("process_sort_index", pid, -1, {{"sort_index", pid}}));
     events.push_back(metadata("thread_name", pid, kComputeTrack, {{"name", "compute"}}));

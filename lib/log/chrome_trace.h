@@ -12,7 +12,6 @@ namespace mpipe::log {
 // One rank's events, their times already moved onto rank 0's clock.
 struct RankTimeline {
   int world_rank = 0;
-  int stage = 0;
   int replica = 0;
   double clock_offset_s = 0.0;       // what was added to this rank's clock to get rank 0's
   double clock_uncertainty_s = 0.0;  // half the round trip of the sample that gave the offset

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -53,6 +54,20 @@ bool is_record_through(const std::string& line, int64_t step) {
   if (!record.is_object()) return false;
   const auto found = record.find("step");
   return found != record.end() && found->is_number_integer() && found->get<int64_t>() <= step;
+}
+
+// add_deprecated_stage_keys for either kind of JSON object: every "_per_rank" list also under
+// "_per_stage", after the record's keys.
+template <typename Json>
+void add_old_names(Json& record) {
+  constexpr std::string_view kNew = "_per_rank";
+  std::vector<std::pair<std::string, Json>> old;
+  for (const auto& [key, values] : record.items()) {
+    if (key.ends_with(kNew)) {
+      old.emplace_back(key.substr(0, key.size() - kNew.size()) + "_per_stage", values);
+    }
+  }
+  for (auto& [key, values] : old) record[key] = std::move(values);
 }
 
 }  // namespace
@@ -106,29 +121,21 @@ void MetricsWriter::append(const nlohmann::ordered_json& record, const std::stri
   }
 }
 
-void StageTimes::write_into(nlohmann::ordered_json& record) const {
+void RankTimes::write_into(nlohmann::ordered_json& record) const {
   if (bubble.empty()) return;
-  record["compute_ms_per_stage"] = compute_ms;
-  record["waiting_ms_per_stage"] = waiting_ms;
-  record["bubble_per_stage"] = bubble;
+  record["compute_ms_per_rank"] = compute_ms;
+  record["waiting_ms_per_rank"] = waiting_ms;
+  record["bubble_per_rank"] = bubble;
   double sum = 0.0;
   for (double share : bubble) sum += share;
   record["bubble"] = sum / static_cast<double>(bubble.size());
-  if (!peak_tensor_bytes.empty()) record["peak_tensor_bytes_per_stage"] = peak_tensor_bytes;
-  if (!sent_bytes.empty()) record["sent_bytes_per_step_per_stage"] = sent_bytes;
+  if (!peak_tensor_bytes.empty()) record["peak_tensor_bytes_per_rank"] = peak_tensor_bytes;
+  if (!sent_bytes.empty()) record["sent_bytes_per_step_per_rank"] = sent_bytes;
 }
 
-void add_rank_named_keys(nlohmann::json& summary) {
-  // Every "_per_stage" list of summary.json holds one number per rank, in rank order (under
-  // virtual stages a rank holds several stages).
-  constexpr std::string_view kOld = "_per_stage";
-  std::vector<std::pair<std::string, nlohmann::json>> renamed;
-  for (const auto& [key, values] : summary.items()) {
-    if (key.ends_with(kOld))
-      renamed.emplace_back(key.substr(0, key.size() - kOld.size()) + "_per_rank", values);
-  }
-  for (auto& [key, values] : renamed) summary[key] = std::move(values);
-}
+void add_deprecated_stage_keys(nlohmann::json& record) { add_old_names(record); }
+
+void add_deprecated_stage_keys(nlohmann::ordered_json& record) { add_old_names(record); }
 
 void FlopUtilization::write_into(nlohmann::ordered_json& record) const {
   if (std::isfinite(mfu)) record["mfu"] = mfu;
@@ -136,13 +143,14 @@ void FlopUtilization::write_into(nlohmann::ordered_json& record) const {
 }
 
 void MetricsWriter::train(int64_t step, double loss, double lr, double samples_per_s,
-                          int64_t skipped_steps, const StageTimes& stages,
+                          int64_t skipped_steps, const RankTimes& ranks,
                           const FlopUtilization& utilization) {
   nlohmann::ordered_json record = {
       {"step", step}, {"loss", loss}, {"lr", lr}, {"samples_per_s", samples_per_s}};
   if (skipped_steps > 0) record["skipped_steps"] = skipped_steps;
-  stages.write_into(record);
+  ranks.write_into(record);
   utilization.write_into(record);
+  add_deprecated_stage_keys(record);
   append(record, "train/");
 }
 

@@ -14,23 +14,24 @@
 
 namespace mpipe::log {
 
-// Where each stage's step time went, per step, in stage order (means over the replicas):
-// compute (forward, backward, recompute, loss, batched weight gradients), waiting (for
-// neighbours' messages, sends, the allreduces), and the bubble: the share of the step spent
-// waiting; beside them, each stage's memory so far.
-struct StageTimes {
+// Where each rank of a pipeline spent its step time, per step, in pipeline rank order (means
+// over the replicas): compute (forward, backward, recompute, loss, batched weight gradients),
+// waiting (for neighbours' messages, sends, the allreduces), and the bubble: the share of the step
+// spent waiting; beside them, each rank's memory so far. A rank holding several chunks (virtual
+// stages) counts them together.
+struct RankTimes {
   std::vector<double> compute_ms;
   std::vector<double> waiting_ms;
   std::vector<double> bubble;
-  // The largest over the stage's replicas of the run's high-water mark of tensor storage so far
+  // The largest over the rank's replicas of the run's high-water mark of tensor storage so far
   // (MemoryAccount), in bytes.
   std::vector<double> peak_tensor_bytes;
-  // The mean over the stage's replicas of the bytes of activations and gradients a rank sent per
+  // The mean over the rank's replicas of the bytes of activations and gradients it sent per
   // step (pipeline::Link).
   std::vector<double> sent_bytes = {};
-  // The keys "compute_ms_per_stage", "waiting_ms_per_stage", "bubble_per_stage", "bubble"
-  // (the mean over the stages), "peak_tensor_bytes_per_stage" and "sent_bytes_per_step_per_stage"
-  // into `record`.
+  // The keys "compute_ms_per_rank", "waiting_ms_per_rank", "bubble_per_rank", "bubble" (the
+  // mean over the ranks), "peak_tensor_bytes_per_rank" and "sent_bytes_per_step_per_rank" into
+  // `record`.
   void write_into(nlohmann::ordered_json& record) const;
 };
 
@@ -43,10 +44,12 @@ struct FlopUtilization {
   void write_into(nlohmann::ordered_json& record) const;
 };
 
-// Adds to summary.json's `summary`, beside each list of one number per rank still named
-// "..._per_stage" (from when "stage" meant a rank), the same list as "..._per_rank"
-// ("bubble_per_stage" -> "bubble_per_rank"). The old names are deprecated, kept for one release.
-void add_rank_named_keys(nlohmann::json& summary);
+// Adds to a train record or summary.json, beside each list of one number per rank named
+// "..._per_rank", the same list under its name from when "stage" meant a rank, "..._per_stage"
+// ("bubble_per_rank" -> "bubble_per_stage"). The old names are deprecated, kept for one release
+// (docs/design/operations.md).
+void add_deprecated_stage_keys(nlohmann::json& record);
+void add_deprecated_stage_keys(nlohmann::ordered_json& record);
 
 // Whether a parsed metrics.jsonl line is a train record: an object with neither a "split" (an
 // evaluation) nor an "event" (a supervisor's recovery); a torn line is not.
@@ -54,8 +57,9 @@ bool is_train_record(const nlohmann::json& record);
 
 // Appends to <run_dir>/metrics.jsonl, one object per line, flushed per line:
 //   train: {"step":120,"loss":0.41,"lr":0.001,"samples_per_s":5321.0[,"skipped_steps":2]
-//           [,"compute_ms_per_stage":[..],"waiting_ms_per_stage":[..],"bubble_per_stage":[..],
-//           "bubble":0.21,"peak_tensor_bytes_per_stage":[..]][,"mfu":0.31,"hfu":0.42]}
+//           [,"compute_ms_per_rank":[..],"waiting_ms_per_rank":[..],"bubble_per_rank":[..],
+//           "bubble":0.21,"peak_tensor_bytes_per_rank":[..]][,"mfu":0.31,"hfu":0.42]
+//           [,"compute_ms_per_stage":[..],...: the deprecated names of the lists]}
 //   eval:  {"step":120,"split":"test","loss":0.45[,"accuracy":0.87][,"bits_per_char":1.9]
 //           [,"bits_per_byte":1.7][,"perplexity":5.5][,"bleu":31.2,"chrf":55.0]}
 //           ("split": "val" or "test"; accuracy: a classifying loss's only; bleu and chrf: corpus
@@ -66,7 +70,7 @@ bool is_train_record(const nlohmann::json& record);
 // mpipe::Error with the reason, and the file keeps only whole lines (AppendFile). With
 // `tensorboard`, each record's numbers also go to an event file beside metrics.jsonl
 // (TensorBoardWriter), as scalars "train/<key>" and "eval/<split>/<key>"
-// ("train/bubble_per_stage/1" for a list's numbers). The event file and trace.json are
+// ("train/bubble_per_rank/1" for a list's numbers). The event file and trace.json are
 // diagnostics: one that cannot be written is warned about once, with the reason, and no longer
 // written; the run goes on.
 class MetricsWriter {
@@ -75,10 +79,10 @@ class MetricsWriter {
 
   // loss: the mean over the logging window; skipped_steps (written when > 0): steps of the run
   // so far whose update was dropped for a non-finite loss or gradient.
-  // `stages`: the window's step times (written when given); `utilization`: the window's MFU and
+  // `ranks`: the window's step times (written when given); `utilization`: the window's MFU and
   // HFU (written when known).
   void train(int64_t step, double loss, double lr, double samples_per_s, int64_t skipped_steps = 0,
-             const StageTimes& stages = {}, const FlopUtilization& utilization = {});
+             const RankTimes& ranks = {}, const FlopUtilization& utilization = {});
   void eval(int64_t step, const std::string& split, double loss, std::optional<double> accuracy,
             std::optional<double> bits_per_char = {}, std::optional<double> bits_per_byte = {},
             std::optional<double> perplexity = {}, std::optional<double> bleu = {},

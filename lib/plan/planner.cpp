@@ -317,7 +317,7 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
 // or of the WB op where they are batched. Measured on two hosts at 1 Gbit/s and 100 Mbit/s:
 // scripts/bench/slow_links.sh.
 std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRange& range,
-                                                 const StageTimeline& timeline, int chunk) {
+                                                 const RankTimeline& timeline, int chunk) {
   const PipelineConfig& pipe = c.request.pipeline;
   const int replicas = pipe.data_parallel;
   if (replicas < 2) return {};
@@ -397,7 +397,7 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     compute += stage.compute_s;
     largest = std::max(largest, stage.compute_s);
     step_end =
-        std::max(step_end, allreduce_end(replicas_allreduce(c, stage.layers, result.stages[rank],
+        std::max(step_end, allreduce_end(replicas_allreduce(c, stage.layers, result.ranks[rank],
                                                             c.placement.chunk_of(s))));
   }
   out.bubble_fraction = result.bubble_fraction;

@@ -188,7 +188,7 @@ Placement placement_for(ScheduleKind kind, int num_ranks, int virtual_stages) {
           .kind = kind == ScheduleKind::kZbv ? PlacementKind::kV : PlacementKind::kLoop};
 }
 
-std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, int num_stages,
+std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, int num_ranks,
                                                            int num_micro_batches,
                                                            int virtual_stages) {
   using Setting = ScheduleShapeProblem::Setting;
@@ -201,10 +201,10 @@ std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, in
               "use 1f1b",
               virtual_stages)};
     }
-    if (num_micro_batches % num_stages != 0) {
+    if (num_micro_batches % num_ranks != 0) {
       return ScheduleShapeProblem{
           Setting::kMicroBatches,
-          fmt::format("interleaved needs a multiple of the stages ({}), got {}", num_stages,
+          fmt::format("interleaved needs a multiple of the pipeline ranks ({}), got {}", num_ranks,
                       num_micro_batches)};
     }
     return std::nullopt;
@@ -231,28 +231,28 @@ std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, in
 namespace {
 
 // The schedule's ops, without the batched weight gradients.
-Program make_schedule(ScheduleKind kind, int num_stages, int num_micro_batches, int stage,
+Program make_schedule(ScheduleKind kind, int num_ranks, int num_micro_batches, int rank,
                       int virtual_stages) {
-  check(num_stages >= 1, "make_program: number of stages must be >= 1, got {}", num_stages);
+  check(num_ranks >= 1, "make_program: number of ranks must be >= 1, got {}", num_ranks);
   check(num_micro_batches >= 1, "make_program: number of micro-batches must be >= 1, got {}",
         num_micro_batches);
-  check(stage >= 0 && stage < num_stages, "make_program: stage must be in [0, {}), got {}",
-        num_stages, stage);
+  check(rank >= 0 && rank < num_ranks, "make_program: rank must be in [0, {}), got {}", num_ranks,
+        rank);
   check(virtual_stages >= 1, "make_program: chunks per rank must be >= 1, got {}", virtual_stages);
-  if (auto problem = schedule_shape_problem(kind, num_stages, num_micro_batches, virtual_stages)) {
+  if (auto problem = schedule_shape_problem(kind, num_ranks, num_micro_batches, virtual_stages)) {
     throw Error(fmt::format("make_program: {}", problem->message));
   }
   switch (kind) {
     case ScheduleKind::kGpipe:
-      return make_gpipe(num_stages, num_micro_batches, stage);
+      return make_gpipe(num_ranks, num_micro_batches, rank);
     case ScheduleKind::kOneFOneB:
-      return make_one_f_one_b(num_stages, num_micro_batches, stage);
+      return make_one_f_one_b(num_ranks, num_micro_batches, rank);
     case ScheduleKind::kZbH1:
-      return make_zb_h1(num_stages, num_micro_batches, stage);
+      return make_zb_h1(num_ranks, num_micro_batches, rank);
     case ScheduleKind::kInterleaved:
-      return make_interleaved(num_stages, num_micro_batches, stage, virtual_stages);
+      return make_interleaved(num_ranks, num_micro_batches, rank, virtual_stages);
     case ScheduleKind::kZbv:
-      return make_zbv(num_stages, num_micro_batches, stage);
+      return make_zbv(num_ranks, num_micro_batches, rank);
     case ScheduleKind::kAuto:
       throw Error("make_program: schedule: auto is not resolved");
   }
@@ -261,10 +261,10 @@ Program make_schedule(ScheduleKind kind, int num_stages, int num_micro_batches, 
 
 }  // namespace
 
-Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage,
+Program make_program(ScheduleKind kind, int num_ranks, int num_micro_batches, int rank,
                      int virtual_stages, WeightGrads weight_grads) {
   check(weight_grads != WeightGrads::kAuto, "make_program: weight_grads: auto is not resolved");
-  Program program = make_schedule(kind, num_stages, num_micro_batches, stage, virtual_stages);
+  Program program = make_schedule(kind, num_ranks, num_micro_batches, rank, virtual_stages);
   if (weight_grads == WeightGrads::kBatched && num_micro_batches > 1) {
     for (int chunk = virtual_stages; chunk-- > 0;) {
       program.push_back({.kind = OpKind::kWeightGradsBatched, .micro_batch = -1, .chunk = chunk});

@@ -11,7 +11,8 @@
 
 namespace mpipe::plan {
 
-// The ops stage `stage` of `num_stages` runs in one training step over `num_micro_batches`.
+// The ops rank `rank` of the pipeline's `num_ranks` (K) runs in one training step over
+// `num_micro_batches`; with v = 1 chunk per rank, rank s holds stage s.
 // kGpipe: all forwards in ascending micro-batch order, then all backwards in ascending order.
 // kOneFOneB: min(K-s-1, M) warm-up forwards, then one forward one backward, then cool-down.
 // kZbH1 (ZB-H1, Qi et al. 2024, "Zero Bubble Pipeline Parallelism"): 1F1B's forwards and input
@@ -24,8 +25,8 @@ namespace mpipe::plan {
 // that fixes the order in which weight gradients accumulate, so the weights do not depend on
 // the schedule or on K.
 // kInterleaved (interleaved 1F1B, Narayanan et al. 2021; PyTorch's ScheduleInterleaved1F1B):
-// `stage` is a rank holding `virtual_stages` (v >= 2) chunks, chunk c being global stage
-// stage + c·K (pipeline/placement.h). (v-1)·K + 2(K-1-rank) warm-up forwards (at most v·M), then
+// `rank` holds `virtual_stages` (v >= 2) chunks, chunk c being global stage
+// rank + c·K (pipeline/placement.h). (v-1)·K + 2(K-1-rank) warm-up forwards (at most v·M), then
 // one forward one backward, then the cool-down backwards; the k-th forward is chunk (k/K) mod v
 // and the k-th backward chunk v-1 - (k/K) mod v, each chunk's micro-batches in ascending order.
 // Needs M a multiple of K (schedule_shape_problem).
@@ -42,7 +43,7 @@ namespace mpipe::plan {
 // WB op per chunk (OpKind::kWeightGradsBatched), later chunks first: after the last gradient was
 // sent, off the pipeline's critical path.
 // Throws mpipe::Error for a shape schedule_shape_problem refuses, or weight_grads: auto.
-Program make_program(ScheduleKind kind, int num_stages, int num_micro_batches, int stage,
+Program make_program(ScheduleKind kind, int num_ranks, int num_micro_batches, int rank,
                      int virtual_stages = 1, WeightGrads weight_grads = WeightGrads::kAccumulate);
 
 // The placement `kind`'s programs assume on K = `num_ranks` ranks of v chunks: the V for zbv,
@@ -57,7 +58,7 @@ struct ScheduleShapeProblem {
   Setting setting;
   std::string message;
 };
-std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, int num_stages,
+std::optional<ScheduleShapeProblem> schedule_shape_problem(ScheduleKind kind, int num_ranks,
                                                            int num_micro_batches,
                                                            int virtual_stages);
 

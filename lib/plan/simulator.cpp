@@ -1,4 +1,4 @@
-// Timeline simulator: dataflow execution of all stage programs in simulated time.
+// Timeline simulator: dataflow execution of all rank programs in simulated time.
 #include "plan/simulator.h"
 
 #include <fmt/format.h>
@@ -25,7 +25,7 @@ using Mailbox = std::multimap<MessageKey, double>;
 using MessageLog = std::map<int, std::vector<MessageKey>>;
 
 // Everything the simulation tracks for one rank.
-struct StageState {
+struct RankState {
   std::size_t next_op = 0;
   double clock = 0.0;
   double link_free = 0.0;  // when the rank's outgoing link has sent its earlier messages
@@ -69,9 +69,9 @@ Peer checked_peer(const Op& op, int rank, const Placement& placement, std::size_
 // Runs ops of rank `rank` until it finishes or waits on a message not yet sent. Returns true if
 // it ran at least one op.
 bool advance(int rank, const Program& program, const Placement& placement,
-             std::vector<StageState>& states, StageTimeline& timeline,
+             std::vector<RankState>& states, RankTimeline& timeline,
              const SimulationOptions& options) {
-  StageState& self = states[rank];
+  RankState& self = states[rank];
   bool progressed = false;
   while (self.next_op < program.size()) {
     const Op& op = program[self.next_op];
@@ -103,7 +103,7 @@ bool advance(int rank, const Program& program, const Placement& placement,
       case OpKind::kSendActivation:
       case OpKind::kSendGrad: {
         const Peer to = checked_peer(op, rank, placement, self.next_op);
-        StageState& peer = states[to.rank];
+        RankState& peer = states[to.rank];
         self.link_free = std::max(self.clock, self.link_free) + options.send_transfer;
         const double arrival = self.link_free + options.send_latency;
         const MessageKey key{to.chunk, op.micro_batch};
@@ -145,10 +145,9 @@ std::string message_list(const std::vector<MessageKey>& messages, bool with_chun
   return fmt::format("[{}]", fmt::join(names, " "));
 }
 
-void check_orders(const std::vector<StageState>& states, bool with_chunk,
-                  SimulationResult& result) {
+void check_orders(const std::vector<RankState>& states, bool with_chunk, SimulationResult& result) {
   static const std::vector<MessageKey> kNone;
-  const auto compare = [&](int from, const MessageLog& sent, MessageLog StageState::*received,
+  const auto compare = [&](int from, const MessageLog& sent, MessageLog RankState::*received,
                            const char* what) {
     for (const auto& [to, messages] : sent) {
       const MessageLog& log = states[static_cast<size_t>(to)].*received;
@@ -156,15 +155,15 @@ void check_orders(const std::vector<StageState>& states, bool with_chunk,
       const std::vector<MessageKey>& got = it == log.end() ? kNone : it->second;
       if (messages != got) {
         result.order_mismatches.push_back(
-            fmt::format("stage {} sends {} in order {} but stage {} receives {}", from, what,
+            fmt::format("rank {} sends {} in order {} but rank {} receives {}", from, what,
                         message_list(messages, with_chunk), to, message_list(got, with_chunk)));
       }
     }
   };
-  for (std::size_t s = 0; s < states.size(); ++s) {
-    const int from = static_cast<int>(s);
-    compare(from, states[s].sent_activations, &StageState::received_activations, "activations");
-    compare(from, states[s].sent_grads, &StageState::received_grads, "gradients");
+  for (std::size_t r = 0; r < states.size(); ++r) {
+    const int from = static_cast<int>(r);
+    compare(from, states[r].sent_activations, &RankState::received_activations, "activations");
+    compare(from, states[r].sent_grads, &RankState::received_grads, "gradients");
   }
 }
 
@@ -206,15 +205,15 @@ double SimulationOptions::batched_weight(int stage) const {
 std::string SimulationResult::deadlock_report() const {
   if (stuck.empty()) return "";
   std::vector<std::string> parts;
-  for (const StuckStage& s : stuck) {
-    parts.push_back(fmt::format("stage {} waits at op {} ({})", s.stage, s.op_index,
+  for (const StuckRank& s : stuck) {
+    parts.push_back(fmt::format("rank {} waits at op {} ({})", s.rank, s.op_index,
                                 to_string(s.op, virtual_stages > 1)));
   }
   return fmt::format("deadlock: {}", fmt::join(parts, "; "));
 }
 
 SimulationResult simulate(const std::vector<Program>& programs, const SimulationOptions& options) {
-  check(!programs.empty(), "simulate: no stage programs");
+  check(!programs.empty(), "simulate: no rank programs");
   check(options.forward_time >= 0 && options.backward_time >= 0 && options.weight_time >= 0 &&
             options.batched_weight_time >= 0 && options.send_latency >= 0 &&
             options.send_transfer >= 0,
@@ -229,51 +228,51 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
     check(std::all_of(times->begin(), times->end(), [](double t) { return t >= 0; }),
           "simulate: op times must be >= 0");
   }
-  const int num_stages = static_cast<int>(programs.size());
-  std::vector<StageState> states(programs.size());
+  const int num_ranks = static_cast<int>(programs.size());
+  std::vector<RankState> states(programs.size());
   SimulationResult result;
   result.virtual_stages = placement.virtual_stages;
-  result.stages.resize(programs.size());
+  result.ranks.resize(programs.size());
 
-  // Sends never block, so each op's time is max(previous op on its stage, message arrival):
-  // running stages round-robin until none can move gives the exact dataflow timeline.
+  // Sends never block, so each op's time is max(previous op on its rank, message arrival):
+  // running ranks round-robin until none can move gives the exact dataflow timeline.
   bool progressed = true;
   while (progressed) {
     progressed = false;
-    for (int s = 0; s < num_stages; ++s) {
+    for (int r = 0; r < num_ranks; ++r) {
       progressed =
-          advance(s, programs[s], placement, states, result.stages[s], options) || progressed;
+          advance(r, programs[r], placement, states, result.ranks[r], options) || progressed;
     }
   }
 
-  for (int s = 0; s < num_stages; ++s) {
-    result.makespan = std::max(result.makespan, states[s].clock);
-    if (states[s].next_op < programs[s].size()) {
-      const std::size_t index = states[s].next_op;
-      result.stuck.push_back({s, index, programs[s][index]});
-      check(is_receive(programs[s][index].kind), "simulate: stage {} stuck on a non-receive", s);
+  for (int r = 0; r < num_ranks; ++r) {
+    result.makespan = std::max(result.makespan, states[r].clock);
+    if (states[r].next_op < programs[r].size()) {
+      const std::size_t index = states[r].next_op;
+      result.stuck.push_back({r, index, programs[r][index]});
+      check(is_receive(programs[r][index].kind), "simulate: rank {} stuck on a non-receive", r);
     }
   }
   double busy = 0.0;
-  for (const StageTimeline& timeline : result.stages) busy += timeline.busy_time;
-  result.bubble_fraction = result.makespan > 0 ? 1.0 - busy / (num_stages * result.makespan) : 0.0;
+  for (const RankTimeline& timeline : result.ranks) busy += timeline.busy_time;
+  result.bubble_fraction = result.makespan > 0 ? 1.0 - busy / (num_ranks * result.makespan) : 0.0;
   check_orders(states, placement.virtual_stages > 1, result);
   return result;
 }
 
-BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_stages,
+BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_ranks,
                                int num_micro_batches, int64_t batch_size, ScheduleKind schedule,
                                int virtual_stages) {
-  const Placement placement = placement_for(schedule, num_stages, virtual_stages);
-  check(num_stages >= 1 && virtual_stages >= 1 && num_blocks >= placement.num_stages() &&
+  const Placement placement = placement_for(schedule, num_ranks, virtual_stages);
+  check(num_ranks >= 1 && virtual_stages >= 1 && num_blocks >= placement.num_stages() &&
             num_micro_batches >= 1 && batch_size > 0,
-        "project_blocks: {} blocks on {} stages of {} chunks with {} micro-batches of a batch of "
+        "project_blocks: {} blocks on {} ranks of {} chunks with {} micro-batches of a batch of "
         "{}",
-        num_blocks, num_stages, virtual_stages, num_micro_batches, batch_size);
+        num_blocks, num_ranks, virtual_stages, num_micro_batches, batch_size);
   SimulationOptions options;
   options.placement = placement.kind;
   options.send_latency = costs.transfer_s;
-  std::vector<int> rank_blocks(static_cast<size_t>(num_stages), 0);
+  std::vector<int> rank_blocks(static_cast<size_t>(num_ranks), 0);
   const int stages = placement.num_stages();
   for (int s = 0; s < stages; ++s) {
     const int blocks = num_blocks / stages + (s < num_blocks % stages ? 1 : 0);
@@ -286,8 +285,8 @@ BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_
     options.stage_weight_times.push_back(blocks * costs.weight_s);
   }
   std::vector<Program> programs;
-  for (int r = 0; r < num_stages; ++r) {
-    programs.push_back(make_program(schedule, num_stages, num_micro_batches, r, virtual_stages));
+  for (int r = 0; r < num_ranks; ++r) {
+    programs.push_back(make_program(schedule, num_ranks, num_micro_batches, r, virtual_stages));
   }
   const SimulationResult result = simulate(programs, options);
   check(!result.deadlocked(), "project_blocks: {}", result.deadlock_report());

@@ -49,34 +49,34 @@ struct TimedOp {
 
 // One rank's timeline (with virtual stages, its chunks' ops together; a micro-batch counts once
 // per chunk it is in).
-struct StageTimeline {
+struct RankTimeline {
   std::vector<TimedOp> compute;  // in program order
   double busy_time = 0.0;        // sum of compute durations
   int peak_in_flight = 0;        // most micro-batches forwarded but not yet backwarded (B or I)
   int peak_pending_weights = 0;  // most micro-batches past their I whose W has not yet run
 };
 
-// Where a stage stopped when no stage could make progress.
-struct StuckStage {
-  int stage = 0;
-  std::size_t op_index = 0;  // index into that stage's program
+// Where a rank stopped when no rank could make progress.
+struct StuckRank {
+  int rank = 0;
+  std::size_t op_index = 0;  // index into that rank's program
   Op op;                     // the receive it waits on
 };
 
 struct SimulationResult {
-  std::vector<StageTimeline> stages;  // one per rank (per stage when v = 1)
-  int virtual_stages = 1;             // v: chunks per rank, one more than the largest op chunk
-  double makespan = 0.0;              // time the last op ends
-  // 1 - (sum of busy time over stages) / (K * makespan): the idle share of the pipeline.
+  std::vector<RankTimeline> ranks;  // one per rank of the pipeline (K)
+  int virtual_stages = 1;           // v: chunks per rank, one more than the largest op chunk
+  double makespan = 0.0;            // time the last op ends
+  // 1 - (sum of busy time over ranks) / (K * makespan): the idle share of the pipeline.
   double bubble_fraction = 0.0;
-  std::vector<StuckStage> stuck;  // empty unless the programs deadlock
+  std::vector<StuckRank> stuck;  // empty unless the programs deadlock
   // One line per (sender, receiver, direction) whose send order differs from the receiver's
   // receive order; empty when all agree.
   std::vector<std::string> order_mismatches;
 
   bool deadlocked() const { return !stuck.empty(); }
   bool orders_match() const { return order_mismatches.empty(); }
-  // "deadlock: stage 0 waits at op 3 (RG0); stage 1 waits at op 0 (RA1)", or "" if none.
+  // "deadlock: rank 0 waits at op 3 (RG0); rank 1 waits at op 0 (RA1)", or "" if none.
   std::string deadlock_report() const;
 };
 
@@ -109,12 +109,12 @@ struct BlockProjection {
   double bubble_fraction = 0.0;
 };
 
-// Predicts one step of `num_blocks` blocks on `num_stages` ranks of `virtual_stages` chunks
+// Predicts one step of `num_blocks` blocks on `num_ranks` ranks of `virtual_stages` chunks
 // each (K·v stages: stage s gets num_blocks / (K·v) blocks, the first num_blocks % (K·v) stages
 // one more; the last also the head; a rank updates the blocks of all its chunks), with
 // `num_micro_batches` micro-batches of a mini-batch of `batch_size` examples, by simulating the
 // schedule's programs with the costs above.
-BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_stages,
+BlockProjection project_blocks(const BlockCosts& costs, int num_blocks, int num_ranks,
                                int num_micro_batches, int64_t batch_size,
                                ScheduleKind schedule = ScheduleKind::kGpipe,
                                int virtual_stages = 1);

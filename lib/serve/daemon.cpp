@@ -212,7 +212,7 @@ class Daemon {
     auto total_steps = std::make_shared<int64_t>(0);
     options.on_planned = [this, name, total_steps](const config::Experiment& experiment,
                                                    const comm::Topology& layout) {
-      board_->planned(name, layout.num_stages, layout.num_replicas,
+      board_->planned(name, layout.num_pipeline_ranks, layout.num_replicas,
                       experiment.pipeline.micro_batches);
       *total_steps = experiment.train.steps;
     };

@@ -31,7 +31,7 @@ Layout experiment_layout(const config::Experiment& experiment, int world_size) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", experiment.source, e.what()));
   }
-  return {.stages = topology.num_stages,
+  return {.stages = topology.num_pipeline_ranks,
           .replicas = topology.num_replicas,
           .micro_batches = experiment.pipeline.micro_batches};
 }

@@ -87,7 +87,7 @@ MeasuredBalance::MeasuredBalance(const config::Experiment& experiment, Trainer& 
       trainer_(trainer),
       world_(world),
       enabled_(experiment.pipeline.balance == plan::Balance::kMeasured &&
-               trainer.topology().num_stages > 1),
+               trainer.topology().num_pipeline_ranks > 1),
       schedule_(experiment.pipeline.balance_after, experiment.pipeline.balance_every),
       moves_left_(experiment.pipeline.balance_moves) {
   comm::agree(world, [&] { apply_test_slowdown(world.rank(), trainer_.layer_times()); });
@@ -96,7 +96,7 @@ MeasuredBalance::MeasuredBalance(const config::Experiment& experiment, Trainer& 
                       {"partition", layer_counts(ranges_of(trainer.pipeline_plan()))},
                       {"by", "predicted"}});
   if (world.rank() == 0 && experiment.pipeline.balance == plan::Balance::kMeasured && !enabled_) {
-    spdlog::info("pipeline.balance: measured has nothing to move with 1 stage");
+    spdlog::info("pipeline.balance: measured has nothing to move with 1 pipeline rank");
   }
 }
 

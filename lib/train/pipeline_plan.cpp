@@ -10,7 +10,7 @@ int optimizer_slots(const optim::OptimizerConfig& optimizer) {
 
 namespace {
 
-plan::PlanRequest plan_request(const config::Experiment& experiment, int num_stages,
+plan::PlanRequest plan_request(const config::Experiment& experiment, int num_ranks,
                                int num_replicas, const plan::MachineRates& rates) {
   plan::PlanRequest request{
       .pipeline = experiment.pipeline,
@@ -24,7 +24,7 @@ plan::PlanRequest plan_request(const config::Experiment& experiment, int num_sta
       .eval_batch_size = experiment.train.eval_batch_size > 0 ? experiment.train.eval_batch_size
                                                               : experiment.train.batch_size,
       .eval_batch_where = experiment.where("train.eval_batch_size")};
-  request.pipeline.stages = num_stages;
+  request.pipeline.stages = num_ranks;
   request.pipeline.data_parallel = num_replicas;
   return request;
 }
@@ -32,17 +32,17 @@ plan::PlanRequest plan_request(const config::Experiment& experiment, int num_sta
 }  // namespace
 
 plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                   const model::ModelPlan& plan, int num_stages, int num_replicas,
+                                   const model::ModelPlan& plan, int num_ranks, int num_replicas,
                                    int threads_per_rank) {
   plan::MachineRates rates;
   rates.threads = threads_per_rank;
-  return plan_experiment(experiment, plan, num_stages, num_replicas, rates);
+  return plan_experiment(experiment, plan, num_ranks, num_replicas, rates);
 }
 
 plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                   const model::ModelPlan& plan, int num_stages, int num_replicas,
+                                   const model::ModelPlan& plan, int num_ranks, int num_replicas,
                                    const plan::MachineRates& rates) {
-  return plan::plan_pipeline(plan, plan_request(experiment, num_stages, num_replicas, rates));
+  return plan::plan_pipeline(plan, plan_request(experiment, num_ranks, num_replicas, rates));
 }
 
 plan::PipelinePlan plan_measured(const config::Experiment& experiment, const model::ModelPlan& plan,

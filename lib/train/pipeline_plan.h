@@ -21,17 +21,17 @@ struct RunPlan {
   plan::PipelinePlan pipeline;
 };
 
-// The plan for K = num_stages stages and D = num_replicas replicas (experiment.pipeline's
-// `auto` counts resolved by the caller), each rank computing on `threads_per_rank` OpenMP
-// threads (the predicted times; the partition does not depend on them). Errors name the
-// experiment's keys.
+// The plan for K = num_ranks pipeline ranks (pipeline.stages) and D = num_replicas replicas
+// (experiment.pipeline's `auto` counts resolved by the caller), each rank computing on
+// `threads_per_rank` OpenMP threads (the predicted times; the partition does not depend on them).
+// Errors name the experiment's keys.
 plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                   const model::ModelPlan& plan, int num_stages, int num_replicas,
+                                   const model::ModelPlan& plan, int num_ranks, int num_replicas,
                                    int threads_per_rank);
 // The same with the machine's rates given (`mpipe plan --calibrate`, `--link-bandwidth`); their
 // `threads` are the threads per rank.
 plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
-                                   const model::ModelPlan& plan, int num_stages, int num_replicas,
+                                   const model::ModelPlan& plan, int num_ranks, int num_replicas,
                                    const plan::MachineRates& rates);
 
 // `decided` (its partition, schedule, chunks, recompute mode and weight gradients, chosen at its

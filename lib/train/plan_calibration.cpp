@@ -99,9 +99,8 @@ double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t nu
 
 MachineCalibration calibrate_machine(const model::ModelPlan& model,
                                      const optim::OptimizerConfig& optimizer,
-                                     int64_t micro_batch_rows, int num_micro_batches,
-                                     int num_stages, const plan::MachineRates& base,
-                                     Calibration length) {
+                                     int64_t micro_batch_rows, int num_micro_batches, int num_ranks,
+                                     const plan::MachineRates& base, Calibration length) {
   // Beyond the caches whatever the model (16 MiB of values), and no longer than that needs.
   constexpr int64_t kQuickParams = int64_t{1} << 22;
   const auto start = std::chrono::steady_clock::now();
@@ -129,7 +128,7 @@ MachineCalibration calibrate_machine(const model::ModelPlan& model,
     kernels::KernelContext kernels;
     out.gemm = calibrate_gemm_rate(model, micro_batch_rows, num_micro_batches, kernels, length);
   }
-  const int64_t params = model.num_params() / std::max(1, num_stages);
+  const int64_t params = model.num_params() / std::max(1, num_ranks);
   out.memory_bytes_per_s = calibrate_memory_rate(
       optimizer, length == Calibration::kQuick ? std::min(params, kQuickParams) : params);
   omp_set_num_threads(threads);

@@ -48,7 +48,7 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
 // is the time measured. Clipping is not timed; the plan charges its passes at this rate.
 double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params);
 
-// Both measurements for one rank of a plan of `num_stages` stages (its share of the parameters)
+// Both measurements for one rank of a plan of `num_ranks` ranks (its share of the parameters)
 // and `num_micro_batches` micro-batches of `micro_batch_rows`, on `base.threads` OpenMP threads
 // (the GEMM rates only where linear layers carry at least half the model's FLOPs; else base's):
 // `rates` is `base` (its threads, links and element-wise bytes_per_s) with the measured rates per
@@ -61,8 +61,7 @@ struct MachineCalibration {
 };
 MachineCalibration calibrate_machine(const model::ModelPlan& model,
                                      const optim::OptimizerConfig& optimizer,
-                                     int64_t micro_batch_rows, int num_micro_batches,
-                                     int num_stages, const plan::MachineRates& base,
-                                     Calibration length);
+                                     int64_t micro_batch_rows, int num_micro_batches, int num_ranks,
+                                     const plan::MachineRates& base, Calibration length);
 
 }  // namespace mpipe::train

@@ -188,7 +188,7 @@ void RunCheckpoints::save(int64_t steps_done) {
     // Rank 0's manifest, the same bytes on every host that commits.
     std::string meta;
     if (world_.rank() == 0) {
-      meta = nlohmann::json{{"num_stages", topo.num_stages * trainer_.num_chunks()},
+      meta = nlohmann::json{{"num_stages", topo.num_pipeline_ranks * trainer_.num_chunks()},
                             {kOptimizerStepsKey, steps_taken},
                             {"seed", experiment_.train.seed},
                             {"config", experiment_.source},

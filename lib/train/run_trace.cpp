@@ -14,7 +14,7 @@ namespace {
 
 // Each rank's contribution to the gather: a header, its chunks' global stages, the number of
 // events, then kEventFields per event.
-constexpr size_t kHeaderFields = 6;  // world rank, stage, replica, offset, uncertainty, chunks
+constexpr size_t kHeaderFields = 5;  // world rank, replica, offset, uncertainty, chunks
 // kind, micro-batch, step, start, end (on rank 0's clock), chunk, bytes
 constexpr size_t kEventFields = 7;
 
@@ -27,7 +27,7 @@ RunTrace::RunTrace(std::vector<int64_t> steps, int64_t first_step, const comm::C
                    log::TraceRecorder& recorder)
     : steps_(std::move(steps)), world_(world), topology_(topology), recorder_(recorder) {
   for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
-    chunk_stages_.push_back(placement.stage_of(topology_.stage, chunk));
+    chunk_stages_.push_back(placement.stage_of(topology_.pipeline_rank, chunk));
   }
   if (steps_.empty()) return;
   if (steps_.back() <= first_step) {
@@ -58,11 +58,8 @@ bool RunTrace::due(int64_t done, bool stopping) const {
 nlohmann::json RunTrace::merge() {
   recorder_.record_step(0);
   std::vector<double> mine = {static_cast<double>(world_.rank()),
-                              static_cast<double>(topology_.stage),
-                              static_cast<double>(topology_.replica),
-                              clock_offset_s_,
-                              clock_uncertainty_s_,
-                              static_cast<double>(chunk_stages_.size())};
+                              static_cast<double>(topology_.replica), clock_offset_s_,
+                              clock_uncertainty_s_, static_cast<double>(chunk_stages_.size())};
   for (const int stage : chunk_stages_) mine.push_back(static_cast<double>(stage));
   mine.push_back(static_cast<double>(recorder_.events().size()));
   for (const log::TraceEvent& event : recorder_.events()) {
@@ -79,13 +76,12 @@ nlohmann::json RunTrace::merge() {
   std::vector<log::RankTimeline> ranks;
   for (size_t at = 0; at < all.size();) {
     log::RankTimeline rank{.world_rank = static_cast<int>(all[at]),
-                           .stage = static_cast<int>(all[at + 1]),
-                           .replica = static_cast<int>(all[at + 2]),
-                           .clock_offset_s = all[at + 3],
-                           .clock_uncertainty_s = all[at + 4],
+                           .replica = static_cast<int>(all[at + 1]),
+                           .clock_offset_s = all[at + 2],
+                           .clock_uncertainty_s = all[at + 3],
                            .chunk_stages = {},
                            .events = {}};
-    const auto chunks = static_cast<size_t>(all[at + 5]);
+    const auto chunks = static_cast<size_t>(all[at + 4]);
     at += kHeaderFields;
     for (size_t c = 0; c < chunks; ++c) rank.chunk_stages.push_back(static_cast<int>(all[at + c]));
     const auto count = static_cast<size_t>(all[at + chunks]);

@@ -122,12 +122,13 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       graph_(std::make_shared<const model::ModelGraph>(plan_.graph)),
       tags_(message_tags(experiment, plan_.inputs)),
       pipeline_plan_(std::move(plan.pipeline)),
-      placement_(plan::placement_for(pipeline_plan_.schedule, topology_.num_stages,
+      placement_(plan::placement_for(pipeline_plan_.schedule, topology_.num_pipeline_ranks,
                                      pipeline_plan_.virtual_stages)),
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order(),
                dataset.train_mix()) {
   sharded_ = experiment.optimizer.shard_across_replicas && topology_.num_replicas > 1;
-  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.stage, placement_, tags_);
+  link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.pipeline_rank, placement_,
+                                           tags_);
   link_->set_trace(&trace_);
   build_stages();
   const auto replicas = static_cast<unsigned>(topology_.num_replicas);
@@ -160,8 +161,8 @@ void Trainer::build_stages() {
   for (const auto& stage : pipeline_plan_.stages) ranges.push_back(stage.layers);
   std::vector<pipeline::Stage*> chunks;
   for (const auto& stage : stages_) chunks.push_back(stage.get());
-  tied_copies_ = std::make_unique<TiedCopies>(plan_.tied, ranges, placement_, topology_.stage,
-                                              &groups_.pipeline, chunks);
+  tied_copies_ = std::make_unique<TiedCopies>(plan_.tied, ranges, placement_,
+                                              topology_.pipeline_rank, &groups_.pipeline, chunks);
   tied_copies_->initialize(experiment.train.seed, experiment.model, plan_.inputs);
   loss_ = nn::make_loss(experiment.model.loss, {.label_smoothing = experiment.model.label_smoothing,
                                                 .ignore_target = dataset_.pad_target()});
@@ -169,17 +170,17 @@ void Trainer::build_stages() {
     loss_rows_per_example_ = std::max<int64_t>(1, dataset_.target_shape().numel());
   }
   for (const auto& stage : stages_) optimizers_.push_back(make_optimizer(*stage));
-  executor_ = std::make_unique<pipeline::Executor>(std::move(chunks), *link_, topology_.stage,
-                                                   placement_, *loss_, kernels_);
+  executor_ = std::make_unique<pipeline::Executor>(
+      std::move(chunks), *link_, topology_.pipeline_rank, placement_, *loss_, kernels_);
   executor_->set_trace(&trace_);
   std::vector<plan::Program> programs;  // every rank's: when this one's sends are released
-  for (int rank = 0; rank < topology_.num_stages; ++rank) {
-    programs.push_back(plan::make_program(pipeline_plan_.schedule, topology_.num_stages,
+  for (int rank = 0; rank < topology_.num_pipeline_ranks; ++rank) {
+    programs.push_back(plan::make_program(pipeline_plan_.schedule, topology_.num_pipeline_ranks,
                                           pipe.micro_batches, rank, placement_.virtual_stages,
                                           pipeline_plan_.weight_grads));
   }
-  program_ = programs.at(static_cast<size_t>(topology_.stage));
-  sends_released_ = plan::send_releases(programs, topology_.stage, placement_);
+  program_ = programs.at(static_cast<size_t>(topology_.pipeline_rank));
+  sends_released_ = plan::send_releases(programs, topology_.pipeline_rank, placement_);
 }
 
 std::unique_ptr<optim::Optimizer> Trainer::make_optimizer(const pipeline::Stage& stage) const {
@@ -384,7 +385,8 @@ StepReport Trainer::step(int64_t step) {
   for (const auto& stage : stages_) stage->zero_grads_for_step();
   layer_times_.begin_step();
   // The ranks of the first and the last stage (global stages 0 and K·v - 1).
-  const bool needs_data = topology_.stage == 0 || topology_.stage == topology_.num_stages - 1;
+  const bool needs_data =
+      topology_.pipeline_rank == 0 || topology_.pipeline_rank == topology_.num_pipeline_ranks - 1;
   std::vector<int64_t> indices;
   if (needs_data) {
     indices = sampler_.batch(step, train.batch_size);

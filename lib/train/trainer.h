@@ -41,7 +41,7 @@ struct StepReport {
   // `nonfinite` says where ("step 17: loss nan; non-finite gradients in 3 layers ...").
   bool finite = true;
   std::string nonfinite;
-  // This rank's share of the step's wall time (log.level: debug prints it per stage).
+  // This rank's share of the step's wall time (log.level: debug prints it per rank).
   pipeline::StepTimes times;
   double allreduce_s = 0.0;  // waiting for the data-parallel gradient allreduce
   double sync_s = 0.0;  // the step's world allreduce (loss, finiteness): waiting for the slowest
@@ -122,7 +122,7 @@ class Trainer {
   // global stage rank + c·K, or under zbv the V of pipeline/placement.h).
   const plan::Placement& placement() const { return placement_; }
   int num_chunks() const { return static_cast<int>(stages_.size()); }
-  int global_stage(int chunk) const { return placement_.stage_of(topology_.stage, chunk); }
+  int global_stage(int chunk) const { return placement_.stage_of(topology_.pipeline_rank, chunk); }
   const plan::LayerRange& layer_range(int chunk) const {
     return ranges_.at(static_cast<size_t>(chunk));
   }

@@ -37,9 +37,9 @@
 #include "train/init_weights.h"
 #include "train/measured_balance.h"
 #include "train/nonfinite_policy.h"
+#include "train/rank_times.h"
 #include "train/run_checkpoint.h"
 #include "train/run_trace.h"
-#include "train/stage_times.h"
 #include "train/trainer.h"
 #include "train/translation_scores.h"
 #include "train/weight_export.h"
@@ -89,17 +89,18 @@ class LossWindow {
   int64_t count_ = 0;
 };
 
-// log.level: debug: where this rank's step time went, so a slow stage shows.
+// log.level: debug: where this rank's step time went, so a slow rank shows.
 void log_step_times(const StepReport& report, int64_t step, const comm::Topology& topo) {
   spdlog::debug(
-      "step {} stage {} replica {}: compute {:.2f} ms | waiting {:.2f} ms | sending {:.2f} ms | "
-      "allreduce {:.2f} ms | step {:.2f} ms",
-      step + 1, topo.stage, topo.replica, 1e3 * report.times.compute_s, 1e3 * report.times.wait_s,
-      1e3 * report.times.send_s, 1e3 * report.allreduce_s, 1e3 * report.step_s);
+      "step {} pipeline rank {} replica {}: compute {:.2f} ms | waiting {:.2f} ms | "
+      "sending {:.2f} ms | allreduce {:.2f} ms | step {:.2f} ms",
+      step + 1, topo.pipeline_rank, topo.replica, 1e3 * report.times.compute_s,
+      1e3 * report.times.wait_s, 1e3 * report.times.send_s, 1e3 * report.allreduce_s,
+      1e3 * report.step_s);
 }
 
 // Measured memory per rank of the first replica (all its chunks), in rank order.
-struct StageMemoryUse {
+struct RankMemoryUse {
   std::vector<double> activation_bytes;  // the peak of activations stored between F and B
   std::vector<double> tensor_bytes;      // the peak of tensor storage (MemoryAccount)
   std::vector<double> rss_bytes;         // the process's peak resident set
@@ -109,11 +110,11 @@ struct StageMemoryUse {
 // planner's prediction.
 nlohmann::json make_summary(const config::Experiment& experiment, const Trainer& trainer,
                             const RunResult& result, int64_t steps_run, double wall_s,
-                            const StageMemoryUse& measured, const log::StageTimes& times,
+                            const RankMemoryUse& measured, const log::RankTimes& times,
                             const StepFlops& flops, const WorldPeak& peak) {
   const comm::Topology& topo = trainer.topology();
   // Per rank, as measured: the sum over its chunks' stages.
-  const auto ranks = static_cast<size_t>(topo.num_stages);
+  const auto ranks = static_cast<size_t>(topo.num_pipeline_ranks);
   std::vector<double> predicted_kept(ranks, 0.0), predicted_sent(ranks, 0.0);
   const std::vector<plan::StagePlan>& stages = trainer.pipeline_plan().stages;
   for (size_t s = 0; s < stages.size(); ++s) {
@@ -138,18 +139,18 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
        steps_run > 0
            ? nlohmann::json(static_cast<double>(steps_run * experiment.train.batch_size) / wall_s)
            : nlohmann::json(nullptr)},
-      {"stages", topo.num_stages},
+      {"stages", topo.num_pipeline_ranks},
       {"virtual_stages", trainer.num_chunks()},
       {"data_parallel", topo.num_replicas},
       {"micro_batches", experiment.pipeline.micro_batches},
       {"schedule", plan::to_string(trainer.pipeline_plan().schedule)},
       {"predicted_samples_per_s", trainer.pipeline_plan().samples_per_s},
-      {"peak_activation_bytes_per_stage", measured.activation_bytes},
-      {"predicted_kept_activation_bytes_per_stage", predicted_kept},
-      {"peak_tensor_bytes_per_stage", measured.tensor_bytes},
-      {"peak_rss_bytes_per_stage", measured.rss_bytes},
-      {"predicted_peak_bytes_per_stage", predicted_peak},
-      {"predicted_sent_bytes_per_step_per_stage", predicted_sent},
+      {"peak_activation_bytes_per_rank", measured.activation_bytes},
+      {"predicted_kept_activation_bytes_per_rank", predicted_kept},
+      {"peak_tensor_bytes_per_rank", measured.tensor_bytes},
+      {"peak_rss_bytes_per_rank", measured.rss_bytes},
+      {"predicted_peak_bytes_per_rank", predicted_peak},
+      {"predicted_sent_bytes_per_step_per_rank", predicted_sent},
   };
   // A classifying loss's only (a regression has no accuracy).
   if (result.final_eval_accuracy) summary["final_eval_accuracy"] = *result.final_eval_accuracy;
@@ -160,11 +161,11 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
   summary["hfu"] = std::isfinite(utilization.hfu) ? nlohmann::json(utilization.hfu) : nullptr;
   summary["peak_flops_per_s"] = peak.flops_per_s > 0 ? nlohmann::json(peak.flops_per_s) : nullptr;
   summary["model_flops_per_step"] = flops.model;
-  nlohmann::ordered_json stage_times;
-  times.write_into(stage_times);
+  nlohmann::ordered_json rank_times;
+  times.write_into(rank_times);
   // The memory measured at the end (above) is the run's: the windows' high-water marks are not
   // copied over it.
-  for (const auto& [key, value] : stage_times.items()) {
+  for (const auto& [key, value] : rank_times.items()) {
     if (!summary.contains(key)) summary[key] = value;
   }
   if (result.final_bits_per_char && result.unigram_entropy_bits) {
@@ -179,14 +180,15 @@ nlohmann::json make_summary(const config::Experiment& experiment, const Trainer&
     summary["final_eval_bleu"] = *result.final_bleu;
     summary["final_eval_chrf"] = *result.final_chrf;
   }
-  log::add_rank_named_keys(summary);
+  log::add_deprecated_stage_keys(summary);
   return summary;
 }
 
-// Collective: each stage's measured memory (replica 0's stages come first in world rank order).
+// Collective: each pipeline rank's measured memory (replica 0's ranks come first in world rank
+// order).
 // `tensor_peak`: this rank's high-water mark of tensor bytes.
-StageMemoryUse measure_memory(Trainer& trainer, const comm::Communicator& world,
-                              int64_t tensor_peak) {
+RankMemoryUse measure_memory(Trainer& trainer, const comm::Communicator& world,
+                             int64_t tensor_peak) {
   double stored = 0.0;  // each chunk's peak: their sum bounds the rank's
   for (int chunk = 0; chunk < trainer.num_chunks(); ++chunk) {
     stored += static_cast<double>(trainer.stage(chunk).peak_stored_bytes());
@@ -194,11 +196,11 @@ StageMemoryUse measure_memory(Trainer& trainer, const comm::Communicator& world,
   const double mine[3] = {stored, static_cast<double>(tensor_peak),
                           static_cast<double>(peak_rss_bytes())};
   const std::vector<double> all = world.allgatherv(std::span<const double>(mine, 3));
-  StageMemoryUse use;
-  for (int s = 0; s < trainer.topology().num_stages; ++s) {
-    use.activation_bytes.push_back(all[3 * static_cast<size_t>(s)]);
-    use.tensor_bytes.push_back(all[3 * static_cast<size_t>(s) + 1]);
-    use.rss_bytes.push_back(all[3 * static_cast<size_t>(s) + 2]);
+  RankMemoryUse use;
+  for (int r = 0; r < trainer.topology().num_pipeline_ranks; ++r) {
+    use.activation_bytes.push_back(all[3 * static_cast<size_t>(r)]);
+    use.tensor_bytes.push_back(all[3 * static_cast<size_t>(r) + 1]);
+    use.rss_bytes.push_back(all[3 * static_cast<size_t>(r) + 2]);
   }
   return use;
 }
@@ -210,7 +212,8 @@ MemoryLimitScope memory_limit(const config::Experiment& experiment, const comm::
   const auto ref = experiment.refs.find("pipeline.memory_limit");
   const std::string where =
       ref != experiment.refs.end() ? ref->second.location() : experiment.source;
-  return MemoryLimitScope(limit, fmt::format("rank {} (stage {})", world_rank, topo.stage),
+  return MemoryLimitScope(limit,
+                          fmt::format("rank {} (pipeline rank {})", world_rank, topo.pipeline_rank),
                           fmt::format("pipeline.memory_limit is {} ({})",
                                       format_bytes(static_cast<double>(limit), 2), where));
 }
@@ -299,7 +302,7 @@ class TrainingRun {
     spdlog::info(
         "{}: {}, {} parameters, {} x {}, {} of {}, {}", experiment_.source,
         counted(std::ssize(trainer_.plan().layers), "layer"), trainer_.plan().num_params(),
-        counted(topo.num_stages, "stage"), counted(topo.num_replicas, "replica"),
+        counted(topo.num_pipeline_ranks, "stage"), counted(topo.num_replicas, "replica"),
         counted(experiment_.pipeline.micro_batches, "micro-batch", "micro-batches"),
         experiment_.train.batch_size / topo.num_replicas / experiment_.pipeline.micro_batches,
         kernels::to_string(kernels_.precision()));
@@ -401,7 +404,7 @@ class TrainingRun {
     const double window_s = seconds_since(window_start_);
     const double samples_per_s = static_cast<double>(window_steps_ * train.batch_size) / window_s;
     train_loss_ = window_.mean();
-    const log::StageTimes stage_times = window_times_.per_stage(world_, trainer_.topology());
+    const log::RankTimes rank_times = window_times_.per_rank(world_, trainer_.topology());
     const log::FlopUtilization utilization =
         flop_utilization(step_flops_, peak_, static_cast<double>(window_steps_), window_s);
     // The summary's times leave out the first window (warm-up) when there are others.
@@ -412,7 +415,7 @@ class TrainingRun {
         dataset_.input_vocab() > 0 ? static_cast<double>(dataset_.input_shape().numel()) : 0.0;
     comm::agree(world_, [&] {
       if (!is_root_) return;
-      metrics_->train(done, train_loss_, report.lr, samples_per_s, nonfinite_.total(), stage_times,
+      metrics_->train(done, train_loss_, report.lr, samples_per_s, nonfinite_.total(), rank_times,
                       utilization);
       const log::ProgressRecord record{
           .step = done,
@@ -539,10 +542,10 @@ class TrainingRun {
                              !experiment_.data.tokenizer.empty());
       if (is_root_ && samples_text && options_.sample_length > 0) result.sample = sample_text();
     }
-    const StageMemoryUse use = measure_memory(trainer_, world_, tensor_peak);
-    const log::StageTimes stage_times =
+    const RankMemoryUse use = measure_memory(trainer_, world_, tensor_peak);
+    const log::RankTimes rank_times =
         (later_times_.steps() > 0 ? later_times_ : first_window_times_)
-            .per_stage(world_, trainer_.topology());
+            .per_rank(world_, trainer_.topology());
     comm::agree(world_, [&] {
       if (!is_root_) return;
       const EvalMeasures measures = eval_measures(dataset_, data::Split::kTest, eval);
@@ -552,7 +555,7 @@ class TrainingRun {
                      measures.bits_per_byte, measures.perplexity, result.final_bleu,
                      result.final_chrf);
       nlohmann::json summary = make_summary(experiment_, trainer_, result, step - first_step_,
-                                            wall_s, use, stage_times, step_flops_, peak_);
+                                            wall_s, use, rank_times, step_flops_, peak_);
       summary["partition_history"] = balance_.history();
       metrics_->write_summary(summary);
     });

@@ -8,9 +8,9 @@
 
 namespace mpipe::train {
 
-void check_virtual_stages(const config::Experiment& experiment, int num_stages) {
+void check_virtual_stages(const config::Experiment& experiment, int num_ranks) {
   const plan::PipelineConfig& pipe = experiment.pipeline;
-  if (auto problem = plan::schedule_shape_problem(pipe.schedule, num_stages, pipe.micro_batches,
+  if (auto problem = plan::schedule_shape_problem(pipe.schedule, num_ranks, pipe.micro_batches,
                                                   pipe.virtual_stages)) {
     const bool micro_batches =
         problem->setting == plan::ScheduleShapeProblem::Setting::kMicroBatches;

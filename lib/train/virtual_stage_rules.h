@@ -7,10 +7,10 @@
 namespace mpipe::train {
 
 // Throws InputError naming the key, in one line, when the schedule's shape does not suit K =
-// `num_stages` ranks (plan::schedule_shape_problem, the rule `mpipe schedule` applies):
-// "exp.yaml:4: pipeline.micro_batches: interleaved needs a multiple of the stages (2), got 3",
-// "exp.yaml: pipeline.virtual_stages: interleaved needs 2 or more chunks per rank, got 1; ...",
+// `num_ranks` ranks (plan::schedule_shape_problem, the rule `mpipe schedule` applies):
+// "exp.yaml:4: pipeline.micro_batches: interleaved needs a multiple of the pipeline ranks (2), got
+// 3", "exp.yaml: pipeline.virtual_stages: interleaved needs 2 or more chunks per rank, got 1; ...",
 // "...: 2 chunks per rank need the interleaved schedule, got 1f1b".
-void check_virtual_stages(const config::Experiment& experiment, int num_stages);
+void check_virtual_stages(const config::Experiment& experiment, int num_ranks);
 
 }  // namespace mpipe::train

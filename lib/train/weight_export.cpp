@@ -122,7 +122,7 @@ void stream_weights(Trainer& trainer, const config::Experiment& experiment,
     first_layer_of_stage[static_cast<size_t>(trainer.placement().stage_of(rank, chunk))] =
         static_cast<int>(all[i]);
   }
-  if (trainer.topology().stage == 0) {
+  if (trainer.topology().pipeline_rank == 0) {
     receive_weights(trainer, experiment, dataset, first_layer_of_stage, begin, sink);
   } else {
     send_weights(trainer);

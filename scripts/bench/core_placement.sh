@@ -94,7 +94,7 @@ run_k() {  # run_k NAME K PLACEMENT: one run into $work/NAME; prints its line of
 import glob, json, sys
 run, name, rate = sys.argv[1], sys.argv[2], float(sys.argv[3])
 summary = json.load(open(f"{run}/summary.json"))
-compute = summary.get("compute_ms_per_stage", [])
+compute = summary.get("compute_ms_per_rank", [])
 usage = sorted((json.load(open(p)) for p in glob.glob(f"{run}.usage/usage.*.json")),
                key=lambda u: u["rank"])
 spread = (max(compute) / min(compute) - 1) * 100 if compute else float("nan")

@@ -90,8 +90,8 @@ def train(blocks, k, extra, work, name):
 
 
 def tracked_key(summary):
-    """The allocator's high-water mark of tensor bytes per stage, where the build writes one."""
-    return "peak_tensor_bytes_per_stage" if "peak_tensor_bytes_per_stage" in summary else None
+    """The allocator's high-water mark of tensor bytes per rank, where the build writes one."""
+    return "peak_tensor_bytes_per_rank" if "peak_tensor_bytes_per_rank" in summary else None
 
 
 def main():
@@ -106,13 +106,13 @@ def main():
         # The runtime's own resident memory per rank (MPI, oneDNN, code, data): a run with one
         # block per stage, its measured peak RSS less the model's prediction.
         calib, _ = train(k, k, extra, work, f"calibrate-k{k}-{len(rows)}")
-        base = [m - q for m, q in zip(calib["peak_rss_bytes_per_stage"],
-                                      calib["predicted_peak_bytes_per_stage"])]
+        base = [m - q for m, q in zip(calib["peak_rss_bytes_per_rank"],
+                                      calib["predicted_peak_bytes_per_rank"])]
         summary, wall = train(blocks, k, extra, work, f"run-k{k}-{len(rows)}")
         tracked = tracked_key(summary)
         for s, stage in enumerate(p["stage_plans"]):
-            predicted = summary["predicted_peak_bytes_per_stage"][s]
-            rss = summary["peak_rss_bytes_per_stage"][s]
+            predicted = summary["predicted_peak_bytes_per_rank"][s]
+            rss = summary["peak_rss_bytes_per_rank"][s]
             rows.append({
                 "setting": label, "stages": k, "blocks": blocks, "recompute": p["recompute"],
                 "schedule": p["schedule"], "stage": s,

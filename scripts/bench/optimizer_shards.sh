@@ -49,7 +49,7 @@ for ((r = 1; r <= rounds; ++r)); do
       # The measured peak, and the plan's step (ms) for the run.
       read -r peak planned < <(python3 -c 'import json, sys
 s = json.load(open(sys.argv[1]))
-print(s["peak_tensor_bytes_per_stage"][0], 1000 * int(sys.argv[2]) / s["predicted_samples_per_s"])' \
+print(s["peak_tensor_bytes_per_rank"][0], 1000 * int(sys.argv[2]) / s["predicted_samples_per_s"])' \
         "$dir/summary.json" "$batch")
       echo "$d $sharded $r $(awk -v b="$batch" -v s="$samples" 'BEGIN { print 1000 * b / s }') $peak $planned" >>"$results"
       rm -rf "$dir"

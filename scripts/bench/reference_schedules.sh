@@ -104,7 +104,7 @@ d = sys.argv[1]
 s = json.load(open(f"{d}/summary.json"))
 rates = [r["samples_per_s"] for r in map(json.loads, open(f"{d}/metrics.jsonl")) if "samples_per_s" in r][1:]
 rate = len(rates) / sum(1 / r for r in rates)
-compute, waiting = s["compute_ms_per_stage"], s["waiting_ms_per_stage"]
+compute, waiting = s["compute_ms_per_rank"], s["waiting_ms_per_rank"]
 step = compute[0] + waiting[0]
 print(f"{rate:9.1f} {step:8.1f} {max(compute):8.1f} {step / max(compute):6.2f} {100 * s['bubble']:6.1f}%"
       f"  compute {' '.join(f'{c:.0f}' for c in compute)}")

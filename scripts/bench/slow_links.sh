@@ -151,7 +151,7 @@ for line in open(sys.argv[1]):
     cells.setdefault((name, rate, progress), []).append({
         "predicted": float(predicted),
         "step": 1e3 * float(batch) / float(sps),
-        "compute": s["compute_ms_per_stage"], "waiting": s["waiting_ms_per_stage"],
+        "compute": s["compute_ms_per_rank"], "waiting": s["waiting_ms_per_rank"],
         "mb": (int(sent1) + int(sent2)) / steps / 1e6,
         "softirq": int(softirq) / steps,
         # What the step must move over the busier link (the other carries its own meanwhile).

@@ -41,7 +41,7 @@ TEST(MemoryAccount, RestoringThePeakForgetsWhatWasAllocatedAndFreedSince) {
 
 TEST(MemoryAccount, AllocationOverTheLimitThrowsTheOneLineMessageAndCountsNothing) {
   MemoryAccount account;
-  account.set_limit(int64_t{1} << 30, "rank 1 (stage 1)",
+  account.set_limit(int64_t{1} << 30, "rank 1 (pipeline rank 1)",
                     "pipeline.memory_limit is 1.00 GiB (configs/x.yaml:12)");
   account.allocate(980 * kMiB + kMiB / 5);
   const MemoryActivity activity{.what = "backward", .layer = 7, .kind = "transformer_block"};
@@ -50,10 +50,11 @@ TEST(MemoryAccount, AllocationOverTheLimitThrowsTheOneLineMessageAndCountsNothin
     account.allocate(48 * kMiB);
     FAIL() << "no MemoryLimitExceeded";
   } catch (const MemoryLimitExceeded& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "rank 1 (stage 1): memory limit exceeded in layer 7 (transformer_block) backward: "
-              "asked 48.0 MiB with 980.2 MiB in use; pipeline.memory_limit is 1.00 GiB "
-              "(configs/x.yaml:12)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "rank 1 (pipeline rank 1): memory limit exceeded in layer 7 (transformer_block) backward: "
+        "asked 48.0 MiB with 980.2 MiB in use; pipeline.memory_limit is 1.00 GiB "
+        "(configs/x.yaml:12)");
   }
   EXPECT_EQ(account.live_bytes(), static_cast<int64_t>(980 * kMiB + kMiB / 5));
   EXPECT_EQ(account.peak_bytes(), static_cast<int64_t>(980 * kMiB + kMiB / 5));
@@ -62,14 +63,15 @@ TEST(MemoryAccount, AllocationOverTheLimitThrowsTheOneLineMessageAndCountsNothin
 
 TEST(MemoryAccount, MessageNamesThePartOfTheRunOutsideTheLayers) {
   MemoryAccount account;
-  account.set_limit(1000, "rank 0 (stage 0)", "pipeline.memory_limit is 1000 B (x.yaml:3)");
+  account.set_limit(1000, "rank 0 (pipeline rank 0)", "pipeline.memory_limit is 1000 B (x.yaml:3)");
   try {
     account.allocate(2000);
     FAIL() << "no MemoryLimitExceeded";
   } catch (const MemoryLimitExceeded& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "rank 0 (stage 0): memory limit exceeded outside any layer: asked 2.0 KiB with 0 B "
-              "in use; pipeline.memory_limit is 1000 B (x.yaml:3)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "rank 0 (pipeline rank 0): memory limit exceeded outside any layer: asked 2.0 KiB with 0 B "
+        "in use; pipeline.memory_limit is 1000 B (x.yaml:3)");
   }
   const MemoryActivity step = MemoryActivity::part("step 3 (outside the layers)");
   const MemoryActivityScope outer(step, account);
@@ -84,7 +86,7 @@ TEST(MemoryAccount, MessageNamesThePartOfTheRunOutsideTheLayers) {
 TEST(MemoryAccount, NoLimitOnceTheScopeEnds) {
   MemoryAccount account;
   {
-    const MemoryLimitScope limit(100, "rank 0 (stage 0)", "limit", account);
+    const MemoryLimitScope limit(100, "rank 0 (pipeline rank 0)", "limit", account);
     EXPECT_THROW(account.allocate(200), MemoryLimitExceeded);
   }
   account.allocate(200);
@@ -103,7 +105,8 @@ TEST(MemoryAccount, TensorStorageIsCountedUntilFreedAndStopsAtTheLimit) {
   }
   EXPECT_EQ(process.live_bytes(), before);
   process.reset_peak();
-  const MemoryLimitScope limit(before + static_cast<int64_t>(kMiB), "rank 0 (stage 0)", "limit");
+  const MemoryLimitScope limit(before + static_cast<int64_t>(kMiB), "rank 0 (pipeline rank 0)",
+                               "limit");
   EXPECT_THROW(Tensor(Shape({2 * 1024, 256})), MemoryLimitExceeded);
   EXPECT_EQ(process.live_bytes(), before);
   EXPECT_EQ(process.peak_bytes(), before);

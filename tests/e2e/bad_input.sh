@@ -92,7 +92,7 @@ rejected chunks_need_interleaved "--set pipeline.virtual_stages: 2 chunks per ra
 rejected zbv_chunks "--set pipeline.virtual_stages: zbv needs 2 chunks per rank (the V: chunk 0 of rank r is stage r, chunk 1 stage 2K-1-r), got 3" \
   "$mlp" --set pipeline.schedule=zbv --set pipeline.virtual_stages=3
 interleaved=(--set pipeline.schedule=interleaved --set pipeline.virtual_stages=2)
-rejected interleaved_micro_batches_train "--set pipeline.micro_batches: interleaved needs a multiple of the stages (2), got 1" \
+rejected interleaved_micro_batches_train "--set pipeline.micro_batches: interleaved needs a multiple of the pipeline ranks (2), got 1" \
   "$mlp" "${interleaved[@]}" --set pipeline.micro_batches=1
 rejected limit_size "--set pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
   "$mlp" --set pipeline.memory_limit=lots
@@ -170,7 +170,7 @@ parse_error bad_stages "--stages: Value 0 not in range 1 to 64 (\`mpipe schedule
 # The interleaved schedule's shape: M a multiple of K, v >= 2, and chunks only with it or zbv
 # (which needs exactly 2).
 parse_error interleaved_micro_batches \
-  "--micro-batches: interleaved needs a multiple of the stages (4), got 6 (\`mpipe schedule --help\` lists the options)" \
+  "--micro-batches: interleaved needs a multiple of the pipeline ranks (4), got 6 (\`mpipe schedule --help\` lists the options)" \
   schedule --schedule interleaved --stages 4 --virtual-stages 2 --micro-batches 6
 parse_error interleaved_one_chunk \
   "--virtual-stages: interleaved needs 2 or more chunks per rank, got 1; with one chunk per rank use 1f1b (\`mpipe schedule --help\` lists the options)" \

@@ -19,7 +19,7 @@ train 2 run "$config" --set train.steps=4 --set checkpoint.every=2 --set checkpo
 blocked=$WORK/run/checkpoints/step_00000006/stage_1.safetensors
 mkdir -p "$blocked/in_the_way"
 # Stage 1's rank finds it, and its line says so.
-fails blocked 1 "rank 1 (stage 1, host $(hostname)): $blocked: cannot rename into place: Is a directory" \
+fails blocked 1 "rank 1 (pipeline rank 1, host $(hostname)): $blocked: cannot rename into place: Is a directory" \
   "$config" --run-dir "$WORK/run" --set train.steps=8 --set checkpoint.every=2 \
   --set checkpoint.keep=1 --resume
 [[ -f "$WORK/run/checkpoints/step_00000004/meta.json" ]] || { echo "FAILED: good checkpoint lost"; exit 1; }

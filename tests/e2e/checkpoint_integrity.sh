@@ -79,7 +79,7 @@ fails resealed 2 "$ck/step_00000004/stage_0.safetensors: holds optimizer_steps 4
 cp "$WORK/good_meta" "$meta"
 
 tensor=$(edit nan "$meta" 1)  # the crc32s in meta.json made to match
-fails nan 2 "rank 1 (stage 1, host $(hostname)): $shard: tensor '$tensor' holds a non-finite value (nan) at index 0; $intact" \
+fails nan 2 "rank 1 (pipeline rank 1, host $(hostname)): $shard: tensor '$tensor' holds a non-finite value (nan) at index 0; $intact" \
   "${resume[@]}"
 cp "$WORK/good" "$shard"
 cp "$WORK/good_meta" "$meta"

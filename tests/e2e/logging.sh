@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# What a run logs and exports: log.level debug prints each stage's step time split into compute,
-# waiting, sending and allreduce; metrics.jsonl and summary.json hold each stage's compute,
+# What a run logs and exports: log.level debug prints each rank's step time split into compute,
+# waiting, sending and allreduce; metrics.jsonl and summary.json hold each rank's compute,
 # waiting, bubble and memory, and the MFU (the peak measured at start-up, or log.peak_flops);
-# summary.json puts measured memory next to the prediction, its lists per rank under "_per_rank"
-# names and their deprecated "_per_stage" ones; the logged train loss is the mean over the logging window;
+# summary.json puts measured memory next to the prediction; the lists per rank are under
+# "_per_rank" names, and their deprecated "_per_stage" ones beside them; the logged train loss is
+# the mean over the logging window;
 # train.steps 0 exports the initial weights (the same on any number of stages) and prints no train
 # loss; the start line counts in the singular; evaluations during training are printed; the
 # placement line says where the ranks run, and warns of a rank given fewer CPUs than threads.
@@ -12,9 +13,9 @@ source "$(dirname "$0")/lib.sh"
 config=$1
 
 train 2 debug "$config" --set log.level=debug --set train.steps=2
-for stage in 0 1; do
-  grep -qE "\[debug\] step 2 stage $stage replica 0: compute [0-9.]+ ms \| waiting [0-9.]+ ms \| sending [0-9.]+ ms \| allreduce [0-9.]+ ms \| step [0-9.]+ ms" \
-    "$WORK/debug.log" || { cat "$WORK/debug.log"; echo "FAILED: debug timings of stage $stage"; exit 1; }
+for rank in 0 1; do
+  grep -qE "\[debug\] step 2 pipeline rank $rank replica 0: compute [0-9.]+ ms \| waiting [0-9.]+ ms \| sending [0-9.]+ ms \| allreduce [0-9.]+ ms \| step [0-9.]+ ms" \
+    "$WORK/debug.log" || { cat "$WORK/debug.log"; echo "FAILED: debug timings of pipeline rank $rank"; exit 1; }
 done
 
 # The placement line: these ranks are not bound (lib.sh: --bind-to none).
@@ -32,32 +33,33 @@ grep -qE "\[info\] placement: 2 ranks on 1 host \(.+\), 2 OpenMP threads each, C
 /usr/bin/python3 - "$WORK/debug/summary.json" <<'PY' || { echo "FAILED: summary memory"; exit 1; }
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert s["predicted_kept_activation_bytes_per_stage"] == s["peak_activation_bytes_per_stage"], s
-assert len(s["peak_rss_bytes_per_stage"]) == 2 and min(s["peak_rss_bytes_per_stage"]) > 0, s
-assert len(s["predicted_peak_bytes_per_stage"]) == 2 and s["predicted_samples_per_s"] > 0, s
-# Each list of one number per rank under its rank name, and its deprecated "_per_stage" one.
-old = [k for k in s if k.endswith("_per_stage")]
-assert len(old) == 10, old
-for key in old:
-    assert s[key[:-len("_per_stage")] + "_per_rank"] == s[key], key
+assert s["predicted_kept_activation_bytes_per_rank"] == s["peak_activation_bytes_per_rank"], s
+assert len(s["peak_rss_bytes_per_rank"]) == 2 and min(s["peak_rss_bytes_per_rank"]) > 0, s
+assert len(s["predicted_peak_bytes_per_rank"]) == 2 and s["predicted_samples_per_s"] > 0, s
+# Each list of one number per rank also under its deprecated "_per_stage" name.
+new = [k for k in s if k.endswith("_per_rank")]
+assert len(new) == 10, new
+for key in new:
+    assert s[key[:-len("_per_rank")] + "_per_stage"] == s[key], key
 PY
 
 # (every1 measures the peak at start-up, whatever CONFIG gives: the fixtures give one.)
 train 2 every1 "$config" --set train.steps=4 --set log.every=1 --set log.peak_flops=measured
 train 2 every4 "$config" --set train.steps=4 --set log.every=4
-# Each train record and the summary: every stage's compute and waiting per step and its bubble.
-/usr/bin/python3 - "$WORK/every1" <<'PY' || { echo "FAILED: stage times"; exit 1; }
+# Each train record and the summary: every rank's compute and waiting per step and its bubble.
+/usr/bin/python3 - "$WORK/every1" <<'PY' || { echo "FAILED: rank times"; exit 1; }
 import json, sys
 records = [r for r in map(json.loads, open(sys.argv[1] + "/metrics.jsonl")) if "lr" in r]
 summary = json.load(open(sys.argv[1] + "/summary.json"))
 assert len(records) == 4, records
 for r in records + [summary]:
-    compute, waiting, bubble = r["compute_ms_per_stage"], r["waiting_ms_per_stage"], r["bubble_per_stage"]
+    compute, waiting, bubble = r["compute_ms_per_rank"], r["waiting_ms_per_rank"], r["bubble_per_rank"]
     assert len(compute) == len(waiting) == len(bubble) == 2, r
     assert all(c > 0 for c in compute) and all(w >= 0 for w in waiting), r
     assert all(0 <= b < 1 for b in bubble), r
     assert abs(r["bubble"] - sum(bubble) / 2) < 1e-12, r
-    assert len(r["peak_tensor_bytes_per_stage"]) == 2 and min(r["peak_tensor_bytes_per_stage"]) > 0, r
+    assert len(r["peak_tensor_bytes_per_rank"]) == 2 and min(r["peak_tensor_bytes_per_rank"]) > 0, r
+    assert all(r[k[:-len("_per_rank")] + "_per_stage"] == r[k] for k in r if k.endswith("_per_rank")), r
 PY
 # The MFU: the peak measured at start-up and printed; with log.peak_flops, each window's MFU is its
 # samples/s over the batch times the model's FLOPs per step over the ranks' peak.
@@ -118,5 +120,5 @@ train 1 step1 "$config" --set train.steps=1
 ! "$MPIPE" compare "$WORK/init1.safetensors" "$WORK/step1.safetensors" > /dev/null ||
   { echo "FAILED: steps 0 exported trained weights"; exit 1; }
 [[ ! -e "$WORK/init1/checkpoints" ]] || { echo "FAILED: steps 0 wrote a checkpoint"; exit 1; }
-echo "logging: debug timings per stage, window-mean loss, steps 0 exports the initial weights," \
+echo "logging: debug timings per rank, window-mean loss, steps 0 exports the initial weights," \
   "evaluations printed"

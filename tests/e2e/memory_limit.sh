@@ -31,7 +31,7 @@ awk -v t="$took" -v m="$((2 * sigkill_timeout + slack))" 'BEGIN { exit !(t <= m)
 ! grep -q "waiting up to" "$WORK/run.out" || { echo "FAILED: a rank says it waits on"; exit 1; }
 grep -qE "^\[[^]]+\] \[rank 0/2\] \[warning\] watchdog: .*: SIGTERM while waiting [0-9.]+ s for .*; the job is ending \(SIGKILL follows\)$" \
   "$WORK/run.out" || { echo "FAILED: no warning that the job is ending"; exit 1; }
-message="rank 1 (stage 1): memory limit exceeded in the weight export: asked 1.0 MiB \
+message="rank 1 (pipeline rank 1): memory limit exceeded in the weight export: asked 1.0 MiB \
 with 4.2 MiB in use; pipeline.memory_limit is 4.75 MiB ($config:$line)"
 [[ $(grep -c "\[error\]" "$WORK/run.out") -eq 1 ]] || { echo "FAILED: not one error line"; exit 1; }
 grep -qF "[error] $message" "$WORK/run.out" ||

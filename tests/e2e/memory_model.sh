@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The memory model against the allocator: trains each CONFIG on 2 stages for both schedules and
 # every recompute mode and checks that the predicted peak of every stage
-# (predicted_peak_bytes_per_stage) is within 10% of the measured high-water mark of tensor bytes
-# (peak_tensor_bytes_per_stage) in summary.json, printing the table.
+# (predicted_peak_bytes_per_rank) is within 10% of the measured high-water mark of tensor bytes
+# (peak_tensor_bytes_per_rank) in summary.json, printing the table.
 # Every mode runs with weight_grads: auto (batched under gpipe and never); always and never also
 # with the other weight-gradient choice.
 # The suite runs a third of each config's 12 (schedule, mode) pairs, taken in turn so that each
@@ -34,7 +34,7 @@ for config in "$@"; do
 import json, sys
 summary = json.load(open(sys.argv[1]))
 ok = True
-pairs = zip(summary["predicted_peak_bytes_per_stage"], summary["peak_tensor_bytes_per_stage"])
+pairs = zip(summary["predicted_peak_bytes_per_rank"], summary["peak_tensor_bytes_per_rank"])
 for stage, (predicted, measured) in enumerate(pairs):
     error = (predicted - measured) / measured
     ok &= abs(error) <= 0.10

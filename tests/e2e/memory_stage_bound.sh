@@ -3,8 +3,8 @@
 # stages, every recompute mode, with mpipe's allocator setting and with glibc's mmap threshold
 # lowered to 64 KiB (what scripts/bench/largest_model.sh runs with: every tensor of 64 KiB or more
 # is then mapped, and the memory account counts its whole pages), the predicted peak of every
-# stage (predicted_peak_bytes_per_stage) is never below the measured high-water mark of tracked
-# tensor bytes (peak_tensor_bytes_per_stage) and at most 3% above it. A longer run (20 steps,
+# stage (predicted_peak_bytes_per_rank) is never below the measured high-water mark of tracked
+# tensor bytes (peak_tensor_bytes_per_rank) and at most 3% above it. A longer run (20 steps,
 # evaluations and checkpoints between them) holds to the same bound: its middle stages meet the
 # moment a short run seldom does, two sends in flight during a backward (issue 18, item 4).
 # The same CONFIG under the gpipe schedule, under zb_h1 at M = 4, and interleaved and zbv with 2
@@ -78,7 +78,7 @@ for allocator in "${modes[@]}"; do
 import json, sys
 summary = json.load(open(sys.argv[1]))
 ok = True
-pairs = zip(summary["predicted_peak_bytes_per_stage"], summary["peak_tensor_bytes_per_stage"])
+pairs = zip(summary["predicted_peak_bytes_per_rank"], summary["peak_tensor_bytes_per_rank"])
 for stage, (predicted, measured) in enumerate(pairs):
     error = (predicted - measured) / measured
     good = 0.0 <= error <= 0.03
@@ -86,10 +86,10 @@ for stage, (predicted, measured) in enumerate(pairs):
     print(f"{sys.argv[2]:10s} {sys.argv[3]:11s} {stage:5d} {predicted:12.0f} {measured:12.0f} "
           f"{100 * error:+6.2f}%{'' if good else '  FAILED'}")
 # The bytes each rank sent per step, counted by its link, are the plan's (the live sets' bytes).
-sent = summary["sent_bytes_per_step_per_stage"]
-if sent != summary["predicted_sent_bytes_per_step_per_stage"]:
+sent = summary["sent_bytes_per_step_per_rank"]
+if sent != summary["predicted_sent_bytes_per_step_per_rank"]:
     print(f"FAILED: sent {sent} bytes per step per stage, the plan says "
-          f"{summary['predicted_sent_bytes_per_step_per_stage']}")
+          f"{summary['predicted_sent_bytes_per_step_per_rank']}")
     ok = False
 sys.exit(0 if ok else 1)
 PY

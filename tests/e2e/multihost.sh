@@ -53,7 +53,7 @@ timeout 120 mpirun --oversubscribe --bind-to none --mca btl tcp,self \
 cat "$WORK/lost_shard.out"
 [[ $status -eq 2 && $(grep -c "\[error\]" "$WORK/lost_shard.out") -eq 1 ]] ||
   { echo "FAILED: lost_shard: exit status $status, or not one error line"; exit 1; }
-grep -qE "^\[[^]]*\] \[rank 0/2\] \[error\] rank 1 \(stage 1, host $(hostname)\): run/checkpoints/step_00000004/[^ ]+: missing" \
+grep -qE "^\[[^]]*\] \[rank 0/2\] \[error\] rank 1 \(pipeline rank 1, host $(hostname)\): run/checkpoints/step_00000004/[^ ]+: missing" \
   "$WORK/lost_shard.out" || { echo "FAILED: lost_shard: the line names no rank 1 and host"; exit 1; }
 
 layout=(--set pipeline.stages=2 --set pipeline.data_parallel=2)

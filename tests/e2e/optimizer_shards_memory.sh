@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ZeRO-1's memory (optimizer.shard_across_replicas): CONFIG (optimizer state well above the
 # activations) at K = 1 on D = 2 and 4 replicas, sharded and not, a checkpoint saved after every
-# step. Every run's measured peak of tensor bytes (peak_tensor_bytes_per_stage in summary.json,
-# the largest of the replicas') is within 1% of its plan's (predicted_peak_bytes_per_stage), and
+# step. Every run's measured peak of tensor bytes (peak_tensor_bytes_per_rank in summary.json,
+# the largest of the replicas') is within 1% of its plan's (predicted_peak_bytes_per_rank), and
 # sharding lowers the measured peak by the plan's saving, (D-1)/D of the optimizer state (the last
 # replica's shard rounded up to 16 floats), within 1% of it: a save gathers one tensor at a time.
 # Usage: optimizer_shards_memory.sh CONFIG
@@ -20,15 +20,15 @@ import json, sys
 runs = {name: json.load(open(path)) for name, path in zip(("whole", "sharded"), sys.argv[1:3])}
 ok = True
 for name, summary in runs.items():
-    predicted = summary["predicted_peak_bytes_per_stage"][0]
-    measured = summary["peak_tensor_bytes_per_stage"][0]
+    predicted = summary["predicted_peak_bytes_per_rank"][0]
+    measured = summary["peak_tensor_bytes_per_rank"][0]
     error = (predicted - measured) / measured
     ok &= abs(error) <= 0.01
     print(f"{sys.argv[3]:>2} {name:9s} {predicted:12.0f} {measured:12.0f} {100 * error:+6.2f}%"
           f"{'' if abs(error) <= 0.01 else '  FAILED'}")
 saving = {kind: runs["whole"][key][0] - runs["sharded"][key][0]
-          for kind, key in (("predicted", "predicted_peak_bytes_per_stage"),
-                            ("measured", "peak_tensor_bytes_per_stage"))}
+          for kind, key in (("predicted", "predicted_peak_bytes_per_rank"),
+                            ("measured", "peak_tensor_bytes_per_rank"))}
 error = (saving["measured"] - saving["predicted"]) / max(saving["predicted"], 1.0)
 good = saving["predicted"] > 0 and abs(error) <= 0.01
 ok &= good

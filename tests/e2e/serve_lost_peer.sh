@@ -9,7 +9,7 @@ source "$(dirname "$0")/serve_lib.sh"
 config=$1
 stopped=
 trap '[[ -z "$stopped" ]] || kill -KILL "$stopped" 2>/dev/null; [[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
-pattern='^\[[^]]*\] \[rank 0/2\] \[error\] watchdog: step [0-9]+: ([a-z ]+: )?waited [0-9.]+ s for .*rank 1 \(stage 1, host [^)]+\),? (which )?does not answer; ending the job$'
+pattern='^\[[^]]*\] \[rank 0/2\] \[error\] watchdog: step [0-9]+: ([a-z ]+: )?waited [0-9.]+ s for .*rank 1 \(pipeline rank 1, host [^)]+\),? (which )?does not answer; ending the job$'
 
 # A checkpoint's or evaluation's waits have comm.startup_timeout: rank 1 may stop in one.
 submit "$config" --name lost --set train.steps=100000000 --set checkpoint.every=5 \

@@ -10,7 +10,7 @@ source "$(dirname "$0")/serve_lib.sh"
 big=$1
 other=$2
 line=$(grep -n "memory_limit:" "$big" | cut -d: -f1)
-message="rank 1 (stage 1): memory limit exceeded in the weight export: asked 1.0 MiB \
+message="rank 1 (pipeline rank 1): memory limit exceeded in the weight export: asked 1.0 MiB \
 with 4.2 MiB in use; pipeline.memory_limit is 4.75 MiB ($SPOOL/runs/big/experiment.yaml:$line)"
 
 submit "$big" --name big

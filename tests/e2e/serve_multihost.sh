@@ -49,7 +49,7 @@ serve "$WORK/big.log"
   { ls -R "$WORK/host0/spool/runs" "$WORK/host1/spool/runs"; echo "FAILED: big: notes"; exit 1; }
 serve "$WORK/after.log"
 ((status == 0)) || { cat "$WORK/after.log"; echo "FAILED: daemon after big"; exit 1; }
-grep -q "\[error\] big: failed: rank 1 (stage 1): memory limit exceeded" "$WORK/after.log" &&
+grep -q "\[error\] big: failed: rank 1 (pipeline rank 1): memory limit exceeded" "$WORK/after.log" &&
   grep -q "after: done at step 3" "$WORK/after.log" && ! grep -q "big: starting" "$WORK/after.log" ||
   { cat "$WORK/after.log"; echo "FAILED: big not recorded as failed, or after not run"; exit 1; }
 [[ ! -e $WORK/host1/spool/runs/big/failure.json ]] || { echo "FAILED: rank 1's note left"; exit 1; }

@@ -12,7 +12,7 @@ train 2 tb "$config" --set train.steps=6 --set log.every=2 --set train.eval_ever
   --set log.tensorboard=true
 "$check" "$WORK/tb" > "$WORK/tb.check" || { cat "$WORK/tb.check"; exit 1; }
 for tag in train/loss train/lr train/samples_per_s train/bubble train/mfu \
-  train/peak_tensor_bytes_per_stage/1 eval/test/loss eval/test/accuracy; do
+  train/peak_tensor_bytes_per_rank/1 eval/test/loss eval/test/accuracy; do
   grep -qE " $tag( |$)" "$WORK/tb.check" || { cat "$WORK/tb.check"; echo "FAILED: no $tag"; exit 1; }
 done
 cat "$WORK/tb.check"

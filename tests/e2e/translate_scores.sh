@@ -79,7 +79,7 @@ done
 # holds an evaluation micro-batch's rows at most, and no rank holds the whole model (which, with
 # its decoding of 32 rows, took rank 0 past this limit when rank 0 decoded alone).
 limit=$(python3 -c 'import json, sys
-print(int(max(json.load(open(sys.argv[1]))["predicted_peak_bytes_per_stage"]) * 1.02))' \
+print(int(max(json.load(open(sys.argv[1]))["predicted_peak_bytes_per_rank"]) * 1.02))' \
   "$WORK/k2/summary.json")
 train 2 limit "$config" "${run[@]}" --set pipeline.stages=2 --set pipeline.memory_limit="$limit"
 scores limit > "$WORK/limit.scores" || { echo "FAILED: limit: no bleu or chrf"; exit 1; }

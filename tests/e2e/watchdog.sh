@@ -91,19 +91,19 @@ expect() {
 
 # A lost peer: rank 0 gives up after comm.timeout (3 s), asks who is there (1 s), and aborts.
 hang stop none --set comm.timeout=3s
-expect stop '\[rank 0/2\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 1 \(stage 1, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 3)"
+expect stop '\[rank 0/2\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 1 \(pipeline rank 1, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 3)"
 [[ $status -eq 3 ]] || { echo "FAILED: stop: exit status $status, not 3 (the watchdog's)"; exit 1; }
 stop_took=$took
 
 # A stop request while a wait hangs: no checkpoint is possible, the job ends after the grace.
 hang preempted USR1 --set comm.timeout=10s --set comm.stop_grace=1s
-expect preempted '\[rank 0/2\] \[error\] watchdog: step [0-9]+: stop requested, but still waiting after [0-9.]+ s for .*rank 1 \(stage 1, host [^)]+\),? (which )?does not answer; cannot checkpoint; ending the job$' "$(bound 1.5)"
+expect preempted '\[rank 0/2\] \[error\] watchdog: step [0-9]+: stop requested, but still waiting after [0-9.]+ s for .*rank 1 \(pipeline rank 1, host [^)]+\),? (which )?does not answer; cannot checkpoint; ending the job$' "$(bound 1.5)"
 preempted_took=$took
 
 # mpirun's teardown resumes the stopped rank (SIGCONT) 10 s before it kills it: that rank's own
 # wait expires meanwhile, but its peers gave up on it, so it leaves the job's one line to them.
 OMPI_MCA_odls_base_sigkill_timeout=10 hang resumed none --set comm.timeout=3s
-expect resumed '\[rank 0/2\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 1 \(stage 1, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 3 10)"
+expect resumed '\[rank 0/2\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 1 \(pipeline rank 1, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 3 10)"
 
 # A peer lost in a checkpoint: a checkpoint's waits, once one checkpoint was measured, get the
 # larger of comm.timeout and 20 times the slowest checkpoint so far (before: comm.startup_timeout,
@@ -122,14 +122,14 @@ last=$(tail -n 1 "$WORK/checkpoint/metrics.jsonl" | grep -o '"step":[0-9]*' | cu
 cat "$WORK/checkpoint.log"
 [[ -z "$stopped" ]] || kill -KILL "$stopped" 2>/dev/null || true
 stopped=
-expect checkpoint '\[rank 0/2\] \[error\] watchdog: step 6: checkpoint: waited [0-9.]+ s for .*rank 1 \(stage 1, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 30)"
+expect checkpoint '\[rank 0/2\] \[error\] watchdog: step 6: checkpoint: waited [0-9.]+ s for .*rank 1 \(pipeline rank 1, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 30)"
 [[ $status -eq 3 ]] || { echo "FAILED: checkpoint: exit status $status, not 3"; exit 1; }
 checkpoint_took=$took
 
 # 4 stages, stage 1 stopped: ranks 0 and 2 wait for it, rank 3 for rank 2; one line in all.
 ranks=4
 hang four none --set comm.timeout=3s --set pipeline.stages=4
-expect four '\[rank [0-3]/4\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 1 \(stage 1, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 3)"
+expect four '\[rank [0-3]/4\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 1 \(pipeline rank 1, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 3)"
 
 # A stop request in the warm-up steps while stage 3 is stopped: ranks 0-2 hang in waits without a
 # grace; one warning that the stop waits, then comm.startup_timeout ends the job with one line.
@@ -144,7 +144,7 @@ for try in 1 2 3; do
   [[ -n $step && $step -gt 3 ]] || break
   echo "warmup: try $try: the SIGSTOP landed in step $step, past the warm-up; trying again"
 done
-expect "warmup$try" '\[rank [0-2]/4\] \[error\] watchdog: step [1-3]: waited 10\.[0-9] s for .*rank 3 \(stage 3, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 10)"
+expect "warmup$try" '\[rank [0-2]/4\] \[error\] watchdog: step [1-3]: waited 10\.[0-9] s for .*rank 3 \(pipeline rank 3, host [^)]+\),? (which )?does not answer; ending the job$' "$(bound 10)"
 [[ $(grep -c "stop requested while waiting" "$WORK/warmup$try.log") -eq 1 ]] ||
   { echo "FAILED: warmup: not one warning that the stop waits"; exit 1; }
 

@@ -56,7 +56,7 @@ TEST(MetricsWriter, ARegressionsEvaluationHasNoAccuracyKey) {
             std::vector<std::string>{R"({"step":10,"split":"test","loss":7.75})"});
 }
 
-TEST(MetricsWriter, TrainRecordsCarryEachStagesComputeWaitingBubbleMemoryAndTheMfu) {
+TEST(MetricsWriter, TrainRecordsCarryEachRanksComputeWaitingBubbleMemoryAndTheMfu) {
   testing::TempDir dir;
   MetricsWriter writer(dir.file("run"));
   writer.train(10, 0.5, 1e-3, 100.0, 0,
@@ -68,50 +68,55 @@ TEST(MetricsWriter, TrainRecordsCarryEachStagesComputeWaitingBubbleMemoryAndTheM
   writer.train(20, 0.5, 1e-3, 100.0);  // unknown MFU: not written
   const std::vector<std::string> lines = read_lines(writer.metrics_path());
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_EQ(lines[0], R"({"step":10,"loss":0.5,"lr":0.001,"samples_per_s":100.0,)"
-                      R"("compute_ms_per_stage":[3.0,2.5],"waiting_ms_per_stage":[1.0,1.5],)"
-                      R"("bubble_per_stage":[0.25,0.5],"bubble":0.375,)"
-                      R"("peak_tensor_bytes_per_stage":[1024.0,2048.0],"mfu":0.125,"hfu":0.25})");
+  EXPECT_EQ(lines[0],
+            R"({"step":10,"loss":0.5,"lr":0.001,"samples_per_s":100.0,)"
+            R"("compute_ms_per_rank":[3.0,2.5],"waiting_ms_per_rank":[1.0,1.5],)"
+            R"("bubble_per_rank":[0.25,0.5],"bubble":0.375,)"
+            R"("peak_tensor_bytes_per_rank":[1024.0,2048.0],"mfu":0.125,"hfu":0.25,)"
+            R"("compute_ms_per_stage":[3.0,2.5],"waiting_ms_per_stage":[1.0,1.5],)"
+            R"("bubble_per_stage":[0.25,0.5],"peak_tensor_bytes_per_stage":[1024.0,2048.0]})");
   EXPECT_EQ(lines[1], R"({"step":20,"loss":0.5,"lr":0.001,"samples_per_s":100.0})");
 }
 
-TEST(RankNamedKeys, EveryPerStageListOfTheSummaryAlsoHasItsRankName) {
+TEST(DeprecatedStageKeys, EveryPerRankListOfTheSummaryAlsoHasItsOldName) {
   nlohmann::json summary = {{"steps", 4},
                             {"stages", 2},
-                            {"bubble_per_stage", {0.25, 0.5}},
-                            {"peak_rss_bytes_per_stage", {10.0, 20.0}},
-                            {"predicted_sent_bytes_per_step_per_stage", {64.0, 32.0}}};
+                            {"bubble_per_rank", {0.25, 0.5}},
+                            {"peak_rss_bytes_per_rank", {10.0, 20.0}},
+                            {"predicted_sent_bytes_per_step_per_rank", {64.0, 32.0}}};
   nlohmann::json expected = summary;
-  expected["bubble_per_rank"] = {0.25, 0.5};
-  expected["peak_rss_bytes_per_rank"] = {10.0, 20.0};
-  expected["predicted_sent_bytes_per_step_per_rank"] = {64.0, 32.0};
-  add_rank_named_keys(summary);
-  EXPECT_EQ(summary, expected);  // the old names kept (deprecated), nothing else renamed
+  expected["bubble_per_stage"] = {0.25, 0.5};
+  expected["peak_rss_bytes_per_stage"] = {10.0, 20.0};
+  expected["predicted_sent_bytes_per_step_per_stage"] = {64.0, 32.0};
+  add_deprecated_stage_keys(summary);
+  EXPECT_EQ(summary, expected);  // the new names kept, nothing else renamed
 }
 
-TEST(RankNamedKeys, ListsTheSummaryOfARunHasAllGetTheirRankName) {
+TEST(DeprecatedStageKeys, ListsTheSummaryOfARunHasAllGetTheirOldName) {
   nlohmann::ordered_json record;
-  StageTimes{.compute_ms = {3.0},
-             .waiting_ms = {1.0},
-             .bubble = {0.25},
-             .peak_tensor_bytes = {1024.0},
-             .sent_bytes = {64.0}}
+  RankTimes{.compute_ms = {3.0},
+            .waiting_ms = {1.0},
+            .bubble = {0.25},
+            .peak_tensor_bytes = {1024.0},
+            .sent_bytes = {64.0}}
       .write_into(record);
   nlohmann::json summary(record);
   for (const char* key :
-       {"peak_activation_bytes_per_stage", "predicted_kept_activation_bytes_per_stage",
-        "peak_rss_bytes_per_stage", "predicted_peak_bytes_per_stage",
-        "predicted_sent_bytes_per_step_per_stage"}) {
+       {"peak_activation_bytes_per_rank", "predicted_kept_activation_bytes_per_rank",
+        "peak_rss_bytes_per_rank", "predicted_peak_bytes_per_rank",
+        "predicted_sent_bytes_per_step_per_rank"}) {
     summary[key] = {1.0};
   }
-  add_rank_named_keys(summary);
+  add_deprecated_stage_keys(summary);
+  int renamed_lists = 0;
   for (const auto& [key, value] : summary.items()) {
-    const std::string old = "_per_stage";
-    if (!key.ends_with(old)) continue;
-    const std::string renamed = key.substr(0, key.size() - old.size()) + "_per_rank";
-    EXPECT_TRUE(summary.contains(renamed)) << renamed;
-    EXPECT_EQ(summary.value(renamed, nlohmann::json()), value) << renamed;
+    const std::string rank = "_per_rank";
+    if (!key.ends_with(rank)) continue;
+    const std::string old = key.substr(0, key.size() - rank.size()) + "_per_stage";
+    EXPECT_EQ(summary.value(old, nlohmann::json()), value) << old;
+    ++renamed_lists;
   }
+  EXPECT_EQ(renamed_lists, 10);
 }
 
 TEST(MetricsWriter, TracesReplaceTraceJson) {

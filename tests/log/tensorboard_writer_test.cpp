@@ -59,8 +59,9 @@ TEST(TensorBoardWriter, EventFileReadsBackWithGoodCrcsAndTheMetricsValues) {
   EXPECT_EQ(scalars.at("train/lr"), 1e-3f);
   EXPECT_EQ(scalars.at("train/samples_per_s"), 1234.5f);
   EXPECT_EQ(scalars.at("train/bubble"), 0.375f);
-  EXPECT_EQ(scalars.at("train/bubble_per_stage/1"), 0.5f);
-  EXPECT_EQ(scalars.at("train/peak_tensor_bytes_per_stage/1"), 3.0e9f);
+  EXPECT_EQ(scalars.at("train/bubble_per_rank/1"), 0.5f);
+  EXPECT_EQ(scalars.at("train/peak_tensor_bytes_per_rank/1"), 3.0e9f);
+  EXPECT_EQ(scalars.at("train/bubble_per_stage/1"), 0.5f);  // the deprecated name, for now
   EXPECT_EQ(scalars.at("train/mfu"), 0.125f);
   std::map<std::string, float> eval;
   for (const auto& value : file.events[2].summary().value())

@@ -93,7 +93,6 @@ TEST(ChromeTrace, OneProcessPerRankWithAComputeAndACommunicationTrack) {
   std::vector<RankTimeline> ranks(2);
   ranks[0].events = {{TraceKind::kForward, 0, 6, 10.0, 10.002}};
   ranks[1] = {.world_rank = 1,
-              .stage = 1,
               .replica = 0,
               .clock_offset_s = -0.5,
               .clock_uncertainty_s = 1e-6,
@@ -131,7 +130,6 @@ TEST(ChromeTrace, EventsOfARankWithChunksNameTheirChunkAndGlobalStage) {
   // Rank 1 of K = 4 under interleaved v = 2 holds stages 1 and 5: its two F3 are two ops.
   std::vector<RankTimeline> ranks(1);
   ranks[0] = {.world_rank = 1,
-              .stage = 1,
               .replica = 0,
               .clock_offset_s = 0.0,
               .clock_uncertainty_s = 0.0,
@@ -163,7 +161,6 @@ TEST(ChromeTrace, EventsOfARankWithChunksNameTheirChunkAndGlobalStage) {
 TEST(ChromeTrace, EventsOfARankWithOneStageKeepTheirShortNames) {
   std::vector<RankTimeline> ranks(1);
   ranks[0] = {.world_rank = 2,
-              .stage = 2,
               .replica = 0,
               .clock_offset_s = 0.0,
               .clock_uncertainty_s = 0.0,

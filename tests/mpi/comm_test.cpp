@@ -172,9 +172,9 @@ TEST(Communicator, MpiErrorsBecomeExceptionsNamingTheCall) {
 
 TEST(Topology, ConsecutiveRanksFormOnePipeline) {
   const Topology t = make_topology(5, 8, 4, 2);
-  EXPECT_EQ(t.stage, 1);
+  EXPECT_EQ(t.pipeline_rank, 1);
   EXPECT_EQ(t.replica, 1);
-  EXPECT_EQ(t.num_stages, 4);
+  EXPECT_EQ(t.num_pipeline_ranks, 4);
   EXPECT_EQ(t.num_replicas, 2);
 }
 
@@ -196,9 +196,9 @@ TEST(Topology, SplitWorldGivesPipelineAndDataParallelGroups) {
   const Groups groups = split_world(world, topology);
   ASSERT_EQ(groups.pipeline.size(), 2);
   ASSERT_EQ(groups.data_parallel.size(), 2);
-  EXPECT_EQ(groups.pipeline.rank(), topology.stage);
+  EXPECT_EQ(groups.pipeline.rank(), topology.pipeline_rank);
   EXPECT_EQ(groups.data_parallel.rank(), topology.replica);
-  // Pipeline group of replica r holds world ranks 2r, 2r+1; data-parallel group of stage s
+  // Pipeline group of replica r holds world ranks 2r, 2r+1; data-parallel group of pipeline rank s
   // holds world ranks s, s+2.
   const std::vector<double> pipeline_members =
       groups.pipeline.allgatherv(std::vector<double>{double(world.rank())});
@@ -207,7 +207,7 @@ TEST(Topology, SplitWorldGivesPipelineAndDataParallelGroups) {
   const std::vector<double> data_parallel_members =
       groups.data_parallel.allgatherv(std::vector<double>{double(world.rank())});
   EXPECT_EQ(data_parallel_members,
-            (std::vector<double>{double(topology.stage), topology.stage + 2.0}));
+            (std::vector<double>{double(topology.pipeline_rank), topology.pipeline_rank + 2.0}));
 }
 
 TEST(Agree, EveryRankThrowsTheLowestFailingRanksMessage) {

@@ -318,11 +318,12 @@ TEST(Watchdog, SplitGroupsShareItAndMessagesNameTheStage) {
   WatchedWorld w(deadlines(world_rank() == 0 ? 0.3 : 30.0));
   const Groups groups = split_world(w.world, make_topology(w.world.rank(), 4, 2, 2));
   EXPECT_EQ(groups.pipeline.watchdog(), &w.watchdog);
-  EXPECT_EQ(w.watchdog.describe_rank(3), "rank 3 (stage 1, replica 1, host h3)");
+  EXPECT_EQ(w.watchdog.describe_rank(3), "rank 3 (pipeline rank 1, replica 1, host h3)");
   if (w.world.rank() == 0) {
     EXPECT_EQ(timeout_message([&] { groups.data_parallel.barrier(); }),
-              "watchdog: start-up: waited S s for a barrier over the data-parallel group of stage "
-              "0 (2 ranks); rank 2 (stage 0, replica 1, host h2) does not answer; ending the job");
+              "watchdog: start-up: waited S s for a barrier over the data-parallel group of "
+              "pipeline rank 0 (2 ranks); rank 2 (pipeline rank 0, replica 1, host h2) does not "
+              "answer; ending the job");
     w.watchdog.configure(deadlines(30.0));
   } else if (w.world.rank() == 2) {
     std::this_thread::sleep_for(2500ms);

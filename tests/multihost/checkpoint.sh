@@ -32,7 +32,7 @@ on_hosts h1:1 h2:1 -- train "$config" --run-dir "$LOCAL/ck" --set train.steps=4 
 cat "$WORK/apart.log"
 [[ $status -eq 2 && $(grep -c "\[error\]" "$WORK/apart.log") -eq 1 ]] ||
   { echo "FAILED: apart: exit status $status, or not one error line"; exit 1; }
-grep -qE "\[rank 0/2\] \[error\] rank 1 \(stage 1, host h2\): $LOCAL/$step/[^ ]+: missing" \
+grep -qE "\[rank 0/2\] \[error\] rank 1 \(pipeline rank 1, host h2\): $LOCAL/$step/[^ ]+: missing" \
   "$WORK/apart.log" || { echo "FAILED: apart: the line names no missing file, rank 1 and h2"; exit 1; }
 
 # The step folder copied together on both hosts that resume (h3 is gone).

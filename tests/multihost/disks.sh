@@ -2,13 +2,13 @@
 # A host's node-local disk fails the run across three hosts: h2's run directory on a full disk (a 100 KiB tmpfs), and h2's run directory removed mid-run. Each ends the job with one line that names the host, and the checkpoints left are whole.
 #
 #   1. full: the checkpoint that no longer fits on h2 fails on every rank (not by timeout) with
-#      one line "rank 1 (stage 1, host h2): ...stage_1.safetensors: write failed: No space left
+#      one line "rank 1 (pipeline rank 1, host h2): ...stage_1.safetensors: write failed: No space left
 #      on device"; no temporary file and no step folder newer than the last commit is left on
 #      any host; with room again, and the committed step's folder copied together on every
 #      host, --resume finishes the run with the weights of one host's uninterrupted run, bit
 #      for bit.
 #   2. removed: the run directory on h2 removed between two checkpoints (a node's scratch
-#      wiped) ends the job at the next checkpoint with one line "rank 1 (stage 1, host h2):
+#      wiped) ends the job at the next checkpoint with one line "rank 1 (pipeline rank 1, host h2):
 #      .../gone: the run directory was removed or replaced during the run, ..." instead of
 #      making it again and going on without its earlier checkpoints.
 # About 15 s. Usage: disks.sh CONFIG
@@ -37,7 +37,7 @@ mount -t tmpfs -o size=100k tmpfs "$WORK/h2"
 status=0
 on_hosts h1:1 h2:1 h3:1 -- train "$config" --run-dir "$LOCAL/full" "${layout[@]}" "${steps[@]}" \
   > "$WORK/full.log" 2>&1 || status=$?
-ended_with full "$status" "\[error\] rank 1 \(stage 1, host h2\): $LOCAL/full/checkpoints/step_[0-9]+/stage_1\.safetensors: write failed: No space left on device$"
+ended_with full "$status" "\[error\] rank 1 \(pipeline rank 1, host h2\): $LOCAL/full/checkpoints/step_[0-9]+/stage_1\.safetensors: write failed: No space left on device$"
 leftovers=$(find "$WORK"/h[123]/full -name '*.tmp-*')
 [[ -z $leftovers ]] || { echo "FAILED: full: temporary files left: $leftovers"; exit 1; }
 committed=$(find "$WORK/h1/full/checkpoints" -name meta.json | sort | tail -n 1)
@@ -79,6 +79,6 @@ done
 rm -rf "$WORK/h2/gone"
 status=0
 wait "$launcher" || status=$?
-ended_with gone "$status" "\[error\] rank 1 \(stage 1, host h2\): $LOCAL/gone: the run directory was removed or replaced during the run, and the checkpoints it held on this disk with it$"
+ended_with gone "$status" "\[error\] rank 1 \(pipeline rank 1, host h2\): $LOCAL/gone: the run directory was removed or replaced during the run, and the checkpoints it held on this disk with it$"
 echo "ok 2: h2's run directory removed mid-run ended the job at the next checkpoint, naming h2"
 passed=1

@@ -77,7 +77,7 @@ nothing_left() {
 
 # shellcheck disable=SC2016  # (ACTION is a command line run by lose, with its $ns)
 lose link h3 'ip -n "$ns" link set eth0 down'
-expect link $((3 + 5 + 7 + 2 + slack)) '\[rank [01]/3\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 2 \(stage 2, host h3\),? (which )?does not answer; ending the job$'
+expect link $((3 + 5 + 7 + 2 + slack)) '\[rank [01]/3\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 2 \(pipeline rank 2, host h3\),? (which )?does not answer; ending the job$'
 link_took=$took
 nothing_left link $((7 + 2 + slack))
 ip -n "$PREFIX"h3 link set eth0 up
@@ -94,7 +94,7 @@ nothing_left killed $((2 + slack))
 # node's processes end once it thaws and finds mpirun gone; here the teardown kills them).
 # shellcheck disable=SC2016
 lose stopped h2 'for pid in $(ip netns pids "$ns"); do kill -STOP "$pid"; done'
-expect stopped $((3 + 5 + 15 + 2 + slack)) '\[rank [02]/3\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 1 \(stage 1, host h2\),? (which )?does not answer; ending the job$'
+expect stopped $((3 + 5 + 15 + 2 + slack)) '\[rank [02]/3\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 1 \(pipeline rank 1, host h2\),? (which )?does not answer; ending the job$'
 grep -q '^rsh_agent: lost host h2: it does not answer (every process there is stopped)$' \
   "$WORK/stopped.log" || { echo "FAILED: stopped: no line from the rsh agent"; exit 1; }
 stopped_took=$took

@@ -156,7 +156,7 @@ resumed_after=$((SECONDS - lost_at))
 scontrol update nodename=h3 state=down reason=lost
 state=$(wait_until_done "$job")
 [[ $state == COMPLETED ]] || fail "job $job ended $state after h3 was lost"
-grep -qE "\[error\] watchdog: (after )?step [0-9]+: (checkpoint: )?waited .* rank 1 \(stage 1, host h3\)" \
+grep -qE "\[error\] watchdog: (after )?step [0-9]+: (checkpoint: )?waited .* rank 1 \(pipeline rank 1, host h3\)" \
   "$(out "$job")" ||
   fail "job $job: no watchdog line naming rank 1 on h3"
 grep -qE "supervise: restart 1 of at most 3: exit status 3: .*; h3 does not answer; relaunching on h2:1 as 1 stage x 1 replica, 4 micro-batches each \(was 2 stages x 1 replica, 4 micro-batches each on h2:1,h3:1\), resuming from step [0-9]+ \([0-9]+ steps? to redo\), bit-identical$" \

@@ -152,7 +152,7 @@ TEST(Interleaved, SimulatorTimesEachChunkAsItsGlobalStage) {
   options.stage_weight_times = {0, 0, 0, 0};
   const SimulationResult result = simulate(interleaved_programs(2, 2, 2), options);
   ASSERT_FALSE(result.deadlocked());
-  EXPECT_DOUBLE_EQ(result.stages[0].busy_time, 2 * (2 + 4) + 2 * (1 + 2));
+  EXPECT_DOUBLE_EQ(result.ranks[0].busy_time, 2 * (2 + 4) + 2 * (1 + 2));
   options.stage_forward_times = {1, 1};  // one per rank is not one per stage
   EXPECT_THROW(simulate(interleaved_programs(2, 2, 2), options), Error);
 }
@@ -191,7 +191,7 @@ TEST(Interleaved, RefusesShapesItCannotRun) {
   const auto problem = schedule_shape_problem(ScheduleKind::kInterleaved, 4, 6, 2);
   ASSERT_TRUE(problem);
   EXPECT_EQ(problem->setting, Setting::kMicroBatches);
-  EXPECT_EQ(problem->message, "interleaved needs a multiple of the stages (4), got 6");
+  EXPECT_EQ(problem->message, "interleaved needs a multiple of the pipeline ranks (4), got 6");
   const auto one_chunk = schedule_shape_problem(ScheduleKind::kInterleaved, 4, 8, 1);
   ASSERT_TRUE(one_chunk);
   EXPECT_EQ(one_chunk->setting, Setting::kVirtualStages);

@@ -36,8 +36,8 @@ TEST(Simulator, BothSchedulesRunWithoutDeadlockAndWithMatchingMessageOrders) {
         const SimulationResult result = simulate(programs_for(kind, k, m));
         EXPECT_FALSE(result.deadlocked()) << result.deadlock_report();
         EXPECT_TRUE(result.orders_match()) << result.order_mismatches.front();
-        ASSERT_EQ(result.stages.size(), static_cast<std::size_t>(k));
-        for (const StageTimeline& stage : result.stages) {
+        ASSERT_EQ(result.ranks.size(), static_cast<std::size_t>(k));
+        for (const RankTimeline& stage : result.ranks) {
           EXPECT_EQ(stage.compute.size(), static_cast<std::size_t>(2 * m));
           EXPECT_DOUBLE_EQ(stage.busy_time, m * 3.0);
         }
@@ -50,7 +50,7 @@ TEST(Simulator, GpipeKeepsAllMicroBatchesInFlight) {
   for (int k = 1; k <= 8; ++k) {
     for (int m = 1; m <= 16; ++m) {
       const SimulationResult result = simulate(programs_for(ScheduleKind::kGpipe, k, m));
-      for (const StageTimeline& stage : result.stages) EXPECT_EQ(stage.peak_in_flight, m);
+      for (const RankTimeline& stage : result.ranks) EXPECT_EQ(stage.peak_in_flight, m);
     }
   }
 }
@@ -60,7 +60,7 @@ TEST(Simulator, OneFOneBKeepsAtMostKMinusStageMicroBatchesInFlight) {
     for (int m = 1; m <= 16; ++m) {
       const SimulationResult result = simulate(programs_for(ScheduleKind::kOneFOneB, k, m));
       for (int s = 0; s < k; ++s) {
-        EXPECT_EQ(result.stages[static_cast<std::size_t>(s)].peak_in_flight, std::min(k - s, m))
+        EXPECT_EQ(result.ranks[static_cast<std::size_t>(s)].peak_in_flight, std::min(k - s, m))
             << "K=" << k << " M=" << m << " stage=" << s;
       }
     }
@@ -100,7 +100,7 @@ TEST(Simulator, ZbH1ShrinksOneFOneBsBubbleToKMinusOneTimeUnits) {
       ASSERT_TRUE(result.orders_match());
       EXPECT_DOUBLE_EQ(result.makespan, 3.0 * m + (k - 1)) << "K=" << k << " M=" << m;
       for (int s = 0; s < k; ++s) {
-        const StageTimeline& stage = result.stages[static_cast<std::size_t>(s)];
+        const RankTimeline& stage = result.ranks[static_cast<std::size_t>(s)];
         EXPECT_EQ(stage.peak_in_flight, k - s);
         EXPECT_EQ(stage.peak_pending_weights, std::min(s + 1, m));
         EXPECT_DOUBLE_EQ(stage.busy_time, 3.0 * m);
@@ -144,20 +144,20 @@ TEST(Simulator, MessagesQueueOnTheSendersLinkForTheirTransferTime) {
   const SimulationResult queued =
       simulate(programs, {.forward_time = 1.0, .backward_time = 2.0, .send_transfer = 3.0});
   EXPECT_DOUBLE_EQ(queued.makespan, 30.0);
-  EXPECT_DOUBLE_EQ(queued.stages[1].compute[3].start, 13.0);  // F3
+  EXPECT_DOUBLE_EQ(queued.ranks[1].compute[3].start, 13.0);  // F3
 }
 
 TEST(Simulator, RecordsComputeTimesOfTwoStageGpipe) {
   const SimulationResult result = simulate(programs_for(ScheduleKind::kGpipe, 2, 2));
-  ASSERT_EQ(result.stages.size(), 2u);
-  const std::vector<TimedOp>& stage1 = result.stages[1].compute;
+  ASSERT_EQ(result.ranks.size(), 2u);
+  const std::vector<TimedOp>& stage1 = result.ranks[1].compute;
   ASSERT_EQ(stage1.size(), 4u);
   EXPECT_EQ(stage1[0].op, F(0));
   EXPECT_DOUBLE_EQ(stage1[0].start, 1.0);
   EXPECT_EQ(stage1[2].op, B(0));
   EXPECT_DOUBLE_EQ(stage1[2].start, 3.0);
   EXPECT_DOUBLE_EQ(stage1[2].end, 5.0);
-  const std::vector<TimedOp>& stage0 = result.stages[0].compute;
+  const std::vector<TimedOp>& stage0 = result.ranks[0].compute;
   EXPECT_EQ(stage0[2].op, B(0));
   EXPECT_DOUBLE_EQ(stage0[2].start, 5.0);  // waits for stage 1's B0
   EXPECT_DOUBLE_EQ(result.makespan, 9.0);
@@ -170,10 +170,10 @@ TEST(Simulator, PerStageTimesReplaceTheUniformOnes) {
   options.stage_backward_times = {2.0, 1.0};
   const SimulationResult result = simulate(programs_for(ScheduleKind::kGpipe, 2, 2), options);
   // Stage 1: F0 [1, 4], F1 [4, 7], B0 [7, 8], B1 [8, 9]; stage 0: B0 [8, 10], B1 [10, 12].
-  EXPECT_DOUBLE_EQ(result.stages[1].compute[1].end, 7.0);
+  EXPECT_DOUBLE_EQ(result.ranks[1].compute[1].end, 7.0);
   EXPECT_DOUBLE_EQ(result.makespan, 12.0);
-  EXPECT_DOUBLE_EQ(result.stages[0].busy_time, 6.0);
-  EXPECT_DOUBLE_EQ(result.stages[1].busy_time, 8.0);
+  EXPECT_DOUBLE_EQ(result.ranks[0].busy_time, 6.0);
+  EXPECT_DOUBLE_EQ(result.ranks[1].busy_time, 8.0);
   EXPECT_NEAR(result.bubble_fraction, 1.0 - 14.0 / 24.0, 1e-12);
 }
 
@@ -187,13 +187,13 @@ TEST(Simulator, TimesBatchedWeightGradientsAsTheRanksLastOps) {
   options.stage_batched_weight_times = {0.5, 1.5};
   const SimulationResult result = simulate(programs, options);
   // The GPipe timeline above: stage 1's last B ends at 7, stage 0's at 9.
-  const TimedOp& last1 = result.stages[1].compute.back();
+  const TimedOp& last1 = result.ranks[1].compute.back();
   EXPECT_EQ(last1.op.kind, OpKind::kWeightGradsBatched);
   EXPECT_DOUBLE_EQ(last1.start, 7.0);
   EXPECT_DOUBLE_EQ(last1.end, 8.5);
-  EXPECT_DOUBLE_EQ(result.stages[0].compute.back().end, 9.5);
+  EXPECT_DOUBLE_EQ(result.ranks[0].compute.back().end, 9.5);
   EXPECT_DOUBLE_EQ(result.makespan, 9.5);
-  EXPECT_DOUBLE_EQ(result.stages[0].busy_time, 6.5);
+  EXPECT_DOUBLE_EQ(result.ranks[0].busy_time, 6.5);
 }
 
 TEST(Simulator, RejectsPerStageTimesForAnotherNumberOfStages) {
@@ -208,11 +208,11 @@ TEST(Simulator, DetectsADeadlockAndNamesWhereEachStageWaits) {
   const SimulationResult result = simulate(programs);
   ASSERT_TRUE(result.deadlocked());
   ASSERT_EQ(result.stuck.size(), 2u);
-  EXPECT_EQ(result.stuck[0].stage, 0);
+  EXPECT_EQ(result.stuck[0].rank, 0);
   EXPECT_EQ(result.stuck[0].op_index, 1u);
   EXPECT_EQ(result.stuck[1].op, RA(0));
   EXPECT_EQ(result.deadlock_report(),
-            "deadlock: stage 0 waits at op 1 (RG0); stage 1 waits at op 0 (RA0)");
+            "deadlock: rank 0 waits at op 1 (RG0); rank 1 waits at op 0 (RA0)");
 }
 
 TEST(Simulator, ReportsASendOrderThatDiffersFromTheReceiveOrder) {
@@ -222,7 +222,7 @@ TEST(Simulator, ReportsASendOrderThatDiffersFromTheReceiveOrder) {
   EXPECT_FALSE(result.deadlocked());
   ASSERT_EQ(result.order_mismatches.size(), 1u);
   EXPECT_EQ(result.order_mismatches[0],
-            "stage 0 sends activations in order [1 0] but stage 1 receives [0 1]");
+            "rank 0 sends activations in order [1 0] but rank 1 receives [0 1]");
 }
 
 TEST(Simulator, RejectsCommunicationWithAStageThatDoesNotExist) {

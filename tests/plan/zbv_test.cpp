@@ -217,8 +217,8 @@ TEST(Zbv, SimulatorTimesEachChunkAsItsStageInTheV) {
   options.stage_weight_times = {1, 1, 1, 3};
   const SimulationResult result = simulate_zbv(2, 3, options);
   ASSERT_FALSE(result.deadlocked());
-  EXPECT_DOUBLE_EQ(result.stages[0].busy_time, 3 * (1 + 2) + 3 * (3 + 6));
-  EXPECT_DOUBLE_EQ(result.stages[1].busy_time, 3 * (1 + 2) + 3 * (1 + 2));
+  EXPECT_DOUBLE_EQ(result.ranks[0].busy_time, 3 * (1 + 2) + 3 * (3 + 6));
+  EXPECT_DOUBLE_EQ(result.ranks[1].busy_time, 3 * (1 + 2) + 3 * (1 + 2));
 }
 
 TEST(Zbv, DescribesTheGridInTheV) {

@@ -35,7 +35,7 @@ field() {  # spool, experiment name, key -> its value in the spool's status.json
   /usr/bin/python3 "$repo/tests/e2e/status_field.py" "$1/status.json" "$2" "$3"
 }
 message() {  # spool -> rank 1's line about big
-  echo "rank 1 (stage 1): memory limit exceeded in the weight export: asked 1.0 MiB" \
+  echo "rank 1 (pipeline rank 1): memory limit exceeded in the weight export: asked 1.0 MiB" \
     "with 4.2 MiB in use; pipeline.memory_limit is 4.75 MiB ($1/runs/big/experiment.yaml:$limit_line)"
 }
 # start SPOOL RESUBMIT [after]: a spool holding big (and after), and a serve.sbatch job on it with

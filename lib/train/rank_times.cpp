@@ -1,5 +1,5 @@
-// StepTimeTotals: sums of a rank's step times, and the per-stage means over the world.
-#include "train/stage_times.h"
+// StepTimeTotals: sums of a rank's step times, and the per-rank means over the world.
+#include "train/rank_times.h"
 
 #include <algorithm>
 #include <vector>
@@ -24,10 +24,10 @@ void StepTimeTotals::add(const StepTimeTotals& other) {
   steps_ += other.steps_;
 }
 
-log::StageTimes StepTimeTotals::per_stage(const comm::Communicator& world,
-                                          const comm::Topology& topology) const {
+log::RankTimes StepTimeTotals::per_rank(const comm::Communicator& world,
+                                        const comm::Topology& topology) const {
   constexpr size_t kNumbers = 7;
-  const double mine[kNumbers] = {static_cast<double>(topology.stage),
+  const double mine[kNumbers] = {static_cast<double>(topology.pipeline_rank),
                                  compute_s_,
                                  waiting_s_,
                                  step_s_,
@@ -35,25 +35,25 @@ log::StageTimes StepTimeTotals::per_stage(const comm::Communicator& world,
                                  static_cast<double>(MemoryAccount::process().peak_bytes()),
                                  sent_bytes_};
   const std::vector<double> all = world.allgatherv(std::span<const double>(mine, kNumbers));
-  const auto stages = static_cast<size_t>(topology.num_stages);
-  std::vector<double> compute(stages), waiting(stages), step(stages), steps(stages),
-      peak_bytes(stages), sent(stages);
+  const auto ranks = static_cast<size_t>(topology.num_pipeline_ranks);
+  std::vector<double> compute(ranks), waiting(ranks), step(ranks), steps(ranks), peak_bytes(ranks),
+      sent(ranks);
   for (size_t at = 0; at + kNumbers <= all.size(); at += kNumbers) {
-    const auto stage = static_cast<size_t>(all[at]);
-    compute[stage] += all[at + 1];
-    waiting[stage] += all[at + 2];
-    step[stage] += all[at + 3];
-    steps[stage] += all[at + 4];
-    peak_bytes[stage] = std::max(peak_bytes[stage], all[at + 5]);
-    sent[stage] += all[at + 6];
+    const auto rank = static_cast<size_t>(all[at]);
+    compute[rank] += all[at + 1];
+    waiting[rank] += all[at + 2];
+    step[rank] += all[at + 3];
+    steps[rank] += all[at + 4];
+    peak_bytes[rank] = std::max(peak_bytes[rank], all[at + 5]);
+    sent[rank] += all[at + 6];
   }
-  log::StageTimes times;
-  for (size_t s = 0; s < stages; ++s) {
-    if (steps[s] == 0 || step[s] <= 0) return {};
-    times.compute_ms.push_back(1e3 * compute[s] / steps[s]);
-    times.waiting_ms.push_back(1e3 * waiting[s] / steps[s]);
-    times.bubble.push_back(waiting[s] / step[s]);
-    times.sent_bytes.push_back(sent[s] / steps[s]);
+  log::RankTimes times;
+  for (size_t r = 0; r < ranks; ++r) {
+    if (steps[r] == 0 || step[r] <= 0) return {};
+    times.compute_ms.push_back(1e3 * compute[r] / steps[r]);
+    times.waiting_ms.push_back(1e3 * waiting[r] / steps[r]);
+    times.bubble.push_back(waiting[r] / step[r]);
+    times.sent_bytes.push_back(sent[r] / steps[r]);
   }
   times.peak_tensor_bytes = peak_bytes;
   return times;

@@ -1,6 +1,6 @@
 // StepTimeTotals: where this rank's step time went over some steps (a logging window, the run),
-// and the collective that turns every rank's totals into each stage's compute, waiting and
-// bubble (log::StageTimes).
+// and the collective that turns every rank's totals into each pipeline rank's compute, waiting
+// and bubble (log::RankTimes).
 #pragma once
 
 #include <cstdint>
@@ -20,11 +20,11 @@ class StepTimeTotals {
   void add(const StepTimeTotals& other);
   int64_t steps() const { return steps_; }
 
-  // Collective over `world`: per stage, the means over its replicas of the compute and waiting
-  // per step, and the bubble, waiting / step time; the mean bytes a rank of it sent per step; and
-  // the largest of its replicas' tensor high-water marks (MemoryAccount::process) now. Empty when
-  // no step was added anywhere.
-  log::StageTimes per_stage(const comm::Communicator& world, const comm::Topology& topology) const;
+  // Collective over `world`: per pipeline rank, the means over its replicas of the compute and
+  // waiting per step, and the bubble, waiting / step time; the mean bytes a replica of it sent per
+  // step; and the largest of its replicas' tensor high-water marks (MemoryAccount::process) now.
+  // Empty when no step was added anywhere.
+  log::RankTimes per_rank(const comm::Communicator& world, const comm::Topology& topology) const;
 
  private:
   double compute_s_ = 0.0;
