@@ -8,18 +8,24 @@
 #   text/<split>.{kjv,web,es,refs}      the aligned verses of a split (refs: "Ruth 1:1"), a line each
 #   text/<split>.<dir>.{src,ref}        plain text per direction (es-en, en-es, kjv-en, en-kjv),
 #                                       for BLEU on detokenized text
-#   text/<split>.tsv                    the four directions' pairs, "<2xx> SOURCE<TAB>TARGET"
+#   text/<split>.tsv                    the four directions' pairs, "<2xx> SOURCE<TAB>TARGET"; the
+#                                       training split's also a copy pair of each English verse
+#                                       ("<2en> WEB<TAB>WEB", "<2kjv> KJV<TAB>KJV"), so that the model
+#                                       learns early to copy what English -> English mostly keeps
 #   tokenizer.model, pairs_{train,val,test}.bin, shards.json  (mpipe tokenize-pairs)
 # The tokenizer (SentencePiece unigram, VOCAB pieces, pad 0, unk 1, bos 2, eos 3, then the tags
 # <2en> <2es> <2kjv>) learns from the training books only.
 # Usage: scripts/data/bible_parallel.sh [OUT] (default runs/bible; env VOCAB, default 4000;
 # MAX_LEN, default 64 (configs/translate_bible.yaml's source_len and target_len): pairs
-# longer than that in tokens are left out and counted)
+# longer than that in tokens are left out and counted; COPIES, default 1: 0 leaves the copy
+# pairs out)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-runs/bible}
 vocab=${VOCAB:-4000}
 max_len=${MAX_LEN:-64}
+copies=${COPIES:-1}
+[[ $copies == [01] ]] || { echo "bible_parallel.sh: COPIES must be 0 or 1, not '$copies'" >&2; exit 2; }
 scripts/setup mpipe
 scripts/install_packages scripts/data/packages-bible.txt
 text=$out/text
@@ -82,6 +88,11 @@ for split in train val test; do
     cp "$text/$split.$to" "$text/$split.$name.ref"
     paste "$text/$split.$from" "$text/$split.$to" | sed "s/^/<2$tag> /" >> "$text/$split.tsv"
   done
+  if [[ $split == train && $copies == 1 ]]; then
+    for copy in web:en kjv:kjv; do
+      paste "$text/$split.${copy%:*}" "$text/$split.${copy%:*}" | sed "s/^/<2${copy#*:}> /" >> "$text/$split.tsv"
+    done
+  fi
   echo "$split: $(wc -l < "$text/$split.refs") verses, $(wc -l < "$text/$split.tsv") pairs"
 done
 
