@@ -81,6 +81,7 @@ model_args() {  # MODEL → sets config, batch, twin, overrides
 
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "OMP_WAIT_POLICY: ${OMP_WAIT_POLICY:-unset (libgomp default)}"
+blas_choose_core
 blas=$(blas_probe | blas_verdict)
 echo "pytorch blas: $blas"
 echo "load before: $(uptime)"
@@ -93,7 +94,7 @@ for ((r = 1; r <= repeats; ++r)); do
       dir=$work/$model-t$t-r$r
       cmd=(mpirun -n 1 --bind-to none "$bin" train "$config" --run-dir "$dir"
         --set pipeline.stages=1 --set pipeline.micro_batches=1 "${overrides[@]}")
-      pt=(env -u OPENBLAS_CORETYPE /usr/bin/python3 "$twin" --threads "$t" --steps 25 --warmup 5)
+      pt=(/usr/bin/python3 "$twin" --threads "$t" --steps 25 --warmup 5)
       if ((r == 1)); then
         echo "  OMP_NUM_THREADS=$t ${cmd[*]}"
         echo "  ${pt[*]}"

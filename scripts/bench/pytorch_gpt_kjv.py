@@ -17,15 +17,12 @@ it with /usr/bin/python3) and libopenblas0-openmp.
 Prints one line per thread count (scripts/bench/twin_timing.py).
 """
 import math
-import os
 from typing import Callable
 
-os.environ.pop("OPENBLAS_CORETYPE", None)  # must happen before OpenBLAS is loaded
+import torch
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-import twin_timing  # noqa: E402  (after torch, which it imports)
+import twin_timing  # (after torch, which it imports)
 
 BATCH, SEQ, VOCAB, WIDTH, HEADS, BLOCKS, MLP_RATIO = 16, 128, 4096, 128, 4, 4, 3
 EPS, ROTARY_BASE = 1e-5, 10000.0

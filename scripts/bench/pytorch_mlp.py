@@ -4,21 +4,18 @@
 8 x (Linear(1024, 1024) + ReLU) + Linear(1024, 10), batch 256, cross-entropy, plain SGD, on
 one process at each requested thread count. Needs Debian's python3-torch (PyTorch 1.13; run it
 with /usr/bin/python3) and libopenblas0-openmp, without which torch uses the slow reference
-BLAS. OPENBLAS_CORETYPE is removed from the environment before torch loads OpenBLAS (its own
-CPU detection is fastest here).
+BLAS. OpenBLAS runs the kernels of OPENBLAS_CORETYPE where it is set (scripts/bench/blas_core.sh
+sets it where OpenBLAS does not know the CPU), else those of its own CPU detection.
 
     /usr/bin/python3 scripts/bench/pytorch_mlp.py [--threads 1 2] [--steps 30] [--warmup 5]
 
 Prints one line per thread count (scripts/bench/twin_timing.py).
 """
-import os
 from typing import Callable
 
-os.environ.pop("OPENBLAS_CORETYPE", None)  # must happen before OpenBLAS is loaded
+import torch
 
-import torch  # noqa: E402
-
-import twin_timing  # noqa: E402  (after torch, which it imports)
+import twin_timing  # (after torch, which it imports)
 
 BATCH, WIDTH, DEPTH, CLASSES = 256, 1024, 8, 10
 

@@ -15,15 +15,12 @@ tokens are random bytes: the step's cost does not depend on them. Needs Debian's
 Prints one line per thread count (scripts/bench/twin_timing.py).
 """
 import math
-import os
 from typing import Callable
 
-os.environ.pop("OPENBLAS_CORETYPE", None)  # must happen before OpenBLAS is loaded
+import torch
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-import twin_timing  # noqa: E402  (after torch, which it imports)
+import twin_timing  # (after torch, which it imports)
 
 BATCH, SEQ, VOCAB, WIDTH, HEADS, BLOCKS, DROPOUT = 32, 64, 256, 128, 4, 4, 0.1
 

@@ -3,22 +3,22 @@
 
 The model of configs/translate_bible.yaml as torch.nn.Transformer(norm_first=True,
 batch_first=True): a source and a target embedding (vocabulary 4000, width 128, learned positions
-up to 64, untied), 3 pre-LN encoder and 3 pre-LN decoder layers (4 heads, MLP 128 -> 512 -> 128
-with tanh-GELU, as mpipe's gelu), the encoder's and the decoder's final LayerNorm, and
-Linear(128, 4000); batch 32, source and target length 64. Masks as mpipe's: the encoder's
-self-attention and the decoder's cross-attention skip the source's padded keys (the key-padding
-mask from the source ids, pad id 0), the decoder's self-attention is causal without padding.
-Dropout 0.1 where mpipe's config has it: on the attention probabilities (every attention) and on
-the MLP's output; nn.Transformer's other dropouts (the attention outputs, the MLP's hidden layer)
-are replaced by identities, as the config has none there. Cross-entropy with label smoothing 0.1
-over the target positions that are not padding, AdamW (lr 0.0015, weight decay 0.01) with
-gradient clipping at norm 1.0 (a constant learning rate: the cosine schedule's cost is nil), as
-mpipe runs it on one stage without micro-batches or recompute (scripts/bench/translate_speed.sh).
-The batches are read from the pair shard of scripts/data/bible_parallel.sh as
-data.dataset: pairs builds them (source + eos, bos + target, target + eos, each padded with 0), 32
-pairs in a fixed random order, a new batch each step. Prints the parameter count, which equals
-`mpipe plan configs/translate_bible.yaml`'s (2945440). Needs Debian's python3-torch (PyTorch
-1.13; run it with /usr/bin/python3), python3-numpy and libopenblas0-openmp.
+up to 64), 3 pre-LN encoder and 3 pre-LN decoder layers (4 heads, MLP 128 -> 512 -> 128 with
+tanh-GELU, as mpipe's gelu), the encoder's and the decoder's final LayerNorm, and a head without
+bias; one token matrix for the source embedding, the target embedding and the head (the config's
+`tie: embedding`; the position tables are the embeddings' own). Batch 32, source and target
+length 64. Masks as mpipe's: the encoder's self-attention and the decoder's cross-attention skip
+the source's padded keys (the key-padding mask from the source ids, pad id 0), the decoder's
+self-attention is causal without padding. No dropout and no label smoothing, as the config.
+Cross-entropy over the target positions that are not padding, AdamW (lr 0.0015, weight decay
+0.01) with gradient clipping at norm 1.0 (a constant learning rate: the cosine schedule's cost is
+nil), as mpipe runs it on one stage without micro-batches or recompute
+(scripts/bench/translate_speed.sh). The batches are read from the pair shard of
+scripts/data/bible_parallel.sh as data.dataset: pairs builds them (source + eos, bos + target,
+target + eos, each padded with 0), 32 pairs in a fixed random order, a new batch each step.
+Prints the parameter count, which equals `mpipe plan configs/translate_bible.yaml`'s (1917440).
+Needs Debian's python3-torch (PyTorch 1.13; run it with /usr/bin/python3), python3-numpy and
+libopenblas0-openmp.
 
     /usr/bin/python3 scripts/bench/pytorch_translate.py [--threads 1 2] [--steps 30] [--warmup 5] \
         [--pairs runs/bible/pairs_train.bin]
@@ -30,16 +30,13 @@ import functools
 import os
 from typing import Callable
 
-os.environ.pop("OPENBLAS_CORETYPE", None)  # must happen before OpenBLAS is loaded
+import numpy as np
+import torch
+import torch.nn.functional as F
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import twin_timing  # (after torch, which it imports)
 
-import twin_timing  # noqa: E402  (after torch, which it imports)
-
-BATCH, SEQ, VOCAB, WIDTH, HEADS, LAYERS, HIDDEN, DROPOUT = 32, 64, 4000, 128, 4, 3, 512, 0.1
-LABEL_SMOOTHING = 0.1
+BATCH, SEQ, VOCAB, WIDTH, HEADS, LAYERS, HIDDEN = 32, 64, 4000, 128, 4, 3, 512
 PAD, BOS, EOS = 0, 2, 3  # scripts/data/bible_parallel.sh's tokenizer
 PAIRS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../runs/bible/pairs_train.bin")
 
@@ -73,11 +70,10 @@ class PairShard:
 class Embedding(torch.nn.Module):
     """token[ids] + position[t]: mpipe's embedding layer (both tables N(0, 0.02^2))."""
 
-    def __init__(self) -> None:
+    def __init__(self, token: torch.nn.Embedding) -> None:
         super().__init__()
-        self.token = torch.nn.Embedding(VOCAB, WIDTH)
+        self.token = token
         self.position = torch.nn.Parameter(0.02 * torch.randn(SEQ, WIDTH))
-        torch.nn.init.normal_(self.token.weight, std=0.02)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:  # ids: [batch, T]
         return self.token(ids) + self.position[:ids.shape[1]]
@@ -86,18 +82,16 @@ class Embedding(torch.nn.Module):
 class Translator(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.source = Embedding()
-        self.target = Embedding()
+        token = torch.nn.Embedding(VOCAB, WIDTH)  # the source's, the target's and the head's
+        torch.nn.init.normal_(token.weight, std=0.02)
+        self.source = Embedding(token)
+        self.target = Embedding(token)
         self.transformer = torch.nn.Transformer(
             d_model=WIDTH, nhead=HEADS, num_encoder_layers=LAYERS, num_decoder_layers=LAYERS,
-            dim_feedforward=HIDDEN, dropout=DROPOUT, activation=functools.partial(F.gelu, approximate="tanh"),
+            dim_feedforward=HIDDEN, dropout=0.0, activation=functools.partial(F.gelu, approximate="tanh"),
             batch_first=True, norm_first=True)
-        # mpipe's config drops out the attention probabilities and the MLP's output only.
-        for layer in self.transformer.encoder.layers:
-            layer.dropout1 = layer.dropout = torch.nn.Identity()
-        for layer in self.transformer.decoder.layers:
-            layer.dropout1 = layer.dropout2 = layer.dropout = torch.nn.Identity()
-        self.head = torch.nn.Linear(WIDTH, VOCAB)
+        self.head = torch.nn.Linear(WIDTH, VOCAB, bias=False)
+        self.head.weight = token.weight
         causal = torch.full((SEQ, SEQ), float("-inf")).triu(1)
         self.register_buffer("causal", causal)
 
@@ -126,8 +120,7 @@ def make_step(pairs_path: str) -> Callable[[], None]:
         position += BATCH
         optimizer.zero_grad(set_to_none=True)
         logits = model(source, target_in)
-        loss = F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1), ignore_index=PAD,
-                               label_smoothing=LABEL_SMOOTHING)
+        loss = F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1), ignore_index=PAD)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -142,5 +135,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 if __name__ == "__main__":
     twin_timing.main(__doc__.splitlines()[0],
                      f"source/target {SEQ}, {LAYERS}+{LAYERS} pre-LN layers of width {WIDTH}, "
-                     f"{HEADS} heads, vocabulary {VOCAB}, label smoothing {LABEL_SMOOTHING}, AdamW, clip 1.0",
+                     f"{HEADS} heads, vocabulary {VOCAB} (one tied matrix), AdamW, clip 1.0",
                      BATCH, lambda args: make_step(args.pairs), add_arguments)

@@ -6,7 +6,7 @@
 #
 # 1. configs/translate_bible.yaml at K=1 M=1 without recompute (as compare_pytorch.sh runs its
 #    models) against scripts/bench/pytorch_translate.py (torch.nn.Transformer with the same sizes,
-#    masks, dropout sites and loss, on the same pair shard), at 1 and 2 threads, ROUNDS rounds
+#    masks, tied matrix and loss, on the same pair shard), at 1 and 2 threads, ROUNDS rounds
 #    interleaved (each round: for each thread count, mpipe then PyTorch): steady-state samples/s
 #    (both sides time 25 steps after 5 warm-up ones: mpipe runs 30 logged every 5 and drops the
 #    first window, scripts/bench/throughput.py), median and range of each side, and the ratio of
@@ -65,6 +65,7 @@ trap 'rm -rf "$work"' EXIT
 
 cores=$(env -u OMP_NUM_THREADS nproc)
 echo "machine: $cores cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $(git describe --always --dirty 2>/dev/null || echo '?')"
+blas_choose_core
 blas=$(blas_probe | blas_verdict)
 echo "pytorch blas: $blas"
 params=$("$bin" plan "$config" "${data_args[@]}" --json |

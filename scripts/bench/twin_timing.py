@@ -5,8 +5,8 @@ count:
 
     pytorch threads=1 ms_per_step=123.4 samples_per_s=2075.3 cpu_ms_per_step=123.0
 
-(cpu_ms_per_step: the process's CPU time, all threads). A twin removes OPENBLAS_CORETYPE from
-the environment and imports torch before it imports this module.
+(cpu_ms_per_step: the process's CPU time, all threads). A twin imports torch before it imports
+this module.
 """
 import argparse
 import time
