@@ -1,4 +1,4 @@
-// The deadline of a wait: configured, or derived from the slowest measured step.
+// The deadline of a wait: configured, or derived from the slowest measured step or long activity.
 #include "comm/deadline_policy.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// DeadlinePolicy: how long a wait on a peer may take, from the settings and the measured step time.
+// DeadlinePolicy: how long a wait may take, from the settings and measured steps and activities.
 #pragma once
 
 #include <map>

@@ -220,6 +220,38 @@ train_here() {
   }
 }
 
+# lost_hosts_give_up_fast: a lost host is given up by TCP, not by Open MPI: mpirun's messages to a
+# lost host's daemon, and that daemon's forwarding of its rank's output, wait for the kernel's
+# retransmissions to give up, and the default (net.ipv4.tcp_retries2 = 15) takes about 15
+# minutes. 4 gives up after 6.2 s (0.2 s doubling 5 times); set per host, like a node's sysctl.
+lost_hosts_give_up_fast() {
+  local host
+  for host in "${HOSTS[@]}"; do
+    ip netns exec "$PREFIX$host" sysctl -qw net.ipv4.tcp_retries2=4
+  done
+}
+
+# lose_host_after HOST METRICS STEPS LOG: once METRICS (a metrics.jsonl) holds STEPS lines, every
+# process of HOST killed and then HOST itself gone (its namespace deleted, so a probe finds no
+# host); sets $killed_at_step (the lines logged then). Fails, showing LOG, when the run never
+# gets there (a minute at most).
+lose_host_after() {
+  local host=$1 metrics=$2 steps=$3 log=$4 pid
+  for _ in $(seq 1200); do
+    [[ -f $metrics && $(wc -l < "$metrics") -ge $steps ]] && break
+    sleep 0.05
+  done
+  [[ -f $metrics && $(wc -l < "$metrics") -ge $steps ]] ||
+    { cat "$log"; echo "FAILED: never reached step $steps"; exit 1; }
+  # shellcheck disable=SC2034  # (read by the test that called)
+  killed_at_step=$(wc -l < "$metrics")
+  for pid in $(ip netns pids "$PREFIX$host"); do kill -KILL "$pid"; done
+  for _ in $(seq 50); do
+    ip netns del "$PREFIX$host" 2>/dev/null && break
+    sleep 0.1
+  done
+}
+
 # same A B: the exported weights of runs A and B are bit-identical.
 same() {
   "$MPIPE" compare "$WORK/$1.safetensors" "$WORK/$2.safetensors" --rtol 0 ||

@@ -10,10 +10,7 @@
 source "$(dirname "$0")/hosts.sh"
 config=$(realpath "$1")
 start_hosts
-# A lost host is given up by TCP (tests/multihost/failures.sh): 6.2 s instead of 15 minutes.
-for host in "${HOSTS[@]}"; do
-  ip netns exec "$PREFIX$host" sysctl -qw net.ipv4.tcp_retries2=4
-done
+lost_hosts_give_up_fast  # 6.2 s instead of 15 minutes
 SHARED=$WORK/shared  # on the root file system: the same folder on every host
 mkdir -p "$SHARED"
 steps=200 every=20
@@ -45,23 +42,12 @@ cat "$WORK/bad.log"
   { echo "FAILED: bad: not one line naming the file"; exit 1; }
 ! grep -q "supervise: restart" "$WORK/bad.log" || { echo "FAILED: bad: relaunched"; exit 1; }
 
-# Kill h2 (every process there, then the host itself: its namespace deleted, so the probe finds
-# no host) once 30 steps are logged, past the first checkpoints.
+# h2 lost (every process there, then the host itself) once 30 steps are logged, past the first
+# checkpoints.
 supervised lost "${settings[@]}" --export-weights "$SHARED/lost.safetensors" &
 supervisor=$!
 metrics=$SHARED/lost/metrics.jsonl
-for _ in $(seq 1200); do
-  [[ -f $metrics && $(wc -l < "$metrics") -ge 30 ]] && break
-  sleep 0.05
-done
-[[ -f $metrics && $(wc -l < "$metrics") -ge 30 ]] ||
-  { cat "$WORK/lost.log"; echo "FAILED: never reached step 30"; exit 1; }
-killed_at_step=$(wc -l < "$metrics")
-for pid in $(ip netns pids "${PREFIX}h2"); do kill -KILL "$pid"; done
-for _ in $(seq 50); do
-  ip netns del "${PREFIX}h2" 2>/dev/null && break
-  sleep 0.1
-done
+lose_host_after h2 "$metrics" 30 "$WORK/lost.log"
 status=0
 wait "$supervisor" || status=$?
 cat "$WORK/lost.log"

@@ -10,10 +10,7 @@
 source "$(dirname "$0")/hosts.sh"
 config=$(realpath "$1")
 start_hosts
-# A lost host is given up by TCP (tests/multihost/failures.sh): 6.2 s instead of 15 minutes.
-for host in "${HOSTS[@]}"; do
-  ip netns exec "$PREFIX$host" sysctl -qw net.ipv4.tcp_retries2=4
-done
+lost_hosts_give_up_fast  # 6.2 s instead of 15 minutes
 steps=200 every=20
 settings=(--set pipeline.stages=3 --set "train.steps=$steps" --set log.every=1
   --set "checkpoint.every=$every" --set comm.timeout=3s --set checkpoint.peer_copy=true)
@@ -30,21 +27,9 @@ command=("$MPIPE" supervise --hosts "$hosts" --probe-timeout 10
 "$WORK/host_exec" h1 "$(printf '%q ' "${command[@]}")" > "$WORK/lost.log" 2>&1 &
 supervisor=$!
 
-# Kill h2 (every process there, then the host itself: its namespace deleted, so the probe finds
-# no host) once 30 steps are logged, past the checkpoints of steps 20 and before.
-metrics=$WORK/h1/lost/metrics.jsonl
-for _ in $(seq 1200); do
-  [[ -f $metrics && $(wc -l < "$metrics") -ge 30 ]] && break
-  sleep 0.05
-done
-[[ -f $metrics && $(wc -l < "$metrics") -ge 30 ]] ||
-  { cat "$WORK/lost.log"; echo "FAILED: never reached step 30"; exit 1; }
-killed_at_step=$(wc -l < "$metrics")
-for pid in $(ip netns pids "${PREFIX}h2"); do kill -KILL "$pid"; done
-for _ in $(seq 50); do
-  ip netns del "${PREFIX}h2" 2>/dev/null && break
-  sleep 0.1
-done
+# h2 lost (every process there, then the host itself) once 30 steps are logged, past the
+# checkpoints of steps 20 and before.
+lose_host_after h2 "$WORK/h1/lost/metrics.jsonl" 30 "$WORK/lost.log"
 status=0
 wait "$supervisor" || status=$?
 cat "$WORK/lost.log"
