@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# What checkpoint.peer_copy costs a run (issue 34: at most 3% of the step): the same training on
+# two hosts of tests/multihost/hosts.sh (network namespaces on this machine, node-local run
+# directories, TCP between them), a checkpoint every EVERY steps, peer copies off and on, ROUNDS
+# rounds interleaved. Prints each run's wall time (start-up included, the same either way), the
+# median and range of each side, and the per-round ratio on / off, with the bytes a checkpoint
+# copies.
+#
+#   scripts/bench/peer_copy.sh      # as root (network namespaces), after building mpipe
+#
+# Cases: configs/scaling_mlp.yaml at K=1, D=2 (one rank a host: replica 0's writer on h1 copies its
+# shard to h2) and configs/gpt_kjv.yaml at K=2, D=1 (each rank's shard to the other host; only
+# where runs/kjv holds scripts/data/kjv.sh's shards). Environment: ROUNDS (default 3), STEPS
+# (default 200), EVERY (default 50), MPIPE_BIN (default build/release/apps/mpipe).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rounds=${ROUNDS:-3} steps=${STEPS:-200} every=${EVERY:-50}
+export MPIPE=${MPIPE_BIN:-build/release/apps/mpipe}
+[[ -x $MPIPE ]] || { echo "peer_copy.sh: $MPIPE is not an executable (build it)" >&2; exit 2; }
+export MPIPE_MULTIHOST_BUDGET=$((rounds * 1200))  # hosts.sh's own deadline
+repo=$(pwd)
+# shellcheck source=tests/multihost/hosts.sh
+source tests/multihost/hosts.sh
+start_hosts
+
+cases=("scaling_mlp K=1 D=2|$repo/configs/scaling_mlp.yaml|--set pipeline.stages=1 --set pipeline.data_parallel=2")
+if compgen -G "runs/kjv/train_*.bin" >/dev/null; then
+  cases+=("gpt_kjv K=2 D=1|$repo/configs/gpt_kjv.yaml|--set pipeline.stages=2 --set pipeline.data_parallel=1 --set data.train=$repo/runs/kjv/train_*.bin --set data.val=$repo/runs/kjv/val_*.bin --set data.tokenizer=$repo/runs/kjv/tokenizer.model")
+else
+  echo "gpt_kjv: left out (runs/kjv has no shards: scripts/data/kjv.sh makes them)"
+fi
+
+echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $(git describe --always --dirty 2>/dev/null || echo '?')"
+echo "two hosts (h1, h2) of tests/multihost/hosts.sh, one rank each, $steps steps, a checkpoint every $every, $rounds rounds interleaved"
+echo "load before: $(uptime)"
+# median_range: reads numbers, prints "median (min-max)".
+median_range() {
+  sort -g | awk '{ v[NR] = $1 } END {
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf "%.3f (%.3f-%.3f)", m, v[1], v[NR] }'
+}
+for c in "${!cases[@]}"; do
+  IFS='|' read -r name config overrides <<<"${cases[c]}"
+  read -ra extra <<<"$overrides"
+  declare -A seconds=([false]="" [true]="")
+  for ((r = 1; r <= rounds; ++r)); do
+    for copy in false true; do
+      dir=case$c-$r-$copy
+      start=$(date +%s.%N)
+      on_hosts h1:1 h2:1 -- train "$config" --run-dir "$LOCAL/$dir" "${extra[@]}" \
+        --set "train.steps=$steps" --set "checkpoint.every=$every" --set log.every=10 \
+        --set "checkpoint.peer_copy=$copy" --set train.eval_every=0 > "$WORK/$dir.log" 2>&1 ||
+        { cat "$WORK/$dir.log"; echo "peer_copy.sh: $name: run failed" >&2; exit 1; }
+      seconds[$copy]+="$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }') "
+    done
+  done
+  # What one checkpoint copies: every shard the writers wrote (their own files, without copies).
+  last=$(find "$WORK/h1/case$c-1-false/checkpoints" -mindepth 1 -maxdepth 1 -name 'step_*' -printf '%f\n' | sort | tail -n 1)
+  copied=$(find "$WORK"/h[12]/case"$c"-1-false/checkpoints/"$last" -name 'stage_*.safetensors' \
+    -printf '%s\n' | awk '{ s += $1 } END { printf "%.1f", s / 1e6 }')
+  echo
+  echo "=== $name ($config $overrides)"
+  echo "  seconds a run, copies off: $(tr ' ' '\n' <<<"${seconds[false]}" | sed '/^$/d' | median_range)  runs: ${seconds[false]}"
+  echo "  seconds a run, copies on:  $(tr ' ' '\n' <<<"${seconds[true]}" | sed '/^$/d' | median_range)  runs: ${seconds[true]}"
+  echo "  on / off by round: $(paste <(tr ' ' '\n' <<<"${seconds[true]}" | sed '/^$/d') \
+    <(tr ' ' '\n' <<<"${seconds[false]}" | sed '/^$/d') | awk '{ print $1 / $2 }' | median_range)"
+  echo "  a checkpoint's shards ($last): $copied MB, each copied once to the other host"
+  unset seconds
+done
+echo
+echo "load after: $(uptime)"
+passed=1  # (hosts.sh's teardown then removes its files)
