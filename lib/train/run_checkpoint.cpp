@@ -272,12 +272,11 @@ std::vector<int> RunCheckpoints::copy_shards(int64_t step, const std::vector<Rep
         } catch (...) {
           no_folder = std::current_exception();
         }
-        receive_file(world_, path, copy.from, tag);
+        const checkpoint::FileDigest digest = receive_file(world_, path, copy.from, tag);
         if (no_folder) std::rethrow_exception(no_folder);
         const auto expected = std::find_if(shards.begin(), shards.end(), [&](const auto& shard) {
           return shard.rank == copy.from && shard.record.stage == copy.file;
         });
-        const checkpoint::FileDigest digest = checkpoint::digest_file(path);
         check(digest == expected->record.digest,
               "{}: the copy from rank {} (host {}) does not match its shard: {} bytes, crc32 {}; "
               "the shard has {} bytes, crc32 {}",
