@@ -18,6 +18,7 @@
 #include "core/memory_account.h"
 #include "job/train_job.h"
 #include "log/logging.h"
+#include "serve/resume_layout.h"
 #include "serve/spool.h"
 #include "serve/status_board.h"
 
@@ -226,6 +227,28 @@ class Daemon {
     return options;
   }
 
+  // Collective: when the experiment resumes a checkpoint that its plan for this world cannot
+  // continue bit-identically (another number of ranks than the checkpoint's: a lost host, a
+  // restart on other nodes), rank 0 re-plans it (resume_layout, logged) and every rank adds the
+  // layout's --set values to `overrides`. Throws AgreedError with the line when no layout fits.
+  void add_resume_layout(const std::string& name, const std::string& config_path,
+                         const std::string& run_dir, std::vector<std::string>& overrides) {
+    std::vector<std::string> settings;
+    comm::agree(world_, [&] {
+      if (!is_root()) return;
+      const std::optional<ResumeLayout> resume =
+          resume_layout(config_path, overrides, run_dir, world_.size());
+      if (!resume || resume->settings.empty()) return;
+      settings = resume->settings;
+      spdlog::info("{}: {}", name, describe(*resume, world_.size()));
+    });
+    std::string text = nlohmann::json(settings).dump();
+    world_.broadcast(text, 0);
+    for (std::string& setting : nlohmann::json::parse(text).get<std::vector<std::string>>()) {
+      overrides.push_back(std::move(setting));
+    }
+  }
+
   // Collective: runs one experiment on every rank and records how it ended.
   void run_experiment(const nlohmann::json& action) {
     const std::string name = action["name"].get<std::string>();
@@ -248,9 +271,11 @@ class Daemon {
       comm::agree(world_, [&] {
         config_path = spool_.write_experiment_file(name, action["yaml"].get<std::string>());
       });
+      std::vector<std::string> overrides = action["overrides"].get<std::vector<std::string>>();
+      add_resume_layout(name, config_path, run_dir, overrides);
       const job::TrainInputs inputs{
           .config_path = config_path,
-          .overrides = action["overrides"].get<std::vector<std::string>>(),
+          .overrides = std::move(overrides),
           .run_dir = run_dir,
           .export_path = (std::filesystem::path(run_dir) / "weights.safetensors").string(),
           .resuming = true,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace mpipe::supervise {
 
@@ -17,5 +18,10 @@ struct Layout {
 
 // "2 stages x 1 replica, 4 micro-batches each"
 std::string to_string(const Layout& layout);
+
+// The --set values that run an experiment on `layout`: pipeline.stages, data_parallel,
+// micro_batches, and pipeline.partition=auto when `auto_partition` (its manual partition is for
+// another stage count).
+std::vector<std::string> layout_settings(const Layout& layout, bool auto_partition);
 
 }  // namespace mpipe::supervise

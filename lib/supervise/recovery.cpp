@@ -6,19 +6,19 @@
 
 namespace mpipe::supervise {
 
+std::string lost_hosts_text(const std::vector<std::string>& lost_hosts) {
+  if (lost_hosts.empty()) return "every host answers";
+  return fmt::format("{} {} not answer", fmt::join(lost_hosts, ", "),
+                     lost_hosts.size() == 1 ? "does" : "do");
+}
+
 std::string recovery_line(const Recovery& recovery, int restart, int max_restarts) {
-  std::string lost;
-  if (recovery.lost_hosts.empty()) {
-    lost = "every host answers";
-  } else {
-    lost = fmt::format("{} {} not answer", fmt::join(recovery.lost_hosts, ", "),
-                       recovery.lost_hosts.size() == 1 ? "does" : "do");
-  }
   const int64_t redo = recovery.steps_redone();
   return fmt::format(
-      "supervise: restart {} of at most {}: {}; {}; relaunching on {} as {} (was {} on {}), "
+      "supervise: restart {} of at most {}: {}; {}; relaunching on {}{} as {} (was {} on {}), "
       "resuming from {} ({} step{} to redo), {}",
-      restart, max_restarts, recovery.failure, lost, recovery.new_hosts,
+      restart, max_restarts, recovery.failure, lost_hosts_text(recovery.lost_hosts),
+      recovery.new_hosts, recovery.experiment.empty() ? "" : ", experiment " + recovery.experiment,
       to_string(recovery.new_layout), to_string(recovery.old_layout), recovery.old_hosts,
       recovery.resumed_from > 0 ? fmt::format("step {}", recovery.resumed_from)
                                 : std::string("the start"),
@@ -46,6 +46,7 @@ nlohmann::ordered_json recovery_json(const Recovery& recovery) {
                                    {"resumed_from", recovery.resumed_from},
                                    {"steps_redone", recovery.steps_redone()}};
   if (recovery.seconds_lost >= 0.0) record["seconds_lost"] = recovery.seconds_lost;
+  if (!recovery.experiment.empty()) record["experiment"] = recovery.experiment;
   return record;
 }
 

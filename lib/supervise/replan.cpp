@@ -17,14 +17,15 @@ bool keeps_bit_identity(const Layout& old_layout, const Layout& layout, bool tre
          std::has_single_bit(static_cast<unsigned>(old_layout.replicas));
 }
 
-Replan replan(const Layout& old_layout, int slots, bool tree_weight_grads,
-              const LayoutCheck& check) {
+Replan replan(const Layout& old_layout, int slots, bool tree_weight_grads, const LayoutCheck& check,
+              SlotUse use) {
   check_input(slots >= 1, "no slot left to run on");
   const int global_micro_batches = old_layout.replicas * old_layout.micro_batches;
   std::vector<Replan> candidates;
   for (int replicas = 1; replicas <= slots; ++replicas) {
     if (global_micro_batches % replicas != 0) continue;
     for (int stages = 1; stages * replicas <= slots; ++stages) {
+      if (use == SlotUse::kEvery && stages * replicas != slots) continue;
       const Layout layout{
           .stages = stages, .replicas = replicas, .micro_batches = global_micro_batches / replicas};
       candidates.push_back(
@@ -37,7 +38,7 @@ Replan replan(const Layout& old_layout, int slots, bool tree_weight_grads,
                            std::abs(c.layout.replicas - old_layout.replicas), -c.layout.stages);
   };
   std::ranges::sort(candidates, {}, order);
-  std::optional<std::string> first_problem;  // (K=1 x D=1 is always a candidate)
+  std::optional<std::string> first_problem;  // (D=1 always gives a candidate)
   for (const Replan& candidate : candidates) {
     const std::optional<std::string> problem = check(candidate.layout);
     if (!problem) return candidate;

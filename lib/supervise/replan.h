@@ -24,12 +24,17 @@ struct Replan {
 // Whether a run on `old_layout` and one on `layout` end with the same bits.
 bool keeps_bit_identity(const Layout& old_layout, const Layout& layout, bool tree_weight_grads);
 
-// The layout for `slots` ranks at most: D divides the global micro-batches D·M of `old_layout`
-// (M = D·M / D each), K >= 1. Candidates are ordered: bit-identical first, then the most ranks,
-// then D closest to the old D, then the most stages; the first one `check` accepts is chosen.
-// Throws InputError with one line when none fits: "N slots left: no layout fits: <the first
-// candidate>: <its problem>", or when `slots` < 1.
-Replan replan(const Layout& old_layout, int slots, bool tree_weight_grads,
-              const LayoutCheck& check);
+// Which layouts a re-plan may choose: any that `slots` ranks hold (a supervised train job is
+// launched on the ranks its layout needs), or only those that use every slot (the serve daemon,
+// whose every rank takes part in each experiment).
+enum class SlotUse { kAtMost, kEvery };
+
+// The layout for `slots` ranks at most (`use`: kEvery, exactly): D divides the global
+// micro-batches D·M of `old_layout` (M = D·M / D each), K >= 1. Candidates are ordered:
+// bit-identical first, then the most ranks, then D closest to the old D, then the most stages;
+// the first one `check` accepts is chosen. Throws InputError with one line when none fits: "N
+// slots left: no layout fits: <the first candidate>: <its problem>", or when `slots` < 1.
+Replan replan(const Layout& old_layout, int slots, bool tree_weight_grads, const LayoutCheck& check,
+              SlotUse use = SlotUse::kAtMost);
 
 }  // namespace mpipe::supervise

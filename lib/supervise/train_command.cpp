@@ -24,9 +24,11 @@ bool is_one_of(std::string_view name, const auto& names) {
 }  // namespace
 
 TrainCommand parse_train_command(const std::vector<std::string>& command) {
-  check_input(!command.empty() && command.front() == "train",
-              "supervise: the command after -- must be `train CONFIG [options]`, got '{}'",
-              command.empty() ? std::string() : command.front());
+  check_input(
+      !command.empty() && command.front() == "train",
+      "supervise: the command after -- must be `train CONFIG [options]` or `serve --spool DIR "
+      "[options]`, got '{}'",
+      command.empty() ? std::string() : command.front());
   TrainCommand train;
   for (size_t i = 1; i < command.size(); ++i) {
     const std::string& arg = command[i];
@@ -65,15 +67,9 @@ std::vector<std::string> relaunch_command(const TrainCommand& command, const Lay
   std::vector<std::string> args = {"train"};
   args.insert(args.end(), command.args.begin(), command.args.end());
   args.push_back("--resume-or-start");
-  for (const auto& [key, value] :
-       {std::pair{"stages", layout.stages}, std::pair{"data_parallel", layout.replicas},
-        std::pair{"micro_batches", layout.micro_batches}}) {
+  for (std::string& setting : layout_settings(layout, auto_partition)) {
     args.push_back("--set");
-    args.push_back(fmt::format("pipeline.{}={}", key, value));
-  }
-  if (auto_partition) {
-    args.push_back("--set");
-    args.push_back("pipeline.partition=auto");
+    args.push_back(std::move(setting));
   }
   return args;
 }

@@ -65,6 +65,18 @@ TEST(Replan, NamesTheBestLayoutAndWhatItMissesWhenNoneFits) {
   EXPECT_EQ(input_error_of([&] { replan(old, 0, false, none); }), "no slot left to run on");
 }
 
+TEST(Replan, UsesEverySlotWhenAsked) {
+  // K=2 x D=2 on 3 slots: bit-identical D=2 needs K=1 (2 ranks); the daemon's every rank takes
+  // part, so only 3-rank layouts are candidates: K=3 x D=1 (D must divide 4).
+  const Layout old{.stages = 2, .replicas = 2, .micro_batches = 2};
+  const Replan plan = replan(old, 3, false, any_fits, SlotUse::kEvery);
+  EXPECT_EQ(plan.layout, (Layout{.stages = 3, .replicas = 1, .micro_batches = 4}));
+  EXPECT_FALSE(plan.bit_identical);
+  const auto none = [](const Layout&) { return std::optional<std::string>("too big"); };
+  EXPECT_EQ(input_error_of([&] { replan(old, 3, false, none, SlotUse::kEvery); }),
+            "3 slots left: no layout fits: 3 stages x 1 replica, 4 micro-batches each: too big");
+}
+
 TEST(Replan, BitIdentityFollowsTheRuleOfD) {
   const Layout d2{.stages = 1, .replicas = 2, .micro_batches = 2};
   const Layout d4{.stages = 1, .replicas = 4, .micro_batches = 1};

@@ -81,6 +81,13 @@ TEST(RunProgress, RecoveriesAreAddedToTheSummaryAndKeepItsKeys) {
             "does not answer; relaunching on h1:1,h3:1 as 2 stages x 1 replica, 4 micro-batches "
             "each (was 3 stages x 1 replica, 4 micro-batches each on h1:1,h2:1,h3:1), resuming "
             "from step 4 (2 steps to redo), bit-identical");
+  EXPECT_FALSE(record.contains("experiment"));
+  Recovery served = recovery;  // under `mpipe serve`: the experiment the daemon was running
+  served.experiment = "mlp-1";
+  EXPECT_EQ(recovery_json(served)["experiment"], "mlp-1");
+  EXPECT_TRUE(recovery_line(served, 1, 3)
+                  .find("relaunching on h1:1,h3:1, experiment mlp-1 as 2 "
+                        "stages") != std::string::npos);
 }
 
 TEST(RunProgress, ASummaryThatCannotBeReadIsAnErrorNamingIt) {

@@ -38,9 +38,12 @@ TEST(TrainCommand, EveryBadCommandIsOneLine) {
   const auto error = [](const Args& command) {
     return input_error_of([&] { parse_train_command(command); });
   };
-  EXPECT_EQ(error({}), "supervise: the command after -- must be `train CONFIG [options]`, got ''");
-  EXPECT_EQ(error({"serve", "--spool", "s"}),
-            "supervise: the command after -- must be `train CONFIG [options]`, got 'serve'");
+  EXPECT_EQ(error({}),
+            "supervise: the command after -- must be `train CONFIG [options]` or `serve --spool "
+            "DIR [options]`, got ''");
+  EXPECT_EQ(error({"eval", "exp.yaml"}),
+            "supervise: the command after -- must be `train CONFIG [options]` or `serve --spool "
+            "DIR [options]`, got 'eval'");
   EXPECT_EQ(error({"train"}), "supervise: train needs a config (train CONFIG ...)");
   EXPECT_EQ(error({"train", "--run-dir", "r"}),
             "supervise: train needs a config (train CONFIG ...)");

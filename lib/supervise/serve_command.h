@@ -1,0 +1,20 @@
+// The `serve --spool DIR [options]` a supervisor runs under mpirun: the spool it serves (the
+// relaunched daemon resumes the spool's active experiment itself).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mpipe::supervise {
+
+struct ServeCommand {
+  std::string spool_dir;
+  std::vector<std::string> args;  // `serve` and every argument after it, as given
+};
+
+// Reads `command` (what follows `--`): `serve`, then the daemon's own options (--spool and
+// --idle-exit with a value, as `--opt V` or `--opt=V`). Throws InputError with one line for an
+// option without its value, one the daemon does not take, or no --spool.
+ServeCommand parse_serve_command(const std::vector<std::string>& command);
+
+}  // namespace mpipe::supervise
