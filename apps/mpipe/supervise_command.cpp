@@ -1,7 +1,8 @@
-// `mpipe supervise`: runs `mpipe train` under mpirun over a host list (or srun inside a Slurm
-// allocation) and, when a host or rank is lost, relaunches it on the hosts that still answer,
-// re-planned, resuming its checkpoint. The decisions and the command lines are lib/supervise's;
-// this file spawns, waits, probes and forwards signals.
+// `mpipe supervise`: runs `mpipe train` (or the `mpipe serve` daemon) under mpirun over a host
+// list (or srun inside a Slurm allocation) and, when a host or rank is lost, relaunches it on the
+// hosts that still answer, re-planned, resuming its checkpoint. The decisions and the command
+// lines are lib/supervise's, what differs between train and serve is in supervised_train.cpp and
+// supervised_serve.cpp; this file spawns, waits, probes and forwards signals.
 #include "supervise_command.h"
 
 #include <fcntl.h>
@@ -21,20 +22,14 @@
 #include <sstream>
 #include <thread>
 
-#include "config/experiment.h"
 #include "core/error.h"
-#include "core/host_clock.h"
 #include "supervise/host_list.h"
 #include "supervise/job_outcome.h"
 #include "supervise/launcher.h"
-#include "supervise/planner_check.h"
-#include "supervise/recovery.h"
-#include "supervise/replan.h"
 #include "supervise/retry_policy.h"
-#include "supervise/run_progress.h"
 #include "supervise/slurm_allocation.h"
-#include "supervise/train_command.h"
-#include "train_command.h"
+#include "supervised_serve.h"
+#include "supervised_train.h"
 
 extern char** environ;
 
@@ -117,15 +112,6 @@ std::optional<int> ended(pid_t pid) {
 
 constexpr auto kPoll = std::chrono::milliseconds(100);
 
-// When the run last logged a step (metrics.jsonl written: a step, or the record of the recovery
-// before, when the relaunched job logged none), or `otherwise`.
-Clock::time_point last_progress(const std::string& run_dir, Clock::time_point otherwise) {
-  std::error_code error;
-  const auto written = fs::last_write_time(fs::path(run_dir) / "metrics.jsonl", error);
-  if (error) return otherwise;
-  return std::chrono::file_clock::to_sys(written);
-}
-
 // The value of environment variable `name`; InputError when it is not set.
 std::string slurm_variable(const char* name) {
   const char* value = std::getenv(name);
@@ -154,10 +140,11 @@ CLI::Validator number_check(const std::string& what, bool (*valid)(double)) {
 SuperviseCommand::SuperviseCommand(CLI::App& app) {
   app_ = app.add_subcommand(
       "supervise",
-      "Run `train` under mpirun over a host list, or srun inside a Slurm allocation; when a host "
-      "or rank is lost, relaunch it on the hosts that still answer, re-planned, from its newest "
-      "checkpoint (a shared run directory, or checkpoint.peer_copy on node-local ones): mpipe "
-      "supervise --hosts h1:2,h2:2 -- train EXP.yaml [--set ...]");
+      "Run `train`, or the `serve` daemon, under mpirun over a host list, or srun inside a Slurm "
+      "allocation; when a host or rank is lost, relaunch it on the hosts that still answer, "
+      "re-planned, from its newest checkpoint (a shared run directory, or checkpoint.peer_copy "
+      "on node-local ones): mpipe supervise --hosts h1:2,h2:2 -- train EXP.yaml [--set ...], "
+      "or -- serve --spool DIR [--idle-exit D]");
   app_->add_option("--hosts", hosts_,
                    "Hosts and their slots, as mpirun's --host: h1:2,h2:2 (required with mpirun; "
                    "with srun, the allocation's nodes and tasks by default)");
@@ -185,7 +172,9 @@ SuperviseCommand::SuperviseCommand(CLI::App& app) {
   app_->add_option("--srun-args", srun_args_,
                    "Options for every srun (--launcher srun), the job's and the host probes', "
                    "split at spaces: \"--mpi=pmix --cpus-per-task=4\"");
-  app_->add_option("command", command_, "-- train CONFIG [train's options]")->required();
+  app_->add_option("command", command_,
+                   "-- train CONFIG [train's options], or -- serve --spool DIR [--idle-exit D]")
+      ->required();
 }
 
 supervise::Launcher SuperviseCommand::launcher() const {
@@ -251,17 +240,19 @@ std::vector<supervise::HostSlots> SuperviseCommand::initial_hosts() const {
   return supervise::allocation_hosts(nodes, slurm_variable("SLURM_TASKS_PER_NODE"));
 }
 
+std::unique_ptr<SupervisedJob> SuperviseCommand::job(int slots) const {
+  if (!command_.empty() && command_.front() == "serve") {
+    return std::make_unique<SupervisedServe>(command_);
+  }
+  return std::make_unique<SupervisedTrain>(command_, slots);
+}
+
 int SuperviseCommand::run() {
   const supervise::Launcher launcher = this->launcher();
   const std::string launcher_name =
       launcher.kind == supervise::LauncherKind::kSrun ? "srun" : "mpirun";
   std::vector<supervise::HostSlots> hosts = initial_hosts();
-  const supervise::TrainCommand train = supervise::parse_train_command(command_);
-  const std::string run_dir =
-      train.run_dir.empty() ? default_run_dir(train.config_path) : train.run_dir;
-  const config::Experiment experiment = config::load_experiment(train.config_path, train.overrides);
-  supervise::Layout layout = supervise::experiment_layout(experiment, total_slots(hosts));
-  const supervise::PlannerCheck check(experiment);
+  const std::unique_ptr<SupervisedJob> job = this->job(total_slots(hosts));
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   forward_stop_signals();
 
@@ -296,38 +287,23 @@ int SuperviseCommand::run() {
     return alive;
   };
 
-  std::vector<std::string> program = {self};
-  program.insert(program.end(), command_.begin(), command_.end());
-  std::vector<supervise::Recovery> recoveries;
-  // The last recovery's seconds_lost are measured from the last step logged before its failure
-  // to the first step past it that the relaunched job logs.
-  Clock::time_point last_progress_before_failure;
   for (int restarts = 0;; ++restarts) {
-    const pid_t job =
-        spawn(supervise::job_command(launcher, layout.ranks(), hosts, program), false);
-    g_job.store(job);
-    if (g_stop_forwarded.load()) ::kill(job, SIGUSR1);  // a stop that came before the job
+    std::vector<std::string> program = {self};
+    for (std::string& arg : job->command()) program.push_back(std::move(arg));
+    const pid_t launched =
+        spawn(supervise::job_command(launcher, job->ranks(hosts), hosts, program), false);
+    g_job.store(launched);
+    if (g_stop_forwarded.load()) ::kill(launched, SIGUSR1);  // a stop that came before the job
     std::optional<int> status;
-    while (!(status = ended(job))) {
-      supervise::Recovery* pending = recoveries.empty() ? nullptr : &recoveries.back();
-      if (pending && pending->seconds_lost < 0 &&
-          supervise::last_logged_step(run_dir) > pending->last_step) {
-        pending->seconds_lost =
-            std::chrono::duration<double>(Clock::now() - last_progress_before_failure).count();
-      }
+    while (!(status = ended(launched))) {
+      job->watch();
       std::this_thread::sleep_for(kPoll);
     }
     g_job.store(0);
     const supervise::JobEnd end =
         supervise::read_job_end(*status, g_stop_forwarded.load(), launcher.kind);
     if (end.outcome == supervise::JobOutcome::kDone) {
-      // A run stopped by a signal ends with a checkpoint but no summary.json: its recoveries
-      // are in the log only.
-      if (!recoveries.empty() && !g_stop_forwarded.load()) {
-        nlohmann::ordered_json records = nlohmann::ordered_json::array();
-        for (const auto& recovery : recoveries) records.push_back(recovery_json(recovery));
-        supervise::add_to_summary(run_dir, records);
-      }
+      job->ended(!g_stop_forwarded.load());
       return 0;
     }
     const std::string failure = fmt::format("exit status {}: {}", end.exit_code, end.meaning);
@@ -336,57 +312,32 @@ int SuperviseCommand::run() {
                    end.outcome == supervise::JobOutcome::kStopped
                        ? "stopped by a signal, not relaunched"
                        : "not retried (" + end.meaning + ")");
+      job->ended(false);
       return end.exit_code;
     }
-    const auto failed_at = Clock::now();
-    std::vector<supervise::HostSlots> alive = answering(hosts);
-    std::optional<std::string> give_up = supervise::give_up_reason(restarts, max_restarts_, alive);
-    supervise::Replan plan;
-    if (!give_up) {
-      try {
-        plan = supervise::replan(layout, total_slots(alive),
-                                 supervise::tree_weight_grads(experiment), check);
-      } catch (const InputError& e) {
-        give_up = e.what();
-      }
-    }
-    if (give_up || g_stop_forwarded.load()) {
-      spdlog::error("supervise: {} ended with {}; not relaunching: {}", launcher_name, failure,
-                    give_up.value_or("stopped by a signal"));
-      return end.exit_code;
-    }
-    supervise::Recovery recovery{.time = utc_now(),
-                                 .failure = failure,
-                                 .lost_hosts = {},
-                                 .old_hosts = host_list_text(hosts),
-                                 .new_hosts = host_list_text(alive),
-                                 .old_layout = layout,
-                                 .new_layout = plan.layout,
-                                 .bit_identical = plan.bit_identical,
-                                 .last_step = supervise::last_logged_step(run_dir),
-                                 .resumed_from = supervise::newest_checkpoint_step(run_dir),
-                                 .seconds_lost = -1.0};
+    LostHosts lost{.failure = failure,
+                   .hosts = hosts,
+                   .alive = answering(hosts),
+                   .lost_hosts = {},
+                   .restart = restarts + 1,
+                   .max_restarts = max_restarts_,
+                   .failed_at = Clock::now()};
     for (const auto& host : hosts) {
-      if (std::ranges::none_of(alive, [&](const auto& a) { return a.host == host.host; })) {
-        recovery.lost_hosts.push_back(host.host);
+      if (std::ranges::none_of(lost.alive, [&](const auto& a) { return a.host == host.host; })) {
+        lost.lost_hosts.push_back(host.host);
       }
     }
-    spdlog::warn("{}", supervise::recovery_line(recovery, restarts + 1, max_restarts_));
-    // (Before the record below writes the file.)
-    last_progress_before_failure = last_progress(run_dir, failed_at);
-    try {
-      supervise::add_to_metrics(run_dir, recovery);
-    } catch (const Error& e) {
-      spdlog::warn("supervise: {}; the recovery is in summary.json only", e.what());
+    std::optional<std::string> give_up =
+        supervise::give_up_reason(restarts, max_restarts_, lost.alive);
+    if (!give_up && g_stop_forwarded.load()) give_up = "stopped by a signal";
+    if (!give_up) give_up = job->prepare_relaunch(lost);
+    if (give_up) {
+      spdlog::error("supervise: {} ended with {}; not relaunching: {}", launcher_name, failure,
+                    *give_up);
+      job->ended(false);
+      return end.exit_code;
     }
-    recoveries.push_back(recovery);
-    hosts = alive;
-    layout = plan.layout;
-    program = {self};
-    for (std::string& arg : supervise::relaunch_command(
-             train, layout, supervise::needs_auto_partition(experiment, layout))) {
-      program.push_back(std::move(arg));
-    }
+    hosts = lost.alive;
   }
 }
 

@@ -1,14 +1,16 @@
-// `mpipe supervise`: runs `mpipe train` under mpirun over a host list (or srun inside a Slurm
-// allocation) and, when a host or rank is lost, relaunches it on the hosts that still answer,
-// re-planned, resuming its checkpoint.
+// `mpipe supervise`: runs `mpipe train` (or the `mpipe serve` daemon) under mpirun over a host
+// list (or srun inside a Slurm allocation) and, when a host or rank is lost, relaunches it on the
+// hosts that still answer, re-planned, resuming its checkpoint.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "supervise/host_list.h"
 #include "supervise/launcher.h"
+#include "supervised_job.h"
 
 namespace mpipe::app {
 
@@ -23,6 +25,8 @@ class SuperviseCommand {
 
  private:
   supervise::Launcher launcher() const;
+  // The job after --: `serve ...`, else `train ...` (whose layout is planned for `slots`).
+  std::unique_ptr<SupervisedJob> job(int slots) const;
   // --hosts, or with srun and no --hosts the allocation's nodes (SLURM_JOB_NODELIST) with their
   // tasks (SLURM_TASKS_PER_NODE) as slots.
   std::vector<supervise::HostSlots> initial_hosts() const;
@@ -35,7 +39,7 @@ class SuperviseCommand {
   std::string launcher_ = "mpirun";
   std::string srun_args_;
   double probe_timeout_s_ = 30.0;
-  std::vector<std::string> command_;  // after --: train CONFIG [options]
+  std::vector<std::string> command_;  // after --: train CONFIG [options], or serve [options]
 };
 
 }  // namespace mpipe::app

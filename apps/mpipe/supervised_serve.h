@@ -1,0 +1,38 @@
+// `mpipe supervise -- serve --spool DIR ...`: the daemon, relaunched on every slot of the hosts
+// that answer after a loss; it resumes the spool's active experiment first, re-planned for its
+// ranks (serve::resume_layout), then takes the queue. The supervisor records each recovery in
+// that experiment's metrics.jsonl, and in its summary.json once the daemon has finished it.
+#pragma once
+
+#include <map>
+
+#include "supervise/serve_command.h"
+#include "supervised_job.h"
+
+namespace mpipe::app {
+
+class SupervisedServe : public SupervisedJob {
+ public:
+  // `command`: `serve --spool DIR [options]`. Throws InputError for a bad command.
+  explicit SupervisedServe(const std::vector<std::string>& command);
+
+  int ranks(const std::vector<supervise::HostSlots>& hosts) const override {
+    return total_slots(hosts);
+  }
+  std::vector<std::string> command() const override { return serve_.args; }
+  void watch() override;
+  std::optional<std::string> prepare_relaunch(const LostHosts& lost) override;
+  void ended(bool completed) override;
+
+ private:
+  // Adds the recoveries of each experiment the daemon has finished to its summary.json (those
+  // that failed or were cancelled have none, and are dropped).
+  void record_finished();
+
+  supervise::ServeCommand serve_;
+  // The recoveries of experiments not yet finished, by name.
+  std::map<std::string, supervise::RunRecoveries> unfinished_;
+  supervise::RunRecoveries::Clock::time_point next_status_read_;
+};
+
+}  // namespace mpipe::app

@@ -1,0 +1,34 @@
+// `mpipe supervise -- train CONFIG ...`: one run, re-planned by the supervisor on the hosts that
+// answer after a loss (supervise::replan) and relaunched with --resume-or-start on that layout.
+#pragma once
+
+#include "config/experiment.h"
+#include "supervise/layout.h"
+#include "supervise/planner_check.h"
+#include "supervise/train_command.h"
+#include "supervised_job.h"
+
+namespace mpipe::app {
+
+class SupervisedTrain : public SupervisedJob {
+ public:
+  // `command`: `train CONFIG [options]`; `slots`: those of the first launch's hosts. Throws
+  // InputError for a bad command or config, or a layout the slots cannot hold.
+  SupervisedTrain(const std::vector<std::string>& command, int slots);
+
+  int ranks(const std::vector<supervise::HostSlots>&) const override { return layout_.ranks(); }
+  std::vector<std::string> command() const override { return command_; }
+  void watch() override { recoveries_.watch(); }
+  std::optional<std::string> prepare_relaunch(const LostHosts& lost) override;
+  void ended(bool completed) override;
+
+ private:
+  supervise::TrainCommand train_;
+  config::Experiment experiment_;
+  supervise::Layout layout_;
+  supervise::PlannerCheck check_;
+  std::vector<std::string> command_;
+  supervise::RunRecoveries recoveries_;
+};
+
+}  // namespace mpipe::app
