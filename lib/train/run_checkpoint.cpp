@@ -380,6 +380,16 @@ ResumePoint RunCheckpoints::resume() {
   }
 
   const auto step = static_cast<int64_t>(latest);
+  const nlohmann::json meta = gathered_meta(step, /*resuming=*/true);
+  if (step >= experiment_.train.steps) return {.step = step, .finished = true};
+  load(step, meta);
+  drop_metrics_after(step);
+  if (is_root) spdlog::info("resumed from step {} ({})", step, store_.step_dir(step));
+  return {.step = step};
+}
+
+nlohmann::json RunCheckpoints::gathered_meta(int64_t step, bool resuming) {
+  const bool peer_copy = experiment_.checkpoint.peer_copy;
   if (peer_copy) {  // meta.json first: it says which shards there are
     const bool has_meta = fs::is_regular_file(store_.meta_path(step));
     gather(step, has_meta ? std::vector<int>{0} : std::vector<int>{}, 1,
@@ -389,25 +399,17 @@ ResumePoint RunCheckpoints::resume() {
   std::vector<int> intact;
   comm::agree(world_, [&] {
     meta = store_.read_meta(step);
-    check_settings(meta, step);
+    if (resuming) check_settings(meta, step);
     if (peer_copy) intact = store_.intact_shards(step, meta);
   });
   if (peer_copy) {
     gather(step, intact, static_cast<int>(meta["num_stages"].get<int64_t>()),
            [&](int stage) { return store_.shard_path(step, stage); });
   }
-  if (step >= experiment_.train.steps) return {.step = step, .finished = true};
-  load(step, meta);
-  drop_metrics_after(step);
-  if (is_root) spdlog::info("resumed from step {} ({})", step, store_.step_dir(step));
-  return {.step = step};
+  return meta;
 }
 
-void RunCheckpoints::load(int64_t step) {
-  nlohmann::json meta;
-  comm::agree(world_, [&] { meta = store_.read_meta(step); });
-  load(step, meta);
-}
+void RunCheckpoints::load(int64_t step) { load(step, gathered_meta(step, /*resuming=*/false)); }
 
 void RunCheckpoints::load(int64_t step, const nlohmann::json& meta) {
   comm::agree(world_, [&] {

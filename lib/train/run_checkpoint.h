@@ -61,7 +61,8 @@ class RunCheckpoints {
   // naming it and the hosts asked.
   ResumePoint resume();
 
-  // Loads committed step `step` into the stage and optimizer, verified.
+  // Loads committed step `step` into the stage and optimizer, verified (`mpipe eval
+  // --checkpoint`); with checkpoint.peer_copy, its files gathered first as resume() gathers them.
   void load(int64_t step);
 
   // Saves the state after `steps_done` steps. Nothing is written if any stage holds a
@@ -81,6 +82,10 @@ class RunCheckpoints {
   // how the learning-rate schedule goes on (its length kept, or stretched: the rate's jump).
   void describe_schedule(const checkpoint::Settings& saved, int64_t step) const;
   void load(int64_t step, const nlohmann::json& meta);
+  // Collective: meta.json of committed `step`, read and checked on every rank (and, `resuming`,
+  // the settings it records against this run's); with checkpoint.peer_copy, first meta.json and
+  // then every shard it lists gathered onto the ranks whose disk lacks them (gather).
+  nlohmann::json gathered_meta(int64_t step, bool resuming);
   // A shard record with the world rank that wrote it.
   struct ReportedShard {
     int rank = 0;

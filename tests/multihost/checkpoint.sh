@@ -7,8 +7,9 @@
 # With checkpoint.peer_copy every host also holds the previous host's shard and the commit, and
 # the same checkpoint resumes on h1 and h3 alone (h2 lost) with no folder copied, bit-identical;
 # on h1 alone, which holds no copy of stage 1, it is refused in one line naming that shard and
-# the host asked.
-# About 13 s. Usage: checkpoint.sh CONFIG
+# the host asked; `mpipe eval --checkpoint` of it on h1 and h3 gathers the shards the same way
+# and scores it as once every shard is on both hosts.
+# About 15 s. Usage: checkpoint.sh CONFIG
 # shellcheck source=tests/multihost/hosts.sh
 source "$(dirname "$0")/hosts.sh"
 config=$(realpath "$1")
@@ -69,13 +70,29 @@ cat "$WORK/alone.log"
 grep -qF "[error] $LOCAL/$peer/stage_1.safetensors: no host of this job holds it (asked h1), so step 2 cannot be resumed here" \
   "$WORK/alone.log" || { echo "FAILED: alone: the line names not stage 1's shard and h1"; exit 1; }
 
+# mpipe eval of the same checkpoint on h1 and h3 (K=2): its stage 1, on h2 alone and copied to
+# h3, is gathered for rank 0 as a resume gathers it.
+evaluate() {  # NAME: the peer run's step 2 evaluated on h1 and h3 into $WORK/NAME.log
+  on_hosts h1:1 h3:1 -- eval "$config" --checkpoint "$LOCAL/$peer" --set pipeline.stages=2 \
+    --set checkpoint.peer_copy=true > "$WORK/$1.log" 2>&1 ||
+    { cat "$WORK/$1.log"; echo "FAILED: $1"; exit 1; }
+}
+evaluate eval_gathered
+[[ -e $WORK/h1/$peer/stage_1.safetensors ]] || { echo "FAILED: stage 1 not gathered on h1"; exit 1; }
+
 # h2 lost: h1 and h3 gather the rest from each other, nothing copied by hand.
 train_on peer h1:1 h3:1 -- "$config" --set train.steps=4 --set pipeline.stages=2 --resume
 grep -q "resumed from step 2" "$WORK/peer.log" ||
   { cat "$WORK/peer.log"; echo "FAILED: peer: not resumed from step 2"; exit 1; }
 same here peer
+# The same evaluation with every shard of step 2 now on both hosts: the same scores.
+evaluate eval_whole
+[[ $(grep " loss " "$WORK/eval_gathered.log") == $(grep " loss " "$WORK/eval_whole.log") &&
+  -n $(grep " loss " "$WORK/eval_whole.log") ]] ||
+  { cat "$WORK"/eval_*.log; echo "FAILED: eval of gathered shards differs"; exit 1; }
 
 passed=1
 echo "multihost checkpoint: K=3 on 3 hosts resumed as K=2 on 2 hosts: refused in one line while" \
   "the shards are apart, bit-identical to one host once the step folder is copied together;" \
-  "with peer copies, resumed on h1 and h3 with no folder copied, bit-identical; refused on h1 alone"
+  "with peer copies, resumed on h1 and h3 with no folder copied, bit-identical, and evaluated" \
+  "there the same; refused on h1 alone"
