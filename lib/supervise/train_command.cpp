@@ -1,8 +1,6 @@
 // The `train CONFIG [options]` a supervisor runs under mpirun (see train_command.h).
 #include "supervise/train_command.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
 #include <string_view>

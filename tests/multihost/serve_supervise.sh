@@ -4,7 +4,7 @@
 # h1 and h3; the first resumes its newest checkpoint re-planned to 2 stages and ends
 # bit-identical to an uninterrupted run, with one recovery line and a record in its metrics.jsonl
 # and summary.json; the second, whose layout cannot run on 2 ranks, fails alone (a program error:
-# no relaunch); the third runs to the end; nothing is left running. About 15 s.
+# no relaunch); the third runs to the end; nothing is left running. About 12 s.
 # Usage: serve_supervise.sh CONFIG
 : "${MPIPE_MULTIHOST_BUDGET:=200}"  # hosts.sh's own deadline
 # shellcheck source=tests/multihost/hosts.sh
