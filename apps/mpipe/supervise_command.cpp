@@ -341,6 +341,7 @@ int SuperviseCommand::run() {
     const auto failed_at = Clock::now();
     std::vector<supervise::HostSlots> alive = answering(hosts);
     std::optional<std::string> give_up = supervise::give_up_reason(restarts, max_restarts_, alive);
+    if (!give_up) give_up = supervise::no_host_lost_reason(end, hosts, alive);
     supervise::Replan plan;
     if (!give_up) {
       try {
