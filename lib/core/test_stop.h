@@ -18,7 +18,7 @@ enum class TestMoment {
   kBackward,    // the first backward of step `step`
   kAllreduce,   // the replicas' gradient allreduce of step `step`, its buckets started
   kPeerCopy,    // the peer copies of the checkpoint after step `step` (checkpoint.peer_copy)
-  kCheckpoint,  // the checkpoint after step `step`: its shard half written (a temporary file)
+  kCheckpoint,  // the checkpoint after step `step`: a writer's shard (replica 0's) half written
   kEvaluation,  // the final evaluation, after step `step`
 };
 
@@ -49,7 +49,8 @@ void arm_test_stop(int world_rank);
 
 // Where the armed rank's moment and step match: touches $MPIPE_TEST_STOP_MARKER, when set (a file
 // a test waits for), and stops this process (SIGSTOP). With a marker that exists already the hook
-// has fired once and does not again (a relaunched job, whose ranks are numbered anew).
+// has fired once and does not again (a relaunched job, whose ranks are numbered anew, passes);
+// a test that removes the marker has the next job's rank of that number stop there too.
 void test_stop_at(TestMoment moment, int64_t step = 0);
 
 }  // namespace mpipe
