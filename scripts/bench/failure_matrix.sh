@@ -2,7 +2,7 @@
 # The host-failure matrix of issue 34: `mpipe supervise` on three hosts of tests/multihost/hosts.sh
 # (network namespaces on this machine, node-local run directories, checkpoint.peer_copy), with
 # h2 lost at each of 10 moments (every process of h2 killed and h2 gone, or h2's link cut), and a
-# second host lost during a recovery. Each time the test hook MPIPE_TEST_STOP_AT (core/test_stop.h)
+# second host lost during a recovery (three ways: second_host below). Each time the test hook MPIPE_TEST_STOP_AT (core/test_stop.h)
 # freezes a rank on h2 at that moment and the script then kills h2 or cuts its link; the job must
 # finish by itself on the survivors with final weights bit-identical to an uninterrupted run, at
 # most checkpoint.every steps redone, and nothing left: no process in any host's namespace, no
@@ -218,27 +218,31 @@ for spec in "${cases[@]}"; do
   [[ -n $why ]] || to_next+=("$next")
 done
 
-# second_host NAME RUN_DIR PEER_COPY: a second host lost during the recovery: the hook freezes rank
-# 1 (h2) at a forward and h2 is lost; with the marker removed, it freezes rank 1 of the relaunch on
-# h1 and h3 (now on h3) at the same forward, redone, and h3 is lost too. The job must go on with h1
-# alone and end bit-identical, or stop with one line. With a shared RUN_DIR h1 reads every shard:
-# it goes on, and the newest committed checkpoint must export (intact); with node-local ones and
-# peer copies h1 holds no copy of h2's shard (its copy was on h3): it stops with one line naming it.
+# second_host NAME RUN_DIR PEER_COPY WHEN: a second host lost during the recovery: the hook freezes
+# rank 1 (h2) at a forward and h2 is lost; then h3: WHEN redo: the hook, its marker removed,
+# freezes rank 1 of the relaunch on h1 and h3 (now on h3) at the same forward, redone, and h3 is
+# lost; WHEN launch: h3 is lost as mpirun starts its daemon for the relaunch (lose_host_at_launch:
+# its third start, after the first job's and the probe's). The job must go on with h1 alone and
+# end bit-identical, or stop with one line. With a shared RUN_DIR h1 reads every shard, and the
+# newest committed checkpoint must export (intact); with node-local ones and peer copies h1 holds
+# every shard of a step only if the first relaunch gathered them there.
 second_host() {
-  local name=$1 run_dir=$2 peer_copy=$3 dir outcome='' newest host
+  local name=$1 run_dir=$2 peer_copy=$3 when=$4 dir outcome='' newest
   dir=${name//\//-} why=
   [[ $name =~ $only ]] || return 0
   start_hosts
   lost_hosts_give_up_fast
+  [[ $when == redo ]] || lose_host_at_launch h3 3
   supervise_on "$dir" h1:1,h2:1,h3:1 "1:forward:$mid" "$run_dir" "${settings[@]}" \
     "${one_slot[@]}" --set "checkpoint.peer_copy=$peer_copy"
   if wait_for_marker "$dir"; then
     failed_at=$(date +%s.%N)
-    for host in h2 h3; do
-      [[ $host == h2 ]] || wait_for_marker "$dir" || fail "$name" "the relaunch never froze on h3"
-      rm -f "$WORK/$dir.stopped"
-      lose "$host" kill
-    done
+    rm -f "$WORK/$dir.stopped"
+    lose h2 kill
+    if [[ $when == redo ]]; then
+      wait_for_marker "$dir" || fail "$name" "the relaunch never froze on h3"
+      lose h3 kill
+    fi
     status=0
     wait "$supervisor" || status=$?
     ended=$(seconds_since "$failed_at")
@@ -279,8 +283,9 @@ second_host() {
 }
 second_rows=()
 mkdir -p "$WORK/shared"
-second_host second/shared "$WORK/shared" false
-second_host second/local "$LOCAL" true
+second_host second/shared "$WORK/shared" false redo
+second_host second/local "$LOCAL" true redo
+second_host second/launch "$WORK/shared" false launch
 
 echo
 echo "load after: $(uptime)"
