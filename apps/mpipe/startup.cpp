@@ -2,7 +2,6 @@
 #include "startup.h"
 
 #include <omp.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <strings.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "comm/handshake.h"
 #include "comm/watchdog.h"
 #include "core/error.h"
+#include "core/test_stop.h"
 #include "version.h"
 
 namespace mpipe::app {
@@ -24,12 +24,8 @@ std::string running_version() {
 }
 
 void start_up(const comm::Communicator& world) {
-  // Test hook: the world rank $MPIPE_TEST_STOP_BEFORE_HANDSHAKE stops itself (SIGSTOP) here, past
-  // MPI_Init and before the first collective (tests of the watchdog's line at that point).
-  if (const char* stop = std::getenv("MPIPE_TEST_STOP_BEFORE_HANDSHAKE");
-      stop && *stop && std::to_string(world.rank()) == stop) {
-    raise(SIGSTOP);
-  }
+  arm_test_stop(world.rank());
+  test_stop_at(TestMoment::kStartUp);
   const std::vector<comm::RankIdentity> ranks =
       comm::exchange_identities(world, comm::own_identity(running_version()));
   // Every rank holds the same table, so every rank finds the same mismatch: agreed by construction.

@@ -16,7 +16,7 @@ std::string running_version();
 // mismatch throws AgreedError (exit code 2) on every rank with the same one-line message. Then
 // gives the world's watchdog every rank's host and a roll-call communicator, and has its waits
 // sleep at once where this host runs more threads than it has CPUs or OMP_WAIT_POLICY is passive.
-// (Test hook: $MPIPE_TEST_STOP_BEFORE_HANDSHAKE, a world rank that stops itself first.)
+// (It arms the test hook MPIPE_TEST_STOP_AT first: core/test_stop.h, moment start-up.)
 void start_up(const comm::Communicator& world);
 
 // Collective over `world`: a barrier under the watchdog, so that a rank lost at the very end cannot

@@ -329,6 +329,7 @@ int SuperviseCommand::run() {
     }
     std::optional<std::string> give_up =
         supervise::give_up_reason(restarts, max_restarts_, lost.alive);
+    if (!give_up) give_up = supervise::no_host_lost_reason(end, hosts, lost.alive);
     if (!give_up && g_stop_forwarded.load()) give_up = "stopped by a signal";
     if (!give_up) give_up = job->prepare_relaunch(lost);
     if (give_up) {

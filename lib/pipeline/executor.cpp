@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/test_stop.h"
 #include "plan/receive_posting.h"
 
 namespace mpipe::pipeline {
@@ -244,6 +245,7 @@ int64_t Executor::run_op(const plan::Op& op, const RoundPlan& plan, const MicroB
       return bytes;
     }
     case plan::OpKind::kForward: {
+      test_stop_at(TestMoment::kForward, plan.round + 1);
       Bundle input = is_first(op.chunk) ? data.inputs(m) : take(inputs_, op, "input");
       Bundle output = stage.forward(m, std::move(input), layer_context(plan, m, true));
       if (is_last(op.chunk)) {
@@ -266,6 +268,7 @@ int64_t Executor::run_op(const plan::Op& op, const RoundPlan& plan, const MicroB
     }
     case plan::OpKind::kBackward:
     case plan::OpKind::kBackwardInput: {
+      test_stop_at(TestMoment::kBackward, plan.round + 1);
       Bundle grad_output = take(grad_outputs_, op, "output gradient");
       const nn::LayerContext ctx = layer_context(plan, m, true);
       Bundle grad_input = op.kind == plan::OpKind::kBackward

@@ -24,6 +24,10 @@ std::string exit_meaning(int code, LauncherKind launcher) {
       return "a rank passed pipeline.memory_limit";
     case kLostDaemonExitCode:
       return srun ? "a program error" : "mpirun lost a host's daemon: the host died or was cut off";
+    case kUnstartedDaemonExitCode:
+      return srun ? "a program error"
+                  : "mpirun could not start a host's daemon: the host is down or cut off, or its "
+                    "launcher (ssh) failed";
     case kRankKilledExitCode:
       return srun ? "a task was killed by SIGKILL: Slurm ended the step on a node it set DOWN, or "
                     "the OOM killer"
@@ -58,6 +62,9 @@ JobEnd read_job_end(int wait_status, bool stop_forwarded, LauncherKind launcher)
   } else if (end.exit_code == kLostPeerExitCode || end.exit_code == kRankKilledExitCode ||
              (end.exit_code == kLostDaemonExitCode && !srun)) {
     end.outcome = JobOutcome::kLost;
+  } else if (end.exit_code == kUnstartedDaemonExitCode && !srun) {
+    end.outcome = JobOutcome::kLost;
+    end.lost_if_a_host_is_gone = true;
   } else {
     end.outcome = JobOutcome::kFailed;
   }

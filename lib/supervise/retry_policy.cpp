@@ -15,4 +15,11 @@ std::optional<std::string> give_up_reason(int restarts_done, int max_restarts,
   return std::nullopt;
 }
 
+std::optional<std::string> no_host_lost_reason(const JobEnd& end,
+                                               const std::vector<HostSlots>& hosts,
+                                               const std::vector<HostSlots>& answering) {
+  if (!end.lost_if_a_host_is_gone || answering.size() < hosts.size()) return std::nullopt;
+  return std::string("every host answers, so no host was lost");
+}
+
 }  // namespace mpipe::supervise

@@ -1,6 +1,8 @@
 // Writing a checkpoint shard whose optimizer state the replicas hold in parts.
 #include "train/gathered_shard.h"
 
+#include "core/test_stop.h"
+
 namespace mpipe::train {
 
 std::optional<checkpoint::ShardRecord> write_gathered_shard(
@@ -28,6 +30,7 @@ std::optional<checkpoint::ShardRecord> write_gathered_shard(
     return store.write_shard(
         step, stage, std::move(layout),
         [&](size_t i) -> std::span<const float> {
+          if (i + 1 == tensors.size()) test_stop_at(TestMoment::kCheckpoint, step);
           if (!tensors[i].sharded) return tensors[i].view.values;
           const std::span<float> whole = gather(i);
           ++gathered;

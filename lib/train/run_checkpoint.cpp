@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <csignal>
-#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <span>
@@ -19,6 +17,7 @@
 #include "comm/watchdog.h"
 #include "core/error.h"
 #include "core/host_clock.h"
+#include "core/test_stop.h"
 #include "log/metrics_writer.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint_model.h"
@@ -34,13 +33,6 @@ namespace fs = std::filesystem;
 constexpr size_t kReportSize = 4;  // rank, stage, crc32, size: exact in doubles (sizes below 2^53)
 constexpr const char* kOptimizerStepsKey = "optimizer_steps";  // in meta.json and every shard
 constexpr const char* kScheduleStepsKey = "optimizer.schedule.total_steps";
-
-// Test hook: the world rank R of $MPIPE_TEST_STOP_IN_CHECKPOINT="R:STEP" stops itself (SIGSTOP)
-// as the checkpoint after step STEP begins (tests of the watchdog's deadline in checkpoints).
-void stop_for_test(int world_rank, int64_t steps_done) {
-  const char* stop = std::getenv("MPIPE_TEST_STOP_IN_CHECKPOINT");
-  if (stop && fmt::format("{}:{}", world_rank, steps_done) == stop) raise(SIGSTOP);
-}
 
 checkpoint::Settings saved_settings(const nlohmann::json& meta, const std::string& path) {
   const nlohmann::json& saved = checkpoint::required_key(meta, path, "settings");
@@ -118,7 +110,6 @@ checkpoint::Settings RunCheckpoints::settings() const {
 
 void RunCheckpoints::save(int64_t steps_done) {
   const comm::WatchScope watch(world_, "checkpoint", comm::WaitPhase::kLong);
-  stop_for_test(world_.rank(), steps_done);
   const comm::Topology& topo = trainer_.topology();
   const bool writer = topo.replica == 0;  // the other replicas hold the same stages
   const std::vector<ChunkState> chunks = trainer_.chunk_states();
@@ -252,6 +243,7 @@ std::vector<int> RunCheckpoints::copy_shards(int64_t step, const std::vector<Rep
       checkpoint::plan_shard_copies(hosts(), written);
   const int me = world_.rank();
   const int tag = trainer_.tags().tensor(0);
+  test_stop_at(TestMoment::kPeerCopy, step);
   comm::agree(world_, [&] {
     // Every copy in the same order on every rank, each a send and a receive between two ranks:
     // the first unfinished one always has both ranks at it. A failed one still moves every

@@ -14,6 +14,7 @@
 #include "comm/agree.h"
 #include "comm/watchdog.h"
 #include "core/error.h"
+#include "core/test_stop.h"
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
 #include "optim/replica_shard.h"
@@ -414,6 +415,7 @@ StepReport Trainer::step(int64_t step) {
   }
   layer_times_.end_step();
   const auto allreduce_start = Clock::now();
+  if (reduce) test_stop_at(TestMoment::kAllreduce, step + 1);
   allreduce.finish();
   const double allreduce_s = seconds_since(allreduce_start);
   if (reduce && trace_.recording()) {

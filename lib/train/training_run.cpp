@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "core/memory_account.h"
 #include "core/system_memory.h"
+#include "core/test_stop.h"
 #include "data/dataset.h"
 #include "log/metrics_writer.h"
 #include "log/progress.h"
@@ -520,6 +521,7 @@ class TrainingRun {
     RunResult result;
     result.steps_done = step;
     result.final_train_loss = train_loss_;
+    test_stop_at(TestMoment::kEvaluation, step);
     const EvalReport eval = evaluate(trainer_, step);
     result.final_eval_loss = eval.loss;
     result.final_eval_accuracy = eval.accuracy;

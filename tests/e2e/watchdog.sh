@@ -107,10 +107,10 @@ expect resumed '\[rank 0/2\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s 
 
 # A peer lost in a checkpoint: a checkpoint's waits, once one checkpoint was measured, get the
 # larger of comm.timeout and 20 times the slowest checkpoint so far (before: comm.startup_timeout,
-# 10 min by default). Rank 1 stops itself as the checkpoint after step 6 begins (the test hook
-# MPIPE_TEST_STOP_IN_CHECKPOINT), after two measured ones; the bound allows checkpoints of up to
-# 1.5 s each on a loaded machine (20 x 1.5 s = 30 s).
-MPIPE_TEST_STOP_IN_CHECKPOINT=1:6 endless 2 checkpoint "$config" --set comm.timeout=3s \
+# 10 min by default). Rank 1 stops itself in the checkpoint after step 6, its shard half written
+# (the test hook MPIPE_TEST_STOP_AT, core/test_stop.h), after two measured ones; the bound allows
+# checkpoints of up to 1.5 s each on a loaded machine (20 x 1.5 s = 30 s).
+MPIPE_TEST_STOP_AT=1:checkpoint:6 endless 2 checkpoint "$config" --set comm.timeout=3s \
   --set checkpoint.every=2
 wait_for_steps checkpoint 6 100
 start=$(date +%s.%N)
@@ -222,7 +222,7 @@ unstarted_took=$took
 # Rank 1 stopped past MPI_Init, before the identity exchange (which gives the watchdog the hosts
 # and its roll-call communicator): the roll call goes over the world's point-to-point messages and
 # names rank 1.
-MPIPE_TEST_STOP_BEFORE_HANDSHAKE=1 stopped_early handshake 10 '\[rank 0/2\] \[error\] watchdog: start-up: waited 10\.[0-9] s for an allgather over the world \(2 ranks\); rank 1 does not answer; ending the job$' \
+MPIPE_TEST_STOP_AT=1:start-up stopped_early handshake 10 '\[rank 0/2\] \[error\] watchdog: start-up: waited 10\.[0-9] s for an allgather over the world \(2 ranks\); rank 1 does not answer; ending the job$' \
   "$MPIPE"
 [[ $status -eq 3 ]] || { echo "FAILED: handshake: exit status $status, not 3"; exit 1; }
 

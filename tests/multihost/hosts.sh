@@ -252,6 +252,27 @@ lose_host_after() {
   done
 }
 
+# lose_host_at_launch HOST N: after start_hosts, the Nth start of an Open MPI daemon on HOST (its
+# Nth call of the rsh agent: a job's or a probe's) finds HOST gone: every process there killed
+# and its namespace deleted first (a host lost while mpirun launches a job).
+lose_host_at_launch() {
+  rm -f "$WORK/$1.launches"
+  mv "$WORK/rsh_agent" "$WORK/rsh_agent.hosts"
+  cat > "$WORK/rsh_agent" <<EOF
+#!/bin/sh
+# The rsh agent, but host $1 is lost at its daemon's start number $2.
+if [ "\$1" = $1 ]; then
+  echo >> "$WORK/$1.launches"
+  if [ "\$(wc -l < "$WORK/$1.launches")" -eq $2 ]; then
+    for pid in \$(ip netns pids "$PREFIX$1"); do kill -KILL "\$pid"; done
+    for _ in \$(seq 50); do ip netns del "$PREFIX$1" 2>/dev/null && break; sleep 0.1; done
+  fi
+fi
+exec "$WORK/rsh_agent.hosts" "\$@"
+EOF
+  chmod +x "$WORK/rsh_agent"
+}
+
 # same A B: the exported weights of runs A and B are bit-identical.
 same() {
   "$MPIPE" compare "$WORK/$1.safetensors" "$WORK/$2.safetensors" --rtol 0 ||

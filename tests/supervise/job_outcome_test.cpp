@@ -22,10 +22,24 @@ TEST(JobOutcome, ALostPeerALostDaemonAndAKilledRankAreRetried) {
   }
   EXPECT_EQ(read_job_end(exited(205), false, kMpirun).meaning,
             "mpirun lost a host's daemon: the host died or was cut off");
+  EXPECT_FALSE(read_job_end(exited(205), false, kMpirun).lost_if_a_host_is_gone);
+}
+
+TEST(JobOutcome, ADaemonMpirunCouldNotStartIsALostHostOnlyIfAHostIsGone) {
+  const JobEnd end = read_job_end(exited(255), false, kMpirun);
+  EXPECT_EQ(end.outcome, JobOutcome::kLost);
+  EXPECT_TRUE(end.lost_if_a_host_is_gone);
+  EXPECT_EQ(end.exit_code, 255);
+  EXPECT_EQ(end.meaning,
+            "mpirun could not start a host's daemon: the host is down or cut off, or its launcher "
+            "(ssh) failed");
+  const JobEnd under_srun = read_job_end(exited(255), false, kSrun);
+  EXPECT_EQ(under_srun.outcome, JobOutcome::kFailed);
+  EXPECT_FALSE(under_srun.lost_if_a_host_is_gone);
 }
 
 TEST(JobOutcome, AProgramErrorIsNeverRetriedAndKeepsItsExitCode) {
-  for (int code : {1, 2, 4, 5, 139, 255}) {
+  for (int code : {1, 2, 4, 5, 139, 254}) {
     const JobEnd end = read_job_end(exited(code), false, kMpirun);
     EXPECT_EQ(end.outcome, JobOutcome::kFailed) << code;
     EXPECT_EQ(end.exit_code, code);
