@@ -41,8 +41,20 @@ struct PartitionProblem {
 // where that fits.
 std::optional<std::vector<LayerRange>> best_partition(const PartitionProblem& problem);
 
+// Up to `max_count` partitions as good as `best` (best_partition's answer for `problem`): `best`
+// first, then the others whose largest stage (or rank) time equals its within rounding, in
+// search order, each within the memory limit. Where several blocks cost the same, many
+// partitions tie, and their pipelines differ: the planner simulates them and keeps the fastest.
+// The search visits at most kTieSearchNodes partial partitions.
+std::vector<std::vector<LayerRange>> tied_partitions(const PartitionProblem& problem,
+                                                     const std::vector<LayerRange>& best,
+                                                     int max_count);
+
 // The partial partitions the per-rank search visits at most (a few seconds on a loaded core).
 inline constexpr int64_t kRankSearchNodes = 2'000'000;
+// The partial partitions tied_partitions visits at most (a tenth of a second: it runs at every
+// plan with chunks, where 129 layers in 16 stages have more ties than it lists).
+inline constexpr int64_t kTieSearchNodes = 100'000;
 
 // The largest of `cost` over the stages of `ranges` (stage s = ranges[s]).
 double largest_stage_cost(const std::vector<LayerRange>& ranges, const StageCost& cost);

@@ -49,6 +49,9 @@ double shard_broadcast_s(double param_bytes, int shards, double link_bytes_per_s
 
 namespace {
 
+// With chunks, how many partitions tied on each objective the planner simulates (plan_pipeline).
+constexpr int kSimulatedTies = 32;
+
 using plan::LayerRange;
 
 // Micro-batches whose forward runs twice.
@@ -681,16 +684,27 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   out.virtual_stages = pipe.virtual_stages;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
-  PipelinePlan planned = plan_on(c, out, choose_partition(c, out.problem));
-  // The slowest rank is not the step: where stages of uneven times follow each other the
-  // simulated step may favour the per-stage partition, which is then kept (predicted times only).
+  const std::vector<LayerRange> chosen = choose_partition(c, out.problem);
+  PipelinePlan planned = plan_on(c, out, chosen);
+  // The slowest rank is not the step: where stages of uneven times follow each other they stall
+  // the pipeline between them, and of the partitions that tie on the slowest rank (where blocks
+  // cost the same, many do) some pipeline better than others. So with predicted times the
+  // planner simulates the ties of both objectives, the slowest rank's and the slowest stage's, and
+  // keeps the shortest step (the first found on equal steps).
   if (pipe.partition_mode == PartitionMode::kAuto && pipe.virtual_stages > 1 &&
       !request.measured_time && planned.problem.empty()) {
-    std::string problem;
-    const std::vector<LayerRange> per_stage = choose_partition(c, problem, true);
-    if (problem.empty()) {
-      PipelinePlan other = plan_on(c, out, per_stage);
-      if (other.problem.empty() && other.step_s < planned.step_s) planned = std::move(other);
+    for (const bool per_stage : {false, true}) {
+      plan::PartitionProblem p = c.problem(true);
+      if (per_stage) p.rank_of_stage.clear();
+      const std::optional<std::vector<LayerRange>> best =
+          per_stage ? plan::best_partition(p) : chosen;
+      if (!best) continue;
+      for (const std::vector<LayerRange>& ranges :
+           plan::tied_partitions(p, *best, kSimulatedTies)) {
+        if (ranges == chosen) continue;
+        PipelinePlan other = plan_on(c, out, ranges);
+        if (other.problem.empty() && other.step_s < planned.step_s) planned = std::move(other);
+      }
     }
   }
   return planned;

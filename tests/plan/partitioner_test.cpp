@@ -261,6 +261,64 @@ TEST(Partitioner, PerRankEqualsBruteForceOnRandomCostsUnderBothPlacementsAndLimi
   EXPECT_GT(infeasible, 20);
 }
 
+// Every partition that is as good as the optimum, for the per-stage objective (empty
+// rank_of_stage) or the per-rank one, with the limit on stages and ranks.
+std::vector<std::vector<LayerRange>> brute_force_ties(const PartitionProblem& p, double optimum) {
+  std::vector<std::vector<LayerRange>> ties;
+  std::vector<LayerRange> prefix;
+  every_partition(p.num_layers, p.num_stages, prefix, 0, [&](const std::vector<LayerRange>& r) {
+    if (p.rank_of_stage.empty()) {
+      if (p.memory_limit && largest_stage_cost(r, p.memory) > *p.memory_limit) return;
+      if (largest_stage_cost(r, p.time) == optimum) ties.push_back(r);
+    } else {
+      if (p.memory_limit && !ranks_fit(p, r)) return;
+      if (largest_rank_cost(r, p.rank_of_stage, p.time) == optimum) ties.push_back(r);
+    }
+  });
+  return ties;
+}
+
+TEST(Partitioner, TiedPartitionsAreEveryOptimumBestFirstUnderBothObjectivesAndLimits) {
+  std::mt19937 rng(29);
+  int with_ties = 0, capped = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int ranks = 1 + static_cast<int>(rng() % 3);
+    const int layers = 2 * ranks + static_cast<int>(rng() % (13 - 2 * ranks));
+    RandomCosts costs = random_costs(rng, layers, 2 * ranks);
+    std::optional<double> limit;
+    if (trial % 3 != 0) limit = 30.0 + static_cast<double>(rng() % 120);
+    PartitionProblem p =
+        trial % 3 == 1 ? costs.problem(limit)  // per stage
+                       : rank_problem(costs,
+                                      ranks_of_stages(ranks, trial % 2 == 0 ? PlacementKind::kV
+                                                                            : PlacementKind::kLoop),
+                                      limit);
+    const auto best = best_partition(p);
+    if (!best) continue;
+    const double optimum = p.rank_of_stage.empty()
+                               ? largest_stage_cost(*best, p.time)
+                               : largest_rank_cost(*best, p.rank_of_stage, p.time);
+    auto expected = brute_force_ties(p, optimum);
+    const int max_count = trial % 4 == 0 ? 3 : 1000;
+    const auto ties = tied_partitions(p, *best, max_count);
+    ASSERT_FALSE(ties.empty()) << "trial " << trial;
+    EXPECT_EQ(ties.front(), *best) << "trial " << trial;
+    for (const auto& ranges : ties) {
+      EXPECT_NE(std::ranges::find(expected, ranges), expected.end()) << "trial " << trial;
+      EXPECT_EQ(std::ranges::count(ties, ranges), 1) << "trial " << trial;
+    }
+    if (std::ssize(expected) <= max_count) {
+      EXPECT_EQ(ties.size(), expected.size()) << "trial " << trial;
+    } else {
+      EXPECT_EQ(std::ssize(ties), max_count) << "trial " << trial;
+      ++capped;
+    }
+    if (expected.size() > 1) ++with_ties;
+  }
+  EXPECT_GT(with_ties, 100);  // small integer costs tie often
+  EXPECT_GT(capped, 10);
+}
+
 TEST(Partitioner, ZbvBalancesRankZerosFirstAndLastStage) {
   // An embedding, eight blocks, a norm and a head over 2 ranks of ZB-V: rank 0 holds stages 0
   // and 3, rank 1 stages 1 and 2.
