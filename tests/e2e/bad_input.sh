@@ -209,8 +209,8 @@ alone empty_name "--name: must not be empty (\`mpipe submit --help\` lists the o
 alone supervise_hosts "--hosts: 'h1:0': the slots after ':' must be an integer from 1 to 4096" \
   supervise --hosts h1:0 -- train "$mlp"
 alone supervise_command \
-  "supervise: the command after -- must be \`train CONFIG [options]\`, got 'serve'" \
-  supervise --hosts h1:1 -- serve --spool "$WORK/spool"
+  "supervise: the command after -- must be \`train CONFIG [options]\` or \`serve --spool DIR [options]\`, got 'eval'" \
+  supervise --hosts h1:1 -- eval "$mlp"
 alone supervise_restarts \
   "--max-restarts: must be an integer >= 0, got -1 (\`mpipe supervise --help\` lists the options)" \
   supervise --hosts h1:1 --max-restarts -1 -- train "$mlp"
