@@ -50,6 +50,10 @@ ServeCommand::ServeCommand(CLI::App& app) {
                    "Stop after this long with nothing to run: 30s, 5m, 1h (default: never)")
       ->transform(duration_in_seconds())
       ->type_name("DURATION");
+  app_->add_flag("--resume-lost-peer", resume_lost_peer_,
+                 "Resume an experiment that loses a peer however often it was before, not once "
+                 "(mpipe supervise sets it: it relaunches the daemon on the hosts that answer, "
+                 "and its --max-restarts bounds the relaunches)");
 }
 
 int ServeCommand::run(const comm::Communicator& world) {
@@ -58,7 +62,8 @@ int ServeCommand::run(const comm::Communicator& world) {
                 .stop_signal = stop_on_signals(),
                 .kill_grace_s = mpirun_kill_grace_s(),
                 .progress = stdout,
-                .progress_in_place = progress_in_place()},
+                .progress_in_place = progress_in_place(),
+                .resume_lost_peer = resume_lost_peer_},
                world);
   return 0;
 }

@@ -22,6 +22,7 @@ class ServeCommand {
   CLI::App* app_ = nullptr;
   std::string spool_dir_;
   double idle_exit_s_ = 0.0;  // 0 = never
+  bool resume_lost_peer_ = false;
 };
 
 class SubmitCommand {

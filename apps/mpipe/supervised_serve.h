@@ -19,7 +19,9 @@ class SupervisedServe : public SupervisedJob {
   int ranks(const std::vector<supervise::HostSlots>& hosts) const override {
     return total_slots(hosts);
   }
-  std::vector<std::string> command() const override { return serve_.args; }
+  std::vector<std::string> command() const override {
+    return supervise::supervised_serve_command(serve_);
+  }
   void watch() override;
   std::optional<std::string> prepare_relaunch(const LostHosts& lost) override;
   void ended(bool completed) override;

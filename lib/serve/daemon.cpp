@@ -95,7 +95,8 @@ class Daemon {
 
   // Collective: if the active experiment ended the last job (a rank's failure note, see
   // note_job_failure), rank 0 records it as failed and removes it from the active slot, or, after
-  // a first lost peer, as interrupted (the loop then resumes it). Every rank removes its note (a
+  // a first lost peer (any, under the supervisor: ServeOptions::resume_lost_peer), as interrupted
+  // (the loop then resumes it). Every rank removes its note (a
   // damaged one: rank 0 moves its own to quarantine/).
   // Node-local spools: each rank reads its own; the lowest rank's note counts.
   void record_job_failure() {
@@ -125,14 +126,15 @@ class Daemon {
     comm::agree(world_, [&] {
       if (!is_root()) return;
       const FailureNote first = parse_failure_note(json);
-      if (board_->job_failed(name, first, true) == ExperimentState::kFailed) {
+      if (board_->job_failed(name, first, true, options_.resume_lost_peer) ==
+          ExperimentState::kFailed) {
         spool_.finish_active();
         spdlog::error("{}: failed: {}", name, first.error);
       } else {
         spdlog::warn(
             "{}: the last job ended when it lost a peer ({}); resuming it from its last "
-            "checkpoint (once)",
-            name, first.error);
+            "checkpoint ({})",
+            name, first.error, options_.resume_lost_peer ? "under mpipe supervise" : "once");
       }
     });
     comm::agree(world_, [&] { spool_.remove_failure_note(name); });
@@ -146,7 +148,7 @@ class Daemon {
         .name = name, .failure = failure, .error = error, .rank = world_.rank(), .time = utc_now()};
     try {
       spool_.write_failure_note(note);
-      if (is_root()) board_->job_failed(name, note, false);
+      if (is_root()) board_->job_failed(name, note, false, options_.resume_lost_peer);
     } catch (const std::exception& e) {
       spdlog::warn("{}", e.what());
     }

@@ -20,6 +20,10 @@ struct ServeOptions {
   std::optional<double> kill_grace_s;  // train::RunOptions::kill_grace_s, for each experiment
   std::FILE* progress = nullptr;       // rank 0's progress lines (stdout from main); null = none
   bool progress_in_place = false;
+  // Set by mpipe supervise, which relaunches the daemon after a lost peer on the hosts that answer
+  // (serve --resume-lost-peer): an experiment that loses a peer is resumed however often it was
+  // before, not once (the supervisor's --max-restarts bounds the relaunches).
+  bool resume_lost_peer = false;
 };
 
 // Why serve() returned.
@@ -32,7 +36,7 @@ enum class StopReason { kSignal, kIdle };
 // that ends the whole job from one rank (MemoryLimitExceeded, WatchdogTimeout: rethrown for main
 // to abort the job) leaves that rank's FailureNote (and, on rank 0, the failure in status.json);
 // the next daemon on the spool records it as failed and goes on with the queue (a first lost
-// peer: interrupted, and resumed from its checkpoint).
+// peer, or any with resume_lost_peer: interrupted, and resumed from its checkpoint).
 // Throws AgreedError on every rank when the spool cannot be served (another daemon holds it:
 // "DIR: in use by mpipe serve pid 12 on host h since T (lock DIR/.lock)"; a folder that cannot
 // be written).

@@ -116,10 +116,10 @@ void StatusBoard::ended(const std::string& name, const Ending& ending) {
 }
 
 ExperimentState StatusBoard::job_failed(const std::string& name, const FailureNote& note,
-                                        bool resuming) {
+                                        bool resuming, bool supervised) {
   ExperimentStatus* e = status_.find(name);
   if (!e) return ExperimentState::kFailed;
-  apply_failure_note(*e, note);
+  apply_failure_note(*e, note, supervised);
   if (resuming && e->state == ExperimentState::kInterrupted) ++e->lost_peer_resumes;
   const ExperimentState state = e->state;  // merge_spool may move the entries
   merge_spool(status_, spool_);

@@ -44,9 +44,10 @@ class StatusBoard {
   void ended(const std::string& name, const Ending& ending);
   // The experiment `name` ended the whole job (see apply_failure_note): rank 0 records this just
   // before the job ends when it is the failing rank, and the next daemon from the failing rank's
-  // note, with `resuming` set: a resume after a lost peer is then counted. Returns the state it
-  // now has (interrupted: the daemon resumes it; failed).
-  ExperimentState job_failed(const std::string& name, const FailureNote& note, bool resuming);
+  // note, with `resuming` set: a resume after a lost peer is then counted; `supervised`: see
+  // apply_failure_note. Returns the state it now has (interrupted: the daemon resumes it; failed).
+  ExperimentState job_failed(const std::string& name, const FailureNote& note, bool resuming,
+                             bool supervised = false);
   // The daemon stops: `reason` is "signal" or "idle".
   void stopped(const std::string& reason);
 

@@ -267,9 +267,9 @@ void note_dead_daemon(SpoolStatus& status) {
   if (::kill(status.daemon->pid, 0) != 0 && errno == ESRCH) status.daemon->state = "gone";
 }
 
-void apply_failure_note(ExperimentStatus& experiment, const FailureNote& note) {
-  const bool resumable =
-      note.failure == JobFailure::kLostPeer && experiment.lost_peer_resumes < kLostPeerResumes;
+void apply_failure_note(ExperimentStatus& experiment, const FailureNote& note, bool supervised) {
+  const bool resumable = note.failure == JobFailure::kLostPeer &&
+                         (supervised || experiment.lost_peer_resumes < kLostPeerResumes);
   experiment.state = resumable ? ExperimentState::kInterrupted : ExperimentState::kFailed;
   experiment.error = note.error;
   experiment.eta_s.reset();

@@ -97,9 +97,12 @@ void note_dead_daemon(SpoolStatus& status);
 
 // What a failure note (the experiment ended the whole job) makes of the experiment's status:
 // failed with the note's error for a memory limit (it would fail the same way again) and for a
-// peer lost after kLostPeerResumes resumes; else interrupted with the error (the next daemon
-// resumes it). Does not count the resume (the daemon does, when it resumes it).
-void apply_failure_note(ExperimentStatus& experiment, const FailureNote& note);
+// peer lost after kLostPeerResumes resumes, unless `supervised` (the daemon runs under mpipe
+// supervise, which relaunches it on the hosts that answer: its --max-restarts bounds the resumes);
+// else interrupted with the error (the next daemon resumes it). Does not count the resume (the
+// daemon does, when it resumes it).
+void apply_failure_note(ExperimentStatus& experiment, const FailureNote& note,
+                        bool supervised = false);
 
 // Applies the failure note of the spool's active experiment, if its folder holds one: the job
 // that ran it ended, and its daemon could not record how (a rank other than 0 failed).

@@ -33,4 +33,10 @@ ServeCommand parse_serve_command(const std::vector<std::string>& command) {
   return serve;
 }
 
+std::vector<std::string> supervised_serve_command(const ServeCommand& serve) {
+  std::vector<std::string> args = serve.args;
+  args.emplace_back("--resume-lost-peer");
+  return args;
+}
+
 }  // namespace mpipe::supervise

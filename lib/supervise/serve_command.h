@@ -17,4 +17,9 @@ struct ServeCommand {
 // option without its value, one the daemon does not take, or no --spool.
 ServeCommand parse_serve_command(const std::vector<std::string>& command);
 
+// The command of each launch: `serve`'s, with --resume-lost-peer (an experiment that loses a peer
+// is then resumed however often it was before, not once: the supervisor relaunches the daemon on
+// the hosts that answer, and its --max-restarts bounds the relaunches).
+std::vector<std::string> supervised_serve_command(const ServeCommand& serve);
+
 }  // namespace mpipe::supervise

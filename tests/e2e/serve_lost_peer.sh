@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A daemon's experiment that loses a peer (rank 1 SIGSTOPped) ends the job from rank 0 (exit 3,
 # one line), which first records it in status.json: interrupted, with that line. The next daemon
-# resumes it once from its checkpoint; when it loses a peer again, rank 0 records it as failed at
-# once, and the daemon after that removes it from the active slot and runs the rest of the queue.
+# resumes it from its checkpoint; as it runs with --resume-lost-peer (as under mpipe supervise),
+# an experiment that loses a peer again stays interrupted. The daemon after that, without it,
+# resumes a lost peer's experiment once only: it records it as failed, removes it from the active
+# slot and runs the rest of the queue.
 # Usage: serve_lost_peer.sh CONFIG (2 stages)
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
@@ -16,12 +18,12 @@ submit "$config" --name lost --set train.steps=100000000 --set checkpoint.every=
   --set log.every=1 --set comm.timeout=3s --set comm.startup_timeout=6s
 submit "$config" --name after --set train.steps=5
 
-# lose_rank_1 LOG STEPS: starts a daemon, waits for runs/lost/metrics.jsonl to hold STEPS lines,
+# lose_rank_1 LOG STEPS [DAEMON OPTIONS]: starts a daemon, waits for runs/lost/metrics.jsonl to hold STEPS lines,
 # SIGSTOPs rank 1 and checks the daemon ends with the watchdog's exit status and one line, which
 # it leaves in $line.
 lose_rank_1() {
   local log=$1 pid status=0
-  start_daemon "$log"
+  start_daemon "$log" "${@:3}"
   wait_lines "$SPOOL/runs/lost/metrics.jsonl" "$2"
   for pid in $(daemon_ranks); do
     tr '\0' '\n' < "/proc/$pid/environ" | grep -qx "OMPI_COMM_WORLD_RANK=1" && stopped=$pid
@@ -48,16 +50,18 @@ lose_rank_1 "$WORK/first.log" 8
 grep -q '"failure": "lost_peer"' "$SPOOL/runs/lost/failure.json" || { echo "FAILED: note"; exit 1; }
 first=$(wc -l < "$SPOOL/runs/lost/metrics.jsonl")
 
-# The second daemon resumes it (once) from its checkpoint, and it loses its peer again: failed.
-lose_rank_1 "$WORK/second.log" $((first + 8))
-grep -q "\[warning\] lost: the last job ended when it lost a peer (watchdog: step" "$WORK/second.log" ||
+# The second daemon (--resume-lost-peer) resumes it from its checkpoint, and it loses its peer
+# again: still interrupted, where a daemon without the option records it as failed at once.
+lose_rank_1 "$WORK/second.log" $((first + 8)) --resume-lost-peer
+grep -q "\[warning\] lost: the last job ended when it lost a peer (watchdog: step .*(under mpipe supervise)$" "$WORK/second.log" ||
   { echo "FAILED: second daemon's line about the resume"; exit 1; }
 grep -qE "resumed from step [1-9][0-9]*" "$WORK/second.log" || { echo "FAILED: not resumed"; exit 1; }
-[[ $(field lost state) == failed && $(field lost error) == "$line" &&
+[[ $(field lost state) == interrupted && $(field lost error) == "$line" &&
   $(field lost lost_peer_resumes) == 1 ]] ||
-  { "$MPIPE" status "$SPOOL"; echo "FAILED: lost is not failed after its resume"; exit 1; }
+  { "$MPIPE" status "$SPOOL"; echo "FAILED: lost is not interrupted after its resume"; exit 1; }
 
-# The third one records it, runs the rest of the queue and ends once idle.
+# The third one, without the option, fails it (resumed once already), runs the rest of the queue
+# and ends once idle.
 start_daemon "$WORK/third.log" --idle-exit 1s
 wait_daemon "$WORK/third.log"
 grep -vE "^[A-Za-z0-9._-]+: step " "$WORK/third.log"

@@ -248,9 +248,17 @@ TEST(StatusFile, AFailureNoteFailsAMemoryLimitAndResumesAFirstLostPeer) {
   EXPECT_EQ(lost.lost_peer_resumes, 0);  // counted by the daemon that resumes it
 
   lost.lost_peer_resumes = kLostPeerResumes;  // lost a peer again after being resumed
+  ExperimentStatus supervised = lost;
   apply_failure_note(lost, note("b", JobFailure::kLostPeer));
   EXPECT_EQ(lost.state, ExperimentState::kFailed);
   EXPECT_EQ(lost.ended, "T9");
+  // Relaunched by mpipe supervise (serve --resume-lost-peer): resumed again, however often.
+  apply_failure_note(supervised, note("b", JobFailure::kLostPeer), true);
+  EXPECT_EQ(supervised.state, ExperimentState::kInterrupted);
+  EXPECT_EQ(supervised.ended, "");
+  // A memory limit fails it all the same.
+  apply_failure_note(supervised, note("b", JobFailure::kMemoryLimit), true);
+  EXPECT_EQ(supervised.state, ExperimentState::kFailed);
 }
 
 TEST(StatusFile, StatusShowsTheFailureNoteOfTheActiveExperimentOnly) {

@@ -19,6 +19,18 @@ TEST(ServeCommand, ReadsTheSpoolAndKeepsTheCommand) {
   EXPECT_EQ(parse_serve_command({"serve", "--spool", "spool"}).spool_dir, "spool");
 }
 
+TEST(ServeCommand, TheSupervisedDaemonResumesAnExperimentAfterEveryLostPeer) {
+  const ServeCommand serve = parse_serve_command({"serve", "--spool", "s", "--idle-exit=5m"});
+  EXPECT_EQ(supervised_serve_command(serve),
+            (Args{"serve", "--spool", "s", "--idle-exit=5m", "--resume-lost-peer"}));
+  // Only the supervisor sets it.
+  EXPECT_EQ(input_error_of([] {
+              parse_serve_command({"serve", "--spool", "s", "--resume-lost-peer"});
+            }),
+            "supervise: serve option '--resume-lost-peer' is not one the supervisor knows "
+            "(--spool, --idle-exit)");
+}
+
 TEST(ServeCommand, EveryBadCommandIsOneLine) {
   const auto error = [](const Args& command) {
     return input_error_of([&] { parse_serve_command(command); });
