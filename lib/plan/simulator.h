@@ -18,7 +18,9 @@ struct SimulationOptions {
   // The share of a backward that its weight gradients take: W takes this, I (the input
   // gradient) the rest of backward_time, so that I + W = B.
   double weight_time = 1.0;
-  // What a WB op (the chunk's batched weight gradients, weight_grads: batched) takes.
+  // What the chunk's deferred weight gradients of all M micro-batches take (WB ops,
+  // weight_grads: batched or grouped, at the rate of their products' shape): a WB op of every
+  // micro-batch (-1) takes all of it, a group's its share (the group's micro-batches / M).
   double batched_weight_time = 0.0;
   // A message sent at t occupies its sender's link for send_transfer (after the sender's earlier
   // messages: they queue on one link) and can be received send_latency after it left the link.
