@@ -111,11 +111,7 @@ plan::PipelineConfig parse_pipeline(const Field& section) {
     if (config.weight_grads != plan::WeightGrads::kGrouped) {
       f->fail("is used only with pipeline.weight_grads: grouped");
     }
-    config.weight_group = read_count_or_auto(*f);
-    if (config.weight_group > config.micro_batches) {
-      f->fail(fmt::format("must be at most pipeline.micro_batches = {}, got {}",
-                          config.micro_batches, config.weight_group));
-    }
+    config.weight_group = read_count_or_auto(*f);  // (at most M: train::check_virtual_stages)
   }
   if (auto f = map.get("memory_limit")) config.memory_limit = read_memory_limit(*f);
   if (auto f = map.get("partition")) {

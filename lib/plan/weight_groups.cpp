@@ -30,9 +30,10 @@ WeightGroups weight_groups(WeightGrads weight_grads, int micro_batches, int weig
 }
 
 int auto_weight_group(long product_rows, int micro_batches) {
+  constexpr long kRows = 256;  // (weight_groups.h)
   check(product_rows >= 1 && micro_batches >= 1, "auto_weight_group: {} rows, {} micro-batches",
         product_rows, micro_batches);
-  const long groups = (kWeightGroupRows + product_rows - 1) / product_rows;
+  const long groups = (kRows + product_rows - 1) / product_rows;
   return static_cast<int>(std::min<long>(groups, micro_batches));
 }
 

@@ -29,11 +29,12 @@ struct WeightGroups {
 // grouped of `weight_group` (resolved: 1 to M), the others of one.
 WeightGroups weight_groups(WeightGrads weight_grads, int micro_batches, int weight_group);
 
-// `pipeline.weight_group: auto`: the fewest micro-batches whose stacked rows reach
-// kWeightGroupRows, where a micro-batch's weight-gradient product has `product_rows` rows (its
-// examples times the positions of the model's main linear layer); at most M. It depends on the
-// model and M alone, never on K, so grouped runs stay bit-identical across K.
-inline constexpr long kWeightGroupRows = 128;
+// `pipeline.weight_group: auto`: the fewest micro-batches whose stacked rows reach 256, where a
+// micro-batch's weight-gradient product has `product_rows` rows (its examples times the positions
+// of the model's main linear layer); at most M. It depends on the model and M alone, never on K,
+// so grouped runs stay bit-identical across K. (256 rows: scaling_mlp's 1024 x 1024 weight
+// gradient runs at 79-90 GFLOP/s there, 43 at 16 rows; zb_h1 and interleaved at K = 2, M = 8 ran
+// fastest with groups of 8 of 32 rows: docs/benchmarks.md, "Grouped weight gradients".)
 int auto_weight_group(long product_rows, int micro_batches);
 
 }  // namespace mpipe::plan

@@ -37,9 +37,9 @@ TEST(WeightGroups, SplitTheMicroBatchesIntoConsecutiveGroupsTheLastShorter) {
 }
 
 TEST(WeightGroups, AutoTakesTheFewestMicroBatchesWhoseRowsReachTheTarget) {
-  EXPECT_EQ(auto_weight_group(32, 8), 4);  // 128 rows
-  EXPECT_EQ(auto_weight_group(30, 8), 5);
-  EXPECT_EQ(auto_weight_group(16, 4), 4);  // at most M
+  EXPECT_EQ(auto_weight_group(64, 8), 4);  // 256 rows
+  EXPECT_EQ(auto_weight_group(60, 8), 5);
+  EXPECT_EQ(auto_weight_group(32, 4), 4);  // at most M
   EXPECT_EQ(auto_weight_group(512, 8), 1);
 }
 
