@@ -84,10 +84,10 @@ struct SimulationResult {
 
 // Runs programs[r] as rank r, holding v chunks (v: one more than the largest chunk an op names;
 // options.placement places them). Compute ops take the configured time of their global
-// stage; sends never block; a receive (matched by chunk and micro-batch with the peer's send of
-// the same kind) blocks until that message has arrived. Throws mpipe::Error for a program that
-// sends to or receives from a stage that does not exist. A deadlock is reported in the result,
-// not thrown.
+// stage (a group's WB op its share: SimulationOptions::batched_weight_time); sends never block; a
+// receive (matched by chunk and micro-batch with the peer's send of the same kind) blocks until
+// that message has arrived. Throws mpipe::Error for a program that sends to or receives from a
+// stage that does not exist. A deadlock is reported in the result, not thrown.
 SimulationResult simulate(const std::vector<Program>& programs,
                           const SimulationOptions& options = {});
 

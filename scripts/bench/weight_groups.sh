@@ -5,7 +5,7 @@
 # each of WEIGHT_GROUPS, and K = 1 at M = 1; rounds interleaved, samples/s as median [range] of
 # the rounds, beside the planner's predicted step (scripts/bench/reference_schedules.sh runs them).
 #
-#   scripts/bench/weight_groups.sh       # about 10 minutes on the 2-core machine at ROUNDS=3
+#   scripts/bench/weight_groups.sh       # about 5 minutes on the 2-core machine at ROUNDS=3
 #
 # Environment: WEIGHT_GROUPS (default "2 4 8"), ROUNDS (3), STEPS (30), MICRO (8), PLAN_ARGS (e.g.
 # "--calibrate"), MPIPE_BIN.
