@@ -260,10 +260,6 @@ Program make_schedule(ScheduleKind kind, int num_ranks, int num_micro_batches, i
   throw Error("make_program: unknown schedule kind");
 }
 
-}  // namespace
-
-namespace {
-
 // `program` with a group op (micro_batch: the group's last) after the op that copies the operands
 // of each group's last micro-batch in its chunk: its W where backwards are split, else its B and
 // the SG after it (the gradient goes on before the product).
