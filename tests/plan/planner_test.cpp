@@ -805,6 +805,23 @@ TEST(Planner, KeepsWeightGradsResolvedFromTheSettingsAsConfigured) {
   EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kTree);
 }
 
+// weight_group: auto, resolved once from the model, the batch and M (rows of 256 at most M), the
+// same at every K; an explicit group is kept; the other weight-gradient modes keep none.
+TEST(Planner, ResolvesWeightGroupAutoFromTheRowsAloneAtEveryK) {
+  for (int stages : {1, 2}) {
+    PlanRequest r = request(stages, PartitionMode::kUniform);
+    r.pipeline.weight_grads = WeightGrads::kGrouped;
+    EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_group, 4);  // 8 rows each: all 4
+    r.batch_size = 1024;
+    r.pipeline.micro_batches = 8;  // 128 rows each: groups of 2
+    EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_group, 2);
+    r.pipeline.weight_group = 3;
+    EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_group, 3);
+    r.pipeline.weight_grads = WeightGrads::kBatched;
+    EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_group, 0);
+  }
+}
+
 // The request's allocator model reaches every stage's prediction. With micro-batches of 4096
 // rows, dense_model's activations of 4096 x 5 and 4096 x 6 floats (80 and 96 KiB) are mapped under
 // a 64 KiB mmap threshold: each counts up to a page more; under mpipe's setting every tensor
