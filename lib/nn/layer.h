@@ -1,6 +1,7 @@
 // Layer: the interface every pipeline-placeable layer implements. Layers hold parameters (views
 // into their stage's buffer); forward returns what backward needs, which the stage keeps per
-// micro-batch (except a linear layer with batched weight gradients: it keeps the step's inputs).
+// micro-batch (except a linear layer with batched or grouped weight gradients: it keeps the step's
+// or the group's inputs).
 #pragma once
 
 #include <cstdint>
