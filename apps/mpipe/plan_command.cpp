@@ -111,7 +111,8 @@ int PlanCommand::run() {
   if (!assumed_rates_) {
     const train::MachineCalibration measured = train::calibrate_machine(
         model, experiment.optimizer,
-        experiment.train.batch_size / (pipe.data_parallel * pipe.micro_batches), pipe.micro_batches,
+        experiment.train.batch_size / (pipe.data_parallel * pipe.micro_batches),
+        plan.weight_grads == plan::WeightGrads::kGrouped ? plan.weight_group : pipe.micro_batches,
         pipe.stages, rates, calibrate_ ? train::Calibration::kFull : train::Calibration::kQuick);
     plan = train::retimed(experiment, model, plan, pipe.data_parallel, measured.rates);
     rates_source = fmt::format("measured in {:.2f} s{}: {}", measured.seconds,

@@ -1,5 +1,6 @@
 // The `pipeline:` section: stages, data parallelism, micro-batches, chunks per rank, schedule,
-// re-materialization, the partition of layers into stages and the memory limit per rank.
+// re-materialization, weight gradients, the partition of layers into stages and the memory limit
+// per rank.
 #include <fmt/format.h>
 
 #include "config/bounded.h"
@@ -80,10 +81,10 @@ void read_balance(const MapReader& map, plan::PipelineConfig& config) {
 }  // namespace
 
 plan::PipelineConfig parse_pipeline(const Field& section) {
-  const MapReader map(section,
-                      {"stages", "data_parallel", "micro_batches", "virtual_stages", "schedule",
-                       "recompute", "weight_grads", "partition", "memory_limit", "balance",
-                       "balance_after", "balance_every", "balance_moves"});
+  const MapReader map(
+      section, {"stages", "data_parallel", "micro_batches", "virtual_stages", "schedule",
+                "recompute", "weight_grads", "weight_group", "partition", "memory_limit", "balance",
+                "balance_after", "balance_every", "balance_moves"});
   plan::PipelineConfig config;
   if (auto f = map.get("stages")) config.stages = read_count_or_auto(*f);
   if (auto f = map.get("data_parallel")) {
@@ -105,6 +106,12 @@ plan::PipelineConfig parse_pipeline(const Field& section) {
   }
   if (auto f = map.get("weight_grads")) {
     config.weight_grads = f->as_choice(plan::kWeightGradsNames);
+  }
+  if (auto f = map.get("weight_group")) {
+    if (config.weight_grads != plan::WeightGrads::kGrouped) {
+      f->fail("is used only with pipeline.weight_grads: grouped");
+    }
+    config.weight_group = read_count_or_auto(*f);  // (at most M: train::check_virtual_stages)
   }
   if (auto f = map.get("memory_limit")) config.memory_limit = read_memory_limit(*f);
   if (auto f = map.get("partition")) {

@@ -145,6 +145,10 @@ void add_pipeline(const plan::PipelineConfig& pipeline, Settings& out) {
   out["pipeline.schedule"] = plan::to_string(pipeline.schedule);
   out["pipeline.recompute"] = plan::to_string(pipeline.recompute);
   out["pipeline.weight_grads"] = plan::to_string(pipeline.weight_grads);
+  // (Only where it is used: the settings of runs under the other choices stay as they were.)
+  if (pipeline.weight_grads == plan::WeightGrads::kGrouped) {
+    out["pipeline.weight_group"] = count_or_auto(pipeline.weight_group);
+  }
   out["pipeline.partition"] =
       pipeline.partition_mode == plan::PartitionMode::kManual
           ? text(std::vector<int64_t>(pipeline.partition.begin(), pipeline.partition.end()))

@@ -1,6 +1,7 @@
 // Layer: the interface every pipeline-placeable layer implements. Layers hold parameters (views
 // into their stage's buffer); forward returns what backward needs, which the stage keeps per
-// micro-batch (except a linear layer with batched weight gradients: it keeps the step's inputs).
+// micro-batch (except a linear layer with batched or grouped weight gradients: it keeps the step's
+// or the group's inputs).
 #pragma once
 
 #include <cstdint>
@@ -45,11 +46,16 @@ struct LayerContext {
   bool recompute = false;       // a re-materialization: records no buffer update (see Layer)
   bool need_input_grad = true;  // false for the model's first layer: backward may skip dx
   // Backward only: which of the step's equal-sized micro-batches this is, and whether a layer
-  // with weights defers its weight gradient to one GEMM over all of them (pipeline weight_grads:
-  // batched, with more than one micro-batch), run by Layer::finish_step_grads.
+  // with weights defers its weight gradient to one GEMM over its group of micro-batches
+  // (pipeline weight_grads: batched or grouped, plan/weight_groups.h), run by
+  // Layer::finish_step_grads.
   int micro_batch = 0;
   int micro_batches = 1;
   bool batch_weight_grads = false;
+  // With batch_weight_grads: the first micro-batch of micro_batch's group and the group's
+  // micro-batches; a size of 0 is one group of the whole step (weight_grads: batched).
+  int weight_group_first = 0;
+  int weight_group_size = 0;
   // Backward only, for a layer that writes_grads_first(): its parameter gradients were not zeroed
   // for this step, so its first write of them (micro-batch 0's backward, or the batched weight
   // gradient) overwrites them instead of adding.
@@ -138,10 +144,11 @@ class Layer {
   virtual void backward_weight(const Tensor& dy, const Saved& saved, const LayerContext& ctx) {
     (void)dy, (void)saved, (void)ctx;
   }
-  // Completes what the step's backwards deferred (batched weight gradients: one GEMM over every
-  // micro-batch's operands). Called once per training step, after the last backward (and after
-  // its input gradient went on its way: deferred work is off the pipeline's critical path), with
-  // the context of a backward of that step.
+  // Completes what the backwards of a group of micro-batches deferred (batched or grouped weight
+  // gradients: one GEMM over the group's operands, added after the earlier groups'). Called once
+  // per group, after its last backward (and after that one's input gradient went on its way:
+  // deferred work is off the pipeline's critical path), with the context of a backward of that
+  // group.
   virtual void finish_step_grads(const LayerContext& ctx) { (void)ctx; }
   // Whether backward honours LayerContext::grads_unset (every parameter gradient written in full
   // by the step's first write), so that a stage need not zero its gradients before the step.

@@ -33,8 +33,8 @@ struct LayerNeeds {
   bool keeps_consumed_input = false;
   // Whether backward allocates an input gradient (not for token ids).
   bool has_input_gradient = true;
-  // Per example: what batched weight gradients (LayerContext::batch_weight_grads) hold from a
-  // step's first backward to its GEMM.
+  // Per example: what batched or grouped weight gradients (LayerContext::batch_weight_grads) hold
+  // from a step's (or a group's) first backward to its GEMM.
   double weight_grad_operand_bytes = 0.0;
   // Per example: backward floating-point operations (input and parameter gradients).
   double backward_flops = 0.0;

@@ -2,6 +2,7 @@
 #include "nn/linear.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/matmul.h"
@@ -122,38 +123,58 @@ Tensor Linear::backward(const Tensor& dy, const Saved& saved, const LayerContext
   return dx;
 }
 
+namespace {
+
+// The first micro-batch and the micro-batches of ctx.micro_batch's weight-gradient group.
+std::pair<int, int> weight_group_of(const LayerContext& ctx) {
+  if (ctx.weight_group_size == 0) return {0, ctx.micro_batches};  // the whole step
+  return {ctx.weight_group_first, ctx.weight_group_size};
+}
+
+}  // namespace
+
 void Linear::defer_weight_grad(const Tensor& x, const Tensor& dy, int64_t rows,
                                const LayerContext& ctx) {
-  check(0 <= ctx.micro_batch && ctx.micro_batch < ctx.micro_batches, "Linear: micro-batch {} of {}",
-        ctx.micro_batch, ctx.micro_batches);
+  const auto [first, size] = weight_group_of(ctx);
+  check(0 <= ctx.micro_batch && ctx.micro_batch < ctx.micro_batches && first <= ctx.micro_batch &&
+            ctx.micro_batch < first + size,
+        "Linear: micro-batch {} of {}, of the group of {} from {}", ctx.micro_batch,
+        ctx.micro_batches, size, first);
   if (operands_.filled > 0 && operands_.step != ctx.step) {
     operands_ = {};  // a step that ended early (its gradients are discarded with it)
   }
-  const int64_t all_rows = rows * ctx.micro_batches;
+  const int64_t all_rows = rows * size;
   if (operands_.filled == 0) {
     operands_.x = Tensor::uninitialized(Shape{all_rows, in_});
     operands_.dy = Tensor::uninitialized(Shape{all_rows, units_});
     operands_.step = ctx.step;
+    operands_.first = first;
   }
+  check(operands_.first == first,
+        "Linear: micro-batch {} of the group from {} before the product of the group from {}",
+        ctx.micro_batch, first, operands_.first);
   check(operands_.x.numel() == all_rows * in_,
-        "Linear: micro-batch {} has {} rows, an earlier one of the step {}", ctx.micro_batch, rows,
-        operands_.x.numel() / (in_ * ctx.micro_batches));
-  const int64_t first = ctx.micro_batch * rows;
-  std::copy_n(x.data(), rows * in_, operands_.x.data() + first * in_);
-  std::copy_n(dy.data(), rows * units_, operands_.dy.data() + first * units_);
+        "Linear: micro-batch {} has {} rows, an earlier one of its group {}", ctx.micro_batch, rows,
+        operands_.x.numel() / (in_ * size));
+  const int64_t begin = (ctx.micro_batch - first) * rows;
+  std::copy_n(x.data(), rows * in_, operands_.x.data() + begin * in_);
+  std::copy_n(dy.data(), rows * units_, operands_.dy.data() + begin * units_);
   ++operands_.filled;
 }
 
 void Linear::finish_step_grads(const LayerContext& ctx) {
   if (operands_.filled == 0) return;  // nothing deferred (accumulated, or one micro-batch)
-  check(operands_.step == ctx.step && operands_.filled == ctx.micro_batches,
-        "Linear: finishing step {} with {} of {} micro-batches' operands from step {}", ctx.step,
-        operands_.filled, ctx.micro_batches, operands_.step);
-  // dW[units, in] += dy^T · x and db[units] += column sums of dy over every row of the step (=
-  // when the gradients were not zeroed).
+  const auto [first, size] = weight_group_of(ctx);
+  check(operands_.step == ctx.step && operands_.first == first && operands_.filled == size,
+        "Linear: finishing the group of {} from micro-batch {} of step {} with {} micro-batches' "
+        "operands of the group from {} of step {}",
+        size, first, ctx.step, operands_.filled, operands_.first, operands_.step);
+  // dW[units, in] += dy^T · x and db[units] += column sums of dy over every row of the group (=
+  // for the step's first group when the gradients were not zeroed).
   kernels::linear_backward_weights(ctx.kernels, operands_.x.data(), operands_.dy.data(),
                                    weight_grad_.data(), has_bias_ ? bias_grad_.data() : nullptr,
-                                   operands_.x.numel() / in_, in_, units_, !ctx.grads_unset);
+                                   operands_.x.numel() / in_, in_, units_,
+                                   !(ctx.grads_unset && first == 0));
   operands_ = {};
 }
 

@@ -22,7 +22,7 @@ class Linear : public InputSavingLayer {
             std::vector<std::span<float>> buffers) override;
 
   // dy: [batch, ..., units] → dx: [batch, ..., in]; adds dW and db into the grad views. With
-  // ctx.batch_weight_grads, it copies x and dy into the step's operands instead, and
+  // ctx.batch_weight_grads, it copies x and dy into its group's operands instead, and
   // finish_step_grads adds dW and db over all of their rows in one GEMM.
   Tensor backward(const Tensor& dy, const Saved& saved, const LayerContext& ctx) override;
   // Split: backward_input computes dx only, backward_weight dW and db (added, written or deferred
@@ -45,14 +45,17 @@ class Linear : public InputSavingLayer {
  private:
   // The saved input, checked against dy; its rows.
   const Tensor& saved_input(const Tensor& dy, const Saved& saved, int64_t& rows) const;
-  // The rows of x and dy of micro-batch ctx.micro_batch, copied into the step's operands.
+  // The rows of x and dy of micro-batch ctx.micro_batch, copied into its group's operands.
   void defer_weight_grad(const Tensor& x, const Tensor& dy, int64_t rows, const LayerContext& ctx);
 
-  // The step's weight-gradient operands under batched weight gradients: [micro-batches x rows,
-  // in] and [micro-batches x rows, units], micro-batch i at rows [i x rows, (i + 1) x rows).
+  // One group's weight-gradient operands under batched or grouped weight gradients: [group
+  // micro-batches x rows, in] and [group micro-batches x rows, units], the group's i-th
+  // micro-batch at rows [i x rows, (i + 1) x rows). One group at a time: each group's product
+  // runs before the next group's first copy.
   struct StepOperands {
     Tensor x, dy;
     int64_t step = -1;
+    int first = 0;   // the group's first micro-batch
     int filled = 0;  // micro-batches copied in so far
   };
 

@@ -162,7 +162,7 @@ LossTotals Executor::train_step(const plan::Program& program,
     for (; std::cmp_less(posted, posted_at[i]); ++posted) {
       post_recv(program[receives[posted]], plan);
     }
-    if (program[i].kind == plan::OpKind::kWeightGradsBatched) {
+    if (program[i].kind == plan::OpKind::kWeightGradsBatched && program[i].micro_batch < 0) {
       // The sends complete before the batched weight gradients: the previous stage is waiting
       // for the last gradient, and a message above the eager limit moves only while its sender
       // calls into MPI (over TCP, and on shared memory without single-copy), so one left pending
@@ -222,7 +222,7 @@ void Executor::trace_op(const plan::Op& op, Clock::time_point start, Clock::time
     case plan::OpKind::kBackwardInput:  // zb_h1's I<m> shows as B<m>, its W<m> as a W of its own
       return trace_->backward_ended(end);
     case plan::OpKind::kBackwardWeight:
-    case plan::OpKind::kWeightGradsBatched:  // micro-batch -1: every one
+    case plan::OpKind::kWeightGradsBatched:  // a group's last micro-batch, or -1: every one
       return span(log::TraceKind::kWeightGrad);
     case plan::OpKind::kSendGrad:
       return span(log::TraceKind::kSendGradient);
@@ -234,7 +234,7 @@ int64_t Executor::run_op(const plan::Op& op, const RoundPlan& plan, const MicroB
   const int m = op.micro_batch;
   const Slot slot{op.chunk, m};
   const auto chunk = static_cast<size_t>(op.chunk);
-  // (A WB op's micro-batch is -1; every other op's is one of the round's.)
+  // (A batched WB op's micro-batch is -1; every other op's is one of the round's.)
   const auto rows = [&plan, m] { return plan.rows.at(static_cast<size_t>(m)); };
   Stage& stage = *stages_.at(chunk);
   switch (op.kind) {
@@ -280,10 +280,11 @@ int64_t Executor::run_op(const plan::Op& op, const RoundPlan& plan, const MicroB
     case plan::OpKind::kBackwardWeight:
       stage.backward_weight(m, layer_context(plan, m, true));
       break;
-    case plan::OpKind::kWeightGradsBatched:
-      stage.finish_step_grads(
-          layer_context(plan, static_cast<int>(plan.rows.size()) - 1, /*training=*/true));
+    case plan::OpKind::kWeightGradsBatched: {  // micro-batch -1: every one (batched)
+      const int last = m < 0 ? static_cast<int>(plan.rows.size()) - 1 : m;
+      stage.finish_step_grads(layer_context(plan, last, /*training=*/true), last);
       break;
+    }
     case plan::OpKind::kSendGrad:
       return send(Direction::kGradient, plan.round, op,
                   pack(take(grad_inputs_, op, "input gradient")));

@@ -74,8 +74,9 @@ class Executor {
 
   // Runs one training step: each op on the stage of its chunk. Gradients are accumulated into
   // the stages' parameter buffers. A chunk has a WB op exactly when its stage batches its weight
-  // gradients (Stage::defers_grads; make_program with the stages' weight_grads); the first WB
-  // completes the rank's sends before it starts. `reduction` (optional; over the rank's buckets
+  // gradients (Stage::defers_grads; make_program with the stages' weight_grads: one per chunk
+  // batched, one per group grouped); the first WB of every micro-batch (batched) completes the
+  // rank's sends before it starts. `reduction` (optional; over the rank's buckets
   // as rank_gradient_buckets cuts its chunks' gradient buffers): during a chunk's last backward
   // (or W, or WB), each layer's bucket is started as soon as that layer's gradient is complete,
   // while the earlier layers' backward still runs; the caller finishes it after the step.

@@ -44,7 +44,7 @@ size_t Stage::WeightWork::bytes() const {
 
 Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, plan::Recompute recompute,
              int num_micro_batches, plan::WeightGrads weight_grads,
-             std::shared_ptr<const model::ModelGraph> graph)
+             std::shared_ptr<const model::ModelGraph> graph, int weight_group)
     : layers_(std::move(layers)),
       graph_(std::move(graph)),
       recompute_(recompute),
@@ -53,6 +53,7 @@ Stage::Stage(std::vector<std::unique_ptr<nn::Layer>> layers, plan::Recompute rec
   check(!layers_.empty(), "a stage needs at least one layer");
   check(recompute_ != plan::Recompute::kAuto, "a stage needs a resolved recompute mode, not auto");
   check(weight_grads_ != plan::WeightGrads::kAuto, "a stage needs resolved weight_grads, not auto");
+  groups_ = plan::weight_groups(weight_grads_, num_micro_batches_, weight_group);
   const int first = layers_.front()->global_index();
   const int last = layers_.back()->global_index();
   check(last - first + 1 == std::ssize(layers_), "a stage's layers {}..{} are not contiguous",
@@ -391,16 +392,22 @@ nn::LayerContext Stage::backward_context(const nn::LayerContext& ctx, size_t lay
   layer_ctx.micro_batch = micro_batch;
   layer_ctx.micro_batches = num_micro_batches_;
   layer_ctx.batch_weight_grads = defers_grads();
+  const int group = groups_.group_of(micro_batch);
+  layer_ctx.weight_group_first = groups_.first(group);
+  layer_ctx.weight_group_size = groups_.size_of(group);
   // (The gradient tree zeroes a layer's gradients before each micro-batch's.)
   layer_ctx.grads_unset = grads_unset_ && layers_[layer]->writes_grads_first() && !gradient_tree_;
   return layer_ctx;
 }
 
-void Stage::finish_step_grads(const nn::LayerContext& ctx) {
+void Stage::finish_step_grads(const nn::LayerContext& ctx, int last_micro_batch) {
+  check(last_micro_batch == groups_.last(groups_.group_of(last_micro_batch)),
+        "Stage::finish_step_grads: micro-batch {} ends no group of {}", last_micro_batch,
+        groups_.size);
   for (size_t i = layers_.size(); i-- > 0;) {
     {
       const LayerTimeScope timed(layer_times_, layers_[i]->global_index());
-      layers_[i]->finish_step_grads(backward_context(ctx, i, num_micro_batches_ - 1));
+      layers_[i]->finish_step_grads(backward_context(ctx, i, last_micro_batch));
     }
     if (layer_hook_) layer_hook_(layers_[i]->global_index(), true);
   }

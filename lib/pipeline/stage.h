@@ -22,17 +22,19 @@
 #include "pipeline/layer_times.h"
 #include "plan/gradient_tree.h"
 #include "plan/pipeline_config.h"
+#include "plan/weight_groups.h"
 
 namespace mpipe::pipeline {
 
 class Stage {
  public:
   // `layers` are this stage's contiguous layers in global order; `recompute` is not kAuto (the
-  // planner resolves it), nor is `weight_grads` (PipelinePlan::weight_grads). `graph` is the
-  // model's (null: a chain, every layer reading only its predecessor's output).
+  // planner resolves it), nor is `weight_grads` (PipelinePlan::weight_grads), nor, under grouped,
+  // `weight_group` (PipelinePlan::weight_group, 1..M). `graph` is the model's (null: a chain,
+  // every layer reading only its predecessor's output).
   Stage(std::vector<std::unique_ptr<nn::Layer>> layers, plan::Recompute recompute,
         int num_micro_batches, plan::WeightGrads weight_grads = plan::WeightGrads::kAccumulate,
-        std::shared_ptr<const model::ModelGraph> graph = nullptr);
+        std::shared_ptr<const model::ModelGraph> graph = nullptr, int weight_group = 0);
   // The values that cross the cut before this stage (its input bundle, in this order) and the
   // one after it (its output), as model::ModelGraph::live_set gives them.
   const std::vector<int>& input_values() const { return input_values_; }
@@ -67,15 +69,15 @@ class Stage {
   // work in backward_input. Call backward_weight in ascending micro-batch order.
   Bundle backward_input(int micro_batch, Bundle grad_output, const nn::LayerContext& ctx);
   void backward_weight(int micro_batch, const nn::LayerContext& ctx);
-  // Completes the gradients the step's backwards deferred (Layer::finish_step_grads), last layer
-  // first, calling the layer hook (backward) after each; once per training step, after the last
-  // backward. `ctx` is that backward's.
-  void finish_step_grads(const nn::LayerContext& ctx);
-  // Whether backwards defer gradients to finish_step_grads (batched weight gradients of more
-  // than one micro-batch): a layer's gradient is then complete only after it.
-  bool defers_grads() const {
-    return weight_grads_ == plan::WeightGrads::kBatched && num_micro_batches_ > 1;
-  }
+  // Completes the gradients the backwards of the weight-gradient group whose last micro-batch is
+  // `last_micro_batch` deferred (Layer::finish_step_grads), last layer first, calling the layer
+  // hook (backward) after each; once per group, in ascending group order, after the group's last
+  // backward (its W where backwards are split). `ctx` is that backward's.
+  void finish_step_grads(const nn::LayerContext& ctx, int last_micro_batch);
+  // Whether backwards defer gradients to finish_step_grads (batched or grouped weight gradients
+  // in groups of more than one micro-batch): a layer's gradient is then complete only after the
+  // last group's.
+  bool defers_grads() const { return groups_.deferred(); }
   // Forward in evaluation mode; stores nothing. `input` is left as it was given.
   Bundle evaluate(Bundle& input, const nn::LayerContext& ctx);
 
@@ -173,6 +175,7 @@ class Stage {
   plan::Recompute recompute_;
   int num_micro_batches_;
   plan::WeightGrads weight_grads_;
+  plan::WeightGroups groups_;
   bool grads_unset_ = false;  // zero_grads_for_step() left the overwriting layers' grads alone
   std::optional<plan::GradientTree> gradient_tree_;  // weight_grads: tree
   std::map<int, Stash> stash_;

@@ -49,8 +49,9 @@ struct LayerCost {
   bool keeps_consumed_input = false;
   // Whether backward allocates an input gradient (not for token ids: the embedding).
   bool has_input_gradient = true;
-  // Per example: what batched weight gradients (pipeline weight_grads: batched) hold from a
-  // step's first backward to its GEMM: a copy of the input and of the output gradient (linear).
+  // Per example: what batched or grouped weight gradients (pipeline weight_grads) hold from a
+  // step's (a group's) first backward to its GEMM: a copy of the input and of the output gradient
+  // (linear).
   double weight_grad_operand_bytes = 0.0;
   // Whether the layer splits its backward (zero-bubble schedules: nn::Layer::splits_backward).
   bool splits_backward = false;

@@ -43,12 +43,13 @@ struct StashProfile {
   // the tensors of sends not yet retired, of activations and of input gradients.
   int posted_activations = 0, posted_gradients = 0;
   int sent_activations = 0, sent_gradients = 0;
-  // Batched weight gradients: the micro-batches whose weight-gradient operands the layers hold
-  // (every one of the step's from its first backward on; 0 before it, or when accumulating).
+  // Batched or grouped weight gradients: the micro-batches whose weight-gradient operands the
+  // layers hold (batched: every one of the step's from its first backward on; grouped: those of
+  // the group being copied; 0 before, or when accumulating).
   int weight_grad_micro_batches = 0;
-  // In the step's first backward, each layer with operands allocates them (for every micro-batch)
-  // in its own backward, last layer first: the peak is at the layer where the operands so far
-  // and its temporaries are largest.
+  // In the step's (a group's) first backward, each layer with operands allocates them (for every
+  // micro-batch of the step or group) in its own backward, last layer first: the peak is at the
+  // layer where the operands so far and its temporaries are largest.
   bool weight_grad_operands_filling = false;
   // Zero-bubble schedules: micro-batches past their input-gradient op (I) whose weight-gradient
   // op (W) has not run, each holding what every splitting layer keeps for its W (its output

@@ -40,7 +40,7 @@ bool has_chunks(const Program& program) {
 }
 
 std::string to_string(const Op& op, bool with_chunk) {
-  if (op.kind == OpKind::kWeightGradsBatched) {  // every micro-batch's
+  if (op.kind == OpKind::kWeightGradsBatched && op.micro_batch < 0) {  // every micro-batch's
     return with_chunk ? fmt::format("{}.{}", prefix(op.kind), op.chunk) : prefix(op.kind);
   }
   if (with_chunk) return fmt::format("{}{}.{}", prefix(op.kind), op.micro_batch, op.chunk);

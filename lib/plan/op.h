@@ -16,10 +16,11 @@ enum class OpKind {
   // Zero-bubble schedules split the backward in two (Qi et al. 2024; PyTorch's names):
   kBackwardInput,   // I<m>: the input gradient, keeping what W<m> needs (the paper's B)
   kBackwardWeight,  // W<m>: the weight gradients of an earlier I<m>
-  // WB: the chunk's linear layers' weight gradients batched over all the step's micro-batches
-  // (weight_grads: batched; Stage::finish_step_grads), once its backwards have copied their
-  // operands; micro_batch -1 (every one). The rank's last ops, later chunks first (make_program);
-  // the first completes the rank's sends before it starts (Executor::train_step).
+  // WB: the chunk's linear layers' weight gradients in one product over a group of micro-batches
+  // (Stage::finish_step_grads), once its backwards have copied their operands. weight_grads:
+  // batched: micro_batch -1 (every one), the rank's last ops, later chunks first (make_program);
+  // the first completes the rank's sends before it starts (Executor::train_step). grouped:
+  // micro_batch is the group's last (plan/weight_groups.h), the op placed after its copy.
   kWeightGradsBatched,
 };
 
@@ -52,8 +53,9 @@ constexpr bool is_send(OpKind kind) {
   return kind == OpKind::kSendActivation || kind == OpKind::kSendGrad;
 }
 
-// "F3", "B0", "RA2", "SA2", "RG1", "SG1", "I0", "W0", "WB"; with `with_chunk`, the chunk after a
-// dot: "F3.1" is micro-batch 3's forward in chunk 1, "WB.1" chunk 1's batched weight gradients.
+// "F3", "B0", "RA2", "SA2", "RG1", "SG1", "I0", "W0", "WB", "WB3" (the group ending at micro-batch
+// 3); with `with_chunk`, the chunk after a dot: "F3.1" is micro-batch 3's forward in chunk 1,
+// "WB.1" chunk 1's batched weight gradients.
 std::string to_string(const Op& op, bool with_chunk = false);
 
 }  // namespace mpipe::plan

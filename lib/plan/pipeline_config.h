@@ -26,11 +26,14 @@ enum class Recompute {
   kAuto,        // the planner's choice (pipeline/planner.h); never reaches a Stage
 };
 
-// How the layers with weights sum their weight gradients over a step's micro-batches (kBatched:
-// linear layers; the others accumulate).
+// How the layers with weights sum their weight gradients over a step's micro-batches (kBatched,
+// kGrouped: linear layers; the others accumulate).
 enum class WeightGrads {
   kAccumulate,  // added to the gradients micro-batch by micro-batch (one accumulating GEMM each)
   kBatched,     // one GEMM over all micro-batches after the last backward (holds their operands)
+  // One GEMM per group of `weight_group` consecutive micro-batches (plan/weight_groups.h), after
+  // the group's last backward, the groups added in ascending order (holds one group's operands).
+  kGrouped,
   kTree,  // each micro-batch's gradients apart, summed in a fixed pairwise tree (GradientTree)
   kAuto,  // kBatched under GPipe with recompute never (every micro-batch's activations are kept
           // until the backwards anyway), else kAccumulate
@@ -65,9 +68,10 @@ inline constexpr EnumNames<Recompute, 5> kRecomputeNames{{{"always", Recompute::
                                                           {"never", Recompute::kNever},
                                                           {"per_layer", Recompute::kPerLayer},
                                                           {"auto", Recompute::kAuto}}};
-inline constexpr EnumNames<WeightGrads, 4> kWeightGradsNames{
+inline constexpr EnumNames<WeightGrads, 5> kWeightGradsNames{
     {{"accumulate", WeightGrads::kAccumulate},
      {"batched", WeightGrads::kBatched},
+     {"grouped", WeightGrads::kGrouped},
      {"tree", WeightGrads::kTree},
      {"auto", WeightGrads::kAuto}}};
 inline constexpr EnumNames<Balance, 2> kBalanceNames{
@@ -87,6 +91,9 @@ struct PipelineConfig {
   ScheduleKind schedule = ScheduleKind::kGpipe;
   Recompute recompute = Recompute::kAuto;
   WeightGrads weight_grads = WeightGrads::kAuto;
+  // Micro-batches per weight-gradient group under weight_grads: grouped (1 to M); 0 = auto
+  // (plan::auto_weight_group, resolved by plan_pipeline).
+  int weight_group = 0;
   PartitionMode partition_mode = PartitionMode::kAuto;
   std::vector<int> partition;  // layers per stage, K·v of them (kManual only)
   int64_t memory_limit = 0;    // predicted peak bytes allowed per rank; 0 = no limit
@@ -99,7 +106,7 @@ struct PipelineConfig {
 };
 
 // Their names in experiment files: "always", "except_last", "never", "per_layer", "auto";
-// "accumulate", "batched", "auto"; "auto", "uniform", "manual".
+// "accumulate", "batched", "grouped", "tree", "auto"; "auto", "uniform", "manual".
 std::string to_string(Recompute recompute);
 std::string to_string(WeightGrads weight_grads);
 std::string to_string(PartitionMode mode);

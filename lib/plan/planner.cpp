@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -21,6 +22,7 @@
 #include "plan/program_memory.h"
 #include "plan/schedule.h"
 #include "plan/simulator.h"
+#include "plan/weight_groups.h"
 
 namespace mpipe::plan {
 
@@ -86,9 +88,12 @@ class StageTimes {
     const double batched_rate = rate(rates.batched_weight_flops_per_s);
     const double optimizer_rate =
         rates.optimizer_bytes_per_s > 0 ? rates.optimizer_bytes_per_s : rates.bytes_per_s;
-    // Linear layers batch their weight gradients over the step (nn::Linear, Stage::defers_grads).
-    const bool batched =
-        request.pipeline.weight_grads == WeightGrads::kBatched && num_micro_batches_ > 1;
+    // Linear layers defer their weight gradients to one product per group of micro-batches
+    // (nn::Linear, Stage::defers_grads): the batched rate is that product's (its shape's, as
+    // calibrated: train::calibrate_gemm_rate at the group's rows).
+    const bool batched = weight_groups(request.pipeline.weight_grads, num_micro_batches_,
+                                       request.pipeline.weight_group)
+                             .deferred();
     const auto r = static_cast<double>(rows);
     // Sharded, a replica updates about 1 / D of the parameters (optimizer_update_passes).
     const double update_passes = optimizer_update_passes(request.optimizer_slots);
@@ -121,8 +126,8 @@ class StageTimes {
   }
   // The part of backward() that split layers' W ops take (zero-bubble schedules).
   double weight(int begin, int end) const { return per_thread_ * sum(weight_, begin, end); }
-  // weight_grads: batched: the step's batched weight gradients, the chunk's WB op (not in
-  // backward()).
+  // weight_grads: batched or grouped: the step's deferred weight gradients, the chunk's WB ops
+  // (not in backward()): all of them; a group's WB op takes its share.
   double batched_weight(int begin, int end) const {
     return per_thread_ * sum(batched_weight_, begin, end);
   }
@@ -334,10 +339,18 @@ std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRa
                 t.op.kind == OpKind::kWeightGradsBatched);
       });
   check(last != timeline.compute.rend(), "replicas_allreduce: a stage without a backward");
+  // A group's WB op runs its share of the deferred weight gradients.
+  const WeightGroups groups =
+      weight_groups(pipe.weight_grads, pipe.micro_batches, pipe.weight_group);
+  const double group_share =
+      last->op.micro_batch < 0
+          ? 1.0
+          : static_cast<double>(groups.size_of(groups.group_of(last->op.micro_batch))) /
+                pipe.micro_batches;
   const auto part = [&](int layer) {  // layer's share of the work that completes its gradient
     switch (last->op.kind) {
       case OpKind::kWeightGradsBatched:
-        return c.times.batched_weight(layer, layer + 1);
+        return group_share * c.times.batched_weight(layer, layer + 1);
       case OpKind::kBackwardWeight:
         return c.times.weight(layer, layer + 1);
       default:
@@ -368,7 +381,8 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   std::vector<Program> programs;
   for (int r = 0; r < c.placement.num_ranks; ++r) {
     programs.push_back(make_program(pipe.schedule, c.placement.num_ranks, pipe.micro_batches, r,
-                                    c.placement.virtual_stages, pipe.weight_grads));
+                                    c.placement.virtual_stages, pipe.weight_grads,
+                                    pipe.weight_group));
   }
   double largest_boundary = 0.0;
   for (int s = 0; s < c.num_stages; ++s) {  // indexed by global stage, as the simulator reads them
@@ -659,7 +673,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   std::vector<Program> programs;  // per rank
   for (int r = 0; r < pipe.stages; ++r) {
     programs.push_back(make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r,
-                                    pipe.virtual_stages, pipe.weight_grads));
+                                    pipe.virtual_stages, pipe.weight_grads, pipe.weight_group));
   }
   for (int r = 0; r < pipe.stages; ++r) {
     c.rank_moments.push_back(rank_moments(programs, r, c.placement, pipe.recompute));
@@ -681,6 +695,7 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
   out.schedule = pipe.schedule;
   out.recompute = pipe.recompute;
   out.weight_grads = pipe.weight_grads;
+  out.weight_group = pipe.weight_grads == WeightGrads::kGrouped ? pipe.weight_group : 0;
   out.virtual_stages = pipe.virtual_stages;
   out.micro_batch_rows = rows;
   out.rates = request.rates;
@@ -722,6 +737,24 @@ double largest_peak(const PipelinePlan& p) {
   return largest;
 }
 
+// The rows of one micro-batch's weight-gradient product of the linear layers that carry most of
+// their FLOPs (as train::calibrate_gemm_rate picks the shape): the micro-batch's examples times
+// that layer's positions per example; the examples alone without linear layers.
+long weight_product_rows(const model::ModelPlan& plan, int64_t batch_size,
+                         const PipelineConfig& pipe) {
+  std::map<int64_t, double> flops_by_positions;
+  for (const model::LayerPlan& layer : plan.layers) {
+    if (layer.kind != "linear" || layer.input.rank() == 0) continue;
+    flops_by_positions[layer.input.numel() / layer.input.dims().back()] += layer.forward_flops;
+  }
+  const auto most = std::ranges::max_element(
+      flops_by_positions, [](const auto& a, const auto& b) { return a.second < b.second; });
+  const int64_t positions = most == flops_by_positions.end() ? 1 : most->first;
+  const int64_t examples =
+      batch_size / std::max<int64_t>(1, int64_t{pipe.data_parallel} * pipe.micro_batches);
+  return static_cast<long>(std::max<int64_t>(1, examples * positions));
+}
+
 // The plan with recompute: auto resolved (see plan_pipeline), without advice; weight_grads is
 // resolved already (plan_configured).
 PipelinePlan plan_resolved(const model::ModelPlan& plan, const PlanRequest& request) {
@@ -748,6 +781,10 @@ PipelinePlan plan_resolved(const model::ModelPlan& plan, const PlanRequest& requ
 PipelinePlan plan_configured(const model::ModelPlan& plan, const PlanRequest& request) {
   PlanRequest r = request;
   r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
+  if (r.pipeline.weight_grads == WeightGrads::kGrouped && r.pipeline.weight_group == 0) {
+    r.pipeline.weight_group = auto_weight_group(
+        weight_product_rows(plan, request.batch_size, request.pipeline), r.pipeline.micro_batches);
+  }
   if (r.pipeline.schedule != ScheduleKind::kAuto) return plan_resolved(plan, r);
   std::optional<PipelinePlan> fastest, smallest;
   std::vector<ScheduleCandidate> candidates;
@@ -884,6 +921,7 @@ PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& requ
     r.pipeline.schedule = out.schedule;
     r.pipeline.virtual_stages = out.virtual_stages;
     r.pipeline.weight_grads = out.weight_grads;
+    r.pipeline.weight_group = out.weight_group;
   }
   out.advice = make_advice(plan, r, out);
   return out;

@@ -129,6 +129,9 @@ struct PipelinePlan {
   // plan_pipeline (resolve_weight_grads; never kAuto). What the stages, make_program and the
   // reports read.
   WeightGrads weight_grads = WeightGrads::kAccumulate;
+  // Under weight_grads: grouped, the micro-batches per group (1..M): the request's, or auto's
+  // (plan::auto_weight_group, resolved by plan_pipeline like weight_grads); 0 otherwise.
+  int weight_group = 0;
   // Every global stage, K·v of them (placed by the schedule: plan::placement_for).
   std::vector<StagePlan> stages;
   // Each rank's predicted training peak: its largest moment over one walk of its program, every

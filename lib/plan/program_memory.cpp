@@ -74,7 +74,14 @@ class ChunkWalk {
         std::ranges::count_if(program, [](const Op& op) { return op.kind == OpKind::kForward; }));
     last_ = !has_op(program, OpKind::kSendActivation);
     splitting_ = has_op(program, OpKind::kBackwardInput);
-    batched_ = has_op(program, OpKind::kWeightGradsBatched);
+    for (const Op& op : program) {
+      if (op.kind != OpKind::kWeightGradsBatched) continue;
+      if (op.micro_batch < 0) {
+        batched_ = true;
+      } else {
+        group_ends_.push_back(op.micro_batch);
+      }
+    }
   }
 
   // The moments of op `op` of this chunk (running it), and under per-layer recompute the moment
@@ -85,7 +92,11 @@ class ChunkWalk {
   };
   Found run(const Op& op) {
     Found found;
-    if (op.kind == OpKind::kBackwardWeight) --pending_weights_;
+    if (op.kind == OpKind::kWeightGradsBatched) group_open_ = 0;  // a group's product frees them
+    if (op.kind == OpKind::kBackwardWeight) {
+      --pending_weights_;
+      copy_operands(op.micro_batch);
+    }
     if (op.kind == OpKind::kForward) {
       forward(op, found);
     } else if (is_input_backward(op.kind)) {
@@ -120,6 +131,18 @@ class ChunkWalk {
  private:
   int last_micro_batch() const { return num_micro_batches_ - 1; }
 
+  // Grouped weight gradients: the op that copies `micro_batch`'s operands (its B, or its W where
+  // backwards are split) allocates its group's for all the group's micro-batches if it is the
+  // group's first. Returns whether it did.
+  bool copy_operands(int micro_batch) {
+    if (group_ends_.empty() || group_open_ > 0) return false;
+    const auto end = std::ranges::lower_bound(group_ends_, micro_batch);
+    check(end != group_ends_.end(), "rank_moments: micro-batch {} in no weight-gradient group",
+          micro_batch);
+    group_open_ = *end - (end == group_ends_.begin() ? -1 : *std::prev(end));
+    return true;
+  }
+
   // The micro-batches in flight as the recompute mode keeps them between their ops.
   void keep_in_flight(plan::StashProfile& m) const {
     switch (recompute_) {
@@ -144,7 +167,8 @@ class ChunkWalk {
   // What every moment of the chunk shares at the current op.
   plan::StashProfile common() const {
     plan::StashProfile m;
-    m.weight_grad_micro_batches = batched_ && backward_begun_ ? num_micro_batches_ : 0;
+    m.weight_grad_micro_batches =
+        batched_ ? (backward_begun_ ? num_micro_batches_ : 0) : group_open_;
     m.pending_weight_micro_batches = pending_weights_;
     m.splitting_backward = splitting_;
     return m;
@@ -192,8 +216,9 @@ class ChunkWalk {
   plan::StashProfile input_backward(const Op& op) {
     const bool first_backward = !backward_begun_;
     backward_begun_ = true;
+    const bool opens_group = op.kind == OpKind::kBackward && copy_operands(op.micro_batch);
     plan::StashProfile m = running(true);
-    m.weight_grad_operands_filling = batched_ && first_backward;
+    m.weight_grad_operands_filling = (batched_ && first_backward) || opens_group;
     switch (recompute_) {
       case Recompute::kNever:
         m.full = in_flight_;
@@ -224,7 +249,11 @@ class ChunkWalk {
   bool interleaved_;  // whether any rank runs a forward after a backward
   int num_micro_batches_ = 0;
   bool last_ = false, splitting_ = false;
-  bool batched_ = false;  // whether the chunk batches its weight gradients (a WB op)
+  bool batched_ = false;  // whether the chunk batches its weight gradients (a WB op of every one)
+  // Grouped weight gradients: the last micro-batch of each group (its WB op's), ascending; the
+  // micro-batches of the group whose operands are held (0: none).
+  std::vector<int> group_ends_;
+  int group_open_ = 0;
   int in_flight_ = 0, forwarded_ = 0, pending_weights_ = 0;
   bool last_in_flight_ = false, backward_begun_ = false;
 };

@@ -35,9 +35,13 @@ struct RankMoment {
 // - on the last stage, after every forward: its loss computed (plan::StashProfile::loss), the
 //   micro-batches in flight (that one included) kept as between ops.
 // The other chunks keep their micro-batches in flight, waiting W work and loss gradients. A chunk
-// with a WB op (weight_grads: batched) holds every micro-batch's weight-gradient operands from its
-// first input-backward op on; the WB op itself is no candidate (it holds the operands alone, less
-// than that first input-backward). Every chunk's profile counts its own messages at the op, from
+// with a WB op of every micro-batch (weight_grads: batched) holds every micro-batch's
+// weight-gradient operands from its first input-backward op on; the WB op itself is no candidate
+// (it holds the operands alone, less than that first input-backward). With a WB op per group
+// (grouped), it holds a group's operands from the op that copies the group's first micro-batch's
+// (its B, a filling moment like batched's first; or its W where backwards are split, no
+// candidate: it runs no gradient temporaries, the I ops after it count the operands) to the
+// group's WB op. Every chunk's profile counts its own messages at the op, from
 // the op lists (held_messages): the receives the executor has posted (receives_posted) and not
 // consumed, and the sends its Link holds: those issued and not yet released at the ops
 // send_releases gives (the last kSendsInFlight at most, from the oldest not known to be delivered

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "plan/placement.h"
+#include "plan/weight_groups.h"
 
 namespace mpipe::plan {
 
@@ -259,16 +260,41 @@ Program make_schedule(ScheduleKind kind, int num_ranks, int num_micro_batches, i
   throw Error("make_program: unknown schedule kind");
 }
 
+// `program` with a group op (micro_batch: the group's last) after the op that copies the operands
+// of each group's last micro-batch in its chunk: its W where backwards are split, else its B and
+// the SG after it (the gradient goes on before the product).
+Program with_group_ops(const Program& program, const WeightGroups& groups, bool split) {
+  const OpKind copying = split ? OpKind::kBackwardWeight : OpKind::kBackward;
+  Program out;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Op& op = program[i];
+    out.push_back(op);
+    if (op.kind != copying || op.micro_batch != groups.last(groups.group_of(op.micro_batch))) {
+      continue;
+    }
+    if (i + 1 < program.size() && program[i + 1].kind == OpKind::kSendGrad &&
+        program[i + 1].micro_batch == op.micro_batch && program[i + 1].chunk == op.chunk) {
+      out.push_back(program[++i]);
+    }
+    out.push_back(
+        {.kind = OpKind::kWeightGradsBatched, .micro_batch = op.micro_batch, .chunk = op.chunk});
+  }
+  return out;
+}
+
 }  // namespace
 
 Program make_program(ScheduleKind kind, int num_ranks, int num_micro_batches, int rank,
-                     int virtual_stages, WeightGrads weight_grads) {
+                     int virtual_stages, WeightGrads weight_grads, int weight_group) {
   check(weight_grads != WeightGrads::kAuto, "make_program: weight_grads: auto is not resolved");
   Program program = make_schedule(kind, num_ranks, num_micro_batches, rank, virtual_stages);
-  if (weight_grads == WeightGrads::kBatched && num_micro_batches > 1) {
-    for (int chunk = virtual_stages; chunk-- > 0;) {
-      program.push_back({.kind = OpKind::kWeightGradsBatched, .micro_batch = -1, .chunk = chunk});
-    }
+  const WeightGroups groups = weight_groups(weight_grads, num_micro_batches, weight_group);
+  if (!groups.deferred()) return program;
+  if (weight_grads == WeightGrads::kGrouped) {
+    return with_group_ops(program, groups, splits_backward(kind));
+  }
+  for (int chunk = virtual_stages; chunk-- > 0;) {
+    program.push_back({.kind = OpKind::kWeightGradsBatched, .micro_batch = -1, .chunk = chunk});
   }
   return program;
 }

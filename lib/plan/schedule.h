@@ -40,11 +40,19 @@ namespace mpipe::plan {
 // Communication ops surround the compute, each carrying its chunk: RA before F (global stage
 // s > 0), SA after F (s < K·v-1), RG before B or I (s < K·v-1), SG after B or I (s > 0).
 // With `weight_grads` batched and M > 1 (where Stage::defers_grads), the program ends with one
-// WB op per chunk (OpKind::kWeightGradsBatched), later chunks first: after the last gradient was
-// sent, off the pipeline's critical path.
-// Throws mpipe::Error for a shape schedule_shape_problem refuses, or weight_grads: auto.
+// WB op per chunk (OpKind::kWeightGradsBatched, micro-batch -1), later chunks first: after the
+// last gradient was sent, off the pipeline's critical path.
+// With `weight_grads` grouped in groups of `weight_group` > 1 micro-batches (plan/weight_groups.h),
+// each chunk runs one such op per group, naming the group's last micro-batch, right after the op
+// that copies that micro-batch's operands: its W where backwards are split (zb_h1, zbv: the group
+// ops fill the bubbles the W ops filled), else its B and the SG that follows it. Each op kind
+// runs in ascending micro-batch order, so a chunk's group ops run in ascending group order, each
+// after every copy of its group and before any of the next group's.
+// Throws mpipe::Error for a shape schedule_shape_problem refuses, weight_grads: auto, or a
+// weight_group outside 1..M under grouped.
 Program make_program(ScheduleKind kind, int num_ranks, int num_micro_batches, int rank,
-                     int virtual_stages = 1, WeightGrads weight_grads = WeightGrads::kAccumulate);
+                     int virtual_stages = 1, WeightGrads weight_grads = WeightGrads::kAccumulate,
+                     int weight_group = 0);
 
 // The placement `kind`'s programs assume on K = `num_ranks` ranks of v chunks: the V for zbv,
 // the loop placement for every other schedule.

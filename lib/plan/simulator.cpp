@@ -35,7 +35,21 @@ struct RankState {
   MessageLog sent_grads, received_grads;
   std::set<MessageKey> in_flight;        // (chunk, micro-batch)
   std::set<MessageKey> pending_weights;  // past I, before W
+  std::map<int, int> group_begin;        // per chunk: the first micro-batch of its next WB op
 };
+
+// The share of the deferred weight gradients of `micro_batches` a WB op runs: every one (-1), or
+// the group from the chunk's previous WB op to `op`'s micro-batch (advancing `group_begin`).
+double weight_group_share(const Op& op, int micro_batches, std::map<int, int>& group_begin) {
+  if (op.micro_batch < 0) return 1.0;
+  int& begin = group_begin[op.chunk];
+  const int size = op.micro_batch + 1 - begin;
+  check(size >= 1 && op.micro_batch < micro_batches,
+        "simulate: WB{} after a group up to micro-batch {} of {}", op.micro_batch, begin - 1,
+        micro_batches);
+  begin = op.micro_batch + 1;
+  return static_cast<double>(size) / micro_batches;
+}
 
 double compute_time(OpKind kind, int stage, const SimulationOptions& options) {
   switch (kind) {
@@ -68,7 +82,7 @@ Peer checked_peer(const Op& op, int rank, const Placement& placement, std::size_
 
 // Runs ops of rank `rank` until it finishes or waits on a message not yet sent. Returns true if
 // it ran at least one op.
-bool advance(int rank, const Program& program, const Placement& placement,
+bool advance(int rank, const Program& program, const Placement& placement, int micro_batches,
              std::vector<RankState>& states, RankTimeline& timeline,
              const SimulationOptions& options) {
   RankState& self = states[rank];
@@ -82,7 +96,10 @@ bool advance(int rank, const Program& program, const Placement& placement,
       case OpKind::kBackwardInput:
       case OpKind::kBackwardWeight:
       case OpKind::kWeightGradsBatched: {
-        const double duration = compute_time(op.kind, placement.stage_of(rank, op.chunk), options);
+        double duration = compute_time(op.kind, placement.stage_of(rank, op.chunk), options);
+        if (op.kind == OpKind::kWeightGradsBatched) {
+          duration *= weight_group_share(op, micro_batches, self.group_begin);
+        }
         timeline.compute.push_back({op, self.clock, self.clock + duration});
         timeline.busy_time += duration;
         self.clock += duration;
@@ -229,6 +246,9 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
           "simulate: op times must be >= 0");
   }
   const int num_ranks = static_cast<int>(programs.size());
+  // M: every chunk of every rank forwards each micro-batch once.
+  const auto micro_batches = static_cast<int>(std::ranges::count_if(
+      programs.front(), [](const Op& op) { return op.kind == OpKind::kForward && op.chunk == 0; }));
   std::vector<RankState> states(programs.size());
   SimulationResult result;
   result.virtual_stages = placement.virtual_stages;
@@ -241,7 +261,8 @@ SimulationResult simulate(const std::vector<Program>& programs, const Simulation
     progressed = false;
     for (int r = 0; r < num_ranks; ++r) {
       progressed =
-          advance(r, programs[r], placement, states, result.ranks[r], options) || progressed;
+          advance(r, programs[r], placement, micro_batches, states, result.ranks[r], options) ||
+          progressed;
     }
   }
 

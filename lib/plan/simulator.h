@@ -18,7 +18,9 @@ struct SimulationOptions {
   // The share of a backward that its weight gradients take: W takes this, I (the input
   // gradient) the rest of backward_time, so that I + W = B.
   double weight_time = 1.0;
-  // What a WB op (the chunk's batched weight gradients, weight_grads: batched) takes.
+  // What the chunk's deferred weight gradients of all M micro-batches take (WB ops,
+  // weight_grads: batched or grouped, at the rate of their products' shape): a WB op of every
+  // micro-batch (-1) takes all of it, a group's its share (the group's micro-batches / M).
   double batched_weight_time = 0.0;
   // A message sent at t occupies its sender's link for send_transfer (after the sender's earlier
   // messages: they queue on one link) and can be received send_latency after it left the link.
@@ -82,10 +84,10 @@ struct SimulationResult {
 
 // Runs programs[r] as rank r, holding v chunks (v: one more than the largest chunk an op names;
 // options.placement places them). Compute ops take the configured time of their global
-// stage; sends never block; a receive (matched by chunk and micro-batch with the peer's send of
-// the same kind) blocks until that message has arrived. Throws mpipe::Error for a program that
-// sends to or receives from a stage that does not exist. A deadlock is reported in the result,
-// not thrown.
+// stage (a group's WB op its share: SimulationOptions::batched_weight_time); sends never block; a
+// receive (matched by chunk and micro-batch with the peer's send of the same kind) blocks until
+// that message has arrived. Throws mpipe::Error for a program that sends to or receives from a
+// stage that does not exist. A deadlock is reported in the result, not thrown.
 SimulationResult simulate(const std::vector<Program>& programs,
                           const SimulationOptions& options = {});
 

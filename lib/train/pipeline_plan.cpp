@@ -54,6 +54,7 @@ plan::PipelinePlan plan_measured(const config::Experiment& experiment, const mod
   request.pipeline.virtual_stages = current.virtual_stages;
   request.pipeline.recompute = current.recompute;
   request.pipeline.weight_grads = current.weight_grads;
+  request.pipeline.weight_group = current.weight_group;
   request.measured_time = std::move(measured_time);
   return plan::plan_pipeline(plan, request);
 }
@@ -67,6 +68,7 @@ plan::PipelinePlan retimed(const config::Experiment& experiment, const model::Mo
   request.pipeline.virtual_stages = decided.virtual_stages;
   request.pipeline.recompute = decided.recompute;
   request.pipeline.weight_grads = decided.weight_grads;
+  request.pipeline.weight_group = decided.weight_group;
   request.pipeline.partition_mode = plan::PartitionMode::kManual;
   request.pipeline.balance = plan::Balance::kPredicted;
   request.pipeline.partition.clear();

@@ -34,7 +34,8 @@ struct CalibratedRate {
 
 // The linear layers' shape that carries most of their FLOPs (m = `micro_batch_rows` x the
 // positions of an example, k = in, n = out), each product timed by kernels::measure_linear_rates,
-// the batched weight gradient at `num_micro_batches` times the rows; a model with no linear
+// the batched weight gradient at `num_micro_batches` times the rows (the micro-batches of one
+// deferred product: M under weight_grads: batched, a group's under grouped); a model with no linear
 // layer, or whose convolutions (conv2d, residual_block, separable_cell) carry more FLOPs than its
 // linear layers, by the 1024³ GEMM peak (every rate the same).
 CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,

@@ -51,7 +51,10 @@ std::string header(const PlanReport& r) {
           : counted(p.stages, "stage"),
       counted(p.data_parallel, "replica"), counted(p.micro_batches, "micro-batch", "micro-batches"),
       r.plan.micro_batch_rows, schedule_name(r), recompute_name(r),
-      plan::to_string(r.plan.weight_grads), partition_name(p),
+      r.plan.weight_grads == plan::WeightGrads::kGrouped
+          ? fmt::format("grouped by {}", r.plan.weight_group)
+          : plan::to_string(r.plan.weight_grads),
+      partition_name(p),
       p.memory_limit > 0 ? format_bytes(static_cast<double>(p.memory_limit)) : "none");
 }
 
@@ -274,6 +277,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
       {"recompute", plan::to_string(plan.recompute)},
       {"recompute_setting", plan::to_string(p.recompute)},
       {"weight_grads", plan::to_string(r.plan.weight_grads)},
+      {"weight_group", r.plan.weight_group},
       {"partition", plan::to_string(p.partition_mode)},
       {"balance", plan::to_string(p.balance)},
       {"memory_limit_bytes", p.memory_limit > 0 ? nlohmann::ordered_json(p.memory_limit)

@@ -154,7 +154,8 @@ void Trainer::build_stages() {
     ranges_.push_back(range);
     auto& stage = *stages_.emplace_back(std::make_unique<pipeline::Stage>(
         model::build_layers(experiment.model, plan_.inputs, range.begin, range.end),
-        pipeline_plan_.recompute, pipe.micro_batches, pipeline_plan_.weight_grads, graph_));
+        pipeline_plan_.recompute, pipe.micro_batches, pipeline_plan_.weight_grads, graph_,
+        pipeline_plan_.weight_group));
     stage.set_layer_times(&layer_times_);
     stage.params().initialize(experiment.train.seed);
   }
@@ -176,9 +177,9 @@ void Trainer::build_stages() {
   executor_->set_trace(&trace_);
   std::vector<plan::Program> programs;  // every rank's: when this one's sends are released
   for (int rank = 0; rank < topology_.num_pipeline_ranks; ++rank) {
-    programs.push_back(plan::make_program(pipeline_plan_.schedule, topology_.num_pipeline_ranks,
-                                          pipe.micro_batches, rank, placement_.virtual_stages,
-                                          pipeline_plan_.weight_grads));
+    programs.push_back(plan::make_program(
+        pipeline_plan_.schedule, topology_.num_pipeline_ranks, pipe.micro_batches, rank,
+        placement_.virtual_stages, pipeline_plan_.weight_grads, pipeline_plan_.weight_group));
   }
   program_ = programs.at(static_cast<size_t>(topology_.pipeline_rank));
   sends_released_ = plan::send_releases(programs, topology_.pipeline_rank, placement_);

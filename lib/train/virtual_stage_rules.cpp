@@ -1,4 +1,5 @@
-// What pipeline.virtual_stages allows, checked at preflight against the resolved world.
+// What pipeline.virtual_stages allows, and pipeline.weight_group within M, checked at preflight
+// against the resolved world.
 #include "train/virtual_stage_rules.h"
 
 #include <fmt/format.h>
@@ -18,6 +19,11 @@ void check_virtual_stages(const config::Experiment& experiment, int num_ranks) {
         "{}: {}",
         experiment.where(micro_batches ? "pipeline.micro_batches" : "pipeline.virtual_stages"),
         problem->message));
+  }
+  if (pipe.weight_grads == plan::WeightGrads::kGrouped && pipe.weight_group > pipe.micro_batches) {
+    throw InputError(fmt::format("{}: must be at most pipeline.micro_batches = {}, got {}",
+                                 experiment.where("pipeline.weight_group"), pipe.micro_batches,
+                                 pipe.weight_group));
   }
 }
 

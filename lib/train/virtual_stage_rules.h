@@ -1,5 +1,5 @@
-// The rule of pipeline.virtual_stages that needs the resolved world: the chunked schedule's shape
-// for this K.
+// The rules of the step's shape that need the resolved world and M: the chunked schedule's shape
+// for this K, and the weight-gradient group within M.
 #pragma once
 
 #include "config/experiment.h"
@@ -10,7 +10,9 @@ namespace mpipe::train {
 // `num_ranks` ranks (plan::schedule_shape_problem, the rule `mpipe schedule` applies):
 // "exp.yaml:4: pipeline.micro_batches: interleaved needs a multiple of the pipeline ranks (2), got
 // 3", "exp.yaml: pipeline.virtual_stages: interleaved needs 2 or more chunks per rank, got 1; ...",
-// "...: 2 chunks per rank need the interleaved schedule, got 1f1b".
+// "...: 2 chunks per rank need the interleaved schedule, got 1f1b"; or a weight_group over M under
+// weight_grads: grouped: "exp.yaml:6: pipeline.weight_group: must be at most
+// pipeline.micro_batches = 4, got 5".
 void check_virtual_stages(const config::Experiment& experiment, int num_ranks);
 
 }  // namespace mpipe::train

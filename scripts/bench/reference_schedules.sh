@@ -19,7 +19,8 @@
 #
 # Environment: CONFIG (an experiment YAML to run instead of the reference model; its
 # pipeline.micro_batches, stages, schedule and train.steps are overridden; PyTorch runs only with
-# the reference model), STAGES (8), MICRO (32; a list runs each: "4 8 16"), THREADS (2), ROUNDS
+# the reference model), STAGES (8), MICRO (32; a list runs each: "4 8 16"), K1_MICRO (the K=1
+# run's micro-batches; default: the same M as the K runs), THREADS (2), ROUNDS
 # (3), STEPS (12), SCHEDULES ("gpipe 1f1b zb_h1"; an entry may add settings:
 # "gpipe:pipeline.balance=measured,log.every=1"), PT_SCHEDULES ("gpipe 1f1b interleaved izb";
 # empty: none), EXTRA (more --set arguments for every mpipe run), PLAN_ARGS (more mpipe plan
@@ -29,6 +30,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 stages=${STAGES:-8}
 read -r -a micros <<<"${MICRO:-32}"
+k1_micro=${K1_MICRO:-}
 threads=${THREADS:-2}
 rounds=${ROUNDS:-3}
 steps=${STEPS:-12}
@@ -135,7 +137,8 @@ for ((r = 1; r <= rounds; r++)); do
   echo "round $r:"
   printf '  %-18s %9s %8s %8s %6s %7s\n' run samples/s step_ms slowest step/sl bubble
   for m in "${micros[@]}"; do
-    printf '  %-18s %s\n' "k1-m$m" "$(run "k1-m$m-r$r" 1 "$m" gpipe)" | tee -a "$work/k1-m$m"
+    printf '  %-18s %s\n' "k1-m${k1_micro:-$m}" "$(run "k1-m$m-r$r" 1 "${k1_micro:-$m}" gpipe)" |
+      tee -a "$work/k1-m$m"
     for entry in $schedules; do
       printf '  %-18s %s  (%s)\n' "k$stages-m$m-$entry" \
         "$(run "k$stages-m$m-$(label "$entry")-r$r" "$stages" "$m" "$entry")" \
@@ -171,7 +174,7 @@ if rates:
 PY
 }
 for m in "${micros[@]}"; do
-  summarize "k1-m$m" "$work/k1-m$m"
+  summarize "k1-m${k1_micro:-$m}" "$work/k1-m$m"
   for entry in $schedules; do
     summarize "k$stages-m$m-$entry" "$work/mpipe-m$m-$(label "$entry")" "$(predicted "$entry" "$m")"
   done

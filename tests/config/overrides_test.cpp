@@ -57,8 +57,8 @@ TEST(Overrides, AreValidatedLikeFileValues) {
 TEST(Overrides, OfAnUnknownKeyNameIt) {
   EXPECT_EQ(ExperimentFile().error(kBase, {"pipeline.stagez=4"}),
             "--set pipeline.stagez: unknown key (known: stages, data_parallel, micro_batches, "
-            "virtual_stages, schedule, recompute, weight_grads, partition, memory_limit, balance, "
-            "balance_after, balance_every, balance_moves)");
+            "virtual_stages, schedule, recompute, weight_grads, weight_group, partition, "
+            "memory_limit, balance, balance_after, balance_every, balance_moves)");
   EXPECT_EQ(ExperimentFile().error(kBase, {"pipe.stages=4"}),
             "--set pipe: unknown key (known: model, data, train, optimizer, pipeline, "
             "checkpoint, log, comm)");

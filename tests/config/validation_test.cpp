@@ -305,8 +305,31 @@ TEST(PipelineSection, RecomputeMustBeAlwaysExceptLastNeverPerLayerOrAuto) {
 TEST(PipelineSection, WeightGradsMustBeOneOfItsChoices) {
   EXPECT_EQ(
       error_of("pipeline:\n  weight_grads: deferred\n"),
-      "exp.yaml:2: pipeline.weight_grads: expected one of accumulate, batched, tree, auto, got "
-      "'deferred'");
+      "exp.yaml:2: pipeline.weight_grads: expected one of accumulate, batched, grouped, tree, "
+      "auto, got 'deferred'");
+}
+
+// (At most M once the command line's --micro-batches is applied: e2e.bad_input.)
+TEST(PipelineSection, WeightGroupIsACountOrAutoUnderGrouped) {
+  const auto loaded = [](const std::string& pipeline) {
+    return ExperimentFile().load("pipeline:\n  micro_batches: 8\n  weight_grads: grouped\n" +
+                                 pipeline + kModel);
+  };
+  EXPECT_EQ(loaded("").pipeline.weight_grads, plan::WeightGrads::kGrouped);
+  EXPECT_EQ(loaded("").pipeline.weight_group, 0);  // auto
+  EXPECT_EQ(loaded("  weight_group: auto\n").pipeline.weight_group, 0);
+  EXPECT_EQ(loaded("  weight_group: 3\n").pipeline.weight_group, 3);
+  EXPECT_EQ(loaded("  weight_group: 8\n").pipeline.weight_group, 8);
+  const std::string grouped = "pipeline:\n  micro_batches: 8\n  weight_grads: grouped\n";
+  EXPECT_EQ(loaded("  weight_group: 9\n").pipeline.weight_group, 9);  // (over M: at start-up)
+  EXPECT_EQ(error_of(grouped + "  weight_group: 0\n"),
+            "exp.yaml:4: pipeline.weight_group: must be >= 1 or 'auto', got 0");
+  EXPECT_EQ(error_of(grouped + "  weight_group: many\n"),
+            "exp.yaml:4: pipeline.weight_group: expected an integer or 'auto', got 'many'");
+  EXPECT_EQ(error_of("pipeline:\n  weight_grads: batched\n  weight_group: 2\n"),
+            "exp.yaml:3: pipeline.weight_group: is used only with pipeline.weight_grads: grouped");
+  EXPECT_EQ(error_of("pipeline:\n  weight_group: 2\n"),
+            "exp.yaml:2: pipeline.weight_group: is used only with pipeline.weight_grads: grouped");
 }
 
 TEST(PipelineSection, PartitionMustBeAutoUniformOrAList) {

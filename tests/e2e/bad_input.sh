@@ -94,6 +94,8 @@ rejected zbv_chunks "--set pipeline.virtual_stages: zbv needs 2 chunks per rank 
 interleaved=(--set pipeline.schedule=interleaved --set pipeline.virtual_stages=2)
 rejected interleaved_micro_batches_train "--set pipeline.micro_batches: interleaved needs a multiple of the pipeline ranks (2), got 1" \
   "$mlp" "${interleaved[@]}" --set pipeline.micro_batches=1
+rejected weight_group_over_micro_batches "--set pipeline.weight_group: must be at most pipeline.micro_batches = 4, got 5" \
+  "$mlp" --set pipeline.weight_grads=grouped --set pipeline.weight_group=5
 rejected limit_size "--set pipeline.memory_limit: expected a size such as 6GiB, 512MiB or 2G, got 'lots'" \
   "$mlp" --set pipeline.memory_limit=lots
 # --set key paths: a list item by index; a key the config does not know, named as such.

@@ -4,7 +4,8 @@
 # (predicted_peak_bytes_per_rank) is within 10% of the measured high-water mark of tensor bytes
 # (peak_tensor_bytes_per_rank) in summary.json, printing the table.
 # Every mode runs with weight_grads: auto (batched under gpipe and never); always and never also
-# with the other weight-gradient choice.
+# with the other weight-gradient choice, and always grouped (groups of 3 of the 4 micro-batches: a
+# group's operands, then a shorter group's).
 # The suite runs a third of each config's 12 (schedule, mode) pairs, taken in turn so that each
 # config runs under both schedules and every mode runs for two of the configs (the stage-level
 # bound, e2e.memory_stage_bound*, holds a CNN's and a Transformer's every mode within 3%);
@@ -13,7 +14,8 @@
 source "$(dirname "$0")/lib.sh"
 
 schedules=(gpipe 1f1b)
-modes=(always:auto except_last:auto never:auto per_layer:auto always:batched never:accumulate)
+modes=(always:auto except_last:auto never:auto per_layer:auto always:batched never:accumulate
+  always:grouped)
 failed=0
 printf '%-22s %-6s %-24s %5s %12s %12s %7s\n' config sched "recompute:weight_grads" stage predicted \
   measured error
@@ -27,8 +29,10 @@ for config in "$@"; do
       mode=${modes[mode_index]}
       [[ ${MPIPE_TEST_FULL:-0} == 1 || $(((mode_index + schedule_index + config_index) % 3)) == 0 ]] || continue
       name=$(basename "$config" .yaml)-$schedule-${mode/:/-}
+      group=()
+      [[ $mode != *:grouped ]] || group=(--set pipeline.weight_group=3)
       train 2 "$name" "$config" --set pipeline.stages=2 --set pipeline.schedule="$schedule" \
-        --set pipeline.recompute="${mode%%:*}" --set pipeline.weight_grads="${mode#*:}"
+        --set pipeline.recompute="${mode%%:*}" --set pipeline.weight_grads="${mode#*:}" "${group[@]}"
       python3 - "$WORK/$name/summary.json" "$(basename "$config" .yaml)" "$schedule" \
         "$mode" <<'PY' || failed=1
 import json, sys

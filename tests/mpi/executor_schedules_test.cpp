@@ -1,9 +1,10 @@
 // Multi-rank test of Executor::train_step on K = 4 ranks and on K = 2 (the 4 as two pairs): one
 // training step of a chain of 8 layers under every schedule (gpipe, 1f1b and zb_h1 on K stages;
 // interleaved and zbv on 2K, 2 chunks per rank) and recompute mode, and with batched weight
-// gradients (WB ops) under every schedule, leaves each rank's layers with gradients bit-identical
-// to the same step run by one rank alone, and the rank of the last stage with the same loss: the
-// executor, the link and the programs together, below the trainer.
+// gradients (WB ops) and grouped ones (groups of 3 of the 8 micro-batches, the last of 2: a WB op
+// per group, in two recompute modes) under every schedule, leaves each rank's layers with
+// gradients bit-identical to the same step run by one rank alone, and the rank of the last stage
+// with the same loss: the executor, the link and the programs together, below the trainer.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,6 +36,7 @@ constexpr int kLayers = 8;
 constexpr int kMicroBatches = 8;  // a multiple of K, as interleaved needs
 constexpr int64_t kRows = 2;      // per micro-batch
 constexpr uint64_t kSeed = 3;
+constexpr int kWeightGroup = 3;  // under weight_grads: grouped (not a divisor of M)
 
 // Features into layer `layer` (and out of layer kLayers - 1: kFeatures[kLayers]).
 constexpr int64_t kFeatures[kLayers + 1] = {6, 8, 8, 5, 5, 8, 8, 7, 3};
@@ -109,8 +111,9 @@ StepResult run_step(const comm::Communicator& pipeline, plan::ScheduleKind kind,
     const int begin = placement.stage_of(pipeline.rank(), chunk) * layers_per_stage;
     first_layers.push_back(begin);
     end_layers.push_back(begin + layers_per_stage);
-    auto& stage = *stages.emplace_back(std::make_unique<Stage>(
-        chain(begin, begin + layers_per_stage), recompute, kMicroBatches, weight_grads));
+    auto& stage = *stages.emplace_back(
+        std::make_unique<Stage>(chain(begin, begin + layers_per_stage), recompute, kMicroBatches,
+                                weight_grads, nullptr, kWeightGroup));
     stage.params().initialize(kSeed);
     stage.zero_grads_for_step();
     chunks.push_back(&stage);
@@ -123,8 +126,8 @@ StepResult run_step(const comm::Communicator& pipeline, plan::ScheduleKind kind,
   Executor executor(chunks, link, pipeline.rank(), placement, *loss, kernels);
   std::vector<plan::Program> programs;
   for (int r = 0; r < ranks; ++r) {
-    programs.push_back(
-        plan::make_program(kind, ranks, kMicroBatches, r, virtual_stages, weight_grads));
+    programs.push_back(plan::make_program(kind, ranks, kMicroBatches, r, virtual_stages,
+                                          weight_grads, kWeightGroup));
   }
   StepResult result;
   result.loss = executor.train_step(programs.at(static_cast<size_t>(pipeline.rank())),
@@ -156,7 +159,8 @@ struct Case {
 // rank alone computes, bit for bit, and the rank of the last stage with its loss.
 void expect_the_bits_of_one_rank(const comm::Communicator& pipeline, const Case& c) {
   const comm::Communicator alone = pipeline.split(pipeline.rank(), 0, "one rank alone");
-  // (Batched weight gradients sum each layer's in one GEMM: the reference batches them too.)
+  // (Batched or grouped weight gradients sum each layer's in one GEMM per group: the reference
+  // groups them too.)
   const StepResult reference =
       run_step(alone, plan::ScheduleKind::kGpipe, 1, plan::Recompute::kNever, c.weight_grads);
   const StepResult pipelined =
@@ -237,6 +241,9 @@ std::vector<Case> every_case() {
       cases.push_back({kind, chunks, recompute});
     }
     cases.push_back({kind, chunks, plan::Recompute::kNever, plan::WeightGrads::kBatched});
+    // Grouped: the copies in B or W, each group's product after its last; two modes per schedule.
+    cases.push_back({kind, chunks, plan::Recompute::kAlways, plan::WeightGrads::kGrouped});
+    cases.push_back({kind, chunks, plan::Recompute::kPerLayer, plan::WeightGrads::kGrouped});
   }
   return cases;
 }

@@ -252,6 +252,39 @@ TEST_F(LinearBatchedWeightGrads, WithGradsUnsetTheStepsGemmOverwrites) {
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(grads()[i], expected[i]) << i;
 }
 
+// Grouped: micro-batches {0, 1} and {2}, each group's product added after the earlier group's:
+// the bits of one backward over the first 4 rows, then an accumulating one over the last 2; a
+// copy of the next group's before the earlier group's product is refused.
+TEST_F(LinearBatchedWeightGrads, AddsOneGemmPerGroupInGroupOrder) {
+  const auto rows = [](const Tensor& t, int64_t first, int64_t count) {
+    const int64_t width = t.numel() / t.shape()[0];
+    Tensor part(Shape{count, width});
+    std::copy_n(t.data() + first * width, count * width, part.data());
+    return part;
+  };
+  const LayerContext plain = training_context(kernels_);
+  layer_.backward(rows(dy_, 0, 4), layer_.forward(rows(x_, 0, 4), plain).saved, plain);
+  layer_.backward(rows(dy_, 4, 2), layer_.forward(rows(x_, 4, 2), plain).saved, plain);
+  const std::vector<float> expected = grads();
+  std::fill(buffer_.grads().begin(), buffer_.grads().end(), 0.0f);
+  const auto grouped = [&](int m) {
+    LayerContext ctx = micro_batch_context(m);
+    ctx.weight_group_first = m < 2 ? 0 : 2;
+    ctx.weight_group_size = m < 2 ? 2 : 1;
+    return ctx;
+  };
+  const auto backward = [&](int m) {
+    layer_.backward(rows_of(dy_, m), layer_.forward(rows_of(x_, m), grouped(m)).saved, grouped(m));
+  };
+  backward(1);
+  backward(0);
+  EXPECT_THROW(backward(2), Error);  // group 0's product has not run
+  layer_.finish_step_grads(grouped(1));
+  backward(2);
+  layer_.finish_step_grads(grouped(2));
+  EXPECT_EQ(grads(), expected);  // bit for bit
+}
+
 TEST_F(LinearBatchedWeightGrads, RejectsAMicroBatchOfAnotherSize) {
   backwards({0});
   LayerContext ctx = micro_batch_context(1);

@@ -47,8 +47,9 @@ std::vector<std::unique_ptr<nn::Layer>> small_stack(double dropout_rate) {
 std::unique_ptr<Stage> make_stage(plan::Recompute recompute, int num_micro_batches,
                                   double dropout_rate = 0.3,
                                   plan::WeightGrads weight_grads = plan::WeightGrads::kAccumulate) {
+  // (Under weight_grads: grouped, groups of 2: of 3 micro-batches, one of 2 and one of 1.)
   auto stage = std::make_unique<Stage>(small_stack(dropout_rate), recompute, num_micro_batches,
-                                       weight_grads);
+                                       weight_grads, nullptr, std::min(2, num_micro_batches));
   stage->params().initialize(17);
   return stage;
 }
@@ -240,8 +241,9 @@ enum class Backwards { kWhole, kSplit };
 enum class StepStart { kZeroed, kStale };
 
 // Forwards micro-batches of the given row counts (consecutive examples of one mini-batch), then
-// runs their backwards in ascending order; returns the accumulated parameter gradients and the
-// input gradient of every micro-batch.
+// runs their backwards in ascending order, each weight-gradient group's product after the
+// backward (or W) of its last micro-batch, as make_program places it; returns the accumulated
+// parameter gradients and the input gradient of every micro-batch.
 Gradients run_micro_batches(plan::Recompute recompute, const std::vector<int64_t>& rows,
                             plan::WeightGrads weight_grads = plan::WeightGrads::kAccumulate,
                             StepStart start = StepStart::kZeroed,
@@ -267,22 +269,34 @@ Gradients run_micro_batches(plan::Recompute recompute, const std::vector<int64_t
     const auto i = static_cast<size_t>(m);
     stage->forward(m, bundle_of(x.slice_rows(first[i], rows[i])), context(kernels, first[i]));
   }
+  const plan::WeightGroups groups =
+      plan::weight_groups(weight_grads, num_micro_batches, std::min(2, num_micro_batches));
+  // After micro-batch m's last gradient op: its group's product where it ends a group.
+  const auto copied = [&](int m) {
+    if (groups.deferred() && m == groups.last(groups.group_of(m))) {
+      stage->finish_step_grads(context(kernels, first[static_cast<size_t>(m)]), m);
+    }
+  };
   Gradients grads;
   for (int m = 0; m < num_micro_batches; ++m) {
     const auto i = static_cast<size_t>(m);
     if (backwards == Backwards::kWhole) {
       grads.inputs.push_back(stage->backward(m, bundle_of(dy.slice_rows(first[i], rows[i])),
                                              context(kernels, first[i])));
+      copied(m);
       continue;
     }
     grads.inputs.push_back(stage->backward_input(m, bundle_of(dy.slice_rows(first[i], rows[i])),
                                                  context(kernels, first[i])));
-    if (m > 0) stage->backward_weight(m - 1, context(kernels, first[i - 1]));
+    if (m > 0) {
+      stage->backward_weight(m - 1, context(kernels, first[i - 1]));
+      copied(m - 1);
+    }
   }
   if (backwards == Backwards::kSplit) {
     stage->backward_weight(num_micro_batches - 1, context(kernels, first.back()));
+    copied(num_micro_batches - 1);
   }
-  stage->finish_step_grads(context(kernels, first.back()));
   const auto span = stage->params().grads();
   grads.params.assign(span.begin(), span.end());
   return grads;
@@ -321,7 +335,7 @@ void expect_equal_values(std::span<const float> actual, std::span<const float> e
 TEST(Stage, LinearLayersOverwriteTheirUnzeroedGradientsWithTheSameValues) {
   const std::vector<int64_t> rows = {4, 4, 4};
   for (plan::WeightGrads weight_grads :
-       {plan::WeightGrads::kAccumulate, plan::WeightGrads::kBatched}) {
+       {plan::WeightGrads::kAccumulate, plan::WeightGrads::kBatched, plan::WeightGrads::kGrouped}) {
     for (plan::Recompute recompute : {plan::Recompute::kNever, plan::Recompute::kPerLayer}) {
       const Gradients zeroed = run_micro_batches(recompute, rows, weight_grads);
       const Gradients stale = run_micro_batches(recompute, rows, weight_grads, StepStart::kStale);
@@ -338,7 +352,7 @@ TEST(Stage, LinearLayersOverwriteTheirUnzeroedGradientsWithTheSameValues) {
 TEST(Stage, SplitBackwardsGiveTheWholeBackwardsGradientBits) {
   const std::vector<int64_t> rows = {4, 4, 4};
   for (plan::WeightGrads weight_grads :
-       {plan::WeightGrads::kAccumulate, plan::WeightGrads::kBatched}) {
+       {plan::WeightGrads::kAccumulate, plan::WeightGrads::kBatched, plan::WeightGrads::kGrouped}) {
     for (StepStart start : {StepStart::kZeroed, StepStart::kStale}) {
       for (plan::Recompute recompute : {plan::Recompute::kNever, plan::Recompute::kAlways,
                                         plan::Recompute::kExceptLast, plan::Recompute::kPerLayer}) {

@@ -843,6 +843,47 @@ TEST(Planner, KeepsWeightGradsResolvedFromTheSettingsAsConfigured) {
   EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kTree);
 }
 
+// weight_group: auto, resolved once from the model, the batch and M (rows of 256 at most M), the
+// same at every K; an explicit group is kept; the other weight-gradient modes keep none.
+TEST(Planner, ResolvesWeightGroupAutoFromTheRowsAloneAtEveryK) {
+  for (int stages : {1, 2}) {
+    PlanRequest r = request(stages, PartitionMode::kUniform);
+    r.pipeline.weight_grads = WeightGrads::kGrouped;
+    EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_group, 4);  // 8 rows each: all 4
+    r.batch_size = 1024;
+    r.pipeline.micro_batches = 8;  // 128 rows each: groups of 2
+    EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_group, 2);
+    r.pipeline.weight_group = 3;
+    EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_group, 3);
+    r.pipeline.weight_grads = WeightGrads::kBatched;
+    EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_group, 0);
+  }
+}
+
+// A grouped run's linear weight gradients leave the backward for the group ops, at the batched
+// rate (the group's product's): as much compute at equal rates, less where the group's rate is
+// higher, and the step with it.
+TEST(Planner, TimesGroupedWeightGradientsAtTheGroupsRate) {
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.pipeline.schedule = ScheduleKind::kZbH1;
+  r.pipeline.recompute = Recompute::kNever;
+  r.rates.weight_flops_per_s = 1e9;
+  r.rates.batched_weight_flops_per_s = 1e9;
+  r.pipeline.weight_grads = WeightGrads::kAccumulate;
+  const PipelinePlan accumulated = plan_of(dense_model(), kDenseInput, r);
+  r.pipeline.weight_grads = WeightGrads::kGrouped;
+  r.pipeline.weight_group = 2;
+  const PipelinePlan grouped = plan_of(dense_model(), kDenseInput, r);
+  for (size_t s = 0; s < grouped.stages.size(); ++s) {
+    EXPECT_NEAR(grouped.stages[s].compute_s, accumulated.stages[s].compute_s,
+                1e-9 * accumulated.stages[s].compute_s);
+  }
+  r.rates.batched_weight_flops_per_s = 1e10;
+  const PipelinePlan faster = plan_of(dense_model(), kDenseInput, r);
+  EXPECT_LT(faster.stages[0].compute_s, grouped.stages[0].compute_s);
+  EXPECT_LT(faster.step_s, grouped.step_s);
+}
+
 // The request's allocator model reaches every stage's prediction. With micro-batches of 4096
 // rows, dense_model's activations of 4096 x 5 and 4096 x 6 floats (80 and 96 KiB) are mapped under
 // a 64 KiB mmap threshold: each counts up to a page more; under mpipe's setting every tensor

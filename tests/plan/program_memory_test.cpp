@@ -193,6 +193,34 @@ TEST(ProgramMemory, BatchedWeightGradientsFromTheFirstBackwardOn) {
   }
 }
 
+// Grouped (M = 5 in groups of 3 and 2): a group's operands from the B that
+// copies its first micro-batch (a filling moment) to its WB op; under zb_h1 from its first W, the
+// I ops after it counting them.
+TEST(ProgramMemory, GroupedWeightGradientsHoldOneGroupFromItsFirstCopy) {
+  std::vector<Program> programs;
+  for (int s = 0; s < 2; ++s) {
+    programs.push_back(make_program(ScheduleKind::kGpipe, 2, 5, s, 1, WeightGrads::kGrouped, 3));
+  }
+  std::vector<std::pair<int, bool>> backwards;  // (operand micro-batches, filling)
+  for (const P& m : program_moments(programs, loop(programs), 0, Recompute::kNever)) {
+    if (m.backward) {
+      backwards.emplace_back(m.weight_grad_micro_batches, m.weight_grad_operands_filling);
+    }
+  }
+  EXPECT_EQ(backwards, (std::vector<std::pair<int, bool>>{
+                           {3, true}, {3, false}, {3, false}, {2, true}, {2, false}}));
+  programs.clear();
+  for (int s = 0; s < 2; ++s) {
+    programs.push_back(make_program(ScheduleKind::kZbH1, 2, 4, s, 1, WeightGrads::kGrouped, 2));
+  }
+  // Stage 1: I0 I1 W0 I2 W1 WB1 I3 W2 W3 WB3: I2 holds group 0's (W0 copied), I3 none.
+  std::vector<int> held;
+  for (const P& m : program_moments(programs, loop(programs), 1, Recompute::kNever)) {
+    if (m.backward) held.push_back(m.weight_grad_micro_batches);
+  }
+  EXPECT_EQ(held, (std::vector<int>{0, 0, 2, 0}));
+}
+
 // Virtual stages: each chunk's moments come from its own ops in the rank's program. Interleaved
 // K = 2, v = 2, M = 4, rank 0: chunk 0 (stage 0) forwards all four before its first backward,
 // chunk 1 (stage 2) holds at most two.
