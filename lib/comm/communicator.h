@@ -19,7 +19,8 @@ class Watchdog;
 // thread (comm::ProgressThread) needs: the experiment that asks for it is read after MPI is up.
 // Accepts MPI_THREAD_FUNNELED (then the progress thread is refused with an error naming the
 // config key); less is an error. Every other MPI call is made by the main thread (oneDNN's OpenMP
-// threads never call MPI).
+// threads never call MPI), except those of the thread in which a checkpoint's peer copies travel
+// (train::BackgroundCopy, MPI_THREAD_MULTIPLE only), on a communicator of its own.
 class Environment {
  public:
   Environment(int* argc, char*** argv);

@@ -17,7 +17,8 @@ enum class TestMoment {
   kForward,     // the first forward of step `step`
   kBackward,    // the first backward of step `step`
   kAllreduce,   // the replicas' gradient allreduce of step `step`, its buckets started
-  kPeerCopy,    // the peer copies of the checkpoint after step `step` (checkpoint.peer_copy)
+  kPeerCopy,    // the peer copies of the checkpoint after step `step` (checkpoint.peer_copy), as
+                // they start: in the copy thread, while the steps after go on, where they overlap
   kCheckpoint,  // the checkpoint after step `step`: a writer's shard (replica 0's) half written
   kEvaluation,  // the final evaluation, after step `step`
 };

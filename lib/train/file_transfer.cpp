@@ -25,9 +25,19 @@ constexpr size_t kHeaderFloats = sizeof(uint64_t) / sizeof(float);
 
 std::string file_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
+// Completes `request` with `wait`, or with Request::wait when it is empty.
+void complete(comm::Request request, const TransferWait& wait) {
+  if (wait) {
+    wait(request);
+  } else {
+    request.wait();
+  }
+}
+
 }  // namespace
 
-void send_file(const comm::Communicator& comm, const std::string& path, int to, int tag) {
+void send_file(const comm::Communicator& comm, const std::string& path, int to, int tag,
+               const TransferWait& wait) {
   std::exception_ptr failure;
   std::optional<RegularFile> file;
   try {
@@ -39,9 +49,10 @@ void send_file(const comm::Communicator& comm, const std::string& path, int to, 
   std::vector<float> header(kHeaderFloats);
   std::memcpy(header.data(), &size, sizeof size);
   const std::string label = "a copy of " + file_name(path);
-  comm.isend(header, to, tag, label).wait();
+  complete(comm.isend(header, to, tag, label), wait);
   if (!file) std::rethrow_exception(failure);
   std::vector<float> block(kBlockFloats);
+  comm::Request in_flight;  // the block before: isend sends a copy, so `block` is free at once
   for (uint64_t sent = 0; sent < size;) {
     const size_t bytes = static_cast<size_t>(std::min<uint64_t>(kBlockBytes, size - sent));
     const std::span<std::byte> out = std::as_writable_bytes(std::span(block)).first(bytes);
@@ -54,17 +65,19 @@ void send_file(const comm::Communicator& comm, const std::string& path, int to, 
     }
     if (failure) std::fill(block.begin(), block.end(), 0.0f);
     const size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
-    comm.isend(std::span<const float>(block).first(floats), to, tag, label).wait();
+    complete(std::move(in_flight), wait);
+    in_flight = comm.isend(std::span<const float>(block).first(floats), to, tag, label);
     sent += bytes;
   }
+  complete(std::move(in_flight), wait);
   if (failure) std::rethrow_exception(failure);
 }
 
 checkpoint::FileDigest receive_file(const comm::Communicator& comm, const std::string& path,
-                                    int from, int tag) {
+                                    int from, int tag, const TransferWait& wait) {
   std::vector<float> header(kHeaderFloats);
   const std::string label = "a copy of " + file_name(path);
-  comm.irecv(header, from, tag, label).wait();
+  complete(comm.irecv(header, from, tag, label), wait);
   uint64_t size = 0;
   std::memcpy(&size, header.data(), sizeof size);
   check(size != kUnreadable, "{}: rank {} could not read its file to send it", path, from);
@@ -75,14 +88,25 @@ checkpoint::FileDigest receive_file(const comm::Communicator& comm, const std::s
   } catch (...) {
     failure = std::current_exception();
   }
-  std::vector<float> block(kBlockFloats);
-  for (uint64_t received = 0; received < size;) {
-    const size_t bytes = static_cast<size_t>(std::min<uint64_t>(kBlockBytes, size - received));
-    const size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
-    comm.irecv(std::span<float>(block).first(floats), from, tag, label).wait();
+  // Two blocks: the next one is received while this one is written.
+  std::vector<float> blocks[2] = {std::vector<float>(size > 0 ? kBlockFloats : 0),
+                                  std::vector<float>(size > kBlockBytes ? kBlockFloats : 0)};
+  const auto block_bytes = [&](uint64_t offset) {
+    return static_cast<size_t>(std::min<uint64_t>(kBlockBytes, size - offset));
+  };
+  const auto post = [&](uint64_t offset, std::vector<float>& block) {
+    const size_t floats = (block_bytes(offset) + sizeof(float) - 1) / sizeof(float);
+    return comm.irecv(std::span<float>(block).first(floats), from, tag, label);
+  };
+  comm::Request next;
+  if (size > 0) next = post(0, blocks[0]);
+  for (uint64_t received = 0, index = 0; received < size; ++index) {
+    const size_t bytes = block_bytes(received);
+    complete(std::move(next), wait);
+    if (received + bytes < size) next = post(received + bytes, blocks[(index + 1) % 2]);
     if (!failure) {
       try {
-        file->write(std::as_bytes(std::span(block)).first(bytes));
+        file->write(std::as_bytes(std::span(blocks[index % 2])).first(bytes));
       } catch (...) {
         failure = std::current_exception();
       }

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <span>
 
 #include "checkpoint/shard_copies.h"
@@ -108,7 +109,10 @@ checkpoint::Settings RunCheckpoints::settings() const {
   return settings;
 }
 
-void RunCheckpoints::save(int64_t steps_done) {
+RunCheckpoints::~RunCheckpoints() = default;
+
+void RunCheckpoints::save(int64_t steps_done, bool overlap) {
+  wait_for_copies();  // at most one checkpoint's copies in flight
   const comm::WatchScope watch(world_, "checkpoint", comm::WaitPhase::kLong);
   const comm::Topology& topo = trainer_.topology();
   const bool writer = topo.replica == 0;  // the other replicas hold the same stages
@@ -137,19 +141,14 @@ void RunCheckpoints::save(int64_t steps_done) {
   });
   const int64_t steps_taken = chunks.front().optimizer->steps_taken();
   std::vector<checkpoint::ShardRecord> mine;
-  // The stages whose files this rank writes here (its shards, then the copies it receives),
-  // removed again if the step is not committed.
-  std::vector<int> held;
+  auto pending = std::make_unique<PendingCommit>();
+  pending->step = steps_done;
+  pending->committer = world_.rank() == 0;
   if (writer) {
     for (int chunk = 0; chunk < trainer_.num_chunks(); ++chunk) {
-      held.push_back(trainer_.global_stage(chunk));
+      pending->held.push_back(trainer_.global_stage(chunk));
     }
   }
-  const auto discard = [this](int64_t step, const std::vector<int>& stages) {
-    for (int stage : stages) store_.discard_shard(step, stage);
-  };
-  bool committer = world_.rank() == 0;
-  bool wrote_commit = false;
   try {
     comm::agree(world_, [&] {
       // Every chunk's, even after a failure: the other replicas send their parts of each.
@@ -168,46 +167,130 @@ void RunCheckpoints::save(int64_t steps_done) {
       }
       if (failure) std::rethrow_exception(failure);
     });
-    const std::vector<ReportedShard> reported = gather_shard_records(mine, steps_done);
-    std::vector<checkpoint::ShardRecord> shards;
-    for (const ReportedShard& shard : reported) shards.push_back(shard.record);
+    pending->reported = gather_shard_records(mine, steps_done);
+    for (const ReportedShard& shard : pending->reported) pending->shards.push_back(shard.record);
+    std::vector<checkpoint::FileTransfer> copies;
     if (experiment_.checkpoint.peer_copy) {
-      const std::vector<int> committers = copy_shards(steps_done, reported, held);
-      committer =
+      std::vector<checkpoint::WrittenShard> written;
+      std::vector<int> holders;
+      for (const ReportedShard& shard : pending->reported) {
+        written.push_back({.rank = shard.rank, .stage = shard.record.stage});
+        holders.push_back(shard.rank);
+      }
+      copies = checkpoint::plan_shard_copies(hosts(), written);
+      for (const checkpoint::FileTransfer& copy : copies) holders.push_back(copy.to);
+      const std::vector<int> committers = checkpoint::committing_ranks(hosts(), holders);
+      pending->committer =
           std::find(committers.begin(), committers.end(), world_.rank()) != committers.end();
     }
     // Rank 0's manifest, the same bytes on every host that commits.
-    std::string meta;
     if (world_.rank() == 0) {
-      meta = nlohmann::json{{"num_stages", topo.num_pipeline_ranks * trainer_.num_chunks()},
-                            {kOptimizerStepsKey, steps_taken},
-                            {"seed", experiment_.train.seed},
-                            {"config", experiment_.source},
-                            {"settings", settings()},
-                            {"inputs", inputs_record(trainer_.plan().inputs)},
-                            {"time", utc_now()}}
-                 .dump();
+      pending->meta = nlohmann::json{
+          {"num_stages", topo.num_pipeline_ranks * trainer_.num_chunks()},
+          {kOptimizerStepsKey, steps_taken},
+          {"seed", experiment_.train.seed},
+          {"config", experiment_.source},
+          {"settings", settings()},
+          {"inputs", inputs_record(trainer_.plan().inputs)},
+          {"time",
+           utc_now()}}.dump();
     }
-    if (experiment_.checkpoint.peer_copy) world_.broadcast(meta, 0);
+    if (experiment_.checkpoint.peer_copy) world_.broadcast(pending->meta, 0);
+    if (!copies.empty()) {
+      if (overlap && can_overlap()) {
+        if (!copy_comm_) {
+          copy_comm_.emplace(world_.split(0, world_.rank(), "the peer copies"));
+          copy_comm_->set_watchdog(nullptr);  // the copy thread bounds its own waits
+        }
+        // The deadline of a wait of this checkpoint (its activity's, as the watchdog gives it).
+        const comm::Watchdog* watchdog = world_.watchdog();
+        const double timeout_s =
+            watchdog ? watchdog->policy().timeout(comm::WaitPhase::kLong, "checkpoint")
+                     : std::numeric_limits<double>::infinity();
+        PendingCommit& travelling = *pending;
+        pending->copy = std::make_unique<BackgroundCopy>(
+            [this, &travelling, copies](const TransferWait& wait) {
+              copy_shards(*copy_comm_, travelling, copies, wait);
+            },
+            timeout_s);
+        pending_ = std::move(pending);
+        return;
+      }
+      comm::agree(world_, [&] { copy_shards(world_, *pending, copies, {}); });
+    }
+  } catch (const AgreedError&) {
+    for (int stage : pending->held) store_.discard_shard(steps_done, stage);  // not committed
+    throw;
+  }
+  commit(*pending);
+}
+
+void RunCheckpoints::poll_copies() {
+  if (!pending_) return;
+  if (!world_.all_true(pending_->copy->done())) return;
+  // The commit's waits (a committer's fsync) get a checkpoint's deadline, not the step's.
+  const comm::WatchScope watch(world_, "checkpoint", comm::WaitPhase::kLong);
+  commit_pending();
+}
+
+void RunCheckpoints::wait_for_copies() {
+  if (!pending_) return;
+  const comm::WatchScope watch(world_, "checkpoint", comm::WaitPhase::kLong);
+  commit_pending();
+}
+
+void RunCheckpoints::commit_pending() {
+  const std::unique_ptr<PendingCommit> pending = std::move(pending_);
+  try {
+    comm::agree(world_, [&] { pending->copy->finish(); });
+  } catch (const AgreedError&) {
+    for (int stage : pending->held) store_.discard_shard(pending->step, stage);
+    throw;
+  }
+  commit(*pending);
+}
+
+void RunCheckpoints::commit(PendingCommit& pending) {
+  const int64_t step = pending.step;
+  bool wrote_commit = false;
+  try {
     comm::agree(world_, [&] {
-      if (!committer) return;
+      if (!pending.committer) return;
       wrote_commit = true;
-      store_.write_commit(steps_done, nlohmann::json::parse(meta), shards);
+      store_.write_commit(step, nlohmann::json::parse(pending.meta), pending.shards);
     });
   } catch (const AgreedError&) {
-    if (wrote_commit) store_.uncommit(steps_done);  // another host could not commit it
-    discard(steps_done, held);                      // the step is not committed
+    if (wrote_commit) store_.uncommit(step);  // another host could not commit it
+    for (int stage : pending.held) store_.discard_shard(step, stage);  // the step is not committed
     throw;
   }
   // Only after every host's commit is in place: the newest checkpoint.keep stay on this disk. The
   // other ranks drop their files of the same old steps (a no-op where they share a committer's
   // disk).
-  if (committer) store_.prune(steps_done);
-  committed_.emplace_back(steps_done, held);
+  if (pending.committer) store_.prune(step);
+  committed_.emplace_back(step, pending.held);
   while (committed_.size() > static_cast<size_t>(experiment_.checkpoint.keep)) {
-    if (world_.rank() != 0) discard(committed_.front().first, committed_.front().second);
+    if (world_.rank() != 0) {
+      for (int stage : committed_.front().second) {
+        store_.discard_shard(committed_.front().first, stage);
+      }
+    }
     committed_.pop_front();
   }
+}
+
+bool RunCheckpoints::can_overlap() {
+  if (!can_overlap_) {
+    const comm::ThreadLevel level = comm::thread_level();
+    can_overlap_ = level == comm::ThreadLevel::kMultiple;
+    if (!*can_overlap_ && world_.rank() == 0) {
+      spdlog::info(
+          "checkpoint.peer_copy: MPI provides {}, not MPI_THREAD_MULTIPLE, so the peer copies are "
+          "made between two steps instead of beside the steps that follow",
+          comm::to_string(level));
+    }
+  }
+  return *can_overlap_;
 }
 
 std::vector<RunCheckpoints::ReportedShard> RunCheckpoints::gather_shard_records(
@@ -231,58 +314,49 @@ std::vector<RunCheckpoints::ReportedShard> RunCheckpoints::gather_shard_records(
   return records;
 }
 
-std::vector<int> RunCheckpoints::copy_shards(int64_t step, const std::vector<ReportedShard>& shards,
-                                             std::vector<int>& received) {
-  std::vector<checkpoint::WrittenShard> written;
-  std::vector<int> holders;
-  for (const ReportedShard& shard : shards) {
-    written.push_back({.rank = shard.rank, .stage = shard.record.stage});
-    holders.push_back(shard.rank);
-  }
-  const std::vector<checkpoint::FileTransfer> copies =
-      checkpoint::plan_shard_copies(hosts(), written);
-  const int me = world_.rank();
+void RunCheckpoints::copy_shards(const comm::Communicator& comm, PendingCommit& pending,
+                                 const std::vector<checkpoint::FileTransfer>& copies,
+                                 const TransferWait& wait) {
+  const int me = comm.rank();
+  const int64_t step = pending.step;
   const int tag = trainer_.tags().tensor(0);
   test_stop_at(TestMoment::kPeerCopy, step);
-  comm::agree(world_, [&] {
-    // Every copy in the same order on every rank, each a send and a receive between two ranks:
-    // the first unfinished one always has both ranks at it. A failed one still moves every
-    // block, so no rank is left waiting; the first failure is thrown after the last.
-    std::exception_ptr failure;
-    for (const checkpoint::FileTransfer& copy : copies) {
-      if (copy.from != me && copy.to != me) continue;
-      const std::string path = store_.shard_path(step, copy.file);
-      try {
-        if (copy.from == me) {
-          send_file(world_, path, copy.to, tag);
-          continue;
-        }
-        received.push_back(copy.file);
-        std::exception_ptr no_folder;
-        try {
-          store_.prepare_step(step);
-        } catch (...) {
-          no_folder = std::current_exception();
-        }
-        const checkpoint::FileDigest digest = receive_file(world_, path, copy.from, tag);
-        if (no_folder) std::rethrow_exception(no_folder);
-        const auto expected = std::find_if(shards.begin(), shards.end(), [&](const auto& shard) {
-          return shard.rank == copy.from && shard.record.stage == copy.file;
-        });
-        check(digest == expected->record.digest,
-              "{}: the copy from rank {} (host {}) does not match its shard: {} bytes, crc32 {}; "
-              "the shard has {} bytes, crc32 {}",
-              path, copy.from, hosts()[static_cast<size_t>(copy.from)], digest.size,
-              checkpoint::crc32_hex(digest.crc32), expected->record.digest.size,
-              checkpoint::crc32_hex(expected->record.digest.crc32));
-      } catch (...) {
-        if (!failure) failure = std::current_exception();
+  // Every copy in the same order on every rank, each a send and a receive between two ranks:
+  // the first unfinished one always has both ranks at it. A failed one still moves every
+  // block, so no rank is left waiting; the first failure is thrown after the last.
+  std::exception_ptr failure;
+  for (const checkpoint::FileTransfer& copy : copies) {
+    if (copy.from != me && copy.to != me) continue;
+    const std::string path = store_.shard_path(step, copy.file);
+    try {
+      if (copy.from == me) {
+        send_file(comm, path, copy.to, tag, wait);
+        continue;
       }
+      pending.held.push_back(copy.file);
+      std::exception_ptr no_folder;
+      try {
+        store_.prepare_step(step);
+      } catch (...) {
+        no_folder = std::current_exception();
+      }
+      const checkpoint::FileDigest digest = receive_file(comm, path, copy.from, tag, wait);
+      if (no_folder) std::rethrow_exception(no_folder);
+      const auto expected =
+          std::find_if(pending.reported.begin(), pending.reported.end(), [&](const auto& shard) {
+            return shard.rank == copy.from && shard.record.stage == copy.file;
+          });
+      check(digest == expected->record.digest,
+            "{}: the copy from rank {} (host {}) does not match its shard: {} bytes, crc32 {}; "
+            "the shard has {} bytes, crc32 {}",
+            path, copy.from, hosts()[static_cast<size_t>(copy.from)], digest.size,
+            checkpoint::crc32_hex(digest.crc32), expected->record.digest.size,
+            checkpoint::crc32_hex(expected->record.digest.crc32));
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
     }
-    if (failure) std::rethrow_exception(failure);
-  });
-  for (const checkpoint::FileTransfer& copy : copies) holders.push_back(copy.to);
-  return checkpoint::committing_ranks(hosts(), holders);
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 const std::vector<std::string>& RunCheckpoints::hosts() const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,8 +13,10 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/resume_settings.h"
+#include "checkpoint/shard_copies.h"
 #include "comm/communicator.h"
 #include "config/experiment.h"
+#include "train/background_copy.h"
 #include "train/trainer.h"
 #include "train/training_run.h"
 
@@ -65,15 +68,32 @@ class RunCheckpoints {
   // --checkpoint`); with checkpoint.peer_copy, its files gathered first as resume() gathers them.
   void load(int64_t step);
 
-  // Saves the state after `steps_done` steps. Nothing is written if any stage holds a
-  // non-finite value. Each stage of replica 0 writes its shard durably (with the optimizer's
-  // step count in its metadata, which a resume checks against meta.json's) and reports its size
-  // and crc32 through an allgather; rank 0 writes meta.json with them (this commits the step)
-  // and only then prunes old checkpoints. With checkpoint.peer_copy, each writer first sends its
-  // shards to its peer rank on another host (checkpoint::peer_rank), which writes and verifies
-  // them, and the commit is written by one rank on every host that holds a shard or a copy. Any
-  // rank's failure fails every rank, and the uncommitted shards, copies and commits are removed.
-  void save(int64_t steps_done);
+  // Saves the state after `steps_done` steps, once the copies of the checkpoint before are done and
+  // committed (wait_for_copies). Nothing is written if any stage holds a non-finite value. Each
+  // stage of replica 0 writes its shard durably (with the optimizer's step count in its metadata,
+  // which a resume checks against meta.json's) and reports its size and crc32 through an
+  // allgather; rank 0 writes meta.json with them (this commits the step) and only then prunes old
+  // checkpoints. With checkpoint.peer_copy, each writer sends its shards to its peer rank on
+  // another host (checkpoint::peer_rank), which writes and verifies them, and the commit is
+  // written by one rank on every host that holds a shard or a copy. With `overlap` (a checkpoint
+  // that training goes on after) and MPI_THREAD_MULTIPLE, the copies travel in a background
+  // thread on a communicator of their own and the step is committed at a later step boundary
+  // (poll_copies); otherwise between the steps, before this returns. Any rank's failure fails
+  // every rank, and the uncommitted shards, copies and commits are removed.
+  void save(int64_t steps_done, bool overlap = false);
+
+  // Collective, at every step boundary (no MPI call when no copies are pending, which every rank
+  // knows alike): while a checkpoint's copies travel, a one-value allreduce says whether every
+  // rank's are done; when they are, the step is committed as save() commits it (a failed copy:
+  // its step discarded on every rank and AgreedError thrown, as a synchronous copy fails).
+  void poll_copies();
+  // Collective: the pending copies (if any) waited for, then committed or discarded as above.
+  void wait_for_copies();
+
+  // A copy thread still running is cancelled and joined (bounded by its deadline).
+  ~RunCheckpoints();
+  RunCheckpoints(const RunCheckpoints&) = delete;
+  RunCheckpoints& operator=(const RunCheckpoints&) = delete;
 
  private:
   checkpoint::Settings settings() const;
@@ -94,12 +114,31 @@ class RunCheckpoints {
   // Every rank's shard records (a rank writes one per chunk; other replicas none) on every rank.
   std::vector<ReportedShard> gather_shard_records(const std::vector<checkpoint::ShardRecord>& mine,
                                                   int64_t step) const;
-  // checkpoint.peer_copy: each shard of `step` sent by its writer to its peer rank, which writes
-  // it and checks it against its record. Returns the stages this rank received (added to
-  // `received` before each is written, so a failure leaves them listed for removal) and the ranks
-  // that commit the step.
-  std::vector<int> copy_shards(int64_t step, const std::vector<ReportedShard>& shards,
-                               std::vector<int>& received);
+  // A step written but not yet committed: what its commit needs.
+  struct PendingCommit {
+    int64_t step = 0;
+    std::vector<ReportedShard> reported;
+    std::vector<checkpoint::ShardRecord> shards;
+    // The stages whose files this rank wrote for it (its shards, then the copies it receives),
+    // removed again if the step is not committed.
+    std::vector<int> held;
+    bool committer = false;  // this rank writes meta.json
+    std::string meta;        // the manifest (rank 0's; with peer copies, every rank's)
+    std::unique_ptr<BackgroundCopy> copy;  // the copies in flight (overlapped ones)
+  };
+  // checkpoint.peer_copy: `copies` of the shards of `pending` made over `comm` (the world, or the
+  // copy thread's own), each written by its receiver and checked against its record; the stages
+  // this rank receives are added to pending.held before each is written (so a failure leaves
+  // them listed for removal). Throws the first failure after every transfer is done.
+  void copy_shards(const comm::Communicator& comm, PendingCommit& pending,
+                   const std::vector<checkpoint::FileTransfer>& copies, const TransferWait& wait);
+  // Collective: meta.json written on every committing rank, then old checkpoints pruned; a
+  // failure on any rank removes the commits and files of the step everywhere and is thrown.
+  void commit(PendingCommit& pending);
+  // Collective: agrees on the finished copies of pending_ and commits its step.
+  void commit_pending();
+  // Whether copies may be overlapped (MPI_THREAD_MULTIPLE; rank 0 says once when not).
+  bool can_overlap();
   // checkpoint.peer_copy, resuming `step`: every rank receives the files of it that it lacks,
   // numbered 0..num_files-1 (`mine`: those this rank's disk holds; `path(f)` names file f), from
   // the lowest rank that holds each (agreed with an allgather). One that no rank holds fails
@@ -120,6 +159,10 @@ class RunCheckpoints {
   // node-local disk that rank 0's pruning never sees.
   std::deque<std::pair<int64_t, std::vector<int>>> committed_;
   mutable std::vector<std::string> hosts_;
+  std::optional<bool> can_overlap_;  // decided at the first overlapped checkpoint
+  // The copy thread's duplicate of the world, without a watchdog; before pending_, which uses it.
+  std::optional<comm::Communicator> copy_comm_;
+  std::unique_ptr<PendingCommit> pending_;  // the checkpoint whose copies are in flight
 };
 
 }  // namespace mpipe::train

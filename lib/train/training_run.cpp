@@ -253,7 +253,7 @@ class TrainingRun {
   RunResult run() {
     announce();
     const ResumePoint resumed = checkpoints_.resume();
-    committed_step_ = resumed.step;
+    saved_step_ = resumed.step;
     if (resumed.finished) return complete_finished_run(resumed.step);
     start_from_init_weights(resumed.step);
     first_step_ = resumed.step;
@@ -281,6 +281,7 @@ class TrainingRun {
       const int64_t done = ++step;
       log_window(done, report);
       balance_.after_step(done);
+      checkpoints_.poll_copies();
       checkpoint_if_due(done);
       evaluate_if_due(done);
       stopped = agreed_stop(done);
@@ -438,19 +439,24 @@ class TrainingRun {
     window_ = {};
   }
 
-  // The checkpoint phase: at every checkpoint.every steps, before that step's evaluation.
+  // The checkpoint phase: at every checkpoint.every steps, before that step's evaluation; its peer
+  // copies overlap the steps that follow (RunCheckpoints::poll_copies commits it), but the last
+  // step's.
   void checkpoint_if_due(int64_t done) {
     const int64_t every = experiment_.checkpoint.every;
-    if (every > 0 && done % every == 0) save(done);
+    if (every > 0 && done % every == 0) save(done, /*overlap=*/done < experiment_.train.steps);
   }
 
-  // Commits the state after `done` steps (once).
-  void save(int64_t done) {
-    if (committed_step_ == done) return;
-    const MemoryActivityScope label(kCheckpoint);
-    const log::TraceScope traced(trainer_.trace(), log::TraceKind::kCheckpoint);
-    checkpoints_.save(done);
-    committed_step_ = done;
+  // Saves the state after `done` steps (once); unless `overlap`, it is committed on return (the
+  // copies of a checkpoint saved before waited for).
+  void save(int64_t done, bool overlap = false) {
+    if (saved_step_ != done) {
+      const MemoryActivityScope label(kCheckpoint);
+      const log::TraceScope traced(trainer_.trace(), log::TraceKind::kCheckpoint);
+      checkpoints_.save(done, overlap);
+      saved_step_ = done;
+    }
+    if (!overlap) checkpoints_.wait_for_copies();
   }
 
   // The evaluation phase: at every train.eval_every steps but the last (the end of the run
@@ -635,9 +641,9 @@ class TrainingRun {
   int64_t first_step_ = 0;
   int64_t recoveries_ = 0;          // rank 0: the supervisor's recoveries in metrics.jsonl
   bool kill_grace_warned_ = false;  // warn_if_longer_than_kill_grace said it
-  // The newest step whose state is committed (at a fresh run's step 0: the seed's, which needs
-  // no checkpoint).
-  int64_t committed_step_ = 0;
+  // The newest step whose state is saved: committed, or its peer copies in flight (at a fresh
+  // run's step 0: the seed's, which needs no checkpoint).
+  int64_t saved_step_ = 0;
   std::optional<double> text_baseline_;        // Dataset::text_baseline_bits
   std::optional<log::MetricsWriter> metrics_;  // rank 0
   std::optional<log::ProgressLine> progress_;  // rank 0, when options.progress is set

@@ -4,20 +4,31 @@
 # directories, TCP between them), a checkpoint every EVERY steps, peer copies off and on, ROUNDS
 # rounds interleaved. Prints each run's wall time (start-up included, the same either way), the
 # median and range of each side, and the per-round ratio on / off, with the bytes a checkpoint
-# copies.
+# copies. With MPIPE_BEFORE (another build of mpipe), each round also runs that binary with copies
+# on, between the two, and prints its ratio too: a change measured against the code before it in
+# one session, under the same load.
 #
 #   scripts/bench/peer_copy.sh      # as root (network namespaces), after building mpipe
+#   MPIPE_BEFORE=/tmp/before/mpipe scripts/bench/peer_copy.sh
 #
 # Cases: configs/scaling_mlp.yaml at K=1, D=2 (one rank a host: replica 0's writer on h1 copies its
 # shard to h2) and configs/gpt_kjv.yaml at K=2, D=1 (each rank's shard to the other host; only
 # where runs/kjv holds scripts/data/kjv.sh's shards). Environment: ROUNDS (default 3), STEPS
-# (default 200), EVERY (default 50), MPIPE_BIN (default build/release/apps/mpipe).
+# (default 200), EVERY (default 50), MPIPE_BIN (default build/release/apps/mpipe), MPIPE_BEFORE
+# (default: none).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${ROUNDS:-3} steps=${STEPS:-200} every=${EVERY:-50}
 export MPIPE=${MPIPE_BIN:-build/release/apps/mpipe}
 [[ -x $MPIPE ]] || { echo "peer_copy.sh: $MPIPE is not an executable (build it)" >&2; exit 2; }
-export MPIPE_MULTIHOST_BUDGET=$((rounds * 1200))  # hosts.sh's own deadline
+before=${MPIPE_BEFORE:-}
+[[ -z $before || -x $before ]] ||
+  { echo "peer_copy.sh: MPIPE_BEFORE=$before is not an executable" >&2; exit 2; }
+after=$(realpath "$MPIPE")
+[[ -n $before ]] && before=$(realpath "$before")
+variants=(false true)
+[[ -n $before ]] && variants=(false before true)
+export MPIPE_MULTIHOST_BUDGET=$((rounds * ${#variants[@]} * 600))  # hosts.sh's own deadline
 repo=$(pwd)
 # shellcheck source=tests/multihost/hosts.sh
 source tests/multihost/hosts.sh
@@ -30,7 +41,7 @@ else
   echo "gpt_kjv: left out (runs/kjv has no shards: scripts/data/kjv.sh makes them)"
 fi
 
-echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $(git describe --always --dirty 2>/dev/null || echo '?')"
+echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $(git describe --always --dirty 2>/dev/null || echo '?')${before:+; before: $before}"
 echo "two hosts (h1, h2) of tests/multihost/hosts.sh, one rank each, $steps steps, a checkpoint every $every, $rounds rounds interleaved"
 echo "load before: $(uptime)"
 # median_range: reads numbers, prints "median (min-max)".
@@ -42,18 +53,21 @@ median_range() {
 for c in "${!cases[@]}"; do
   IFS='|' read -r name config overrides <<<"${cases[c]}"
   read -ra extra <<<"$overrides"
-  declare -A seconds=([false]="" [true]="")
+  declare -A seconds=([false]="" [before]="" [true]="")
   for ((r = 1; r <= rounds; ++r)); do
-    for copy in false true; do
-      dir=case$c-$r-$copy
+    for variant in "${variants[@]}"; do
+      dir=case$c-$r-$variant copy=true MPIPE=$after
+      [[ $variant == false ]] && copy=false
+      [[ $variant == before ]] && MPIPE=$before
       start=$(date +%s.%N)
       on_hosts h1:1 h2:1 -- train "$config" --run-dir "$LOCAL/$dir" "${extra[@]}" \
         --set "train.steps=$steps" --set "checkpoint.every=$every" --set log.every=10 \
         --set "checkpoint.peer_copy=$copy" --set train.eval_every=0 > "$WORK/$dir.log" 2>&1 ||
         { cat "$WORK/$dir.log"; echo "peer_copy.sh: $name: run failed" >&2; exit 1; }
-      seconds[$copy]+="$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }') "
+      seconds[$variant]+="$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }') "
     done
   done
+  MPIPE=$after
   # What one checkpoint copies: every shard the writers wrote (their own files, without copies).
   last=$(find "$WORK/h1/case$c-1-false/checkpoints" -mindepth 1 -maxdepth 1 -name 'step_*' -printf '%f\n' | sort | tail -n 1)
   copied=$(find "$WORK"/h[12]/case"$c"-1-false/checkpoints/"$last" -name 'stage_*.safetensors' \
@@ -62,8 +76,15 @@ for c in "${!cases[@]}"; do
   echo "=== $name ($config $overrides)"
   echo "  seconds a run, copies off: $(tr ' ' '\n' <<<"${seconds[false]}" | sed '/^$/d' | median_range)  runs: ${seconds[false]}"
   echo "  seconds a run, copies on:  $(tr ' ' '\n' <<<"${seconds[true]}" | sed '/^$/d' | median_range)  runs: ${seconds[true]}"
-  echo "  on / off by round: $(paste <(tr ' ' '\n' <<<"${seconds[true]}" | sed '/^$/d') \
-    <(tr ' ' '\n' <<<"${seconds[false]}" | sed '/^$/d') | awk '{ print $1 / $2 }' | median_range)"
+  ratios() {  # the per-round ratio of variant $1 to copies off
+    paste <(tr ' ' '\n' <<<"${seconds[$1]}" | sed '/^$/d') \
+      <(tr ' ' '\n' <<<"${seconds[false]}" | sed '/^$/d') | awk '{ print $1 / $2 }' | median_range
+  }
+  echo "  on / off by round: $(ratios true)"
+  if [[ -n $before ]]; then
+    echo "  before, copies on: $(tr ' ' '\n' <<<"${seconds[before]}" | sed '/^$/d' | median_range)  runs: ${seconds[before]}"
+    echo "  before on / off by round: $(ratios before)"
+  fi
   echo "  a checkpoint's shards ($last): $copied MB, each copied once to the other host"
   unset seconds
 done
