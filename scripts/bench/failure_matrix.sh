@@ -125,20 +125,6 @@ lose() {
   fi
 }
 
-# nothing_left SECONDS HOST...: within SECONDS no process is left in the namespaces of HOST...
-nothing_left() {
-  local seconds=$1 host left
-  shift
-  for _ in $(seq $((seconds * 10))); do
-    left=
-    for host in "$@"; do left+=$(ip netns pids "$PREFIX$host" 2>/dev/null); done
-    [[ -z $left ]] && return 0
-    sleep 0.1
-  done
-  for host in "$@"; do ip netns pids "$PREFIX$host" 2>/dev/null | xargs -r ps -o pid,stat,args -p; done
-  return 1
-}
-
 # no_stray_files DIR...: no temporary file and no step folder without meta.json under DIR...
 no_stray_files() {
   local stray

@@ -16,6 +16,7 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "support/temp_dir.h"
+#include "support/test_files.h"
 
 namespace mpipe::train {
 namespace {
@@ -27,20 +28,8 @@ constexpr double kNoDeadline = 1e9;
 
 // Rank r's file: 6 MiB + r bytes (two blocks), from a seed.
 std::string file_of(int rank) {
-  std::string bytes((size_t{6} << 20) + static_cast<size_t>(rank), '\0');
-  uint32_t state = 2463534242u + static_cast<uint32_t>(rank);
-  for (char& byte : bytes) {
-    state ^= state << 13;
-    state ^= state >> 17;
-    state ^= state << 5;
-    byte = static_cast<char>(state);
-  }
-  return bytes;
-}
-
-std::string contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return testing::pseudo_random_bytes((size_t{6} << 20) + static_cast<size_t>(rank),
+                                      static_cast<uint32_t>(rank));
 }
 
 // The copy comm of a run: a split of the world without a watchdog.
@@ -83,7 +72,7 @@ TEST(BackgroundCopy, CopiesPendingAcrossStepsAreAgreedDoneAtALaterBoundary) {
   }
   EXPECT_GE(agreed_at, kHeld);
   copy.finish();
-  EXPECT_EQ(contents(dir.file("got")), file_of((rank + size - 1) % size));
+  EXPECT_EQ(testing::file_contents(dir.file("got")), file_of((rank + size - 1) % size));
 }
 
 TEST(BackgroundCopy, AWaitNoPeerAnswersFailsAfterItsDeadline) {

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "support/temp_dir.h"
+#include "support/test_files.h"
 
 namespace mpipe::train {
 namespace {
@@ -25,20 +26,8 @@ constexpr int kTag = 5;
 
 // Rank r's file: 8 MiB + 3 + r bytes (three blocks, the last not a whole float), from a seed.
 std::string file_of(int rank) {
-  std::string bytes((size_t{8} << 20) + 3 + static_cast<size_t>(rank), '\0');
-  uint32_t state = 2463534242u + static_cast<uint32_t>(rank);
-  for (char& byte : bytes) {
-    state ^= state << 13;
-    state ^= state >> 17;
-    state ^= state << 5;
-    byte = static_cast<char>(state);
-  }
-  return bytes;
-}
-
-std::string contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return testing::pseudo_random_bytes((size_t{8} << 20) + 3 + static_cast<size_t>(rank),
+                                      static_cast<uint32_t>(rank));
 }
 
 TEST(FileTransfer, EachRanksFileArrivesWholeAtTheNext) {
@@ -52,7 +41,7 @@ TEST(FileTransfer, EachRanksFileArrivesWholeAtTheNext) {
     if (rank == from) send_file(world, dir.file("mine"), to, kTag);
     if (rank == to) {
       const checkpoint::FileDigest digest = receive_file(world, dir.file("got"), from, kTag);
-      EXPECT_EQ(contents(dir.file("got")), file_of(from));
+      EXPECT_EQ(testing::file_contents(dir.file("got")), file_of(from));
       EXPECT_EQ(digest, checkpoint::digest_file(dir.file("got")));
     }
   }

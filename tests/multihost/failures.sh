@@ -54,35 +54,28 @@ expect() {
   [[ $(grep -c "\[error\]" "$WORK/$name.log") -le 1 ]] || { echo "FAILED: $name: several error lines"; exit 1; }
 }
 
-# nothing_left NAME SECONDS [HOST...]: within SECONDS no process is left on the hosts (all by
-# default; each host's daemon ends its ranks and itself once it has lost mpirun).
-nothing_left() {
-  local name=$1 seconds=$2 host left hosts=("${HOSTS[@]}")
+# left_nothing NAME SECONDS [HOST...]: fails unless within SECONDS no process is left on the
+# hosts (all by default; hosts.sh's nothing_left).
+left_nothing() {
+  local name=$1 seconds=$2 hosts=("${HOSTS[@]}")
   shift 2
   (($# == 0)) || hosts=("$@")
-  for _ in $(seq $((seconds * 10))); do
-    left=
-    for host in "${hosts[@]}"; do left+=$(ip netns pids "$PREFIX$host"); done
-    [[ -z $left ]] && return
-    sleep 0.1
-  done
-  for host in "${hosts[@]}"; do ip netns pids "$PREFIX$host" | xargs -r ps -o pid,args -p; done
-  echo "FAILED: $name: processes left $seconds s after the job ended"
-  exit 1
+  nothing_left "$seconds" "${hosts[@]}" ||
+    { echo "FAILED: $name: processes left $seconds s after the job ended"; exit 1; }
 }
 
 # shellcheck disable=SC2016  # (ACTION is a command line run by lose, with its $ns)
 lose link h3 'ip -n "$ns" link set eth0 down'
 expect link $((3 + 5 + 7 + 2 + slack)) '\[rank [01]/3\] \[error\] watchdog: step [0-9]+: waited 3\.[0-9] s for .*rank 2 \(pipeline rank 2, host h3\),? (which )?does not answer; ending the job$'
 link_took=$took
-nothing_left link $((7 + 2 + slack))
+left_nothing link $((7 + 2 + slack))
 ip -n "$PREFIX"h3 link set eth0 up
 
 # shellcheck disable=SC2016
 lose killed h2 'for pid in $(ip netns pids "$ns"); do kill -KILL "$pid"; done'
 expect killed $((1 + 2 + slack)) '^rsh_agent: lost host h2: its Open MPI daemon was killed \(signal 9\)$'
 killed_took=$took
-nothing_left killed $((2 + slack))
+left_nothing killed $((2 + slack))
 
 # Every process on h2 stopped: the watchdog's line names h2 after comm.timeout, and the rsh agent
 # gives up on h2 15 s after the stop (after the watchdog's line, whatever the load), which ends mpirun (without it mpirun waits for h2's daemon
@@ -94,7 +87,7 @@ expect stopped $((3 + 5 + 15 + 2 + slack)) '\[rank [02]/3\] \[error\] watchdog: 
 grep -q '^rsh_agent: lost host h2: it does not answer (every process there is stopped)$' \
   "$WORK/stopped.log" || { echo "FAILED: stopped: no line from the rsh agent"; exit 1; }
 stopped_took=$took
-nothing_left stopped $((2 + slack)) h1 h3
+left_nothing stopped $((2 + slack)) h1 h3
 
 passed=1
 echo "multihost failures: h3's link down ends the job after ${link_took} s (comm.timeout 3 s," \

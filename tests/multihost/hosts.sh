@@ -273,6 +273,21 @@ EOF
   chmod +x "$WORK/rsh_agent"
 }
 
+# nothing_left SECONDS HOST...: whether within SECONDS no process is left on the HOSTs (each
+# host's daemon ends its ranks and itself once it has lost mpirun); lists what is left if not.
+nothing_left() {
+  local seconds=$1 host left
+  shift
+  for _ in $(seq $((seconds * 10))); do
+    left=
+    for host in "$@"; do left+=$(ip netns pids "$PREFIX$host" 2>/dev/null); done
+    [[ -z $left ]] && return 0
+    sleep 0.1
+  done
+  for host in "$@"; do ip netns pids "$PREFIX$host" 2>/dev/null | xargs -r ps -o pid,stat,args -p; done
+  return 1
+}
+
 # same A B: the exported weights of runs A and B are bit-identical.
 same() {
   "$MPIPE" compare "$WORK/$1.safetensors" "$WORK/$2.safetensors" --rtol 0 ||

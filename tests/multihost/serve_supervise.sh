@@ -58,12 +58,7 @@ for line in "first: done at step $steps" "last: done at step 4" \
   grep -qE "$line" "$WORK/serve.log" || { echo "FAILED: no line '$line'"; exit 1; }
 done
 # Each surviving host's daemon ends its ranks and itself with the job: nothing left within 30 s.
-for _ in $(seq 300); do
-  [[ -z $(ip netns pids "${PREFIX}h1")$(ip netns pids "${PREFIX}h3") ]] && break
-  sleep 0.1
-done
-[[ -z $(ip netns pids "${PREFIX}h1")$(ip netns pids "${PREFIX}h3") ]] ||
-  { echo "FAILED: processes left on h1 or h3"; exit 1; }
+nothing_left 30 h1 h3 || { echo "FAILED: processes left on h1 or h3"; exit 1; }
 cp "$spool/runs/first/weights.safetensors" "$WORK/first.safetensors"
 same whole first
 lost=$(python3 -c 'import json, sys

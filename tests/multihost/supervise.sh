@@ -60,12 +60,7 @@ grep -q "^final: " "$WORK/lost.log" || { echo "FAILED: lost: the job did not fin
 grep -qE "^\[warning\] supervise: restart 1 of at most 3: exit status (205|137|3): .*; h2 does not answer; relaunching on h1:1,h3:1 as 2 stages x 1 replica, 4 micro-batches each \(was 3 stages x 1 replica, 4 micro-batches each on h1:1,h2:1,h3:1\), resuming from step [0-9]+ \([0-9]+ steps? to redo\), bit-identical$" \
   "$WORK/lost.log" || { echo "FAILED: lost: the recovery line"; exit 1; }
 # Each surviving host's daemon ends its ranks and itself with the job: nothing left within 30 s.
-for _ in $(seq 300); do
-  [[ -z $(ip netns pids "${PREFIX}h1")$(ip netns pids "${PREFIX}h3") ]] && break
-  sleep 0.1
-done
-[[ -z $(ip netns pids "${PREFIX}h1")$(ip netns pids "${PREFIX}h3") ]] ||
-  { echo "FAILED: lost: processes left on h1 or h3"; exit 1; }
+nothing_left 30 h1 h3 || { echo "FAILED: lost: processes left on h1 or h3"; exit 1; }
 cp "$SHARED/lost.safetensors" "$WORK/lost.safetensors"
 same whole lost
 record=$(python3 -c 'import json, sys

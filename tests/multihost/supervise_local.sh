@@ -44,12 +44,7 @@ resumed=${recovery##* }
 grep -q "resumed from step $resumed " "$WORK/lost.log" ||
   { echo "FAILED: the relaunched job did not resume step $resumed"; exit 1; }
 # Each surviving host's daemon ends its ranks and itself with the job: nothing left within 30 s.
-for _ in $(seq 300); do
-  [[ -z $(ip netns pids "${PREFIX}h1")$(ip netns pids "${PREFIX}h3") ]] && break
-  sleep 0.1
-done
-[[ -z $(ip netns pids "${PREFIX}h1")$(ip netns pids "${PREFIX}h3") ]] ||
-  { echo "FAILED: processes left on h1 or h3"; exit 1; }
+nothing_left 30 h1 h3 || { echo "FAILED: processes left on h1 or h3"; exit 1; }
 cp "$WORK/h1/lost.safetensors" "$WORK/lost.safetensors"
 same whole lost
 lost=$(python3 -c 'import json, sys

@@ -8,9 +8,9 @@ source "$(dirname "$0")/hosts.sh"  # (for its skips; this test starts no hosts o
 config=$(realpath "$1")
 here=$(dirname "$0")
 
-# nothing_left NAME OUTPUT: no namespace, link or process of the abandoned run that printed
+# run_left_nothing NAME OUTPUT: no namespace, link or process of the abandoned run that printed
 # OUTPUT ("work PATH", "prefix NAME").
-nothing_left() {
+run_left_nothing() {
   local name=$1 output=$2 work prefix
   work=$(sed -n 's/^work //p' "$output")
   prefix=$(sed -n 's/^prefix //p' "$output")
@@ -25,7 +25,7 @@ nothing_left() {
 status=0
 "$here/abandoned_run.sh" "$config" fail > "$WORK/fail.out" 2>&1 || status=$?
 ((status == 1)) || { cat "$WORK/fail.out"; echo "FAILED: fail: exit status $status"; exit 1; }
-nothing_left fail "$WORK/fail.out"
+run_left_nothing fail "$WORK/fail.out"
 
 "$here/abandoned_run.sh" "$config" wait > "$WORK/term.out" 2>&1 &
 child=$!
@@ -37,7 +37,7 @@ kill -TERM "$child"
 status=0
 wait "$child" || status=$?
 ((status == 1)) || { cat "$WORK/term.out"; echo "FAILED: term: exit status $status"; exit 1; }
-nothing_left term "$WORK/term.out"
+run_left_nothing term "$WORK/term.out"
 
 passed=1
 echo "multihost teardown: a failed check and a SIGTERM each leave no namespace, link or process"
