@@ -262,9 +262,7 @@ std::string infeasible_message(const Context& c) {
 }
 
 // The partition the request asks for; `problem` is set when auto finds none within the limit.
-// With `per_stage`, auto minimizes the slowest stage even with chunks (Context::problem).
-std::vector<LayerRange> choose_partition(const Context& c, std::string& problem,
-                                         bool per_stage = false) {
+std::vector<LayerRange> choose_partition(const Context& c, std::string& problem) {
   const PipelineConfig& pipe = c.request.pipeline;
   const std::string& where = c.request.partition_where;
   switch (pipe.partition_mode) {
@@ -276,9 +274,7 @@ std::vector<LayerRange> choose_partition(const Context& c, std::string& problem,
       break;
   }
   plan::partition_layers(c.num_layers, c.num_stages, {}, where);  // at least one layer a stage
-  plan::PartitionProblem p = c.problem(true);
-  if (per_stage) p.rank_of_stage.clear();
-  if (auto best = plan::best_partition(p)) return *best;
+  if (auto best = plan::best_partition(c.problem(true))) return *best;
   problem = infeasible_message(c);
   return *plan::best_partition(c.smallest_memory_problem());
 }
