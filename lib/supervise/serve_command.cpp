@@ -2,15 +2,12 @@
 #include "supervise/serve_command.h"
 
 #include "core/error.h"
+#include "supervise/job_command.h"
 
 namespace mpipe::supervise {
 
 ServeCommand parse_serve_command(const std::vector<std::string>& command) {
-  check_input(
-      !command.empty() && command.front() == "serve",
-      "supervise: the command after -- must be `train CONFIG [options]` or `serve --spool DIR "
-      "[options]`, got '{}'",
-      command.empty() ? std::string() : command.front());
+  check_job_command(command, "serve");
   ServeCommand serve{.spool_dir = {}, .args = command};
   for (size_t i = 1; i < command.size(); ++i) {
     const std::string& arg = command[i];

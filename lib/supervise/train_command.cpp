@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "supervise/job_command.h"
 
 namespace mpipe::supervise {
 
@@ -22,11 +23,7 @@ bool is_one_of(std::string_view name, const auto& names) {
 }  // namespace
 
 TrainCommand parse_train_command(const std::vector<std::string>& command) {
-  check_input(
-      !command.empty() && command.front() == "train",
-      "supervise: the command after -- must be `train CONFIG [options]` or `serve --spool DIR "
-      "[options]`, got '{}'",
-      command.empty() ? std::string() : command.front());
+  check_job_command(command, "train");
   TrainCommand train;
   for (size_t i = 1; i < command.size(); ++i) {
     const std::string& arg = command[i];

@@ -255,6 +255,30 @@ std::vector<Partitioned> every_partition(const ModelSpec& spec, const Shape& inp
   return out;
 }
 
+// The smallest slowest rank and slowest stage among `all`; whether a partition reaches either.
+struct Optima {
+  double rank = 1e300, stage = 1e300;
+  static constexpr double kRounding = 1e-9;  // (the same sums, added in another order)
+  bool rank_tie(const Partitioned& p) const { return p.slowest_rank <= rank * (1 + kRounding); }
+  bool stage_tie(const Partitioned& p) const { return p.slowest_stage <= stage * (1 + kRounding); }
+};
+Optima optima_of(const std::vector<Partitioned>& all) {
+  Optima o;
+  for (const Partitioned& p : all) {
+    o.rank = std::min(o.rank, p.slowest_rank);
+    o.stage = std::min(o.stage, p.slowest_stage);
+  }
+  return o;
+}
+
+// Auto's plan of `spec` on K = 2 ranks of 2 chunks under `schedule`.
+PipelinePlan auto_with_chunks(const ModelSpec& spec, const Shape& input, ScheduleKind schedule) {
+  PlanRequest r = request(2, PartitionMode::kAuto);
+  r.pipeline.schedule = schedule;
+  r.pipeline.virtual_stages = 2;
+  return plan_of(spec, input, r);
+}
+
 // With chunks the partitioner minimizes the slowest rank (the sum of its stages' times), but two
 // slow stages one after the other stall the pipeline between them: on these MLPs every partition
 // that minimizes the slowest rank simulates a longer step than the one that minimizes the slowest
@@ -267,22 +291,12 @@ TEST(Planner, WithChunksThePerStagePartitionIsKeptWhereItsSimulatedStepIsShorter
     std::vector<std::pair<std::string, std::map<std::string, AttrValue>>> layers;
     for (int64_t units : widths) layers.push_back({"linear", {{"units", units}}});
     const ModelSpec spec = model_of(layers);
-    PlanRequest r = request(2, PartitionMode::kAuto);
-    r.pipeline.schedule = schedule;
-    r.pipeline.virtual_stages = 2;
-    const PipelinePlan chosen = plan_of(spec, kUnevenInput, r);
+    const PipelinePlan chosen = auto_with_chunks(spec, kUnevenInput, schedule);
     const std::vector<Partitioned> all = every_partition(spec, kUnevenInput, schedule);
-    double fastest_rank = 1e300, fastest_stage = 1e300;
+    const Optima optima = optima_of(all);
+    EXPECT_LE(slowest(chosen), optima.stage * (1 + Optima::kRounding)) << to_string(schedule);
     for (const Partitioned& p : all) {
-      fastest_rank = std::min(fastest_rank, p.slowest_rank);
-      fastest_stage = std::min(fastest_stage, p.slowest_stage);
-    }
-    constexpr double kRounding = 1e-9;  // (the same sums, added in another order)
-    EXPECT_LE(slowest(chosen), fastest_stage * (1 + kRounding)) << to_string(schedule);
-    for (const Partitioned& p : all) {
-      if (p.slowest_rank <= fastest_rank * (1 + kRounding)) {
-        EXPECT_LT(chosen.step_s, p.plan.step_s) << to_string(schedule);
-      }
+      if (optima.rank_tie(p)) EXPECT_LT(chosen.step_s, p.plan.step_s) << to_string(schedule);
     }
   }
 }
@@ -301,21 +315,12 @@ TEST(Planner, WithChunksAutoKeepsTheFastestSimulatedOfThePartitionsTiedOnEitherO
   const ModelSpec spec = model_of(layers);
   const Shape input{1024};
   for (const ScheduleKind schedule : {ScheduleKind::kInterleaved, ScheduleKind::kZbv}) {
-    PlanRequest r = request(2, PartitionMode::kAuto);
-    r.pipeline.schedule = schedule;
-    r.pipeline.virtual_stages = 2;
-    const PipelinePlan chosen = plan_of(spec, input, r);
+    const PipelinePlan chosen = auto_with_chunks(spec, input, schedule);
     const std::vector<Partitioned> all = every_partition(spec, input, schedule);
-    double fastest_rank = 1e300, fastest_stage = 1e300;
-    for (const Partitioned& p : all) {
-      fastest_rank = std::min(fastest_rank, p.slowest_rank);
-      fastest_stage = std::min(fastest_stage, p.slowest_stage);
-    }
-    constexpr double kRounding = 1e-9;  // (the same sums, added in another order)
+    const Optima optima = optima_of(all);
     double fastest_tie = 1e300, slowest_tie = 0.0;
     for (const Partitioned& p : all) {
-      if (p.slowest_rank <= fastest_rank * (1 + kRounding) ||
-          p.slowest_stage <= fastest_stage * (1 + kRounding)) {
+      if (optima.rank_tie(p) || optima.stage_tie(p)) {
         fastest_tie = std::min(fastest_tie, p.plan.step_s);
         slowest_tie = std::max(slowest_tie, p.plan.step_s);
       }
