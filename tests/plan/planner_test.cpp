@@ -296,7 +296,9 @@ TEST(Planner, WithChunksThePerStagePartitionIsKeptWhereItsSimulatedStepIsShorter
     const Optima optima = optima_of(all);
     EXPECT_LE(slowest(chosen), optima.stage * (1 + Optima::kRounding)) << to_string(schedule);
     for (const Partitioned& p : all) {
-      if (optima.rank_tie(p)) EXPECT_LT(chosen.step_s, p.plan.step_s) << to_string(schedule);
+      if (optima.rank_tie(p)) {
+        EXPECT_LT(chosen.step_s, p.plan.step_s) << to_string(schedule);
+      }
     }
   }
 }
