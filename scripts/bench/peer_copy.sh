@@ -2,9 +2,11 @@
 # What checkpoint.peer_copy costs a run (issue 34: at most 3% of the step): the same training on
 # two hosts of tests/multihost/hosts.sh (network namespaces on this machine, node-local run
 # directories, TCP between them), a checkpoint every EVERY steps, peer copies off and on, ROUNDS
-# rounds interleaved. Prints each run's wall time (start-up included, the same either way), the
-# median and range of each side, and the per-round ratio on / off, with the bytes a checkpoint
-# copies. With MPIPE_BEFORE (another build of mpipe), each round also runs that binary with copies
+# rounds interleaved. Prints each run's wall time (start-up and the final checkpoint included:
+# the run waits for the final checkpoint's copies), the steps' own time (metrics.jsonl's windows:
+# the periodic checkpoints and their overlapped copies in, start-up and the final checkpoint out),
+# the median and range of each side, and the per-round ratios on / off, with the bytes a
+# checkpoint copies. With MPIPE_BEFORE (another build of mpipe), each round also runs that binary with copies
 # on, between the two, and prints its ratio too: a change measured against the code before it in
 # one session, under the same load.
 #
@@ -44,6 +46,25 @@ fi
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); mpipe $(git describe --always --dirty 2>/dev/null || echo '?')${before:+; before: $before}"
 echo "two hosts (h1, h2) of tests/multihost/hosts.sh, one rank each, $steps steps, a checkpoint every $every, $rounds rounds interleaved"
 echo "load before: $(uptime)"
+# training_seconds RUN_DIR: the steps' wall time, from the first step's start to the last step's
+# progress line, the periodic checkpoints (and their copies) between them included: the sum of
+# metrics.jsonl's windows (window steps x batch / samples_per_s; the batch from summary.json).
+# Start-up, the final checkpoint (whose copies the run must wait for) and the exit are left out.
+training_seconds() {
+  python3 - "$1" <<'PY'
+import json, sys
+run = sys.argv[1]
+summary = json.load(open(f"{run}/summary.json"))
+batch = round(summary["samples_per_s"] * summary["wall_time_s"] / summary["steps"])
+rows = [json.loads(line) for line in open(f"{run}/metrics.jsonl")]
+windows = [r for r in rows if "samples_per_s" in r and "step" in r]
+total, before = 0.0, 0
+for r in windows:
+    total += (r["step"] - before) * batch / r["samples_per_s"]
+    before = r["step"]
+print(f"{total:.3f}")
+PY
+}
 # median_range: reads numbers, prints "median (min-max)".
 median_range() {
   sort -g | awk '{ v[NR] = $1 } END {
@@ -53,7 +74,7 @@ median_range() {
 for c in "${!cases[@]}"; do
   IFS='|' read -r name config overrides <<<"${cases[c]}"
   read -ra extra <<<"$overrides"
-  declare -A seconds=([false]="" [before]="" [true]="")
+  declare -A seconds=([false]="" [before]="" [true]="") training=([false]="" [before]="" [true]="")
   for ((r = 1; r <= rounds; ++r)); do
     for variant in "${variants[@]}"; do
       dir=case$c-$r-$variant copy=true MPIPE=$after
@@ -65,6 +86,7 @@ for c in "${!cases[@]}"; do
         --set "checkpoint.peer_copy=$copy" --set train.eval_every=0 > "$WORK/$dir.log" 2>&1 ||
         { cat "$WORK/$dir.log"; echo "peer_copy.sh: $name: run failed" >&2; exit 1; }
       seconds[$variant]+="$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }') "
+      training[$variant]+="$(training_seconds "$WORK/h1/$dir") "
     done
   done
   MPIPE=$after
@@ -81,12 +103,20 @@ for c in "${!cases[@]}"; do
       <(tr ' ' '\n' <<<"${seconds[false]}" | sed '/^$/d') | awk '{ print $1 / $2 }' | median_range
   }
   echo "  on / off by round: $(ratios true)"
+  echo "  the steps' seconds (periodic checkpoints in; start-up and the final checkpoint out):"
+  echo "    copies off: $(tr ' ' '\n' <<<"${training[false]}" | sed '/^$/d' | median_range)  runs: ${training[false]}"
+  echo "    copies on:  $(tr ' ' '\n' <<<"${training[true]}" | sed '/^$/d' | median_range)  runs: ${training[true]}"
+  training_ratios() {  # the per-round ratio of variant $1's steps to copies off
+    paste <(tr ' ' '\n' <<<"${training[$1]}" | sed '/^$/d') \
+      <(tr ' ' '\n' <<<"${training[false]}" | sed '/^$/d') | awk '{ print $1 / $2 }' | median_range
+  }
+  echo "    on / off by round: $(training_ratios true)"
   if [[ -n $before ]]; then
     echo "  before, copies on: $(tr ' ' '\n' <<<"${seconds[before]}" | sed '/^$/d' | median_range)  runs: ${seconds[before]}"
-    echo "  before on / off by round: $(ratios before)"
+    echo "  before on / off by round: $(ratios before); the steps': $(training_ratios before)"
   fi
   echo "  a checkpoint's shards ($last): $copied MB, each copied once to the other host"
-  unset seconds
+  unset seconds training
 done
 echo
 echo "load after: $(uptime)"
