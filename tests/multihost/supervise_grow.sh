@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# mpipe supervise growing back: h2 lost mid-training (every process there killed, its namespace
+# deleted), the job relaunches on h1 and h3 (K=3 re-planned to K=2); then h2 comes back (its
+# namespace made again, as a rebooted node): the supervisor, probing it every --regrow-interval,
+# stops the job at a step boundary with a checkpoint and relaunches it on h1, h2 and h3 as K=3,
+# no step redone. The job finishes bit-identical to an uninterrupted K=3 run, with one recovery
+# and one widening (its lines, its records in metrics.jsonl and summary.json, the progress line),
+# and nothing left running. The test hook MPIPE_TEST_STOP_AT holds rank 1 at the forward of step 30
+# in each narrow job, so neither the loss nor the return races the training. About 12 s.
+# Usage: supervise_grow.sh CONFIG
+: "${MPIPE_MULTIHOST_BUDGET:=200}"  # hosts.sh's own deadline
+# shellcheck source=tests/multihost/hosts.sh
+source "$(dirname "$0")/hosts.sh"
+config=$(realpath "$1")
+start_hosts
+lost_hosts_give_up_fast  # 6.2 s instead of 15 minutes
+SHARED=$WORK/shared  # on the root file system: the same folder on every host
+mkdir -p "$SHARED"
+steps=60 every=20
+# comm.timeout: longer than rank 1 is held below (a lost host ends the job through mpirun).
+settings=(--set pipeline.stages=3 --set "train.steps=$steps" --set log.every=1
+  --set "checkpoint.every=$every" --set comm.timeout=60s)
+
+train_here 3 whole "$config" "${settings[@]}"
+
+marker=$WORK/held  # made by the hook as it holds rank 1
+metrics=$SHARED/grown/metrics.jsonl
+hosts=h1:1,h2:1,h3:1
+command=("$MPIPE" supervise --hosts "$hosts" --probe-timeout 10 --regrow-interval 1
+  --mpirun-args "--bind-to none --mca btl tcp,self ${MCA[*]} -x OMP_NUM_THREADS -x OMP_WAIT_POLICY -x MPIPE_TEST_STOP_AT -x MPIPE_TEST_STOP_MARKER"
+  -- train "$config" --run-dir "$SHARED/grown" --export-weights "$SHARED/grown.safetensors"
+  "${settings[@]}")
+"$WORK/host_exec" h1 "env MPIPE_TEST_STOP_AT=1:forward:30 MPIPE_TEST_STOP_MARKER=$marker $(printf '%q ' "${command[@]}")" \
+  > "$WORK/grown.log" 2>&1 &
+supervisor=$!
+
+# held_rank HOST: the pid of the rank the hook holds (stopped) on HOST, once the marker is there.
+held_rank() {
+  local pid
+  for _ in $(seq 1200); do
+    [[ -e $marker ]] && for pid in $(ip netns pids "$PREFIX$1"); do
+      [[ $(ps -o stat= -p "$pid") == T* ]] && { echo "$pid"; return 0; }
+    done
+    sleep 0.05
+  done
+  cat "$WORK/grown.log" >&2
+  echo "FAILED: no rank held on $1" >&2
+  return 1
+}
+
+# h2 lost while its rank is held at step 30 (the marker removed first: the next job's rank 1, on
+# h3, is held there too).
+held_rank h2 > /dev/null || exit 1
+rm "$marker"
+lose_host_after h2 "$metrics" 0 "$WORK/grown.log"
+lost_at_step=$killed_at_step
+# The narrow job (K=2 on h1 and h3, resumed from step 20) held at step 30: h2 comes back.
+held=$(held_rank h3) || exit 1
+start_host 2
+lost_hosts_give_up_fast
+# The supervisor finds h2 answering and sends its stop; rank 1 then goes on and takes it.
+for _ in $(seq 600); do
+  grep -q "supervise: h2 answers again; stopping the job" "$WORK/grown.log" && break
+  sleep 0.05
+done
+kill -CONT "$held"
+status=0
+wait "$supervisor" || status=$?
+cat "$WORK/grown.log"
+[[ $status -eq 0 ]] || { echo "FAILED: exit status $status"; exit 1; }
+grep -q "^final: " "$WORK/grown.log" || { echo "FAILED: the job did not finish"; exit 1; }
+[[ $(grep -c "supervise: restart" "$WORK/grown.log") -eq 1 ]] ||
+  { echo "FAILED: not one recovery line"; exit 1; }
+grep -qE "^\[warning\] supervise: restart 1 of at most 3: exit status (205|137|3): .*; h2 does not answer; relaunching on h1:1,h3:1 as 2 stages x 1 replica" \
+  "$WORK/grown.log" || { echo "FAILED: the recovery line"; exit 1; }
+grep -qxF "[info] supervise: h2 answers again; stopping the job at its next step boundary to relaunch it on h1:1,h2:1,h3:1 as 3 stages x 1 replica, 4 micro-batches each (now 2 stages x 1 replica, 4 micro-batches each on h1:1,h3:1), bit-identical" \
+  "$WORK/grown.log" || { echo "FAILED: the stop line"; exit 1; }
+grep -q "stopped at step [0-9]* by a signal; checkpoint saved" "$WORK/grown.log" ||
+  { echo "FAILED: the narrow job did not stop with a checkpoint"; exit 1; }
+widening=$(grep -oE "supervise: widening 1: relaunching on h1:1,h2:1,h3:1 as 3 stages x 1 replica, 4 micro-batches each, resuming from step [0-9]+ \(0 steps to redo\)$" \
+  "$WORK/grown.log") || { echo "FAILED: the widening line"; exit 1; }
+[[ $(grep -c "supervise: widening" "$WORK/grown.log") -eq 1 ]] ||
+  { echo "FAILED: not one widening line"; exit 1; }
+grep -qE "^step [0-9]+/$steps \| .* \| 1 recovery \| 1 widening$" "$WORK/grown.log" ||
+  { echo "FAILED: no progress line with its recovery and widening"; exit 1; }
+nothing_left 30 h1 h2 h3 || { echo "FAILED: processes left"; exit 1; }
+cp "$SHARED/grown.safetensors" "$WORK/grown.safetensors"
+same whole grown
+record=$(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+r, w = s["recoveries"], s["widenings"]
+assert len(r) == 1 and r[0]["lost_hosts"] == ["h2"] and r[0]["new_layout"]["stages"] == 2, r
+assert len(w) == 1 and w[0]["returned_hosts"] == ["h2"], w
+assert w[0]["old_layout"]["stages"] == 2 and w[0]["new_layout"]["stages"] == 3, w
+assert w[0]["old_hosts"] == "h1:1,h3:1" and w[0]["new_hosts"] == "h1:1,h2:1,h3:1", w
+assert w[0]["steps_redone"] == 0 and w[0]["bit_identical"] and w[0]["seconds"] >= 0, w
+events = [json.loads(line) for line in open(sys.argv[2]) if "event" in line]
+assert [e["event"] for e in events] == ["recovery", "widening"], events
+assert events[1]["step"] == w[0]["resumed_from"], events
+print("widened at step %d, %.1f s from the stop signal to the next step"
+      % (w[0]["resumed_from"], w[0]["seconds"]))' "$SHARED/grown/summary.json" "$metrics") ||
+  { echo "FAILED: the records in summary.json or metrics.jsonl"; exit 1; }
+
+passed=1
+echo "multihost supervise_grow: h2 killed once step $lost_at_step of $steps was logged, back at" \
+  "step 30 of the K=2 relaunch; ${widening#supervise: }; $record; bit-identical"
