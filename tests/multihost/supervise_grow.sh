@@ -5,8 +5,10 @@
 # stops the job at a step boundary with a checkpoint and relaunches it on h1, h2 and h3 as K=3,
 # no step redone. The job finishes bit-identical to an uninterrupted K=3 run, with one recovery
 # and one widening (its lines, its records in metrics.jsonl and summary.json, the progress line),
-# and nothing left running. The test hook MPIPE_TEST_STOP_AT holds rank 1 at the forward of step 30
-# in each narrow job, so neither the loss nor the return races the training. About 12 s.
+# and nothing left running. Then the same under the serve daemon: its experiment is stopped
+# (interrupted with a checkpoint) and resumed on the wider daemon, bit-identical, its records in
+# its own run directory. The test hook MPIPE_TEST_STOP_AT holds rank 1 at the forward of step 30
+# in each narrow job, so neither the loss nor the return races the training. About 25 s.
 # Usage: supervise_grow.sh CONFIG
 : "${MPIPE_MULTIHOST_BUDGET:=200}"  # hosts.sh's own deadline
 # shellcheck source=tests/multihost/hosts.sh
@@ -24,6 +26,41 @@ settings=(--set pipeline.stages=3 --set "train.steps=$steps" --set log.every=1
 train_here 3 whole "$config" "${settings[@]}"
 
 marker=$WORK/held  # made by the hook as it holds rank 1
+# held_rank HOST LOG: the pid of the rank the hook holds (stopped) on HOST, once the marker is
+# there; fails, showing LOG, when none is within a minute.
+held_rank() {
+  local pid
+  for _ in $(seq 1200); do
+    [[ -e $marker ]] && for pid in $(ip netns pids "$PREFIX$1"); do
+      [[ $(ps -o stat= -p "$pid") == T* ]] && { echo "$pid"; return 0; }
+    done
+    sleep 0.05
+  done
+  cat "$2" >&2
+  echo "FAILED: no rank held on $1" >&2
+  return 1
+}
+
+# lose_and_bring_back_h2 LOG METRICS: h2 lost while its rank is held at step 30 (the marker
+# removed first: the next job's rank 1, on h3, is held there too); once the narrow job is held
+# there, h2 comes back, and once the supervisor has sent its stop (its line in LOG), the held rank
+# goes on and takes it.
+lose_and_bring_back_h2() {
+  local held
+  held_rank h2 "$1" > /dev/null || exit 1
+  rm "$marker"
+  lose_host_after h2 "$2" 0 "$1"
+  held=$(held_rank h3 "$1") || exit 1
+  start_host 2
+  lost_hosts_give_up_fast
+  for _ in $(seq 600); do
+    grep -q "supervise: h2 answers again; stopping" "$1" && break
+    sleep 0.05
+  done
+  kill -CONT "$held"
+}
+
+# --- a train job ---
 metrics=$SHARED/grown/metrics.jsonl
 hosts=h1:1,h2:1,h3:1
 command=("$MPIPE" supervise --hosts "$hosts" --probe-timeout 10 --regrow-interval 1
@@ -34,36 +71,8 @@ command=("$MPIPE" supervise --hosts "$hosts" --probe-timeout 10 --regrow-interva
   > "$WORK/grown.log" 2>&1 &
 supervisor=$!
 
-# held_rank HOST: the pid of the rank the hook holds (stopped) on HOST, once the marker is there.
-held_rank() {
-  local pid
-  for _ in $(seq 1200); do
-    [[ -e $marker ]] && for pid in $(ip netns pids "$PREFIX$1"); do
-      [[ $(ps -o stat= -p "$pid") == T* ]] && { echo "$pid"; return 0; }
-    done
-    sleep 0.05
-  done
-  cat "$WORK/grown.log" >&2
-  echo "FAILED: no rank held on $1" >&2
-  return 1
-}
-
-# h2 lost while its rank is held at step 30 (the marker removed first: the next job's rank 1, on
-# h3, is held there too).
-held_rank h2 > /dev/null || exit 1
-rm "$marker"
-lose_host_after h2 "$metrics" 0 "$WORK/grown.log"
+lose_and_bring_back_h2 "$WORK/grown.log" "$metrics"
 lost_at_step=$killed_at_step
-# The narrow job (K=2 on h1 and h3, resumed from step 20) held at step 30: h2 comes back.
-held=$(held_rank h3) || exit 1
-start_host 2
-lost_hosts_give_up_fast
-# The supervisor finds h2 answering and sends its stop; rank 1 then goes on and takes it.
-for _ in $(seq 600); do
-  grep -q "supervise: h2 answers again; stopping the job" "$WORK/grown.log" && break
-  sleep 0.05
-done
-kill -CONT "$held"
 status=0
 wait "$supervisor" || status=$?
 cat "$WORK/grown.log"
@@ -101,6 +110,48 @@ print("widened at step %d, %.1f s from the stop signal to the next step"
       % (w[0]["resumed_from"], w[0]["seconds"]))' "$SHARED/grown/summary.json" "$metrics") ||
   { echo "FAILED: the records in summary.json or metrics.jsonl"; exit 1; }
 
+# --- the serve daemon: the same, its experiment left interrupted by the stop and resumed wider ---
+stop_hosts
+start_hosts
+lost_hosts_give_up_fast
+rm -f "$marker"
+spool=$SHARED/spool
+"$MPIPE" submit "$spool" "$config" --name first "${settings[@]}" > /dev/null ||
+  { echo "FAILED: submit first"; exit 1; }
+metrics=$spool/runs/first/metrics.jsonl
+command=("$MPIPE" supervise --hosts "$hosts" --probe-timeout 10 --regrow-interval 1
+  --mpirun-args "--bind-to none --mca btl tcp,self ${MCA[*]} -x OMP_NUM_THREADS -x OMP_WAIT_POLICY -x MPIPE_TEST_STOP_AT -x MPIPE_TEST_STOP_MARKER"
+  -- serve --spool "$spool" --idle-exit 1s)
+"$WORK/host_exec" h1 "env MPIPE_TEST_STOP_AT=1:forward:30 MPIPE_TEST_STOP_MARKER=$marker $(printf '%q ' "${command[@]}")" \
+  > "$WORK/serve.log" 2>&1 &
+supervisor=$!
+lose_and_bring_back_h2 "$WORK/serve.log" "$metrics"
+status=0
+wait "$supervisor" || status=$?
+cat "$WORK/serve.log"
+[[ $status -eq 0 ]] || { echo "FAILED: serve: exit status $status"; exit 1; }
+grep -q "first: done at step $steps" "$WORK/serve.log" || { echo "FAILED: serve: first not done"; exit 1; }
+grep -qE "supervise: restart 1 of at most 3: .*; h2 does not answer; relaunching on h1:1,h3:1, experiment first as 2 stages" \
+  "$WORK/serve.log" || { echo "FAILED: serve: the recovery line"; exit 1; }
+grep -qxF "[info] supervise: h2 answers again; stopping the job at its next step boundary to relaunch it on h1:1,h2:1,h3:1, experiment first as 3 stages x 1 replica, 4 micro-batches each (now 2 stages x 1 replica, 4 micro-batches each on h1:1,h3:1), bit-identical" \
+  "$WORK/serve.log" || { echo "FAILED: serve: the stop line"; exit 1; }
+grep -qE "supervise: widening 1: relaunching on h1:1,h2:1,h3:1, experiment first as 3 stages x 1 replica, 4 micro-batches each, resuming from step [0-9]+ \(0 steps to redo\)$" \
+  "$WORK/serve.log" || { echo "FAILED: serve: the widening line"; exit 1; }
+nothing_left 30 h1 h2 h3 || { echo "FAILED: serve: processes left"; exit 1; }
+cp "$spool/runs/first/weights.safetensors" "$WORK/first.safetensors"
+same whole first
+python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+r, w = s["recoveries"], s["widenings"]
+assert len(r) == 1 and r[0]["experiment"] == "first", r
+assert len(w) == 1 and w[0]["experiment"] == "first" and w[0]["returned_hosts"] == ["h2"], w
+assert w[0]["new_layout"]["stages"] == 3 and w[0]["steps_redone"] == 0 and w[0]["seconds"] >= 0, w
+events = [json.loads(line) for line in open(sys.argv[2]) if "event" in line]
+assert [e["event"] for e in events] == ["recovery", "widening"], events' \
+  "$spool/runs/first/summary.json" "$metrics" ||
+  { echo "FAILED: serve: the records in summary.json or metrics.jsonl"; exit 1; }
+
 passed=1
 echo "multihost supervise_grow: h2 killed once step $lost_at_step of $steps was logged, back at" \
-  "step 30 of the K=2 relaunch; ${widening#supervise: }; $record; bit-identical"
+  "step 30 of the K=2 relaunch; ${widening#supervise: }; $record; bit-identical; the daemon" \
+  "widened the same way, its experiment bit-identical"
