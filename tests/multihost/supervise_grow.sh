@@ -7,8 +7,10 @@
 # and one widening (its lines, its records in metrics.jsonl and summary.json, the progress line),
 # and nothing left running. Then the same under the serve daemon: its experiment is stopped
 # (interrupted with a checkpoint) and resumed on the wider daemon, bit-identical, its records in
-# its own run directory. The test hook MPIPE_TEST_STOP_AT holds rank 1 at the forward of step 30
-# in each narrow job, so neither the loss nor the return races the training. About 25 s.
+# its own run directory. Then a spare: a K=2 job on h1 and h2 with h3 spare (--spare) loses h2
+# and is relaunched on h1 and h3, still K=2, bit-identical. The test hook MPIPE_TEST_STOP_AT
+# holds rank 1 at the forward of step 30 (in each narrow job too), so neither a loss nor a return
+# races the training. About 32 s.
 # Usage: supervise_grow.sh CONFIG
 : "${MPIPE_MULTIHOST_BUDGET:=200}"  # hosts.sh's own deadline
 # shellcheck source=tests/multihost/hosts.sh
@@ -151,7 +153,38 @@ assert [e["event"] for e in events] == ["recovery", "widening"], events' \
   "$spool/runs/first/summary.json" "$metrics" ||
   { echo "FAILED: serve: the records in summary.json or metrics.jsonl"; exit 1; }
 
+# --- a spare: h1 and h2 with h3 spare; h2 lost, the relaunch takes h3 and keeps K=2 ---
+stop_hosts
+start_hosts
+lost_hosts_give_up_fast
+rm -f "$marker"
+two=(--set pipeline.stages=2 --set "train.steps=$steps" --set log.every=1
+  --set "checkpoint.every=$every" --set comm.timeout=60s)
+train_here 2 whole2 "$config" "${two[@]}"
+metrics=$SHARED/spared/metrics.jsonl
+hosts=h1:1,h2:1
+command=("$MPIPE" supervise --hosts "$hosts" --spare h3:1 --probe-timeout 10
+  --mpirun-args "--bind-to none --mca btl tcp,self ${MCA[*]} -x OMP_NUM_THREADS -x OMP_WAIT_POLICY -x MPIPE_TEST_STOP_AT -x MPIPE_TEST_STOP_MARKER"
+  -- train "$config" --run-dir "$SHARED/spared" --export-weights "$SHARED/spared.safetensors"
+  "${two[@]}")
+"$WORK/host_exec" h1 "env MPIPE_TEST_STOP_AT=1:forward:30 MPIPE_TEST_STOP_MARKER=$marker $(printf '%q ' "${command[@]}")" \
+  > "$WORK/spared.log" 2>&1 &
+supervisor=$!
+held_rank h2 "$WORK/spared.log" > /dev/null || exit 1
+lose_host_after h2 "$metrics" 0 "$WORK/spared.log"
+status=0
+wait "$supervisor" || status=$?
+cat "$WORK/spared.log"
+[[ $status -eq 0 ]] || { echo "FAILED: spare: exit status $status"; exit 1; }
+grep -qE "^\[warning\] supervise: restart 1 of at most 3: .*; h2 does not answer; relaunching on h1:1,h3:1 as 2 stages x 1 replica, 4 micro-batches each \(was 2 stages x 1 replica, 4 micro-batches each on h1:1,h2:1\)" \
+  "$WORK/spared.log" || { echo "FAILED: spare: the recovery line"; exit 1; }
+! grep -q "supervise: widening" "$WORK/spared.log" || { echo "FAILED: spare: widened"; exit 1; }
+nothing_left 30 h1 h3 || { echo "FAILED: spare: processes left"; exit 1; }
+cp "$SHARED/spared.safetensors" "$WORK/spared.safetensors"
+same whole2 spared
+
 passed=1
 echo "multihost supervise_grow: h2 killed once step $lost_at_step of $steps was logged, back at" \
   "step 30 of the K=2 relaunch; ${widening#supervise: }; $record; bit-identical; the daemon" \
-  "widened the same way, its experiment bit-identical"
+  "widened the same way, its experiment bit-identical; a spare (h3) kept a job that lost h2 at K=2," \
+  "bit-identical"
