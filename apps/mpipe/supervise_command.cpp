@@ -1,28 +1,31 @@
 // `mpipe supervise`: runs `mpipe train` (or the `mpipe serve` daemon) under mpirun over a host
 // list (or srun inside a Slurm allocation) and, when a host or rank is lost, relaunches it on the
-// hosts that still answer, re-planned, resuming its checkpoint. The decisions and the command
-// lines are lib/supervise's, what differs between train and serve is in supervised_train.cpp and
-// supervised_serve.cpp; this file spawns, waits, probes and forwards signals.
+// hosts that still answer, re-planned, resuming its checkpoint; and widens it again when lost
+// hosts (or spares) answer again. The decisions and the command lines are lib/supervise's, what
+// differs between train and serve is in supervised_train.cpp and supervised_serve.cpp; this file
+// spawns, waits, probes and forwards signals.
 #include "supervise_command.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <sstream>
 #include <thread>
 
+#include "child_process.h"
 #include "core/error.h"
+#include "host_probes.h"
+#include "supervise/grow_back.h"
 #include "supervise/host_list.h"
 #include "supervise/job_outcome.h"
 #include "supervise/launcher.h"
@@ -67,47 +70,6 @@ std::vector<std::string> split_words(const std::string& text) {
   std::vector<std::string> words;
   for (std::string word; in >> word;) words.push_back(word);
   return words;
-}
-
-// `args` as posix_spawn's argv (pointing into `args`, ended by a null pointer).
-std::vector<char*> argv_of(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  return argv;
-}
-
-// Starts `args` (args[0] looked up on PATH) in a process group of its own, so a terminal's
-// Ctrl-C reaches it once, through the supervisor; `quiet`: its output goes to /dev/null.
-pid_t spawn(const std::vector<std::string>& args, bool quiet) {
-  std::vector<char*> argv = argv_of(args);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attributes, 0);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (quiet) {
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  }
-  pid_t pid = 0;
-  const int error = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (error != 0)
-    throw Error(fmt::format("supervise: cannot start {}: {}", args[0], strerror(error)));
-  return pid;
-}
-
-// waitpid's status of `pid` if it has ended, else nullopt.
-std::optional<int> ended(pid_t pid) {
-  int status = 0;
-  const pid_t done = ::waitpid(pid, &status, WNOHANG);
-  if (done == pid) return status;
-  if (done < 0 && errno != EINTR)
-    throw Error(fmt::format("supervise: waitpid: {}", strerror(errno)));
-  return std::nullopt;
 }
 
 constexpr auto kPoll = std::chrono::milliseconds(100);
@@ -169,6 +131,17 @@ SuperviseCommand::SuperviseCommand(CLI::App& app) {
                    "Seconds a host has to run `true` under the launcher before a relaunch")
       ->capture_default_str()
       ->check(number_check("a number > 0", [](double value) { return value > 0; }));
+  app_->add_option("--regrow-interval", regrow_interval_s_,
+                   "While the job runs on fewer slots than it started with (a host lost), probe "
+                   "the missing hosts every this many seconds; when one answers, stop the job at "
+                   "a step boundary with a checkpoint and relaunch it wider (0: never)")
+      ->capture_default_str()
+      ->check(number_check("a number of seconds >= 0 (0: never widen)",
+                           [](double value) { return value >= 0; }));
+  app_->add_option("--spare", spares_,
+                   "Hosts the job does not start on, as --hosts (s1:2,s2:2): after a lost host it "
+                   "is relaunched on the hosts that answer and these, up to the slots it started "
+                   "with");
   app_->add_option("--srun-args", srun_args_,
                    "Options for every srun (--launcher srun), the job's and the host probes', "
                    "split at spaces: \"--mpi=pmix --cpus-per-task=4\"");
@@ -252,56 +225,88 @@ int SuperviseCommand::run() {
   const std::string launcher_name =
       launcher.kind == supervise::LauncherKind::kSrun ? "srun" : "mpirun";
   std::vector<supervise::HostSlots> hosts = initial_hosts();
-  const std::unique_ptr<SupervisedJob> job = this->job(total_slots(hosts));
+  std::vector<supervise::HostSlots> spares;
+  if (!spares_.empty()) {
+    if (hosts_.empty()) {  // the allocation's nodes: those named spare wait, as spares
+      const auto named = supervise::parse_host_list(spares_, "--spare");
+      std::erase_if(hosts, [&](const supervise::HostSlots& host) {
+        return std::ranges::any_of(named,
+                                   [&](const auto& spare) { return spare.host == host.host; });
+      });
+      check_input(!hosts.empty(),
+                  "--spare: every node of the allocation is a spare: none is left to start on");
+    }
+    spares = supervise::parse_spares(spares_, hosts);
+  }
+  const std::vector<supervise::HostSlots> pool = supervise::host_pool(hosts, spares);
+  const int width = total_slots(hosts);
+  const std::unique_ptr<SupervisedJob> job = this->job(width);
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   forward_stop_signals();
+  const auto regrow_interval = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(regrow_interval_s_));
 
-  // The hosts of `from` where the launcher runs `true` within --probe-timeout, all probed at once.
-  const auto answering = [&](const std::vector<supervise::HostSlots>& from) {
-    std::vector<pid_t> probes;
-    for (const auto& host : from) {
-      probes.push_back(spawn(supervise::probe_command(launcher, host.host), /*quiet=*/true));
-    }
-    std::vector<std::optional<int>> statuses(probes.size());
-    const auto deadline = Clock::now() + std::chrono::duration<double>(probe_timeout_s_);
-    while (true) {
-      bool running = false;
-      for (size_t i = 0; i < probes.size(); ++i) {
-        if (!statuses[i]) statuses[i] = ended(probes[i]);
-        running = running || !statuses[i];
-      }
-      if (!running) break;
-      if (Clock::now() > deadline) {
-        for (size_t i = 0; i < probes.size(); ++i) {
-          if (!statuses[i]) ::kill(probes[i], SIGKILL);
-          while (!statuses[i]) statuses[i] = ended(probes[i]);
-        }
-        break;
-      }
-      std::this_thread::sleep_for(kPoll);
-    }
-    std::vector<supervise::HostSlots> alive;
-    for (size_t i = 0; i < from.size(); ++i) {
-      if (WIFEXITED(*statuses[i]) && WEXITSTATUS(*statuses[i]) == 0) alive.push_back(from[i]);
-    }
-    return alive;
-  };
-
-  for (int restarts = 0;; ++restarts) {
+  for (int restarts = 0;;) {
     std::vector<std::string> program = {self};
     for (std::string& arg : job->command()) program.push_back(std::move(arg));
     const pid_t launched =
         spawn(supervise::job_command(launcher, job->ranks(hosts), hosts, program), false);
+    const Clock::time_point launched_at = Clock::now();
     g_job.store(launched);
     if (g_stop_forwarded.load()) ::kill(launched, SIGUSR1);  // a stop that came before the job
+    // Growing back: the missing hosts probed every --regrow-interval while the job runs narrow;
+    // once one answers and the job plans a wider layout, the supervisor's own stop.
+    std::optional<HostProbes> probes;
+    Clock::time_point next_probe = launched_at + regrow_interval;
+    std::optional<std::vector<supervise::HostSlots>> wider;  // set once the stop is sent
+    Clock::time_point stop_sent_at;
+    std::string declined;  // the last reason logged for staying narrow (said once)
+    bool under_way = false;
     std::optional<int> status;
     while (!(status = ended(launched))) {
       job->watch();
+      if (!under_way) under_way = job->under_way(launched_at);
+      if (!wider && under_way &&
+          supervise::looks_for_hosts(hosts, width, regrow_interval_s_, g_stop_forwarded.load())) {
+        if (!probes && Clock::now() >= next_probe) {
+          probes.emplace(launcher, supervise::missing_hosts(pool, hosts), probe_timeout_s_);
+        }
+        const auto returned = probes ? probes->answering() : std::nullopt;
+        if (returned) {
+          probes.reset();
+          next_probe = Clock::now() + regrow_interval;
+          if (auto hosts_then = supervise::wider_hosts(pool, hosts, *returned, width)) {
+            const std::optional<std::string> reason =
+                job->plan_widening({.hosts = hosts, .returned = *returned, .wider = *hosts_then});
+            if (!reason) {
+              ::kill(launched, SIGUSR1);  // (mpirun or srun passes it on to the ranks)
+              stop_sent_at = Clock::now();
+              wider = std::move(hosts_then);
+            } else if (*reason != declined) {
+              spdlog::info("supervise: {}; staying on {}: {}",
+                           supervise::answer_again_text(*returned), host_list_text(hosts), *reason);
+              declined = *reason;
+            }
+          }
+        }
+      }
       std::this_thread::sleep_for(kPoll);
     }
+    probes.reset();
     g_job.store(0);
     const supervise::JobEnd end =
         supervise::read_job_end(*status, g_stop_forwarded.load(), launcher.kind);
+    if (wider) {
+      const supervise::GrowStopEnd grow_end =
+          supervise::read_grow_stop(end, g_stop_forwarded.load(), job->finished_since(launched_at));
+      if (grow_end == supervise::GrowStopEnd::kWiden) {
+        if (job->widen(stop_sent_at)) hosts = *wider;
+        continue;  // (not a restart: nothing was lost)
+      }
+      if (grow_end == supervise::GrowStopEnd::kFinished) {
+        spdlog::info("supervise: the job finished before it reached the stop; not widened");
+      }
+    }
     if (end.outcome == supervise::JobOutcome::kDone) {
       job->ended(!g_stop_forwarded.load());
       return 0;
@@ -315,21 +320,27 @@ int SuperviseCommand::run() {
       job->ended(false);
       return end.exit_code;
     }
+    // Every host of the pool is probed: the job's, and those lost before or spare.
+    const std::vector<supervise::HostSlots> answering =
+        HostProbes(launcher, pool, probe_timeout_s_).wait(kPoll);
     LostHosts lost{.failure = failure,
                    .hosts = hosts,
-                   .alive = answering(hosts),
+                   .alive = supervise::chosen_hosts(pool, answering, width),
                    .lost_hosts = {},
                    .restart = restarts + 1,
                    .max_restarts = max_restarts_,
                    .failed_at = Clock::now()};
+    std::vector<supervise::HostSlots> still_answering;  // of the job's hosts
     for (const auto& host : hosts) {
-      if (std::ranges::none_of(lost.alive, [&](const auto& a) { return a.host == host.host; })) {
+      if (std::ranges::none_of(answering, [&](const auto& a) { return a.host == host.host; })) {
         lost.lost_hosts.push_back(host.host);
+      } else {
+        still_answering.push_back(host);
       }
     }
     std::optional<std::string> give_up =
         supervise::give_up_reason(restarts, max_restarts_, lost.alive);
-    if (!give_up) give_up = supervise::no_host_lost_reason(end, hosts, lost.alive);
+    if (!give_up) give_up = supervise::no_host_lost_reason(end, hosts, still_answering);
     if (!give_up && g_stop_forwarded.load()) give_up = "stopped by a signal";
     if (!give_up) give_up = job->prepare_relaunch(lost);
     if (give_up) {
@@ -339,6 +350,7 @@ int SuperviseCommand::run() {
       return end.exit_code;
     }
     hosts = lost.alive;
+    ++restarts;
   }
 }
 

@@ -1,6 +1,7 @@
 // `mpipe supervise`: runs `mpipe train` (or the `mpipe serve` daemon) under mpirun over a host
 // list (or srun inside a Slurm allocation) and, when a host or rank is lost, relaunches it on the
-// hosts that still answer, re-planned, resuming its checkpoint.
+// hosts that still answer, re-planned, resuming its checkpoint; widens it again when lost hosts
+// (or --spare ones) answer again.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -39,6 +40,8 @@ class SuperviseCommand {
   std::string launcher_ = "mpirun";
   std::string srun_args_;
   double probe_timeout_s_ = 30.0;
+  double regrow_interval_s_ = 60.0;
+  std::string spares_;
   std::vector<std::string> command_;  // after --: train CONFIG [options], or serve [options]
 };
 

@@ -10,6 +10,7 @@
 #include "serve/resume_layout.h"
 #include "serve/spool.h"
 #include "serve/status_file.h"
+#include "supervise/grow_back.h"
 #include "supervise/recovery.h"
 #include "supervise/run_progress.h"
 
@@ -30,6 +31,52 @@ serve::SpoolStatus read_status(const serve::Spool& spool) {
   }
 }
 
+// How the spool's experiment `name` (its entry `active`) resumes on `ranks` ranks: the layout and
+// whether it keeps the bits (serve::resume_layout, as the daemon works it out); the layout it
+// ran on, as the daemon recorded it, in `saved`. Throws InputError when it cannot resume there.
+void resume_on(const serve::Spool& spool, const serve::QueueEntry& active, int ranks,
+               supervise::Layout& saved, supervise::Layout& layout, bool& bit_identical) {
+  const std::string run_dir = spool.run_dir(active.name);
+  const std::string config_path = spool.experiment_file(active.name);
+  const std::optional<serve::ResumeLayout> resume =
+      serve::resume_layout(config_path, active.overrides, run_dir, ranks);
+  if (resume) {
+    layout = resume->layout;
+    bit_identical = resume->bit_identical;
+    saved = resume->saved;
+  } else {
+    layout = serve::world_layout(config::load_experiment(config_path, active.overrides), ranks);
+    bit_identical = true;
+  }
+  if (const serve::ExperimentStatus* status = read_status(spool).find(active.name);
+      status && status->stages > 0) {
+    saved = {.stages = status->stages,
+             .replicas = status->replicas,
+             .micro_batches = status->micro_batches};
+  }
+}
+
+// The spool's active experiment; nullopt when there is none or it cannot be read (the daemon
+// quarantines what it cannot read).
+std::optional<serve::QueueEntry> active_entry(const serve::Spool& spool) {
+  try {
+    return spool.active();
+  } catch (const std::exception& e) {
+    spdlog::warn("supervise: {}", e.what());
+    return std::nullopt;
+  }
+}
+
+// Why experiment `name` stays on the hosts as they are rather than resume on `layout`, or nullopt.
+std::optional<std::string> not_widened(const std::string& name, const supervise::Layout& layout,
+                                       bool bit_identical) {
+  if (bit_identical) return std::nullopt;
+  return fmt::format(
+      "experiment {} would resume as {}, not bit-identical (a change of D keeps the bits only "
+      "under weight_grads: tree, between powers of two)",
+      name, supervise::to_string(layout));
+}
+
 }  // namespace
 
 SupervisedServe::SupervisedServe(const std::vector<std::string>& command)
@@ -45,12 +92,7 @@ void SupervisedServe::watch() {
 std::optional<std::string> SupervisedServe::prepare_relaunch(const LostHosts& lost) {
   const serve::Spool spool(serve_.spool_dir);
   const int ranks = total_slots(lost.alive);
-  std::optional<serve::QueueEntry> active;
-  try {
-    active = spool.active();
-  } catch (const std::exception& e) {  // (the daemon quarantines what it cannot read)
-    spdlog::warn("supervise: {}", e.what());
-  }
+  const std::optional<serve::QueueEntry> active = active_entry(spool);
   if (!active) {
     spdlog::warn(
         "supervise: restart {} of at most {}: {}; {}; relaunching serve on {} ({} "
@@ -61,7 +103,6 @@ std::optional<std::string> SupervisedServe::prepare_relaunch(const LostHosts& lo
   }
   const std::string& name = active->name;
   const std::string run_dir = spool.run_dir(name);
-  const std::string config_path = spool.experiment_file(name);
   supervise::Recovery recovery{.time = utc_now(),
                                .failure = lost.failure,
                                .lost_hosts = lost.lost_hosts,
@@ -76,16 +117,8 @@ std::optional<std::string> SupervisedServe::prepare_relaunch(const LostHosts& lo
                                .experiment = name};
   // The layout the relaunched daemon gives it: the daemon works it out the same way.
   try {
-    const std::optional<serve::ResumeLayout> resume =
-        serve::resume_layout(config_path, active->overrides, run_dir, ranks);
-    if (resume) {
-      recovery.new_layout = resume->layout;
-      recovery.bit_identical = resume->bit_identical;
-      recovery.old_layout = resume->saved;
-    } else {
-      recovery.new_layout =
-          serve::world_layout(config::load_experiment(config_path, active->overrides), ranks);
-    }
+    resume_on(spool, *active, ranks, recovery.old_layout, recovery.new_layout,
+              recovery.bit_identical);
   } catch (const InputError& e) {
     spdlog::warn(
         "supervise: restart {} of at most {}: {}; {}; relaunching serve on {}: "
@@ -95,16 +128,88 @@ std::optional<std::string> SupervisedServe::prepare_relaunch(const LostHosts& lo
         host_list_text(lost.alive), name, e.what());
     return std::nullopt;
   }
-  // The layout it ran on, as the daemon recorded it.
-  if (const serve::ExperimentStatus* status = read_status(spool).find(name);
-      status && status->stages > 0) {
-    recovery.old_layout = {.stages = status->stages,
-                           .replicas = status->replicas,
-                           .micro_batches = status->micro_batches};
-  }
   spdlog::warn("{}", supervise::recovery_line(recovery, lost.restart, lost.max_restarts));
   unfinished_.try_emplace(name, run_dir).first->second.add(recovery, lost.failed_at);
   return std::nullopt;
+}
+
+std::optional<std::string> SupervisedServe::plan_widening(const ReturnedHosts& returned) {
+  const serve::Spool spool(serve_.spool_dir);
+  const int ranks = wider_ranks_ = total_slots(returned.wider);
+  widening_ = {.time = {},
+               .returned_hosts = {},
+               .old_hosts = host_list_text(returned.hosts),
+               .new_hosts = host_list_text(returned.wider),
+               .old_layout = {},
+               .new_layout = {},
+               .bit_identical = true};
+  for (const auto& host : returned.returned) widening_.returned_hosts.push_back(host.host);
+  const std::optional<serve::QueueEntry> active = active_entry(spool);
+  if (!active) {
+    spdlog::info(
+        "supervise: {}; stopping serve to relaunch it on {} ({} ranks), no experiment is running",
+        supervise::answer_again_text(returned.returned), widening_.new_hosts, ranks);
+    return std::nullopt;
+  }
+  widening_.experiment = active->name;
+  try {
+    resume_on(spool, *active, ranks, widening_.old_layout, widening_.new_layout,
+              widening_.bit_identical);
+  } catch (const InputError& e) {
+    return fmt::format("experiment {} cannot go on there: {}", active->name, e.what());
+  }
+  if (auto reason = not_widened(active->name, widening_.new_layout, widening_.bit_identical)) {
+    return reason;
+  }
+  spdlog::info("{}", supervise::widening_stop_line(widening_));
+  return std::nullopt;
+}
+
+bool SupervisedServe::under_way(Clock::time_point launched) const {
+  // The daemon's rank 0 writes status.json ("serving") once every rank has started.
+  return supervise::written_since(serve::Spool(serve_.spool_dir).status_path(), launched);
+}
+
+bool SupervisedServe::finished_since(Clock::time_point) const {
+  // A daemon stopped by a signal says so in status.json; one that ran out of work (--idle-exit)
+  // says "idle".
+  const serve::SpoolStatus status = read_status(serve::Spool(serve_.spool_dir));
+  return status.daemon && status.daemon->reason == "idle";
+}
+
+bool SupervisedServe::widen(Clock::time_point stopped_at) {
+  const serve::Spool spool(serve_.spool_dir);
+  const int ranks = wider_ranks_;
+  const std::optional<serve::QueueEntry> active = active_entry(spool);
+  if (active && active->name != widening_.experiment) {
+    // Another experiment started since the plan: it must resume on the wider world as well.
+    widening_.experiment = active->name;
+    try {
+      resume_on(spool, *active, ranks, widening_.old_layout, widening_.new_layout,
+                widening_.bit_identical);
+    } catch (const InputError& e) {
+      spdlog::info("supervise: not widening: experiment {} cannot go on on {}: {}", active->name,
+                   widening_.new_hosts, e.what());
+      return false;
+    }
+    if (auto reason = not_widened(active->name, widening_.new_layout, widening_.bit_identical)) {
+      spdlog::info("supervise: not widening: {}", *reason);
+      return false;
+    }
+  }
+  ++widenings_;
+  if (!active) {
+    spdlog::info("supervise: widening {}: relaunching serve on {} ({} ranks)", widenings_,
+                 widening_.new_hosts, ranks);
+    return true;
+  }
+  const std::string run_dir = spool.run_dir(active->name);
+  widening_.time = utc_now();
+  widening_.last_step = supervise::last_logged_step(run_dir);
+  widening_.resumed_from = supervise::newest_checkpoint_step(run_dir);
+  spdlog::info("{}", supervise::widening_line(widening_, widenings_));
+  unfinished_.try_emplace(active->name, run_dir).first->second.add(widening_, stopped_at);
+  return true;
 }
 
 void SupervisedServe::ended(bool) { record_finished(); }

@@ -3,8 +3,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <variant>
+
 #include "core/error.h"
 #include "core/host_clock.h"
+#include "supervise/grow_back.h"
 #include "supervise/recovery.h"
 #include "supervise/replan.h"
 #include "supervise/run_progress.h"
@@ -49,9 +52,49 @@ std::optional<std::string> SupervisedTrain::prepare_relaunch(const LostHosts& lo
   return std::nullopt;
 }
 
+std::optional<std::string> SupervisedTrain::plan_widening(const ReturnedHosts& returned) {
+  const std::variant<supervise::Replan, std::string> wider = supervise::plan_wider(
+      layout_, total_slots(returned.wider), supervise::tree_weight_grads(experiment_), check_);
+  if (const auto* reason = std::get_if<std::string>(&wider)) return *reason;
+  const auto& plan = std::get<supervise::Replan>(wider);
+  widening_ = {.time = {},
+               .returned_hosts = {},
+               .old_hosts = host_list_text(returned.hosts),
+               .new_hosts = host_list_text(returned.wider),
+               .old_layout = layout_,
+               .new_layout = plan.layout,
+               .bit_identical = plan.bit_identical};
+  for (const auto& host : returned.returned) widening_.returned_hosts.push_back(host.host);
+  spdlog::info("{}", supervise::widening_stop_line(widening_));
+  return std::nullopt;
+}
+
+bool SupervisedTrain::under_way(supervise::RunRecoveries::Clock::time_point launched) const {
+  // Rank 0 writes metrics.jsonl (a resume trims it) once every rank has started.
+  return supervise::written_since(recoveries_.run_dir() + "/metrics.jsonl", launched);
+}
+
+bool SupervisedTrain::finished_since(supervise::RunRecoveries::Clock::time_point launched) const {
+  // A run that finishes writes summary.json; one stopped by a signal does not.
+  return supervise::written_since(recoveries_.run_dir() + "/summary.json", launched);
+}
+
+bool SupervisedTrain::widen(supervise::RunRecoveries::Clock::time_point stopped_at) {
+  const std::string& run_dir = recoveries_.run_dir();
+  widening_.time = utc_now();
+  widening_.last_step = supervise::last_logged_step(run_dir);
+  widening_.resumed_from = supervise::newest_checkpoint_step(run_dir);
+  spdlog::info("{}", supervise::widening_line(widening_, recoveries_.widenings() + 1));
+  recoveries_.add(widening_, stopped_at);
+  layout_ = widening_.new_layout;
+  command_ = supervise::relaunch_command(train_, layout_,
+                                         supervise::needs_auto_partition(experiment_, layout_));
+  return true;
+}
+
 void SupervisedTrain::ended(bool completed) {
-  // A run stopped by a signal ends with a checkpoint but no summary.json: its recoveries are in
-  // the log only.
+  // A run stopped by a signal ends with a checkpoint but no summary.json: its recoveries and
+  // widenings are in the log and metrics.jsonl only.
   if (completed && !recoveries_.empty()) recoveries_.add_to_summary();
 }
 

@@ -1,11 +1,13 @@
 // `mpipe supervise -- train CONFIG ...`: one run, re-planned by the supervisor on the hosts that
-// answer after a loss (supervise::replan) and relaunched with --resume-or-start on that layout.
+// answer after a loss (supervise::replan) and relaunched with --resume-or-start on that layout;
+// widened the same way when hosts answer again (supervise::plan_wider).
 #pragma once
 
 #include "config/experiment.h"
 #include "supervise/layout.h"
 #include "supervise/planner_check.h"
 #include "supervise/train_command.h"
+#include "supervise/widening.h"
 #include "supervised_job.h"
 
 namespace mpipe::app {
@@ -20,6 +22,10 @@ class SupervisedTrain : public SupervisedJob {
   std::vector<std::string> command() const override { return command_; }
   void watch() override { recoveries_.watch(); }
   std::optional<std::string> prepare_relaunch(const LostHosts& lost) override;
+  bool under_way(supervise::RunRecoveries::Clock::time_point launched) const override;
+  std::optional<std::string> plan_widening(const ReturnedHosts& returned) override;
+  bool finished_since(supervise::RunRecoveries::Clock::time_point launched) const override;
+  bool widen(supervise::RunRecoveries::Clock::time_point stopped_at) override;
   void ended(bool completed) override;
 
  private:
@@ -29,6 +35,7 @@ class SupervisedTrain : public SupervisedJob {
   supervise::PlannerCheck check_;
   std::vector<std::string> command_;
   supervise::RunRecoveries recoveries_;
+  supervise::Widening widening_;  // the last one planned (plan_widening)
 };
 
 }  // namespace mpipe::app

@@ -169,7 +169,15 @@ void MetricsWriter::eval(int64_t step, const std::string& split, double loss,
 }
 
 void MetricsWriter::recovery(int64_t resumed_from, const nlohmann::ordered_json& details) {
-  nlohmann::ordered_json record = {{"step", resumed_from}, {"event", "recovery"}};
+  event(resumed_from, "recovery", details);
+}
+
+void MetricsWriter::widening(int64_t resumed_from, const nlohmann::ordered_json& details) {
+  event(resumed_from, "widening", details);
+}
+
+void MetricsWriter::event(int64_t step, const char* name, const nlohmann::ordered_json& details) {
+  nlohmann::ordered_json record = {{"step", step}, {"event", name}};
   if (!details.is_null()) record.update(details);
   append_line(record);  // (metrics.jsonl only: not a scalar to plot)
 }
@@ -203,12 +211,16 @@ double MetricsWriter::last_train_loss() const {
   return loss;
 }
 
-int64_t MetricsWriter::recoveries() const {
+int64_t MetricsWriter::recoveries() const { return events("recovery"); }
+
+int64_t MetricsWriter::widenings() const { return events("widening"); }
+
+int64_t MetricsWriter::events(const char* name) const {
   int64_t count = 0;
   std::ifstream in(metrics_path());
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (record.is_object() && record.value("event", "") == "recovery") ++count;
+    if (record.is_object() && record.value("event", "") == name) ++count;
   }
   return count;
 }

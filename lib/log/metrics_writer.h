@@ -52,7 +52,7 @@ void add_deprecated_stage_keys(nlohmann::json& record);
 void add_deprecated_stage_keys(nlohmann::ordered_json& record);
 
 // Whether a parsed metrics.jsonl line is a train record: an object with neither a "split" (an
-// evaluation) nor an "event" (a supervisor's recovery); a torn line is not.
+// evaluation) nor an "event" (a supervisor's recovery or widening); a torn line is not.
 bool is_train_record(const nlohmann::json& record);
 
 // Appends to <run_dir>/metrics.jsonl, one object per line, flushed per line:
@@ -92,6 +92,9 @@ class MetricsWriter {
   // relaunch resumes, so the resume's trim (keep_records_through) keeps it and drops the steps
   // it redoes; readers of train records skip it (it has an "event").
   void recovery(int64_t resumed_from, const nlohmann::ordered_json& details);
+  // A supervisor's widening (hosts that answer again), written between the job it stopped and
+  // its wider relaunch, the same way: {"step": resumed_from, "event": "widening", ...details}.
+  void widening(int64_t resumed_from, const nlohmann::ordered_json& details);
   // Replaces <run_dir>/summary.json atomically (temporary file + rename).
   void write_summary(const nlohmann::json& summary);
   // Replaces <run_dir>/trace.json atomically: the timeline of log.trace_steps (chrome_trace.h).
@@ -107,6 +110,8 @@ class MetricsWriter {
   double last_train_loss() const;
   // How many recovery records metrics.jsonl holds (0 without the file).
   int64_t recoveries() const;
+  // How many widening records metrics.jsonl holds (0 without the file).
+  int64_t widenings() const;
 
   std::string metrics_path() const;
   std::string summary_path() const;
@@ -122,6 +127,10 @@ class MetricsWriter {
   void append(const nlohmann::ordered_json& record, const std::string& tag_prefix);
   // Writes `record` to metrics.jsonl as one line.
   void append_line(const nlohmann::ordered_json& record);
+  // A supervisor's record: {"step": step, "event": name, ...details}.
+  void event(int64_t step, const char* name, const nlohmann::ordered_json& details);
+  // How many records with "event": `name` metrics.jsonl holds.
+  int64_t events(const char* name) const;
   void create_run_dir() const;
 
   std::string run_dir_;

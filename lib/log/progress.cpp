@@ -44,6 +44,9 @@ std::string format_progress(const ProgressRecord& record, int64_t total_steps,
   if (record.recoveries > 0) {
     text += fmt::format(" | {} recover{}", record.recoveries, record.recoveries == 1 ? "y" : "ies");
   }
+  if (record.widenings > 0) {
+    text += fmt::format(" | {} widening{}", record.widenings, record.widenings == 1 ? "" : "s");
+  }
   return text;
 }
 

@@ -20,6 +20,7 @@ struct ProgressRecord {
   double mfu = std::numeric_limits<double>::quiet_NaN();  // model FLOPs utilization; NaN: unknown
   double elapsed_s = 0;    // seconds since this run started training (at start_step)
   int64_t recoveries = 0;  // lost hosts or ranks that mpipe supervise relaunched this run after
+  int64_t widenings = 0;   // times mpipe supervise relaunched it wider (hosts that answer again)
 };
 
 // Below this many samples/s the progress line also shows s/step (and tokens/s for token data).
@@ -35,7 +36,8 @@ std::string format_rate(double per_s);
 // "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | MFU 12.3% | ETA 1m23s"; "ETA --"
 // when `eta_s` is unknown; no MFU when it is unknown. Below kSlowSamplesPerS, s/step (and
 // tokens/s) follow the samples/s: "... | 0.34 samples/s | 94.1 s/step | 696 tokens/s | MFU ...".
-// A run that mpipe supervise relaunched ends with "| 1 recovery" ("| 2 recoveries", ...).
+// A run that mpipe supervise relaunched ends with "| 1 recovery" ("| 2 recoveries", ...), and
+// then "| 1 widening" ("| 2 widenings", ...) once it relaunched it wider.
 std::string format_progress(const ProgressRecord& record, int64_t total_steps,
                             std::optional<double> eta_s);
 

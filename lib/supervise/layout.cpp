@@ -13,6 +13,12 @@ std::string to_string(const Layout& layout) {
                      layout.micro_batches == 1 ? "" : "es");
 }
 
+nlohmann::ordered_json layout_json(const Layout& layout) {
+  return {{"stages", layout.stages},
+          {"replicas", layout.replicas},
+          {"micro_batches", layout.micro_batches}};
+}
+
 std::vector<std::string> layout_settings(const Layout& layout, bool auto_partition) {
   std::vector<std::string> settings = {
       fmt::format("pipeline.stages={}", layout.stages),

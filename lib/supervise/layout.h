@@ -2,6 +2,7 @@
 // micro-batches, and with them the micro-batch size, stay fixed across a re-plan).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct Layout {
 
 // "2 stages x 1 replica, 4 micro-batches each"
 std::string to_string(const Layout& layout);
+
+// {"stages": K, "replicas": D, "micro_batches": M}, as the supervisor's records hold it.
+nlohmann::ordered_json layout_json(const Layout& layout);
 
 // The --set values that run an experiment on `layout`: pipeline.stages, data_parallel,
 // micro_batches, and pipeline.partition=auto when `auto_partition` (its manual partition is for

@@ -30,17 +30,13 @@ std::string recovery_line(const Recovery& recovery, int restart, int max_restart
 }
 
 nlohmann::ordered_json recovery_json(const Recovery& recovery) {
-  const auto layout = [](const Layout& l) {
-    return nlohmann::ordered_json{
-        {"stages", l.stages}, {"replicas", l.replicas}, {"micro_batches", l.micro_batches}};
-  };
   nlohmann::ordered_json record = {{"time", recovery.time},
                                    {"failure", recovery.failure},
                                    {"lost_hosts", recovery.lost_hosts},
                                    {"old_hosts", recovery.old_hosts},
                                    {"new_hosts", recovery.new_hosts},
-                                   {"old_layout", layout(recovery.old_layout)},
-                                   {"new_layout", layout(recovery.new_layout)},
+                                   {"old_layout", layout_json(recovery.old_layout)},
+                                   {"new_layout", layout_json(recovery.new_layout)},
                                    {"bit_identical", recovery.bit_identical},
                                    {"last_step", recovery.last_step},
                                    {"resumed_from", recovery.resumed_from},

@@ -29,6 +29,12 @@ int64_t last_logged_step(const std::string& run_dir) {
   return step;
 }
 
+bool written_since(const std::string& path, std::chrono::system_clock::time_point since) {
+  std::error_code error;
+  const auto written = fs::last_write_time(path, error);
+  return !error && std::chrono::file_clock::to_sys(written) >= since;
+}
+
 int64_t newest_checkpoint_step(const std::string& run_dir) {
   return checkpoint::CheckpointStore(run_dir, 1).latest_committed().value_or(0);
 }
@@ -37,15 +43,19 @@ void add_to_metrics(const std::string& run_dir, const Recovery& recovery) {
   log::MetricsWriter(run_dir).recovery(recovery.resumed_from, recovery_json(recovery));
 }
 
-void add_to_summary(const std::string& run_dir, const nlohmann::ordered_json& recoveries) {
+void add_to_metrics(const std::string& run_dir, const Widening& widening) {
+  log::MetricsWriter(run_dir).widening(widening.resumed_from, widening_json(widening));
+}
+
+void add_to_summary(const std::string& run_dir, const nlohmann::ordered_json& records) {
   const std::string path = (fs::path(run_dir) / "summary.json").string();
   std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot read it to add the recoveries", path));
+  if (!in) throw Error(fmt::format("{}: cannot read it to add the supervisor's records", path));
   std::stringstream text;
   text << in.rdbuf();
   auto summary = nlohmann::ordered_json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (!summary.is_object()) throw Error(fmt::format("{}: not a JSON object", path));
-  summary["recoveries"] = recoveries;
+  for (const auto& [key, value] : records.items()) summary[key] = value;
   checkpoint::write_file_atomically(path, summary.dump(2) + "\n");
 }
 

@@ -1,4 +1,4 @@
-// The recoveries of one supervised run directory (see run_recoveries.h).
+// The recoveries and widenings of one supervised run directory (see run_recoveries.h).
 #include "supervise/run_recoveries.h"
 
 #include <spdlog/spdlog.h>
@@ -23,31 +23,59 @@ RunRecoveries::Clock::time_point last_progress(const std::string& run_dir,
   return std::chrono::file_clock::to_sys(written);
 }
 
+// Adds `record` to the run's metrics.jsonl; a failure is a warning (it is in summary.json only).
+template <typename Record>
+void record_in_metrics(const std::string& run_dir, const Record& record, const char* what) {
+  try {
+    add_to_metrics(run_dir, record);
+  } catch (const Error& e) {
+    spdlog::warn("supervise: {}; the {} is in summary.json only", e.what(), what);
+  }
+}
+
 }  // namespace
 
 void RunRecoveries::add(Recovery recovery, Clock::time_point failed_at) {
   // (Before the record below writes the file.)
-  last_progress_before_failure_ = last_progress(run_dir_, failed_at);
-  try {
-    add_to_metrics(run_dir_, recovery);
-  } catch (const Error& e) {
-    spdlog::warn("supervise: {}; the recovery is in summary.json only", e.what());
-  }
+  pending_since_ = last_progress(run_dir_, failed_at);
+  pending_ = Pending::kRecovery;
+  record_in_metrics(run_dir_, recovery, "recovery");
   recoveries_.push_back(std::move(recovery));
 }
 
+void RunRecoveries::add(Widening widening, Clock::time_point stopped_at) {
+  pending_since_ = stopped_at;
+  pending_ = Pending::kWidening;
+  record_in_metrics(run_dir_, widening, "widening");
+  widenings_.push_back(std::move(widening));
+}
+
 void RunRecoveries::watch() {
-  if (recoveries_.empty()) return;
-  Recovery& pending = recoveries_.back();
-  if (pending.seconds_lost < 0 && last_logged_step(run_dir_) > pending.last_step) {
-    pending.seconds_lost =
-        std::chrono::duration<double>(Clock::now() - last_progress_before_failure_).count();
+  if (pending_ == Pending::kNone) return;
+  const int64_t last_step =
+      pending_ == Pending::kRecovery ? recoveries_.back().last_step : widenings_.back().last_step;
+  if (last_logged_step(run_dir_) <= last_step) return;
+  const double seconds = std::chrono::duration<double>(Clock::now() - pending_since_).count();
+  if (pending_ == Pending::kRecovery) {
+    recoveries_.back().seconds_lost = seconds;
+  } else {
+    widenings_.back().seconds = seconds;
   }
+  pending_ = Pending::kNone;
 }
 
 void RunRecoveries::add_to_summary() const {
-  nlohmann::ordered_json records = nlohmann::ordered_json::array();
-  for (const Recovery& recovery : recoveries_) records.push_back(recovery_json(recovery));
+  nlohmann::ordered_json records = nlohmann::ordered_json::object();
+  if (!recoveries_.empty()) {
+    records["recoveries"] = nlohmann::ordered_json::array();
+    for (const Recovery& recovery : recoveries_)
+      records["recoveries"].push_back(recovery_json(recovery));
+  }
+  if (!widenings_.empty()) {
+    records["widenings"] = nlohmann::ordered_json::array();
+    for (const Widening& widening : widenings_)
+      records["widenings"].push_back(widening_json(widening));
+  }
   supervise::add_to_summary(run_dir_, records);
 }
 

@@ -364,6 +364,7 @@ class TrainingRun {
     if (is_root_) {
       metrics_.emplace(options_.run_dir, experiment_.log.tensorboard);
       recoveries_ = metrics_->recoveries();  // mpipe supervise's, before this relaunch
+      widenings_ = metrics_->widenings();
     }
   }
 
@@ -428,7 +429,8 @@ class TrainingRun {
           .tokens_per_s = samples_per_s * tokens_per_example,
           .mfu = utilization.mfu,
           .elapsed_s = seconds_since(start_),
-          .recoveries = recoveries_};
+          .recoveries = recoveries_,
+          .widenings = widenings_};
       if (progress_) progress_->update(record);
       if (options_.on_progress) {
         options_.on_progress(record, log::estimate_eta_s(record, train.steps, first_step_));
@@ -640,6 +642,7 @@ class TrainingRun {
   NonFiniteSteps nonfinite_;
   int64_t first_step_ = 0;
   int64_t recoveries_ = 0;          // rank 0: the supervisor's recoveries in metrics.jsonl
+  int64_t widenings_ = 0;           // rank 0: and its widenings
   bool kill_grace_warned_ = false;  // warn_if_longer_than_kill_grace said it
   // The newest step whose state is saved: committed, or its peer copies in flight (at a fresh
   // run's step 0: the seed's, which needs no checkpoint).

@@ -216,6 +216,16 @@ alone supervise_command \
 alone supervise_restarts \
   "--max-restarts: must be an integer >= 0, got -1 (\`mpipe supervise --help\` lists the options)" \
   supervise --hosts h1:1 --max-restarts -1 -- train "$mlp"
+alone supervise_regrow \
+  "--regrow-interval: must be a number of seconds >= 0 (0: never widen), got -5 (\`mpipe supervise --help\` lists the options)" \
+  supervise --hosts h1:1 --regrow-interval -5 -- train "$mlp"
+alone supervise_regrow_text \
+  "--regrow-interval: must be a number of seconds >= 0 (0: never widen), got 1m (\`mpipe supervise --help\` lists the options)" \
+  supervise --hosts h1:1 --regrow-interval 1m -- train "$mlp"
+alone supervise_spare_twice "--spare: h1 is in --hosts too" \
+  supervise --hosts h1:1,h2:1 --spare h3,h1 -- train "$mlp"
+alone supervise_spare_slots "--spare: 'h3:x': the slots after ':' must be an integer from 1 to 4096" \
+  supervise --hosts h1:1 --spare h3:x -- train "$mlp"
 alone supervise_launcher \
   "--launcher: must be mpirun or srun, got ssh (\`mpipe supervise --help\` lists the options)" \
   supervise --hosts h1:1 --launcher ssh -- train "$mlp"

@@ -22,7 +22,8 @@ help tokenize '--val-fraction FLOAT=0.05 ' '--model-type TEXT=bpe '
 help schedule '--schedule TEXT=gpipe ' '--stages INT=4 ' '--micro-batches INT=8 '
 help compare '--rtol FLOAT=0 '
 help serve '--idle-exit DURATION '
-help supervise '--max-restarts INT=3 ' '--probe-timeout FLOAT=30 ' '--mpirun TEXT=mpirun '
+help supervise '--max-restarts INT=3 ' '--probe-timeout FLOAT=30 ' '--mpirun TEXT=mpirun ' \
+  '--regrow-interval FLOAT=60 ' '--spare TEXT '
 # No CLI11 validator name (`FLOAT:(FLOAT [UNIT]) AND (DURATION > 0)`, `INT:INT in [1 - 64]`) in any
 # help: the option's text says what it accepts.
 for subcommand in train schedule plan generate serve submit status cancel tokenize export compare \

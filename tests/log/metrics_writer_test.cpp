@@ -251,6 +251,23 @@ TEST(MetricsWriter, ARecoveryIsARecordAtItsResumedStepThatTheResumeKeepsAndCount
   EXPECT_DOUBLE_EQ(resumed.last_train_loss(), 1.0 / 4);
   resumed.recovery(4, {});
   EXPECT_EQ(resumed.recoveries(), 2);
+  EXPECT_EQ(resumed.widenings(), 0);
+}
+
+TEST(MetricsWriter, AWideningIsARecordAtItsResumedStepThatTheResumeKeepsAndCounts) {
+  testing::TempDir dir;
+  MetricsWriter writer(dir.path().string());
+  for (int64_t step = 1; step <= 5; ++step) writer.train(step, 1.0 / step, 0.1, 1.0);
+  // The supervisor stopped the job at step 5 with a checkpoint; the wider relaunch resumes it.
+  MetricsWriter(dir.path().string()).widening(5, {{"returned_hosts", {"h2"}}, {"steps_redone", 0}});
+  EXPECT_EQ(read_lines(writer.metrics_path()).back(),
+            R"({"step":5,"event":"widening","returned_hosts":["h2"],"steps_redone":0})");
+  EXPECT_DOUBLE_EQ(writer.last_train_loss(), 1.0 / 5);  // not the widening's
+
+  MetricsWriter resumed(dir.path().string());
+  EXPECT_EQ(resumed.keep_records_through(5), 0);
+  EXPECT_EQ(resumed.widenings(), 1);
+  EXPECT_EQ(resumed.recoveries(), 0);
 }
 
 TEST(MetricsWriter, KeepRecordsThroughLeavesAnUntouchedLogAlone) {

@@ -90,6 +90,14 @@ TEST(Progress, ARunThatASupervisorRelaunchedCountsItsRecoveriesLast) {
   line.recoveries = 2;
   EXPECT_EQ(format_progress(line, 1000, std::nullopt),
             "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA -- | 2 recoveries");
+  line.widenings = 1;  // relaunched wider once a host answered again
+  EXPECT_EQ(format_progress(line, 1000, std::nullopt),
+            "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA -- | 2 recoveries | "
+            "1 widening");
+  line.recoveries = 0;  // (a serve experiment started after the loss, on fewer hosts)
+  line.widenings = 2;
+  EXPECT_EQ(format_progress(line, 1000, std::nullopt),
+            "step 120/1000 | loss 0.4123 | lr 1.00e-03 | 5321 samples/s | ETA -- | 2 widenings");
 }
 
 TEST(Progress, ModelFlopsUtilizationFollowsTheRatesWhenKnown) {

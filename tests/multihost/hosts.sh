@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 #
 #   source "$(dirname "$0")/hosts.sh"   # exits 77 (skipped) without root, ip or network namespaces
-#   start_hosts                         # h1 h2 h3 at 10.77.0.1-3/24
+#   start_hosts                         # h1 h2 h3 at 10.77.0.1-3/24 (start_host 2: h2 again)
 #   on_hosts h1:1 h2:1 h3:1 -- train EXP.yaml --run-dir "$LOCAL/run" ...   # mpirun from h1
 #   same A B                            # compares $WORK/A.safetensors with $WORK/B.safetensors
 #
@@ -13,7 +13,9 @@
 # script): `ip netns exec`, then `unshare --uts --mount` with its own host name and
 # $WORK/hN bind-mounted on $LOCAL, so the same path is a different, node-local directory on
 # each host (no shared file system for run directories; the binary and configs are on the
-# root file system, the same copy on every host). mpirun runs on h1 and starts the other hosts'
+# root file system, the same copy on every host). Its mounts are slaves of the root namespace's,
+# so a host started again (start_host), whose namespace file `ip netns add` mounts there, is
+# seen from the hosts already running. mpirun runs on h1 and starts the other hosts'
 # orted through the plm_rsh_agent script `rsh_agent`, which runs its arguments through a shell
 # on that host. Teardown (trap on EXIT, INT, TERM): every process in a host's namespace killed
 # by pid (`ip netns pids`), the namespaces, veth links and bridge deleted, whatever the test
@@ -98,8 +100,28 @@ trap 'echo "FAILED: stopped by a signal" >&"$console"; exit 1' INT TERM
 ) &
 budget=$!
 
+# start_host N: host hN on the bridge: its namespace, veth pair and address; again, after
+# lose_host_after deleted it (a node that comes back, its disk $WORK/hN as it was).
+start_host() {
+  local n=$1 host=h$1
+  local ns=$PREFIX$host
+  mkdir -p "$WORK/$host" "$LOCAL"
+  # (A deleted namespace's veth pair may take a moment to go.)
+  for _ in $(seq 50); do
+    ip link show "${PREFIX}$host" > /dev/null 2>&1 || break
+    sleep 0.1
+  done
+  ip netns add "$ns"
+  ip link add "${PREFIX}$host" type veth peer name "${PREFIX}e$n"
+  ip link set "${PREFIX}e$n" netns "$ns"
+  ip link set "${PREFIX}$host" master "${PREFIX}br" up
+  ip -n "$ns" link set "${PREFIX}e$n" name eth0
+  ip -n "$ns" addr add "10.77.0.$n/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" link set lo up
+}
+
 start_hosts() {
-  local n host ns
   ip netns add "${PREFIX}probe" 2>/dev/null || skip "ip netns add does not work here"
   ip netns exec "${PREFIX}probe" unshare --uts --mount true 2>/dev/null || {
     ip netns del "${PREFIX}probe"
@@ -108,25 +130,14 @@ start_hosts() {
   ip netns del "${PREFIX}probe"
   ip link add "${PREFIX}br" type bridge
   ip link set "${PREFIX}br" up
-  for n in 1 2 3; do
-    host=h$n ns=$PREFIX$host
-    mkdir -p "$WORK/$host" "$LOCAL"
-    ip netns add "$ns"
-    ip link add "${PREFIX}$host" type veth peer name "${PREFIX}e$n"
-    ip link set "${PREFIX}e$n" netns "$ns"
-    ip link set "${PREFIX}$host" master "${PREFIX}br" up
-    ip -n "$ns" link set "${PREFIX}e$n" name eth0
-    ip -n "$ns" addr add "10.77.0.$n/24" dev eth0
-    ip -n "$ns" link set eth0 up
-    ip -n "$ns" link set lo up
-  done
+  for n in 1 2 3; do start_host "$n"; done
   # host_exec HOST COMMAND...: runs COMMAND (one shell command line) on HOST.
   cat > "$WORK/host_exec" <<EOF
 #!/bin/sh
 # Runs a shell command line on host \$1 (one of this test's network namespaces).
 host=\$1
 shift
-exec ip netns exec "$PREFIX\$host" unshare --uts --mount sh -c \\
+exec ip netns exec "$PREFIX\$host" unshare --uts --mount --propagation slave sh -c \\
   "hostname \$host && mount --bind $WORK/\$host $LOCAL && exec \$*"
 EOF
   # Open MPI calls the agent as `rsh_agent HOST COMMAND...` to start its daemon on HOST. Like

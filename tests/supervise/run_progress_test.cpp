@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "supervise/recovery.h"
+#include "supervise/widening.h"
 #include "support/temp_dir.h"
 
 namespace mpipe::supervise {
@@ -23,6 +24,16 @@ TEST(RunProgress, TheLastTrainingRecordGivesTheStepAndNoFileGivesZero) {
         "{\"step\":1,\"loss\":1.0}\n{\"step\":2,\"loss\":0.9}\n"
         "{\"step\":9,\"split\":\"val\",\"loss\":0.8}\n{\"step\":3,\"lo");
   EXPECT_EQ(last_logged_step(dir.path().string()), 2);
+}
+
+TEST(RunProgress, AFileWrittenSinceALaunchIsOneThatExistsAndIsNotOlder) {
+  testing::TempDir dir;
+  const auto before = std::chrono::system_clock::now() - std::chrono::hours(1);
+  EXPECT_FALSE(written_since(dir.file("summary.json"), before));  // none yet
+  write(dir.file("summary.json"), "{}\n");
+  EXPECT_TRUE(written_since(dir.file("summary.json"), before));
+  EXPECT_FALSE(written_since(dir.file("summary.json"),
+                             std::chrono::system_clock::now() + std::chrono::hours(1)));
 }
 
 TEST(RunProgress, ARecoveryGoesIntoMetricsAtItsResumedStepAndIsNotAStepLogged) {
@@ -66,7 +77,8 @@ TEST(RunProgress, RecoveriesAreAddedToTheSummaryAndKeepItsKeys) {
                           .last_step = 6,
                           .resumed_from = 4,
                           .seconds_lost = 12.5};
-  add_to_summary(dir.path().string(), nlohmann::ordered_json::array({recovery_json(recovery)}));
+  add_to_summary(dir.path().string(),
+                 {{"recoveries", nlohmann::ordered_json::array({recovery_json(recovery)})}});
   std::ifstream in(dir.file("summary.json"));
   const auto summary = nlohmann::json::parse(in);
   EXPECT_EQ(summary["steps"], 7);
@@ -90,12 +102,58 @@ TEST(RunProgress, RecoveriesAreAddedToTheSummaryAndKeepItsKeys) {
                         "stages") != std::string::npos);
 }
 
+TEST(RunProgress, AWideningGoesIntoMetricsAndTheSummaryBesideTheRecoveries) {
+  testing::TempDir dir;
+  write(dir.file("metrics.jsonl"), "{\"step\":34,\"loss\":1.0}\n");
+  Widening widening{.time = "2026-11-30T20:00:00Z",
+                    .returned_hosts = {"h2"},
+                    .old_hosts = "h1:1,h3:1",
+                    .new_hosts = "h1:1,h2:1,h3:1",
+                    .old_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
+                    .new_layout = {.stages = 3, .replicas = 1, .micro_batches = 4},
+                    .bit_identical = true,
+                    .last_step = 34,
+                    .resumed_from = 34};
+  EXPECT_EQ(widening_stop_line(widening),
+            "supervise: h2 answers again; stopping the job at its next step boundary to relaunch "
+            "it on h1:1,h2:1,h3:1 as 3 stages x 1 replica, 4 micro-batches each (now 2 stages x 1 "
+            "replica, 4 micro-batches each on h1:1,h3:1), bit-identical");
+  EXPECT_EQ(widening_line(widening, 1),
+            "supervise: widening 1: relaunching on h1:1,h2:1,h3:1 as 3 stages x 1 replica, 4 "
+            "micro-batches each, resuming from step 34 (0 steps to redo)");
+  add_to_metrics(dir.path().string(), widening);
+  EXPECT_EQ(last_logged_step(dir.path().string()), 34);
+  std::ifstream in(dir.file("metrics.jsonl"));
+  std::string line;
+  for (int i = 0; i < 2; ++i) std::getline(in, line);
+  const auto record = nlohmann::json::parse(line);
+  EXPECT_EQ(record["step"], 34);
+  EXPECT_EQ(record["event"], "widening");
+  EXPECT_EQ(record["returned_hosts"][0], "h2");
+  EXPECT_EQ(record["new_layout"]["stages"], 3);
+  EXPECT_EQ(record["steps_redone"], 0);
+  EXPECT_FALSE(record.contains("seconds"));  // known only once the relaunch gets past step 34
+
+  write(dir.file("summary.json"), "{\"steps\": 60}\n");
+  widening.seconds = 4.5;
+  widening.experiment = "mlp-1";  // under `mpipe serve`
+  add_to_summary(dir.path().string(),
+                 {{"widenings", nlohmann::ordered_json::array({widening_json(widening)})}});
+  std::ifstream summary_in(dir.file("summary.json"));
+  const auto summary = nlohmann::json::parse(summary_in);
+  EXPECT_EQ(summary["steps"], 60);
+  EXPECT_FALSE(summary.contains("recoveries"));
+  EXPECT_EQ(summary["widenings"][0]["seconds"], 4.5);
+  EXPECT_EQ(summary["widenings"][0]["experiment"], "mlp-1");
+  EXPECT_EQ(summary["widenings"][0]["old_hosts"], "h1:1,h3:1");
+}
+
 TEST(RunProgress, ASummaryThatCannotBeReadIsAnErrorNamingIt) {
   testing::TempDir dir;
-  EXPECT_THROW(add_to_summary(dir.path().string(), nlohmann::ordered_json::array()), Error);
+  EXPECT_THROW(add_to_summary(dir.path().string(), nlohmann::ordered_json::object()), Error);
   write(dir.file("summary.json"), "[1]");
   try {
-    add_to_summary(dir.path().string(), nlohmann::ordered_json::array());
+    add_to_summary(dir.path().string(), nlohmann::ordered_json::object());
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), dir.file("summary.json") + ": not a JSON object");
