@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where K = 2's step goes against K = 1 M = 1's (issue 36: K = 2 >= 1.6x K = 1 M = 1 on 2 cores):
-# configs/scaling_mlp.yaml at K = 1, M = 1 (one process, one thread) and at K = 2, M = MICRO under
-# SCHEDULE with the weight gradients grouped by GROUP (one rank and one thread per core), ROUNDS
+# configs/scaling_mlp.yaml at K = 1, M = 1 (one process, one thread) and at K = 2 at each M of MICRO
+# under SCHEDULE with the weight gradients grouped by GROUP (one rank and one thread per core), ROUNDS
 # rounds interleaved, each configuration run at two lengths (STEPS_SHORT and STEPS_LONG) at
 # log.level: trace under `perf stat` per rank. k2_account.py prints per rank the step's compute,
 # waiting, sending and the rest, each op kind's time and GFLOP/s at its rows, and what perf counted
@@ -10,7 +10,8 @@
 #
 #   scripts/bench/k2_account.sh      # about 2 minutes on the 2-core machine at ROUNDS=3
 #
-# Environment: ROUNDS (3), MICRO (8), SCHEDULE (zbv), GROUP (8), STEPS_SHORT (8), STEPS_LONG (32),
+# Environment: ROUNDS (3), MICRO (8; a list such as "4 8" runs each), SCHEDULE (zbv), GROUP (default
+# each M: one product over the step's rows), STEPS_SHORT (8), STEPS_LONG (32),
 # MPIPE_BIN, BENCH_DIR, RUNS (a directory to keep the runs in; default a temporary one), BEFORE (an
 # older mpipe binary: its two runs too, named before-*, in each round before this binary's).
 # perf on a VM without hardware counters counts the software events only.
@@ -18,7 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${MPIPE_BIN:-build/release/apps/mpipe}
 gemm=${BENCH_DIR:-build/release/apps/bench}/bench_gemm
-rounds=${ROUNDS:-3} micro=${MICRO:-8} schedule=${SCHEDULE:-zbv} group=${GROUP:-8}
+rounds=${ROUNDS:-3} schedule=${SCHEDULE:-zbv}
+read -r -a micros <<<"${MICRO:-8}"
 steps_short=${STEPS_SHORT:-8} steps_long=${STEPS_LONG:-32}
 for exe in "$bin" "$gemm" ${BEFORE:+"$BEFORE"}; do
   [[ -x "$exe" ]] || { echo "k2_account.sh: $exe is not an executable (build it)" >&2; exit 2; }
@@ -29,15 +31,18 @@ work=${RUNS:-$(mktemp -d /tmp/mpipe-k2-account.XXXXXX)}
 mkdir -p "$work"
 [[ -n "${RUNS:-}" ]] || trap 'rm -rf "$work"' EXIT
 config=configs/scaling_mlp.yaml
-rows=$((256 / micro))
 # zbv: two chunks per rank, four stages of two blocks (the head on the last); otherwise one each.
 k2_partition="[8,9]"
 [[ $schedule == zbv || $schedule == interleaved ]] && k2_partition="[4,4,4,5]"
-k2_sets=(--set "pipeline.schedule=$schedule" --set "pipeline.partition=$k2_partition")
-[[ $schedule == interleaved ]] && k2_sets+=(--set pipeline.virtual_stages=2)
-if ((group > 1)); then
-  k2_sets+=(--set pipeline.weight_grads=grouped --set "pipeline.weight_group=$group")
-fi
+# k2_sets M: the K = 2 run's settings at M micro-batches.
+k2_sets() {
+  local group=${GROUP:-$1}
+  printf -- '--set\n%s\n' "pipeline.schedule=$schedule" "pipeline.partition=$k2_partition"
+  [[ $schedule == interleaved ]] && printf -- '--set\npipeline.virtual_stages=2\n'
+  if ((group > 1)); then
+    printf -- '--set\n%s\n' pipeline.weight_grads=grouped "pipeline.weight_group=$group"
+  fi
+}
 
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "load before: $(uptime)"
@@ -67,15 +72,21 @@ for ((r = 1; r <= rounds; r++)); do
     exe=$bin prefix=""
     [[ $which == before ]] && exe=$BEFORE prefix=before-
     run "$exe" "${prefix}k1-m1-r$r" 1 1 --set "pipeline.partition=[17]"
-    run "$exe" "${prefix}k2-m$micro-r$r" 2 "$micro" "${k2_sets[@]}"
+    for m in "${micros[@]}"; do
+      mapfile -t sets < <(k2_sets "$m")
+      run "$exe" "${prefix}k2-m$m-r$r" 2 "$m" "${sets[@]}"
+    done
   done
 done
 echo "commands (each at train.steps=$steps_short and $steps_long):"
-sed -n '1s/^train.steps=[0-9]* /  /p' "$work/k1-m1-r1-long/run.log" "$work/k2-m$micro-r1-long/run.log"
+sed -n '1s/^train.steps=[0-9]* /  /p' "$work/k1-m1-r1-long/run.log" "$work/k2-m"*-r1-long/run.log
 echo "load after: $(uptime)"
 specs=()
 for prefix in ${BEFORE:+before-} ""; do
-  specs+=("${prefix}k1-m1:1:gpipe:[17]:256:1" "${prefix}k2-m$micro:2:$schedule:$k2_partition:$rows:$group")
+  specs+=("${prefix}k1-m1:1:gpipe:[17]:256:1")
+  for m in "${micros[@]}"; do
+    specs+=("${prefix}k2-m$m:2:$schedule:$k2_partition:$((256 / m)):${GROUP:-$m}")
+  done
 done
 python3 scripts/bench/k2_account.py "$work" "${specs[@]}"
 
@@ -83,7 +94,9 @@ echo
 echo "one product at one thread, a stage's 4 weights in turn, GFLOP/s: alone on CPU 0, and on"
 echo "CPUs 0 and 1 at once (the two ranks' products side by side):"
 printf '  %-20s %8s %16s\n' product alone "together (0/1)"
-for n in "$rows" 256; do
+gemm_rows=(256)
+for m in "${micros[@]}"; do gemm_rows+=($((256 / m))); done
+for n in $(printf '%s\n' "${gemm_rows[@]}" | sort -un); do
   args=(--rows "$n" --in 1024 --out 1024 --weights 4 --seconds 0.5)
   alone=$(taskset -c 0 "$gemm" "${args[@]}" | awk '{ print $(NF - 1) }')
   taskset -c 0 "$gemm" "${args[@]}" >"$work/gemm.0" &
