@@ -1,6 +1,7 @@
 // BucketedAllreduce: sums a float buffer over a communicator in buckets, each started
 // (MPI_Iallreduce) as soon as its part of the buffer is final, so the reduction overlaps the
-// computation of the rest; or over the levels of a fixed pairwise tree.
+// computation of the rest; or over the levels of a fixed pairwise tree, each bucket reduced
+// whole or scattered (recursive halving: each rank ends with the sum of its shard only).
 #pragma once
 
 #include <cstddef>
@@ -22,12 +23,25 @@ namespace mpipe::comm {
 // and so on, each level's collectives started in the same bucket order: with 2^k ranks every rank
 // ends with ((s0 + s1) + (s2 + s3)) + ..., whatever algorithm MPI picks (each level's sum is one
 // IEEE addition, which commutes).
+//
+// Scattered over the tree (a reduce-scatter by recursive halving), each bucket is cut into 2^k
+// shards, and at level i a rank keeps the half of its remaining shards that its bit i selects
+// (its rank in level i's pair): it sends the other half to its partner and adds the partner's
+// part of its own half into it, one IEEE addition per element per level, in the same bucket
+// order. Every element of a rank's final shard is then summed exactly as the tree's allreduce
+// sums it, the same bits; the shard is shard_index(group rank) of optim/replica_shard.h (the
+// rank's bits reversed), and the rest of the bucket holds partial sums.
 class BucketedAllreduce {
  public:
   BucketedAllreduce(const Communicator& comm, std::vector<std::span<float>> buckets);
   // `levels`: the tree's levels, lowest first (each a communicator of 2 ranks), or one
   // communicator of any size (the constructor above).
   BucketedAllreduce(std::vector<const Communicator*> levels, std::vector<std::span<float>> buckets);
+  // Scattered: `shards[b]` holds bucket b's 2^k + 1 shard begins in shard order (ascending
+  // offsets into the bucket, the first 0, the last its size; shards may be empty), `levels` the
+  // tree's k levels (tree_levels). Throws mpipe::Error on other cuts.
+  BucketedAllreduce(std::vector<const Communicator*> levels, std::vector<std::span<float>> buckets,
+                    std::vector<std::vector<size_t>> shards);
   BucketedAllreduce(const BucketedAllreduce&) = delete;
   BucketedAllreduce& operator=(const BucketedAllreduce&) = delete;
 
@@ -46,13 +60,28 @@ class BucketedAllreduce {
   size_t num_completed() const;
 
  private:
+  // One bucket's sum at one level: an allreduce in place, or (scattered) the partner's half sent
+  // and this rank's half received, then added.
+  struct Sum {
+    Request request;  // the allreduce, or the receive
+    Request send;
+    std::vector<float> received;
+    std::span<float> into;  // where `received` is added
+    bool done = false;
+    // Tests (or waits for) the requests; adds what was received once both are complete.
+    bool test();
+    void wait();
+  };
   // Starts level `level` of the `k`-th bucket in start order.
   void start(size_t level, size_t k);
+  // The halving exchange of level `level` over `bucket` cut at `shards`.
+  Sum exchange(size_t level, std::span<float> bucket, const std::vector<size_t>& shards) const;
 
   std::vector<const Communicator*> levels_;
   std::vector<std::span<float>> buckets_;
-  size_t next_;                                 // buckets [next_, size) have been started
-  std::vector<std::vector<Request>> requests_;  // per level, in start order
+  std::vector<std::vector<size_t>> shards_;  // per bucket when scattered, else empty
+  size_t next_;                              // buckets [next_, size) have been started
+  std::vector<std::vector<Sum>> sums_;       // per level, in start order
 };
 
 // `data` cut into buckets: bucket i is data[begins[i], begins[i + 1]) (the last one ends at

@@ -2,6 +2,7 @@
 // operation is nonblocking underneath and waits under the watchdog.
 #include "comm/communicator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -239,6 +240,25 @@ void Communicator::gatherv(std::span<const float> mine, int root, std::span<floa
                          all.data(), counts.data(), offsets.data(), MPI_FLOAT, root, handle_->comm,
                          &request.state_->op.request),
             "MPI_Igatherv");
+  request.wait();
+}
+
+void Communicator::allgatherv_in_place(std::span<float> data,
+                                       std::span<const int64_t> begins) const {
+  check(begins.size() == static_cast<std::size_t>(size()) + 1 && std::ranges::is_sorted(begins) &&
+            begins.front() >= 0 && begins.back() <= static_cast<int64_t>(data.size()),
+        "MPI_Iallgatherv: {} part begins over {} ranks and {} floats", begins.size(), size(),
+        data.size());
+  std::vector<int> counts, offsets;
+  for (std::size_t r = 0; r + 1 < begins.size(); ++r) {
+    counts.push_back(
+        to_mpi_count(static_cast<std::size_t>(begins[r + 1] - begins[r]), "MPI_Iallgatherv"));
+    offsets.push_back(to_mpi_count(static_cast<std::size_t>(begins[r]), "MPI_Iallgatherv"));
+  }
+  Request request = start("MPI_Iallgatherv", -1, -1, -1, {});
+  check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), counts.data(),
+                            offsets.data(), MPI_FLOAT, handle_->comm, &request.state_->op.request),
+            "MPI_Iallgatherv");
   request.wait();
 }
 

@@ -113,6 +113,9 @@ class Communicator {
   // The same into `all` on `root` (exactly the contributions' total size there; ignored
   // elsewhere), so the caller owns the buffer.
   void gatherv(std::span<const float> mine, int root, std::span<float> all) const;
+  // Every rank's part of `data`, [begins[rank], begins[rank + 1]), to every rank, in place
+  // (MPI_Iallgatherv). `begins`: size() + 1 ascending offsets, the last at most data.size().
+  void allgatherv_in_place(std::span<float> data, std::span<const int64_t> begins) const;
   void broadcast(std::span<float> data, int root) const;
   void broadcast(std::span<double> data, int root) const;
   // The root's `text` (any bytes) replaces every other rank's.

@@ -26,7 +26,8 @@ ParamBuffer::ParamBuffer(std::span<Layer* const> layers) : layers_(layers.begin(
     check(l == 0 || layers_[l - 1]->global_index() < layer.global_index(),
           "ParamBuffer: layers must be in ascending global order ({} after {})",
           layer.global_index(), l == 0 ? -1 : layers_[l - 1]->global_index());
-    const int64_t begin = num_values;
+    // A layer's range (and its first norm block) begins at its first tensor: aligned.
+    const int64_t begin = layer.param_specs().empty() ? num_values : aligned(num_values);
     for (const ParamSpec& spec : layer.param_specs()) {
       num_values = aligned(num_values);
       entries_.push_back({layer.global_index(), spec.name, spec.shape, num_values, true});
@@ -112,29 +113,60 @@ std::span<float> ParamBuffer::grads_of(int global_layer) {
 
 std::vector<std::pair<int, double>> ParamBuffer::grad_square_sums_per_layer() const {
   std::vector<std::pair<int, double>> sums;
-  const std::span<const float> g = grads();
-  for (const LayerRange& range : ranges_) {
-    // Fixed chunks summed in parallel, then the chunk sums in order: the result depends on
-    // neither the thread count nor the partition (OpenMP's own reduction order is unspecified).
-    constexpr int64_t kChunk = 1 << 16;
-    const int64_t num_chunks = (range.end - range.begin + kChunk - 1) / kChunk;
-    std::vector<double> chunk_sums(static_cast<size_t>(num_chunks), 0.0);
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < num_chunks; ++c) {
-      const int64_t begin = range.begin + c * kChunk;
-      const int64_t end = std::min(range.end, begin + kChunk);
-      double chunk = 0.0;
-      for (int64_t i = begin; i < end; ++i) {
-        const double v = g[static_cast<size_t>(i)];
-        chunk += v * v;
-      }
-      chunk_sums[static_cast<size_t>(c)] = chunk;
-    }
-    double sum = 0.0;
-    for (double chunk : chunk_sums) sum += chunk;
-    sums.emplace_back(range.global_layer, sum);
+  for (const LayerRange& range : ranges_) sums.emplace_back(range.global_layer, 0.0);
+  size_t at = 0;  // blocks come in layer order
+  for (const auto& [layer, block] : grad_square_block_sums(0, num_params())) {
+    while (sums[at].first != layer) ++at;
+    sums[at].second += block;
   }
   return sums;
+}
+
+std::vector<std::pair<int, double>> ParamBuffer::grad_square_block_sums(int64_t begin,
+                                                                        int64_t end) const {
+  const std::vector<int64_t> cuts = norm_block_begins();
+  const auto is_cut = [&](int64_t at) {
+    return at == num_params() || std::ranges::binary_search(cuts, at) ||
+           std::ranges::none_of(ranges_,
+                                [at](const LayerRange& r) { return r.begin < at && at < r.end; });
+  };
+  check(0 <= begin && begin <= end && end <= num_params() && is_cut(begin) && is_cut(end),
+        "grad_square_block_sums: [{}, {}) cuts a norm block", begin, end);
+  struct Block {
+    int layer;
+    int64_t begin, end;
+  };
+  std::vector<Block> blocks;
+  for (const LayerRange& range : ranges_) {
+    for (int64_t b = range.begin; b < range.end; b += kNormBlock) {
+      if (begin <= b && b < end) {
+        blocks.push_back({range.global_layer, b, std::min(range.end, b + kNormBlock)});
+      }
+    }
+  }
+  // Blocks summed in parallel, each in order: OpenMP's own reduction order is unspecified.
+  std::vector<std::pair<int, double>> sums(blocks.size());
+  const std::span<const float> g = grads();
+  const auto num_blocks = static_cast<int64_t>(blocks.size());
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < num_blocks; ++i) {
+    const Block& block = blocks[static_cast<size_t>(i)];
+    double sum = 0.0;
+    for (int64_t j = block.begin; j < block.end; ++j) {
+      const double v = g[static_cast<size_t>(j)];
+      sum += v * v;
+    }
+    sums[static_cast<size_t>(i)] = {block.layer, sum};
+  }
+  return sums;
+}
+
+std::vector<int64_t> ParamBuffer::norm_block_begins() const {
+  std::vector<int64_t> begins;
+  for (const LayerRange& range : ranges_) {
+    for (int64_t b = range.begin; b < range.end; b += kNormBlock) begins.push_back(b);
+  }
+  return begins;
 }
 
 }  // namespace mpipe::nn

@@ -16,6 +16,11 @@ namespace mpipe::nn {
 
 class ParamBuffer {
  public:
+  // A layer's gradient sum of squares is the in-order sum of blocks of this many floats counted
+  // from the layer's start (the last one shorter), each summed alone: its bits depend on neither
+  // the partition, the thread count nor a cut at a block boundary (optimizer shards).
+  static constexpr int64_t kNormBlock = int64_t{1} << 12;
+
   struct Entry {
     int global_layer;
     std::string name;
@@ -51,8 +56,16 @@ class ParamBuffer {
 
   // Per layer: its params (trainable, in param_specs() order), then its buffers.
   const std::vector<Entry>& entries() const { return entries_; }
-  // (global layer, sum of squares of its grads in double), one pair per layer, ascending.
+  // (global layer, sum of squares of its grads in double), one pair per layer, ascending: each
+  // the sum of its grad_square_block_sums in order.
   std::vector<std::pair<int, double>> grad_square_sums_per_layer() const;
+  // (global layer, sum of squares of one norm block's grads in double) for every block inside
+  // [begin, end) of grads(), in buffer order. [begin, end) must not cut a block: its ends in
+  // norm_block_begins() or num_params(); else throws mpipe::Error.
+  std::vector<std::pair<int, double>> grad_square_block_sums(int64_t begin, int64_t end) const;
+  // Where every layer's norm blocks begin in grads(), ascending: the places the buffer can be cut
+  // without changing any layer's sum of squares.
+  std::vector<int64_t> norm_block_begins() const;
   int64_t num_params() const { return values_.numel(); }  // including alignment padding
   int64_t num_buffer_values() const { return buffers_.numel(); }
 

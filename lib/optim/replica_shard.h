@@ -3,23 +3,28 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "optim/optimizer.h"
 
 namespace mpipe::optim {
 
-// Shards start on multiples of 16 floats (64 bytes, ParamBuffer's tensor alignment), so a
-// shard's element-wise loops see the same alignment as the whole buffer's.
-inline constexpr int64_t kShardAlign = 16;
+// Where replica `replica` of `replicas` sits in shard order: with a power of two D its bits
+// reversed (the shard a reduce-scatter by recursive halving over comm::tree_levels leaves it:
+// level i keeps the half its bit i selects), otherwise `replica` itself.
+int shard_index(int replica, int replicas);
 
-// The start of every replica's shard of `num_params` parameters, then num_params: replica r owns
-// [begins[r], begins[r + 1]), begins[r] = r·num_params/D rounded down to a multiple of
-// kShardAlign, so every shard but the last holds at most num_params/D (a shard may be empty).
-// replicas >= 1.
-std::vector<int64_t> shard_begins(int64_t num_params, int replicas);
+// The start of every shard of `num_params` parameters in shard order, then num_params: shard s is
+// [begins[s], begins[s + 1]). Shards are cut only at `cuts` (ascending offsets in [0,
+// num_params]: the gradient norm's block begins, nn::ParamBuffer::norm_block_begins), so a shard
+// holds whole blocks and its partial sums of squares are the unsharded run's: begins[s] is the
+// largest cut (or 0) at most s·num_params/D. A shard may be empty. replicas >= 1.
+std::vector<int64_t> shard_begins(std::span<const int64_t> cuts, int64_t num_params, int replicas);
 
-// Replica `replica`'s shard of shard_begins(num_params, replicas).
-ParamRange replica_shard(int64_t num_params, int replicas, int replica);
+// Replica `replica`'s shard of shard_begins(cuts, num_params, replicas): shard
+// shard_index(replica, replicas).
+ParamRange replica_shard(std::span<const int64_t> cuts, int64_t num_params, int replicas,
+                         int replica);
 
 }  // namespace mpipe::optim

@@ -196,10 +196,11 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
   m.params = allocator_.block_bytes(sum(params_, begin, end));
   m.grads = m.params;
   m.gradient_partials = stash.gradient_partials * m.grads;
-  // Sharded, the slots hold the largest shard: the last replica's, from (D-1)·n/D rounded down
-  // to 16 floats (optim::shard_begins).
+  // Sharded, the slots hold a D-th, counted as the last shard from (D-1)·n/D: shards are cut at
+  // the gradient norm's blocks (optim::shard_begins, 4096 floats), so each replica's is within a
+  // block of n/D.
   const auto floats = static_cast<int64_t>(sum(params_, begin, end) / sizeof(float));
-  const int64_t last_begin = (optimizer_shards_ - 1) * floats / optimizer_shards_ / 16 * 16;
+  const int64_t last_begin = (optimizer_shards_ - 1) * floats / optimizer_shards_;
   m.optimizer_state =
       optimizer_slots_ *
       allocator_.block_bytes(static_cast<double>((floats - last_begin) * int64_t{sizeof(float)}));

@@ -83,7 +83,7 @@ struct StageMemory {
   double grads = 0.0;
   double gradient_partials = 0.0;  // weight_grads: tree: older partial sums of the gradients
   // optimizer_slots x params (SGD momentum 1, Adam/AdamW 2); sharded across D replicas, x the
-  // largest replica's shard of them
+  // last replica's shard of them (each within a norm block of a D-th)
   double optimizer_state = 0.0;
   double buffers = 0.0;              // non-trainable (batch-norm running statistics)
   double kept_activations = 0.0;     // inputs and saved tensors of the micro-batches in flight

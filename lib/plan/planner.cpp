@@ -30,23 +30,15 @@ double optimizer_passes(int optimizer_slots, bool clips_gradients) {
   return 5.0 + 2.0 * optimizer_slots + (clips_gradients ? 3.0 : 0.0);
 }
 
-double optimizer_update_passes(int optimizer_slots) { return 3.0 + 2.0 * optimizer_slots; }
+double optimizer_shard_passes(int optimizer_slots, bool clips_gradients) {
+  return optimizer_passes(optimizer_slots, clips_gradients) - 1.0;
+}
 
-double shard_broadcast_s(double param_bytes, int shards, double link_bytes_per_s,
+double shard_allgather_s(double param_bytes, int shards, double link_bytes_per_s,
                          double link_latency_s) {
   if (shards < 2 || param_bytes <= 0) return 0.0;
   const double d = shards;
-  const double shard_s = param_bytes / d / link_bytes_per_s;
-  double each = 0.0;  // one replica's broadcast of its shard
-  if (shards <= 4) {
-    each = link_latency_s + (d - 1.0) * shard_s;
-  } else if (param_bytes / d >= 65536.0) {
-    each = (d - 1.0) * link_latency_s + shard_s;
-  } else {
-    const double levels = std::bit_width(static_cast<unsigned>(shards - 1));
-    each = levels * (link_latency_s + shard_s);
-  }
-  return d * each;
+  return link_latency_s + (d - 1.0) * param_bytes / d / link_bytes_per_s;
 }
 
 namespace {
@@ -95,10 +87,12 @@ class StageTimes {
                                        request.pipeline.weight_group)
                              .deferred();
     const auto r = static_cast<double>(rows);
-    // Sharded, a replica updates about 1 / D of the parameters (optimizer_update_passes).
-    const double update_passes = optimizer_update_passes(request.optimizer_slots);
+    // Sharded, a replica checks, clips and updates about 1 / D of the parameters
+    // (optimizer_shard_passes).
+    const double shard_passes =
+        optimizer_shard_passes(request.optimizer_slots, request.clips_gradients);
     const double passes = optimizer_passes(request.optimizer_slots, request.clips_gradients) -
-                          update_passes + update_passes / request.optimizer_shards;
+                          shard_passes + shard_passes / request.optimizer_shards;
     forward_.assign(costs.size() + 1, 0.0);
     backward_ = weight_ = batched_weight_ = optimizer_ = forward_;
     for (size_t i = 0; i < costs.size(); ++i) {
@@ -303,8 +297,8 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
   }
   s.compute_s = c.times.compute(range.begin, range.end);
   s.optimizer_s = c.times.optimizer(range.begin, range.end);
-  s.shard_broadcast_s =
-      shard_broadcast_s(param_bytes, c.request.optimizer_shards, c.request.rates.link_bytes_per_s,
+  s.shard_allgather_s =
+      shard_allgather_s(param_bytes, c.request.optimizer_shards, c.request.rates.link_bytes_per_s,
                         c.request.rates.link_latency_s);
   std::tie(s.memory, s.stash) = c.peak(range.begin, range.end, stage);
   s.fits = !c.limit || s.memory.total() <= *c.limit;
@@ -316,6 +310,9 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
 // (comm::prefer_reduce_scatter_allgather): a reduce-scatter, then an allgather, each moving
 // (D - 1) / D of a layer's gradient over every rank's link at once; under `weight_grads: tree`
 // each of the log2 D levels is such an allreduce of 2 ranks (half the gradient each way, twice).
+// Sharded over a power of two of replicas without tied copies it is a reduce-scatter by
+// recursive halving (Trainer::step): level i sends and receives 2^-(i+1) of it, (D - 1) / D in
+// all.
 // Each layer's starts once its part of the stage's last gradient work is done, last layer first
 // (Executor::between_layers): of the last backward, of the last W op where backwards are split,
 // or of the WB op where they are batched. Measured on two hosts at 1 Gbit/s and 100 Mbit/s:
@@ -325,7 +322,10 @@ std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRa
   const PipelineConfig& pipe = c.request.pipeline;
   const int replicas = pipe.data_parallel;
   if (replicas < 2) return {};
-  const double transfers = pipe.weight_grads == WeightGrads::kTree
+  const bool scattered = c.request.optimizer_shards > 1 &&
+                         std::has_single_bit(static_cast<unsigned>(replicas)) && !c.plan.tied;
+  const double transfers = scattered ? (replicas - 1.0) / replicas
+                           : pipe.weight_grads == WeightGrads::kTree
                                ? std::bit_width(static_cast<unsigned>(replicas)) - 1.0
                                : 2.0 * (replicas - 1) / replicas;
   const auto last =
@@ -405,8 +405,8 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   for (int s = 0; s < c.num_stages; ++s) {
     const StagePlan& stage = out.stages[static_cast<size_t>(s)];
     const auto rank = static_cast<size_t>(c.placement.rank_of(s));
-    // A rank updates its chunks one after another, each followed by its shards' broadcasts.
-    rank_optimizer_s[rank] += stage.optimizer_s + stage.shard_broadcast_s;
+    // A rank updates its chunks one after another, each followed by its shards' allgather.
+    rank_optimizer_s[rank] += stage.optimizer_s + stage.shard_allgather_s;
     compute += stage.compute_s;
     largest = std::max(largest, stage.compute_s);
     step_end =

@@ -48,20 +48,18 @@ struct MachineRates {
 // and written, the gradients read again, and each of `optimizer_slots` slots read and written;
 // with `clips_gradients`, also the gradients read for their norm, then read and written scaled.
 double optimizer_passes(int optimizer_slots, bool clips_gradients);
-// Of optimizer_passes, those over the parameters a replica updates: the values read and written,
-// the gradients read again and each slot read and written. Under optimizer.shard_across_replicas
-// a replica makes these over its shard only; the zeroing, the finite check and the clipping read
-// the whole gradient on every replica.
-double optimizer_update_passes(int optimizer_slots);
+// Of optimizer_passes, those over the parameters a replica updates: all but the zeroing. Under
+// optimizer.shard_across_replicas a replica makes these over its shard only (the finite check,
+// the norm and the clipping read its shard's summed gradients); the zeroing covers the whole
+// gradient, which the next step's reduction reads.
+double optimizer_shard_passes(int optimizer_slots, bool clips_gradients);
 
 // optimizer.shard_across_replicas: the seconds a replica takes to send and receive the updated
-// shards of `param_bytes` of a stage's parameters over `shards` replicas (Trainer's share_shards:
-// one blocking MPI_Ibcast from each replica in turn, each of a shard of about param_bytes / D).
-// Open MPI's libnbc broadcasts linearly on up to 4 ranks (the root sends its shard to each other
-// replica: D - 1 shards over its link), over a pipelined chain on more when a shard is 64 KiB or
-// more (about one shard's time and a latency per hop), else down a binomial tree (ceil(log2 D)
-// shards' time). 0 for one shard.
-double shard_broadcast_s(double param_bytes, int shards, double link_bytes_per_s,
+// shards of `param_bytes` of a stage's parameters over `shards` replicas (Trainer::step: one
+// MPI_Iallgatherv in place, each shard about param_bytes / D). Open MPI's libnbc allgathers
+// linearly: every replica sends its shard to each other one at once, so each link carries D - 1
+// shards each way, after one latency. 0 for one shard.
+double shard_allgather_s(double param_bytes, int shards, double link_bytes_per_s,
                          double link_latency_s);
 
 struct PlanRequest {
@@ -97,8 +95,8 @@ struct StagePlan {
   double compute_s = 0.0;    // forwards, backwards and recomputes
   double optimizer_s = 0.0;  // zeroing, clipping and the optimizer update of its parameters
   // optimizer.shard_across_replicas: the updated shards sent to every replica after the update
-  // (shard_broadcast_s); 0 unsharded.
-  double shard_broadcast_s = 0.0;
+  // (shard_allgather_s); 0 unsharded.
+  double shard_allgather_s = 0.0;
   // Bytes of the activations (its output's live set) and gradients (its input's) it sends per
   // step: every micro-batch's, none past the model's ends.
   double sent_bytes = 0.0;

@@ -1,8 +1,10 @@
 // Finite checks over parameter-layout spans.
 #include "train/finite_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 
 namespace mpipe::train {
 
@@ -17,13 +19,17 @@ bool all_finite(std::span<const float> values) {
   return poison == 0.0f;
 }
 
-std::vector<int> layers_with_nonfinite(const nn::ParamBuffer& params,
-                                       std::span<const float> values) {
+std::vector<int> layers_with_nonfinite(const nn::ParamBuffer& params, std::span<const float> values,
+                                       std::optional<optim::ParamRange> within) {
+  const optim::ParamRange range = within.value_or(optim::ParamRange{0, std::ssize(values)});
   std::vector<int> layers;
   for (const nn::ParamBuffer::Entry& entry : params.entries()) {
     if (!entry.trainable) continue;
+    const int64_t begin = std::max(entry.offset, range.begin);
+    const int64_t end = std::min(entry.offset + entry.shape.numel(), range.end);
+    if (begin >= end) continue;
     const auto tensor =
-        values.subspan(static_cast<size_t>(entry.offset), static_cast<size_t>(entry.shape.numel()));
+        values.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
     if (!all_finite(tensor) && (layers.empty() || layers.back() != entry.global_layer)) {
       layers.push_back(entry.global_layer);
     }

@@ -17,11 +17,12 @@ namespace mpipe::train {
 
 // Replica 0 writes `tensors` (held_stage_state's: the same names and shapes on every replica) as
 // stage `stage`'s shard of step `step` with `store` and returns its record; each sharded tensor
-// is gathered whole from the replicas' parts, in replica order, into `scratch` just before it is
+// is gathered whole from the replicas' parts, in shard order, into `scratch` just before it is
 // written (at least the largest sharded tensor: the chunk's gradient buffer, free between steps),
 // so a save holds nothing beside the live state. The other replicas send their parts and return
-// nullopt. Collective over `replicas`
-// (the data-parallel group: rank r is replica r) when any tensor is sharded. A write that fails
+// nullopt. Collective over `replicas` (the data-parallel group in shard order,
+// Trainer::shard_order: rank s holds shard s, and replica 0 is rank 0) when any tensor is
+// sharded. A write that fails
 // on replica 0 still takes every part before it throws, so no replica is left waiting.
 std::optional<checkpoint::ShardRecord> write_gathered_shard(
     checkpoint::CheckpointStore& store, int64_t step, int stage,

@@ -80,7 +80,7 @@ plan::PipelinePlan retimed(const config::Experiment& experiment, const model::Mo
   for (size_t s = 0; s < out.stages.size(); ++s) {
     out.stages[s].compute_s = timed.stages[s].compute_s;
     out.stages[s].optimizer_s = timed.stages[s].optimizer_s;
-    out.stages[s].shard_broadcast_s = timed.stages[s].shard_broadcast_s;
+    out.stages[s].shard_allgather_s = timed.stages[s].shard_allgather_s;
   }
   out.bubble_fraction = timed.bubble_fraction;
   out.step_s = timed.step_s;

@@ -218,7 +218,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                       {"recompute_flops", stage.recompute_flops},
                       {"compute_s", stage.compute_s},
                       {"optimizer_s", stage.optimizer_s},
-                      {"shard_broadcast_s", stage.shard_broadcast_s},
+                      {"shard_allgather_s", stage.shard_allgather_s},
                       {"peak_bytes", m.total()},
                       {"evaluation_peak_bytes", stage.evaluation.total()},
                       {"fits", stage.fits},

@@ -123,7 +123,8 @@ void RunCheckpoints::save(int64_t steps_done, bool overlap) {
   // the next step zeroes or overwrites it), so files hold whole tensors whatever the layout.
   std::vector<std::vector<HeldTensor>> tensors;
   for (const ChunkState& chunk : chunks) {
-    tensors.push_back(held_stage_state(*chunk.stage, *chunk.optimizer, trainer_.tied()));
+    tensors.push_back(
+        held_stage_state(*chunk.stage, *chunk.optimizer, trainer_.tied(), trainer_.sharded()));
   }
   // The writer checks what it holds, every replica its parts of the sharded state.
   comm::agree(world_, [&] {
@@ -158,7 +159,7 @@ void RunCheckpoints::save(int64_t steps_done, bool overlap) {
           if (auto record = write_gathered_shard(
                   store_, steps_done, trainer_.global_stage(static_cast<int>(chunk)),
                   tensors[chunk], {{kOptimizerStepsKey, std::to_string(steps_taken)}},
-                  chunks[chunk].stage->params().grads(), trainer_.groups().data_parallel)) {
+                  chunks[chunk].stage->params().grads(), trainer_.shard_order())) {
             mine.push_back(*record);
           }
         } catch (...) {

@@ -136,15 +136,14 @@ std::vector<std::span<const float>> weight_values(const pipeline::Stage& stage, 
 std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
                                                 optim::Optimizer& optimizer, const Tied& tied) {
   std::vector<checkpoint::TensorView> tensors;
-  for (HeldTensor& held : held_stage_state(stage, optimizer, tied)) {
-    check(!held.sharded, "stage_state: {} is held in shards", held.view.name);
+  for (HeldTensor& held : held_stage_state(stage, optimizer, tied, false)) {
     tensors.push_back(std::move(held.view));
   }
   return tensors;
 }
 
 std::vector<HeldTensor> held_stage_state(const pipeline::Stage& stage, optim::Optimizer& optimizer,
-                                         const Tied& tied) {
+                                         const Tied& tied, bool sharded) {
   std::vector<HeldTensor> tensors;
   for_each_weight(stage, tied,
                   [&tensors](const std::string& name, const Shape& shape, auto values,
@@ -154,7 +153,8 @@ std::vector<HeldTensor> held_stage_state(const pipeline::Stage& stage, optim::Op
                     }
                   });
   const optim::ParamRange owned = optimizer.owned();
-  const bool sharded = owned.begin != 0 || owned.end != optimizer.num_params();
+  check(sharded || (owned.begin == 0 && owned.end == optimizer.num_params()),
+        "held_stage_state: an optimizer of a shard, not sharded");
   for (const auto& [slot, state] : optimizer.state()) {
     for (const auto& entry : stage.params().entries()) {
       if (!entry.trainable || is_tied_copy(tied, entry.global_layer, entry.name)) continue;

@@ -47,15 +47,20 @@ std::vector<checkpoint::TensorView> stage_state(const pipeline::Stage& stage,
 // A stage_state tensor as this replica holds it. Under optimizer.shard_across_replicas (an
 // optimizer made with `owned`, optim/replica_shard.h) an optimizer-state tensor is `sharded`: its
 // values here are the part of it inside the optimizer's owned() parameters (none, some or all of
-// it), and the replicas' parts in replica order make it whole. Every other tensor is whole.
+// it), and the replicas' parts in shard order (Trainer::shard_order) make it whole. Every other
+// tensor is whole.
 struct HeldTensor {
   checkpoint::TensorView view;
   bool sharded = false;
 };
 
-// stage_state's tensors, in its order, as this replica holds them (see HeldTensor).
+// stage_state's tensors, in its order, as this replica holds them (see HeldTensor): every
+// optimizer-state tensor `sharded` when `sharded` (Trainer::sharded), also where this replica's
+// shard holds all of it or none (a small buffer's cuts may give one replica everything), so every
+// replica agrees on what is gathered.
 std::vector<HeldTensor> held_stage_state(const pipeline::Stage& stage, optim::Optimizer& optimizer,
-                                         const std::optional<model::TiedWeights>& tied);
+                                         const std::optional<model::TiedWeights>& tied,
+                                         bool sharded);
 
 // Every tensor load_stage_state restores into a stage holding `layers` under an optimizer with
 // the state slots `optimizer_slots` ("exp_avg", ...), by its name in files, each name once (a

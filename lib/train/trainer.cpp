@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <utility>
 
 #include "comm/agree.h"
@@ -50,15 +51,9 @@ std::vector<float> gather_buffer_updates(pipeline::Stage& stage,
   return {all.begin(), all.end()};
 }
 
-// Every replica's shard of `values` (optim::shard_begins) to every replica, in place: one broadcast
-// from each.
-void share_shards(std::span<float> values, const comm::Communicator& replicas) {
-  const std::vector<int64_t> begins = optim::shard_begins(std::ssize(values), replicas.size());
-  for (int r = 0; r < replicas.size(); ++r) {
-    const auto begin = static_cast<size_t>(begins[static_cast<size_t>(r)]);
-    const auto end = static_cast<size_t>(begins[static_cast<size_t>(r) + 1]);
-    replicas.broadcast(values.subspan(begin, end - begin), r);
-  }
+std::span<float> part(std::span<float> values, optim::ParamRange range) {
+  return values.subspan(static_cast<size_t>(range.begin),
+                        static_cast<size_t>(range.end - range.begin));
 }
 
 // The evaluated examples' outputs in example order, from `gathered`: blocks of rows in the order
@@ -128,13 +123,21 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
       sampler_(experiment.train.seed, dataset.size(data::Split::kTrain), dataset.example_order(),
                dataset.train_mix()) {
   sharded_ = experiment.optimizer.shard_across_replicas && topology_.num_replicas > 1;
+  const auto replicas = static_cast<unsigned>(topology_.num_replicas);
+  // Tied copies sum whole matrices, so a tied model keeps the whole allreduce.
+  scattered_ = sharded_ && std::has_single_bit(replicas) && !plan_.tied;
+  if (sharded_) {
+    shard_order_ = groups_.data_parallel.split(
+        0, optim::shard_index(topology_.replica, topology_.num_replicas),
+        "the replicas in shard order");
+  }
   link_ = std::make_unique<pipeline::Link>(groups_.pipeline, topology_.pipeline_rank, placement_,
                                            tags_);
   link_->set_trace(&trace_);
   build_stages();
-  const auto replicas = static_cast<unsigned>(topology_.num_replicas);
-  if (pipeline_plan_.weight_grads == plan::WeightGrads::kTree && replicas > 2 &&
-      std::has_single_bit(replicas)) {
+  if ((pipeline_plan_.weight_grads == plan::WeightGrads::kTree && replicas > 2 &&
+       std::has_single_bit(replicas)) ||
+      scattered_) {
     tree_levels_ = comm::tree_levels(groups_.data_parallel);
   }
   for (const comm::Communicator& level : tree_levels_) reduction_levels_.push_back(&level);
@@ -148,6 +151,7 @@ void Trainer::build_stages() {
   stages_.clear();
   optimizers_.clear();
   ranges_.clear();
+  shard_begins_.clear();
   for (int chunk = 0; chunk < placement_.virtual_stages; ++chunk) {
     const plan::LayerRange range =
         pipeline_plan_.stages.at(static_cast<size_t>(global_stage(chunk))).layers;
@@ -158,6 +162,10 @@ void Trainer::build_stages() {
         pipeline_plan_.weight_group));
     stage.set_layer_times(&layer_times_);
     stage.params().initialize(experiment.train.seed);
+    if (sharded_) {
+      shard_begins_.push_back(optim::shard_begins(
+          stage.params().norm_block_begins(), stage.params().num_params(), topology_.num_replicas));
+    }
   }
   std::vector<plan::LayerRange> ranges;
   for (const auto& stage : pipeline_plan_.stages) ranges.push_back(stage.layers);
@@ -171,7 +179,9 @@ void Trainer::build_stages() {
   if (experiment.model.loss == "cross_entropy") {
     loss_rows_per_example_ = std::max<int64_t>(1, dataset_.target_shape().numel());
   }
-  for (const auto& stage : stages_) optimizers_.push_back(make_optimizer(*stage));
+  for (size_t chunk = 0; chunk < stages_.size(); ++chunk) {
+    optimizers_.push_back(make_optimizer(chunk));
+  }
   executor_ = std::make_unique<pipeline::Executor>(
       std::move(chunks), *link_, topology_.pipeline_rank, placement_, *loss_, kernels_);
   executor_->set_trace(&trace_);
@@ -185,15 +195,41 @@ void Trainer::build_stages() {
   sends_released_ = plan::send_releases(programs, topology_.pipeline_rank, placement_);
 }
 
-std::unique_ptr<optim::Optimizer> Trainer::make_optimizer(const pipeline::Stage& stage) const {
-  const int64_t num_params = stage.params().num_params();
-  return optim::Optimizer::make(
-      experiment_.optimizer, num_params,
-      experiment_.optimizer.decay_exempt ? decay_exempt_ranges(stage, plan_.tied)
-                                         : std::vector<optim::ParamRange>{},
-      sharded_ ? std::optional(
-                     optim::replica_shard(num_params, topology_.num_replicas, topology_.replica))
-               : std::nullopt);
+std::unique_ptr<optim::Optimizer> Trainer::make_optimizer(size_t chunk) const {
+  const pipeline::Stage& stage = *stages_[chunk];
+  return optim::Optimizer::make(experiment_.optimizer, stage.params().num_params(),
+                                experiment_.optimizer.decay_exempt
+                                    ? decay_exempt_ranges(stage, plan_.tied)
+                                    : std::vector<optim::ParamRange>{},
+                                sharded_ ? std::optional(shard(chunk)) : std::nullopt);
+}
+
+optim::ParamRange Trainer::shard(size_t chunk) const {
+  if (!sharded_) return {0, stages_[chunk]->params().num_params()};
+  const std::vector<int64_t>& begins = shard_begins_[chunk];
+  const auto s = static_cast<size_t>(optim::shard_index(topology_.replica, topology_.num_replicas));
+  return {begins[s], begins[s + 1]};
+}
+
+std::vector<std::vector<size_t>> Trainer::bucket_shards(
+    const std::vector<std::span<float>>& buckets) const {
+  std::vector<std::vector<size_t>> cuts;
+  for (const std::span<float> bucket : buckets) {
+    size_t chunk = 0;  // the one whose gradient buffer holds the bucket
+    const auto holds = [&bucket](std::span<const float> grads) {
+      const std::less_equal<const float*> at_most;
+      return at_most(grads.data(), bucket.data()) &&
+             !at_most(grads.data() + grads.size(), bucket.data());
+    };
+    while (!holds(stages_[chunk]->params().grads())) ++chunk;
+    const auto offset = bucket.data() - stages_[chunk]->params().grads().data();
+    std::vector<size_t>& mine = cuts.emplace_back();
+    for (const int64_t begin : shard_begins_[chunk]) {
+      mine.push_back(static_cast<size_t>(
+          std::clamp<int64_t>(begin - offset, 0, static_cast<int64_t>(bucket.size()))));
+    }
+  }
+  return cuts;
 }
 
 void Trainer::repartition(plan::PipelinePlan plan) {
@@ -251,9 +287,8 @@ std::vector<ChunkState> Trainer::chunk_states(
 
 bool Trainer::shard_fits_in_grads(size_t chunk, size_t slots) const {
   const size_t num_params = stages_[chunk]->params().grads().size();
-  const optim::ParamRange shard = optim::replica_shard(static_cast<int64_t>(num_params),
-                                                       topology_.num_replicas, topology_.replica);
-  return slots * static_cast<size_t>(shard.end - shard.begin) <= num_params;
+  const optim::ParamRange owned = shard(chunk);
+  return slots * static_cast<size_t>(owned.end - owned.begin) <= num_params;
 }
 
 std::vector<std::unique_ptr<optim::Optimizer>> Trainer::whole_optimizers(bool gather) {
@@ -286,7 +321,7 @@ std::vector<std::unique_ptr<optim::Optimizer>> Trainer::whole_optimizers(bool ga
     const auto all = optimizer.state();
     for (size_t slot = 0; slot < all.size(); ++slot) {
       std::ranges::copy(shard[slot], all[slot].second.begin() + static_cast<std::ptrdiff_t>(begin));
-      share_shards(all[slot].second, groups_.data_parallel);
+      shard_order_->allgatherv_in_place(all[slot].second, shard_begins_[chunk]);
     }
   }
   return whole;
@@ -296,8 +331,7 @@ void Trainer::keep_shards(std::vector<std::unique_ptr<optim::Optimizer>> whole) 
   for (size_t chunk = 0; chunk < whole.size(); ++chunk) {
     std::unique_ptr<optim::Optimizer>& all = whole[chunk];
     const int64_t steps_taken = all->steps_taken();
-    const optim::ParamRange owned =
-        optim::replica_shard(all->num_params(), topology_.num_replicas, topology_.replica);
+    const optim::ParamRange owned = shard(chunk);
     const auto begin = static_cast<size_t>(owned.begin);
     const auto size = static_cast<size_t>(owned.end) - begin;
     // This replica's part of each slot: parked one after the other in the gradient buffer when
@@ -312,7 +346,7 @@ void Trainer::keep_shards(std::vector<std::unique_ptr<optim::Optimizer>> whole) 
       }
       all.reset();
     }
-    if (!optimizers_[chunk]) optimizers_[chunk] = make_optimizer(*stages_[chunk]);
+    if (!optimizers_[chunk]) optimizers_[chunk] = make_optimizer(chunk);
     optimizers_[chunk]->set_steps_taken(steps_taken);
     const auto mine = optimizers_[chunk]->state();
     for (size_t slot = 0; slot < mine.size(); ++slot) {
@@ -403,9 +437,14 @@ StepReport Trainer::step(int64_t step) {
   // With data parallelism, each layer's gradient allreduce starts as soon as its chunk's last
   // backward has finished that layer, and overlaps the backward of the earlier layers and the
   // remaining sends of the step.
+  // Scattered, each replica sums only its shard of each bucket; the step below reads only the
+  // shard's gradients when sharded.
   const bool reduce = topology_.num_replicas > 1;
+  const std::vector<std::span<float>> buckets =
+      reduce ? executor_->gradient_buckets() : std::vector<std::span<float>>{};
   comm::BucketedAllreduce allreduce(
-      reduction_levels_, reduce ? executor_->gradient_buckets() : std::vector<std::span<float>>{});
+      reduction_levels_, buckets,
+      scattered_ ? bucket_shards(buckets) : std::vector<std::vector<size_t>>{});
   pipeline::LossTotals totals;
   const int64_t sent_before = link_->training_bytes_sent();
   {
@@ -431,8 +470,10 @@ StepReport Trainer::step(int64_t step) {
   // Every rank learns the step's loss, whether any gradient is non-finite and whether any rank
   // met a read fault (a shard changed under the run) before any update, in the one allreduce
   // the loss needs anyway.
-  const bool grads_finite = std::ranges::all_of(
-      stages_, [](const auto& stage) { return all_finite(stage->params().grads()); });
+  bool grads_finite = true;
+  for (size_t c = 0; c < stages_.size(); ++c) {
+    grads_finite = grads_finite && all_finite(part(stages_[c]->params().grads(), shard(c)));
+  }
   std::vector<double> sums = {totals.sum, static_cast<double>(totals.rows),
                               grads_finite ? 0.0 : 1.0, read_fault_here()};
   const auto sync_start = Clock::now();
@@ -460,13 +501,15 @@ StepReport Trainer::step(int64_t step) {
     report.grad_norm = global_grad_norm();
     const double coefficient =
         optim::clip_coefficient(report.grad_norm, experiment_.optimizer.clip_norm);
-    for (const auto& stage : stages_) optim::scale(stage->params().grads(), coefficient);
+    for (size_t c = 0; c < stages_.size(); ++c) {
+      optim::scale(part(stages_[c]->params().grads(), shard(c)), coefficient);
+    }
   }
   for (size_t c = 0; c < stages_.size(); ++c) {
     const std::span<float> values = stages_[c]->params().values();
     optimizers_[c]->step(values, stages_[c]->params().grads(), report.lr);
     // Each replica updated its shard: every replica gets every shard.
-    if (sharded_) share_shards(values, groups_.data_parallel);
+    if (sharded_) shard_order_->allgatherv_in_place(values, shard_begins_[c]);
     stages_[c]->apply_buffer_updates(buffer_updates[c]);
   }
   report.step_s = seconds_since(step_start);
@@ -475,18 +518,27 @@ StepReport Trainer::step(int64_t step) {
 
 std::string Trainer::describe_nonfinite(int64_t step, double loss) const {
   // (stage, global layer) of every layer with a non-finite gradient, from every stage. The
-  // replicas hold the same summed gradients, so replica 0's pipeline speaks for all.
+  // replicas hold the same summed gradients, so replica 0's pipeline speaks for all; sharded,
+  // each replica for the layers of its shard (a layer several shards cut is named once).
   std::vector<double> mine;
-  if (topology_.replica == 0) {
+  if (topology_.replica == 0 || sharded_) {
     for (int chunk = 0; chunk < num_chunks(); ++chunk) {
       const pipeline::Stage& stage = *stages_[static_cast<size_t>(chunk)];
-      for (int layer : layers_with_nonfinite(stage.params(), stage.params().grads())) {
+      for (int layer : layers_with_nonfinite(stage.params(), stage.params().grads(),
+                                             shard(static_cast<size_t>(chunk)))) {
         mine.push_back(static_cast<double>(global_stage(chunk)));
         mine.push_back(static_cast<double>(layer));
       }
     }
   }
-  const std::vector<double> all = world_.allgatherv(mine);
+  std::vector<std::pair<double, double>> pairs;  // (stage, layer), each once
+  const std::vector<double> gathered = world_.allgatherv(mine);
+  for (size_t i = 0; i + 1 < gathered.size(); i += 2)
+    pairs.emplace_back(gathered[i], gathered[i + 1]);
+  std::ranges::sort(pairs);
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  std::vector<double> all;
+  for (const auto& [stage, layer] : pairs) all.insert(all.end(), {stage, layer});
   std::string text = fmt::format("step {}: ", step + 1);
   if (!std::isfinite(loss)) text += std::isnan(loss) ? "loss is nan; " : "loss is infinite; ";
   if (all.empty()) return text + "every gradient is finite";
@@ -507,12 +559,28 @@ std::string Trainer::describe_nonfinite(int64_t step, double loss) const {
 
 double Trainer::global_grad_norm() const {
   // Per-layer partial sums from every stage, combined in global layer order, so the norm is
-  // the same for every partition.
+  // the same for every partition. Sharded, each replica sums the norm blocks of its shards, and
+  // every replica adds each layer's blocks in order (gathered in shard order), as unsharded.
   std::vector<double> mine;
   std::vector<std::pair<int, double>> per_layer_here;
-  for (const auto& stage : stages_) {
-    for (const auto& entry : stage->params().grad_square_sums_per_layer()) {
-      per_layer_here.push_back(entry);
+  if (sharded_) {
+    std::vector<double> blocks;  // (layer, sum of squares) of each block of this replica's shards
+    for (size_t c = 0; c < stages_.size(); ++c) {
+      const optim::ParamRange owned = shard(c);
+      for (const auto& [layer, sum] :
+           stages_[c]->params().grad_square_block_sums(owned.begin, owned.end)) {
+        blocks.insert(blocks.end(), {static_cast<double>(layer), sum});
+      }
+    }
+    const std::vector<double> all = shard_order_->allgatherv(blocks);
+    std::map<int, double> sums;
+    for (size_t i = 0; i + 1 < all.size(); i += 2) sums[static_cast<int>(all[i])] += all[i + 1];
+    per_layer_here.assign(sums.begin(), sums.end());
+  } else {
+    for (const auto& stage : stages_) {
+      for (const auto& entry : stage->params().grad_square_sums_per_layer()) {
+        per_layer_here.push_back(entry);
+      }
     }
   }
   tied_copies_->count_once(per_layer_here);

@@ -138,6 +138,11 @@ class Trainer {
   // Whether each replica holds only its shard of the optimizer state
   // (optimizer.shard_across_replicas with more than one replica).
   bool sharded() const { return sharded_; }
+  // The data-parallel group in shard order (rank s holds shard s, optim::shard_index; replica 0
+  // is rank 0): what the shards are gathered over.
+  const comm::Communicator& shard_order() const {
+    return shard_order_ ? *shard_order_ : groups_.data_parallel;
+  }
   // When sharded, each chunk's optimizer with its whole state, for a resume (files hold whole
   // tensors) or a layer move: gathered from every replica's shard when `gather`
   // (collective over the data-parallel group), else zeroed to be read into. Between steps and
@@ -158,8 +163,15 @@ class Trainer {
   // Builds this rank's stages of pipeline_plan_ (ranges_), their optimizers and what runs them,
   // the weights initialized from the seed.
   void build_stages();
-  // The optimizer of `stage`'s parameters, state zeroed: of this replica's shard when sharded.
-  std::unique_ptr<optim::Optimizer> make_optimizer(const pipeline::Stage& stage) const;
+  // The optimizer of chunk `chunk`'s parameters, state zeroed: of this replica's shard when
+  // sharded.
+  std::unique_ptr<optim::Optimizer> make_optimizer(size_t chunk) const;
+  // This replica's shard of chunk `chunk`'s parameters: all of them when not sharded.
+  optim::ParamRange shard(size_t chunk) const;
+  // Each data-parallel bucket cut into the shards of its chunk (comm::BucketedAllreduce's
+  // scattered cuts: per bucket its shard begins in shard order, relative to the bucket).
+  std::vector<std::vector<size_t>> bucket_shards(
+      const std::vector<std::span<float>>& buckets) const;
   // Whether `slots` floats per parameter of chunk `chunk`'s shard fit in its gradient buffer.
   bool shard_fits_in_grads(size_t chunk, size_t slots) const;
   pipeline::RoundPlan round_plan(int64_t round, int64_t first_row,
@@ -198,8 +210,15 @@ class Trainer {
   std::vector<std::unique_ptr<pipeline::Stage>> stages_;
   std::unique_ptr<nn::Loss> loss_;
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;
-  bool sharded_ = false;      // optimizers_ hold this replica's shard (optim/replica_shard.h)
-  log::TraceRecorder trace_;  // before the link and the executor, which record into it
+  bool sharded_ = false;  // optimizers_ hold this replica's shard (optim/replica_shard.h)
+  // Sharded over a power of two of replicas without tied copies: the gradient is reduce-scattered
+  // over tree_levels_ (each replica sums its shard alone) instead of allreduced.
+  bool scattered_ = false;
+  std::optional<comm::Communicator> shard_order_;  // when sharded (shard_order())
+  // Per chunk when sharded: its shard begins in shard order (optim::shard_begins over its
+  // parameters' norm blocks).
+  std::vector<std::vector<int64_t>> shard_begins_;
+  log::TraceRecorder trace_;          // before the link and the executor, which record into it
   pipeline::LayerTimes layer_times_;  // before the stage, which records into it
   std::unique_ptr<pipeline::Link> link_;
   std::unique_ptr<pipeline::Executor> executor_;
@@ -207,7 +226,8 @@ class Trainer {
   plan::Program program_;
   std::vector<int> sends_released_;  // plan::send_releases's for program_
   // What the data-parallel sum runs over: the group, or under weight_grads: tree with 2^k > 2
-  // replicas the levels of a pairwise tree (comm::tree_levels), so that the sum is the tree's.
+  // replicas, or scattered, the levels of a pairwise tree (comm::tree_levels), so that the sum
+  // is the tree's.
   std::vector<comm::Communicator> tree_levels_;
   std::vector<const comm::Communicator*> reduction_levels_;
   int64_t loss_rows_per_example_ = 1;

@@ -3,7 +3,9 @@
 # first non-finite step with one line naming the step, the stage and the layer, every rank exits
 # non-zero, and the newest committed checkpoint holds the last finite weights (none was written
 # from non-finite ones, none was pruned for one). With skip, the update is dropped and the run
-# stops after max_skips_in_a_row such steps in a row. Usage: nonfinite.sh CONFIG
+# stops after max_skips_in_a_row such steps in a row. With the optimizer state sharded (ZeRO-1,
+# D = 2: each replica checks its shard of the gradients), the line names the same step and layers
+# as the unsharded run's. Usage: nonfinite.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1
 diverge=(--set optimizer.kind=sgd --set optimizer.lr=1e3 --set optimizer.clip_norm=0
@@ -41,4 +43,12 @@ grep -q '"skipped_steps":2' "$WORK/skip/metrics.jsonl" || { echo "FAILED: skippe
 for shard in "$WORK"/skip/checkpoints/step_*/stage_*.safetensors; do
   /usr/bin/python3 "$(dirname "$0")/all_finite.py" "$shard" || { echo "FAILED: non-finite checkpoint"; exit 1; }
 done
-echo "nonfinite: stop ends at step $step with checkpoint $saved intact; skip drops and then stops"
+replicas=(--set pipeline.stages=1 --set pipeline.data_parallel=2)
+fails whole-d2 "\[error\] step [0-9]+: .*non-finite gradients" "${diverge[@]}" "${replicas[@]}"
+fails sharded-d2 "\[error\] step [0-9]+: .*non-finite gradients" "${diverge[@]}" "${replicas[@]}" \
+  --set optimizer.shard_across_replicas=true
+whole=$(sed -nE 's/.*\[error\] (step [0-9]+: .*)/\1/p' "$WORK/whole-d2.log")
+sharded=$(sed -nE 's/.*\[error\] (step [0-9]+: .*)/\1/p' "$WORK/sharded-d2.log")
+[[ "$whole" == "$sharded" ]] || { echo "FAILED: sharded: '$sharded', unsharded: '$whole'"; exit 1; }
+echo "nonfinite: stop ends at step $step with checkpoint $saved intact; skip drops and then stops;" \
+  "sharded names the unsharded run's layers"

@@ -3,8 +3,9 @@
 # activations) at K = 1 on D = 2 and 4 replicas, sharded and not, a checkpoint saved after every
 # step. Every run's measured peak of tensor bytes (peak_tensor_bytes_per_rank in summary.json,
 # the largest of the replicas') is within 1% of its plan's (predicted_peak_bytes_per_rank), and
-# sharding lowers the measured peak by the plan's saving, (D-1)/D of the optimizer state (the last
-# replica's shard rounded up to 16 floats), within 1% of it: a save gathers one tensor at a time.
+# sharding lowers the measured peak by the plan's saving, (D-1)/D of the optimizer state (the plan
+# counts the last shard from (D-1)·n/D; cut on the norm's 4096-float blocks, each replica's is
+# within a block of it), within 1% of it: a save gathers one tensor at a time.
 # Usage: optimizer_shards_memory.sh CONFIG
 source "$(dirname "$0")/lib.sh"
 config=$1

@@ -1,10 +1,12 @@
 // Multi-rank tests of comm::BucketedAllreduce (run with 4 ranks): the same bits as one allreduce
 // of the whole buffer with 2 ranks, each bucket summed as if alone with 4, uneven buckets,
-// the start order, progress without a wait, and the pairwise tree's bits.
+// the start order, progress without a wait, the pairwise tree's bits, and the reduce-scatter's
+// (each rank's shard the tree's bits, with empty and uneven shards).
 #include "comm/bucketed_allreduce.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -104,6 +106,85 @@ TEST(BucketedAllreduce, OverTheTreeLevelsEveryRankHoldsTheSumOfPairsOfPairs) {
   std::vector<float> expected(kMany);
   for (size_t i = 0; i < kMany; ++i) expected[i] = (s[0][i] + s[1][i]) + (s[2][i] + s[3][i]);
   EXPECT_TRUE(same_bits(data, expected));
+}
+
+// Every bucket's shard begins (shard order, relative to the bucket) from the buffer's.
+std::vector<std::vector<size_t>> bucket_shards(const std::vector<size_t>& buckets, size_t size,
+                                               const std::vector<size_t>& shards) {
+  std::vector<std::vector<size_t>> cuts;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const size_t end = b + 1 < buckets.size() ? buckets[b + 1] : size;
+    std::vector<size_t>& mine = cuts.emplace_back();
+    for (size_t begin : shards) {
+      mine.push_back(std::clamp(begin, buckets[b], end) - buckets[b]);
+    }
+  }
+  return cuts;
+}
+
+// The reduce-scatter over `levels` of each rank's random_values, against the tree allreduce over
+// the same levels: this rank's shard `shard` holds the same bits.
+void expect_scatter_keeps_the_tree_bits(const Communicator& group,
+                                        const std::vector<const Communicator*>& levels,
+                                        const std::vector<size_t>& shards, size_t shard) {
+  constexpr size_t kMany = size_t{1} << 20;
+  const std::vector<size_t> begins = {0, 1, 8, 9, 1000, 65536, 300001, 600000};
+  std::vector<float> data = random_values(group.rank(), kMany);
+  std::vector<float> expected = data;
+  BucketedAllreduce tree(levels, cut_into_buckets(expected, begins));
+  tree.finish();
+  BucketedAllreduce scatter(levels, cut_into_buckets(data, begins),
+                            bucket_shards(begins, kMany, shards));
+  for (size_t b = begins.size(); b-- > 0;) {
+    scatter.start_from(b);
+    scatter.progress();
+  }
+  scatter.finish();
+  EXPECT_EQ(scatter.num_completed(), begins.size());
+  const size_t from = shards[shard], to = shards[shard + 1];
+  EXPECT_EQ(std::memcmp(data.data() + from, expected.data() + from, (to - from) * sizeof(float)), 0)
+      << "shard " << shard << " [" << from << ", " << to << ")";
+}
+
+TEST(BucketedAllreduce, ScatteredOverTwoRanksEachHoldsItsShardOfTheSum) {
+  const Communicator world = Communicator::world();
+  const int rank = world.rank();
+  const Communicator pair = world.split(rank / 2, rank, "a pair");
+  const std::vector<Communicator> levels = tree_levels(pair);
+  // Uneven, cut inside buckets; and one empty shard.
+  expect_scatter_keeps_the_tree_bits(pair, {&levels[0]}, {0, 70000, size_t{1} << 20},
+                                     static_cast<size_t>(pair.rank()));
+  expect_scatter_keeps_the_tree_bits(pair, {&levels[0]}, {0, 0, size_t{1} << 20},
+                                     static_cast<size_t>(pair.rank()));
+}
+
+TEST(BucketedAllreduce, ScatteredOverFourRanksEachHoldsItsShardOfPairsOfPairs) {
+  const Communicator world = Communicator::world();
+  ASSERT_EQ(world.size(), 4);
+  const std::vector<Communicator> levels = tree_levels(world);
+  // Rank r holds shard r with its two bits reversed (1 -> 2, 2 -> 1).
+  const int rank = world.rank();
+  const auto shard = static_cast<size_t>(((rank & 1) << 1) | (rank >> 1));
+  // Even-ish, uneven with an empty shard, and everything in the last.
+  for (const std::vector<size_t>& shards :
+       {std::vector<size_t>{0, 262144, 524288, 786432, size_t{1} << 20},
+        std::vector<size_t>{0, 5, 5, 600000, size_t{1} << 20},
+        std::vector<size_t>{0, 0, 0, 0, size_t{1} << 20}}) {
+    expect_scatter_keeps_the_tree_bits(world, {&levels[0], &levels[1]}, shards, shard);
+  }
+}
+
+TEST(BucketedAllreduce, ScatteredCutsMustCoverEachBucketOverThePowerOfTwo) {
+  const Communicator world = Communicator::world();
+  const std::vector<Communicator> levels = tree_levels(world);
+  std::vector<float> data(10);
+  try {
+    BucketedAllreduce bad({&levels[0], &levels[1]}, cut_into_buckets(data, {0}), {{0, 5, 10}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "BucketedAllreduce: bucket 0 of 10 floats: 3 shard begins over 2 levels");
+  }
 }
 
 TEST(BucketedAllreduce, TreeLevelsNeedAPowerOfTwoOfRanks) {

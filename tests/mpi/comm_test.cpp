@@ -117,6 +117,25 @@ TEST(Communicator, GathervIntoTheRootsBufferFillsItInRankOrder) {
   }
 }
 
+TEST(Communicator, AllgathervInPlaceGivesEveryRankEveryRanksPart) {
+  const Communicator world = Communicator::world();
+  const int rank = world.rank();
+  // Uneven parts, rank 2's empty, in place of their slots of one buffer.
+  const std::vector<int64_t> begins = {0, 3, 4, 4, 9};
+  std::vector<float> data(10, -1.0f);
+  for (auto i = begins[static_cast<size_t>(rank)]; i < begins[static_cast<size_t>(rank) + 1]; ++i) {
+    data[static_cast<size_t>(i)] = static_cast<float>(10 * rank + i);
+  }
+  world.allgatherv_in_place(data, begins);
+  EXPECT_EQ(data, (std::vector<float>{0, 1, 2, 13, 34, 35, 36, 37, 38, -1}));
+  try {
+    world.allgatherv_in_place(data, std::vector<int64_t>{0, 3, 4, 11, 11});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "MPI_Iallgatherv: 5 part begins over 4 ranks and 10 floats");
+  }
+}
+
 TEST(Communicator, BroadcastCopiesTheRootsData) {
   const Communicator world = Communicator::world();
   std::vector<double> data = {double(world.rank()), 7.0};

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
 #include <vector>
 
 #include "core/error.h"
@@ -130,6 +132,46 @@ TEST(ParamBuffer, SumsSquaredGradientsPerLayerInGlobalOrder) {
   ASSERT_EQ(sums.size(), 2u);
   EXPECT_EQ(sums[0], (std::pair<int, double>{1, 5.0}));
   EXPECT_EQ(sums[1], (std::pair<int, double>{4, 50.0}));
+}
+
+TEST(ParamBuffer, ANormBlocksSumsAreTheSameForAnyCutAtTheirBoundaries) {
+  // Layer 1: 5000 + 3 values (two tensors), layer 2: none, layer 3: 9000 (three blocks).
+  RecordingLayer a(1, {{.name = "w", .shape = {5000}}, {.name = "b", .shape = {3}}}, {});
+  RecordingLayer b(2, {}, {});
+  RecordingLayer c(3, {{.name = "w", .shape = {9000}}}, {});
+  Layer* layers[] = {&a, &b, &c};
+  ParamBuffer buffer(layers);
+  std::mt19937 generator(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (float& g : buffer.grads()) g = uniform(generator);
+  // Blocks begin at each layer's first (aligned) tensor: layer 3's after layer 1's padding.
+  const int64_t third = c.bound_grads[0].data() - buffer.grads().data();
+  EXPECT_EQ(third % 16, 0);
+  const std::vector<int64_t> begins = buffer.norm_block_begins();
+  EXPECT_EQ(begins, (std::vector<int64_t>{0, ParamBuffer::kNormBlock, third,
+                                          third + ParamBuffer::kNormBlock,
+                                          third + 2 * ParamBuffer::kNormBlock}));
+  const auto sums = buffer.grad_square_sums_per_layer();
+  ASSERT_EQ(sums.size(), 3u);
+  EXPECT_EQ(sums[1], (std::pair<int, double>{2, 0.0}));
+  // Every way of cutting the buffer at block begins, folded in order, gives the same bits.
+  for (size_t cut = 0; cut < begins.size(); ++cut) {
+    std::map<int, double> folded;
+    for (const auto& [from, to] :
+         {std::pair{int64_t{0}, begins[cut]}, std::pair{begins[cut], buffer.num_params()}}) {
+      for (const auto& [layer, block] : buffer.grad_square_block_sums(from, to)) {
+        folded[layer] += block;
+      }
+    }
+    EXPECT_EQ(folded[1], sums[0].second) << "cut at " << begins[cut];
+    EXPECT_EQ(folded[3], sums[2].second) << "cut at " << begins[cut];
+  }
+  try {
+    buffer.grad_square_block_sums(0, 100);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "grad_square_block_sums: [0, 100) cuts a norm block");
+  }
 }
 
 TEST(ParamBuffer, RejectsLayersOutOfGlobalOrder) {

@@ -178,17 +178,42 @@ TEST(Optimizer, OwnedShardsStepTheirElementsAsTheWholeBufferDoes) {
   EXPECT_THROW(Optimizer::make(config_of(OptimizerKind::kAdam), 6, {}, ParamRange{4, 7}), Error);
 }
 
-TEST(ReplicaShard, ShardsAreAlignedContiguousAndCoverTheBufferInReplicaOrder) {
-  // Each begins at r·n/D rounded down to 16 floats; the last ends at n.
-  EXPECT_EQ(shard_begins(100, 2), (std::vector<int64_t>{0, 48, 100}));
-  EXPECT_EQ(shard_begins(100, 4), (std::vector<int64_t>{0, 16, 48, 64, 100}));
-  // Fewer aligned blocks than replicas: the first shards are empty.
-  EXPECT_EQ(shard_begins(20, 4), (std::vector<int64_t>{0, 0, 0, 0, 20}));
-  EXPECT_EQ(shard_begins(0, 2), (std::vector<int64_t>{0, 0, 0}));
-  EXPECT_EQ(shard_begins(7, 1), (std::vector<int64_t>{0, 7}));
-  const ParamRange last = replica_shard(100, 4, 3);
-  EXPECT_EQ(last.begin, 64);
-  EXPECT_EQ(last.end, 100);
+TEST(ReplicaShard, ShardIndexIsTheReplicasBitsReversedForAPowerOfTwo) {
+  EXPECT_EQ(shard_index(0, 1), 0);
+  EXPECT_EQ(shard_index(1, 2), 1);
+  const int four[] = {0, 2, 1, 3};
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(shard_index(r, 4), four[r]) << r;
+  EXPECT_EQ(shard_index(1, 8), 4);
+  EXPECT_EQ(shard_index(6, 8), 3);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(shard_index(r, 3), r);  // no tree: replica order
+  try {
+    shard_index(4, 4);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "shard_index: replica 4 of 4");
+  }
+}
+
+TEST(ReplicaShard, ShardsAreCutAtTheLastCutNotAfterAnEvenShare) {
+  // Two layers' norm blocks: [0, 4096, 8192) and a layer from 10000 on.
+  const std::vector<int64_t> cuts = {0, 4096, 8192, 10000, 14096};
+  EXPECT_EQ(shard_begins(cuts, 20000, 2), (std::vector<int64_t>{0, 10000, 20000}));
+  EXPECT_EQ(shard_begins(cuts, 20000, 4), (std::vector<int64_t>{0, 4096, 10000, 14096, 20000}));
+  // Fewer cuts than replicas: shards are empty.
+  EXPECT_EQ(shard_begins(std::vector<int64_t>{0}, 20, 4), (std::vector<int64_t>{0, 0, 0, 0, 20}));
+  EXPECT_EQ(shard_begins({}, 0, 2), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(shard_begins(cuts, 20000, 1), (std::vector<int64_t>{0, 20000}));
+  // Replica 1 of 4 holds shard 2.
+  const ParamRange shard = replica_shard(cuts, 20000, 4, 1);
+  EXPECT_EQ(shard.begin, 10000);
+  EXPECT_EQ(shard.end, 14096);
+  try {
+    shard_begins(std::vector<int64_t>{0, 8, 4}, 20, 2);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "shard_begins: the cuts must ascend within [0, 20]");
+  }
+  EXPECT_THROW(shard_begins(std::vector<int64_t>{0, 21}, 20, 2), Error);
 }
 
 TEST(DecaySegments, CutTheBufferIntoAlternatingRunsInOrder) {

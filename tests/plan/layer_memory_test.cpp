@@ -615,16 +615,16 @@ TEST(LayerMemory, AMicroBatchInItsInputBackwardHoldsItsLayersInputBackwardTempor
             kRows * (64.0 + 16.0 + 32.0) + 8.0 + 24.0);
 }
 
-// optimizer.shard_across_replicas: each slot holds the largest replica's shard of the stage's
-// parameters, the last one's (shards start at r·n/D rounded down to 16 floats: 1000 floats over
-// 3 replicas begin at 0, 320 and 656).
-TEST(LayerMemory, ShardedOptimizerStateIsTheLargestReplicasShardPerSlot) {
+// optimizer.shard_across_replicas: each slot holds a replica's shard of the stage's parameters,
+// counted as the last one's from (D-1)·n/D (1000 floats over 3 replicas: from 666; the cuts on
+// the norm's blocks put every shard within a block of this).
+TEST(LayerMemory, ShardedOptimizerStateIsTheLastReplicasShardPerSlot) {
   const LayerCost linear{.kind = "linear", .param_bytes = 1000 * 4.0};
   const StashProfile forward{.full = 1, .backward = false};
   const MemoryModel whole({linear}, 1, 2);
   EXPECT_EQ(whole.stage(0, 1, forward, true, true).optimizer_state, 2 * 1000 * 4.0);
   const MemoryModel sharded({linear}, 1, 2, AllocatorModel::exact(), {}, 3);
-  EXPECT_EQ(sharded.stage(0, 1, forward, true, true).optimizer_state, 2 * (1000 - 656) * 4.0);
+  EXPECT_EQ(sharded.stage(0, 1, forward, true, true).optimizer_state, 2 * (1000 - 666) * 4.0);
   EXPECT_EQ(sharded.stage(0, 1, forward, true, true).params, 1000 * 4.0);
 }
 
