@@ -34,11 +34,4 @@ std::vector<int64_t> shard_begins(std::span<const int64_t> cuts, int64_t num_par
   return begins;
 }
 
-ParamRange replica_shard(std::span<const int64_t> cuts, int64_t num_params, int replicas,
-                         int replica) {
-  const std::vector<int64_t> begins = shard_begins(cuts, num_params, replicas);
-  const auto s = static_cast<size_t>(shard_index(replica, replicas));
-  return {begins[s], begins[s + 1]};
-}
-
 }  // namespace mpipe::optim

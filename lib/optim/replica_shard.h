@@ -6,8 +6,6 @@
 #include <span>
 #include <vector>
 
-#include "optim/optimizer.h"
-
 namespace mpipe::optim {
 
 // Where replica `replica` of `replicas` sits in shard order: with a power of two D its bits
@@ -21,10 +19,5 @@ int shard_index(int replica, int replicas);
 // holds whole blocks and its partial sums of squares are the unsharded run's: begins[s] is the
 // largest cut (or 0) at most s·num_params/D. A shard may be empty. replicas >= 1.
 std::vector<int64_t> shard_begins(std::span<const int64_t> cuts, int64_t num_params, int replicas);
-
-// Replica `replica`'s shard of shard_begins(cuts, num_params, replicas): shard
-// shard_index(replica, replicas).
-ParamRange replica_shard(std::span<const int64_t> cuts, int64_t num_params, int replicas,
-                         int replica);
 
 }  // namespace mpipe::optim
