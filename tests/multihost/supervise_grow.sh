@@ -43,6 +43,25 @@ held_rank() {
   return 1
 }
 
+# supervise_held LOG OPTIONS... -- JOB...: `mpipe supervise` from h1 over $hosts with
+# --probe-timeout 10 and OPTIONS, running JOB, rank 1 held by the test hook at the forward of step
+# 30 (the marker made as it holds); in the background, its output in LOG, its pid in $supervisor.
+supervise_held() {
+  local log=$1 options=()
+  shift
+  while [[ $1 != -- ]]; do
+    options+=("$1")
+    shift
+  done
+  shift
+  local command=("$MPIPE" supervise --hosts "$hosts" --probe-timeout 10 "${options[@]}"
+    --mpirun-args "--bind-to none --mca btl tcp,self ${MCA[*]} -x OMP_NUM_THREADS -x OMP_WAIT_POLICY -x MPIPE_TEST_STOP_AT -x MPIPE_TEST_STOP_MARKER"
+    -- "$@")
+  "$WORK/host_exec" h1 "env MPIPE_TEST_STOP_AT=1:forward:30 MPIPE_TEST_STOP_MARKER=$marker $(printf '%q ' "${command[@]}")" \
+    > "$log" 2>&1 &
+  supervisor=$!
+}
+
 # lose_and_bring_back_h2 LOG METRICS: h2 lost while its rank is held at step 30 (the marker
 # removed first: the next job's rank 1, on h3, is held there too); once the narrow job is held
 # there, h2 comes back, and once the supervisor has sent its stop (its line in LOG), the held rank
@@ -65,13 +84,8 @@ lose_and_bring_back_h2() {
 # --- a train job ---
 metrics=$SHARED/grown/metrics.jsonl
 hosts=h1:1,h2:1,h3:1
-command=("$MPIPE" supervise --hosts "$hosts" --probe-timeout 10 --regrow-interval 1
-  --mpirun-args "--bind-to none --mca btl tcp,self ${MCA[*]} -x OMP_NUM_THREADS -x OMP_WAIT_POLICY -x MPIPE_TEST_STOP_AT -x MPIPE_TEST_STOP_MARKER"
-  -- train "$config" --run-dir "$SHARED/grown" --export-weights "$SHARED/grown.safetensors"
-  "${settings[@]}")
-"$WORK/host_exec" h1 "env MPIPE_TEST_STOP_AT=1:forward:30 MPIPE_TEST_STOP_MARKER=$marker $(printf '%q ' "${command[@]}")" \
-  > "$WORK/grown.log" 2>&1 &
-supervisor=$!
+supervise_held "$WORK/grown.log" --regrow-interval 1 -- train "$config" --run-dir "$SHARED/grown" \
+  --export-weights "$SHARED/grown.safetensors" "${settings[@]}"
 
 lose_and_bring_back_h2 "$WORK/grown.log" "$metrics"
 lost_at_step=$killed_at_step
@@ -121,12 +135,7 @@ spool=$SHARED/spool
 "$MPIPE" submit "$spool" "$config" --name first "${settings[@]}" > /dev/null ||
   { echo "FAILED: submit first"; exit 1; }
 metrics=$spool/runs/first/metrics.jsonl
-command=("$MPIPE" supervise --hosts "$hosts" --probe-timeout 10 --regrow-interval 1
-  --mpirun-args "--bind-to none --mca btl tcp,self ${MCA[*]} -x OMP_NUM_THREADS -x OMP_WAIT_POLICY -x MPIPE_TEST_STOP_AT -x MPIPE_TEST_STOP_MARKER"
-  -- serve --spool "$spool" --idle-exit 1s)
-"$WORK/host_exec" h1 "env MPIPE_TEST_STOP_AT=1:forward:30 MPIPE_TEST_STOP_MARKER=$marker $(printf '%q ' "${command[@]}")" \
-  > "$WORK/serve.log" 2>&1 &
-supervisor=$!
+supervise_held "$WORK/serve.log" --regrow-interval 1 -- serve --spool "$spool" --idle-exit 1s
 lose_and_bring_back_h2 "$WORK/serve.log" "$metrics"
 status=0
 wait "$supervisor" || status=$?
@@ -163,13 +172,8 @@ two=(--set pipeline.stages=2 --set "train.steps=$steps" --set log.every=1
 train_here 2 whole2 "$config" "${two[@]}"
 metrics=$SHARED/spared/metrics.jsonl
 hosts=h1:1,h2:1
-command=("$MPIPE" supervise --hosts "$hosts" --spare h3:1 --probe-timeout 10
-  --mpirun-args "--bind-to none --mca btl tcp,self ${MCA[*]} -x OMP_NUM_THREADS -x OMP_WAIT_POLICY -x MPIPE_TEST_STOP_AT -x MPIPE_TEST_STOP_MARKER"
-  -- train "$config" --run-dir "$SHARED/spared" --export-weights "$SHARED/spared.safetensors"
-  "${two[@]}")
-"$WORK/host_exec" h1 "env MPIPE_TEST_STOP_AT=1:forward:30 MPIPE_TEST_STOP_MARKER=$marker $(printf '%q ' "${command[@]}")" \
-  > "$WORK/spared.log" 2>&1 &
-supervisor=$!
+supervise_held "$WORK/spared.log" --spare h3:1 -- train "$config" --run-dir "$SHARED/spared" \
+  --export-weights "$SHARED/spared.safetensors" "${two[@]}"
 held_rank h2 "$WORK/spared.log" > /dev/null || exit 1
 lose_host_after h2 "$metrics" 0 "$WORK/spared.log"
 status=0
