@@ -12,7 +12,6 @@
 
 #include "core/error.h"
 #include "core/test_stop.h"
-#include "plan/receive_posting.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -116,11 +115,14 @@ void Executor::post_recv(const plan::Op& op, const RoundPlan& plan) {
   }
 }
 
-LossTotals Executor::train_step(const plan::Program& program,
-                                const std::vector<int>& sends_released, const RoundPlan& plan,
-                                const MicroBatchData& data, comm::BucketedAllreduce* reduction) {
-  check(sends_released.size() == program.size(), "rank {}: {} send releases for {} ops", rank_,
-        sends_released.size(), program.size());
+LossTotals Executor::train_step(const plan::Program& program, const plan::RankMessages& messages,
+                                const RoundPlan& plan, const MicroBatchData& data,
+                                comm::BucketedAllreduce* reduction) {
+  const std::vector<int>& posted_at = messages.receives_posted;
+  const std::vector<int>& sends_released = messages.sends_released;
+  check(sends_released.size() == program.size() && posted_at.size() == program.size(),
+        "rank {}: {} send releases and {} receive posts for {} ops", rank_, sends_released.size(),
+        posted_at.size(), program.size());
   std::vector<size_t> receives;
   // Per chunk, the op after which every gradient of the chunk's step is complete: its last
   // backward, its last W where backwards are split, or its WB where they are batched.
@@ -156,7 +158,6 @@ LossTotals Executor::train_step(const plan::Program& program,
       executor.in_last_backward_ = false;
     }
   } reset{*this};
-  const std::vector<int> posted_at = plan::receives_posted(program);
   size_t posted = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     for (; std::cmp_less(posted, posted_at[i]); ++posted) {

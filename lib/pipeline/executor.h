@@ -16,6 +16,7 @@
 #include "pipeline/stage.h"
 #include "plan/op.h"
 #include "plan/placement.h"
+#include "plan/rank_messages.h"
 
 namespace mpipe::pipeline {
 
@@ -80,10 +81,10 @@ class Executor {
   // as rank_gradient_buckets cuts its chunks' gradient buffers): during a chunk's last backward
   // (or W, or WB), each layer's bucket is started as soon as that layer's gradient is complete,
   // while the earlier layers' backward still runs; the caller finishes it after the step.
-  // `sends_released` is send_releases's for the program (one count per op): after each op the
-  // link releases its sends up to that count, so the sends it holds at every op are the ones the
-  // memory walk counts.
-  LossTotals train_step(const plan::Program& program, const std::vector<int>& sends_released,
+  // `messages` is plan::rank_messages's for the program: before each op the receives it counts
+  // are posted, after it the link releases its sends up to its count, so the messages held at
+  // every op are the ones the memory walk counts.
+  LossTotals train_step(const plan::Program& program, const plan::RankMessages& messages,
                         const RoundPlan& plan, const MicroBatchData& data,
                         comm::BucketedAllreduce* reduction = nullptr);
   // The rank's data-parallel buckets, over its chunks' gradient buffers (rank_gradient_buckets):

@@ -8,8 +8,7 @@
 
 #include "core/error.h"
 #include "plan/placement.h"
-#include "plan/receive_posting.h"
-#include "plan/send_release.h"
+#include "plan/rank_messages.h"
 
 namespace mpipe::plan {
 namespace {
@@ -263,8 +262,9 @@ class ChunkWalk {
 std::vector<std::vector<size_t>> held_messages(const std::vector<Program>& programs, int rank,
                                                const Placement& placement) {
   const Program& program = programs.at(static_cast<size_t>(rank));
-  const std::vector<int> released = send_releases(programs, rank, placement);
-  const std::vector<int> posted_at = receives_posted(program);
+  const RankMessages messages = rank_messages(programs, rank, placement);
+  const std::vector<int>& released = messages.sends_released;
+  const std::vector<int>& posted_at = messages.receives_posted;
   std::vector<std::vector<size_t>> held(program.size());
   std::vector<size_t> receives;  // the receive ops' indices
   for (size_t i = 0; i < program.size(); ++i) {

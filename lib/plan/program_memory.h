@@ -42,7 +42,7 @@ struct RankMoment {
 // (its B, a filling moment like batched's first; or its W where backwards are split, no
 // candidate: it runs no gradient temporaries, the I ops after it count the operands) to the
 // group's WB op. Every chunk's profile counts its own messages at the op, from
-// the op lists (held_messages): the receives the executor has posted (receives_posted) and not
+// the op lists (held_messages): the receives the executor has posted (rank_messages) and not
 // consumed, and the sends its Link holds: those issued and not yet released at the ops
 // send_releases gives (the last kSendsInFlight at most, from the oldest not known to be delivered
 // on), where Executor::train_step releases them.
@@ -51,8 +51,8 @@ std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int r
 
 // Per op of programs[rank]: the ops whose messages the rank holds while it runs (before a receive
 // op consumes its own), in program order: the receives Executor::train_step has posted
-// (receives_posted, each with its buffer) and not consumed, then the sends its Link holds: those
-// issued before the op and not yet released (send_releases: the link frees them at those ops,
+// (rank_messages, each with its buffer) and not consumed, then the sends its Link holds: those
+// issued before the op and not yet released (rank_messages: the link frees them at those ops,
 // whenever MPI completed them).
 std::vector<std::vector<size_t>> held_messages(const std::vector<Program>& programs, int rank,
                                                const Placement& placement);

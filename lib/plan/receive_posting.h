@@ -7,15 +7,16 @@
 
 namespace mpipe::plan {
 
-// How many receive ops the executor keeps posted beyond those it has consumed, so the transfer of
-// the next micro-batch overlaps the compute of the current one. ZB-V's programs rely on it: a
-// rank's message to itself is received among the two receives after its send, so the receive is
-// posted before the send starts (Zbv.EverySelfMessageIsReceivedAmongTheNextTwoReceives).
+// How many receive ops the executor keeps posted beyond those it has consumed, at least, so the
+// transfer of the next micro-batch overlaps the compute of the current one; a step whose ranks
+// would wait on each other with so few posts more (plan::receives_ahead). ZB-V's programs rely
+// on it: a rank's message to itself is received among the two receives after its send, so the
+// receive is posted before the send starts (Zbv.EverySelfMessageIsReceivedAmongTheNextTwoReceives).
 inline constexpr int kReceivesAhead = 2;
 
 // Per op i of `program`: how many of its receive ops, in program order, are posted when op i
 // starts (Executor::train_step posts them then; the memory walk counts their buffers): every
 // receive up to op i's own, and `ahead` beyond those consumed before op i, as far as there are.
-std::vector<int> receives_posted(const Program& program, int ahead = kReceivesAhead);
+std::vector<int> receives_posted(const Program& program, int ahead);
 
 }  // namespace mpipe::plan

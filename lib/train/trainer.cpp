@@ -19,8 +19,8 @@
 #include "optim/clipping.h"
 #include "optim/lr_schedule.h"
 #include "optim/replica_shard.h"
+#include "plan/rank_messages.h"
 #include "plan/schedule.h"
-#include "plan/send_release.h"
 #include "train/decay_exemption.h"
 #include "train/finite_check.h"
 #include "train/layer_move.h"
@@ -192,7 +192,7 @@ void Trainer::build_stages() {
         placement_.virtual_stages, pipeline_plan_.weight_grads, pipeline_plan_.weight_group));
   }
   program_ = programs.at(static_cast<size_t>(topology_.pipeline_rank));
-  sends_released_ = plan::send_releases(programs, topology_.pipeline_rank, placement_);
+  messages_ = plan::rank_messages(programs, topology_.pipeline_rank, placement_);
 }
 
 std::unique_ptr<optim::Optimizer> Trainer::make_optimizer(size_t chunk) const {
@@ -449,7 +449,7 @@ StepReport Trainer::step(int64_t step) {
   const int64_t sent_before = link_->training_bytes_sent();
   {
     const kernels::WeightsFixed fixed(kernels_);  // until the optimizer update below
-    totals = executor_->train_step(program_, sends_released_, plan,
+    totals = executor_->train_step(program_, messages_, plan,
                                    micro_batch_data(data::Split::kTrain, indices, plan, step),
                                    reduce ? &allreduce : nullptr);
   }

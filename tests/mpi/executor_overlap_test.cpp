@@ -16,8 +16,8 @@
 #include "pipeline/executor.h"
 #include "pipeline/link.h"
 #include "pipeline/stage.h"
+#include "plan/rank_messages.h"
 #include "plan/schedule.h"
-#include "plan/send_release.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -82,7 +82,7 @@ TEST(ExecutorOverlap, StartsEachLayersBucketDuringTheLastBackward) {
   ASSERT_EQ(buckets.num_buckets(), 2u);
   reduction = &buckets;
   const plan::Program program = plan::make_program(plan::ScheduleKind::kGpipe, 1, 2, 0);
-  executor.train_step(program, plan::send_releases({program}, 0, plan::Placement{}), plan, data,
+  executor.train_step(program, plan::rank_messages({program}, 0, plan::Placement{}), plan, data,
                       &buckets);
   // B0: nothing final yet; B1 (the last): layers 2 and 1 were reduced before layer 0 ran.
   EXPECT_EQ(started_at_probe, (std::vector<size_t>{0, 2}));

@@ -25,8 +25,8 @@
 #include "pipeline/executor.h"
 #include "pipeline/link.h"
 #include "pipeline/stage.h"
+#include "plan/rank_messages.h"
 #include "plan/schedule.h"
-#include "plan/send_release.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -131,7 +131,7 @@ StepResult run_step(const comm::Communicator& pipeline, plan::ScheduleKind kind,
   }
   StepResult result;
   result.loss = executor.train_step(programs.at(static_cast<size_t>(pipeline.rank())),
-                                    plan::send_releases(programs, pipeline.rank(), placement),
+                                    plan::rank_messages(programs, pipeline.rank(), placement),
                                     round_plan(first_layers, end_layers), data());
   // Each parameter's gradient, without the alignment padding after it (which depends on what
   // follows in the stage's buffer).

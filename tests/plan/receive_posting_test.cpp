@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "plan/program_memory.h"
+#include "plan/rank_messages.h"
 #include "plan/schedule.h"
 
 namespace mpipe::plan {
@@ -20,14 +21,15 @@ namespace {
 // the first op, the third once RA0 is consumed; one ahead, each after the one before.
 TEST(ReceivesPosted, KeepsTheNextReceivesPostedBeyondThoseConsumed) {
   const Program program = make_program(ScheduleKind::kGpipe, 2, 3, 1);
-  EXPECT_EQ(receives_posted(program), (std::vector<int>{2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}));
+  EXPECT_EQ(receives_posted(program, kReceivesAhead),
+            (std::vector<int>{2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}));
   EXPECT_EQ(receives_posted(program, 1), (std::vector<int>{1, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3}));
   // With none ahead, each receive is posted at its own op.
   EXPECT_EQ(receives_posted(program, 0), (std::vector<int>{1, 1, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3}));
 }
 
 // Every rank's program of every schedule: the walk's posted receives at each op are the ones
-// receives_posted gives (what Executor::train_step posts), and each receive is posted by its op.
+// rank_messages gives (what Executor::train_step posts), and each receive is posted by its op.
 TEST(ReceivesPosted, AreTheReceivesTheMemoryWalkHoldsOnEverySchedule) {
   const std::pair<ScheduleKind, int> schedules[] = {
       // (schedule, chunks per rank)
@@ -45,7 +47,7 @@ TEST(ReceivesPosted, AreTheReceivesTheMemoryWalkHoldsOnEverySchedule) {
         for (int r = 0; r < k; ++r) {
           SCOPED_TRACE(fmt::format("{} K={} M={} rank {}", to_string(kind), k, m, r));
           const Program& program = programs[static_cast<size_t>(r)];
-          const std::vector<int> posted = receives_posted(program);
+          const std::vector<int> posted = rank_messages(programs, r, placement).receives_posted;
           const std::vector<std::vector<size_t>> held = held_messages(programs, r, placement);
           std::vector<size_t> receives;
           for (size_t i = 0; i < program.size(); ++i) {

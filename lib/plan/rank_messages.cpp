@@ -1,0 +1,45 @@
+// When a rank posts its receives and releases its sends in one step.
+#include "plan/rank_messages.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/error.h"
+#include "plan/receive_posting.h"
+#include "plan/send_release.h"
+#include "plan/step_progress.h"
+
+namespace mpipe::plan {
+
+int receives_ahead(const std::vector<Program>& programs, const Placement& placement) {
+  const auto runs = [&](int ahead) { return !step_deadlock(programs, placement, ahead); };
+  if (runs(kReceivesAhead)) return kReceivesAhead;
+  size_t most = 0;  // with this many ahead, every receive is posted before the first op
+  for (const Program& program : programs) {
+    size_t receives = 0;
+    for (const Op& op : program) receives += is_receive(op.kind) ? 1 : 0;
+    most = std::max(most, receives);
+  }
+  // Doubling, then halving the interval: the smallest `ahead` that runs.
+  int fails = kReceivesAhead, works = kReceivesAhead;
+  do {
+    fails = works;
+    works = static_cast<int>(std::min<size_t>(2 * static_cast<size_t>(works), most));
+  } while (!runs(works) && std::cmp_less(works, most));
+  check(runs(works), "receives_ahead: the step waits forever with every receive posted");
+  while (works - fails > 1) {
+    const int middle = fails + (works - fails) / 2;
+    (runs(middle) ? works : fails) = middle;
+  }
+  return works;
+}
+
+RankMessages rank_messages(const std::vector<Program>& programs, int rank,
+                           const Placement& placement) {
+  const int ahead = receives_ahead(programs, placement);
+  return {.receives_ahead = ahead,
+          .receives_posted = receives_posted(programs.at(static_cast<size_t>(rank)), ahead),
+          .sends_released = send_releases(programs, rank, placement)};
+}
+
+}  // namespace mpipe::plan

@@ -1,0 +1,29 @@
+// When a rank posts its receives and releases its sends in one step: the one answer both the
+// executor and the memory walk use.
+#pragma once
+
+#include <vector>
+
+#include "plan/op.h"
+#include "plan/placement.h"
+
+namespace mpipe::plan {
+
+// The fewest receives a rank keeps posted beyond those consumed (receives_posted's `ahead`, at
+// least kReceivesAhead) with which every rank of `programs` runs its step to the end
+// (step_deadlock finds none waiting forever). Posting more never makes a rank wait longer, so
+// the search ends at worst with every receive posted from the start. ZB-V needs more than 2 from
+// K = 5 on (its warm-up sends up to 2(K-r)-1 activations down before the next rank answers).
+int receives_ahead(const std::vector<Program>& programs, const Placement& placement);
+
+// Per op of programs[rank]: the receives posted when it starts (receives_posted at
+// receives_ahead) and the sends released once it has run (send_releases).
+struct RankMessages {
+  int receives_ahead = 0;
+  std::vector<int> receives_posted;
+  std::vector<int> sends_released;
+};
+RankMessages rank_messages(const std::vector<Program>& programs, int rank,
+                           const Placement& placement);
+
+}  // namespace mpipe::plan
