@@ -81,7 +81,7 @@ class Executor {
   // as rank_gradient_buckets cuts its chunks' gradient buffers): during a chunk's last backward
   // (or W, or WB), each layer's bucket is started as soon as that layer's gradient is complete,
   // while the earlier layers' backward still runs; the caller finishes it after the step.
-  // `messages` is plan::rank_messages's for the program: before each op the receives it counts
+  // `messages` is plan::step_messages's for the program: before each op the receives it counts
   // are posted, after it the link releases its sends up to its count, so the messages held at
   // every op are the ones the memory walk counts.
   LossTotals train_step(const plan::Program& program, const plan::RankMessages& messages,

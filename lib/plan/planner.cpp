@@ -671,8 +671,9 @@ PipelinePlan plan_core(const model::ModelPlan& plan, const PlanRequest& request)
     programs.push_back(make_program(pipe.schedule, pipe.stages, pipe.micro_batches, r,
                                     pipe.virtual_stages, pipe.weight_grads, pipe.weight_group));
   }
+  const std::vector<RankMessages> messages = step_messages(programs, c.placement);
   for (int r = 0; r < pipe.stages; ++r) {
-    c.rank_moments.push_back(rank_moments(programs, r, c.placement, pipe.recompute));
+    c.rank_moments.push_back(rank_moments(programs, r, c.placement, messages, pipe.recompute));
     if (pipe.weight_grads != WeightGrads::kTree) continue;
     for (RankMoment& moment : c.rank_moments.back()) {
       for (plan::StashProfile& chunk : moment.chunks) {

@@ -30,8 +30,8 @@ bool interleaves(const Program& program) {
 // The messages a rank holds at each op of its program (held_messages).
 class MessageWalk {
  public:
-  MessageWalk(const std::vector<Program>& programs, int rank, const Placement& placement)
-      : held_(held_messages(programs, rank, placement)) {}
+  MessageWalk(const Program& program, const RankMessages& messages)
+      : held_(held_messages(program, messages)) {}
 
   // The messages of chunk `chunk` held while op `i` runs (before a receive op consumes its own).
   void count(const Program& program, size_t i, int chunk, plan::StashProfile& m) const {
@@ -259,10 +259,8 @@ class ChunkWalk {
 
 }  // namespace
 
-std::vector<std::vector<size_t>> held_messages(const std::vector<Program>& programs, int rank,
-                                               const Placement& placement) {
-  const Program& program = programs.at(static_cast<size_t>(rank));
-  const RankMessages messages = rank_messages(programs, rank, placement);
+std::vector<std::vector<size_t>> held_messages(const Program& program,
+                                               const RankMessages& messages) {
   const std::vector<int>& released = messages.sends_released;
   const std::vector<int>& posted_at = messages.receives_posted;
   std::vector<std::vector<size_t>> held(program.size());
@@ -284,11 +282,13 @@ std::vector<std::vector<size_t>> held_messages(const std::vector<Program>& progr
 }
 
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
-                                     const Placement& placement, Recompute recompute) {
+                                     const Placement& placement,
+                                     const std::vector<RankMessages>& messages_by_rank,
+                                     Recompute recompute) {
   check(recompute != Recompute::kAuto, "rank_moments: recompute: auto is not resolved");
   const Program& program = programs.at(static_cast<size_t>(rank));
   const bool interleaved = std::ranges::any_of(programs, interleaves);
-  const MessageWalk messages(programs, rank, placement);
+  const MessageWalk messages(program, messages_by_rank.at(static_cast<size_t>(rank)));
   const int chunks = placement.virtual_stages;
   std::vector<ChunkWalk> walks;
   for (int c = 0; c < chunks; ++c) {

@@ -8,6 +8,7 @@
 #include "plan/op.h"
 #include "plan/pipeline_config.h"
 #include "plan/placement.h"
+#include "plan/rank_messages.h"
 
 namespace mpipe::plan {
 
@@ -42,19 +43,21 @@ struct RankMoment {
 // (its B, a filling moment like batched's first; or its W where backwards are split, no
 // candidate: it runs no gradient temporaries, the I ops after it count the operands) to the
 // group's WB op. Every chunk's profile counts its own messages at the op, from
-// the op lists (held_messages): the receives the executor has posted (rank_messages) and not
-// consumed, and the sends its Link holds: those issued and not yet released at the ops
-// send_releases gives (the last kSendsInFlight at most, from the oldest not known to be delivered
-// on), where Executor::train_step releases them.
+// the op lists (held_messages of `messages_by_rank`, step_messages's for `programs`): the
+// receives the executor has posted and not consumed, and the sends its Link holds: those issued
+// and not yet released at the ops send_releases gives (the last kSendsInFlight at most, from the
+// oldest not known to be delivered on), where Executor::train_step releases them.
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
-                                     const Placement& placement, Recompute recompute);
+                                     const Placement& placement,
+                                     const std::vector<RankMessages>& messages_by_rank,
+                                     Recompute recompute);
 
-// Per op of programs[rank]: the ops whose messages the rank holds while it runs (before a receive
-// op consumes its own), in program order: the receives Executor::train_step has posted
-// (rank_messages, each with its buffer) and not consumed, then the sends its Link holds: those
-// issued before the op and not yet released (rank_messages: the link frees them at those ops,
-// whenever MPI completed them).
-std::vector<std::vector<size_t>> held_messages(const std::vector<Program>& programs, int rank,
-                                               const Placement& placement);
+// Per op of a rank's `program`: the ops whose messages the rank holds while it runs (before a
+// receive op consumes its own), in program order: the receives Executor::train_step has posted
+// (`messages`: step_messages's for the rank) and not consumed, then the sends its Link holds:
+// those issued before the op and not yet released (the link frees them at those ops, whenever MPI
+// completed them).
+std::vector<std::vector<size_t>> held_messages(const Program& program,
+                                               const RankMessages& messages);
 
 }  // namespace mpipe::plan

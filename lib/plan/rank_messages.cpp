@@ -34,12 +34,17 @@ int receives_ahead(const std::vector<Program>& programs, const Placement& placem
   return works;
 }
 
-RankMessages rank_messages(const std::vector<Program>& programs, int rank,
-                           const Placement& placement) {
+std::vector<RankMessages> step_messages(const std::vector<Program>& programs,
+                                        const Placement& placement) {
   const int ahead = receives_ahead(programs, placement);
-  return {.receives_ahead = ahead,
-          .receives_posted = receives_posted(programs.at(static_cast<size_t>(rank)), ahead),
-          .sends_released = send_releases(programs, rank, placement)};
+  std::vector<RankMessages> messages;
+  for (size_t rank = 0; rank < programs.size(); ++rank) {
+    messages.push_back(
+        {.receives_ahead = ahead,
+         .receives_posted = receives_posted(programs[rank], ahead),
+         .sends_released = send_releases(programs, static_cast<int>(rank), placement)});
+  }
+  return messages;
 }
 
 }  // namespace mpipe::plan

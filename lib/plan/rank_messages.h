@@ -16,14 +16,15 @@ namespace mpipe::plan {
 // K = 5 on (its warm-up sends up to 2(K-r)-1 activations down before the next rank answers).
 int receives_ahead(const std::vector<Program>& programs, const Placement& placement);
 
-// Per op of programs[rank]: the receives posted when it starts (receives_posted at
+// Per op of one rank's program: the receives posted when it starts (receives_posted at
 // receives_ahead) and the sends released once it has run (send_releases).
 struct RankMessages {
   int receives_ahead = 0;
   std::vector<int> receives_posted;
   std::vector<int> sends_released;
 };
-RankMessages rank_messages(const std::vector<Program>& programs, int rank,
-                           const Placement& placement);
+// Every rank's, in rank order (receives_ahead searched once for the step).
+std::vector<RankMessages> step_messages(const std::vector<Program>& programs,
+                                        const Placement& placement);
 
 }  // namespace mpipe::plan

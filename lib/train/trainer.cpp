@@ -192,7 +192,7 @@ void Trainer::build_stages() {
         placement_.virtual_stages, pipeline_plan_.weight_grads, pipeline_plan_.weight_group));
   }
   program_ = programs.at(static_cast<size_t>(topology_.pipeline_rank));
-  messages_ = plan::rank_messages(programs, topology_.pipeline_rank, placement_);
+  messages_ = plan::step_messages(programs, placement_).at(topology_.pipeline_rank);
 }
 
 std::unique_ptr<optim::Optimizer> Trainer::make_optimizer(size_t chunk) const {

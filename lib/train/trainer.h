@@ -224,7 +224,7 @@ class Trainer {
   std::unique_ptr<pipeline::Executor> executor_;
   std::unique_ptr<TiedCopies> tied_copies_;  // of every chunk
   plan::Program program_;
-  plan::RankMessages messages_;  // plan::rank_messages: when program_ posts and releases
+  plan::RankMessages messages_;  // plan::step_messages's: when program_ posts and releases
   // What the data-parallel sum runs over: the group, or under weight_grads: tree with 2^k > 2
   // replicas, or scattered, the levels of a pairwise tree (comm::tree_levels), so that the sum
   // is the tree's.

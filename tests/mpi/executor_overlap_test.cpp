@@ -82,7 +82,7 @@ TEST(ExecutorOverlap, StartsEachLayersBucketDuringTheLastBackward) {
   ASSERT_EQ(buckets.num_buckets(), 2u);
   reduction = &buckets;
   const plan::Program program = plan::make_program(plan::ScheduleKind::kGpipe, 1, 2, 0);
-  executor.train_step(program, plan::rank_messages({program}, 0, plan::Placement{}), plan, data,
+  executor.train_step(program, plan::step_messages({program}, plan::Placement{}).at(0), plan, data,
                       &buckets);
   // B0: nothing final yet; B1 (the last): layers 2 and 1 were reduced before layer 0 ran.
   EXPECT_EQ(started_at_probe, (std::vector<size_t>{0, 2}));

@@ -131,7 +131,7 @@ StepResult run_step(const comm::Communicator& pipeline, plan::ScheduleKind kind,
   }
   StepResult result;
   result.loss = executor.train_step(programs.at(static_cast<size_t>(pipeline.rank())),
-                                    plan::rank_messages(programs, pipeline.rank(), placement),
+                                    plan::step_messages(programs, placement).at(pipeline.rank()),
                                     round_plan(first_layers, end_layers), data());
   // Each parameter's gradient, without the alignment padding after it (which depends on what
   // follows in the stage's buffer).

@@ -75,8 +75,9 @@ TEST(Planner, PredictedKeptActivationsEqualARealStagesPeakUnderEverySchedule) {
               double predicted = 0.0;
               std::vector<Program> programs;
               for (int t = 0; t < k; ++t) programs.push_back(make_program(schedule, k, m, t));
-              for (const RankMoment& moment :
-                   rank_moments(programs, s, Placement{.num_ranks = k}, recompute)) {
+              const Placement placement{.num_ranks = k};
+              for (const RankMoment& moment : rank_moments(
+                       programs, s, placement, step_messages(programs, placement), recompute)) {
                 const auto mem =
                     memory.stage(0, num_layers, moment.chunks.front(), s == 0, s == k - 1);
                 predicted = std::max(predicted, mem.kept_activations);

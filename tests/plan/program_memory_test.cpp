@@ -27,7 +27,8 @@ Placement loop(const std::vector<Program>& programs, int chunks = 1) {
 std::vector<P> program_moments(const std::vector<Program>& programs, const Placement& placement,
                                int rank, Recompute recompute, int chunk = 0, bool copies = false) {
   std::vector<P> out;
-  for (const RankMoment& m : rank_moments(programs, rank, placement, recompute)) {
+  for (const RankMoment& m :
+       rank_moments(programs, rank, placement, step_messages(programs, placement), recompute)) {
     const P& p = m.chunks[static_cast<size_t>(chunk)];
     if (m.chunk == chunk && (p.copy != P::Copy::kNone) == copies) out.push_back(p);
   }
@@ -259,7 +260,9 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
   }
   // At each backward: the running chunk, and the micro-batches each chunk keeps in full.
   std::vector<std::vector<int>> backwards;
-  for (const RankMoment& m : rank_moments(programs, 0, loop(programs, 2), Recompute::kNever)) {
+  const std::vector<RankMessages> step = step_messages(programs, loop(programs, 2));
+  for (const RankMoment& m :
+       rank_moments(programs, 0, loop(programs, 2), step, Recompute::kNever)) {
     ASSERT_EQ(m.chunks.size(), 2u);
     const P& running = m.chunks[static_cast<size_t>(m.chunk)];
     const P& other = m.chunks[static_cast<size_t>(1 - m.chunk)];
@@ -278,7 +281,7 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
   // RG1.1 B1.1 SG1.1 RA2.1 ...) the link holds the two latest sends, SA1.1 and SA2.0, and the two
   // receives posted next, RG1.1 and RA2.1: chunk 0 one sent activation, chunk 1 one of each.
   const std::vector<RankMoment> all =
-      rank_moments(programs, 0, loop(programs, 2), Recompute::kNever);
+      rank_moments(programs, 0, loop(programs, 2), step, Recompute::kNever);
   const RankMoment first = *std::ranges::find_if(
       all, [](const RankMoment& m) { return m.chunks[static_cast<size_t>(m.chunk)].backward; });
   EXPECT_EQ(messages(first.chunks[0]), (std::vector<int>{0, 0, 1, 0}));
@@ -286,7 +289,8 @@ TEST(ProgramMemory, ARanksMomentsHoldEveryChunkAtOnce) {
   // Per-layer recompute: an idle chunk keeps every layer's input of its micro-batches in flight
   // (the same counts as the idle chunks above).
   std::vector<int> idle_at_backwards;
-  for (const RankMoment& m : rank_moments(programs, 0, loop(programs, 2), Recompute::kPerLayer)) {
+  for (const RankMoment& m :
+       rank_moments(programs, 0, loop(programs, 2), step, Recompute::kPerLayer)) {
     const P& other = m.chunks[static_cast<size_t>(1 - m.chunk)];
     EXPECT_EQ(other.inputs + other.full, 0);
     if (m.chunks[static_cast<size_t>(m.chunk)].layer_recompute) {

@@ -29,7 +29,7 @@ TEST(ReceivesPosted, KeepsTheNextReceivesPostedBeyondThoseConsumed) {
 }
 
 // Every rank's program of every schedule: the walk's posted receives at each op are the ones
-// rank_messages gives (what Executor::train_step posts), and each receive is posted by its op.
+// step_messages gives (what Executor::train_step posts), and each receive is posted by its op.
 TEST(ReceivesPosted, AreTheReceivesTheMemoryWalkHoldsOnEverySchedule) {
   const std::pair<ScheduleKind, int> schedules[] = {
       // (schedule, chunks per rank)
@@ -47,8 +47,10 @@ TEST(ReceivesPosted, AreTheReceivesTheMemoryWalkHoldsOnEverySchedule) {
         for (int r = 0; r < k; ++r) {
           SCOPED_TRACE(fmt::format("{} K={} M={} rank {}", to_string(kind), k, m, r));
           const Program& program = programs[static_cast<size_t>(r)];
-          const std::vector<int> posted = rank_messages(programs, r, placement).receives_posted;
-          const std::vector<std::vector<size_t>> held = held_messages(programs, r, placement);
+          const RankMessages messages =
+              step_messages(programs, placement).at(static_cast<size_t>(r));
+          const std::vector<int>& posted = messages.receives_posted;
+          const std::vector<std::vector<size_t>> held = held_messages(program, messages);
           std::vector<size_t> receives;
           for (size_t i = 0; i < program.size(); ++i) {
             if (is_receive(program[i].kind)) receives.push_back(i);

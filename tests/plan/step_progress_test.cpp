@@ -38,7 +38,7 @@ TEST(StepDeadlock, NamesWhereZbvWaitedForeverWithTwoReceivesAhead) {
   EXPECT_NE(step_deadlock(programs, placement, 3), std::nullopt);
   EXPECT_EQ(step_deadlock(programs, placement, 4), std::nullopt);
   EXPECT_EQ(receives_ahead(programs, placement), 4);
-  EXPECT_EQ(rank_messages(programs, 1, placement).receives_ahead, 4);
+  EXPECT_EQ(step_messages(programs, placement).at(1).receives_ahead, 4);
 }
 
 // The other schedules keep kReceivesAhead; so does ZB-V up to K = 4, where it ran before.
