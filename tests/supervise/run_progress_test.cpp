@@ -148,6 +148,53 @@ TEST(RunProgress, AWideningGoesIntoMetricsAndTheSummaryBesideTheRecoveries) {
   EXPECT_EQ(summary["widenings"][0]["old_hosts"], "h1:1,h3:1");
 }
 
+// Readers (tests/multihost, scripts/bench/failure_matrix.sh, docs/multinode.md) know the records'
+// keys in this order: the seconds and the experiment only once known, and under serve.
+TEST(RunProgress, RecordsKeepTheirKeysInTheirOrder) {
+  const auto keys = [](const nlohmann::ordered_json& record) {
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : record.items()) keys.push_back(key);
+    return keys;
+  };
+  const std::vector<std::string> common = {"old_hosts",    "new_hosts",     "old_layout",
+                                           "new_layout",   "bit_identical", "last_step",
+                                           "resumed_from", "steps_redone"};
+  Recovery recovery{.time = "2026-11-29T23:00:00Z",
+                    .failure = "exit status 3: a rank lost a peer",
+                    .lost_hosts = {"h2"},
+                    .old_hosts = "h1:1,h2:1",
+                    .new_hosts = "h1:1",
+                    .old_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
+                    .new_layout = {.stages = 1, .replicas = 1, .micro_batches = 4},
+                    .bit_identical = true,
+                    .last_step = 6,
+                    .resumed_from = 4};
+  std::vector<std::string> expected = {"time", "failure", "lost_hosts"};
+  expected.insert(expected.end(), common.begin(), common.end());
+  EXPECT_EQ(keys(recovery_json(recovery)), expected);
+  recovery.seconds_lost = 12.5;
+  recovery.experiment = "mlp-1";
+  expected.insert(expected.end(), {"seconds_lost", "experiment"});
+  EXPECT_EQ(keys(recovery_json(recovery)), expected);
+
+  Widening widening{.time = "2026-11-30T20:00:00Z",
+                    .returned_hosts = {"h2"},
+                    .old_hosts = "h1:1",
+                    .new_hosts = "h1:1,h2:1",
+                    .old_layout = {.stages = 1, .replicas = 1, .micro_batches = 4},
+                    .new_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
+                    .bit_identical = true,
+                    .last_step = 34,
+                    .resumed_from = 34};
+  expected = {"time", "returned_hosts"};
+  expected.insert(expected.end(), common.begin(), common.end());
+  EXPECT_EQ(keys(widening_json(widening)), expected);
+  widening.seconds = 4.5;
+  widening.experiment = "mlp-1";
+  expected.insert(expected.end(), {"seconds", "experiment"});
+  EXPECT_EQ(keys(widening_json(widening)), expected);
+}
+
 TEST(RunProgress, ASummaryThatCannotBeReadIsAnErrorNamingIt) {
   testing::TempDir dir;
   EXPECT_THROW(add_to_summary(dir.path().string(), nlohmann::ordered_json::object()), Error);
