@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -31,6 +30,7 @@
 #include "supervise/launcher.h"
 #include "supervise/retry_policy.h"
 #include "supervise/slurm_allocation.h"
+#include "supervise/user_stop.h"
 #include "supervised_serve.h"
 #include "supervised_train.h"
 
@@ -42,25 +42,19 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::system_clock;
 
-// The running mpirun or srun, for the signal handler, and whether a stop signal was passed on to
-// it.
-std::atomic<pid_t> g_job{0};
-std::atomic<bool> g_stop_forwarded{false};
+// The user's stop signals, counted by the handler; the loop passes them on to mpirun (or srun):
+// the first as SIGUSR1, which it passes on to the ranks (mpirun cannot pass on SIGTERM or SIGINT:
+// it kills the job after odls_base_sigkill_timeout, docs/signals.md), once the job is under way;
+// a second one as SIGTERM (supervise::UserStop).
+supervise::UserStop g_user_stop;
 
-// The first stop signal goes to mpirun (or srun) as SIGUSR1, which it passes on to the ranks
-// (mpirun cannot pass on SIGTERM or SIGINT: it kills the job after odls_base_sigkill_timeout,
-// docs/signals.md): they checkpoint at the next step boundary and stop, and it exits 0. A second
-// one goes as SIGTERM: it ends the job at once.
-extern "C" void forward_stop(int) {
-  const bool again = g_stop_forwarded.exchange(true);
-  if (const pid_t job = g_job.load(); job > 0) ::kill(job, again ? SIGTERM : SIGUSR1);
-}
+extern "C" void note_stop(int) { g_user_stop.received(); }
 
 // SIGTERM (a launcher's or Slurm's stop), SIGINT (Ctrl-C) and SIGUSR1 stop the job with a
-// checkpoint; the supervisor then relaunches nothing.
+// checkpoint; the supervisor then launches nothing more.
 void forward_stop_signals() {
   struct sigaction action = {};
-  action.sa_handler = forward_stop;
+  action.sa_handler = note_stop;
   sigemptyset(&action.sa_mask);
   for (int signal : {SIGTERM, SIGINT, SIGUSR1}) ::sigaction(signal, &action, nullptr);
 }
@@ -246,14 +240,19 @@ int SuperviseCommand::run() {
   const auto regrow_interval = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(regrow_interval_s_));
 
-  for (int restarts = 0;;) {
+  int last_exit = 0;  // the exit status of the job's last mpirun or srun (0 before the first)
+  for (int restarts = 0, launches = 0;; ++launches) {
+    if (g_user_stop.requested()) {  // a stop that came before this launch
+      spdlog::info("supervise: stopped by a signal; not {} the job",
+                   launches == 0 ? "launching" : "relaunching");
+      job->ended(false);
+      return last_exit;
+    }
     std::vector<std::string> program = {self};
     for (std::string& arg : job->command()) program.push_back(std::move(arg));
     const pid_t launched =
         spawn(supervise::job_command(launcher, job->ranks(hosts), hosts, program), false);
     const Clock::time_point launched_at = Clock::now();
-    g_job.store(launched);
-    if (g_stop_forwarded.load()) ::kill(launched, SIGUSR1);  // a stop that came before the job
     // Growing back: the missing hosts probed every --regrow-interval while the job runs narrow;
     // once one answers and the job plans a wider layout, the supervisor's own stop.
     std::optional<HostProbes> probes;
@@ -262,12 +261,22 @@ int SuperviseCommand::run() {
     Clock::time_point stop_sent_at;
     std::string declined;  // the last reason logged for staying narrow (said once)
     bool under_way = false;
+    bool said_held = false;
     std::optional<int> status;
     while (!(status = ended(launched))) {
       job->watch();
       if (!under_way) under_way = job->under_way(launched_at);
+      if (const int signal = g_user_stop.to_pass_on(under_way)) {
+        ::kill(launched, signal);
+      } else if (g_user_stop.held() && !said_held) {
+        spdlog::info(
+            "supervise: a stop signal before the job has logged a step: passing it on to {} once "
+            "it has (a rank still starting would die of it); a second one ends the job at once",
+            launcher_name);
+        said_held = true;
+      }
       if (!wider && under_way &&
-          supervise::looks_for_hosts(hosts, width, regrow_interval_s_, g_stop_forwarded.load())) {
+          supervise::looks_for_hosts(hosts, width, regrow_interval_s_, g_user_stop.requested())) {
         if (!probes && Clock::now() >= next_probe) {
           probes.emplace(launcher, supervise::missing_hosts(pool, hosts), probe_timeout_s_);
         }
@@ -293,12 +302,12 @@ int SuperviseCommand::run() {
       std::this_thread::sleep_for(kPoll);
     }
     probes.reset();
-    g_job.store(0);
     const supervise::JobEnd end =
-        supervise::read_job_end(*status, g_stop_forwarded.load(), launcher.kind);
+        supervise::read_job_end(*status, g_user_stop.passed_on(), launcher.kind);
+    last_exit = end.exit_code;
     if (wider) {
       const supervise::GrowStopEnd grow_end =
-          supervise::read_grow_stop(end, g_stop_forwarded.load(), job->finished_since(launched_at));
+          supervise::read_grow_stop(end, g_user_stop.requested(), job->finished_since(launched_at));
       if (grow_end == supervise::GrowStopEnd::kWiden) {
         if (job->widen(stop_sent_at)) hosts = *wider;
         continue;  // (not a restart: nothing was lost)
@@ -308,7 +317,7 @@ int SuperviseCommand::run() {
       }
     }
     if (end.outcome == supervise::JobOutcome::kDone) {
-      job->ended(!g_stop_forwarded.load());
+      job->ended(!g_user_stop.requested());
       return 0;
     }
     const std::string failure = fmt::format("exit status {}: {}", end.exit_code, end.meaning);
@@ -341,7 +350,7 @@ int SuperviseCommand::run() {
     std::optional<std::string> give_up =
         supervise::give_up_reason(restarts, max_restarts_, lost.alive);
     if (!give_up) give_up = supervise::no_host_lost_reason(end, hosts, still_answering);
-    if (!give_up && g_stop_forwarded.load()) give_up = "stopped by a signal";
+    if (!give_up && g_user_stop.requested()) give_up = "stopped by a signal";
     if (!give_up) give_up = job->prepare_relaunch(lost);
     if (give_up) {
       spdlog::error("supervise: {} ended with {}; not relaunching: {}", launcher_name, failure,

@@ -32,27 +32,29 @@ serve::SpoolStatus read_status(const serve::Spool& spool) {
 }
 
 // How the spool's experiment `name` (its entry `active`) resumes on `ranks` ranks: the layout and
-// whether it keeps the bits (serve::resume_layout, as the daemon works it out); the layout it
-// ran on, as the daemon recorded it, in `saved`. Throws InputError when it cannot resume there.
+// whether it keeps the bits (serve::resume_layout, as the daemon works it out) in `change`'s
+// new_layout and bit_identical; the layout it ran on, as the daemon recorded it, in its
+// old_layout. Throws InputError when it cannot resume there.
 void resume_on(const serve::Spool& spool, const serve::QueueEntry& active, int ranks,
-               supervise::Layout& saved, supervise::Layout& layout, bool& bit_identical) {
+               supervise::LayoutChange& change) {
   const std::string run_dir = spool.run_dir(active.name);
   const std::string config_path = spool.experiment_file(active.name);
   const std::optional<serve::ResumeLayout> resume =
       serve::resume_layout(config_path, active.overrides, run_dir, ranks);
   if (resume) {
-    layout = resume->layout;
-    bit_identical = resume->bit_identical;
-    saved = resume->saved;
+    change.new_layout = resume->layout;
+    change.bit_identical = resume->bit_identical;
+    change.old_layout = resume->saved;
   } else {
-    layout = serve::world_layout(config::load_experiment(config_path, active.overrides), ranks);
-    bit_identical = true;
+    change.new_layout =
+        serve::world_layout(config::load_experiment(config_path, active.overrides), ranks);
+    change.bit_identical = true;
   }
   if (const serve::ExperimentStatus* status = read_status(spool).find(active.name);
       status && status->stages > 0) {
-    saved = {.stages = status->stages,
-             .replicas = status->replicas,
-             .micro_batches = status->micro_batches};
+    change.old_layout = {.stages = status->stages,
+                         .replicas = status->replicas,
+                         .micro_batches = status->micro_batches};
   }
 }
 
@@ -67,14 +69,15 @@ std::optional<serve::QueueEntry> active_entry(const serve::Spool& spool) {
   }
 }
 
-// Why experiment `name` stays on the hosts as they are rather than resume on `layout`, or nullopt.
-std::optional<std::string> not_widened(const std::string& name, const supervise::Layout& layout,
-                                       bool bit_identical) {
-  if (bit_identical) return std::nullopt;
+// Why experiment `name` stays on the hosts as they are rather than resume as `change` plans, or
+// nullopt.
+std::optional<std::string> not_widened(const std::string& name,
+                                       const supervise::LayoutChange& change) {
+  if (change.bit_identical) return std::nullopt;
   return fmt::format(
       "experiment {} would resume as {}, not bit-identical (a change of D keeps the bits only "
       "under weight_grads: tree, between powers of two)",
-      name, supervise::to_string(layout));
+      name, supervise::to_string(change.new_layout));
 }
 
 }  // namespace
@@ -103,22 +106,20 @@ std::optional<std::string> SupervisedServe::prepare_relaunch(const LostHosts& lo
   }
   const std::string& name = active->name;
   const std::string run_dir = spool.run_dir(name);
-  supervise::Recovery recovery{.time = utc_now(),
-                               .failure = lost.failure,
-                               .lost_hosts = lost.lost_hosts,
-                               .old_hosts = host_list_text(lost.hosts),
-                               .new_hosts = host_list_text(lost.alive),
-                               .old_layout = {},
-                               .new_layout = {},
-                               .bit_identical = true,
-                               .last_step = supervise::last_logged_step(run_dir),
-                               .resumed_from = supervise::newest_checkpoint_step(run_dir),
-                               .seconds_lost = -1.0,
-                               .experiment = name};
+  supervise::Recovery recovery{
+      .change = {.time = utc_now(),
+                 .old_hosts = host_list_text(lost.hosts),
+                 .new_hosts = host_list_text(lost.alive),
+                 .old_layout = {},
+                 .new_layout = {},
+                 .last_step = supervise::last_logged_step(run_dir),
+                 .resumed_from = supervise::newest_checkpoint_step(run_dir),
+                 .experiment = name},
+      .failure = lost.failure,
+      .lost_hosts = lost.lost_hosts};
   // The layout the relaunched daemon gives it: the daemon works it out the same way.
   try {
-    resume_on(spool, *active, ranks, recovery.old_layout, recovery.new_layout,
-              recovery.bit_identical);
+    resume_on(spool, *active, ranks, recovery.change);
   } catch (const InputError& e) {
     spdlog::warn(
         "supervise: restart {} of at most {}: {}; {}; relaunching serve on {}: "
@@ -136,29 +137,27 @@ std::optional<std::string> SupervisedServe::prepare_relaunch(const LostHosts& lo
 std::optional<std::string> SupervisedServe::plan_widening(const ReturnedHosts& returned) {
   const serve::Spool spool(serve_.spool_dir);
   const int ranks = wider_ranks_ = total_slots(returned.wider);
-  widening_ = {.time = {},
-               .returned_hosts = {},
-               .old_hosts = host_list_text(returned.hosts),
-               .new_hosts = host_list_text(returned.wider),
-               .old_layout = {},
-               .new_layout = {},
-               .bit_identical = true};
+  widening_ = {.change = {.time = {},
+                          .old_hosts = host_list_text(returned.hosts),
+                          .new_hosts = host_list_text(returned.wider),
+                          .old_layout = {},
+                          .new_layout = {}},
+               .returned_hosts = {}};
   for (const auto& host : returned.returned) widening_.returned_hosts.push_back(host.host);
   const std::optional<serve::QueueEntry> active = active_entry(spool);
   if (!active) {
     spdlog::info(
         "supervise: {}; stopping serve to relaunch it on {} ({} ranks), no experiment is running",
-        supervise::answer_again_text(returned.returned), widening_.new_hosts, ranks);
+        supervise::answer_again_text(returned.returned), widening_.change.new_hosts, ranks);
     return std::nullopt;
   }
-  widening_.experiment = active->name;
+  widening_.change.experiment = active->name;
   try {
-    resume_on(spool, *active, ranks, widening_.old_layout, widening_.new_layout,
-              widening_.bit_identical);
+    resume_on(spool, *active, ranks, widening_.change);
   } catch (const InputError& e) {
     return fmt::format("experiment {} cannot go on there: {}", active->name, e.what());
   }
-  if (auto reason = not_widened(active->name, widening_.new_layout, widening_.bit_identical)) {
+  if (auto reason = not_widened(active->name, widening_.change)) {
     return reason;
   }
   spdlog::info("{}", supervise::widening_stop_line(widening_));
@@ -181,18 +180,17 @@ bool SupervisedServe::widen(Clock::time_point stopped_at) {
   const serve::Spool spool(serve_.spool_dir);
   const int ranks = wider_ranks_;
   const std::optional<serve::QueueEntry> active = active_entry(spool);
-  if (active && active->name != widening_.experiment) {
+  if (active && active->name != widening_.change.experiment) {
     // Another experiment started since the plan: it must resume on the wider world as well.
-    widening_.experiment = active->name;
+    widening_.change.experiment = active->name;
     try {
-      resume_on(spool, *active, ranks, widening_.old_layout, widening_.new_layout,
-                widening_.bit_identical);
+      resume_on(spool, *active, ranks, widening_.change);
     } catch (const InputError& e) {
       spdlog::info("supervise: not widening: experiment {} cannot go on on {}: {}", active->name,
-                   widening_.new_hosts, e.what());
+                   widening_.change.new_hosts, e.what());
       return false;
     }
-    if (auto reason = not_widened(active->name, widening_.new_layout, widening_.bit_identical)) {
+    if (auto reason = not_widened(active->name, widening_.change)) {
       spdlog::info("supervise: not widening: {}", *reason);
       return false;
     }
@@ -200,13 +198,13 @@ bool SupervisedServe::widen(Clock::time_point stopped_at) {
   ++widenings_;
   if (!active) {
     spdlog::info("supervise: widening {}: relaunching serve on {} ({} ranks)", widenings_,
-                 widening_.new_hosts, ranks);
+                 widening_.change.new_hosts, ranks);
     return true;
   }
   const std::string run_dir = spool.run_dir(active->name);
-  widening_.time = utc_now();
-  widening_.last_step = supervise::last_logged_step(run_dir);
-  widening_.resumed_from = supervise::newest_checkpoint_step(run_dir);
+  widening_.change.time = utc_now();
+  widening_.change.last_step = supervise::last_logged_step(run_dir);
+  widening_.change.resumed_from = supervise::newest_checkpoint_step(run_dir);
   spdlog::info("{}", supervise::widening_line(widening_, widenings_));
   unfinished_.try_emplace(active->name, run_dir).first->second.add(widening_, stopped_at);
   return true;

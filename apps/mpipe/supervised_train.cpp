@@ -32,18 +32,17 @@ std::optional<std::string> SupervisedTrain::prepare_relaunch(const LostHosts& lo
     return std::string(e.what());
   }
   const std::string& run_dir = recoveries_.run_dir();
-  const supervise::Recovery recovery{.time = utc_now(),
-                                     .failure = lost.failure,
-                                     .lost_hosts = lost.lost_hosts,
-                                     .old_hosts = host_list_text(lost.hosts),
-                                     .new_hosts = host_list_text(lost.alive),
-                                     .old_layout = layout_,
-                                     .new_layout = plan.layout,
-                                     .bit_identical = plan.bit_identical,
-                                     .last_step = supervise::last_logged_step(run_dir),
-                                     .resumed_from = supervise::newest_checkpoint_step(run_dir),
-                                     .seconds_lost = -1.0,
-                                     .experiment = {}};
+  const supervise::Recovery recovery{
+      .change = {.time = utc_now(),
+                 .old_hosts = host_list_text(lost.hosts),
+                 .new_hosts = host_list_text(lost.alive),
+                 .old_layout = layout_,
+                 .new_layout = plan.layout,
+                 .bit_identical = plan.bit_identical,
+                 .last_step = supervise::last_logged_step(run_dir),
+                 .resumed_from = supervise::newest_checkpoint_step(run_dir)},
+      .failure = lost.failure,
+      .lost_hosts = lost.lost_hosts};
   spdlog::warn("{}", supervise::recovery_line(recovery, lost.restart, lost.max_restarts));
   recoveries_.add(recovery, lost.failed_at);
   layout_ = plan.layout;
@@ -57,13 +56,13 @@ std::optional<std::string> SupervisedTrain::plan_widening(const ReturnedHosts& r
       layout_, total_slots(returned.wider), supervise::tree_weight_grads(experiment_), check_);
   if (const auto* reason = std::get_if<std::string>(&wider)) return *reason;
   const auto& plan = std::get<supervise::Replan>(wider);
-  widening_ = {.time = {},
-               .returned_hosts = {},
-               .old_hosts = host_list_text(returned.hosts),
-               .new_hosts = host_list_text(returned.wider),
-               .old_layout = layout_,
-               .new_layout = plan.layout,
-               .bit_identical = plan.bit_identical};
+  widening_ = {.change = {.time = {},
+                          .old_hosts = host_list_text(returned.hosts),
+                          .new_hosts = host_list_text(returned.wider),
+                          .old_layout = layout_,
+                          .new_layout = plan.layout,
+                          .bit_identical = plan.bit_identical},
+               .returned_hosts = {}};
   for (const auto& host : returned.returned) widening_.returned_hosts.push_back(host.host);
   spdlog::info("{}", supervise::widening_stop_line(widening_));
   return std::nullopt;
@@ -81,12 +80,12 @@ bool SupervisedTrain::finished_since(supervise::RunRecoveries::Clock::time_point
 
 bool SupervisedTrain::widen(supervise::RunRecoveries::Clock::time_point stopped_at) {
   const std::string& run_dir = recoveries_.run_dir();
-  widening_.time = utc_now();
-  widening_.last_step = supervise::last_logged_step(run_dir);
-  widening_.resumed_from = supervise::newest_checkpoint_step(run_dir);
+  widening_.change.time = utc_now();
+  widening_.change.last_step = supervise::last_logged_step(run_dir);
+  widening_.change.resumed_from = supervise::newest_checkpoint_step(run_dir);
   spdlog::info("{}", supervise::widening_line(widening_, recoveries_.widenings() + 1));
   recoveries_.add(widening_, stopped_at);
-  layout_ = widening_.new_layout;
+  layout_ = widening_.change.new_layout;
   command_ = supervise::relaunch_command(train_, layout_,
                                          supervise::needs_auto_partition(experiment_, layout_));
   return true;

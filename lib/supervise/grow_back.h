@@ -35,8 +35,8 @@ std::vector<HostSlots> chosen_hosts(const std::vector<HostSlots>& pool,
                                     const std::vector<HostSlots>& answering, int width);
 
 // Whether a running job on `current` looks for hosts that answer again: growing is on
-// (`regrow_interval_s` > 0), no stop signal was passed on (`user_stop`), and it has fewer slots
-// than `width`.
+// (`regrow_interval_s` > 0), no user's stop signal came (`user_stop`: passed on, or held until the
+// job got under way), and it has fewer slots than `width`.
 bool looks_for_hosts(const std::vector<HostSlots>& current, int width, double regrow_interval_s,
                      bool user_stop);
 

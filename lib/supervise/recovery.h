@@ -1,33 +1,22 @@
-// One recovery of a supervised run: the failure, the hosts lost, the old and new layout, the
-// steps redone and the seconds lost; its log line and its record in summary.json.
+// One recovery of a supervised run: the failure, the hosts lost, and the layout change of its
+// relaunch (the steps redone, the seconds lost); its log line and its record in summary.json.
 #pragma once
 
-#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "supervise/layout.h"
+#include "supervise/layout_change.h"
 
 namespace mpipe::supervise {
 
 struct Recovery {
-  std::string time;                     // when the supervisor saw the job end, UTC ISO 8601
+  // `time`: when the supervisor saw the job end; `last_step`: the last step logged before the
+  // failure; `seconds`: the seconds lost, from that step to the first step past it logged after
+  // the relaunch.
+  LayoutChange change;
   std::string failure;                  // "exit status 205: mpirun lost a host's daemon: ..."
   std::vector<std::string> lost_hosts;  // those that no longer answer (may be none: a rank lost)
-  std::string old_hosts, new_hosts;     // as --host takes them
-  Layout old_layout, new_layout;
-  bool bit_identical = true;
-  int64_t last_step = 0;     // the last step logged before the failure
-  int64_t resumed_from = 0;  // the checkpoint the relaunch resumes (0: from the start)
-  // From the last step logged before the failure to the first step past it logged after the
-  // relaunch; negative until then.
-  double seconds_lost = -1.0;
-  // Under `mpipe serve`: the spool's experiment that was running (the daemon relaunched on the
-  // new hosts resumes it on the new layout); empty for a train job.
-  std::string experiment = {};
-
-  int64_t steps_redone() const { return last_step - resumed_from; }
 };
 
 // "h2 does not answer", "h2, h3 do not answer", or "every host answers" (none lost).
@@ -39,7 +28,8 @@ std::string lost_hosts_text(const std::vector<std::string>& lost_hosts);
 // h1:1,h3:1, experiment NAME as ...").
 std::string recovery_line(const Recovery& recovery, int restart, int max_restarts);
 
-// Its record in summary.json's "recoveries".
+// Its record in metrics.jsonl and summary.json's "recoveries": layout_change_json with "failure"
+// and "lost_hosts", the seconds as "seconds_lost".
 nlohmann::ordered_json recovery_json(const Recovery& recovery);
 
 }  // namespace mpipe::supervise

@@ -40,11 +40,11 @@ int64_t newest_checkpoint_step(const std::string& run_dir) {
 }
 
 void add_to_metrics(const std::string& run_dir, const Recovery& recovery) {
-  log::MetricsWriter(run_dir).recovery(recovery.resumed_from, recovery_json(recovery));
+  log::MetricsWriter(run_dir).recovery(recovery.change.resumed_from, recovery_json(recovery));
 }
 
 void add_to_metrics(const std::string& run_dir, const Widening& widening) {
-  log::MetricsWriter(run_dir).widening(widening.resumed_from, widening_json(widening));
+  log::MetricsWriter(run_dir).widening(widening.change.resumed_from, widening_json(widening));
 }
 
 void add_to_summary(const std::string& run_dir, const nlohmann::ordered_json& records) {

@@ -52,15 +52,10 @@ void RunRecoveries::add(Widening widening, Clock::time_point stopped_at) {
 
 void RunRecoveries::watch() {
   if (pending_ == Pending::kNone) return;
-  const int64_t last_step =
-      pending_ == Pending::kRecovery ? recoveries_.back().last_step : widenings_.back().last_step;
-  if (last_logged_step(run_dir_) <= last_step) return;
-  const double seconds = std::chrono::duration<double>(Clock::now() - pending_since_).count();
-  if (pending_ == Pending::kRecovery) {
-    recoveries_.back().seconds_lost = seconds;
-  } else {
-    widenings_.back().seconds = seconds;
-  }
+  LayoutChange& change =
+      pending_ == Pending::kRecovery ? recoveries_.back().change : widenings_.back().change;
+  if (last_logged_step(run_dir_) <= change.last_step) return;
+  change.seconds = std::chrono::duration<double>(Clock::now() - pending_since_).count();
   pending_ = Pending::kNone;
 }
 

@@ -6,52 +6,25 @@
 
 namespace mpipe::supervise {
 
-namespace {
-
-std::string bits_text(bool bit_identical) {
-  return bit_identical ? "bit-identical" : "not bit-identical";
-}
-
-}  // namespace
-
 std::string widening_stop_line(const Widening& widening) {
+  const LayoutChange& change = widening.change;
   return fmt::format(
-      "supervise: {} {} again; stopping the job at its next step boundary to relaunch it on "
-      "{}{} as {} (now {} on {}), {}",
+      "supervise: {} {} again; stopping the job at its next step boundary to relaunch it on {} "
+      "(now {} on {}), {}",
       fmt::join(widening.returned_hosts, ", "),
-      widening.returned_hosts.size() == 1 ? "answers" : "answer", widening.new_hosts,
-      widening.experiment.empty() ? "" : ", experiment " + widening.experiment,
-      to_string(widening.new_layout), to_string(widening.old_layout), widening.old_hosts,
-      bits_text(widening.bit_identical));
+      widening.returned_hosts.size() == 1 ? "answers" : "answer", relaunch_text(change),
+      to_string(change.old_layout), change.old_hosts,
+      change.bit_identical ? "bit-identical" : "not bit-identical");
 }
 
 std::string widening_line(const Widening& widening, int number) {
-  const int64_t redo = widening.steps_redone();
-  return fmt::format(
-      "supervise: widening {}: relaunching on {}{} as {}, resuming from {} ({} step{} "
-      "to redo)",
-      number, widening.new_hosts,
-      widening.experiment.empty() ? "" : ", experiment " + widening.experiment,
-      to_string(widening.new_layout),
-      widening.resumed_from > 0 ? fmt::format("step {}", widening.resumed_from)
-                                : std::string("the start"),
-      redo, redo == 1 ? "" : "s");
+  return fmt::format("supervise: widening {}: relaunching on {}, {}", number,
+                     relaunch_text(widening.change), resume_text(widening.change));
 }
 
 nlohmann::ordered_json widening_json(const Widening& widening) {
-  nlohmann::ordered_json record = {{"time", widening.time},
-                                   {"returned_hosts", widening.returned_hosts},
-                                   {"old_hosts", widening.old_hosts},
-                                   {"new_hosts", widening.new_hosts},
-                                   {"old_layout", layout_json(widening.old_layout)},
-                                   {"new_layout", layout_json(widening.new_layout)},
-                                   {"bit_identical", widening.bit_identical},
-                                   {"last_step", widening.last_step},
-                                   {"resumed_from", widening.resumed_from},
-                                   {"steps_redone", widening.steps_redone()}};
-  if (widening.seconds >= 0.0) record["seconds"] = widening.seconds;
-  if (!widening.experiment.empty()) record["experiment"] = widening.experiment;
-  return record;
+  return layout_change_json(widening.change, {{"returned_hosts", widening.returned_hosts}},
+                            "seconds");
 }
 
 }  // namespace mpipe::supervise

@@ -1,31 +1,22 @@
 // One widening of a supervised run: hosts that answer again (a lost host back, or a spare), the
-// job stopped at a step boundary with a checkpoint and relaunched wider; its log line and record.
+// job stopped at a step boundary with a checkpoint and relaunched wider (a layout change); its log
+// lines and record.
 #pragma once
 
-#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "supervise/layout.h"
+#include "supervise/layout_change.h"
 
 namespace mpipe::supervise {
 
 struct Widening {
-  std::string time;                         // when the supervisor sent its stop, UTC ISO 8601
+  // `time`: when the supervisor sent its stop; `resumed_from`: the stop's checkpoint (0 steps
+  // redone); `seconds`: from the stop signal to the first step past `last_step` logged after the
+  // relaunch.
+  LayoutChange change;
   std::vector<std::string> returned_hosts;  // those that answered their probe again
-  std::string old_hosts, new_hosts;         // as --host takes them
-  Layout old_layout, new_layout;
-  bool bit_identical = true;
-  int64_t last_step = 0;     // the last step logged before the relaunch
-  int64_t resumed_from = 0;  // the checkpoint the relaunch resumes (the stop's: 0 steps redone)
-  // From the supervisor's stop signal to the first step past `last_step` logged after the
-  // relaunch; negative until then.
-  double seconds = -1.0;
-  // Under `mpipe serve`: the spool's experiment the daemon resumes wider; empty for a train job.
-  std::string experiment = {};
-
-  int64_t steps_redone() const { return last_step - resumed_from; }
 };
 
 // The supervisor's line as it stops the job: "supervise: h2 answers again; stopping the job at
@@ -38,7 +29,8 @@ std::string widening_stop_line(const Widening& widening);
 // 1 replica, ..., resuming from step 34 (0 steps to redo)".
 std::string widening_line(const Widening& widening, int number);
 
-// Its record in summary.json's "widenings".
+// Its record in metrics.jsonl and summary.json's "widenings": layout_change_json with
+// "returned_hosts", the seconds as "seconds".
 nlohmann::ordered_json widening_json(const Widening& widening);
 
 }  // namespace mpipe::supervise

@@ -39,16 +39,16 @@ TEST(RunProgress, AFileWrittenSinceALaunchIsOneThatExistsAndIsNotOlder) {
 TEST(RunProgress, ARecoveryGoesIntoMetricsAtItsResumedStepAndIsNotAStepLogged) {
   testing::TempDir dir;
   write(dir.file("metrics.jsonl"), "{\"step\":5,\"loss\":1.0}\n{\"step\":6,\"loss\":0.9}\n");
-  const Recovery recovery{.time = "2026-11-29T23:00:00Z",
+  const Recovery recovery{.change = {.time = "2026-11-29T23:00:00Z",
+                                     .old_hosts = "h1:1,h2:1",
+                                     .new_hosts = "h1:1",
+                                     .old_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
+                                     .new_layout = {.stages = 1, .replicas = 1, .micro_batches = 4},
+                                     .bit_identical = true,
+                                     .last_step = 6,
+                                     .resumed_from = 4},
                           .failure = "exit status 3: the watchdog lost a peer",
-                          .lost_hosts = {"h2"},
-                          .old_hosts = "h1:1,h2:1",
-                          .new_hosts = "h1:1",
-                          .old_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
-                          .new_layout = {.stages = 1, .replicas = 1, .micro_batches = 4},
-                          .bit_identical = true,
-                          .last_step = 6,
-                          .resumed_from = 4};
+                          .lost_hosts = {"h2"}};
   add_to_metrics(dir.path().string(), recovery);
   EXPECT_EQ(last_logged_step(dir.path().string()), 6);
   std::ifstream in(dir.file("metrics.jsonl"));
@@ -66,17 +66,17 @@ TEST(RunProgress, ARecoveryGoesIntoMetricsAtItsResumedStepAndIsNotAStepLogged) {
 TEST(RunProgress, RecoveriesAreAddedToTheSummaryAndKeepItsKeys) {
   testing::TempDir dir;
   write(dir.file("summary.json"), "{\"steps\": 7, \"final_loss\": 0.5}\n");
-  const Recovery recovery{.time = "2026-11-29T23:00:00Z",
+  const Recovery recovery{.change = {.time = "2026-11-29T23:00:00Z",
+                                     .old_hosts = "h1:1,h2:1,h3:1",
+                                     .new_hosts = "h1:1,h3:1",
+                                     .old_layout = {.stages = 3, .replicas = 1, .micro_batches = 4},
+                                     .new_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
+                                     .bit_identical = true,
+                                     .last_step = 6,
+                                     .resumed_from = 4,
+                                     .seconds = 12.5},
                           .failure = "exit status 205: mpirun lost a host's daemon",
-                          .lost_hosts = {"h2"},
-                          .old_hosts = "h1:1,h2:1,h3:1",
-                          .new_hosts = "h1:1,h3:1",
-                          .old_layout = {.stages = 3, .replicas = 1, .micro_batches = 4},
-                          .new_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
-                          .bit_identical = true,
-                          .last_step = 6,
-                          .resumed_from = 4,
-                          .seconds_lost = 12.5};
+                          .lost_hosts = {"h2"}};
   add_to_summary(dir.path().string(),
                  {{"recoveries", nlohmann::ordered_json::array({recovery_json(recovery)})}});
   std::ifstream in(dir.file("summary.json"));
@@ -95,7 +95,7 @@ TEST(RunProgress, RecoveriesAreAddedToTheSummaryAndKeepItsKeys) {
             "from step 4 (2 steps to redo), bit-identical");
   EXPECT_FALSE(record.contains("experiment"));
   Recovery served = recovery;  // under `mpipe serve`: the experiment the daemon was running
-  served.experiment = "mlp-1";
+  served.change.experiment = "mlp-1";
   EXPECT_EQ(recovery_json(served)["experiment"], "mlp-1");
   EXPECT_TRUE(recovery_line(served, 1, 3)
                   .find("relaunching on h1:1,h3:1, experiment mlp-1 as 2 "
@@ -105,15 +105,15 @@ TEST(RunProgress, RecoveriesAreAddedToTheSummaryAndKeepItsKeys) {
 TEST(RunProgress, AWideningGoesIntoMetricsAndTheSummaryBesideTheRecoveries) {
   testing::TempDir dir;
   write(dir.file("metrics.jsonl"), "{\"step\":34,\"loss\":1.0}\n");
-  Widening widening{.time = "2026-11-30T20:00:00Z",
-                    .returned_hosts = {"h2"},
-                    .old_hosts = "h1:1,h3:1",
-                    .new_hosts = "h1:1,h2:1,h3:1",
-                    .old_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
-                    .new_layout = {.stages = 3, .replicas = 1, .micro_batches = 4},
-                    .bit_identical = true,
-                    .last_step = 34,
-                    .resumed_from = 34};
+  Widening widening{.change = {.time = "2026-11-30T20:00:00Z",
+                               .old_hosts = "h1:1,h3:1",
+                               .new_hosts = "h1:1,h2:1,h3:1",
+                               .old_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
+                               .new_layout = {.stages = 3, .replicas = 1, .micro_batches = 4},
+                               .bit_identical = true,
+                               .last_step = 34,
+                               .resumed_from = 34},
+                    .returned_hosts = {"h2"}};
   EXPECT_EQ(widening_stop_line(widening),
             "supervise: h2 answers again; stopping the job at its next step boundary to relaunch "
             "it on h1:1,h2:1,h3:1 as 3 stages x 1 replica, 4 micro-batches each (now 2 stages x 1 "
@@ -135,8 +135,8 @@ TEST(RunProgress, AWideningGoesIntoMetricsAndTheSummaryBesideTheRecoveries) {
   EXPECT_FALSE(record.contains("seconds"));  // known only once the relaunch gets past step 34
 
   write(dir.file("summary.json"), "{\"steps\": 60}\n");
-  widening.seconds = 4.5;
-  widening.experiment = "mlp-1";  // under `mpipe serve`
+  widening.change.seconds = 4.5;
+  widening.change.experiment = "mlp-1";  // under `mpipe serve`
   add_to_summary(dir.path().string(),
                  {{"widenings", nlohmann::ordered_json::array({widening_json(widening)})}});
   std::ifstream summary_in(dir.file("summary.json"));
@@ -146,6 +146,54 @@ TEST(RunProgress, AWideningGoesIntoMetricsAndTheSummaryBesideTheRecoveries) {
   EXPECT_EQ(summary["widenings"][0]["seconds"], 4.5);
   EXPECT_EQ(summary["widenings"][0]["experiment"], "mlp-1");
   EXPECT_EQ(summary["widenings"][0]["old_hosts"], "h1:1,h3:1");
+}
+
+// The records' keys in the order docs/multinode.md lists them (tests/multihost and
+// scripts/bench/failure_matrix.sh read them): the seconds once measured, the experiment under
+// serve.
+TEST(RunProgress, RecordsKeepTheirKeysInTheirOrder) {
+  const auto keys = [](const nlohmann::ordered_json& record) {
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : record.items()) keys.push_back(key);
+    return keys;
+  };
+  const std::vector<std::string> common = {"old_hosts",    "new_hosts",     "old_layout",
+                                           "new_layout",   "bit_identical", "last_step",
+                                           "resumed_from", "steps_redone"};
+  Recovery recovery{.change = {.time = "2026-11-29T23:00:00Z",
+                               .old_hosts = "h1:1,h2:1",
+                               .new_hosts = "h1:1",
+                               .old_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
+                               .new_layout = {.stages = 1, .replicas = 1, .micro_batches = 4},
+                               .bit_identical = true,
+                               .last_step = 6,
+                               .resumed_from = 4},
+                    .failure = "exit status 3: a rank lost a peer",
+                    .lost_hosts = {"h2"}};
+  std::vector<std::string> expected = {"time", "failure", "lost_hosts"};
+  expected.insert(expected.end(), common.begin(), common.end());
+  EXPECT_EQ(keys(recovery_json(recovery)), expected);
+  recovery.change.seconds = 12.5;
+  recovery.change.experiment = "mlp-1";
+  expected.insert(expected.end(), {"seconds_lost", "experiment"});
+  EXPECT_EQ(keys(recovery_json(recovery)), expected);
+
+  Widening widening{.change = {.time = "2026-11-30T20:00:00Z",
+                               .old_hosts = "h1:1",
+                               .new_hosts = "h1:1,h2:1",
+                               .old_layout = {.stages = 1, .replicas = 1, .micro_batches = 4},
+                               .new_layout = {.stages = 2, .replicas = 1, .micro_batches = 4},
+                               .bit_identical = true,
+                               .last_step = 34,
+                               .resumed_from = 34},
+                    .returned_hosts = {"h2"}};
+  expected = {"time", "returned_hosts"};
+  expected.insert(expected.end(), common.begin(), common.end());
+  EXPECT_EQ(keys(widening_json(widening)), expected);
+  widening.change.seconds = 4.5;
+  widening.change.experiment = "mlp-1";
+  expected.insert(expected.end(), {"seconds", "experiment"});
+  EXPECT_EQ(keys(widening_json(widening)), expected);
 }
 
 TEST(RunProgress, ASummaryThatCannotBeReadIsAnErrorNamingIt) {
