@@ -16,10 +16,11 @@ Shape param_shape(const nn::Layer& layer, const std::string& name) {
 
 }  // namespace
 
-int64_t tied_exchange_bytes(const TiedWeights& tied, int held) {
-  const auto elsewhere = static_cast<int64_t>(tied.uses().size()) - held;
-  if (held == 0 || elsewhere <= 0) return 0;
-  return elsewhere * std::min(kTiedExchangeFloats, tied.matrix.numel()) *
+int64_t tied_exchange_bytes(const TiedWeights& tied, int held, bool on_shards) {
+  const auto uses = static_cast<int64_t>(tied.uses().size());
+  const int64_t chunks = on_shards ? held * (uses - 1) : uses - held;
+  if (held == 0 || chunks <= 0) return 0;
+  return chunks * std::min(kTiedExchangeFloats, tied.matrix.numel()) *
          static_cast<int64_t>(sizeof(float));
 }
 

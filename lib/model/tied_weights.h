@@ -43,9 +43,10 @@ struct TiedWeights {
 // The tie exchange (train::TiedCopies::sum_gradients) moves each use's gradient in chunks of at
 // most this many floats.
 inline constexpr int64_t kTiedExchangeFloats = int64_t{1} << 16;
-// The bytes a rank that holds `held` of `tied`'s uses receives into during the exchange: one
-// chunk per use held elsewhere (none when it holds none).
-int64_t tied_exchange_bytes(const TiedWeights& tied, int held);
+// The bytes a rank that holds `held` of `tied`'s uses receives into during the exchange (none when
+// it holds none): one chunk per use held elsewhere; `on_shards` (each replica holding its shard of
+// the reduced gradient), one chunk per pair of a held use and another use.
+int64_t tied_exchange_bytes(const TiedWeights& tied, int held, bool on_shards = false);
 
 // The index in layer.param_specs() of the parameter named `name`; Error when it has none.
 int param_index(const nn::Layer& layer, const std::string& name);

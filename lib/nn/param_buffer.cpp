@@ -111,19 +111,20 @@ std::span<float> ParamBuffer::grads_of(int global_layer) {
   return {};
 }
 
-std::vector<std::pair<int, double>> ParamBuffer::grad_square_sums_per_layer() const {
+std::vector<std::pair<int, double>> ParamBuffer::grad_square_sums_per_layer(
+    std::span<const Elements> uncounted) const {
   std::vector<std::pair<int, double>> sums;
   for (const LayerRange& range : ranges_) sums.emplace_back(range.global_layer, 0.0);
   size_t at = 0;  // blocks come in layer order
-  for (const auto& [layer, block] : grad_square_block_sums(0, num_params())) {
+  for (const auto& [layer, block] : grad_square_block_sums(0, num_params(), uncounted)) {
     while (sums[at].first != layer) ++at;
     sums[at].second += block;
   }
   return sums;
 }
 
-std::vector<std::pair<int, double>> ParamBuffer::grad_square_block_sums(int64_t begin,
-                                                                        int64_t end) const {
+std::vector<std::pair<int, double>> ParamBuffer::grad_square_block_sums(
+    int64_t begin, int64_t end, std::span<const Elements> uncounted) const {
   const std::vector<int64_t> cuts = norm_block_begins();
   const auto is_cut = [&](int64_t at) {
     return at == num_params() || std::ranges::binary_search(cuts, at) ||
@@ -152,10 +153,19 @@ std::vector<std::pair<int, double>> ParamBuffer::grad_square_block_sums(int64_t 
   for (int64_t i = 0; i < num_blocks; ++i) {
     const Block& block = blocks[static_cast<size_t>(i)];
     double sum = 0.0;
-    for (int64_t j = block.begin; j < block.end; ++j) {
-      const double v = g[static_cast<size_t>(j)];
-      sum += v * v;
+    const auto add = [&sum, &g](int64_t from, int64_t to) {
+      for (int64_t j = from; j < to; ++j) {
+        const double v = g[static_cast<size_t>(j)];
+        sum += v * v;
+      }
+    };
+    int64_t at = block.begin;  // what is left of the block
+    for (const Elements& out : uncounted) {
+      if (out.end <= at || out.begin >= block.end) continue;
+      add(at, out.begin);
+      at = out.end;
     }
+    add(at, block.end);
     sums[static_cast<size_t>(i)] = {block.layer, sum};
   }
   return sums;

@@ -21,6 +21,11 @@ class ParamBuffer {
   // the partition, the thread count nor a cut at a block boundary (optimizer shards).
   static constexpr int64_t kNormBlock = int64_t{1} << 12;
 
+  // Elements [begin, end) of values()/grads().
+  struct Elements {
+    int64_t begin = 0, end = 0;
+  };
+
   struct Entry {
     int global_layer;
     std::string name;
@@ -58,11 +63,14 @@ class ParamBuffer {
   const std::vector<Entry>& entries() const { return entries_; }
   // (global layer, sum of squares of its grads in double), one pair per layer, ascending: each
   // the sum of its grad_square_block_sums in order.
-  std::vector<std::pair<int, double>> grad_square_sums_per_layer() const;
+  std::vector<std::pair<int, double>> grad_square_sums_per_layer(
+      std::span<const Elements> uncounted = {}) const;
   // (global layer, sum of squares of one norm block's grads in double) for every block inside
-  // [begin, end) of grads(), in buffer order. [begin, end) must not cut a block: its ends in
+  // [begin, end) of grads(), in buffer order, the elements in `uncounted` (ascending, disjoint)
+  // left out: the same bits as if they were 0. [begin, end) must not cut a block: its ends in
   // norm_block_begins() or num_params(); else throws mpipe::Error.
-  std::vector<std::pair<int, double>> grad_square_block_sums(int64_t begin, int64_t end) const;
+  std::vector<std::pair<int, double>> grad_square_block_sums(
+      int64_t begin, int64_t end, std::span<const Elements> uncounted = {}) const;
   // Where every layer's norm blocks begin in grads(), ascending: the places the buffer can be cut
   // without changing any layer's sum of squares.
   std::vector<int64_t> norm_block_begins() const;

@@ -188,6 +188,12 @@ struct Context {
   }
   // Rank `rank`'s peak (see rank_peaks) with its stages on `ranges`.
   double rank_peak(const std::vector<LayerRange>& ranges, int rank) const;
+  // Whether the replicas reduce-scatter the gradients (Trainer::step): sharded over a power of
+  // two of them.
+  bool scattered() const {
+    return request.optimizer_shards > 1 &&
+           std::has_single_bit(static_cast<unsigned>(request.pipeline.data_parallel));
+  }
   // With chunks, per rank: the slowest rank's time, each rank's peak within the limit.
   plan::PartitionProblem problem(bool with_limit) const {
     plan::PartitionProblem p{
@@ -310,9 +316,9 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
 // (comm::prefer_reduce_scatter_allgather): a reduce-scatter, then an allgather, each moving
 // (D - 1) / D of a layer's gradient over every rank's link at once; under `weight_grads: tree`
 // each of the log2 D levels is such an allreduce of 2 ranks (half the gradient each way, twice).
-// Sharded over a power of two of replicas without tied copies it is a reduce-scatter by
-// recursive halving (Trainer::step): level i sends and receives 2^-(i+1) of it, (D - 1) / D in
-// all.
+// Sharded over a power of two of replicas it is a reduce-scatter by recursive halving
+// (Trainer::step): level i sends and receives 2^-(i+1) of it, (D - 1) / D in all. (The tied
+// copies' exchange after it is not counted, whole or on shards.)
 // Each layer's starts once its part of the stage's last gradient work is done, last layer first
 // (Executor::between_layers): of the last backward, of the last W op where backwards are split,
 // or of the WB op where they are batched. Measured on two hosts at 1 Gbit/s and 100 Mbit/s:
@@ -322,9 +328,7 @@ std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRa
   const PipelineConfig& pipe = c.request.pipeline;
   const int replicas = pipe.data_parallel;
   if (replicas < 2) return {};
-  const bool scattered = c.request.optimizer_shards > 1 &&
-                         std::has_single_bit(static_cast<unsigned>(replicas)) && !c.plan.tied;
-  const double transfers = scattered ? (replicas - 1.0) / replicas
+  const double transfers = c.scattered() ? (replicas - 1.0) / replicas
                            : pipe.weight_grads == WeightGrads::kTree
                                ? std::bit_width(static_cast<unsigned>(replicas)) - 1.0
                                : 2.0 * (replicas - 1) / replicas;
@@ -532,7 +536,8 @@ std::string evaluation_over_limit_message(const Context& c, const PipelinePlan& 
 }
 
 // Each rank's peak: its largest moment, each chunk's profile then on its stage's layers, or the
-// tie exchange after the step where the rank holds some of the tied matrix's uses, not all.
+// tie exchange after the step where the rank holds some of the tied matrix's uses, not all (or
+// any, on shards).
 double Context::rank_peak(const std::vector<LayerRange>& ranges, int rank) const {
   double peak = 0.0;
   for (const RankMoment& moment : rank_moments[static_cast<size_t>(rank)]) {
@@ -548,7 +553,7 @@ double Context::rank_peak(const std::vector<LayerRange>& ranges, int rank) const
     peak = std::max(peak, bytes);
   }
   // The tie exchange after the step (train::TiedCopies::sum_gradients): the rank's state beside
-  // one chunk received per use of the tied matrix held elsewhere.
+  // what it receives (model::tied_exchange_bytes).
   if (!plan.tied) return peak;
   int held = 0;
   double state = 0.0;
@@ -563,7 +568,7 @@ double Context::rank_peak(const std::vector<LayerRange>& ranges, int rank) const
     between_steps.backward = false;
     state += memory.stage(r.begin, r.end, between_steps, s == 0, s == num_stages - 1).state();
   }
-  const int64_t exchange = model::tied_exchange_bytes(*plan.tied, held);
+  const int64_t exchange = model::tied_exchange_bytes(*plan.tied, held, scattered());
   if (exchange > 0) {
     peak = std::max(peak, state + request.allocator.block_bytes(static_cast<double>(exchange)));
   }

@@ -9,7 +9,8 @@
 namespace mpipe::train {
 
 // What the experiment's messages must tell apart: pipeline::Link's directions, micro-batches and
-// chunks per rank, and the weight tensors a rank exports one by one (at most the model's).
+// chunks per rank, the weight tensors a rank exports one by one (at most the model's), and with
+// optimizer.shard_across_replicas a tied matrix's uses (TiedCopies' exchange on shards).
 comm::TagSpace message_tags(const config::Experiment& experiment, const model::ModelInputs& inputs);
 
 // Throws InputError naming pipeline.micro_batches when the tags do not all fit under `tag_ub`:

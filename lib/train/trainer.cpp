@@ -124,8 +124,7 @@ Trainer::Trainer(const config::Experiment& experiment, RunPlan plan,
                dataset.train_mix()) {
   sharded_ = experiment.optimizer.shard_across_replicas && topology_.num_replicas > 1;
   const auto replicas = static_cast<unsigned>(topology_.num_replicas);
-  // Tied copies sum whole matrices, so a tied model keeps the whole allreduce.
-  scattered_ = sharded_ && std::has_single_bit(replicas) && !plan_.tied;
+  scattered_ = sharded_ && std::has_single_bit(replicas);
   if (sharded_) {
     shard_order_ = groups_.data_parallel.split(
         0, optim::shard_index(topology_.replica, topology_.num_replicas),
@@ -171,8 +170,16 @@ void Trainer::build_stages() {
   for (const auto& stage : pipeline_plan_.stages) ranges.push_back(stage.layers);
   std::vector<pipeline::Stage*> chunks;
   for (const auto& stage : stages_) chunks.push_back(stage.get());
-  tied_copies_ = std::make_unique<TiedCopies>(plan_.tied, ranges, placement_,
-                                              topology_.pipeline_rank, &groups_.pipeline, chunks);
+  std::optional<ReplicaShards> shards;  // scattered: the copies are summed on the shards
+  if (scattered_) {
+    shards = ReplicaShards{.world = &world_,
+                           .replica = topology_.replica,
+                           .replicas = topology_.num_replicas,
+                           .pipeline_ranks = topology_.num_pipeline_ranks,
+                           .tags = &tags_};
+  }
+  tied_copies_ = std::make_unique<TiedCopies>(
+      plan_.tied, ranges, placement_, topology_.pipeline_rank, &groups_.pipeline, chunks, shards);
   tied_copies_->initialize(experiment.train.seed, experiment.model, plan_.inputs);
   loss_ = nn::make_loss(experiment.model.loss, {.label_smoothing = experiment.model.label_smoothing,
                                                 .ignore_target = dataset_.pad_target()});
@@ -559,7 +566,8 @@ std::string Trainer::describe_nonfinite(int64_t step, double loss) const {
 
 double Trainer::global_grad_norm() const {
   // Per-layer partial sums from every stage, combined in global layer order, so the norm is
-  // the same for every partition. Sharded, each replica sums the norm blocks of its shards, and
+  // the same for every partition; the tied copies but the first embedding's are left out, so the
+  // matrix counts once. Sharded, each replica sums the norm blocks of its shards, and
   // every replica adds each layer's blocks in order (gathered in shard order), as unsharded.
   std::vector<double> mine;
   std::vector<std::pair<int, double>> per_layer_here;
@@ -567,8 +575,8 @@ double Trainer::global_grad_norm() const {
     std::vector<double> blocks;  // (layer, sum of squares) of each block of this replica's shards
     for (size_t c = 0; c < stages_.size(); ++c) {
       const optim::ParamRange owned = shard(c);
-      for (const auto& [layer, sum] :
-           stages_[c]->params().grad_square_block_sums(owned.begin, owned.end)) {
+      for (const auto& [layer, sum] : stages_[c]->params().grad_square_block_sums(
+               owned.begin, owned.end, tied_copies_->uncounted(*stages_[c]))) {
         blocks.insert(blocks.end(), {static_cast<double>(layer), sum});
       }
     }
@@ -578,12 +586,12 @@ double Trainer::global_grad_norm() const {
     per_layer_here.assign(sums.begin(), sums.end());
   } else {
     for (const auto& stage : stages_) {
-      for (const auto& entry : stage->params().grad_square_sums_per_layer()) {
+      for (const auto& entry :
+           stage->params().grad_square_sums_per_layer(tied_copies_->uncounted(*stage))) {
         per_layer_here.push_back(entry);
       }
     }
   }
-  tied_copies_->count_once(per_layer_here);
   for (const auto& [layer, square_sum] : per_layer_here) {
     mine.push_back(static_cast<double>(layer));
     mine.push_back(square_sum);

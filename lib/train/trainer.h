@@ -211,8 +211,8 @@ class Trainer {
   std::unique_ptr<nn::Loss> loss_;
   std::vector<std::unique_ptr<optim::Optimizer>> optimizers_;
   bool sharded_ = false;  // optimizers_ hold this replica's shard (optim/replica_shard.h)
-  // Sharded over a power of two of replicas without tied copies: the gradient is reduce-scattered
-  // over tree_levels_ (each replica sums its shard alone) instead of allreduced.
+  // Sharded over a power of two of replicas: the gradient is reduce-scattered over tree_levels_
+  // (each replica sums its shard alone, the tied copies theirs: TiedCopies) instead of allreduced.
   bool scattered_ = false;
   std::optional<comm::Communicator> shard_order_;  // when sharded (shard_order())
   // Per chunk when sharded: its shard begins in shard order (optim::shard_begins over its

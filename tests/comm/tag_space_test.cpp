@@ -1,5 +1,6 @@
 // Tests of the tag layout (pure: no MPI): every field combination has its own tag, tags decode
-// to their fields, rounds wrap, and a layout larger than MPI_TAG_UB is refused.
+// to their fields (the tied copies' stream too), rounds wrap, and a layout larger than MPI_TAG_UB
+// is refused.
 #include "comm/tag_space.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,46 @@ TEST(TagSpace, EveryMessageAndTensorHasItsOwnTagWhichDecodesToItsFields) {
     EXPECT_EQ(std::get<TensorTag>(tags.decode(tag)), TensorTag{.index = index});
   }
   EXPECT_EQ(*seen.rbegin(), tags.largest());
+}
+
+TEST(TagSpace, TiedCopiesPartsHaveAStreamOfTheirOwn) {
+  const TagSpace tags({.kinds = 3, .micro_batches = 4, .chunks = 2, .tensors = 5, .tied_uses = 3});
+  std::set<int> seen;
+  for (int64_t round = 0; round < (int64_t{1} << TagSpace::kRoundBits); ++round) {
+    for (int chunk = 0; chunk < 2; ++chunk) {
+      for (int micro_batch = 0; micro_batch < 4; ++micro_batch) {
+        for (int kind = 0; kind < 3; ++kind) {
+          const MessageTag fields{
+              .round = round, .chunk = chunk, .micro_batch = micro_batch, .kind = kind};
+          ASSERT_TRUE(seen.insert(tags.message(fields)).second);
+          ASSERT_EQ(std::get<MessageTag>(tags.decode(tags.message(fields))), fields);
+        }
+      }
+    }
+  }
+  for (int index = 0; index < 5; ++index) {
+    EXPECT_TRUE(seen.insert(tags.tensor(index)).second);
+    EXPECT_EQ(std::get<TensorTag>(tags.decode(tags.tensor(index))), TensorTag{.index = index});
+  }
+  for (int from = 0; from < 3; ++from) {
+    for (int to = 0; to < 3; ++to) {
+      const TiedTag fields{.from_use = from, .to_use = to};
+      const int tag = tags.tied(fields);
+      EXPECT_TRUE(seen.insert(tag).second) << "tied tag " << tag << " made twice";
+      EXPECT_LE(tag, tags.largest());
+      EXPECT_EQ(std::get<TiedTag>(tags.decode(tag)), fields);
+    }
+  }
+  EXPECT_EQ(*seen.rbegin(), tags.largest());
+  // Two stream bits, 2 kind, 2 micro-batch, 1 chunk, 8 round.
+  EXPECT_EQ(tags.bits(), 15);
+  EXPECT_THROW(tags.tied({.from_use = 3}), Error);
+  EXPECT_THROW(tags.tied({.to_use = -1}), Error);
+  // Without tied uses there is no such stream.
+  EXPECT_THROW(TagSpace({.kinds = 3}).tied({}), Error);
+  EXPECT_EQ(tags.problem(1000),
+            "message tags need 15 bits (8 round, 1 chunk, 2 micro-batch, 2 kind, 2 stream; 5 for 5 "
+            "tensors; 6 for 3 tied uses), but this MPI library's MPI_TAG_UB is 1000 (10 bits)");
 }
 
 TEST(TagSpace, RoundsWrapAndKeepTheirOtherFields) {

@@ -6,10 +6,15 @@
 # and 2 under every schedule (saving a checkpoint after every step: the state gathered whole and
 # sharded again), with the config's clipping and without; a sharded run resumes unsharded on
 # another K and D, and that one sharded again on another D.
-# Usage: optimizer_shards.sh CONFIG (micro_batches: 4, clip_norm > 0; files/tied.yaml puts the
-# tied embedding and head on two ranks at K = 2: Megatron-LM #844's case)
+# At K = 3 D = 2 the same, with the config changed by the further --set options, against its own
+# unsharded K = 1 D = 1 run.
+# Usage: optimizer_shards.sh CONFIG [--set KEY=VALUE...] (micro_batches: 4, clip_norm > 0;
+# files/tied.yaml puts the tied embedding and head on two ranks at K = 2: Megatron-LM #844's case,
+# its copies summed on the shards; with a vocabulary of 1024 its matrix spans 4 norm blocks, which
+# the shards cut at different places in the two copies)
 source "$(dirname "$0")/lib.sh"
 config=$(fashion_mnist_subset "$1")
+changed=("${@:2}")
 steps=(--set train.steps=4)
 tree=(--set pipeline.weight_grads=tree)
 shard=(--set optimizer.shard_across_replicas=true)
@@ -39,4 +44,8 @@ train 2 resumed "$config" --set train.steps=3 --set optimizer.shard_across_repli
   --set pipeline.stages=1 --resume
 train 4 resumed "$config" "${steps[@]}" "${shard[@]}" "${d4[@]}" --resume
 same k1d1 resumed
-echo "optimizer shards: D = 2, 4 x K = 1, 2 (every schedule), with and without clipping, resumed sharded -> unsharded -> sharded: bit-identical to unsharded"
+train 1 k1d1-changed "$config" "${steps[@]}" "${tree[@]}" --set pipeline.stages=1 "${changed[@]}"
+train 6 k3d2 "$config" "${steps[@]}" "${tree[@]}" "${shard[@]}" --set pipeline.stages=3 \
+  "${d2[@]}" "${changed[@]}"
+same k1d1-changed k3d2
+echo "optimizer shards: D = 2, 4 x K = 1, 2 (every schedule), K = 3 D = 2, with and without clipping, resumed sharded -> unsharded -> sharded: bit-identical to unsharded"

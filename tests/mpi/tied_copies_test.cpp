@@ -1,12 +1,14 @@
 // Multi-rank tests of train::TiedCopies (run with 4 ranks): an encoder-decoder's three uses of one
 // matrix (source embedding, target embedding, head) on different ranks sum their gradients in use
 // order, ((g0 + g1) + g2) bit for bit on every rank that holds a use, with the uses on three of
-// four ranks (one between them holding none) and in a V (rank 0 holding the first and the third).
+// four ranks (one between them holding none) and in a V (rank 0 holding the first and the third);
+// summed on the shards of 2 replicas of 2 ranks, with the same bits as summed whole.
 #include "train/tied_copies.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -14,8 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "comm/tag_space.h"
 #include "core/error.h"
 #include "model/model_builder.h"
+#include "optim/replica_shard.h"
 #include "support/tied_models.h"
 
 namespace mpipe::train {
@@ -103,6 +107,90 @@ TEST(TiedCopies, ThreeUsesInAVSumInUseOrder) {
   const comm::Communicator pair = world.split(world.rank() / 2, world.rank(), "a pair");
   expect_use_order(
       pair, plan::Placement{.num_ranks = 2, .virtual_stages = 2, .kind = plan::PlacementKind::kV});
+}
+
+// The sum on shards: 2 replicas of a 2-rank pipeline (world rank w is pipeline rank w % 2 of
+// replica w / 2), each replica holding the reduced gradient only in its shard of each buffer
+// (elsewhere values of its own, which no sum may read). Each part of a copy a replica's shard holds
+// ends with the bits that the whole exchange of the whole reduced copies gives it, with the uses on
+// two ranks (the two embeddings on rank 0, the head on rank 1) and in a V.
+void expect_whole_sum_on_shards(const plan::Placement& placement,
+                                const std::vector<plan::LayerRange>& ranges) {
+  const comm::Communicator world = comm::Communicator::world();
+  ASSERT_EQ(world.size(), 4);
+  const int replica = world.rank() / 2, rank = world.rank() % 2;
+  const comm::Communicator pipeline = world.split(replica, rank, "a pipeline");
+  const model::ModelSpec spec = testing::three_uses_model(kVocab, kDim);
+  const auto tied = model::find_tied_weights(spec, model::build_layers(spec, kInputs, 0, 4));
+  ASSERT_TRUE(tied.has_value());
+  const std::vector<model::TiedUse> uses = tied->uses();
+  // Two copies of this rank's stages: one summed whole, one on shards.
+  std::vector<std::unique_ptr<pipeline::Stage>> stages;
+  std::vector<pipeline::Stage*> whole, sharded;
+  for (int copy = 0; copy < 2; ++copy) {
+    for (int chunk = 0; chunk < placement.virtual_stages; ++chunk) {
+      const plan::LayerRange range = ranges[static_cast<size_t>(placement.stage_of(rank, chunk))];
+      stages.push_back(std::make_unique<pipeline::Stage>(
+          model::build_layers(spec, kInputs, range.begin, range.end), plan::Recompute::kNever, 1));
+      (copy == 0 ? whole : sharded).push_back(stages.back().get());
+    }
+  }
+  std::mt19937 generator(static_cast<unsigned>(world.rank()) + 100u);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<std::pair<std::span<float>, std::span<float>>> held;  // (whole, sharded) per use
+  std::vector<std::pair<int64_t, int64_t>> owned;  // this replica's part of each held copy
+  for (size_t chunk = 0; chunk < sharded.size(); ++chunk) {
+    auto& params = sharded[chunk]->params();
+    for (float& g : params.grads()) g = uniform(generator);  // partial sums nobody reads
+    const std::vector<int64_t> begins =
+        optim::shard_begins(params.norm_block_begins(), params.num_params(), 2);
+    const auto shard = static_cast<size_t>(optim::shard_index(replica, 2));
+    for (size_t u = 0; u < uses.size(); ++u) {
+      for (const auto& entry : params.entries()) {
+        if (entry.global_layer != uses[u].layer || entry.name != uses[u].param) continue;
+        const std::vector<float> g = use_gradient(static_cast<int>(u));
+        const std::span<float> into = grad_of(*sharded[chunk], uses[u].layer, uses[u].param);
+        const int64_t begin = std::clamp<int64_t>(begins[shard] - entry.offset, 0, kVocab * kDim);
+        const int64_t end = std::clamp<int64_t>(begins[shard + 1] - entry.offset, 0, kVocab * kDim);
+        std::copy(g.begin() + begin, g.begin() + end, into.begin() + begin);
+        const std::span<float> all = grad_of(*whole[chunk], uses[u].layer, uses[u].param);
+        std::ranges::copy(g, all.begin());
+        held.emplace_back(all, into);
+        owned.emplace_back(begin, end);
+      }
+    }
+  }
+  TiedCopies(tied, ranges, placement, rank, &pipeline, whole).sum_gradients();
+  const comm::TagSpace tags({.tied_uses = static_cast<int>(uses.size())});
+  TiedCopies(
+      tied, ranges, placement, rank, &pipeline, sharded,
+      ReplicaShards{
+          .world = &world, .replica = replica, .replicas = 2, .pipeline_ranks = 2, .tags = &tags})
+      .sum_gradients();
+  int64_t compared = 0;
+  for (size_t h = 0; h < held.size(); ++h) {
+    const auto [begin, end] = owned[h];
+    const auto length = static_cast<size_t>(end - begin);
+    compared += end - begin;
+    EXPECT_EQ(std::memcmp(held[h].first.data() + begin, held[h].second.data() + begin,
+                          length * sizeof(float)),
+              0)
+        << "world rank " << world.rank() << ", copy " << h << " [" << begin << ", " << end << ")";
+  }
+  // Every element of every copy is compared on one replica or the other.
+  std::vector<double> counts = {static_cast<double>(compared)};
+  world.allreduce_sum(std::span<double>(counts));
+  EXPECT_EQ(counts[0], static_cast<double>(uses.size() * kVocab * kDim));
+}
+
+TEST(TiedCopies, TheSumOnShardsHasTheWholeSumsBits) {
+  expect_whole_sum_on_shards(plan::Placement{.num_ranks = 2}, {{0, 2}, {2, 4}});
+}
+
+TEST(TiedCopies, TheSumOnShardsInAVHasTheWholeSumsBits) {
+  expect_whole_sum_on_shards(
+      plan::Placement{.num_ranks = 2, .virtual_stages = 2, .kind = plan::PlacementKind::kV},
+      kRanges);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// Tests for ParamBuffer: contiguous layout, bound views, buffers, zeroing and gradient sums.
+// Tests for ParamBuffer: contiguous layout, bound views, buffers, zeroing and gradient sums (with
+// elements left out).
 #include "nn/param_buffer.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <vector>
@@ -172,6 +174,27 @@ TEST(ParamBuffer, ANormBlocksSumsAreTheSameForAnyCutAtTheirBoundaries) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "grad_square_block_sums: [0, 100) cuts a norm block");
   }
+}
+
+TEST(ParamBuffer, UncountedElementsAddAsZerosDo) {
+  // Layer 1: 5000 + 3000 values (two blocks); the first tensor's tail and the second's head, across
+  // the block boundary, and a range inside the second block are left out.
+  RecordingLayer a(1, {{.name = "w", .shape = {5000}}, {.name = "b", .shape = {3000}}}, {});
+  Layer* layers[] = {&a};
+  ParamBuffer buffer(layers);
+  std::mt19937 generator(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (float& g : buffer.grads()) g = uniform(generator);
+  const std::vector<ParamBuffer::Elements> uncounted = {{3000, 5200}, {6000, 6001}};
+  const auto left_out = buffer.grad_square_block_sums(0, buffer.num_params(), uncounted);
+  const auto per_layer = buffer.grad_square_sums_per_layer(uncounted);
+  const auto whole = buffer.grad_square_sums_per_layer();
+  for (const ParamBuffer::Elements& out : uncounted) {
+    std::fill(buffer.grads().begin() + out.begin, buffer.grads().begin() + out.end, 0.0f);
+  }
+  EXPECT_EQ(left_out, buffer.grad_square_block_sums(0, buffer.num_params()));
+  EXPECT_EQ(per_layer, buffer.grad_square_sums_per_layer());
+  EXPECT_NE(per_layer, whole);
 }
 
 TEST(ParamBuffer, RejectsLayersOutOfGlobalOrder) {

@@ -218,6 +218,12 @@ TEST(Planner, CountsTheTieExchangesChunkOnEachRankHoldingAUse) {
   r.pipeline.stages = 1;
   const PipelinePlan one = plan_of(spec, Shape{1}, r);
   EXPECT_LT(one.rank_peak_bytes[0], one.stages[0].memory.state() + chunk);
+  // On the shards of 2 replicas the rank holding both uses receives a chunk for each.
+  r.pipeline.data_parallel = 2;
+  r.optimizer_shards = 2;
+  r.batch_size = 8;
+  const PipelinePlan sharded = plan_of(spec, Shape{1}, r);
+  EXPECT_EQ(sharded.rank_peak_bytes[0], sharded.stages[0].memory.state() + 2 * chunk);
 }
 
 // Every partition of `spec`'s layers into K·v = 4 stages on K = 2 ranks under `schedule`: the

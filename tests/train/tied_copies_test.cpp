@@ -126,6 +126,17 @@ TEST(TiedCopies, TheSummedGradientIsTheLossGradientInTheSharedMatrix) {
   EXPECT_GT(embedding_use_alone_wrong, static_cast<int>(summed.size()) / 2);
 }
 
+// Sets the gradient of every trainable parameter of `stage` to `value` (the alignment padding
+// between them stays 0, as in a run).
+void fill_params(pipeline::Stage& stage, float value) {
+  for (const auto& entry : stage.params().entries()) {
+    if (!entry.trainable) continue;
+    std::ranges::fill(stage.params().grads().subspan(static_cast<size_t>(entry.offset),
+                                                     static_cast<size_t>(entry.shape.numel())),
+                      value);
+  }
+}
+
 // One rank, two chunks (K = 1, v = 2): the embedding in chunk 0, the head in chunk 1. The copies
 // sum across the chunks' buffers, and the norm keeps the head chunk's bias only.
 TEST(TiedCopies, TwoChunksOfOneRankSumTheirUsesInPlace) {
@@ -137,8 +148,8 @@ TEST(TiedCopies, TwoChunksOfOneRankSumTheirUsesInPlace) {
   pipeline::Stage head(model::build_layers(spec, Shape{kSeq}, 1, 3), plan::Recompute::kNever, 1);
   TiedCopies copies(tied, {{0, 1}, {1, 3}}, plan::Placement{.num_ranks = 1, .virtual_stages = 2}, 0,
                     nullptr, {&embedding, &head});
-  std::ranges::fill(embedding.params().grads(), 1.0f);
-  std::ranges::fill(head.params().grads(), 2.0f);
+  fill_params(embedding, 1.0f);
+  fill_params(head, 2.0f);
   copies.sum_gradients();
   const auto grad = [](pipeline::Stage& stage, int layer, const std::string& name) {
     for (const auto& entry : stage.params().entries()) {
@@ -154,8 +165,7 @@ TEST(TiedCopies, TwoChunksOfOneRankSumTheirUsesInPlace) {
   EXPECT_EQ(grad(embedding, 0, "token"), summed);
   EXPECT_EQ(grad(head, 2, "weight"), summed);
   EXPECT_EQ(grad(head, 2, "bias"), std::vector<float>(kVocab, 2.0f));
-  auto per_layer = head.params().grad_square_sums_per_layer();
-  copies.count_once(per_layer);
+  const auto per_layer = head.params().grad_square_sums_per_layer(copies.uncounted(head));
   ASSERT_EQ(per_layer.back().first, 2);
   EXPECT_EQ(per_layer.back().second, 2.0 * 2.0 * kVocab);  // the bias alone
 }
@@ -213,7 +223,7 @@ TEST(TiedCopies, AGroupOfThreeUsesSumsInUseOrderOnEveryLayout) {
                   : std::vector<plan::LayerRange>{{0, 1}, {1, 3}, {3, 4}},
         plan::Placement{.num_ranks = 1, .virtual_stages = static_cast<int>(stages.size())}, 0,
         nullptr, stages);
-    for (pipeline::Stage* stage : stages) std::ranges::fill(stage->params().grads(), 3.0f);
+    for (pipeline::Stage* stage : stages) fill_params(*stage, 3.0f);
     fill_grad(stages, 0, "token", 1.0f);
     fill_grad(stages, 1, "token", 1e8f);
     fill_grad(stages, 3, "weight", -1e8f);
@@ -228,11 +238,11 @@ TEST(TiedCopies, AGroupOfThreeUsesSumsInUseOrderOnEveryLayout) {
     // The norm counts the matrix once, in the first embedding's entry.
     std::vector<std::pair<int, double>> per_layer;
     for (pipeline::Stage* stage : stages) {
-      for (const auto& entry : stage->params().grad_square_sums_per_layer()) {
+      for (const auto& entry :
+           stage->params().grad_square_sums_per_layer(copies.uncounted(*stage))) {
         per_layer.push_back(entry);
       }
     }
-    copies.count_once(per_layer);
     std::ranges::sort(per_layer);
     ASSERT_EQ(per_layer.size(), 4U);
     EXPECT_EQ(per_layer[1].second, 9.0 * kSeq * kDim);  // the target embedding's positions
@@ -268,8 +278,8 @@ TEST(TiedCopies, TheNormCountsTheMatrixOnce) {
   kernels::KernelContext kernels;
   loss_of(m, kernels, true);
   m.copies->sum_gradients();
-  auto per_layer = m.stage->params().grad_square_sums_per_layer();
-  m.copies->count_once(per_layer);
+  const auto per_layer =
+      m.stage->params().grad_square_sums_per_layer(m.copies->uncounted(*m.stage));
   double bias = 0.0;
   for (float g : m.param(2, "bias", true)) bias += static_cast<double>(g) * g;
   ASSERT_EQ(per_layer.size(), 3U);  // (layer, sum of squares) in layer order
