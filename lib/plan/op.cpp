@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace mpipe::plan {
 
 namespace {
@@ -45,6 +47,16 @@ std::string to_string(const Op& op, bool with_chunk) {
   }
   if (with_chunk) return fmt::format("{}{}.{}", prefix(op.kind), op.micro_batch, op.chunk);
   return fmt::format("{}{}", prefix(op.kind), op.micro_batch);
+}
+
+size_t find_op(const Program& program, OpKind kind, int chunk, int micro_batch) {
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Op& op = program[i];
+    if (op.kind == kind && op.chunk == chunk && op.micro_batch == micro_batch) return i;
+  }
+  throw Error(
+      fmt::format("no {} in the program",
+                  to_string(Op{.kind = kind, .micro_batch = micro_batch, .chunk = chunk}, true)));
 }
 
 }  // namespace mpipe::plan

@@ -53,6 +53,27 @@ constexpr bool is_send(OpKind kind) {
   return kind == OpKind::kSendActivation || kind == OpKind::kSendGrad;
 }
 
+// The kind of the op at the other end of a message: a receive's send and a send's receive (RA and
+// SA, RG and SG).
+constexpr OpKind other_end(OpKind kind) {
+  switch (kind) {
+    case OpKind::kRecvActivation:
+      return OpKind::kSendActivation;
+    case OpKind::kSendActivation:
+      return OpKind::kRecvActivation;
+    case OpKind::kRecvGrad:
+      return OpKind::kSendGrad;
+    case OpKind::kSendGrad:
+      return OpKind::kRecvGrad;
+    default:
+      return kind;  // a compute op has no other end
+  }
+}
+
+// The index in `program` of its op of this kind, chunk and micro-batch; throws mpipe::Error
+// ("no RA2.1 in the program") when it has none.
+size_t find_op(const Program& program, OpKind kind, int chunk, int micro_batch);
+
 // "F3", "B0", "RA2", "SA2", "RG1", "SG1", "I0", "W0", "WB", "WB3" (the group ending at micro-batch
 // 3); with `with_chunk`, the chunk after a dot: "F3.1" is micro-batch 3's forward in chunk 1,
 // "WB.1" chunk 1's batched weight gradients.

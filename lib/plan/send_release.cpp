@@ -4,24 +4,9 @@
 #include <algorithm>
 #include <optional>
 
-#include "core/error.h"
 #include "plan/memory_model.h"
 
 namespace mpipe::plan {
-namespace {
-
-// The op of `program` of this kind, chunk and micro-batch (its index).
-size_t find_op(const Program& program, OpKind kind, int chunk, int micro_batch) {
-  for (size_t i = 0; i < program.size(); ++i) {
-    const Op& op = program[i];
-    if (op.kind == kind && op.chunk == chunk && op.micro_batch == micro_batch) return i;
-  }
-  throw Error(
-      fmt::format("send_releases: no {} in the program",
-                  to_string(Op{.kind = kind, .micro_batch = micro_batch, .chunk = chunk}, true)));
-}
-
-}  // namespace
 
 std::vector<int> send_releases(const std::vector<Program>& programs, int rank,
                                const Placement& placement) {
@@ -40,10 +25,8 @@ std::vector<int> send_releases(const std::vector<Program>& programs, int rank,
     const Op& op = program[i];
     if (is_receive(op.kind)) {
       const Peer from = peer_of(op, rank, placement);
-      const OpKind kind =
-          op.kind == OpKind::kRecvActivation ? OpKind::kSendActivation : OpKind::kSendGrad;
-      const size_t sent_at =
-          find_op(programs.at(static_cast<size_t>(from.rank)), kind, from.chunk, op.micro_batch);
+      const size_t sent_at = find_op(programs.at(static_cast<size_t>(from.rank)),
+                                     other_end(op.kind), from.chunk, op.micro_batch);
       std::optional<size_t>& done = peer_done[static_cast<size_t>(from.rank)];
       done = std::max(done.value_or(0), sent_at);
       // In order: each known delivered (its peer's receive done before a send of that peer
@@ -55,11 +38,9 @@ std::vector<int> send_releases(const std::vector<Program>& programs, int rank,
       }
     } else if (is_send(op.kind)) {
       const Peer to = peer_of(op, rank, placement);
-      const OpKind kind =
-          op.kind == OpKind::kSendActivation ? OpKind::kRecvActivation : OpKind::kRecvGrad;
       sent.push_back({.peer = to.rank,
-                      .received_at = find_op(programs.at(static_cast<size_t>(to.rank)), kind,
-                                             to.chunk, op.micro_batch)});
+                      .received_at = find_op(programs.at(static_cast<size_t>(to.rank)),
+                                             other_end(op.kind), to.chunk, op.micro_batch)});
       retired = std::max(retired, sent.size() > static_cast<size_t>(plan::kSendsInFlight)
                                       ? sent.size() - plan::kSendsInFlight
                                       : 0);

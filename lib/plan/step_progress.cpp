@@ -14,17 +14,6 @@
 namespace mpipe::plan {
 namespace {
 
-// The index of the op of `program` of this kind, chunk and micro-batch.
-size_t find_op(const Program& program, OpKind kind, int chunk, int micro_batch) {
-  for (size_t i = 0; i < program.size(); ++i) {
-    const Op& op = program[i];
-    if (op.kind == kind && op.chunk == chunk && op.micro_batch == micro_batch) return i;
-  }
-  throw Error(
-      fmt::format("step_deadlock: no {} in the program",
-                  to_string(Op{.kind = kind, .micro_batch = micro_batch, .chunk = chunk}, true)));
-}
-
 // One rank's program with what the walk needs to know of its messages.
 struct RankWalk {
   const Program* program = nullptr;
@@ -74,12 +63,8 @@ std::optional<std::string> step_deadlock(const std::vector<Program>& programs,
       if (!is_receive(op.kind) && !is_send(op.kind)) continue;
       const Peer peer = peer_of(op, static_cast<int>(r), placement);
       const bool receiving = is_receive(op.kind);
-      OpKind other = OpKind::kSendActivation;
-      if (op.kind == OpKind::kRecvGrad) other = OpKind::kSendGrad;
-      if (op.kind == OpKind::kSendActivation) other = OpKind::kRecvActivation;
-      if (op.kind == OpKind::kSendGrad) other = OpKind::kRecvGrad;
-      const size_t at =
-          find_op(programs.at(static_cast<size_t>(peer.rank)), other, peer.chunk, op.micro_batch);
+      const size_t at = find_op(programs.at(static_cast<size_t>(peer.rank)), other_end(op.kind),
+                                peer.chunk, op.micro_batch);
       const size_t match = ranks[static_cast<size_t>(peer.rank)].ordinal[at];
       (receiving ? w.recv_peer : w.send_peer).push_back(peer.rank);
       (receiving ? w.recv_match : w.send_match).push_back(match);

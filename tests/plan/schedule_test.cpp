@@ -42,6 +42,23 @@ TEST(Op, PrintsShortNames) {
   EXPECT_EQ(to_string(Op{OpKind::kBackwardWeight, 5}), "W5");
 }
 
+// A message's two ends, and the op of a kind, chunk and micro-batch in a program.
+TEST(Op, FindsTheOtherEndOfAMessage) {
+  EXPECT_EQ(other_end(OpKind::kRecvActivation), OpKind::kSendActivation);
+  EXPECT_EQ(other_end(OpKind::kSendActivation), OpKind::kRecvActivation);
+  EXPECT_EQ(other_end(OpKind::kRecvGrad), OpKind::kSendGrad);
+  EXPECT_EQ(other_end(OpKind::kSendGrad), OpKind::kRecvGrad);
+  // GPipe's stage 1 of 2: RA0 F0 RA1 F1 B0 SG0 B1 SG1.
+  const Program program = make_program(ScheduleKind::kGpipe, 2, 2, 1);
+  EXPECT_EQ(find_op(program, OpKind::kSendGrad, 0, 1), 7u);
+  try {
+    find_op(program, OpKind::kSendActivation, 1, 0);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "no SA0.1 in the program");
+  }
+}
+
 TEST(Schedule, ZbH1TwoStagesThreeMicroBatchesMatchesGolden) {
   // Stage 0 runs each W right after its I; the last stage sends its gradient first and runs each
   // W one slot late, the last one at the end.
