@@ -57,7 +57,10 @@ start_local_slurm() {
     --seed-file="$scratch/munged.seed"
 
   # --- slurm.conf: one node (this machine), one partition --------------------------------------
-  ctld_port=$(free_port $((20000 + RANDOM % 20000)))
+  # Below the kernel's ephemeral range (32768 on): a port picked there could be handed to another
+  # test's connection (Open MPI's, multihost.slurm's) between the check and slurmctld's bind
+  # ("Address already in use" once, with multihost.slurm beside it).
+  ctld_port=$(free_port $((20000 + RANDOM % 12000)))
   slurmd_port=$(free_port $((ctld_port + 1)))
   cpus=$(nproc)
   ((cpus >= 2)) || cpus=2
