@@ -8,9 +8,9 @@
 namespace mpipe::plan {
 
 // How many receive ops the executor keeps posted beyond those it has consumed, at least, so the
-// transfer of the next micro-batch overlaps the compute of the current one; a step whose ranks
-// would wait on each other with so few posts more (plan::receives_ahead). ZB-V's programs rely
-// on it: a rank's message to itself is received among the two receives after its send, so the
+// transfer of the next micro-batch overlaps the compute of the current one (more where the
+// step's ranks would otherwise wait on each other forever: plan::receives_ahead). ZB-V's programs
+// rely on it: a rank's message to itself is received among the two receives after its send, so the
 // receive is posted before the send starts (Zbv.EverySelfMessageIsReceivedAmongTheNextTwoReceives).
 inline constexpr int kReceivesAhead = 2;
 
