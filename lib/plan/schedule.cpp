@@ -260,24 +260,32 @@ Program make_schedule(ScheduleKind kind, int num_ranks, int num_micro_batches, i
   throw Error("make_program: unknown schedule kind");
 }
 
-// `program` with a group op (micro_batch: the group's last) after the op that copies the operands
-// of each group's last micro-batch in its chunk: its W where backwards are split, else its B and
-// the SG after it (the gradient goes on before the product).
+// `program` with a group op (micro_batch: the group's last) per group of each chunk, after the op
+// that copies the operands of the group's last micro-batch (its W where backwards are split, else
+// its B) and after every send before the chunk's next copy: the product, g times a micro-batch's,
+// then delays no message another rank waits for, and where no send follows the copy it runs at
+// once, filling the wait for the next receive (ZB-V's cool-down on 2 ranks at M = 2: rank 1's
+// stage-2 product had held back the stage-1 gradient rank 0 was waiting for).
 Program with_group_ops(const Program& program, const WeightGroups& groups, bool split) {
   const OpKind copying = split ? OpKind::kBackwardWeight : OpKind::kBackward;
-  Program out;
+  std::vector<std::vector<Op>> after(program.size());  // the group ops to run after each op
   for (size_t i = 0; i < program.size(); ++i) {
     const Op& op = program[i];
-    out.push_back(op);
     if (op.kind != copying || op.micro_batch != groups.last(groups.group_of(op.micro_batch))) {
       continue;
     }
-    if (i + 1 < program.size() && program[i + 1].kind == OpKind::kSendGrad &&
-        program[i + 1].micro_batch == op.micro_batch && program[i + 1].chunk == op.chunk) {
-      out.push_back(program[++i]);
+    size_t at = i;
+    for (size_t j = i + 1; j < program.size(); ++j) {
+      if (program[j].kind == copying && program[j].chunk == op.chunk) break;
+      if (is_send(program[j].kind)) at = j;
     }
-    out.push_back(
+    after[at].push_back(
         {.kind = OpKind::kWeightGradsBatched, .micro_batch = op.micro_batch, .chunk = op.chunk});
+  }
+  Program out;
+  for (size_t i = 0; i < program.size(); ++i) {
+    out.push_back(program[i]);
+    out.insert(out.end(), after[i].begin(), after[i].end());
   }
   return out;
 }

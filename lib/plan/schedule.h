@@ -43,11 +43,12 @@ namespace mpipe::plan {
 // WB op per chunk (OpKind::kWeightGradsBatched, micro-batch -1), later chunks first: after the
 // last gradient was sent, off the pipeline's critical path.
 // With `weight_grads` grouped in groups of `weight_group` > 1 micro-batches (plan/weight_groups.h),
-// each chunk runs one such op per group, naming the group's last micro-batch, right after the op
-// that copies that micro-batch's operands: its W where backwards are split (zb_h1, zbv: the group
-// ops fill the bubbles the W ops filled), else its B and the SG that follows it. Each op kind
-// runs in ascending micro-batch order, so a chunk's group ops run in ascending group order, each
-// after every copy of its group and before any of the next group's.
+// each chunk runs one such op per group, naming the group's last micro-batch, after the op that
+// copies that micro-batch's operands (its W where backwards are split, else its B) and after
+// every send the rank issues before the chunk's next copy: the product delays no message another
+// rank waits for, and fills the wait for the next receive. Each op kind runs in ascending
+// micro-batch order, so a chunk's group ops run in ascending group order, each after every copy
+// of its group and before any of the next group's.
 // Throws mpipe::Error for a shape schedule_shape_problem refuses, weight_grads: auto, or a
 // weight_group outside 1..M under grouped.
 Program make_program(ScheduleKind kind, int num_ranks, int num_micro_batches, int rank,

@@ -43,14 +43,26 @@ TEST(WeightGroups, AutoTakesTheFewestMicroBatchesWhoseRowsReachTheTarget) {
   EXPECT_EQ(auto_weight_group(512, 8), 1);
 }
 
-// Golden: gpipe's group ops after the SG of each group's last B; zb_h1's after the group's last W.
+// Golden: gpipe's group ops after the SG of each group's last B; zb_h1's last stage runs group
+// 0's after I3's SG (the gradient stage 0 waits for goes first); zbv at M = 2 on 2 ranks: rank 1's
+// stage-2 product after the stage-1 gradient rank 0 waits for, rank 0's stage-3 product at once
+// (no send follows: it fills rank 0's wait for that gradient).
 TEST(WeightGroups, GoldenPrograms) {
   EXPECT_EQ(
       program_to_string(make_program(ScheduleKind::kGpipe, 2, 3, 1, 1, WeightGrads::kGrouped, 2)),
       "RA0 F0 RA1 F1 RA2 F2 B0 SG0 B1 SG1 WB1 B2 SG2 WB2");
   EXPECT_EQ(
       program_to_string(make_program(ScheduleKind::kZbH1, 2, 4, 1, 1, WeightGrads::kGrouped, 2)),
-      "RA0 F0 I0 SG0 RA1 F1 I1 SG1 W0 RA2 F2 I2 SG2 W1 WB1 RA3 F3 I3 SG3 W2 W3 WB3");
+      "RA0 F0 I0 SG0 RA1 F1 I1 SG1 W0 RA2 F2 I2 SG2 W1 RA3 F3 I3 SG3 WB1 W2 W3 WB3");
+  const auto zbv = [](int rank) {
+    std::string ops;
+    for (const Op& op : make_program(ScheduleKind::kZbv, 2, 2, rank, 2, WeightGrads::kGrouped, 2)) {
+      if (!is_send(op.kind) && !is_receive(op.kind)) ops += to_string(op, true) + " ";
+    }
+    return ops;
+  };
+  EXPECT_EQ(zbv(1), "F0.0 F0.1 F1.0 F1.1 I0.1 W0.1 I0.0 W0.0 I1.1 W1.1 I1.0 WB1.1 W1.0 WB1.0 ");
+  EXPECT_EQ(zbv(0), "F0.0 F1.0 F0.1 I0.1 W0.1 F1.1 I1.1 W1.1 WB1.1 I0.0 W0.0 I1.0 W1.0 WB1.0 ");
   // One micro-batch per group: the accumulating program.
   EXPECT_EQ(make_program(ScheduleKind::kZbH1, 2, 4, 1, 1, WeightGrads::kGrouped, 1),
             make_program(ScheduleKind::kZbH1, 2, 4, 1));
@@ -59,8 +71,8 @@ TEST(WeightGroups, GoldenPrograms) {
 
 // Every schedule, rank and chunk, groups that divide M and groups that do not: each group's WB op
 // once, in ascending order, after the copy (B, or W where split) of each of its micro-batches and
-// before any copy of the next group's, right after its last copy (and that B's SG); the program
-// without them is the schedule's.
+// before any copy of the next group's, after its last copy and every send before the chunk's next
+// copy; the program without them is the schedule's.
 TEST(WeightGroups, EveryGroupOpFollowsItsCopiesInEverySchedule) {
   struct Shape {
     ScheduleKind kind;
@@ -105,14 +117,22 @@ TEST(WeightGroups, EveryGroupOpFollowsItsCopiesInEverySchedule) {
                 ASSERT_LT(next_group, groups.count()) << where;
                 EXPECT_EQ(op.micro_batch, groups.last(next_group)) << where;
                 EXPECT_EQ(copied, groups.last(next_group) + 1) << where;
-                // Right after its last copy, or after that B's SG.
-                const Op& before = program[i - 1];
-                const bool after_copy = before.kind == copying;
-                const bool after_send = before.kind == OpKind::kSendGrad &&
-                                        program[i - 2].kind == copying &&
-                                        program[i - 2].micro_batch == op.micro_batch;
-                EXPECT_TRUE((after_copy && before.micro_batch == op.micro_batch) || after_send)
-                    << where << ": WB" << op.micro_batch << " after " << to_string(before);
+                // After its last copy and every send before the chunk's next copy: right after
+                // the copy, or after a send (other group ops placed there aside).
+                size_t copy = i, next_copy = i;
+                while (program[copy].kind != copying || program[copy].chunk != chunk) --copy;
+                EXPECT_EQ(program[copy].micro_batch, op.micro_batch) << where;
+                while (next_copy < program.size() &&
+                       (program[next_copy].kind != copying || program[next_copy].chunk != chunk)) {
+                  EXPECT_FALSE(is_send(program[next_copy].kind))
+                      << where << ": WB" << op.micro_batch << " before "
+                      << to_string(program[next_copy]);
+                  ++next_copy;
+                }
+                size_t before = i - 1;
+                while (program[before].kind == OpKind::kWeightGradsBatched) --before;
+                EXPECT_TRUE(before == copy || is_send(program[before].kind))
+                    << where << ": WB" << op.micro_batch << " after " << to_string(program[before]);
                 ++next_group;
               }
               EXPECT_EQ(next_group, groups.count()) << where << " chunk " << chunk;
