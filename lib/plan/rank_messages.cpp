@@ -6,13 +6,15 @@
 
 #include "core/error.h"
 #include "plan/receive_posting.h"
-#include "plan/send_release.h"
 #include "plan/step_progress.h"
 
 namespace mpipe::plan {
 
-int receives_ahead(const std::vector<Program>& programs, const Placement& placement) {
-  const auto runs = [&](int ahead) { return !step_deadlock(programs, placement, ahead); };
+namespace {
+
+// receives_ahead over a walk built once.
+int fewest_ahead(const std::vector<Program>& programs, const StepProgress& progress) {
+  const auto runs = [&](int ahead) { return !progress.deadlock(ahead); };
   if (runs(kReceivesAhead)) return kReceivesAhead;
   size_t most = 0;  // with this many ahead, every receive is posted before the first op
   for (const Program& program : programs) {
@@ -34,15 +36,21 @@ int receives_ahead(const std::vector<Program>& programs, const Placement& placem
   return works;
 }
 
+}  // namespace
+
+int receives_ahead(const std::vector<Program>& programs, const Placement& placement) {
+  return fewest_ahead(programs, StepProgress(programs, placement));
+}
+
 std::vector<RankMessages> step_messages(const std::vector<Program>& programs,
                                         const Placement& placement) {
-  const int ahead = receives_ahead(programs, placement);
+  const StepProgress progress(programs, placement);
+  const int ahead = fewest_ahead(programs, progress);
   std::vector<RankMessages> messages;
   for (size_t rank = 0; rank < programs.size(); ++rank) {
-    messages.push_back(
-        {.receives_ahead = ahead,
-         .receives_posted = receives_posted(programs[rank], ahead),
-         .sends_released = send_releases(programs, static_cast<int>(rank), placement)});
+    messages.push_back({.receives_ahead = ahead,
+                        .receives_posted = receives_posted(programs[rank], ahead),
+                        .sends_released = progress.sends_released(static_cast<int>(rank))});
   }
   return messages;
 }

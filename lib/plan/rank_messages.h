@@ -11,9 +11,10 @@ namespace mpipe::plan {
 
 // The fewest receives a rank keeps posted beyond those consumed (receives_posted's `ahead`, at
 // least kReceivesAhead) with which every rank of `programs` runs its step to the end
-// (step_deadlock finds none waiting forever). Posting more never makes a rank wait longer, so
-// the search ends at worst with every receive posted from the start. ZB-V needs more than 2 from
-// K = 5 on (its warm-up sends up to 2(K-r)-1 activations down before the next rank answers).
+// (StepProgress::deadlock finds none waiting forever; one walk built for the whole search). Posting
+// more never makes a rank wait longer, so the search ends at worst with every receive posted from
+// the start. ZB-V needs more than 2 from K = 5 on (its warm-up sends up to 2(K-r)-1 activations
+// down before the next rank answers).
 int receives_ahead(const std::vector<Program>& programs, const Placement& placement);
 
 // Per op of one rank's program: the receives posted when it starts (receives_posted at

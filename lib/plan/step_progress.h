@@ -19,9 +19,28 @@ namespace mpipe::plan {
 //   kSendsInFlight are held (Link::send).
 // - A batched weight-gradient op (micro-batch -1) first completes every held send.
 // - After op i the sends send_releases counts are released, and at the end all of them.
-// Returns nothing when every rank reaches its end; otherwise where each rank waits forever, in
-// one line: "rank 1 waits at SG0.1 for rank 2 to post the receive of its send 9 of the step; rank 2
-// waits at RG1.1 for rank 1 to send; ...".
+// What does not depend on receives_ahead (each message's two ends, the send releases) is found
+// once, at construction, so receives_ahead's search walks the step again at no more cost.
+class StepProgress {
+ public:
+  StepProgress(const std::vector<Program>& programs, const Placement& placement);
+  ~StepProgress();
+  StepProgress(const StepProgress&) = delete;
+  StepProgress& operator=(const StepProgress&) = delete;
+
+  // Nothing when every rank reaches its end with `receives_ahead` posted; otherwise where each
+  // rank waits forever, in one line: "rank 1 waits at SG0.1 for rank 2 to post the receive of
+  // its send 9 of the step; rank 2 waits at RG1.1 for rank 1 to send; ...".
+  std::optional<std::string> deadlock(int receives_ahead) const;
+  // send_releases of rank `rank`.
+  const std::vector<int>& sends_released(int rank) const;
+
+ private:
+  struct Rank;  // one rank's program and its messages' ends
+  std::vector<Rank> ranks_;
+};
+
+// StepProgress(programs, placement).deadlock(receives_ahead).
 std::optional<std::string> step_deadlock(const std::vector<Program>& programs,
                                          const Placement& placement, int receives_ahead);
 
