@@ -14,12 +14,13 @@
 
 namespace mpipe::train {
 
-// How long a measurement takes. Both run the first product untimed for 0.2 s first (a core that
-// was idle computes slower until it has run a while) and time the deferred weight gradient
-// (weight_grads: batched or grouped) at its own rows. kQuick, `mpipe plan`'s default: each
+// How long a measurement takes. Both run the main linear shape's forward untimed for 0.2 s first
+// (a core that was idle computes slower until it has run a while) and time the deferred weight
+// gradient (weight_grads: batched or grouped) at its own rows. kQuick, `mpipe plan`'s default: each
 // product timed for at least 20 ms and once through its weight copies, the optimizer step over
-// at most 4 Mi parameters (under half a second). kFull, `--calibrate`: 0.1 s a product and three
-// times through the copies, a rank's whole share of the parameters (seconds on a large model).
+// at most 4 Mi parameters (0.3-0.55 s for scaling_mlp at K = 2). kFull, `--calibrate`: 0.1 s a
+// product and three times through the copies, a rank's whole share of the parameters (seconds on a
+// large model).
 enum class Calibration { kQuick, kFull };
 
 struct CalibratedRate {
