@@ -16,6 +16,7 @@
 #include "model/model_builder.h"
 #include "option_checks.h"
 #include "plan/batch_split.h"
+#include "plan/weight_groups.h"
 #include "train/data_contract.h"
 #include "train/pipeline_plan.h"
 #include "train/plan_calibration.h"
@@ -54,9 +55,8 @@ PlanCommand::PlanCommand(CLI::App& app) {
                    "The rate of the links between ranks, e.g. 100mbit, 1gbit or 125MB (per "
                    "second; default: shared memory's, 4 GB/s)");
   app_->add_flag("--calibrate", calibrate_,
-                 "Measure this machine's rates longer (0.1 s a product, the batched weight "
-                 "gradient, a rank's whole share of the parameters) than the default brief "
-                 "measurement");
+                 "Measure this machine's rates longer (0.1 s a product, a rank's whole share of "
+                 "the parameters) than the default brief measurement");
   app_->add_flag("--assumed-rates", assumed_rates_,
                  "Predict at the fixed rates the plan is chosen at (the development machine's "
                  "100 GFLOP/s and 4 GB/s per thread) instead of measuring this machine's GEMM "
@@ -112,7 +112,7 @@ int PlanCommand::run() {
     const train::MachineCalibration measured = train::calibrate_machine(
         model, experiment.optimizer,
         experiment.train.batch_size / (pipe.data_parallel * pipe.micro_batches),
-        plan.weight_grads == plan::WeightGrads::kGrouped ? plan.weight_group : pipe.micro_batches,
+        plan::weight_groups(plan.weight_grads, pipe.micro_batches, plan.weight_group).size,
         pipe.stages, rates, calibrate_ ? train::Calibration::kFull : train::Calibration::kQuick);
     plan = train::retimed(experiment, model, plan, pipe.data_parallel, measured.rates);
     rates_source = fmt::format("measured in {:.2f} s{}: {}", measured.seconds,
@@ -120,7 +120,7 @@ int PlanCommand::run() {
     if (!json_) {
       std::printf(
           "measured (%s, %d thread(s), %.2f s%s), GFLOP/s per rank: forward %.1f, input gradient "
-          "%.1f, weight gradient %.1f, batched over the micro-batches %.1f; memory traffic %.1f "
+          "%.1f, weight gradient %.1f, deferred over a group's rows %.1f; memory traffic %.1f "
           "GB/s (the optimizer step)\n",
           measured.gemm.measured.c_str(), rates.threads, measured.seconds,
           calibrate_ ? ", --calibrate" : "", measured.gemm.flops_per_s / 1e9,

@@ -1,4 +1,4 @@
-// The GEMM peak: timed repetitions of one cached oneDNN matmul.
+// The GEMM peak and a linear layer's product rates: timed repetitions of oneDNN matmuls.
 #include "kernels/gemm_peak.h"
 
 #include <omp.h>
@@ -67,45 +67,90 @@ GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size, double min_seco
           .seconds = seconds_since(start)};
 }
 
-LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                                 double min_seconds, int cycles) {
-  constexpr double kStreamedBytes = 64.0 * (1 << 20);
-  const int64_t weight_floats = in * out;
-  const auto copies = static_cast<size_t>(std::clamp(
-      kStreamedBytes / (2.0 * sizeof(float) * static_cast<double>(weight_floats)), 2.0, 64.0));
-  std::vector<std::unique_ptr<AlignedFloats>> weights, grads;
-  for (size_t c = 0; c < copies; ++c) {
-    weights.push_back(std::make_unique<AlignedFloats>(weight_floats, 0.25f));
-    grads.push_back(std::make_unique<AlignedFloats>(weight_floats, 0.0f));
+namespace {
+
+// A fully connected layer's operands for products of `rows` rows, with its weights and their
+// gradient in copies, 64 MiB in all (see measure_linear_rates).
+class LinearOperands {
+ public:
+  LinearOperands(int64_t rows, int64_t in, int64_t out)
+      : rows_(rows),
+        in_(in),
+        out_(out),
+        x_(rows * in, 0.5f),
+        y_(rows * out, 0.0f),
+        dy_(rows * out, 0.01f),
+        dx_(rows * in, 0.0f) {
+    constexpr double kStreamedBytes = 64.0 * (1 << 20);
+    const int64_t weight_floats = in * out;
+    const auto copies = static_cast<size_t>(std::clamp(
+        kStreamedBytes / (2.0 * sizeof(float) * static_cast<double>(weight_floats)), 2.0, 64.0));
+    for (size_t c = 0; c < copies; ++c) {
+      weights_.push_back(std::make_unique<AlignedFloats>(weight_floats, 0.25f));
+      grads_.push_back(std::make_unique<AlignedFloats>(weight_floats, 0.0f));
+    }
   }
-  AlignedFloats x(rows * in, 0.5f), y(rows * out, 0.0f), dy(rows * out, 0.01f), dx(rows * in, 0.0f);
-  const double flops =
-      2.0 * static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out);
-  // The median repetition's rate of `product` (run on copy r % copies), after one of each copy.
-  const auto median_rate = [&](const auto& product) {
-    for (size_t c = 0; c < copies; ++c) product(c);
+
+  size_t copies() const { return weights_.size(); }
+  double flops() const {
+    return 2.0 * static_cast<double>(rows_) * static_cast<double>(in_) * static_cast<double>(out_);
+  }
+  void forward(KernelContext& kernels, size_t c) {
+    linear_forward(kernels, x_.data, weights_[c]->data, nullptr, y_.data, rows_, in_, out_);
+  }
+  void input_gradient(KernelContext& kernels, size_t c) {
+    linear_backward_data(kernels, dy_.data, weights_[c]->data, dx_.data, rows_, in_, out_);
+  }
+  void weight_gradient(KernelContext& kernels, size_t c) {
+    linear_backward_weights(kernels, x_.data, dy_.data, grads_[c]->data, nullptr, rows_, in_, out_);
+  }
+
+  // The median repetition's FLOP/s of `product` (run on copy r % copies), after one run on each
+  // copy and, from `warm_up_seconds`, more until that long has passed.
+  template <typename Product>
+  double median_rate(const Product& product, double min_seconds, int cycles,
+                     double warm_up_seconds) {
+    const Clock::time_point warm_up = Clock::now();
+    for (size_t r = 0; r < copies() || seconds_since(warm_up) < warm_up_seconds; ++r) {
+      product(r % copies());
+    }
     std::vector<double> times;
     const Clock::time_point start = Clock::now();
     for (size_t r = 0;
-         r < static_cast<size_t>(cycles) * copies || seconds_since(start) < min_seconds; ++r) {
+         r < static_cast<size_t>(cycles) * copies() || seconds_since(start) < min_seconds; ++r) {
       const Clock::time_point begin = Clock::now();
-      product(r % copies);
+      product(r % copies());
       times.push_back(seconds_since(begin));
     }
     const auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
     std::ranges::nth_element(times, middle);
-    return flops / *middle;
-  };
-  return {.forward = median_rate([&](size_t c) {
-            linear_forward(kernels, x.data, weights[c]->data, nullptr, y.data, rows, in, out);
-          }),
-          .input_gradient = median_rate([&](size_t c) {
-            linear_backward_data(kernels, dy.data, weights[c]->data, dx.data, rows, in, out);
-          }),
-          .weight_gradient = median_rate([&](size_t c) {
-            linear_backward_weights(kernels, x.data, dy.data, grads[c]->data, nullptr, rows, in,
-                                    out);
-          })};
+    return flops() / *middle;
+  }
+
+ private:
+  int64_t rows_, in_, out_;
+  std::vector<std::unique_ptr<AlignedFloats>> weights_, grads_;
+  AlignedFloats x_, y_, dy_, dx_;
+};
+
+}  // namespace
+
+LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
+                                 double min_seconds, int cycles, double warm_up_seconds) {
+  LinearOperands operands(rows, in, out);
+  return {.forward = operands.median_rate([&](size_t c) { operands.forward(kernels, c); },
+                                          min_seconds, cycles, warm_up_seconds),
+          .input_gradient = operands.median_rate(
+              [&](size_t c) { operands.input_gradient(kernels, c); }, min_seconds, cycles, 0.0),
+          .weight_gradient = operands.median_rate(
+              [&](size_t c) { operands.weight_gradient(kernels, c); }, min_seconds, cycles, 0.0)};
+}
+
+double measure_weight_gradient_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
+                                    double min_seconds, int cycles) {
+  LinearOperands operands(rows, in, out);
+  return operands.median_rate([&](size_t c) { operands.weight_gradient(kernels, c); }, min_seconds,
+                              cycles, 0.0);
 }
 
 }  // namespace mpipe::kernels

@@ -27,13 +27,21 @@ double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, doubl
 // own kernel and kept as the median repetition's FLOP/s (2·rows·in·out per product), timed for
 // at least `min_seconds` and `cycles` times through the copies. As a stage runs its layers one
 // after another, each product finds its weights (and their gradient) out of the caches, so the
-// products cycle through copies of them, 64 MiB in all.
+// products cycle through copies of them, 64 MiB in all. Each product runs once on every copy
+// before it is timed; the first (the forward) also until `warm_up_seconds` have passed, for a
+// core that was idle to reach the speed it computes a step at.
 struct LinearRates {
   double forward = 0.0;          // linear_forward
   double input_gradient = 0.0;   // linear_backward_data
   double weight_gradient = 0.0;  // linear_backward_weights, accumulating into the gradient
 };
 LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                                 double min_seconds = 0.1, int cycles = 3);
+                                 double min_seconds = 0.1, int cycles = 3,
+                                 double warm_up_seconds = 0.0);
+
+// LinearRates::weight_gradient alone, timed as measure_linear_rates times it (the weight
+// gradient of several micro-batches' stacked rows: one deferred product).
+double measure_weight_gradient_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
+                                    double min_seconds = 0.1, int cycles = 3);
 
 }  // namespace mpipe::kernels

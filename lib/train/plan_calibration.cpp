@@ -23,8 +23,21 @@ namespace mpipe::train {
 
 namespace {
 
-// The shortest time each product is timed for.
-double min_seconds(Calibration length) { return length == Calibration::kQuick ? 0.01 : 0.1; }
+// How long each product is timed for, how many times through its weight copies at least, and how
+// long the first one runs untimed before (see Calibration: a 32-row forward read 90 GFLOP/s in a
+// fresh process's first 25 ms, 101 from 125 ms on, and 97-100 from the start after 0.3 s of
+// untimed products).
+struct Timing {
+  double min_seconds;
+  int cycles;
+  double warm_up_seconds;
+};
+Timing timing(Calibration length) {
+  constexpr double kWarmUpSeconds = 0.2;
+  return length == Calibration::kQuick
+             ? Timing{.min_seconds = 0.02, .cycles = 1, .warm_up_seconds = kWarmUpSeconds}
+             : Timing{.min_seconds = 0.1, .cycles = 3, .warm_up_seconds = kWarmUpSeconds};
+}
 
 }  // namespace
 
@@ -48,30 +61,37 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
   }
   // A convolutional network's linear head says nothing of its convolutions' rate (16 x 64 -> 10
   // read 8 GFLOP/s on fashion_mnist_cnn.yaml): the square GEMM stands for them.
+  const Timing t = timing(length);
   if (flops_by_shape.empty() || convolution_flops > linear_flops) {
-    const double peak = kernels::measure_gemm_peak(kernels, 1024, min_seconds(length)).flops_per_s;
+    const double peak = kernels::measure_gemm_peak(kernels, 1024, t.min_seconds).flops_per_s;
     return {.flops_per_s = peak,
             .input_gradient_flops_per_s = peak,
             .weight_flops_per_s = peak,
             .batched_weight_flops_per_s = peak,
+            .batched_rows = 0,
             .measured = "1024^3 GEMM"};
   }
   const auto [m, k, n] =
       std::max_element(flops_by_shape.begin(), flops_by_shape.end(),
                        [](const auto& a, const auto& b) { return a.second < b.second; })
           ->first;
-  const kernels::LinearRates rates = kernels::measure_linear_rates(
-      kernels, m, k, n, min_seconds(length), length == Calibration::kQuick ? 1 : 3);
-  const double batched =
-      num_micro_batches > 1 && length == Calibration::kFull
-          ? kernels::measure_linear_rates(kernels, m * num_micro_batches, k, n, min_seconds(length))
-                .weight_gradient
-          : rates.weight_gradient;
+  const kernels::LinearRates rates =
+      kernels::measure_linear_rates(kernels, m, k, n, t.min_seconds, t.cycles, t.warm_up_seconds);
+  // One deferred product's rows: its micro-batches' stacked.
+  const int64_t batched_rows = m * std::max(1, num_micro_batches);
+  const double batched = num_micro_batches > 1
+                             ? kernels::measure_weight_gradient_rate(kernels, batched_rows, k, n,
+                                                                     t.min_seconds, t.cycles)
+                             : rates.weight_gradient;
   return {.flops_per_s = rates.forward,
           .input_gradient_flops_per_s = rates.input_gradient,
           .weight_flops_per_s = rates.weight_gradient,
           .batched_weight_flops_per_s = batched,
-          .measured = fmt::format("linear {} x {} -> {}", m, k, n)};
+          .batched_rows = batched_rows,
+          .measured = num_micro_batches > 1
+                          ? fmt::format("linear {} x {} -> {}, weight gradient over {} rows", m, k,
+                                        n, batched_rows)
+                          : fmt::format("linear {} x {} -> {}", m, k, n)};
 }
 
 double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params) {
@@ -121,6 +141,7 @@ MachineCalibration calibrate_machine(const model::ModelPlan& model,
                 .input_gradient_flops_per_s = assumed,
                 .weight_flops_per_s = assumed,
                 .batched_weight_flops_per_s = assumed,
+                .batched_rows = 0,
                 .measured = fmt::format("GEMM rates assumed: linear layers carry {:.0f}% of the "
                                         "FLOPs",
                                         100.0 * linear_flops / flops)};

@@ -14,30 +14,35 @@
 
 namespace mpipe::train {
 
-// How long a measurement takes. kQuick, `mpipe plan`'s default: each product timed for at least
-// 10 ms and once through its weight copies, the weight gradient's rate standing for the batched
-// one, the optimizer step over at most 4 Mi parameters (a fraction of a second). kFull,
-// `--calibrate`: 0.1 s a product, the batched weight gradient timed at the step's rows, a rank's
-// whole share of the parameters (seconds on a large model).
+// How long a measurement takes. Both run the main linear shape's forward untimed for 0.2 s first
+// (a core that was idle computes slower until it has run a while) and time the deferred weight
+// gradient (weight_grads: batched or grouped) at its own rows. kQuick, `mpipe plan`'s default: each
+// product timed for at least 20 ms and once through its weight copies, the optimizer step over
+// at most 4 Mi parameters (0.3-0.55 s for scaling_mlp at K = 2). kFull, `--calibrate`: 0.1 s a
+// product and three times through the copies, a rank's whole share of the parameters (seconds on a
+// large model).
 enum class Calibration { kQuick, kFull };
 
 struct CalibratedRate {
   // On this process's OpenMP threads (plan::MachineRates' fields, not per thread): forwards
   // (and every FLOP not below), input gradients, weight gradients accumulated per micro-batch and
-  // batched over the step's micro-batches.
+  // deferred to one product over a group's micro-batches (weight_grads: grouped; all M: batched).
   double flops_per_s = 0.0;
   double input_gradient_flops_per_s = 0.0;
   double weight_flops_per_s = 0.0;
   double batched_weight_flops_per_s = 0.0;
-  std::string measured;  // what was timed: "linear 32 x 1024 -> 1024" or "1024^3 GEMM"
+  int64_t batched_rows = 0;  // the rows that product was timed at (0: the square GEMM stands in)
+  // What was timed: "linear 32 x 1024 -> 1024, weight gradient over 256 rows" or "1024^3 GEMM".
+  std::string measured;
 };
 
 // The linear layers' shape that carries most of their FLOPs (m = `micro_batch_rows` x the
 // positions of an example, k = in, n = out), each product timed by kernels::measure_linear_rates,
 // the batched weight gradient at `num_micro_batches` times the rows (the micro-batches of one
-// deferred product: M under weight_grads: batched, a group's under grouped); a model with no linear
-// layer, or whose convolutions (conv2d, residual_block, separable_cell) carry more FLOPs than its
-// linear layers, by the 1024³ GEMM peak (every rate the same).
+// deferred product: M under weight_grads: batched, a group's under grouped; 1: none, the
+// accumulating rate stands for it); a model with no linear layer, or whose convolutions (conv2d,
+// residual_block, separable_cell) carry more FLOPs than its linear layers, by the 1024³ GEMM peak
+// (every rate the same).
 CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,
                                    int num_micro_batches, kernels::KernelContext& kernels,
                                    Calibration length = Calibration::kFull);

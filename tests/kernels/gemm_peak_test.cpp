@@ -1,9 +1,12 @@
 // measure_gemm_peak: a positive rate from the repetitions it says it ran, on this process's
-// threads; any shape's rate, and a linear layer's.
+// threads; any shape's rate, a linear layer's (after a warm-up when asked) and its weight
+// gradient's alone.
 #include "kernels/gemm_peak.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
+
+#include <chrono>
 
 namespace mpipe::kernels {
 namespace {
@@ -25,6 +28,14 @@ TEST(GemmPeak, MeasuresAnyShapeAndALinearLayersThreeProducts) {
   EXPECT_GT(linear.forward, 0.0);
   EXPECT_GT(linear.input_gradient, 0.0);
   EXPECT_GT(linear.weight_gradient, 0.0);
+}
+
+TEST(GemmPeak, WarmsUpForAtLeastTheGivenTimeAndTimesAWeightGradientAlone) {
+  KernelContext kernels;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_GT(measure_linear_rates(kernels, 16, 64, 32, 0.0, 1, 0.05).forward, 0.0);
+  EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.05);
+  EXPECT_GT(measure_weight_gradient_rate(kernels, 64, 64, 32, 0.01), 0.0);
 }
 
 }  // namespace
