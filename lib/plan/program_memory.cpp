@@ -95,6 +95,15 @@ class ChunkWalk {
     if (op.kind == OpKind::kBackwardWeight) {
       --pending_weights_;
       copy_operands(op.micro_batch);
+      // Deferring, a W copies its micro-batch's operands into its group's (allocated by the
+      // group's first W): the group's operands beside the other micro-batches' W work, what the
+      // chunk keeps, on the last stage the loss gradients waiting, and temporaries counted as a
+      // forward's (which tensor of the W they stand for is not identified: program_memory.h).
+      if (batched_ || !group_ends_.empty()) {
+        plan::StashProfile m = idle();
+        m.idle = false;
+        found.now.push_back(m);
+      }
     }
     if (op.kind == OpKind::kForward) {
       forward(op, found);

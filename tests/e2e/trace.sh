@@ -19,7 +19,9 @@ train 4 replicas "$config" --set train.steps=3 --set 'log.trace_steps=[2]' \
 # K=2 with two chunks per rank, in the loop placement and in the V (zbv's split backward).
 train 2 interleaved "$config" --set train.steps=2 --set 'log.trace_steps=[2]' \
   --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2
-train 2 zbv "$config" --set train.steps=2 --set 'log.trace_steps=[2]' --set pipeline.schedule=zbv
+# (zbv accumulating: a group's product shows as a W of its last micro-batch, beside that one's W.)
+train 2 zbv "$config" --set train.steps=2 --set 'log.trace_steps=[2]' --set pipeline.schedule=zbv \
+  --set pipeline.weight_grads=accumulate
 train 2 untraced "$config" --set train.steps=2
 [[ ! -e "$WORK/untraced/trace.json" ]] || { echo "FAILED: a run without log.trace_steps traced"; exit 1; }
 grep -qF "wrote $WORK/gpipe/trace.json" "$WORK/gpipe.log" ||
