@@ -227,6 +227,11 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
     m.transient = walk ? walk->input_grads + walk->input_grad_message : input;
   } else if (stash.idle) {
     // Another chunk of the rank runs: nothing of this stage's is in use.
+  } else if (stash.weight_op) {
+    // This micro-batch's W work beside the group's operands as the W copies into them.
+    m.weight_grad_operands =
+        pending_weights +
+        weight_op(begin, end, stash.weight_grad_micro_batches, stash.weight_grad_operands_filling);
   } else if (stash.layer_recompute) {
     // One layer at a time: its temporaries are those of the layer where the sum peaks.
     if (walk) {
@@ -353,6 +358,19 @@ std::pair<double, double> MemoryModel::filling_backward(int begin, int end,
     operands += weight_grad_operand_blocks(i, micro_batches);
     const double transient = at[static_cast<size_t>(i)];
     if (operands + transient > most.first + most.second) most = {operands, transient};
+  }
+  return most;
+}
+
+double MemoryModel::weight_op(int begin, int end, int micro_batches, bool opens_group) const {
+  double operands = 0.0;
+  for (int i = begin; i < end && !opens_group; ++i) {
+    operands += weight_grad_operand_blocks(i, micro_batches);
+  }
+  double most = operands + sum(pending_weight_blocks_, begin, end);
+  for (int i = end; i-- > begin;) {
+    if (opens_group) operands += weight_grad_operand_blocks(i, micro_batches);
+    most = std::max(most, operands + sum(pending_weight_blocks_, begin, i + 1));
   }
   return most;
 }

@@ -59,6 +59,16 @@ struct StashProfile {
   // splitting layer's output gradient and W's tensors in place of what it saved, from that
   // layer's I on (MemoryModel::splitting_backward walks the layers).
   bool splitting_backward = false;
+  // Zero-bubble schedules, a W op of a chunk that batches or groups its weight gradients
+  // (plan::rank_moments): no layer's temporaries (a W op runs its layers' weight-gradient kernels
+  // in place, and a deferring layer only copies). Last layer first, each layer that splits its
+  // backward copies the micro-batch's operands into its group's (nn::Linear) and then frees the
+  // micro-batch's W work of that layer (Stage::backward_weight). In a group's first W
+  // (weight_grad_operands_filling) each layer allocates its operands for every micro-batch of the
+  // group before its copy, so the peak is at the layer where the operands so far and the W work
+  // not yet freed are largest (MemoryModel::weight_op); in a later W they are all there.
+  // pending_weight_micro_batches counts the other micro-batches' W work, not this one's.
+  bool weight_op = false;
   // A communication op, where no layer runs: a received message beside the tensors it is unpacked
   // into (pipeline::unpack), or the tensors to send beside the message they are packed into
   // (pipeline::pack). A chain's one tensor moves into and out of its message: only it is there.
@@ -166,6 +176,12 @@ class MemoryModel {
   // when that is larger. (A micro-batch's saved tensors stay until its backward ends.)
   std::pair<double, double> filling_backward(int begin, int end, const std::vector<double>& at,
                                              int micro_batches, double recompute_forward) const;
+  // The most a W op (StashProfile::weight_op) of one micro-batch holds over layers [begin, end)
+  // beyond the other micro-batches' W work: at layer i, last first, its W work of layers
+  // [begin, i] (the later layers' freed) beside the operands of `micro_batches` micro-batches of
+  // layers [i, end) when `opens_group` (the group's first W allocates them layer by layer), else
+  // of every layer.
+  double weight_op(int begin, int end, int micro_batches, bool opens_group) const;
   // walk_stage of layers [begin, end), kept for the next query: a stage's moments ask for the
   // same layers one after another.
   StageValues walk(int begin, int end) const;

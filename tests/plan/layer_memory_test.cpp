@@ -615,6 +615,47 @@ TEST(LayerMemory, AMicroBatchInItsInputBackwardHoldsItsLayersInputBackwardTempor
             kRows * (64.0 + 16.0 + 32.0) + 8.0 + 24.0);
 }
 
+// A W op of a grouped chunk (zero-bubble schedules), last layer first: each linear copies the
+// micro-batch's operands into its group's and then frees the micro-batch's W work of that layer
+// (its output gradient and input). The group's first W allocates each layer's operands for the
+// whole group before its copy; a later W finds them all there. Two linears, 4 rows, groups of 2:
+// the first 8 → 16 bytes per example (operands 2 x 4 x 24 = 192, W work 4 x 24 = 96), the second
+// 16 → 4 (operands 2 x 4 x 20 = 160, W work 4 x 20 = 80), one other micro-batch's W work (96 + 80)
+// pending. No temporaries.
+TEST(LayerMemory, AWeightOpOfAGroupHoldsItsOperandsBesideTheWorkNotYetFreed) {
+  constexpr int64_t kRows = 4;
+  const auto linear = [](double in, double out) {
+    return LayerCost{.kind = "linear",
+                     .input_bytes = in,
+                     .output_bytes = out,
+                     .saved_bytes = in,
+                     .keeps_consumed_input = true,
+                     .weight_grad_operand_bytes = in + out,
+                     .splits_backward = true,
+                     .weight_work_tensor_bytes = {in}};
+  };
+  const MemoryModel model({linear(8, 16), linear(16, 4)}, kRows, 0);
+  StashProfile first_w{.backward = false,
+                       .weight_grad_micro_batches = 2,
+                       .weight_grad_operands_filling = true,
+                       .pending_weight_micro_batches = 1,
+                       .weight_op = true};
+  // At the second layer its operands (160) beside the W work of both (176): 336; at the first,
+  // both layers' operands (352) beside its own W work (96): 448, the peak.
+  const StageMemory opening = model.stage(0, 2, first_w, true, true);
+  EXPECT_EQ(opening.weight_grad_operands, 176.0 + 448.0);
+  EXPECT_EQ(opening.transient, 0.0);
+  // A later W of the group: every operand (352) beside all its W work (176) from its start.
+  StashProfile later_w = first_w;
+  later_w.weight_grad_operands_filling = false;
+  const StageMemory later = model.stage(0, 2, later_w, true, true);
+  EXPECT_EQ(later.weight_grad_operands, 176.0 + 528.0);
+  EXPECT_EQ(later.transient, 0.0);
+  // The second layer alone as a stage: the first W's peak is at its copy, as a later one's.
+  EXPECT_EQ(model.stage(1, 2, first_w, true, true).weight_grad_operands, 80.0 + 160.0 + 80.0);
+  EXPECT_EQ(model.stage(1, 2, later_w, true, true).weight_grad_operands, 80.0 + 160.0 + 80.0);
+}
+
 // optimizer.shard_across_replicas: each slot holds a replica's shard of the stage's parameters,
 // counted as the last one's from (D-1)·n/D (1000 floats over 3 replicas: from 666; the cuts on
 // the norm's blocks put every shard within a block of this).
