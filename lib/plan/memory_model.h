@@ -173,9 +173,20 @@ class MemoryModel {
   // The first backward of a step with batched weight gradients (weight_grad_operands_filling):
   // the operands allocated at the peak and the temporaries beside them (`at`: per layer, its
   // backward's), or no operands and the recompute's forward (before the first layer's backward)
-  // when that is larger. (A micro-batch's saved tensors stay until its backward ends.)
+  // when that is larger. (A micro-batch's saved tensors stay until its backward ends.) `before`
+  // (per layer, or empty): what a per-layer backward holds while it recomputes the layer, before
+  // its backward allocates the layer's operands.
   std::pair<double, double> filling_backward(int begin, int end, const std::vector<double>& at,
-                                             int micro_batches, double recompute_forward) const;
+                                             int micro_batches, double recompute_forward,
+                                             const std::vector<double>& before = {}) const;
+  // A per-layer backward's two phases at each layer i of [begin, end), indexed by global layer:
+  // while layer i is recomputed (the inputs of layers [begin, i], its output, what it saves and
+  // the gradient waiting for it) and in its backward (the inputs of layers [begin, i), what it
+  // saved and its gradients; `input_only`: an I op's). `walk`: a graph's (its kept values in
+  // place of the inputs, and the values its stage holds beside), or null (a chain).
+  // per_layer_backward is, at each layer, the larger of the two.
+  std::pair<std::vector<double>, std::vector<double>> per_layer_backward_phases(
+      int begin, int end, const StageValues* walk, bool input_only) const;
   // The most a W op (StashProfile::weight_op) of one micro-batch holds over layers [begin, end)
   // beyond the other micro-batches' W work: at layer i, last first, its W work of layers
   // [begin, i] (the later layers' freed) beside the operands of `micro_batches` micro-batches of

@@ -656,6 +656,41 @@ TEST(LayerMemory, AWeightOpOfAGroupHoldsItsOperandsBesideTheWorkNotYetFreed) {
   EXPECT_EQ(model.stage(1, 2, later_w, true, true).weight_grad_operands, 80.0 + 160.0 + 80.0);
 }
 
+// Per-layer recompute, the first backward of a group (not split): last layer first, each layer is
+// recomputed (the inputs up to its own, what it saves, its output twice) beside the operands of
+// the layers after it, then its backward allocates its own (a linear's) beside its gradients.
+// 4 rows, groups of 2, relu-like layers keeping their inputs.
+TEST(LayerMemory, APerLayerBackwardFillsTheOperandsLayerByLayer) {
+  constexpr int64_t kRows = 4;
+  const auto layer = [](double in, double out, bool linear) {
+    return LayerCost{.kind = linear ? "linear" : "relu",
+                     .input_bytes = in,
+                     .output_bytes = out,
+                     .saved_bytes = in,
+                     .keeps_consumed_input = true,
+                     .weight_grad_operand_bytes = linear ? in + out : 0.0};
+  };
+  const StashProfile first{.layer_recompute = true,
+                           .backward = true,
+                           .weight_grad_micro_batches = 2,
+                           .weight_grad_operands_filling = true};
+  // Linears 8 → 16 (operands 192) and 16 → 4 (160). The second's recompute 32 + 64 + 64 + 32 =
+  // 192, its backward 32 + 64 + 64 + 16 = 176 beside its operands: 336; the first's recompute
+  // 32 + 32 + 128 = 192 beside the second's operands (352), its backward 32 + 32 + 64 = 128
+  // beside both: 480, the peak (every operand beside the largest layer, 544, before).
+  const MemoryModel linears({layer(8, 16, true), layer(16, 4, true)}, kRows, 0);
+  const StageMemory two = linears.stage(0, 2, first, true, true);
+  EXPECT_EQ(two.weight_grad_operands, 352.0);
+  EXPECT_EQ(two.recompute_workspace, 128.0);
+  // A relu 8 → 64 before a linear 64 → 4 (operands 544): the linear's recompute 576 and backward
+  // 560 (its operands then 1104 in all); the relu's recompute 32 + 32 + 512 = 576 beside the
+  // linear's operands: 1120, the peak.
+  const MemoryModel relu_first({layer(8, 64, false), layer(64, 4, true)}, kRows, 0);
+  const StageMemory widening = relu_first.stage(0, 2, first, true, true);
+  EXPECT_EQ(widening.weight_grad_operands, 544.0);
+  EXPECT_EQ(widening.recompute_workspace, 576.0);
+}
+
 // optimizer.shard_across_replicas: each slot holds a replica's shard of the stage's parameters,
 // counted as the last one's from (D-1)·n/D (1000 floats over 3 replicas: from 666; the cuts on
 // the norm's blocks put every shard within a block of this).
