@@ -49,7 +49,8 @@ struct StashProfile {
   int weight_grad_micro_batches = 0;
   // In the step's (a group's) first backward, each layer with operands allocates them (for every
   // micro-batch of the step or group) in its own backward, last layer first: the peak is at the
-  // layer where the operands so far and its temporaries are largest.
+  // layer where the operands so far and its temporaries are largest. With split backwards the
+  // first W op allocates them instead (weight_op).
   bool weight_grad_operands_filling = false;
   // Zero-bubble schedules: micro-batches past their input-gradient op (I) whose weight-gradient
   // op (W) has not run, each holding what every splitting layer keeps for its W (its output
