@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Draws the traced steps of <run_dir>/trace.json (log.trace_steps) into <run_dir>/timeline.png.
 
-One row per rank: its compute (F, B with the recompute inside it hatched over it, W, optimizer,
-checkpoint, evaluation; each micro-batch's box numbered, "3.1" for micro-batch 3 of chunk 1 when
-ranks hold several chunks: interleaved, zbv) and under it, thinner, the time it waited on a
-receive or an allreduce. White space in a compute row is the bubble: time that rank
+One row per rank: its compute (F, B with the recompute inside it hatched over it, W and WB,
+optimizer, checkpoint, evaluation; each micro-batch's box numbered, "3.1" for micro-batch 3 of
+chunk 1 when ranks hold several chunks: interleaved, zbv) and under it, thinner, the time it
+waited on a receive or an allreduce. White space in a compute row is the bubble: time that rank
 did not compute.
 
 Usage: /usr/bin/python3 scripts/plot_timeline.py RUN_DIR [-o OUT.png] [--step N] [--title TEXT]
@@ -20,6 +20,7 @@ COMPUTE_COLOURS = {
     "F": "#4c72b0",
     "B": "#55a868",
     "W": "#8172b2",
+    "WB": "#8172b2",  # a group's product (weight_grads: grouped), drawn as the weight gradients
     "optimizer": "#8c8c8c",
     "checkpoint": "#c44e52",
     "evaluation": "#ccb974",
@@ -57,8 +58,11 @@ def box_label(event):
 
 
 def weight_gradient_label(spans):
-    """The legend of W: one micro-batch's weight gradient (W3, zero-bubble schedules) or the
-    step's batched ones (W, pipeline.weight_grads: batched)."""
+    """The legend of W: one micro-batch's weight gradient (W3, zero-bubble schedules), the step's
+    batched ones (W, pipeline.weight_grads: batched), or groups' (WB3: the product of the group
+    ending at micro-batch 3, pipeline.weight_grads: grouped)."""
+    if any(e["cat"] == "compute" and kind_of(e["name"]) == "WB" for e in spans):
+        return "weight gradients (grouped)"
     names = {op_name(e["name"]) for e in spans
              if e["cat"] == "compute" and kind_of(e["name"]) == "W"}
     per_micro_batch, batched = any(name != "W" for name in names), "W" in names

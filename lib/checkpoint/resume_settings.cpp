@@ -11,7 +11,7 @@ namespace mpipe::checkpoint {
 namespace {
 
 // Keys (or, ending in '.', key prefixes) that do not change the trained weights' trajectory.
-constexpr std::array<std::string_view, 21> kMayChange = {
+constexpr std::array<std::string_view, 23> kMayChange = {
     "train.steps",
     "optimizer.schedule.total_steps",  // said explicitly: how the schedule goes on
     "train.on_nonfinite",
@@ -30,6 +30,8 @@ constexpr std::array<std::string_view, 21> kMayChange = {
     "pipeline.recompute",
     "pipeline.weight_grads",
     "pipeline.weight_group",
+    kResolvedWeightGradsKey,
+    kResolvedWeightGroupKey,
     "pipeline.partition",
     "pipeline.memory_limit",
     "optimizer.shard_across_replicas",  // the same bits either way; checkpoints hold whole state

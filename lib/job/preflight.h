@@ -15,6 +15,7 @@
 #include "data/dataset.h"
 #include "train/init_weights.h"
 #include "train/pipeline_plan.h"
+#include "train/resumed_weight_grads.h"
 
 namespace mpipe::job {
 
@@ -35,6 +36,9 @@ struct TrainInputs {
   // `mpipe eval`: nothing is written, so no run directory is checked (`init_weights` is the file
   // evaluated, checked against the model).
   bool evaluating = false;
+  // Resuming: how the run's checkpoint summed its weight gradients, which weight_grads: auto keeps
+  // (plan::PipelineConfig::resumed_weight_grads; run_train_job reads it); nullopt for a new run.
+  std::optional<train::ResumedWeightGrads> resumed_weight_grads = std::nullopt;
 };
 
 struct PreflightResult {

@@ -86,6 +86,35 @@ std::string restore_stored_settings(TrainInputs& inputs, const comm::Communicato
   return note;
 }
 
+// `inputs.resuming`: how the run's newest committed checkpoint summed its weight gradients
+// (train::stored_weight_grads), which weight_grads: auto keeps. Rank 0 reads it; every rank gets
+// it.
+std::optional<train::ResumedWeightGrads> resumed_weight_grads(const TrainInputs& inputs,
+                                                              const comm::Communicator& world) {
+  nlohmann::json choice;  // null: none
+  comm::agree(world, [&] {
+    if (world.rank() != 0 || !inputs.resuming) return;
+    const std::optional<train::StoredSettings> stored =
+        train::newest_stored_settings(inputs.run_dir);
+    if (!stored) return;
+    const std::optional<train::ResumedWeightGrads> found = train::stored_weight_grads(
+        stored->settings,
+        fmt::format("{}: the checkpoint of step {}", inputs.run_dir, stored->step));
+    if (found) {
+      choice = {{"weight_grads", plan::to_string(found->weight_grads)},
+                {"weight_group", found->weight_group}};
+    }
+  });
+  std::string text = choice.dump();
+  world.broadcast(text, 0);
+  choice = nlohmann::json::parse(text);
+  if (choice.is_null()) return std::nullopt;
+  return train::ResumedWeightGrads{
+      .weight_grads =
+          *value_named(plan::kWeightGradsNames, choice["weight_grads"].get<std::string>()),
+      .weight_group = choice["weight_group"].get<int>()};
+}
+
 }  // namespace
 
 void use_experiment_deadlines(const std::string& config_path,
@@ -107,9 +136,20 @@ TrainOutcome run_train_job(TrainInputs inputs, train::RunOptions options,
   use_experiment_deadlines(inputs.config_path, inputs.overrides, world);
   const std::string restored =
       inputs.stored_settings ? restore_stored_settings(inputs, world) : std::string();
+  inputs.resumed_weight_grads = resumed_weight_grads(inputs, world);
   PreflightResult checked = preflight_train(inputs, world);
   log::setup_logging(world.rank(), world.size(), checked.experiment.log.level);
   if (world.rank() == 0 && !restored.empty()) spdlog::info("{}", restored);
+  if (world.rank() == 0 && plan::keeps_resumed_weight_grads(checked.experiment.pipeline)) {
+    const plan::PipelinePlan& plan = checked.plan.pipeline;
+    spdlog::info(
+        "pipeline.weight_grads: auto keeps {}, as {}'s checkpoint was trained (set "
+        "pipeline.weight_grads to change it)",
+        plan.weight_grads == plan::WeightGrads::kGrouped
+            ? fmt::format("grouped by {}", plan.weight_group)
+            : plan::to_string(plan.weight_grads),
+        inputs.run_dir);
+  }
   log_placement(world);
   if (comm::Watchdog* watchdog = world.watchdog()) {  // this experiment's deadlines
     watchdog->configure(checked.experiment.comm);

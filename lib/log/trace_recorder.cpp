@@ -12,6 +12,7 @@ bool is_compute(TraceKind kind) {
     case TraceKind::kBackward:
     case TraceKind::kRecompute:
     case TraceKind::kWeightGrad:
+    case TraceKind::kWeightGroup:
     case TraceKind::kOptimizer:
     case TraceKind::kEvaluation:
     case TraceKind::kCheckpoint:
@@ -47,6 +48,9 @@ std::string trace_name(TraceKind kind, int micro_batch, int chunk) {
       break;
     case TraceKind::kWeightGrad:
       name = "W";
+      break;
+    case TraceKind::kWeightGroup:
+      name = "WB";
       break;
     case TraceKind::kOptimizer:
       name = "optimizer";

@@ -15,7 +15,8 @@ enum class TraceKind {
   kForward,             // F<m>
   kBackward,            // B<m> (with its recompute, which also has its own nested events)
   kRecompute,           // R<m>: a recomputed forward inside B<m>
-  kWeightGrad,          // W: the deferred (batched) weight gradients, or zb_h1's W<m> op
+  kWeightGrad,          // W: the step's batched weight gradients, or a W<m> op (zb_h1, zbv)
+  kWeightGroup,         // WB<m>: the product of a group ending at micro-batch m (grouped)
   kOptimizer,           // the gradient norm, clipping and the optimizer update
   kEvaluation,          // an evaluation after the step
   kCheckpoint,          // a checkpoint written after the step

@@ -223,8 +223,9 @@ void Executor::trace_op(const plan::Op& op, Clock::time_point start, Clock::time
     case plan::OpKind::kBackwardInput:  // zb_h1's I<m> shows as B<m>, its W<m> as a W of its own
       return trace_->backward_ended(end);
     case plan::OpKind::kBackwardWeight:
-    case plan::OpKind::kWeightGradsBatched:  // a group's last micro-batch, or -1: every one
       return span(log::TraceKind::kWeightGrad);
+    case plan::OpKind::kWeightGradsBatched:  // a group's (WB<m>, m its last), or -1: every one (W)
+      return span(op.micro_batch < 0 ? log::TraceKind::kWeightGrad : log::TraceKind::kWeightGroup);
     case plan::OpKind::kSendGrad:
       return span(log::TraceKind::kSendGradient);
   }

@@ -227,6 +227,21 @@ StageMemory MemoryModel::stage_in_blocks(int begin, int end, const StashProfile&
     m.transient = walk ? walk->input_grads + walk->input_grad_message : input;
   } else if (stash.idle) {
     // Another chunk of the rank runs: nothing of this stage's is in use.
+  } else if (stash.weight_op) {
+    // This micro-batch's W work beside the group's operands as the W copies into them.
+    m.weight_grad_operands =
+        pending_weights +
+        weight_op(begin, end, stash.weight_grad_micro_batches, stash.weight_grad_operands_filling);
+  } else if (stash.layer_recompute && stash.weight_grad_operands_filling &&
+             stash.weight_grad_micro_batches > 0 && !splitting) {
+    // The first backward of a step (a group) with deferred weight gradients, one layer at a time:
+    // each linear allocates its operands in its backward, after its recompute.
+    const auto [recomputing, backward] =
+        per_layer_backward_phases(begin, end, walk ? &*walk : nullptr, /*input_only=*/false);
+    const auto [operands, workspace] =
+        filling_backward(begin, end, backward, stash.weight_grad_micro_batches, 0.0, recomputing);
+    m.weight_grad_operands = operands + pending_weights;
+    m.recompute_workspace += workspace;
   } else if (stash.layer_recompute) {
     // One layer at a time: its temporaries are those of the layer where the sum peaks.
     if (walk) {
@@ -345,14 +360,52 @@ double MemoryModel::weight_grad_operand_blocks(int layer, int micro_batches) con
 
 std::pair<double, double> MemoryModel::filling_backward(int begin, int end,
                                                         const std::vector<double>& at,
-                                                        int micro_batches,
-                                                        double recompute_forward) const {
+                                                        int micro_batches, double recompute_forward,
+                                                        const std::vector<double>& before) const {
   std::pair<double, double> most{0.0, recompute_forward};
   double operands = 0.0;
+  const auto consider = [&most](double held, double transient) {
+    if (held + transient > most.first + most.second) most = {held, transient};
+  };
   for (int i = end; i-- > begin;) {
+    if (!before.empty()) consider(operands, before[static_cast<size_t>(i)]);
     operands += weight_grad_operand_blocks(i, micro_batches);
-    const double transient = at[static_cast<size_t>(i)];
-    if (operands + transient > most.first + most.second) most = {operands, transient};
+    consider(operands, at[static_cast<size_t>(i)]);
+  }
+  return most;
+}
+
+std::pair<std::vector<double>, std::vector<double>> MemoryModel::per_layer_backward_phases(
+    int begin, int end, const StageValues* walk, bool input_only) const {
+  std::vector<double> recomputing(static_cast<size_t>(end), 0.0);
+  std::vector<double> backward(static_cast<size_t>(end), 0.0);
+  // What the micro-batch keeps for layers [begin, i): their inputs, or a graph's kept values.
+  double kept_before = 0.0;
+  for (int i = begin; i < end; ++i) {
+    const auto k = static_cast<size_t>(i - begin);
+    const auto at = static_cast<size_t>(i);
+    const LayerCost& c = costs_[at];
+    const double own = walk ? walk->first_kept[k] : block(c.input_bytes);
+    const double held = walk ? walk->backward_held[k] : 0.0;
+    recomputing[at] = kept_before + own + per_layer_recompute_blocks(c, rows_, allocator_) + held;
+    backward[at] = kept_before + c.kept_block_bytes(rows_, allocator_) +
+                   (input_only ? c.backward_input_block_bytes(rows_, allocator_)
+                               : c.backward_block_bytes(rows_, allocator_)) +
+                   held;
+    kept_before += own;
+  }
+  return {recomputing, backward};
+}
+
+double MemoryModel::weight_op(int begin, int end, int micro_batches, bool opens_group) const {
+  double operands = 0.0;
+  for (int i = begin; i < end && !opens_group; ++i) {
+    operands += weight_grad_operand_blocks(i, micro_batches);
+  }
+  double most = operands + sum(pending_weight_blocks_, begin, end);
+  for (int i = end; i-- > begin;) {
+    if (opens_group) operands += weight_grad_operand_blocks(i, micro_batches);
+    most = std::max(most, operands + sum(pending_weight_blocks_, begin, i + 1));
   }
   return most;
 }
@@ -366,19 +419,10 @@ std::vector<double> MemoryModel::graph_per_layer_backward_at(int begin, int end,
                                                              bool input_only) const {
   // As the constructor's per_layer_backward, with the values kept for layers [begin, i] in place
   // of their inputs, and the gradients the stage holds beside (indexed by global layer).
-  std::vector<double> at(static_cast<size_t>(end), 0.0);
-  double kept_before = 0.0;
+  auto [at, backward] = per_layer_backward_phases(begin, end, &walk, input_only);
   for (int i = begin; i < end; ++i) {
-    const auto k = static_cast<size_t>(i - begin);
-    const LayerCost& c = costs_[static_cast<size_t>(i)];
-    const double kept = c.kept_block_bytes(rows_, allocator_);
-    const double recomputing =
-        kept_before + walk.first_kept[k] + per_layer_recompute_blocks(c, rows_, allocator_);
-    const double backward = input_only ? c.backward_input_block_bytes(rows_, allocator_)
-                                       : c.backward_block_bytes(rows_, allocator_);
-    at[static_cast<size_t>(i)] =
-        std::max(recomputing, kept_before + kept + backward) + walk.backward_held[k];
-    kept_before += walk.first_kept[k];
+    const auto k = static_cast<size_t>(i);
+    at[k] = std::max(at[k], backward[k]);
   }
   return at;
 }

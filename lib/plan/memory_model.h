@@ -49,7 +49,8 @@ struct StashProfile {
   int weight_grad_micro_batches = 0;
   // In the step's (a group's) first backward, each layer with operands allocates them (for every
   // micro-batch of the step or group) in its own backward, last layer first: the peak is at the
-  // layer where the operands so far and its temporaries are largest.
+  // layer where the operands so far and its temporaries are largest. With split backwards the
+  // first W op allocates them instead (weight_op).
   bool weight_grad_operands_filling = false;
   // Zero-bubble schedules: micro-batches past their input-gradient op (I) whose weight-gradient
   // op (W) has not run, each holding what every splitting layer keeps for its W (its output
@@ -59,6 +60,16 @@ struct StashProfile {
   // splitting layer's output gradient and W's tensors in place of what it saved, from that
   // layer's I on (MemoryModel::splitting_backward walks the layers).
   bool splitting_backward = false;
+  // Zero-bubble schedules, a W op of a chunk that batches or groups its weight gradients
+  // (plan::rank_moments): no layer's temporaries (a W op runs its layers' weight-gradient kernels
+  // in place, and a deferring layer only copies). Last layer first, each layer that splits its
+  // backward copies the micro-batch's operands into its group's (nn::Linear) and then frees the
+  // micro-batch's W work of that layer (Stage::backward_weight). In a group's first W
+  // (weight_grad_operands_filling) each layer allocates its operands for every micro-batch of the
+  // group before its copy, so the peak is at the layer where the operands so far and the W work
+  // not yet freed are largest (MemoryModel::weight_op); in a later W they are all there.
+  // pending_weight_micro_batches counts the other micro-batches' W work, not this one's.
+  bool weight_op = false;
   // A communication op, where no layer runs: a received message beside the tensors it is unpacked
   // into (pipeline::unpack), or the tensors to send beside the message they are packed into
   // (pipeline::pack). A chain's one tensor moves into and out of its message: only it is there.
@@ -163,9 +174,26 @@ class MemoryModel {
   // The first backward of a step with batched weight gradients (weight_grad_operands_filling):
   // the operands allocated at the peak and the temporaries beside them (`at`: per layer, its
   // backward's), or no operands and the recompute's forward (before the first layer's backward)
-  // when that is larger. (A micro-batch's saved tensors stay until its backward ends.)
+  // when that is larger. (A micro-batch's saved tensors stay until its backward ends.) `before`
+  // (per layer, or empty): what a per-layer backward holds while it recomputes the layer, before
+  // its backward allocates the layer's operands.
   std::pair<double, double> filling_backward(int begin, int end, const std::vector<double>& at,
-                                             int micro_batches, double recompute_forward) const;
+                                             int micro_batches, double recompute_forward,
+                                             const std::vector<double>& before = {}) const;
+  // A per-layer backward's two phases at each layer i of [begin, end), indexed by global layer:
+  // while layer i is recomputed (the inputs of layers [begin, i], its output, what it saves and
+  // the gradient waiting for it) and in its backward (the inputs of layers [begin, i), what it
+  // saved and its gradients; `input_only`: an I op's). `walk`: a graph's (its kept values in
+  // place of the inputs, and the values its stage holds beside), or null (a chain).
+  // per_layer_backward is, at each layer, the larger of the two.
+  std::pair<std::vector<double>, std::vector<double>> per_layer_backward_phases(
+      int begin, int end, const StageValues* walk, bool input_only) const;
+  // The most a W op (StashProfile::weight_op) of one micro-batch holds over layers [begin, end)
+  // beyond the other micro-batches' W work: at layer i, last first, its W work of layers
+  // [begin, i] (the later layers' freed) beside the operands of `micro_batches` micro-batches of
+  // layers [i, end) when `opens_group` (the group's first W allocates them layer by layer), else
+  // of every layer.
+  double weight_op(int begin, int end, int micro_batches, bool opens_group) const;
   // walk_stage of layers [begin, end), kept for the next query: a stage's moments ask for the
   // same layers one after another.
   StageValues walk(int begin, int end) const;

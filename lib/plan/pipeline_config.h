@@ -35,8 +35,10 @@ enum class WeightGrads {
   // the group's last backward, the groups added in ascending order (holds one group's operands).
   kGrouped,
   kTree,  // each micro-batch's gradients apart, summed in a fixed pairwise tree (GradientTree)
-  kAuto,  // kBatched under GPipe with recompute never (every micro-batch's activations are kept
-          // until the backwards anyway), else kAccumulate
+  // kBatched under GPipe with recompute never as configured (every micro-batch's activations are
+  // kept until the backwards anyway), else kGrouped with weight_group: auto; on a resumed run, what
+  // its checkpoint ran (PipelineConfig::resumed_weight_grads).
+  kAuto,
 };
 
 // How the layers are split into stages.
@@ -94,6 +96,11 @@ struct PipelineConfig {
   // Micro-batches per weight-gradient group under weight_grads: grouped (1 to M); 0 = auto
   // (plan::auto_weight_group, resolved by plan_pipeline).
   int weight_group = 0;
+  // Not a setting: on a resumed run whose weight_grads is auto, what its checkpoint's run resolved
+  // it to (train::resumed_weight_grads; kAuto: none, a new run) and its group under kGrouped (0
+  // otherwise). auto keeps it, so that the weights go on as they were trained.
+  WeightGrads resumed_weight_grads = WeightGrads::kAuto;
+  int resumed_weight_group = 0;
   PartitionMode partition_mode = PartitionMode::kAuto;
   std::vector<int> partition;  // layers per stage, K·v of them (kManual only)
   int64_t memory_limit = 0;    // predicted peak bytes allowed per rank; 0 = no limit
@@ -112,11 +119,16 @@ std::string to_string(WeightGrads weight_grads);
 std::string to_string(PartitionMode mode);
 std::string to_string(Balance balance);
 
-// weight_grads with auto resolved from the recompute mode as configured (not as the planner
-// resolves recompute: auto), so that the choice, and with it the result's bits, is the same at
-// every stage count.
+// weight_grads with auto resolved from the schedule and recompute mode as configured (not as the
+// planner resolves schedule: auto or recompute: auto), so that the choice, and with it the
+// result's bits, is the same at every stage count and memory limit: batched under gpipe with
+// recompute never, else grouped (its weight_group resolved by plan_pipeline); on a resumed run the
+// resumed choice, unless its group is over M.
 // plan_pipeline calls it once and keeps the result (PipelinePlan::weight_grads), which
 // everything after it reads.
 WeightGrads resolve_weight_grads(const PipelineConfig& config);
+
+// Whether resolve_weight_grads takes config.resumed_weight_grads.
+bool keeps_resumed_weight_grads(const PipelineConfig& config);
 
 }  // namespace mpipe::plan

@@ -783,9 +783,16 @@ PipelinePlan plan_resolved(const model::ModelPlan& plan, const PlanRequest& requ
 PipelinePlan plan_configured(const model::ModelPlan& plan, const PlanRequest& request) {
   PlanRequest r = request;
   r.pipeline.weight_grads = resolve_weight_grads(request.pipeline);
-  if (r.pipeline.weight_grads == WeightGrads::kGrouped && r.pipeline.weight_group == 0) {
+  if (keeps_resumed_weight_grads(request.pipeline)) {
+    r.pipeline.weight_group = request.pipeline.resumed_weight_group;
+  } else if (r.pipeline.weight_grads == WeightGrads::kGrouped && r.pipeline.weight_group == 0) {
     r.pipeline.weight_group = auto_weight_group(
         weight_product_rows(plan, request.batch_size, request.pipeline), r.pipeline.micro_batches);
+    // weight_grads: auto's group of one is accumulate (the same arithmetic), and named so.
+    if (request.pipeline.weight_grads == WeightGrads::kAuto && r.pipeline.weight_group == 1) {
+      r.pipeline.weight_grads = WeightGrads::kAccumulate;
+      r.pipeline.weight_group = 0;
+    }
   }
   if (r.pipeline.schedule != ScheduleKind::kAuto) return plan_resolved(plan, r);
   std::optional<PipelinePlan> fastest, smallest;
@@ -914,10 +921,37 @@ std::vector<std::string> make_advice(const model::ModelPlan& plan, const PlanReq
   return advice;
 }
 
+// Where weight_grads: auto defers the weight gradients (grouped or batched) and the plan is over
+// the memory limit while accumulating them would fit: the problem that says so. auto does not
+// fall back to accumulate by itself, since the weights' bits would then depend on the limit.
+std::optional<std::string> deferred_over_limit(const model::ModelPlan& plan,
+                                               const PlanRequest& request,
+                                               const PipelinePlan& out) {
+  PlanRequest accumulating = request;
+  accumulating.pipeline.weight_grads = WeightGrads::kAccumulate;
+  const PipelinePlan other = plan_configured(plan, accumulating);
+  if (!other.fits()) return std::nullopt;
+  return fmt::format(
+      "{}: pipeline.weight_grads: auto ({}) needs {} per rank with its weight-gradient operands, "
+      "over the limit of {}; set pipeline.weight_grads: accumulate, which needs {} (auto does not "
+      "choose it for you: the weights' bits would then depend on the limit)",
+      request.memory_limit_where,
+      out.weight_grads == WeightGrads::kGrouped ? fmt::format("grouped by {}", out.weight_group)
+                                                : to_string(out.weight_grads),
+      format_bytes_up(largest_peak(out)),
+      format_bytes(static_cast<double>(request.pipeline.memory_limit)),
+      format_bytes_up(largest_peak(other)));
+}
+
 }  // namespace
 
 PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request) {
   PipelinePlan out = plan_configured(plan, request);
+  if (!out.fits() && request.pipeline.weight_grads == WeightGrads::kAuto &&
+      weight_groups(out.weight_grads, request.pipeline.micro_batches, out.weight_group)
+          .deferred()) {
+    out.problem = deferred_over_limit(plan, request, out).value_or(out.problem);
+  }
   PlanRequest r = request;
   if (request.pipeline.schedule == ScheduleKind::kAuto) {  // advice on the schedule chosen
     r.pipeline.schedule = out.schedule;

@@ -128,7 +128,8 @@ struct PipelinePlan {
   // reports read.
   WeightGrads weight_grads = WeightGrads::kAccumulate;
   // Under weight_grads: grouped, the micro-batches per group (1..M): the request's, or auto's
-  // (plan::auto_weight_group, resolved by plan_pipeline like weight_grads); 0 otherwise.
+  // (plan::auto_weight_group, or the resumed group: resolved by plan_pipeline like weight_grads);
+  // 0 otherwise.
   int weight_group = 0;
   // Every global stage, K·v of them (placed by the schedule: plan::placement_for).
   std::vector<StagePlan> stages;
@@ -164,13 +165,19 @@ struct PipelinePlan {
 // first of never, except_last, per_layer, always; when none fits, to the one with the smallest
 // largest stage (its problem is reported).
 // weight_grads: auto is resolved first, once, from the settings as configured
-// (resolve_weight_grads), and the plan keeps it (PipelinePlan::weight_grads).
+// (resolve_weight_grads, and weight_group: auto by auto_weight_group), and the plan keeps it
+// (PipelinePlan::weight_grads, weight_group). Where that choice defers the weight gradients and
+// does not fit the memory limit but accumulate would, the problem says so: "<memory limit key>:
+// pipeline.weight_grads: auto (grouped by 8) needs <bytes> per rank with its weight-gradient
+// operands, over the limit of <limit>; set pipeline.weight_grads: accumulate, which needs <bytes>
+// (auto does not choose it for you: the weights' bits would then depend on the limit)".
 // schedule: auto is resolved before recompute, over kConcreteSchedules on K stages and, with
 // pipeline.virtual_stages v > 1 (and M a multiple of K), interleaved on K·v (each planned with the
 // request's recompute, auto resolved per schedule, and with weight_grads resolved as configured:
-// not batched unless set): the one with the fastest predicted step whose plan fits, ties going
-// to the first; when none fits, the one whose largest stage is smallest, with the problem "<memory
-// limit key>: no schedule fits <limit> per rank; the smallest need is <bytes> (<schedule>)".
+// grouped, not batched, unless set): the one with the fastest predicted step whose plan fits, ties
+// going to the first; when none fits, the one whose largest stage is smallest, with the problem
+// "<memory limit key>: no schedule fits <limit> per rank; the smallest need is <bytes>
+// (<schedule>)".
 PipelinePlan plan_pipeline(const model::ModelPlan& plan, const PlanRequest& request);
 
 }  // namespace mpipe::plan

@@ -93,8 +93,20 @@ class ChunkWalk {
     Found found;
     if (op.kind == OpKind::kWeightGradsBatched) group_open_ = 0;  // a group's product frees them
     if (op.kind == OpKind::kBackwardWeight) {
+      // Deferring, a W copies its micro-batch's operands into its group's (the step's, batched),
+      // which the group's first W allocates, and frees the micro-batch's W work as it goes: a
+      // moment of its own beside what the chunk keeps, the other micro-batches' W work and, on
+      // the last stage, the loss gradients waiting (StashProfile::weight_op).
+      const bool opens_group = batched_ ? !weight_begun_ : copy_operands(op.micro_batch);
+      weight_begun_ = true;
       --pending_weights_;
-      copy_operands(op.micro_batch);
+      if (batched_ || !group_ends_.empty()) {
+        plan::StashProfile m = idle();
+        m.idle = false;
+        m.weight_op = true;
+        m.weight_grad_operands_filling = opens_group;
+        found.now.push_back(m);
+      }
     }
     if (op.kind == OpKind::kForward) {
       forward(op, found);
@@ -255,6 +267,7 @@ class ChunkWalk {
   int group_open_ = 0;
   int in_flight_ = 0, forwarded_ = 0, pending_weights_ = 0;
   bool last_in_flight_ = false, backward_begun_ = false;
+  bool weight_begun_ = false;  // whether a W op of the step has run
 };
 
 }  // namespace

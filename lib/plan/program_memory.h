@@ -40,13 +40,19 @@ struct RankMoment {
 // weight-gradient operands from its first input-backward op on; the WB op itself is no candidate
 // (it holds the operands alone, less than that first input-backward). With a WB op per group
 // (grouped), it holds a group's operands from the op that copies the group's first micro-batch's
-// (its B, a filling moment like batched's first; or its W where backwards are split, no
-// candidate: it runs no gradient temporaries, the I ops after it count the operands) to the
-// group's WB op. Every chunk's profile counts its own messages at the op, from
-// the op lists (held_messages of `messages_by_rank`, step_messages's for `programs`): the
-// receives the executor has posted and not consumed, and the sends its Link holds: those issued
-// and not yet released at the ops send_releases gives (the last kSendsInFlight at most, from the
-// oldest not known to be delivered on), where Executor::train_step releases them.
+// (its B, a filling moment like batched's first; or its W where backwards are split) to the
+// group's WB op. Where backwards are split, each W op of a chunk that batches or groups is a
+// moment: what the chunk keeps, the other micro-batches' W work, on the last stage the loss
+// gradients waiting, and the W's walk over its layers, last first (StashProfile::weight_op: each
+// layer copies the micro-batch's operands into the group's, which the group's first W allocates
+// layer by layer, then frees the micro-batch's W work of that layer; no temporaries). The W op of
+// a chunk that neither batches nor groups is no candidate: it allocates no operands and frees
+// its W work layer by layer, so the chunk holds no more than before it. Every chunk's profile
+// counts its own messages at the op, from the op lists (held_messages of `messages_by_rank`,
+// step_messages's for `programs`): the receives the executor has posted and not consumed, and the
+// sends its Link holds: those issued and not yet released at the ops send_releases gives (the last
+// kSendsInFlight at most, from the oldest not known to be delivered on), where Executor::train_step
+// releases them.
 std::vector<RankMoment> rank_moments(const std::vector<Program>& programs, int rank,
                                      const Placement& placement,
                                      const std::vector<RankMessages>& messages_by_rank,

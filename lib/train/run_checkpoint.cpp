@@ -24,6 +24,7 @@
 #include "train/checkpoint_model.h"
 #include "train/file_transfer.h"
 #include "train/gathered_shard.h"
+#include "train/resumed_weight_grads.h"
 #include "train/stage_tensors.h"
 
 namespace mpipe::train {
@@ -106,6 +107,8 @@ checkpoint::Settings RunCheckpoints::settings() const {
   checkpoint::Settings settings = options_.settings;
   settings[checkpoint::kGlobalMicroBatchesKey] = std::to_string(
       int64_t{experiment_.pipeline.micro_batches} * trainer_.topology().num_replicas);
+  record_weight_grads(trainer_.pipeline_plan().weight_grads, trainer_.pipeline_plan().weight_group,
+                      settings);
   return settings;
 }
 

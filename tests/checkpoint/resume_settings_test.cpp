@@ -73,6 +73,15 @@ TEST(CompareSettings, PipelineLayoutMayChangeWithTheSameGlobalMicroBatches) {
   EXPECT_EQ(changes.allowed.size(), 6u);
 }
 
+// The weight gradients' resolved choice (a resume that sets weight_grads changes it) is a layout.
+TEST(CompareSettings, TheResolvedWeightGradsMayChange) {
+  const SettingChanges changes = compare_settings(
+      with(base(), {{kResolvedWeightGradsKey, "grouped"}, {kResolvedWeightGroupKey, "4"}}),
+      with(base(), {{kResolvedWeightGradsKey, "grouped"}, {kResolvedWeightGroupKey, "2"}}));
+  EXPECT_TRUE(changes.refused.empty());
+  EXPECT_EQ(changes.allowed, std::vector<std::string>{"pipeline.resolved_weight_group: 4 → 2"});
+}
+
 TEST(CompareSettings, OtherGlobalMicroBatchesAreRefused) {
   const SettingChanges changes = compare_settings(
       base(), with(base(), {{"pipeline.micro_batches", "8"}, {kGlobalMicroBatchesKey, "8"}}));

@@ -74,14 +74,19 @@ rejected denoise_augment "denoise_flip.yaml:5: data.augment_flip: not with data.
 rejected batch_split "--set train.batch_size: must be divisible by pipeline.micro_batches x data-parallel replicas = 4 x 2 = 8, got 36" \
   "$mlp" --set train.batch_size=36 --set pipeline.stages=1 --set pipeline.data_parallel=auto
 
-# A memory limit no partition meets: a layer too large alone, or the smallest limit that fits;
-# a limit that is not a size.
+# A memory limit no partition meets: a layer too large alone, or the smallest limit that fits
+# (accumulating the weight gradients: auto's group operands would add to every need); a limit that
+# weight_grads: auto's group operands do not fit, where accumulating would (not chosen in its
+# place: the bits would depend on the limit); a limit that is not a size.
+accumulate=(--set pipeline.weight_grads=accumulate)
 rejected limit_layer "--set pipeline.memory_limit: layer 3 (linear) alone needs 68.8 KiB (parameters, gradients, optimizer state and activations), over the limit of 60.0 KiB" \
-  "$mlp" --set pipeline.memory_limit=60KiB
+  "$mlp" --set pipeline.memory_limit=60KiB "${accumulate[@]}"
 rejected limit_smallest "--set pipeline.memory_limit: no partition of 6 layers into 2 stages fits 69.0 KiB per rank; the smallest limit that fits is 69.5 KiB" \
-  "$mlp" --set pipeline.memory_limit=69KiB
+  "$mlp" --set pipeline.memory_limit=69KiB "${accumulate[@]}"
 rejected limit_manual "--set pipeline.memory_limit: stage 1 (layers 3-5) needs 69.5 KiB, over the limit of 69.0 KiB" \
-  "$mlp" --set pipeline.memory_limit=69KiB --set pipeline.partition=uniform
+  "$mlp" --set pipeline.memory_limit=69KiB --set pipeline.partition=uniform "${accumulate[@]}"
+rejected limit_grouped "--set pipeline.memory_limit: pipeline.weight_grads: auto (grouped by 4) needs 90.2 KiB per rank with its weight-gradient operands, over the limit of 80.0 KiB; set pipeline.weight_grads: accumulate, which needs 69.5 KiB (auto does not choose it for you: the weights' bits would then depend on the limit)" \
+  "$mlp" --set pipeline.memory_limit=80KiB
 # Virtual stages: the interleaved schedule's shape for the world's K (the rule mpipe schedule
 # applies), and what runs with one chunk per rank only.
 rejected interleaved_one_chunk "mlp.yaml: pipeline.virtual_stages: interleaved needs 2 or more chunks per rank, got 1; with one chunk per rank use 1f1b" \

@@ -3,9 +3,9 @@
 # every recompute mode and checks that the predicted peak of every stage
 # (predicted_peak_bytes_per_rank) is within 10% of the measured high-water mark of tensor bytes
 # (peak_tensor_bytes_per_rank) in summary.json, printing the table.
-# Every mode runs with weight_grads: auto (batched under gpipe and never); always and never also
-# with the other weight-gradient choice, and always grouped (groups of 3 of the 4 micro-batches: a
-# group's operands, then a shorter group's).
+# Every mode runs with weight_grads: auto (batched under gpipe and never, else grouped by
+# weight_group: auto's group); always also batched, never accumulating, and always grouped by 3 of
+# the 4 micro-batches (a group's operands, then a shorter group's).
 # The suite runs a third of each config's 12 (schedule, mode) pairs, taken in turn so that each
 # config runs under both schedules and every mode runs for two of the configs (the stage-level
 # bound, e2e.memory_stage_bound*, holds a CNN's and a Transformer's every mode within 3%);

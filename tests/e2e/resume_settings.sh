@@ -52,4 +52,30 @@ done
 train 2 stretched "$WORK/cosine.yaml" --set train.steps=8 --set optimizer.schedule.total_steps=8 --resume
 info_line "$WORK/stretched.log" "$WORK/stretched: optimizer.schedule.total_steps changed from 4 to 8: the learning-rate schedule is stretched to end at step 8, so the next step's rate is 0.0055 instead of 0.001"
 [[ $(lr_of stretched 5) == 0.0055 ]] || { echo "FAILED: stretched: lr of step 5 is $(lr_of stretched 5)"; exit 1; }
-echo "resume settings: the start's --set kept, the file's differences listed, extensions explicit about the schedule"
+
+# 5. weight_grads: auto keeps what the checkpoint's run summed with: recorded in meta.json
+# (section 1's 1f1b run grouped by all 4 micro-batches); a checkpoint from before it was recorded,
+# of a run under auto (then accumulating here: meta.json edited to one), resumes accumulating,
+# saying so, and equals a run that accumulated straight.
+/usr/bin/python3 - "$WORK/resumed/checkpoints" <<'PY' || { echo "FAILED: the recorded weight gradients"; exit 1; }
+import glob, json, sys
+settings = json.load(open(sorted(glob.glob(sys.argv[1] + "/step_*/meta.json"))[-1]))["settings"]
+recorded = (settings["pipeline.resolved_weight_grads"], settings["pipeline.resolved_weight_group"])
+assert recorded == ("grouped", "4"), recorded
+PY
+accumulate=(--set pipeline.weight_grads=accumulate)
+train 2 accumulated "$config" --set train.steps=6 "${accumulate[@]}"
+train 2 older "$config" --set train.steps=3 "${accumulate[@]}"
+meta=$WORK/older/checkpoints/step_00000003/meta.json
+/usr/bin/python3 - "$meta" <<'PY'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+meta["settings"]["pipeline.weight_grads"] = "auto"
+del meta["settings"]["pipeline.resolved_weight_grads"]
+json.dump(meta, open(sys.argv[1], "w"))
+PY
+python3 "$(dirname "$0")/checkpoint_edit.py" seal "$meta"
+train 2 older "$config" --set train.steps=6 --resume
+info_line "$WORK/older.log" "pipeline.weight_grads: auto keeps accumulate, as $WORK/older's checkpoint was trained (set pipeline.weight_grads to change it)"
+same accumulated older
+echo "resume settings: the start's --set kept, the file's differences listed, extensions explicit about the schedule, weight_grads: auto as the checkpoint ran"

@@ -19,7 +19,9 @@ train 4 replicas "$config" --set train.steps=3 --set 'log.trace_steps=[2]' \
 # K=2 with two chunks per rank, in the loop placement and in the V (zbv's split backward).
 train 2 interleaved "$config" --set train.steps=2 --set 'log.trace_steps=[2]' \
   --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2
-train 2 zbv "$config" --set train.steps=2 --set 'log.trace_steps=[2]' --set pipeline.schedule=zbv
+# (zbv grouped by 2: each group's product shows as WB of its last micro-batch, beside that one's W.)
+train 2 zbv "$config" --set train.steps=2 --set 'log.trace_steps=[2]' --set pipeline.schedule=zbv \
+  --set pipeline.weight_grads=grouped --set pipeline.weight_group=2
 train 2 untraced "$config" --set train.steps=2
 [[ ! -e "$WORK/untraced/trace.json" ]] || { echo "FAILED: a run without log.trace_steps traced"; exit 1; }
 grep -qF "wrote $WORK/gpipe/trace.json" "$WORK/gpipe.log" ||
@@ -131,7 +133,8 @@ names_at_3 = {e["name"] for e in spans if e["args"]["step"] == 3}
 assert {"checkpoint", "evaluation"} <= names_at_3, names_at_3
 check(sys.argv[1] + "/replicas/trace.json", 4, 2, [2], 4, ["optimizer", "allreduce"])
 check(sys.argv[1] + "/interleaved/trace.json", 2, 2, [2], 4, ["optimizer"], chunks=2)
-check(sys.argv[1] + "/zbv/trace.json", 2, 2, [2], 4, ["optimizer"], chunks=2, placement="v",
+check(sys.argv[1] + "/zbv/trace.json", 2, 2, [2], 4,
+      ["optimizer", "WB1.0", "WB3.0", "WB1.1", "WB3.1"], chunks=2, placement="v",
       kinds=("F", "B", "R", "W"))
 PY
 echo "trace: one compute and one communication track per rank, every F/B/R of the traced steps" \

@@ -87,6 +87,9 @@ TEST(TraceName, NamesTheChunkAfterADotAsProgramsPrintIt) {
   EXPECT_EQ(trace_name(TraceKind::kRecvGradient, 0, 0), "RG0.0");
   EXPECT_EQ(trace_name(TraceKind::kSendGradientDone, 2, 1), "SG2.1 done");
   EXPECT_EQ(trace_name(TraceKind::kWeightGrad, -1, 1), "W.1");  // chunk 1's batched ones
+  // A group's product (the group ending at micro-batch 3), beside micro-batch 3's own W.
+  EXPECT_EQ(trace_name(TraceKind::kWeightGroup, 3, 1), "WB3.1");
+  EXPECT_EQ(trace_name(TraceKind::kWeightGrad, 3, 1), "W3.1");
 }
 
 TEST(ChromeTrace, OneProcessPerRankWithAComputeAndACommunicationTrack) {

@@ -615,6 +615,82 @@ TEST(LayerMemory, AMicroBatchInItsInputBackwardHoldsItsLayersInputBackwardTempor
             kRows * (64.0 + 16.0 + 32.0) + 8.0 + 24.0);
 }
 
+// A W op of a grouped chunk (zero-bubble schedules), last layer first: each linear copies the
+// micro-batch's operands into its group's and then frees the micro-batch's W work of that layer
+// (its output gradient and input). The group's first W allocates each layer's operands for the
+// whole group before its copy; a later W finds them all there. Two linears, 4 rows, groups of 2:
+// the first 8 → 16 bytes per example (operands 2 x 4 x 24 = 192, W work 4 x 24 = 96), the second
+// 16 → 4 (operands 2 x 4 x 20 = 160, W work 4 x 20 = 80), one other micro-batch's W work (96 + 80)
+// pending. No temporaries.
+TEST(LayerMemory, AWeightOpOfAGroupHoldsItsOperandsBesideTheWorkNotYetFreed) {
+  constexpr int64_t kRows = 4;
+  const auto linear = [](double in, double out) {
+    return LayerCost{.kind = "linear",
+                     .input_bytes = in,
+                     .output_bytes = out,
+                     .saved_bytes = in,
+                     .keeps_consumed_input = true,
+                     .weight_grad_operand_bytes = in + out,
+                     .splits_backward = true,
+                     .weight_work_tensor_bytes = {in}};
+  };
+  const MemoryModel model({linear(8, 16), linear(16, 4)}, kRows, 0);
+  StashProfile first_w{.backward = false,
+                       .weight_grad_micro_batches = 2,
+                       .weight_grad_operands_filling = true,
+                       .pending_weight_micro_batches = 1,
+                       .weight_op = true};
+  // At the second layer its operands (160) beside the W work of both (176): 336; at the first,
+  // both layers' operands (352) beside its own W work (96): 448, the peak.
+  const StageMemory opening = model.stage(0, 2, first_w, true, true);
+  EXPECT_EQ(opening.weight_grad_operands, 176.0 + 448.0);
+  EXPECT_EQ(opening.transient, 0.0);
+  // A later W of the group: every operand (352) beside all its W work (176) from its start.
+  StashProfile later_w = first_w;
+  later_w.weight_grad_operands_filling = false;
+  const StageMemory later = model.stage(0, 2, later_w, true, true);
+  EXPECT_EQ(later.weight_grad_operands, 176.0 + 528.0);
+  EXPECT_EQ(later.transient, 0.0);
+  // The second layer alone as a stage: the first W's peak is at its copy, as a later one's.
+  EXPECT_EQ(model.stage(1, 2, first_w, true, true).weight_grad_operands, 80.0 + 160.0 + 80.0);
+  EXPECT_EQ(model.stage(1, 2, later_w, true, true).weight_grad_operands, 80.0 + 160.0 + 80.0);
+}
+
+// Per-layer recompute, the first backward of a group (not split): last layer first, each layer is
+// recomputed (the inputs up to its own, what it saves, its output twice) beside the operands of
+// the layers after it, then its backward allocates its own (a linear's) beside its gradients.
+// 4 rows, groups of 2, relu-like layers keeping their inputs.
+TEST(LayerMemory, APerLayerBackwardFillsTheOperandsLayerByLayer) {
+  constexpr int64_t kRows = 4;
+  const auto layer = [](double in, double out, bool linear) {
+    return LayerCost{.kind = linear ? "linear" : "relu",
+                     .input_bytes = in,
+                     .output_bytes = out,
+                     .saved_bytes = in,
+                     .keeps_consumed_input = true,
+                     .weight_grad_operand_bytes = linear ? in + out : 0.0};
+  };
+  const StashProfile first{.layer_recompute = true,
+                           .backward = true,
+                           .weight_grad_micro_batches = 2,
+                           .weight_grad_operands_filling = true};
+  // Linears 8 → 16 (operands 192) and 16 → 4 (160). The second's recompute 32 + 64 + 64 + 32 =
+  // 192, its backward 32 + 64 + 64 + 16 = 176 beside its operands: 336; the first's recompute
+  // 32 + 32 + 128 = 192 beside the second's operands (352), its backward 32 + 32 + 64 = 128
+  // beside both: 480, the peak (every operand beside the largest layer, 544, before).
+  const MemoryModel linears({layer(8, 16, true), layer(16, 4, true)}, kRows, 0);
+  const StageMemory two = linears.stage(0, 2, first, true, true);
+  EXPECT_EQ(two.weight_grad_operands, 352.0);
+  EXPECT_EQ(two.recompute_workspace, 128.0);
+  // A relu 8 → 64 before a linear 64 → 4 (operands 544): the linear's recompute 576 and backward
+  // 560 (its operands then 1104 in all); the relu's recompute 32 + 32 + 512 = 576 beside the
+  // linear's operands: 1120, the peak.
+  const MemoryModel relu_first({layer(8, 64, false), layer(64, 4, true)}, kRows, 0);
+  const StageMemory widening = relu_first.stage(0, 2, first, true, true);
+  EXPECT_EQ(widening.weight_grad_operands, 544.0);
+  EXPECT_EQ(widening.recompute_workspace, 576.0);
+}
+
 // optimizer.shard_across_replicas: each slot holds a replica's shard of the stage's parameters,
 // counted as the last one's from (D-1)·n/D (1000 floats over 3 replicas: from 666; the cuts on
 // the norm's blocks put every shard within a block of this).

@@ -175,6 +175,8 @@ TEST(Planner, VirtualStagesCutKTimesVStages) {
 TEST(Planner, WithChunksTheLimitHoldsForEachRanksPeakOverItsStages) {
   const ModelSpec spec = uneven_model();
   PlanRequest r = interleaved_request();
+  // (Accumulating: weight_grads: auto's group would not fit either, and its problem says so.)
+  r.pipeline.weight_grads = WeightGrads::kAccumulate;
   const PipelinePlan unlimited = plan_of(spec, kUnevenInput, r);
   const std::vector<double> ranks = unlimited.rank_peak_bytes;
   ASSERT_EQ(ranks.size(), 2u);
@@ -557,6 +559,7 @@ TEST(Planner, ALayerThatAloneExceedsTheLimitIsNamed) {
 TEST(Planner, AManualPartitionOverTheLimitNamesTheStage) {
   const ModelSpec spec = uneven_model();
   PlanRequest r = request(2, PartitionMode::kManual, {6, 1});
+  r.pipeline.weight_grads = WeightGrads::kAccumulate;  // (as above)
   const PipelinePlan unlimited = plan_of(spec, kUnevenInput, r);
   const double stage0 = unlimited.stages[0].memory.total();
   r.pipeline.memory_limit = static_cast<int64_t>(stage0) - 1;
@@ -826,7 +829,7 @@ TEST(Planner, AdviseTheRecomputeModeAutoWouldChoose) {
   }));
 }
 
-TEST(WeightGrads, AutoIsBatchedOnlyUnderGpipeWithRecomputeNeverAsConfigured) {
+TEST(WeightGrads, AutoIsBatchedUnderGpipeWithRecomputeNeverAsConfiguredElseGrouped) {
   const auto resolved = [](ScheduleKind schedule, Recompute recompute) {
     PipelineConfig config;
     config.schedule = schedule;
@@ -834,16 +837,40 @@ TEST(WeightGrads, AutoIsBatchedOnlyUnderGpipeWithRecomputeNeverAsConfigured) {
     return resolve_weight_grads(config);
   };
   EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kNever), WeightGrads::kBatched);
-  EXPECT_EQ(resolved(ScheduleKind::kOneFOneB, Recompute::kNever), WeightGrads::kAccumulate);
-  EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kAlways), WeightGrads::kAccumulate);
-  EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kAuto), WeightGrads::kAccumulate);
+  EXPECT_EQ(resolved(ScheduleKind::kOneFOneB, Recompute::kNever), WeightGrads::kGrouped);
+  EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kAlways), WeightGrads::kGrouped);
+  EXPECT_EQ(resolved(ScheduleKind::kGpipe, Recompute::kAuto), WeightGrads::kGrouped);
+  EXPECT_EQ(resolved(ScheduleKind::kAuto, Recompute::kNever), WeightGrads::kGrouped);
+  EXPECT_EQ(resolved(ScheduleKind::kZbv, Recompute::kPerLayer), WeightGrads::kGrouped);
   PipelineConfig explicit_choice;
   explicit_choice.weight_grads = WeightGrads::kBatched;  // with recompute: auto
   EXPECT_EQ(resolve_weight_grads(explicit_choice), WeightGrads::kBatched);
 }
 
+// On a resumed run, auto keeps what the checkpoint's run resolved it to, unless its group is over
+// the resumed run's M; a setting other than auto is the setting.
+TEST(WeightGrads, AutoKeepsTheResumedChoice) {
+  PipelineConfig config;
+  config.micro_batches = 4;
+  config.schedule = ScheduleKind::kZbH1;
+  config.resumed_weight_grads = WeightGrads::kAccumulate;
+  EXPECT_TRUE(keeps_resumed_weight_grads(config));
+  EXPECT_EQ(resolve_weight_grads(config), WeightGrads::kAccumulate);
+  config.resumed_weight_grads = WeightGrads::kGrouped;
+  config.resumed_weight_group = 4;
+  EXPECT_EQ(resolve_weight_grads(config), WeightGrads::kGrouped);
+  config.micro_batches = 2;  // (a resume may trade M for D)
+  EXPECT_FALSE(keeps_resumed_weight_grads(config));
+  EXPECT_EQ(resolve_weight_grads(config), WeightGrads::kGrouped);
+  config.resumed_weight_grads = WeightGrads::kAccumulate;
+  config.weight_grads = WeightGrads::kTree;
+  EXPECT_FALSE(keeps_resumed_weight_grads(config));
+  EXPECT_EQ(resolve_weight_grads(config), WeightGrads::kTree);
+}
+
 // The plan keeps weight_grads resolved once, from the settings as configured: not from the
-// recompute mode or the schedule `auto` chooses (what the stages, programs and reports read).
+// recompute mode or the schedule `auto` chooses, nor the memory limit (what the stages, programs
+// and reports read); grouped by the same group at every K and under every schedule.
 TEST(Planner, KeepsWeightGradsResolvedFromTheSettingsAsConfigured) {
   PlanRequest r = request(2, PartitionMode::kUniform);
   r.pipeline.schedule = ScheduleKind::kGpipe;
@@ -853,12 +880,76 @@ TEST(Planner, KeepsWeightGradsResolvedFromTheSettingsAsConfigured) {
   r.pipeline.memory_limit = int64_t{1} << 40;  // every mode fits: auto chooses the fastest
   const PipelinePlan chosen = plan_of(dense_model(), kDenseInput, r);
   EXPECT_EQ(chosen.recompute, Recompute::kNever);
-  EXPECT_EQ(chosen.weight_grads, WeightGrads::kAccumulate);
+  EXPECT_EQ(chosen.weight_grads, WeightGrads::kGrouped);
+  EXPECT_EQ(chosen.weight_group, 4);  // 8 rows each: all 4
   r.pipeline.recompute = Recompute::kNever;
   r.pipeline.schedule = ScheduleKind::kAuto;
-  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kAccumulate);
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kGrouped);
   r.pipeline.weight_grads = WeightGrads::kTree;
   EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kTree);
+  r.pipeline.weight_grads = WeightGrads::kAuto;
+  r.pipeline.memory_limit = 0;
+  r.batch_size = 4096;  // 1024 rows each: a group of one, which is accumulate
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kAccumulate);
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_group, 0);
+  r.batch_size = 1024;
+  r.pipeline.micro_batches = 8;  // 128 rows each: groups of 2
+  for (int stages : {1, 2}) {
+    r.pipeline.stages = stages;
+    for (ScheduleKind schedule :
+         {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB, ScheduleKind::kZbH1, ScheduleKind::kZbv}) {
+      if (schedule == ScheduleKind::kZbv && stages > 1) continue;  // (4 stages of 3 layers)
+      r.pipeline.schedule = schedule;
+      r.pipeline.virtual_stages = schedule == ScheduleKind::kZbv ? 2 : 1;
+      r.pipeline.recompute = Recompute::kAlways;
+      const PipelinePlan p = plan_of(dense_model(), kDenseInput, r);
+      EXPECT_EQ(p.weight_grads, WeightGrads::kGrouped);
+      EXPECT_EQ(p.weight_group, 2);
+    }
+  }
+}
+
+// A resumed run's auto keeps its checkpoint's group, where the rule would now choose another.
+TEST(Planner, KeepsTheResumedWeightGroup) {
+  PlanRequest r = request(2, PartitionMode::kUniform);
+  r.pipeline.resumed_weight_grads = WeightGrads::kGrouped;
+  r.pipeline.resumed_weight_group = 3;
+  const PipelinePlan p = plan_of(dense_model(), kDenseInput, r);
+  EXPECT_EQ(p.weight_grads, WeightGrads::kGrouped);
+  EXPECT_EQ(p.weight_group, 3);
+  r.pipeline.resumed_weight_grads = WeightGrads::kAccumulate;
+  r.pipeline.resumed_weight_group = 0;
+  EXPECT_EQ(plan_of(dense_model(), kDenseInput, r).weight_grads, WeightGrads::kAccumulate);
+}
+
+// Where auto's group does not fit the memory limit and accumulating would, the plan says so and
+// names accumulate, rather than choosing it (the bits would then depend on the limit).
+TEST(Planner, SaysWhenAutosGroupIsOverTheLimitAndAccumulateFits) {
+  PlanRequest r = request(1, PartitionMode::kUniform);  // 1f1b, 4 micro-batches of 8 rows
+  r.pipeline.recompute = Recompute::kNever;
+  PlanRequest accumulating = r;
+  accumulating.pipeline.weight_grads = WeightGrads::kAccumulate;
+  const PipelinePlan a = plan_of(dense_model(), kDenseInput, accumulating);
+  const PipelinePlan g = plan_of(dense_model(), kDenseInput, r);
+  ASSERT_EQ(g.weight_group, 4);
+  ASSERT_GT(g.rank_peak_bytes[0], a.rank_peak_bytes[0]);
+  r.pipeline.memory_limit = static_cast<int64_t>(a.rank_peak_bytes[0]);
+  const PipelinePlan over = plan_of(dense_model(), kDenseInput, r);
+  EXPECT_EQ(over.weight_grads, WeightGrads::kGrouped);
+  EXPECT_EQ(over.problem,
+            fmt::format("exp.yaml:21: pipeline.memory_limit: pipeline.weight_grads: auto (grouped "
+                        "by 4) needs {} per rank with its weight-gradient operands, over the limit "
+                        "of {}; set pipeline.weight_grads: accumulate, which needs {} (auto does "
+                        "not choose it for you: the weights' bits would then depend on the limit)",
+                        format_bytes_up(g.rank_peak_bytes[0]),
+                        format_bytes(static_cast<double>(r.pipeline.memory_limit)),
+                        format_bytes_up(a.rank_peak_bytes[0])));
+  accumulating.pipeline.memory_limit = r.pipeline.memory_limit;
+  EXPECT_TRUE(plan_of(dense_model(), kDenseInput, accumulating).fits());
+  r.pipeline.memory_limit = static_cast<int64_t>(a.rank_peak_bytes[0]) - 1;  // neither fits
+  EXPECT_FALSE(
+      plan_of(dense_model(), kDenseInput, r)
+          .problem.starts_with("exp.yaml:21: pipeline.memory_limit: pipeline.weight_grads: auto"));
 }
 
 // weight_group: auto, resolved once from the model, the batch and M (rows of 256 at most M), the

@@ -223,6 +223,38 @@ TEST(ProgramMemory, GroupedWeightGradientsHoldOneGroupFromItsFirstCopy) {
   EXPECT_EQ(held, (std::vector<int>{0, 0, 2, 2}));
 }
 
+// Split backwards, grouped: each W op is a moment of its own (StashProfile::weight_op), the
+// group's first one allocating its operands (weight_grad_operands_filling), beside the other
+// micro-batches' pending W work. Stage 1 of zb_h1 at K = 2, M = 4, groups of 2:
+// I0 I1 W0 I2 W1 WB1 I3 W2 W3 WB3. Accumulating, no W op is a moment.
+TEST(ProgramMemory, EachWOfAGroupedChunkIsAMomentBesideTheOtherPendingW) {
+  std::vector<Program> programs;
+  for (int s = 0; s < 2; ++s) {
+    programs.push_back(make_program(ScheduleKind::kZbH1, 2, 4, s, 1, WeightGrads::kGrouped, 2));
+  }
+  struct W {
+    int operands;
+    bool opens;
+    int pending;
+    bool operator==(const W&) const = default;
+  };
+  std::vector<W> weight_ops;
+  for (const P& m : program_moments(programs, loop(programs), 1, Recompute::kNever)) {
+    EXPECT_FALSE(m.weight_op && (m.backward || m.idle));
+    if (m.weight_op) {
+      weight_ops.push_back({m.weight_grad_micro_batches, m.weight_grad_operands_filling,
+                            m.pending_weight_micro_batches});
+    }
+  }
+  EXPECT_EQ(weight_ops, (std::vector<W>{{2, true, 1}, {2, false, 1}, {2, true, 1}, {2, false, 0}}));
+  programs.clear();
+  for (int s = 0; s < 2; ++s) {
+    programs.push_back(make_program(ScheduleKind::kZbH1, 2, 4, s, 1, WeightGrads::kAccumulate));
+  }
+  EXPECT_TRUE(std::ranges::none_of(program_moments(programs, loop(programs), 1, Recompute::kNever),
+                                   [](const P& m) { return m.weight_op; }));
+}
+
 // Virtual stages: each chunk's moments come from its own ops in the rank's program. Interleaved
 // K = 2, v = 2, M = 4, rank 0: chunk 0 (stage 0) forwards all four before its first backward,
 // chunk 1 (stage 2) holds at most two.

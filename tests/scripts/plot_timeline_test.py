@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """scripts/plot_timeline.py: the recompute hatching shows over the backward that holds it, the
-W legend names what the trace's W events are (batched, or one micro-batch's under zb_h1), and the
-events of a rank's chunks (interleaved, zbv: "F3.1") are drawn as their op, labelled with their
-chunk."""
+W legend names what the trace's W events are (batched, one micro-batch's under zb_h1, or
+groups'), and the events of a rank's chunks (interleaved, zbv: "F3.1") are drawn as their op,
+labelled with their chunk."""
 import importlib.util
 import json
 import os
@@ -64,8 +64,12 @@ def main():
     assert label([span("W.0", 0, 10, chunk=0), span("W.1", 10, 10, chunk=1)]) == \
         "batched weight gradients"
     assert label([span("W0.1", 0, 10, 0, 1)]) == "weight gradients (per micro-batch)"
-    kinds = [plot_timeline.kind_of(name) for name in ("F3.1", "B0.0", "R2.1", "SA2.1 done", "W.1")]
-    assert kinds == ["F", "B", "R", "SA", "W"], kinds
+    # Grouped: each W copies, the group's WB multiplies.
+    assert label([span("W0", 0, 10, 0), span("W1", 10, 10, 1), span("WB1", 20, 10, 1)]) == \
+        "weight gradients (grouped)"
+    kinds = [plot_timeline.kind_of(name)
+             for name in ("F3.1", "B0.0", "R2.1", "SA2.1 done", "W.1", "WB3.1")]
+    assert kinds == ["F", "B", "R", "SA", "W", "WB"], kinds
     box = plot_timeline.box_label
     assert [box(span("F3.1", 0, 10, 3, 1)), box(span("F3", 0, 10, 3, 0)), box(span("W.1", 0, 10))] \
         == ["3.1", "3", None]

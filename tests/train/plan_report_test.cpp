@@ -232,8 +232,10 @@ TEST(PlanReport, TheReplicasAllreduceRunsBehindTheLastBackward) {
   // On a link whose allreduce takes a third of the step, each layer's gradient leaves once its
   // part of the last backward is done (the second linear's before the first's backward): the
   // step grows by less than the transfer, yet the link's time still bounds it from below.
+  // (Accumulating: weight_grads: auto's group product would finish every gradient at once.)
   config::Experiment e = experiment();
   e.pipeline.stages = 1;
+  e.pipeline.weight_grads = plan::WeightGrads::kAccumulate;
   const model::ModelPlan model = model::plan_model(e.model, kInput);
   plan::MachineRates fast;
   fast.link_bytes_per_s = 1e18;
