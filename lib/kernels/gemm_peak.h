@@ -29,7 +29,7 @@ double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, doubl
 // after another, each product finds its weights (and their gradient) where the stage's other
 // layers left them, so the products cycle through copies of them, `streamed_bytes` of weights and
 // gradients in all (weight_copies: a stage's parameters and their gradients; a 16-row product of
-// a 1024 x 1024 weight ran 17-30% slower among 24 such layers than among 8). Each product runs
+// a 1024 x 1024 weight ran 16-42% slower among 24 such layers than among 8). Each product runs
 // once on every copy before it is timed; the first (the forward) also until `warm_up_seconds`
 // have passed, for a core that was idle to reach the speed it computes a step at.
 struct LinearRates {

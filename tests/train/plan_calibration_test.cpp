@@ -71,7 +71,7 @@ TEST(PlanCalibration, CountsEveryPositionOfAnExampleAsARow) {
 TEST(PlanCalibration, CyclesThroughCopiesOfTheWeightAsLargeAsTheModelsParameters) {
   // 12 x Linear(256): 12 x (65536 + 256) parameters and their gradients, 6.3 MB, are 12 copies
   // of the 256 x 256 weight and its gradient (before, 64 MiB of them: 64 copies). A 24-block
-  // scaling_mlp's 16-row products ran 17-30% slower among its 24 weights than among 8, and two
+  // scaling_mlp's 16-row products ran 16-42% slower among its 24 weights than among 8, and two
   // ranks of 12 blocks each beside each other as slow as one of 24: the products cycle through
   // the whole model's weights, which the ranks on a host share the caches for.
   model::ModelSpec spec;
