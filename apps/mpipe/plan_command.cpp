@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "config/byte_size.h"
 #include "config/experiment.h"
@@ -118,11 +119,15 @@ int PlanCommand::run() {
     rates_source = fmt::format("measured in {:.2f} s{}: {}", measured.seconds,
                                calibrate_ ? " (--calibrate)" : "", measured.gemm.measured);
     if (!json_) {
+      const std::string copies =
+          measured.gemm.weight_copies > 0
+              ? fmt::format(", through {} copies of its weight", measured.gemm.weight_copies)
+              : "";
       std::printf(
-          "measured (%s, %d thread(s), %.2f s%s), GFLOP/s per rank: forward %.1f, input gradient "
+          "measured (%s%s, %d thread(s), %.2f s%s), GFLOP/s per rank: forward %.1f, input gradient "
           "%.1f, weight gradient %.1f, deferred over a group's rows %.1f; memory traffic %.1f "
           "GB/s (the optimizer step)\n",
-          measured.gemm.measured.c_str(), rates.threads, measured.seconds,
+          measured.gemm.measured.c_str(), copies.c_str(), rates.threads, measured.seconds,
           calibrate_ ? ", --calibrate" : "", measured.gemm.flops_per_s / 1e9,
           measured.gemm.input_gradient_flops_per_s / 1e9, measured.gemm.weight_flops_per_s / 1e9,
           measured.gemm.batched_weight_flops_per_s / 1e9, measured.memory_bytes_per_s / 1e9);

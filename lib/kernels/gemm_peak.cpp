@@ -70,10 +70,10 @@ GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size, double min_seco
 namespace {
 
 // A fully connected layer's operands for products of `rows` rows, with its weights and their
-// gradient in copies, 64 MiB in all (see measure_linear_rates).
+// gradient in copies, `streamed_bytes` in all (see measure_linear_rates).
 class LinearOperands {
  public:
-  LinearOperands(int64_t rows, int64_t in, int64_t out)
+  LinearOperands(int64_t rows, int64_t in, int64_t out, double streamed_bytes)
       : rows_(rows),
         in_(in),
         out_(out),
@@ -81,11 +81,8 @@ class LinearOperands {
         y_(rows * out, 0.0f),
         dy_(rows * out, 0.01f),
         dx_(rows * in, 0.0f) {
-    constexpr double kStreamedBytes = 64.0 * (1 << 20);
     const int64_t weight_floats = in * out;
-    const auto copies = static_cast<size_t>(std::clamp(
-        kStreamedBytes / (2.0 * sizeof(float) * static_cast<double>(weight_floats)), 2.0, 64.0));
-    for (size_t c = 0; c < copies; ++c) {
+    for (int64_t c = 0; c < weight_copies(streamed_bytes, in, out); ++c) {
       weights_.push_back(std::make_unique<AlignedFloats>(weight_floats, 0.25f));
       grads_.push_back(std::make_unique<AlignedFloats>(weight_floats, 0.0f));
     }
@@ -135,9 +132,19 @@ class LinearOperands {
 
 }  // namespace
 
+int64_t weight_copies(double streamed_bytes, int64_t in, int64_t out) {
+  constexpr double kMostBytes = 512.0 * (1 << 20);
+  const double copy_bytes =
+      2.0 * sizeof(float) * static_cast<double>(in) * static_cast<double>(out);
+  constexpr double kMostCopies = 64.0;
+  return static_cast<int64_t>(
+      std::clamp(std::min(streamed_bytes, kMostBytes) / copy_bytes, 2.0, kMostCopies));
+}
+
 LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                                 double min_seconds, int cycles, double warm_up_seconds) {
-  LinearOperands operands(rows, in, out);
+                                 double min_seconds, int cycles, double warm_up_seconds,
+                                 double streamed_bytes) {
+  LinearOperands operands(rows, in, out, streamed_bytes);
   return {.forward = operands.median_rate([&](size_t c) { operands.forward(kernels, c); },
                                           min_seconds, cycles, warm_up_seconds),
           .input_gradient = operands.median_rate(
@@ -147,8 +154,8 @@ LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t i
 }
 
 double measure_weight_gradient_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                                    double min_seconds, int cycles) {
-  LinearOperands operands(rows, in, out);
+                                    double min_seconds, int cycles, double streamed_bytes) {
+  LinearOperands operands(rows, in, out, streamed_bytes);
   return operands.median_rate([&](size_t c) { operands.weight_gradient(kernels, c); }, min_seconds,
                               cycles, 0.0);
 }

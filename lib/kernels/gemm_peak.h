@@ -26,22 +26,32 @@ double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, doubl
 // What a fully connected layer's products run at with `rows` rows, each timed with the layer's
 // own kernel and kept as the median repetition's FLOP/s (2·rows·in·out per product), timed for
 // at least `min_seconds` and `cycles` times through the copies. As a stage runs its layers one
-// after another, each product finds its weights (and their gradient) out of the caches, so the
-// products cycle through copies of them, 64 MiB in all. Each product runs once on every copy
-// before it is timed; the first (the forward) also until `warm_up_seconds` have passed, for a
-// core that was idle to reach the speed it computes a step at.
+// after another, each product finds its weights (and their gradient) where the stage's other
+// layers left them, so the products cycle through copies of them, `streamed_bytes` of weights and
+// gradients in all (weight_copies: a stage's parameters and their gradients; a 16-row product of
+// a 1024 x 1024 weight ran 16-42% slower among 24 such layers than among 8). Each product runs
+// once on every copy before it is timed; the first (the forward) also until `warm_up_seconds`
+// have passed, for a core that was idle to reach the speed it computes a step at.
 struct LinearRates {
   double forward = 0.0;          // linear_forward
   double input_gradient = 0.0;   // linear_backward_data
   double weight_gradient = 0.0;  // linear_backward_weights, accumulating into the gradient
 };
+inline constexpr double kStreamedBytes = 64.0 * (1 << 20);  // when the stage is not known
 LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
                                  double min_seconds = 0.1, int cycles = 3,
-                                 double warm_up_seconds = 0.0);
+                                 double warm_up_seconds = 0.0,
+                                 double streamed_bytes = kStreamedBytes);
 
 // LinearRates::weight_gradient alone, timed as measure_linear_rates times it (the weight
 // gradient of several micro-batches' stacked rows: one deferred product).
 double measure_weight_gradient_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                                    double min_seconds = 0.1, int cycles = 3);
+                                    double min_seconds = 0.1, int cycles = 3,
+                                    double streamed_bytes = kStreamedBytes);
+
+// The copies of an in x out weight and its gradient that `streamed_bytes` hold: at least 2 (a
+// stage's other layers come between two products of one), at most 64 and 512 MiB of them (beyond
+// every cache: 24 and 48 layers of 1024 x 1024 ran alike).
+int64_t weight_copies(double streamed_bytes, int64_t in, int64_t out);
 
 }  // namespace mpipe::kernels

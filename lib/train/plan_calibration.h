@@ -18,7 +18,8 @@ namespace mpipe::train {
 // (a core that was idle computes slower until it has run a while) and time the deferred weight
 // gradient (weight_grads: batched or grouped) at its own rows. kQuick, `mpipe plan`'s default: each
 // product timed for at least 20 ms and once through its weight copies, the optimizer step over
-// at most 4 Mi parameters (0.3-0.55 s for scaling_mlp at K = 2). kFull, `--calibrate`: 0.1 s a
+// at most 4 Mi parameters (0.3-0.55 s for scaling_mlp at K = 2, 0.65 s with 24 blocks, whose
+// weight copies are three times as many: kernels::weight_copies). kFull, `--calibrate`: 0.1 s a
 // product and three times through the copies, a rank's whole share of the parameters (seconds on a
 // large model).
 enum class Calibration { kQuick, kFull };
@@ -32,6 +33,9 @@ struct CalibratedRate {
   double weight_flops_per_s = 0.0;
   double batched_weight_flops_per_s = 0.0;
   int64_t batched_rows = 0;  // the rows that product was timed at (0: the square GEMM stands in)
+  // The copies of the shape's weight and gradient the products cycled through
+  // (kernels::weight_copies; 0: the square GEMM stands in).
+  int64_t weight_copies = 0;
   // What was timed: "linear 32 x 1024 -> 1024, weight gradient over 256 rows" or "1024^3 GEMM".
   std::string measured;
 };
@@ -42,7 +46,9 @@ struct CalibratedRate {
 // deferred product: M under weight_grads: batched, a group's under grouped; 1: none, the
 // accumulating rate stands for it); a model with no linear layer, or whose convolutions (conv2d,
 // residual_block, separable_cell) carry more FLOPs than its linear layers, by the 1024³ GEMM peak
-// (every rate the same).
+// (every rate the same). The products cycle through copies of the shape's weight and gradient as
+// large as the model's parameters and their gradients (kernels::weight_copies): a stage's layers
+// take turns in the caches, which the ranks on one host share.
 CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,
                                    int num_micro_batches, kernels::KernelContext& kernels,
                                    Calibration length = Calibration::kFull);

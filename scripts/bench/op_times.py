@@ -19,7 +19,8 @@ def main() -> None:
     skip = int(sys.argv[2]) if len(sys.argv) == 3 else 3
     op = re.compile(r"\[trace\] step (\d+) stage 0: ([FB])\d+ ([0-9.]+) ms")
     weight_grads = re.compile(r"\[trace\] step (\d+) stage 0: WB ([0-9.]+) ms")
-    step = re.compile(r"\[debug\] step (\d+) stage 0 .*compute ([0-9.]+) ms .*step ([0-9.]+) ms")
+    step = re.compile(
+        r"\[debug\] step (\d+) pipeline rank 0 replica 0: compute ([0-9.]+) ms .*step ([0-9.]+) ms")
     times = {"F": [], "B": []}
     rest = []
     deferred = 0.0  # WB over the steps counted
