@@ -11,8 +11,8 @@
 #   scripts/bench/k2_account.sh      # about 2 minutes on the 2-core machine at ROUNDS=3
 #
 # Environment: ROUNDS (3), MICRO (8; a list such as "4 8" runs each), SCHEDULE (zbv), GROUP (default
-# each M: one product over the step's rows), STEPS_SHORT (8), STEPS_LONG (32),
-# MPIPE_BIN, BENCH_DIR, RUNS (a directory to keep the runs in; default a temporary one), BEFORE (an
+# each M: one product over the step's rows; 1: weight_grads: accumulate), STEPS_SHORT (8),
+# STEPS_LONG (32), MPIPE_BIN, BENCH_DIR, RUNS (a directory to keep the runs in; default a temporary one), BEFORE (an
 # older mpipe binary: its two runs too, named before-*, in each round before this binary's).
 # perf on a VM without hardware counters counts the software events only.
 set -euo pipefail
@@ -41,6 +41,8 @@ k2_sets() {
   [[ $schedule == interleaved ]] && printf -- '--set\npipeline.virtual_stages=2\n'
   if ((group > 1)); then
     printf -- '--set\n%s\n' pipeline.weight_grads=grouped "pipeline.weight_group=$group"
+  else  # (weight_grads: auto would group them)
+    printf -- '--set\npipeline.weight_grads=accumulate\n'
   fi
 }
 
