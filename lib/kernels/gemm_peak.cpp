@@ -69,18 +69,18 @@ GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size, double min_seco
 
 namespace {
 
-// A fully connected layer's operands for products of `rows` rows, with its weights and their
-// gradient in copies, `streamed_bytes` in all (see measure_linear_rates).
+// A fully connected layer's operands for products of up to `most_rows` rows, with its weights and
+// their gradient in copies, `streamed_bytes` in all (see measure_linear_rates): the copies made
+// once for every product timed on them.
 class LinearOperands {
  public:
-  LinearOperands(int64_t rows, int64_t in, int64_t out, double streamed_bytes)
-      : rows_(rows),
-        in_(in),
+  LinearOperands(int64_t most_rows, int64_t in, int64_t out, double streamed_bytes)
+      : in_(in),
         out_(out),
-        x_(rows * in, 0.5f),
-        y_(rows * out, 0.0f),
-        dy_(rows * out, 0.01f),
-        dx_(rows * in, 0.0f) {
+        x_(most_rows * in, 0.5f),
+        y_(most_rows * out, 0.0f),
+        dy_(most_rows * out, 0.01f),
+        dx_(most_rows * in, 0.0f) {
     const int64_t weight_floats = in * out;
     for (int64_t c = 0; c < weight_copies(streamed_bytes, in, out); ++c) {
       weights_.push_back(std::make_unique<AlignedFloats>(weight_floats, 0.25f));
@@ -89,43 +89,43 @@ class LinearOperands {
   }
 
   size_t copies() const { return weights_.size(); }
-  double flops() const {
-    return 2.0 * static_cast<double>(rows_) * static_cast<double>(in_) * static_cast<double>(out_);
+  double flops(int64_t rows) const {
+    return 2.0 * static_cast<double>(rows) * static_cast<double>(in_) * static_cast<double>(out_);
   }
-  void forward(KernelContext& kernels, size_t c) {
-    linear_forward(kernels, x_.data, weights_[c]->data, nullptr, y_.data, rows_, in_, out_);
+  void forward(KernelContext& kernels, int64_t rows, size_t c) {
+    linear_forward(kernels, x_.data, weights_[c]->data, nullptr, y_.data, rows, in_, out_);
   }
-  void input_gradient(KernelContext& kernels, size_t c) {
-    linear_backward_data(kernels, dy_.data, weights_[c]->data, dx_.data, rows_, in_, out_);
+  void input_gradient(KernelContext& kernels, int64_t rows, size_t c) {
+    linear_backward_data(kernels, dy_.data, weights_[c]->data, dx_.data, rows, in_, out_);
   }
-  void weight_gradient(KernelContext& kernels, size_t c) {
-    linear_backward_weights(kernels, x_.data, dy_.data, grads_[c]->data, nullptr, rows_, in_, out_);
+  void weight_gradient(KernelContext& kernels, int64_t rows, size_t c) {
+    linear_backward_weights(kernels, x_.data, dy_.data, grads_[c]->data, nullptr, rows, in_, out_);
   }
 
-  // The median repetition's FLOP/s of `product` (run on copy r % copies), after one run on each
-  // copy and, from `warm_up_seconds`, more until that long has passed.
+  // The median repetition's FLOP/s of `product` over `rows` rows (run on copy r % copies), after
+  // one run on each copy and, from `warm_up_seconds`, more until that long has passed.
   template <typename Product>
-  double median_rate(const Product& product, double min_seconds, int cycles,
+  double median_rate(const Product& product, int64_t rows, double min_seconds, int cycles,
                      double warm_up_seconds) {
     const Clock::time_point warm_up = Clock::now();
     for (size_t r = 0; r < copies() || seconds_since(warm_up) < warm_up_seconds; ++r) {
-      product(r % copies());
+      product(rows, r % copies());
     }
     std::vector<double> times;
     const Clock::time_point start = Clock::now();
     for (size_t r = 0;
          r < static_cast<size_t>(cycles) * copies() || seconds_since(start) < min_seconds; ++r) {
       const Clock::time_point begin = Clock::now();
-      product(r % copies());
+      product(rows, r % copies());
       times.push_back(seconds_since(begin));
     }
     const auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
     std::ranges::nth_element(times, middle);
-    return flops() / *middle;
+    return flops(rows) / *middle;
   }
 
  private:
-  int64_t rows_, in_, out_;
+  int64_t in_, out_;
   std::vector<std::unique_ptr<AlignedFloats>> weights_, grads_;
   AlignedFloats x_, y_, dy_, dx_;
 };
@@ -143,21 +143,17 @@ int64_t weight_copies(double streamed_bytes, int64_t in, int64_t out) {
 
 LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
                                  double min_seconds, int cycles, double warm_up_seconds,
-                                 double streamed_bytes) {
-  LinearOperands operands(rows, in, out, streamed_bytes);
-  return {.forward = operands.median_rate([&](size_t c) { operands.forward(kernels, c); },
-                                          min_seconds, cycles, warm_up_seconds),
-          .input_gradient = operands.median_rate(
-              [&](size_t c) { operands.input_gradient(kernels, c); }, min_seconds, cycles, 0.0),
-          .weight_gradient = operands.median_rate(
-              [&](size_t c) { operands.weight_gradient(kernels, c); }, min_seconds, cycles, 0.0)};
-}
-
-double measure_weight_gradient_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                                    double min_seconds, int cycles, double streamed_bytes) {
-  LinearOperands operands(rows, in, out, streamed_bytes);
-  return operands.median_rate([&](size_t c) { operands.weight_gradient(kernels, c); }, min_seconds,
-                              cycles, 0.0);
+                                 double streamed_bytes, int64_t deferred_rows) {
+  LinearOperands operands(std::max(rows, deferred_rows), in, out, streamed_bytes);
+  const auto rate = [&](auto product, int64_t product_rows, double warm_up) {
+    return operands.median_rate([&](int64_t r, size_t c) { (operands.*product)(kernels, r, c); },
+                                product_rows, min_seconds, cycles, warm_up);
+  };
+  return {.forward = rate(&LinearOperands::forward, rows, warm_up_seconds),
+          .input_gradient = rate(&LinearOperands::input_gradient, rows, 0.0),
+          .weight_gradient = rate(&LinearOperands::weight_gradient, rows, 0.0),
+          .deferred_weight_gradient =
+              deferred_rows > 0 ? rate(&LinearOperands::weight_gradient, deferred_rows, 0.0) : 0.0};
 }
 
 }  // namespace mpipe::kernels

@@ -31,23 +31,20 @@ double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, doubl
 // gradients in all (weight_copies: a stage's parameters and their gradients; a 16-row product of
 // a 1024 x 1024 weight ran 16-42% slower among 24 such layers than among 8). Each product runs
 // once on every copy before it is timed; the first (the forward) also until `warm_up_seconds`
-// have passed, for a core that was idle to reach the speed it computes a step at.
+// have passed, for a core that was idle to reach the speed it computes a step at. With
+// `deferred_rows` > 0, the weight gradient again at those rows (several micro-batches' stacked:
+// one deferred product), on the same copies.
 struct LinearRates {
-  double forward = 0.0;          // linear_forward
-  double input_gradient = 0.0;   // linear_backward_data
-  double weight_gradient = 0.0;  // linear_backward_weights, accumulating into the gradient
+  double forward = 0.0;                   // linear_forward
+  double input_gradient = 0.0;            // linear_backward_data
+  double weight_gradient = 0.0;           // linear_backward_weights, accumulating into the gradient
+  double deferred_weight_gradient = 0.0;  // the same at deferred_rows (0: not timed)
 };
 inline constexpr double kStreamedBytes = 64.0 * (1 << 20);  // when the stage is not known
 LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
                                  double min_seconds = 0.1, int cycles = 3,
                                  double warm_up_seconds = 0.0,
-                                 double streamed_bytes = kStreamedBytes);
-
-// LinearRates::weight_gradient alone, timed as measure_linear_rates times it (the weight
-// gradient of several micro-batches' stacked rows: one deferred product).
-double measure_weight_gradient_rate(KernelContext& kernels, int64_t rows, int64_t in, int64_t out,
-                                    double min_seconds = 0.1, int cycles = 3,
-                                    double streamed_bytes = kStreamedBytes);
+                                 double streamed_bytes = kStreamedBytes, int64_t deferred_rows = 0);
 
 // The copies of an in x out weight and its gradient that `streamed_bytes` hold: at least 2 (a
 // stage's other layers come between two products of one), at most 64 and 512 MiB of them (beyond

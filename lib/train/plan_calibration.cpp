@@ -78,14 +78,13 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
   // A rank's products find their weights where its other layers and the other ranks on the host
   // left them: among the model's parameters and their gradients, in the caches they share.
   const double streamed_bytes = 2.0 * sizeof(float) * static_cast<double>(model.num_params());
-  const kernels::LinearRates rates = kernels::measure_linear_rates(
-      kernels, m, k, n, t.min_seconds, t.cycles, t.warm_up_seconds, streamed_bytes);
   // One deferred product's rows: its micro-batches' stacked.
   const int64_t batched_rows = m * std::max(1, num_micro_batches);
-  const double batched = num_micro_batches > 1 ? kernels::measure_weight_gradient_rate(
-                                                     kernels, batched_rows, k, n, t.min_seconds,
-                                                     t.cycles, streamed_bytes)
-                                               : rates.weight_gradient;
+  const kernels::LinearRates rates =
+      kernels::measure_linear_rates(kernels, m, k, n, t.min_seconds, t.cycles, t.warm_up_seconds,
+                                    streamed_bytes, num_micro_batches > 1 ? batched_rows : 0);
+  const double batched =
+      num_micro_batches > 1 ? rates.deferred_weight_gradient : rates.weight_gradient;
   return {.flops_per_s = rates.forward,
           .input_gradient_flops_per_s = rates.input_gradient,
           .weight_flops_per_s = rates.weight_gradient,

@@ -35,7 +35,10 @@ TEST(GemmPeak, WarmsUpForAtLeastTheGivenTimeAndTimesAWeightGradientAlone) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_GT(measure_linear_rates(kernels, 16, 64, 32, 0.0, 1, 0.05).forward, 0.0);
   EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.05);
-  EXPECT_GT(measure_weight_gradient_rate(kernels, 64, 64, 32, 0.01), 0.0);
+  const LinearRates deferred =
+      measure_linear_rates(kernels, 16, 64, 32, 0.01, 3, 0.0, kStreamedBytes, /*deferred_rows=*/64);
+  EXPECT_GT(deferred.deferred_weight_gradient, 0.0);
+  EXPECT_EQ(measure_linear_rates(kernels, 16, 64, 32, 0.01).deferred_weight_gradient, 0.0);
 }
 
 TEST(GemmPeak, CyclesThroughAsManyCopiesOfAWeightAsTheStreamedBytesHold) {
