@@ -62,8 +62,8 @@ PlanCommand::PlanCommand(CLI::App& app) {
                  "Predict at the fixed rates the plan is chosen at (the development machine's "
                  "100 GFLOP/s and 4 GB/s per thread) instead of measuring this machine's GEMM "
                  "rate (oneDNN matmuls of the model's main linear shape at the micro-batch's "
-                 "rows, else of 1024^3) and memory traffic (the optimizer step over a rank's "
-                 "parameters); the same output on every machine")
+                 "rows, else of 1024^3) and memory traffic (a ReLU over that product's output, the "
+                 "optimizer step over a rank's parameters); the same output on every machine")
       ->excludes("--calibrate");
   app_->add_flag("--json", json_, "Print the plan as one JSON object");
 }
@@ -116,8 +116,12 @@ int PlanCommand::run() {
         plan::weight_groups(plan.weight_grads, pipe.micro_batches, plan.weight_group).size,
         pipe.stages, rates, calibrate_ ? train::Calibration::kFull : train::Calibration::kQuick);
     plan = train::retimed(experiment, model, plan, pipe.data_parallel, measured.rates);
-    rates_source = fmt::format("measured in {:.2f} s{}: {}", measured.seconds,
-                               calibrate_ ? " (--calibrate)" : "", measured.gemm.measured);
+    const std::string elementwise = measured.elementwise_measured.empty()
+                                        ? std::string()
+                                        : "; element-wise: " + measured.elementwise_measured;
+    rates_source =
+        fmt::format("measured in {:.2f} s{}: {}{}", measured.seconds,
+                    calibrate_ ? " (--calibrate)" : "", measured.gemm.measured, elementwise);
     if (!json_) {
       const std::string copies =
           measured.gemm.weight_copies > 0
@@ -126,11 +130,16 @@ int PlanCommand::run() {
       std::printf(
           "measured (%s%s, %d thread(s), %.2f s%s), GFLOP/s per rank: forward %.1f, input gradient "
           "%.1f, weight gradient %.1f, deferred over a group's rows %.1f; memory traffic %.1f "
-          "GB/s (the optimizer step)\n",
+          "GB/s (the optimizer step)%s\n",
           measured.gemm.measured.c_str(), copies.c_str(), rates.threads, measured.seconds,
           calibrate_ ? ", --calibrate" : "", measured.gemm.flops_per_s / 1e9,
           measured.gemm.input_gradient_flops_per_s / 1e9, measured.gemm.weight_flops_per_s / 1e9,
-          measured.gemm.batched_weight_flops_per_s / 1e9, measured.memory_bytes_per_s / 1e9);
+          measured.gemm.batched_weight_flops_per_s / 1e9, measured.memory_bytes_per_s / 1e9,
+          measured.elementwise_measured.empty()
+              ? ""
+              : fmt::format(", {:.1f} GB/s (element-wise, {})",
+                            measured.elementwise_bytes_per_s / 1e9, measured.elementwise_measured)
+                    .c_str());
     }
   }
   const train::PlanReport report{.experiment = experiment,

@@ -38,11 +38,15 @@ double Activation::forward_flops_per_example() const {
 }
 
 LayerNeeds Activation::needs() const {
-  // Keeps x; its backward costs about what its forward does.
-  return {.kept_tensor_bytes = {float_bytes(input_shape_.numel())},
-          .smallest_temporary_bytes = float_bytes(input_shape_.numel()),
+  // Keeps x; its backward costs about what its forward does. Forward reads x and writes y (x is
+  // kept as handed in); backward reads x and dy and writes dx (none for the model's first layer).
+  const double bytes = float_bytes(input_shape_.numel());
+  return {.kept_tensor_bytes = {bytes},
+          .smallest_temporary_bytes = bytes,
           .keeps_consumed_input = true,
-          .backward_flops = forward_flops_per_example()};
+          .backward_flops = forward_flops_per_example(),
+          .forward_traffic_bytes = 2.0 * bytes,
+          .backward_traffic_bytes = global_index() == 0 ? 0.0 : 3.0 * bytes};
 }
 
 }  // namespace mpipe::nn

@@ -196,7 +196,12 @@ LayerNeeds Linear::needs() const {
       .splits_backward = true,
       .weight_grad_flops = 2.0 * static_cast<double>(input_shape_.numel() / in_) *
                            static_cast<double>(in_) * static_cast<double>(units_),
-      .weight_work_tensor_bytes = {float_bytes(input_shape_.numel())}};
+      .weight_work_tensor_bytes = {float_bytes(input_shape_.numel())},
+      // Its products read and write x, y, dy and dx, the bias added inside the forward's; the
+      // bias gradient's column sums read dy. (Deferred weight gradients' copies of x and dy are
+      // the planner's: plan::LayerCost::weight_grad_operand_bytes.)
+      .forward_traffic_bytes = 0.0,
+      .backward_traffic_bytes = has_bias_ ? float_bytes(output_shape_.numel()) : 0.0};
 }
 
 }  // namespace mpipe::nn

@@ -91,12 +91,14 @@ double LayerCost::weight_work_block_bytes(int64_t rows, const AllocatorModel& al
 }
 
 double LayerCost::forward_traffic_bytes() const {
-  return input_bytes + output_bytes + saved_bytes + saved_packed_bytes;
+  return stated_forward_traffic_bytes.value_or(input_bytes + output_bytes + saved_bytes +
+                                               saved_packed_bytes);
 }
 
 double LayerCost::backward_traffic_bytes() const {
   // Reads what was saved and the output gradient, writes the input gradient.
-  return saved_bytes + saved_packed_bytes + output_bytes + (index == 0 ? 0.0 : input_bytes);
+  return stated_backward_traffic_bytes.value_or(saved_bytes + saved_packed_bytes + output_bytes +
+                                                (index == 0 ? 0.0 : input_bytes));
 }
 
 LayerCost cost_of(const model::LayerPlan& plan) {
@@ -134,7 +136,9 @@ LayerCost cost_of(const model::LayerPlan& plan) {
           needs.backward_input_temporary_bytes.value_or(needs.backward_temporary_bytes),
       .input_workspace_fixed_tensor_bytes =
           needs.backward_input_fixed_tensor_bytes.value_or(needs.backward_fixed_tensor_bytes),
-      .loss_tensor_bytes = {}};
+      .loss_tensor_bytes = {},
+      .stated_forward_traffic_bytes = needs.forward_traffic_bytes,
+      .stated_backward_traffic_bytes = needs.backward_traffic_bytes};
 }
 
 std::vector<LayerCost> layer_costs(const model::ModelPlan& plan) {

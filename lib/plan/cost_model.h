@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,11 @@ struct LayerCost {
   // The model's last layer: what the loss holds beside its output while it computes its gradient,
   // tensor by tensor, per example (ModelPlan::loss_tensor_bytes); empty for the other layers.
   std::vector<double> loss_tensor_bytes = {};
+  // Per example: the bytes a forward and a backward read and write outside the layer's matrix
+  // products, where the layer states them (nn::LayerNeeds::forward_traffic_bytes; unset: the
+  // defaults of forward_traffic_bytes() and backward_traffic_bytes()).
+  std::optional<double> stated_forward_traffic_bytes = {};
+  std::optional<double> stated_backward_traffic_bytes = {};
 
   // Bytes forward keeps for backward for a micro-batch of `rows` examples: exactly what
   // nn::Saved::bytes() reports for this layer's training forward.
@@ -97,8 +103,9 @@ struct LayerCost {
   // The blocks of what a layer that splits its backward keeps from its I op to its W op, its
   // output gradient among them (0 for the other layers).
   double weight_work_block_bytes(int64_t rows, const AllocatorModel& allocator) const;
-  // Bytes a forward or backward reads and writes (outputs, saved copies, gradients), per example:
-  // the memory-traffic part of the time model.
+  // Bytes a forward or backward reads and writes outside its matrix products, per example: the
+  // memory-traffic part of the time model. As stated, else a forward's input, output and what it
+  // saves, a backward's saved tensors, output gradient and input gradient.
   double forward_traffic_bytes() const;
   double backward_traffic_bytes() const;
 };

@@ -100,12 +100,13 @@ class StageTimes {
       const bool deferred = batched && c.kind == "linear";
       forward_[i + 1] = forward_[i] + r * (c.forward_flops / rates.flops_per_s +
                                            c.forward_traffic_bytes() / rates.bytes_per_s);
+      // A split layer's W op, when deferred, only copies its operands: reads and writes them.
+      const double w = deferred ? 2.0 * c.weight_grad_operand_bytes / rates.bytes_per_s
+                                : c.weight_grad_flops / weight_rate;
       backward_[i + 1] =
-          backward_[i] + r * ((c.backward_flops - c.weight_grad_flops) / input_gradient_rate +
-                              (deferred ? 0.0 : c.weight_grad_flops / weight_rate) +
+          backward_[i] + r * ((c.backward_flops - c.weight_grad_flops) / input_gradient_rate + w +
                               c.backward_traffic_bytes() / rates.bytes_per_s);
-      // (A split layer's W op, when batched, only copies its operands.)
-      weight_[i + 1] = weight_[i] + (deferred ? 0.0 : r * c.weight_grad_flops / weight_rate);
+      weight_[i + 1] = weight_[i] + r * w;
       batched_weight_[i + 1] =
           batched_weight_[i] +
           (deferred ? num_micro_batches_ * r * c.weight_grad_flops / batched_rate : 0.0);

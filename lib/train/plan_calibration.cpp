@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/eltwise.h"
 #include "kernels/gemm_peak.h"
 #include "optim/optimizer.h"
 #include "plan/planner.h"
@@ -90,6 +91,8 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
           .weight_flops_per_s = rates.weight_gradient,
           .batched_weight_flops_per_s = batched,
           .batched_rows = batched_rows,
+          .rows = m,
+          .out = n,
           .weight_copies = kernels::weight_copies(streamed_bytes, k, n),
           .measured = num_micro_batches > 1
                           ? fmt::format("linear {} x {} -> {}, weight gradient over {} rows", m, k,
@@ -120,6 +123,32 @@ double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t nu
          static_cast<double>(n) / seconds[kRepetitions / 2];
 }
 
+double calibrate_elementwise_rate(int64_t numel, double min_seconds,
+                                  kernels::KernelContext& kernels) {
+  using Clock = std::chrono::steady_clock;
+  const auto n = std::max<int64_t>(numel, 1);
+  const auto size = static_cast<size_t>(n);
+  std::vector<float> x(size, 0.5f), y(size), dy(size, 0.01f), dx(size);
+  const auto pass = [&] {
+    kernels::eltwise_forward(kernels, kernels::EltwiseKind::kRelu, x.data(), y.data(), n);
+    kernels::eltwise_backward(kernels, kernels::EltwiseKind::kRelu, x.data(), dy.data(), dx.data(),
+                              n);
+  };
+  pass();  // (oneDNN makes its primitives)
+  constexpr size_t kLeastRepetitions = 5;
+  std::vector<double> seconds;
+  const Clock::time_point start = Clock::now();
+  while (seconds.size() < kLeastRepetitions ||
+         std::chrono::duration<double>(Clock::now() - start).count() < min_seconds) {
+    const Clock::time_point begin = Clock::now();
+    pass();
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
+  }
+  const auto middle = seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2);
+  std::ranges::nth_element(seconds, middle);
+  return 5.0 * sizeof(float) * static_cast<double>(n) / *middle;
+}
+
 MachineCalibration calibrate_machine(const model::ModelPlan& model,
                                      const optim::OptimizerConfig& optimizer,
                                      int64_t micro_batch_rows, int num_micro_batches, int num_ranks,
@@ -129,6 +158,7 @@ MachineCalibration calibrate_machine(const model::ModelPlan& model,
   const auto start = std::chrono::steady_clock::now();
   const int threads = omp_get_max_threads();
   omp_set_num_threads(base.threads);
+  const auto per_thread = static_cast<double>(std::max(1, base.threads));
   MachineCalibration out;
   out.rates = base;
   double linear_flops = 0.0, flops = 0.0;
@@ -151,12 +181,17 @@ MachineCalibration calibrate_machine(const model::ModelPlan& model,
   } else {
     kernels::KernelContext kernels;
     out.gemm = calibrate_gemm_rate(model, micro_batch_rows, num_micro_batches, kernels, length);
+    if (out.gemm.out > 0) {
+      out.elementwise_bytes_per_s = calibrate_elementwise_rate(out.gemm.rows * out.gemm.out,
+                                                               timing(length).min_seconds, kernels);
+      out.elementwise_measured = fmt::format("relu over {} x {}", out.gemm.rows, out.gemm.out);
+      out.rates.bytes_per_s = out.elementwise_bytes_per_s / per_thread;
+    }
   }
   const int64_t params = model.num_params() / std::max(1, num_ranks);
   out.memory_bytes_per_s = calibrate_memory_rate(
       optimizer, length == Calibration::kQuick ? std::min(params, kQuickParams) : params);
   omp_set_num_threads(threads);
-  const auto per_thread = static_cast<double>(std::max(1, base.threads));
   out.rates.flops_per_s = out.gemm.flops_per_s / per_thread;
   out.rates.input_gradient_flops_per_s = out.gemm.input_gradient_flops_per_s / per_thread;
   out.rates.weight_flops_per_s = out.gemm.weight_flops_per_s / per_thread;

@@ -1,7 +1,7 @@
 // The rates `mpipe plan` predicts with: this machine's GEMM rates, measured at the shape of the
-// model's main fully connected products and the micro-batch's rows, and its memory traffic,
-// measured on the step's passes over a rank's parameters (briefly by default, longer with
-// --calibrate).
+// model's main fully connected products and the micro-batch's rows, its element-wise traffic over
+// that product's output, and its memory traffic on the step's passes over a rank's parameters
+// (briefly by default, longer with --calibrate).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,9 @@ struct CalibratedRate {
   double weight_flops_per_s = 0.0;
   double batched_weight_flops_per_s = 0.0;
   int64_t batched_rows = 0;  // the rows that product was timed at (0: the square GEMM stands in)
+  // The shape's rows (a micro-batch's) and output width (0: the square GEMM stands in).
+  int64_t rows = 0;
+  int64_t out = 0;
   // The copies of the shape's weight and gradient the products cycled through
   // (kernels::weight_copies; 0: the square GEMM stands in).
   int64_t weight_copies = 0;
@@ -60,16 +63,28 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
 // is the time measured. Clipping is not timed; the plan charges its passes at this rate.
 double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params);
 
-// Both measurements for one rank of a plan of `num_ranks` ranks (its share of the parameters)
-// and `num_micro_batches` micro-batches of `micro_batch_rows`, on `base.threads` OpenMP threads
-// (the GEMM rates only where linear layers carry at least half the model's FLOPs; else base's):
-// `rates` is `base` (its threads, links and element-wise bytes_per_s) with the measured rates per
-// thread: the GEMMs' and the optimizer step's traffic.
+// The memory traffic per second (plan::MachineRates::bytes_per_s, on this process's OpenMP
+// threads) of element-wise work on `numel` floats: oneDNN's ReLU forward (x read, y written) and
+// backward (x and dy read, dx written), as a stage runs it between its products, in the median of
+// repetitions timed for at least `min_seconds`. Its one compare per element is the whole of its
+// work: the time is the traffic's.
+double calibrate_elementwise_rate(int64_t numel, double min_seconds,
+                                  kernels::KernelContext& kernels);
+
+// The measurements for one rank of a plan of `num_ranks` ranks (its share of the parameters)
+// and `num_micro_batches` micro-batches of `micro_batch_rows`, on `base.threads` OpenMP threads:
+// `rates` is `base` (its threads and links) with the measured rates per thread: the optimizer
+// step's traffic and, where linear layers carry at least half the model's FLOPs, the GEMMs' and
+// the element-wise traffic over the main linear shape's output (else base's: a Transformer
+// block's attention and norms, a convolution, say little of those).
 struct MachineCalibration {
   plan::MachineRates rates;
   CalibratedRate gemm;              // per rank
   double memory_bytes_per_s = 0.0;  // per rank
-  double seconds = 0.0;             // what the measurements took
+  // Per rank, and what was timed ("relu over 32 x 1024"); 0 and empty where assumed.
+  double elementwise_bytes_per_s = 0.0;
+  std::string elementwise_measured;
+  double seconds = 0.0;  // what the measurements took
 };
 MachineCalibration calibrate_machine(const model::ModelPlan& model,
                                      const optim::OptimizerConfig& optimizer,

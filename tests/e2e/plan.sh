@@ -130,12 +130,13 @@ import json, sys
 measured, assumed = (json.load(open(p)) for p in sys.argv[1:])
 assert assumed["rates_source"] == "assumed", assumed["rates_source"]
 assert assumed["rates"]["flops_per_s"] == 1e11 and assumed["rates"]["bytes_per_s"] == 4e9, assumed["rates"]
-# (weight_grads: auto groups the 4 micro-batches of 32 rows: their product is timed at 128 rows)
+# (weight_grads: auto groups the 4 micro-batches of 32 rows: their product is timed at 128 rows;
+# element-wise traffic: a ReLU over that product's 32 x 512 output)
 assert measured["rates_source"].startswith("measured in ") and measured["rates_source"].endswith(
-    " s: linear 32 x 784 -> 512, weight gradient over 128 rows"), measured["rates_source"]
+    " s: linear 32 x 784 -> 512, weight gradient over 128 rows; element-wise: relu over 32 x 512"), measured["rates_source"]
 rates = measured["rates"]
 assert rates["flops_per_s"] != 1e11 and rates["optimizer_bytes_per_s"] not in (0, 4e9), rates
-assert rates["bytes_per_s"] == 4e9 and assumed["rates"]["optimizer_bytes_per_s"] == 0, rates
+assert rates["bytes_per_s"] not in (0, 4e9) and assumed["rates"]["optimizer_bytes_per_s"] == 0, rates
 assert rates["weight_flops_per_s"] > 0 and rates["batched_weight_flops_per_s"] > 0, rates
 for key in ["schedule", "recompute", "advice", "rank_peak_bytes"]:
     assert measured[key] == assumed[key], (key, measured[key], assumed[key])

@@ -249,6 +249,33 @@ TEST(CostModel, BackwardIsTwiceTheForwardForMatrixProductsButOnceForTheFirstLaye
   EXPECT_GT(costs[2].forward_flops, 0.0);
 }
 
+// The time model's memory traffic (bytes outside the matrix products): a linear layer's products
+// read and write its operands (their measured rates include them; the bias is added inside the
+// forward's), leaving its bias gradient's read of dy; a ReLU reads x and writes y, then reads x
+// and dy and writes dx (none as the model's first layer). A layer that states none is charged its
+// input, output and saved tensors, then its saved tensors and both gradients.
+TEST(CostModel, ALinearLayersTrafficIsItsBiasGradientsAndAnActivationsItsOperands) {
+  const std::vector<LayerCost> costs = layer_costs(model::plan_model(small_mlp(), Shape{8}));
+  ASSERT_EQ(costs.size(), 3u);
+  EXPECT_EQ(costs[0].forward_traffic_bytes(), 0.0);
+  EXPECT_EQ(costs[0].backward_traffic_bytes(), 64.0);  // dy: 16 floats
+  EXPECT_EQ(costs[1].forward_traffic_bytes(), 2 * 64.0);
+  EXPECT_EQ(costs[1].backward_traffic_bytes(), 3 * 64.0);
+  EXPECT_EQ(costs[2].forward_traffic_bytes(), 0.0);
+  EXPECT_EQ(costs[2].backward_traffic_bytes(), 16.0);
+
+  model::ModelSpec first;
+  first.layers = {spec_of({"relu", {}, Shape{8}}), spec_of({"layer_norm", {}, Shape{8}})};
+  const std::vector<LayerCost> other = layer_costs(model::plan_model(first, Shape{8}));
+  EXPECT_EQ(other[0].forward_traffic_bytes(), 2 * 32.0);
+  EXPECT_EQ(other[0].backward_traffic_bytes(), 0.0);  // no input gradient
+  const LayerCost& norm = other[1];
+  EXPECT_FALSE(norm.stated_forward_traffic_bytes.has_value());
+  EXPECT_EQ(norm.forward_traffic_bytes(), 32.0 + 32.0 + norm.saved_bytes);
+  EXPECT_EQ(norm.backward_traffic_bytes(), norm.saved_bytes + 32.0 + 32.0);
+  EXPECT_GT(norm.saved_bytes, 0.0);
+}
+
 TEST(CostModel, ParameterBytesAreAlignedPerTensorLikeTheParameterBuffer) {
   const model::ModelSpec spec = small_mlp();
   const std::vector<LayerCost> costs = layer_costs(model::plan_model(spec, Shape{8}));

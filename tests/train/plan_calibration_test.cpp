@@ -2,7 +2,8 @@
 // micro-batch's rows times an example's positions (a deferred weight gradient at its group's
 // rows) through as many copies of its weight as the model's parameters fill, and the 1024^3 GEMM
 // without linear layers;
-// calibrate_memory_rate: the optimizer step's traffic; calibrate_machine: both, per thread.
+// calibrate_memory_rate: the optimizer step's traffic; calibrate_elementwise_rate: a ReLU's;
+// calibrate_machine: all three, per thread.
 #include "train/plan_calibration.h"
 
 #include <gtest/gtest.h>
@@ -116,6 +117,14 @@ TEST(PlanCalibration, TimesTheMemoryTrafficOfEachOptimizersStep) {
   }
 }
 
+TEST(PlanCalibration, TimesTheElementWiseTrafficOfAReluForwardAndBackward) {
+  kernels::KernelContext kernels;
+  for (const int64_t numel : {int64_t{1}, int64_t{32} * 1024}) {
+    const double rate = calibrate_elementwise_rate(numel, 0.001, kernels);
+    EXPECT_TRUE(std::isfinite(rate) && rate > 0.0) << numel << ": " << rate;
+  }
+}
+
 TEST(PlanCalibration, TheQuickMachineRatesArePerThreadAndKeepTheLinks) {
   model::ModelSpec spec;
   spec.layers = {layer("linear", 96), layer("relu", 0), layer("linear", 96)};
@@ -131,7 +140,10 @@ TEST(PlanCalibration, TheQuickMachineRatesArePerThreadAndKeepTheLinks) {
   EXPECT_DOUBLE_EQ(quick.rates.flops_per_s, quick.gemm.flops_per_s / 2);
   EXPECT_DOUBLE_EQ(quick.rates.weight_flops_per_s, quick.gemm.weight_flops_per_s / 2);
   EXPECT_DOUBLE_EQ(quick.rates.optimizer_bytes_per_s, quick.memory_bytes_per_s / 2);
-  EXPECT_EQ(quick.rates.bytes_per_s, base.bytes_per_s);  // element-wise work: as assumed
+  // Element-wise work: a ReLU over the main product's output.
+  EXPECT_EQ(quick.elementwise_measured, "relu over 8 x 96");
+  EXPECT_GT(quick.elementwise_bytes_per_s, 0.0);
+  EXPECT_DOUBLE_EQ(quick.rates.bytes_per_s, quick.elementwise_bytes_per_s / 2);
   EXPECT_DOUBLE_EQ(quick.rates.batched_weight_flops_per_s,
                    quick.gemm.batched_weight_flops_per_s / 2);
   EXPECT_GT(quick.memory_bytes_per_s, 0.0);
@@ -152,6 +164,8 @@ TEST(PlanCalibration, TheGemmRatesStayAssumedWhereLinearLayersCarryUnderHalfTheF
   EXPECT_EQ(quick.rates.flops_per_s, base.flops_per_s);
   EXPECT_EQ(quick.rates.weight_flops_per_s, base.flops_per_s);
   EXPECT_GT(quick.rates.optimizer_bytes_per_s, 0.0);  // the optimizer step is measured all the same
+  EXPECT_EQ(quick.rates.bytes_per_s, base.bytes_per_s);  // so is element-wise work's, not
+  EXPECT_EQ(quick.elementwise_measured, "");
 }
 
 }  // namespace
