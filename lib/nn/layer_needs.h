@@ -63,10 +63,11 @@ struct LayerNeeds {
   std::optional<double> evaluation_temporary_bytes = {};
   // Per example: the bytes a training forward and a backward read and write outside their matrix
   // products (element-wise kernels, copies, reductions: the memory-traffic part of the time
-  // model), for a layer that knows them better than the default: nn::Linear, whose products'
-  // measured rates already read and write its operands, and nn::Activation, which keeps the
-  // input it is handed. Unset: its input, its output and what it keeps, and backward its saved
-  // tensors, its output gradient and its input gradient (plan::LayerCost).
+  // model), for a layer that knows them better than the default: nn::Linear, which keeps the
+  // input it is handed and whose products' measured rates cover their arithmetic, and
+  // nn::Activation, which keeps its input too. Unset: its input, its output and what it keeps,
+  // and backward its saved tensors, its output gradient and its input gradient
+  // (plan::LayerCost).
   std::optional<double> forward_traffic_bytes = {};
   std::optional<double> backward_traffic_bytes = {};
 

@@ -186,22 +186,27 @@ double Linear::forward_flops_per_example() const {
 
 LayerNeeds Linear::needs() const {
   // Keeps x (forward_consuming: the tensor handed in); batched weight gradients copy x and dy.
+  const double input_bytes = float_bytes(input_shape_.numel());
+  const double output_bytes = float_bytes(output_shape_.numel());
   return {
-      .kept_tensor_bytes = {float_bytes(input_shape_.numel())},
+      .kept_tensor_bytes = {input_bytes},
       .smallest_temporary_bytes = smaller_activation_bytes(input_shape_, output_shape_),
       .keeps_consumed_input = true,
-      .weight_grad_operand_bytes =
-          float_bytes(input_shape_.numel()) + float_bytes(output_shape_.numel()),
+      .weight_grad_operand_bytes = input_bytes + output_bytes,
       .backward_flops = matrix_product_backward_flops(forward_flops_per_example(), global_index()),
       .splits_backward = true,
       .weight_grad_flops = 2.0 * static_cast<double>(input_shape_.numel() / in_) *
                            static_cast<double>(in_) * static_cast<double>(units_),
-      .weight_work_tensor_bytes = {float_bytes(input_shape_.numel())},
-      // Its products read and write x, y, dy and dx, the bias added inside the forward's; the
-      // bias gradient's column sums read dy. (Deferred weight gradients' copies of x and dy are
-      // the planner's: plan::LayerCost::weight_grad_operand_bytes.)
-      .forward_traffic_bytes = 0.0,
-      .backward_traffic_bytes = has_bias_ ? float_bytes(output_shape_.numel()) : 0.0};
+      .weight_work_tensor_bytes = {input_bytes},
+      // Beyond its products (their rates measured on warm operands), the forward reads x and
+      // writes y into a block malloc hands out, the backward reads dy and writes dx so (none as
+      // the model's first layer) and its bias gradient's column sums read dy again: 0.02-0.04 ms
+      // beyond a 32-row product of 1024 x 1024 (apps/bench/bench_layer_ops), about these bytes
+      // at an activation's rate. x is kept as handed in. (Deferred weight gradients' copies of x
+      // and dy are the planner's: plan::LayerCost::weight_grad_operand_bytes.)
+      .forward_traffic_bytes = input_bytes + output_bytes,
+      .backward_traffic_bytes = output_bytes + (global_index() == 0 ? 0.0 : input_bytes) +
+                                (has_bias_ ? output_bytes : 0.0)};
 }
 
 }  // namespace mpipe::nn

@@ -9,12 +9,15 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <tuple>
 #include <vector>
 
 #include "core/error.h"
+#include "core/tensor.h"
 #include "kernels/eltwise.h"
 #include "kernels/gemm_peak.h"
+#include "nn/activation.h"
 #include "optim/optimizer.h"
 #include "plan/planner.h"
 #include "train/finite_check.h"
@@ -92,6 +95,7 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
           .batched_weight_flops_per_s = batched,
           .batched_rows = batched_rows,
           .rows = m,
+          .in = k,
           .out = n,
           .weight_copies = kernels::weight_copies(streamed_bytes, k, n),
           .measured = num_micro_batches > 1
@@ -123,30 +127,42 @@ double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t nu
          static_cast<double>(n) / seconds[kRepetitions / 2];
 }
 
-double calibrate_elementwise_rate(int64_t numel, double min_seconds,
-                                  kernels::KernelContext& kernels) {
+double calibrate_elementwise_rate(int64_t rows, int64_t width, int64_t weight_floats,
+                                  double min_seconds, kernels::KernelContext& kernels) {
   using Clock = std::chrono::steady_clock;
-  const auto n = std::max<int64_t>(numel, 1);
-  const auto size = static_cast<size_t>(n);
-  std::vector<float> x(size, 0.5f), y(size), dy(size, 0.01f), dx(size);
+  nn::Activation relu(1, Shape{width}, kernels::EltwiseKind::kRelu);
+  const nn::LayerNeeds needs = relu.needs();
+  const double bytes = static_cast<double>(rows) * (needs.forward_traffic_bytes.value_or(0.0) +
+                                                    needs.backward_traffic_bytes.value_or(0.0));
+  const nn::LayerContext ctx{.kernels = kernels, .need_input_grad = true};
+  Tensor dy(Shape{rows, width});
+  dy.fill(0.01f);
+  const std::vector<float> weight(static_cast<size_t>(std::max<int64_t>(weight_floats, 1)), 1.0f);
+  float read = 0.0f;
+  // A forward handed its input, as a stage's layers are, and its backward, after the weight read
+  // (untimed) that a product between them streams through the caches; the first pass makes
+  // oneDNN's primitives and is not timed.
   const auto pass = [&] {
-    kernels::eltwise_forward(kernels, kernels::EltwiseKind::kRelu, x.data(), y.data(), n);
-    kernels::eltwise_backward(kernels, kernels::EltwiseKind::kRelu, x.data(), dy.data(), dx.data(),
-                              n);
+    Tensor x(Shape{rows, width});
+    x.fill(0.5f);
+    read += std::accumulate(weight.begin(), weight.end(), 0.0f);
+    const Clock::time_point begin = Clock::now();
+    nn::Forward forward = relu.forward_consuming(std::move(x), ctx);
+    const Tensor dx = relu.backward(dy, forward.saved, ctx);
+    return std::chrono::duration<double>(Clock::now() - begin).count();
   };
-  pass();  // (oneDNN makes its primitives)
+  pass();
   constexpr size_t kLeastRepetitions = 5;
   std::vector<double> seconds;
   const Clock::time_point start = Clock::now();
   while (seconds.size() < kLeastRepetitions ||
          std::chrono::duration<double>(Clock::now() - start).count() < min_seconds) {
-    const Clock::time_point begin = Clock::now();
-    pass();
-    seconds.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
+    seconds.push_back(pass());
   }
   const auto middle = seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2);
   std::ranges::nth_element(seconds, middle);
-  return 5.0 * sizeof(float) * static_cast<double>(n) / *middle;
+  check(read > 0.0f, "calibrate_elementwise_rate: the weight was not read");
+  return bytes / *middle;
 }
 
 MachineCalibration calibrate_machine(const model::ModelPlan& model,
@@ -182,8 +198,9 @@ MachineCalibration calibrate_machine(const model::ModelPlan& model,
     kernels::KernelContext kernels;
     out.gemm = calibrate_gemm_rate(model, micro_batch_rows, num_micro_batches, kernels, length);
     if (out.gemm.out > 0) {
-      out.elementwise_bytes_per_s = calibrate_elementwise_rate(out.gemm.rows * out.gemm.out,
-                                                               timing(length).min_seconds, kernels);
+      out.elementwise_bytes_per_s =
+          calibrate_elementwise_rate(out.gemm.rows, out.gemm.out, out.gemm.in * out.gemm.out,
+                                     timing(length).min_seconds, kernels);
       out.elementwise_measured = fmt::format("relu over {} x {}", out.gemm.rows, out.gemm.out);
       out.rates.bytes_per_s = out.elementwise_bytes_per_s / per_thread;
     }

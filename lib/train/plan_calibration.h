@@ -33,8 +33,9 @@ struct CalibratedRate {
   double weight_flops_per_s = 0.0;
   double batched_weight_flops_per_s = 0.0;
   int64_t batched_rows = 0;  // the rows that product was timed at (0: the square GEMM stands in)
-  // The shape's rows (a micro-batch's) and output width (0: the square GEMM stands in).
+  // The shape (m = a micro-batch's rows, k, n; 0: the square GEMM stands in).
   int64_t rows = 0;
+  int64_t in = 0;
   int64_t out = 0;
   // The copies of the shape's weight and gradient the products cycled through
   // (kernels::weight_copies; 0: the square GEMM stands in).
@@ -64,12 +65,14 @@ CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_
 double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t num_params);
 
 // The memory traffic per second (plan::MachineRates::bytes_per_s, on this process's OpenMP
-// threads) of element-wise work on `numel` floats: oneDNN's ReLU forward (x read, y written) and
-// backward (x and dy read, dx written), as a stage runs it between its products, in the median of
-// repetitions timed for at least `min_seconds`. Its one compare per element is the whole of its
-// work: the time is the traffic's.
-double calibrate_elementwise_rate(int64_t numel, double min_seconds,
-                                  kernels::KernelContext& kernels);
+// threads) of element-wise work on `rows` x `width` floats: a ReLU layer's forward, handed its
+// input, and backward, as a stage runs them (its output and input gradient in blocks malloc hands
+// out, each pass after a read of `weight_floats`: a product's weight between two activations),
+// over the bytes the time model charges them (nn::LayerNeeds::forward_traffic_bytes and
+// backward_traffic_bytes), in the median of repetitions timed for at least `min_seconds`. Its one
+// compare per element is the whole of its work: the time is the traffic's.
+double calibrate_elementwise_rate(int64_t rows, int64_t width, int64_t weight_floats,
+                                  double min_seconds, kernels::KernelContext& kernels);
 
 // The measurements for one rank of a plan of `num_ranks` ranks (its share of the parameters)
 // and `num_micro_batches` micro-batches of `micro_batch_rows`, on `base.threads` OpenMP threads:

@@ -249,20 +249,20 @@ TEST(CostModel, BackwardIsTwiceTheForwardForMatrixProductsButOnceForTheFirstLaye
   EXPECT_GT(costs[2].forward_flops, 0.0);
 }
 
-// The time model's memory traffic (bytes outside the matrix products): a linear layer's products
-// read and write its operands (their measured rates include them; the bias is added inside the
-// forward's), leaving its bias gradient's read of dy; a ReLU reads x and writes y, then reads x
-// and dy and writes dx (none as the model's first layer). A layer that states none is charged its
-// input, output and saved tensors, then its saved tensors and both gradients.
-TEST(CostModel, ALinearLayersTrafficIsItsBiasGradientsAndAnActivationsItsOperands) {
+// The time model's memory traffic (bytes beyond the matrix products' arithmetic): a linear layer
+// reads x and writes y, then reads dy, writes dx (none as the model's first layer) and reads dy
+// for its bias gradient, and keeps x as handed in (no copy); a ReLU reads x and writes y, then
+// reads x and dy and writes dx. A layer that states none is charged its input, output and saved
+// tensors, then its saved tensors and both gradients.
+TEST(CostModel, LinearAndActivationLayersAreChargedTheirOperandsNotACopyOfTheirInput) {
   const std::vector<LayerCost> costs = layer_costs(model::plan_model(small_mlp(), Shape{8}));
   ASSERT_EQ(costs.size(), 3u);
-  EXPECT_EQ(costs[0].forward_traffic_bytes(), 0.0);
-  EXPECT_EQ(costs[0].backward_traffic_bytes(), 64.0);  // dy: 16 floats
+  EXPECT_EQ(costs[0].forward_traffic_bytes(), 32.0 + 64.0);   // x: 8 floats, y: 16
+  EXPECT_EQ(costs[0].backward_traffic_bytes(), 64.0 + 64.0);  // dy twice, no dx
   EXPECT_EQ(costs[1].forward_traffic_bytes(), 2 * 64.0);
   EXPECT_EQ(costs[1].backward_traffic_bytes(), 3 * 64.0);
-  EXPECT_EQ(costs[2].forward_traffic_bytes(), 0.0);
-  EXPECT_EQ(costs[2].backward_traffic_bytes(), 16.0);
+  EXPECT_EQ(costs[2].forward_traffic_bytes(), 64.0 + 16.0);
+  EXPECT_EQ(costs[2].backward_traffic_bytes(), 16.0 + 64.0 + 16.0);
 
   model::ModelSpec first;
   first.layers = {spec_of({"relu", {}, Shape{8}}), spec_of({"layer_norm", {}, Shape{8}})};

@@ -119,9 +119,9 @@ TEST(PlanCalibration, TimesTheMemoryTrafficOfEachOptimizersStep) {
 
 TEST(PlanCalibration, TimesTheElementWiseTrafficOfAReluForwardAndBackward) {
   kernels::KernelContext kernels;
-  for (const int64_t numel : {int64_t{1}, int64_t{32} * 1024}) {
-    const double rate = calibrate_elementwise_rate(numel, 0.001, kernels);
-    EXPECT_TRUE(std::isfinite(rate) && rate > 0.0) << numel << ": " << rate;
+  for (const int64_t rows : {1, 32}) {
+    const double rate = calibrate_elementwise_rate(rows, 1024, 1024 * 1024, 0.001, kernels);
+    EXPECT_TRUE(std::isfinite(rate) && rate > 0.0) << rows << ": " << rate;
   }
 }
 
