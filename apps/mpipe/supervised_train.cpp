@@ -5,6 +5,7 @@
 
 #include <variant>
 
+#include "config/experiment.h"
 #include "core/error.h"
 #include "core/host_clock.h"
 #include "supervise/grow_back.h"
@@ -17,21 +18,21 @@ namespace mpipe::app {
 
 SupervisedTrain::SupervisedTrain(const std::vector<std::string>& command, int slots)
     : train_(supervise::parse_train_command(command)),
-      experiment_(config::load_experiment(train_.config_path, train_.overrides)),
-      layout_(supervise::experiment_layout(experiment_, slots)),
-      check_(experiment_),
+      check_(config::load_experiment(train_.config_path, train_.overrides)),
+      layout_(supervise::experiment_layout(check_.experiment(), slots)),
       command_(command),
       recoveries_(train_.run_dir.empty() ? default_run_dir(train_.config_path) : train_.run_dir) {}
 
 std::optional<std::string> SupervisedTrain::prepare_relaunch(const LostHosts& lost) {
   supervise::Replan plan;
+  const std::string& run_dir = recoveries_.run_dir();
   try {
+    check_.resume_from(run_dir);  // the relaunch resumes its newest checkpoint
     plan = supervise::replan(layout_, total_slots(lost.alive),
-                             supervise::tree_weight_grads(experiment_), check_);
+                             supervise::tree_weight_grads(check_.experiment()), check_);
   } catch (const InputError& e) {
     return std::string(e.what());
   }
-  const std::string& run_dir = recoveries_.run_dir();
   const supervise::Recovery recovery{
       .change = {.time = utc_now(),
                  .old_hosts = host_list_text(lost.hosts),
@@ -46,14 +47,20 @@ std::optional<std::string> SupervisedTrain::prepare_relaunch(const LostHosts& lo
   spdlog::warn("{}", supervise::recovery_line(recovery, lost.restart, lost.max_restarts));
   recoveries_.add(recovery, lost.failed_at);
   layout_ = plan.layout;
-  command_ = supervise::relaunch_command(train_, layout_,
-                                         supervise::needs_auto_partition(experiment_, layout_));
+  command_ = supervise::relaunch_command(
+      train_, layout_, supervise::needs_auto_partition(check_.experiment(), layout_));
   return std::nullopt;
 }
 
 std::optional<std::string> SupervisedTrain::plan_widening(const ReturnedHosts& returned) {
-  const std::variant<supervise::Replan, std::string> wider = supervise::plan_wider(
-      layout_, total_slots(returned.wider), supervise::tree_weight_grads(experiment_), check_);
+  try {
+    check_.resume_from(recoveries_.run_dir());  // the wider launch resumes its newest checkpoint
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  const std::variant<supervise::Replan, std::string> wider =
+      supervise::plan_wider(layout_, total_slots(returned.wider),
+                            supervise::tree_weight_grads(check_.experiment()), check_);
   if (const auto* reason = std::get_if<std::string>(&wider)) return *reason;
   const auto& plan = std::get<supervise::Replan>(wider);
   widening_ = {.change = {.time = {},
@@ -86,8 +93,8 @@ bool SupervisedTrain::widen(supervise::RunRecoveries::Clock::time_point stopped_
   spdlog::info("{}", supervise::widening_line(widening_, recoveries_.widenings() + 1));
   recoveries_.add(widening_, stopped_at);
   layout_ = widening_.change.new_layout;
-  command_ = supervise::relaunch_command(train_, layout_,
-                                         supervise::needs_auto_partition(experiment_, layout_));
+  command_ = supervise::relaunch_command(
+      train_, layout_, supervise::needs_auto_partition(check_.experiment(), layout_));
   return true;
 }
 

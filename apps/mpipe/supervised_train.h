@@ -3,7 +3,6 @@
 // widened the same way when hosts answer again (supervise::plan_wider).
 #pragma once
 
-#include "config/experiment.h"
 #include "supervise/layout.h"
 #include "supervise/planner_check.h"
 #include "supervise/train_command.h"
@@ -30,9 +29,10 @@ class SupervisedTrain : public SupervisedJob {
 
  private:
   supervise::TrainCommand train_;
-  config::Experiment experiment_;
-  supervise::Layout layout_;
+  // Judges the layouts of the experiment (check_.experiment()); before each re-plan, as the
+  // relaunch resumes the run's newest checkpoint (PlannerCheck::resume_from).
   supervise::PlannerCheck check_;
+  supervise::Layout layout_;
   std::vector<std::string> command_;
   supervise::RunRecoveries recoveries_;
   supervise::Widening widening_;  // the last one planned (plan_widening)

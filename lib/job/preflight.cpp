@@ -28,6 +28,7 @@
 #include "train/data_contract.h"
 #include "train/message_tags.h"
 #include "train/pipeline_plan.h"
+#include "train/resumed_weight_grads.h"
 #include "train/trainer.h"
 #include "train/virtual_stage_rules.h"
 
@@ -198,10 +199,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     config::Experiment& experiment = result.experiment;
     experiment = config::load_experiment(inputs.config_path, inputs.overrides);
     if (inputs.any_world) plan_for_any_world(experiment, world.size());
-    if (inputs.resumed_weight_grads) {
-      experiment.pipeline.resumed_weight_grads = inputs.resumed_weight_grads->weight_grads;
-      experiment.pipeline.resumed_weight_group = inputs.resumed_weight_grads->weight_group;
-    }
+    train::keep_weight_grads(inputs.resumed_weight_grads, experiment.pipeline);
     if (auto problem = precision_problem(experiment, kernels::read_cpuinfo())) {
       throw InputError(*problem);
     }

@@ -97,9 +97,8 @@ std::optional<train::ResumedWeightGrads> resumed_weight_grads(const TrainInputs&
     const std::optional<train::StoredSettings> stored =
         train::newest_stored_settings(inputs.run_dir);
     if (!stored) return;
-    const std::optional<train::ResumedWeightGrads> found = train::stored_weight_grads(
-        stored->settings,
-        fmt::format("{}: the checkpoint of step {}", inputs.run_dir, stored->step));
+    const std::optional<train::ResumedWeightGrads> found =
+        train::checkpoint_weight_grads(inputs.run_dir, *stored);
     if (found) {
       choice = {{"weight_grads", plan::to_string(found->weight_grads)},
                 {"weight_group", found->weight_group}};

@@ -933,12 +933,13 @@ std::optional<std::string> deferred_over_limit(const model::ModelPlan& plan,
   const PipelinePlan other = plan_configured(plan, accumulating);
   if (!other.fits()) return std::nullopt;
   return fmt::format(
-      "{}: pipeline.weight_grads: auto ({}) needs {} per rank with its weight-gradient operands, "
-      "over the limit of {}; set pipeline.weight_grads: accumulate, which needs {} (auto does not "
-      "choose it for you: the weights' bits would then depend on the limit)",
+      "{}: pipeline.weight_grads: auto ({}{}) needs {} per rank with its weight-gradient "
+      "operands, over the limit of {}; set pipeline.weight_grads: accumulate, which needs {} (auto "
+      "does not choose it for you: the weights' bits would then depend on the limit)",
       request.memory_limit_where,
       out.weight_grads == WeightGrads::kGrouped ? fmt::format("grouped by {}", out.weight_group)
                                                 : to_string(out.weight_grads),
+      keeps_resumed_weight_grads(request.pipeline) ? ", kept from the checkpoint" : "",
       format_bytes_up(largest_peak(out)),
       format_bytes(static_cast<double>(request.pipeline.memory_limit)),
       format_bytes_up(largest_peak(other)));

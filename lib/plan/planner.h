@@ -170,7 +170,8 @@ struct PipelinePlan {
 // does not fit the memory limit but accumulate would, the problem says so: "<memory limit key>:
 // pipeline.weight_grads: auto (grouped by 8) needs <bytes> per rank with its weight-gradient
 // operands, over the limit of <limit>; set pipeline.weight_grads: accumulate, which needs <bytes>
-// (auto does not choose it for you: the weights' bits would then depend on the limit)".
+// (auto does not choose it for you: the weights' bits would then depend on the limit)" ("auto
+// (batched, kept from the checkpoint)" where a resume keeps its checkpoint's choice).
 // schedule: auto is resolved before recompute, over kConcreteSchedules on K stages and, with
 // pipeline.virtual_stages v > 1 (and M a multiple of K), interleaved on K·v (each planned with the
 // request's recompute, auto resolved per schedule, and with weight_grads resolved as configured:

@@ -11,6 +11,7 @@
 #include "job/preflight.h"
 #include "supervise/planner_check.h"
 #include "supervise/replan.h"
+#include "train/resumed_weight_grads.h"
 #include "train/run_checkpoint.h"
 
 namespace mpipe::serve {
@@ -49,7 +50,10 @@ std::optional<ResumeLayout> resume_layout(const std::string& config_path,
       .layout = {},
       .bit_identical = true,
       .settings = {}};
-  const config::Experiment experiment = config::load_experiment(config_path, overrides);
+  // Planned as the resume runs it: weight_grads: auto keeps the checkpoint's choice, which the
+  // memory check (PlannerCheck) and tree_weight_grads must see too.
+  config::Experiment experiment = config::load_experiment(config_path, overrides);
+  train::keep_weight_grads(train::checkpoint_weight_grads(run_dir, *stored), experiment.pipeline);
   const bool tree = supervise::tree_weight_grads(experiment);
   try {
     resume.layout = world_layout(experiment, world_size);

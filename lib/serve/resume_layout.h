@@ -31,10 +31,12 @@ struct ResumeLayout {
 // of `run_dir` on `world_size` ranks: on world_layout when it keeps the checkpoint's global
 // micro-batches (D·M) and bit-identity (supervise::keeps_bit_identity), else on the layout
 // supervise::replan picks from the checkpoint's (D·M kept, bit-identity first), using every
-// rank, that the planner accepts. nullopt when there is no committed checkpoint (or one without
-// its D·M): the plan for the world applies. Throws InputError with one line when no layout
-// fits: "<file>: cannot resume step 40 on 2 ranks: 2 slots left: no layout fits: <the best>:
-// <what it misses>".
+// rank, that the planner accepts. Both judged as the resume runs: weight_grads: auto keeping the
+// checkpoint's choice (train::checkpoint_weight_grads), in its memory and its bits. nullopt when
+// there is no committed checkpoint (or one without its D·M): the plan for the world applies.
+// Throws InputError with one line when no layout fits: "<file>: cannot resume step 40 on 2
+// ranks: 2 slots left: no layout fits: <the best>: <what it misses>"; or with the resumed run's
+// when the checkpoint's record of its weight gradients is not a choice.
 std::optional<ResumeLayout> resume_layout(const std::string& config_path,
                                           const std::vector<std::string>& overrides,
                                           const std::string& run_dir, int world_size);

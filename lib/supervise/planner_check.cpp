@@ -10,6 +10,8 @@
 #include "plan/pipeline_config.h"
 #include "train/data_contract.h"
 #include "train/pipeline_plan.h"
+#include "train/resumed_weight_grads.h"
+#include "train/run_checkpoint.h"
 #include "train/trainer.h"
 #include "train/virtual_stage_rules.h"
 
@@ -59,6 +61,12 @@ config::Experiment with_layout(config::Experiment experiment, const Layout& layo
 
 PlannerCheck::PlannerCheck(config::Experiment experiment)
     : experiment_(std::move(experiment)), model_(plan_model_of(experiment_)) {}
+
+void PlannerCheck::resume_from(const std::string& run_dir) {
+  const std::optional<train::StoredSettings> stored = train::newest_stored_settings(run_dir);
+  train::keep_weight_grads(stored ? train::checkpoint_weight_grads(run_dir, *stored) : std::nullopt,
+                           experiment_.pipeline);
+}
 
 std::optional<std::string> PlannerCheck::operator()(const Layout& layout) const {
   const config::Experiment experiment = with_layout(experiment_, layout);

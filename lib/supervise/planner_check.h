@@ -31,6 +31,13 @@ config::Experiment with_layout(config::Experiment experiment, const Layout& layo
 class PlannerCheck {
  public:
   explicit PlannerCheck(config::Experiment experiment);
+  // From now on judges layouts as a resume of the newest committed checkpoint of `run_dir` runs
+  // them: weight_grads: auto keeps the choice it records (train::checkpoint_weight_grads), which
+  // holds more or less memory than a new run's; as a new run when there is none. Throws
+  // InputError with the resumed run's line when its record is not a choice.
+  void resume_from(const std::string& run_dir);
+  // The experiment it judges layouts of (its resumed choice set by resume_from).
+  const config::Experiment& experiment() const { return experiment_; }
   // Why `layout` cannot run (one line naming the key), nullopt when it can.
   std::optional<std::string> operator()(const Layout& layout) const;
 

@@ -1,10 +1,13 @@
 // The weight-gradient choice a checkpoint records, written and read back for a resume.
 #include "train/resumed_weight_grads.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <string>
 
 #include "core/error.h"
+#include "train/run_checkpoint.h"
 
 namespace mpipe::train {
 
@@ -45,6 +48,18 @@ std::optional<ResumedWeightGrads> stored_weight_grads(const checkpoint::Settings
               "{}: settings.{}: must be a group of at least 1 micro-batch, got '{}'", source,
               checkpoint::kResolvedWeightGroupKey, group);
   return out;
+}
+
+std::optional<ResumedWeightGrads> checkpoint_weight_grads(const std::string& run_dir,
+                                                          const StoredSettings& stored) {
+  return stored_weight_grads(stored.settings,
+                             fmt::format("{}: the checkpoint of step {}", run_dir, stored.step));
+}
+
+void keep_weight_grads(const std::optional<ResumedWeightGrads>& resumed,
+                       plan::PipelineConfig& pipeline) {
+  pipeline.resumed_weight_grads = resumed ? resumed->weight_grads : plan::WeightGrads::kAuto;
+  pipeline.resumed_weight_group = resumed ? resumed->weight_group : 0;
 }
 
 }  // namespace mpipe::train

@@ -9,6 +9,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/resume_settings.h"
+#include "supervise/planner_check.h"
 #include "support/input_error_of.h"
 #include "support/temp_dir.h"
 
@@ -36,13 +37,15 @@ class ResumeLayoutTest : public ::testing::Test {
   std::string config() const { return dir_.file("exp.yaml"); }
   std::string run_dir() const { return dir_.file("run"); }
 
-  // Commits step 20 of the run, written with D replicas of M micro-batches each.
-  void checkpoint(int replicas, int micro_batches) {
+  // Commits step 20 of the run, written with D replicas of M micro-batches each, with the
+  // weight gradients `weight_grads` records (none: a checkpoint without the record).
+  void checkpoint(int replicas, int micro_batches, const std::string& weight_grads = "") {
     checkpoint::CheckpointStore store(run_dir(), 1);
     const checkpoint::ShardRecord shard = store.write_shard(20, 0, {});
     nlohmann::json settings = {
         {"pipeline.micro_batches", std::to_string(micro_batches)},
         {checkpoint::kGlobalMicroBatchesKey, std::to_string(replicas * micro_batches)}};
+    if (!weight_grads.empty()) settings[checkpoint::kResolvedWeightGradsKey] = weight_grads;
     store.write_commit(20, {{"num_stages", 1}, {"settings", settings}}, {shard});
   }
 
@@ -102,6 +105,62 @@ TEST_F(ResumeLayoutTest, NoLayoutThatFitsIsOneLine) {
                         0),
             0u)
       << error;
+}
+
+// weight_grads: auto keeps the checkpoint's choice on the resume, so the re-plan's memory check
+// judges the layout under it, not under a new run's. 2 stages of this model peak at 6.8 KiB
+// accumulating, 9.1 KiB in a group of the 4 micro-batches (auto's for a new run).
+TEST_F(ResumeLayoutTest, ALayoutThatFitsTheCheckpointsAccumulatingIsNotRefused) {
+  checkpoint(1, 4, "accumulate");
+  const Args overrides = {"pipeline.stages=3", "pipeline.memory_limit=8KiB"};
+  const supervise::Layout two{.stages = 2, .replicas = 1, .micro_batches = 4};
+  ASSERT_TRUE(supervise::PlannerCheck(config::load_experiment(config(), overrides))(two));
+  const std::optional<ResumeLayout> resume = resume_layout(config(), overrides, run_dir(), 2);
+  ASSERT_TRUE(resume);
+  EXPECT_EQ(resume->layout, two);
+  EXPECT_TRUE(resume->bit_identical);
+}
+
+// The other way: micro-batches of 256 examples make a new run's auto accumulate (130.8 KiB at 2
+// stages), but a checkpoint that batched keeps batching, which holds every micro-batch's operands
+// (210.9 KiB): refused here rather than over its limit once started.
+TEST_F(ResumeLayoutTest, ALayoutThatMissesTheLimitUnderTheCheckpointsBatchingIsRefused) {
+  checkpoint(1, 4, "batched");
+  const Args overrides = {"pipeline.stages=3", "train.batch_size=1024", "data.num_examples=1024",
+                          "pipeline.memory_limit=160KiB"};
+  const supervise::Layout two{.stages = 2, .replicas = 1, .micro_batches = 4};
+  ASSERT_EQ(supervise::PlannerCheck(config::load_experiment(config(), overrides))(two),
+            std::nullopt);
+  EXPECT_EQ(input_error_of([&] { resume_layout(config(), overrides, run_dir(), 2); }),
+            config() +
+                ": cannot resume step 20 on 2 ranks: 2 slots left: no layout fits: 2 "
+                "stages x 1 replica, 4 micro-batches each: --set pipeline.memory_limit: "
+                "pipeline.weight_grads: auto (batched, kept from the checkpoint) needs "
+                "210.9 KiB per rank with its weight-gradient operands, over the limit of "
+                "160.0 KiB; set pipeline.weight_grads: accumulate, which needs 138.9 KiB "
+                "(auto does not choose it for you: the weights' bits would then depend on "
+                "the limit)");
+}
+
+// A checkpoint that summed in a fixed tree keeps doing so, so a change of D between powers of two
+// keeps the bits: the plan for 4 ranks (1 stage fixed: 4 replicas of 1) stays; without the record
+// it is re-planned to keep D (APlanThatChangesDIsReplannedToKeepTheBits).
+TEST_F(ResumeLayoutTest, ACheckpointThatSummedInATreeKeepsTheBitsAcrossD) {
+  checkpoint(2, 2, "tree");
+  const std::optional<ResumeLayout> resume =
+      resume_layout(config(), {"pipeline.stages=1"}, run_dir(), 4);
+  ASSERT_TRUE(resume);
+  EXPECT_EQ(resume->layout, (supervise::Layout{.stages = 1, .replicas = 4, .micro_batches = 1}));
+  EXPECT_TRUE(resume->bit_identical);
+  EXPECT_TRUE(resume->settings.empty());
+}
+
+TEST_F(ResumeLayoutTest, ARecordThatIsNoChoiceIsTheResumedRunsLine) {
+  checkpoint(1, 4, "sideways");
+  EXPECT_EQ(input_error_of([&] { resume_layout(config(), {"pipeline.stages=3"}, run_dir(), 2); }),
+            run_dir() +
+                ": the checkpoint of step 20: settings.pipeline.resolved_weight_grads: not a "
+                "resolved weight_grads: 'sideways'");
 }
 
 }  // namespace

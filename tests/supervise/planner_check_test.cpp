@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include "checkpoint/checkpoint_store.h"
+#include "checkpoint/resume_settings.h"
 #include "config/experiment.h"
 #include "core/error.h"
 #include "supervise/replan.h"
+#include "support/input_error_of.h"
+#include "support/temp_dir.h"
 
 namespace mpipe::supervise {
 namespace {
@@ -74,6 +78,48 @@ TEST(PlannerCheck, AModelOverTheMemoryLimitOnFewerRanksStopsTheReplanWithTheLimi
               "pipeline.memory_limit: no partition of 6 layers into 1 stage fits 80.0 KiB per "
               "rank; the smallest limit that fits is 102.1 KiB");
   }
+}
+
+// Commits step 8 of a run in `run_dir` whose checkpoint records `weight_grads`.
+void commit_checkpoint(const std::string& run_dir, const std::string& weight_grads) {
+  checkpoint::CheckpointStore store(run_dir, 1);
+  const checkpoint::ShardRecord shard = store.write_shard(8, 0, {});
+  const nlohmann::json settings = {{"pipeline.micro_batches", "4"},
+                                   {checkpoint::kGlobalMicroBatchesKey, "4"},
+                                   {checkpoint::kResolvedWeightGradsKey, weight_grads}};
+  store.write_commit(8, {{"num_stages", 1}, {"settings", settings}}, {shard});
+}
+
+// A relaunch resumes the newest checkpoint, whose weight gradients weight_grads: auto keeps: the
+// layouts are judged under them. K=2 fits 80 KiB accumulating (70 KiB), not in auto's group of 4
+// (90.2 KiB); a run directory without a checkpoint is a new run.
+TEST(PlannerCheck, AResumeIsJudgedUnderTheWeightGradsItsCheckpointRecords) {
+  const mpipe::testing::TempDir dir;
+  PlannerCheck check(config::load_experiment(kConfig, {"pipeline.memory_limit=80KiB"}));
+  const Layout two{.stages = 2, .replicas = 1, .micro_batches = 4};
+  check.resume_from(dir.file("run"));
+  ASSERT_TRUE(check(two));
+  commit_checkpoint(dir.file("run"), "accumulate");
+  check.resume_from(dir.file("run"));
+  EXPECT_EQ(check(two), std::nullopt);
+  EXPECT_EQ(check.experiment().pipeline.resumed_weight_grads, plan::WeightGrads::kAccumulate);
+  EXPECT_FALSE(tree_weight_grads(check.experiment()));
+  check.resume_from(dir.file("new_run"));
+  EXPECT_TRUE(check(two));
+
+  commit_checkpoint(dir.file("tree_run"), "tree");  // a change of D between powers of two keeps
+  check.resume_from(dir.file("tree_run"));          // the bits
+  EXPECT_TRUE(tree_weight_grads(check.experiment()));
+}
+
+TEST(PlannerCheck, ARecordThatIsNoChoiceIsTheResumedRunsLine) {
+  const mpipe::testing::TempDir dir;
+  commit_checkpoint(dir.file("run"), "auto");
+  PlannerCheck check(config::load_experiment(kConfig, {}));
+  EXPECT_EQ(mpipe::testing::input_error_of([&] { check.resume_from(dir.file("run")); }),
+            dir.file("run") +
+                ": the checkpoint of step 8: settings.pipeline.resolved_weight_grads: not a "
+                "resolved weight_grads: 'auto'");
 }
 
 }  // namespace

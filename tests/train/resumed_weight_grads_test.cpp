@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "support/input_error_of.h"
+#include "train/run_checkpoint.h"
 
 namespace mpipe::train {
 namespace {
@@ -61,6 +63,25 @@ TEST(ResumedWeightGrads, RefusesARecordThatIsNoChoice) {
   EXPECT_EQ(error_of({{checkpoint::kResolvedWeightGradsKey, "grouped"}}),
             "runs/x: the checkpoint of step 4: settings.pipeline.resolved_weight_group: must be a "
             "group of at least 1 micro-batch, got ''");
+}
+
+// What a resume reads of a run's checkpoint names it as "<run dir>: the checkpoint of step N"
+// wherever the resume is planned, and sets the pipeline's resumed choice (nullopt: a new run's).
+TEST(ResumedWeightGrads, ACheckpointsChoiceGoesIntoThePipelineItResumes) {
+  const StoredSettings stored{.step = 4,
+                              .settings = {{checkpoint::kResolvedWeightGradsKey, "grouped"},
+                                           {checkpoint::kResolvedWeightGroupKey, "2"}}};
+  plan::PipelineConfig pipeline;
+  keep_weight_grads(checkpoint_weight_grads("runs/x", stored), pipeline);
+  EXPECT_EQ(pipeline.resumed_weight_grads, WeightGrads::kGrouped);
+  EXPECT_EQ(pipeline.resumed_weight_group, 2);
+  keep_weight_grads(std::nullopt, pipeline);
+  EXPECT_EQ(pipeline.resumed_weight_grads, WeightGrads::kAuto);
+  EXPECT_EQ(pipeline.resumed_weight_group, 0);
+  const StoredSettings bad{.step = 4, .settings = {{checkpoint::kResolvedWeightGradsKey, "x"}}};
+  EXPECT_EQ(mpipe::testing::input_error_of([&] { checkpoint_weight_grads("runs/x", bad); }),
+            "runs/x: the checkpoint of step 4: settings.pipeline.resolved_weight_grads: not a "
+            "resolved weight_grads: 'x'");
 }
 
 }  // namespace
