@@ -121,7 +121,7 @@ TEST_F(ResumeLayoutTest, ALayoutThatFitsTheCheckpointsAccumulatingIsNotRefused) 
   EXPECT_TRUE(resume->bit_identical);
 }
 
-// The other way: micro-batches of 256 examples make a new run's auto accumulate (130.8 KiB at 2
+// The other way: micro-batches of 256 examples make a new run's auto accumulate (157.9 KiB at 2
 // stages), but a checkpoint that batched keeps batching, which holds every micro-batch's operands
 // (210.9 KiB): refused here rather than over its limit once started.
 TEST_F(ResumeLayoutTest, ALayoutThatMissesTheLimitUnderTheCheckpointsBatchingIsRefused) {
@@ -137,7 +137,7 @@ TEST_F(ResumeLayoutTest, ALayoutThatMissesTheLimitUnderTheCheckpointsBatchingIsR
                 "stages x 1 replica, 4 micro-batches each: --set pipeline.memory_limit: "
                 "pipeline.weight_grads: auto (batched, kept from the checkpoint) needs "
                 "210.9 KiB per rank with its weight-gradient operands, over the limit of "
-                "160.0 KiB; set pipeline.weight_grads: accumulate, which needs 138.9 KiB "
+                "160.0 KiB; set pipeline.weight_grads: accumulate, which needs 157.9 KiB "
                 "(auto does not choose it for you: the weights' bits would then depend on "
                 "the limit)");
 }
