@@ -10,7 +10,9 @@
 #
 #   scripts/bench/plan_k2.sh        # about 8 minutes on the 2-core machine at ROUNDS=3
 #
-# Environment: ROUNDS (3), STEPS (20), PARTS ("deep schedules"), MPIPE_BIN.
+# Environment: ROUNDS (3), STEPS (20), PARTS ("deep schedules"), MPIPE_BIN, PLAN_ARGS (passed to
+# the plans beside the runs: "--calibrate" times them in the same minute as each run, which on a
+# machine whose speed drifts over minutes says more than the --calibrate steps timed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${MPIPE_BIN:-build/release/apps/mpipe}
