@@ -5,8 +5,10 @@
 # zb_h1, zbv and interleaved (v = 2), each accumulating and grouped by 8; one thread and one core
 # per rank. First the runs, ROUNDS interleaved rounds with mpipe plan's prediction at its default
 # quick calibration beside each (scripts/bench/reference_schedules.sh: the measured step, median
-# [range]); then each cell's `mpipe plan --calibrate` step, ROUNDS times (median [range]). Prints
-# the load before and after. Run it on an idle machine: the plan assumes a core per rank.
+# [range]); then each cell's `mpipe plan --calibrate` step, ROUNDS times (median [range]); last,
+# per cell the measured step (256 / the median samples/s) and both predictions' errors (the plans
+# beside the runs: the median of the rounds'). Prints the load before and after. Run it on an idle
+# machine: the plan assumes a core per rank.
 #
 #   scripts/bench/plan_k2.sh        # about 8 minutes on the 2-core machine at ROUNDS=3
 #
@@ -30,10 +32,11 @@ for part in ${PARTS:-deep schedules}; do
   if [[ $part == deep ]]; then
     CONFIG=$deep STAGES=2 MICRO=16 THREADS=1 ROUNDS=$rounds STEPS=$steps PT_SCHEDULES="" \
       SCHEDULES="gpipe" MPIPE_BIN=$bin \
-      scripts/bench/reference_schedules.sh
+      scripts/bench/reference_schedules.sh | tee -a "$work/runs"
     cells+=("$deep 16 pipeline.schedule=gpipe")
   else
-    WEIGHT_GROUPS=8 ROUNDS=$rounds STEPS=$steps MPIPE_BIN=$bin scripts/bench/weight_groups.sh
+    WEIGHT_GROUPS=8 ROUNDS=$rounds STEPS=$steps MPIPE_BIN=$bin scripts/bench/weight_groups.sh |
+      tee -a "$work/runs"
     cells+=("configs/scaling_mlp.yaml 8 pipeline.schedule=gpipe")
     for schedule in zb_h1 zbv interleaved; do
       chunks=""
@@ -54,7 +57,28 @@ for cell in "${cells[@]}"; do
       python3 -c 'import json,sys; print(1e3 * json.load(sys.stdin)["step_s"])'
   done | python3 -c 'import statistics,sys
 steps = [float(x) for x in sys.stdin]
-print("%.1f [%.1f-%.1f]" % (statistics.median(steps), min(steps), max(steps)), end="")'
+print("%.1f [%.1f-%.1f]" % (statistics.median(steps), min(steps), max(steps)), end="")' |
+    tee -a "$work/calibrated"
+  echo "" >>"$work/calibrated"
   echo "  M=$m $settings ($(basename "$config"))"
 done
 echo "load after: $(uptime)"
+echo "== the plan against measured (batch 256; beside: the plans beside the runs, median of the rounds)"
+python3 - "$work/runs" "$work/calibrated" <<'PY'
+import re, statistics, sys
+runs, beside = {}, {}
+for line in open(sys.argv[1]):
+    m = re.match(r"  (k2-\S+)\s+([\d.]+)\s.*\(predicted ([\d.]+) ms", line)
+    if m:
+        runs.setdefault(m.group(1), []).append(float(m.group(2)))
+        beside.setdefault(m.group(1), []).append(float(m.group(3)))
+calibrated = [float(line.split()[0]) for line in open(sys.argv[2]) if line.strip()]
+for i, cell in enumerate(runs):
+    measured = 256e3 / statistics.median(runs[cell])
+    near = statistics.median(beside[cell])
+    line = "  %-58s measured %6.1f ms  beside %6.1f (%+5.1f%%)" % (
+        cell.replace("pipeline.", ""), measured, near, 100 * (near / measured - 1))
+    if i < len(calibrated):
+        line += "  --calibrate %6.1f (%+5.1f%%)" % (calibrated[i], 100 * (calibrated[i] / measured - 1))
+    print(line)
+PY
