@@ -43,6 +43,23 @@ Timing timing(Calibration length) {
              : Timing{.min_seconds = 0.1, .cycles = 3, .warm_up_seconds = kWarmUpSeconds};
 }
 
+// The median of the seconds `pass` returns (the part of it it times) over at least `repetitions`
+// runs and `min_seconds`, after one untimed run (allocations, oneDNN's primitives).
+template <typename Pass>
+double median_seconds(const Pass& pass, size_t repetitions, double min_seconds) {
+  using Clock = std::chrono::steady_clock;
+  pass();
+  std::vector<double> seconds;
+  const Clock::time_point start = Clock::now();
+  while (seconds.size() < repetitions ||
+         std::chrono::duration<double>(Clock::now() - start).count() < min_seconds) {
+    seconds.push_back(pass());
+  }
+  const auto middle = seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2);
+  std::ranges::nth_element(seconds, middle);
+  return *middle;
+}
+
 }  // namespace
 
 CalibratedRate calibrate_gemm_rate(const model::ModelPlan& model, int64_t micro_batch_rows,
@@ -110,21 +127,16 @@ double calibrate_memory_rate(const optim::OptimizerConfig& optimizer, int64_t nu
   std::vector<float> grads(n);
   const std::unique_ptr<optim::Optimizer> update =
       optim::Optimizer::make(optimizer, static_cast<int64_t>(n));
-  constexpr int kRepetitions = 7;  // after one that warms up
-  std::vector<double> seconds;
-  for (int i = 0; i <= kRepetitions; ++i) {
+  const auto pass = [&] {
     const auto start = std::chrono::steady_clock::now();
     std::fill(grads.begin(), grads.end(), 0.0f);
     check(all_finite(grads), "calibrate_memory_rate: zeroed gradients are not finite");
     update->step(values, grads, 1e-3);
-    if (i > 0) {
-      seconds.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-  }
-  std::nth_element(seconds.begin(), seconds.begin() + kRepetitions / 2, seconds.end());
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  constexpr size_t kRepetitions = 7;  // after one that warms up
   return plan::optimizer_passes(optimizer_slots(optimizer), false) * sizeof(float) *
-         static_cast<double>(n) / seconds[kRepetitions / 2];
+         static_cast<double>(n) / median_seconds(pass, kRepetitions, 0.0);
 }
 
 double calibrate_elementwise_rate(int64_t rows, int64_t width, int64_t weight_floats,
@@ -140,8 +152,7 @@ double calibrate_elementwise_rate(int64_t rows, int64_t width, int64_t weight_fl
   const std::vector<float> weight(static_cast<size_t>(std::max<int64_t>(weight_floats, 1)), 1.0f);
   volatile float read = 0.0f;  // (the weight's sum, kept so that it is read)
   // A forward handed its input, as a stage's layers are, and its backward, after the weight read
-  // (untimed) that a product between them streams through the caches; the first pass makes
-  // oneDNN's primitives and is not timed.
+  // (untimed) that a product between them streams through the caches.
   const auto pass = [&] {
     Tensor x(Shape{rows, width});
     x.fill(0.5f);
@@ -151,17 +162,8 @@ double calibrate_elementwise_rate(int64_t rows, int64_t width, int64_t weight_fl
     const Tensor dx = relu.backward(dy, forward.saved, ctx);
     return std::chrono::duration<double>(Clock::now() - begin).count();
   };
-  pass();
   constexpr size_t kLeastRepetitions = 5;
-  std::vector<double> seconds;
-  const Clock::time_point start = Clock::now();
-  while (seconds.size() < kLeastRepetitions ||
-         std::chrono::duration<double>(Clock::now() - start).count() < min_seconds) {
-    seconds.push_back(pass());
-  }
-  const auto middle = seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2);
-  std::ranges::nth_element(seconds, middle);
-  return bytes / *middle;
+  return bytes / median_seconds(pass, kLeastRepetitions, min_seconds);
 }
 
 MachineCalibration calibrate_machine(const model::ModelPlan& model,
