@@ -22,13 +22,22 @@ model::LayerSpec layer(const std::string& kind, int64_t units) {
   return testing::layer_spec(kind, {{"units", units}});
 }
 
+// calibrate_gemm_rate of a model of `layers` on `input`, on a kernel context of its own.
+CalibratedRate gemm_rate_of(std::vector<model::LayerSpec> layers, const Shape& input,
+                            int64_t micro_batch_rows, int num_micro_batches,
+                            Calibration length = Calibration::kFull) {
+  model::ModelSpec spec;
+  spec.layers = std::move(layers);
+  kernels::KernelContext kernels;
+  return calibrate_gemm_rate(model::plan_model(spec, input), micro_batch_rows, num_micro_batches,
+                             kernels, length);
+}
+
 TEST(PlanCalibration, TimesTheLinearShapeWithMostFlopsAtTheMicroBatchRows) {
   // 16 -> 96 once (1536 FLOPs' worth per example), then 96 -> 96 twice (18432): the second wins.
-  model::ModelSpec spec;
-  spec.layers = {layer("linear", 96), layer("relu", 0), layer("linear", 96), layer("linear", 96)};
-  kernels::KernelContext kernels;
-  const CalibratedRate rate =
-      calibrate_gemm_rate(model::plan_model(spec, Shape{16}), 8, 4, kernels);
+  const CalibratedRate rate = gemm_rate_of(
+      {layer("linear", 96), layer("relu", 0), layer("linear", 96), layer("linear", 96)}, Shape{16},
+      8, 4);
   EXPECT_EQ(rate.measured, "linear 8 x 96 -> 96, weight gradient over 32 rows");
   EXPECT_GT(rate.flops_per_s, 0.0);
   EXPECT_GT(rate.input_gradient_flops_per_s, 0.0);
@@ -39,33 +48,23 @@ TEST(PlanCalibration, TimesTheLinearShapeWithMostFlopsAtTheMicroBatchRows) {
 TEST(PlanCalibration, TheQuickCalibrationTimesTheDeferredWeightGradientAtItsGroupsRows) {
   // A group of 4 micro-batches of 8 rows: one product over 32 rows (before, the quick calibration
   // let the 8-row product's rate stand for it; the full one: the first test).
-  model::ModelSpec spec;
-  spec.layers = {layer("linear", 64)};
-  kernels::KernelContext kernels;
   const CalibratedRate rate =
-      calibrate_gemm_rate(model::plan_model(spec, Shape{32}), 8, 4, kernels, Calibration::kQuick);
+      gemm_rate_of({layer("linear", 64)}, Shape{32}, 8, 4, Calibration::kQuick);
   EXPECT_EQ(rate.batched_rows, 32);
   EXPECT_EQ(rate.measured, "linear 8 x 32 -> 64, weight gradient over 32 rows");
   EXPECT_GT(rate.batched_weight_flops_per_s, 0.0);
 }
 
 TEST(PlanCalibration, WithoutADeferredProductTheAccumulatingRateStandsForIt) {
-  model::ModelSpec spec;
-  spec.layers = {layer("linear", 64)};
-  kernels::KernelContext kernels;
   const CalibratedRate rate =
-      calibrate_gemm_rate(model::plan_model(spec, Shape{32}), 8, 1, kernels, Calibration::kQuick);
+      gemm_rate_of({layer("linear", 64)}, Shape{32}, 8, 1, Calibration::kQuick);
   EXPECT_EQ(rate.batched_rows, 8);
   EXPECT_EQ(rate.measured, "linear 8 x 32 -> 64");
   EXPECT_EQ(rate.batched_weight_flops_per_s, rate.weight_flops_per_s);
 }
 
 TEST(PlanCalibration, CountsEveryPositionOfAnExampleAsARow) {
-  model::ModelSpec spec;
-  spec.layers = {layer("linear", 32)};
-  kernels::KernelContext kernels;
-  const CalibratedRate rate =
-      calibrate_gemm_rate(model::plan_model(spec, Shape{5, 24}), 4, 1, kernels);
+  const CalibratedRate rate = gemm_rate_of({layer("linear", 32)}, Shape{5, 24}, 4, 1);
   EXPECT_EQ(rate.measured, "linear 20 x 24 -> 32");
 }
 
@@ -75,21 +74,14 @@ TEST(PlanCalibration, CyclesThroughCopiesOfTheWeightAsLargeAsTheModelsParameters
   // scaling_mlp's 16-row products ran 16-42% slower among its 24 weights than among 8, and two
   // ranks of 12 blocks each beside each other as slow as one of 24: the products cycle through
   // the whole model's weights, which the ranks on a host share the caches for.
-  model::ModelSpec spec;
-  for (int i = 0; i < 12; ++i) spec.layers.push_back(layer("linear", 256));
-  kernels::KernelContext kernels;
-  const CalibratedRate rate =
-      calibrate_gemm_rate(model::plan_model(spec, Shape{256}), 4, 1, kernels, Calibration::kQuick);
+  const CalibratedRate rate = gemm_rate_of(std::vector<model::LayerSpec>(12, layer("linear", 256)),
+                                           Shape{256}, 4, 1, Calibration::kQuick);
   EXPECT_EQ(rate.weight_copies, 12);
   EXPECT_GT(rate.flops_per_s, 0.0);
 }
 
 TEST(PlanCalibration, WithoutALinearLayerTimesTheSquareGemm) {
-  model::ModelSpec spec;
-  spec.layers = {layer("relu", 0)};
-  kernels::KernelContext kernels;
-  const CalibratedRate rate =
-      calibrate_gemm_rate(model::plan_model(spec, Shape{16}), 8, 2, kernels);
+  const CalibratedRate rate = gemm_rate_of({layer("relu", 0)}, Shape{16}, 8, 2);
   EXPECT_EQ(rate.measured, "1024^3 GEMM");
   EXPECT_GT(rate.flops_per_s, 0.0);
   EXPECT_EQ(rate.weight_flops_per_s, rate.flops_per_s);
@@ -97,14 +89,11 @@ TEST(PlanCalibration, WithoutALinearLayerTimesTheSquareGemm) {
 }
 
 TEST(PlanCalibration, ANetworkOfConvolutionsTimesTheSquareGemmNotItsLinearHead) {
-  model::ModelSpec spec;
-  spec.layers = {
-      testing::layer_spec(
-          "conv2d", {{"channels", int64_t{8}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}}),
-      testing::layer_spec("flatten", {}), layer("linear", 10)};
-  kernels::KernelContext kernels;
-  const CalibratedRate rate = calibrate_gemm_rate(model::plan_model(spec, Shape{4, 8, 8}), 4, 1,
-                                                  kernels, Calibration::kQuick);
+  const CalibratedRate rate = gemm_rate_of(
+      {testing::layer_spec(
+           "conv2d", {{"channels", int64_t{8}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}}),
+       testing::layer_spec("flatten", {}), layer("linear", 10)},
+      Shape{4, 8, 8}, 4, 1, Calibration::kQuick);
   EXPECT_EQ(rate.measured, "1024^3 GEMM");
 }
 
