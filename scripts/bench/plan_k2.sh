@@ -14,7 +14,9 @@
 #
 # Environment: ROUNDS (3), STEPS (20), PARTS ("deep schedules"), MPIPE_BIN, PLAN_ARGS (passed to
 # the plans beside the runs: "--calibrate" times them in the same minute as each run, which on a
-# machine whose speed drifts over minutes says more than the --calibrate steps timed at the end).
+# machine whose speed drifts over minutes says more than the --calibrate steps timed at the end),
+# BEFORE (an older mpipe binary: its plan too beside each run, right after this one's, and its
+# error in a column of its own).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${MPIPE_BIN:-build/release/apps/mpipe}
@@ -31,11 +33,13 @@ for part in ${PARTS:-deep schedules}; do
   echo "== $part"
   if [[ $part == deep ]]; then
     CONFIG=$deep STAGES=2 MICRO=16 THREADS=1 ROUNDS=$rounds STEPS=$steps PT_SCHEDULES="" \
+      PLAN_BEFORE=${BEFORE:-} \
       SCHEDULES="gpipe" MPIPE_BIN=$bin \
       scripts/bench/reference_schedules.sh | tee -a "$work/runs"
     cells+=("$deep 16 pipeline.schedule=gpipe")
   else
-    WEIGHT_GROUPS=8 ROUNDS=$rounds STEPS=$steps MPIPE_BIN=$bin scripts/bench/weight_groups.sh |
+    WEIGHT_GROUPS=8 ROUNDS=$rounds STEPS=$steps MPIPE_BIN=$bin PLAN_BEFORE=${BEFORE:-} \
+      scripts/bench/weight_groups.sh |
       tee -a "$work/runs"
     cells+=("configs/scaling_mlp.yaml 8 pipeline.schedule=gpipe")
     for schedule in zb_h1 zbv interleaved; do
@@ -66,18 +70,24 @@ echo "load after: $(uptime)"
 echo "== the plan against measured (batch 256; beside: the plans beside the runs, median of the rounds)"
 python3 - "$work/runs" "$work/calibrated" <<'PY'
 import re, statistics, sys
-runs, beside = {}, {}
+runs, beside, before = {}, {}, {}
 for line in open(sys.argv[1]):
     m = re.match(r"  (k2-\S+)\s+([\d.]+)\s.*\(predicted ([\d.]+) ms", line)
     if m:
         runs.setdefault(m.group(1), []).append(float(m.group(2)))
         beside.setdefault(m.group(1), []).append(float(m.group(3)))
+        b = re.search(r"; before ([\d.]+) ms", line)
+        if b:
+            before.setdefault(m.group(1), []).append(float(b.group(1)))
 calibrated = [float(line.split()[0]) for line in open(sys.argv[2]) if line.strip()]
 for i, cell in enumerate(runs):
     measured = 256e3 / statistics.median(runs[cell])
     near = statistics.median(beside[cell])
     line = "  %-58s measured %6.1f ms  beside %6.1f (%+5.1f%%)" % (
         cell.replace("pipeline.", ""), measured, near, 100 * (near / measured - 1))
+    if cell in before:
+        then = statistics.median(before[cell])
+        line += "  before %6.1f (%+5.1f%%)" % (then, 100 * (then / measured - 1))
     if i < len(calibrated):
         line += "  --calibrate %6.1f (%+5.1f%%)" % (calibrated[i], 100 * (calibrated[i] / measured - 1))
     print(line)

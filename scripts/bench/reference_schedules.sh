@@ -24,8 +24,9 @@
 # (3), STEPS (12), SCHEDULES ("gpipe 1f1b zb_h1"; an entry may add settings:
 # "gpipe:pipeline.balance=measured,log.every=1"), PT_SCHEDULES ("gpipe 1f1b interleaved izb";
 # empty: none), EXTRA (more --set arguments for every mpipe run), PLAN_ARGS (more mpipe plan
-# options), TRACE_DIR (where set: one traced K run per schedule at the first M, its trace.json
-# copied there), MPIPE_BIN, MPIRUN, PT_SCRIPT (default .portable/pt_schedules.py).
+# options), PLAN_BEFORE (an older mpipe binary: its predicted step too, right after this one's,
+# "before N ms"), TRACE_DIR (where set: one traced K run per schedule at the first M, its
+# trace.json copied there), MPIPE_BIN, MPIRUN, PT_SCRIPT (default .portable/pt_schedules.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 stages=${STAGES:-8}
@@ -115,15 +116,27 @@ PY
   grep -oE '(re-partitioned|kept) \[.*' "$dir.log" | head -1 | sed 's/^/      /' || true
 }
 
-# predicted ENTRY M: the planner's step (ms) and bubble for ENTRY at K stages and M micro-batches.
-predicted() {
+# plan_json BIN ENTRY M: BIN's plan of ENTRY at K stages and M micro-batches, as JSON.
+plan_json() {
   local -a set_args
-  mapfile -t set_args < <(settings "$1" | tr ' ' '\n')
-  "$bin" plan "$config" --stages "$stages" --micro-batches "$2" "${set_args[@]}" "${common[@]}" \
-    "${extra[@]}" "${plan_args[@]}" --json 2>/dev/null |
-    python3 -c 'import json,sys; p = json.load(sys.stdin)
-print("predicted %.1f ms, bubble %.1f%%" % (1e3 * p["step_s"], 100 * p["bubble_fraction"]))' ||
-    echo "predicted ?"
+  mapfile -t set_args < <(settings "$2" | tr ' ' '\n')
+  "$1" plan "$config" --stages "$stages" --micro-batches "$3" "${set_args[@]}" "${common[@]}" \
+    "${extra[@]}" "${plan_args[@]}" --json 2>/dev/null
+}
+
+# predicted ENTRY M: the planner's step (ms) and bubble for ENTRY at K stages and M micro-batches
+# (and PLAN_BEFORE's step).
+predicted() {
+  local line
+  line=$(plan_json "$bin" "$1" "$2" | python3 -c 'import json,sys; p = json.load(sys.stdin)
+print("predicted %.1f ms, bubble %.1f%%" % (1e3 * p["step_s"], 100 * p["bubble_fraction"]))') ||
+    line="predicted ?"
+  if [[ -n "${PLAN_BEFORE:-}" ]]; then
+    line+="; before $(plan_json "$PLAN_BEFORE" "$1" "$2" |
+      python3 -c 'import json,sys; print("%.1f ms" % (1e3 * json.load(sys.stdin)["step_s"]))' ||
+      echo "?")"
+  fi
+  echo "$line"
 }
 
 has_torch=0
