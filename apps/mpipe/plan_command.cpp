@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "checkpoint/atomic_file.h"
 #include "config/byte_size.h"
 #include "config/experiment.h"
 #include "config/link_rate.h"
@@ -22,6 +23,7 @@
 #include "train/pipeline_plan.h"
 #include "train/plan_calibration.h"
 #include "train/plan_report.h"
+#include "train/plan_trace.h"
 #include "train/virtual_stage_rules.h"
 
 namespace mpipe::app {
@@ -66,6 +68,11 @@ PlanCommand::PlanCommand(CLI::App& app) {
                  "optimizer step over a rank's parameters); the same output on every machine")
       ->excludes("--calibrate");
   app_->add_flag("--json", json_, "Print the plan as one JSON object");
+  app_->add_option("--trace", trace_path_,
+                   "Write the predicted step's timeline to this file, in the format of a run's "
+                   "trace.json (scripts/plot_timeline.py draws it)")
+      ->check(kNotEmpty)
+      ->type_name("FILE");
 }
 
 int PlanCommand::run() {
@@ -141,6 +148,15 @@ int PlanCommand::run() {
               : fmt::format(", {:.1f} GB/s (element-wise, {})",
                             measured.elementwise_bytes_per_s / 1e9, measured.elementwise_measured)
                     .c_str());
+    }
+  }
+  if (app_->count("--trace")) {
+    // Written whole or not at all (a temporary file renamed into place), before the report.
+    const std::string trace = train::plan_trace(plan).dump() + "\n";
+    try {
+      checkpoint::write_file_atomically(trace_path_, trace);
+    } catch (const Error& e) {
+      throw InputError(fmt::format("--trace: {}", e.what()));
     }
   }
   const train::PlanReport report{.experiment = experiment,

@@ -28,6 +28,7 @@ class PlanCommand {
   bool assumed_rates_ = false;  // --assumed-rates
   std::string memory_limit_;
   bool json_ = false;
+  std::string trace_path_;  // --trace
 };
 
 }  // namespace mpipe::app

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/test_stop.h"
+#include "pipeline/op_trace_kind.h"
 
 namespace mpipe::pipeline {
 namespace {
@@ -207,28 +208,9 @@ LossTotals Executor::train_step(const plan::Program& program, const plan::RankMe
 
 void Executor::trace_op(const plan::Op& op, Clock::time_point start, Clock::time_point end,
                         int64_t bytes) {
-  const auto span = [&](log::TraceKind kind) {
-    trace_->span(kind, op.micro_batch, start, end, op.chunk, bytes);
-  };
-  switch (op.kind) {
-    case plan::OpKind::kRecvActivation:
-      return span(log::TraceKind::kRecvActivation);
-    case plan::OpKind::kForward:
-      return span(log::TraceKind::kForward);
-    case plan::OpKind::kSendActivation:
-      return span(log::TraceKind::kSendActivation);
-    case plan::OpKind::kRecvGrad:
-      return span(log::TraceKind::kRecvGradient);
-    case plan::OpKind::kBackward:
-    case plan::OpKind::kBackwardInput:  // zb_h1's I<m> shows as B<m>, its W<m> as a W of its own
-      return trace_->backward_ended(end);
-    case plan::OpKind::kBackwardWeight:
-      return span(log::TraceKind::kWeightGrad);
-    case plan::OpKind::kWeightGradsBatched:  // a group's (WB<m>, m its last), or -1: every one (W)
-      return span(op.micro_batch < 0 ? log::TraceKind::kWeightGrad : log::TraceKind::kWeightGroup);
-    case plan::OpKind::kSendGrad:
-      return span(log::TraceKind::kSendGradient);
-  }
+  // A backward (B, or I) ends the backward the recorder began, closing its recomputes.
+  if (plan::is_input_backward(op.kind)) return trace_->backward_ended(end);
+  trace_->span(op_trace_kind(op), op.micro_batch, start, end, op.chunk, bytes);
 }
 
 int64_t Executor::run_op(const plan::Op& op, const RoundPlan& plan, const MicroBatchData& data,

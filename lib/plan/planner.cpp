@@ -404,7 +404,8 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     options.send_latency = rates.link_latency_s;
     options.send_transfer = largest_boundary / rates.link_bytes_per_s;
   }
-  const SimulationResult result = simulate(programs, options);
+  out.timeline = simulate(programs, options);
+  const SimulationResult& result = out.timeline;
   double compute = 0.0, largest = 0.0, step_end = result.makespan;
   std::vector<double> rank_optimizer_s(static_cast<size_t>(c.placement.num_ranks), 0.0);
   for (int s = 0; s < c.num_stages; ++s) {

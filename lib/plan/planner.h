@@ -17,6 +17,7 @@
 #include "plan/partition.h"
 #include "plan/partitioner.h"
 #include "plan/pipeline_config.h"
+#include "plan/simulator.h"
 
 namespace mpipe::plan {
 
@@ -146,7 +147,11 @@ struct PipelinePlan {
   int64_t micro_batch_rows = 0;
   double bubble_fraction = 0.0;  // idle share of the pipeline (timeline simulation)
   double step_s = 0.0;           // simulated pipeline + slowest optimizer step + allreduce (D > 1)
-  double samples_per_s = 0.0;    // batch_size / step_s
+  // The simulated step's timeline (K ranks, times in seconds from the step's start): each rank's
+  // compute ops and the receives it waited on, as the step's prediction ran them (`mpipe plan
+  // --trace` draws it: train::plan_trace).
+  SimulationResult timeline;
+  double samples_per_s = 0.0;        // batch_size / step_s
   double largest_stage_share = 0.0;  // the slowest stage's share of all compute
   // One line when the plan cannot run within the memory limit (the partition shown is then the
   // one with the smallest peak); empty when it can.

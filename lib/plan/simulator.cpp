@@ -140,6 +140,9 @@ bool advance(int rank, const Program& program, const Placement& placement, int m
         Mailbox& mailbox = activation ? self.activations_in : self.grads_in;
         auto message = mailbox.find(own);
         if (message == mailbox.end()) return progressed;
+        if (message->second > self.clock) {
+          timeline.waits.push_back({op, self.clock, message->second});
+        }
         self.clock = std::max(self.clock, message->second);
         mailbox.erase(message);
         (activation ? self.received_activations : self.received_grads)[from.rank].push_back(own);

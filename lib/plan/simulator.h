@@ -42,7 +42,8 @@ struct SimulationOptions {
   double input_backward(int stage) const { return backward(stage) - weight(stage); }
 };
 
-// One compute op (F, B, I, W or WB) as it ran: [start, end) in time units.
+// One compute op (F, B, I, W or WB) as it ran, or a receive the rank waited on: [start, end) in
+// time units.
 struct TimedOp {
   Op op;
   double start = 0.0;
@@ -53,6 +54,9 @@ struct TimedOp {
 // per chunk it is in).
 struct RankTimeline {
   std::vector<TimedOp> compute;  // in program order
+  // The receives the rank reached before their message had arrived, in program order: from when
+  // it reached the receive to the arrival (the idle time before the ops that follow).
+  std::vector<TimedOp> waits;
   double busy_time = 0.0;        // sum of compute durations
   int peak_in_flight = 0;        // most micro-batches forwarded but not yet backwarded (B or I)
   int peak_pending_weights = 0;  // most micro-batches past their I whose W has not yet run

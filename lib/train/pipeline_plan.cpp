@@ -86,6 +86,7 @@ plan::PipelinePlan retimed(const config::Experiment& experiment, const model::Mo
   out.step_s = timed.step_s;
   out.samples_per_s = timed.samples_per_s;
   out.largest_stage_share = timed.largest_stage_share;
+  out.timeline = timed.timeline;
   out.rates = rates;
   return out;
 }

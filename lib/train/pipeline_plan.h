@@ -36,9 +36,9 @@ plan::PipelinePlan plan_experiment(const config::Experiment& experiment,
 
 // `decided` (its partition, schedule, chunks, recompute mode and weight gradients, chosen at its
 // own rates, as `mpipe train` chooses them) with its times predicted at `rates` instead: each
-// stage's compute and optimizer time, the bubble, the step and samples/s (`mpipe plan`'s
-// prediction at this machine's measured rates). Its memory, problem, advice and schedule
-// candidates stay `decided`'s.
+// stage's compute and optimizer time, the bubble, the step, samples/s and the simulated timeline
+// (`mpipe plan`'s prediction at this machine's measured rates). Its memory, problem, advice and
+// schedule candidates stay `decided`'s.
 plan::PipelinePlan retimed(const config::Experiment& experiment, const model::ModelPlan& plan,
                            const plan::PipelinePlan& decided, int num_replicas,
                            const plan::MachineRates& rates);

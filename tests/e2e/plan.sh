@@ -3,7 +3,8 @@
 # auto chooses the mode by the limit, threads per rank divide the predicted compute (not the
 # partition), the times are predicted at this machine's measured rates (the plan chosen at the
 # assumed ones), schedule: auto shows its candidates and runs its choice, a plan over the memory limit
-# exits 5, and its option errors are one line with exit status 2.
+# exits 5, its option errors are one line with exit status 2, and --trace writes the predicted
+# step's timeline as a run's trace.json.
 source "$(dirname "$0")/lib.sh"
 configs=$(dirname "$0")/../../configs
 
@@ -158,6 +159,45 @@ assert slow["rates"]["flops_per_s"] != fast["rates"]["flops_per_s"], slow["rates
 assert slow["rates_source"].startswith("measured in ") and "(--calibrate)" in slow["rates_source"]
 assert slow["step_s"] > fast["step_s"], (slow["step_s"], fast["step_s"])
 PY
+# --trace FILE: the predicted step's timeline as a run's trace.json has it, written beside --json's
+# output (scaling_mlp at K = 2, M = 4, 1F1B: every rank's F and B of each micro-batch on its compute
+# track, each rank's optimizer last, ending at the predicted step), which scripts/plot_timeline.py
+# draws (not checked without matplotlib, which scripts.plot_timeline skips on); a file it cannot
+# write is one line naming it, exit status 2, and nothing left behind.
+"$MPIPE" plan "$configs/scaling_mlp.yaml" --stages 2 --micro-batches 4 --assumed-rates \
+  --set pipeline.schedule=1f1b --trace "$WORK/plan_trace.json" --json > "$WORK/traced.json"
+/usr/bin/python3 - "$WORK/traced.json" "$WORK/plan_trace.json" <<'PY' || { echo "FAILED: plan --trace"; exit 1; }
+import json, sys
+plan = json.load(open(sys.argv[1]))
+events = json.load(open(sys.argv[2]))["traceEvents"]
+names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+assert names == {0: "rank 0: stage 0, replica 0", 1: "rank 1: stage 1, replica 0"}, names
+for pid in (0, 1):
+    spans = [e for e in events if e["ph"] == "X" and e["pid"] == pid]
+    compute = [e["name"] for e in spans if e["tid"] == 0]
+    assert all(e["args"]["step"] == 1 for e in spans), spans
+    for m in range(4):
+        assert compute.count(f"F{m}") == 1 and compute.count(f"B{m}") == 1, compute
+    assert compute[-1] == "optimizer", compute
+    assert all(e["name"] in ("RA0", "RG0", "RA1", "RG1", "RA2", "RG2", "RA3", "RG3", "loss allreduce")
+               for e in spans if e["tid"] == 1), spans
+end_us = max(e["ts"] + e["dur"] for e in events if e["ph"] == "X")
+assert abs(end_us - 1e6 * plan["step_s"]) < 1e-6 * end_us, (end_us, plan["step_s"])
+PY
+if /usr/bin/python3 -c 'import matplotlib' 2> /dev/null; then
+  /usr/bin/python3 "$(dirname "$0")/../../scripts/plot_timeline.py" "$WORK/plan_trace.json" > /dev/null
+  [[ -s $WORK/plan_trace.png ]] || { echo "FAILED: plot_timeline.py drew no plan_trace.png"; exit 1; }
+else
+  echo "matplotlib is missing: plan_trace.json not drawn"
+fi
+plan_error "--trace: $WORK/missing/plan.json: cannot create: No such file or directory" \
+  "$configs/scaling_mlp.yaml" --stages 2 --assumed-rates --trace "$WORK/missing/plan.json"
+mkdir "$WORK/folder.json"
+plan_error "--trace: $WORK/folder.json: cannot rename into place: Is a directory" \
+  "$configs/scaling_mlp.yaml" --stages 2 --assumed-rates --trace "$WORK/folder.json" --json
+left=$(find "$WORK" -name '*.tmp-*')
+[[ ! -e $WORK/missing && -z $(ls -A "$WORK/folder.json") && -z $left ]] ||
+  { echo "FAILED: plan --trace left $left"; exit 1; }
 # pipeline.schedule: auto: one row per schedule weighed (step, bubble, peak per stage), the chosen
 # one marked, and the same choice in the JSON; nothing within the limit: the smallest need.
 "$MPIPE" plan "$configs/transformer_deep.yaml" --stages 4 --set pipeline.schedule=auto \

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -393,6 +394,28 @@ TEST(Planner, StageStateIsParametersGradientsAndOptimizerSlots) {
   EXPECT_GT(p.step_s, 0.0);
   EXPECT_DOUBLE_EQ(p.samples_per_s, 32.0 / p.step_s);
   EXPECT_GT(p.bubble_fraction, 0.0);
+}
+
+// The plan keeps the timeline its step was predicted from: every rank's compute ops of the
+// schedule's programs, in seconds, ending at the simulated pipeline's end.
+TEST(Planner, KeepsTheSimulatedTimelineOfItsStep) {
+  const PipelinePlan p = plan_of(uneven_model(), kUnevenInput, request(2, PartitionMode::kAuto));
+  ASSERT_EQ(p.timeline.ranks.size(), 2u);
+  EXPECT_FALSE(p.timeline.deadlocked());
+  EXPECT_DOUBLE_EQ(p.timeline.bubble_fraction, p.bubble_fraction);
+  double end = 0.0;
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<TimedOp>& ops = p.timeline.ranks[static_cast<size_t>(r)].compute;
+    const Program program = make_program(p.schedule, 2, 4, r, 1, p.weight_grads, p.weight_group);
+    Program compute;
+    std::ranges::copy_if(program, std::back_inserter(compute),
+                         [](const Op& op) { return !is_send(op.kind) && !is_receive(op.kind); });
+    ASSERT_EQ(ops.size(), compute.size()) << r;
+    for (size_t i = 0; i < ops.size(); ++i) EXPECT_EQ(ops[i].op, compute[i]) << r << " " << i;
+    end = std::max(end, ops.back().end);
+  }
+  EXPECT_DOUBLE_EQ(end, p.timeline.makespan);
+  EXPECT_LT(p.timeline.makespan, p.step_s);  // the step adds the optimizer phase
 }
 
 TEST(Planner, TheOptimizerPhaseMakesItsPassesOverTheParametersAtTheMemoryRate) {

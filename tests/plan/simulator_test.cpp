@@ -164,6 +164,25 @@ TEST(Simulator, RecordsComputeTimesOfTwoStageGpipe) {
   EXPECT_NEAR(result.bubble_fraction, 1.0 / 3.0, 1e-12);
 }
 
+// The same timeline's idle time: each receive a rank reached before its message, from then to the
+// arrival; a message already there is no wait.
+TEST(Simulator, RecordsTheReceivesARankWaitsOn) {
+  const SimulationResult result = simulate(programs_for(ScheduleKind::kGpipe, 2, 2));
+  // Stage 1 waits for F0's activation (stage 0's F0 ends at 1); F1's is there at 2, when its F0
+  // ends. Stage 0 waits from its F1's end (2) for B0's gradient (stage 1's B0 ends at 5); B1's
+  // arrives at 7, when its B0 ends.
+  const std::vector<TimedOp>& stage1 = result.ranks[1].waits;
+  ASSERT_EQ(stage1.size(), 1u);
+  EXPECT_EQ(stage1[0].op, RA(0));
+  EXPECT_DOUBLE_EQ(stage1[0].start, 0.0);
+  EXPECT_DOUBLE_EQ(stage1[0].end, 1.0);
+  const std::vector<TimedOp>& stage0 = result.ranks[0].waits;
+  ASSERT_EQ(stage0.size(), 1u);
+  EXPECT_EQ(stage0[0].op, RG(0));
+  EXPECT_DOUBLE_EQ(stage0[0].start, 2.0);
+  EXPECT_DOUBLE_EQ(stage0[0].end, 5.0);
+}
+
 TEST(Simulator, PerStageTimesReplaceTheUniformOnes) {
   SimulationOptions options;
   options.stage_forward_times = {1.0, 3.0};

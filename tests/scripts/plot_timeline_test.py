@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """scripts/plot_timeline.py: the recompute hatching shows over the backward that holds it, the
 W legend names what the trace's W events are (batched, one micro-batch's under zb_h1, or
-groups'), and the events of a rank's chunks (interleaved, zbv: "F3.1") are drawn as their op,
-labelled with their chunk."""
+groups'), the events of a rank's chunks (interleaved, zbv: "F3.1") are drawn as their op,
+labelled with their chunk; a trace file is drawn beside itself, and --compare draws a second
+trace's ranks below the first's."""
 import importlib.util
 import json
 import os
@@ -41,6 +42,37 @@ def recompute_pixels(trace_events):
     return int(close.sum())
 
 
+def write_trace(path, trace_events):
+    events = [{"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "rank 0"}}]
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump({"traceEvents": events + trace_events}, file)
+
+
+def drawn_height(*arguments):
+    """Runs the script with `arguments`; the height in pixels of the PNG it names."""
+    import matplotlib.image
+
+    done = subprocess.run([sys.executable, SCRIPT, *arguments], check=True, capture_output=True,
+                          text=True)
+    return matplotlib.image.imread(done.stdout.strip()).shape[0]
+
+
+def compare_draws_both_traces():
+    """A trace file (a plan's) is drawn to FILE.png; a run's above it in one figure, one row more."""
+    with tempfile.TemporaryDirectory() as work:
+        run_dir = os.path.join(work, "run")
+        os.mkdir(run_dir)
+        write_trace(os.path.join(run_dir, "trace.json"),
+                    [span("F0", 0, 1000, 0), span("B0", 1000, 2000, 0)])
+        plan = os.path.join(work, "plan.json")
+        write_trace(plan, [span("F0", 0, 900, 0), span("B0", 900, 1800, 0)])
+        one = drawn_height(plan)
+        assert os.path.isfile(os.path.join(work, "plan.png"))
+        both = drawn_height(run_dir, "--compare", plan, "--step", "5", "-o",
+                            os.path.join(work, "both.png"))
+        assert both > one, f"--compare drew {both} pixels high, one trace {one}"
+
+
 def main():
     try:
         import matplotlib  # noqa: F401
@@ -73,7 +105,9 @@ def main():
     box = plot_timeline.box_label
     assert [box(span("F3.1", 0, 10, 3, 1)), box(span("F3", 0, 10, 3, 0)), box(span("W.1", 0, 10))] \
         == ["3.1", "3", None]
-    print("plot_timeline: recompute hatched over B, W labelled by what it is, chunks labelled")
+    compare_draws_both_traces()
+    print("plot_timeline: recompute hatched over B, W labelled by what it is, chunks labelled, "
+          "a trace file drawn, --compare below")
 
 
 if __name__ == "__main__":

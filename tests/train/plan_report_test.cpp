@@ -168,6 +168,9 @@ TEST(PipelinePlan, RetimedKeepsThePlanAndPredictsItsTimesAtTheMeasuredRates) {
   EXPECT_DOUBLE_EQ(timed.step_s, expected.step_s);
   EXPECT_DOUBLE_EQ(timed.samples_per_s, expected.samples_per_s);
   EXPECT_DOUBLE_EQ(timed.bubble_fraction, expected.bubble_fraction);
+  // ... and its timeline (what `mpipe plan --trace` draws).
+  EXPECT_DOUBLE_EQ(timed.timeline.makespan, expected.timeline.makespan);
+  EXPECT_LT(timed.timeline.makespan, decided.timeline.makespan);
   EXPECT_LT(timed.step_s, decided.step_s);
   EXPECT_GT(timed.step_s, decided.step_s / 2);  // the links do not speed up
 }
