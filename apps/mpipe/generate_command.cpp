@@ -36,7 +36,7 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
       ->capture_default_str();
   app_->add_option("--top-k", options_.sampling.top_k,
                    "Draw only from the k most likely tokens (0 = all)")
-      ->check(unnamed(CLI::NonNegativeNumber))
+      ->check(non_negative_integer("0 = all"))
       ->capture_default_str();
   app_->add_option("--top-p", options_.sampling.top_p,
                    "Draw only from the fewest most likely tokens whose probabilities add up to "

@@ -209,6 +209,16 @@ alone() {
 alone negative_rtol \
   "--rtol: must be a number >= 0 (0 = bit-identical), got -1 (\`mpipe compare --help\` lists the options)" \
   compare a.safetensors b.safetensors --rtol -1
+# Integer options say what they take (CLI11's own check printed its bound in 309 digits).
+alone export_negative_step \
+  "--step: must be an integer >= 0, got -1 (\`mpipe export --help\` lists the options)" \
+  export "$WORK/run" "$WORK/w.safetensors" --step -1
+alone export_fractional_step \
+  "--step: must be an integer >= 0, got 1.5 (\`mpipe export --help\` lists the options)" \
+  export "$WORK/run" "$WORK/w.safetensors" --step 1.5
+alone generate_negative_top_k \
+  "--top-k: must be an integer >= 0 (0 = all), got -1 (\`mpipe generate --help\` lists the options)" \
+  generate "$mlp" --weights w.safetensors --top-k -1
 alone empty_name "--name: must not be empty (\`mpipe submit --help\` lists the options)" \
   submit "$WORK/spool" "$mlp" --name ''
 [[ ! -e "$WORK/spool" ]] || { echo "FAILED: submit --name '' created the spool"; exit 1; }
