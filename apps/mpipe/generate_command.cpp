@@ -10,6 +10,7 @@
 #include "config/experiment.h"
 #include "config/stored_settings.h"
 #include "core/error.h"
+#include "job/data_paths.h"
 #include "kernels/context.h"
 #include "option_checks.h"
 #include "tokenize/tokenizer.h"
@@ -51,6 +52,7 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
 
 int GenerateCommand::run() {
   config::Experiment experiment = config::load_experiment(config_path_, overrides_);
+  if (experiment.data.kind == data::DatasetKind::kTokens) job::check_tokenizer_path(experiment);
   checkpoint::SafetensorsFile weights = checkpoint::read_safetensors(weights_path_);
   // The model the weights were trained as, where the export records it; the YAML's otherwise.
   std::string model_source = config_path_;

@@ -20,6 +20,7 @@
 #include "core/byte_format.h"
 #include "core/error.h"
 #include "core/system_memory.h"
+#include "job/data_paths.h"
 #include "kernels/precision.h"
 #include "log/metrics_writer.h"
 #include "model/model_builder.h"
@@ -216,6 +217,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     plan::check_batch_split(experiment.train.batch_size, experiment.pipeline.micro_batches,
                             topology.num_replicas, experiment.where("train.batch_size"));
     check_dataset_memory(experiment);
+    check_data_paths(experiment);
     result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
     result.dataset->check_contents(world.rank(), world.size());  // each rank its share
     const model::ModelPlan& plan = result.plan.model =
@@ -287,6 +289,7 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
   config::Experiment experiment = config::load_experiment(config_path, overrides);
   plan_for_any_world(experiment, 0);
   check_dataset_memory(experiment);
+  check_data_paths(experiment);
   const auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   dataset->check_contents(0, 1);
   const model::ModelPlan plan = model::plan_model(experiment.model, train::model_inputs(*dataset));

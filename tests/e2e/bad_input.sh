@@ -119,6 +119,12 @@ pipeline.memory_limit); at most 1060 fit" "$evaluated"
 rejected export_missing "$WORK/nowhere/w.safetensors: --export-weights: the folder $WORK/nowhere does not exist" \
   "$mlp" --export-weights "$WORK/nowhere/w.safetensors"
 rejected export_folder "$WORK: --export-weights is a directory, not a file" "$mlp" --export-weights "$WORK"
+# Data that is not there: the key's file and line, and the working directory of a relative path
+# (a config's runs/kjv/... read from another folder said only "data.train: no file matches").
+printf 'model:\n  layers:\n    - {type: embedding, vocab: 16, dim: 8}\n    - {type: linear, units: 16}\ndata:\n  dataset: tokens\n  train: nowhere/train_*.bin\n  val: nowhere/val_*.bin\n  tokenizer: nowhere/tokenizer.model\n  seq_len: 8\npipeline: {stages: 2}\n' \
+  > "$WORK/no_shards.yaml"
+rejected no_shards "no_shards.yaml:7: data.train: no file matches 'nowhere/train_*.bin' (a relative path, read from the working directory $PWD)" \
+  "$WORK/no_shards.yaml"
 touch "$WORK/file"
 RUN_DIR=$WORK/file/run rejected run_dir_file \
   "$WORK/file/run: cannot create run directory: $WORK/file is not a directory" "$mlp"
@@ -219,6 +225,11 @@ alone export_fractional_step \
 alone generate_negative_top_k \
   "--top-k: must be an integer >= 0 (0 = all), got -1 (\`mpipe generate --help\` lists the options)" \
   generate "$mlp" --weights w.safetensors --top-k -1
+# generate reads no shards, but the tokenizer: named as train names it (it said only
+# "nowhere/tokenizer.model: cannot open").
+alone generate_no_tokenizer \
+  "no_shards.yaml:9: data.tokenizer: nowhere/tokenizer.model does not exist (a relative path, read from the working directory $PWD)" \
+  generate "$WORK/no_shards.yaml" --weights "$WORK/lm.safetensors"
 alone empty_name "--name: must not be empty (\`mpipe submit --help\` lists the options)" \
   submit "$WORK/spool" "$mlp" --name ''
 [[ ! -e "$WORK/spool" ]] || { echo "FAILED: submit --name '' created the spool"; exit 1; }
