@@ -46,6 +46,7 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
       ->capture_default_str();
   app_->add_option("--seed", options_.seed,
                    "Random seed of the draws (docs/design/inference.md, \"Sampling text\")")
+      ->check(non_negative_integer())
       ->capture_default_str();
   app_->add_option("--set", overrides_, "Override a config key: key.path=value");
 }

@@ -225,6 +225,10 @@ alone export_fractional_step \
 alone generate_negative_top_k \
   "--top-k: must be an integer >= 0 (0 = all), got -1 (\`mpipe generate --help\` lists the options)" \
   generate "$mlp" --weights w.safetensors --top-k -1
+# (A negative --seed was taken as 2^64 - 1, where train.seed refuses it.)
+alone generate_negative_seed \
+  "--seed: must be an integer >= 0, got -1 (\`mpipe generate --help\` lists the options)" \
+  generate "$mlp" --weights w.safetensors --seed -1
 # generate reads no shards, but the tokenizer: named as train names it (it said only
 # "nowhere/tokenizer.model: cannot open").
 alone generate_no_tokenizer \
