@@ -22,7 +22,7 @@ ExportCommand::ExportCommand(CLI::App& app) {
       ->check(kNotEmpty);
   app_->add_option("--step", step_,
                    "The checkpoint's step (default: the newest committed checkpoint)")
-      ->check(unnamed(CLI::NonNegativeNumber));
+      ->check(non_negative_integer());
 }
 
 int ExportCommand::run() {

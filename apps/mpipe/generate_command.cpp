@@ -10,6 +10,7 @@
 #include "config/experiment.h"
 #include "config/stored_settings.h"
 #include "core/error.h"
+#include "job/data_paths.h"
 #include "kernels/context.h"
 #include "option_checks.h"
 #include "tokenize/tokenizer.h"
@@ -36,7 +37,7 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
       ->capture_default_str();
   app_->add_option("--top-k", options_.sampling.top_k,
                    "Draw only from the k most likely tokens (0 = all)")
-      ->check(unnamed(CLI::NonNegativeNumber))
+      ->check(non_negative_integer("0 = all"))
       ->capture_default_str();
   app_->add_option("--top-p", options_.sampling.top_p,
                    "Draw only from the fewest most likely tokens whose probabilities add up to "
@@ -45,12 +46,14 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
       ->capture_default_str();
   app_->add_option("--seed", options_.seed,
                    "Random seed of the draws (docs/design/inference.md, \"Sampling text\")")
+      ->check(non_negative_integer())
       ->capture_default_str();
   app_->add_option("--set", overrides_, "Override a config key: key.path=value");
 }
 
 int GenerateCommand::run() {
   config::Experiment experiment = config::load_experiment(config_path_, overrides_);
+  if (experiment.data.kind == data::DatasetKind::kTokens) job::check_tokenizer_path(experiment);
   checkpoint::SafetensorsFile weights = checkpoint::read_safetensors(weights_path_);
   // The model the weights were trained as, where the export records it; the YAML's otherwise.
   std::string model_source = config_path_;

@@ -2,6 +2,7 @@
 #include "option_checks.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace mpipe::app {
 
@@ -20,6 +21,18 @@ CLI::Validator non_negative_number(const std::string& zero) {
                    : "must be a number >= 0 (" + zero + "), got " + text;
       },
       "");  // the option's help says what 0 means
+}
+
+CLI::Validator non_negative_integer(const std::string& zero) {
+  const std::string what = zero.empty() ? "an integer >= 0" : "an integer >= 0 (" + zero + ")";
+  return CLI::Validator(
+      [what](const std::string& text) {
+        int64_t value = 0;
+        return CLI::detail::lexical_cast(text, value) && value >= 0
+                   ? std::string()
+                   : "must be " + what + ", got " + text;
+      },
+      "");
 }
 
 }  // namespace mpipe::app

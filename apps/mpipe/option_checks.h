@@ -16,4 +16,8 @@ extern const CLI::Validator kNotEmpty;
 // A finite number >= 0; `zero` says what 0 means, e.g. "0 = greedy".
 CLI::Validator non_negative_number(const std::string& zero);
 
+// An integer >= 0: "must be an integer >= 0, got -1" (CLI11's own NonNegativeNumber printed its
+// bound, 1.8e308, in 309 digits); `zero`, when not empty, says what 0 means, e.g. "0 = all".
+CLI::Validator non_negative_integer(const std::string& zero = "");
+
 }  // namespace mpipe::app

@@ -24,6 +24,7 @@
 #include "child_process.h"
 #include "core/error.h"
 #include "host_probes.h"
+#include "option_checks.h"
 #include "supervise/grow_back.h"
 #include "supervise/host_list.h"
 #include "supervise/job_outcome.h"
@@ -115,7 +116,7 @@ SuperviseCommand::SuperviseCommand(CLI::App& app) {
           ""));
   app_->add_option("--max-restarts", max_restarts_, "Relaunch at most this many times")
       ->capture_default_str()
-      ->check(number_check("an integer >= 0", [](double value) { return value >= 0; }));
+      ->check(non_negative_integer());
   app_->add_option("--mpirun", mpirun_, "The mpirun to run (looked up on the PATH)")
       ->capture_default_str();
   app_->add_option("--mpirun-args", mpirun_args_,

@@ -11,6 +11,7 @@
 #include "checkpoint/safetensors.h"
 #include "core/error.h"
 #include "data/dataset.h"
+#include "job/data_paths.h"
 #include "job/translate_job.h"
 #include "kernels/context.h"
 #include "option_checks.h"
@@ -88,6 +89,7 @@ int TranslateCommand::run() {
   check_input(experiment.data.kind == data::DatasetKind::kPairs,
               "{}: translate needs a translation model, trained on data.dataset: pairs, not {}",
               experiment.where("data.dataset"), name_of(data::kDatasetNames, experiment.data.kind));
+  job::check_tokenizer_path(experiment);
   const std::string& model = experiment.data.tokenizer;
   const tokenize::Tokenizer tokenizer = tokenize::Tokenizer::load(model);
   std::vector<std::string> references;

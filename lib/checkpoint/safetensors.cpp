@@ -256,7 +256,9 @@ Header::Header(const std::string& path) : in(path, "not a regular file"), file_b
               path, file_bytes);
   uint64_t header_bytes = 0;
   read_at(in, 0, &header_bytes, 8);
-  check_input(header_bytes <= kMaxHeaderBytes, "{}: header length {} is implausible (limit {})",
+  check_input(header_bytes <= kMaxHeaderBytes,
+              "{}: not a safetensors file: its first 8 bytes, the header's length, read {}, over "
+              "the limit of {}",
               path, header_bytes, kMaxHeaderBytes);
   check_input(header_bytes <= file_bytes - 8,
               "{}: truncated: header says {} bytes of header, file has {} after the length", path,

@@ -20,6 +20,7 @@
 #include "core/byte_format.h"
 #include "core/error.h"
 #include "core/system_memory.h"
+#include "job/data_paths.h"
 #include "kernels/precision.h"
 #include "log/metrics_writer.h"
 #include "model/model_builder.h"
@@ -152,13 +153,22 @@ void check_dataset_memory(const config::Experiment& experiment) {
               experiment.where("data.num_examples"), format_bytes(bytes), format_bytes(available));
 }
 
-// K and D from the config and the world size; errors name the file.
+// K and D from the config and the world size; errors name the file. An evaluation (mpipe eval,
+// translate) gives the same result on any layout, so its error says which one fits this world.
 comm::Topology resolve_topology(const config::Experiment& experiment,
-                                const comm::Communicator& world) {
+                                const comm::Communicator& world, bool evaluating) {
   try {
     return train::resolve_topology(experiment.pipeline, world.rank(), world.size());
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: {}", experiment.source, e.what()));
+    const std::string layout =
+        evaluating
+            ? fmt::format(
+                  "; the result is the same on any layout: give --set "
+                  "pipeline.stages={}{}",
+                  world.size(),
+                  experiment.pipeline.data_parallel <= 1 ? "" : " --set pipeline.data_parallel=1")
+            : "";
+    throw InputError(fmt::format("{}: {}{}", experiment.source, e.what(), layout));
   }
 }
 
@@ -207,7 +217,8 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
       throw InputError(*problem);
     }
     if (!inputs.resuming && !inputs.evaluating) check_run_dir_is_fresh(inputs.run_dir);
-    const comm::Topology& topology = result.plan.topology = resolve_topology(experiment, world);
+    const comm::Topology& topology = result.plan.topology =
+        resolve_topology(experiment, world, inputs.evaluating);
     if (!inputs.evaluating) {
       for (const WritePlace& place : write_places(inputs, topology, world.rank() == 0)) {
         check_writable(place);
@@ -216,6 +227,7 @@ PreflightResult preflight_train(const TrainInputs& inputs, const comm::Communica
     plan::check_batch_split(experiment.train.batch_size, experiment.pipeline.micro_batches,
                             topology.num_replicas, experiment.where("train.batch_size"));
     check_dataset_memory(experiment);
+    check_data_paths(experiment);
     result.dataset = data::make_dataset(experiment.data, experiment.train.seed);
     result.dataset->check_contents(world.rank(), world.size());  // each rank its share
     const model::ModelPlan& plan = result.plan.model =
@@ -287,6 +299,7 @@ config::Experiment check_experiment_for_any_world(const std::string& config_path
   config::Experiment experiment = config::load_experiment(config_path, overrides);
   plan_for_any_world(experiment, 0);
   check_dataset_memory(experiment);
+  check_data_paths(experiment);
   const auto dataset = data::make_dataset(experiment.data, experiment.train.seed);
   dataset->check_contents(0, 1);
   const model::ModelPlan plan = model::plan_model(experiment.model, train::model_inputs(*dataset));

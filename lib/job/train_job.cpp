@@ -136,7 +136,16 @@ TrainOutcome run_train_job(TrainInputs inputs, train::RunOptions options,
   const std::string restored =
       inputs.stored_settings ? restore_stored_settings(inputs, world) : std::string();
   inputs.resumed_weight_grads = resumed_weight_grads(inputs, world);
-  PreflightResult checked = preflight_train(inputs, world);
+  PreflightResult checked = [&] {
+    try {
+      return preflight_train(inputs, world);
+    } catch (const AgreedError&) {
+      // A restored setting may be what fails (a layout a resume's --set fixed, on another world
+      // size): say which values are the run's, not the file's, before the error.
+      if (world.rank() == 0 && !restored.empty()) spdlog::info("{}", restored);
+      throw;
+    }
+  }();
   log::setup_logging(world.rank(), world.size(), checked.experiment.log.level);
   if (world.rank() == 0 && !restored.empty()) spdlog::info("{}", restored);
   if (world.rank() == 0 && plan::keeps_resumed_weight_grads(checked.experiment.pipeline)) {

@@ -11,6 +11,7 @@
 #include "comm/watchdog.h"
 #include "core/enum_names.h"
 #include "core/error.h"
+#include "job/data_paths.h"
 #include "job/weights_preflight.h"
 #include "kernels/context.h"
 #include "train/pipelined_forward.h"
@@ -37,6 +38,7 @@ TranslateJob run_translate_job(const TranslateInputs& inputs, const comm::Commun
   std::vector<std::vector<int>> sources;                         // rank 0's
   comm::agree(world, [&] {
     if (world.rank() != 0) return;
+    check_tokenizer_path(experiment);
     const std::string& model = experiment.data.tokenizer;
     tokenizer = tokenize::Tokenizer::load(model);
     sources = inputs.read_sources(experiment, *tokenizer);

@@ -221,8 +221,8 @@ TEST(Safetensors, ImplausibleHeaderLengthIsRejected) {
   const std::string path = dir.file("huge.safetensors");
   write_bytes(path, std::string("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10));
   EXPECT_EQ(read_error(path), path +
-                                  ": header length 9223372036854775807 is implausible (limit "
-                                  "100000000)");
+                                  ": not a safetensors file: its first 8 bytes, the header's "
+                                  "length, read 9223372036854775807, over the limit of 100000000");
 }
 
 TEST(Safetensors, HeaderThatIsNotJsonIsRejected) {

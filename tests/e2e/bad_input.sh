@@ -119,6 +119,12 @@ pipeline.memory_limit); at most 1060 fit" "$evaluated"
 rejected export_missing "$WORK/nowhere/w.safetensors: --export-weights: the folder $WORK/nowhere does not exist" \
   "$mlp" --export-weights "$WORK/nowhere/w.safetensors"
 rejected export_folder "$WORK: --export-weights is a directory, not a file" "$mlp" --export-weights "$WORK"
+# Data that is not there: the key's file and line, and the working directory of a relative path
+# (a config's runs/kjv/... read from another folder said only "data.train: no file matches").
+printf 'model:\n  layers:\n    - {type: embedding, vocab: 16, dim: 8}\n    - {type: linear, units: 16}\ndata:\n  dataset: tokens\n  train: nowhere/train_*.bin\n  val: nowhere/val_*.bin\n  tokenizer: nowhere/tokenizer.model\n  seq_len: 8\npipeline: {stages: 2}\n' \
+  > "$WORK/no_shards.yaml"
+rejected no_shards "no_shards.yaml:7: data.train: no file matches 'nowhere/train_*.bin' (a relative path, read from the working directory $PWD)" \
+  "$WORK/no_shards.yaml"
 touch "$WORK/file"
 RUN_DIR=$WORK/file/run rejected run_dir_file \
   "$WORK/file/run: cannot create run directory: $WORK/file is not a directory" "$mlp"
@@ -209,6 +215,25 @@ alone() {
 alone negative_rtol \
   "--rtol: must be a number >= 0 (0 = bit-identical), got -1 (\`mpipe compare --help\` lists the options)" \
   compare a.safetensors b.safetensors --rtol -1
+# Integer options say what they take (CLI11's own check printed its bound in 309 digits).
+alone export_negative_step \
+  "--step: must be an integer >= 0, got -1 (\`mpipe export --help\` lists the options)" \
+  export "$WORK/run" "$WORK/w.safetensors" --step -1
+alone export_fractional_step \
+  "--step: must be an integer >= 0, got 1.5 (\`mpipe export --help\` lists the options)" \
+  export "$WORK/run" "$WORK/w.safetensors" --step 1.5
+alone generate_negative_top_k \
+  "--top-k: must be an integer >= 0 (0 = all), got -1 (\`mpipe generate --help\` lists the options)" \
+  generate "$mlp" --weights w.safetensors --top-k -1
+# (A negative --seed was taken as 2^64 - 1, where train.seed refuses it.)
+alone generate_negative_seed \
+  "--seed: must be an integer >= 0, got -1 (\`mpipe generate --help\` lists the options)" \
+  generate "$mlp" --weights w.safetensors --seed -1
+# generate reads no shards, but the tokenizer: named as train names it (it said only
+# "nowhere/tokenizer.model: cannot open").
+alone generate_no_tokenizer \
+  "no_shards.yaml:9: data.tokenizer: nowhere/tokenizer.model does not exist (a relative path, read from the working directory $PWD)" \
+  generate "$WORK/no_shards.yaml" --weights "$WORK/lm.safetensors"
 alone empty_name "--name: must not be empty (\`mpipe submit --help\` lists the options)" \
   submit "$WORK/spool" "$mlp" --name ''
 [[ ! -e "$WORK/spool" ]] || { echo "FAILED: submit --name '' created the spool"; exit 1; }

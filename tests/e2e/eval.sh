@@ -2,10 +2,11 @@
 # mpipe eval: a tiny language model trained on 2 ranks, its checkpoints (the run's newest, and a
 # step folder), and its exported weights evaluated by one process and by 2 ranks print the loss its
 # run logged in metrics.jsonl at that step, bit for bit, with the perplexity (in metrics.jsonl too),
-# --losses writes each example's loss and --logits its logits, the same bytes at any K and D; an
-# unknown split, a split the data does not have, a missing checkpoint, another model's checkpoint,
-# weights that do not fit the model, a --losses file in no folder and logits over --logits-limit
-# are refused in one line on every rank, with no losses or logits file written.
+# --losses writes each example's loss and --logits its logits, the same bytes at any K and D; a
+# layout the world cannot hold (the error says which one it can), an unknown split, a split the
+# data does not have, a missing checkpoint, another model's checkpoint, weights that do not fit the
+# model, a --losses file in no folder and logits over --logits-limit are refused in one line on
+# every rank, with no losses or logits file written.
 # Usage: eval.sh LM_CONFIG OTHER_CONFIG
 source "$(dirname "$0")/checkpoint_lib.sh"
 lm=$1 other=$2
@@ -79,6 +80,10 @@ assert abs(mean - float(sys.argv[2])) <= 1e-9 * abs(mean), (mean, sys.argv[2])' 
 
 export subcommand="eval"  # what fails() runs
 fails split 2 "--split dev: expected train, val or test" "$lm" --checkpoint "$WORK/lm" --split dev
+# A layout that does not fit the world: the error says which one does (configs/translate_bible.yaml
+# fixes 2 stages, which one process or 3 ranks cannot hold).
+fails layout 2 "$lm: pipeline.stages (4) x pipeline.data_parallel (2) = 8 ranks, but mpirun started 2; the result is the same on any layout: give --set pipeline.stages=2 --set pipeline.data_parallel=1" \
+  "$lm" --checkpoint "$WORK/lm" --set pipeline.stages=4 --set pipeline.data_parallel=2
 fails no_val 2 "--split val: synthetic data has no val split (its held-out split is test)" \
   "$lm" --checkpoint "$WORK/lm" --split val
 fails no_run 2 "$WORK/typo: --checkpoint: no committed checkpoint (the directory does not exist)" \

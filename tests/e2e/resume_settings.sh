@@ -78,4 +78,15 @@ python3 "$(dirname "$0")/checkpoint_edit.py" seal "$meta"
 train 2 older "$config" --set train.steps=6 --resume
 info_line "$WORK/older.log" "pipeline.weight_grads: auto keeps accumulate, as $WORK/older's checkpoint was trained (set pipeline.weight_grads to change it)"
 same accumulated older
-echo "resume settings: the start's --set kept, the file's differences listed, extensions explicit about the schedule, weight_grads: auto as the checkpoint ran"
+# 6. A layout fixed by a resume's --set is stored too, so a later resume on another world size
+# fails on it: the restored settings are listed before the error, which names the file whose
+# value (auto) is not the one in force.
+train 2 layout "$config"
+train 2 layout "$config" --set train.steps=4 --set pipeline.stages=2 --resume
+status=0
+OMPI_MCA_odls_base_sigkill_timeout=0 timeout 60 mpirun -n 1 "$MPIPE" train "$config" \
+  --run-dir "$WORK/layout" --set train.steps=5 --resume > "$WORK/one_rank.log" 2>&1 || status=$?
+[[ $status -eq 2 ]] || { cat "$WORK/one_rank.log"; echo "FAILED: one_rank: exit status $status"; exit 1; }
+info_line "$WORK/one_rank.log" "$WORK/layout: resuming with the settings stored with step 4 where $config with this --set differs: optimizer.schedule.total_steps: 3 (file: 5); pipeline.stages: 2 (file: auto)"
+info_line "$WORK/one_rank.log" "$config: pipeline.stages (2) x pipeline.data_parallel (1) = 2 ranks, but mpirun started 1"
+echo "resume settings: the start's --set kept, the file's differences listed (before an error too), extensions explicit about the schedule, weight_grads: auto as the checkpoint ran"
