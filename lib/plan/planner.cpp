@@ -13,6 +13,7 @@
 #include "core/byte_format.h"
 #include "core/counted.h"
 #include "core/error.h"
+#include "model/tied_weights.h"
 #include "plan/allreduce_overlap.h"
 #include "plan/batch_split.h"
 #include "plan/gradient_tree.h"
@@ -39,6 +40,61 @@ double shard_allgather_s(double param_bytes, int shards, double link_bytes_per_s
   if (shards < 2 || param_bytes <= 0) return 0.0;
   const double d = shards;
   return link_latency_s + (d - 1.0) * param_bytes / d / link_bytes_per_s;
+}
+
+double tied_exchange_s(const std::vector<TiedCopyAt>& copies, int64_t matrix_floats, int shards,
+                       double link_bytes_per_s, double link_latency_s) {
+  constexpr int64_t kWindow = model::kTiedExchangeFloats;
+  const int64_t windows = (matrix_floats + kWindow - 1) / kWindow;
+  const auto seconds = [&](int64_t active_windows, double sent_floats) {
+    return static_cast<double>(active_windows) * link_latency_s +
+           sent_floats * sizeof(float) / link_bytes_per_s;
+  };
+  int ranks = 0;
+  for (const TiedCopyAt& copy : copies) ranks = std::max(ranks, copy.rank + 1);
+  double slowest = 0.0;
+  if (shards == 1) {
+    std::vector<int> held(static_cast<size_t>(ranks), 0);
+    for (const TiedCopyAt& copy : copies) ++held[static_cast<size_t>(copy.rank)];
+    const auto group = std::ranges::count_if(held, [](int h) { return h > 0; });
+    for (const int h : held) {
+      if (h == 0 || group < 2) continue;
+      const double sent = static_cast<double>(h) * static_cast<double>(group - 1);
+      slowest = std::max(slowest, seconds(windows, sent * static_cast<double>(matrix_floats)));
+    }
+    return slowest;
+  }
+  // The elements of `copy`'s matrix that shard s of its stage's parameters holds.
+  const auto part = [&](const TiedCopyAt& copy, int s) {
+    const auto at = [&](int k) {
+      return std::clamp<int64_t>(k * copy.stage_floats / shards - copy.offset, 0, matrix_floats);
+    };
+    return std::pair<int64_t, int64_t>{at(s), at(s + 1)};
+  };
+  for (int rank = 0; rank < ranks; ++rank) {
+    for (int s = 0; s < shards; ++s) {  // the replica holding shard s
+      double sent = 0.0;
+      std::vector<bool> active(static_cast<size_t>(windows), false);
+      for (size_t x = 0; x < copies.size(); ++x) {
+        if (copies[x].rank != rank) continue;
+        const auto [begin, end] = part(copies[x], s);
+        for (size_t y = 0; y < copies.size(); ++y) {
+          for (int other = 0; other < shards && y != x; ++other) {
+            if (other == s && copies[y].rank == rank) continue;  // a copy on this rank
+            const auto [their_begin, their_end] = part(copies[y], other);
+            const int64_t first = std::max(begin, their_begin), last = std::min(end, their_end);
+            if (first >= last) continue;
+            sent += static_cast<double>(last - first);  // and as many received
+            for (int64_t w = first / kWindow; w <= (last - 1) / kWindow; ++w) {
+              active[static_cast<size_t>(w)] = true;
+            }
+          }
+        }
+      }
+      slowest = std::max(slowest, seconds(std::ranges::count(active, true), sent));
+    }
+  }
+  return slowest;
 }
 
 namespace {
@@ -319,7 +375,7 @@ StagePlan plan_stage(const Context& c, const LayerRange& range, int stage) {
 // each of the log2 D levels is such an allreduce of 2 ranks (half the gradient each way, twice).
 // Sharded over a power of two of replicas it is a reduce-scatter by recursive halving
 // (Trainer::step): level i sends and receives 2^-(i+1) of it, (D - 1) / D in all. (The tied
-// copies' exchange after it is not counted, whole or on shards.)
+// copies' exchange after it: time_tied_exchange.)
 // Each layer's starts once its part of the stage's last gradient work is done, last layer first
 // (Executor::between_layers): of the last backward, of the last W op where backwards are split,
 // or of the WB op where they are batched. Measured on two hosts at 1 Gbit/s and 100 Mbit/s:
@@ -372,6 +428,38 @@ std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRa
   return gradients;
 }
 
+// A tied model: the tied copies' exchange (tied_exchange_s) on each stage holding a use, when any
+// gradient moves: summed on the shards where the replicas reduce-scatter (Context::scattered).
+void time_tied_exchange(const Context& c, std::vector<StagePlan>& stages) {
+  if (!c.plan.tied) return;
+  const auto& costs = c.memory.costs();
+  const auto floats = [&](int begin, int end) {
+    double bytes = 0.0;
+    for (int i = begin; i < end; ++i) bytes += costs[static_cast<size_t>(i)].param_bytes;
+    return static_cast<int64_t>(bytes / sizeof(float));
+  };
+  std::vector<TiedCopyAt> copies;
+  std::vector<size_t> holding;  // each use's stage
+  for (const model::TiedUse& use : c.plan.tied->uses()) {
+    const auto stage = static_cast<size_t>(
+        std::ranges::find_if(stages,
+                             [&](const StagePlan& s) {
+                               return s.layers.begin <= use.layer && use.layer < s.layers.end;
+                             }) -
+        stages.begin());
+    const LayerRange& r = stages.at(stage).layers;
+    // The matrix is its layer's first parameter (an embedding's token, a linear's weight).
+    copies.push_back({.rank = c.placement.rank_of(static_cast<int>(stage)),
+                      .offset = floats(r.begin, use.layer),
+                      .stage_floats = floats(r.begin, r.end)});
+    holding.push_back(stage);
+  }
+  const double seconds = tied_exchange_s(
+      copies, c.plan.tied->matrix.numel(), c.scattered() ? c.request.pipeline.data_parallel : 1,
+      c.request.rates.link_bytes_per_s, c.request.rates.link_latency_s);
+  for (const size_t stage : holding) stages[stage].tied_exchange_s = seconds;
+}
+
 // The step's timeline: every stage's program in simulated time, F and B per stage, and each
 // stage's allreduce behind its last gradient work.
 void simulate_step(const Context& c, PipelinePlan& out) {
@@ -408,6 +496,10 @@ void simulate_step(const Context& c, PipelinePlan& out) {
   const SimulationResult& result = out.timeline;
   double compute = 0.0, largest = 0.0, step_end = result.makespan;
   std::vector<double> rank_optimizer_s(static_cast<size_t>(c.placement.num_ranks), 0.0);
+  std::vector<double> rank_end;  // each rank's last op or allreduce
+  for (const RankTimeline& rank : result.ranks) {
+    rank_end.push_back(rank.compute.empty() ? 0.0 : rank.compute.back().end);
+  }
   for (int s = 0; s < c.num_stages; ++s) {
     const StagePlan& stage = out.stages[static_cast<size_t>(s)];
     const auto rank = static_cast<size_t>(c.placement.rank_of(s));
@@ -415,10 +507,21 @@ void simulate_step(const Context& c, PipelinePlan& out) {
     rank_optimizer_s[rank] += stage.optimizer_s + stage.shard_allgather_s;
     compute += stage.compute_s;
     largest = std::max(largest, stage.compute_s);
-    step_end =
-        std::max(step_end, allreduce_end(replicas_allreduce(c, stage.layers, result.ranks[rank],
-                                                            c.placement.chunk_of(s))));
+    rank_end[rank] = std::max(rank_end[rank],
+                              allreduce_end(replicas_allreduce(c, stage.layers, result.ranks[rank],
+                                                               c.placement.chunk_of(s))));
+    step_end = std::max(step_end, rank_end[rank]);
   }
+  // The tied copies' exchange starts when the last of its ranks is done and ends before the loss
+  // allreduce, which every rank waits for before its optimizer phase.
+  double tied_start = 0.0, tied_s = 0.0;
+  for (int s = 0; s < c.num_stages; ++s) {
+    const double seconds = out.stages[static_cast<size_t>(s)].tied_exchange_s;
+    if (seconds == 0.0) continue;
+    tied_start = std::max(tied_start, rank_end[static_cast<size_t>(c.placement.rank_of(s))]);
+    tied_s = seconds;
+  }
+  step_end = std::max(step_end, tied_start + tied_s);
   out.bubble_fraction = result.bubble_fraction;
   out.step_s = step_end + *std::max_element(rank_optimizer_s.begin(), rank_optimizer_s.end());
   out.samples_per_s = out.step_s > 0 ? static_cast<double>(c.request.batch_size) / out.step_s : 0.0;
@@ -638,6 +741,7 @@ PipelinePlan plan_on(const Context& c, PipelinePlan out, const std::vector<Layer
     }
     out.rank_evaluation_peak_bytes = std::move(evaluation.ranks);
   }
+  time_tied_exchange(c, out.stages);
   out.rank_peak_bytes = rank_peaks(c, out.stages);
   if (out.problem.empty() && c.limit) out.problem = over_limit_message(c, out);
   simulate_step(c, out);

@@ -63,6 +63,30 @@ double optimizer_shard_passes(int optimizer_slots, bool clips_gradients);
 double shard_allgather_s(double param_bytes, int shards, double link_bytes_per_s,
                          double link_latency_s);
 
+// Where one use of a tied matrix lies (model::TiedWeights::uses), for its exchange's cost: the
+// pipeline rank holding it, and where its copy starts in its stage's parameters, of how many.
+struct TiedCopyAt {
+  int rank = 0;
+  int64_t offset = 0;        // floats before the copy in its stage's parameter buffer
+  int64_t stage_floats = 0;  // the stage's parameters, floats
+};
+
+// The tied copies' exchange after the step's ops and the replicas' allreduce, before the loss
+// allreduce (train::TiedCopies::sum_gradients): the seconds the busiest rank takes, on a link of
+// `link_bytes_per_s` and `link_latency_s`. The matrix of `matrix_floats` goes window by window,
+// model::kTiedExchangeFloats each; in each window a rank posts every send and receive it has there
+// and waits for them all, so each window it has one in costs one latency and its sends over its
+// link (its receives come over the other direction at once, never more than the busiest sends).
+// `copies`: every use's, in use order. With `shards` = 1, the ranks holding a use (the group) swap
+// whole copies: each sends every use it holds to each other rank of the group, in every window;
+// 0 when one rank holds them all. With `shards` = D > 1 (the gradients reduce-scattered: the
+// copies summed on the shards), each replica's owner of a part of a copy (its stage's parameters
+// cut at s/D of them, the norm blocks' rounding left out) swaps the elements of that part with the
+// owners of every other use's parts of those elements, except where both are one rank, in the
+// windows those elements span.
+double tied_exchange_s(const std::vector<TiedCopyAt>& copies, int64_t matrix_floats, int shards,
+                       double link_bytes_per_s, double link_latency_s);
+
 struct PlanRequest {
   PipelineConfig pipeline;       // stages and data_parallel resolved (>= 1)
   int64_t batch_size = 1;        // the mini-batch over all replicas; divisible by D x M
@@ -98,6 +122,10 @@ struct StagePlan {
   // optimizer.shard_across_replicas: the updated shards sent to every replica after the update
   // (shard_allgather_s); 0 unsharded.
   double shard_allgather_s = 0.0;
+  // A tied model: on a stage holding a use of the tied matrix, the tied copies' exchange its rank
+  // takes part in after the step, before the optimizer phase (tied_exchange_s); 0 elsewhere and
+  // where no gradient moves.
+  double tied_exchange_s = 0.0;
   // Bytes of the activations (its output's live set) and gradients (its input's) it sends per
   // step: every micro-batch's, none past the model's ends.
   double sent_bytes = 0.0;
@@ -146,7 +174,7 @@ struct PipelinePlan {
   int virtual_stages = 1;
   int64_t micro_batch_rows = 0;
   double bubble_fraction = 0.0;  // idle share of the pipeline (timeline simulation)
-  double step_s = 0.0;           // simulated pipeline + slowest optimizer step + allreduce (D > 1)
+  double step_s = 0.0;  // simulated pipeline + allreduce (D > 1) + tie exchange + slowest optimizer
   // The simulated step's timeline (K ranks, times in seconds from the step's start): each rank's
   // compute ops and the receives it waited on, as the step's prediction ran them (`mpipe plan
   // --trace` draws it: train::plan_trace).

@@ -81,6 +81,7 @@ plan::PipelinePlan retimed(const config::Experiment& experiment, const model::Mo
     out.stages[s].compute_s = timed.stages[s].compute_s;
     out.stages[s].optimizer_s = timed.stages[s].optimizer_s;
     out.stages[s].shard_allgather_s = timed.stages[s].shard_allgather_s;
+    out.stages[s].tied_exchange_s = timed.stages[s].tied_exchange_s;
   }
   out.bubble_fraction = timed.bubble_fraction;
   out.step_s = timed.step_s;

@@ -90,6 +90,22 @@ std::string stage_table(const PlanReport& r) {
   return out;
 }
 
+// A tied model whose copies' gradients move after the step: on which stages, and how long.
+std::string tied_exchange_line(const PlanReport& r) {
+  std::vector<size_t> stages;
+  double exchange_s = 0.0;
+  for (size_t s = 0; s < r.plan.stages.size(); ++s) {
+    if (r.plan.stages[s].tied_exchange_s == 0.0) continue;
+    stages.push_back(s);
+    exchange_s = r.plan.stages[s].tied_exchange_s;
+  }
+  if (stages.empty()) return "";
+  return fmt::format(
+      "tied weights: the copies on {} {} exchange their gradients after the step, before the "
+      "optimizer update: {}\n\n",
+      stages.size() == 1 ? "stage" : "stages", fmt::join(stages, ", "), seconds(exchange_s));
+}
+
 // With chunks: each rank's stages (as the schedule places them) and predicted peak, every chunk
 // at the rank's largest moment (PipelinePlan::rank_peak_bytes, what the memory limit holds for).
 std::string rank_table(const PlanReport& r) {
@@ -160,6 +176,7 @@ std::string plan_text(const PlanReport& r) {
   const plan::PipelinePlan& plan = r.plan;
   const plan::MachineRates& rates = plan.rates;
   std::string out = header(r) + "\n" + layer_table(r) + "\n" + stage_table(r) + "\n";
+  out += tied_exchange_line(r);
   if (plan.virtual_stages > 1) out += rank_table(r) + "\n";
   if (!r.model.graph.is_chain() && plan.stages.size() > 1) out += cut_table(r) + "\n";
   if (!plan.candidates.empty()) out += candidate_table(r) + "\n";
@@ -219,6 +236,7 @@ nlohmann::ordered_json plan_json(const PlanReport& r) {
                       {"compute_s", stage.compute_s},
                       {"optimizer_s", stage.optimizer_s},
                       {"shard_allgather_s", stage.shard_allgather_s},
+                      {"tied_exchange_s", stage.tied_exchange_s},
                       {"peak_bytes", m.total()},
                       {"evaluation_peak_bytes", stage.evaluation.total()},
                       {"fits", stage.fits},

@@ -33,7 +33,8 @@ std::string plan_text(const PlanReport& report);
 //  "memory_limit_bytes" (null: none), "layers": [{"index", "kind", "input", "output",
 //  "num_params", "forward_flops"}], "stage_plans": [{"stage", "first_layer", "last_layer",
 //  "num_params", "forward_flops", "backward_flops", "recompute_flops", "compute_s",
-//  "optimizer_s", "shard_allgather_s", "peak_bytes", "evaluation_peak_bytes", "fits", "memory":
+//  "optimizer_s", "shard_allgather_s", "tied_exchange_s", "peak_bytes", "evaluation_peak_bytes",
+//  "fits", "memory":
 //  {"params", "grads", "gradient_partials", "optimizer_state", "buffers", "kept_activations",
 //  "recompute_workspace", "transient", "weight_grad_operands", "communication",
 //  "allocator_rounding"}}], "cuts": [{"before_layer", "bytes_per_example",

@@ -2,9 +2,9 @@
 # mpipe plan: --json parses with every stage and prediction (its run time is printed), recompute:
 # auto chooses the mode by the limit, threads per rank divide the predicted compute (not the
 # partition), the times are predicted at this machine's measured rates (the plan chosen at the
-# assumed ones), schedule: auto shows its candidates and runs its choice, a plan over the memory limit
-# exits 5, its option errors are one line with exit status 2, and --trace writes the predicted
-# step's timeline as a run's trace.json.
+# assumed ones), a tied model's plan shows its copies' gradient exchange, schedule: auto shows its
+# candidates and runs its choice, a plan over the memory limit exits 5, its option errors are one
+# line with exit status 2, and --trace writes the predicted step's timeline as a run's trace.json.
 source "$(dirname "$0")/lib.sh"
 configs=$(dirname "$0")/../../configs
 
@@ -33,6 +33,7 @@ for s in stages:
     assert abs(expected - s["peak_bytes"]) <= 1e-6 * s["peak_bytes"], s
     assert m["optimizer_state"] == 2 * m["params"], m  # Adam
     assert s["compute_s"] > 0 and s["fits"]
+    assert s["tied_exchange_s"] == 0, s  # no tied weights
 assert 0 < plan["bubble_fraction"] < 1 and plan["step_s"] > 0
 assert abs(plan["samples_per_s"] - plan["batch_size"] / plan["step_s"]) < 1e-6 * plan["samples_per_s"]
 assert plan["fits"] and plan["problem"] is None and plan["memory_limit_bytes"] is None
@@ -80,6 +81,18 @@ grep -q "^advice: the largest stage exceeds the limit by 6.7 MiB; with pipeline.
 "$MPIPE" plan "$configs/fashion_mnist_cnn.yaml" --stages 2 > "$WORK/plan.txt"
 grep -q "^stage  layers " "$WORK/plan.txt" && grep -q "^predicted step " "$WORK/plan.txt" ||
   { cat "$WORK/plan.txt"; echo "FAILED: plan text"; exit 1; }
+
+# A tied model on 2 stages: the copies' gradient exchange after the step, on both stages: one
+# window of its 256 x 16 floats at the assumed links (4 GB/s, 20 us), in the text and the JSON.
+"$MPIPE" plan "$(dirname "$0")/files/tied.yaml" --stages 2 --assumed-rates > "$WORK/tied.txt"
+grep -qx "tied weights: the copies on stages 0, 1 exchange their gradients after the step, before the optimizer update: 24 us" \
+  "$WORK/tied.txt" || { cat "$WORK/tied.txt"; echo "FAILED: the tie exchange's line"; exit 1; }
+"$MPIPE" plan "$(dirname "$0")/files/tied.yaml" --stages 2 --assumed-rates --json > "$WORK/tied.json"
+/usr/bin/python3 - "$WORK/tied.json" <<'PY' || { echo "FAILED: the tie exchange's JSON"; exit 1; }
+import json, sys
+stages = json.load(open(sys.argv[1]))["stage_plans"]
+assert [abs(s["tied_exchange_s"] - (2e-5 + 256 * 16 * 4 / 4e9)) < 1e-15 for s in stages] == [True, True], stages
+PY
 
 # Threads per rank: OMP_NUM_THREADS by default, --threads-per-rank over it; the same partition,
 # each stage's compute in a quarter of the time at 4 threads (at the assumed rates, which do not
@@ -233,4 +246,4 @@ ran=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[
 [[ $(grep -cE "pipeline\.schedule: auto chose $ran \(predicted step [0-9.]+ s, bubble [0-9.]+%, the fastest of 3 schedules within the memory limit\)$" \
   "$WORK/auto_run.log") -eq 1 ]] ||
   { cat "$WORK/auto_run.log"; echo "FAILED: schedule: auto's run"; exit 1; }
-echo "plan: JSON, text, threads per rank, schedule: auto and errors"
+echo "plan: JSON, text, the tie exchange, threads per rank, schedule: auto and errors"
