@@ -132,8 +132,7 @@ int PlanCommand::run() {
     if (!json_) {
       const std::string copies =
           measured.gemm.weight_copies > 0
-              ? fmt::format(", in a stage's order through {} copies of its weight",
-                            measured.gemm.weight_copies)
+              ? fmt::format(", through {} copies of its weight", measured.gemm.weight_copies)
               : "";
       std::printf(
           "measured (%s%s, %d thread(s), %.2f s%s), GFLOP/s per rank: forward %.1f, input gradient "

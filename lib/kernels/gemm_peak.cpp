@@ -102,6 +102,28 @@ class LinearOperands {
     linear_backward_weights(kernels, x_.data, dy_.data, grads_[c]->data, nullptr, rows, in_, out_);
   }
 
+  // The median repetition's FLOP/s of `product` over `rows` rows (run on copy r % copies), after
+  // one run on each copy and, from `warm_up_seconds`, more until that long has passed.
+  template <typename Product>
+  double median_rate(const Product& product, int64_t rows, double min_seconds, int cycles,
+                     double warm_up_seconds) {
+    const Clock::time_point warm_up = Clock::now();
+    for (size_t r = 0; r < copies() || seconds_since(warm_up) < warm_up_seconds; ++r) {
+      product(rows, r % copies());
+    }
+    std::vector<double> times;
+    const Clock::time_point start = Clock::now();
+    for (size_t r = 0;
+         r < static_cast<size_t>(cycles) * copies() || seconds_since(start) < min_seconds; ++r) {
+      const Clock::time_point begin = Clock::now();
+      product(rows, r % copies());
+      times.push_back(seconds_since(begin));
+    }
+    const auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
+    std::ranges::nth_element(times, middle);
+    return flops(rows) / *middle;
+  }
+
  private:
   int64_t in_, out_;
   std::vector<std::unique_ptr<AlignedFloats>> weights_, grads_;
@@ -123,54 +145,15 @@ LinearRates measure_linear_rates(KernelContext& kernels, int64_t rows, int64_t i
                                  double min_seconds, int cycles, double warm_up_seconds,
                                  double streamed_bytes, int64_t deferred_rows) {
   LinearOperands operands(std::max(rows, deferred_rows), in, out, streamed_bytes);
-  const size_t copies = operands.copies();
-  const Clock::time_point warm_up = Clock::now();
-  for (size_t r = 0; r < copies || seconds_since(warm_up) < warm_up_seconds; ++r) {
-    operands.forward(kernels, rows, r % copies);
-  }
-  std::vector<double> forward, input_gradient, weight_gradient, deferred;  // each product's seconds
-  // A stage's step: the forward through its layers, then back through them each layer's input
-  // gradient and its weight gradient; deferring, the input gradients alone, then the deferred
-  // weight gradients (and the per-micro-batch ones last, which such a step does not run).
-  const bool deferring = deferred_rows > 0;
-  const auto stage_pass = [&](bool timed) {
-    const auto run = [timed](std::vector<double>& times, const auto& product) {
-      const Clock::time_point begin = Clock::now();
-      product();
-      if (timed) times.push_back(seconds_since(begin));
-    };
-    const auto weight_gradient_of = [&](size_t c) {
-      run(weight_gradient, [&] { operands.weight_gradient(kernels, rows, c); });
-    };
-    for (size_t c = 0; c < copies; ++c) {
-      run(forward, [&] { operands.forward(kernels, rows, c); });
-    }
-    for (size_t c = copies; c-- > 0;) {
-      run(input_gradient, [&] { operands.input_gradient(kernels, rows, c); });
-      if (!deferring) weight_gradient_of(c);
-    }
-    if (!deferring) return;
-    for (size_t c = copies; c-- > 0;) {
-      run(deferred, [&] { operands.weight_gradient(kernels, deferred_rows, c); });
-    }
-    for (size_t c = copies; c-- > 0;) weight_gradient_of(c);
+  const auto rate = [&](auto product, int64_t product_rows, double warm_up) {
+    return operands.median_rate([&](int64_t r, size_t c) { (operands.*product)(kernels, r, c); },
+                                product_rows, min_seconds, cycles, warm_up);
   };
-  stage_pass(false);  // the products' first runs on each copy: pages, oneDNN's primitives
-  const double products = deferring ? 4.0 : 3.0;
-  const Clock::time_point start = Clock::now();
-  for (int pass = 0; pass < cycles || seconds_since(start) < products * min_seconds; ++pass) {
-    stage_pass(true);
-  }
-  const auto median_rate = [&operands](std::vector<double>& times, int64_t product_rows) {
-    if (times.empty()) return 0.0;
-    const auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
-    std::ranges::nth_element(times, middle);
-    return operands.flops(product_rows) / *middle;
-  };
-  return {.forward = median_rate(forward, rows),
-          .input_gradient = median_rate(input_gradient, rows),
-          .weight_gradient = median_rate(weight_gradient, rows),
-          .deferred_weight_gradient = median_rate(deferred, deferred_rows)};
+  return {.forward = rate(&LinearOperands::forward, rows, warm_up_seconds),
+          .input_gradient = rate(&LinearOperands::input_gradient, rows, 0.0),
+          .weight_gradient = rate(&LinearOperands::weight_gradient, rows, 0.0),
+          .deferred_weight_gradient =
+              deferred_rows > 0 ? rate(&LinearOperands::weight_gradient, deferred_rows, 0.0) : 0.0};
 }
 
 }  // namespace mpipe::kernels

@@ -24,20 +24,16 @@ GemmPeak measure_gemm_peak(KernelContext& kernels, int64_t size = 1024, double m
 double measure_gemm_rate(KernelContext& kernels, const MatmulShape& shape, double min_seconds);
 
 // What a fully connected layer's products run at with `rows` rows, each timed with the layer's
-// own kernel and kept as the median repetition's FLOP/s (2·rows·in·out per product). As a stage
-// runs its layers one after another, each product finds its weights (and their gradient) where
-// the stage's other layers left them, so the products cycle through copies of them,
-// `streamed_bytes` of weights and gradients in all (weight_copies: a stage's parameters and their
-// gradients; a 16-row product of a 1024 x 1024 weight ran 16-42% slower among 24 such layers than
-// among 8), in a stage's order: in each pass the forward through every copy, then back through
-// them each copy's input gradient and weight gradient; with `deferred_rows` > 0, the input
-// gradients alone, then the weight gradient at those rows (several micro-batches' stacked: one
-// deferred product) on every copy, then the per-micro-batch weight gradients. Timed apart, each
-// kind through the copies alone, the forwards and input gradients found the weights in caches that
-// a stage's weight gradients would have filled, and ran 15-20% faster than in this order
-// (docs/benchmarks.md). A first pass is not timed; then passes until `cycles` of them and at least
-// `min_seconds` per product have passed. The forward first runs until
-// `warm_up_seconds` have passed, for a core that was idle to reach the speed it computes a step at.
+// own kernel and kept as the median repetition's FLOP/s (2·rows·in·out per product), timed for
+// at least `min_seconds` and `cycles` times through the copies. As a stage runs its layers one
+// after another, each product finds its weights (and their gradient) where the stage's other
+// layers left them, so the products cycle through copies of them, `streamed_bytes` of weights and
+// gradients in all (weight_copies: a stage's parameters and their gradients; a 16-row product of
+// a 1024 x 1024 weight ran 16-42% slower among 24 such layers than among 8). Each product runs
+// once on every copy before it is timed; the first (the forward) also until `warm_up_seconds`
+// have passed, for a core that was idle to reach the speed it computes a step at. With
+// `deferred_rows` > 0, the weight gradient again at those rows (several micro-batches' stacked:
+// one deferred product), on the same copies.
 struct LinearRates {
   double forward = 0.0;                   // linear_forward
   double input_gradient = 0.0;            // linear_backward_data

@@ -27,10 +27,10 @@ namespace mpipe::train {
 
 namespace {
 
-// How long each product is timed for, how many timed passes through the weight copies at least
-// (kernels::measure_linear_rates), and how long the forward runs untimed before (see Calibration: a
-// 32-row forward read 90 GFLOP/s in a fresh process's first 25 ms, 101 from 125 ms on, and 97-100
-// from the start after 0.3 s of untimed products).
+// How long each product is timed for, how many times through its weight copies at least, and how
+// long the first one runs untimed before (see Calibration: a 32-row forward read 90 GFLOP/s in a
+// fresh process's first 25 ms, 101 from 125 ms on, and 97-100 from the start after 0.3 s of
+// untimed products).
 struct Timing {
   double min_seconds;
   int cycles;

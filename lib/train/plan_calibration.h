@@ -16,12 +16,11 @@ namespace mpipe::train {
 
 // How long a measurement takes. Both run the main linear shape's forward untimed for 0.2 s first
 // (a core that was idle computes slower until it has run a while) and time the deferred weight
-// gradient (weight_grads: batched or grouped) at its own rows. kQuick, `mpipe plan`'s default: the
-// products timed in a stage's order (kernels::measure_linear_rates) for at least 20 ms each and
-// one pass through the weight copies after an untimed one, the optimizer step over
+// gradient (weight_grads: batched or grouped) at its own rows. kQuick, `mpipe plan`'s default: each
+// product timed for at least 20 ms and once through its weight copies, the optimizer step over
 // at most 4 Mi parameters (0.3-0.55 s for scaling_mlp at K = 2, 0.65 s with 24 blocks, whose
 // weight copies are three times as many: kernels::weight_copies). kFull, `--calibrate`: 0.1 s a
-// product and three passes, a rank's whole share of the parameters (seconds on a
+// product and three times through the copies, a rank's whole share of the parameters (seconds on a
 // large model).
 enum class Calibration { kQuick, kFull };
 
