@@ -18,7 +18,10 @@ constexpr int kFirstAnswerTag = 2;  // answers to this rank's n-th roll call use
 constexpr int kAnswerTagSpan =      // so a late answer to an old roll call is never taken
     kGuaranteedTagUb - kFirstAnswerTag + 1;
 constexpr int kMaxAnswerChars = 1000;
-constexpr std::string_view kEndingAnswer = "ending the job after ";
+// A rank whose wait expired answers with one of these: it reports, or it leaves the report to a
+// rank whose roll call reached it before its own wait expired (leaves_the_report).
+constexpr std::string_view kReportingAnswer = "ending the job after ";
+constexpr std::string_view kLeavingAnswer = "ending the job (another rank reports it) after ";
 
 int answer_tag(int roll_call) { return kFirstAnswerTag + roll_call % kAnswerTagSpan; }
 
@@ -27,8 +30,8 @@ std::string current_answer(const Watchdog::State& state) {
   if (!state.waiting) return "not waiting (" + state.activity() + ")";
   const double waited_s =
       std::chrono::duration<double>(WatchClock::now() - state.wait_start).count();
-  std::string text = fmt::format("{}waiting {:.1f} s for {}", state.fired ? kEndingAnswer : "",
-                                 waited_s, describe_wait(state, *state.waiting));
+  std::string text = fmt::format("{}waiting {:.1f} s for {}", ending_answer_prefix(state), waited_s,
+                                 describe_wait(state, *state.waiting));
   if (text.size() > kMaxAnswerChars) text.resize(kMaxAnswerChars);
   return text;
 }
@@ -68,7 +71,12 @@ void answer_roll_calls(Watchdog& watchdog) {
   }
 }
 
-bool is_ending(const std::string& answer) { return answer.starts_with(kEndingAnswer); }
+std::string_view ending_answer_prefix(const Watchdog::State& state) {
+  if (!state.fired) return "";
+  return state.called_before_expiry.empty() ? kReportingAnswer : kLeavingAnswer;
+}
+
+bool reports(const std::string& answer) { return answer.starts_with(kReportingAnswer); }
 
 bool leaves_the_report(const Watchdog::State& state,
                        const std::vector<std::optional<std::string>>& answers, bool was_stopped) {
@@ -77,7 +85,8 @@ bool leaves_the_report(const Watchdog::State& state,
   for (size_t r = 0; r < answers.size(); ++r) {
     if (!answers[r]) continue;
     anyone_answers = true;
-    if (static_cast<int>(r) < state.rank && is_ending(*answers[r])) return true;
+    // Not to a rank that leaves it to another: that one may have been called by this rank.
+    if (static_cast<int>(r) < state.rank && reports(*answers[r])) return true;
   }
   return was_stopped && !anyone_answers && state.size > 1;  // (or no roll call is possible yet)
 }

@@ -85,15 +85,22 @@ std::string describe_wait(const Watchdog::State& state, const PendingOp& op);
 // and reaps finished answers.
 void answer_roll_calls(Watchdog& watchdog);
 
-// Whether an answer to a roll call says the rank is ending the job (its own wait expired).
-bool is_ending(const std::string& answer);
+// How the answer to a roll call starts: "" while this rank waits; once its own wait expired, that
+// it ends the job and reports it, or leaves the report to a rank that called it first.
+std::string_view ending_answer_prefix(const Watchdog::State& state);
 
-// Whether this rank, whose wait expired, leaves the job's one line to another rank: one whose wait
-// expired first (its roll call came before this rank's expired), or a lower rank whose wait
-// expired about when this one's did (it answered that it is ending the job); or, when this rank
-// was itself stopped and no rank answers, the peers that gave up on it. Never true for everyone
-// alike: of the ranks whose waits expired, the first one, or the lowest of those that expired
-// together, reports.
+// Whether an answer to a roll call says the rank's own wait expired and it reports it.
+bool reports(const std::string& answer);
+
+// Whether this rank, whose wait expired, leaves the job's one line to another rank: one whose
+// roll call reached this rank before its own wait expired (that one expired first), or a lower
+// rank whose wait expired about when this one's did and that reports (it answered so); or, when
+// this rank was itself stopped and no rank answers, the peers that gave up on it. Never true for
+// everyone alike: the first rule points back in time, the second down the ranks, and only to a
+// rank that the first does not hold back, so no chain of ranks each leaving the report to the
+// next closes on itself (a rank called first by a second that was called first by a third, which
+// reached the first only once the first had expired, left it all to nobody: 60 s and three
+// lines).
 bool leaves_the_report(const Watchdog::State& state,
                        const std::vector<std::optional<std::string>>& answers, bool was_stopped);
 

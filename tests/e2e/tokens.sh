@@ -152,7 +152,7 @@ last=$(( ($(stat -c %s "$WORK/bad_token.bin") - 1024) / 2 - 1 ))  # uint16 token
 printf '\xff\xff' | dd of="$WORK/bad_token.bin" bs=1 seek=$(( 1024 + 2 * last )) conv=notrunc status=none
 rejected bad_token "$WORK/bad_token.bin: token $last is 65535, not below the vocabulary of 512 (data.tokenizer $WORK/shards/tokenizer.model)" \
   "$config" --set "data.val=$WORK/bad_token.bin" --set pipeline.stages=2
-# A training shard changed during a 2-rank run, by `cp` over it (another size) or by token ids
+# A training shard changed during a 2-rank run, cut to another size or by token ids
 # written over it in place (the same size), ends every rank cleanly in one line naming it, before
 # the step's update: no SIGBUS, no MPI_ABORT banner, the run's lock released.
 # changed NAME EXPECTED_DETAIL COMMAND...: runs COMMAND (on $WORK/NAME-shards) once the run on a
@@ -171,9 +171,12 @@ changed() {
     "$WORK/$name-shards/train_000000.bin: changed during the run ($detail); a run's token shards must stay as they are until it ends" \
     "$WORK/$name/.lock"
 }
+# Another size, set in one call: `cp` over the shard truncates it to 0 bytes first, and a check
+# between its two calls read "0 now" (a failure in the suite).
 opened=$(stat -c %s "$WORK/shards/train_000000.bin")
-changed copied "$opened bytes when the run opened it, $(stat -c %s "$WORK/shards/val_000000.bin") now" \
-  cp "$WORK/shards/val_000000.bin" "$WORK/copied-shards/train_000000.bin"
+resized=$(stat -c %s "$WORK/shards/val_000000.bin")
+changed resized "$opened bytes when the run opened it, $resized now" \
+  truncate -s "$resized" "$WORK/resized-shards/train_000000.bin"
 head -c 64 /dev/zero | tr '\0' '\377' > "$WORK/ff.bin"  # 32 token ids 65535, over the vocabulary
 changed overwritten "modified after the run opened it" \
   dd if="$WORK/ff.bin" of="$WORK/overwritten-shards/train_000000.bin" bs=1 seek=2000 \
