@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 
 #include "core/error.h"
@@ -34,6 +35,25 @@ int stage_of(const std::vector<plan::LayerRange>& ranges, int layer) {
     if (ranges[s].begin <= layer && layer < ranges[s].end) return static_cast<int>(s);
   }
   throw Error(fmt::format("TiedCopies: layer {} is on no stage", layer));
+}
+
+// Writes ((parts[0] + parts[1]) + parts[2]) + ... of the first `length` elements into every
+// span of `copies`, which may be among the parts. A block of sums on the stack, one part at a
+// time, so that each pass is a contiguous loop the compiler vectorises (the same additions in the
+// same order as one element at a time); a block is written only once every part's has been read.
+void add_in_use_order(const std::vector<std::span<const float>>& parts, size_t length,
+                      const std::vector<std::span<float>>& copies) {
+  constexpr size_t kBlock = 1024;
+  std::array<float, kBlock> sum;
+  for (size_t first = 0; first < length; first += kBlock) {
+    const size_t n = std::min(kBlock, length - first);
+    std::copy_n(parts[0].data() + first, n, sum.data());
+    for (size_t u = 1; u < parts.size(); ++u) {
+      const float* part = parts[u].data() + first;
+      for (size_t i = 0; i < n; ++i) sum[i] += part[i];
+    }
+    for (const std::span<float>& copy : copies) std::copy_n(sum.data(), n, copy.data() + first);
+  }
 }
 
 }  // namespace
@@ -155,11 +175,9 @@ void TiedCopies::sum_gradients() {
       }
     }
     for (comm::Request& request : requests) request.wait();
-    for (size_t i = 0; i < length; ++i) {
-      float sum = parts[0][i];  // ((g0 + g1) + g2) + ...: use order, whatever the layout
-      for (size_t u = 1; u < parts.size(); ++u) sum += parts[u][i];
-      for (const Held& held : held_) held.grad[begin + i] = sum;
-    }
+    std::vector<std::span<float>> copies;
+    for (const Held& held : held_) copies.push_back(held.grad.subspan(begin, length));
+    add_in_use_order(parts, length, copies);
   }
 }
 
@@ -235,8 +253,8 @@ void TiedCopies::sum_on_shards() {
       }
     }
     for (comm::Request& request : requests) request.wait();
-    // ((g0 + g1) + g2) + ... of each element this replica holds, in use order; the other uses'
-    // parts were copied or received before any copy is written.
+    // The sum of each element this replica holds, in use order; the other uses' parts were
+    // copied or received before any copy is written.
     for (size_t h = 0; h < held_.size(); ++h) {
       const MatrixPart part = clip(mine[h]);
       if (part.empty()) continue;
@@ -248,12 +266,8 @@ void TiedCopies::sum_on_shards() {
                 : std::span<const float>(others.span().subspan(slot_of(h, v) * window_size));
       }
       const auto length = static_cast<size_t>(part.end - part.begin);
-      const std::span<float> grad = held_[h].grad.subspan(static_cast<size_t>(part.begin), length);
-      for (size_t i = 0; i < length; ++i) {
-        float sum = parts[0][i];
-        for (size_t v = 1; v < num_uses; ++v) sum += parts[v][i];
-        grad[i] = sum;
-      }
+      add_in_use_order(parts, length,
+                       {held_[h].grad.subspan(static_cast<size_t>(part.begin), length)});
     }
   }
 }
