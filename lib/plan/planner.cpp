@@ -43,13 +43,15 @@ double shard_allgather_s(double param_bytes, int shards, double link_bytes_per_s
 }
 
 double tied_exchange_s(const std::vector<TiedCopyAt>& copies, int64_t matrix_floats, int shards,
-                       double link_bytes_per_s, double link_latency_s) {
+                       double link_bytes_per_s, double link_latency_s, double adding_bytes_per_s) {
   constexpr int64_t kWindow = model::kTiedExchangeFloats;
   const int64_t windows = (matrix_floats + kWindow - 1) / kWindow;
-  const auto seconds = [&](int64_t active_windows, double sent_floats) {
+  const auto seconds = [&](int64_t active_windows, double sent_floats, double added_floats) {
     return static_cast<double>(active_windows) * link_latency_s +
-           sent_floats * sizeof(float) / link_bytes_per_s;
+           sent_floats * sizeof(float) / link_bytes_per_s +
+           added_floats * sizeof(float) / adding_bytes_per_s;
   };
+  const auto uses = static_cast<double>(copies.size());
   int ranks = 0;
   for (const TiedCopyAt& copy : copies) ranks = std::max(ranks, copy.rank + 1);
   double slowest = 0.0;
@@ -57,10 +59,17 @@ double tied_exchange_s(const std::vector<TiedCopyAt>& copies, int64_t matrix_flo
     std::vector<int> held(static_cast<size_t>(ranks), 0);
     for (const TiedCopyAt& copy : copies) ++held[static_cast<size_t>(copy.rank)];
     const auto group = std::ranges::count_if(held, [](int h) { return h > 0; });
+    const auto matrix = static_cast<double>(matrix_floats);
     for (const int h : held) {
-      if (h == 0 || group < 2) continue;
-      const double sent = static_cast<double>(h) * static_cast<double>(group - 1);
-      slowest = std::max(slowest, seconds(windows, sent * static_cast<double>(matrix_floats)));
+      if (h == 0) continue;
+      // Every use's copy read, each held copy written.
+      const double added = (uses + h) * matrix;
+      if (group < 2) {
+        slowest = std::max(slowest, seconds(0, 0.0, added));
+        continue;
+      }
+      const double sent = static_cast<double>(h) * static_cast<double>(group - 1) * matrix;
+      slowest = std::max(slowest, seconds(windows, sent, added));
     }
     return slowest;
   }
@@ -73,17 +82,22 @@ double tied_exchange_s(const std::vector<TiedCopyAt>& copies, int64_t matrix_flo
   };
   for (int rank = 0; rank < ranks; ++rank) {
     for (int s = 0; s < shards; ++s) {  // the replica holding shard s
-      double sent = 0.0;
+      double sent = 0.0, added = 0.0;
       std::vector<bool> active(static_cast<size_t>(windows), false);
       for (size_t x = 0; x < copies.size(); ++x) {
         if (copies[x].rank != rank) continue;
         const auto [begin, end] = part(copies[x], s);
+        // Every use's elements of the part read, the part written.
+        added += (uses + 1.0) * static_cast<double>(end - begin);
         for (size_t y = 0; y < copies.size(); ++y) {
           for (int other = 0; other < shards && y != x; ++other) {
-            if (other == s && copies[y].rank == rank) continue;  // a copy on this rank
             const auto [their_begin, their_end] = part(copies[y], other);
             const int64_t first = std::max(begin, their_begin), last = std::min(end, their_end);
             if (first >= last) continue;
+            if (other == s && copies[y].rank == rank) {  // a copy on this rank: read and written
+              added += 2.0 * static_cast<double>(last - first);
+              continue;
+            }
             sent += static_cast<double>(last - first);  // and as many received
             for (int64_t w = first / kWindow; w <= (last - 1) / kWindow; ++w) {
               active[static_cast<size_t>(w)] = true;
@@ -91,7 +105,7 @@ double tied_exchange_s(const std::vector<TiedCopyAt>& copies, int64_t matrix_flo
           }
         }
       }
-      slowest = std::max(slowest, seconds(std::ranges::count(active, true), sent));
+      slowest = std::max(slowest, seconds(std::ranges::count(active, true), sent, added));
     }
   }
   return slowest;
@@ -428,8 +442,8 @@ std::vector<GradientTransfer> replicas_allreduce(const Context& c, const LayerRa
   return gradients;
 }
 
-// A tied model: the tied copies' exchange (tied_exchange_s) on each stage holding a use, when any
-// gradient moves: summed on the shards where the replicas reduce-scatter (Context::scattered).
+// A tied model: the tied copies' exchange and adding (tied_exchange_s) on each stage holding a
+// use: summed on the shards where the replicas reduce-scatter (Context::scattered).
 void time_tied_exchange(const Context& c, std::vector<StagePlan>& stages) {
   if (!c.plan.tied) return;
   const auto& costs = c.memory.costs();
@@ -454,9 +468,12 @@ void time_tied_exchange(const Context& c, std::vector<StagePlan>& stages) {
                       .stage_floats = floats(r.begin, r.end)});
     holding.push_back(stage);
   }
+  // The adding is one thread's streaming pass, as the optimizer's are per thread.
+  const MachineRates& rates = c.request.rates;
   const double seconds = tied_exchange_s(
       copies, c.plan.tied->matrix.numel(), c.scattered() ? c.request.pipeline.data_parallel : 1,
-      c.request.rates.link_bytes_per_s, c.request.rates.link_latency_s);
+      rates.link_bytes_per_s, rates.link_latency_s,
+      rates.optimizer_bytes_per_s > 0 ? rates.optimizer_bytes_per_s : rates.bytes_per_s);
   for (const size_t stage : holding) stages[stage].tied_exchange_s = seconds;
 }
 
@@ -512,8 +529,8 @@ void simulate_step(const Context& c, PipelinePlan& out) {
                                                                c.placement.chunk_of(s))));
     step_end = std::max(step_end, rank_end[rank]);
   }
-  // The tied copies' exchange starts when the last of its ranks is done and ends before the loss
-  // allreduce, which every rank waits for before its optimizer phase.
+  // The tied copies' exchange and adding start when the last of its ranks is done and end before
+  // the loss allreduce, which every rank waits for before its optimizer phase.
   double tied_start = 0.0, tied_s = 0.0;
   for (int s = 0; s < c.num_stages; ++s) {
     const double seconds = out.stages[static_cast<size_t>(s)].tied_exchange_s;

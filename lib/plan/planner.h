@@ -71,21 +71,24 @@ struct TiedCopyAt {
   int64_t stage_floats = 0;  // the stage's parameters, floats
 };
 
-// The tied copies' exchange after the step's ops and the replicas' allreduce, before the loss
-// allreduce (train::TiedCopies::sum_gradients): the seconds the busiest rank takes, on a link of
-// `link_bytes_per_s` and `link_latency_s`. The matrix of `matrix_floats` goes window by window,
-// model::kTiedExchangeFloats each; in each window a rank posts every send and receive it has there
-// and waits for them all, so each window it has one in costs one latency and its sends over its
-// link (its receives come over the other direction at once, never more than the busiest sends).
+// The tied copies' exchange and adding after the step's ops and the replicas' allreduce, before
+// the loss allreduce (train::TiedCopies::sum_gradients): the seconds the busiest rank takes, on a
+// link of `link_bytes_per_s` and `link_latency_s`, adding at `adding_bytes_per_s` (one thread's
+// streaming rate). The matrix of `matrix_floats` goes window by window, model::kTiedExchangeFloats
+// each; in each window a rank posts every send and receive it has there and waits for them all,
+// so each window it has one in costs one latency and its sends over its link (its receives come
+// over the other direction at once, never more than the busiest sends); then it adds the window.
 // `copies`: every use's, in use order. With `shards` = 1, the ranks holding a use (the group) swap
-// whole copies: each sends every use it holds to each other rank of the group, in every window;
-// 0 when one rank holds them all. With `shards` = D > 1 (the gradients reduce-scattered: the
-// copies summed on the shards), each replica's owner of a part of a copy (its stage's parameters
-// cut at s/D of them, the norm blocks' rounding left out) swaps the elements of that part with the
-// owners of every other use's parts of those elements, except where both are one rank, in the
-// windows those elements span.
+// whole copies: each sends every use it holds to each other rank of the group, in every window
+// (none when one rank holds them all), and adds, reading every use's copy and writing each copy
+// it holds. With `shards` = D > 1 (the gradients reduce-scattered: the copies summed on the
+// shards), each replica's owner of a part of a copy (its stage's parameters cut at s/D of them,
+// the norm blocks' rounding left out) swaps the elements of that part with the owners of every
+// other use's parts of those elements, except where both are one rank (a copy, read and written),
+// in the windows those elements span, and adds, reading every use's elements of its part and
+// writing the part. A rank holding no use takes no part.
 double tied_exchange_s(const std::vector<TiedCopyAt>& copies, int64_t matrix_floats, int shards,
-                       double link_bytes_per_s, double link_latency_s);
+                       double link_bytes_per_s, double link_latency_s, double adding_bytes_per_s);
 
 struct PlanRequest {
   PipelineConfig pipeline;       // stages and data_parallel resolved (>= 1)
@@ -122,9 +125,9 @@ struct StagePlan {
   // optimizer.shard_across_replicas: the updated shards sent to every replica after the update
   // (shard_allgather_s); 0 unsharded.
   double shard_allgather_s = 0.0;
-  // A tied model: on a stage holding a use of the tied matrix, the tied copies' exchange its rank
-  // takes part in after the step, before the optimizer phase (tied_exchange_s); 0 elsewhere and
-  // where no gradient moves.
+  // A tied model: on a stage holding a use of the tied matrix, the tied copies' exchange and
+  // adding its rank takes part in after the step, before the optimizer phase (tied_exchange_s); 0
+  // elsewhere.
   double tied_exchange_s = 0.0;
   // Bytes of the activations (its output's live set) and gradients (its input's) it sends per
   // step: every micro-batch's, none past the model's ends.

@@ -90,7 +90,7 @@ std::string stage_table(const PlanReport& r) {
   return out;
 }
 
-// A tied model whose copies' gradients move after the step: on which stages, and how long.
+// A tied model: the stages whose copies' gradients are summed after the step, and how long.
 std::string tied_exchange_line(const PlanReport& r) {
   std::vector<size_t> stages;
   double exchange_s = 0.0;
@@ -101,7 +101,7 @@ std::string tied_exchange_line(const PlanReport& r) {
   }
   if (stages.empty()) return "";
   return fmt::format(
-      "tied weights: the copies on {} {} exchange their gradients after the step, before the "
+      "tied weights: the copies on {} {} sum their gradients after the step, before the "
       "optimizer update: {}\n\n",
       stages.size() == 1 ? "stage" : "stages", fmt::join(stages, ", "), seconds(exchange_s));
 }

@@ -82,16 +82,17 @@ grep -q "^advice: the largest stage exceeds the limit by 6.7 MiB; with pipeline.
 grep -q "^stage  layers " "$WORK/plan.txt" && grep -q "^predicted step " "$WORK/plan.txt" ||
   { cat "$WORK/plan.txt"; echo "FAILED: plan text"; exit 1; }
 
-# A tied model on 2 stages: the copies' gradient exchange after the step, on both stages: one
-# window of its 256 x 16 floats at the assumed links (4 GB/s, 20 us), in the text and the JSON.
+# A tied model on 2 stages: the copies' gradient exchange and adding after the step, on both
+# stages: one window of its 256 x 16 floats at the assumed links (4 GB/s, 20 us), then both copies
+# read and one written at the assumed 4 GB/s, in the text and the JSON.
 "$MPIPE" plan "$(dirname "$0")/files/tied.yaml" --stages 2 --assumed-rates > "$WORK/tied.txt"
-grep -qx "tied weights: the copies on stages 0, 1 exchange their gradients after the step, before the optimizer update: 24 us" \
+grep -qx "tied weights: the copies on stages 0, 1 sum their gradients after the step, before the optimizer update: 36 us" \
   "$WORK/tied.txt" || { cat "$WORK/tied.txt"; echo "FAILED: the tie exchange's line"; exit 1; }
 "$MPIPE" plan "$(dirname "$0")/files/tied.yaml" --stages 2 --assumed-rates --json > "$WORK/tied.json"
 /usr/bin/python3 - "$WORK/tied.json" <<'PY' || { echo "FAILED: the tie exchange's JSON"; exit 1; }
 import json, sys
 stages = json.load(open(sys.argv[1]))["stage_plans"]
-assert [abs(s["tied_exchange_s"] - (2e-5 + 256 * 16 * 4 / 4e9)) < 1e-15 for s in stages] == [True, True], stages
+assert [abs(s["tied_exchange_s"] - (2e-5 + 256 * 16 * 4 / 4e9 + 3 * 256 * 16 * 4 / 4e9)) < 1e-15 for s in stages] == [True, True], stages
 PY
 
 # Threads per rank: OMP_NUM_THREADS by default, --threads-per-rank over it; the same partition,

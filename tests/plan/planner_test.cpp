@@ -230,40 +230,48 @@ TEST(Planner, CountsTheTieExchangesChunkOnEachRankHoldingAUse) {
 }
 
 // The tied copies' exchange, window by window of 65536 floats: one latency per window a rank has
-// a transfer in, and the bytes the busiest rank sends over its link.
-TEST(Planner, TheTieExchangeTakesALatencyPerWindowAndTheBusiestRanksBytes) {
-  const double latency = 1e-4, rate = 1e8;
+// a transfer in, the bytes the busiest rank sends over its link, and its adding: every use's
+// elements read, each of its copies' written.
+TEST(Planner, TheTieExchangeTakesALatencyPerWindowTheBusiestRanksBytesAndItsAdding) {
+  const double latency = 1e-4, rate = 1e8, adding = 2e9;
+  const auto exchange = [&](const std::vector<TiedCopyAt>& copies, int64_t floats, int shards) {
+    return tied_exchange_s(copies, floats, shards, rate, latency, adding);
+  };
   // 100000 floats: 2 windows. Unsharded, each rank of the group sends its copies to the others.
-  EXPECT_EQ(tied_exchange_s({{.rank = 0}, {.rank = 0}}, 100000, 1, rate, latency), 0.0);
-  EXPECT_NEAR(tied_exchange_s({{.rank = 0}, {.rank = 1}}, 100000, 1, rate, latency),
-              2e-4 + 4e5 / 1e8, 1e-15);
-  // Rank 0 holds two uses of three: it sends both to rank 1 (which sends its one back).
-  EXPECT_NEAR(tied_exchange_s({{.rank = 0}, {.rank = 0}, {.rank = 1}}, 100000, 1, rate, latency),
-              2e-4 + 8e5 / 1e8, 1e-15);
-  // Three ranks of one use each: each sends its copy to the two others.
-  EXPECT_NEAR(tied_exchange_s({{.rank = 0}, {.rank = 2}, {.rank = 1}}, 100000, 1, rate, latency),
-              2e-4 + 8e5 / 1e8, 1e-15);
+  // One rank holding both uses sends nothing; it reads both and writes both.
+  EXPECT_NEAR(exchange({{.rank = 0}, {.rank = 0}}, 100000, 1), 4e5 * 4 / adding, 1e-15);
+  EXPECT_NEAR(exchange({{.rank = 0}, {.rank = 1}}, 100000, 1), 2e-4 + 4e5 / rate + 3e5 * 4 / adding,
+              1e-15);
+  // Rank 0 holds two uses of three: it sends both to rank 1 (which sends its one back), reads
+  // three copies and writes two.
+  EXPECT_NEAR(exchange({{.rank = 0}, {.rank = 0}, {.rank = 1}}, 100000, 1),
+              2e-4 + 8e5 / rate + 5e5 * 4 / adding, 1e-15);
+  // Three ranks of one use each: each sends its copy to the two others, reads three, writes one.
+  EXPECT_NEAR(exchange({{.rank = 0}, {.rank = 2}, {.rank = 1}}, 100000, 1),
+              2e-4 + 8e5 / rate + 4e5 * 4 / adding, 1e-15);
   // On 2 shards, each copy a stage of its own: each replica's rank swaps its half of the matrix
-  // (65536 floats, one window) with the other rank of its replica.
+  // (65536 floats, one window) with the other rank of its replica, and adds that half.
   const std::vector<TiedCopyAt> alone = {{.rank = 0, .offset = 0, .stage_floats = 131072},
                                          {.rank = 1, .offset = 0, .stage_floats = 131072}};
-  EXPECT_NEAR(tied_exchange_s(alone, 131072, 2, rate, latency), 1e-4 + 65536 * 4 / 1e8, 1e-15);
+  EXPECT_NEAR(exchange(alone, 131072, 2), 1e-4 + 65536 * 4 / rate + 3 * 65536 * 4 / adding, 1e-15);
   // Both copies on one rank, in the two halves of its parameters: each replica's shard holds one
   // copy whole, whose elements go to the other replica, in both windows.
   const std::vector<TiedCopyAt> halves = {{.rank = 0, .offset = 0, .stage_floats = 262144},
                                           {.rank = 0, .offset = 131072, .stage_floats = 262144}};
-  EXPECT_NEAR(tied_exchange_s(halves, 131072, 2, rate, latency), 2e-4 + 131072 * 4 / 1e8, 1e-15);
-  // Both in the first half: replica 0 holds both, a copy on one rank; replica 1 none.
+  EXPECT_NEAR(exchange(halves, 131072, 2), 2e-4 + 131072 * 4 / rate + 3 * 131072 * 4 / adding,
+              1e-15);
+  // Both in the first half: replica 0 holds both, on one rank, and sends nothing: it copies each
+  // beside the other (read and written) and adds both; replica 1 holds neither.
   const std::vector<TiedCopyAt> first_half = {
       {.rank = 0, .offset = 0, .stage_floats = 524288},
       {.rank = 0, .offset = 131072, .stage_floats = 524288}};
-  EXPECT_EQ(tied_exchange_s(first_half, 131072, 2, rate, latency), 0.0);
+  EXPECT_NEAR(exchange(first_half, 131072, 2), 2 * (3 + 2) * 131072 * 4 / adding, 1e-15);
 }
 
 // A tied model against its untied twin (the same layers, costs and times, no exchange): with the
-// embedding and the head on two ranks the step is longer by the exchange after it, which both
-// stages show; on one rank (or untied) nothing moves.
-TEST(Planner, TheStepWaitsForTheTieExchangeWhereTheUsesAreOnTwoRanks) {
+// embedding and the head on two ranks the step is longer by the exchange and adding after it,
+// which both stages show; on one rank by the adding alone.
+TEST(Planner, TheStepWaitsForTheTieExchangeAndAdding) {
   const auto spec = [](bool tied) {
     std::map<std::string, AttrValue> head = {{"units", int64_t{2048}}, {"bias", false}};
     if (tied) head["tie"] = std::string("embedding");
@@ -274,10 +282,13 @@ TEST(Planner, TheStepWaitsForTheTieExchangeWhereTheUsesAreOnTwoRanks) {
   r.batch_size = 4;
   r.rates.link_bytes_per_s = 1e8;
   r.rates.link_latency_s = 1e-4;
+  r.rates.bytes_per_s = 3e9;
+  r.rates.optimizer_bytes_per_s = 2e10;  // the adding's rate
+  r.rates.threads = 2;                   // which one thread does
   const PipelinePlan tied = plan_of(spec(true), Shape{1}, r);
   const PipelinePlan untied = plan_of(spec(false), Shape{1}, r);
-  // 2048 x 64 floats: 2 windows of 65536, each way at once.
-  const double exchange = 2e-4 + 2048.0 * 64 * 4 / 1e8;
+  // 2048 x 64 floats: 2 windows of 65536, each way at once; both copies read, one written.
+  const double exchange = 2e-4 + 2048.0 * 64 * 4 / 1e8 + 3 * 2048.0 * 64 * 4 / 2e10;
   for (size_t s = 0; s < 2; ++s) {
     EXPECT_NEAR(tied.stages[s].tied_exchange_s, exchange, 1e-15) << s;
     EXPECT_EQ(untied.stages[s].tied_exchange_s, 0.0) << s;
@@ -286,23 +297,26 @@ TEST(Planner, TheStepWaitsForTheTieExchangeWhereTheUsesAreOnTwoRanks) {
   // On the shards of 2 replicas: stage 0 holds the token matrix and one position row (131136
   // floats, cut at 65568), stage 1 the head (cut at 65536). Replica 0's rank 0 swaps elements
   // [0, 65536) with its replica's rank 1 and [65536, 65568) with the other's: 65568 floats in 2
-  // windows, the most of any rank.
+  // windows, and adds its 65568, the most of any rank.
   r.pipeline.data_parallel = 2;
   r.optimizer_shards = 2;
   r.batch_size = 8;
   const PipelinePlan sharded = plan_of(spec(true), Shape{1}, r);
   const PipelinePlan sharded_untied = plan_of(spec(false), Shape{1}, r);
-  const double on_shards = 2e-4 + 65568.0 * 4 / 1e8;
+  const double on_shards = 2e-4 + 65568.0 * 4 / 1e8 + 3 * 65568.0 * 4 / 2e10;
   EXPECT_NEAR(sharded.stages[0].tied_exchange_s, on_shards, 1e-15);
   EXPECT_NEAR(sharded.step_s - sharded_untied.step_s, on_shards, 1e-12);
-  // One rank, unsharded: both copies are summed in place.
+  // One rank, unsharded: both copies are read and written in place, at bytes_per_s where the
+  // optimizer's rate is not measured.
   r.pipeline.stages = 1;
   r.pipeline.data_parallel = 1;
   r.optimizer_shards = 1;
   r.batch_size = 4;
+  r.rates.optimizer_bytes_per_s = 0.0;
   const PipelinePlan one = plan_of(spec(true), Shape{1}, r);
-  EXPECT_EQ(one.stages[0].tied_exchange_s, 0.0);
-  EXPECT_EQ(one.step_s, plan_of(spec(false), Shape{1}, r).step_s);
+  const double adding = 4 * 2048.0 * 64 * 4 / 3e9;
+  EXPECT_NEAR(one.stages[0].tied_exchange_s, adding, 1e-15);
+  EXPECT_NEAR(one.step_s - plan_of(spec(false), Shape{1}, r).step_s, adding, 1e-12);
 }
 
 // Every partition of `spec`'s layers into K·v = 4 stages on K = 2 ranks under `schedule`: the
