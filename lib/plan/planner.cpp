@@ -62,14 +62,10 @@ double tied_exchange_s(const std::vector<TiedCopyAt>& copies, int64_t matrix_flo
     const auto matrix = static_cast<double>(matrix_floats);
     for (const int h : held) {
       if (h == 0) continue;
-      // Every use's copy read, each held copy written.
+      // Every use's copy read, each held copy written; nothing sent when one rank holds them all.
       const double added = (uses + h) * matrix;
-      if (group < 2) {
-        slowest = std::max(slowest, seconds(0, 0.0, added));
-        continue;
-      }
       const double sent = static_cast<double>(h) * static_cast<double>(group - 1) * matrix;
-      slowest = std::max(slowest, seconds(windows, sent, added));
+      slowest = std::max(slowest, seconds(group > 1 ? windows : 0, sent, added));
     }
     return slowest;
   }
@@ -118,6 +114,12 @@ constexpr int kSimulatedTies = 32;
 
 using plan::LayerRange;
 
+// One thread's rate of streaming passes (the optimizer phase's, the tied copies' adding):
+// measured, else the element-wise rate.
+double streaming_bytes_per_s(const MachineRates& rates) {
+  return rates.optimizer_bytes_per_s > 0 ? rates.optimizer_bytes_per_s : rates.bytes_per_s;
+}
+
 // Micro-batches whose forward runs twice.
 int recomputed_micro_batches(Recompute recompute, int num_micro_batches) {
   switch (recompute) {
@@ -148,8 +150,7 @@ class StageTimes {
     const double input_gradient_rate = rate(rates.input_gradient_flops_per_s);
     const double weight_rate = rate(rates.weight_flops_per_s);
     const double batched_rate = rate(rates.batched_weight_flops_per_s);
-    const double optimizer_rate =
-        rates.optimizer_bytes_per_s > 0 ? rates.optimizer_bytes_per_s : rates.bytes_per_s;
+    const double optimizer_rate = streaming_bytes_per_s(rates);
     // Linear layers defer their weight gradients to one product per group of micro-batches
     // (nn::Linear, Stage::defers_grads): the batched rate is that product's (its shape's, as
     // calibrated: train::calibrate_gemm_rate at the group's rows).
@@ -468,12 +469,10 @@ void time_tied_exchange(const Context& c, std::vector<StagePlan>& stages) {
                       .stage_floats = floats(r.begin, r.end)});
     holding.push_back(stage);
   }
-  // The adding is one thread's streaming pass, as the optimizer's are per thread.
   const MachineRates& rates = c.request.rates;
   const double seconds = tied_exchange_s(
       copies, c.plan.tied->matrix.numel(), c.scattered() ? c.request.pipeline.data_parallel : 1,
-      rates.link_bytes_per_s, rates.link_latency_s,
-      rates.optimizer_bytes_per_s > 0 ? rates.optimizer_bytes_per_s : rates.bytes_per_s);
+      rates.link_bytes_per_s, rates.link_latency_s, streaming_bytes_per_s(rates));
   for (const size_t stage : holding) stages[stage].tied_exchange_s = seconds;
 }
 
