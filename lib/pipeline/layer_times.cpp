@@ -1,9 +1,21 @@
 // Per-layer op times of the training steps, and their medians over a window of steps.
 #include "pipeline/layer_times.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 namespace mpipe::pipeline {
+namespace {
+
+// The CPU time this thread has used so far.
+std::chrono::nanoseconds thread_cpu_time() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
+}  // namespace
 
 void LayerTimes::end_step() {
   if (windowed_) window_.push_back(std::move(current_));
@@ -25,12 +37,20 @@ std::map<int, double> LayerTimes::take_window_medians() {
   return medians;
 }
 
+LayerTimeScope::LayerTimeScope(LayerTimes* times, int global_layer)
+    : times_(times),
+      layer_(global_layer),
+      start_(LayerTimes::Clock::now()),
+      stretched_(times != nullptr && times->slowdown() > 1.0) {
+  if (stretched_) cpu_start_ = thread_cpu_time();
+}
+
 LayerTimeScope::~LayerTimeScope() {
   if (times_ == nullptr || !times_->active()) return;
   auto now = LayerTimes::Clock::now();
-  if (times_->slowdown() > 1.0) {
-    const auto until = start_ + std::chrono::duration_cast<LayerTimes::Clock::duration>(
-                                    (now - start_) * times_->slowdown());
+  if (stretched_) {
+    const auto until = now + std::chrono::duration_cast<LayerTimes::Clock::duration>(
+                                 (thread_cpu_time() - cpu_start_) * (times_->slowdown() - 1.0));
     while (now < until) now = LayerTimes::Clock::now();
   }
   times_->add(layer_, std::chrono::duration<double>(now - start_).count());

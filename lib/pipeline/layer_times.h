@@ -15,8 +15,10 @@ class LayerTimes {
   using Clock = std::chrono::steady_clock;
 
   // Test hook: in steps first..last (counted by begin_step from 1), every timed op busy-waits
-  // until it has taken `factor` times as long (>= 1), so a rank can be made slow on purpose
-  // (MPIPE_TEST_SLOW_RANK, train/measured_balance.h).
+  // after it for `factor` - 1 times the CPU time it took this thread (`factor` >= 1), so a rank
+  // can be made slow on purpose (MPIPE_TEST_SLOW_RANK, train/measured_balance.h). The CPU time,
+  // not the wall time: a preemption during an op (a loaded machine's milliseconds) is not
+  // multiplied, which made one preempted op outweigh the rest of its rank.
   void set_slowdown(double factor, int64_t first_step, int64_t last_step) {
     slowdown_ = factor;
     slow_first_ = first_step;
@@ -56,8 +58,7 @@ class LayerTimes {
 // Times one op of one layer into `times` (nothing when it is null).
 class LayerTimeScope {
  public:
-  LayerTimeScope(LayerTimes* times, int global_layer)
-      : times_(times), layer_(global_layer), start_(LayerTimes::Clock::now()) {}
+  LayerTimeScope(LayerTimes* times, int global_layer);
   ~LayerTimeScope();
   LayerTimeScope(const LayerTimeScope&) = delete;
   LayerTimeScope& operator=(const LayerTimeScope&) = delete;
@@ -66,6 +67,8 @@ class LayerTimeScope {
   LayerTimes* times_;
   int layer_;
   LayerTimes::Clock::time_point start_;
+  bool stretched_;                        // the slowdown hook is on for this op
+  std::chrono::nanoseconds cpu_start_{};  // this thread's CPU time at the start (when stretched_)
 };
 
 }  // namespace mpipe::pipeline

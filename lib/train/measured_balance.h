@@ -18,9 +18,10 @@
 namespace mpipe::train {
 
 // Test hook: MPIPE_TEST_SLOW_RANK=<world rank>:<factor>[:<first step>:<last step>] makes that
-// rank's layer ops busy-wait until each took <factor> (>= 1) times as long, in every step or in
-// steps first..last of this process (from 1), so that a test or benchmark can slow one rank down
-// (or change its speed during a run). Sets `times` on that rank; throws InputError for a bad value.
+// rank's layer ops busy-wait after each for <factor> (>= 1) - 1 times its CPU time, in every
+// step or in steps first..last of this process (from 1), so that a test or benchmark can slow one
+// rank down (or change its speed during a run). Sets `times` on that rank; throws InputError for a
+// bad value.
 void apply_test_slowdown(int world_rank, pipeline::LayerTimes& times);
 
 // The ranks' speeds (measured compute over predicted, 1 = as predicted) that re-partitioning

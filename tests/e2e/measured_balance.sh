@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pipeline.balance: measured: with one rank made slow (the test hook MPIPE_TEST_SLOW_RANK busy-waits
-# each of its layer ops until it took 100 times as long, 300 with 4 ranks: this MLP's ops take
+# after each of its layer ops for 99 times the op's CPU time, 299 with 4 ranks: this MLP's ops take
 # microseconds, and a busy machine preempts a rank for milliseconds), the run re-partitions after 3 steps,
 # moving layers off the slow stage, and its weights stay bit-identical to the same run without
 # balancing: at K = 2, at K = 2 with 2 chunks per rank (interleaved and zbv), at K = 2 with 2

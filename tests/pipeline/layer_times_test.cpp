@@ -1,10 +1,11 @@
 // Tests for LayerTimes: per-layer step totals, the window's medians, evaluation ops dropped, and
-// the slowdown test hook.
+// the slowdown test hook (stretching an op's computation, not its waits).
 #include "pipeline/layer_times.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <ctime>
 #include <thread>
 
 namespace mpipe::pipeline {
@@ -49,7 +50,8 @@ TEST(LayerTimes, NothingIsKeptOutsideAWindow) {
   EXPECT_FALSE(times.active());
 }
 
-TEST(LayerTimes, TheSlowdownHookStretchesEachTimedOp) {
+// An op that computes: `factor` times its CPU time recorded.
+TEST(LayerTimes, TheSlowdownHookStretchesEachTimedOpsComputation) {
   LayerTimes times;
   times.set_slowdown(3.0, 1, 1);
   EXPECT_FALSE(times.active());  // before step 1
@@ -59,7 +61,9 @@ TEST(LayerTimes, TheSlowdownHookStretchesEachTimedOp) {
   EXPECT_DOUBLE_EQ(times.slowdown(), 3.0);
   {
     const LayerTimeScope timed(&times, 2);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const std::clock_t busy_from = std::clock();  // 5 ms of this process's (one thread's) CPU
+    while (std::clock() - busy_from < CLOCKS_PER_SEC / 200) {
+    }
   }
   times.end_step();
   const double wall = std::chrono::duration<double>(LayerTimes::Clock::now() - start).count();
@@ -68,6 +72,24 @@ TEST(LayerTimes, TheSlowdownHookStretchesEachTimedOp) {
   EXPECT_LE(recorded, wall);
   times.begin_step();  // step 2: after the slow steps
   EXPECT_DOUBLE_EQ(times.slowdown(), 1.0);
+}
+
+// An op that waits (as a preempted one does) is not stretched by its waiting: the hook once
+// multiplied a loaded machine's preemption of milliseconds by 100, and that op outweighed the
+// rest of its rank (pipeline.balance: measured then kept a slow layer where it was).
+TEST(LayerTimes, TheSlowdownHookDoesNotStretchAWait) {
+  LayerTimes times;
+  times.set_slowdown(100.0, 1, 1);
+  times.begin_step();
+  {
+    const LayerTimeScope timed(&times, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  times.set_windowed(true);  // (the step's ops join the window when it ends)
+  times.end_step();
+  const double recorded = times.take_window_medians().at(0);
+  EXPECT_GE(recorded, 0.05);
+  EXPECT_LT(recorded, 5.0);  // 100 x 50 ms when the wall time was stretched
 }
 
 }  // namespace
