@@ -8,7 +8,7 @@
 # Usage: watchdog.sh CONFIG (up to 4 stages).
 source "$(dirname "$0")/lib.sh"
 config=$1
-stopped=
+stopped='' stopped_start=''
 
 # No bound here is a benchmark: each says "does not hang", and follows from the settings: the
 # deadline that ends the job, the roll call (at most 5 s), mpirun's teardown after MPI_Abort (2 x
@@ -32,8 +32,23 @@ rank_pid() {
   done
   return 0  # (the last rank tested need not be RANK)
 }
+# The start time of process PID (clock ticks after boot: /proc/PID/stat's field 22), which tells
+# it from a later process given the same pid (pids wrap at 32768 here, and the suite starts many).
+start_time() {
+  local fields
+  fields=$(sed -E 's/^.*\) //' "/proc/$1/stat" 2>/dev/null) || return 0
+  read -ra fields <<< "$fields"
+  echo "${fields[19]}"
+}
+# lives PID [START]: process PID, started at START if given, is there and not a zombie.
+lives() {
+  local fields
+  fields=$(sed -E 's/^.*\) //' "/proc/$1/stat" 2>/dev/null) || return 1
+  read -ra fields <<< "$fields"
+  [[ (-z ${2:-} || ${fields[19]} == "$2") && ${fields[0]} != Z ]]
+}
 # A stopped rank left behind by a failed check must not outlive the test.
-trap '[[ -z "$stopped" ]] || kill -KILL "$stopped" 2>/dev/null; [[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
+trap '[[ -z "$stopped" ]] || ! lives "$stopped" "$stopped_start" || kill -KILL "$stopped"; [[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
 
 # hang NAME SIGNAL [--set ...]: starts an endless run on $ranks ranks, waits until $after steps
 # are logged (5: past the warm-up), SIGSTOPs rank $victim, sends SIGNAL to mpirun unless it is
@@ -51,6 +66,7 @@ hang() {
     sleep 0.05
   done
   [[ -n "$stopped" ]] || { cat "$WORK/$name.log"; echo "FAILED: $name: no rank $victim"; exit 1; }
+  stopped_start=$(start_time "$stopped")
   wait_for_steps "$name" "$after" 100
   start=$(date +%s.%N)
   kill -STOP "$stopped"
@@ -66,12 +82,15 @@ hang() {
   # An orphan would live on forever; one that mpirun killed may take a loaded machine seconds to
   # go, so the bound is generous (the test's failure at 5 s, at load 14, was such a slow end).
   for _ in $(seq 600); do
-    kill -0 "$stopped" 2>/dev/null && [[ $(ps -o stat= -p "$stopped") != Z* ]] || break
+    lives "$stopped" "$stopped_start" || break
     sleep 0.05
   done
-  ! kill -0 "$stopped" 2>/dev/null || [[ $(ps -o stat= -p "$stopped") == Z* ]] ||
-    { echo "FAILED: $name: the stopped rank outlived the job by 30 s"; exit 1; }
-  stopped=
+  if lives "$stopped" "$stopped_start"; then
+    ps -o pid,ppid,pgid,stat,etime,wchan:24,args -p "$stopped"
+    echo "FAILED: $name: the stopped rank outlived the job by 30 s"
+    exit 1
+  fi
+  stopped='' stopped_start=''
 }
 
 # expect NAME PATTERN MAX_SECONDS: the job failed (not by timeout) within MAX_SECONDS, with
