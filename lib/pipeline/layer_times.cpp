@@ -38,19 +38,16 @@ std::map<int, double> LayerTimes::take_window_medians() {
 }
 
 LayerTimeScope::LayerTimeScope(LayerTimes* times, int global_layer)
-    : times_(times),
-      layer_(global_layer),
-      start_(LayerTimes::Clock::now()),
-      stretched_(times != nullptr && times->slowdown() > 1.0) {
-  if (stretched_) cpu_start_ = thread_cpu_time();
+    : times_(times), layer_(global_layer), start_(LayerTimes::Clock::now()) {
+  if (times != nullptr && times->slowdown() > 1.0) cpu_start_ = thread_cpu_time();
 }
 
 LayerTimeScope::~LayerTimeScope() {
   if (times_ == nullptr || !times_->active()) return;
   auto now = LayerTimes::Clock::now();
-  if (stretched_) {
+  if (cpu_start_) {
     const auto until = now + std::chrono::duration_cast<LayerTimes::Clock::duration>(
-                                 (thread_cpu_time() - cpu_start_) * (times_->slowdown() - 1.0));
+                                 (thread_cpu_time() - *cpu_start_) * (times_->slowdown() - 1.0));
     while (now < until) now = LayerTimes::Clock::now();
   }
   times_->add(layer_, std::chrono::duration<double>(now - start_).count());

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace mpipe::pipeline {
@@ -67,8 +68,8 @@ class LayerTimeScope {
   LayerTimes* times_;
   int layer_;
   LayerTimes::Clock::time_point start_;
-  bool stretched_;                        // the slowdown hook is on for this op
-  std::chrono::nanoseconds cpu_start_{};  // this thread's CPU time at the start (when stretched_)
+  // This thread's CPU time at the start, when the slowdown hook is on for this op.
+  std::optional<std::chrono::nanoseconds> cpu_start_;
 };
 
 }  // namespace mpipe::pipeline

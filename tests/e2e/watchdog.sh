@@ -32,18 +32,20 @@ rank_pid() {
   done
   return 0  # (the last rank tested need not be RANK)
 }
+# stat_fields PID: /proc/PID/stat from the state on (field 3 first, the start time 20th); fails
+# when there is no such process.
+stat_fields() { sed -E 's/^.*\) //' "/proc/$1/stat" 2>/dev/null; }
 # The start time of process PID (clock ticks after boot: /proc/PID/stat's field 22), which tells
 # it from a later process given the same pid (pids wrap at 32768 here, and the suite starts many).
 start_time() {
   local fields
-  fields=$(sed -E 's/^.*\) //' "/proc/$1/stat" 2>/dev/null) || return 0
-  read -ra fields <<< "$fields"
-  echo "${fields[19]}"
+  read -ra fields <<< "$(stat_fields "$1")"
+  echo "${fields[19]:-}"
 }
 # lives PID [START]: process PID, started at START if given, is there and not a zombie.
 lives() {
   local fields
-  fields=$(sed -E 's/^.*\) //' "/proc/$1/stat" 2>/dev/null) || return 1
+  fields=$(stat_fields "$1") || return 1
   read -ra fields <<< "$fields"
   [[ (-z ${2:-} || ${fields[19]} == "$2") && ${fields[0]} != Z ]]
 }
